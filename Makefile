@@ -1,0 +1,35 @@
+# xpfilt: every target sets itself up (creates .venv and installs the package) before running.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: setup demo test regress bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## demo: filter the shared NITF documents with a shared query set, check against the expected answer
+demo: $(STAMP)
+	$(BIN)/python -m xpfilt.demo
+
+## test: the fast default suite (a few minutes)
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not regress"
+
+## regress: the long regressions
+regress: $(STAMP)
+	$(BIN)/python -m pytest -q -m regress
+
+## bench: benchmarks; numbers land in bench/results/
+bench: $(STAMP)
+	$(BIN)/python bench/reference_throughput.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis

@@ -1,0 +1,54 @@
+"""Filter engines by name, and the batch loop every engine shares.
+
+An engine is built from a list of parsed queries and answers ``filter(document)`` with the
+0-based positions of the matching queries. :func:`filter_batch` turns that into per-document
+results with 1-based query numbers; one bad document never costs the others their answers.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
+
+from .events import Document, MalformedDocumentError
+from .lxml_filter import LxmlFilter
+from .reference import ReferenceFilter
+from .results import DocumentResult
+from .xpath import Query
+
+__all__ = ["Engine", "ENGINES", "make_engine", "filter_batch"]
+
+
+class Engine(Protocol):
+    queries: tuple[Query, ...]
+
+    def filter(self, document: Union[Document, bytes]) -> frozenset[int]: ...
+
+
+ENGINES: dict[str, Callable[[Sequence[Query]], Engine]] = {
+    "reference": ReferenceFilter,
+    "lxml": LxmlFilter,
+}
+
+
+def make_engine(name: str, queries: Sequence[Query]) -> Engine:
+    if name not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {name!r}")
+    return ENGINES[name](queries)
+
+
+def filter_batch(engine: Engine, documents: Iterable[Union[str, os.PathLike, Document]]
+                 ) -> Iterator[DocumentResult]:
+    """Filter each document in turn; unreadable or malformed ones become results with an error."""
+    numbers = [query.number for query in engine.queries]
+    for item in documents:
+        name = item.name if isinstance(item, Document) else os.path.basename(item)
+        try:
+            document = item if isinstance(item, Document) else Document.from_path(item)
+            positions = engine.filter(document)
+        except MalformedDocumentError as exc:
+            yield DocumentResult(name, None, str(exc))
+        except OSError as exc:
+            yield DocumentResult(name, None, f"{name}: cannot read: {exc.strerror or exc}")
+        else:
+            yield DocumentResult(name, tuple(sorted(numbers[p] for p in positions)))

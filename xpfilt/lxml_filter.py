@@ -1,0 +1,34 @@
+"""The lxml engine: libxml2 evaluates each query separately (XPath 1.0), one tree per document.
+
+It is the independent check on the reference filter and the software baseline in ``bench/``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+from lxml import etree
+
+from .events import Document, MalformedDocumentError
+from .xpath import Query
+
+__all__ = ["LxmlFilter"]
+
+
+class LxmlFilter:
+    """``bool(tree.xpath(query))`` for every query; results are 0-based query positions."""
+
+    def __init__(self, queries: Sequence[Query]):
+        self.queries = tuple(queries)
+        self._compiled = [etree.XPath(str(query)) for query in self.queries]
+
+    def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
+        if isinstance(document, (bytes, bytearray)):
+            document = Document("<bytes>", bytes(document))
+        parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
+        try:
+            tree = etree.fromstring(document.data, parser)
+        except etree.XMLSyntaxError as exc:
+            line, column = exc.position
+            raise MalformedDocumentError(document.name, line, column, exc.msg) from None
+        return frozenset(i for i, xpath in enumerate(self._compiled) if xpath(tree))

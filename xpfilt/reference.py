@@ -1,0 +1,132 @@
+"""The reference filter: the paper's event-level stack algorithm (§4), the oracle for every engine.
+
+Each query ``q`` with ``n`` steps owns a *path-specific stack* of ``n + 1`` binary columns: column 0
+is the virtual root column, column ``j`` stands for step ``j``. Row ``L`` of the stack belongs to
+document level ``L`` (level 0 is the document itself, the root element is level 1). Bit ``j`` of row
+``L`` says: steps ``1..j`` match a chain of elements ending at level ``L``, or, if step ``j + 1`` is
+``//``, ending at some level ``<= L`` on the current path.
+
+On ``open(tag)`` a new row is pushed, computed from the row below it::
+
+    new[j] = old[j-1] and step j accepts tag          (the 1 moves diagonally)
+           or old[j] and step j+1 is '//'             (the 1 also moves vertically)
+
+``close`` pops a row. A 1 in the last column means the query matched the document.
+
+Here every query's row is a bit field in one Python integer, so one push computes every column of
+every query at once, as the hardware does. This module shares no code with the compiler or the
+model: it is built directly from the parsed queries, without any column optimization.
+
+Predicates are evaluated when the step's element is opened: ``[@a op v]`` from its attributes,
+``[text() op v]`` from its text node children, which the filter looks up in a first pass over the
+document (it is an oracle, not a streaming engine).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Sequence, Union
+
+from .events import Document, Event, EventKind, parse_events
+from .xpath import Axis, AttributeTarget, Query
+
+__all__ = ["ReferenceFilter", "reference_filter"]
+
+
+class ReferenceFilter:
+    """Filters documents against a fixed list of queries; results are 0-based query positions."""
+
+    def __init__(self, queries: Sequence[Query]):
+        self.queries = tuple(queries)
+        self._init = 0       # row for level 0: column 0 of every query
+        self._descend = 0    # bit j set when step j+1 is '//'
+        self._wild = 0       # bits of '*' steps
+        self._final = 0      # last column of every query
+        self._final_bits: list[tuple[int, int]] = []  # (bit, query position)
+        named: dict[str, int] = defaultdict(int)
+        # tag (or '*') -> [(bit, step)] for steps with predicates
+        self._guarded: dict[str, list] = defaultdict(list)
+        self._needs_text = False
+        offset = 0
+        for position, query in enumerate(self.queries):
+            self._init |= 1 << offset
+            for j, step in enumerate(query.steps, start=1):
+                bit = 1 << (offset + j)
+                if step.axis is Axis.DESCENDANT:
+                    self._descend |= bit >> 1
+                if step.is_wildcard:
+                    self._wild |= bit
+                else:
+                    named[step.name] |= bit
+                if step.predicates:
+                    self._guarded[step.name].append((bit, step))
+                    self._needs_text |= any(not isinstance(p.target, AttributeTarget)
+                                            for p in step.predicates)
+            last = offset + len(query.steps)
+            self._final |= 1 << last
+            self._final_bits.append((last, position))
+            offset = last + 1
+        # what a tag lets through: its own steps plus every wildcard step
+        self._accept = {tag: bits | self._wild for tag, bits in named.items()}
+
+    def filter_events(self, events: Iterable[Event]) -> frozenset[int]:
+        """Positions (0-based) of the queries that select at least one node of the document."""
+        events = list(events) if self._needs_text else events
+        texts = _child_texts(events) if self._needs_text else None
+        stack = [self._init]
+        matched = 0
+        descend, wild, accept, guarded = self._descend, self._wild, self._accept, self._guarded
+        for index, (kind, name, value) in enumerate(events):
+            if kind is EventKind.OPEN:
+                mask = accept.get(name, wild)
+                if guarded:
+                    mask = self._apply_predicates(mask, name, value, texts, index)
+                top = stack[-1]
+                row = ((top << 1) & mask) | (top & descend)
+                stack.append(row)
+                matched |= row
+            elif kind is EventKind.CLOSE:
+                stack.pop()
+        matched &= self._final
+        return frozenset(position for bit, position in self._final_bits if matched >> bit & 1)
+
+    def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
+        return self.filter_events(parse_events(document))
+
+    def _apply_predicates(self, mask, name, attrs, texts, index) -> int:
+        for tag in (name, "*"):
+            for bit, step in self._guarded.get(tag, ()):
+                if mask & bit and not _step_predicates_hold(step, attrs, texts, index):
+                    mask &= ~bit
+        return mask
+
+
+def _step_predicates_hold(step, attrs: dict, texts, index: int) -> bool:
+    for predicate in step.predicates:
+        if isinstance(predicate.target, AttributeTarget):
+            value = attrs.get(predicate.target.name)
+            values = () if value is None else (value,)
+        else:
+            values = texts.get(index, ())
+        if not predicate.holds(values):
+            return False
+    return True
+
+
+def _child_texts(events: Sequence[Event]) -> dict[int, list[str]]:
+    """For each OPEN event index, the text nodes that are direct children of that element."""
+    texts: dict[int, list[str]] = defaultdict(list)
+    open_indices: list[int] = []
+    for index, (kind, _name, value) in enumerate(events):
+        if kind is EventKind.OPEN:
+            open_indices.append(index)
+        elif kind is EventKind.CLOSE:
+            open_indices.pop()
+        elif open_indices:
+            texts[open_indices[-1]].append(value)
+    return texts
+
+
+def reference_filter(queries: Sequence[Query], document: Union[Document, bytes]) -> frozenset[int]:
+    """Positions of ``queries`` that match ``document`` (see :class:`ReferenceFilter`)."""
+    return ReferenceFilter(queries).filter(document)
