@@ -165,9 +165,15 @@ class _Parser:
             m = _NAME.match(self.text, self.pos)
             if not m:
                 raise self.error("an element name or '*'")
-            name, self.pos = m.group(), m.end()
-            if self.peek("(") or self.peek("::"):
-                raise self.error("an element name or '*' (functions and axes are not supported)")
+            name = m.group()
+            if "::" in name:
+                self.pos += name.index("::")
+                raise self.error("'/', '//', '[' or the end of the query (axes such as "
+                                 f"'{name[:name.index('::')]}::' are not supported)")
+            self.pos = m.end()
+            if self.peek("("):
+                raise self.error("'/', '//', '[' or the end of the query (functions such as "
+                                 f"'{name}()' are not supported)")
         predicates = []
         while self.peek("["):
             predicates.append(self.predicate())

@@ -1,0 +1,64 @@
+"""The xpfilt command line: TSV output byte for byte, bad documents and bad queries in a batch."""
+
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from xpfilt.cli import main
+
+from .conftest import expected_cases
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("name, queries_path, folder, tsv",
+                         expected_cases(), ids=[c[0] for c in expected_cases()])
+def test_filter_reproduces_expected_byte_for_byte(name, queries_path, folder, tsv):
+    result = run("filter", "-q", queries_path, folder)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == tsv.read_text()
+
+
+def test_lxml_engine_agrees_on_a_few_documents(data, tmp_path):
+    for i in (1, 2, 3):
+        shutil.copy(data / f"nitf/docs/outFile{i}.xml", tmp_path)
+    queries = data / "queries/nitf-d8-p25-n2000.txt"
+    ref = run("filter", "-q", queries, tmp_path)
+    lx = run("filter", "-q", queries, "--engine", "lxml", tmp_path)
+    assert ref.exit_code == lx.exit_code == 0
+    assert ref.stdout == lx.stdout and ref.stdout.count("\n") == 3
+
+
+def test_malformed_document_is_reported_and_the_rest_answered(data, tmp_path):
+    good = data / "nitf/docs/outFile1.xml"
+    bad = tmp_path / "broken.xml"
+    bad.write_bytes(b"<nitf>\n<head></nitf>")
+    queries = data / "queries/yfilter-suite-simple-paths.txt"
+    expected_line = [line for line in
+                     (data / "expected/nitf-docs--yfilter-suite-simple-paths.tsv")
+                     .read_text().splitlines() if line.startswith("outFile1.xml\t")][0]
+    result = run("filter", "-q", queries, bad, good, tmp_path / "missing.xml")
+    assert result.exit_code == 1
+    assert result.stdout == expected_line + "\n"
+    assert "xpfilt: broken.xml:2:9: malformed XML: mismatched tag" in result.stderr
+    assert "missing.xml: cannot read" in result.stderr
+
+
+def test_bad_query_is_reported_and_others_keep_their_numbers(tmp_path):
+    queries = tmp_path / "q.txt"
+    queries.write_text("/a\n/a/following::b\n//b\n")
+    doc = tmp_path / "d.xml"
+    doc.write_text("<a><b/></a>")
+    result = run("filter", "-q", queries, doc)
+    assert result.exit_code == 1
+    assert result.stdout == "d.xml\t1 3\n"
+    assert "line 2: skipped: query 2 '/a/following::b', column 13" in result.stderr
+
+
+def test_help_everywhere():
+    for command in ([], ["filter"], ["gen-queries"], ["gen-docs"]):
+        result = run(*command, "--help")
+        assert result.exit_code == 0 and "Usage:" in result.output
