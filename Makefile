@@ -29,7 +29,7 @@ regress: $(STAMP)
 
 ## bench: benchmarks; numbers land in bench/results/
 bench: $(STAMP)
-	$(BIN)/python bench/reference_throughput.py
+	cd bench && ../$(BIN)/python reference_throughput.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis

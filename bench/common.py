@@ -1,0 +1,50 @@
+"""Helpers for benchmark scripts: timing, machine facts, and saving JSON + Markdown results."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def best_time(fn: Callable[[], object], repeat: int = 3) -> float:
+    """The fastest of ``repeat`` wall-clock runs of ``fn``, in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def machine() -> dict:
+    return {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
+
+
+def save(name: str, rows: Sequence[dict], columns: Sequence[tuple[str, str]], title: str,
+         notes: str = "") -> Path:
+    """Write ``results/NAME.json`` (rows + machine) and ``results/NAME.md`` (a table)."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(
+        json.dumps({"machine": machine(), "rows": list(rows)}, indent=2) + "\n")
+    lines = [f"# {title}", "", notes, "" if notes else None,
+             "| " + " | ".join(label for _, label in columns) + " |",
+             "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(key)) for key, _ in columns) + " |")
+    lines += ["", f"Machine: {machine()}"]
+    path = RESULTS / f"{name}.md"
+    path.write_text("\n".join(line for line in lines if line is not None) + "\n")
+    return path
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if value < 100 else f"{value:,.0f}"
+    return "" if value is None else str(value)
