@@ -1,0 +1,94 @@
+"""The compiler's plans: answers equal the reference under every optimization setting."""
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xpfilt.compiler import (CompileOptions, Plan, UnsupportedQueryError, compile_queries)
+from xpfilt.events import load_documents, parse_events
+from xpfilt.reference import ReferenceFilter
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+from .conftest import expected_cases
+from .plan_eval import plan_matches
+from .strategies import documents, queries
+
+STRUCTURAL = [c for c in expected_cases() if "pred" not in c[0]]
+ALL_OPTIONS = [CompileOptions(opt_last=a, opt_root=b, opt_share=c, prefix_sharing=d)
+               for a, b, c, d in itertools.product([True, False], repeat=4)]
+
+
+@pytest.mark.parametrize("name, queries_path, folder, tsv", STRUCTURAL,
+                         ids=[c[0] for c in STRUCTURAL])
+@pytest.mark.parametrize("options", [ALL_OPTIONS[0], ALL_OPTIONS[-1]], ids=["all-opts", "no-opts"])
+def test_plan_reproduces_shared_expected(name, queries_path, folder, tsv, options):
+    plan = compile_queries(load_queries(queries_path).queries, options)
+    expected = read_expected(tsv)
+    for path in load_documents([folder]):
+        assert plan_matches(plan, parse_events(path.read_bytes())) == expected[path.name], path
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=documents(), texts=st.lists(queries(), min_size=1, max_size=16),
+       options=st.sampled_from(ALL_OPTIONS), cluster_size=st.integers(1, 6),
+       share_limit=st.integers(1, 4))
+def test_plan_agrees_with_reference(document, texts, options, cluster_size, share_limit):
+    parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    options = CompileOptions(**{**options.__dict__, "cluster_size": cluster_size,
+                                "share_limit": share_limit})
+    plan = compile_queries(parsed, options)
+    expected = tuple(sorted(parsed[i].number for i in ReferenceFilter(parsed).filter(document)))
+    assert plan_matches(plan, parse_events(document)) == expected
+
+
+def test_plan_json_round_trip(data):
+    queries = load_queries(data / "queries/nitf-d8-p25-n2000.txt").queries[:300]
+    plan = compile_queries(queries, CompileOptions(cluster_size=100))
+    again = Plan.from_json(plan.to_json())
+    assert again == plan and len(again.clusters) == 3
+    assert again.query_numbers == list(range(1, 301))
+
+
+def test_plan_version_is_checked():
+    with pytest.raises(ValueError, match="plan version must be 1, not 99"):
+        Plan.from_json('{"version": 99}')
+
+
+def test_each_optimization_saves_columns(data):
+    queries = load_queries(data / "queries/nitf-d8-p15-n2000.txt").queries[:256]
+    columns = {}
+    for name in ("opt_last", "opt_root", "opt_share", "prefix_sharing"):
+        columns[name] = compile_queries(
+            queries, CompileOptions(**{name: False})).stats["columns"]
+    full = compile_queries(queries).stats["columns"]
+    assert all(full < n for n in columns.values()), (full, columns)
+
+
+def test_default_cluster_size_follows_query_length():
+    short = [parse_query("/a/b", i) for i in range(1, 301)]
+    long_ = [parse_query("/a/b/c/d/e", i) for i in range(1, 301)]
+    assert compile_queries(short).stats["cluster_size"] == 256
+    assert compile_queries(long_).stats["cluster_size"] == 128
+    assert len(compile_queries(long_).clusters) == 3
+
+
+def test_predicates_are_refused_with_the_query_named():
+    queries = [parse_query("/a", 1), parse_query("/a[@x=1]/b", 2)]
+    with pytest.raises(UnsupportedQueryError) as info:
+        compile_queries(queries)
+    assert str(info.value) == (
+        "hardware engines support path queries without predicates, not query 2 (/a[@x=1]/b) "
+        "(value predicates are not supported yet)")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"cluster_size": 0}, "cluster size must be at least 1, not 0"),
+    ({"max_depth": 0}, "maximum depth must be at least 1, not 0"),
+])
+def test_options_are_validated(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        CompileOptions(**kwargs)
+    assert str(info.value) == message

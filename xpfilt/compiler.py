@@ -1,0 +1,250 @@
+"""The query compiler: a query set becomes a *plan*, the contract between RTL, model and reports.
+
+A plan is a list of clusters. Each cluster has its own tag dictionary (the tag decoder's CAM
+contents), a list of *nodes* (query steps, shared between queries of the cluster when they have a
+common prefix) and a list of *columns* (the bits of one row of the cluster's packed stack memory).
+
+Every node ``k`` has an accept test (its tag id, 0 for ``*``) and a *source*, the condition its
+predecessor puts on the parent level. On a push of an element with tag ``t`` at level ``L``::
+
+    fires[k] = (node k accepts t) and source[k]
+    new[c]   = OR of fires[k] over the members k of column c   or   (self_loop[c] and top[c])
+
+where ``top`` is the row of level ``L - 1``. Sources (see :class:`Source`):
+
+* ``level1``   -- first step ``/x``: the new element is the root element (``L == 1``);
+* ``any``      -- first step ``//x``: always;
+* ``column``   -- ``top[column]``, and when that column is shared by several nodes, also
+  ``parent tag == parent_tag`` (which member set the bit is told by its tag);
+* ``parent``   -- optimization (2): the predecessor is a first step without a column; read it from
+  the global stack: ``parent tag == tag`` (tag 0: any element, i.e. ``L >= 2``), and ``L == 2``
+  when the first step is ``/``.
+
+A query matches when its last node fires; its flag is read out at the end of the document.
+
+Column optimizations (each switchable): (1) the last node gets no column; (2) a first step whose
+children are all ``/`` steps gets no column (the global stack knows the parent's tag); (3) nodes
+that are not ``*`` and not followed by ``//`` share columns when their tags differ (the tag on the
+global stack tells which member a 1 belongs to). Prefix sharing merges equal leading steps of the
+queries of a cluster into one node.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+from .xpath import Axis, Query
+
+__all__ = ["CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
+           "compile_queries", "UnsupportedQueryError", "PLAN_VERSION"]
+
+PLAN_VERSION = 1
+
+
+class UnsupportedQueryError(ValueError):
+    """A query the hardware engines cannot evaluate (predicates, for now)."""
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Knobs of the custom engine. ``cluster_size`` None: 256 queries if every query has at most
+    4 steps, else 128 (the paper's choice)."""
+    cluster_size: Optional[int] = None
+    max_depth: int = 16
+    opt_last: bool = True        # (1) no column for the last node
+    opt_root: bool = True        # (2) no column for the root node, read the global stack
+    opt_share: bool = True       # (3) nodes with different tags share a column
+    prefix_sharing: bool = True  # common prefixes share nodes within a cluster
+    share_limit: int = 8         # most nodes in one shared column (bounds the OR per column)
+
+    def __post_init__(self):
+        if self.cluster_size is not None and self.cluster_size < 1:
+            raise ValueError(f"cluster size must be at least 1, not {self.cluster_size!r}")
+        if self.max_depth < 1:
+            raise ValueError(f"maximum depth must be at least 1, not {self.max_depth!r}")
+        if self.share_limit < 1:
+            raise ValueError(f"share limit must be at least 1, not {self.share_limit!r}")
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str                    # "level1" | "any" | "column" | "parent"
+    column: int = -1             # kind "column"
+    tag: int = 0                 # kind "column": parent tag check (0: none); kind "parent": tag
+    level2: bool = False         # kind "parent": also require L == 2
+
+
+@dataclass(frozen=True)
+class Node:
+    tag: int                     # cluster-local tag id, 0 for '*'
+    source: Source
+    column: int = -1             # -1: the node has no column
+
+
+@dataclass(frozen=True)
+class Column:
+    members: tuple[int, ...]     # node indices
+    self_loop: bool              # the node is followed by '//': its 1 also moves down
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    number: int                  # 1-based query number (line in the query file)
+    text: str
+    node: int                    # the cluster node whose firing means a match
+    steps: int
+
+
+@dataclass(frozen=True)
+class Cluster:
+    tags: tuple[str, ...]        # CAM contents; tag id of tags[i] is i + 1
+    nodes: tuple[Node, ...]
+    columns: tuple[Column, ...]
+    queries: tuple[QueryPlan, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    version: int
+    mode: str
+    options: CompileOptions
+    clusters: tuple[Cluster, ...]
+    stats: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def query_numbers(self) -> list[int]:
+        """Readout order: bit ``i`` of a document's readout belongs to query ``query_numbers[i]``."""
+        return [q.number for cluster in self.clusters for q in cluster.queries]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Plan":
+        raw = json.loads(text)
+        if raw.get("version") != PLAN_VERSION:
+            raise ValueError(f"plan version must be {PLAN_VERSION}, not {raw.get('version')!r}")
+        clusters = tuple(
+            Cluster(tuple(c["tags"]),
+                    tuple(Node(n["tag"], Source(**n["source"]), n["column"]) for n in c["nodes"]),
+                    tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
+                    tuple(QueryPlan(**q) for q in c["queries"]))
+            for c in raw["clusters"])
+        return cls(raw["version"], raw["mode"], CompileOptions(**raw["options"]), clusters,
+                   raw.get("stats", {}))
+
+
+def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileOptions()) -> Plan:
+    """Compile parsed queries into a custom-engine plan. Raises :class:`UnsupportedQueryError`
+    naming every query with a predicate."""
+    bad = [q for q in queries if q.has_predicates]
+    if bad:
+        listing = ", ".join(f"{q.number} ({q})" for q in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise UnsupportedQueryError(
+            f"hardware engines support path queries without predicates, not query {listing}{more}"
+            " (value predicates are not supported yet)")
+    size = options.cluster_size
+    if size is None:
+        size = 256 if all(len(q) <= 4 for q in queries) else 128
+    clusters = tuple(_compile_cluster(queries[i:i + size], options)
+                     for i in range(0, len(queries), size))
+    stats = {
+        "queries": len(queries),
+        "query_nodes": sum(len(q) for q in queries),
+        "nodes": sum(len(c.nodes) for c in clusters),
+        "columns": sum(len(c.columns) for c in clusters),
+        "clusters": len(clusters),
+        "cluster_size": size,
+        "tags": sum(len(c.tags) for c in clusters),
+    }
+    return Plan(PLAN_VERSION, "custom", options, clusters, stats)
+
+
+def _compile_cluster(queries: Sequence[Query], options: CompileOptions) -> Cluster:
+    tags = sorted({s.name for q in queries for s in q.steps if not s.is_wildcard})
+    tag_id = {name: i + 1 for i, name in enumerate(tags)}
+
+    # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).
+    #    A node's identity includes whether it is followed by '//' (its column's self loop).
+    keys: dict[tuple, int] = {}
+    parent_of: list[int] = []       # -1: a first step
+    steps_of: list = []             # (axis, name, followed_by_descendant)
+    children: list[list[int]] = []
+    query_node: list[int] = []
+    for qi, query in enumerate(queries):
+        parent = -1
+        for j, step in enumerate(query.steps):
+            followed = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
+            key = (parent, step.axis, step.name, followed) if options.prefix_sharing else (qi, j)
+            node = keys.get(key)
+            if node is None:
+                node = keys[key] = len(parent_of)
+                parent_of.append(parent)
+                steps_of.append((step.axis, step.name, followed))
+                children.append([])
+                if parent >= 0:
+                    children[parent].append(node)
+            parent = node
+        query_node.append(parent)
+
+    # 2. which nodes need a column
+    count = len(parent_of)
+    needs_column = []
+    for k in range(count):
+        axis, name, followed = steps_of[k]
+        if options.opt_last and not children[k]:
+            needs_column.append(False)        # (1): only ever a last node
+        elif options.opt_root and parent_of[k] < 0 and not followed:
+            needs_column.append(False)        # (2): children read the global stack
+        else:
+            needs_column.append(True)
+
+    # 3. columns: shared (3) when the tag tells members apart, else one per node
+    column_of = [-1] * count
+    columns: list[tuple[list[int], bool]] = []
+    open_groups: list[tuple[int, set]] = []   # (column index, tags in it)
+    for k in range(count):
+        if not needs_column[k]:
+            continue
+        axis, name, followed = steps_of[k]
+        shareable = options.opt_share and name != "*" and not followed
+        placed = False
+        if shareable:
+            for index, used in open_groups:
+                if name not in used and len(columns[index][0]) < options.share_limit:
+                    used.add(name)
+                    columns[index][0].append(k)
+                    column_of[k] = index
+                    placed = True
+                    break
+        if not placed:
+            column_of[k] = len(columns)
+            columns.append(([k], followed))
+            if shareable:
+                open_groups.append((column_of[k], {name}))
+
+    # 4. sources
+    nodes = []
+    for k in range(count):
+        axis, name, followed = steps_of[k]
+        parent = parent_of[k]
+        if parent < 0:
+            source = Source("level1") if axis is Axis.CHILD else Source("any")
+        elif column_of[parent] >= 0:
+            shared = len(columns[column_of[parent]][0]) > 1
+            parent_name = steps_of[parent][1]
+            source = Source("column", column=column_of[parent],
+                            tag=tag_id[parent_name] if shared else 0)
+        else:  # (2): the parent is a first step without a column; only '/' children here
+            p_axis, p_name, _ = steps_of[parent]
+            source = Source("parent", tag=tag_id.get(p_name, 0),
+                            level2=p_axis is Axis.CHILD)
+        nodes.append(Node(tag_id.get(name, 0), source, column_of[k]))
+
+    return Cluster(
+        tuple(tags), tuple(nodes),
+        tuple(Column(tuple(members), loop) for members, loop in columns),
+        tuple(QueryPlan(q.number, str(q), query_node[i], len(q)) for i, q in enumerate(queries)))

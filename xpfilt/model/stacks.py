@@ -1,0 +1,106 @@
+"""The stacks of one cluster of a plan, evaluated per push/pop event (no clock).
+
+:class:`ClusterStacks` keeps the cluster's packed stack rows as Python integers (bit ``c`` =
+column ``c``) and applies the plan's node equations (see :mod:`xpfilt.compiler`) on each push.
+The cycle-accurate model calls it on the cycles where the front end emits an event; the plan
+checks in the tests call it on expat's events. Only set bits are visited, so a push costs about
+the number of active columns and firing nodes, not the size of the cluster.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..compiler import Cluster
+
+__all__ = ["ClusterStacks"]
+
+
+def _bits(x: int):
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
+
+
+class ClusterStacks:
+    """Push/pop/match state of one cluster. Tag ids are the cluster's own (0 = unknown name)."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        n_tags = len(cluster.tags)
+        wild = 0
+        accept = [0] * (n_tags + 1)
+        self._from_column: dict[int, int] = defaultdict(int)           # column -> nodes
+        self._from_column_tag: dict[tuple, int] = defaultdict(int)     # (column, tag) -> nodes
+        self._level1 = self._any = 0
+        self._parent_any: list[int] = [0] * (n_tags + 1)   # parent tag (0: any element)
+        self._parent_l2: list[int] = [0] * (n_tags + 1)
+        self._column_bit = []
+        for k, node in enumerate(cluster.nodes):
+            bit = 1 << k
+            if node.tag:
+                accept[node.tag] |= bit
+            else:
+                wild |= bit
+            src = node.source
+            if src.kind == "level1":
+                self._level1 |= bit
+            elif src.kind == "any":
+                self._any |= bit
+            elif src.kind == "column":
+                if src.tag:
+                    self._from_column_tag[(src.column, src.tag)] |= bit
+                else:
+                    self._from_column[src.column] |= bit
+            else:
+                (self._parent_l2 if src.level2 else self._parent_any)[src.tag] |= bit
+            self._column_bit.append(1 << node.column if node.column >= 0 else 0)
+        self._accept = [a | wild for a in accept]
+        self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
+        self._match_nodes = defaultdict(list)   # node -> readout positions in this cluster
+        for i, q in enumerate(cluster.queries):
+            self._match_nodes[q.node].append(i)
+        self._match_mask = sum(1 << k for k in self._match_nodes)
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a document: empty stacks, no matches."""
+        self.stack = [0]           # stack[L] = row of level L; stack[0] is all zeros
+        self.matches = 0           # bit i = query i of the cluster matched
+
+    def push(self, tag: int, parent: int, level: int) -> None:
+        """An element with (cluster-local) ``tag`` opens at ``level``; ``parent`` is its parent's
+        tag (0 at the root or for an unknown name)."""
+        top = self.stack[-1]
+        source = self._any
+        if level == 1:
+            source |= self._level1
+        else:
+            source |= self._parent_any[parent] | self._parent_any[0] if parent else \
+                self._parent_any[0]
+            if level == 2:
+                source |= self._parent_l2[parent] | self._parent_l2[0] if parent else \
+                    self._parent_l2[0]
+        for c in _bits(top):
+            source |= self._from_column.get(c, 0)
+            if parent:
+                source |= self._from_column_tag.get((c, parent), 0)
+        fires = self._accept[tag] & source
+        row = top & self._self_loop
+        column_bit = self._column_bit
+        for k in _bits(fires):
+            row |= column_bit[k]
+        self.stack.append(row)
+        hits = fires & self._match_mask
+        if hits:
+            for k in _bits(hits):
+                for i in self._match_nodes[k]:
+                    self.matches |= 1 << i
+
+    def pop(self) -> None:
+        self.stack.pop()
+
+    def matched_queries(self) -> list[int]:
+        """Positions (in the cluster) of the queries that matched so far."""
+        return list(_bits(self.matches))
