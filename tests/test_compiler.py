@@ -92,3 +92,18 @@ def test_options_are_validated(kwargs, message):
     with pytest.raises(ValueError) as info:
         CompileOptions(**kwargs)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("texts, xml, expected", [
+    # b and c share a column (3); only the parent's tag tells whether the 1 below is b's or c's
+    (["/a/b/c", "/a/c/d"], b"<a><c><c/></c></a>", ()),
+    (["/a/b/c", "/a/c/d"], b"<a><c><d/></c><b><c/></b></a>", (1, 2)),
+    # a root step followed by '//' keeps its column (self loop); (2) applies to '/' children only
+    (["/a//c", "/a/c"], b"<a><b><c/></b></a>", (1,)),
+    (["//a/b", "/*/b"], b"<x><a><b/></a></x>", (1,)),
+    (["/*/b"], b"<x><y><b/></y></x>", ()),
+])
+def test_plan_cases(texts, xml, expected):
+    parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    for options in ALL_OPTIONS:
+        assert plan_matches(compile_queries(parsed, options), parse_events(xml)) == expected
