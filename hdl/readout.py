@@ -1,0 +1,73 @@
+"""Double-buffered serial match readout (§5.1).
+
+At the end of a document the engine's match flags are captured into a shadow register and shifted
+out one bit per transfer (LSB = readout bit 0) while the next document streams in. Each beat says
+which document it belongs to (a wrapping sequence number from 0), whether it is the first or last
+bit, and carries the document's error flags.
+"""
+
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .frontend import ErrorFlags
+
+__all__ = ["ReadoutLayout", "Readout", "DOC_WIDTH"]
+
+DOC_WIDTH = 16
+
+
+class ReadoutLayout(data.Struct):
+    """One readout beat."""
+    bit: 1
+    first: 1
+    last: 1
+    doc: DOC_WIDTH
+    errors: ErrorFlags
+
+
+class Readout(wiring.Component):
+    """Ports: ``capture`` + ``flags`` + ``errors`` (load the shadow; only when not ``busy``),
+    ``busy`` (the shadow still holds bits), ``out`` (a stream of :class:`ReadoutLayout`)."""
+
+    def __init__(self, width: int):
+        if width < 1:
+            raise ValueError(f"readout width must be at least 1, not {width!r}")
+        self.width = width
+        super().__init__({
+            "capture": In(1),
+            "flags": In(width),
+            "errors": In(ErrorFlags),
+            "busy": Out(1),
+            "out": Out(stream.Signature(ReadoutLayout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        shadow = Signal(self.width)
+        count = Signal(range(self.width + 1))
+        doc = Signal(DOC_WIDTH)
+        errors = Signal(ErrorFlags)
+        started = Signal()   # a document has been captured (doc numbers start at 0)
+
+        m.d.comb += [
+            self.busy.eq(count != 0),
+            self.out.valid.eq(count != 0),
+            self.out.payload.bit.eq(shadow[0]),
+            self.out.payload.first.eq(count == self.width),
+            self.out.payload.last.eq(count == 1),
+            self.out.payload.doc.eq(doc),
+            self.out.payload.errors.eq(errors),
+        ]
+        with m.If(self.capture):
+            m.d.sync += [
+                shadow.eq(self.flags),
+                count.eq(self.width),
+                errors.eq(self.errors),
+                doc.eq(doc + started),
+                started.eq(1),
+            ]
+        with m.Elif(self.out.valid & self.out.ready):
+            m.d.sync += [shadow.eq(shadow >> 1), count.eq(count - 1)]
+        return m

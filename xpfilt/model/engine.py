@@ -1,0 +1,206 @@
+"""Cycle-accurate model of :class:`hdl.engine.CustomEngine`, driven by the same plan.
+
+:meth:`EngineModel.step` is one clock cycle: it takes the input stream's ``valid``/``data``/
+``last`` and the readout's ``ready`` for that cycle and returns ``bytes_in.ready`` and the
+readout beat shown in that cycle (or None). Register by register it follows the RTL: the
+per-cluster input copy, the front end (:class:`xpfilt.model.frontend.FrontEndModel`), the stack
+banks (:class:`xpfilt.model.stacks.ClusterStacks`), the capture/flow-control logic and the
+readout shift register.
+
+All clusters see the same bytes on the same cycles, so one front end model with the union of the
+clusters' dictionaries stands for all of them; tag ids are translated per cluster.
+
+:class:`ModelEngine` wraps it as a filter engine (``filter(document)``), like the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple, Optional, Sequence, Union
+
+from hdl.frontend import Errors
+from hdl.readout import DOC_WIDTH
+
+from ..compiler import CompileOptions, Plan, compile_queries
+from ..events import Document
+from ..xpath import Query
+from .frontend import NO_EVENT, FrontEndModel
+from .stacks import ClusterStacks
+
+__all__ = ["Beat", "EngineModel", "ModelEngine", "DocumentReadout", "collect_readout"]
+
+
+class Beat(NamedTuple):
+    """One readout transfer (the fields of :class:`hdl.readout.ReadoutLayout`)."""
+    bit: int
+    first: int
+    last: int
+    doc: int
+    errors: int
+
+
+class EngineModel:
+    """Register-level model of ``CustomEngine(plan, max_name=...)``."""
+
+    def __init__(self, plan: Plan, *, max_name: int = 32):
+        self.plan = plan
+        union = sorted({t for c in plan.clusters for t in c.tags})
+        self.front_end = FrontEndModel(union, max_depth=plan.options.max_depth,
+                                       max_name=max_name)
+        self._local = []   # per cluster: union id -> cluster id
+        for cluster in plan.clusters:
+            ids = {name: i + 1 for i, name in enumerate(cluster.tags)}
+            self._local.append([0] + [ids.get(name, 0) for name in union])
+        self.width = sum(len(c.queries) for c in plan.clusters)
+        self._shifts = []
+        offset = 0
+        for cluster in plan.clusters:
+            self._shifts.append(offset)
+            offset += len(cluster.queries)
+        self.reset()
+
+    def reset(self) -> None:
+        self.front_end.reset()
+        self.stacks = [ClusterStacks(c) for c in self.plan.clusters]
+        self.event = NO_EVENT
+        self.copy = (0, 0, 0)
+        self.pending = 0
+        self.waiting = 0
+        self.held_errors = 0
+        self.shadow = 0
+        self.count = 0
+        self.doc = 0
+        self.started = 0
+        self.errors = 0
+        self.cycle = 0
+
+    def step(self, valid: bool = True, data: int = 0, last: bool = False,
+             out_ready: bool = True) -> tuple[bool, Optional[Beat]]:
+        """Advance one cycle. Returns (``bytes_in.ready``, the readout beat shown or None);
+        the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``."""
+        ev = self.event
+        busy = self.count != 0
+        ready = not (self.pending and busy)
+        accepted = bool(valid) and ready
+        beat = None
+        if busy:
+            beat = Beat(self.shadow & 1, int(self.count == self.width), int(self.count == 1),
+                        self.doc, self.errors)
+
+        # stack banks (their registers update at the edge; matches include this push)
+        if ev.push:
+            for stacks, local in zip(self.stacks, self._local):
+                parent = local[ev.parent]
+                stacks.push(local[ev.tag], parent, ev.level)
+        capture = (ev.doc_end or self.waiting) and not busy
+        if capture:
+            flags = 0
+            for stacks, shift in zip(self.stacks, self._shifts):
+                flags |= stacks.matches << shift
+                stacks.matches = 0
+            self.shadow, self.count = flags, self.width
+            self.errors = ev.errors if ev.doc_end else self.held_errors
+            self.doc = (self.doc + self.started) & ((1 << DOC_WIDTH) - 1)
+            self.started = 1
+        elif beat is not None and out_ready:
+            self.shadow >>= 1
+            self.count -= 1
+        if ev.doc_end:
+            for stacks in self.stacks:
+                stacks.stack = [0]
+            self.held_errors = ev.errors
+        elif ev.pop:
+            for stacks in self.stacks:
+                stacks.pop()
+        self.waiting = int((ev.doc_end or self.waiting) and busy)
+        self.pending += int(accepted and bool(last)) - int(capture)
+        self.event = self.front_end.step(*self.copy)
+        self.copy = (1, data, last) if accepted else (0, 0, 0)
+        self.cycle += 1
+        return ready, beat
+
+
+class DocumentReadout(NamedTuple):
+    """A whole document's readout: its sequence number, error flags and readout bits."""
+    doc: int
+    errors: Errors
+    bits: int          # bit i = readout position i (plan.query_numbers[i])
+
+
+def collect_readout(beats: Iterable[Beat], width: int) -> list[DocumentReadout]:
+    """Group readout beats into documents (checking first/last framing)."""
+    out, bits, count = [], 0, 0
+    for beat in beats:
+        if beat.first != (count == 0):
+            raise ValueError(f"readout beat {count} of document {beat.doc} has first="
+                             f"{beat.first}")
+        bits |= beat.bit << count
+        count += 1
+        if beat.last:
+            if count != width:
+                raise ValueError(f"readout of document {beat.doc} must have {width} bits, "
+                                 f"not {count}")
+            out.append(DocumentReadout(beat.doc, Errors(beat.errors), bits))
+            bits, count = 0, 0
+    return out
+
+
+class ModelEngine:
+    """Filter engine backed by the cycle-accurate model (a byte every cycle, readout always
+    ready). ``filter`` returns 0-based positions into ``queries``; a document whose error flags
+    are raised raises :class:`EngineError`."""
+
+    def __init__(self, queries: Sequence[Query], options: CompileOptions = CompileOptions(), *,
+                 max_name: int = 32):
+        self.queries = tuple(queries)
+        self.plan = compile_queries(self.queries, options)
+        self.model = EngineModel(self.plan, max_name=max_name)
+        position = {q.number: i for i, q in enumerate(self.queries)}
+        self._positions = [position[n] for n in self.plan.query_numbers]
+
+    def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
+        if isinstance(document, (bytes, bytearray)):
+            document = Document("<bytes>", bytes(document))
+        readout = run_documents(self.model, [document.data])[0]
+        if readout.errors:
+            raise EngineError(document.name, readout.errors)
+        return frozenset(self._positions[i] for i in range(self.model.width)
+                         if readout.bits >> i & 1)
+
+
+class EngineError(ValueError):
+    """The engine flagged a document (malformed XML, too deep, a name too long)."""
+
+    def __init__(self, name: str, errors: Errors):
+        self.name, self.errors = name, errors
+        flags = ", ".join(f.name.lower().replace("_", " ") for f in Errors if f in errors)
+        super().__init__(f"{name}: the engine flagged the document: {flags}")
+
+
+def run_documents(model: EngineModel, documents: Sequence[bytes]) -> list[DocumentReadout]:
+    """Stream documents back to back (a byte every cycle, readout always ready) until every
+    document has been read out."""
+    beats: list[Beat] = []
+    step = model.step
+    for data in documents:
+        n = len(data)
+        if not n:
+            raise ValueError("document must have at least one byte, not none")
+        i = 0
+        while i < n:
+            ready, beat = step(True, data[i], i == n - 1)
+            if beat is not None:
+                beats.append(beat)
+            if ready:
+                i += 1
+    expected = len(documents) * model.width
+    idle = 0
+    while len(beats) < expected:
+        ready, beat = step(False)
+        if beat is not None:
+            beats.append(beat)
+            idle = 0
+        else:
+            idle += 1
+            if idle > 16:
+                raise RuntimeError("the engine model stopped producing readout beats")
+    return collect_readout(beats, model.width)
