@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
 
-from .events import Document, MalformedDocumentError
+from .events import Document, DocumentError
 from .lxml_filter import LxmlFilter
 from .reference import ReferenceFilter
 from .results import DocumentResult
@@ -46,7 +46,7 @@ def filter_batch(engine: Engine, documents: Iterable[Union[str, os.PathLike, Doc
         try:
             document = item if isinstance(item, Document) else Document.from_path(item)
             positions = engine.filter(document)
-        except MalformedDocumentError as exc:
+        except DocumentError as exc:
             yield DocumentResult(name, None, str(exc))
         except OSError as exc:
             yield DocumentResult(name, None, f"{name}: cannot read: {exc.strerror or exc}")

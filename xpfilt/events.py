@@ -18,7 +18,8 @@ from typing import Iterable, Iterator, NamedTuple, Union
 from xml.parsers import expat
 
 __all__ = [
-    "EventKind", "Event", "Document", "MalformedDocumentError", "iter_events", "parse_events",
+    "EventKind", "Event", "Document", "DocumentError", "MalformedDocumentError", "iter_events",
+    "parse_events",
     "load_documents", "document_depth",
 ]
 
@@ -50,7 +51,11 @@ class Document:
         return cls(path.name, path.read_bytes())
 
 
-class MalformedDocumentError(ValueError):
+class DocumentError(ValueError):
+    """A document that could not be answered; the message names the document and why."""
+
+
+class MalformedDocumentError(DocumentError):
     """A document that is not well-formed XML. ``line`` and ``column`` are 1-based."""
 
     def __init__(self, name: str, line: int, column: int, reason: str):

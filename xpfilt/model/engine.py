@@ -21,12 +21,13 @@ from hdl.frontend import Errors
 from hdl.readout import DOC_WIDTH
 
 from ..compiler import CompileOptions, Plan, compile_queries
-from ..events import Document
+from ..events import Document, DocumentError
 from ..xpath import Query
 from .frontend import NO_EVENT, FrontEndModel
 from .stacks import ClusterStacks
 
-__all__ = ["Beat", "EngineModel", "ModelEngine", "DocumentReadout", "collect_readout"]
+__all__ = ["Beat", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
+           "run_documents"]
 
 
 class Beat(NamedTuple):
@@ -167,7 +168,7 @@ class ModelEngine:
                          if readout.bits >> i & 1)
 
 
-class EngineError(ValueError):
+class EngineError(DocumentError):
     """The engine flagged a document (malformed XML, too deep, a name too long)."""
 
     def __init__(self, name: str, errors: Errors):
