@@ -34,6 +34,34 @@ def _probability(ctx, param, value):
     return value
 
 
+def compile_options(fn):
+    """The custom engine's compile options, shared by ``compile`` and the hardware engines."""
+    options = [
+        click.option("--cluster-size", type=click.IntRange(1), default=None,
+                     help="Queries per cluster (default: 256 for queries of at most 4 steps, "
+                          "else 128)."),
+        click.option("--max-depth", type=click.IntRange(1), default=16, show_default=True,
+                     help="Deepest document level the stacks hold (deeper: error flag)."),
+        click.option("--no-opt1", is_flag=True, help="Give the last node of a query a column."),
+        click.option("--no-opt2", is_flag=True,
+                     help="Give the root node a column instead of reading the global stack."),
+        click.option("--no-opt3", is_flag=True, help="Never share a column between nodes."),
+        click.option("--no-prefix-sharing", is_flag=True,
+                     help="Do not share common query prefixes within a cluster."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _options_from(kwargs):
+    from .compiler import CompileOptions
+    return CompileOptions(
+        cluster_size=kwargs.pop("cluster_size"), max_depth=kwargs.pop("max_depth"),
+        opt_last=not kwargs.pop("no_opt1"), opt_root=not kwargs.pop("no_opt2"),
+        opt_share=not kwargs.pop("no_opt3"), prefix_sharing=not kwargs.pop("no_prefix_sharing"))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xpfilt")
 def main():
@@ -49,13 +77,15 @@ def main():
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Query file: one XPath per line; query number = line number.")
 @click.option("-e", "--engine", default="reference", show_default=True,
-              type=click.Choice(["reference", "lxml"]),
+              type=click.Choice(["reference", "lxml", "model"]),
               help="reference: the paper's stack algorithm in software; "
-                   "lxml: libxml2 evaluating each query separately.")
+                   "lxml: libxml2 evaluating each query separately; "
+                   "model: the cycle-accurate model of the generated custom hardware.")
+@compile_options
 @click.option("-o", "--output", type=click.File("w"), default="-",
               help="Write the TSV here instead of standard output.")
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
-def filter_command(queries_path, engine, output, documents):
+def filter_command(queries_path, engine, output, documents, **kwargs):
     """Filter DOCUMENTS (files, or directories of *.xml) against the queries.
 
     Prints one line per document: the file name, a tab, and the space-separated numbers of the
@@ -63,17 +93,22 @@ def filter_command(queries_path, engine, output, documents):
     unsupported queries are reported on standard error; every other document and query still
     gets its answer, and the exit code is 1.
     """
-    from .engines import filter_batch, make_engine
+    from .engines import filter_batch, make_engine, split_supported
     from .events import load_documents
     from .results import format_tsv_line
     from .xpath import load_queries
 
+    options = _options_from(kwargs)
     loaded = load_queries(queries_path)
     failed = False
     for error in loaded.errors:
         click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
         failed = True
-    filt = make_engine(engine, loaded.queries)
+    queries, refused = split_supported(engine, loaded.queries)
+    for message in refused:
+        click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
+        failed = True
+    filt = make_engine(engine, queries, options)
     for result in filter_batch(filt, load_documents(documents)):
         if result.ok:
             output.write(format_tsv_line(result.name, result.matches) + "\n")
@@ -82,6 +117,36 @@ def filter_command(queries_path, engine, output, documents):
             failed = True
     output.flush()
     sys.exit(1 if failed else 0)
+
+
+@main.command("compile")
+@click.argument("queries_path", metavar="QUERIES",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mode", type=click.Choice(["custom"]), default="custom", show_default=True,
+              help="custom: hardware specialised to this query set.")
+@compile_options
+@click.option("--max-name", type=click.IntRange(1), default=32, show_default=True,
+              help="Longest element name the parser accepts (longer: error flag).")
+@click.option("-o", "--output-dir", required=True,
+              type=click.Path(file_okay=False, path_type=Path))
+def compile_command(queries_path, mode, max_name, output_dir, **kwargs):
+    """Compile QUERIES into hardware: writes plan.json, xpfilt_engine.v and report.md."""
+    from .build import compile_to_directory
+    from .xpath import load_queries
+
+    options = _options_from(kwargs)
+    loaded = load_queries(queries_path)
+    for error in loaded.errors:
+        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
+    from .compiler import UnsupportedQueryError
+    try:
+        report = compile_to_directory(loaded.queries, options, output_dir, max_name=max_name,
+                                      log=lambda msg: click.echo(msg, err=True))
+    except UnsupportedQueryError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(report)
+    if loaded.errors:
+        sys.exit(1)
 
 
 @main.command("gen-queries")

@@ -16,7 +16,7 @@ from .reference import ReferenceFilter
 from .results import DocumentResult
 from .xpath import Query
 
-__all__ = ["Engine", "ENGINES", "make_engine", "filter_batch"]
+__all__ = ["Engine", "ENGINES", "HARDWARE_ENGINES", "make_engine", "split_supported", "filter_batch"]
 
 
 class Engine(Protocol):
@@ -25,16 +25,36 @@ class Engine(Protocol):
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]: ...
 
 
-ENGINES: dict[str, Callable[[Sequence[Query]], Engine]] = {
-    "reference": ReferenceFilter,
-    "lxml": LxmlFilter,
+def _model_engine(queries: Sequence[Query], options=None) -> Engine:
+    from .model.engine import ModelEngine   # imports the RTL definitions: only when asked
+    return ModelEngine(queries, options) if options else ModelEngine(queries)
+
+
+ENGINES: dict[str, Callable[..., Engine]] = {
+    "reference": lambda queries, options=None: ReferenceFilter(queries),
+    "lxml": lambda queries, options=None: LxmlFilter(queries),
+    "model": _model_engine,
 }
 
+#: Engines that run the generated hardware (or its model) and so take only path queries.
+HARDWARE_ENGINES = frozenset({"model"})
 
-def make_engine(name: str, queries: Sequence[Query]) -> Engine:
+
+def make_engine(name: str, queries: Sequence[Query], options=None) -> Engine:
+    """Build engine ``name`` for ``queries``; ``options`` (a CompileOptions) for hardware ones."""
     if name not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {name!r}")
-    return ENGINES[name](queries)
+    return ENGINES[name](queries, options)
+
+
+def split_supported(name: str, queries: Sequence[Query]) -> tuple[list[Query], list[str]]:
+    """The queries engine ``name`` can evaluate, and a message for each one it cannot."""
+    if name not in HARDWARE_ENGINES:
+        return list(queries), []
+    ok = [q for q in queries if not q.has_predicates]
+    refused = [f"query {q.number} ({q}): the {name} engine does not support value predicates yet"
+               for q in queries if q.has_predicates]
+    return ok, refused
 
 
 def filter_batch(engine: Engine, documents: Iterable[Union[str, os.PathLike, Document]]

@@ -1,0 +1,674 @@
+"""The XML front end: a one-byte-per-cycle SAX parser, a streaming tag decoder (CAM) and the
+global stack, turning document bytes into push/pop events for the path-specific stacks.
+
+Everything the cycle-accurate model (:mod:`xpfilt.model.frontend`) must agree on is defined here
+once: the byte classes, the name hash, the error flags, the event layout and the parser states.
+
+Timing. A byte accepted in cycle N (``bytes_in.valid``; ``ready`` is always 1) shows its event on
+``events`` in cycle N+1; every other cycle ``events`` is all zeros.
+
+* ``push``: on the whitespace, ``/`` or ``>`` that ends a start-tag name. ``tag`` is the decoded
+  name (``tags[i]`` is ``i + 1``, 0 = not in the dictionary), ``parent`` the tag on top of the
+  global stack before the push (0 at the root), ``level`` the new depth (root element = 1).
+* ``pop``: on the ``>`` of an end tag or of a self-closing ``/>``; ``level`` = depth before the pop.
+  ``<a/>`` pushes on ``/`` and pops on ``>``.
+* ``doc_end``: the cycle after the byte with ``last = 1``, with the document's sticky ``errors``
+  (``errors`` is zero on every other cycle). A pop (the root's ``>``) may share that cycle.
+  The parser is back in its initial state for the byte accepted in the ``doc_end`` cycle.
+
+Errors (sticky within a document, reported with ``doc_end``):
+
+* ``malformed``: a bad byte after ``<``, ``</``, ``<!``, in a name, inside a tag or a markup
+  declaration; ``<`` in an attribute value; ``--`` inside a comment; an end tag whose (tag id,
+  name hash) differs from the top of the global stack; an end tag at depth 0; non-whitespace text,
+  CDATA or a second element outside the root element; a DOCTYPE after the root element started;
+  at ``last``: no root element, an element left open or a construct left unfinished.
+* ``depth_overflow``: a push beyond ``max_depth``. The push is not performed (no event, stacks
+  untouched); deeper levels are counted so that their closes are swallowed too.
+* ``name_too_long``: an element name longer than ``max_name`` bytes (it decodes to 0).
+
+After any error the parser goes on consuming bytes (usually from the text state) and starts the
+next document fresh.
+"""
+
+
+
+import enum as py_enum
+from functools import reduce
+from operator import xor
+from typing import Sequence
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = [
+    "WHITESPACE", "NAME_START", "NAME_CHAR", "HASH_WIDTH", "HASH_POLY", "HASH_INIT",
+    "EXCESS_WIDTH", "hash_byte", "name_hash", "ErrorFlags", "Errors", "EventLayout", "StackEntry",
+    "State", "ByteLayout", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "tag_width_for", "check_parameters",
+    "FrontEnd",
+]
+
+
+# --- byte classes -----------------------------------------------------------------------------
+
+#: XML whitespace (S).
+WHITESPACE = frozenset(b" \t\r\n")
+#: Bytes that may start an element or attribute name: ASCII letters, ``_``, ``:`` and any byte
+#: of a multi-byte UTF-8 sequence (>= 0x80; not validated further).
+NAME_START = frozenset(
+    [*range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1), ord("_"), ord(":"),
+     *range(0x80, 0x100)])
+#: Bytes allowed after the first one of a name.
+NAME_CHAR = NAME_START | frozenset([*range(ord("0"), ord("9") + 1), ord("."), ord("-")])
+
+#: After ``<![``, the bytes that must follow for a CDATA section.
+CDATA_KEYWORD = b"CDATA["
+#: After ``<!D``, the bytes that must follow for a document type declaration.
+DOCTYPE_KEYWORD = b"OCTYPE"
+
+
+# --- the name hash (CRC-8, polynomial x^8 + x^2 + x + 1, not reflected) ------------------------
+
+HASH_WIDTH = 8
+HASH_POLY = 0x07
+HASH_INIT = 0x00
+
+#: Width of the counter of levels opened beyond ``max_depth`` (saturating).
+EXCESS_WIDTH = 16
+
+
+def hash_byte(h: int, byte: int) -> int:
+    """The name hash after one more byte. Linear over GF(2) in ``h ^ byte``."""
+    x = (h ^ byte) & 0xFF
+    for _ in range(8):
+        x = ((x << 1) ^ HASH_POLY) & 0xFF if x & 0x80 else (x << 1) & 0xFF
+    return x
+
+
+def name_hash(name: bytes) -> int:
+    """The hash the hardware computes over a whole name."""
+    h = HASH_INIT
+    for b in name:
+        h = hash_byte(h, b)
+    return h
+
+
+# --- shared layouts and enumerations ----------------------------------------------------------
+
+class ErrorFlags(data.Struct):
+    """Per-document error flags (bit 0 = ``malformed``)."""
+    malformed: 1
+    depth_overflow: 1
+    name_too_long: 1
+
+
+#: The same flags as a Python :class:`enum.IntFlag`, for software (derived from :class:`ErrorFlags`).
+Errors = py_enum.IntFlag("Errors", {
+    name.upper(): 1 << field.offset for name, field in data.Layout.cast(ErrorFlags)})
+Errors.__doc__ = "Error flags of a document, as reported in ``events.errors`` on ``doc_end``."
+
+
+def tag_width_for(n_tags: int) -> int:
+    """Bits of a tag id for a dictionary of ``n_tags`` names (ids 0..n_tags)."""
+    return max(1, n_tags.bit_length())
+
+
+class EventLayout(data.StructLayout):
+    """One front-end event: ``push``, ``pop``, ``tag``, ``parent``, ``level``, ``doc_end``,
+    ``errors`` (LSB first in that order)."""
+
+    def __init__(self, *, tag_width: int, max_depth: int):
+        self.tag_width = tag_width
+        self.max_depth = max_depth
+        super().__init__({
+            "push": 1,
+            "pop": 1,
+            "tag": tag_width,
+            "parent": tag_width,
+            "level": range(max_depth + 1),
+            "doc_end": 1,
+            "errors": ErrorFlags,
+        })
+
+
+class StackEntry(data.StructLayout):
+    """A global stack row: the tag id and the name hash of an open element."""
+
+    def __init__(self, *, tag_width: int):
+        super().__init__({"tag": tag_width, "hash": HASH_WIDTH})
+
+
+#: The byte stream payload.
+ByteLayout = data.StructLayout({"data": 8, "last": 1})
+
+
+class State(enum.Enum, shape=6):
+    """Byte parser states (what the next byte is read as)."""
+    TEXT = 0          # character data in content, or the prolog/epilog (whitespace only)
+    LT = 1            # after "<"
+    START_NAME = 2    # in a start-tag name
+    IN_TAG = 3        # in a start tag after whitespace: an attribute name, "/" or ">"
+    ATTR_NAME = 4     # in an attribute name
+    ATTR_EQ = 5       # after an attribute name and whitespace: "="
+    ATTR_VALUE = 6    # after "=": whitespace or an opening quote
+    AVAL_DQ = 7       # in a "..." attribute value
+    AVAL_SQ = 8       # in a '...' attribute value
+    AFTER_AVAL = 9    # after an attribute value: whitespace, "/" or ">"
+    EMPTY_SLASH = 10  # after "/" in a start tag: ">"
+    END_LT = 11       # after "</": a name
+    END_NAME = 12     # in an end-tag name
+    END_WS = 13       # after an end-tag name and whitespace: ">"
+    BANG = 14         # after "<!": "-", "[" or "D"
+    BANG_DASH = 15    # after "<!-": "-"
+    COMMENT = 16      # in a comment
+    COMMENT_D1 = 17   # in a comment after "-"
+    COMMENT_D2 = 18   # in a comment after "--": ">"
+    PI = 19           # in a processing instruction / XML declaration
+    PI_Q = 20         # in a processing instruction after "?"
+    CDATA_KW = 21     # matching CDATA_KEYWORD after "<!["
+    CDATA = 22        # in a CDATA section
+    CDATA_B1 = 23     # in a CDATA section after "]"
+    CDATA_B2 = 24     # in a CDATA section after "]]"
+    DOCTYPE_KW = 25   # matching DOCTYPE_KEYWORD after "<!D"
+    DOCTYPE = 26      # in a DOCTYPE declaration, outside the internal subset
+    DT_DQ = 27        # in a "..." literal of the DOCTYPE declaration
+    DT_SQ = 28        # in a '...' literal of the DOCTYPE declaration
+    SUBSET = 29       # in the internal subset, between declarations
+    SUB_LT = 30       # in the internal subset after "<"
+    SUB_BANG = 31     # in the internal subset after "<!"
+    DECL = 32         # in a markup declaration (<!ENTITY ...>, <!ELEMENT ...>, ...)
+    DECL_DQ = 33      # in a "..." literal of a markup declaration
+    DECL_SQ = 34      # in a '...' literal of a markup declaration
+    DT_AFTER = 35     # after the internal subset's "]": whitespace, ">"
+
+
+def check_parameters(tags: Sequence[str], max_depth: int, max_name: int) -> list[bytes]:
+    """Validate front-end parameters; return the tag names as UTF-8 bytes (``tags[i]`` = i+1)."""
+    if not isinstance(max_depth, int) or max_depth < 1:
+        raise ValueError(f"max_depth must be a positive integer, not {max_depth!r}")
+    if not isinstance(max_name, int) or max_name < 1:
+        raise ValueError(f"max_name must be a positive integer, not {max_name!r}")
+    if isinstance(tags, (str, bytes)):
+        raise TypeError(f"tags must be a sequence of names, not {tags!r}")
+    out: list[bytes] = []
+    seen: set[bytes] = set()
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise TypeError(f"tag must be a str, not {tag!r}")
+        raw = tag.encode("utf-8")
+        if not raw or raw[0] not in NAME_START or any(b not in NAME_CHAR for b in raw):
+            raise ValueError(f"tag must be an XML element name, not {tag!r}")
+        if len(raw) > max_name:
+            raise ValueError(f"tag must be at most max_name={max_name} bytes long, not {tag!r}")
+        if raw in seen:
+            raise ValueError(f"tags must be distinct, not {tag!r} twice")
+        seen.add(raw)
+        out.append(raw)
+    return out
+
+
+def _in_set(value, members) -> "Value":
+    """``value`` (8 bits) is one of ``members``, as an OR of range checks."""
+    terms = []
+    run = None
+    for b in range(257):
+        if b < 256 and b in members:
+            if run is None:
+                run = b
+        elif run is not None:
+            lo, hi = run, b - 1
+            if lo == hi:
+                terms.append(value == lo)
+            elif lo == 0:
+                terms.append(value <= hi)
+            elif hi == 255:
+                terms.append(value >= lo)
+            else:
+                terms.append((value >= lo) & (value <= hi))
+            run = None
+    return Cat(*terms).any() if terms else Const(0, 1)
+
+
+class FrontEnd(wiring.Component):
+    """Document bytes in, push/pop/doc_end events out, one byte per cycle.
+
+    Parameters
+    ----------
+    tags : sequence of str
+        The tag dictionary: distinct element names. ``tags[i]`` decodes to ``i + 1``.
+    max_depth : int
+        Depth of the global stack (the deepest level that is pushed).
+    max_name : int
+        Longest element name decoded; longer names decode to 0 and set ``name_too_long``.
+
+    Members
+    -------
+    bytes_in : ``In(stream.Signature(ByteLayout))``
+        Document bytes; ``last`` marks the final byte of a document. ``ready`` is always 1.
+    events : ``Out(EventLayout(tag_width=..., max_depth=...))``
+        The registered event of the byte accepted in the previous cycle (all zeros if none).
+    tos : ``Out(range(max_depth + 1))``
+        The global stack's top-of-stack pointer (current depth, capped at ``max_depth``); it
+        changes in the cycle its push/pop event is shown, so ``events.level`` and ``tos`` agree.
+    """
+
+    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32):
+        self.tags = tuple(tags)
+        self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
+        self.max_depth = max_depth
+        self.max_name = max_name
+        self.tag_width = tag_width_for(len(self.tags))
+        self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth)
+        super().__init__({
+            "bytes_in": In(stream.Signature(ByteLayout)),
+            "events": Out(self.event_layout),
+            "tos": Out(range(max_depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        S = State
+        n_tags = len(self.tag_bytes)
+        max_depth, max_name = self.max_depth, self.max_name
+
+        valid = self.bytes_in.valid
+        c = self.bytes_in.payload.data
+        last = self.bytes_in.payload.last
+        m.d.comb += self.bytes_in.ready.eq(1)
+
+        is_ws = _in_set(c, WHITESPACE)
+        is_nstart = _in_set(c, NAME_START)
+        is_nchar = _in_set(c, NAME_CHAR)
+
+        def ch(text):
+            return c == ord(text)
+
+        # --- registers ---
+        state = Signal(State, init=S.TEXT)
+        level = Signal(range(max_depth + 1))           # top-of-stack pointer
+        excess = Signal(EXCESS_WIDTH)                  # levels open beyond max_depth
+        root_seen = Signal()                           # the root element has been pushed
+        in_subset = Signal()                           # inside the DOCTYPE internal subset
+        kw = Signal(range(max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD))))
+        pos = Signal(range(max_name + 2))              # name bytes so far (saturating)
+        hsh = Signal(HASH_WIDTH, init=HASH_INIT)       # running name hash
+        match = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)  # CAM "still matching"
+        sticky = Signal(ErrorFlags)
+
+        m.d.comb += self.tos.eq(level)
+
+        # --- tag decoder: a streaming CAM, one name byte per cycle ---
+        max_len = max((len(t) for t in self.tag_bytes), default=0)
+        pos_is = [pos == p for p in range(max_len)]
+        char_eq = {b: c == b for b in sorted({b for t in self.tag_bytes for b in t})}
+        if n_tags:
+            ok = Cat(*(Cat(*(pos_is[p] & char_eq[b] for p, b in enumerate(t))).any()
+                       for t in self.tag_bytes))
+            hit = Signal(n_tags)   # a Signal, so that hit[i] does not copy the whole Cat
+            m.d.comb += hit.eq(Cat(*(match[i] & (pos == len(t))
+                                     for i, t in enumerate(self.tag_bytes))))
+            tag_id = Cat(*(Cat(*(hit[i] for i in range(n_tags) if (i + 1) >> bit & 1)).any()
+                           for bit in range(self.tag_width)))
+        else:
+            ok = Const(0, 1)
+            tag_id = Const(0, self.tag_width)
+        match_upd = match & ok
+
+        # --- name hash: CRC-8 as an XOR network over (hash ^ byte) ---
+        x = hsh ^ c
+        hash_upd = Cat(*(reduce(xor, [x[i] for i in range(8) if hash_byte(0, 1 << i) >> j & 1])
+                         for j in range(HASH_WIDTH)))
+
+        # --- global stack: (tag id, name hash) per level; row 0 is the all-zero root sentinel ---
+        m.submodules.stack = stack = Memory(
+            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
+        top = stack.read_port(domain="comb")
+        push_port = stack.write_port()
+        m.d.comb += top.addr.eq(level)
+
+        # --- byte parser: next state and requests ---
+        nstate = Signal(State)
+        name_byte = Signal()    # c is a name byte: advance CAM, hash and position
+        name_hold = Signal()    # keep CAM, hash and position (between an end-tag name and ">")
+        push_req = Signal()     # a start-tag name ends here
+        pop_req = Signal()      # an element closes here
+        pop_check = Signal()    # ... and its end-tag name must match the stack top
+        bad = Signal()          # malformed (this byte)
+        kw_inc = Signal()
+        m.d.comb += nstate.eq(state)
+
+        def go(s):
+            m.d.comb += nstate.eq(s)
+
+        def error(s=S.TEXT):
+            m.d.comb += bad.eq(1)
+            if s is not None:
+                go(s)
+
+        ret = Mux(in_subset, S.SUBSET, S.TEXT)    # after a comment or PI
+        kw_cdata = Cat(*((kw == i) & (c == b) for i, b in enumerate(CDATA_KEYWORD))).any()
+        kw_doctype = Cat(*((kw == i) & (c == b) for i, b in enumerate(DOCTYPE_KEYWORD))).any()
+
+        with m.Switch(state):
+            with m.Case(S.TEXT):
+                with m.If(ch("<")):
+                    go(S.LT)
+                with m.Elif(~is_ws & (level == 0)):
+                    error(None)                                 # text outside the root
+            with m.Case(S.LT):
+                with m.If(is_nstart):
+                    m.d.comb += name_byte.eq(1)
+                    go(S.START_NAME)
+                    with m.If((level == 0) & root_seen):
+                        error(None)                             # a second root element
+                with m.Elif(ch("/")):
+                    go(S.END_LT)
+                with m.Elif(ch("!")):
+                    go(S.BANG)
+                with m.Elif(ch("?")):
+                    go(S.PI)
+                with m.Else():
+                    error()
+            with m.Case(S.START_NAME):
+                with m.If(is_nchar):
+                    m.d.comb += name_byte.eq(1)
+                with m.Elif(is_ws):
+                    m.d.comb += push_req.eq(1)
+                    go(S.IN_TAG)
+                with m.Elif(ch("/")):
+                    m.d.comb += push_req.eq(1)
+                    go(S.EMPTY_SLASH)
+                with m.Elif(ch(">")):
+                    m.d.comb += push_req.eq(1)
+                    go(S.TEXT)
+                with m.Else():
+                    error()
+            with m.Case(S.IN_TAG):
+                with m.If(is_ws):
+                    pass
+                with m.Elif(ch(">")):
+                    go(S.TEXT)
+                with m.Elif(ch("/")):
+                    go(S.EMPTY_SLASH)
+                with m.Elif(is_nstart):
+                    go(S.ATTR_NAME)
+                with m.Else():
+                    error()
+            with m.Case(S.ATTR_NAME):
+                with m.If(is_nchar):
+                    pass
+                with m.Elif(is_ws):
+                    go(S.ATTR_EQ)
+                with m.Elif(ch("=")):
+                    go(S.ATTR_VALUE)
+                with m.Else():
+                    error()
+            with m.Case(S.ATTR_EQ):
+                with m.If(is_ws):
+                    pass
+                with m.Elif(ch("=")):
+                    go(S.ATTR_VALUE)
+                with m.Else():
+                    error()
+            with m.Case(S.ATTR_VALUE):
+                with m.If(is_ws):
+                    pass
+                with m.Elif(ch('"')):
+                    go(S.AVAL_DQ)
+                with m.Elif(ch("'")):
+                    go(S.AVAL_SQ)
+                with m.Else():
+                    error()
+            with m.Case(S.AVAL_DQ, S.AVAL_SQ):
+                with m.If(Mux(state == S.AVAL_DQ, ch('"'), ch("'"))):
+                    go(S.AFTER_AVAL)
+                with m.Elif(ch("<")):
+                    error(None)
+            with m.Case(S.AFTER_AVAL):
+                with m.If(is_ws):
+                    go(S.IN_TAG)
+                with m.Elif(ch("/")):
+                    go(S.EMPTY_SLASH)
+                with m.Elif(ch(">")):
+                    go(S.TEXT)
+                with m.Else():
+                    error()
+            with m.Case(S.EMPTY_SLASH):
+                with m.If(ch(">")):
+                    m.d.comb += pop_req.eq(1)
+                    go(S.TEXT)
+                with m.Else():
+                    error()
+            with m.Case(S.END_LT):
+                with m.If(is_nstart):
+                    m.d.comb += name_byte.eq(1)
+                    go(S.END_NAME)
+                with m.Else():
+                    error()
+            with m.Case(S.END_NAME, S.END_WS):
+                with m.If(is_nchar & (state == S.END_NAME)):
+                    m.d.comb += name_byte.eq(1)
+                with m.Elif(is_ws):
+                    m.d.comb += name_hold.eq(1)
+                    go(S.END_WS)
+                with m.Elif(ch(">")):
+                    m.d.comb += [pop_req.eq(1), pop_check.eq(1)]
+                    go(S.TEXT)
+                with m.Else():
+                    error()
+            with m.Case(S.BANG):
+                with m.If(ch("-")):
+                    go(S.BANG_DASH)
+                with m.Elif(ch("[")):
+                    go(S.CDATA_KW)
+                    with m.If(level == 0):
+                        error(None)                             # CDATA outside the root
+                with m.Elif(ch("D")):
+                    go(S.DOCTYPE_KW)
+                    with m.If(root_seen):
+                        error(None)                             # DOCTYPE after the root
+                with m.Else():
+                    error()
+            with m.Case(S.BANG_DASH):
+                with m.If(ch("-")):
+                    go(S.COMMENT)
+                with m.Else():
+                    error()
+            with m.Case(S.COMMENT):
+                with m.If(ch("-")):
+                    go(S.COMMENT_D1)
+            with m.Case(S.COMMENT_D1):
+                with m.If(ch("-")):
+                    go(S.COMMENT_D2)
+                with m.Else():
+                    go(S.COMMENT)
+            with m.Case(S.COMMENT_D2):
+                with m.If(ch(">")):
+                    go(ret)
+                with m.Else():
+                    error(S.COMMENT)                            # "--" inside a comment
+            with m.Case(S.PI):
+                with m.If(ch("?")):
+                    go(S.PI_Q)
+            with m.Case(S.PI_Q):
+                with m.If(ch(">")):
+                    go(ret)
+                with m.Elif(~ch("?")):
+                    go(S.PI)
+            with m.Case(S.CDATA_KW):
+                with m.If(~kw_cdata):
+                    error()
+                with m.Elif(kw == len(CDATA_KEYWORD) - 1):
+                    go(S.CDATA)
+                with m.Else():
+                    m.d.comb += kw_inc.eq(1)
+            with m.Case(S.CDATA):
+                with m.If(ch("]")):
+                    go(S.CDATA_B1)
+            with m.Case(S.CDATA_B1):
+                with m.If(ch("]")):
+                    go(S.CDATA_B2)
+                with m.Else():
+                    go(S.CDATA)
+            with m.Case(S.CDATA_B2):
+                with m.If(ch(">")):
+                    go(S.TEXT)
+                with m.Elif(~ch("]")):
+                    go(S.CDATA)
+            with m.Case(S.DOCTYPE_KW):
+                with m.If(~kw_doctype):
+                    error()
+                with m.Elif(kw == len(DOCTYPE_KEYWORD) - 1):
+                    go(S.DOCTYPE)
+                with m.Else():
+                    m.d.comb += kw_inc.eq(1)
+            with m.Case(S.DOCTYPE):
+                with m.If(ch('"')):
+                    go(S.DT_DQ)
+                with m.Elif(ch("'")):
+                    go(S.DT_SQ)
+                with m.Elif(ch("[")):
+                    go(S.SUBSET)
+                with m.Elif(ch(">")):
+                    go(S.TEXT)
+            with m.Case(S.DT_DQ):
+                with m.If(ch('"')):
+                    go(S.DOCTYPE)
+            with m.Case(S.DT_SQ):
+                with m.If(ch("'")):
+                    go(S.DOCTYPE)
+            with m.Case(S.SUBSET):
+                with m.If(ch("]")):
+                    go(S.DT_AFTER)
+                with m.Elif(ch("<")):
+                    go(S.SUB_LT)
+            with m.Case(S.SUB_LT):
+                with m.If(ch("!")):
+                    go(S.SUB_BANG)
+                with m.Elif(ch("?")):
+                    go(S.PI)
+                with m.Else():
+                    error()
+            with m.Case(S.SUB_BANG):
+                with m.If(ch("-")):
+                    go(S.BANG_DASH)
+                with m.Elif((c >= ord("A")) & (c <= ord("Z"))):
+                    go(S.DECL)
+                with m.Else():
+                    error()
+            with m.Case(S.DECL):
+                with m.If(ch('"')):
+                    go(S.DECL_DQ)
+                with m.Elif(ch("'")):
+                    go(S.DECL_SQ)
+                with m.Elif(ch(">")):
+                    go(S.SUBSET)
+            with m.Case(S.DECL_DQ):
+                with m.If(ch('"')):
+                    go(S.DECL)
+            with m.Case(S.DECL_SQ):
+                with m.If(ch("'")):
+                    go(S.DECL)
+            with m.Case(S.DT_AFTER):
+                with m.If(is_ws):
+                    pass
+                with m.Elif(ch(">")):
+                    go(S.TEXT)
+                with m.Else():
+                    error()
+            with m.Default():
+                error()
+
+        # --- stack and depth bookkeeping ---
+        ev = Signal(self.event_layout)
+        nlevel = Signal.like(level)
+        nexcess = Signal.like(excess)
+        nroot_seen = Signal()
+        overflow = Signal()
+        underflow = Signal()
+        mismatch = Signal()
+        too_long = Signal()
+        m.d.comb += [nlevel.eq(level), nexcess.eq(excess), nroot_seen.eq(root_seen),
+                     too_long.eq(name_byte & (pos >= max_name))]
+
+        with m.If(push_req):
+            with m.If(level == max_depth):
+                m.d.comb += overflow.eq(1)
+                with m.If(excess != (1 << EXCESS_WIDTH) - 1):
+                    m.d.comb += nexcess.eq(excess + 1)
+            with m.Else():
+                m.d.comb += [
+                    ev.push.eq(1),
+                    ev.tag.eq(tag_id),
+                    ev.parent.eq(top.data.tag),
+                    ev.level.eq(level + 1),
+                    nlevel.eq(level + 1),
+                    nroot_seen.eq(1),
+                    push_port.addr.eq(level + 1),
+                    push_port.data.tag.eq(tag_id),
+                    push_port.data.hash.eq(hsh),
+                    push_port.en.eq(valid),
+                ]
+        with m.If(pop_req):
+            with m.If(excess != 0):
+                m.d.comb += nexcess.eq(excess - 1)
+            with m.Elif(level == 0):
+                m.d.comb += underflow.eq(1)
+            with m.Else():
+                m.d.comb += [
+                    ev.pop.eq(1),
+                    ev.level.eq(level),
+                    nlevel.eq(level - 1),
+                    mismatch.eq(pop_check & ((top.data.tag != tag_id) | (top.data.hash != hsh))),
+                ]
+
+        # --- errors and document end ---
+        found = Signal(ErrorFlags)
+        m.d.comb += [
+            found.malformed.eq(bad | underflow | mismatch),
+            found.depth_overflow.eq(overflow),
+            found.name_too_long.eq(too_long),
+        ]
+        unfinished = (nstate != S.TEXT) | (nlevel != 0) | ~nroot_seen
+        all_errors = Signal(ErrorFlags)
+        m.d.comb += [
+            all_errors.eq(sticky.as_value() | found.as_value()),
+            ev.doc_end.eq(last),
+        ]
+        with m.If(last):
+            m.d.comb += [
+                ev.errors.eq(all_errors),
+                ev.errors.malformed.eq(all_errors.malformed | unfinished),
+            ]
+
+        # --- registers ---
+        with m.If(valid):
+            m.d.sync += self.events.eq(ev)
+            with m.If(last):
+                m.d.sync += [
+                    state.eq(S.TEXT), level.eq(0), excess.eq(0), root_seen.eq(0),
+                    in_subset.eq(0), kw.eq(0), pos.eq(0), hsh.eq(HASH_INIT),
+                    match.eq(match.init), sticky.eq(0),
+                ]
+            with m.Else():
+                m.d.sync += [
+                    state.eq(nstate), level.eq(nlevel), excess.eq(nexcess),
+                    root_seen.eq(nroot_seen), sticky.eq(all_errors),
+                    in_subset.eq((nstate == S.SUBSET) |
+                                 (in_subset & (nstate != S.TEXT) & (nstate != S.DT_AFTER))),
+                    kw.eq(Mux(kw_inc, kw + 1, 0)),
+                ]
+                with m.If(name_byte):
+                    m.d.sync += [
+                        pos.eq(Mux(pos == max_name + 1, pos, pos + 1)),
+                        hsh.eq(hash_upd),
+                        match.eq(match_upd),
+                    ]
+                with m.Elif(~name_hold):
+                    m.d.sync += [pos.eq(0), hsh.eq(HASH_INIT), match.eq(match.init)]
+        with m.Else():
+            m.d.sync += self.events.eq(0)
+
+        return m

@@ -1,0 +1,81 @@
+"""The custom engine's RTL (Amaranth simulator) against its cycle-accurate model and the
+reference: every cycle's ready and readout beat, every document's answer."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hdl.frontend import Errors
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.model.engine import collect_readout
+from xpfilt.paths import shared_data
+from xpfilt.reference import ReferenceFilter
+from xpfilt.xpath import load_queries, parse_query
+
+from .rtl_compare import compare_engine_with_model
+from .strategies import documents, queries
+
+
+def bits_of(plan, queries, document):
+    ref = ReferenceFilter(queries).filter(document)
+    position = {q.number: i for i, q in enumerate(queries)}
+    return sum(1 << i for i, n in enumerate(plan.query_numbers) if position[n] in ref)
+
+
+TRICKY = [
+    b'<?xml version="1.0"?>\n<!DOCTYPE a [<!ENTITY e "x>y">]>\n<a k="v>/" j=\'q\'><b/><!-- -->'
+    b"<![CDATA[<b>]]]><c>&e;</c><?pi ?></a>",
+    b"<a><a><b><a><b/></a></b></a></a>",
+    b"<a>\n<b\n>t</b\n></a>",
+]
+BAD = [b"<a><b></a>", b"<a>" * 7 + b"</a>" * 7, b"<aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/>",
+       b"<a>", b"<a/><b/>", b"\x00\xff<a/>"]
+QUERIES = [parse_query(t, i + 1) for i, t in enumerate(
+    ["/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/a//b", "/a/b/a", "//a/b", "/*"])]
+
+
+@pytest.mark.parametrize("options", [
+    CompileOptions(cluster_size=4, max_depth=6),
+    CompileOptions(cluster_size=16, max_depth=6, opt_last=False, opt_root=False,
+                   opt_share=False, prefix_sharing=False),
+], ids=["3-clusters-all-opts", "1-cluster-no-opts"])
+def test_rtl_equals_model_on_tricky_and_bad_documents(options):
+    plan = compile_queries(QUERIES, options)
+    docs = TRICKY + BAD[:3] + TRICKY[:1] + BAD[3:] + TRICKY[1:2]
+    result = compare_engine_with_model(plan, docs, seed=1, p_valid=0.8, p_ready=0.6)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(QUERIES))
+    assert len(readouts) == len(docs)
+    for doc, readout in zip(docs, readouts):
+        if doc in TRICKY:
+            assert readout.errors == Errors(0)
+            assert readout.bits == bits_of(plan, QUERIES, doc), doc
+        else:
+            assert readout.errors != Errors(0), doc
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(docs=st.lists(documents(), min_size=1, max_size=3),
+       texts=st.lists(queries(), min_size=1, max_size=8),
+       cluster_size=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_rtl_equals_model_and_reference_on_random_cases(docs, texts, cluster_size, seed):
+    parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    plan = compile_queries(parsed, CompileOptions(cluster_size=cluster_size, max_depth=10))
+    result = compare_engine_with_model(plan, docs, seed=seed, p_valid=0.9, p_ready=0.9,
+                                       extra_cycles=len(parsed) * 3 + 10)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(parsed))
+    assert [r.bits for r in readouts] == [bits_of(plan, parsed, d) for d in docs]
+
+
+def test_rtl_on_real_nitf_documents():
+    data = shared_data()
+    queries = load_queries(data / "queries/nitf-d8-p15-n2000.txt").queries[:24]
+    plan = compile_queries(queries, CompileOptions(cluster_size=8))
+    docs = [(data / f"nitf/docs/outFile{i}.xml").read_bytes() for i in (7, 42)]
+    result = compare_engine_with_model(plan, docs, seed=3, p_valid=0.95, p_ready=1.0,
+                                       extra_cycles=60)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(queries))
+    assert [r.bits for r in readouts] == [bits_of(plan, queries, d) for d in docs]

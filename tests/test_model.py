@@ -1,0 +1,111 @@
+"""The cycle-accurate engine model: answers, flow control and error flags."""
+
+import random
+
+import pytest
+
+from hdl.frontend import Errors
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.engines import filter_batch
+from xpfilt.events import load_documents
+from xpfilt.model.engine import EngineModel, ModelEngine, collect_readout, run_documents
+from xpfilt.reference import ReferenceFilter
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+from .conftest import expected_cases
+
+STRUCTURAL = [c for c in expected_cases() if "pred" not in c[0]]
+
+
+@pytest.mark.parametrize("name, queries_path, folder, tsv", STRUCTURAL,
+                         ids=[c[0] for c in STRUCTURAL])
+def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
+    engine = ModelEngine(load_queries(queries_path).queries)
+    results = {r.name: r.matches for r in filter_batch(engine, load_documents([folder]))}
+    assert results == read_expected(tsv)
+
+
+def queries_of(*texts):
+    return [parse_query(t, i + 1) for i, t in enumerate(texts)]
+
+
+QUERIES = queries_of("/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/c/d", "/a/b/c", "//d")
+DOCS = [b"<a><b><c/></b><c><d/></c></a>", b"<?xml version='1.0'?><a x='>'><!-- c --><b>t</b></a>",
+        b"<c><x/></c>", b"<a>" + b"<c>" * 3 + b"</c>" * 3 + b"</a>"]
+
+
+def expected_bits(plan, queries, document):
+    ref = ReferenceFilter(queries).filter(document)
+    position = {q.number: i for i, q in enumerate(queries)}
+    return sum(1 << i for i, n in enumerate(plan.query_numbers) if position[n] in ref)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_valid_and_ready_patterns_lose_nothing(seed):
+    rng = random.Random(seed)
+    plan = compile_queries(QUERIES, CompileOptions(cluster_size=3, max_depth=8))
+    model = EngineModel(plan)
+    docs = [rng.choice(DOCS) for _ in range(12)]
+    stream = [(b, i == len(d) - 1) for d in docs for i, b in enumerate(d)]
+    beats, i = [], 0
+    while len(beats) < len(docs) * model.width:
+        valid = i < len(stream) and rng.random() < 0.7
+        data, last = stream[i] if i < len(stream) else (0, False)
+        out_ready = rng.random() < 0.3
+        ready, beat = model.step(valid, data, last, out_ready)
+        if beat is not None and out_ready:
+            beats.append(beat)
+        i += valid and ready
+        assert model.cycle < 20000
+    readouts = collect_readout(beats, model.width)
+    assert [r.doc for r in readouts] == list(range(len(docs)))
+    assert [r.bits for r in readouts] == [expected_bits(plan, QUERIES, d) for d in docs]
+    assert all(r.errors == Errors(0) for r in readouts)
+
+
+def test_one_byte_per_cycle_when_documents_outlast_the_readout():
+    plan = compile_queries(QUERIES)
+    model = EngineModel(plan)
+    doc = b"<a>" + b"<b><c/></b>" * 20 + b"</a>"       # 226 bytes > 8 readout bits
+    docs = [doc] * 10
+    stalls = 0
+    for data in docs:
+        for i, byte in enumerate(data):
+            ready, _ = model.step(True, byte, i == len(data) - 1)
+            stalls += not ready
+            assert ready
+    assert stalls == 0
+
+
+def test_short_documents_stall_the_input_instead_of_losing_answers():
+    queries = queries_of(*[f"//x{i}" for i in range(40)], "/a")
+    plan = compile_queries(queries)
+    model = EngineModel(plan)
+    readouts = run_documents(model, [b"<a/>", b"<b/>", b"<a/>"])
+    assert [r.bits >> 40 for r in readouts] == [1, 0, 1]
+    assert model.cycle > 3 * 41      # the readout, not the 12 input bytes, set the pace
+
+
+@pytest.mark.parametrize("document, flag", [
+    (b"<a><b></a>", Errors.MALFORMED),
+    (b"<a>" * 9 + b"</a>" * 9, Errors.DEPTH_OVERFLOW),
+    (b"<" + b"a" * 40 + b"/>", Errors.NAME_TOO_LONG),
+    (b"<a>", Errors.MALFORMED),
+])
+def test_bad_documents_raise_flags_and_the_next_is_answered(document, flag):
+    plan = compile_queries(QUERIES, CompileOptions(max_depth=8))
+    model = EngineModel(plan)
+    good = DOCS[0]
+    readouts = run_documents(model, [good, document, good])
+    assert readouts[1].errors & flag
+    assert readouts[0].errors == readouts[2].errors == Errors(0)
+    assert readouts[0].bits == readouts[2].bits == expected_bits(plan, QUERIES, good)
+
+
+def test_model_engine_reports_flagged_documents_by_name():
+    from xpfilt.events import Document
+    results = list(filter_batch(ModelEngine(QUERIES),
+                                [Document("bad.xml", b"<a></b>"), Document("ok.xml", DOCS[0])]))
+    assert results[0].error == "bad.xml: the engine flagged the document: malformed"
+    assert results[1].ok

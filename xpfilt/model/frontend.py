@@ -1,0 +1,442 @@
+"""Cycle-accurate model of :class:`hdl.frontend.FrontEnd` (the XML byte parser, tag decoder and
+global stack).
+
+``FrontEndModel.step(valid, data, last)`` is one clock cycle: it takes the ``bytes_in`` inputs of
+cycle N and returns the value of the RTL's ``events`` port in cycle N+1 (the registered event of
+that byte; :data:`NO_EVENT` when there is none). Byte classes, the name hash, the states and the
+error flags come from :mod:`hdl.frontend`, so there is one definition of each.
+
+The tag decoder is modelled by a trie walk (the CAM's "still matching" bits are exactly "the name
+so far is a prefix of that tag"), the global stack by two lists. The parser runs in a generator
+so that its state lives in fast local variables: ``step`` costs well under a microsecond.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Sequence
+
+from hdl.frontend import (
+    CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, NAME_CHAR, NAME_START, WHITESPACE,
+    Errors, State, check_parameters, hash_byte, tag_width_for,
+)
+
+__all__ = ["FrontEndEvent", "NO_EVENT", "DocEvent", "FrontEndModel", "decode_event"]
+
+
+class FrontEndEvent(NamedTuple):
+    """The value of the ``events`` port in one cycle (field names as in ``EventLayout``)."""
+    push: int = 0
+    pop: int = 0
+    tag: int = 0
+    parent: int = 0
+    level: int = 0
+    doc_end: int = 0
+    errors: int = 0      # an :class:`hdl.frontend.Errors` bit set, nonzero only on doc_end
+
+
+#: The ``events`` port in a cycle without an event.
+NO_EVENT = FrontEndEvent()
+
+
+class DocEvent(NamedTuple):
+    """One event of :meth:`FrontEndModel.events_of`, in a readable form."""
+    kind: str                    # "push", "pop" or "doc_end"
+    level: int = 0               # push: the new depth; pop: the depth before the pop
+    tag: int = 0                 # push: the tag id (0 = not in the dictionary)
+    name: Optional[str] = None   # push: the dictionary name of ``tag`` (None for 0)
+    parent: int = 0              # push: the parent's tag id
+    errors: Errors = Errors(0)   # doc_end: the document's error flags
+    offset: int = 0              # index of the byte that caused it (shown one cycle later)
+
+
+def decode_event(value: int, layout) -> FrontEndEvent:
+    """Unpack the raw bits of an ``events`` port (an ``EventLayout``) into a FrontEndEvent."""
+    fields = {}
+    for name, field in layout:
+        fields[name] = (value >> field.offset) & ((1 << field.width) - 1)
+    return FrontEndEvent(**fields)
+
+
+# Byte classes as 256-entry tables.
+_WS = bytes(b in WHITESPACE for b in range(256))
+_NSTART = bytes(b in NAME_START for b in range(256))
+_NCHAR = bytes(b in NAME_CHAR for b in range(256))
+_HASH = tuple(hash_byte(0, x) for x in range(256))   # hash_byte(h, c) == _HASH[h ^ c]
+_END = 256                                           # trie key holding a node's tag id
+_MALFORMED = int(Errors.MALFORMED)
+_DEPTH_OVERFLOW = int(Errors.DEPTH_OVERFLOW)
+_NAME_TOO_LONG = int(Errors.NAME_TOO_LONG)
+_EXCESS_MAX = (1 << EXCESS_WIDTH) - 1
+
+# States as plain ints.
+(TEXT, LT, START_NAME, IN_TAG, ATTR_NAME, ATTR_EQ, ATTR_VALUE, AVAL_DQ, AVAL_SQ, AFTER_AVAL,
+ EMPTY_SLASH, END_LT, END_NAME, END_WS, BANG, BANG_DASH, COMMENT, COMMENT_D1, COMMENT_D2, PI, PI_Q,
+ CDATA_KW, CDATA, CDATA_B1, CDATA_B2, DOCTYPE_KW, DOCTYPE, DT_DQ, DT_SQ, SUBSET, SUB_LT, SUB_BANG,
+ DECL, DECL_DQ, DECL_SQ, DT_AFTER) = (s.value for s in State)
+assert DT_AFTER == State.DT_AFTER.value and len(State) == 36
+
+_LT, _GT, _SLASH, _EQ, _DQ, _SQ, _BANG, _QM, _DASH, _LB, _RB = b'<>/="\'!?-[]'
+_D = ord("D")
+
+
+class FrontEndModel:
+    """Cycle-accurate model of ``FrontEnd(tags, max_depth=..., max_name=...)``."""
+
+    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32):
+        self.tags = tuple(tags)
+        self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
+        self.max_depth = max_depth
+        self.max_name = max_name
+        self.tag_width = tag_width_for(len(self.tags))
+        self._trie: dict = {}
+        for i, raw in enumerate(self.tag_bytes):
+            node = self._trie
+            for b in raw:
+                node = node.setdefault(b, {})
+            node[_END] = i + 1
+        self.reset()
+
+    def reset(self) -> None:
+        """Power-on state: no document in progress, empty stack, ``events`` all zero."""
+        self.tos = 0        # the top-of-stack pointer (the RTL's ``tos`` port after the step)
+        self._machine = self._run()
+        next(self._machine)
+        self._send = self._machine.send
+
+    def step(self, valid: bool, data: int, last: bool) -> FrontEndEvent:
+        """One clock cycle with these ``bytes_in`` inputs; the ``events`` port of the next cycle."""
+        return self._send((valid, data, last))
+
+    def events_of(self, document: bytes) -> list[DocEvent]:
+        """Reset, run ``document`` with a byte every cycle (``last`` on the final one) and return
+        its events: pushes with names and levels, pops, and the doc_end with its errors."""
+        self.reset()
+        send = self._send
+        names = (None,) + self.tags
+        out: list[DocEvent] = []
+        n = len(document)
+        if not n:
+            return out
+        for i, b in enumerate(document):
+            ev = send((1, b, i == n - 1))
+            if ev is NO_EVENT:
+                continue
+            if ev.push:
+                out.append(DocEvent("push", ev.level, ev.tag, names[ev.tag], ev.parent, offset=i))
+            if ev.pop:
+                out.append(DocEvent("pop", ev.level, offset=i))
+            if ev.doc_end:
+                out.append(DocEvent("doc_end", errors=Errors(ev.errors), offset=i))
+        return out
+
+    # --- the parser ---------------------------------------------------------------------------
+
+    def _run(self):
+        WS, NSTART, NCHAR, HASH = _WS, _NSTART, _NCHAR, _HASH
+        trie = self._trie
+        max_depth, max_name = self.max_depth, self.max_name
+        no_event = NO_EVENT
+        Event = FrontEndEvent
+
+        stack_tag = [0] * (max_depth + 1)     # the global stack; row 0 is the root sentinel
+        stack_hash = [0] * (max_depth + 1)
+
+        state = TEXT
+        level = excess = root_seen = in_subset = kw = sticky = 0
+        pos, h, node = 0, HASH_INIT, trie     # tag decoder and name hash
+
+        ev = no_event
+        while True:
+            valid, c, last = yield ev
+            if not valid:
+                ev = no_event
+                continue
+            ev = no_event
+            ns = state
+            bad = 0
+            req = 0          # 1: push, 2: pop (self-closing), 3: pop checked against the stack
+            nb = 0           # c is a name byte
+            hold = 0         # keep the name registers
+
+            # Ordered by how often a state is seen in typical documents.
+            if state == TEXT:
+                if c == _LT:
+                    ns = LT
+                elif not level and not WS[c]:
+                    bad = 1                                 # text outside the root
+            elif state == AVAL_DQ:
+                if c == _DQ:
+                    ns = AFTER_AVAL
+                elif c == _LT:
+                    bad = 1
+            elif state == START_NAME:
+                if NCHAR[c]:
+                    nb = 1
+                elif WS[c]:
+                    req, ns = 1, IN_TAG
+                elif c == _SLASH:
+                    req, ns = 1, EMPTY_SLASH
+                elif c == _GT:
+                    req, ns = 1, TEXT
+                else:
+                    bad, ns = 1, TEXT
+            elif state == ATTR_NAME:
+                if NCHAR[c]:
+                    pass
+                elif WS[c]:
+                    ns = ATTR_EQ
+                elif c == _EQ:
+                    ns = ATTR_VALUE
+                else:
+                    bad, ns = 1, TEXT
+            elif state == END_NAME:
+                if NCHAR[c]:
+                    nb = 1
+                elif WS[c]:
+                    hold, ns = 1, END_WS
+                elif c == _GT:
+                    req, ns = 3, TEXT
+                else:
+                    bad, ns = 1, TEXT
+            elif state == LT:
+                if NSTART[c]:
+                    nb, ns = 1, START_NAME
+                    if not level and root_seen:
+                        bad = 1                             # a second root element
+                elif c == _SLASH:
+                    ns = END_LT
+                elif c == _BANG:
+                    ns = BANG
+                elif c == _QM:
+                    ns = PI
+                else:
+                    bad, ns = 1, TEXT
+            elif state == END_LT:
+                if NSTART[c]:
+                    nb, ns = 1, END_NAME
+                else:
+                    bad, ns = 1, TEXT
+            elif state == AFTER_AVAL:
+                if WS[c]:
+                    ns = IN_TAG
+                elif c == _SLASH:
+                    ns = EMPTY_SLASH
+                elif c == _GT:
+                    ns = TEXT
+                else:
+                    bad, ns = 1, TEXT
+            elif state == IN_TAG:
+                if WS[c]:
+                    pass
+                elif c == _GT:
+                    ns = TEXT
+                elif c == _SLASH:
+                    ns = EMPTY_SLASH
+                elif NSTART[c]:
+                    ns = ATTR_NAME
+                else:
+                    bad, ns = 1, TEXT
+            elif state == ATTR_VALUE:
+                if WS[c]:
+                    pass
+                elif c == _DQ:
+                    ns = AVAL_DQ
+                elif c == _SQ:
+                    ns = AVAL_SQ
+                else:
+                    bad, ns = 1, TEXT
+            elif state == COMMENT:
+                if c == _DASH:
+                    ns = COMMENT_D1
+            elif state == AVAL_SQ:
+                if c == _SQ:
+                    ns = AFTER_AVAL
+                elif c == _LT:
+                    bad = 1
+            elif state == EMPTY_SLASH:
+                if c == _GT:
+                    req, ns = 2, TEXT
+                else:
+                    bad, ns = 1, TEXT
+            elif state == ATTR_EQ:
+                if WS[c]:
+                    pass
+                elif c == _EQ:
+                    ns = ATTR_VALUE
+                else:
+                    bad, ns = 1, TEXT
+            elif state == END_WS:
+                if WS[c]:
+                    hold = 1
+                elif c == _GT:
+                    req, ns = 3, TEXT
+                else:
+                    bad, ns = 1, TEXT
+            elif state == COMMENT_D1:
+                ns = COMMENT_D2 if c == _DASH else COMMENT
+            elif state == COMMENT_D2:
+                if c == _GT:
+                    ns = SUBSET if in_subset else TEXT
+                else:
+                    bad, ns = 1, COMMENT                    # "--" inside a comment
+            elif state == PI:
+                if c == _QM:
+                    ns = PI_Q
+            elif state == PI_Q:
+                if c == _GT:
+                    ns = SUBSET if in_subset else TEXT
+                elif c != _QM:
+                    ns = PI
+            elif state == BANG:
+                if c == _DASH:
+                    ns = BANG_DASH
+                elif c == _LB:
+                    ns = CDATA_KW
+                    if not level:
+                        bad = 1                             # CDATA outside the root
+                elif c == _D:
+                    ns = DOCTYPE_KW
+                    if root_seen:
+                        bad = 1                             # DOCTYPE after the root
+                else:
+                    bad, ns = 1, TEXT
+            elif state == BANG_DASH:
+                if c == _DASH:
+                    ns = COMMENT
+                else:
+                    bad, ns = 1, TEXT
+            elif state == CDATA:
+                if c == _RB:
+                    ns = CDATA_B1
+            elif state == CDATA_B1:
+                ns = CDATA_B2 if c == _RB else CDATA
+            elif state == CDATA_B2:
+                if c == _GT:
+                    ns = TEXT
+                elif c != _RB:
+                    ns = CDATA
+            elif state == CDATA_KW or state == DOCTYPE_KW:
+                word = CDATA_KEYWORD if state == CDATA_KW else DOCTYPE_KEYWORD
+                if c != word[kw]:
+                    bad, ns, kw = 1, TEXT, 0
+                elif kw == len(word) - 1:
+                    ns, kw = (CDATA if state == CDATA_KW else DOCTYPE), 0
+                else:
+                    kw += 1
+            elif state == DOCTYPE:
+                if c == _DQ:
+                    ns = DT_DQ
+                elif c == _SQ:
+                    ns = DT_SQ
+                elif c == _LB:
+                    ns = SUBSET
+                elif c == _GT:
+                    ns = TEXT
+            elif state == DT_DQ:
+                if c == _DQ:
+                    ns = DOCTYPE
+            elif state == DT_SQ:
+                if c == _SQ:
+                    ns = DOCTYPE
+            elif state == SUBSET:
+                if c == _RB:
+                    ns = DT_AFTER
+                elif c == _LT:
+                    ns = SUB_LT
+            elif state == SUB_LT:
+                if c == _BANG:
+                    ns = SUB_BANG
+                elif c == _QM:
+                    ns = PI
+                else:
+                    bad, ns = 1, TEXT
+            elif state == SUB_BANG:
+                if c == _DASH:
+                    ns = BANG_DASH
+                elif 65 <= c <= 90:
+                    ns = DECL
+                else:
+                    bad, ns = 1, TEXT
+            elif state == DECL:
+                if c == _DQ:
+                    ns = DECL_DQ
+                elif c == _SQ:
+                    ns = DECL_SQ
+                elif c == _GT:
+                    ns = SUBSET
+            elif state == DECL_DQ:
+                if c == _DQ:
+                    ns = DECL
+            elif state == DECL_SQ:
+                if c == _SQ:
+                    ns = DECL
+            elif state == DT_AFTER:
+                if WS[c]:
+                    pass
+                elif c == _GT:
+                    ns = TEXT
+                else:
+                    bad, ns = 1, TEXT
+            else:  # pragma: no cover - every state is handled above
+                raise AssertionError(f"state must be a parser state, not {state!r}")
+
+            found = _MALFORMED if bad else 0
+            if req == 1:                                    # a start-tag name ended
+                if level == max_depth:
+                    found |= _DEPTH_OVERFLOW
+                    if excess != _EXCESS_MAX:
+                        excess += 1
+                else:
+                    tid = node.get(_END, 0) if node is not None else 0
+                    parent = stack_tag[level]
+                    level += 1
+                    stack_tag[level] = tid
+                    stack_hash[level] = h
+                    root_seen = 1
+                    self.tos = level
+                    ev = Event(1, 0, tid, parent, level)
+            elif req:                                       # an element closes
+                if excess:
+                    excess -= 1
+                elif not level:
+                    found |= _MALFORMED                     # end tag at depth 0
+                else:
+                    if req == 3:
+                        tid = node.get(_END, 0) if node is not None else 0
+                        if tid != stack_tag[level] or h != stack_hash[level]:
+                            found |= _MALFORMED             # end tag does not match
+                    ev = Event(0, 1, 0, 0, level)
+                    level -= 1
+                    self.tos = level
+
+            if nb:                                          # advance the tag decoder and hash
+                if pos >= max_name:
+                    found |= _NAME_TOO_LONG
+                    if pos == max_name:
+                        pos += 1
+                else:
+                    pos += 1
+                h = HASH[h ^ c]
+                if node is not None:
+                    node = node.get(c)
+            elif pos and not hold:
+                pos, h, node = 0, HASH_INIT, trie
+
+            if ns != state:
+                if ns == SUBSET:
+                    in_subset = 1
+                elif ns == TEXT or ns == DT_AFTER:
+                    in_subset = 0
+                state = ns
+
+            if last:
+                errors = sticky | found
+                if state != TEXT or level or not root_seen:
+                    errors |= _MALFORMED
+                ev = Event(ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors)
+                state = TEXT
+                level = excess = root_seen = in_subset = kw = sticky = 0
+                pos, h, node = 0, HASH_INIT, trie
+                self.tos = 0
+            elif found:
+                sticky |= found
