@@ -12,17 +12,21 @@ byte per cycle whenever documents are longer than the readout.
 """
 
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Plan
 
-from .frontend import ByteLayout, ErrorFlags, FrontEnd
+from .cluster import ClusterCore
+from .frontend import ByteLayout, ErrorFlags
 from .readout import Readout, ReadoutLayout
-from .stacks import StackBank
 
-__all__ = ["CustomEngine"]
+__all__ = ["CustomEngine", "cluster_module_name"]
+
+
+def cluster_module_name(index: int) -> str:
+    return f"xpfilt_cluster_{index}"
 
 
 class CustomEngine(wiring.Component):
@@ -32,17 +36,25 @@ class CustomEngine(wiring.Component):
     bytes_in: In(stream.Signature(ByteLayout))
     readout: Out(stream.Signature(ReadoutLayout))
 
-    def __init__(self, plan: Plan, *, max_name: int = 32):
+    def __init__(self, plan: Plan, *, max_name: int = 32, instances: bool = False):
+        """``instances``: instantiate each cluster as the Verilog module
+        ``cluster_module_name(i)`` (converted separately, see :meth:`cluster_core`) instead of
+        elaborating it inline."""
         if not plan.clusters:
             raise ValueError("plan must have at least one query, not none")
         self.plan = plan
         self.max_name = max_name
+        self.instances = instances
         super().__init__()
+
+    def cluster_core(self, index: int) -> ClusterCore:
+        """The component of cluster ``index`` (what ``cluster_module_name(index)`` contains)."""
+        return ClusterCore(self.plan.clusters[index], max_depth=self.plan.options.max_depth,
+                           max_name=self.max_name)
 
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
-        max_depth = plan.options.max_depth
         width = sum(len(c.queries) for c in plan.clusters)
         m.submodules.readout = readout = Readout(width)
         wiring.connect(m, wiring.flipped(self.readout), readout.out)
@@ -56,37 +68,34 @@ class CustomEngine(wiring.Component):
             accepted.eq(self.bytes_in.valid & self.bytes_in.ready),
         ]
 
-        banks, front_ends = [], []
+        cores = []
         for i, cluster in enumerate(plan.clusters):
-            front_end = FrontEnd(cluster.tags, max_depth=max_depth, max_name=self.max_name)
-            bank = StackBank(cluster, max_depth=max_depth)
-            m.submodules[f"front_end_{i}"] = front_end
-            m.submodules[f"stacks_{i}"] = bank
-            copy_valid = Signal(name=f"byte_valid_{i}")
-            copy = Signal(ByteLayout, name=f"byte_{i}")
-            m.d.sync += [copy_valid.eq(accepted), copy.eq(self.bytes_in.payload)]
-            m.d.comb += [
-                front_end.bytes_in.valid.eq(copy_valid),
-                front_end.bytes_in.payload.eq(copy),
-                bank.events.eq(front_end.events),
-            ]
-            banks.append(bank)
-            front_ends.append(front_end)
+            core = self.cluster_core(i)
+            cores.append(core)
+            m.d.comb += [core.valid.eq(accepted), core.data.eq(self.bytes_in.payload.data),
+                         core.last.eq(self.bytes_in.payload.last)]
+            if self.instances:
+                m.submodules[f"cluster_{i}"] = Instance(
+                    cluster_module_name(i), i_clk=ClockSignal(), i_rst=ResetSignal(),
+                    i_valid=core.valid, i_data=core.data, i_last=core.last, i_clear=core.clear,
+                    o_matches=core.matches, o_doc_end=core.doc_end, o_errors=core.errors)
+            else:
+                m.submodules[f"cluster_{i}"] = core
 
-        events = front_ends[0].events   # every cluster sees the same bytes on the same cycles
+        doc_end = cores[0].doc_end   # every cluster sees the same bytes on the same cycles
         errors = Signal(ErrorFlags)
-        m.d.comb += errors.eq(_or_all([fe.events.errors.as_value() for fe in front_ends]))
+        m.d.comb += errors.eq(_or_all([core.errors for core in cores]))
         capture = Signal()
         m.d.comb += [
-            capture.eq((events.doc_end | waiting) & ~readout.busy),
+            capture.eq((doc_end | waiting) & ~readout.busy),
             readout.capture.eq(capture),
-            readout.flags.eq(Cat(*(bank.matches for bank in banks))),
-            readout.errors.eq(Mux(events.doc_end, errors, held_errors)),
+            readout.flags.eq(Cat(*(core.matches for core in cores))),
+            readout.errors.eq(Mux(doc_end, errors, held_errors)),
         ]
-        for bank in banks:
-            m.d.comb += bank.clear.eq(capture)
-        m.d.sync += waiting.eq((events.doc_end | waiting) & readout.busy)
-        with m.If(events.doc_end):
+        for core in cores:
+            m.d.comb += core.clear.eq(capture)
+        m.d.sync += waiting.eq((doc_end | waiting) & readout.busy)
+        with m.If(doc_end):
             m.d.sync += held_errors.eq(errors)
         m.d.sync += pending.eq(pending + (accepted & self.bytes_in.payload.last) - capture)
         return m

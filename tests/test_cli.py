@@ -62,3 +62,38 @@ def test_help_everywhere():
     for command in ([], ["filter"], ["gen-queries"], ["gen-docs"]):
         result = run(*command, "--help")
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_compile_writes_plan_verilog_and_report(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("XPFILT_CACHE", str(tmp_path / "cache"))
+    queries = tmp_path / "q.txt"
+    queries.write_text("".join(line + "\n" for line in (
+        data / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()[:40]))
+    out = tmp_path / "out"
+    result = run("compile", queries, "--cluster-size", 16, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "stack columns:" in result.stdout and "| + (3) shared columns |" in result.stdout
+    verilog = (out / "xpfilt_engine.v").read_text()
+    assert verilog.count("module xpfilt_cluster_") == 3       # 40 queries, 16 per cluster
+    assert "module xpfilt_engine(" in verilog
+    from xpfilt.compiler import Plan
+    assert len(Plan.from_json((out / "plan.json").read_text()).clusters) == 3
+    again = run("compile", queries, "--cluster-size", 16, "-o", out)   # from the cache
+    assert (out / "xpfilt_engine.v").read_text() == verilog and again.exit_code == 0
+
+
+def test_compile_refuses_predicates_naming_the_query(data, tmp_path):
+    queries = tmp_path / "q.txt"
+    queries.write_text("/a/b\n/a[@x=1]\n")
+    result = run("compile", queries, "-o", tmp_path / "out")
+    assert result.exit_code == 1
+    assert "not query 2 (/a[@x=1])" in result.output
+
+
+def test_model_engine_matches_expected_and_skips_predicates(data):
+    result = run("filter", "-e", "model", "-q", data / "queries/nitf-d6-p15-pred1-n1000.txt",
+                 data / "nitf/docs/outFile1.xml")
+    assert result.exit_code == 1
+    assert "skipped: query 1 (/nitf/body/body.head[@id=13]/distributor/org/alt-code): the model" \
+           " engine does not support value predicates yet" in result.stderr
+    assert result.stdout.startswith("outFile1.xml\t")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from .compiler import CompileOptions, Plan, compile_queries
 from .xpath import Query
@@ -15,12 +19,77 @@ __all__ = ["emit_verilog", "compile_to_directory", "column_report", "TOP_NAME"]
 TOP_NAME = "xpfilt_engine"
 
 
-def emit_verilog(plan: Plan, *, max_name: int = 32) -> str:
-    """Verilog of ``CustomEngine(plan)`` with top module :data:`TOP_NAME`."""
+def _hdl_fingerprint() -> str:
+    """A hash of the RTL generator sources: cached Verilog is stale when they change."""
+    import hdl.engine
+    digest = hashlib.sha256()
+    for path in sorted(Path(hdl.engine.__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    digest.update(Path(__file__).with_name("compiler.py").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _convert_cluster(args) -> str:
+    cluster_json, index, max_depth, max_name = args
+    from amaranth.back import verilog
+
+    from hdl.cluster import ClusterCore
+    from hdl.engine import cluster_module_name
+    cluster = Plan.cluster_from_dict(json.loads(cluster_json))
+    core = ClusterCore(cluster, max_depth=max_depth, max_name=max_name)
+    return verilog.convert(core, name=cluster_module_name(index))
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("XPFILT_CACHE", Path.home() / ".cache" / "xpfilt")) / "verilog"
+
+
+def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
+                 progress: Callable[[int, int], None] = lambda done, total: None) -> str:
+    """Verilog of ``CustomEngine(plan)``: the top module :data:`TOP_NAME` followed by one module
+    per cluster. Clusters are converted in ``jobs`` processes (default: one per core) and cached
+    (``~/.cache/xpfilt/verilog``, or ``$XPFILT_CACHE``) by a hash of the cluster and the RTL
+    sources, so an unchanged cluster is never converted twice."""
     from amaranth.back import verilog
 
     from hdl.engine import CustomEngine
-    return verilog.convert(CustomEngine(plan, max_name=max_name), name=TOP_NAME)
+
+    fingerprint = _hdl_fingerprint()
+    cache = _cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    max_depth = plan.options.max_depth
+    texts: list[Optional[str]] = []
+    todo = []
+    for i, cluster in enumerate(plan.clusters):
+        cluster_json = json.dumps(dataclasses.asdict(cluster), sort_keys=True)
+        key = hashlib.sha256(f"{fingerprint}/{i}/{max_depth}/{max_name}/{cluster_json}"
+                             .encode()).hexdigest()[:32]
+        path = cache / f"{key}.v"
+        if path.exists():
+            texts.append(path.read_text())
+        else:
+            texts.append(None)
+            todo.append((i, path, (cluster_json, i, max_depth, max_name)))
+    done = len(plan.clusters) - len(todo)
+    progress(done, len(plan.clusters))
+    jobs = jobs or os.cpu_count() or 1
+    if todo:
+        if jobs > 1 and len(todo) > 1:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+                results = pool.map(_convert_cluster, [args for _, _, args in todo])
+                for (i, path, _), text in zip(todo, results):
+                    texts[i] = text
+                    path.write_text(text)
+                    done += 1
+                    progress(done, len(plan.clusters))
+        else:
+            for i, path, args in todo:
+                texts[i] = _convert_cluster(args)
+                path.write_text(texts[i])
+                done += 1
+                progress(done, len(plan.clusters))
+    top = verilog.convert(CustomEngine(plan, max_name=max_name, instances=True), name=TOP_NAME)
+    return top + "".join(texts)
 
 
 def column_report(queries: Sequence[Query], options: CompileOptions) -> list[tuple[str, int]]:
@@ -54,7 +123,9 @@ def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out:
     log(f"plan: {plan.stats['queries']} queries, {plan.stats['columns']} columns, "
         f"{plan.stats['clusters']} clusters ({t_plan:.2f} s); writing Verilog ...")
     start = time.perf_counter()
-    (out / f"{TOP_NAME}.v").write_text(emit_verilog(plan, max_name=max_name))
+    (out / f"{TOP_NAME}.v").write_text(emit_verilog(
+        plan, max_name=max_name,
+        progress=lambda done, total: log(f"  clusters converted: {done}/{total}")))
     t_verilog = time.perf_counter() - start
     stats = plan.stats
     lines = [

@@ -126,14 +126,18 @@ class Plan:
         raw = json.loads(text)
         if raw.get("version") != PLAN_VERSION:
             raise ValueError(f"plan version must be {PLAN_VERSION}, not {raw.get('version')!r}")
-        clusters = tuple(
-            Cluster(tuple(c["tags"]),
-                    tuple(Node(n["tag"], Source(**n["source"]), n["column"]) for n in c["nodes"]),
-                    tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
-                    tuple(QueryPlan(**q) for q in c["queries"]))
-            for c in raw["clusters"])
+        clusters = tuple(cls.cluster_from_dict(c) for c in raw["clusters"])
         return cls(raw["version"], raw["mode"], CompileOptions(**raw["options"]), clusters,
                    raw.get("stats", {}))
+
+    @staticmethod
+    def cluster_from_dict(c: dict) -> Cluster:
+        """A :class:`Cluster` from its ``dataclasses.asdict`` form."""
+        return Cluster(
+            tuple(c["tags"]),
+            tuple(Node(n["tag"], Source(**n["source"]), n["column"]) for n in c["nodes"]),
+            tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
+            tuple(QueryPlan(**q) for q in c["queries"]))
 
 
 def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileOptions()) -> Plan:

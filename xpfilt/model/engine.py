@@ -154,13 +154,16 @@ class ModelEngine:
                  max_name: int = 32):
         self.queries = tuple(queries)
         self.plan = compile_queries(self.queries, options)
-        self.model = EngineModel(self.plan, max_name=max_name)
+        # no query, no hardware: every document matches nothing
+        self.model = EngineModel(self.plan, max_name=max_name) if self.queries else None
         position = {q.number: i for i, q in enumerate(self.queries)}
         self._positions = [position[n] for n in self.plan.query_numbers]
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
+        if self.model is None:
+            return frozenset()
         readout = run_documents(self.model, [document.data])[0]
         if readout.errors:
             raise EngineError(document.name, readout.errors)

@@ -1,0 +1,1 @@
+"""cocotb testbenches for the generated RTL (see the regression issue)."""
