@@ -15,9 +15,22 @@ from xpfilt.compiler import Cluster
 from .frontend import ByteLayout, ErrorFlags, FrontEnd
 from .stacks import StackBank
 
-__all__ = ["ClusterCore"]
+__all__ = ["ClusterCore", "cluster_signature"]
 
 ERROR_WIDTH = ErrorFlags.as_shape().size
+
+
+def cluster_signature(n_queries: int) -> wiring.Signature:
+    """The ports of a cluster with ``n_queries`` queries (see :class:`ClusterCore`)."""
+    return wiring.Signature({
+        "valid": In(1),
+        "data": In(8),
+        "last": In(1),
+        "clear": In(1),
+        "matches": Out(n_queries),
+        "doc_end": Out(1),
+        "errors": Out(ERROR_WIDTH),
+    })
 
 
 class ClusterCore(wiring.Component):
@@ -27,15 +40,7 @@ class ClusterCore(wiring.Component):
 
     def __init__(self, cluster: Cluster, *, max_depth: int, max_name: int):
         self.cluster, self.max_depth, self.max_name = cluster, max_depth, max_name
-        super().__init__({
-            "valid": In(1),
-            "data": In(8),
-            "last": In(1),
-            "clear": In(1),
-            "matches": Out(len(cluster.queries)),
-            "doc_end": Out(1),
-            "errors": Out(ERROR_WIDTH),
-        })
+        super().__init__(cluster_signature(len(cluster.queries)))
 
     def elaborate(self, platform):
         m = Module()

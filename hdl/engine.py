@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Plan
 
-from .cluster import ClusterCore
+from .cluster import ClusterCore, cluster_signature
 from .frontend import ByteLayout, ErrorFlags
 from .readout import Readout, ReadoutLayout
 
@@ -70,7 +70,11 @@ class CustomEngine(wiring.Component):
 
         cores = []
         for i, cluster in enumerate(plan.clusters):
-            core = self.cluster_core(i)
+            if self.instances:   # only the ports: the module comes from its own file
+                core = cluster_signature(len(cluster.queries)).flip().create(
+                    path=(f"cluster_{i}",))
+            else:
+                core = self.cluster_core(i)
             cores.append(core)
             m.d.comb += [core.valid.eq(accepted), core.data.eq(self.bytes_in.payload.data),
                          core.last.eq(self.bytes_in.payload.last)]
