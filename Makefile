@@ -29,7 +29,7 @@ regress: $(STAMP)
 
 ## bench: benchmarks; numbers land in bench/results/
 bench: $(STAMP)
-	cd bench && ../$(BIN)/python reference_throughput.py
+	cd bench && for script in reference_throughput model_throughput compile_time; do ../$(BIN)/python $$script.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis
