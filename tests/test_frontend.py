@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 from hypothesis import given, settings
 
 from hdl.frontend import Errors, ErrorFlags, FrontEnd, name_hash, tag_width_for
-from xpfilt.events import EventKind, parse_events
+from xpfilt.events import EventKind, MalformedDocumentError, parse_events
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
 
 from .conftest import DATA
@@ -282,6 +282,38 @@ def test_model_error_flags(doc, errors):
         assert depth == 0
 
 
+def corruptions(doc: bytes, rng: random.Random):
+    """Structural corruptions of a well-formed document (some may stay well-formed)."""
+    root_end = doc.rindex(b">")
+    yield doc[:rng.randrange(doc.index(b"<"), root_end)]                 # truncated
+    gts = [i for i, b in enumerate(doc) if b == ord(">")]
+    i = rng.choice(gts)
+    yield doc[:i] + doc[i + 1:]                                          # a ">" deleted
+    ends = [i + 2 for i in range(len(doc)) if doc[i:i + 2] == b"</"]
+    i = rng.choice(ends) + 1 if rng.random() < 0.5 else rng.choice(ends)
+    yield doc[:i] + (b"Q" if doc[i] != ord("Q") else b"R") + doc[i + 1:]  # an end tag renamed
+    lts = [i for i, b in enumerate(doc) if b == ord("<") and doc[i + 1] not in b"!?"]
+    i = rng.choice(lts)
+    yield doc[:i + 1] + rng.choice([b" ", b"1", b"<", b"=", b'"']) + doc[i + 1:]  # junk after <
+    yield doc + doc[doc.index(b"<", doc.index(b"-->") if b"-->" in doc else 0):]  # second root
+
+
+def test_model_corrupted_nitf_documents_are_malformed():
+    rng = random.Random(11)
+    checked = 0
+    for path in NITF[:40]:
+        doc = path.read_bytes()
+        tags = element_names(doc)
+        for bad in corruptions(doc, rng):
+            try:
+                parse_events(bad)
+            except MalformedDocumentError:
+                seq, errors = model_events(bad, tags)
+                assert MALFORMED in errors, (path.name, bad)
+                checked += 1
+    assert checked >= 190
+
+
 def test_model_depth_overflow_skips_deep_levels():
     doc = b"<r><a><b><x><a><b/></a></x><a/></b></a><b/></r>"
     seq, errors = model_events(doc, SMALL_TAGS, **SMALL)
@@ -416,7 +448,8 @@ def test_rtl_fuzz():
             if rng.random() < 0.1:
                 items.append((0, rng.randrange(256), rng.randrange(2)))
             items.append((1, b, int(i == len(token) - 1 and rng.random() < 0.03)))
-    items += [(1, ord(" "), 1)] + [(1, ord(c), 0) for c in "<r><a>t</a></r"] + [(1, ord(">"), 1), (0, 0, 0)]
+    items += [(1, ord(" "), 1)]                    # end the soup's last document
+    items += byte_stream([b"<r><a>t</a></r>"])      # and a good one
     events = assert_rtl_matches_model(["r", "a", "b", "abcdefgh"], items, **SMALL)
     # the soup must have exercised every kind of output
     assert sum(e.push for e in events) > 100 and sum(e.pop for e in events) > 50
