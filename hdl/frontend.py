@@ -55,7 +55,8 @@ from amaranth.lib.wiring import In, Out
 __all__ = [
     "WHITESPACE", "NAME_START", "NAME_CHAR", "HASH_WIDTH", "HASH_POLY", "HASH_INIT",
     "EXCESS_WIDTH", "hash_byte", "name_hash", "ErrorFlags", "Errors", "EventLayout", "StackEntry",
-    "State", "ByteLayout", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "tag_width_for", "check_parameters",
+    "State", "ByteLayout", "NameTapLayout", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "tag_width_for",
+    "check_parameters",
     "FrontEnd",
 ]
 
@@ -151,6 +152,18 @@ class StackEntry(data.StructLayout):
 
 #: The byte stream payload.
 ByteLayout = data.StructLayout({"data": 8, "last": 1})
+
+
+class NameTapLayout(data.StructLayout):
+    """What an external tag decoder (the programmable engine's) needs to follow names in step
+    with the built-in CAM: ``data`` and ``pos`` (the byte and its position in the name),
+    ``advance`` (a name byte: the CAM compares it at ``pos``), ``restart`` (the CAM returns to
+    "everything matches"), ``load`` (the ``events`` register loads this cycle: a decoder
+    registers its "name ends here" result then, so that it lines up with ``events.push``)."""
+
+    def __init__(self, *, max_name: int):
+        super().__init__({"data": 8, "pos": range(max_name + 2), "advance": 1, "restart": 1,
+                          "load": 1})
 
 
 class State(enum.Enum, shape=6):
@@ -274,6 +287,7 @@ class FrontEnd(wiring.Component):
             "bytes_in": In(stream.Signature(ByteLayout)),
             "events": Out(self.event_layout),
             "tos": Out(range(max_depth + 1)),
+            "name_tap": Out(NameTapLayout(max_name=max_name)),
         })
 
     def elaborate(self, platform):
@@ -651,6 +665,15 @@ class FrontEnd(wiring.Component):
                 ev.errors.eq(all_errors),
                 ev.errors.malformed.eq(all_errors.malformed | unfinished),
             ]
+
+        tap = self.name_tap
+        m.d.comb += [
+            tap.data.eq(c),
+            tap.pos.eq(pos),
+            tap.load.eq(valid),
+            tap.advance.eq(valid & ~last & name_byte),
+            tap.restart.eq(valid & (last | (~name_byte & ~name_hold))),
+        ]
 
         # --- registers ---
         with m.If(valid):

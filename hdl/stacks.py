@@ -21,7 +21,7 @@ from xpfilt.compiler import Cluster
 
 from .frontend import EventLayout, tag_width_for
 
-__all__ = ["StackBank"]
+__all__ = ["StackBank", "packed_stack"]
 
 
 class StackBank(wiring.Component):
@@ -50,11 +50,9 @@ class StackBank(wiring.Component):
         width = max(1, n_columns)
 
         top = Signal(width)
+        new = Signal(width)
         flags = Signal(len(cluster.queries))
-        mem = Memory(shape=width, depth=self.max_depth, init=[])
-        m.submodules.stack = mem
-        write = mem.write_port()
-        read = mem.read_port(domain="comb")
+        packed_stack(m, ev, top, new, self.max_depth)
 
         # decoded tag of the new element and of its parent, one wire per tag the cluster uses
         used = {n.tag for n in cluster.nodes} | {n.source.tag for n in cluster.nodes}
@@ -89,7 +87,6 @@ class StackBank(wiring.Component):
             m.d.comb += fire.eq(accept & source(node.source))
             fires[k] = fire
 
-        new = Signal(width)
         for c, column in enumerate(cluster.columns):
             terms = [fires[k] for k in column.members]
             if column.self_loop:
@@ -99,21 +96,32 @@ class StackBank(wiring.Component):
         hits = Cat(*(fires[q.node] for q in cluster.queries))
         m.d.comb += self.matches.eq(flags | Mux(ev.push, hits, 0))
 
-        m.d.comb += [
-            write.addr.eq(ev.level - 1),
-            write.data.eq(top),
-            write.en.eq(ev.push),
-            read.addr.eq(ev.level - 1),
-        ]
-        with m.If(ev.doc_end):
-            m.d.sync += top.eq(0)
-        with m.Elif(ev.push):
-            m.d.sync += top.eq(new)
-        with m.Elif(ev.pop):
-            m.d.sync += top.eq(read.data)
         with m.If(self.clear):
             m.d.sync += flags.eq(0)
         with m.Elif(ev.push):
             m.d.sync += flags.eq(self.matches)
         return m
 
+
+
+def packed_stack(m: Module, ev, top: Signal, new: Signal, max_depth: int) -> None:
+    """The shared stack memory of a cluster: ``top`` holds the row of the current level, a
+    LUT-RAM the rows below it. On ``ev.push`` the row ``new`` becomes the top (the old top is
+    saved at ``level - 1``), on ``ev.pop`` the saved row comes back, on ``ev.doc_end`` the top
+    is cleared."""
+    mem = Memory(shape=len(top), depth=max_depth, init=[])
+    m.submodules.stack = mem
+    write = mem.write_port()
+    read = mem.read_port(domain="comb")
+    m.d.comb += [
+        write.addr.eq(ev.level - 1),
+        write.data.eq(top),
+        write.en.eq(ev.push),
+        read.addr.eq(ev.level - 1),
+    ]
+    with m.If(ev.doc_end):
+        m.d.sync += top.eq(0)
+    with m.Elif(ev.push):
+        m.d.sync += top.eq(new)
+    with m.Elif(ev.pop):
+        m.d.sync += top.eq(read.data)

@@ -388,7 +388,7 @@ def test_interface():
         ("malformed", 0), ("depth_overflow", 1), ("name_too_long", 2)]
     assert [e.name for e in Errors] == ["MALFORMED", "DEPTH_OVERFLOW", "NAME_TOO_LONG"]
     members = dict(fe.signature.members)
-    assert set(members) == {"bytes_in", "events", "tos"}
+    assert set(members) == {"bytes_in", "events", "tos", "name_tap"}
     assert members["bytes_in"].flow.name == "In"
     assert members["events"].flow.name == "Out"
     assert [tag_width_for(n) for n in (0, 1, 2, 3, 4, 7, 8, 255, 256)] == \
