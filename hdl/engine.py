@@ -22,7 +22,7 @@ from .cluster import ClusterCore, cluster_signature
 from .frontend import ByteLayout, ErrorFlags
 from .readout import Readout, ReadoutLayout
 
-__all__ = ["CustomEngine", "cluster_module_name"]
+__all__ = ["CustomEngine", "EngineFrame", "cluster_module_name"]
 
 
 def cluster_module_name(index: int) -> str:
@@ -55,42 +55,60 @@ class CustomEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
-        width = sum(len(c.queries) for c in plan.clusters)
-        m.submodules.readout = readout = Readout(width)
-        wiring.connect(m, wiring.flipped(self.readout), readout.out)
-
-        pending = Signal(range(4))     # document ends accepted but not yet captured
-        waiting = Signal()             # a document ended while the readout was busy
-        held_errors = Signal(ErrorFlags)
-        accepted = Signal()
-        m.d.comb += [
-            self.bytes_in.ready.eq(~((pending != 0) & readout.busy)),
-            accepted.eq(self.bytes_in.valid & self.bytes_in.ready),
-        ]
-
+        frame = EngineFrame(m, self.bytes_in, self.readout,
+                            width=sum(len(c.queries) for c in plan.clusters))
         cores = []
         for i, cluster in enumerate(plan.clusters):
             if self.instances:   # only the ports: the module comes from its own file
                 core = cluster_signature(len(cluster.queries)).flip().create(
                     path=(f"cluster_{i}",))
-            else:
-                core = self.cluster_core(i)
-            cores.append(core)
-            m.d.comb += [core.valid.eq(accepted), core.data.eq(self.bytes_in.payload.data),
-                         core.last.eq(self.bytes_in.payload.last)]
-            if self.instances:
                 m.submodules[f"cluster_{i}"] = Instance(
                     cluster_module_name(i), i_clk=ClockSignal(), i_rst=ResetSignal(),
                     i_valid=core.valid, i_data=core.data, i_last=core.last, i_clear=core.clear,
                     o_matches=core.matches, o_doc_end=core.doc_end, o_errors=core.errors)
             else:
-                m.submodules[f"cluster_{i}"] = core
+                core = m.submodules[f"cluster_{i}"] = self.cluster_core(i)
+            cores.append(core)
+        frame.connect(cores)
+        return m
 
-        doc_end = cores[0].doc_end   # every cluster sees the same bytes on the same cycles
+
+class EngineFrame:
+    """What every engine shares around its clusters: the byte stream's flow control, the
+    broadcast of each accepted byte to the clusters, the capture of all clusters' match flags
+    at a document end (in cluster order) and the serial readout.
+
+    ``bytes_in.ready`` drops only while a document end is in flight (accepted, not yet
+    captured) *and* the readout is still busy with the previous document.
+    """
+
+    def __init__(self, m: Module, bytes_in, readout_port, *, width: int):
+        self.m = m
+        self.bytes_in = bytes_in
+        m.submodules.readout = self.readout = Readout(width)
+        wiring.connect(m, wiring.flipped(readout_port), self.readout.out)
+        self.pending = Signal(range(4))    # document ends accepted but not yet captured
+        self.accepted = Signal()           # a byte enters the engine this cycle
+        m.d.comb += [
+            bytes_in.ready.eq(~((self.pending != 0) & self.readout.busy)),
+            self.accepted.eq(bytes_in.valid & bytes_in.ready),
+        ]
+
+    def connect(self, cores) -> None:
+        """Wire the clusters: each has ``valid``/``data``/``last`` inputs, ``clear`` (flags
+        captured), and ``matches``/``doc_end``/``errors`` outputs."""
+        m, readout = self.m, self.readout
+        for core in cores:
+            m.d.comb += [core.valid.eq(self.accepted),
+                         core.data.eq(self.bytes_in.payload.data),
+                         core.last.eq(self.bytes_in.payload.last)]
+        waiting = Signal()               # a document ended while the readout was busy
+        held_errors = Signal(ErrorFlags)
+        doc_end = cores[0].doc_end       # every cluster sees the same bytes on the same cycles
         errors = Signal(ErrorFlags)
-        m.d.comb += errors.eq(_or_all([core.errors for core in cores]))
         capture = Signal()
         m.d.comb += [
+            errors.eq(_or_all([core.errors for core in cores])),
             capture.eq((doc_end | waiting) & ~readout.busy),
             readout.capture.eq(capture),
             readout.flags.eq(Cat(*(core.matches for core in cores))),
@@ -101,8 +119,8 @@ class CustomEngine(wiring.Component):
         m.d.sync += waiting.eq((doc_end | waiting) & readout.busy)
         with m.If(doc_end):
             m.d.sync += held_errors.eq(errors)
-        m.d.sync += pending.eq(pending + (accepted & self.bytes_in.payload.last) - capture)
-        return m
+        m.d.sync += self.pending.eq(
+            self.pending + (self.accepted & self.bytes_in.payload.last) - capture)
 
 
 def _or_all(values):

@@ -32,6 +32,7 @@ class FrontEndEvent(NamedTuple):
     level: int = 0
     doc_end: int = 0
     errors: int = 0      # an :class:`hdl.frontend.Errors` bit set, nonzero only on doc_end
+    name: bytes = b""    # on push, with ``report_names``: the element's name as written
 
 
 #: The ``events`` port in a cycle without an event.
@@ -82,7 +83,11 @@ _D = ord("D")
 class FrontEndModel:
     """Cycle-accurate model of ``FrontEnd(tags, max_depth=..., max_name=...)``."""
 
-    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32):
+    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32,
+                 report_names: bool = False):
+        """``report_names``: pushes also carry the element's name (for decoders outside the
+        front end, like the programmable engine's); it costs a little speed."""
+        self.report_names = report_names
         self.tags = tuple(tags)
         self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
         self.max_depth = max_depth
@@ -144,6 +149,8 @@ class FrontEndModel:
         state = TEXT
         level = excess = root_seen = in_subset = kw = sticky = 0
         pos, h, node = 0, HASH_INIT, trie     # tag decoder and name hash
+        names = self.report_names
+        name = bytearray()                     # the name so far (with report_names)
 
         ev = no_event
         while True:
@@ -394,7 +401,8 @@ class FrontEndModel:
                     stack_hash[level] = h
                     root_seen = 1
                     self.tos = level
-                    ev = Event(1, 0, tid, parent, level)
+                    ev = Event(1, 0, tid, parent, level, 0, 0, bytes(name)) if names else \
+                        Event(1, 0, tid, parent, level)
             elif req:                                       # an element closes
                 if excess:
                     excess -= 1
@@ -419,8 +427,12 @@ class FrontEndModel:
                 h = HASH[h ^ c]
                 if node is not None:
                     node = node.get(c)
+                if names:
+                    name.append(c)
             elif pos and not hold:
                 pos, h, node = 0, HASH_INIT, trie
+                if names:
+                    name.clear()
 
             if ns != state:
                 if ns == SUBSET:
@@ -433,10 +445,11 @@ class FrontEndModel:
                 errors = sticky | found
                 if state != TEXT or level or not root_seen:
                     errors |= _MALFORMED
-                ev = Event(ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors)
+                ev = Event(ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors, ev.name)
                 state = TEXT
                 level = excess = root_seen = in_subset = kw = sticky = 0
                 pos, h, node = 0, HASH_INIT, trie
+                name.clear()
                 self.tos = 0
             elif found:
                 sticky |= found

@@ -1,0 +1,221 @@
+"""The programmable engine's hardware description and its configuration streams (§5.3).
+
+The hardware is generated once from a :class:`HardwareSpec` (clusters × columns, longest tag,
+deepest level); any query set that fits is then loaded as a *configuration stream*, one bit per
+cycle, without regenerating Verilog.
+
+Columns form a chain inside a cluster: a query of ``n`` steps takes ``n`` consecutive columns;
+column ``j``'s predecessor is column ``j - 1`` unless it is the first column of a query. Per column
+the configuration holds a tag entry (``max_tag_len`` bytes, zero-padded; all zeros = matches no
+name) and four flags: ``first`` (a query starts here), ``first_any`` (... with ``//``),
+``wildcard`` (``*``: any tag) and ``descendant`` (followed by ``//``). Every column has a match
+flag in the readout; the last column of a query is that query's readout bit.
+
+Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
+
+* header, 88 bits: magic ``0x5846`` (16), format version (8), hardware fingerprint (32), payload
+  length in bits (32);
+* payload, per cluster: ``max_tag_len`` rows, row ``p`` holding byte ``p`` of every column's tag
+  entry (column 0 first, 8 bits each), then 4 flag bits per column (first, first_any, wildcard,
+  descendant);
+* CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
+
+The engine checks all of it and only then switches to the new configuration, between two
+documents; a truncated, corrupt or foreign stream is rejected and the old configuration stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from .xpath import Axis, Query
+
+__all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError",
+           "configure", "MAGIC", "FORMAT_VERSION", "HEADER_BITS", "CRC_BITS", "FLAG_BITS"]
+
+MAGIC = 0x5846            # "XF"
+FORMAT_VERSION = 1
+HEADER_BITS = 88
+CRC_BITS = 32
+FLAG_BITS = 4
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """Parameters of a programmable engine: ``clusters`` × ``columns`` generic columns."""
+    clusters: int = 1
+    columns: int = 128
+    max_tag_len: int = 16
+    max_depth: int = 16
+    max_name: int = 32
+
+    def __post_init__(self):
+        for name in ("clusters", "columns", "max_tag_len", "max_depth"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name.replace('_', ' ')} must be at least 1, "
+                                 f"not {getattr(self, name)!r}")
+        if self.columns % 2:
+            raise ValueError(f"columns must be even, not {self.columns!r}")
+        if self.max_tag_len > self.max_name:
+            raise ValueError(f"max tag length must be at most max name ({self.max_name}), "
+                             f"not {self.max_tag_len!r}")
+
+    @property
+    def cluster_bits(self) -> int:
+        return self.columns * (8 * self.max_tag_len + FLAG_BITS)
+
+    @property
+    def payload_bits(self) -> int:
+        return self.clusters * self.cluster_bits
+
+    @property
+    def stream_bits(self) -> int:
+        return HEADER_BITS + self.payload_bits + CRC_BITS
+
+    @property
+    def fingerprint(self) -> int:
+        """32 bits that change with every parameter (and the stream format)."""
+        text = json.dumps([FORMAT_VERSION, asdict(self)], sort_keys=True).encode()
+        return int.from_bytes(hashlib.sha256(text).digest()[:4], "little")
+
+    def to_json(self) -> str:
+        return json.dumps({"mode": "programmable", **asdict(self),
+                           "fingerprint": f"{self.fingerprint:08x}"}, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "HardwareSpec":
+        raw = json.loads(text)
+        if raw.get("mode") != "programmable":
+            raise ValueError(f"hardware must be programmable, not {raw.get('mode')!r}")
+        return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",
+                                          "max_name")})
+
+
+@dataclass(frozen=True)
+class ColumnConfig:
+    tag: bytes = b""          # empty: matches no name (unless wildcard)
+    first: bool = False
+    first_any: bool = False
+    wildcard: bool = False
+    descendant: bool = False
+
+
+class ConfigurationError(ValueError):
+    """The query set does not fit the hardware; says which queries and by how much."""
+
+    def __init__(self, message: str, missing_columns: int = 0):
+        self.missing_columns = missing_columns
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """Where every query went: ``columns[k][j]`` configures column ``j`` of cluster ``k``;
+    ``readout_bit[number]`` is the readout position of query ``number``'s last column."""
+    spec: HardwareSpec
+    columns: tuple[tuple[ColumnConfig, ...], ...]
+    readout_bit: dict
+    rejected: tuple[tuple[int, str], ...] = ()   # (query number, why it is not configured)
+    missing_columns: int = 0                       # columns short for the queries without room
+
+    def summary(self) -> str:
+        """A readable account of what did not fit (empty when everything did)."""
+        if not self.rejected:
+            return ""
+        lines = [f"{len(self.rejected)} queries are not configured:"]
+        lines += [f"  {reason}" for _, reason in self.rejected[:50]]
+        if len(self.rejected) > 50:
+            lines.append(f"  ... and {len(self.rejected) - 50} more")
+        if self.missing_columns:
+            lines.append(f"at least {self.missing_columns} more columns would be needed "
+                         f"(the hardware has {self.spec.clusters * self.spec.columns})")
+        return "\n".join(lines)
+
+    def stream(self) -> bytes:
+        """The configuration stream (header, payload, CRC) as bytes, LSB first."""
+        spec = self.spec
+        header = (MAGIC | FORMAT_VERSION << 16 | spec.fingerprint << 24
+                  | spec.payload_bits << 56).to_bytes(HEADER_BITS // 8, "little")
+        payload = bytearray()
+        for cluster in self.columns:
+            for p in range(spec.max_tag_len):
+                payload += bytes(c.tag[p] if p < len(c.tag) else 0 for c in cluster)
+            flags = 0
+            for j, c in enumerate(cluster):
+                flags |= (c.first | c.first_any << 1 | c.wildcard << 2 | c.descendant << 3) \
+                    << (FLAG_BITS * j)
+            payload += flags.to_bytes(FLAG_BITS * spec.columns // 8, "little")
+        body = header + bytes(payload)
+        return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def query_columns(query: Query) -> list[ColumnConfig]:
+    """The chain of columns one query occupies."""
+    steps = query.steps
+    out = []
+    for j, step in enumerate(steps):
+        followed = j + 1 < len(steps) and steps[j + 1].axis is Axis.DESCENDANT
+        out.append(ColumnConfig(
+            tag=b"" if step.is_wildcard else step.name.encode(),
+            first=j == 0, first_any=j == 0 and step.axis is Axis.DESCENDANT,
+            wildcard=step.is_wildcard, descendant=followed))
+    return out
+
+
+def configure(queries: Sequence[Query], spec: HardwareSpec, *,
+              strict: bool = False) -> Configuration:
+    """Place the queries on the columns (first fit, longest queries first, clusters of
+    ``spec.columns``). A query that cannot be placed (a predicate, a tag longer than
+    ``max_tag_len``, no room left) is listed in ``Configuration.rejected`` with the reason, and
+    the rest are configured; with ``strict``, :class:`ConfigurationError` is raised instead."""
+    rejected: list[tuple[int, str]] = []
+    candidates = []
+    for q in queries:
+        long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
+        if q.has_predicates:
+            rejected.append((q.number, f"query {q.number} ({q}): value predicates are not "
+                                       "supported yet"))
+        elif long_tags:
+            rejected.append((q.number, f"query {q.number} ({q}): tag {long_tags[0]!r} is "
+                                       f"longer than the hardware's max tag length "
+                                       f"{spec.max_tag_len}"))
+        elif len(q) > spec.columns:
+            rejected.append((q.number, f"query {q.number} ({q}): {len(q)} steps do not fit "
+                                       f"in a cluster of {spec.columns} columns"))
+        else:
+            candidates.append(q)
+    free = [spec.columns] * spec.clusters
+    placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
+    no_room = []
+    for q in sorted(candidates, key=lambda q: (-len(q), q.number)):
+        for k in range(spec.clusters):
+            if free[k] >= len(q):
+                placed[k].append((spec.columns - free[k], q))
+                free[k] -= len(q)
+                break
+        else:
+            no_room.append(q)
+    missing = 0
+    if no_room:
+        needed = sum(len(q) for q in no_room)
+        missing = max(1, needed - sum(free))
+        for q in no_room:
+            rejected.append((q.number, f"query {q.number} ({q}): no room left "
+                                       f"({spec.clusters} clusters x {spec.columns} columns)"))
+    rejected.sort()
+    columns = []
+    readout_bit = {}
+    for k in range(spec.clusters):
+        row = [ColumnConfig()] * spec.columns
+        for start, q in placed[k]:
+            row[start:start + len(q)] = query_columns(q)
+            readout_bit[q.number] = k * spec.columns + start + len(q) - 1
+        columns.append(tuple(row))
+    config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing)
+    if strict and rejected:
+        raise ConfigurationError(config.summary(), missing_columns=missing)
+    return config
