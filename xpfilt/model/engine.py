@@ -26,7 +26,7 @@ from ..xpath import Query
 from .frontend import NO_EVENT, FrontEndModel
 from .stacks import ClusterStacks
 
-__all__ = ["Beat", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
+__all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
            "run_documents"]
 
 
@@ -39,29 +39,18 @@ class Beat(NamedTuple):
     errors: int
 
 
-class EngineModel:
-    """Register-level model of ``CustomEngine(plan, max_name=...)``."""
+class FrameModel:
+    """Register-level model of :class:`hdl.engine.EngineFrame` around a set of clusters: the
+    per-cluster input copy, the front end, flow control, capture and the serial readout.
 
-    def __init__(self, plan: Plan, *, max_name: int = 32):
-        self.plan = plan
-        union = sorted({t for c in plan.clusters for t in c.tags})
-        self.front_end = FrontEndModel(union, max_depth=plan.options.max_depth,
-                                       max_name=max_name)
-        self._local = []   # per cluster: union id -> cluster id
-        for cluster in plan.clusters:
-            ids = {name: i + 1 for i, name in enumerate(cluster.tags)}
-            self._local.append([0] + [ids.get(name, 0) for name in union])
-        self.width = sum(len(c.queries) for c in plan.clusters)
-        self._shifts = []
-        offset = 0
-        for cluster in plan.clusters:
-            self._shifts.append(offset)
-            offset += len(cluster.queries)
-        self.reset()
+    Subclasses model the clusters through four hooks: :meth:`_push` / :meth:`_pop` /
+    :meth:`_restart` (a front-end event), :meth:`_take_flags` (capture: return the flags of all
+    clusters as one readout-ordered integer and clear them)."""
+
+    width: int
 
     def reset(self) -> None:
         self.front_end.reset()
-        self.stacks = [ClusterStacks(c) for c in self.plan.clusters]
         self.event = NO_EVENT
         self.copy = (0, 0, 0)
         self.pending = 0
@@ -87,18 +76,11 @@ class EngineModel:
             beat = Beat(self.shadow & 1, int(self.count == self.width), int(self.count == 1),
                         self.doc, self.errors)
 
-        # stack banks (their registers update at the edge; matches include this push)
-        if ev.push:
-            for stacks, local in zip(self.stacks, self._local):
-                parent = local[ev.parent]
-                stacks.push(local[ev.tag], parent, ev.level)
+        if ev.push:          # the stacks' registers update at the edge; matches include it
+            self._push(ev)
         capture = (ev.doc_end or self.waiting) and not busy
         if capture:
-            flags = 0
-            for stacks, shift in zip(self.stacks, self._shifts):
-                flags |= stacks.matches << shift
-                stacks.matches = 0
-            self.shadow, self.count = flags, self.width
+            self.shadow, self.count = self._take_flags(), self.width
             self.errors = ev.errors if ev.doc_end else self.held_errors
             self.doc = (self.doc + self.started) & ((1 << DOC_WIDTH) - 1)
             self.started = 1
@@ -106,18 +88,63 @@ class EngineModel:
             self.shadow >>= 1
             self.count -= 1
         if ev.doc_end:
-            for stacks in self.stacks:
-                stacks.stack = [0]
+            self._restart()
             self.held_errors = ev.errors
         elif ev.pop:
-            for stacks in self.stacks:
-                stacks.pop()
+            self._pop()
         self.waiting = int((ev.doc_end or self.waiting) and busy)
         self.pending += int(accepted and bool(last)) - int(capture)
-        self.event = self.front_end.step(*self.copy)
+        self.event = self._front_end_step(*self.copy)
         self.copy = (1, data, last) if accepted else (0, 0, 0)
         self.cycle += 1
         return ready, beat
+
+    def _front_end_step(self, valid, data, last):
+        return self.front_end.step(valid, data, last)
+
+
+class EngineModel(FrameModel):
+    """Register-level model of ``CustomEngine(plan, max_name=...)``."""
+
+    def __init__(self, plan: Plan, *, max_name: int = 32):
+        self.plan = plan
+        union = sorted({t for c in plan.clusters for t in c.tags})
+        self.front_end = FrontEndModel(union, max_depth=plan.options.max_depth,
+                                       max_name=max_name)
+        self._local = []   # per cluster: union id -> cluster id
+        for cluster in plan.clusters:
+            ids = {name: i + 1 for i, name in enumerate(cluster.tags)}
+            self._local.append([0] + [ids.get(name, 0) for name in union])
+        self.width = sum(len(c.queries) for c in plan.clusters)
+        self._shifts = []
+        offset = 0
+        for cluster in plan.clusters:
+            self._shifts.append(offset)
+            offset += len(cluster.queries)
+        self.reset()
+
+    def reset(self) -> None:
+        super().reset()
+        self.stacks = [ClusterStacks(c) for c in self.plan.clusters]
+
+    def _push(self, ev) -> None:
+        for stacks, local in zip(self.stacks, self._local):
+            stacks.push(local[ev.tag], local[ev.parent], ev.level)
+
+    def _pop(self) -> None:
+        for stacks in self.stacks:
+            stacks.pop()
+
+    def _restart(self) -> None:
+        for stacks in self.stacks:
+            stacks.stack = [0]
+
+    def _take_flags(self) -> int:
+        flags = 0
+        for stacks, shift in zip(self.stacks, self._shifts):
+            flags |= stacks.matches << shift
+            stacks.matches = 0
+        return flags
 
 
 class DocumentReadout(NamedTuple):

@@ -1,0 +1,322 @@
+"""The programmable filtering engine (§5.3): generic columns, loaded by a configuration stream.
+
+Per cluster: a registered copy of the byte stream, a front end without a built-in dictionary
+(its name tap drives the programmable tag decoder), ``columns`` generic columns in a chain, and
+the packed stack memory shared with the custom engine. The stream format and the meaning of
+each configuration bit are in :mod:`xpfilt.programmable`.
+
+Tag entries live in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
+column's entry, so one asynchronous read at the name position gives every column the byte to
+compare. A configuration stream writes the *inactive* bank row by row and the flags into a
+staging shift register; only when the header, length and CRC-32 check out does ``commit`` (at a
+document boundary) flip the bank and copy the flags. A rejected stream changes nothing.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from xpfilt.programmable import (CRC_BITS, FLAG_BITS, FORMAT_VERSION, HEADER_BITS, MAGIC,
+                                 HardwareSpec)
+
+from .cluster import ERROR_WIDTH
+from .engine import EngineFrame
+from .frontend import ByteLayout, FrontEnd
+from .readout import ReadoutLayout
+from .stacks import packed_stack
+
+__all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "ProgrammableCluster",
+           "ProgrammableEngine", "CRC32_POLY"]
+
+CRC32_POLY = 0xEDB88320   # reflected IEEE polynomial: bit-serial CRC-32 equal to zlib.crc32
+
+
+class ConfigBit(data.Struct):
+    """One bit of a configuration stream; ``last`` on its final bit."""
+    bit: 1
+    last: 1
+
+
+class ConfigStatus(data.Struct):
+    """``generation`` counts committed configurations (wrapping); ``loaded``: one is active;
+    ``rejected``: the last stream was refused; ``pending``: a checked stream waits for a
+    document boundary."""
+    generation: 8
+    loaded: 1
+    rejected: 1
+    pending: 1
+
+
+class _CfgPort(data.Struct):
+    """What the loader tells every cluster in a cycle."""
+    bit: 1
+    row_shift: 1      # ``bit`` enters the row register of the selected cluster
+    row_write: 1      # ... and completes row ``row`` (written to the inactive bank)
+    flag_shift: 1     # ``bit`` enters the flag staging register of the selected cluster
+    commit: 1         # switch every cluster to the loaded configuration
+
+
+def _width(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+class ConfigLoader(wiring.Component):
+    """Checks a configuration stream bit by bit and routes its payload to the clusters.
+
+    Ports: ``config`` (the stream; not ready while a checked configuration waits to commit),
+    ``idle`` (no document in progress: a commit may happen), ``cfg`` (to every cluster),
+    ``cluster`` (the cluster the payload bit belongs to), ``row`` (its row), ``status``.
+    """
+
+    def __init__(self, spec: HardwareSpec):
+        self.spec = spec
+        super().__init__({
+            "config": In(stream.Signature(ConfigBit)),
+            "idle": In(1),
+            "cfg": Out(_CfgPort),
+            "cluster": Out(range(spec.clusters)),
+            "row": Out(range(spec.max_tag_len)),
+            "status": Out(ConfigStatus),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        spec = self.spec
+        row_bits = 8 * spec.columns
+        flag_bits = FLAG_BITS * spec.columns
+        cfg, port = self.cfg, self.config
+
+        header = Signal(HEADER_BITS)
+        crc = Signal(32, init=0xFFFFFFFF)
+        received_crc = Signal(CRC_BITS)
+        count = Signal(range(max(HEADER_BITS, CRC_BITS) + 1))   # bits of the current section
+        in_row = Signal(range(row_bits))
+        in_flags = Signal(range(flag_bits))
+        in_rows = Signal()                                        # rows, then flags, per cluster
+        pending = Signal()
+        generation = Signal(8)
+        loaded = Signal()
+        rejected = Signal()
+        m.d.comb += [
+            self.status.generation.eq(generation),
+            self.status.loaded.eq(loaded),
+            self.status.rejected.eq(rejected),
+            self.status.pending.eq(pending),
+            port.ready.eq(~pending),
+        ]
+
+        bit, last = port.payload.bit, port.payload.last
+        take = port.valid & port.ready
+        crc_next = Signal(32)
+        m.d.comb += crc_next.eq((crc >> 1) ^ Mux(crc[0] ^ bit, CRC32_POLY, 0))
+        expected = (MAGIC | FORMAT_VERSION << 16 | spec.fingerprint << 24
+                    | spec.payload_bits << 56)
+        header_next = Cat(header[1:], bit)
+        received_next = Cat(received_crc[1:], bit)
+        final_crc = crc ^ 0xFFFFFFFF
+
+        def reject():
+            m.d.sync += rejected.eq(1)
+            with m.If(last):
+                m.next = "HEADER"
+            with m.Else():
+                m.next = "DRAIN"
+
+        with m.FSM(name="config"):
+            with m.State("HEADER"):
+                with m.If(take):
+                    m.d.sync += [header.eq(header_next), crc.eq(crc_next), count.eq(count + 1)]
+                    with m.If(count == 0):
+                        m.d.sync += rejected.eq(0)
+                    with m.If(count == HEADER_BITS - 1):
+                        m.d.sync += [count.eq(0), in_row.eq(0), in_flags.eq(0),
+                                     in_rows.eq(1), self.cluster.eq(0), self.row.eq(0)]
+                        with m.If((header_next != expected) | last):
+                            reject()
+                        with m.Else():
+                            m.next = "PAYLOAD"
+                    with m.Elif(last):
+                        m.d.sync += [rejected.eq(1), count.eq(0), crc.eq(crc.init)]
+            with m.State("PAYLOAD"):
+                with m.If(take):
+                    m.d.sync += crc.eq(crc_next)
+                    m.d.comb += cfg.bit.eq(bit)
+                    with m.If(in_rows):
+                        m.d.comb += cfg.row_shift.eq(1)
+                        m.d.sync += in_row.eq(in_row + 1)
+                        with m.If(in_row == row_bits - 1):
+                            m.d.comb += cfg.row_write.eq(1)
+                            m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
+                            with m.If(self.row == spec.max_tag_len - 1):
+                                m.d.sync += [in_rows.eq(0), self.row.eq(0)]
+                    with m.Else():
+                        m.d.comb += cfg.flag_shift.eq(1)
+                        m.d.sync += in_flags.eq(in_flags + 1)
+                        with m.If(in_flags == flag_bits - 1):
+                            m.d.sync += [in_flags.eq(0), in_rows.eq(1),
+                                         self.cluster.eq(self.cluster + 1)]
+                            with m.If(self.cluster == spec.clusters - 1):
+                                m.d.sync += self.cluster.eq(0)
+                                m.next = "CRC"
+                    with m.If(last):                     # truncated: no CRC (or less)
+                        m.d.sync += rejected.eq(1)
+                        m.next = "HEADER"
+            with m.State("CRC"):
+                with m.If(take):
+                    m.d.sync += [received_crc.eq(received_next), count.eq(count + 1)]
+                    with m.If(count == CRC_BITS - 1):
+                        m.d.sync += count.eq(0)
+                        with m.If(last & (received_next == final_crc)):
+                            m.d.sync += pending.eq(1)
+                            m.next = "HEADER"
+                        with m.Else():
+                            reject()
+                    with m.Elif(last):
+                        m.d.sync += [rejected.eq(1), count.eq(0)]
+                        m.next = "HEADER"
+            with m.State("DRAIN"):
+                with m.If(take & last):
+                    m.next = "HEADER"
+            # every state but HEADER restarts the CRC for the next stream when it leaves
+        with m.If(take & last):
+            m.d.sync += crc.eq(crc.init)
+
+        with m.If(pending & self.idle):
+            m.d.comb += cfg.commit.eq(1)
+            m.d.sync += [pending.eq(0), loaded.eq(1), generation.eq(generation + 1)]
+        return m
+
+
+class ProgrammableCluster(wiring.Component):
+    """One cluster of generic columns. Byte/flag/match ports as :class:`hdl.cluster.ClusterCore`
+    plus ``cfg``/``selected``/``row`` from the :class:`ConfigLoader`."""
+
+    def __init__(self, spec: HardwareSpec):
+        self.spec = spec
+        super().__init__({
+            "valid": In(1),
+            "data": In(8),
+            "last": In(1),
+            "clear": In(1),
+            "matches": Out(spec.columns),
+            "doc_end": Out(1),
+            "errors": Out(ERROR_WIDTH),
+            "cfg": In(_CfgPort),
+            "selected": In(1),
+            "row": In(range(spec.max_tag_len)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        spec = self.spec
+        n, length = spec.columns, spec.max_tag_len
+        m.submodules.front_end = front_end = FrontEnd(
+            (), max_depth=spec.max_depth, max_name=spec.max_name)
+        copy_valid = Signal()
+        copy = Signal(ByteLayout)
+        m.d.sync += [copy_valid.eq(self.valid), copy.data.eq(self.data), copy.last.eq(self.last)]
+        ev, tap = front_end.events, front_end.name_tap
+        m.d.comb += [
+            front_end.bytes_in.valid.eq(copy_valid),
+            front_end.bytes_in.payload.eq(copy),
+            self.doc_end.eq(ev.doc_end),
+            self.errors.eq(ev.errors),
+        ]
+
+        # --- configuration: tag entries in two LUT-RAM banks, flags staged then active ---
+        row_width = _width(length)
+        bank = Signal()
+        entries = Memory(shape=8 * n, depth=2 << row_width, init=[])
+        m.submodules.entries = entries
+        read = entries.read_port(domain="comb")
+        write = entries.write_port()
+        row_reg = Signal(8 * n)
+        row_next = Cat(row_reg[1:], self.cfg.bit)
+        staged = Signal(FLAG_BITS * n)
+        active = Signal(FLAG_BITS * n)
+        with m.If(self.selected & self.cfg.row_shift):
+            m.d.sync += row_reg.eq(row_next)
+        with m.If(self.selected & self.cfg.flag_shift):
+            m.d.sync += staged.eq(Cat(staged[1:], self.cfg.bit))
+        m.d.comb += [
+            write.addr.eq(Cat(self.row, ~bank)),
+            write.data.eq(row_next),
+            write.en.eq(self.selected & self.cfg.row_write),
+        ]
+        with m.If(self.cfg.commit):
+            m.d.sync += [bank.eq(~bank), active.eq(staged)]
+
+        def flag(k):
+            return Cat(*(active[FLAG_BITS * j + k] for j in range(n)))
+        first, first_any, wildcard, descendant = (flag(k) for k in range(FLAG_BITS))
+
+        # --- programmable tag decoder: each column follows the name byte by byte ---
+        in_entry = tap.pos < length
+        m.d.comb += read.addr.eq(Cat(tap.pos[:row_width], bank))
+        expected = read.data
+        same = Cat(*(expected[8 * j:8 * j + 8] == tap.data for j in range(n)))
+        ends = Cat(*(expected[8 * j:8 * j + 8] == 0 for j in range(n)))
+        still = Signal(n, init=(1 << n) - 1)     # the name so far equals the entry's start
+        hit = Signal(n)                          # the name that just ended equals the entry
+        with m.If(tap.restart):
+            m.d.sync += still.eq(still.init)
+        with m.Elif(tap.advance):
+            m.d.sync += still.eq(Mux(in_entry, still & same, 0))
+        with m.If(tap.load):
+            m.d.sync += hit.eq(still & Mux(in_entry, ends, Mux(tap.pos == length,
+                                                                  (1 << n) - 1, 0)))
+
+        # --- the chain of columns and its packed stack ---
+        top = Signal(n)
+        new = Signal(n)
+        level1 = (ev.level == 1).replicate(n)
+        source = (first & (first_any | level1)) | (~first & (top << 1)[:n])
+        m.d.comb += new.eq(((wildcard | hit) & source) | (descendant & top))
+        packed_stack(m, ev, top, new, spec.max_depth)
+
+        flags = Signal(n)
+        m.d.comb += self.matches.eq(flags | Mux(ev.push, new, 0))
+        with m.If(self.clear):
+            m.d.sync += flags.eq(0)
+        with m.Elif(ev.push):
+            m.d.sync += flags.eq(self.matches)
+        return m
+
+
+class ProgrammableEngine(wiring.Component):
+    """Ports: ``bytes_in`` and ``readout`` as the custom engine (one readout bit per column,
+    cluster 0 first), ``config`` (the configuration stream, one bit per transfer) and
+    ``config_status``."""
+
+    bytes_in: In(stream.Signature(ByteLayout))
+    readout: Out(stream.Signature(ReadoutLayout))
+    config: In(stream.Signature(ConfigBit))
+    config_status: Out(ConfigStatus)
+
+    def __init__(self, spec: HardwareSpec):
+        self.spec = spec
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        spec = self.spec
+        frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.clusters * spec.columns)
+        m.submodules.loader = loader = ConfigLoader(spec)
+        wiring.connect(m, wiring.flipped(self.config), loader.config)
+        m.d.comb += self.config_status.eq(loader.status)
+
+        in_document = Signal()     # bytes of a document accepted, its last byte not yet
+        with m.If(frame.accepted):
+            m.d.sync += in_document.eq(~self.bytes_in.payload.last)
+        m.d.comb += loader.idle.eq(~in_document)
+
+        cores = []
+        for k in range(spec.clusters):
+            core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
+            m.d.comb += [core.cfg.eq(loader.cfg), core.selected.eq(loader.cluster == k),
+                         core.row.eq(loader.row)]
+            cores.append(core)
+        frame.connect(cores)
+        return m
+

@@ -1,0 +1,154 @@
+"""The programmable engine: configuration generation and streams, the model against the
+reference, safe reconfiguration, and the RTL against the model in the Amaranth simulator."""
+
+import pytest
+
+from xpfilt.engines import filter_batch
+from xpfilt.events import load_documents
+from xpfilt.model.engine import collect_readout, run_documents
+from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
+                                       load_configuration)
+from xpfilt.programmable import (ConfigurationError, HardwareSpec, configure)
+from xpfilt.reference import ReferenceFilter
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+from .conftest import expected_cases
+from .rtl_compare_programmable import compare_programmable
+
+STRUCTURAL = [c for c in expected_cases() if "pred" not in c[0]]
+
+
+def queries_of(*texts):
+    return [parse_query(t, i + 1) for i, t in enumerate(texts)]
+
+
+def readout_matches(configuration, bits):
+    """Query numbers whose readout bit is set."""
+    return {n for n, bit in configuration.readout_bit.items() if bits >> bit & 1}
+
+
+def reference_numbers(queries, document):
+    return {queries[i].number for i in ReferenceFilter(queries).filter(document)}
+
+
+# --- configuration generation -------------------------------------------------------------
+
+def test_configure_places_queries_on_consecutive_columns():
+    spec = HardwareSpec(clusters=2, columns=6, max_tag_len=4)
+    config = configure(queries_of("/a/b", "//c/*", "/a//b/c"), spec)
+    assert not config.rejected
+    assert config.readout_bit == {3: 2, 1: 4, 2: 7}     # longest first: 3 -> 0..2, 1 -> 3..4
+    first, second = config.columns
+    assert [c.tag for c in first[:5]] == [b"a", b"b", b"c", b"a", b"b"]
+    assert (first[0].first, first[0].first_any, first[0].descendant) == (True, False, True)
+    assert (second[0].first_any, second[1].wildcard) == (True, True)
+    assert len(config.stream()) * 8 == spec.stream_bits
+
+
+def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
+    spec = HardwareSpec(clusters=1, columns=4, max_tag_len=3)
+    config = configure(queries_of("/a/b", "/long/b", "/a[@x=1]", "/a/b/c", "//d"), spec)
+    assert config.readout_bit == {4: 2, 5: 3}
+    assert config.summary() == (
+        "3 queries are not configured:\n"
+        "  query 1 (/a/b): no room left (1 clusters x 4 columns)\n"
+        "  query 2 (/long/b): tag 'long' is longer than the hardware's max tag length 3\n"
+        "  query 3 (/a[@x=1]): value predicates are not supported yet\n"
+        "at least 2 more columns would be needed (the hardware has 4)")
+    with pytest.raises(ConfigurationError):
+        configure(queries_of("/long"), spec, strict=True)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"columns": 0}, "columns must be at least 1, not 0"),
+    ({"columns": 3}, "columns must be even, not 3"),
+    ({"max_tag_len": 40}, "max tag length must be at most max name (32), not 40"),
+])
+def test_spec_is_validated(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        HardwareSpec(**kwargs)
+    assert str(info.value) == message
+
+
+def test_fingerprint_changes_with_every_parameter():
+    base = HardwareSpec()
+    others = [HardwareSpec(clusters=2), HardwareSpec(columns=64), HardwareSpec(max_tag_len=8),
+              HardwareSpec(max_depth=12), HardwareSpec(max_name=24)]
+    assert len({base.fingerprint, *(o.fingerprint for o in others)}) == 6
+
+
+# --- the model ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, queries_path, folder, tsv", STRUCTURAL,
+                         ids=[c[0] for c in STRUCTURAL])
+def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
+    queries = load_queries(queries_path).queries
+    spec = HardwareSpec(clusters=24, columns=512, max_tag_len=24)
+    engine = ProgrammableModelEngine(queries, spec)
+    assert not engine.configuration.rejected
+    results = {r.name: r.matches for r in filter_batch(engine, load_documents([folder]))}
+    assert results == read_expected(tsv)
+
+
+SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=3, max_depth=6, max_name=8)
+SET_A = queries_of("/a/b", "//b", "/a//c", "/*/b/c")
+SET_B = queries_of("//c", "/a/*/c", "//x/c")
+DOCS = [b"<a><b><c/></b></a>", b"<a><x><c/></x></a>", b"<b/>"]
+
+
+def corrupt(stream: bytes, bit: int) -> bytes:
+    data = bytearray(stream)
+    data[bit // 8] ^= 1 << (bit % 8)
+    return bytes(data)
+
+
+def test_reconfiguration_between_documents_and_rejected_streams():
+    model = ProgrammableModel(SPEC)
+    config_a, config_b = configure(SET_A, SPEC), configure(SET_B, SPEC)
+    # never configured: nothing matches
+    assert all(r.bits == 0 for r in run_documents(model, DOCS))
+    load_configuration(model, config_a.stream())
+    assert model.status == {"generation": 1, "loaded": 1, "rejected": 0, "pending": 0}
+    for doc, r in zip(DOCS, run_documents(model, DOCS)):
+        assert readout_matches(config_a, r.bits) == reference_numbers(SET_A, doc)
+    good_b = config_b.stream()
+    bad_streams = [good_b[:-1], good_b[:40], corrupt(good_b, 200), corrupt(good_b, 30),
+                   good_b + b"\x00", configure(SET_B, HardwareSpec(clusters=2, columns=8,
+                                                                   max_tag_len=4)).stream()]
+    for bad in bad_streams:
+        load_configuration(model, bad)
+        assert model.status["rejected"] == 1 and model.status["generation"] == 1
+        for doc, r in zip(DOCS, run_documents(model, DOCS)):   # still configuration A
+            assert readout_matches(config_a, r.bits) == reference_numbers(SET_A, doc)
+    load_configuration(model, good_b)
+    assert model.status == {"generation": 2, "loaded": 1, "rejected": 0, "pending": 0}
+    for doc, r in zip(DOCS, run_documents(model, DOCS)):
+        assert readout_matches(config_b, r.bits) == reference_numbers(SET_B, doc)
+
+
+# --- the RTL ----------------------------------------------------------------------------------
+
+def test_rtl_equals_model_through_loads_rejections_and_documents():
+    config_a, config_b = configure(SET_A, SPEC), configure(SET_B, SPEC)
+    items = [DOCS[0], ("config", config_a.stream()), *DOCS,
+             ("config", corrupt(config_b.stream(), 100)), DOCS[1],
+             ("config", config_b.stream()[:-2]), DOCS[0],
+             ("config", config_b.stream()), *DOCS, b"<a><b></a>", DOCS[1]]
+    result = compare_programmable(SPEC, items, seed=4, p_valid=0.85, p_ready=0.8)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
+    docs = [i for i in items if isinstance(i, bytes)]
+    assert len(readouts) == len(docs)
+    configs = [None, config_a, config_a, config_a, config_a, config_a, config_b, config_b,
+               config_b, config_b, config_b]
+    sets = {id(config_a): SET_A, id(config_b): SET_B}
+    for doc, readout, config in zip(docs, readouts, configs):
+        if config is None:
+            assert readout.bits == 0
+        elif doc == b"<a><b></a>":
+            assert readout.errors
+        else:
+            assert readout_matches(config, readout.bits) == reference_numbers(
+                sets[id(config)], doc), doc
+    assert [s["generation"] for s in result["status"]][-1] == 2

@@ -1,0 +1,261 @@
+"""Cycle-accurate model of :class:`hdl.programmable.ProgrammableEngine`.
+
+The frame (input copy, front end, flow control, capture, readout) is :class:`FrameModel`; this
+module adds the configuration loader (header, payload routing, CRC-32, commit at a document
+boundary) and the clusters of generic columns, each a Python integer with one bit per column.
+Tag entries are modelled by name: at each commit the active bank's entries become a dictionary
+``name -> columns``, looked up with the name the front end model reports on each push (when
+the name ends, as the hardware's decoder registers its result).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from hdl.programmable import CRC32_POLY
+from xpfilt.programmable import (CRC_BITS, FLAG_BITS, FORMAT_VERSION, HEADER_BITS, MAGIC,
+                                 Configuration, HardwareSpec)
+
+from ..events import Document
+from ..xpath import Query
+from .engine import Beat, EngineError, FrameModel, run_documents
+from .frontend import FrontEndModel
+
+__all__ = ["ProgrammableModel", "ProgrammableModelEngine", "load_configuration"]
+
+HEADER, PAYLOAD, CRC, DRAIN = range(4)
+
+
+class _Cluster:
+    def __init__(self, spec: HardwareSpec):
+        n = spec.columns
+        self.all = (1 << n) - 1
+        self.rows = [[0] * spec.max_tag_len for _ in range(2)]   # [bank][row] = 8n bits
+        self.bank = 0
+        self.row_reg = 0
+        self.staged = 0
+        self.first = self.first_any = self.wildcard = self.descendant = 0
+        self.names: dict[bytes, int] = {}
+        self.stack = [0]
+        self.flags = 0
+
+    def activate(self, spec: HardwareSpec, staged: int) -> None:
+        """Commit: flip the entry bank, copy the staged flags, rebuild the name lookup."""
+        n = spec.columns
+        self.bank ^= 1
+        flags = [0] * FLAG_BITS
+        for j in range(n):
+            for k in range(FLAG_BITS):
+                flags[k] |= (staged >> (FLAG_BITS * j + k) & 1) << j
+        self.first, self.first_any, self.wildcard, self.descendant = flags
+        names: dict[bytes, int] = {}
+        rows = self.rows[self.bank]
+        for j in range(n):
+            entry = bytes(rows[p] >> (8 * j) & 0xFF for p in range(spec.max_tag_len))
+            entry = entry.split(b"\0", 1)[0]
+            if entry:
+                names[entry] = names.get(entry, 0) | 1 << j
+        self.names = names
+
+
+class ProgrammableModel(FrameModel):
+    """Register-level model of ``ProgrammableEngine(spec)``.
+
+    :meth:`step` takes the configuration port's inputs too; ``config_ready`` and
+    ``status`` (generation, loaded, rejected, pending) show the loader's state."""
+
+    def __init__(self, spec: HardwareSpec):
+        self.spec = spec
+        self.width = spec.clusters * spec.columns
+        self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
+                                       report_names=True)
+        self._expected_header = (MAGIC | FORMAT_VERSION << 16 | spec.fingerprint << 24
+                                 | spec.payload_bits << 56)
+        self.reset()
+
+    def reset(self) -> None:
+        super().reset()
+        self.clusters = [_Cluster(self.spec) for _ in range(self.spec.clusters)]
+        self.hits = [0] * self.spec.clusters      # the decoders' registered results
+        self.in_document = 0
+        self.state = HEADER
+        self.header = self.cfg_count = self.received = 0
+        self.crc = 0xFFFFFFFF
+        self.in_row = self.in_flags = 0
+        self.in_rows = 0
+        self.cluster = self.row = 0
+        self.cfg_pending = self.generation = self.loaded = self.rejected = 0
+        self.config_ready = True
+
+    @property
+    def status(self) -> dict:
+        return {"generation": self.generation, "loaded": self.loaded,
+                "rejected": self.rejected, "pending": self.cfg_pending}
+
+    # --- one cycle -------------------------------------------------------------------------
+
+    def step(self, valid: bool = True, data: int = 0, last: bool = False,
+             out_ready: bool = True, cfg_valid: bool = False, cfg_bit: int = 0,
+             cfg_last: bool = False) -> tuple[bool, Optional[Beat]]:
+        cfg_ready = not self.cfg_pending
+        take = bool(cfg_valid) and cfg_ready
+        commit = self.cfg_pending and not self.in_document
+        ready, beat = super().step(valid, data, last, out_ready)
+        if valid and ready:
+            self.in_document = int(not last)
+        if take:
+            self._config_bit(int(cfg_bit), bool(cfg_last))
+        if commit:
+            staged = [c.staged for c in self.clusters]
+            for c, s in zip(self.clusters, staged):
+                c.activate(self.spec, s)
+            self.cfg_pending = 0
+            self.loaded = 1
+            self.generation = (self.generation + 1) & 0xFF
+        self.config_ready = cfg_ready
+        return ready, beat
+
+    def _config_bit(self, bit: int, last: bool) -> None:
+        spec = self.spec
+        crc_next = (self.crc >> 1) ^ (CRC32_POLY if (self.crc ^ bit) & 1 else 0)
+        state = self.state
+        if state == HEADER:
+            header_next = (self.header >> 1) | bit << (HEADER_BITS - 1)
+            self.header, self.crc = header_next, crc_next
+            count = self.cfg_count
+            self.cfg_count = count + 1
+            if count == 0:
+                self.rejected = 0
+            if count == HEADER_BITS - 1:
+                self.cfg_count = self.in_row = self.in_flags = 0
+                self.in_rows, self.cluster, self.row = 1, 0, 0
+                if header_next != self._expected_header or last:
+                    self._reject(last)
+                else:
+                    self.state = PAYLOAD
+            elif last:
+                self.rejected, self.cfg_count, self.crc = 1, 0, 0xFFFFFFFF
+        elif state == PAYLOAD:
+            self.crc = crc_next
+            cluster = self.clusters[self.cluster]
+            n = spec.columns
+            if self.in_rows:
+                row_next = (cluster.row_reg >> 1) | bit << (8 * n - 1)
+                cluster.row_reg = row_next
+                self.in_row += 1
+                if self.in_row == 8 * n:
+                    cluster.rows[cluster.bank ^ 1][self.row] = row_next
+                    self.in_row = 0
+                    if self.row == spec.max_tag_len - 1:
+                        self.in_rows, self.row = 0, 0
+                    else:
+                        self.row += 1
+            else:
+                cluster.staged = (cluster.staged >> 1) | bit << (FLAG_BITS * n - 1)
+                self.in_flags += 1
+                if self.in_flags == FLAG_BITS * n:
+                    self.in_flags, self.in_rows = 0, 1
+                    if self.cluster == spec.clusters - 1:
+                        self.cluster = 0
+                        self.state = CRC
+                    else:
+                        self.cluster += 1
+            if last:
+                self.rejected = 1
+                self.state = HEADER
+        elif state == CRC:
+            received_next = (self.received >> 1) | bit << (CRC_BITS - 1)
+            self.received = received_next
+            count = self.cfg_count
+            self.cfg_count = count + 1
+            if count == CRC_BITS - 1:
+                self.cfg_count = 0
+                if last and received_next == self.crc ^ 0xFFFFFFFF:
+                    self.cfg_pending = 1
+                    self.state = HEADER
+                else:
+                    self._reject(last)
+            elif last:
+                self.rejected, self.cfg_count = 1, 0
+                self.state = HEADER
+        elif last:   # DRAIN
+            self.state = HEADER
+        if last:
+            self.crc = 0xFFFFFFFF
+
+    def _reject(self, last: bool) -> None:
+        self.rejected = 1
+        self.state = HEADER if last else DRAIN
+
+    # --- the clusters ----------------------------------------------------------------------
+
+    def _front_end_step(self, valid, data, last):
+        ev = self.front_end.step(valid, data, last)
+        if ev.push:   # the decoders register their result as the name ends (old entries)
+            self.hits = [c.names.get(ev.name, 0) for c in self.clusters]
+        return ev
+
+    def _push(self, ev) -> None:
+        level1 = ev.level == 1
+        for c, hit in zip(self.clusters, self.hits):
+            top = c.stack[-1]
+            source = (c.first & (c.first_any | (c.all if level1 else 0))) | \
+                (~c.first & (top << 1) & c.all)
+            new = ((c.wildcard | hit) & source) | (c.descendant & top)
+            c.stack.append(new)
+            c.flags |= new
+
+    def _pop(self) -> None:
+        for c in self.clusters:
+            if len(c.stack) > 1:
+                c.stack.pop()
+
+    def _restart(self) -> None:
+        for c in self.clusters:
+            c.stack = [0]
+
+    def _take_flags(self) -> int:
+        flags = 0
+        for k, c in enumerate(self.clusters):
+            flags |= c.flags << (k * self.spec.columns)
+            c.flags = 0
+        return flags
+
+
+def load_configuration(model: ProgrammableModel, stream: bytes, *, max_cycles: int = 0) -> int:
+    """Shift a configuration stream into the model (one bit per cycle, no documents) and run
+    until it is committed or rejected; returns the cycles used."""
+    bits = len(stream) * 8
+    start = model.cycle
+    i = 0
+    while i < bits:
+        ready_before = not model.cfg_pending
+        model.step(False, cfg_valid=True, cfg_bit=stream[i // 8] >> (i % 8) & 1,
+                   cfg_last=i == bits - 1)
+        i += ready_before
+    while model.cfg_pending:
+        model.step(False)
+    return model.cycle - start
+
+
+class ProgrammableModelEngine:
+    """Filter engine backed by the programmable engine's model, configured for ``queries``."""
+
+    def __init__(self, queries: Sequence[Query], spec: HardwareSpec):
+        from xpfilt.programmable import configure
+        self.queries = tuple(queries)
+        self.configuration: Configuration = configure(self.queries, spec)
+        self.model = ProgrammableModel(spec)
+        load_configuration(self.model, self.configuration.stream())
+        position = {q.number: i for i, q in enumerate(self.queries)}
+        self._bits = [(bit, position[number])
+                      for number, bit in self.configuration.readout_bit.items()]
+
+    def filter(self, document) -> frozenset[int]:
+        if isinstance(document, (bytes, bytearray)):
+            document = Document("<bytes>", bytes(document))
+        readout = run_documents(self.model, [document.data])[0]
+        if readout.errors:
+            raise EngineError(document.name, readout.errors)
+        return frozenset(p for bit, p in self._bits if readout.bits >> bit & 1)
+
