@@ -12,7 +12,7 @@ staging shift register; only when the header, length and CRC-32 check out does `
 document boundary) flip the bank and copy the flags. A rejected stream changes nothing.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -27,7 +27,9 @@ from .readout import ReadoutLayout
 from .stacks import packed_stack
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "ProgrammableCluster",
-           "ProgrammableEngine", "CRC32_POLY"]
+           "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
+
+CLUSTER_MODULE = "xpfilt_prog_cluster"
 
 CRC32_POLY = 0xEDB88320   # reflected IEEE polynomial: bit-serial CRC-32 equal to zlib.crc32
 
@@ -194,7 +196,11 @@ class ProgrammableCluster(wiring.Component):
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
-        super().__init__({
+        super().__init__(self.signature_for(spec))
+
+    @staticmethod
+    def signature_for(spec: HardwareSpec) -> wiring.Signature:
+        return wiring.Signature({
             "valid": In(1),
             "data": In(8),
             "last": In(1),
@@ -294,8 +300,12 @@ class ProgrammableEngine(wiring.Component):
     config: In(stream.Signature(ConfigBit))
     config_status: Out(ConfigStatus)
 
-    def __init__(self, spec: HardwareSpec):
+    def __init__(self, spec: HardwareSpec, *, instances: bool = False):
+        """``instances``: instantiate the Verilog module :data:`CLUSTER_MODULE` (converted once
+        from :class:`ProgrammableCluster`, every cluster is the same hardware) instead of
+        elaborating each cluster inline."""
         self.spec = spec
+        self.instances = instances
         super().__init__()
 
     def elaborate(self, platform):
@@ -313,7 +323,17 @@ class ProgrammableEngine(wiring.Component):
 
         cores = []
         for k in range(spec.clusters):
-            core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
+            if self.instances:
+                core = ProgrammableCluster.signature_for(spec).flip().create(
+                    path=(f"cluster_{k}",))
+                m.submodules[f"cluster_{k}"] = Instance(
+                    CLUSTER_MODULE, i_clk=ClockSignal(), i_rst=ResetSignal(),
+                    i_valid=core.valid, i_data=core.data, i_last=core.last,
+                    i_clear=core.clear, o_matches=core.matches, o_doc_end=core.doc_end,
+                    o_errors=core.errors, i_cfg=core.cfg, i_selected=core.selected,
+                    i_row=core.row)
+            else:
+                core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
             m.d.comb += [core.cfg.eq(loader.cfg), core.selected.eq(loader.cluster == k),
                          core.row.eq(loader.row)]
             cores.append(core)

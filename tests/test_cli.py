@@ -97,3 +97,29 @@ def test_model_engine_matches_expected_and_skips_predicates(data):
     assert "skipped: query 1 (/nitf/body/body.head[@id=13]/distributor/org/alt-code): the model" \
            " engine does not support value predicates yet" in result.stderr
     assert result.stdout.startswith("outFile1.xml\t")
+
+
+def test_programmable_compile_configure_filter_round_trip(data, tmp_path):
+    hw = tmp_path / "hw"
+    result = run("compile", "--mode", "programmable", "--clusters", 2, "--columns", 64,
+                 "--max-tag-len", 20, "-o", hw)
+    assert result.exit_code == 0, result.output
+    assert (hw / "hardware.json").exists() and "module xpfilt_prog_cluster(" in (
+        hw / "xpfilt_engine.v").read_text()
+    lines = (data / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()
+    queries = tmp_path / "q.txt"
+    queries.write_text("".join(line + "\n" for line in lines[:60]))
+    result = run("configure", queries, "--hw", hw, "-o", tmp_path / "config.bin")
+    assert result.exit_code == 1                         # 60 queries need more than 128 columns
+    assert "queries are not configured:" in result.stderr
+    assert "more columns would be needed (the hardware has 128)" in result.stderr
+    mapped = (tmp_path / "config.bin.map.tsv").read_text().splitlines()
+    assert 20 < len(mapped) < 60
+    few = tmp_path / "few.txt"
+    few.write_text("".join(line + "\n" for line in lines[:25]))
+    result = run("filter", "-e", "model", "--mode", "programmable", "--hw", hw, "-q", few,
+                 data / "nitf/docs/outFile3.xml", data / "nitf/docs/outFile4.xml")
+    reference = run("filter", "-q", few, data / "nitf/docs/outFile3.xml",
+                    data / "nitf/docs/outFile4.xml")
+    assert result.exit_code == reference.exit_code == 0, result.stderr
+    assert result.stdout == reference.stdout

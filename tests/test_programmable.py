@@ -152,3 +152,19 @@ def test_rtl_equals_model_through_loads_rejections_and_documents():
             assert readout_matches(config, readout.bits) == reference_numbers(
                 sets[id(config)], doc), doc
     assert [s["generation"] for s in result["status"]][-1] == 2
+
+
+def model_state(model):
+    return ([(c.bank, c.rows, c.row_reg, c.staged, c.first, c.first_any, c.wildcard,
+              c.descendant, c.names) for c in model.clusters], model.status, model.header,
+            model.received, model.cfg_count, model.state)
+
+
+def test_preload_leaves_the_state_a_real_load_leaves():
+    from xpfilt.model.programmable import preload_configuration
+    for queries in (SET_A, SET_B):
+        loaded, preloaded = ProgrammableModel(SPEC), ProgrammableModel(SPEC)
+        configuration = configure(queries, SPEC)
+        load_configuration(loaded, configuration.stream())
+        preload_configuration(preloaded, configuration)
+        assert model_state(loaded) == model_state(preloaded)

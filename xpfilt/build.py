@@ -14,7 +14,8 @@ from typing import Callable, Optional, Sequence
 from .compiler import CompileOptions, Plan, compile_queries
 from .xpath import Query
 
-__all__ = ["emit_verilog", "compile_to_directory", "column_report", "TOP_NAME"]
+__all__ = ["emit_verilog", "emit_programmable_verilog", "build_programmable",
+           "compile_to_directory", "column_report", "TOP_NAME"]
 
 TOP_NAME = "xpfilt_engine"
 
@@ -90,6 +91,46 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                 progress(done, len(plan.clusters))
     top = verilog.convert(CustomEngine(plan, max_name=max_name, instances=True), name=TOP_NAME)
     return top + "".join(texts)
+
+
+def emit_programmable_verilog(spec) -> str:
+    """Verilog of ``ProgrammableEngine(spec)``: the top module :data:`TOP_NAME` and the one
+    cluster module every cluster instantiates."""
+    from amaranth.back import verilog
+
+    from hdl.programmable import CLUSTER_MODULE, ProgrammableCluster, ProgrammableEngine
+    top = verilog.convert(ProgrammableEngine(spec, instances=True), name=TOP_NAME)
+    return top + verilog.convert(ProgrammableCluster(spec), name=CLUSTER_MODULE)
+
+
+def build_programmable(spec, out: Path, log: Callable[[str], None] = lambda _: None) -> str:
+    """Write ``hardware.json``, ``xpfilt_engine.v`` and ``report.md`` for a programmable
+    engine; return the report."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "hardware.json").write_text(spec.to_json())
+    log(f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
+        "writing Verilog ...")
+    start = time.perf_counter()
+    (out / f"{TOP_NAME}.v").write_text(emit_programmable_verilog(spec))
+    elapsed = time.perf_counter() - start
+    report = "\n".join([
+        f"# xpfilt programmable engine: {spec.clusters * spec.columns} columns",
+        "",
+        f"* clusters: {spec.clusters} of {spec.columns} generic columns",
+        f"* tag entries: up to {spec.max_tag_len} bytes; names up to {spec.max_name} bytes",
+        f"* maximum document depth: {spec.max_depth}",
+        f"* configuration stream: {spec.stream_bits} bits "
+        f"({spec.stream_bits / 100e6 * 1e3:.2f} ms at 100 MHz, one bit per cycle)",
+        f"* hardware fingerprint: {spec.fingerprint:08x}",
+        f"* readout: {spec.clusters * spec.columns} bits per document (one per column)",
+        f"* time: Verilog {elapsed:.2f} s",
+        "",
+        "Load queries with: xpfilt configure QUERIES.txt --hw THIS_DIR -o config.bin",
+        "",
+    ])
+    (out / "report.md").write_text(report)
+    return report
 
 
 def column_report(queries: Sequence[Query], options: CompileOptions) -> list[tuple[str, int]]:
