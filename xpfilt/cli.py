@@ -81,11 +81,16 @@ def main():
               help="reference: the paper's stack algorithm in software; "
                    "lxml: libxml2 evaluating each query separately; "
                    "model: the cycle-accurate model of the generated custom hardware.")
+@click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
+              show_default=True, help="Which hardware the model engine models.")
+@click.option("--hw", "hw_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="With --mode programmable: the hardware directory from "
+                   "`xpfilt compile --mode programmable`.")
 @compile_options
 @click.option("-o", "--output", type=click.File("w"), default="-",
               help="Write the TSV here instead of standard output.")
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
-def filter_command(queries_path, engine, output, documents, **kwargs):
+def filter_command(queries_path, engine, mode, hw_dir, output, documents, **kwargs):
     """Filter DOCUMENTS (files, or directories of *.xml) against the queries.
 
     Prints one line per document: the file name, a tab, and the space-separated numbers of the
@@ -108,7 +113,14 @@ def filter_command(queries_path, engine, output, documents, **kwargs):
     for message in refused:
         click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
         failed = True
-    filt = make_engine(engine, queries, options)
+    if engine == "model" and mode == "programmable":
+        from .model.programmable import ProgrammableModelEngine
+        filt = ProgrammableModelEngine(queries, _load_hardware(hw_dir))
+        for _, reason in filt.configuration.rejected:
+            click.echo(f"xpfilt: {queries_path}: skipped: {reason}", err=True)
+            failed = True
+    else:
+        filt = make_engine(engine, queries, options)
     for result in filter_batch(filt, load_documents(documents)):
         if result.ok:
             output.write(format_tsv_line(result.name, result.matches) + "\n")
@@ -120,20 +132,44 @@ def filter_command(queries_path, engine, output, documents, **kwargs):
 
 
 @main.command("compile")
-@click.argument("queries_path", metavar="QUERIES",
+@click.argument("queries_path", metavar="[QUERIES]", required=False,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--mode", type=click.Choice(["custom"]), default="custom", show_default=True,
-              help="custom: hardware specialised to this query set.")
+@click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
+              show_default=True, help="custom: hardware specialised to QUERIES; programmable: "
+              "generic columns, queries loaded later with `xpfilt configure` (no QUERIES).")
 @compile_options
 @click.option("--max-name", type=click.IntRange(1), default=32, show_default=True,
               help="Longest element name the parser accepts (longer: error flag).")
+@click.option("--columns", type=click.IntRange(2), default=128, show_default=True,
+              help="Programmable: generic columns per cluster (even).")
+@click.option("--clusters", type=click.IntRange(1), default=1, show_default=True,
+              help="Programmable: number of clusters.")
+@click.option("--max-tag-len", type=click.IntRange(1), default=16, show_default=True,
+              help="Programmable: longest tag a column entry holds.")
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
-def compile_command(queries_path, mode, max_name, output_dir, **kwargs):
-    """Compile QUERIES into hardware: writes plan.json, xpfilt_engine.v and report.md."""
-    from .build import compile_to_directory
+def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len, output_dir,
+                    **kwargs):
+    """Generate hardware. Custom: compile QUERIES into plan.json, xpfilt_engine.v and
+    report.md. Programmable: hardware.json, xpfilt_engine.v and report.md for any query set
+    that fits."""
+    from .build import build_programmable, compile_to_directory
     from .xpath import load_queries
 
+    if mode == "programmable":
+        from .programmable import HardwareSpec
+        if queries_path:
+            raise click.UsageError("--mode programmable takes no QUERIES: load them with "
+                                   "`xpfilt configure QUERIES --hw DIR`")
+        try:
+            spec = HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
+                                max_depth=kwargs["max_depth"], max_name=max_name)
+        except ValueError as exc:
+            raise click.ClickException(str(exc))
+        click.echo(build_programmable(spec, output_dir, log=lambda m: click.echo(m, err=True)))
+        return
+    if not queries_path:
+        raise click.UsageError("--mode custom needs QUERIES")
     options = _options_from(kwargs)
     loaded = load_queries(queries_path)
     for error in loaded.errors:
@@ -147,6 +183,57 @@ def compile_command(queries_path, mode, max_name, output_dir, **kwargs):
     click.echo(report)
     if loaded.errors:
         sys.exit(1)
+
+
+def _load_hardware(hw_dir):
+    from .programmable import HardwareSpec
+    if hw_dir is None:
+        raise click.UsageError("--hw DIR (from `xpfilt compile --mode programmable`) is needed")
+    try:
+        return HardwareSpec.from_json((Path(hw_dir) / "hardware.json").read_text())
+    except (OSError, ValueError, KeyError) as exc:
+        raise click.ClickException(f"{hw_dir}: not a programmable hardware directory ({exc})")
+
+
+@main.command("configure")
+@click.argument("queries_path", metavar="QUERIES",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--hw", "hw_dir", required=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The hardware directory from `xpfilt compile --mode programmable`.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The configuration stream (config.bin); a readout map goes beside it.")
+def configure_command(queries_path, hw_dir, output):
+    """Generate the configuration stream that loads QUERIES into programmable hardware.
+
+    Writes OUTPUT (the bits, LSB first) and OUTPUT.map.tsv (query number -> readout bit).
+    Queries that do not fit are listed with the reason and the columns missing; the others are
+    configured, and the exit code is 1.
+    """
+    import time as _time
+
+    from .programmable import configure
+    from .xpath import load_queries
+
+    spec = _load_hardware(hw_dir)
+    loaded = load_queries(queries_path)
+    failed = bool(loaded.errors)
+    for error in loaded.errors:
+        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
+    start = _time.perf_counter()
+    configuration = configure(loaded.queries, spec)
+    stream = configuration.stream()
+    elapsed = _time.perf_counter() - start
+    Path(output).write_bytes(stream)
+    Path(f"{output}.map.tsv").write_text("".join(
+        f"{number}\t{bit}\n" for number, bit in sorted(configuration.readout_bit.items())))
+    if configuration.rejected:
+        click.echo(f"xpfilt: {configuration.summary()}", err=True)
+        failed = True
+    click.echo(f"{len(configuration.readout_bit)} queries configured on "
+               f"{spec.clusters * spec.columns} columns; {len(stream) * 8} bits written to "
+               f"{output} in {elapsed:.2f} s", err=True)
+    sys.exit(1 if failed else 0)
 
 
 @main.command("gen-queries")
@@ -217,6 +304,55 @@ def gen_docs(dtd, root, count, size, max_depth, fanout, seed, compact, output_di
         (output_dir / "tag-ids.tsv").write_text(
             "".join(f"{name}\t{tag}\n" for name, tag in sorted(ids.items())))
     click.echo(f"wrote {count} documents to {output_dir}", err=True)
+
+
+@main.command("regress")
+@click.argument("queries_path", metavar="QUERIES",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("documents", metavar="DOC_OR_DIR...", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@click.option("--sim", "simulator", type=click.Choice(["verilator", "icarus"]),
+              default="verilator", show_default=True, help="Simulator under cocotb.")
+@compile_options
+@click.option("--max-name", type=click.IntRange(1), default=32, show_default=True,
+              help="Longest element name the parser accepts (longer: error flag).")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed of the random valid gaps and readout backpressure.")
+@click.option("--p-valid", default=0.8, show_default=True, type=click.FloatRange(0, 1,
+              min_open=True), help="Probability that a byte is offered in a cycle.")
+@click.option("--p-ready", default=0.8, show_default=True, type=click.FloatRange(0, 1,
+              min_open=True), help="Probability that the readout is accepted in a cycle.")
+@click.option("--build-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where simulator builds are cached (default: build/sim, or $XPFILT_SIM_BUILD).")
+@click.option("--replay-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where replay folders of mismatches go (default: BUILD_DIR/replays).")
+@click.option("--no-verify-replay", is_flag=True,
+              help="Do not rerun a replay folder to check (and shrink) it.")
+@click.option("--fault", type=click.Choice(["model", "reference"]), default=None, hidden=True,
+              help="Test hook: make the expectation deliberately wrong.")
+def regress_command(queries_path, documents, simulator, max_name, seed, p_valid, p_ready,
+                    build_dir, replay_dir, no_verify_replay, fault, **kwargs):
+    """Simulate the generated RTL of QUERIES in cocotb and check it on DOC_OR_DIR...
+
+    All documents (files, or directories of *.xml) stream back to back through one simulation
+    with random valid gaps and readout backpressure. Every cycle is compared with the
+    cycle-accurate model, every document's answer with the reference filter (malformed, too
+    deep or long-named documents must raise the error flags instead). Prints a summary; on a
+    mismatch writes a replay folder with the command that reproduces it, and exits with 1.
+    """
+    from .regress import RegressionConfig, run_regression
+
+    config = RegressionConfig(
+        queries=queries_path, documents=list(documents), options=_options_from(kwargs),
+        simulator=simulator, seed=seed, p_valid=p_valid, p_ready=p_ready, max_name=max_name,
+        build_dir=build_dir, replay_dir=replay_dir, verify_replay=not no_verify_replay,
+        fault=fault)
+    try:
+        summary = run_regression(config, log=lambda msg: click.echo(msg, err=True))
+    except (ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc))
+    click.echo(summary.format())
+    sys.exit(0 if summary.ok else 1)
 
 
 if __name__ == "__main__":  # pragma: no cover
