@@ -1,9 +1,13 @@
-"""One cluster of the custom engine: its registered copy of the byte stream, its front end
-(parser, tag decoder, global stack) and its stack bank (§5.4).
+"""One cluster of the custom engine: its registered copy of the front end's events and its stack
+bank (§5.4).
 
-A cluster is self-contained, so the engine's Verilog can be written one cluster per module (and
-per file): each converts on its own, in parallel, and an unchanged cluster is not converted again.
-Ports are flat bit vectors so that a Verilog instance of a cluster is easy to wire.
+The paper replicates the parser and tag decoder per cluster to cut fan-out. Here one front end
+serves every cluster and each cluster registers its own copy of the (narrow) event bus: the
+fan-out is cut the same way, and the parser and decoder are paid for once instead of once per
+cluster, which is most of a cluster's logic.
+
+A cluster is self-contained, so the engine's Verilog can be written one cluster per module:
+each converts on its own, in parallel, and an unchanged cluster is not converted again.
 """
 
 from amaranth.hdl import Module, Signal
@@ -12,20 +16,18 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Cluster
 
-from .frontend import ByteLayout, ErrorFlags, FrontEnd
+from .frontend import ErrorFlags, EventLayout, tag_width_for
 from .stacks import StackBank
 
-__all__ = ["ClusterCore", "cluster_signature"]
+__all__ = ["ClusterCore", "cluster_signature", "ERROR_WIDTH"]
 
 ERROR_WIDTH = ErrorFlags.as_shape().size
 
 
-def cluster_signature(n_queries: int) -> wiring.Signature:
-    """The ports of a cluster with ``n_queries`` queries (see :class:`ClusterCore`)."""
+def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int) -> wiring.Signature:
+    """The ports of a cluster (see :class:`ClusterCore`)."""
     return wiring.Signature({
-        "valid": In(1),
-        "data": In(8),
-        "last": In(1),
+        "events": In(EventLayout(tag_width=tag_width_for(n_tags), max_depth=max_depth)),
         "clear": In(1),
         "matches": Out(n_queries),
         "doc_end": Out(1),
@@ -34,29 +36,26 @@ def cluster_signature(n_queries: int) -> wiring.Signature:
 
 
 class ClusterCore(wiring.Component):
-    """Ports: ``valid``/``data``/``last`` (the engine's accepted byte, registered here),
-    ``clear`` (the readout captured the flags), ``matches`` (one flag per query of the cluster,
-    including this cycle), ``doc_end`` and ``errors`` (the front end's end of document)."""
+    """Ports: ``events`` (the front end's, registered here), ``clear`` (the readout captured
+    the flags), ``matches`` (one flag per query of the cluster, including this cycle),
+    ``doc_end`` and ``errors`` (from the registered events)."""
 
-    def __init__(self, cluster: Cluster, *, max_depth: int, max_name: int):
-        self.cluster, self.max_depth, self.max_name = cluster, max_depth, max_name
-        super().__init__(cluster_signature(len(cluster.queries)))
+    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int):
+        self.cluster, self.n_tags, self.max_depth = cluster, n_tags, max_depth
+        super().__init__(cluster_signature(len(cluster.queries), n_tags=n_tags,
+                                           max_depth=max_depth))
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.front_end = front_end = FrontEnd(
-            self.cluster.tags, max_depth=self.max_depth, max_name=self.max_name)
-        m.submodules.stacks = bank = StackBank(self.cluster, max_depth=self.max_depth)
-        copy_valid = Signal()
-        copy = Signal(ByteLayout)
-        m.d.sync += [copy_valid.eq(self.valid), copy.data.eq(self.data), copy.last.eq(self.last)]
+        m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
+                                               max_depth=self.max_depth)
+        events = Signal.like(self.events)
+        m.d.sync += events.eq(self.events)
         m.d.comb += [
-            front_end.bytes_in.valid.eq(copy_valid),
-            front_end.bytes_in.payload.eq(copy),
-            bank.events.eq(front_end.events),
+            bank.events.eq(events),
             bank.clear.eq(self.clear),
             self.matches.eq(bank.matches),
-            self.doc_end.eq(front_end.events.doc_end),
-            self.errors.eq(front_end.events.errors),
+            self.doc_end.eq(events.doc_end),
+            self.errors.eq(events.errors),
         ]
         return m

@@ -1,10 +1,10 @@
 """The custom filtering engine: a plan's clusters behind one byte stream and one serial readout.
 
-Data path (§5.4): the input byte is registered once per cluster (each cluster gets its own copy,
-so the broadcast fans out through registers, and every cluster sees the byte on the same cycle);
-each cluster has its own front end (parser, tag decoder, global stack) and its stack bank. At the
-end of a document every cluster's match flags are captured into the readout's shadow register
-in plan order (cluster 0's queries first) and shifted out while the next document streams in.
+Data path: the accepted byte is registered once and parsed by one front end (parser, tag
+decoder, global stack); every cluster registers its own copy of the front end's events (so the
+event bus fans out through registers) and updates its stack bank. At the end of a document every
+cluster's match flags are captured into the readout's shadow register in plan order (cluster 0's
+queries first) and shifted out while the next document streams in.
 
 Flow control: ``bytes_in.ready`` drops only while a document end is in flight (accepted, not yet
 captured) *and* the readout is still busy with the previous document; so the input runs at one
@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from xpfilt.compiler import Plan
 
 from .cluster import ClusterCore, cluster_signature
-from .frontend import ByteLayout, ErrorFlags
+from .frontend import ByteLayout, ErrorFlags, FrontEnd
 from .readout import Readout, ReadoutLayout
 
 __all__ = ["CustomEngine", "EngineFrame", "cluster_module_name"]
@@ -49,25 +49,28 @@ class CustomEngine(wiring.Component):
 
     def cluster_core(self, index: int) -> ClusterCore:
         """The component of cluster ``index`` (what ``cluster_module_name(index)`` contains)."""
-        return ClusterCore(self.plan.clusters[index], max_depth=self.plan.options.max_depth,
-                           max_name=self.max_name)
+        return ClusterCore(self.plan.clusters[index], n_tags=len(self.plan.tags),
+                           max_depth=self.plan.options.max_depth)
 
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
         frame = EngineFrame(m, self.bytes_in, self.readout,
-                            width=sum(len(c.queries) for c in plan.clusters))
+                            width=sum(len(c.queries) for c in plan.clusters), tags=plan.tags,
+                            max_depth=plan.options.max_depth, max_name=self.max_name)
         cores = []
         for i, cluster in enumerate(plan.clusters):
             if self.instances:   # only the ports: the module comes from its own file
-                core = cluster_signature(len(cluster.queries)).flip().create(
+                core = cluster_signature(len(cluster.queries), n_tags=len(plan.tags),
+                                         max_depth=plan.options.max_depth).flip().create(
                     path=(f"cluster_{i}",))
                 m.submodules[f"cluster_{i}"] = Instance(
                     cluster_module_name(i), i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_valid=core.valid, i_data=core.data, i_last=core.last, i_clear=core.clear,
-                    o_matches=core.matches, o_doc_end=core.doc_end, o_errors=core.errors)
+                    i_events=core.events, i_clear=core.clear, o_matches=core.matches,
+                    o_doc_end=core.doc_end, o_errors=core.errors)
             else:
                 core = m.submodules[f"cluster_{i}"] = self.cluster_core(i)
+            m.d.comb += core.events.eq(frame.events)
             cores.append(core)
         frame.connect(cores)
         return m
@@ -75,14 +78,15 @@ class CustomEngine(wiring.Component):
 
 class EngineFrame:
     """What every engine shares around its clusters: the byte stream's flow control, the
-    broadcast of each accepted byte to the clusters, the capture of all clusters' match flags
-    at a document end (in cluster order) and the serial readout.
+    registered input byte, the one front end (``events``, ``name_tap``), the capture of all
+    clusters' match flags at a document end (in cluster order) and the serial readout.
 
     ``bytes_in.ready`` drops only while a document end is in flight (accepted, not yet
     captured) *and* the readout is still busy with the previous document.
     """
 
-    def __init__(self, m: Module, bytes_in, readout_port, *, width: int):
+    def __init__(self, m: Module, bytes_in, readout_port, *, width: int, tags, max_depth: int,
+                 max_name: int):
         self.m = m
         self.bytes_in = bytes_in
         m.submodules.readout = self.readout = Readout(width)
@@ -93,22 +97,26 @@ class EngineFrame:
             bytes_in.ready.eq(~((self.pending != 0) & self.readout.busy)),
             self.accepted.eq(bytes_in.valid & bytes_in.ready),
         ]
+        m.submodules.front_end = front_end = FrontEnd(tags, max_depth=max_depth,
+                                                      max_name=max_name)
+        copy_valid = Signal()
+        copy = Signal(ByteLayout)
+        m.d.sync += [copy_valid.eq(self.accepted), copy.eq(bytes_in.payload)]
+        m.d.comb += [front_end.bytes_in.valid.eq(copy_valid),
+                     front_end.bytes_in.payload.eq(copy)]
+        self.events = front_end.events
+        self.name_tap = front_end.name_tap
 
     def connect(self, cores) -> None:
-        """Wire the clusters: each has ``valid``/``data``/``last`` inputs, ``clear`` (flags
-        captured), and ``matches``/``doc_end``/``errors`` outputs."""
+        """Wire the clusters' ``clear`` (flags captured) and read their ``matches``,
+        ``doc_end`` and ``errors`` (every cluster sees the same events on the same cycles)."""
         m, readout = self.m, self.readout
-        for core in cores:
-            m.d.comb += [core.valid.eq(self.accepted),
-                         core.data.eq(self.bytes_in.payload.data),
-                         core.last.eq(self.bytes_in.payload.last)]
         waiting = Signal()               # a document ended while the readout was busy
         held_errors = Signal(ErrorFlags)
-        doc_end = cores[0].doc_end       # every cluster sees the same bytes on the same cycles
-        errors = Signal(ErrorFlags)
+        doc_end = cores[0].doc_end
+        errors = cores[0].errors
         capture = Signal()
         m.d.comb += [
-            errors.eq(_or_all([core.errors for core in cores])),
             capture.eq((doc_end | waiting) & ~readout.busy),
             readout.capture.eq(capture),
             readout.flags.eq(Cat(*(core.matches for core in cores))),
@@ -121,10 +129,3 @@ class EngineFrame:
             m.d.sync += held_errors.eq(errors)
         m.d.sync += self.pending.eq(
             self.pending + (self.accepted & self.bytes_in.payload.last) - capture)
-
-
-def _or_all(values):
-    result = values[0]
-    for value in values[1:]:
-        result = result | value
-    return result

@@ -1,8 +1,9 @@
 """The programmable filtering engine (§5.3): generic columns, loaded by a configuration stream.
 
-Per cluster: a registered copy of the byte stream, a front end without a built-in dictionary
-(its name tap drives the programmable tag decoder), ``columns`` generic columns in a chain, and
-the packed stack memory shared with the custom engine. The stream format and the meaning of
+One front end without a built-in dictionary serves every cluster; each cluster registers its
+copy of the events and of the front end's name tap, which drives the cluster's programmable
+tag decoder. Per cluster: ``columns`` generic columns in a chain and the packed stack memory
+shared with the custom engine. The stream format and the meaning of
 each configuration bit are in :mod:`xpfilt.programmable`.
 
 Tag entries live in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
@@ -22,7 +23,7 @@ from xpfilt.programmable import (CRC_BITS, FLAG_BITS, FORMAT_VERSION, HEADER_BIT
 
 from .cluster import ERROR_WIDTH
 from .engine import EngineFrame
-from .frontend import ByteLayout, FrontEnd
+from .frontend import ByteLayout, EventLayout, NameTapLayout
 from .readout import ReadoutLayout
 from .stacks import packed_stack
 
@@ -191,8 +192,10 @@ class ConfigLoader(wiring.Component):
 
 
 class ProgrammableCluster(wiring.Component):
-    """One cluster of generic columns. Byte/flag/match ports as :class:`hdl.cluster.ClusterCore`
-    plus ``cfg``/``selected``/``row`` from the :class:`ConfigLoader`."""
+    """One cluster of generic columns: ``events`` and ``name_tap`` from the front end
+    (registered here), ``clear``/``matches``/``doc_end``/``errors`` as
+    :class:`hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
+    :class:`ConfigLoader`."""
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
@@ -201,9 +204,8 @@ class ProgrammableCluster(wiring.Component):
     @staticmethod
     def signature_for(spec: HardwareSpec) -> wiring.Signature:
         return wiring.Signature({
-            "valid": In(1),
-            "data": In(8),
-            "last": In(1),
+            "events": In(EventLayout(tag_width=1, max_depth=spec.max_depth)),
+            "name_tap": In(NameTapLayout(max_name=spec.max_name)),
             "clear": In(1),
             "matches": Out(spec.columns),
             "doc_end": Out(1),
@@ -217,18 +219,10 @@ class ProgrammableCluster(wiring.Component):
         m = Module()
         spec = self.spec
         n, length = spec.columns, spec.max_tag_len
-        m.submodules.front_end = front_end = FrontEnd(
-            (), max_depth=spec.max_depth, max_name=spec.max_name)
-        copy_valid = Signal()
-        copy = Signal(ByteLayout)
-        m.d.sync += [copy_valid.eq(self.valid), copy.data.eq(self.data), copy.last.eq(self.last)]
-        ev, tap = front_end.events, front_end.name_tap
-        m.d.comb += [
-            front_end.bytes_in.valid.eq(copy_valid),
-            front_end.bytes_in.payload.eq(copy),
-            self.doc_end.eq(ev.doc_end),
-            self.errors.eq(ev.errors),
-        ]
+        ev = Signal.like(self.events)           # this cluster's registered copies
+        tap = Signal.like(self.name_tap)
+        m.d.sync += [ev.eq(self.events), tap.eq(self.name_tap)]
+        m.d.comb += [self.doc_end.eq(ev.doc_end), self.errors.eq(ev.errors)]
 
         # --- configuration: tag entries in two LUT-RAM banks, flags staged then active ---
         row_width = _width(length)
@@ -311,7 +305,8 @@ class ProgrammableEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.clusters * spec.columns)
+        frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.clusters * spec.columns,
+                            tags=(), max_depth=spec.max_depth, max_name=spec.max_name)
         m.submodules.loader = loader = ConfigLoader(spec)
         wiring.connect(m, wiring.flipped(self.config), loader.config)
         m.d.comb += self.config_status.eq(loader.status)
@@ -328,14 +323,15 @@ class ProgrammableEngine(wiring.Component):
                     path=(f"cluster_{k}",))
                 m.submodules[f"cluster_{k}"] = Instance(
                     CLUSTER_MODULE, i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_valid=core.valid, i_data=core.data, i_last=core.last,
+                    i_events=core.events, i_name_tap=core.name_tap,
                     i_clear=core.clear, o_matches=core.matches, o_doc_end=core.doc_end,
                     o_errors=core.errors, i_cfg=core.cfg, i_selected=core.selected,
                     i_row=core.row)
             else:
                 core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
             m.d.comb += [core.cfg.eq(loader.cfg), core.selected.eq(loader.cluster == k),
-                         core.row.eq(loader.row)]
+                         core.row.eq(loader.row), core.events.eq(frame.events),
+                         core.name_tap.eq(frame.name_tap)]
             cores.append(core)
         frame.connect(cores)
         return m

@@ -31,12 +31,12 @@ class StackBank(wiring.Component):
     ``matches`` (one flag per query of the cluster, in the plan's order, including this cycle).
     """
 
-    def __init__(self, cluster: Cluster, *, max_depth: int):
+    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int):
         if not cluster.queries:
             raise ValueError(f"cluster must have at least one query, not {len(cluster.queries)}")
         self.cluster = cluster
         self.max_depth = max_depth
-        tag_width = tag_width_for(len(cluster.tags))
+        tag_width = tag_width_for(n_tags)
         super().__init__({
             "events": In(EventLayout(tag_width=tag_width, max_depth=max_depth)),
             "clear": In(1),

@@ -10,9 +10,9 @@ from xpfilt.model.stacks import ClusterStacks
 def plan_matches(plan: Plan, events) -> tuple[int, ...]:
     """Sorted query numbers that the plan's stacks say match the document."""
     out = []
+    ids = {name: i + 1 for i, name in enumerate(plan.tags)}
     for cluster in plan.clusters:
-        ids = {name: i + 1 for i, name in enumerate(cluster.tags)}
-        stacks, open_tags = ClusterStacks(cluster), []
+        stacks, open_tags = ClusterStacks(cluster, len(plan.tags)), []
         for event in events:
             if event.kind is EventKind.OPEN:
                 tag = ids.get(event.name, 0)

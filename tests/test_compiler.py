@@ -53,7 +53,7 @@ def test_plan_json_round_trip(data):
 
 
 def test_plan_version_is_checked():
-    with pytest.raises(ValueError, match="plan version must be 1, not 99"):
+    with pytest.raises(ValueError, match="plan version must be 2, not 99"):
         Plan.from_json('{"version": 99}')
 
 

@@ -14,11 +14,11 @@ from xpfilt.xpath import parse_query
 def test_stack_bank_matches_the_event_model_on_random_events():
     texts = ["/a/b", "//b/c", "/a//c", "/*/b/*", "//c", "/a/b/c/a", "//a//a", "/b"]
     queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
-    cluster = compile_queries(queries, CompileOptions(max_depth=8)).clusters[0]
-    dut = StackBank(cluster, max_depth=8)
-    model = ClusterStacks(cluster)
+    plan = compile_queries(queries, CompileOptions(max_depth=8))
+    cluster, n_tags = plan.clusters[0], len(plan.tags)
+    dut = StackBank(cluster, n_tags=n_tags, max_depth=8)
+    model = ClusterStacks(cluster, n_tags)
     rng = random.Random(5)
-    n_tags = len(cluster.tags)
     failures = []
 
     async def testbench(ctx):

@@ -31,13 +31,13 @@ def _hdl_fingerprint() -> str:
 
 
 def _convert_cluster(args) -> str:
-    cluster_json, index, max_depth, max_name = args
+    cluster_json, index, max_depth, n_tags = args
     from amaranth.back import verilog
 
     from hdl.cluster import ClusterCore
     from hdl.engine import cluster_module_name
     cluster = Plan.cluster_from_dict(json.loads(cluster_json))
-    core = ClusterCore(cluster, max_depth=max_depth, max_name=max_name)
+    core = ClusterCore(cluster, n_tags=n_tags, max_depth=max_depth)
     return verilog.convert(core, name=cluster_module_name(index))
 
 
@@ -63,14 +63,14 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
     todo = []
     for i, cluster in enumerate(plan.clusters):
         cluster_json = json.dumps(dataclasses.asdict(cluster), sort_keys=True)
-        key = hashlib.sha256(f"{fingerprint}/{i}/{max_depth}/{max_name}/{cluster_json}"
+        key = hashlib.sha256(f"{fingerprint}/{i}/{max_depth}/{len(plan.tags)}/{cluster_json}"
                              .encode()).hexdigest()[:32]
         path = cache / f"{key}.v"
         if path.exists():
             texts.append(path.read_text())
         else:
             texts.append(None)
-            todo.append((i, path, (cluster_json, i, max_depth, max_name)))
+            todo.append((i, path, (cluster_json, i, max_depth, len(plan.tags))))
     done = len(plan.clusters) - len(todo)
     progress(done, len(plan.clusters))
     jobs = jobs or os.cpu_count() or 1

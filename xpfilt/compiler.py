@@ -1,8 +1,9 @@
 """The query compiler: a query set becomes a *plan*, the contract between RTL, model and reports.
 
-A plan is a list of clusters. Each cluster has its own tag dictionary (the tag decoder's CAM
-contents), a list of *nodes* (query steps, shared between queries of the cluster when they have a
-common prefix) and a list of *columns* (the bits of one row of the cluster's packed stack memory).
+A plan has one tag dictionary (the tag decoder's CAM contents; tag ``tags[i]`` has id ``i + 1``,
+0 is any other name) and a list of clusters. Each cluster has a list of *nodes* (query steps,
+shared between queries of the cluster when they have a common prefix) and a list of *columns*
+(the bits of one row of the cluster's packed stack memory).
 
 Every node ``k`` has an accept test (its tag id, 0 for ``*``) and a *source*, the condition its
 predecessor puts on the parent level. On a push of an element with tag ``t`` at level ``L``::
@@ -40,7 +41,7 @@ from .xpath import Axis, Query
 __all__ = ["CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "UnsupportedQueryError", "PLAN_VERSION"]
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 
 
 class UnsupportedQueryError(ValueError):
@@ -99,7 +100,6 @@ class QueryPlan:
 
 @dataclass(frozen=True)
 class Cluster:
-    tags: tuple[str, ...]        # CAM contents; tag id of tags[i] is i + 1
     nodes: tuple[Node, ...]
     columns: tuple[Column, ...]
     queries: tuple[QueryPlan, ...]
@@ -110,6 +110,7 @@ class Plan:
     version: int
     mode: str
     options: CompileOptions
+    tags: tuple[str, ...]        # CAM contents; tag id of tags[i] is i + 1
     clusters: tuple[Cluster, ...]
     stats: dict = field(default_factory=dict, compare=False)
 
@@ -127,14 +128,13 @@ class Plan:
         if raw.get("version") != PLAN_VERSION:
             raise ValueError(f"plan version must be {PLAN_VERSION}, not {raw.get('version')!r}")
         clusters = tuple(cls.cluster_from_dict(c) for c in raw["clusters"])
-        return cls(raw["version"], raw["mode"], CompileOptions(**raw["options"]), clusters,
-                   raw.get("stats", {}))
+        return cls(raw["version"], raw["mode"], CompileOptions(**raw["options"]),
+                   tuple(raw["tags"]), clusters, raw.get("stats", {}))
 
     @staticmethod
     def cluster_from_dict(c: dict) -> Cluster:
         """A :class:`Cluster` from its ``dataclasses.asdict`` form."""
         return Cluster(
-            tuple(c["tags"]),
             tuple(Node(n["tag"], Source(**n["source"]), n["column"]) for n in c["nodes"]),
             tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
             tuple(QueryPlan(**q) for q in c["queries"]))
@@ -153,7 +153,9 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
     size = options.cluster_size
     if size is None:
         size = 256 if all(len(q) <= 4 for q in queries) else 128
-    clusters = tuple(_compile_cluster(queries[i:i + size], options)
+    tags = tuple(sorted({s.name for q in queries for s in q.steps if not s.is_wildcard}))
+    tag_id = {name: i + 1 for i, name in enumerate(tags)}
+    clusters = tuple(_compile_cluster(queries[i:i + size], options, tag_id)
                      for i in range(0, len(queries), size))
     stats = {
         "queries": len(queries),
@@ -162,15 +164,13 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         "columns": sum(len(c.columns) for c in clusters),
         "clusters": len(clusters),
         "cluster_size": size,
-        "tags": sum(len(c.tags) for c in clusters),
+        "tags": len(tags),
     }
-    return Plan(PLAN_VERSION, "custom", options, clusters, stats)
+    return Plan(PLAN_VERSION, "custom", options, tags, clusters, stats)
 
 
-def _compile_cluster(queries: Sequence[Query], options: CompileOptions) -> Cluster:
-    tags = sorted({s.name for q in queries for s in q.steps if not s.is_wildcard})
-    tag_id = {name: i + 1 for i, name in enumerate(tags)}
-
+def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
+                     tag_id: dict[str, int]) -> Cluster:
     # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).
     #    A node's identity includes whether it is followed by '//' (its column's self loop).
     keys: dict[tuple, int] = {}
@@ -249,6 +249,6 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions) -> Clust
         nodes.append(Node(tag_id.get(name, 0), source, column_of[k]))
 
     return Cluster(
-        tuple(tags), tuple(nodes),
+        tuple(nodes),
         tuple(Column(tuple(members), loop) for members, loop in columns),
         tuple(QueryPlan(q.number, str(q), query_node[i], len(q)) for i, q in enumerate(queries)))

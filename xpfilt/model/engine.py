@@ -7,8 +7,6 @@ per-cluster input copy, the front end (:class:`xpfilt.model.frontend.FrontEndMod
 banks (:class:`xpfilt.model.stacks.ClusterStacks`), the capture/flow-control logic and the
 readout shift register.
 
-All clusters see the same bytes on the same cycles, so one front end model with the union of the
-clusters' dictionaries stands for all of them; tag ids are translated per cluster.
 
 :class:`ModelEngine` wraps it as a filter engine (``filter(document)``), like the reference.
 """
@@ -41,17 +39,20 @@ class Beat(NamedTuple):
 
 class FrameModel:
     """Register-level model of :class:`hdl.engine.EngineFrame` around a set of clusters: the
-    per-cluster input copy, the front end, flow control, capture and the serial readout.
+    input copy, the front end, the clusters' registered copies of its events, flow control,
+    capture and the serial readout.
 
     Subclasses model the clusters through four hooks: :meth:`_push` / :meth:`_pop` /
     :meth:`_restart` (a front-end event), :meth:`_take_flags` (capture: return the flags of all
-    clusters as one readout-ordered integer and clear them)."""
+    clusters as one readout-ordered integer and clear them); :meth:`_stage` sees each event as
+    the clusters register it."""
 
     width: int
 
     def reset(self) -> None:
         self.front_end.reset()
-        self.event = NO_EVENT
+        self.event = NO_EVENT       # the clusters' copy of the events
+        self.fe_event = NO_EVENT    # the front end's events register
         self.copy = (0, 0, 0)
         self.pending = 0
         self.waiting = 0
@@ -94,13 +95,14 @@ class FrameModel:
             self._pop()
         self.waiting = int((ev.doc_end or self.waiting) and busy)
         self.pending += int(accepted and bool(last)) - int(capture)
-        self.event = self._front_end_step(*self.copy)
+        self.event = self._stage(self.fe_event)
+        self.fe_event = self.front_end.step(*self.copy)
         self.copy = (1, data, last) if accepted else (0, 0, 0)
         self.cycle += 1
         return ready, beat
 
-    def _front_end_step(self, valid, data, last):
-        return self.front_end.step(valid, data, last)
+    def _stage(self, ev):
+        return ev
 
 
 class EngineModel(FrameModel):
@@ -108,13 +110,8 @@ class EngineModel(FrameModel):
 
     def __init__(self, plan: Plan, *, max_name: int = 32):
         self.plan = plan
-        union = sorted({t for c in plan.clusters for t in c.tags})
-        self.front_end = FrontEndModel(union, max_depth=plan.options.max_depth,
+        self.front_end = FrontEndModel(plan.tags, max_depth=plan.options.max_depth,
                                        max_name=max_name)
-        self._local = []   # per cluster: union id -> cluster id
-        for cluster in plan.clusters:
-            ids = {name: i + 1 for i, name in enumerate(cluster.tags)}
-            self._local.append([0] + [ids.get(name, 0) for name in union])
         self.width = sum(len(c.queries) for c in plan.clusters)
         self._shifts = []
         offset = 0
@@ -125,11 +122,11 @@ class EngineModel(FrameModel):
 
     def reset(self) -> None:
         super().reset()
-        self.stacks = [ClusterStacks(c) for c in self.plan.clusters]
+        self.stacks = [ClusterStacks(c, len(self.plan.tags)) for c in self.plan.clusters]
 
     def _push(self, ev) -> None:
-        for stacks, local in zip(self.stacks, self._local):
-            stacks.push(local[ev.tag], local[ev.parent], ev.level)
+        for stacks in self.stacks:
+            stacks.push(ev.tag, ev.parent, ev.level)
 
     def _pop(self) -> None:
         for stacks in self.stacks:

@@ -4,8 +4,8 @@ The frame (input copy, front end, flow control, capture, readout) is :class:`Fra
 module adds the configuration loader (header, payload routing, CRC-32, commit at a document
 boundary) and the clusters of generic columns, each a Python integer with one bit per column.
 Tag entries are modelled by name: at each commit the active bank's entries become a dictionary
-``name -> columns``, looked up with the name the front end model reports on each push (when
-the name ends, as the hardware's decoder registers its result).
+``name -> columns``, looked up with the name the front end model reports on each push, in the
+cycle the clusters register the event (as the hardware's decoders register their result).
 """
 
 from __future__ import annotations
@@ -190,9 +190,8 @@ class ProgrammableModel(FrameModel):
 
     # --- the clusters ----------------------------------------------------------------------
 
-    def _front_end_step(self, valid, data, last):
-        ev = self.front_end.step(valid, data, last)
-        if ev.push:   # the decoders register their result as the name ends (old entries)
+    def _stage(self, ev):
+        if ev.push:   # each decoder registers its result with the cluster's copy of the event
             self.hits = [c.names.get(ev.name, 0) for c in self.clusters]
         return ev
 

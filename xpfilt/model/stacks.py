@@ -24,11 +24,11 @@ def _bits(x: int):
 
 
 class ClusterStacks:
-    """Push/pop/match state of one cluster. Tag ids are the cluster's own (0 = unknown name)."""
+    """Push/pop/match state of one cluster. Tag ids are the plan's (0 = an unknown name)."""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: Cluster, n_tags: int):
+        """``n_tags``: the size of the plan's tag dictionary (ids 1..n_tags, 0 = unknown)."""
         self.cluster = cluster
-        n_tags = len(cluster.tags)
         wild = 0
         accept = [0] * (n_tags + 1)
         self._from_column: dict[int, int] = defaultdict(int)           # column -> nodes
@@ -70,8 +70,8 @@ class ClusterStacks:
         self.matches = 0           # bit i = query i of the cluster matched
 
     def push(self, tag: int, parent: int, level: int) -> None:
-        """An element with (cluster-local) ``tag`` opens at ``level``; ``parent`` is its parent's
-        tag (0 at the root or for an unknown name)."""
+        """An element with ``tag`` opens at ``level``; ``parent`` is its parent's tag (0 at the
+        root or for an unknown name)."""
         top = self.stack[-1]
         source = self._any
         if level == 1:
