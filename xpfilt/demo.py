@@ -5,6 +5,10 @@
    answer against the shared expected results (computed with lxml and YFilter).
 3. Cross-check the reference against lxml evaluating every query separately, and time both.
 4. Generate a fresh workload from the NITF DTD (profiles and a ~220 KB document) and filter it.
+5. Compile the profiles into custom hardware (plan, Verilog, report) and run the cycle-accurate
+   model of that hardware over the documents: same answers, one byte per cycle.
+6. Generate programmable hardware once, then load two different profile sets into it as
+   configuration streams and filter with each, without regenerating anything.
 
 Run ``python -m xpfilt.demo [--out DIR]``; the TSV answers are written under DIR (default ``out/``).
 """
@@ -88,6 +92,12 @@ def main(argv=None) -> int:
     heading("4. A fresh workload generated from the NITF DTD")
     ok &= _generated_workload(data, args.out)
 
+    heading("5. Custom hardware: compile to Verilog, run the cycle-accurate model")
+    ok &= _custom_hardware(queries, docs, expected, args.out)
+
+    heading("6. Programmable hardware: generate once, load two profile sets")
+    ok &= _programmable_hardware(data, docs, args.out)
+
     heading("Result")
     if ok:
         click.secho("All answers agree. See README.md for the commands behind each step.",
@@ -95,6 +105,74 @@ def main(argv=None) -> int:
     else:
         click.secho("Some answers disagree: see above.", fg="red")
     return 0 if ok else 1
+
+
+def _custom_hardware(queries, docs, expected, out: Path) -> bool:
+    from .build import compile_to_directory
+    from .compiler import CompileOptions
+    from .model.engine import EngineModel, run_documents
+
+    start = time.perf_counter()
+    report = compile_to_directory(queries, CompileOptions(), out / "custom")
+    elapsed = time.perf_counter() - start
+    for line in report.splitlines():
+        if line.startswith(("* stack columns", "* clusters", "| no optimization",
+                            "| + (3)")):
+            print("  " + line.lstrip("* "))
+    print(f"  plan + Verilog in {elapsed:.1f} s -> {out / 'custom'}/xpfilt_engine.v")
+    from .compiler import compile_queries
+    plan = compile_queries(queries)
+    model = EngineModel(plan)
+    start = time.perf_counter()
+    readouts = run_documents(model, [d.data for d in docs])
+    elapsed = time.perf_counter() - start
+    numbers = plan.query_numbers
+    agree = sum(
+        tuple(sorted(numbers[i] for i in range(model.width) if r.bits >> i & 1))
+        == expected[d.name] and not r.errors for d, r in zip(docs, readouts))
+    size = sum(len(d.data) for d in docs)
+    print(f"{agree}/{len(docs)} documents: the model of the generated hardware gives the "
+          "expected answer")
+    print(f"  {model.cycle:,} clock cycles for {size:,} bytes "
+          f"({size / model.cycle:.3f} bytes per cycle, readout of the last document included)")
+    print(f"  at 100 MHz that is {size / model.cycle * 100:.0f} MB/s; the model simulates "
+          f"{model.cycle / elapsed:,.0f} cycles/s")
+    return agree == len(docs)
+
+
+def _programmable_hardware(data: Path, docs, out: Path) -> bool:
+    from .build import build_programmable
+    from .model.programmable import ProgrammableModel, load_configuration
+    from .model.engine import run_documents
+    from .programmable import HardwareSpec, configure
+
+    spec = HardwareSpec(clusters=4, columns=256, max_tag_len=24)
+    build_programmable(spec, out / "programmable")
+    print(f"hardware: {spec.clusters} clusters x {spec.columns} generic columns "
+          f"-> {out / 'programmable'}/xpfilt_engine.v (generated once)")
+    model = ProgrammableModel(spec)
+    ok = True
+    for name in ("yfilter-suite-simple-paths", "nitf-d4-p25-n2000"):
+        queries = load_queries(data / "queries" / f"{name}.txt").queries
+        configuration = configure(queries, spec)
+        stream = configuration.stream()
+        cycles = load_configuration(model, stream)
+        placed = [q for q in queries if q.number in configuration.readout_bit]
+        readouts = run_documents(model, [d.data for d in docs])
+        reference = ReferenceFilter(placed)
+        agree = 0
+        for d, r in zip(docs, readouts):
+            got = {n for n, bit in configuration.readout_bit.items() if r.bits >> bit & 1}
+            want = {placed[i].number for i in reference.filter(d)}
+            agree += got == want
+        print(f"  {name}: {len(placed)} of {len(queries)} profiles loaded "
+              f"({len(stream) * 8:,} configuration bits, {cycles:,} cycles = "
+              f"{cycles / 100e6 * 1e3:.1f} ms at 100 MHz); {agree}/{len(docs)} documents "
+              "agree with the reference")
+        if len(placed) < len(queries):
+            print(f"    the rest did not fit: {configuration.rejected[0][1]} ...")
+        ok &= agree == len(docs)
+    return ok
 
 
 def _generated_workload(data: Path, out: Path) -> bool:
