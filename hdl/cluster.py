@@ -16,8 +16,8 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Cluster
 
-from .frontend import ErrorFlags, EventLayout, tag_width_for
-from .stacks import StackBank
+from .frontend import ErrorFlags
+from .stacks import DecodedEventLayout, StackBank
 
 __all__ = ["ClusterCore", "cluster_signature", "ERROR_WIDTH"]
 
@@ -27,7 +27,7 @@ ERROR_WIDTH = ErrorFlags.as_shape().size
 def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int) -> wiring.Signature:
     """The ports of a cluster (see :class:`ClusterCore`)."""
     return wiring.Signature({
-        "events": In(EventLayout(tag_width=tag_width_for(n_tags), max_depth=max_depth)),
+        "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth)),
         "clear": In(1),
         "matches": Out(n_queries),
         "doc_end": Out(1),
@@ -36,7 +36,8 @@ def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int) -> wiring.
 
 
 class ClusterCore(wiring.Component):
-    """Ports: ``events`` (the front end's, registered here), ``clear`` (the readout captured
+    """Ports: ``events`` (the front end's, tags one-hot, registered here; only the tag bits the
+    cluster uses are kept), ``clear`` (the readout captured
     the flags), ``matches`` (one flag per query of the cluster, including this cycle),
     ``doc_end`` and ``errors`` (from the registered events)."""
 

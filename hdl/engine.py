@@ -1,8 +1,9 @@
 """The custom filtering engine: a plan's clusters behind one byte stream and one serial readout.
 
 Data path: the accepted byte is registered once and parsed by one front end (parser, tag
-decoder, global stack); every cluster registers its own copy of the front end's events (so the
-event bus fans out through registers) and updates its stack bank. At the end of a document every
+decoder, global stack); its events are decoded once (tag and parent one-hot), every cluster
+registers its own copy of the bits it uses (so the event bus fans out through registers) and
+updates its stack bank. At the end of a document every
 cluster's match flags are captured into the readout's shadow register in plan order (cluster 0's
 queries first) and shifted out while the next document streams in.
 
@@ -21,6 +22,7 @@ from xpfilt.compiler import Plan
 from .cluster import ClusterCore, cluster_signature
 from .frontend import ByteLayout, ErrorFlags, FrontEnd
 from .readout import Readout, ReadoutLayout
+from .stacks import decode_events
 
 __all__ = ["CustomEngine", "EngineFrame", "cluster_module_name"]
 
@@ -58,6 +60,7 @@ class CustomEngine(wiring.Component):
         frame = EngineFrame(m, self.bytes_in, self.readout,
                             width=sum(len(c.queries) for c in plan.clusters), tags=plan.tags,
                             max_depth=plan.options.max_depth, max_name=self.max_name)
+        decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth)
         cores = []
         for i, cluster in enumerate(plan.clusters):
             if self.instances:   # only the ports: the module comes from its own file
@@ -70,7 +73,7 @@ class CustomEngine(wiring.Component):
                     o_doc_end=core.doc_end, o_errors=core.errors)
             else:
                 core = m.submodules[f"cluster_{i}"] = self.cluster_core(i)
-            m.d.comb += core.events.eq(frame.events)
+            m.d.comb += core.events.eq(decoded)
             cores.append(core)
         frame.connect(cores)
         return m

@@ -13,21 +13,51 @@ below it in a LUT-RAM (one write port, one asynchronous read port) addressed by 
 
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Cluster
 
-from .frontend import EventLayout, tag_width_for
+from .frontend import ErrorFlags
 
-__all__ = ["StackBank", "packed_stack"]
+__all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack"]
+
+
+class DecodedEventLayout(data.StructLayout):
+    """The front end's events with the tag and parent ids decoded one-hot (bit ``t - 1`` for
+    tag id ``t``; nothing set for an unknown name). Decoded once for all clusters, so a cluster
+    only registers the bits it uses and compares nothing."""
+
+    def __init__(self, *, n_tags: int, max_depth: int):
+        super().__init__({
+            "push": 1,
+            "pop": 1,
+            "tag": max(1, n_tags),
+            "parent": max(1, n_tags),
+            "level": range(max_depth + 1),
+            "doc_end": 1,
+            "errors": ErrorFlags,
+        })
+
+
+def decode_events(m: Module, events, n_tags: int, max_depth: int):
+    """A signal carrying ``events`` (an ``EventLayout``) with one-hot tag and parent."""
+    out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth))
+    m.d.comb += [
+        out.push.eq(events.push), out.pop.eq(events.pop), out.level.eq(events.level),
+        out.doc_end.eq(events.doc_end), out.errors.eq(events.errors),
+        out.tag.eq(Cat(*(events.tag == t for t in range(1, n_tags + 1)))),
+        out.parent.eq(Cat(*(events.parent == t for t in range(1, n_tags + 1)))),
+    ]
+    return out
 
 
 class StackBank(wiring.Component):
     """The stacks and match flags of one cluster.
 
-    Ports: ``events`` (the front end's events), ``clear`` (reset the match flags this cycle),
+    Ports: ``events`` (the front end's events with one-hot tags, see
+    :class:`DecodedEventLayout`), ``clear`` (reset the match flags this cycle),
     ``matches`` (one flag per query of the cluster, in the plan's order, including this cycle).
     """
 
@@ -36,9 +66,8 @@ class StackBank(wiring.Component):
             raise ValueError(f"cluster must have at least one query, not {len(cluster.queries)}")
         self.cluster = cluster
         self.max_depth = max_depth
-        tag_width = tag_width_for(n_tags)
         super().__init__({
-            "events": In(EventLayout(tag_width=tag_width, max_depth=max_depth)),
+            "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth)),
             "clear": In(1),
             "matches": Out(len(cluster.queries)),
         })
@@ -54,14 +83,9 @@ class StackBank(wiring.Component):
         flags = Signal(len(cluster.queries))
         packed_stack(m, ev, top, new, self.max_depth)
 
-        # decoded tag of the new element and of its parent, one wire per tag the cluster uses
-        used = {n.tag for n in cluster.nodes} | {n.source.tag for n in cluster.nodes}
-        is_tag = {t: Signal(name=f"is_tag_{t}") for t in sorted(used) if t}
-        is_parent = {t: Signal(name=f"is_parent_{t}") for t in sorted(used) if t}
-        for t, s in is_tag.items():
-            m.d.comb += s.eq(ev.tag == t)
-        for t, s in is_parent.items():
-            m.d.comb += s.eq(ev.parent == t)
+        # the tag of the new element and of its parent arrive one-hot: tag id t is bit t - 1
+        is_tag = {t: ev.tag[t - 1] for t in {n.tag for n in cluster.nodes} if t}
+        is_parent = {t: ev.parent[t - 1] for t in {n.source.tag for n in cluster.nodes} if t}
         level_is_1 = ev.level == 1
         level_is_2 = ev.level == 2
         has_parent = ev.level >= 2

@@ -31,8 +31,8 @@ def test_stack_bank_matches_the_event_model_on_random_events():
                 tag = rng.randrange(n_tags + 1)
                 parent = open_tags[-1] if open_tags else 0
                 ctx.set(dut.events.push, 1)
-                ctx.set(dut.events.tag, tag)
-                ctx.set(dut.events.parent, parent)
+                ctx.set(dut.events.tag, 1 << tag >> 1)          # one-hot, 0 for unknown
+                ctx.set(dut.events.parent, 1 << parent >> 1)
                 ctx.set(dut.events.level, len(open_tags) + 1)
                 model.push(tag, parent, len(open_tags) + 1)
                 open_tags.append(tag)
