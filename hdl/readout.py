@@ -7,7 +7,7 @@ bit, and carries the document's error flags.
 """
 
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,6 +16,7 @@ from .frontend import ErrorFlags
 __all__ = ["ReadoutLayout", "Readout", "DOC_WIDTH"]
 
 DOC_WIDTH = 16
+_CHUNK = 64
 
 
 class ReadoutLayout(data.Struct):
@@ -60,14 +61,24 @@ class Readout(wiring.Component):
             self.out.payload.doc.eq(doc),
             self.out.payload.errors.eq(errors),
         ]
+        shift = self.out.valid & self.out.ready
         with m.If(self.capture):
             m.d.sync += [
-                shadow.eq(self.flags),
                 count.eq(self.width),
                 errors.eq(self.errors),
                 doc.eq(doc + started),
                 started.eq(1),
             ]
-        with m.Elif(self.out.valid & self.out.ready):
-            m.d.sync += [shadow.eq(shadow >> 1), count.eq(count - 1)]
+        with m.Elif(shift):
+            m.d.sync += count.eq(count - 1)
+        # The shadow register in chunks: one wide multiplexer would make Amaranth's netlist
+        # checks quadratic in the width (32,000 queries: minutes).
+        for lo in range(0, self.width, _CHUNK):
+            hi = min(lo + _CHUNK, self.width)
+            chunk = shadow[lo:hi]
+            shifted = shadow[lo + 1:hi + 1] if hi < self.width else Cat(shadow[lo + 1:hi], 0)
+            with m.If(self.capture):
+                m.d.sync += chunk.eq(self.flags[lo:hi])
+            with m.Elif(shift):
+                m.d.sync += chunk.eq(shifted)
         return m
