@@ -123,3 +123,17 @@ def test_programmable_compile_configure_filter_round_trip(data, tmp_path):
                     data / "nitf/docs/outFile4.xml")
     assert result.exit_code == reference.exit_code == 0, result.stderr
     assert result.stdout == reference.stdout
+
+
+def test_verilog_cache_key_follows_the_loaded_rtl_code(monkeypatch):
+    """A process that loaded other RTL code than the files on disk must not reuse (or poison)
+    cache entries of that code: the key hashes the code as loaded."""
+    import hdl.stacks
+    from xpfilt.build import _hdl_fingerprint
+    before = _hdl_fingerprint()
+    assert _hdl_fingerprint() == before
+
+    def elaborate(self, platform):   # pragma: no cover - never elaborated
+        return None
+    monkeypatch.setattr(hdl.stacks.StackBank, "elaborate", elaborate)
+    assert _hdl_fingerprint() != before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -21,12 +22,39 @@ TOP_NAME = "xpfilt_engine"
 
 
 def _hdl_fingerprint() -> str:
-    """A hash of the RTL generator sources: cached Verilog is stale when they change."""
-    import hdl.engine
+    """A hash of the RTL generator code *as loaded in this process* (the bytecode of every
+    function and method of ``hdl.*`` and the compiler). Cluster conversion runs in forked
+    workers that inherit exactly this code, so the cache key always matches the code that
+    produced an entry, even in a process that outlives an edit of the sources."""
+    import inspect
+    import marshal
+    import sys
+
+    import hdl.engine  # noqa: F401  (imports every module a cluster is built from)
+
     digest = hashlib.sha256()
-    for path in sorted(Path(hdl.engine.__file__).parent.glob("*.py")):
-        digest.update(path.read_bytes())
-    digest.update(Path(__file__).with_name("compiler.py").read_bytes())
+
+    def add(obj, seen):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if inspect.isfunction(obj):
+            digest.update(marshal.dumps(obj.__code__))
+        elif inspect.isclass(obj):
+            for value in vars(obj).values():
+                add(getattr(value, "__func__", value), seen)
+        elif isinstance(obj, (int, str, bytes, tuple, frozenset)):
+            digest.update(repr(obj).encode())
+
+    for name in sorted(sys.modules):
+        if name == "hdl" or name.startswith("hdl.") or name == "xpfilt.compiler":
+            module = sys.modules[name]
+            digest.update(name.encode())
+            seen: set = set()
+            for key, value in sorted(vars(module).items()):
+                if getattr(value, "__module__", name) == name or not callable(value):
+                    digest.update(key.encode())
+                    add(value, seen)
     return digest.hexdigest()[:16]
 
 
@@ -76,7 +104,8 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
     jobs = jobs or os.cpu_count() or 1
     if todo:
         if jobs > 1 and len(todo) > 1:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(todo)),
+                                     mp_context=multiprocessing.get_context("fork")) as pool:
                 results = pool.map(_convert_cluster, [args for _, _, args in todo])
                 for (i, path, _), text in zip(todo, results):
                     texts[i] = text
