@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,sim]'
 	touch $(STAMP)
 
 ## demo: filter the shared NITF documents with a shared query set, check against the expected answer
@@ -23,9 +23,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not regress"
 
-## regress: the long regressions
+## regress: the long regressions (summaries of the cocotb runs are printed: -rP)
 regress: $(STAMP)
-	$(BIN)/python -m pytest -q -m regress
+	$(BIN)/python -m pytest -q -rP -m regress
 
 ## bench: benchmarks; numbers land in bench/results/
 bench: $(STAMP)

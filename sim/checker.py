@@ -1,0 +1,259 @@
+"""The scoring half of the cocotb testbench, in plain Python (no simulator needed).
+
+The testbench (:mod:`sim.engine_tb`) records, for every clock cycle, what it drove into the
+engine (``bytes_in`` valid/payload, ``readout.ready``) and what the engine showed
+(``bytes_in.ready``, the ``readout`` beat or none): a :class:`Trace`. After the run:
+
+* :func:`compare_with_model` drives :class:`xpfilt.model.engine.EngineModel` with the very same
+  inputs, cycle by cycle, and compares ``ready`` and the readout beat of every cycle (the model
+  is cycle-exact with the RTL, so any difference is a bug in one of them);
+* :func:`score_documents` groups the transferred readout beats into documents and compares each
+  one with the reference filter (:class:`xpfilt.reference.ReferenceFilter`) and with the error
+  flags the document must raise (see :func:`expectation`).
+
+Both return plain dicts (JSON-ready) describing each mismatch.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from amaranth.lib import data
+
+from hdl.frontend import ByteLayout, Errors
+from hdl.readout import DOC_WIDTH, ReadoutLayout
+from xpfilt.compiler import Plan
+from xpfilt.events import MalformedDocumentError, parse_events, EventKind
+from xpfilt.model.engine import Beat, EngineModel
+from xpfilt.reference import ReferenceFilter
+from xpfilt.xpath import Query
+
+__all__ = ["READOUT_FIELDS", "BYTE_FIELDS", "encode_beat", "decode_beat", "byte_payload",
+           "Trace", "Expectation", "expectation", "compare_with_model", "score_documents",
+           "FAULTS", "error_names", "reference_for", "with_reference_fault"]
+
+#: (offset, width) of each field of the ``readout`` payload (:class:`hdl.readout.ReadoutLayout`).
+READOUT_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ReadoutLayout)}
+#: (offset, width) of each field of the ``bytes_in`` payload (:class:`hdl.frontend.ByteLayout`).
+BYTE_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ByteLayout)}
+READOUT_WIDTH = data.Layout.cast(ReadoutLayout).size
+BYTE_WIDTH = data.Layout.cast(ByteLayout).size
+
+#: Test hooks that make the expectation deliberately wrong, so that a test can prove the checker
+#: fails: ``model`` flips the readout bit the model expects in the first beat of document 0;
+#: ``reference`` claims that the first well-formed document also matches a query it does not.
+FAULTS = ("model", "reference")
+
+_LAST_SHIFT = BYTE_FIELDS["last"][0]
+_DATA_SHIFT = BYTE_FIELDS["data"][0]
+
+
+def byte_payload(data_byte: int, last: bool) -> int:
+    """The ``bytes_in.payload`` value of one byte."""
+    return (data_byte << _DATA_SHIFT) | (int(last) << _LAST_SHIFT)
+
+
+def encode_beat(beat: Beat) -> int:
+    """A model :class:`Beat` as the integer the RTL shows on ``readout.payload``."""
+    value = 0
+    for name in Beat._fields:
+        offset, width = READOUT_FIELDS[name]
+        value |= (getattr(beat, name) & ((1 << width) - 1)) << offset
+    return value
+
+
+def decode_beat(value: int) -> Beat:
+    """The integer on ``readout.payload`` as a :class:`Beat`."""
+    return Beat(*((value >> READOUT_FIELDS[name][0]) & ((1 << READOUT_FIELDS[name][1]) - 1)
+                  for name in Beat._fields))
+
+
+def error_names(errors: int) -> list[str]:
+    return [f.name.lower() for f in Errors if errors & f]
+
+
+@dataclass
+class Trace:
+    """Everything that crossed the engine's ports, one entry per clock cycle.
+
+    ``valid``/``payload``/``out_ready``: driven (``payload`` as :func:`byte_payload`);
+    ``ready``: ``bytes_in.ready`` seen; ``beat``: ``readout.payload`` seen while
+    ``readout.valid``, else -1. ``doc_last_cycle[i]``: the cycle whose byte ended document ``i``
+    (accepted), for naming the document in flight at a given cycle."""
+    valid: list = field(default_factory=list)
+    payload: list = field(default_factory=list)
+    out_ready: list = field(default_factory=list)
+    ready: list = field(default_factory=list)
+    beat: list = field(default_factory=list)
+    doc_last_cycle: list = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ready)
+
+    def transferred(self) -> list[Beat]:
+        """The readout beats that moved (valid and ready)."""
+        return [decode_beat(b) for b, r in zip(self.beat, self.out_ready) if b >= 0 and r]
+
+    def document_at(self, cycle: int) -> int:
+        """Index of the document being streamed in ``cycle`` (the last one once all ended)."""
+        i = bisect.bisect_left(self.doc_last_cycle, cycle)
+        return min(i, max(0, len(self.doc_last_cycle) - 1))
+
+
+def compare_with_model(plan: Plan, trace: Trace, *, max_name: int = 32,
+                       fault: Optional[str] = None) -> dict:
+    """Step the model with the trace's inputs; compare ``ready`` and the beat of every cycle.
+
+    Returns ``{"cycles", "mismatching_cycles", "first"}``; ``first`` is None or describes the
+    first differing cycle (both sides, decoded, and the document in flight)."""
+    model = EngineModel(plan, max_name=max_name)
+    step = model.step
+    last_mask = 1 << _LAST_SHIFT
+    data_mask = (1 << BYTE_FIELDS["data"][1]) - 1
+    flip_first = fault == "model"
+    first = None
+    bad = 0
+    for c, (valid, payload, out_ready, ready, beat) in enumerate(zip(
+            trace.valid, trace.payload, trace.out_ready, trace.ready, trace.beat)):
+        m_ready, m_beat = step(valid, (payload >> _DATA_SHIFT) & data_mask,
+                               bool(payload & last_mask), out_ready)
+        if m_beat is None:
+            expected = -1
+        else:
+            if flip_first and m_beat.first and m_beat.doc == 0:
+                m_beat = m_beat._replace(bit=m_beat.bit ^ 1)
+                flip_first = False
+            expected = encode_beat(m_beat)
+        if m_ready != ready or expected != beat:
+            bad += 1
+            if first is None:
+                rtl_beat = None if beat < 0 else decode_beat(beat)
+                doc = (m_beat.doc if m_beat is not None else
+                       rtl_beat.doc if rtl_beat is not None else None)
+                first = {
+                    "cycle": c,
+                    "document": trace.document_at(c) if doc is None else doc,
+                    "rtl": {"ready": bool(ready),
+                            "beat": None if rtl_beat is None else rtl_beat._asdict()},
+                    "model": {"ready": bool(m_ready),
+                              "beat": None if m_beat is None else m_beat._asdict()},
+                    "inputs": {"valid": bool(valid), "data": (payload >> _DATA_SHIFT) & data_mask,
+                               "last": bool(payload & last_mask), "out_ready": bool(out_ready)},
+                }
+    return {"cycles": len(trace), "mismatching_cycles": bad, "first": first}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What the engine must say about one document: ``numbers`` (the query numbers that match,
+    by the reference filter) when it must answer, or None with ``must_flag`` the error flags
+    that must rise (a malformed document, one deeper than the stacks, a name too long)."""
+    numbers: Optional[tuple[int, ...]]
+    must_flag: int = 0
+    reason: str = ""
+
+
+def expectation(reference: ReferenceFilter, numbers: Sequence[int], document: bytes, *,
+                max_depth: int, max_name: int) -> Expectation:
+    """The answer the engine owes ``document`` (``numbers[i]`` = the i-th reference query)."""
+    try:
+        events = parse_events(document)
+    except MalformedDocumentError as exc:
+        return Expectation(None, int(Errors.MALFORMED), f"malformed: {exc.reason} at "
+                                                        f"{exc.line}:{exc.column}")
+    depth = deepest = 0
+    longest = 0
+    for event in events:
+        if event.kind is EventKind.OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+            longest = max(longest, len(event.name.encode("utf-8")))
+        elif event.kind is EventKind.CLOSE:
+            depth -= 1
+    flags, reasons = 0, []
+    if deepest > max_depth:
+        flags |= int(Errors.DEPTH_OVERFLOW)
+        reasons.append(f"depth {deepest} > {max_depth}")
+    if longest > max_name:
+        flags |= int(Errors.NAME_TOO_LONG)
+        reasons.append(f"a name of {longest} bytes > {max_name}")
+    if flags:
+        return Expectation(None, flags, ", ".join(reasons))
+    positions = reference.filter_events(events)
+    return Expectation(tuple(sorted(numbers[p] for p in positions)))
+
+
+def score_documents(plan: Plan, names: Sequence[str], expected: Sequence[Expectation],
+                    beats: Sequence[Beat]) -> tuple[list[dict], list[dict]]:
+    """Group transferred readout beats into documents and compare each with its expectation.
+
+    Returns (per-document results, mismatches). A result: name, the engine's query numbers
+    (None when it raised flags), its flags, and the expectation."""
+    order = plan.query_numbers
+    width = len(order)
+    results, mismatches = [], []
+    readouts, bits, count, framing = [], 0, 0, None
+    for beat in beats:
+        if beat.first != (count == 0) and framing is None:
+            framing = f"beat {count} of readout {len(readouts)} has first={beat.first}"
+        bits |= beat.bit << count
+        count += 1
+        if beat.last:
+            if count != width and framing is None:
+                framing = f"readout {len(readouts)} has {count} beats, not {width}"
+            readouts.append((beat.doc, beat.errors, bits))
+            bits, count = 0, 0
+    if count and framing is None:
+        framing = f"readout {len(readouts)} stopped after {count} of {width} beats"
+    if framing is not None:
+        mismatches.append({"kind": "framing", "document": len(readouts), "detail": framing})
+    if len(readouts) != len(names):
+        mismatches.append({"kind": "framing", "document": min(len(readouts), len(names) - 1),
+                           "detail": f"{len(readouts)} readouts for {len(names)} documents"})
+    for i, (name, exp) in enumerate(zip(names, expected)):
+        if i >= len(readouts):
+            break
+        doc, errors, bits = readouts[i]
+        numbers = tuple(sorted(order[j] for j in range(width) if bits >> j & 1))
+        result = {"document": i, "name": name, "flags": error_names(errors),
+                  "numbers": None if errors else list(numbers),
+                  "expected": None if exp.numbers is None else list(exp.numbers),
+                  "must_flag": error_names(exp.must_flag), "reason": exp.reason}
+        results.append(result)
+        problems = []
+        if doc != i % (1 << DOC_WIDTH):
+            problems.append(f"readout sequence number {doc}, not {i % (1 << DOC_WIDTH)}")
+        if exp.numbers is None:
+            if errors & exp.must_flag != exp.must_flag:
+                problems.append(f"flags {error_names(errors) or 'none'} must include "
+                                f"{error_names(exp.must_flag)} ({exp.reason})")
+        elif errors:
+            problems.append(f"flags {error_names(errors)} on a document the reference accepts")
+        elif numbers != exp.numbers:
+            missing = sorted(set(exp.numbers) - set(numbers))
+            extra = sorted(set(numbers) - set(exp.numbers))
+            problems.append(f"queries missing {missing[:20]}, extra {extra[:20]}")
+        if problems:
+            mismatches.append({"kind": "document", "document": i, "name": name,
+                               "detail": "; ".join(problems)})
+    return results, mismatches
+
+
+def reference_for(queries: Sequence[Query]) -> tuple[ReferenceFilter, list[int]]:
+    """The reference filter over ``queries`` and the query number of each position."""
+    return ReferenceFilter(queries), [q.number for q in queries]
+
+
+def with_reference_fault(expected: Sequence[Expectation], plan: Plan) -> list[Expectation]:
+    """The ``reference`` fault: the first document that must be answered gets query
+    ``plan.query_numbers[0]`` toggled in its expected answer."""
+    out = list(expected)
+    victim = plan.query_numbers[0]
+    for i, exp in enumerate(out):
+        if exp.numbers is not None:
+            out[i] = Expectation(tuple(sorted(set(exp.numbers) ^ {victim})), exp.must_flag,
+                                 "fault injected: reference answer changed")
+            break
+    return out

@@ -1,0 +1,288 @@
+"""The generated Verilog in real simulators (cocotb + Verilator, cocotb + Icarus), every cycle
+against the cycle-accurate model and every document against the reference filter.
+
+The fast part builds one small multi-cluster design (cached in ``build/sim`` by a hash of plan and
+Verilog, so only the first run pays the Verilator build). ``@pytest.mark.regress`` runs (``make
+regress``) take the shared query sets and all shared documents.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hdl.frontend import Errors
+from sim.checker import (Trace, byte_payload, compare_with_model, decode_beat, encode_beat,
+                         expectation, reference_for)
+from xpfilt.cli import main
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.events import Document, load_documents
+from xpfilt.model.engine import Beat, EngineModel
+from xpfilt.paths import repo_root, shared_data
+from xpfilt.reference import ReferenceFilter
+from xpfilt.regress import RegressionConfig, run_regression
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+from .conftest import expected_cases
+from .strategies import documents as random_documents
+
+DATA = shared_data()
+
+QUERY_TEXTS = ["/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/a//b",
+               "/nitf/head/*", "//meta", "/nitf//head/meta", "/*/*/pubdata", "//head//pubdata",
+               "/nitf/body//p"]
+OPTIONS = CompileOptions(cluster_size=4, max_depth=8)     # 12 queries: 3 clusters
+
+GOOD = {
+    "doctype.xml": b'<?xml version="1.0"?>\n<!DOCTYPE a [<!ENTITY e "x>y">]>\n'
+                   b"<a k=\"v>/\" j='q'><b/><!-- <c> --><![CDATA[<b>]]]><c>&e;<d/></c><?pi ?></a>",
+    "recursive.xml": b"<a><a><b><a><b/></a></b></a></a>",
+    "spaces-in-tags.xml": b"<a>\n<b\n>t</b\n></a>",
+    "tiny.xml": b"<a/>",
+    "after-bad.xml": b"<a><b><c><x/></c></b></a>",
+    "last.xml": b"<a><c><b/></c></a>",
+}
+BAD = {     # name: (document, the flag it must raise)
+    "bad-mismatched-end.xml": (b"<a><b></a>", Errors.MALFORMED),
+    "bad-too-deep.xml": (b"<a>" * 9 + b"</a>" * 9, Errors.DEPTH_OVERFLOW),
+    "bad-long-name.xml": (b"<a><" + b"x" * 40 + b"/></a>", Errors.NAME_TOO_LONG),
+    "bad-garbage.xml": (b"\x00\xff<a/>", Errors.MALFORMED),
+    "bad-truncated.xml": (b"<a><b>", Errors.MALFORMED),
+    "bad-two-roots.xml": (b"<a/><b/>", Errors.MALFORMED),
+}
+NITF = ["outFile98.xml", "outFile43.xml", "outFile93.xml"]    # depth 4, 7 and 8
+
+
+def documents() -> list[Document]:
+    """Good, bad (each followed by a good one) and real NITF documents, back to back."""
+    good = [Document(name, data) for name, data in GOOD.items()]
+    bad = [Document(name, data) for name, (data, _) in BAD.items()]
+    nitf = [Document.from_path(DATA / "nitf/docs" / name) for name in NITF]
+    out = [good[0], good[1], nitf[0], bad[0], good[4], bad[1], good[3], bad[2], good[2],
+           bad[3], nitf[1], bad[4], good[3], bad[5], nitf[2], good[5]]
+    assert len({d.name for d in out}) == len(out) - 1    # tiny.xml twice
+    return out
+
+
+@pytest.fixture(scope="session")
+def build_dir() -> Path:
+    return Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")
+
+
+def config(build_dir, tmp_path, **changes) -> RegressionConfig:
+    base = dict(queries=QUERY_TEXTS, documents=documents(), options=OPTIONS, seed=5,
+                p_valid=0.7, p_ready=0.5, build_dir=build_dir, replay_dir=tmp_path / "replays")
+    base.update(changes)
+    return RegressionConfig(**base)
+
+
+def reference_answers(docs) -> dict:
+    queries = [parse_query(t, i + 1) for i, t in enumerate(QUERY_TEXTS)]
+    ref = ReferenceFilter(queries)
+    return {d.name: sorted(i + 1 for i in ref.filter(d.data)) for d in docs
+            if d.name in GOOD or d.name in NITF}
+
+
+def check_clean_run(summary, docs):
+    assert summary.mismatches == 0, summary.format()
+    assert summary.replay is None
+    assert summary.queries == 12 and summary.clusters == 3
+    assert summary.documents == len(docs)
+    assert summary.cycles > summary.bytes    # valid gaps and the final readout
+    assert summary.input_stalls > 0 and summary.readout_stalls > 0, summary.format()
+    for name, numbers in reference_answers(docs).items():
+        assert summary.answers[name] == numbers, name
+    assert all(summary.answers[name] is None for name in BAD)
+    assert summary.flagged == len(BAD)
+    assert summary.matches == sum(map(len, reference_answers(docs).values())) + \
+        len(summary.answers["tiny.xml"])     # tiny.xml is streamed twice
+    assert summary.answers["recursive.xml"] == [2, 6]    # //b, /a/a//b
+
+
+def test_verilator_multi_cluster_design_with_backpressure(build_dir, tmp_path):
+    docs = documents()
+    summary = run_regression(config(build_dir, tmp_path, simulator="verilator"))
+    check_clean_run(summary, docs)
+
+
+def test_icarus_agrees(build_dir, tmp_path):
+    docs = documents()
+    summary = run_regression(config(build_dir, tmp_path, simulator="icarus", seed=6))
+    check_clean_run(summary, docs)
+
+
+def test_wrong_model_expectation_is_a_cycle_mismatch_with_a_replay(build_dir, tmp_path):
+    summary = run_regression(config(build_dir, tmp_path, fault="model"))
+    assert not summary.ok
+    kinds = [m["kind"] for m in summary.mismatch_details]
+    assert kinds == ["cycle"], summary.format()
+    first = summary.mismatch_details[0]["detail"]["first"]
+    assert first["rtl"]["beat"]["first"] == 1 and first["rtl"]["beat"]["doc"] == 0
+    assert first["rtl"]["beat"]["bit"] != first["model"]["beat"]["bit"]
+    replay = summary.replay
+    assert replay is not None and replay.parent == tmp_path / "replays"
+    assert summary.replay_reproduces is True
+    assert (replay / "queries.txt").read_text().splitlines() == QUERY_TEXTS
+    assert [p.name for p in sorted((replay / "docs").iterdir())] == ["0000-doctype.xml"]
+    command = (replay / "command.sh").read_text()
+    assert "xpfilt regress queries.txt docs --sim verilator --seed 5 --p-valid 0.7 " \
+           "--p-ready 0.5 --max-depth 8" in command
+    assert "--cluster-size 4 --fault model" in command
+
+
+def test_wrong_reference_answer_is_a_document_mismatch(build_dir, tmp_path):
+    summary = run_regression(config(build_dir, tmp_path, fault="reference", p_ready=1.0,
+                                     verify_replay=False))
+    assert [(m["kind"], m["name"]) for m in summary.mismatch_details] == \
+        [("document", "doctype.xml")], summary.format()
+    assert "queries missing [], extra [1]" in summary.mismatch_details[0]["detail"]
+    assert summary.replay is not None and summary.replay_reproduces is None
+    # without verification the replay keeps every document up to the failing one
+    assert len(list((summary.replay / "docs").iterdir())) == 1
+
+
+def test_cli_regress_summary_and_exit_status(build_dir, tmp_path):
+    (tmp_path / "q.txt").write_text("".join(t + "\n" for t in QUERY_TEXTS))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("recursive.xml", "spaces-in-tags.xml"):
+        (docs / name).write_bytes(GOOD[name])
+    (docs / "zz-bad.xml").write_bytes(BAD["bad-truncated.xml"][0])
+    args = ["regress", str(tmp_path / "q.txt"), str(docs), str(DATA / "nitf/docs" / NITF[0]),
+            "--cluster-size", "4", "--max-depth", "8", "--build-dir", str(build_dir),
+            "--replay-dir", str(tmp_path / "replays"), "--p-ready", "0.5"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "mismatches:  0" in result.output
+    assert "design:      12 queries in 3 clusters" in result.output
+    assert "documents:   4," in result.output and "1 documents flagged" in result.output
+    result = CliRunner().invoke(main, args + ["--fault", "reference", "--no-verify-replay"])
+    assert result.exit_code == 1, result.output
+    assert "MISMATCH:    document, document 0 (recursive.xml)" in result.output
+    assert "command.sh" in result.output
+
+
+# --- the checker itself, without a simulator --------------------------------------------------
+
+def model_trace(plan, docs, pattern) -> Trace:
+    """A trace as the testbench records it, with the model standing in for the RTL."""
+    model = EngineModel(plan)
+    trace = Trace()
+    stream = [byte_payload(b, i == len(d) - 1) for d in docs for i, b in enumerate(d)]
+    position = 0
+    for c in range(len(stream) * 2 + 200):
+        valid = int(position < len(stream) and pattern(c))
+        payload = stream[min(position, len(stream) - 1)]
+        out_ready = int(pattern(c + 7))
+        ready, beat = model.step(valid, payload & 0xFF, bool(payload >> 8), out_ready)
+        for lst, value in ((trace.valid, valid), (trace.payload, payload),
+                           (trace.out_ready, out_ready), (trace.ready, int(ready)),
+                           (trace.beat, -1 if beat is None else encode_beat(beat))):
+            lst.append(value)
+        if valid and ready:
+            if payload >> 8:
+                trace.doc_last_cycle.append(c)
+            position += 1
+    return trace
+
+
+def test_checker_finds_the_first_differing_cycle():
+    queries = [parse_query(t, i + 1) for i, t in enumerate(QUERY_TEXTS)]
+    plan = compile_queries(queries, OPTIONS)
+    docs = [GOOD["recursive.xml"], GOOD["tiny.xml"], GOOD["last.xml"]]
+    trace = model_trace(plan, docs, lambda c: c % 3 != 1)
+    assert compare_with_model(plan, trace)["first"] is None
+    assert 0 in trace.ready                                   # the input did stall
+    ready_at = trace.ready.index(0)
+    trace.ready[ready_at] = 1
+    beat_at = max(i for i, b in enumerate(trace.beat) if b >= 0)
+    trace.beat[beat_at] ^= 1
+    result = compare_with_model(plan, trace)
+    assert result["mismatching_cycles"] == 2
+    assert result["first"]["cycle"] == ready_at
+    assert result["first"]["rtl"]["ready"] and not result["first"]["model"]["ready"]
+    assert [b.doc for b in trace.transferred() if b.last] == [0, 1, 2]
+
+
+def test_readout_payload_layout_matches_the_rtl_port():
+    beat = Beat(bit=1, first=0, last=1, doc=0xBEEF, errors=0b101)
+    assert encode_beat(beat) == 1 | 1 << 2 | 0xBEEF << 3 | 0b101 << 19
+    assert decode_beat(encode_beat(beat)) == beat
+    assert byte_payload(0x3C, True) == 0x13C
+
+
+def test_expectations_of_bad_documents():
+    ref, numbers = reference_for([parse_query("//b", 7)])
+    for name, (data, flag) in BAD.items():
+        exp = expectation(ref, numbers, data, max_depth=8, max_name=32)
+        assert exp.numbers is None and exp.must_flag == flag, name
+    exp = expectation(ref, numbers, GOOD["recursive.xml"], max_depth=8, max_name=32)
+    assert exp.numbers == (7,) and exp.must_flag == 0
+
+
+# --- long regressions (make regress) ----------------------------------------------------------
+
+def structural_cases():
+    return [pytest.param(q, folder, tsv, id=case) for case, q, folder, tsv in expected_cases()
+            if not load_queries(q).queries[0].has_predicates]
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("queries,folder,tsv", structural_cases())
+def test_regress_shared_query_set_on_verilator(queries, folder, tsv, build_dir, tmp_path):
+    summary = run_regression(RegressionConfig(queries=queries, documents=[folder],
+                                              build_dir=build_dir, seed=1,
+                                              replay_dir=tmp_path / "replays"))
+    print(summary.format())
+    assert summary.ok, summary.format()
+    expected = {name: list(numbers) for name, numbers in read_expected(tsv).items()}
+    assert summary.answers == expected
+
+
+@pytest.mark.regress
+def test_regress_icarus_agrees_on_256_queries(build_dir, tmp_path):
+    docs = load_documents([DATA / "nitf/docs"])[:12]
+    queries = (DATA / "queries/nitf-d8-p15-n2000.txt").read_text().splitlines()[:256]
+    for simulator in ("icarus", "verilator"):
+        summary = run_regression(RegressionConfig(queries=queries, documents=docs,
+                                                  simulator=simulator, build_dir=build_dir,
+                                                  seed=2, replay_dir=tmp_path / "replays"))
+        print(summary.format())
+        assert summary.ok, summary.format()
+
+
+RANDOM_QUERIES = ["/a", "//b", "/a/b", "/a//c", "//c/*", "/*/b//a", "//a/a", "/d.e", "//d.e/*",
+                  "/a/*/*/b", "//b//b", "/*//c/a", "//a/b/c", "/b", "//*/d.e", "/a/a/a"]
+
+
+@pytest.mark.regress
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(st.tuples(random_documents(), st.integers(0, 4), st.integers(0, 10_000)),
+                     min_size=1, max_size=5),
+       seed=st.integers(0, 1000))
+def test_regress_random_documents_shrink_to_a_replay(docs, seed, build_dir):
+    """Random documents (some cut short: malformed) through one design with several clusters;
+    a failure is shrunk by hypothesis, and the replay of the last (smallest) failing example is
+    left in build/sim/replays/hypothesis."""
+    streamed = [Document(f"doc{i}.xml", data[:cut % len(data)] if kind == 0 else data)
+                for i, (data, kind, cut) in enumerate(docs)]
+    streamed = [d for d in streamed if d.data]
+    if not streamed:
+        return
+    config = RegressionConfig(queries=RANDOM_QUERIES, documents=streamed,
+                              options=CompileOptions(cluster_size=6, max_depth=6), seed=seed,
+                              p_valid=0.85, p_ready=0.6, build_dir=build_dir)
+    summary = run_regression(config, write_replay=False)
+    if not summary.ok:
+        folder = build_dir / "replays" / "hypothesis"
+        shutil.rmtree(folder, ignore_errors=True)
+        summary = run_regression(replace(config, replay_dir=folder, verify_replay=True))
+    assert summary.ok, summary.format()
