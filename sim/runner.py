@@ -201,8 +201,10 @@ class TestbenchRun:
     wall_time: float
 
 
-def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path) -> TestbenchRun:
-    """Run :data:`TB_MODULE` on ``design`` with the :class:`sim.config.TbConfig` at
+def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path, *,
+                  test_module: str = TB_MODULE) -> TestbenchRun:
+    """Run ``test_module`` (default :data:`TB_MODULE`; ``sim.programmable_tb`` for the
+    programmable engine) on ``design`` with the :class:`sim.config.TbConfig` at
     ``config_path``; cocotb's log and results XML go to ``run_dir``. Raises RuntimeError when
     the simulation ended abnormally (no results)."""
     from cocotb_tools.check_results import get_results
@@ -217,7 +219,7 @@ def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path) -> Test
     start = time.perf_counter()
     with _environment(design.simulator):
         try:
-            runner.test(test_module=TB_MODULE, hdl_toplevel=TOP_NAME,
+            runner.test(test_module=test_module, hdl_toplevel=TOP_NAME,
                         hdl_toplevel_lang="verilog", build_dir=design.sim_build,
                         test_dir=run_dir, results_xml=str(results_xml), log_file=log,
                         extra_env={CONFIG_ENV: str(Path(config_path).resolve())})

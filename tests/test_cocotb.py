@@ -26,6 +26,7 @@ from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.events import Document, load_documents
 from xpfilt.model.engine import Beat, EngineModel
 from xpfilt.paths import repo_root, shared_data
+from xpfilt.programmable import HardwareSpec
 from xpfilt.reference import ReferenceFilter
 from xpfilt.regress import RegressionConfig, run_regression
 from xpfilt.results import read_expected
@@ -286,3 +287,142 @@ def test_regress_random_documents_shrink_to_a_replay(docs, seed, build_dir):
         shutil.rmtree(folder, ignore_errors=True)
         summary = run_regression(replace(config, replay_dir=folder, verify_replay=True))
     assert summary.ok, summary.format()
+
+
+# --- the programmable engine: configuration loading and reconfiguration -----------------------
+
+PROG_SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=32)
+PROG_A = ["/a/b", "//b", "/a//c", "/*/b/c"]
+PROG_B = ["//c", "/a/*/c", "//x/c", "/nitf/head", "//toolong/b"]   # "toolong" does not fit
+
+
+def prog_items():
+    """Documents before any configuration, load A, a corrupt stream, load B, a truncated
+    stream, a foreign one, A and B back to back (B waits for A's commit), documents between
+    each."""
+    good = [Document(name, data) for name, data in GOOD.items()]
+    bad = [Document(name, data) for name, (data, _) in BAD.items()]
+    nitf = Document.from_path(DATA / "nitf/docs" / NITF[0])
+    return [("documents", [good[1], bad[0]]), ("config", 0), ("documents", [good[0], good[1]]),
+            ("corrupt", 1), ("documents", [good[4], bad[1], good[1]]), ("config", 1),
+            ("documents", [good[1], nitf, good[2]]), ("truncated", 0),
+            ("documents", [bad[4], good[5]]), ("foreign", 0), ("config", 0), ("config", 1),
+            ("documents", [good[1], good[0]])]
+
+
+def prog_config(build_dir, tmp_path, **changes) -> RegressionConfig:
+    base = dict(queries=PROG_A, reconfigure=[PROG_B], documents=[], mode="programmable",
+                hardware=PROG_SPEC, items=prog_items(), seed=3, p_valid=0.7, p_ready=0.3,
+                build_dir=build_dir, replay_dir=tmp_path / "replays")
+    base.update(changes)
+    return RegressionConfig(**base)
+
+
+def check_clean_programmable_run(summary):
+    assert summary.ok, summary.format()
+    assert summary.mode == "programmable" and summary.clusters == 2
+    assert summary.queries == 4 + 4                      # //toolong/b is skipped
+    assert any("toolong" in s for s in summary.skipped_queries)
+    assert [(s["label"].split()[0], s["verdict"]) for s in summary.streams] == [
+        ("config", "accepted"), ("corrupt", "rejected"), ("config", "accepted"),
+        ("truncated", "rejected"), ("foreign", "rejected"), ("config", "accepted"),
+        ("config", "accepted")]
+    assert summary.config_stalls > 0                     # the second of A, B waited
+    # 16-bit readouts rarely fill the frame, so bytes_in seldom stalls here; readout does
+    assert summary.readout_stalls > 0, summary.format()
+    assert summary.flagged == 3                          # mismatched end, too deep, truncated
+
+
+def test_programmable_verilator_loads_rejects_and_reconfigures(build_dir, tmp_path):
+    summary = run_regression(prog_config(build_dir, tmp_path))
+    check_clean_programmable_run(summary)
+    # answers by name are the last streaming of each name: recursive.xml last ran under B
+    ref_b = ReferenceFilter([parse_query(t, i + 1) for i, t in enumerate(PROG_B[:4])])
+    assert summary.answers["recursive.xml"] == sorted(
+        i + 1 for i in ref_b.filter(GOOD["recursive.xml"]))
+    assert summary.answers["doctype.xml"] == [1]          # //c under B
+
+
+def test_programmable_unconfigured_documents_match_nothing(build_dir, tmp_path):
+    docs = [Document("r.xml", GOOD["recursive.xml"]), Document("x.xml", b"<a><b/></a>")]
+    summary = run_regression(prog_config(build_dir, tmp_path, items=[
+        ("documents", docs), ("corrupt", 0), ("documents", docs[:1])]))
+    assert summary.ok, summary.format()
+    assert summary.answers == {"r.xml": [], "x.xml": []}
+    assert summary.matches == 0
+
+
+@pytest.mark.parametrize("fault, kind", [("model", "cycle"), ("status", "cycle"),
+                                         ("reference", "document")])
+def test_programmable_checker_can_fail(build_dir, tmp_path, fault, kind):
+    summary = run_regression(prog_config(build_dir, tmp_path, fault=fault))
+    assert not summary.ok
+    assert summary.mismatch_details[0]["kind"] == kind, summary.format()
+    assert summary.replay is not None and (summary.replay / "command.sh").exists()
+    assert (summary.replay / "items.json").exists()
+    if fault == "status":
+        first = summary.mismatch_details[0]["detail"]["first"]
+        assert first["rtl"]["status"]["generation"] == 1
+        assert first["model"]["status"]["generation"] == 2
+
+
+def test_cli_regress_programmable(build_dir, tmp_path):
+    (tmp_path / "a.txt").write_text("".join(t + "\n" for t in PROG_A))
+    (tmp_path / "b.txt").write_text("".join(t + "\n" for t in PROG_B[:4]))
+    hw = tmp_path / "hw"
+    hw.mkdir()
+    (hw / "hardware.json").write_text(PROG_SPEC.to_json())
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("recursive.xml", "spaces-in-tags.xml", "doctype.xml", "last.xml"):
+        (docs / name).write_bytes(GOOD[name])
+    args = ["regress", str(tmp_path / "a.txt"), str(docs), "--mode", "programmable",
+            "--hw", str(hw), "--reconfigure", str(tmp_path / "b.txt"), "--build-dir",
+            str(build_dir), "--replay-dir", str(tmp_path / "replays")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "mismatches:  0" in result.output
+    assert "mode:        programmable" in result.output
+    assert result.output.count("rejected (expected rejected)") == 2
+    result = CliRunner().invoke(main, ["regress", str(tmp_path / "a.txt"), str(docs),
+                                       "--reconfigure", str(tmp_path / "b.txt")])
+    assert result.exit_code == 2 and "--mode programmable" in result.output
+
+
+def test_programmable_checker_without_a_simulator():
+    """The model standing in for the RTL agrees with itself; a flipped status bit is found."""
+    from sim.programmable_checker import (ProgTrace, compare_programmable_with_model,
+                                          config_payload, encode_status, stream_bits)
+    from xpfilt.model.programmable import ProgrammableModel
+    from xpfilt.programmable import configure
+    stream = configure([parse_query(t, i + 1) for i, t in enumerate(PROG_A)],
+                       PROG_SPEC).stream()
+    bits = stream_bits(stream)
+    model, trace = ProgrammableModel(PROG_SPEC), ProgTrace()
+    j = 0
+    for c in range(len(bits) * 2 + 20):
+        cv = int(j < len(bits) and c % 3 != 0)
+        cp = config_payload(bits[min(j, len(bits) - 1)], j == len(bits) - 1)
+        status = encode_status(model.status)
+        ready, beat = model.step(False, 0, False, True, cv, cp & 1, bool(cp >> 1))
+        for lst, value in ((trace.valid, 0), (trace.payload, 0), (trace.out_ready, 1),
+                           (trace.ready, int(ready)), (trace.beat, -1), (trace.cfg_valid, cv),
+                           (trace.cfg_payload, cp), (trace.cfg_ready, int(model.config_ready)),
+                           (trace.status, status)):
+            lst.append(value)
+        j += cv and model.config_ready
+    assert compare_programmable_with_model(PROG_SPEC, trace)["first"] is None
+    assert decodeable_generation(trace.status[-1]) == 1
+    trace.status[-1] ^= 1 << 9                        # rejected
+    result = compare_programmable_with_model(PROG_SPEC, trace)
+    assert result["mismatching_cycles"] == 1 and result["first"]["rtl"]["status"]["rejected"]
+
+
+def decodeable_generation(value):
+    from sim.programmable_checker import decode_status
+    return decode_status(value)["generation"]
+
+
+def test_programmable_icarus_agrees(build_dir, tmp_path):
+    check_clean_programmable_run(run_regression(prog_config(build_dir, tmp_path,
+                                                            simulator="icarus", seed=8)))

@@ -328,10 +328,24 @@ def gen_docs(dtd, root, count, size, max_depth, fanout, seed, compact, output_di
               help="Where replay folders of mismatches go (default: BUILD_DIR/replays).")
 @click.option("--no-verify-replay", is_flag=True,
               help="Do not rerun a replay folder to check (and shrink) it.")
-@click.option("--fault", type=click.Choice(["model", "reference"]), default=None, hidden=True,
-              help="Test hook: make the expectation deliberately wrong.")
+@click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
+              show_default=True, help="custom: the engine generated for QUERIES; programmable: "
+              "the generic engine of --hw, loaded with QUERIES by configuration streams.")
+@click.option("--hw", "hw_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Programmable: the directory of `xpfilt compile --mode "
+              "programmable` (its hardware.json).")
+@click.option("--reconfigure", "reconfigure", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Programmable: another query set to load after QUERIES (repeatable); the "
+                   "documents are split evenly between the query sets, in order.")
+@click.option("--bad-streams/--no-bad-streams", default=True, show_default=True,
+              help="Programmable: before each --reconfigure stream, send a corrupt and a "
+                   "truncated copy of it, which the engine must reject (keeping the old set).")
+@click.option("--fault", type=click.Choice(["model", "reference", "status"]), default=None,
+              hidden=True, help="Test hook: make the expectation deliberately wrong.")
 def regress_command(queries_path, documents, simulator, max_name, seed, p_valid, p_ready,
-                    build_dir, replay_dir, no_verify_replay, fault, **kwargs):
+                    build_dir, replay_dir, no_verify_replay, mode, hw_dir, reconfigure,
+                    bad_streams, fault, **kwargs):
     """Simulate the generated RTL of QUERIES in cocotb and check it on DOC_OR_DIR...
 
     All documents (files, or directories of *.xml) stream back to back through one simulation
@@ -339,14 +353,40 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
     cycle-accurate model, every document's answer with the reference filter (malformed, too
     deep or long-named documents must raise the error flags instead). Prints a summary; on a
     mismatch writes a replay folder with the command that reproduces it, and exits with 1.
+
+    \b
+    --mode programmable --hw DIR [--reconfigure QUERIES2]...: the programmable engine of DIR
+    (built once, whatever the queries). The host loads QUERIES by a configuration stream
+    (one bit per transfer, random gaps), streams the first share of the documents, then for
+    each --reconfigure set sends a corrupt and a truncated stream (must be rejected: the old
+    set stays) and the good one, and streams the next share. Every cycle (data, readout,
+    config.ready, config_status) is compared with the model, every document with the
+    reference of the set active when it streamed. --max-name, --max-depth and the custom
+    compile options come from hardware.json and are ignored. Example:
+
+    \b
+      xpfilt compile --mode programmable --clusters 2 --columns 64 -o hw
+      xpfilt regress A.txt docs/ --mode programmable --hw hw --reconfigure B.txt
     """
     from .regress import RegressionConfig, run_regression
 
-    config = RegressionConfig(
-        queries=queries_path, documents=list(documents), options=_options_from(kwargs),
-        simulator=simulator, seed=seed, p_valid=p_valid, p_ready=p_ready, max_name=max_name,
-        build_dir=build_dir, replay_dir=replay_dir, verify_replay=not no_verify_replay,
-        fault=fault)
+    if mode == "programmable":
+        config = RegressionConfig(
+            queries=queries_path, documents=list(documents), simulator=simulator, seed=seed,
+            p_valid=p_valid, p_ready=p_ready, build_dir=build_dir, replay_dir=replay_dir,
+            verify_replay=not no_verify_replay, fault=fault, mode=mode,
+            hardware=_load_hardware(hw_dir), reconfigure=list(reconfigure),
+            bad_streams=bad_streams)
+    else:
+        if hw_dir is not None or reconfigure:
+            raise click.UsageError("--hw and --reconfigure need --mode programmable")
+        if fault == "status":
+            raise click.UsageError("--fault status needs --mode programmable")
+        config = RegressionConfig(
+            queries=queries_path, documents=list(documents), options=_options_from(kwargs),
+            simulator=simulator, seed=seed, p_valid=p_valid, p_ready=p_ready,
+            max_name=max_name, build_dir=build_dir, replay_dir=replay_dir,
+            verify_replay=not no_verify_replay, fault=fault)
     try:
         summary = run_regression(config, log=lambda msg: click.echo(msg, err=True))
     except (ValueError, RuntimeError) as exc:

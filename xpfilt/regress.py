@@ -4,7 +4,14 @@
 hash of plan and Verilog, see :mod:`sim.runner`), streams every document back to back through
 one simulation with random valid gaps and readout backpressure, and lets the testbench
 (:mod:`sim.engine_tb`) compare every cycle with the cycle-accurate model and every document's
-answer with the reference filter. On a mismatch it writes a *replay folder* (``queries.txt``, the
+answer with the reference filter.
+
+``mode="programmable"`` runs the programmable engine of ``hardware`` (a
+:class:`~xpfilt.programmable.HardwareSpec`) instead: the testbench (:mod:`sim.programmable_tb`)
+sends a sequence of items -- configuration streams of ``queries`` and of each ``reconfigure``
+query set (and corrupt/truncated ones that must be rejected) and runs of documents -- and checks
+every cycle (data, readout, ``config.ready``, ``config_status``) against the model and every
+document against the reference of the configuration active when it streamed. On a mismatch it writes a *replay folder* (``queries.txt``, the
 failing document(s) in ``docs/``, ``mismatch.json``, the simulator log and ``command.sh``: the one
 ``xpfilt regress`` command that reproduces it) and names it in the summary.
 """
@@ -24,11 +31,13 @@ from typing import Optional, Sequence, Union
 
 from .compiler import CompileOptions, compile_queries
 from .events import Document, load_documents
+from .programmable import HardwareSpec
 from .xpath import Query, load_queries
 
 __all__ = ["RegressionConfig", "RegressionSummary", "run_regression", "SIMULATORS"]
 
 SIMULATORS = ("verilator", "icarus")
+MODES = ("custom", "programmable")
 
 DocumentSource = Union[str, Path, Document]
 
@@ -54,8 +63,21 @@ class RegressionConfig:
     replay_dir: Optional[Path] = None       # default: BUILD_DIR/replays
     verify_replay: bool = True              # rerun the replay to confirm (and shrink) it
     fault: Optional[str] = None
+    # --- mode="programmable" only ---
+    mode: str = "custom"                    # "custom" | "programmable"
+    hardware: Optional[HardwareSpec] = None
+    reconfigure: Sequence[Union[str, Path, Sequence[str]]] = ()   # query sets 2, 3, ...
+    bad_streams: bool = True                # default schedule: reject a corrupt and a
+    #                                         truncated stream before each reconfiguration
+    items: Optional[Sequence[tuple]] = None  # explicit schedule, see _schedule
 
     def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.mode == "programmable" and self.hardware is None:
+            raise ValueError("mode programmable needs a hardware spec, not None")
+        if self.mode == "custom" and (self.reconfigure or self.items is not None):
+            raise ValueError("reconfigure and items need mode programmable, not custom")
         if self.simulator not in SIMULATORS:
             raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, "
                              f"not {self.simulator!r}")
@@ -91,6 +113,10 @@ class RegressionSummary:
     replay: Optional[Path] = None
     replay_reproduces: Optional[bool] = None
     design: Optional[Path] = None
+    mode: str = "custom"
+    config_bits: int = 0         # programmable: configuration bits transferred
+    config_stalls: int = 0       # programmable: cycles a config bit waited for config.ready
+    streams: list[dict] = field(default_factory=list)   # programmable: each stream's verdict
 
     @property
     def ok(self) -> bool:
@@ -118,6 +144,12 @@ class RegressionSummary:
             f"time:        {self.wall_time:.1f} s wall; build {self.build_time:.1f} s{cached}, "
             f"Verilog {self.verilog_time:.1f} s, check {self.check_time:.1f} s",
         ]
+        if self.mode == "programmable":
+            lines.insert(1, f"mode:        programmable, {self.config_bits:,} configuration "
+                            f"bits ({self.config_stalls:,} config stalls)")
+            for s in self.streams:
+                lines.insert(-1, f"stream:      {s['label']}: {s['bits']:,} bits, "
+                                 f"{s['verdict']} (expected {s['expected']})")
         for message in self.skipped_queries[:5] + self.skipped_documents[:5]:
             lines.append(f"skipped:     {message}")
         for m in self.mismatch_details[:10]:
@@ -192,6 +224,8 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
 
     from .build import emit_verilog
 
+    if config.mode == "programmable":
+        return _run_programmable(config, log=log, write_replay=write_replay)
     wall = time.perf_counter()
     queries, skipped_queries, query_lines = _load_queries(config.queries)
     if not queries:
@@ -334,3 +368,211 @@ def _write_replay(config, query_lines, documents, mismatches, run, build_root, l
         log(f"checking that the replay in {folder} reproduces the mismatch ...")
         return folder, not run_regression(replay, write_replay=False).ok
     return folder, None
+
+
+# --- the programmable engine -------------------------------------------------------------------
+
+def corrupt_stream(stream: bytes, bit: Optional[int] = None) -> bytes:
+    """``stream`` with one bit flipped (default: the middle of the payload)."""
+    bit = len(stream) * 4 if bit is None else bit
+    data = bytearray(stream)
+    data[bit // 8] ^= 1 << (bit % 8)
+    return bytes(data)
+
+
+def truncated_stream(stream: bytes) -> bytes:
+    """The first sixteenth of ``stream`` (past the header): ends early, no CRC."""
+    return stream[:max(12, len(stream) // 16)]
+
+
+#: What the items of a programmable schedule may be: ``("config", k)`` (the stream of query set
+#: ``k``: 0 = ``queries``, 1.. = ``reconfigure``), ``("corrupt", k)`` (that stream with one
+#: payload bit flipped), ``("truncated", k)`` (cut short), ``("foreign", k)`` (query set ``k``
+#: configured for other hardware: a header with another fingerprint) and
+#: ``("documents", [sources])``.
+ITEM_KINDS = ("config", "corrupt", "truncated", "foreign", "documents")
+
+
+def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
+    """``config.items`` or the default: the documents split into ``sets`` runs; before run
+    ``k`` the stream of set ``k`` (from the second on, after a corrupt and a truncated copy
+    of it, with ``bad_streams``)."""
+    if config.items is not None:
+        for item in config.items:
+            if item[0] not in ITEM_KINDS:
+                raise ValueError(f"an item must be one of {', '.join(ITEM_KINDS)}, "
+                                 f"not {item[0]!r}")
+            if item[0] != "documents" and not 0 <= item[1] < sets:
+                raise ValueError(f"item {item!r} must name a query set in 0..{sets - 1}")
+        return list(config.items)
+    paths: list = []
+    for source in config.documents:
+        paths.extend([source] if isinstance(source, Document) else load_documents([source]))
+    items: list[tuple] = []
+    for k in range(sets):
+        if k and config.bad_streams:
+            items += [("corrupt", k), ("truncated", k)]
+        items.append(("config", k))
+        chunk = paths[len(paths) * k // sets:len(paths) * (k + 1) // sets]
+        if chunk:
+            items.append(("documents", chunk))
+    return items
+
+
+def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
+                      ) -> RegressionSummary:
+    from sim.config import TbConfig
+    from sim.runner import build_design, default_build_root, run_testbench
+
+    from .build import emit_programmable_verilog
+    from .programmable import configure
+
+    wall = time.perf_counter()
+    spec = config.hardware
+    sources = [config.queries, *config.reconfigure]
+    labels = [str(s) if isinstance(s, (str, Path)) else f"<queries {k}>"
+              for k, s in enumerate(sources)]
+    query_sets, skipped_queries, configurations, all_lines = [], [], [], []
+    for label, source in zip(labels, sources):
+        queries, skipped, lines = _load_queries(source)
+        configuration = configure(queries, spec)
+        skipped += [f"{label}: {reason}" for _, reason in configuration.rejected]
+        if not configuration.readout_bit:
+            raise ValueError(f"{label} must give at least one query that fits the hardware, "
+                             "not none")
+        query_sets.append(queries)
+        skipped_queries += skipped
+        configurations.append(configuration)
+        all_lines.append(lines)
+    build_root = Path(config.build_dir or default_build_root()).resolve()
+    run_dir = Path(tempfile.mkdtemp(prefix="cocotb_xpfilt_prog_"))
+    try:
+        items, documents, skipped_documents = [], [], []
+        for j, item in enumerate(_schedule(config, len(sources))):
+            if item[0] == "documents":
+                (run_dir / f"item{j}").mkdir()
+                docs, skipped = _documents(item[1], run_dir / f"item{j}")
+                skipped_documents += skipped
+                items.append({"kind": "documents",
+                              "documents": list(range(len(documents),
+                                                      len(documents) + len(docs)))})
+                documents += docs
+                continue
+            kind, k = item
+            stream = configurations[k].stream()
+            if kind == "corrupt":
+                stream = corrupt_stream(stream)
+            elif kind == "truncated":
+                stream = truncated_stream(stream)
+            elif kind == "foreign":
+                other = replace(spec, max_depth=spec.max_depth + 1)
+                stream = configure(query_sets[k], other).stream()
+            path = run_dir / f"item{j}-{kind}{k}.bin"
+            path.write_bytes(stream)
+            good = stream == configurations[k].stream()
+            items.append({"kind": "config", "stream": str(path), "set": k if good else None,
+                          "label": f"{kind} {labels[k]}"})
+        if not documents:
+            raise ValueError("documents must include at least one readable, non-empty "
+                             "document, not none")
+        start = time.perf_counter()
+        plan_json = spec.to_json()
+        verilog = emit_programmable_verilog(spec)
+        verilog_time = time.perf_counter() - start
+        design = build_design(plan_json, verilog, config.simulator, build_root, log=log)
+        tb = TbConfig(plan=str(design.directory / "plan.json"),
+                      documents=[(name, str(path)) for name, path in documents], queries=[],
+                      results=str(run_dir / "results.json"), seed=config.seed,
+                      p_valid=config.p_valid, p_ready=config.p_ready, max_name=spec.max_name,
+                      stall_limit=max(20_000, 4 * spec.clusters * spec.columns),
+                      fault=config.fault,
+                      extra={"items": items, "set_labels": labels,
+                             "query_sets": [[(q.number, str(q)) for q in qs]
+                                            for qs in query_sets]})
+        tb.write(run_dir / "config.json")
+        log(f"simulating {len(documents)} documents and "
+            f"{sum(i['kind'] == 'config' for i in items)} configuration streams on "
+            f"{config.simulator} ...")
+        run = run_testbench(design, run_dir / "config.json", run_dir,
+                            test_module="sim.programmable_tb")
+        results_path = run_dir / "results.json"
+        if not results_path.exists():
+            raise RuntimeError(f"the testbench wrote no results (see the log below)\n"
+                               f"{run.log.read_text(errors='replace')[-3000:]}")
+        report = json.loads(results_path.read_text())
+        mismatches = report["mismatches"]
+        if not run.passed and not mismatches:
+            mismatches = [{"kind": "testbench", "document": 0, "name": documents[0][0],
+                           "detail": f"cocotb reported {run.failed} failing tests; see "
+                                     f"{run.log}"}]
+        summary = RegressionSummary(
+            simulator=config.simulator, documents=len(documents),
+            queries=sum(len(c.readout_bit) for c in configurations), clusters=spec.clusters,
+            matches=sum(len(r["numbers"]) for r in report["documents"] if r["numbers"]),
+            flagged=sum(1 for r in report["documents"] if r["flags"]),
+            mismatches=len(mismatches), cycles=report["cycles"], bytes=report["bytes"],
+            wall_time=0.0, build_time=design.build_time, build_cached=design.cached,
+            verilog_time=verilog_time, sim_time=report["sim_time"],
+            check_time=report["check_time"], input_stalls=report["input_stalls"],
+            readout_stalls=report["readout_stalls"], skipped_queries=skipped_queries,
+            skipped_documents=skipped_documents, mismatch_details=mismatches,
+            answers={r["name"]: r["numbers"] for r in report["documents"]},
+            design=design.directory, mode="programmable", config_bits=report["config_bits"],
+            config_stalls=report["config_stalls"], streams=report["streams"])
+        if mismatches and write_replay:
+            summary.replay = _write_programmable_replay(config, all_lines, items, documents,
+                                                        mismatches, run, build_root)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    summary.wall_time = time.perf_counter() - wall
+    return summary
+
+
+def _write_programmable_replay(config, all_lines, items, documents, mismatches, run,
+                               build_root) -> Path:
+    """A replay folder: every query set, ``hardware/hardware.json``, every document in order,
+    the schedule (``items.json``), ``mismatch.json``, ``sim.log`` and ``command.sh``. The
+    command reruns the whole run (same seed, same documents); it reproduces exactly when the
+    schedule is the default one (``items.json`` records it either way)."""
+    root = Path(config.replay_dir or build_root / "replays").resolve()
+    folder = root / (f"{config.simulator}-programmable-seed{config.seed}-"
+                     f"{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 1
+    while folder.exists():
+        n += 1
+        folder = folder.with_name(folder.name.split("~")[0] + f"~{n}")
+    (folder / "docs").mkdir(parents=True)
+    (folder / "hardware").mkdir()
+    (folder / "hardware" / "hardware.json").write_text(config.hardware.to_json())
+    names = []
+    for k, lines in enumerate(all_lines):
+        names.append("queries.txt" if k == 0 else f"reconfigure-{k}.txt")
+        (folder / names[-1]).write_text("".join(line + "\n" for line in lines))
+    for i, (name, path) in enumerate(documents):
+        shutil.copyfile(path, folder / "docs" / f"{i:04d}-{_safe(name)}")
+    (folder / "items.json").write_text(json.dumps(
+        [dict(i, stream=Path(i["stream"]).name) if i["kind"] == "config" else i
+         for i in items], indent=1))
+    (folder / "mismatch.json").write_text(json.dumps(mismatches, indent=1, default=str))
+    if run.log.exists():
+        shutil.copyfile(run.log, folder / "sim.log")
+    cmd = ["xpfilt", "regress", names[0], "docs", "--mode", "programmable", "--hw", "hardware",
+           "--sim", config.simulator, "--seed", str(config.seed), "--p-valid",
+           repr(config.p_valid), "--p-ready", repr(config.p_ready), "--build-dir",
+           str(build_root)]
+    for name in names[1:]:
+        cmd += ["--reconfigure", name]
+    if not config.bad_streams:
+        cmd.append("--no-bad-streams")
+    if config.fault:
+        cmd += ["--fault", config.fault]
+    note = "" if config.items is None else \
+        "# NOTE: the run used an explicit schedule (items.json); this reruns the default one.\n"
+    (folder / "command.sh").write_text(
+        "#!/bin/sh\n# Reruns the programmable regression of mismatch.json (exit 1 = mismatch).\n"
+        + note +
+        f"command -v xpfilt >/dev/null || PATH={shlex.quote(str(Path(sys.executable).parent))}"
+        ':"$PATH"\n'
+        f'cd "$(dirname "$0")" && exec {shlex.join(cmd)}\n')
+    (folder / "command.sh").chmod(0o755)
+    return folder

@@ -1,0 +1,183 @@
+"""The scoring half of the programmable engine's cocotb testbench (:mod:`sim.programmable_tb`),
+in plain Python (no simulator needed).
+
+It extends :mod:`sim.checker` (custom engine) with the configuration port:
+
+* :class:`ProgTrace` is a :class:`sim.checker.Trace` that also records, per cycle, what the host
+  drove into ``config`` (valid, payload = {bit, last}) and what the engine showed on
+  ``config__ready`` and ``config_status``;
+* :func:`compare_programmable_with_model` steps
+  :class:`xpfilt.model.programmable.ProgrammableModel` with the trace's inputs and compares every
+  cycle's ``bytes_in.ready``, readout beat, ``config.ready`` and ``config_status``;
+* :func:`score_programmable` groups the transferred beats into documents and scores each one
+  against the reference of the configuration active when it was streamed (no configuration yet:
+  every readout bit must be 0), reusing :func:`sim.checker.score_documents`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Optional, Sequence
+
+from amaranth.lib import data
+
+from hdl.programmable import ConfigBit, ConfigStatus
+from xpfilt.model.programmable import ProgrammableModel
+from xpfilt.programmable import HardwareSpec
+
+from .checker import (BYTE_FIELDS, Expectation, Trace, decode_beat, encode_beat,
+                      score_documents)
+
+__all__ = ["STATUS_FIELDS", "CONFIG_FIELDS", "encode_status", "decode_status",
+           "config_payload", "stream_bits", "ProgTrace", "compare_programmable_with_model",
+           "score_programmable", "FAULTS"]
+
+#: (offset, width) of each field of ``config_status`` (:class:`hdl.programmable.ConfigStatus`).
+STATUS_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ConfigStatus)}
+#: (offset, width) of each field of ``config__payload`` (:class:`hdl.programmable.ConfigBit`).
+CONFIG_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ConfigBit)}
+
+#: Test hooks (see :data:`sim.checker.FAULTS`); ``status`` claims the model's ``generation``
+#: is one higher in the first cycle after the first commit.
+FAULTS = ("model", "reference", "status")
+
+_LAST_SHIFT = BYTE_FIELDS["last"][0]
+_DATA_SHIFT = BYTE_FIELDS["data"][0]
+_CFG_BIT = CONFIG_FIELDS["bit"][0]
+_CFG_LAST = CONFIG_FIELDS["last"][0]
+
+
+def encode_status(status: dict) -> int:
+    """A model status dict as the integer the RTL shows on ``config_status``."""
+    return sum((int(status[name]) & ((1 << w) - 1)) << o for name, (o, w) in STATUS_FIELDS.items())
+
+
+def decode_status(value: int) -> dict:
+    return {name: (value >> o) & ((1 << w) - 1) for name, (o, w) in STATUS_FIELDS.items()}
+
+
+def config_payload(bit: int, last: bool) -> int:
+    """The ``config__payload`` value of one stream bit."""
+    return (bit & 1) << _CFG_BIT | int(last) << _CFG_LAST
+
+
+def stream_bits(stream: bytes) -> list[int]:
+    """The bits of a configuration stream in transfer order (LSB of byte 0 first)."""
+    return [stream[i // 8] >> (i % 8) & 1 for i in range(len(stream) * 8)]
+
+
+@dataclass
+class ProgTrace(Trace):
+    """:class:`Trace` plus the configuration port: ``cfg_valid``/``cfg_payload`` driven
+    (payload as :func:`config_payload`), ``cfg_ready``/``status`` seen (status as the raw
+    ``config_status`` integer); ``cfg_end_cycle[k]``: the cycle whose transfer ended the k-th
+    configuration stream."""
+    cfg_valid: list = field(default_factory=list)
+    cfg_payload: list = field(default_factory=list)
+    cfg_ready: list = field(default_factory=list)
+    status: list = field(default_factory=list)
+    cfg_end_cycle: list = field(default_factory=list)
+
+
+def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
+                                    fault: Optional[str] = None) -> dict:
+    """Step the model with the trace's inputs; compare every cycle's ``bytes_in.ready``,
+    readout beat, ``config.ready`` and ``config_status``. Same result shape as
+    :func:`sim.checker.compare_with_model` (``first`` also has both sides' config port)."""
+    model = ProgrammableModel(spec)
+    step = model.step
+    data_mask = (1 << BYTE_FIELDS["data"][1]) - 1
+    flip_first = fault == "model"
+    bump_status = fault == "status"
+    first = None
+    bad = 0
+    for c, (valid, payload, out_ready, ready, beat, cv, cp, c_ready, status) in enumerate(zip(
+            trace.valid, trace.payload, trace.out_ready, trace.ready, trace.beat,
+            trace.cfg_valid, trace.cfg_payload, trace.cfg_ready, trace.status)):
+        m_status = model.status
+        m_ready, m_beat = step(valid, (payload >> _DATA_SHIFT) & data_mask,
+                               bool(payload >> _LAST_SHIFT & 1), out_ready,
+                               cv, cp >> _CFG_BIT & 1, bool(cp >> _CFG_LAST & 1))
+        m_cfg_ready = model.config_ready
+        if bump_status and m_status["generation"] == 1:
+            m_status = dict(m_status, generation=2)
+            bump_status = False
+        if m_beat is None:
+            expected = -1
+        else:
+            if flip_first and m_beat.first and m_beat.doc == 0:
+                m_beat = m_beat._replace(bit=m_beat.bit ^ 1)
+                flip_first = False
+            expected = encode_beat(m_beat)
+        m_status_value = encode_status(m_status)
+        if (m_ready != ready or expected != beat or bool(m_cfg_ready) != bool(c_ready)
+                or m_status_value != status):
+            bad += 1
+            if first is None:
+                rtl_beat = None if beat < 0 else decode_beat(beat)
+                doc = (m_beat.doc if m_beat is not None else
+                       rtl_beat.doc if rtl_beat is not None else None)
+                first = {
+                    "cycle": c,
+                    "document": trace.document_at(c) if doc is None else doc,
+                    "rtl": {"ready": bool(ready),
+                            "beat": None if rtl_beat is None else rtl_beat._asdict(),
+                            "config_ready": bool(c_ready), "status": decode_status(status)},
+                    "model": {"ready": bool(m_ready),
+                              "beat": None if m_beat is None else m_beat._asdict(),
+                              "config_ready": bool(m_cfg_ready), "status": m_status},
+                    "inputs": {"valid": bool(valid), "data": (payload >> _DATA_SHIFT) & data_mask,
+                               "last": bool(payload >> _LAST_SHIFT & 1),
+                               "out_ready": bool(out_ready), "config_valid": bool(cv),
+                               "config_bit": cp >> _CFG_BIT & 1,
+                               "config_last": bool(cp >> _CFG_LAST & 1)},
+                }
+    return {"cycles": len(trace), "mismatching_cycles": bad, "first": first}
+
+
+def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expectation],
+                       beats, bit_maps: Sequence[Optional[dict]]
+                       ) -> tuple[list[dict], list[dict]]:
+    """Score documents whose readout bits mean different queries: ``bit_maps[i]`` maps readout
+    bit -> query number for document ``i`` (the configuration active when it streamed), or is
+    None when no configuration was loaded (then every readout bit must be 0).
+
+    Columns that are not the last column of a query also raise their match flag, so in a
+    configured document only the bits in ``bit_maps[i]`` are scored (the others are cleared
+    first); the framing, sequence numbers and error flags are checked by
+    :func:`sim.checker.score_documents`. Returns (results, mismatches) with query numbers."""
+    masked = []
+    readout = count = 0
+    for beat in beats:
+        bits = bit_maps[readout] if readout < len(bit_maps) else None
+        if bits is not None and count not in bits:
+            beat = beat._replace(bit=0)
+        masked.append(beat)
+        count += 1
+        if beat.last:
+            readout, count = readout + 1, 0
+    positions = []
+    for exp, bits in zip(expected, bit_maps):
+        if exp.numbers is None:
+            positions.append(exp)
+            continue
+        where = {} if bits is None else {n: b for b, n in bits.items()}
+        positions.append(Expectation(tuple(sorted(where[n] for n in exp.numbers)),
+                                     exp.must_flag, exp.reason))
+    order = SimpleNamespace(query_numbers=list(range(width)))
+    results, mismatches = score_documents(order, names, positions, masked)
+    for result in results:
+        bits = bit_maps[result["document"]]
+        for key in ("numbers", "expected"):
+            if result[key] is not None and bits is not None:
+                result[key] = sorted(bits[b] for b in result[key])
+        result["configured"] = bits is not None
+    for m in mismatches:
+        if m["kind"] == "document":
+            i = m["document"]
+            r = results[i]
+            m["detail"] += (f" (readout bit positions; engine says queries {r['numbers']}, "
+                            f"the reference {r['expected']})" if bit_maps[i] is not None else
+                            " (readout bit positions; no configuration loaded: all must be 0)")
+    return results, mismatches

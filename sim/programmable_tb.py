@@ -1,0 +1,283 @@
+"""cocotb testbench of the programmable engine (``xpfilt_engine`` from
+:func:`xpfilt.build.emit_programmable_verilog`, see :class:`hdl.programmable.ProgrammableEngine`).
+
+The host (:func:`xpfilt.regress.run_regression` with ``mode="programmable"``) hands a sequence of
+*items* in ``TbConfig.extra["items"]``: runs of documents and configuration streams (good ones,
+and corrupt or truncated ones that the engine must reject). Items are sent in order: a stream is
+sent whole (one bit per ``config`` transfer, random valid gaps with probability ``p_valid``,
+honouring ``config.ready``) after the previous document's last byte was accepted and before the
+next document's first byte is offered. The :class:`sim.engine_tb.Driver` /
+:class:`sim.engine_tb.Monitor` pieces drive ``bytes_in`` and ``readout`` as for the custom engine.
+
+After the run, :mod:`sim.programmable_checker` compares every cycle's ``bytes_in.ready``, readout
+beat, ``config.ready`` and ``config_status`` with
+:class:`xpfilt.model.programmable.ProgrammableModel`, and every document's answer with the
+reference filter over the queries of the configuration active when it streamed (the last good
+stream before it; none yet: every readout bit 0). It also checks, independently of the model,
+that the cycle after each stream's last bit shows ``pending`` (good stream) or ``rejected``
+(bad), and that the final ``generation`` counts the good streams.
+
+Timing as in :mod:`sim.engine_tb`: the outputs depend on registers only; they are sampled at the
+falling edge and the inputs of the same cycle written right after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge, Timer
+
+from sim.checker import byte_payload, expectation, reference_for
+from sim.config import CONFIG_ENV, TbConfig
+from sim.engine_tb import _BLOCK, _LAST_BEAT, PERIOD_NS, Driver, Monitor, _Pattern, _reader
+from sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
+                                      config_payload, decode_status, score_programmable,
+                                      stream_bits)
+from xpfilt.programmable import HardwareSpec, configure
+from xpfilt.xpath import parse_query
+
+
+class ConfigDriver:
+    """Sends configuration streams into ``config``, one bit per transfer, random valid gaps."""
+
+    def __init__(self, dut, seed: int, p_valid: float):
+        self.pattern = _Pattern(f"{seed}/config", p_valid)
+        self.valid_h, self.payload_h = dut.config__valid, dut.config__payload
+        self.read_ready = _reader(dut.config__ready)
+        self.read_status = _reader(dut.config_status)
+        self.valid_h.value = 0
+        self.payload_h.value = 0
+
+
+def _phases(items: list[dict], documents: list[bytes]) -> list[tuple[str, list[int]]]:
+    """The items as phases: ("doc", byte payloads of a run of documents) or ("cfg", config
+    payloads of one stream)."""
+    phases = []
+    for item in items:
+        if item["kind"] == "documents":
+            stream = [byte_payload(b, i == len(documents[d]) - 1)
+                      for d in item["documents"] for i, b in enumerate(documents[d])]
+            if stream:
+                phases.append(("doc", stream))
+        else:
+            bits = stream_bits(Path(item["stream"]).read_bytes())
+            phases.append(("cfg", [config_payload(b, i == len(bits) - 1)
+                                   for i, b in enumerate(bits)]))
+    return phases
+
+
+async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Monitor,
+                    trace: ProgTrace, *, idle_cycles: int, stall_limit: int,
+                    documents: int) -> tuple[str, int]:
+    """Clock the engine through every phase and until every document is read out (plus
+    ``idle_cycles``). Returns ("" or why it stopped early, bytes accepted)."""
+    draws = {"valid": driver.pattern.extend(_BLOCK), "cfg": cfg.pattern.extend(_BLOCK),
+             "ready": monitor.pattern.extend(_BLOCK)}
+    read_ready, read_valid, read_payload = (driver.read_ready, monitor.read_valid,
+                                            monitor.read_payload)
+    read_cfg_ready, read_status = cfg.read_ready, cfg.read_status
+    valid_h, payload_h, oready_h = driver.valid_h, driver.payload_h, monitor.ready_h
+    cvalid_h, cpayload_h = cfg.valid_h, cfg.payload_h
+    t = trace
+    last_bit = byte_payload(0, True)
+    tick = Timer(PERIOD_NS, unit="ns")
+    phase, position = 0, 0
+    kind, stream = phases[0] if phases else ("doc", [])
+    accepted = readouts = 0
+    cur = {"valid": 0, "payload": 0, "oready": 0, "cvalid": 0, "cpayload": 0}
+    progress = 0
+    finished_at = None
+    cycle = 0
+    while True:
+        ready = read_ready()
+        beat = read_payload() if read_valid() else -1
+        cfg_ready = read_cfg_ready()
+        status = read_status()
+        if cycle >= len(draws["valid"]):
+            draws = {"valid": driver.pattern.extend(cycle + 1),
+                     "cfg": cfg.pattern.extend(cycle + 1),
+                     "ready": monitor.pattern.extend(cycle + 1)}
+        busy = phase < len(phases)
+        valid = draws["valid"][cycle] if busy and kind == "doc" else 0
+        cvalid = draws["cfg"][cycle] if busy and kind == "cfg" else 0
+        payload = stream[position] if busy and kind == "doc" else cur["payload"]
+        cpayload = stream[position] if busy and kind == "cfg" else cur["cpayload"]
+        out_ready = draws["ready"][cycle]
+        if valid != cur["valid"]:
+            valid_h.value = cur["valid"] = valid
+        if payload != cur["payload"]:
+            payload_h.value = cur["payload"] = payload
+        if out_ready != cur["oready"]:
+            oready_h.value = cur["oready"] = out_ready
+        if cvalid != cur["cvalid"]:
+            cvalid_h.value = cur["cvalid"] = cvalid
+        if cpayload != cur["cpayload"]:
+            cpayload_h.value = cur["cpayload"] = cpayload
+        t.valid.append(valid)
+        t.payload.append(payload)
+        t.out_ready.append(out_ready)
+        t.ready.append(ready)
+        t.beat.append(beat)
+        t.cfg_valid.append(cvalid)
+        t.cfg_payload.append(cpayload)
+        t.cfg_ready.append(cfg_ready)
+        t.status.append(status)
+        if (valid and ready) or (cvalid and cfg_ready):
+            progress = cycle
+            if valid:
+                accepted += 1
+                if payload & last_bit:
+                    t.doc_last_cycle.append(cycle)
+            position += 1
+            if position >= len(stream):
+                if kind == "cfg":
+                    t.cfg_end_cycle.append(cycle)
+                phase, position = phase + 1, 0
+                if phase < len(phases):
+                    kind, stream = phases[phase]
+        if beat >= 0 and out_ready:
+            progress = cycle
+            if beat & _LAST_BEAT:
+                readouts += 1
+        cycle += 1
+        await tick
+        if finished_at is None:
+            if phase >= len(phases) and readouts >= documents:
+                finished_at = cycle
+            elif cycle - progress > stall_limit:
+                return (f"no progress for {stall_limit} cycles at cycle {cycle}: phase "
+                        f"{phase}/{len(phases)} ({kind}), {readouts}/{documents} documents "
+                        f"read out"), accepted
+        if finished_at is not None and cycle >= finished_at + idle_cycles:
+            break
+    return "", accepted
+
+
+@cocotb.test()
+async def programmable_engine_matches_model_and_reference(dut):
+    """Every cycle (data, readout, config port, status) equals the model; every document's
+    answer equals the reference of the configuration active when it streamed."""
+    config = TbConfig.read(Path(os.environ[CONFIG_ENV]))
+    if config.fault is not None and config.fault not in FAULTS:
+        raise ValueError(f"fault must be one of {', '.join(FAULTS)}, not {config.fault!r}")
+    spec = HardwareSpec.from_json(Path(config.plan).read_text())
+    items = config.extra["items"]
+    query_sets = config.extra["query_sets"]
+    names = [name for name, _ in config.documents]
+    documents = [Path(path).read_bytes() for _, path in config.documents]
+    phases = _phases(items, documents)
+
+    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
+    driver = Driver(dut, [], config.seed, config.p_valid)
+    cfg = ConfigDriver(dut, config.seed, config.p_valid)
+    monitor = Monitor(dut, config.seed, config.p_ready)
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 2)
+    await FallingEdge(dut.clk)
+    dut.rst.value = 0
+
+    trace = ProgTrace()
+    start = time.perf_counter()
+    stopped, accepted = await run_items(dut, phases, driver, cfg, monitor, trace,
+                                        idle_cycles=config.idle_cycles,
+                                        stall_limit=config.stall_limit,
+                                        documents=len(documents))
+    sim_time = time.perf_counter() - start
+
+    start = time.perf_counter()
+    cycles = compare_programmable_with_model(spec, trace, fault=config.fault)
+    # the configuration active for each document, by the host's order of items
+    sets = {}
+    for k, texts in enumerate(query_sets):
+        queries = [parse_query(text, n) for n, text in texts]
+        configuration = configure(queries, spec)
+        placed = [q for q in queries if q.number in configuration.readout_bit]
+        sets[k] = (reference_for(placed), {b: n for n, b in configuration.readout_bit.items()})
+    empty = reference_for([])
+    active, bit_maps, expected, doc_sets, mismatches = None, [], [], [], []
+    config_items = []
+    for item in items:
+        if item["kind"] == "config":
+            config_items.append(item)
+            if item["set"] is not None:
+                active = item["set"]
+            continue
+        for d in item["documents"]:
+            (reference, numbers), bits = sets[active] if active is not None else (empty, None)
+            expected.append(expectation(reference, numbers, documents[d],
+                                        max_depth=spec.max_depth, max_name=spec.max_name))
+            bit_maps.append(bits)
+            doc_sets.append(active)
+    if config.fault == "reference":
+        for i, exp in enumerate(expected):
+            if exp.numbers is not None and bit_maps[i]:
+                victim = min(bit_maps[i].values())
+                expected[i] = type(exp)(tuple(sorted(set(exp.numbers) ^ {victim})),
+                                        exp.must_flag, "fault injected: reference answer changed")
+                break
+    results, doc_mismatches = score_programmable(spec.clusters * spec.columns, names, expected,
+                                                 trace.transferred(), bit_maps)
+    for r, k in zip(results, doc_sets):
+        r["configuration"] = None if k is None else config.extra["set_labels"][k]
+    # the loader's verdict on each stream, independently of the model
+    good = 0
+    streams = []
+    for k, item in enumerate(config_items):
+        if k >= len(trace.cfg_end_cycle):
+            break
+        c = trace.cfg_end_cycle[k] + 1
+        seen = decode_status(trace.status[c]) if c < len(trace.status) else None
+        verdict = None if seen is None else ("accepted" if seen["pending"] and not
+                                             seen["rejected"] else
+                                             "rejected" if seen["rejected"] else "neither")
+        want = "rejected" if item["set"] is None else "accepted"
+        good += item["set"] is not None
+        streams.append({"label": item["label"], "bits": len(stream_bits(
+            Path(item["stream"]).read_bytes())), "verdict": verdict, "expected": want,
+            "end_cycle": trace.cfg_end_cycle[k]})
+        if verdict != want:
+            mismatches.append({"kind": "stream", "document": trace.document_at(c),
+                               "name": item["label"],
+                               "detail": f"stream {item['label']!r}: the status after its last "
+                                         f"bit says {verdict} ({seen}), not {want}"})
+    if trace.status:
+        final = decode_status(trace.status[-1])
+        if final["generation"] != good % 256 or final["loaded"] != int(good > 0):
+            mismatches.append({"kind": "stream", "document": len(names) - 1,
+                               "name": names[-1] if names else "",
+                               "detail": f"final status {final}: {good} good streams were sent"})
+    mismatches.extend(doc_mismatches)
+    check_time = time.perf_counter() - start
+    if stopped:
+        at = trace.document_at(len(trace))
+        mismatches.insert(0, {"kind": "stall", "document": at, "name": names[at],
+                              "detail": stopped})
+    if cycles["first"] is not None:
+        at = min(cycles["first"]["document"], len(names) - 1)
+        mismatches.insert(0, {"kind": "cycle", "document": at, "name": names[at],
+                              "detail": cycles})
+    report = {
+        "cycles": len(trace),
+        "bytes": accepted,
+        "config_bits": sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and r),
+        "sim_time": sim_time,
+        "check_time": check_time,
+        "mismatching_cycles": cycles["mismatching_cycles"],
+        "input_stalls": sum(1 for v, r in zip(trace.valid, trace.ready) if v and not r),
+        "readout_stalls": sum(1 for b, r in zip(trace.beat, trace.out_ready) if b >= 0 and not r),
+        "config_stalls": sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and not r),
+        "streams": streams,
+        "final_status": decode_status(trace.status[-1]) if trace.status else None,
+        "documents": results,
+        "mismatches": mismatches,
+    }
+    Path(config.results).write_text(json.dumps(report, indent=1))
+    dut._log.info("%d cycles in %.2f s (%.0f cycles/s), checked in %.2f s: %d mismatches",
+                  len(trace), sim_time, len(trace) / max(sim_time, 1e-9), check_time,
+                  len(mismatches))
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[0]}"
