@@ -73,8 +73,8 @@ CONFIGS = {
 BREAKDOWN = [(4, 256), (8, 256), (8, 1024)]
 #: (depth, queries, configuration) points; the single-optimization ones only for 256 queries.
 POINTS = ([(d, 256, c) for d in (4, 8) for c in CONFIGS]
-          + [(d, 1024, c) for d in (4, 8) for c in ("all on", "all off",
-                                                    "(1)(2)(3) off, prefix sharing on")])
+          + [(d, n, c) for n in (1024, 2000) for d in (4, 8)
+             for c in ("all on", "all off", "(1)(2)(3) off, prefix sharing on")])
 
 
 def log(message: str) -> None:
@@ -323,7 +323,7 @@ def make_notes(rows: list[dict], seconds: float, digest: str) -> str:
         "*(1)(2)(3) off, prefix sharing on* isolates the paper's column optimizations.",
         "",
     ]
-    for n in (256, 1024):
+    for n in (256, 1024, 2000):
         on = engines.get((8, n, "all on"))
         off = engines.get((8, n, "all off"))
         cols = engines.get((8, n, "(1)(2)(3) off, prefix sharing on"))
