@@ -25,7 +25,7 @@ from .cluster import ERROR_WIDTH
 from .engine import EngineFrame
 from .frontend import ByteLayout, EventLayout, NameTapLayout
 from .readout import ReadoutLayout
-from .stacks import packed_stack
+from .stacks import match_flags, packed_stack
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "ProgrammableCluster",
            "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
@@ -275,12 +275,7 @@ class ProgrammableCluster(wiring.Component):
         m.d.comb += new.eq(((wildcard | hit) & source) | (descendant & top))
         packed_stack(m, ev, top, new, spec.max_depth)
 
-        flags = Signal(n)
-        m.d.comb += self.matches.eq(flags | Mux(ev.push, new, 0))
-        with m.If(self.clear):
-            m.d.sync += flags.eq(0)
-        with m.Elif(ev.push):
-            m.d.sync += flags.eq(self.matches)
+        match_flags(m, ev, self.clear, new, self.matches)
         return m
 
 

@@ -21,7 +21,7 @@ from xpfilt.compiler import Cluster
 
 from .frontend import ErrorFlags
 
-__all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack"]
+__all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack", "match_flags"]
 
 
 class DecodedEventLayout(data.StructLayout):
@@ -80,7 +80,6 @@ class StackBank(wiring.Component):
 
         top = Signal(width)
         new = Signal(width)
-        flags = Signal(len(cluster.queries))
         packed_stack(m, ev, top, new, self.max_depth)
 
         # the tag of the new element and of its parent arrive one-hot: tag id t is bit t - 1
@@ -117,14 +116,20 @@ class StackBank(wiring.Component):
                 terms.append(top[c])
             m.d.comb += new[c].eq(Cat(*terms).any())
 
-        hits = Cat(*(fires[q.node] for q in cluster.queries))
-        m.d.comb += self.matches.eq(flags | Mux(ev.push, hits, 0))
-
-        with m.If(self.clear):
-            m.d.sync += flags.eq(0)
-        with m.Elif(ev.push):
-            m.d.sync += flags.eq(self.matches)
+        match_flags(m, ev, self.clear, Cat(*(fires[q.node] for q in cluster.queries)),
+                    self.matches)
         return m
+
+
+def match_flags(m: Module, ev, clear, hits, matches) -> None:
+    """Sticky match flags: ``matches`` shows the flags including this cycle's ``hits`` (on a
+    push); ``clear`` (the readout's capture) empties them."""
+    flags = Signal(len(matches))
+    m.d.comb += matches.eq(flags | Mux(ev.push, hits, 0))
+    with m.If(clear):
+        m.d.sync += flags.eq(0)
+    with m.Elif(ev.push):
+        m.d.sync += flags.eq(matches)
 
 
 
