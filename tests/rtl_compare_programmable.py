@@ -21,7 +21,9 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
                          seed: int = 0, p_valid: float = 0.9, p_ready: float = 0.9,
                          extra_cycles: int = 300) -> dict:
     """``items``: documents (bytes) and configuration streams (``("config", stream_bytes)``),
-    sent in order (a configuration is sent whole before the next document starts).
+    sent in order (a configuration is sent whole before the next document starts), or
+    ``("config+doc", stream_bytes, document)``: both at once, so the stream completes while the
+    document streams and its commit must wait for the document boundary.
     Returns the first mismatch (or None), the readout beats, the status after each item."""
     rng = random.Random(seed)
     dut = ProgrammableEngine(spec)
@@ -32,8 +34,10 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
         for item in list(items) + [None]:
             if item is None:
                 byte_stream, cfg = [], []
-            elif isinstance(item, tuple):
-                byte_stream, cfg = [], stream_bits(item[1])
+            elif isinstance(item, tuple):   # ("config", stream) or ("config+doc", stream, doc)
+                cfg = stream_bits(item[1])
+                doc = item[2] if len(item) > 2 else b""
+                byte_stream = [(b, i == len(doc) - 1) for i, b in enumerate(doc)]
             else:
                 byte_stream, cfg = [(b, i == len(item) - 1) for i, b in enumerate(item)], []
             i = j = idle = 0

@@ -168,3 +168,18 @@ def test_preload_leaves_the_state_a_real_load_leaves():
         load_configuration(loaded, configuration.stream())
         preload_configuration(preloaded, configuration)
         assert model_state(loaded) == model_state(preloaded)
+
+
+def test_a_stream_completing_mid_document_commits_at_the_boundary():
+    """The configuration finishes while a long document streams: that document is filtered
+    entirely with the old configuration, the next one entirely with the new."""
+    config_a, config_b = configure(SET_A, SPEC), configure(SET_B, SPEC)
+    long_doc = b"<a>" + b"<x><c/></x><b><c/></b>" * 60 + b"</a>"
+    items = [("config", config_a.stream()), DOCS[0],
+             ("config+doc", config_b.stream(), long_doc), DOCS[1]]
+    result = compare_programmable(SPEC, items, seed=9, p_valid=0.9, p_ready=0.9)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
+    assert len(config_b.stream()) * 8 < len(long_doc)     # the stream ends mid-document
+    assert readout_matches(config_a, readouts[1].bits) == reference_numbers(SET_A, long_doc)
+    assert readout_matches(config_b, readouts[2].bits) == reference_numbers(SET_B, DOCS[1])
