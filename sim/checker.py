@@ -257,3 +257,17 @@ def with_reference_fault(expected: Sequence[Expectation], plan: Plan) -> list[Ex
                                  "fault injected: reference answer changed")
             break
     return out
+
+
+def root_cause_first(mismatches: list, trace, names: Sequence[str], stopped,
+                     cycles: dict) -> list:
+    """Put the root cause in front: the first cycle that differs from the model, then a stall
+    (the simulation stopped waiting), then the per-document mismatches."""
+    front = []
+    if cycles["first"] is not None:
+        at = min(cycles["first"]["document"], len(names) - 1)
+        front.append({"kind": "cycle", "document": at, "name": names[at], "detail": cycles})
+    if stopped:
+        at = trace.document_at(len(trace))
+        front.append({"kind": "stall", "document": at, "name": names[at], "detail": stopped})
+    return front + list(mismatches)

@@ -39,7 +39,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
 from sim.checker import (FAULTS, READOUT_FIELDS, Trace, byte_payload, compare_with_model,
-                         expectation, reference_for, score_documents, with_reference_fault)
+                         expectation, reference_for, root_cause_first, score_documents,
+                         with_reference_fault)
 from sim.config import CONFIG_ENV, TbConfig
 from xpfilt.compiler import Plan
 from xpfilt.xpath import parse_query
@@ -201,15 +202,7 @@ async def engine_matches_model_and_reference(dut):
         expected = with_reference_fault(expected, plan)
     results, mismatches = score_documents(plan, names, expected, trace.transferred())
     check_time = time.perf_counter() - start
-    # the root cause first: the first cycle that differs from the model, then a hang
-    if stopped:
-        at = trace.document_at(len(trace))
-        mismatches.insert(0, {"kind": "stall", "document": at, "name": names[at],
-                              "detail": stopped})
-    if cycles["first"] is not None:
-        at = min(cycles["first"]["document"], len(names) - 1)
-        mismatches.insert(0, {"kind": "cycle", "document": at, "name": names[at],
-                              "detail": cycles})
+    mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
     report = {
         "cycles": len(trace),
         "bytes": len(driver.stream),

@@ -32,7 +32,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
-from sim.checker import byte_payload, expectation, reference_for
+from sim.checker import byte_payload, expectation, reference_for, root_cause_first
 from sim.config import CONFIG_ENV, TbConfig
 from sim.engine_tb import _BLOCK, _LAST_BEAT, PERIOD_NS, Driver, Monitor, _Pattern, _reader
 from sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
@@ -253,14 +253,7 @@ async def programmable_engine_matches_model_and_reference(dut):
                                "detail": f"final status {final}: {good} good streams were sent"})
     mismatches.extend(doc_mismatches)
     check_time = time.perf_counter() - start
-    if stopped:
-        at = trace.document_at(len(trace))
-        mismatches.insert(0, {"kind": "stall", "document": at, "name": names[at],
-                              "detail": stopped})
-    if cycles["first"] is not None:
-        at = min(cycles["first"]["document"], len(names) - 1)
-        mismatches.insert(0, {"kind": "cycle", "document": at, "name": names[at],
-                              "detail": cycles})
+    mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
     report = {
         "cycles": len(trace),
         "bytes": accepted,

@@ -215,12 +215,30 @@ def _documents(sources: Sequence[DocumentSource], run_dir: Path
     return docs, skipped
 
 
+def _run_testbench(design, run_dir: Path, first_name: str, **kwargs):
+    """Run the cocotb test on ``run_dir/config.json``; return the run, its report and the
+    mismatches (a failing cocotb test without a recorded mismatch becomes one)."""
+    from sim.runner import run_testbench
+
+    run = run_testbench(design, run_dir / "config.json", run_dir, **kwargs)
+    results_path = run_dir / "results.json"
+    if not results_path.exists():
+        raise RuntimeError(f"the testbench wrote no results (see the log below)\n"
+                           f"{run.log.read_text(errors='replace')[-3000:]}")
+    report = json.loads(results_path.read_text())
+    mismatches = report["mismatches"]
+    if not run.passed and not mismatches:
+        mismatches = [{"kind": "testbench", "document": 0, "name": first_name,
+                       "detail": f"cocotb reported {run.failed} failing tests; see {run.log}"}]
+    return run, report, mismatches
+
+
 def run_regression(config: RegressionConfig, *, log=lambda message: None,
                    write_replay: bool = True) -> RegressionSummary:
     """Build (cached) and simulate the engine for ``config``; see the module docstring.
     ``log`` gets progress messages; ``write_replay=False``: no replay folder on a mismatch."""
     from sim.config import TbConfig
-    from sim.runner import build_design, default_build_root, run_testbench
+    from sim.runner import build_design, default_build_root
 
     from .build import emit_verilog
 
@@ -252,17 +270,7 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
                       fault=config.fault)
         tb.write(run_dir / "config.json")
         log(f"simulating {len(documents)} documents on {config.simulator} ...")
-        run = run_testbench(design, run_dir / "config.json", run_dir)
-        results_path = run_dir / "results.json"
-        if not results_path.exists():
-            raise RuntimeError(f"the testbench wrote no results (see the log below)\n"
-                               f"{run.log.read_text(errors='replace')[-3000:]}")
-        report = json.loads(results_path.read_text())
-        mismatches = report["mismatches"]
-        if not run.passed and not mismatches:
-            mismatches = [{"kind": "testbench", "document": 0, "name": documents[0][0],
-                           "detail": f"cocotb reported {run.failed} failing tests; see "
-                                     f"{run.log}"}]
+        run, report, mismatches = _run_testbench(design, run_dir, documents[0][0])
         answers = {r["name"]: r["numbers"] for r in report["documents"]}
         summary = RegressionSummary(
             simulator=config.simulator, documents=len(documents), queries=len(queries),
@@ -422,7 +430,7 @@ def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
 def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
                       ) -> RegressionSummary:
     from sim.config import TbConfig
-    from sim.runner import build_design, default_build_root, run_testbench
+    from sim.runner import build_design, default_build_root
 
     from .build import emit_programmable_verilog
     from .programmable import configure
@@ -493,18 +501,8 @@ def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
         log(f"simulating {len(documents)} documents and "
             f"{sum(i['kind'] == 'config' for i in items)} configuration streams on "
             f"{config.simulator} ...")
-        run = run_testbench(design, run_dir / "config.json", run_dir,
-                            test_module="sim.programmable_tb")
-        results_path = run_dir / "results.json"
-        if not results_path.exists():
-            raise RuntimeError(f"the testbench wrote no results (see the log below)\n"
-                               f"{run.log.read_text(errors='replace')[-3000:]}")
-        report = json.loads(results_path.read_text())
-        mismatches = report["mismatches"]
-        if not run.passed and not mismatches:
-            mismatches = [{"kind": "testbench", "document": 0, "name": documents[0][0],
-                           "detail": f"cocotb reported {run.failed} failing tests; see "
-                                     f"{run.log}"}]
+        run, report, mismatches = _run_testbench(design, run_dir, documents[0][0],
+                                                 test_module="sim.programmable_tb")
         summary = RegressionSummary(
             simulator=config.simulator, documents=len(documents),
             queries=sum(len(c.readout_bit) for c in configurations), clusters=spec.clusters,
