@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup demo test regress bench clean
+.PHONY: setup demo test regress bench bench-synth clean
 
 setup: $(STAMP)
 
@@ -27,9 +27,14 @@ test: $(STAMP)
 regress: $(STAMP)
 	$(BIN)/python -m pytest -q -rP -m regress
 
-## bench: benchmarks; numbers land in bench/results/
+## bench: software, model, compile-time and simulation benchmarks; numbers land in bench/results/
 bench: $(STAMP)
-	cd bench && for script in reference_throughput model_throughput compile_time; do ../$(BIN)/python $$script.py || exit 1; done
+	cd bench && for script in reference_throughput model_throughput compile_time cocotb_speed; do ../$(BIN)/python $$script.py || exit 1; done
+
+## bench-synth: synthesis and place-and-route benchmarks (Yosys, nextpnr; tens of minutes cold)
+bench-synth: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,sim,synth]'
+	cd bench && for script in resources fmax programmable; do ../$(BIN)/python $$script.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis
