@@ -181,18 +181,24 @@ class ModelEngine:
         # no query, no hardware: every document matches nothing
         self.model = EngineModel(self.plan, max_name=max_name) if self.queries else None
         position = {q.number: i for i, q in enumerate(self.queries)}
-        self._positions = [position[n] for n in self.plan.query_numbers]
+        self._bits = [(i, position[n]) for i, n in enumerate(self.plan.query_numbers)]
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
-        if isinstance(document, (bytes, bytearray)):
-            document = Document("<bytes>", bytes(document))
         if self.model is None:
             return frozenset()
-        readout = run_documents(self.model, [document.data])[0]
-        if readout.errors:
-            raise EngineError(document.name, readout.errors)
-        return frozenset(self._positions[i] for i in range(self.model.width)
-                         if readout.bits >> i & 1)
+        return filter_with_model(self.model, document, self._bits)
+
+
+def filter_with_model(model: FrameModel, document: Union[Document, bytes],
+                      bits: Sequence[tuple[int, int]]) -> frozenset[int]:
+    """Run one document through ``model``; return the query positions whose readout bit is set
+    (``bits``: (readout bit, query position) pairs). A flagged document raises EngineError."""
+    if isinstance(document, (bytes, bytearray)):
+        document = Document("<bytes>", bytes(document))
+    readout = run_documents(model, [document.data])[0]
+    if readout.errors:
+        raise EngineError(document.name, readout.errors)
+    return frozenset(p for bit, p in bits if readout.bits >> bit & 1)
 
 
 class EngineError(DocumentError):

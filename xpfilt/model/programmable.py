@@ -16,9 +16,8 @@ from hdl.programmable import CRC32_POLY
 from xpfilt.programmable import (CRC_BITS, FLAG_BITS, FORMAT_VERSION, HEADER_BITS, MAGIC,
                                  Configuration, HardwareSpec)
 
-from ..events import Document
 from ..xpath import Query
-from .engine import Beat, EngineError, FrameModel, run_documents
+from .engine import Beat, FrameModel, filter_with_model
 from .frontend import FrontEndModel
 
 __all__ = ["ProgrammableModel", "ProgrammableModelEngine", "load_configuration",
@@ -274,10 +273,4 @@ class ProgrammableModelEngine:
                       for number, bit in self.configuration.readout_bit.items()]
 
     def filter(self, document) -> frozenset[int]:
-        if isinstance(document, (bytes, bytearray)):
-            document = Document("<bytes>", bytes(document))
-        readout = run_documents(self.model, [document.data])[0]
-        if readout.errors:
-            raise EngineError(document.name, readout.errors)
-        return frozenset(p for bit, p in self._bits if readout.bits >> bit & 1)
-
+        return filter_with_model(self.model, document, self._bits)
