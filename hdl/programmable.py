@@ -18,7 +18,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.programmable import (CRC_BITS, FLAG_BITS, FORMAT_VERSION, HEADER_BITS, MAGIC,
+from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
 
 from .cluster import ERROR_WIDTH
@@ -113,8 +113,7 @@ class ConfigLoader(wiring.Component):
         take = port.valid & port.ready
         crc_next = Signal(32)
         m.d.comb += crc_next.eq((crc >> 1) ^ Mux(crc[0] ^ bit, CRC32_POLY, 0))
-        expected = (MAGIC | FORMAT_VERSION << 16 | spec.fingerprint << 24
-                    | spec.payload_bits << 56)
+        expected = spec.header
         header_next = Cat(header[1:], bit)
         received_next = Cat(received_crc[1:], bit)
         final_crc = crc ^ 0xFFFFFFFF

@@ -77,6 +77,12 @@ class HardwareSpec:
         return HEADER_BITS + self.payload_bits + CRC_BITS
 
     @property
+    def header(self) -> int:
+        """The 88-bit stream header this hardware accepts (magic, version, fingerprint, length)."""
+        return (MAGIC | FORMAT_VERSION << 16 | self.fingerprint << 24
+                | self.payload_bits << 56)
+
+    @property
     def fingerprint(self) -> int:
         """32 bits that change with every parameter (and the stream format)."""
         text = json.dumps([FORMAT_VERSION, asdict(self)], sort_keys=True).encode()
@@ -138,8 +144,7 @@ class Configuration:
     def stream(self) -> bytes:
         """The configuration stream (header, payload, CRC) as bytes, LSB first."""
         spec = self.spec
-        header = (MAGIC | FORMAT_VERSION << 16 | spec.fingerprint << 24
-                  | spec.payload_bits << 56).to_bytes(HEADER_BITS // 8, "little")
+        header = spec.header.to_bytes(HEADER_BITS // 8, "little")
         payload = bytearray()
         for cluster in self.columns:
             for p in range(spec.max_tag_len):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from hdl.programmable import CRC32_POLY
-from xpfilt.programmable import (CRC_BITS, FLAG_BITS, FORMAT_VERSION, HEADER_BITS, MAGIC,
+from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  Configuration, HardwareSpec)
 
 from ..xpath import Query
@@ -69,8 +69,7 @@ class ProgrammableModel(FrameModel):
         self.width = spec.clusters * spec.columns
         self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
                                        report_names=True)
-        self._expected_header = (MAGIC | FORMAT_VERSION << 16 | spec.fingerprint << 24
-                                 | spec.payload_bits << 56)
+        self._expected_header = spec.header
         self.reset()
 
     def reset(self) -> None:
