@@ -109,7 +109,7 @@ def main(argv=None) -> int:
 
 def _custom_hardware(queries, docs, expected, out: Path) -> bool:
     from .build import compile_to_directory
-    from .compiler import CompileOptions
+    from .compiler import CompileOptions, Plan
     from .model.engine import EngineModel, run_documents
 
     start = time.perf_counter()
@@ -120,8 +120,7 @@ def _custom_hardware(queries, docs, expected, out: Path) -> bool:
                             "| + (3)")):
             print("  " + line.lstrip("* "))
     print(f"  plan + Verilog in {elapsed:.1f} s -> {out / 'custom'}/xpfilt_engine.v")
-    from .compiler import compile_queries
-    plan = compile_queries(queries)
+    plan = Plan.from_json((out / "custom" / "plan.json").read_text())   # the plan just written
     model = EngineModel(plan)
     start = time.perf_counter()
     readouts = run_documents(model, [d.data for d in docs])
