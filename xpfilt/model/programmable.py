@@ -204,9 +204,8 @@ class ProgrammableModel(FrameModel):
             c.flags |= new
 
     def _pop(self) -> None:
-        for c in self.clusters:
-            if len(c.stack) > 1:
-                c.stack.pop()
+        for c in self.clusters:   # the front end never pops at level 0
+            c.stack.pop()
 
     def _restart(self) -> None:
         for c in self.clusters:
