@@ -36,6 +36,7 @@ from resources import (CACHE, cache_key, log, run_cached, run_tool, source_diges
 from xpfilt.build import TOP_NAME, emit_verilog
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.paths import shared_data
+from xpfilt.synth import summarize_nextpnr_report as summarize_report
 from xpfilt.xpath import load_queries
 
 FREQ = 100   # MHz, nextpnr's target
@@ -75,29 +76,6 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     log(f"{label}: nextpnr {' '.join(part_args)} {state}"
         + (f" -- {result['error']}" if result["error"] else ""))
     return result
-
-
-def summarize_report(report: dict) -> dict:
-    fmax = report.get("fmax", {})
-    clocks = {net: v.get("achieved") for net, v in fmax.items()}
-    out = {"fmax_mhz": min(clocks.values()) if clocks else None,
-           "clocks": clocks,
-           "utilization": {k: f"{v['used']}/{v['available']}"
-                           for k, v in report.get("utilization", {}).items() if v.get("used")}}
-    paths = report.get("critical_paths", [])
-    if paths:
-        steps = paths[0].get("path", [])
-        if steps:
-            out["critical_from"] = steps[0].get("from", {}).get("cell")
-            out["critical_to"] = steps[-1].get("to", {}).get("cell")
-            logic = [s for s in steps if s.get("type") == "logic"]
-            # cells crossed by the path (a LUT5/6 made of LUT4 + PFUMX shows as several steps)
-            out["critical_cells"] = len({s["from"].get("cell") for s in logic})
-            out["critical_ns"] = round(sum(s.get("delay", 0) for s in steps), 2)
-            out["critical_logic_ns"] = round(sum(s.get("delay", 0) for s in logic), 2)
-            out["critical_route_ns"] = round(sum(s.get("delay", 0) for s in steps
-                                                 if s.get("type") == "routing"), 2)
-    return out
 
 
 def run_point(family: str, n: int, verilog: str, stats: dict) -> dict:

@@ -45,18 +45,12 @@ from common import save
 from xpfilt.build import TOP_NAME, emit_verilog
 from xpfilt.compiler import CompileOptions, Plan, compile_queries
 from xpfilt.paths import shared_data
+from xpfilt.synth import tool, xilinx_counts  # noqa: F401  (re-exported to fmax/programmable)
 from xpfilt.xpath import load_queries
 
 CACHE = Path(os.environ.get("XPFILT_SYNTH_CACHE", "/tmp/synth_cache"))
 TIMEOUT = 900   # seconds per tool run
 
-#: LUTs of a 7-series / UltraScale slice that one LUT-RAM cell occupies.
-LUTRAM_LUTS = {
-    "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8,
-    "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4,
-    "RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4,
-}
-SRL_CELLS = ("SRL16E", "SRLC16E", "SRLC32E")
 
 ALL_ON = CompileOptions()
 ALL_OFF = CompileOptions(opt_last=False, opt_root=False, opt_share=False, prefix_sharing=False)
@@ -79,15 +73,6 @@ POINTS = ([(d, 256, c) for d in (4, 8) for c in CONFIGS]
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def tool(name: str) -> str:
-    """Path of a YoWASP entry point: next to this Python first, then on PATH."""
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if not found:
-        raise SystemExit(f"{name} not found: pip install -e '.[synth]'")
-    return found
 
 
 def tool_version(name: str) -> str:
@@ -182,34 +167,6 @@ def yosys_synth(verilog: str, top: str, synth_cmd: str, *, label: str,
     state = "cached" if result["cached"] else f"{result['seconds']:.0f} s"
     log(f"{label}: yosys {state}" + (f" -- {result['error']}" if result["error"] else ""))
     return result
-
-
-def xilinx_counts(cells: dict) -> dict:
-    """Summarize a ``synth_xilinx`` cell histogram (see the module docstring)."""
-    cells = {k: v for k, v in cells.items() if not k.startswith("$scopeinfo")}
-    luts = sum(cells.get(f"LUT{i}", 0) for i in range(1, 7))
-    inv = cells.get("INV", 0)
-    ffs = sum(v for k, v in cells.items() if k.startswith("FD"))
-    lutram = {k: v for k, v in cells.items()
-              if k in LUTRAM_LUTS or re.fullmatch(r"RAM\d+(M\d*|X\d+[SD])", k)}
-    lutram_luts = sum(LUTRAM_LUTS.get(k, 4) * v for k, v in lutram.items())
-    srl = sum(cells.get(k, 0) for k in SRL_CELLS)
-    bram = {k: v for k, v in cells.items() if k.startswith("RAMB")}
-    carry = sum(v for k, v in cells.items() if k.startswith("CARRY"))
-    muxf = sum(v for k, v in cells.items() if k.startswith("MUXF"))
-    known = ({f"LUT{i}" for i in range(1, 7)} | {"INV"} | set(lutram) | set(SRL_CELLS)
-             | set(bram))
-    other = {k: v for k, v in cells.items()
-             if k not in known and not k.startswith(("FD", "CARRY", "MUXF"))}
-    return {
-        "luts": luts, "inv": inv, "ffs": ffs,
-        "lutram": ", ".join(f"{k} {v}" for k, v in sorted(lutram.items())) or "-",
-        "lutram_luts": lutram_luts, "srl": srl,
-        "bram": ", ".join(f"{k} {v}" for k, v in sorted(bram.items())) or "-",
-        "carry": carry, "muxf": muxf,
-        "other": ", ".join(f"{k} {v}" for k, v in sorted(other.items())) or "-",
-        "lut6_eq": luts + inv + lutram_luts + srl,
-    }
 
 
 XILINX = "synth_xilinx -flatten -noiopad -noclkbuf -top {top}"

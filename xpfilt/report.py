@@ -1,0 +1,302 @@
+"""``xpfilt report OUT/``: a sweep's rows turned into plots and a summary a person can read.
+
+:func:`write_report` reads the rows of a sweep folder (:class:`xpfilt.sweep_store.SweepStore`)
+and writes into ``OUT/report/`` (or another folder):
+
+* ``fmax_vs_cluster_size.png`` -- Fmax against cluster size, a line per engine / depth / device
+  (the paper's Fig. 9);
+* ``resources_vs_query_nodes.png`` -- LUTs and Fmax against query nodes, custom beside
+  programmable (Fig. 10);
+* ``throughput_vs_queries.png`` -- MB/s (bytes per cycle x Fmax) against the number of queries,
+  with the software filters measured by ``bench/reference_throughput.py`` as reference lines
+  (Fig. 11);
+* ``summary.md`` and ``index.html`` -- what was swept, how the points ended, the best points per
+  engine, the tables behind each plot, and every failure with its reason;
+* ``rows.csv`` -- every row, for a spreadsheet.
+
+A plot whose metric no point has (e.g. Fmax of a sweep without ``place_and_route``) is replaced
+by a sentence saying which option produces it.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Union
+
+__all__ = ["write_report", "Report"]
+
+POINT_FIELDS = ("engine", "device", "queries", "depth", "p_wildcard", "p_descendant",
+                "cluster_size", "opt_last", "opt_root", "opt_share", "prefix_sharing",
+                "max_depth", "seed")
+
+
+@dataclass
+class Report:
+    """What :func:`write_report` wrote: the folder, the files, and the row counts."""
+    folder: Path
+    files: list = field(default_factory=list)
+    rows: int = 0
+    ok: int = 0
+
+
+def _series_label(row: dict) -> str:
+    return f"{row['engine']} d{row['depth']} {row['device']}"
+
+
+def _opts(row: dict) -> str:
+    flags = [row.get("opt_last"), row.get("opt_root"), row.get("opt_share"),
+             row.get("prefix_sharing")]
+    return "all on" if all(flags) else "all off" if not any(flags) else "mixed"
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _grouped(rows, x: str, y: str, key=_series_label) -> dict:
+    """{series: [(x, median y over the points sharing x)]} for rows that have both."""
+    groups: dict = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if row.get(x) is not None and row.get(y) is not None:
+            groups[key(row)][row[x]].append(row[y])
+    return {s: sorted((xv, _median(ys)) for xv, ys in pts.items())
+            for s, pts in sorted(groups.items())}
+
+
+def _software_baselines() -> list[tuple[str, list[tuple[int, float]]]]:
+    """(label, [(queries, MB/s)]) from bench/results/reference_throughput.json, if present."""
+    from .paths import repo_root
+    path = repo_root() / "bench" / "results" / "reference_throughput.json"
+    if not path.exists():
+        return []
+    rows = [r for r in json.loads(path.read_text()).get("rows", [])
+            if str(r.get("workload", "")).startswith("NITF")]
+    out = []
+    for name, column in (("xpfilt reference (software)", "reference_MBps"),
+                         ("lxml, one query at a time", "lxml_MBps")):
+        points = sorted((r["queries"], r[column]) for r in rows if r.get(column))
+        if points:
+            out.append((name, points))
+    return out
+
+
+def _plot(path: Path, panels: list[dict]) -> bool:
+    """Draw ``panels`` (title, xlabel, ylabel, series {label: [(x, y)]}, optional lines,
+    logx) side by side into ``path``; False if no panel has data."""
+    if not any(p["series"] for p in panels):
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.6), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        for label, points in panel["series"].items():
+            xs, ys = zip(*points)
+            ax.plot(xs, ys, marker="o", label=label)
+        for label, points in panel.get("lines", []):
+            xs, ys = zip(*points)
+            ax.plot(xs, ys, linestyle="--", color="grey", marker="x", label=label)
+        ax.set_title(panel["title"])
+        ax.set_xlabel(panel["xlabel"])
+        ax.set_ylabel(panel["ylabel"])
+        if panel.get("logx"):
+            ax.set_xscale("log", base=2)
+        if panel.get("logy"):
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        if panel["series"] or panel.get("lines"):
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return "" if v is None else str(v)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]] = None) -> Report:
+    """Plots and summaries for the sweep in ``sweep_dir`` (see the module docstring)."""
+    from .sweep_store import SweepStore
+
+    rows = SweepStore(sweep_dir).rows()
+    if not rows:
+        raise FileNotFoundError(f"{sweep_dir}: no sweep rows (engine=*/device=*/*.parquet) "
+                                "here; run `xpfilt sweep SPEC.yaml -o DIR` first")
+    folder = Path(folder) if folder else Path(sweep_dir) / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    report = Report(folder, rows=len(rows))
+    ok = [r for r in rows if r["status"] == "ok"]
+    report.ok = len(ok)
+    sections: list[tuple[str, str, Optional[str]]] = []   # (title, markdown, image)
+
+    # -- overview
+    statuses = defaultdict(int)
+    for r in rows:
+        statuses[r["status"]] += 1
+    axes = {f: sorted({r[f] for r in rows if r.get(f) is not None}, key=str)
+            for f in POINT_FIELDS}
+    swept = [[f, ", ".join(map(str, v))] for f, v in axes.items() if len(v) > 1]
+    fixed = [[f, v[0]] for f, v in axes.items() if len(v) == 1]
+    overview = (f"{len(rows)} design points: "
+                + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + ".\n\n"
+                + "Swept:\n\n" + _table(["field", "values"], swept)
+                + "\n\nFixed:\n\n" + _table(["field", "value"], fixed))
+    sections.append(("Overview", overview, None))
+
+    # -- Fig. 9: Fmax vs cluster size
+    with_fmax = [r for r in ok if r.get("fmax_mhz")]
+    image = folder / "fmax_vs_cluster_size.png"
+    series = _grouped(with_fmax, "cluster_size", "fmax_mhz",
+                      key=lambda r: f"{_series_label(r)} {_opts(r)}")
+    if _plot(image, [{"title": "Fmax vs cluster size (cf. paper Fig. 9)",
+                      "xlabel": "cluster size (queries / columns per cluster)",
+                      "ylabel": "Fmax (MHz, nextpnr)", "series": series, "logx": True}]):
+        table = _table(["series", "cluster size: Fmax MHz (median)"],
+                       [[s, ", ".join(f"{x}: {y:.1f}" for x, y in pts)]
+                        for s, pts in series.items()])
+        sections.append(("Fmax vs cluster size", table, image.name))
+        report.files.append(image)
+    else:
+        sections.append(("Fmax vs cluster size", "No point has an Fmax: run the sweep with "
+                         "`place_and_route: true` and an `ecp5` or `ice40` device.", None))
+
+    # -- Fig. 10: resources and Fmax vs query nodes
+    image = folder / "resources_vs_query_nodes.png"
+    luts = _grouped([r for r in ok if r.get("luts")], "query_nodes", "luts",
+                    key=lambda r: f"{r['engine']} {r['device']} {_opts(r)}")
+    fmax = _grouped(with_fmax, "query_nodes", "fmax_mhz",
+                    key=lambda r: f"{r['engine']} {r['device']} {_opts(r)}")
+    if _plot(image, [
+            {"title": "Resources vs query nodes (cf. Fig. 10)", "xlabel": "query nodes",
+             "ylabel": "LUTs (LUT6-eq. xilinx, LUT4 ecp5/ice40)", "series": luts,
+             "logx": True, "logy": True},
+            {"title": "Fmax vs query nodes", "xlabel": "query nodes", "ylabel": "Fmax (MHz)",
+             "series": fmax, "logx": True}]):
+        per_node = defaultdict(list)
+        for r in ok:
+            if r.get("luts") and r.get("query_nodes"):
+                per_node[(r["engine"], r["device"], _opts(r))].append(r["luts"] / r["query_nodes"])
+        table = _table(["engine", "device", "optimizations", "LUTs per query node (median)",
+                        "points"],
+                       [[*k, _median(v), len(v)] for k, v in sorted(per_node.items())])
+        sections.append(("Resources and Fmax vs query nodes", table, image.name))
+        report.files.append(image)
+    else:
+        sections.append(("Resources vs query nodes", "No point has resource counts: run the "
+                         "sweep with `synthesize: true`.", None))
+
+    # -- Fig. 11: throughput vs queries
+    image = folder / "throughput_vs_queries.png"
+    with_tp = [r for r in ok if r.get("throughput_MBps")]
+    series = _grouped(with_tp, "queries", "throughput_MBps",
+                      key=lambda r: f"{_series_label(r)} {_opts(r)}")
+    baselines = _software_baselines()
+    if _plot(image, [{"title": "Throughput vs number of queries (cf. Fig. 11)",
+                      "xlabel": "queries", "ylabel": "MB/s (bytes/cycle x Fmax)",
+                      "series": series, "lines": baselines, "logx": True, "logy": True}]):
+        best = sorted(with_tp, key=lambda r: -r["throughput_MBps"])[:10]
+        table = _table(["engine", "device", "queries", "depth", "cluster size", "opts",
+                        "bytes/cycle", "Fmax MHz", "MB/s"],
+                       [[r["engine"], r["device"], r["queries"], r["depth"], r["cluster_size"],
+                         _opts(r), r["bytes_per_cycle"], r["fmax_mhz"], r["throughput_MBps"]]
+                        for r in best])
+        note = ("Dashed lines: software filters on this machine (bench/results/"
+                "reference_throughput.json).\n\n" if baselines else "")
+        sections.append(("Throughput vs queries (best 10 points)", note + table, image.name))
+        report.files.append(image)
+    else:
+        sections.append(("Throughput vs queries", "No point has a throughput (it needs an "
+                         "Fmax): run the sweep with `place_and_route: true`.", None))
+
+    # -- model-only numbers every ok point has
+    model = sorted(ok, key=lambda r: (r["engine"], r["depth"], r["queries"], r["cluster_size"]))
+    sections.append(("Every point", _table(
+        ["engine", "device", "queries", "depth", "cluster", "opts", "nodes", "columns",
+         "clusters", "bytes/cycle", "LUTs", "FFs", "Fmax", "MB/s", "s"],
+        [[r["engine"], r["device"], r["queries"], r["depth"], r["cluster_size"], _opts(r),
+          r.get("query_nodes"), r.get("columns"), r.get("clusters"), r.get("bytes_per_cycle"),
+          r.get("luts"), r.get("ffs"), r.get("fmax_mhz"), r.get("throughput_MBps"),
+          r.get("seconds")] for r in model]), None))
+
+    failed = [r for r in rows if r["status"] != "ok"]
+    if failed:
+        sections.append(("Failures", _table(
+            ["status", "engine", "device", "queries", "depth", "cluster", "reason"],
+            [[r["status"], r["engine"], r["device"], r["queries"], r["depth"],
+              r["cluster_size"], r["reason"]] for r in failed]), None))
+
+    report.files += _write_texts(folder, sweep_dir, sections, rows)
+    return report
+
+
+def _write_texts(folder: Path, sweep_dir, sections, rows) -> list[Path]:
+    title = f"xpfilt sweep report: {Path(sweep_dir).resolve().name}"
+    md = [f"# {title}", ""]
+    for name, body, image in sections:
+        md += [f"## {name}", ""]
+        if image:
+            md += [f"![{name}]({image})", ""]
+        md += [body, ""]
+    summary = folder / "summary.md"
+    summary.write_text("\n".join(md))
+
+    page = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>",
+            "<style>body{font-family:sans-serif;max-width:1300px;margin:2em auto}"
+            "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;"
+            "padding:2px 6px}img{max-width:100%}</style>", f"<h1>{html.escape(title)}</h1>"]
+    for name, body, image in sections:
+        page.append(f"<h2>{html.escape(name)}</h2>")
+        if image:
+            page.append(f"<img src='{image}' alt='{html.escape(name)}'>")
+        page.append(_markdown_to_html(body))
+    index = folder / "index.html"
+    index.write_text("\n".join(page))
+
+    table = folder / "rows.csv"
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with open(table, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return [summary, index, table]
+
+
+def _markdown_to_html(text: str) -> str:
+    """The small Markdown subset the sections use: paragraphs and pipe tables."""
+    out, table = [], []
+
+    def flush():
+        if table:
+            head, *body = [r for r in table if not set(r.replace("|", "")) <= set("-: ")]
+            cells = lambda r: [c.strip().replace("\\|", "|") for c in r.strip("|").split(" | ")]
+            out.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells(head))
+                       + "</tr>" + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>"
+                                                            for c in cells(r)) + "</tr>"
+                                           for r in body) + "</table>")
+            table.clear()
+
+    for line in text.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        if line.strip():
+            out.append(f"<p>{html.escape(line).replace('`', '')}</p>")
+    flush()
+    return "\n".join(out)

