@@ -1,7 +1,8 @@
 """A Spark session for xpfilt's fan-out, set up so that workers can run the project's code.
 
 :func:`spark_context` starts (or reuses) a ``SparkContext`` for ``master`` (``local[*]`` by
-default; any master URL -- ``spark://``, ``yarn``, ``k8s://`` -- is passed through unchanged),
+default, or the one ``spark-submit --master`` gave; any master URL -- ``spark://``, ``yarn``,
+``k8s://`` -- is passed through unchanged),
 with what this machine needs: ``SPARK_LOCAL_IP`` defaulting to 127.0.0.1 for local masters,
 ``PYSPARK_PYTHON`` defaulting to this interpreter (workers otherwise run ``python3`` from PATH
 and cannot import the project), quiet logs and no console progress bar (xpfilt draws its own).
@@ -69,7 +70,8 @@ def spark_context(master: Optional[str] = None, app_name: str = "xpfilt",
         from pyspark import SparkConf, SparkContext
     except ImportError:
         raise RuntimeError("PySpark is not installed: pip install -e '.[spark]'") from None
-    master = master or DEFAULT_MASTER
+    conf = SparkConf()   # under spark-submit this already holds --master and --conf values
+    master = master or conf.get("spark.master", DEFAULT_MASTER)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -79,7 +81,7 @@ def spark_context(master: Optional[str] = None, app_name: str = "xpfilt",
         os.environ.setdefault("XPFILT_SHARED", str(shared_dir()))
     except FileNotFoundError:
         pass
-    conf = (SparkConf().setMaster(master).setAppName(app_name)
+    conf = (conf.setMaster(master).setIfMissing("spark.app.name", app_name)
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.ui.enabled", "false")
             .set("spark.python.worker.reuse", "true")
