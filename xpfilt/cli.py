@@ -466,10 +466,9 @@ def sweep_command(spec_path, output_dir, master, retry_failed, limit, make_repor
         spec = load_spec(spec_path)
     except ValueError as exc:
         raise click.ClickException(str(exc))
-    click.echo(f"{len(spec.points())} points in {spec_path}; results in {output_dir}", err=True)
     try:
         summary = run_sweep(spec, output_dir, master=master, retry_failed=retry_failed,
-                            limit=limit)
+                            limit=limit, log=lambda message: click.echo(message, err=True))
     except RuntimeError as exc:
         raise click.ClickException(str(exc))
     click.echo(summary.line())

@@ -242,7 +242,8 @@ class _Evaluate:
 
 def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] = None,
               retry_failed: bool = False, progress: bool = True, limit: Optional[int] = None,
-              on_row: Optional[Callable[[dict], None]] = None) -> SweepSummary:
+              on_row: Optional[Callable[[dict], None]] = None,
+              log: Callable[[str], None] = lambda message: None) -> SweepSummary:
     """Evaluate the points of ``spec`` missing from ``out`` (all of them with ``retry_failed``
     except those that succeeded) and save each row as it arrives. ``master``: a Spark master or
     ``"serial"``; ``limit``: stop after that many new points (for tests and dry runs)."""
@@ -256,6 +257,8 @@ def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] =
     summary = SweepSummary(total=len(points), skipped=len(points) - len(todo))
     if limit is not None:
         todo = todo[:limit]
+    log(f"{summary.skipped} of {summary.total} points already in {out}; computing {len(todo)}"
+        + (f" on {master or 'Spark local[*]'}" if todo else ""))
     start = time.perf_counter()
     # a point gets the tool timeout for each of its two tool runs, plus the rest
     point_timeout = None if spec.timeout is None else 3 * spec.timeout + 60
