@@ -23,7 +23,7 @@ def _fill(folder, with_pnr=True):
         for queries in (16, 64):
             for cluster in (8, 32):
                 extra = dict(luts=scale * 25 * queries * 3, ffs=5 * queries,
-                             bytes_per_cycle=0.99)
+                             bytes_per_cycle=0.99, columns=queries * 2)
                 if with_pnr:
                     extra.update(fmax_mhz=120 - cluster / 2 - queries / 8,
                                  throughput_MBps=0.99 * (120 - cluster / 2 - queries / 8))
@@ -37,7 +37,8 @@ def test_report_draws_the_three_figures_and_lists_failures(tmp_path):
     report = write_report(tmp_path)
     names = {p.name for p in report.files}
     assert {"fmax_vs_cluster_size.png", "resources_vs_query_nodes.png",
-            "throughput_vs_queries.png", "summary.md", "index.html", "rows.csv"} <= names
+            "throughput_vs_queries.png", "columns_vs_query_nodes.png", "summary.md",
+            "index.html", "rows.csv"} <= names
     for p in report.files:
         if p.suffix == ".png":
             assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000

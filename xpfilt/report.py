@@ -7,6 +7,8 @@ and writes into ``OUT/report/`` (or another folder):
   (the paper's Fig. 9);
 * ``resources_vs_query_nodes.png`` -- LUTs and Fmax against query nodes, custom beside
   programmable (Fig. 10);
+* ``columns_vs_query_nodes.png`` -- stack columns against query nodes (the compiler's count,
+  no synthesis needed) and the model's bytes per cycle against queries;
 * ``throughput_vs_queries.png`` -- MB/s (bytes per cycle x Fmax) against the number of queries,
   with the software filters measured by ``bench/reference_throughput.py`` as reference lines
   (Fig. 11);
@@ -223,6 +225,25 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
     else:
         sections.append(("Throughput vs queries", "No point has a throughput (it needs an "
                          "Fmax): run the sweep with `place_and_route: true`.", None))
+
+    # -- what the compiler alone says (every point has it, synthesized or not)
+    image = folder / "columns_vs_query_nodes.png"
+    columns = _grouped([r for r in ok if r.get("columns")], "query_nodes", "columns",
+                       key=lambda r: f"{r['engine']} d{r['depth']} {_opts(r)}")
+    bpc = _grouped([r for r in ok if r.get("bytes_per_cycle")], "queries", "bytes_per_cycle",
+                   key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']}")
+    if _plot(image, [
+            {"title": "Stack columns vs query nodes (compiler, no synthesis)",
+             "xlabel": "query nodes", "ylabel": "columns (custom: after optimizations)",
+             "series": columns, "logx": True, "logy": True},
+            {"title": "Sustained input (cycle-accurate model)", "xlabel": "queries",
+             "ylabel": "bytes per cycle", "series": bpc, "logx": True}]):
+        sections.append(("Columns and bytes per cycle (no synthesis needed)",
+                         "Columns: the custom engine's stack columns after the column "
+                         "optimizations (programmable: the generic columns provided). Bytes "
+                         "per cycle below 1.0: cycles the input waited for the serial readout.",
+                         image.name))
+        report.files.append(image)
 
     # -- model-only numbers every ok point has
     model = sorted(ok, key=lambda r: (r["engine"], r["depth"], r["queries"], r["cluster_size"]))
