@@ -229,7 +229,8 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
     # -- what the compiler alone says (every point has it, synthesized or not)
     image = folder / "columns_vs_query_nodes.png"
     columns = _grouped([r for r in ok if r.get("columns")], "query_nodes", "columns",
-                       key=lambda r: f"{r['engine']} d{r['depth']} {_opts(r)}")
+                       key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']} "
+                                     f"{_opts(r)}")
     bpc = _grouped([r for r in ok if r.get("bytes_per_cycle")], "queries", "bytes_per_cycle",
                    key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']}")
     if _plot(image, [
