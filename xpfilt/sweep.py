@@ -67,10 +67,13 @@ def grid(spec: dict) -> list[DesignPoint]:
 
 
 def evaluate(point: DesignPoint, *, synthesize: bool = False, place_and_route: bool = False,
-             timeout: Optional[float] = 900, target_mhz: float = 200) -> dict:
+             timeout: Optional[float] = 900, target_mhz: float = 200,
+             jobs: Optional[int] = None) -> dict:
     """One row for ``point``: workload, compile/configure, Verilog, model run, and with
     ``synthesize`` Yosys cell counts, with ``place_and_route`` also nextpnr's Fmax and the
-    throughput. ``timeout`` caps each tool run (seconds). Never raises."""
+    throughput. ``timeout`` caps each tool run (seconds); ``jobs``: processes converting the
+    clusters to Verilog (default one per core; 1 when points already run in parallel).
+    Never raises."""
     from .synth import ToolError
 
     row: dict = dataclasses.asdict(point)
@@ -79,7 +82,7 @@ def evaluate(point: DesignPoint, *, synthesize: bool = False, place_and_route: b
     try:
         with tempfile.TemporaryDirectory(prefix="xpfilt-point-") as tmp:
             _evaluate_into(point, Path(tmp), row, synthesize or place_and_route,
-                           place_and_route, timeout, target_mhz)
+                           place_and_route, timeout, target_mhz, jobs)
     except ToolError as exc:   # the tool's own reason is enough
         row.update(status="timeout" if "timed out" in str(exc) else "failed", reason=str(exc))
     except Exception as exc:   # a failed point is a row with its reason, never an exception
@@ -90,7 +93,8 @@ def evaluate(point: DesignPoint, *, synthesize: bool = False, place_and_route: b
 
 
 def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
-                   place_and_route: bool, timeout: Optional[float], target_mhz: float) -> None:
+                   place_and_route: bool, timeout: Optional[float], target_mhz: float,
+                   jobs: Optional[int]) -> None:
     from . import synth, workloads
     from .build import TOP_NAME, emit_programmable_verilog, emit_verilog
     from .compiler import CompileOptions, compile_queries
@@ -117,7 +121,7 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
             prefix_sharing=point.prefix_sharing))
         row.update(columns=plan.stats["columns"], clusters=plan.stats["clusters"],
                    tags=plan.stats["tags"])
-        verilog = emit_verilog(plan)
+        verilog = emit_verilog(plan, jobs=jobs)
         model = EngineModel(plan)
     elif point.engine == "programmable":
         from .model.programmable import ProgrammableModel, preload_configuration
@@ -232,9 +236,9 @@ class SweepSummary:
 class _Evaluate:
     """``evaluate`` with a spec's options bound (picklable, unlike a lambda)."""
 
-    def __init__(self, spec: SweepSpec):
+    def __init__(self, spec: SweepSpec, jobs: Optional[int]):
         self.options = dict(synthesize=spec.synthesize, place_and_route=spec.place_and_route,
-                            timeout=spec.timeout, target_mhz=spec.target_mhz)
+                            timeout=spec.timeout, target_mhz=spec.target_mhz, jobs=jobs)
 
     def __call__(self, point: DesignPoint) -> dict:
         return evaluate(point, **self.options)
@@ -243,11 +247,14 @@ class _Evaluate:
 def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] = None,
               retry_failed: bool = False, progress: bool = True, limit: Optional[int] = None,
               on_row: Optional[Callable[[dict], None]] = None,
-              log: Callable[[str], None] = lambda message: None) -> SweepSummary:
+              log: Callable[[str], None] = lambda message: None,
+              verilog_jobs: Optional[int] = None) -> SweepSummary:
     """Evaluate the points of ``spec`` missing from ``out`` (all of them with ``retry_failed``
     except those that succeeded) and save each row as it arrives. ``master``: a Spark master or
-    ``"serial"``; ``limit``: stop after that many new points (for tests and dry runs)."""
-    from .fanout import fan_out
+    ``"serial"``; ``limit``: stop after that many new points (for tests and dry runs);
+    ``verilog_jobs``: processes per point for Verilog (default: all cores when serial, 1 on
+    Spark, where the points themselves fill the cores)."""
+    from .fanout import SERIAL, fan_out
     from .sweep_store import SweepStore
 
     store = SweepStore(out)
@@ -262,7 +269,10 @@ def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] =
     start = time.perf_counter()
     # a point gets the tool timeout for each of its two tool runs, plus the rest
     point_timeout = None if spec.timeout is None else 3 * spec.timeout + 60
-    for outcome in fan_out(todo, _Evaluate(spec), master=master, timeout=point_timeout,
+    if verilog_jobs is None and master != SERIAL:
+        verilog_jobs = 1
+    for outcome in fan_out(todo, _Evaluate(spec, verilog_jobs), master=master,
+                           timeout=point_timeout,
                            progress=progress, label="points"):
         row = outcome.value if outcome.status == "ok" else {
             **dataclasses.asdict(outcome.item), "key": outcome.item.key(),
