@@ -49,7 +49,13 @@ _VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wwarn-WIDTHTRUNC",
 #: Build-log lines that say a module instance connects a port to a signal of another width.
 _PORT_WIDTH = re.compile(r"^.*(?:%Warning-WIDTH\w*: .*port connection .*expects|"
                          r"warning: Port .* expects \d+ bits, got \d+).*$", re.M)
-_PORTS_VLT = f'`verilator_config\npublic_flat_rw -module "{TOP_NAME}" -var "*"\n'
+
+
+def _ports_vlt(toplevel: str) -> str:
+    """Verilator configuration that keeps the ports of ``toplevel`` visible to cocotb."""
+    return f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n'
+
+
 _TIMESCALE = ("1ns", "1ps")
 
 
@@ -117,16 +123,17 @@ class BuiltDesign:
     key: str
     build_time: float      # seconds the (first) build took
     cached: bool           # True: this call reused an earlier build
+    toplevel: str = TOP_NAME
 
     @property
     def sim_build(self) -> Path:
         return self.directory / "sim_build"
 
 
-def design_key(simulator: str, plan_json: str, verilog: str) -> str:
+def design_key(simulator: str, plan_json: str, verilog: str, toplevel: str = TOP_NAME) -> str:
     digest = hashlib.sha256()
-    for part in (simulator, toolchain_version(simulator), " ".join(_VERILATOR_ARGS), _PORTS_VLT,
-                 plan_json, verilog):
+    for part in (simulator, toolchain_version(simulator), " ".join(_VERILATOR_ARGS),
+                 _ports_vlt(toplevel), plan_json, verilog):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:24]
@@ -134,28 +141,32 @@ def design_key(simulator: str, plan_json: str, verilog: str) -> str:
 
 def build_design(plan_json: str, verilog: str, simulator: str,
                  build_root: Optional[Path] = None, *,
-                 log: Callable[[str], None] = lambda _: None) -> BuiltDesign:
-    """Build (or reuse) the simulation of ``verilog`` (top :data:`xpfilt.build.TOP_NAME`)."""
+                 log: Callable[[str], None] = lambda _: None,
+                 toplevel: str = TOP_NAME) -> BuiltDesign:
+    """Build (or reuse) the simulation of ``verilog`` (top module ``toplevel``, by default
+    :data:`xpfilt.build.TOP_NAME`; ``plan_json`` is any text describing the design, kept
+    beside the build)."""
     _check_simulator(simulator)
     root = Path(build_root or default_build_root()).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    key = design_key(simulator, plan_json, verilog)
+    key = design_key(simulator, plan_json, verilog, toplevel)
     directory = root / key
     stamp = directory / "built.json"
     with open(root / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.exists():
             info = json.loads(stamp.read_text())
-            return BuiltDesign(simulator, directory, key, info["build_time"], True)
+            return BuiltDesign(simulator, directory, key, info["build_time"], True,
+                               info.get("toplevel", TOP_NAME))
         if directory.exists():            # an interrupted build
             shutil.rmtree(directory)
         directory.mkdir()
         (directory / "plan.json").write_text(plan_json)
-        source = directory / f"{TOP_NAME}.v"
+        source = directory / f"{toplevel}.v"
         source.write_text(verilog)
         sources = [source]
         if simulator == "verilator":
-            (directory / "ports.vlt").write_text(_PORTS_VLT)
+            (directory / "ports.vlt").write_text(_ports_vlt(toplevel))
             sources.insert(0, directory / "ports.vlt")
         log(f"building {simulator} simulation in {directory} ...")
         start = time.perf_counter()
@@ -163,7 +174,7 @@ def build_design(plan_json: str, verilog: str, simulator: str,
         with _environment(simulator):
             try:
                 runner.build(
-                    sources=sources, hdl_toplevel=TOP_NAME, build_dir=directory / "sim_build",
+                    sources=sources, hdl_toplevel=toplevel, build_dir=directory / "sim_build",
                     build_args=_VERILATOR_ARGS if simulator == "verilator" else [],
                     timescale=_TIMESCALE if simulator == "icarus" else None,
                     log_file=directory / "build.log", always=True)
@@ -179,8 +190,9 @@ def build_design(plan_json: str, verilog: str, simulator: str,
         if simulator == "verilator":
             _prune(directory / "sim_build")
         stamp.write_text(json.dumps({"build_time": elapsed, "simulator": simulator,
-                                     "toolchain": toolchain_version(simulator)}))
-        return BuiltDesign(simulator, directory, key, elapsed, False)
+                                     "toolchain": toolchain_version(simulator),
+                                     "toplevel": toplevel}))
+        return BuiltDesign(simulator, directory, key, elapsed, False, toplevel)
 
 
 def _prune(sim_build: Path) -> None:
@@ -219,7 +231,7 @@ def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path, *,
     start = time.perf_counter()
     with _environment(design.simulator):
         try:
-            runner.test(test_module=test_module, hdl_toplevel=TOP_NAME,
+            runner.test(test_module=test_module, hdl_toplevel=design.toplevel,
                         hdl_toplevel_lang="verilog", build_dir=design.sim_build,
                         test_dir=run_dir, results_xml=str(results_xml), log_file=log,
                         extra_env={CONFIG_ENV: str(Path(config_path).resolve())})

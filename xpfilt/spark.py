@@ -23,7 +23,7 @@ from typing import Optional
 __all__ = ["spark_context", "package_zip", "DEFAULT_MASTER"]
 
 DEFAULT_MASTER = "local[*]"
-PACKAGES = ("xpfilt", "hdl", "sim")
+PACKAGES = ("xpfilt", "hdl", "sim", "boards")
 
 #: Spark's own logging: errors only, and not the task failures xpfilt reports as rows itself.
 LOG4J2 = """\

@@ -25,7 +25,7 @@ from .frontend import NO_EVENT, FrontEndModel
 from .stacks import ClusterStacks
 
 __all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
-           "run_documents"]
+           "run_documents", "readout_positions", "answer_positions"]
 
 
 class Beat(NamedTuple):
@@ -180,13 +180,30 @@ class ModelEngine:
         self.plan = compile_queries(self.queries, options)
         # no query, no hardware: every document matches nothing
         self.model = EngineModel(self.plan, max_name=max_name) if self.queries else None
-        position = {q.number: i for i, q in enumerate(self.queries)}
-        self._bits = [(i, position[n]) for i, n in enumerate(self.plan.query_numbers)]
+        self._bits = readout_positions(enumerate(self.plan.query_numbers), self.queries)
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         if self.model is None:
             return frozenset()
         return filter_with_model(self.model, document, self._bits)
+
+
+def readout_positions(numbers_by_bit: Iterable[tuple[int, int]], queries: Sequence[Query]
+                      ) -> list[tuple[int, int]]:
+    """(readout bit, query position in ``queries``) pairs from (readout bit, query number)
+    pairs -- a plan's readout order (``enumerate(plan.query_numbers)``) or a programmable
+    configuration's readout map. Readout bits of queries not in ``queries`` are dropped."""
+    position = {q.number: i for i, q in enumerate(queries)}
+    return [(bit, position[n]) for bit, n in numbers_by_bit if n in position]
+
+
+def answer_positions(name: str, readout: DocumentReadout, bits: Sequence[tuple[int, int]]
+                     ) -> frozenset[int]:
+    """The query positions whose readout bit is set (``bits`` from :func:`readout_positions`);
+    a flagged document raises :class:`EngineError`."""
+    if readout.errors:
+        raise EngineError(name, readout.errors)
+    return frozenset(p for bit, p in bits if readout.bits >> bit & 1)
 
 
 def filter_with_model(model: FrameModel, document: Union[Document, bytes],
@@ -196,9 +213,7 @@ def filter_with_model(model: FrameModel, document: Union[Document, bytes],
     if isinstance(document, (bytes, bytearray)):
         document = Document("<bytes>", bytes(document))
     readout = run_documents(model, [document.data])[0]
-    if readout.errors:
-        raise EngineError(document.name, readout.errors)
-    return frozenset(p for bit, p in bits if readout.bits >> bit & 1)
+    return answer_positions(document.name, readout, bits)
 
 
 class EngineError(DocumentError):

@@ -17,7 +17,7 @@ from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  Configuration, HardwareSpec)
 
 from ..xpath import Query
-from .engine import Beat, FrameModel, filter_with_model
+from .engine import Beat, FrameModel, filter_with_model, readout_positions
 from .frontend import FrontEndModel
 
 __all__ = ["ProgrammableModel", "ProgrammableModelEngine", "load_configuration",
@@ -266,9 +266,9 @@ class ProgrammableModelEngine:
         self.configuration: Configuration = configure(self.queries, spec)
         self.model = ProgrammableModel(spec)
         preload_configuration(self.model, self.configuration)
-        position = {q.number: i for i, q in enumerate(self.queries)}
-        self._bits = [(bit, position[number])
-                      for number, bit in self.configuration.readout_bit.items()]
+        self._bits = readout_positions(
+            ((bit, number) for number, bit in self.configuration.readout_bit.items()),
+            self.queries)
 
     def filter(self, document) -> frozenset[int]:
         return filter_with_model(self.model, document, self._bits)

@@ -1,0 +1,330 @@
+"""Board capacity: the largest custom and programmable designs that place and route on the
+iCEBreaker (iCE40UP5K) and the ULX3S-85F (ECP5), with Fmax and throughput.
+
+Everything is a real board build (:func:`xpfilt.board.build_board`: engine + UART host link +
+LEDs, the board's clock and pins; Yosys, nextpnr, pack). Per board and design kind:
+
+1. two sizes: the smaller one placed and routed (its nextpnr logic cells per Yosys LUT give the
+   packing ratio), the larger one synthesized only;
+2. a line through the two (Yosys LUTs and flip-flops against size: a fixed part plus a part per
+   query or column) predicts the size that fills :data:`FILL` of the device's logic cells (and
+   flip-flops);
+3. place and route confirms it, at the prediction on the iCE40 and at the size for 80 % of
+   the device on the ECP5 (:data:`CONFIRM_FILL`); on failure the size steps down 12 % (up to
+   two times); on the iCE40, where a run takes a minute, steps up of 8 % follow until one
+   fails (up to four).
+
+Custom engines: NITF queries of depth 4 and 8 (``nitf-d{4,8}-p15-n2000.txt``, then queries
+generated from the NITF DTD with the same settings once 2,000 are not enough), compile options
+as ``xpfilt build`` (all optimizations, stacks 16 deep). Programmable engines: clusters of
+columns (tags up to 16 bytes, 16 deep); the queries of each depth that their columns hold are
+counted with :func:`xpfilt.programmable.configure`.
+
+Throughput: the engine takes one byte per cycle while documents are longer than the readout
+(one cycle per readout bit, double-buffered), so on the 100 NITF documents it sustains
+``sum(len) / sum(max(len, width))`` bytes per cycle, times the clock (the board's, and Fmax).
+The UART is the real bottleneck on these boards: 10 line bits per byte, and ``xpfilt host``
+sends a document, then waits for its readout frame (``ceil(width / 8) + 7`` bytes back).
+
+Runs are capped: ``--budget`` seconds in all (default 2,400), each tool run by the time left
+and each place and route by :data:`PNR_CAP`.
+A point whose confirmation does not finish in time is reported as predicted only. Results are
+cached per build in ``--work`` (default /tmp/board_capacity) so an interrupted run resumes.
+Saved to bench/results/capacity.{json,md}.
+
+Usage: python bench/capacity.py [--budget S] [--work DIR] [--only icebreaker|ulx3s-85f]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+
+from common import save
+
+from boards import get_board
+from xpfilt import workloads
+from xpfilt.board import BuildConfig, BuildError, build_board, custom_design, programmable_design
+from xpfilt.compiler import CompileOptions
+from xpfilt.events import load_documents
+from xpfilt.paths import shared_data
+from xpfilt.programmable import HardwareSpec, configure
+from xpfilt.xpath import parse_query
+
+FILL = 0.9
+#: Where place and route starts confirming: at FILL on the iCE40 (a run takes a minute); lower
+#: on the ECP5, where placing a nearly full 85F takes half an hour and then fails to legalise
+#: (13,935 depth-8 queries: 1,612 s, then "Unable to find legal placement").
+CONFIRM_FILL = {"ice40": FILL, "ecp5": 0.8}
+#: Longest place and route per family: a nearly full UP5K can spend many minutes legalising
+#: (6 programmable columns, 96 % of the cells: > 8 min); such a size counts as not fitting.
+PNR_CAP = {"ice40": 300, "ecp5": 2700}
+BAUDS = (115_200, 3_000_000)
+#: (board, kind, depth): the two sizes (queries, or columns = clusters x per-cluster columns).
+POINTS = [
+    ("icebreaker", "custom", 4, (32, 96)),
+    ("icebreaker", "custom", 8, (32, 96)),
+    ("icebreaker", "programmable", None, (4, 8)),
+    ("ulx3s-85f", "custom", 8, (1000, 3000)),
+    ("ulx3s-85f", "custom", 4, (1000, 3000)),
+    ("ulx3s-85f", "programmable", None, (128, 384)),
+]
+#: nextpnr options per board: router2 routes the large ECP5 designs ~3x faster than the
+#: default router1 (2,000 queries: 50 s instead of 172 s) at a lower Fmax (62 vs 84 MHz).
+NEXTPNR = {"icebreaker": (), "ulx3s-85f": ("--router", "router2")}
+#: Programmable engines: columns per cluster on each board (one cluster on the iCE40).
+CLUSTER_COLUMNS = {"icebreaker": None, "ulx3s-85f": 128}
+PROG = dict(max_tag_len=16, max_depth=16)
+
+
+def log(message: str) -> None:
+    print(f"[capacity {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+class Budget:
+    def __init__(self, seconds: float):
+        self.deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+_QUERIES: dict = {}
+
+
+def query_texts(depth: int, count: int) -> list[str]:
+    """The first ``count`` queries of the shared depth-``depth`` file, then generated ones."""
+    texts = _QUERIES.get(depth)
+    if texts is None or len(texts) < count:
+        texts = (shared_data() / f"queries/nitf-d{depth}-p15-n2000.txt").read_text().splitlines()
+        if count > len(texts):
+            schema = workloads.DtdSchema.load(shared_data() / "nitf/nitf-2-5.dtd")
+            more = workloads.generate_queries(schema, workloads.QueryGenConfig(
+                count=int(count * 1.3) + 100, max_depth=depth, p_wildcard=0.15,
+                p_descendant=0.15, seed=depth))
+            seen = set(texts)
+            texts = texts + [t for t in more if t not in seen and not seen.add(t)]
+        _QUERIES[depth] = texts
+    if len(texts) < count:
+        raise ValueError(f"only {len(texts)} distinct depth-{depth} queries, not {count}")
+    return texts[:count]
+
+
+def spec_for(board: str, columns: int) -> HardwareSpec:
+    per = CLUSTER_COLUMNS[board]
+    if per is None:
+        return HardwareSpec(clusters=1, columns=columns, **PROG)
+    return HardwareSpec(clusters=max(1, columns // per), columns=per, **PROG)
+
+
+def design_for(board: str, kind: str, depth, size: int):
+    if kind == "custom":
+        queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(depth, size))]
+        return custom_design(queries, CompileOptions())
+    return programmable_design(spec_for(board, size))
+
+
+def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
+              budget: Budget) -> dict:
+    """One build (cached by name in ``work``); a dict with counts, P&R results or the error."""
+    name = f"{board}-{kind}-d{depth or 'x'}-{size}-{'pnr' if pnr else 'synth'}"
+    cache = work / f"{name}.json"
+    if cache.exists():
+        row = json.loads(cache.read_text())
+        log(f"{name}: cached ({row.get('error') or 'ok'})")
+        return row
+    timeout = min(budget.left(), PNR_CAP[get_board(board).family] if pnr else math.inf)
+    if timeout < 60:
+        return {"name": name, "size": size, "error": "time budget used up", "skipped": True}
+    out = work / name
+    start = time.perf_counter()
+    row = {"name": name, "size": size}
+    try:
+        design = design_for(board, kind, depth, size)
+        row.update(queries=design.queries, units=design.units, width=design.width)
+        result = build_board(design, BuildConfig(board, out, synthesize_only=not pnr,
+                                                 timeout=timeout,
+                                                 nextpnr_args=NEXTPNR[board]), log=log)
+        report = json.loads(result.to_json())
+    except BuildError as exc:
+        report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() \
+            else {}
+        row["error"] = str(exc)[:300]
+        row["timeout"] = "took longer than" in str(exc)
+    row["seconds"] = round(time.perf_counter() - start, 1)
+    fit = report.get("fit") or {}
+    row.update(luts=fit.get("luts"), ffs=fit.get("ffs"), bram=fit.get("bram"))
+    pnr_report = report.get("pnr")
+    if pnr_report:
+        util = pnr_report["utilization"]
+        cells = util.get("ICESTORM_LC") or util.get("TRELLIS_COMB") or {}
+        row.update(cells=cells.get("used"), cells_available=cells.get("available"),
+                   pnr_ffs=(util.get("TRELLIS_FF") or {}).get("used"),
+                   fmax_mhz=report.get("fmax_mhz"), meets_timing=report.get("meets_timing"))
+    row["times"] = report.get("times")
+    if not row.get("timeout"):                 # a timeout may pass with more time: not cached
+        cache.write_text(json.dumps(row, indent=1))
+    shutil.rmtree(out, ignore_errors=True)     # keep the disk small; the row has the numbers
+    log(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)")
+    return row
+
+
+def predict(board: str, small: dict, large: dict, fill: float = FILL) -> tuple[int, dict]:
+    """The size at which the design fills ``fill`` of the device: Yosys LUTs and flip-flops
+    are a line through the two points; logic cells = LUTs x the packing ratio measured at the
+    small point (nextpnr cells / Yosys LUTs)."""
+    spec = get_board(board)
+    s1, s2 = small["size"], large["size"]
+    ratio = small["cells"] / small["luts"]
+    lut_slope = (large["luts"] - small["luts"]) / (s2 - s1)
+    lut_base = small["luts"] - lut_slope * s1
+    ff_slope = (large["ffs"] - small["ffs"]) / (s2 - s1)
+    ff_base = small["ffs"] - ff_slope * s1
+    by_cells = (fill * spec.luts / ratio - lut_base) / lut_slope
+    by_ffs = (fill * spec.ffs - ff_base) / ff_slope if spec.family == "ecp5" else math.inf
+    size = int(min(by_cells, by_ffs))
+    model = {"packing_ratio": round(ratio, 3), "luts_per_unit": round(lut_slope, 2),
+             "fixed_luts": round(lut_base), "ffs_per_unit": round(ff_slope, 2),
+             "fixed_ffs": round(ff_base), "limit": "logic cells" if by_cells <= by_ffs
+             else "flip-flops"}
+    return size, model
+
+
+def round_size(kind: str, board: str, size: int) -> int:
+    if kind == "custom":
+        return max(1, size)
+    per = CLUSTER_COLUMNS[board]
+    return max(2, size // 2 * 2) if per is None else max(per, size // per * per)
+
+
+def throughput(width: int, clock_mhz: float, fmax_mhz, docs: list[int]) -> dict:
+    total = sum(docs)
+    per_cycle = total / sum(max(n, width) for n in docs)
+    out = {"bytes_per_cycle": round(per_cycle, 3),
+           "mb_s_board_clock": round(per_cycle * clock_mhz, 2),
+           "mb_s_fmax": round(per_cycle * fmax_mhz, 2) if fmax_mhz else None}
+    for baud in BAUDS:
+        line = sum(n + 4 + (width + 7) // 8 + 7 for n in docs)   # frames both ways, one by one
+        out[f"uart_{baud}_mb_s"] = round(total / line * baud / 10 / 1e6, 4)
+    return out
+
+
+def configured(spec: HardwareSpec, depth: int) -> int:
+    queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(depth, 2000))]
+    return len(configure(queries, spec).readout_bit)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--budget", type=float, default=2400)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/board_capacity"))
+    parser.add_argument("--only", choices=["icebreaker", "ulx3s-85f"])
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    budget = Budget(args.budget)
+    started = time.perf_counter()
+    docs = [p.stat().st_size for p in load_documents([shared_data() / "nitf/docs"])]
+    points = [p for p in POINTS if args.only in (None, p[0])]
+
+    # phase 1: the two sizes of every point (cheap); phase 2: confirmations, cheapest first
+    measured = {}
+    for board, kind, depth, (s1, s2) in points:
+        small = run_build(args.work, board, kind, depth, s1, pnr=True, budget=budget)
+        large = run_build(args.work, board, kind, depth, s2, pnr=False, budget=budget)
+        measured[(board, kind, depth)] = (small, large)
+    rows = []
+    for board, kind, depth, _ in points:
+        small, large = measured[(board, kind, depth)]
+        spec = get_board(board)
+        row = {"board": board, "kind": kind, "depth": depth,
+               "clock_mhz": spec.clock_hz / 1e6, "probes": f"{small['size']} (P&R), "
+               f"{large['size']} (synth)"}
+        if small.get("error") or large.get("error") or not small.get("cells"):
+            row["error"] = small.get("error") or large.get("error") or "no P&R at the small size"
+            rows.append(row)
+            continue
+        size, model = predict(board, small, large)
+        size = round_size(kind, board, size)
+        row.update(predicted=size, **model)
+        confirmed, tries = None, []
+        candidate = round_size(kind, board, predict(board, small, large,
+                                                    CONFIRM_FILL[spec.family])[0])
+        for attempt in range(3):
+            result = run_build(args.work, board, kind, depth, candidate, pnr=True, budget=budget)
+            tries.append(f"{candidate}: {'ok' if not result.get('error') else result['error'][:80]}")
+            if not result.get("error"):
+                confirmed = result
+                break
+            if result.get("timeout") or result.get("skipped"):
+                break
+            candidate = round_size(kind, board, int(candidate * 0.88))
+        for _ in range(4 if confirmed and spec.family == "ice40" else 0):
+            up = round_size(kind, board, int(confirmed["size"] * 1.08) + 1)
+            if up <= confirmed["size"]:       # a few columns: the next even size
+                up = confirmed["size"] + 2
+            result = run_build(args.work, board, kind, depth, up, pnr=True, budget=budget)
+            tries.append(f"{up}: {'ok' if not result.get('error') else result['error'][:80]}")
+            if result.get("error"):
+                break
+            confirmed = result
+        row["tries"] = "; ".join(tries)
+        best = confirmed
+        if best is None:
+            row["status"] = "predicted only (P&R not confirmed)"
+            best = {"size": size, "width": None}
+        else:
+            row["status"] = "placed and routed"
+            row.update(fmax_mhz=best.get("fmax_mhz"), cells=best.get("cells"),
+                       cells_available=best.get("cells_available"),
+                       cell_share=round(best["cells"] / best["cells_available"], 3),
+                       pnr_seconds=(best.get("times") or {}).get("nextpnr"))
+        if kind == "custom":
+            row["queries"] = best["size"]
+            width = best["size"]
+        else:
+            hw = spec_for(board, best["size"])
+            width = hw.clusters * hw.columns
+            row.update(columns=width, clusters=hw.clusters,
+                       queries_d4=configured(hw, 4), queries_d8=configured(hw, 8))
+        row.update(throughput(width, row["clock_mhz"], row.get("fmax_mhz"), docs))
+        rows.append(row)
+        log(f"{board} {kind} d{depth}: {row['status']} at {best['size']}")
+
+    total = time.perf_counter() - started
+    columns = [("board", "board"), ("kind", "engine"), ("depth", "query depth"),
+               ("queries", "queries"), ("columns", "columns"), ("queries_d4", "d4 queries held"),
+               ("queries_d8", "d8 queries held"), ("status", "status"),
+               ("predicted", "predicted"), ("cells", "logic cells"),
+               ("cell_share", "of device"), ("fmax_mhz", "Fmax MHz"),
+               ("clock_mhz", "board clock MHz"), ("bytes_per_cycle", "bytes/cycle"),
+               ("mb_s_board_clock", "engine MB/s @board clock"),
+               ("mb_s_fmax", "engine MB/s @Fmax"),
+               ("uart_115200_mb_s", "UART MB/s @115200"),
+               ("uart_3000000_mb_s", "UART MB/s @3M"), ("limit", "limited by"),
+               ("luts_per_unit", "LUTs per query/column"), ("packing_ratio", "cells/LUT"),
+               ("probes", "probes"), ("tries", "P&R tries"), ("pnr_seconds", "nextpnr s"),
+               ("error", "error")]
+    notes = (f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
+             "(ECP5: --router router2, faster on large designs, lower Fmax than router1); "
+             f"prediction at {FILL:.0%} of the logic cells from two probe sizes, confirmed by "
+             "place and route (iCE40: from the prediction, then up 8 % until one fails; ECP5: from "
+             "the size for 80 % of the device; 12 % down on failure). "
+             "Custom: NITF p15 queries, stacks 16 deep; programmable: tags up to 16 bytes, 16 "
+             "deep, clusters of 128 columns on the ECP5 (one cluster on the iCE40); 'd4/d8 "
+             "queries held' = how many shared-file queries `xpfilt configure` places. "
+             "bytes/cycle = sum(len) / sum(max(len, readout width)) over the 100 NITF documents; "
+             "UART MB/s = the documents' bytes over the line time of xpfilt host's frames "
+             "(document, then its readout; 10 bits per byte). The UART is the bottleneck: the "
+             f"engine could take 10-100x more. Budget {args.budget:.0f} s; total run "
+             f"{total:.0f} s.")
+    save("capacity", rows, columns, "Board capacity: largest designs that place and route",
+         notes)
+    log(f"done in {total:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

