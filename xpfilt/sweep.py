@@ -244,6 +244,12 @@ class _Evaluate:
         return evaluate(point, **self.options)
 
 
+def _expected_cost(point: DesignPoint) -> float:
+    """A rough relative cost of evaluating ``point`` (for ordering, not for reporting)."""
+    size = point.queries * point.depth * (4 if point.engine == "programmable" else 1)
+    return size + point.documents * point.document_bytes / 200
+
+
 def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] = None,
               retry_failed: bool = False, progress: bool = True, limit: Optional[int] = None,
               on_row: Optional[Callable[[dict], None]] = None,
@@ -271,6 +277,8 @@ def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] =
     point_timeout = None if spec.timeout is None else 3 * spec.timeout + 60
     if verilog_jobs is None and master != SERIAL:
         verilog_jobs = 1
+        # longest first, so that no worker is left with a long point at the end
+        todo.sort(key=_expected_cost, reverse=True)
     for outcome in fan_out(todo, _Evaluate(spec, verilog_jobs), master=master,
                            timeout=point_timeout,
                            progress=progress, label="points"):
