@@ -9,7 +9,7 @@ LEDs, the board's clock and pins; Yosys, nextpnr, pack). Per board and design ki
 2. a line through the two (Yosys LUTs and flip-flops against size: a fixed part plus a part per
    query or column) predicts the size that fills :data:`FILL` of the device's logic cells (and
    flip-flops);
-3. place and route confirms it, at the prediction on the iCE40 and at the size for 80 % of
+3. place and route confirms it, at the prediction on the iCE40 and at the size for 50 % of
    the device on the ECP5 (:data:`CONFIRM_FILL`); on failure the size steps down 12 % (up to
    two times); on the iCE40, where a run takes a minute, steps up of 8 % follow until one
    fails (up to four).
@@ -56,10 +56,12 @@ from xpfilt.programmable import HardwareSpec, configure
 from xpfilt.xpath import parse_query
 
 FILL = 0.9
-#: Where place and route starts confirming: at FILL on the iCE40 (a run takes a minute); lower
-#: on the ECP5, where placing a nearly full 85F takes half an hour and then fails to legalise
-#: (13,935 depth-8 queries: 1,612 s, then "Unable to find legal placement").
-CONFIRM_FILL = {"ice40": FILL, "ecp5": 0.8}
+#: Where place and route starts confirming: at FILL on the iCE40 (a run takes a minute); much
+#: lower on the ECP5, where nextpnr's placer spends half an hour and then fails to legalise
+#: designs whose LUT count alone would fit: 13,935 depth-8 queries (96 % of the logic cells,
+#: 1,612 s) and 12,336 (84 %, 1,802 s) ended in "Unable to find legal placement" (the stacks'
+#: LUT-RAM (DPR16X4) occupies three of a PFU's four slices; LUT5/6 muxes pair slices too).
+CONFIRM_FILL = {"ice40": FILL, "ecp5": 0.5}
 #: Longest place and route per family: a nearly full UP5K can spend many minutes legalising
 #: (6 programmable columns, 96 % of the cells: > 8 min); such a size counts as not fitting.
 PNR_CAP = {"ice40": 300, "ecp5": 2700}
@@ -137,7 +139,8 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         row = json.loads(cache.read_text())
         log(f"{name}: cached ({row.get('error') or 'ok'})")
         return row
-    timeout = min(budget.left(), PNR_CAP[get_board(board).family] if pnr else math.inf)
+    cap = PNR_CAP[get_board(board).family] if pnr else math.inf
+    timeout = min(budget.left(), cap)
     if timeout < 60:
         return {"name": name, "size": size, "error": "time budget used up", "skipped": True}
     out = work / name
@@ -166,7 +169,7 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
                    pnr_ffs=(util.get("TRELLIS_FF") or {}).get("used"),
                    fmax_mhz=report.get("fmax_mhz"), meets_timing=report.get("meets_timing"))
     row["times"] = report.get("times")
-    if not row.get("timeout"):                 # a timeout may pass with more time: not cached
+    if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
     shutil.rmtree(out, ignore_errors=True)     # keep the disk small; the row has the numbers
     log(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)")
@@ -273,11 +276,13 @@ def main() -> None:
             confirmed = result
         row["tries"] = "; ".join(tries)
         best = confirmed
-        if best is None:
-            row["status"] = "predicted only (P&R not confirmed)"
-            best = {"size": size, "width": None}
+        if best is None:                 # the largest that did place and route: the probe
+            row["status"] = (f"predicted {size}; not confirmed: largest placed and routed is "
+                             "the small probe")
+            best = small
         else:
             row["status"] = "placed and routed"
+        if best.get("cells"):
             row.update(fmax_mhz=best.get("fmax_mhz"), cells=best.get("cells"),
                        cells_available=best.get("cells_available"),
                        cell_share=round(best["cells"] / best["cells_available"], 3),
@@ -312,7 +317,8 @@ def main() -> None:
              "(ECP5: --router router2, faster on large designs, lower Fmax than router1); "
              f"prediction at {FILL:.0%} of the logic cells from two probe sizes, confirmed by "
              "place and route (iCE40: from the prediction, then up 8 % until one fails; ECP5: from "
-             "the size for 80 % of the device; 12 % down on failure). "
+             "the size for 50 % of the device, 12 % down on failure: nearly full ECP5 designs "
+             "fail to legalise after ~30 min). "
              "Custom: NITF p15 queries, stacks 16 deep; programmable: tags up to 16 bytes, 16 "
              "deep, clusters of 128 columns on the ECP5 (one cluster on the iCE40); 'd4/d8 "
              "queries held' = how many shared-file queries `xpfilt configure` places. "
