@@ -65,7 +65,9 @@ CONFIRM_FILL = {"ice40": FILL, "ecp5": 0.5}
 #: Longest place and route per family: a nearly full UP5K can spend many minutes legalising
 #: (6 programmable columns, 96 % of the cells: > 8 min); such a size counts as not fitting.
 PNR_CAP = {"ice40": 300, "ecp5": 2700}
-BAUDS = (115_200, 3_000_000)
+#: The fastest UART rate each board's clock divides to within 2 % that its FTDI chip takes
+#: (3 Mbaud at most): 12 MHz / 4; 25 MHz / 25.
+FASTEST_BAUD = {"icebreaker": 3_000_000, "ulx3s-85f": 1_000_000}
 #: (board, kind, depth): the two sizes (queries, or columns = clusters x per-cluster columns).
 POINTS = [
     ("icebreaker", "custom", 4, (32, 96)),
@@ -88,8 +90,9 @@ def log(message: str) -> None:
 
 
 class Budget:
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, cached_only: bool = False):
         self.deadline = time.monotonic() + seconds
+        self.cached_only = cached_only
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -130,15 +133,22 @@ def design_for(board: str, kind: str, depth, size: int):
     return programmable_design(spec_for(board, size))
 
 
+def point_name(board: str, kind: str, depth) -> str:
+    return f"{board}-{kind}-d{depth or 'x'}"
+
+
 def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
               budget: Budget) -> dict:
-    """One build (cached by name in ``work``); a dict with counts, P&R results or the error."""
-    name = f"{board}-{kind}-d{depth or 'x'}-{size}-{'pnr' if pnr else 'synth'}"
+    """One build (cached by name in ``work``); a dict with counts, P&R results or the error.
+    With ``budget.cached_only``, a build not in the cache is not run."""
+    name = f"{point_name(board, kind, depth)}-{size}-{'pnr' if pnr else 'synth'}"
     cache = work / f"{name}.json"
     if cache.exists():
         row = json.loads(cache.read_text())
         log(f"{name}: cached ({row.get('error') or 'ok'})")
         return row
+    if budget.cached_only:
+        return {"name": name, "size": size, "error": "not run (--cached-only)", "skipped": True}
     cap = PNR_CAP[get_board(board).family] if pnr else math.inf
     timeout = min(budget.left(), cap)
     if timeout < 60:
@@ -171,6 +181,8 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
     row["times"] = report.get("times")
     if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
+    else:                                           # ... but listed among the runs
+        (work / f"{name}.attempt.json").write_text(json.dumps(row, indent=1))
     shutil.rmtree(out, ignore_errors=True)     # keep the disk small; the row has the numbers
     log(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)")
     return row
@@ -204,16 +216,34 @@ def round_size(kind: str, board: str, size: int) -> int:
     return max(2, size // 2 * 2) if per is None else max(per, size // per * per)
 
 
-def throughput(width: int, clock_mhz: float, fmax_mhz, docs: list[int]) -> dict:
+def throughput(board: str, width: int, clock_mhz: float, fmax_mhz, docs: list[int]) -> dict:
     total = sum(docs)
     per_cycle = total / sum(max(n, width) for n in docs)
     out = {"bytes_per_cycle": round(per_cycle, 3),
            "mb_s_board_clock": round(per_cycle * clock_mhz, 2),
            "mb_s_fmax": round(per_cycle * fmax_mhz, 2) if fmax_mhz else None}
-    for baud in BAUDS:
-        line = sum(n + 4 + (width + 7) // 8 + 7 for n in docs)   # frames both ways, one by one
-        out[f"uart_{baud}_mb_s"] = round(total / line * baud / 10 / 1e6, 4)
+    line = sum(n + 4 + (width + 7) // 8 + 7 for n in docs)   # frames both ways, one by one
+    out["uart_115200_mb_s"] = round(total / line * 115_200 / 10 / 1e6, 4)
+    out["fastest_baud"] = FASTEST_BAUD[board]
+    out["uart_fastest_mb_s"] = round(total / line * FASTEST_BAUD[board] / 10 / 1e6, 4)
     return out
+
+
+def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
+    """Every place and route of this point in the cache (this run's and earlier runs'), by
+    size: ``ok`` with the share of logic cells, or why it failed."""
+    out = []
+    for path in work.glob(f"{point_name(board, kind, depth)}-*-pnr*.json"):
+        row = json.loads(path.read_text())
+        if row.get("error"):
+            reason = ("no legal placement" if "legal placement" in row["error"] else
+                      "no BELs left" if "no BELs" in row["error"] else
+                      "stopped at the time cap" if "took longer" in row["error"] else
+                      row["error"][:60])
+        else:
+            reason = f"ok, {row['cells'] / row['cells_available']:.0%} of the cells"
+        out.append((row["size"], f"{row['size']}: {reason}, {row.get('seconds', 0):.0f} s"))
+    return "; ".join(text for _, text in sorted(out))
 
 
 def configured(spec: HardwareSpec, depth: int) -> int:
@@ -226,9 +256,11 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=2400)
     parser.add_argument("--work", type=Path, default=Path("/tmp/board_capacity"))
     parser.add_argument("--only", choices=["icebreaker", "ulx3s-85f"])
+    parser.add_argument("--cached-only", action="store_true",
+                        help="Report from the builds cached in --work; run none.")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    budget = Budget(args.budget)
+    budget = Budget(args.budget, args.cached_only)
     started = time.perf_counter()
     docs = [p.stat().st_size for p in load_documents([shared_data() / "nitf/docs"])]
     points = [p for p in POINTS if args.only in (None, p[0])]
@@ -258,7 +290,8 @@ def main() -> None:
                                                     CONFIRM_FILL[spec.family])[0])
         for attempt in range(3):
             result = run_build(args.work, board, kind, depth, candidate, pnr=True, budget=budget)
-            tries.append(f"{candidate}: {'ok' if not result.get('error') else result['error'][:80]}")
+            outcome = result.get("error", "ok")[:80]
+            tries.append(f"{candidate}: {outcome}")
             if not result.get("error"):
                 confirmed = result
                 break
@@ -270,11 +303,12 @@ def main() -> None:
             if up <= confirmed["size"]:       # a few columns: the next even size
                 up = confirmed["size"] + 2
             result = run_build(args.work, board, kind, depth, up, pnr=True, budget=budget)
-            tries.append(f"{up}: {'ok' if not result.get('error') else result['error'][:80]}")
+            tries.append(f"{up}: {result.get('error', 'ok')[:80]}")
             if result.get("error"):
                 break
             confirmed = result
         row["tries"] = "; ".join(tries)
+        row["all_tries"] = earlier_tries(args.work, board, kind, depth)
         best = confirmed
         if best is None:                 # the largest that did place and route: the probe
             row["status"] = (f"predicted {size}; not confirmed: largest placed and routed is "
@@ -295,11 +329,13 @@ def main() -> None:
             width = hw.clusters * hw.columns
             row.update(columns=width, clusters=hw.clusters,
                        queries_d4=configured(hw, 4), queries_d8=configured(hw, 8))
-        row.update(throughput(width, row["clock_mhz"], row.get("fmax_mhz"), docs))
+        row.update(throughput(board, width, row["clock_mhz"], row.get("fmax_mhz"), docs))
         rows.append(row)
         log(f"{board} {kind} d{depth}: {row['status']} at {best['size']}")
 
     total = time.perf_counter() - started
+    tool_time = sum(json.loads(path.read_text()).get("seconds", 0)
+                    for path in args.work.glob("*.json"))
     columns = [("board", "board"), ("kind", "engine"), ("depth", "query depth"),
                ("queries", "queries"), ("columns", "columns"), ("queries_d4", "d4 queries held"),
                ("queries_d8", "d8 queries held"), ("status", "status"),
@@ -309,9 +345,11 @@ def main() -> None:
                ("mb_s_board_clock", "engine MB/s @board clock"),
                ("mb_s_fmax", "engine MB/s @Fmax"),
                ("uart_115200_mb_s", "UART MB/s @115200"),
-               ("uart_3000000_mb_s", "UART MB/s @3M"), ("limit", "limited by"),
+               ("fastest_baud", "fastest baud"), ("uart_fastest_mb_s", "UART MB/s @fastest"),
+               ("limit", "limited by"),
                ("luts_per_unit", "LUTs per query/column"), ("packing_ratio", "cells/LUT"),
-               ("probes", "probes"), ("tries", "P&R tries"), ("pnr_seconds", "nextpnr s"),
+               ("probes", "probes"), ("all_tries", "all P&R runs (size: result, s)"),
+               ("pnr_seconds", "nextpnr s"),
                ("error", "error")]
     notes = (f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
              "(ECP5: --router router2, faster on large designs, lower Fmax than router1); "
@@ -325,8 +363,9 @@ def main() -> None:
              "bytes/cycle = sum(len) / sum(max(len, readout width)) over the 100 NITF documents; "
              "UART MB/s = the documents' bytes over the line time of xpfilt host's frames "
              "(document, then its readout; 10 bits per byte). The UART is the bottleneck: the "
-             f"engine could take 10-100x more. Budget {args.budget:.0f} s; total run "
-             f"{total:.0f} s.")
+             f"engine could take 10-100x more. This run: budget {args.budget:.0f} s, "
+             f"{total:.0f} s{' (from the cache)' if args.cached_only else ''}; all builds in "
+             f"the cache took {tool_time / 60:.0f} min.")
     save("capacity", rows, columns, "Board capacity: largest designs that place and route",
          notes)
     log(f"done in {total:.0f} s")

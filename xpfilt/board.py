@@ -50,7 +50,8 @@ from .programmable import HardwareSpec
 from .xpath import Query
 
 __all__ = ["BuildError", "EngineDesign", "custom_design", "programmable_design",
-           "uart_divider", "board_core", "simulation_verilog", "BuildConfig", "build_board",
+           "uart_divider", "board_core", "core_verilog", "simulation_verilog", "BuildConfig",
+           "build_board",
            "BOARD_TOP", "fit_estimate", "write_design_files", "load_design"]
 
 #: Name of the board top (the platform design and the simulated board core).
@@ -147,12 +148,18 @@ def board_core(design: EngineDesign, *, divider: int, heartbeat: int,
                      heartbeat=heartbeat, busy_stretch=busy_stretch)
 
 
-def simulation_verilog(design: EngineDesign, divider: int) -> str:
+def core_verilog(design: EngineDesign, *, divider: int, heartbeat: int,
+                 busy_stretch: int) -> str:
     """Verilog of the board core (module :data:`BOARD_TOP`, ports ``clk``, ``rst``, ``rx``,
-    ``tx``, ``leds``) followed by the engine's, for a simulator; a short heartbeat."""
+    ``tx``, ``leds``; no pins) followed by the engine's."""
     from amaranth.back import verilog
-    core = board_core(design, divider=divider, heartbeat=1000, busy_stretch=64)
+    core = board_core(design, divider=divider, heartbeat=heartbeat, busy_stretch=busy_stretch)
     return verilog.convert(core, name=BOARD_TOP) + design.verilog
+
+
+def simulation_verilog(design: EngineDesign, divider: int) -> str:
+    """:func:`core_verilog` for a simulator: a short heartbeat and busy stretch."""
+    return core_verilog(design, divider=divider, heartbeat=1000, busy_stretch=64)
 
 
 @dataclass(frozen=True)
@@ -429,7 +436,7 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
             f"`sh build_{BOARD_TOP}.sh` in gateware/ with Vivado on PATH (project "
             f"{BOARD_TOP}.tcl, constraints {BOARD_TOP}.xdc)")
         if config.run_toolchain:
-            _estimate_xilinx(design, board, config, result, log)
+            _estimate_xilinx(design, board, config, divider, result, log)
         return
     if not config.run_toolchain:
         result.notes.append(f"toolchain not run (--no-toolchain): run `sh build_{BOARD_TOP}.sh`"
@@ -471,14 +478,17 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
                             f"clock {clock / 1e6:g} MHz: the bitstream may not work")
 
 
-def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig,
+def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig, divider: int,
                      result: BuildResult, log: Callable[[str], None]) -> None:
-    """Yosys ``synth_xilinx`` of engine + board top: cell counts and a fit estimate."""
+    """Yosys ``synth_xilinx`` of the board core (without the vendor's clock and I/O buffers,
+    which Yosys does not model) and the engine: cell counts and a fit estimate."""
     from .synth import ToolError, synthesize
     log(f"{board.name}: estimating the size with Yosys synth_xilinx ...")
     work = Path(config.output) / "gateware" / "estimate"
     work.mkdir(parents=True, exist_ok=True)
-    text = (Path(config.output) / f"{BOARD_TOP}.v").read_text() + design.verilog
+    clock = board.clock_hz
+    text = core_verilog(design, divider=divider, heartbeat=max(1, int(clock // 2)),
+                        busy_stretch=max(1, int(clock // 20)))
     try:
         synth = synthesize(text, BOARD_TOP, "xilinx", work, timeout=config.timeout)
     except ToolError as exc:
