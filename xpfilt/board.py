@@ -206,20 +206,18 @@ def _tool(name: str) -> list[str]:
 
 
 def _run(argv: list[str], cwd: Path, log_name: str, timeout: float) -> tuple[float, str]:
-    """Run a tool; (seconds, log text); BuildError on timeout."""
-    start = time.perf_counter()
+    """Run a tool; (seconds, log text); BuildError on timeout or failure."""
+    from .synth import run_logged
     log_path = cwd / f"{log_name}.log"
     try:
-        with open(log_path, "w") as out:
-            proc = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout)
+        seconds, code, log_path = run_logged(argv, cwd, log_name, timeout)
     except subprocess.TimeoutExpired:
         raise BuildError(f"{log_name} took longer than {timeout:.0f} s and was stopped "
                          f"(log: {log_path})") from None
     text = log_path.read_text(errors="replace")
-    if proc.returncode != 0:
-        raise _tool_failure(log_name, proc.returncode, text, log_path)
-    return time.perf_counter() - start, text
+    if code != 0:
+        raise _tool_failure(log_name, code, text, log_path)
+    return seconds, text
 
 
 _NO_FIT = ("no BELs remaining", "Unable to place", "Failed to route", "failed to route",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["Device", "DEVICES", "ToolError", "tool", "synthesize", "place_and_route",
+__all__ = ["Device", "DEVICES", "ToolError", "tool", "run_logged", "synthesize", "place_and_route",
            "count_cells", "xilinx_counts", "summarize_nextpnr_report", "LUTRAM_LUTS"]
 
 
@@ -76,23 +76,31 @@ def tool(name: str) -> str:
     return found
 
 
-def _run(argv: list[str], cwd: Path, log_name: str, timeout: Optional[float]) -> float:
-    """Run a tool in ``cwd`` (log in ``cwd/LOG_NAME.log``); seconds taken, or ToolError."""
+def run_logged(argv: list[str], cwd: Path, log_name: str, timeout: Optional[float]
+               ) -> tuple[float, int, Path]:
+    """Run a tool in ``cwd``, its output in ``cwd/LOG_NAME.log``: (seconds, exit code, log
+    path). ``subprocess.TimeoutExpired`` passes through: callers word their own errors."""
     start = time.perf_counter()
-    log_path = cwd / f"{log_name}.log"
+    log_path = Path(cwd) / f"{log_name}.log"
+    with open(log_path, "w") as out:
+        proc = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=timeout)
+    return time.perf_counter() - start, proc.returncode, log_path
+
+
+def _run(argv: list[str], cwd: Path, log_name: str, timeout: Optional[float]) -> float:
+    """:func:`run_logged`; seconds taken, or ToolError."""
     try:
-        with open(log_path, "w") as out:
-            proc = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout)
+        seconds, code, log_path = run_logged(argv, cwd, log_name, timeout)
     except subprocess.TimeoutExpired:
         raise ToolError(f"{log_name} timed out after {timeout:.0f} s") from None
-    if proc.returncode != 0:
+    if code != 0:
         text = log_path.read_text(errors="replace")
         if "no BELs remaining" in text or "Unable to place" in text:
             raise ToolError(f"{log_name}: does not fit the device (no free cells left)")
         lines = [line.strip() for line in text.splitlines() if "ERROR" in line.upper()][-3:]
-        raise ToolError(f"{log_name} exited {proc.returncode}: " + " / ".join(lines)[:400])
-    return time.perf_counter() - start
+        raise ToolError(f"{log_name} exited {code}: " + " / ".join(lines)[:400])
+    return seconds
 
 
 def synthesize(verilog: str, top: str, device: str, workdir: Path, *,
