@@ -7,9 +7,10 @@ updates its stack bank. At the end of a document every
 cluster's match flags are captured into the readout's shadow register in plan order (cluster 0's
 queries first) and shifted out while the next document streams in.
 
-Flow control: ``bytes_in.ready`` drops only while a document end is in flight (accepted, not yet
-captured) *and* the readout is still busy with the previous document; so the input runs at one
-byte per cycle whenever documents are longer than the readout.
+Flow control: at most one document end may wait for the readout. ``bytes_in.ready`` drops while
+a document end is in flight (accepted, not yet captured) and either the readout is busy or a
+second document end is in flight too; so the input runs at one byte per cycle whenever documents
+are longer than the readout, and every document, however short, gets exactly one readout.
 """
 
 
@@ -84,8 +85,12 @@ class EngineFrame:
     registered input byte, the one front end (``events``, ``name_tap``), the capture of all
     clusters' match flags at a document end (in cluster order) and the serial readout.
 
-    ``bytes_in.ready`` drops only while a document end is in flight (accepted, not yet
-    captured) *and* the readout is still busy with the previous document.
+    ``bytes_in.ready`` is 1 when no document end is in flight (accepted, not yet captured), or
+    exactly one is and the readout is free (so that end will be captured when it reaches the
+    clusters), and ``hold`` is 0. Hence at most two document ends are in flight and at most one
+    waits (``waiting``) for a busy readout: none can merge with another.
+    ``drained``: every accepted document end has reached the clusters (a configuration may
+    change between documents).
     """
 
     def __init__(self, m: Module, bytes_in, readout_port, *, width: int, tags, max_depth: int,
@@ -94,11 +99,16 @@ class EngineFrame:
         self.bytes_in = bytes_in
         m.submodules.readout = self.readout = Readout(width)
         wiring.connect(m, wiring.flipped(readout_port), self.readout.out)
-        self.pending = Signal(range(4))    # document ends accepted but not yet captured
+        self.pending = Signal(range(3))    # document ends accepted but not yet captured
+        self.waiting = Signal()            # ... of which one reached the clusters, readout busy
         self.accepted = Signal()           # a byte enters the engine this cycle
+        self.hold = Signal()               # input: stop accepting bytes
+        self.drained = Signal()
         m.d.comb += [
-            bytes_in.ready.eq(~((self.pending != 0) & self.readout.busy)),
+            bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
+                                            ((self.pending == 1) & ~self.readout.busy))),
             self.accepted.eq(bytes_in.valid & bytes_in.ready),
+            self.drained.eq(self.pending == self.waiting),
         ]
         m.submodules.front_end = front_end = FrontEnd(tags, max_depth=max_depth,
                                                       max_name=max_name)
@@ -113,8 +123,7 @@ class EngineFrame:
     def connect(self, cores) -> None:
         """Wire the clusters' ``clear`` (flags captured) and read their ``matches``,
         ``doc_end`` and ``errors`` (every cluster sees the same events on the same cycles)."""
-        m, readout = self.m, self.readout
-        waiting = Signal()               # a document ended while the readout was busy
+        m, readout, waiting = self.m, self.readout, self.waiting
         held_errors = Signal(ErrorFlags)
         doc_end = cores[0].doc_end
         errors = cores[0].errors

@@ -79,3 +79,20 @@ def test_rtl_on_real_nitf_documents():
     assert result["mismatch"] is None, result["mismatch"]
     readouts = collect_readout(result["beats"], len(queries))
     assert [r.bits for r in readouts] == [bits_of(plan, queries, d) for d in docs]
+
+
+def test_back_to_back_short_documents_with_valid_and_ready_always_1():
+    """Issue 11, defect 1: document ends that reach a busy readout must not merge."""
+    from .test_model import back_to_back_short_documents
+    queries = [parse_query("//a", 1), parse_query("//b", 2)]
+    plan = compile_queries(queries)
+    docs = back_to_back_short_documents()
+    result = compare_engine_with_model(plan, docs, p_valid=1.0, p_ready=1.0, extra_cycles=40)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(queries))
+    assert [r.doc for r in readouts] == list(range(len(docs)))
+    for doc, readout in zip(docs, readouts):
+        if doc == b"x":
+            assert readout.errors & Errors.MALFORMED
+        else:
+            assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)

@@ -109,3 +109,24 @@ def test_model_engine_reports_flagged_documents_by_name():
                                 [Document("bad.xml", b"<a></b>"), Document("ok.xml", DOCS[0])]))
     assert results[0].error == "bad.xml: the engine flagged the document: malformed"
     assert results[1].ok
+
+
+def back_to_back_short_documents():
+    """``<a/>`` and five one-byte documents, ten times, then ``<b/>`` (issue 11, defect 1)."""
+    return ([b"<a/>"] + [b"x"] * 5) * 10 + [b"<b/>"]
+
+
+def test_back_to_back_short_documents_each_get_exactly_one_readout():
+    queries = queries_of("//a", "//b")
+    plan = compile_queries(queries)
+    model = EngineModel(plan)
+    docs = back_to_back_short_documents()
+    readouts = run_documents(model, docs)
+    assert [r.doc for r in readouts] == list(range(len(docs)))
+    for doc, readout in zip(docs, readouts):
+        if doc == b"x":
+            assert readout.errors & Errors.MALFORMED
+        else:
+            assert readout.errors == Errors(0)
+            assert readout.bits == expected_bits(plan, queries, doc), doc
+    assert model.pending == 0

@@ -70,7 +70,7 @@ class FrameModel:
         the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``."""
         ev = self.event
         busy = self.count != 0
-        ready = not (self.pending and busy)
+        ready = not self._hold() and (self.pending == 0 or (self.pending == 1 and not busy))
         accepted = bool(valid) and ready
         beat = None
         if busy:
@@ -100,6 +100,15 @@ class FrameModel:
         self.copy = (1, data, last) if accepted else (0, 0, 0)
         self.cycle += 1
         return ready, beat
+
+    @property
+    def drained(self) -> bool:
+        """Every accepted document end has reached the clusters."""
+        return self.pending == self.waiting
+
+    def _hold(self) -> bool:
+        """The frame's ``hold`` input in this cycle (from registered state)."""
+        return False
 
     def _stage(self, ev):
         return ev
