@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
 
-from .events import Document, DocumentError
+from .events import Document, DocumentError, utf8_document
 from .lxml_filter import LxmlFilter
 from .reference import ReferenceFilter
 from .results import DocumentResult
@@ -65,7 +65,7 @@ def filter_batch(engine: Engine, documents: Iterable[Union[str, os.PathLike, Doc
         name = item.name if isinstance(item, Document) else os.path.basename(item)
         try:
             document = item if isinstance(item, Document) else Document.from_path(item)
-            positions = engine.filter(document)
+            positions = engine.filter(utf8_document(document))
         except DocumentError as exc:
             yield DocumentResult(name, None, str(exc))
         except OSError as exc:

@@ -6,12 +6,18 @@ processing instructions, the XML declaration, DOCTYPE (with its internal subset)
 entity references and self-closing tags are all handled by expat; a self-closing tag yields an
 OPEN immediately followed by a CLOSE. TEXT events carry one whole XPath text node (adjacent
 character data and CDATA merged; comments and processing instructions split text nodes).
+
+Encodings: every engine (and the board link) sees UTF-8 only. :func:`utf8_document` transcodes a
+document whose XML declaration names another encoding, or whose byte order mark or first bytes
+say UTF-16 or UTF-32, and drops a UTF-8 byte order mark; it is the one place this happens.
 """
 
 from __future__ import annotations
 
+import codecs
 import enum
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Union
@@ -20,7 +26,7 @@ from xml.parsers import expat
 __all__ = [
     "EventKind", "Event", "Document", "DocumentError", "MalformedDocumentError", "iter_events",
     "parse_events",
-    "load_documents", "document_depth",
+    "utf8_document", "load_documents", "document_depth",
 ]
 
 _CHUNK = 1 << 16
@@ -63,6 +69,81 @@ class MalformedDocumentError(DocumentError):
         super().__init__(f"{name}:{line}:{column}: malformed XML: {reason}")
 
 
+#: Byte order marks, longest first (a UTF-32-LE mark starts like a UTF-16-LE one).
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+         (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
+         (codecs.BOM_UTF16_BE, "utf-16-be"))
+_DECLARED = re.compile(r"""<\?xml[ \t\r\n][^>]*?encoding[ \t\r\n]*=[ \t\r\n]*(["'])(.*?)\1""")
+_DECLARED_BYTES = re.compile(_DECLARED.pattern.encode())
+#: Python codecs that decode bytes to text but are no character encoding a document declares.
+_NOT_DOCUMENT_ENCODINGS = frozenset({"unicode-escape", "raw-unicode-escape", "undefined", "idna",
+                                     "punycode", "charmap"})
+
+
+def _unicode_family(data: bytes) -> tuple[str, int]:
+    """The codec the first bytes of ``data`` imply ("" if ASCII-compatible) and the BOM length."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return ("" if codec == "utf-8" else codec), len(bom)
+    if data[:3] == b"\0\0\0" or (data[:1] != b"\0" and data[1:4] == b"\0\0\0"):
+        return ("utf-32-be" if data[:1] == b"\0" else "utf-32-le"), 0
+    if data[:1] == b"\0" or data[1:2] == b"\0":
+        return ("utf-16-be" if data[:1] == b"\0" else "utf-16-le"), 0
+    return "", 0
+
+
+def utf8_document(document: Document) -> Document:
+    """``document`` as UTF-8, the only encoding the engines take (see the module docstring).
+
+    Returns ``document`` itself when it already is UTF-8 without a byte order mark. Raises
+    :class:`MalformedDocumentError` for an empty document and for bytes that are not in the
+    encoding the document declares, :class:`DocumentError` for an unknown or non-text encoding.
+    """
+    data = document.data
+    if not data:
+        raise MalformedDocumentError(document.name, 1, 1, "no element found")
+    codec, bom = _unicode_family(data)
+    if codec:
+        try:
+            text = data[bom:].decode(codec)
+        except UnicodeDecodeError as exc:
+            raise _undecodable(document, exc.start + bom, codec) from None
+    else:
+        declared = _DECLARED_BYTES.match(data, bom)      # match() anchors at ``bom``
+        name = declared.group(2).decode("ascii", "replace") if declared else "UTF-8"
+        try:
+            codec = codecs.lookup(name).name
+        except LookupError:
+            codec = ""
+        if codec in _NOT_DOCUMENT_ENCODINGS or not re.fullmatch(r"[A-Za-z][A-Za-z0-9._-]*", name):
+            codec = ""
+        if codec == "utf-8":
+            return Document(document.name, data[bom:]) if bom else document
+        if codec.startswith(("utf-16", "utf-32")):
+            raise MalformedDocumentError(document.name, 1, 1, f"the document declares {name!r} "
+                                         "but is not encoded in it")
+        try:
+            if not codec:
+                raise LookupError(name)
+            text = data[bom:].decode(codec)
+        except LookupError:
+            raise DocumentError(f"{document.name}: the declared encoding must be a known text "
+                                f"encoding, not {name!r}") from None
+        except UnicodeDecodeError as exc:
+            raise _undecodable(document, exc.start + bom, name) from None
+    declared = _DECLARED.match(text)
+    if declared:
+        text = text[:declared.start(2)] + "UTF-8" + text[declared.end(2):]
+    return Document(document.name, text.encode("utf-8"))
+
+
+def _undecodable(document: Document, offset: int, encoding: str) -> MalformedDocumentError:
+    data = document.data
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return MalformedDocumentError(document.name, data.count(b"\n", 0, offset) + 1,
+                                  offset - line_start + 1, f"the bytes are not valid {encoding}")
+
+
 def iter_events(document: Union[Document, bytes]) -> Iterator[Event]:
     """Stream the events of ``document``; raise :class:`MalformedDocumentError` where it breaks.
 
@@ -70,6 +151,7 @@ def iter_events(document: Union[Document, bytes]) -> Iterator[Event]:
     """
     if isinstance(document, (bytes, bytearray)):
         document = Document("<bytes>", bytes(document))
+    document = utf8_document(document)
     pending: list[Event] = []
     text: list[str] = []
     depth = 0

@@ -30,7 +30,7 @@ from hdl.hostlink import (EOF, ESC, ESC_XOR, PROTOCOL_VERSION, READOUT_HEADER, S
                           STATUS_BYTES, Command, Mode, Response, StatusLayout)
 
 from .compiler import Plan
-from .events import Document, DocumentError
+from .events import Document, DocumentError, utf8_document
 from .model.engine import DocumentReadout, answer_positions, readout_positions
 from .programmable import Configuration, HardwareSpec
 from .xpath import Query, parse_query
@@ -347,8 +347,7 @@ class BoardEngine:
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
-        if not document.data:
-            raise DocumentError(f"{document.name}: empty document: no root element")
+        document = utf8_document(document)
         self.link.send_document(document.data)
         readout = self.link.read_readout(self.width)
         if readout.doc != self.next_doc:

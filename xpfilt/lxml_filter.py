@@ -9,7 +9,7 @@ from typing import Sequence, Union
 
 from lxml import etree
 
-from .events import Document, MalformedDocumentError
+from .events import Document, MalformedDocumentError, utf8_document
 from .xpath import Query
 
 __all__ = ["LxmlFilter"]
@@ -25,6 +25,7 @@ class LxmlFilter:
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
+        document = utf8_document(document)
         parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
         try:
             tree = etree.fromstring(document.data, parser)

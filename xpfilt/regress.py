@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from .compiler import CompileOptions, compile_queries
-from .events import Document, load_documents
+from .events import Document, DocumentError, load_documents, utf8_document
 from .programmable import HardwareSpec
 from .xpath import Query, load_queries
 
@@ -199,19 +199,22 @@ def _documents(sources: Sequence[DocumentSource], run_dir: Path
             paths.extend(load_documents([source]))
     docs, skipped = [], []
     for i, item in enumerate(paths):
-        if isinstance(item, Document):
+        try:
+            document = item if isinstance(item, Document) else Document.from_path(item)
+            streamed = utf8_document(document)       # the bytes the hardware takes
+        except OSError:
+            skipped.append(f"{Path(item).name}: cannot read it")
+            continue
+        except DocumentError as exc:
+            skipped.append(f"{exc} (not streamed)")
+            continue
+        if isinstance(item, Document) or streamed is not document:
             path = run_dir / "docs" / f"{i:05d}.xml"
-            path.parent.mkdir(exist_ok=True)
-            path.write_bytes(item.data)
-            name = item.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(streamed.data)
         else:
-            path, name = Path(item).resolve(), Path(item).name
-        if not path.is_file():
-            skipped.append(f"{name}: cannot read it")
-        elif path.stat().st_size == 0:
-            skipped.append(f"{name}: an empty document cannot be streamed (no last byte)")
-        else:
-            docs.append((name, path))
+            path = Path(item).resolve()
+        docs.append((document.name, path))
     return docs, skipped
 
 

@@ -221,6 +221,8 @@ def filter_with_model(model: FrameModel, document: Union[Document, bytes],
     (``bits``: (readout bit, query position) pairs). A flagged document raises EngineError."""
     if isinstance(document, (bytes, bytearray)):
         document = Document("<bytes>", bytes(document))
+    from ..events import utf8_document
+    document = utf8_document(document)     # empty or undecodable: a DocumentError, never bytes
     readout = run_documents(model, [document.data])[0]
     return answer_positions(document.name, readout, bits)
 
