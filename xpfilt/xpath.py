@@ -8,8 +8,9 @@ Grammar (one query per line; query number = line number, from 1)::
     OP        := '=' | '!=' | '<' | '<=' | '>' | '>='
     Literal   := NUMBER | "'" chars "'" | '"' chars '"'
 
-NAME is an XML name as written in the document (letters, digits, ``.``, ``-``, ``_``, ``:``; not
-starting with a digit, ``.`` or ``-``). Anything else (other axes, functions, unions, relative
+NAME is an XML qualified name as written in the document: ``local`` or ``prefix:local``, each part
+letters, digits, ``.``, ``-``, ``_``, not starting with a digit, ``.`` or ``-``. It matches the name
+literally, prefix included (the engines do not resolve namespaces). Anything else (other axes, functions, unions, relative
 paths, empty steps) raises :class:`XPathSyntaxError`, which names the query, the column and what
 was expected. Predicates parse; engines that cannot evaluate them say so.
 """
@@ -118,7 +119,7 @@ class XPathSyntaxError(ValueError):
             f"{where} {text!r}, column {column}: expected {expected}, not {found}")
 
 
-_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_.:\-]*")
+_NCNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 _OPS = ("!=", "<=", ">=", "=", "<", ">")
 
@@ -136,6 +137,23 @@ class _Parser:
 
     def peek(self, s: str) -> bool:
         return self.text.startswith(s, self.pos)
+
+    def name(self, expected: str, after: str) -> str:
+        """A name (``local`` or ``prefix:local``) here; ``after``: what may follow it."""
+        start = self.pos
+        m = _NCNAME.match(self.text, self.pos)
+        if not m:
+            raise self.error(expected)
+        self.pos = m.end()
+        if self.peek(":") and not self.peek("::"):
+            self.pos += 1
+            m = _NCNAME.match(self.text, self.pos)
+            if not m:
+                raise self.error(f"a local name after {self.text[start:self.pos]!r}")
+            self.pos = m.end()
+            if self.peek(":"):
+                raise self.error(f"{after} (a name has at most one ':')")
+        return self.text[start:self.pos]
 
     def skip_spaces(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos] in " \t":
@@ -162,15 +180,10 @@ class _Parser:
         if self.peek("*"):
             name, self.pos = "*", self.pos + 1
         else:
-            m = _NAME.match(self.text, self.pos)
-            if not m:
-                raise self.error("an element name or '*'")
-            name = m.group()
-            if "::" in name:
-                self.pos += name.index("::")
+            name = self.name("an element name or '*'", "'/', '//', '[' or the end of the query")
+            if self.peek("::"):
                 raise self.error("'/', '//', '[' or the end of the query (axes such as "
-                                 f"'{name[:name.index('::')]}::' are not supported)")
-            self.pos = m.end()
+                                 f"'{name}::' are not supported)")
             if self.peek("("):
                 raise self.error("'/', '//', '[' or the end of the query (functions such as "
                                  f"'{name}()' are not supported)")
@@ -187,10 +200,8 @@ class _Parser:
         target: Union[AttributeTarget, TextTarget]
         if self.peek("@"):
             self.pos += 1
-            m = _NAME.match(self.text, self.pos)
-            if not m:
-                raise self.error("an attribute name")
-            target, self.pos = AttributeTarget(m.group()), m.end()
+            target = AttributeTarget(self.name(
+                "an attribute name", "a comparison operator (=, !=, <, <=, >, >=)"))
         elif self.peek("text()"):
             target, self.pos = TextTarget(), self.pos + 6
         else:
