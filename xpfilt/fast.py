@@ -1,0 +1,315 @@
+"""The fast software engine: one shared NFA over all queries, run as a lazily built DFA.
+
+The queries become one nondeterministic automaton, YFilter's (Diao & Franklin 2003): a trie of
+location steps shared by every query with the same leading steps. A step ``/x`` is a transition
+on ``x`` (``*``: on any name); a step ``//x`` first takes an epsilon move to a *descendant state*
+that loops on every name, then the transition on ``x``. So ``/a/b``, ``/a/c`` and ``/a//d`` share
+the state after ``/a``, and 100,000 NITF queries give about 300,000 states instead of the
+reference filter's 600,000 stack columns that are all updated on every tag.
+
+Filtering keeps a stack of *active state sets*, one per open element: ``open(tag)`` pushes the set
+reached from the top set on ``tag`` (every trie transition on ``tag`` or ``*``, every descendant
+state kept, and the epsilon moves of the states reached), ``close`` pops. The sets are the states
+of a DFA that is built lazily: each set is interned once (as the bytes of its sorted state
+numbers) and gets a small dict ``tag -> next set``, so a path seen before costs one dict lookup
+per element, whatever the number of queries. Only a miss (a set and tag never seen together)
+touches the NFA, with a few NumPy operations over the set (sorted-key lookups), so its cost
+follows the active states, not the query nodes. Each set knows, once, which queries it accepts;
+a document's answer is the union over the sets it visited.
+
+Predicates are transitions of their own, never shared with an unguarded step. A set whose
+transition on a tag passes through guarded steps is not memoized as one entry: the guarded
+steps are tested on the element (with the reference filter's own predicate evaluation, so both
+engines share one definition of XPath comparisons) and the outcome picks the memoized next set.
+``[text() op v]`` needs the element's text children, so a query set with a text predicate runs
+over :func:`xpfilt.events.parse_events` and the reference's text lookup, as the reference does.
+
+Documents are parsed by expat directly, without building event objects; a document expat
+rejects as it stands is handed to :func:`xpfilt.events.iter_events`, which owns encodings and
+error messages, so the answers and errors are those of every other engine.
+
+The memo is bounded: when the interned sets grow past ``cache_bytes`` it is dropped between two
+documents and rebuilt on demand (``stats['resets']`` counts it).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Sequence, Union
+from xml.parsers import expat
+
+import numpy as np
+
+from .events import Document, Event, EventKind, iter_events, parse_events
+from .reference import _child_texts, _step_predicates_hold
+from .xpath import Axis, AttributeTarget, Query
+
+__all__ = ["FastFilter", "DEFAULT_CACHE_BYTES"]
+
+#: Interned state sets (4 bytes per NFA state in a set) kept before the memo is dropped.
+DEFAULT_CACHE_BYTES = 256 << 20
+
+_STATE = np.int32
+
+
+class _Nfa:
+    """The shared automaton of a query list (built once, read-only while filtering).
+
+    State 0 is the document (level 0). ``eps[s]``: the descendant state of ``s`` (-1: none);
+    ``loop[s]``: ``s`` is a descendant state (stays active below its element). Unguarded
+    transitions ``(s, tag id) -> t`` (tag id 0 for ``*``) are sorted keys ``s * width + tag``;
+    guarded ones are listed per ``(s, tag id)`` with the step whose predicates guard them.
+    """
+
+    def __init__(self, queries: Sequence[Query]):
+        self.tag_ids: dict[str, int] = {}
+        eps: list[int] = [-1]
+        loop: list[bool] = [False]
+        edges: dict[tuple[int, int], int] = {}
+        guarded_index: dict[tuple, int] = {}
+        self.guarded: dict[tuple[int, int], list] = defaultdict(list)
+        finals: dict[int, list[int]] = defaultdict(list)
+        self.needs_text = False
+
+        def new_state(is_loop: bool) -> int:
+            eps.append(-1)
+            loop.append(is_loop)
+            return len(eps) - 1
+
+        tag_ids = self.tag_ids
+        for position, query in enumerate(queries):
+            state = 0
+            for step in query.steps:
+                if step.axis is Axis.DESCENDANT:
+                    if eps[state] < 0:
+                        eps[state] = new_state(True)
+                    state = eps[state]
+                if step.is_wildcard:
+                    tag = 0
+                else:
+                    tag = tag_ids.get(step.name)
+                    if tag is None:
+                        tag = tag_ids[step.name] = len(tag_ids) + 1
+                if step.predicates:
+                    key = (state, tag, step.predicates)
+                    target = guarded_index.get(key)
+                    if target is None:
+                        target = guarded_index[key] = new_state(False)
+                        self.guarded[(state, tag)].append((step, target))
+                        self.needs_text |= any(not isinstance(p.target, AttributeTarget)
+                                               for p in step.predicates)
+                else:
+                    target = edges.get((state, tag))
+                    if target is None:
+                        target = edges[(state, tag)] = new_state(False)
+                state = target
+            finals[state].append(position)
+
+        self.states = len(eps)
+        self.width = width = len(tag_ids) + 1
+        self.edges = len(edges) + sum(map(len, self.guarded.values()))
+        # unguarded transitions grouped by tag id: (sorted sources + a sentinel, targets)
+        pairs = np.array(list(edges), np.int64).reshape(-1, 2)
+        targets = np.fromiter(edges.values(), _STATE, len(edges))
+        order = np.lexsort((pairs[:, 0], pairs[:, 1]))
+        pairs, targets = pairs[order], targets[order]
+        bounds = np.searchsorted(pairs[:, 1], np.arange(width + 1))
+        sentinel = np.array([np.iinfo(_STATE).max], _STATE)
+        self.by_tag = [(np.concatenate([pairs[a:b, 0].astype(_STATE), sentinel]), targets[a:b])
+                       for a, b in zip(bounds[:-1], bounds[1:])]
+        self.eps = np.array(eps, _STATE)
+        self.loop = np.array(loop, bool)
+        self.has_guard = np.zeros(len(eps), bool)
+        self.has_guard[[s for s, _ in self.guarded]] = True
+        # accepting states: the query positions of state s are positions[start[s]:start[s] + count[s]]
+        self.count = np.zeros(len(eps), _STATE)
+        self.start = np.zeros(len(eps), _STATE)
+        flat: list[int] = []
+        for state, accepted in finals.items():
+            self.start[state], self.count[state] = len(flat), len(accepted)
+            flat.extend(accepted)
+        self.positions = np.array(flat, _STATE)
+
+    def step(self, states: np.ndarray, tag: int) -> tuple[np.ndarray, np.ndarray]:
+        """The descendant states ``states`` keep, and the targets of their unguarded transitions
+        on tag id ``tag`` (-1: a name no query has) and on ``*``."""
+        kept = states[self.loop[states]]
+        targets = self._lookup(states, 0)
+        if tag > 0:
+            targets = np.concatenate([targets, self._lookup(states, tag)])
+        return kept, targets
+
+    def _lookup(self, states: np.ndarray, tag: int) -> np.ndarray:
+        sources, targets = self.by_tag[tag]
+        if len(sources) <= len(states):    # search the fewer values in the longer array
+            index = np.minimum(np.searchsorted(states, sources[:-1]), len(states) - 1)
+            return targets[states[index] == sources[:-1]]
+        index = np.searchsorted(sources, states)
+        return targets[index[sources[index] == states]]
+
+    def close(self, kept: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """The next active set: ``kept``, ``targets`` and their epsilon moves, sorted, unique."""
+        moves = self.eps[targets]
+        moves = moves[moves >= 0]
+        out = np.concatenate([kept, targets, moves])
+        out.sort()
+        if len(moves):        # a descendant state may be both kept and entered again
+            out = out[np.concatenate([[True], out[1:] != out[:-1]])]
+        return out
+
+    def guarded_candidates(self, states: np.ndarray, tag: int) -> list:
+        """(step, target) of every guarded transition from ``states`` on ``tag`` or ``*``."""
+        out = []
+        for s in states[self.has_guard[states]].tolist():
+            out.extend(self.guarded.get((s, 0), ()))
+            if tag > 0:
+                out.extend(self.guarded.get((s, tag), ()))
+        return out
+
+    def accepted(self, states: np.ndarray):
+        """Positions of the queries ``states`` accept (int32 array), None if there are none."""
+        finals = states[self.count[states] > 0]
+        if not len(finals):
+            return None
+        counts = self.count[finals]
+        starts = self.start[finals]
+        if (counts == 1).all():
+            return self.positions[starts]
+        ends = np.cumsum(counts)
+        index = np.arange(ends[-1]) - np.repeat(ends - counts - starts, counts)
+        return self.positions[index]
+
+
+class FastFilter:
+    """Filters documents against a fixed list of queries; results are 0-based query positions
+    (the same as :class:`xpfilt.reference.ReferenceFilter`, which it must always agree with)."""
+
+    def __init__(self, queries: Sequence[Query], cache_bytes: int = DEFAULT_CACHE_BYTES):
+        self.queries = tuple(queries)
+        self.cache_bytes = cache_bytes
+        self._nfa = _Nfa(self.queries)
+        self._hits = np.zeros(len(self.queries), bool)
+        self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
+                      "dfa_states": 0, "misses": 0, "resets": 0}
+        self._reset()
+
+    # -- the lazy DFA ---------------------------------------------------------------------
+    def _reset(self) -> None:
+        self._sets: list[bytes] = []          # DFA state -> its NFA states (sorted int32 bytes)
+        self._ids: dict[bytes, int] = {}      # the inverse
+        self._trans: list[dict] = []          # DFA state -> {tag name: next DFA state}
+        self._accepts: list = []              # DFA state -> positions it accepts, or None
+        self._guarded: dict = {}              # (DFA state, name) -> (base set, candidates)
+        self._set_bytes = 0
+        empty = np.zeros(0, _STATE)
+        self._start = self._intern(self._nfa.close(empty, np.zeros(1, _STATE)))
+
+    def _intern(self, states: np.ndarray) -> int:
+        key = states.tobytes()
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        number = self._ids[key] = len(self._sets)
+        self._sets.append(key)
+        self._trans.append({})
+        self._accepts.append(self._nfa.accepted(states))
+        self._set_bytes += len(key)
+        self.stats["dfa_states"] += 1
+        return number
+
+    def _states(self, number: int) -> np.ndarray:
+        return np.frombuffer(self._sets[number], _STATE)
+
+    def _miss(self, top: int, name: str, attrs: dict, texts, index: int) -> int:
+        """The next DFA state from ``top`` on element ``name``; memoized unless guarded steps
+        decide it, in which case only the outcome of their predicates is looked up."""
+        entry = self._guarded.get((top, name))
+        if entry is None:
+            self.stats["misses"] += 1
+            nfa = self._nfa
+            states = self._states(top)
+            tag = nfa.tag_ids.get(name, -1)
+            kept, targets = nfa.step(states, tag)
+            candidates = nfa.guarded_candidates(states, tag)
+            if not candidates:
+                nxt = self._trans[top][name] = self._intern(nfa.close(kept, targets))
+                return nxt
+            entry = self._guarded[(top, name)] = (kept, targets, candidates, {})
+        kept, targets, candidates, outcomes = entry
+        passed = tuple(_step_predicates_hold(step, attrs, texts, index)
+                       for step, _target in candidates)
+        nxt = outcomes.get(passed)
+        if nxt is None:
+            extra = np.array([t for (_step, t), ok in zip(candidates, passed) if ok], _STATE)
+            nxt = outcomes[passed] = self._intern(
+                self._nfa.close(kept, np.concatenate([targets, extra])))
+        return nxt
+
+    def _answer(self, visited: set) -> frozenset[int]:
+        accepts = self._accepts
+        found = [accepts[v] for v in visited if accepts[v] is not None]
+        if self._set_bytes > self.cache_bytes:
+            self._reset()
+            self.stats["resets"] += 1
+        if not found:
+            return frozenset()
+        hits = self._hits        # all False between documents
+        hits[np.concatenate(found)] = True
+        positions = np.flatnonzero(hits)
+        hits[positions] = False
+        return frozenset(positions.tolist())
+
+    # -- drivers --------------------------------------------------------------------------
+    def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
+        """Positions (0-based) of the queries that select at least one node of the document."""
+        if isinstance(document, (bytes, bytearray)):
+            document = Document("<bytes>", bytes(document))
+        if self._nfa.needs_text:
+            return self.filter_events(parse_events(document))
+        trans, miss = self._trans, self._miss
+        stack = [self._start]
+        visited: set[int] = set()
+        push, pop, visit = stack.append, stack.pop, visited.add
+
+        def start(name, attrs):
+            top = stack[-1]
+            nxt = trans[top].get(name)
+            if nxt is None:
+                nxt = miss(top, name, attrs, None, 0)
+            push(nxt)
+            visit(nxt)
+
+        def end(_name):
+            pop()
+
+        parser = expat.ParserCreate()
+        parser.StartElementHandler = start
+        parser.EndElementHandler = end
+        try:
+            parser.Parse(document.data, True)
+        except expat.ExpatError:
+            # not parseable as raw bytes: xpfilt.events decides (other encodings, or the error)
+            return self.filter_events(iter_events(document))
+        return self._answer(visited)
+
+    def filter_events(self, events: Iterable[Event]) -> frozenset[int]:
+        """The same answer from parse events (as :meth:`ReferenceFilter.filter_events`)."""
+        if self._nfa.needs_text:
+            events = list(events)
+            texts = _child_texts(events)
+        else:
+            texts = None
+        trans, miss = self._trans, self._miss
+        stack = [self._start]
+        visited: set[int] = set()
+        for index, (kind, name, value) in enumerate(events):
+            if kind is EventKind.OPEN:
+                top = stack[-1]
+                nxt = trans[top].get(name)
+                if nxt is None:
+                    nxt = miss(top, name, value, texts, index)
+                stack.append(nxt)
+                visited.add(nxt)
+            elif kind is EventKind.CLOSE:
+                stack.pop()
+        return self._answer(visited)
