@@ -9,8 +9,11 @@ each configuration bit are in :mod:`xpfilt.programmable`.
 Tag entries live in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
 column's entry, so one asynchronous read at the name position gives every column the byte to
 compare. A configuration stream writes the *inactive* bank row by row and the flags into a
-staging shift register; only when the header, length and CRC-32 check out does ``commit`` (at a
-document boundary) flip the bank and copy the flags. A rejected stream changes nothing.
+staging shift register; only when the header, length and CRC-32 check out does ``commit`` flip
+the bank and copy the flags, between two documents: after the last event of the document in
+progress has reached the clusters, with the input held meanwhile (so the document whose first
+byte is accepted after the stream's last bit is the first one the new configuration answers). A
+rejected stream changes nothing.
 """
 
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
@@ -305,10 +308,13 @@ class ProgrammableEngine(wiring.Component):
         wiring.connect(m, wiring.flipped(self.config), loader.config)
         m.d.comb += self.config_status.eq(loader.status)
 
+        # A checked configuration commits between two documents: once the current document's
+        # last byte is accepted, the input holds until its events have all reached the clusters.
         in_document = Signal()     # bytes of a document accepted, its last byte not yet
         with m.If(frame.accepted):
             m.d.sync += in_document.eq(~self.bytes_in.payload.last)
-        m.d.comb += loader.idle.eq(~in_document)
+        m.d.comb += [loader.idle.eq(~in_document & frame.drained),
+                     frame.hold.eq(loader.status.pending & ~in_document)]
 
         cores = []
         for k in range(spec.clusters):

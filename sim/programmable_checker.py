@@ -72,12 +72,14 @@ class ProgTrace(Trace):
     """:class:`Trace` plus the configuration port: ``cfg_valid``/``cfg_payload`` driven
     (payload as :func:`config_payload`), ``cfg_ready``/``status`` seen (status as the raw
     ``config_status`` integer); ``cfg_end_cycle[k]``: the cycle whose transfer ended the k-th
-    configuration stream."""
+    configuration stream; ``doc_first_cycle[n]``: the cycle whose transfer was document ``n``'s
+    first byte."""
     cfg_valid: list = field(default_factory=list)
     cfg_payload: list = field(default_factory=list)
     cfg_ready: list = field(default_factory=list)
     status: list = field(default_factory=list)
     cfg_end_cycle: list = field(default_factory=list)
+    doc_first_cycle: list = field(default_factory=list)
 
 
 def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,

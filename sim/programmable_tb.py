@@ -6,7 +6,10 @@ The host (:func:`xpfilt.regress.run_regression` with ``mode="programmable"``) ha
 and corrupt or truncated ones that the engine must reject). Items are sent in order: a stream is
 sent whole (one bit per ``config`` transfer, random valid gaps with probability ``p_valid``,
 honouring ``config.ready``) after the previous document's last byte was accepted and before the
-next document's first byte is offered. The :class:`sim.engine_tb.Driver` /
+next document's first byte is offered -- unless the stream's item says ``"overlap"``: then it
+is sent while the next run of documents streams, so it completes with documents in flight; the
+documents whose first byte was accepted up to its last bit are answered by the previous
+configuration, the later ones by the new (the commit waits for a document boundary). The :class:`sim.engine_tb.Driver` /
 :class:`sim.engine_tb.Monitor` pieces drive ``bytes_in`` and ``readout`` as for the custom engine.
 
 After the run, :mod:`sim.programmable_checker` compares every cycle's ``bytes_in.ready``, readout
@@ -55,19 +58,22 @@ class ConfigDriver:
 
 
 def _phases(items: list[dict], documents: list[bytes]) -> list[tuple[str, list[int]]]:
-    """The items as phases: ("doc", byte payloads of a run of documents) or ("cfg", config
-    payloads of one stream)."""
+    """The items as phases: ("doc", byte payloads of a run of documents), ("cfg", config
+    payloads of one stream) or ("both", byte payloads, config payloads) for an overlapping
+    stream and the documents after it."""
     phases = []
     for item in items:
         if item["kind"] == "documents":
             stream = [byte_payload(b, i == len(documents[d]) - 1)
                       for d in item["documents"] for i, b in enumerate(documents[d])]
-            if stream:
+            if phases and phases[-1][0] == "both" and not phases[-1][1]:
+                phases[-1] = ("both", stream, phases[-1][2])
+            elif stream:
                 phases.append(("doc", stream))
         else:
             bits = stream_bits(Path(item["stream"]).read_bytes())
-            phases.append(("cfg", [config_payload(b, i == len(bits) - 1)
-                                   for i, b in enumerate(bits)]))
+            payloads = [config_payload(b, i == len(bits) - 1) for i, b in enumerate(bits)]
+            phases.append(("both", [], payloads) if item.get("overlap") else ("cfg", payloads))
     return phases
 
 
@@ -86,9 +92,16 @@ async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Mon
     t = trace
     last_bit = byte_payload(0, True)
     tick = Timer(PERIOD_NS, unit="ns")
-    phase, position = 0, 0
-    kind, stream = phases[0] if phases else ("doc", [])
+    def streams_of(k):   # (document byte payloads, configuration payloads) of phase k
+        if k >= len(phases):
+            return [], []
+        kind, *parts = phases[k]
+        return {"doc": (parts[0], []), "cfg": ([], parts[0]), "both": tuple(parts)}[kind]
+
+    phase, dpos, cpos = 0, 0, 0
+    doc_stream, cfg_stream = streams_of(0)
     accepted = readouts = 0
+    in_document = False
     cur = {"valid": 0, "payload": 0, "oready": 0, "cvalid": 0, "cpayload": 0}
     progress = 0
     finished_at = None
@@ -102,11 +115,11 @@ async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Mon
             draws = {"valid": driver.pattern.extend(cycle + 1),
                      "cfg": cfg.pattern.extend(cycle + 1),
                      "ready": monitor.pattern.extend(cycle + 1)}
-        busy = phase < len(phases)
-        valid = draws["valid"][cycle] if busy and kind == "doc" else 0
-        cvalid = draws["cfg"][cycle] if busy and kind == "cfg" else 0
-        payload = stream[position] if busy and kind == "doc" else cur["payload"]
-        cpayload = stream[position] if busy and kind == "cfg" else cur["cpayload"]
+        sending, csending = dpos < len(doc_stream), cpos < len(cfg_stream)
+        valid = draws["valid"][cycle] if sending else 0
+        cvalid = draws["cfg"][cycle] if csending else 0
+        payload = doc_stream[dpos] if sending else cur["payload"]
+        cpayload = cfg_stream[cpos] if csending else cur["cpayload"]
         out_ready = draws["ready"][cycle]
         if valid != cur["valid"]:
             valid_h.value = cur["valid"] = valid
@@ -127,19 +140,23 @@ async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Mon
         t.cfg_payload.append(cpayload)
         t.cfg_ready.append(cfg_ready)
         t.status.append(status)
-        if (valid and ready) or (cvalid and cfg_ready):
+        if valid and ready:
             progress = cycle
-            if valid:
-                accepted += 1
-                if payload & last_bit:
-                    t.doc_last_cycle.append(cycle)
-            position += 1
-            if position >= len(stream):
-                if kind == "cfg":
-                    t.cfg_end_cycle.append(cycle)
-                phase, position = phase + 1, 0
-                if phase < len(phases):
-                    kind, stream = phases[phase]
+            accepted += 1
+            if not in_document:
+                t.doc_first_cycle.append(cycle)
+            in_document = not payload & last_bit
+            if not in_document:
+                t.doc_last_cycle.append(cycle)
+            dpos += 1
+        if cvalid and cfg_ready:
+            progress = cycle
+            cpos += 1
+            if cpos == len(cfg_stream):
+                t.cfg_end_cycle.append(cycle)
+        if phase < len(phases) and dpos >= len(doc_stream) and cpos >= len(cfg_stream):
+            phase, dpos, cpos = phase + 1, 0, 0
+            doc_stream, cfg_stream = streams_of(phase)
         if beat >= 0 and out_ready:
             progress = cycle
             if beat & _LAST_BEAT:
@@ -151,7 +168,7 @@ async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Mon
                 finished_at = cycle
             elif cycle - progress > stall_limit:
                 return (f"no progress for {stall_limit} cycles at cycle {cycle}: phase "
-                        f"{phase}/{len(phases)} ({kind}), {readouts}/{documents} documents "
+                        f"{phase}/{len(phases)}, {readouts}/{documents} documents "
                         f"read out"), accepted
         if finished_at is not None and cycle >= finished_at + idle_cycles:
             break
@@ -201,13 +218,24 @@ async def programmable_engine_matches_model_and_reference(dut):
     empty = reference_for([])
     active, bit_maps, expected, doc_sets, mismatches = None, [], [], [], []
     config_items = []
+    switch = None    # (set, cycle of its last bit): an overlapping good stream not yet active
     for item in items:
         if item["kind"] == "config":
             config_items.append(item)
+            if switch is not None:
+                active, switch = switch[0], None
             if item["set"] is not None:
-                active = item["set"]
+                if item.get("overlap"):
+                    ends = trace.cfg_end_cycle
+                    end = ends[len(config_items) - 1] if len(config_items) <= len(ends) else -1
+                    switch = (item["set"], end)
+                else:
+                    active = item["set"]
             continue
         for d in item["documents"]:
+            if switch is not None and d < len(trace.doc_first_cycle) and \
+                    trace.doc_first_cycle[d] > switch[1]:
+                active, switch = switch[0], None
             (reference, numbers), bits = sets[active] if active is not None else (empty, None)
             expected.append(expectation(reference, numbers, documents[d],
                                         max_depth=spec.max_depth, max_name=spec.max_name))

@@ -22,8 +22,9 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
                          extra_cycles: int = 300) -> dict:
     """``items``: documents (bytes) and configuration streams (``("config", stream_bytes)``),
     sent in order (a configuration is sent whole before the next document starts), or
-    ``("config+doc", stream_bytes, document)``: both at once, so the stream completes while the
-    document streams and its commit must wait for the document boundary.
+    ``("config+doc", stream_bytes, document[, lead])``: both at once (the document only after
+    ``lead`` configuration bits), so the stream completes while the document is in flight and
+    its commit must wait for the document boundary.
     Returns the first mismatch (or None), the readout beats, the status after each item."""
     rng = random.Random(seed)
     dut = ProgrammableEngine(spec)
@@ -32,18 +33,20 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
 
     async def testbench(ctx):
         for item in list(items) + [None]:
+            lead = 0
             if item is None:
                 byte_stream, cfg = [], []
             elif isinstance(item, tuple):   # ("config", stream) or ("config+doc", stream, doc)
                 cfg = stream_bits(item[1])
                 doc = item[2] if len(item) > 2 else b""
+                lead = item[3] if len(item) > 3 else 0
                 byte_stream = [(b, i == len(doc) - 1) for i, b in enumerate(doc)]
             else:
                 byte_stream, cfg = [(b, i == len(item) - 1) for i, b in enumerate(item)], []
             i = j = idle = 0
             while i < len(byte_stream) or j < len(cfg) or idle < (
                     extra_cycles if item is None else 3):
-                valid = i < len(byte_stream) and rng.random() < p_valid
+                valid = i < len(byte_stream) and j >= lead and rng.random() < p_valid
                 data, last = byte_stream[i] if i < len(byte_stream) else (0, False)
                 cfg_valid = j < len(cfg) and rng.random() < p_valid
                 cfg_bit = cfg[j] if j < len(cfg) else 0

@@ -426,3 +426,25 @@ def decodeable_generation(value):
 def test_programmable_icarus_agrees(build_dir, tmp_path):
     check_clean_programmable_run(run_regression(prog_config(build_dir, tmp_path,
                                                             simulator="icarus", seed=8)))
+
+
+def test_programmable_streams_completing_with_documents_in_flight(build_dir, tmp_path):
+    """Issue 11, defect 2, under Verilator: configuration streams sent while short documents
+    stream back to back (good and malformed, 1-5 bytes) complete with documents in flight; every
+    cycle equals the model, and every document is answered wholly by the configuration active
+    when its first byte went in (A's tag entries with B's flags would answer ``<a/>`` with
+    ``/a/a``)."""
+    tiny = [b"<a/>", b"<a />", b"x", b"<a/>", b"<d/>", b"<a  />", b"<a>", b"<a/>", b"<c/>"]
+    items, n = [("config", 0)], 0
+    for run in range(8):
+        docs = [Document(f"r{run}-{i}.xml", tiny[(i + run) % len(tiny)]) for i in range(80)]
+        items += [("overlapping", 1 - run % 2), ("documents", docs)]
+    summary = run_regression(prog_config(build_dir, tmp_path, items=items, queries=["/a/a"],
+                                         reconfigure=[["/c", "//d"]], p_valid=0.9,
+                                         p_ready=0.9))
+    assert summary.ok, summary.format()
+    assert [s["verdict"] for s in summary.streams] == ["accepted"] * 9
+    for run in range(8):   # each stream ends inside its run: both configurations answer there
+        labels = {label for name, label in summary.document_configurations
+                  if name.startswith(f"r{run}-")}
+        assert len(labels) == 2, (run, labels)

@@ -183,3 +183,24 @@ def test_a_stream_completing_mid_document_commits_at_the_boundary():
     assert len(config_b.stream()) * 8 < len(long_doc)     # the stream ends mid-document
     assert readout_matches(config_a, readouts[1].bits) == reference_numbers(SET_A, long_doc)
     assert readout_matches(config_b, readouts[2].bits) == reference_numbers(SET_B, DOCS[1])
+
+
+@pytest.mark.parametrize("tail", [1, 2, 4, 5, 6, 8, 12])
+def test_a_commit_never_mixes_two_configurations_in_one_document(tail):
+    """Issue 11, defect 2: the stream's last ``tail`` bits go in with the document ``<a/>``
+    (valid and ready always 1), so it completes while that document is in flight; the document
+    is answered wholly by the old configuration (A's tag entries with B's flags would set both
+    columns), the next wholly by the new one."""
+    config_a = configure(queries_of("/a/a"), SPEC)
+    config_b = configure(queries_of("/c", "//d"), SPEC)
+    only_a = ProgrammableModel(SPEC)
+    load_configuration(only_a, config_a.stream())
+    expected_a = run_documents(only_a, [b"<a/>"])[0].bits
+    stream_b = config_b.stream()
+    items = [("config", config_a.stream()),
+             ("config+doc", stream_b, b"<a/>", len(stream_b) * 8 - tail), b"<d/>"]
+    result = compare_programmable(SPEC, items, p_valid=1.0, p_ready=1.0)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
+    assert expected_a == 0b01 and readouts[0].bits == expected_a
+    assert readout_matches(config_b, readouts[1].bits) == {2}

@@ -117,6 +117,8 @@ class RegressionSummary:
     config_bits: int = 0         # programmable: configuration bits transferred
     config_stalls: int = 0       # programmable: cycles a config bit waited for config.ready
     streams: list[dict] = field(default_factory=list)   # programmable: each stream's verdict
+    #: programmable: (document name, label of the configuration that answered it) in order
+    document_configurations: list[tuple] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -399,9 +401,10 @@ def truncated_stream(stream: bytes) -> bytes:
 #: What the items of a programmable schedule may be: ``("config", k)`` (the stream of query set
 #: ``k``: 0 = ``queries``, 1.. = ``reconfigure``), ``("corrupt", k)`` (that stream with one
 #: payload bit flipped), ``("truncated", k)`` (cut short), ``("foreign", k)`` (query set ``k``
-#: configured for other hardware: a header with another fingerprint) and
-#: ``("documents", [sources])``.
-ITEM_KINDS = ("config", "corrupt", "truncated", "foreign", "documents")
+#: configured for other hardware: a header with another fingerprint), ``("overlapping", k)``
+#: (the stream of set ``k`` sent while the next documents stream: it completes with documents
+#: in flight) and ``("documents", [sources])``.
+ITEM_KINDS = ("config", "corrupt", "truncated", "foreign", "overlapping", "documents")
 
 
 def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
@@ -482,7 +485,7 @@ def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
             path.write_bytes(stream)
             good = stream == configurations[k].stream()
             items.append({"kind": "config", "stream": str(path), "set": k if good else None,
-                          "label": f"{kind} {labels[k]}"})
+                          "label": f"{kind} {labels[k]}", "overlap": kind == "overlapping"})
         if not documents:
             raise ValueError("documents must include at least one readable, non-empty "
                              "document, not none")
@@ -519,7 +522,9 @@ def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
             skipped_documents=skipped_documents, mismatch_details=mismatches,
             answers={r["name"]: r["numbers"] for r in report["documents"]},
             design=design.directory, mode="programmable", config_bits=report["config_bits"],
-            config_stalls=report["config_stalls"], streams=report["streams"])
+            config_stalls=report["config_stalls"], streams=report["streams"],
+            document_configurations=[(r["name"], r["configuration"])
+                                     for r in report["documents"]])
         if mismatches and write_replay:
             summary.replay = _write_programmable_replay(config, all_lines, items, documents,
                                                         mismatches, run, build_root)

@@ -98,7 +98,7 @@ class ProgrammableModel(FrameModel):
              cfg_last: bool = False) -> tuple[bool, Optional[Beat]]:
         cfg_ready = not self.cfg_pending
         take = bool(cfg_valid) and cfg_ready
-        commit = self.cfg_pending and not self.in_document
+        commit = self.cfg_pending and not self.in_document and self.drained
         ready, beat = super().step(valid, data, last, out_ready)
         if valid and ready:
             self.in_document = int(not last)
@@ -113,6 +113,9 @@ class ProgrammableModel(FrameModel):
             self.generation = (self.generation + 1) & 0xFF
         self.config_ready = cfg_ready
         return ready, beat
+
+    def _hold(self) -> bool:
+        return bool(self.cfg_pending) and not self.in_document
 
     def _config_bit(self, bit: int, last: bool) -> None:
         spec = self.spec
