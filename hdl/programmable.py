@@ -241,8 +241,10 @@ class ProgrammableCluster(wiring.Component):
             m.d.sync += row_reg.eq(row_next)
         with m.If(self.selected & self.cfg.flag_shift):
             m.d.sync += staged.eq(Cat(staged[1:], self.cfg.bit))
+        row = Signal(row_width)   # ``self.row`` widened: with one row it has no bits at all
         m.d.comb += [
-            write.addr.eq(Cat(self.row, ~bank)),
+            row.eq(self.row),
+            write.addr.eq(Cat(row, ~bank)),
             write.data.eq(row_next),
             write.en.eq(self.selected & self.cfg.row_write),
         ]

@@ -14,12 +14,12 @@ from xpfilt.model.engine import Beat, EngineModel
 
 def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: int = 0,
                               p_valid: float = 0.8, p_ready: float = 0.8,
-                              extra_cycles: int = 400) -> dict:
+                              extra_cycles: int = 400, max_name: int = 32) -> dict:
     """Drive RTL and model with the same random valid/ready pattern; return the first mismatch
     (None if none), the beats and the cycle count."""
     rng = random.Random(seed)
-    dut = CustomEngine(plan)
-    model = EngineModel(plan)
+    dut = CustomEngine(plan, max_name=max_name)
+    model = EngineModel(plan, max_name=max_name)
     stream = [(b, i == len(d) - 1) for d in documents for i, b in enumerate(d)]
     result = {"mismatch": None, "beats": [], "cycles": 0}
 

@@ -96,3 +96,33 @@ def test_back_to_back_short_documents_with_valid_and_ready_always_1():
             assert readout.errors & Errors.MALFORMED
         else:
             assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)
+
+
+@pytest.mark.parametrize("cluster_size, max_depth, max_name", [
+    (1, 1, 1), (1, 2, 2), (2, 4, 4), (3, 3, 5), (4, 8, 8), (8, 16, 32), (256, 5, 7)])
+def test_rtl_equals_model_and_reference_at_every_parameter_edge(cluster_size, max_depth,
+                                                                 max_name):
+    """Cluster size, depth and name length at 1, at powers of two, at odd sizes and at the
+    largest useful value; documents at and one beyond each limit."""
+    long_tag = "t" * max_name
+    queries = [parse_query(t, i + 1) for i, t in enumerate(
+        ["/a", "//b", f"//{long_tag}", "/a/b", "/*//a", f"/a//{long_tag}", "//*", "/a/*/b"])]
+    plan = compile_queries(queries, CompileOptions(cluster_size=cluster_size,
+                                                   max_depth=max_depth))
+    docs = [b"<a/>", b"<b/>", f"<{long_tag}/>".encode(), b"x",
+            b"<a>" * max_depth + b"</a>" * max_depth,
+            b"<a>" * (max_depth + 1) + b"</a>" * (max_depth + 1),
+            b"<a>" + b"<b>" * (max_depth - 1) + b"</b>" * (max_depth - 1) + b"</a>",
+            f"<{long_tag}t/>".encode(), f"<a><{long_tag}/></a>".encode(), b"<b/>"]
+    result = compare_engine_with_model(plan, docs, seed=cluster_size, p_valid=0.9,
+                                       p_ready=0.9, extra_cycles=len(queries) * 3 + 20,
+                                       max_name=max_name)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(queries))
+    assert len(readouts) == len(docs)
+    answered = [(doc, r) for doc, r in zip(docs, readouts) if not r.errors]
+    assert len(answered) >= 5 and any(r.bits for _, r in answered)
+    for doc, readout in answered:
+        assert readout.bits == bits_of(plan, queries, doc), doc
+    assert readouts[5].errors & Errors.DEPTH_OVERFLOW
+    assert readouts[7].errors & Errors.NAME_TOO_LONG

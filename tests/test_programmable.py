@@ -204,3 +204,46 @@ def test_a_commit_never_mixes_two_configurations_in_one_document(tail):
     readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
     assert expected_a == 0b01 and readouts[0].bits == expected_a
     assert readout_matches(config_b, readouts[1].bits) == {2}
+
+
+def edge_case_items(spec: HardwareSpec):
+    """Queries and documents sized to ``spec``: one-letter tags and tags of exactly
+    ``max_tag_len`` letters, documents at, and one beyond, the depth and name limits."""
+    long_tag = "t" * spec.max_tag_len
+    texts = ["/a", "//b", f"//{long_tag}", "/a/b", "/*//a", f"/a//{long_tag}"]
+    queries = queries_of(*texts)
+    docs = [b"<a/>", b"<b/>", f"<{long_tag}/>".encode(), b"<x/>",
+            b"<a>" * spec.max_depth + b"</a>" * spec.max_depth,
+            b"<a>" * (spec.max_depth + 1) + b"</a>" * (spec.max_depth + 1),
+            b"<a>" + b"<b>" * (spec.max_depth - 1) + b"</b>" * (spec.max_depth - 1) + b"</a>",
+            f"<{long_tag}t/>".encode(), ("<" + "n" * (spec.max_name + 1) + "/>").encode()]
+    if spec.max_depth > 1:
+        docs.append(f"<a><{long_tag}/></a>".encode())
+    return queries, docs
+
+
+@pytest.mark.parametrize("spec", [
+    HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=1, max_name=1),
+    HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=4, max_name=4),
+    HardwareSpec(clusters=2, columns=4, max_tag_len=2, max_depth=2, max_name=2),
+    HardwareSpec(clusters=3, columns=6, max_tag_len=3, max_depth=3, max_name=5),
+    HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8),
+    HardwareSpec(clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32),
+], ids=lambda s: f"k{s.clusters}-c{s.columns}-t{s.max_tag_len}-d{s.max_depth}-n{s.max_name}")
+def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec):
+    """Issue 11, defect 3 (``max_tag_len`` 1 never matched in the RTL): every parameter at 1,
+    at powers of two, at odd sizes and at its maximum."""
+    queries, docs = edge_case_items(spec)
+    config = configure(queries, spec)
+    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=2,
+                                  p_valid=0.9, p_ready=0.9)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    assert len(readouts) == len(docs)
+    placed = [q for q in queries if q.number in config.readout_bit]
+    answered = 0
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            answered += 1
+            assert readout_matches(config, readout.bits) == reference_numbers(placed, doc), doc
+    assert answered >= 4 and any(r.bits for r in readouts)
