@@ -11,6 +11,7 @@ import os
 from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
 
 from .events import Document, DocumentError, utf8_document
+from .fast import FastFilter
 from .lxml_filter import LxmlFilter
 from .reference import ReferenceFilter
 from .results import DocumentResult
@@ -31,6 +32,7 @@ def _model_engine(queries: Sequence[Query], options=None) -> Engine:
 
 
 ENGINES: dict[str, Callable[..., Engine]] = {
+    "fast": lambda queries, options=None: FastFilter(queries),
     "reference": lambda queries, options=None: ReferenceFilter(queries),
     "lxml": lambda queries, options=None: LxmlFilter(queries),
     "model": _model_engine,

@@ -24,9 +24,9 @@ engines share one definition of XPath comparisons) and the outcome picks the mem
 ``[text() op v]`` needs the element's text children, so a query set with a text predicate runs
 over :func:`xpfilt.events.parse_events` and the reference's text lookup, as the reference does.
 
-Documents are parsed by expat directly, without building event objects; a document expat
-rejects as it stands is handed to :func:`xpfilt.events.iter_events`, which owns encodings and
-error messages, so the answers and errors are those of every other engine.
+Documents are made UTF-8 by :func:`xpfilt.events.utf8_document` (the one encoding policy) and
+parsed by expat directly, without building event objects; a document expat rejects is parsed
+again by :func:`xpfilt.events.iter_events`, which raises the error every other engine raises.
 
 The memo is bounded: when the interned sets grow past ``cache_bytes`` it is dropped between two
 documents and rebuilt on demand (``stats['resets']`` counts it).
@@ -40,7 +40,7 @@ from xml.parsers import expat
 
 import numpy as np
 
-from .events import Document, Event, EventKind, iter_events, parse_events
+from .events import Document, Event, EventKind, iter_events, parse_events, utf8_document
 from .reference import _child_texts, _step_predicates_hold
 from .xpath import Axis, AttributeTarget, Query
 
@@ -266,6 +266,7 @@ class FastFilter:
             document = Document("<bytes>", bytes(document))
         if self._nfa.needs_text:
             return self.filter_events(parse_events(document))
+        document = utf8_document(document)   # the one encoding policy (raises like iter_events)
         trans, miss = self._trans, self._miss
         stack = [self._start]
         visited: set[int] = set()
@@ -288,7 +289,7 @@ class FastFilter:
         try:
             parser.Parse(document.data, True)
         except expat.ExpatError:
-            # not parseable as raw bytes: xpfilt.events decides (other encodings, or the error)
+            # malformed: xpfilt.events parses it again and raises the error every engine raises
             return self.filter_events(iter_events(document))
         return self._answer(visited)
 

@@ -1,0 +1,111 @@
+"""The fast engine (shared NFA, lazy DFA) against the reference filter and the shared answers.
+
+The engine keeps its memo across documents, so the property tests run one engine over several
+documents in turn: a wrong memo entry shows up as a wrong answer for a later document.
+"""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xpfilt.engines import ENGINES, filter_batch, make_engine
+from xpfilt.events import Document, load_documents, parse_events
+from xpfilt.fast import FastFilter
+from xpfilt.reference import ReferenceFilter
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+from .conftest import expected_cases
+from .strategies import documents, queries
+
+
+@pytest.mark.parametrize("name, queries_path, folder, tsv",
+                         expected_cases(), ids=[c[0] for c in expected_cases()])
+def test_fast_reproduces_shared_expected(name, queries_path, folder, tsv):
+    loaded = load_queries(queries_path)
+    engine = FastFilter(loaded.queries)
+    docs = load_documents([folder])
+    expected = read_expected(tsv)
+    for _ in range(2):       # cold, then from the memo
+        assert {r.name: r.matches for r in filter_batch(engine, docs)} == expected
+
+
+def _agree(texts, docs, **options):
+    parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    fast, ref = FastFilter(parsed, **options), ReferenceFilter(parsed)
+    for doc in docs + docs[:1]:
+        assert fast.filter(doc) == ref.filter(doc)
+        assert fast.filter_events(parse_events(doc)) == ref.filter(doc)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(documents(), min_size=1, max_size=3),
+       texts=st.lists(queries(), min_size=1, max_size=12))
+def test_fast_agrees_with_reference_on_paths(docs, texts):
+    _agree(texts, docs)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(documents(), min_size=1, max_size=3),
+       texts=st.lists(queries(predicates=True), min_size=1, max_size=12))
+def test_fast_agrees_with_reference_on_predicates(docs, texts):
+    _agree(texts, docs)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(documents(), min_size=2, max_size=4),
+       texts=st.lists(queries(predicates=True), min_size=1, max_size=8))
+def test_fast_agrees_when_the_memo_is_dropped_after_every_document(docs, texts):
+    _agree(texts, docs, cache_bytes=0)
+
+
+@pytest.mark.parametrize("query, xml, matches", [
+    ("//a//a", b"<a><b><a/></b></a>", True),
+    ("//a/a", b"<a><b><a/></b></a>", False),
+    ("/a/*/c", b"<a><c/></a>", False),
+    ("/a//*//c", b"<a><b><c/></b></a>", True),
+    ("/a//*//c", b"<a><c/></a>", False),
+    ("/a/b", b"<a><c/><b/></a>", True),
+    ("/a[@x=1]/b", b'<a x="1.0"><b/></a>', True),
+    ("/a[@x=1]/b", b'<a x="2"><b/></a>', False),
+    ("/a[text()=2]", b"<a>1<b/> 2 </a>", True),
+    ("//b[@n='x']", b"<a><b n='y'/><c><b n='x'/></c></a>", True),
+])
+def test_fast_cases(query, xml, matches):
+    assert FastFilter([parse_query(query)]).filter(xml) == (frozenset({0}) if matches
+                                                           else frozenset())
+
+
+def test_same_guarded_step_decided_per_element():
+    # one memo entry (state after /a, tag b) must give different answers for different attributes
+    engine = FastFilter([parse_query("/a/b[@n=1]/c", 1), parse_query("/a/b/d", 2)])
+    assert engine.filter(b'<a><b n="2"><c/><d/></b></a>') == {1}
+    assert engine.filter(b'<a><b n="1"><c/></b></a>') == {0}
+    assert engine.filter(b'<a><b n="2"><c/></b><b n="1"><d/></b></a>') == {1}
+
+
+def test_repeated_paths_are_memoized(data):
+    engine = FastFilter(load_queries(data / "queries" / "nitf-d8-p15-n2000.txt").queries)
+    doc = Document.from_path(data / "nitf" / "docs" / "outFile1.xml")
+    first = engine.filter(doc)
+    misses = engine.stats["misses"]
+    assert misses > 0
+    assert engine.filter(doc) == first and engine.stats["misses"] == misses
+
+
+def test_malformed_and_encoded_documents_answer_like_the_reference():
+    queries = [parse_query("/a/b", 1), parse_query("//c", 2)]
+    docs = [Document("bad.xml", b"<a><b></a>"), Document("empty.xml", b""),
+            Document("latin.xml", '<?xml version="1.0" encoding="ISO-8859-1"?><a><b>é</b></a>'
+                     .encode("latin-1")),
+            Document("utf16.xml", "<a><c/></a>".encode("utf-16")),
+            Document("ok.xml", b"<a><b/><c/></a>")]
+    fast = list(filter_batch(FastFilter(queries), docs))
+    assert fast == list(filter_batch(ReferenceFilter(queries), docs))
+    assert fast[0].error.startswith("bad.xml:1:")
+    assert fast[-1].matches == (1, 2)
+
+
+def test_fast_is_the_registered_default_engine():
+    assert list(ENGINES)[0] == "fast"
+    assert isinstance(make_engine("fast", [parse_query("/a")]), FastFilter)
