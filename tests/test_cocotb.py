@@ -448,3 +448,15 @@ def test_programmable_streams_completing_with_documents_in_flight(build_dir, tmp
         labels = {label for name, label in summary.document_configurations
                   if name.startswith(f"r{run}-")}
         assert len(labels) == 2, (run, labels)
+
+
+def test_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_path):
+    """Issue 11, defect 1, under Verilator: 1-4-byte documents back to back (good and
+    malformed) with the input always valid and the readout always ready: one readout each."""
+    tiny = [b"<a/>", b"x", b"x", b"<b/>", b"<>", b"x", b"<c/>", b"y"]
+    docs = [Document(f"short{i}.xml", tiny[i % len(tiny)]) for i in range(60)]
+    summary = run_regression(config(build_dir, tmp_path, documents=docs, p_valid=1.0,
+                                    p_ready=1.0))
+    assert summary.mismatches == 0, summary.format()
+    malformed = sum(1 for d in docs if d.data in (b"x", b"y", b"<>"))
+    assert summary.documents == 60 and summary.flagged == malformed == 37
