@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup demo test regress bench bench-synth clean
+.PHONY: setup demo test regress bench bench-synth fuzz clean
 
 setup: $(STAMP)
 
@@ -26,6 +26,11 @@ test: $(STAMP)
 ## regress: the long regressions (summaries of the cocotb runs are printed: -rP)
 regress: $(STAMP)
 	$(BIN)/python -m pytest -q -rP -m regress
+
+## fuzz: random and hostile input through every engine, the RTL vs the model (~30 min on 2 cores;
+## FUZZ_ARGS="--cases-scale 0.1" for a shorter run); bench/results/fuzz.md, replays in build/fuzz
+fuzz: $(STAMP)
+	$(BIN)/python -m xpfilt.fuzz $(FUZZ_ARGS)
 
 ## bench: software, model, compile-time and simulation benchmarks; numbers land in bench/results/
 bench: $(STAMP)
