@@ -91,14 +91,26 @@ def main():
 @compile_options
 @click.option("-o", "--output", type=click.File("w"), default="-",
               help="Write the TSV here instead of standard output.")
+@click.option("--spark", is_flag=True,
+              help="Partition the documents over Spark executors (software engines); the "
+                   "answers go to --out as Parquet, resumably.")
+@click.option("--master", default=None,
+              help="With --spark: the Spark master (default local[*], or spark-submit's).")
+@click.option("--out", "spark_out", type=click.Path(file_okay=False, path_type=Path),
+              help="With --spark: the results folder (Parquet: document, path, matches, error).")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+              help="With --spark: documents per task.")
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
-def filter_command(queries_path, engine, mode, hw_dir, output, documents, **kwargs):
-    """Filter DOCUMENTS (files, or directories of *.xml) against the queries.
+def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark, master,
+                   spark_out, batch_size, **kwargs):
+    """Filter DOCUMENTS (files, directories of *.xml, or with --spark glob patterns)
+    against the queries.
 
     Prints one line per document: the file name, a tab, and the space-separated numbers of the
     matching queries -- the format of shared/data/expected/*.tsv. Malformed documents and
     unsupported queries are reported on standard error; every other document and query still
-    gets its answer, and the exit code is 1.
+    gets its answer, and the exit code is 1. With --spark the same answers are written to the
+    --out folder as Parquet, one row per document, malformed ones with their error.
     """
     from .engines import filter_batch, make_engine, split_supported
     from .events import load_documents
@@ -111,6 +123,9 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, **kwar
     for error in loaded.errors:
         click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
         failed = True
+    if spark or spark_out or master:
+        _filter_on_spark(queries_path, engine, documents, spark, master, spark_out, batch_size,
+                         failed)
     queries, refused = split_supported(engine, loaded.queries)
     for message in refused:
         click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
@@ -131,6 +146,26 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, **kwar
             failed = True
     output.flush()
     sys.exit(1 if failed else 0)
+
+
+def _filter_on_spark(queries_path, engine, documents, spark, master, out, batch_size, failed):
+    from .spark_filter import SOFTWARE_ENGINES, spark_filter
+
+    if not (spark and out):
+        raise click.UsageError("--spark needs --out FOLDER, and --out and --master need --spark")
+    if engine not in SOFTWARE_ENGINES:
+        raise click.UsageError(f"--spark runs the software engines "
+                               f"({', '.join(SOFTWARE_ENGINES)}), not {engine!r}")
+    try:
+        summary = spark_filter(queries_path, documents, out, engine=engine, master=master,
+                               batch_size=batch_size,
+                               log=lambda message: click.echo(f"xpfilt: {message}", err=True))
+    except (ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from None
+    for _document, error in summary.errors:
+        click.echo(f"xpfilt: {error}", err=True)
+    click.echo(f"xpfilt: {summary.line()}; answers in {out}", err=True)
+    sys.exit(1 if failed or summary.errors else 0)
 
 
 @main.command("compile")
