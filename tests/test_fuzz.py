@@ -14,7 +14,7 @@ from xpfilt.fuzz.rtl import Segment, StreamRun, run_stream
 from xpfilt.model.programmable import load_configuration
 from xpfilt.reference import ReferenceFilter
 
-SLICE = {"wellformed": 0.005, "hostile": 0.005, "config": 0.1, "rtl": 0.015}
+SLICE = {"wellformed": 0.01, "hostile": 0.01, "config": 0.15, "rtl": 0.01}
 
 
 @pytest.mark.parametrize("category", list(SLICE))

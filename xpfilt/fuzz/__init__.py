@@ -13,7 +13,7 @@ Categories (default counts at ``--cases-scale 1``):
 3. ``config`` (2,000): corrupted configuration streams into the programmable model (bit flips,
    truncations, extensions, foreign and re-CRC'd headers, splices); each must be rejected and
    leave the previous configuration answering as before; the untouched stream is accepted.
-4. ``rtl`` (300 streams): back-to-back short, malformed and normal documents (and, for the
+4. ``rtl`` (500 streams; the first is issue 11's back-to-back 1-byte documents): back-to-back short, malformed and normal documents (and, for the
    programmable engine, configuration streams completing while documents flow) through the RTL
    in the Amaranth simulator beside the model, random valid/ready: cycle-exact, exactly one
    readout per document, answers as the reference.
@@ -39,7 +39,7 @@ from .report import Recorder, write_summary
 __all__ = ["FuzzConfig", "DEFAULT_COUNTS", "run_fuzz"]
 
 #: Cases per category at ``cases_scale`` 1.
-DEFAULT_COUNTS = {"wellformed": 100_000, "hostile": 100_000, "config": 2_000, "rtl": 300}
+DEFAULT_COUNTS = {"wellformed": 100_000, "hostile": 100_000, "config": 2_000, "rtl": 500}
 
 
 @dataclass(frozen=True)

@@ -118,10 +118,9 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
         if kind == "custom":
             ready, beat = model.step(valid, data, last, out_ready)
             return ready, beat, False, None
-        status = model.status
-        cfg_ready = model.config_ready
+        status = model.status             # the status port shows the state before the edge
         ready, beat = model.step(valid, data, last, out_ready, cfg_valid, cfg_bit, cfg_last)
-        return ready, beat, cfg_ready, status
+        return ready, beat, model.config_ready, status    # config_ready of this very cycle
 
     def bookkeeping(inputs, ready, beat, cfg_ready, beats):
         valid, data, last, first, cfg_valid, cfg_bit, cfg_last, out_ready = inputs
