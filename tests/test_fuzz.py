@@ -109,3 +109,18 @@ def test_every_documented_class_names_where_it_is_written():
     assert all(where for where in DOCUMENTED.values())
     assert known_defect("crash lxml: XPathEvalError: Undefined namespace prefix")
     assert known_defect("disagreement: something nobody has seen") is None
+
+
+def test_a_hanging_engine_counts_as_a_hang(tmp_path):
+    import time
+
+    class Slow(WrongEngine):
+        def filter(self, document):
+            time.sleep(5)
+            return frozenset()
+
+    from xpfilt.fuzz.run import EngineSet, compare_document
+    es = EngineSet(["//a"], ["slow"], random.Random(0), {"slow": (Slow, False)})
+    rec = Recorder(None)
+    assert compare_document("hostile", es, b"<a/>", rec, timeout=0.2)
+    assert rec.categories["hostile"].failures["hang slow: Hang: no answer within N.N s"] == 1

@@ -88,9 +88,4 @@ def run_fuzz(config: FuzzConfig, recorder: Optional[Recorder] = None) -> dict:
             "commit": _commit(), "wall_seconds": round(time.perf_counter() - t0, 1),
             "counts": {c: config.count(c) for c in config.categories},
             "replay_dir": str(config.replay_dir) if config.replay_dir else None}
-    if config.out is None:
-        from .report import CATEGORIES
-        return {"categories": {k: v for k, v in rec.categories.items() if k in CATEGORIES},
-                "failure_classes": rec.failure_classes(),
-                "total_failures": rec.total_failures(), **meta}
-    return write_summary(rec, Path(config.out), meta)
+    return write_summary(rec, config.out, meta)

@@ -166,9 +166,9 @@ class Progress:
             self.stream.write("\n")
 
 
-def write_summary(recorder: Recorder, out_dir: Path, meta: dict) -> dict:
-    """Write ``fuzz.json`` and ``fuzz.md`` into ``out_dir``; return the JSON document."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def write_summary(recorder: Recorder, out_dir: Optional[Path], meta: dict) -> dict:
+    """The summary as a JSON-ready dict; written to ``out_dir`` as ``fuzz.json`` and
+    ``fuzz.md`` unless ``out_dir`` is None."""
     cats = {}
     for key in CATEGORIES:
         c = recorder.categories.get(key)
@@ -181,8 +181,11 @@ def write_summary(recorder: Recorder, out_dir: Path, meta: dict) -> dict:
     classes = recorder.failure_classes()
     doc = {"format": 1, **meta, "categories": cats, "failure_classes": classes,
            "total_failures": recorder.total_failures(), "passed": not classes}
-    (out_dir / "fuzz.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (out_dir / "fuzz.md").write_text(_markdown(doc))
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "fuzz.json").write_text(json.dumps(doc, indent=1) + "\n")
+        (out_dir / "fuzz.md").write_text(_markdown(doc))
     return doc
 
 

@@ -16,7 +16,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from ..model.engine import Beat
+try:
+    from ..readout import Beat, SparseBeat
+except ImportError:      # before the readout formats had a module of their own
+    from ..model.engine import Beat
+    SparseBeat = None
 
 __all__ = ["Segment", "StreamRun", "run_stream", "group_readouts"]
 
@@ -174,7 +178,11 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
             beat = None
             if ctx.get(dut.readout.valid):
                 p = ctx.get(dut.readout.payload)
-                beat = Beat(p.bit, p.first, p.last, p.doc, p.errors.as_value().value)
+                errors = p.errors.as_value().value
+                if hasattr(p, "header"):      # a sparse readout
+                    beat = SparseBeat(p.header, p.last, p.doc, errors, p.id, p.count)
+                else:
+                    beat = Beat(p.bit, p.first, p.last, p.doc, errors)
             cfg_ready, status = False, None
             if kind != "custom":
                 cfg_ready = bool(ctx.get(dut.config.ready))
