@@ -22,7 +22,9 @@ from xpfilt.compiler import Plan
 
 from .cluster import ClusterCore, cluster_signature
 from .frontend import ByteLayout, ErrorFlags, FrontEnd
-from .readout import Readout, ReadoutLayout
+from xpfilt.readout import ReadoutKind
+
+from .readout import make_readout, readout_layout
 from .stacks import decode_events
 
 __all__ = ["CustomEngine", "EngineFrame", "cluster_module_name"]
@@ -34,10 +36,7 @@ def cluster_module_name(index: int) -> str:
 
 class CustomEngine(wiring.Component):
     """Ports: ``bytes_in`` (document bytes, ``last`` on a document's final byte) and ``readout``
-    (one beat per query per document, see :class:`hdl.readout.ReadoutLayout`)."""
-
-    bytes_in: In(stream.Signature(ByteLayout))
-    readout: Out(stream.Signature(ReadoutLayout))
+    (beats of the plan's readout kind, see :func:`hdl.readout.readout_layout`)."""
 
     def __init__(self, plan: Plan, *, max_name: int = 32, instances: bool = False):
         """``instances``: instantiate each cluster as the Verilog module
@@ -48,7 +47,12 @@ class CustomEngine(wiring.Component):
         self.plan = plan
         self.max_name = max_name
         self.instances = instances
-        super().__init__()
+        width = sum(len(c.queries) for c in plan.clusters)
+        super().__init__({
+            "bytes_in": In(stream.Signature(ByteLayout)),
+            "readout": Out(stream.Signature(readout_layout(ReadoutKind(plan.options.readout),
+                                                           width))),
+        })
 
     def cluster_core(self, index: int) -> ClusterCore:
         """The component of cluster ``index`` (what ``cluster_module_name(index)`` contains)."""
@@ -60,7 +64,8 @@ class CustomEngine(wiring.Component):
         plan = self.plan
         frame = EngineFrame(m, self.bytes_in, self.readout,
                             width=sum(len(c.queries) for c in plan.clusters), tags=plan.tags,
-                            max_depth=plan.options.max_depth, max_name=self.max_name)
+                            max_depth=plan.options.max_depth, max_name=self.max_name,
+                            readout=ReadoutKind(plan.options.readout))
         decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth)
         cores = []
         for i, cluster in enumerate(plan.clusters):
@@ -94,10 +99,10 @@ class EngineFrame:
     """
 
     def __init__(self, m: Module, bytes_in, readout_port, *, width: int, tags, max_depth: int,
-                 max_name: int):
+                 max_name: int, readout: ReadoutKind = ReadoutKind.SERIAL):
         self.m = m
         self.bytes_in = bytes_in
-        m.submodules.readout = self.readout = Readout(width)
+        m.submodules.readout = self.readout = make_readout(readout, width)
         wiring.connect(m, wiring.flipped(readout_port), self.readout.out)
         self.pending = Signal(range(3))    # document ends accepted but not yet captured
         self.waiting = Signal()            # ... of which one reached the clusters, readout busy

@@ -23,11 +23,12 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
+from xpfilt.readout import ReadoutKind
 
 from .cluster import ERROR_WIDTH
 from .engine import EngineFrame
 from .frontend import ByteLayout, EventLayout, NameTapLayout
-from .readout import ReadoutLayout
+from .readout import readout_layout
 from .stacks import match_flags, packed_stack
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "ProgrammableCluster",
@@ -288,24 +289,26 @@ class ProgrammableEngine(wiring.Component):
     cluster 0 first), ``config`` (the configuration stream, one bit per transfer) and
     ``config_status``."""
 
-    bytes_in: In(stream.Signature(ByteLayout))
-    readout: Out(stream.Signature(ReadoutLayout))
-    config: In(stream.Signature(ConfigBit))
-    config_status: Out(ConfigStatus)
-
     def __init__(self, spec: HardwareSpec, *, instances: bool = False):
         """``instances``: instantiate the Verilog module :data:`CLUSTER_MODULE` (converted once
         from :class:`ProgrammableCluster`, every cluster is the same hardware) instead of
         elaborating each cluster inline."""
         self.spec = spec
         self.instances = instances
-        super().__init__()
+        layout = readout_layout(ReadoutKind(spec.readout), spec.clusters * spec.columns)
+        super().__init__({
+            "bytes_in": In(stream.Signature(ByteLayout)),
+            "readout": Out(stream.Signature(layout)),
+            "config": In(stream.Signature(ConfigBit)),
+            "config_status": Out(ConfigStatus),
+        })
 
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
         frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.clusters * spec.columns,
-                            tags=(), max_depth=spec.max_depth, max_name=spec.max_name)
+                            tags=(), max_depth=spec.max_depth, max_name=spec.max_name,
+                            readout=ReadoutKind(spec.readout))
         m.submodules.loader = loader = ConfigLoader(spec)
         wiring.connect(m, wiring.flipped(self.config), loader.config)
         m.d.comb += self.config_status.eq(loader.status)

@@ -9,7 +9,19 @@ from amaranth.sim import Simulator
 
 from hdl.engine import CustomEngine
 from xpfilt.compiler import Plan
-from xpfilt.model.engine import Beat, EngineModel
+from xpfilt.model.engine import EngineModel
+from xpfilt.readout import Beat, SparseBeat
+
+
+def shown_beat(ctx, port):
+    """The beat ``port`` (a readout stream of either kind) shows this cycle, or None."""
+    if not ctx.get(port.valid):
+        return None
+    p = ctx.get(port.payload)
+    errors = p.errors.as_value().value
+    if hasattr(p, "header"):
+        return SparseBeat(p.header, p.last, p.doc, errors, p.id, p.count)
+    return Beat(p.bit, p.first, p.last, p.doc, errors)
 
 
 def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: int = 0,
@@ -34,10 +46,7 @@ def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: i
             ctx.set(dut.bytes_in.payload.last, last)
             ctx.set(dut.readout.ready, out_ready)
             ready = bool(ctx.get(dut.bytes_in.ready))
-            beat = None
-            if ctx.get(dut.readout.valid):
-                p = ctx.get(dut.readout.payload)
-                beat = Beat(p.bit, p.first, p.last, p.doc, p.errors.as_value().value)
+            beat = shown_beat(ctx, dut.readout)
             expected = model.step(valid, data, last, out_ready)
             if (ready, beat) != expected and result["mismatch"] is None:
                 result["mismatch"] = {"cycle": result["cycles"], "rtl": (ready, beat),

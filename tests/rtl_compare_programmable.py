@@ -8,7 +8,7 @@ from typing import Sequence, Union
 from amaranth.sim import Simulator
 
 from hdl.programmable import ProgrammableEngine
-from xpfilt.model.engine import Beat
+from .rtl_compare import shown_beat
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec
 
@@ -61,10 +61,7 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
                 ctx.set(dut.readout.ready, out_ready)
                 ready = bool(ctx.get(dut.bytes_in.ready))
                 cfg_ready = bool(ctx.get(dut.config.ready))
-                beat = None
-                if ctx.get(dut.readout.valid):
-                    p = ctx.get(dut.readout.payload)
-                    beat = Beat(p.bit, p.first, p.last, p.doc, p.errors.as_value().value)
+                beat = shown_beat(ctx, dut.readout)
                 st = ctx.get(dut.config_status)
                 status = {"generation": st.generation, "loaded": st.loaded,
                           "rejected": st.rejected, "pending": st.pending}

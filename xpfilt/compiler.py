@@ -36,6 +36,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
+from .readout import check_readout
 from .xpath import Axis, Query
 
 __all__ = ["CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
@@ -59,6 +60,7 @@ class CompileOptions:
     opt_share: bool = True       # (3) nodes with different tags share a column
     prefix_sharing: bool = True  # common prefixes share nodes within a cluster
     share_limit: int = 8         # most nodes in one shared column (bounds the OR per column)
+    readout: str = "serial"      # a xpfilt.readout.ReadoutKind value: "serial" or "sparse"
 
     def __post_init__(self):
         if self.cluster_size is not None and self.cluster_size < 1:
@@ -67,6 +69,7 @@ class CompileOptions:
             raise ValueError(f"maximum depth must be at least 1, not {self.max_depth!r}")
         if self.share_limit < 1:
             raise ValueError(f"share limit must be at least 1, not {self.share_limit!r}")
+        check_readout(self.readout)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ import zlib
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from .readout import check_readout
 from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError",
@@ -52,6 +53,7 @@ class HardwareSpec:
     max_tag_len: int = 16
     max_depth: int = 16
     max_name: int = 32
+    readout: str = "serial"   # a xpfilt.readout.ReadoutKind value
 
     def __post_init__(self):
         for name in ("clusters", "columns", "max_tag_len", "max_depth"):
@@ -60,6 +62,7 @@ class HardwareSpec:
                                  f"not {getattr(self, name)!r}")
         if self.columns % 2:
             raise ValueError(f"columns must be even, not {self.columns!r}")
+        check_readout(self.readout)
         if self.max_tag_len > self.max_name:
             raise ValueError(f"max tag length must be at most max name ({self.max_name}), "
                              f"not {self.max_tag_len!r}")
@@ -98,7 +101,7 @@ class HardwareSpec:
         if raw.get("mode") != "programmable":
             raise ValueError(f"hardware must be programmable, not {raw.get('mode')!r}")
         return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",
-                                          "max_name")})
+                                          "max_name")}, readout=raw.get("readout", "serial"))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@
 readout beat shown in that cycle (or None). Register by register it follows the RTL: the
 per-cluster input copy, the front end (:class:`xpfilt.model.frontend.FrontEndModel`), the stack
 banks (:class:`xpfilt.model.stacks.ClusterStacks`), the capture/flow-control logic and the
-readout shift register.
+readout (:mod:`xpfilt.model.readout`).
 
 
 :class:`ModelEngine` wraps it as a filter engine (``filter(document)``), like the reference.
@@ -13,28 +13,20 @@ readout shift register.
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence, Union
 
 from hdl.frontend import Errors
-from hdl.readout import DOC_WIDTH
 
 from ..compiler import CompileOptions, Plan, compile_queries
+from ..readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from ..events import Document, DocumentError
 from ..xpath import Query
 from .frontend import NO_EVENT, FrontEndModel
+from .readout import make_readout_model
 from .stacks import ClusterStacks
 
 __all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
            "run_documents", "readout_positions", "answer_positions"]
-
-
-class Beat(NamedTuple):
-    """One readout transfer (the fields of :class:`hdl.readout.ReadoutLayout`)."""
-    bit: int
-    first: int
-    last: int
-    doc: int
-    errors: int
 
 
 class FrameModel:
@@ -57,37 +49,28 @@ class FrameModel:
         self.pending = 0
         self.waiting = 0
         self.held_errors = 0
-        self.shadow = 0
-        self.count = 0
-        self.doc = 0
-        self.started = 0
-        self.errors = 0
+        self.readout = make_readout_model(self.readout_kind, self.width)
         self.cycle = 0
 
     def step(self, valid: bool = True, data: int = 0, last: bool = False,
-             out_ready: bool = True) -> tuple[bool, Optional[Beat]]:
+             out_ready: bool = True) -> tuple[bool, Optional[Union[Beat, SparseBeat]]]:
         """Advance one cycle. Returns (``bytes_in.ready``, the readout beat shown or None);
         the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``."""
         ev = self.event
-        busy = self.count != 0
+        readout = self.readout
+        busy = readout.busy
         ready = not self._hold() and (self.pending == 0 or (self.pending == 1 and not busy))
         accepted = bool(valid) and ready
-        beat = None
-        if busy:
-            beat = Beat(self.shadow & 1, int(self.count == self.width), int(self.count == 1),
-                        self.doc, self.errors)
+        beat = readout.beat()
 
         if ev.push:          # the stacks' registers update at the edge; matches include it
             self._push(ev)
         capture = (ev.doc_end or self.waiting) and not busy
         if capture:
-            self.shadow, self.count = self._take_flags(), self.width
-            self.errors = ev.errors if ev.doc_end else self.held_errors
-            self.doc = (self.doc + self.started) & ((1 << DOC_WIDTH) - 1)
-            self.started = 1
-        elif beat is not None and out_ready:
-            self.shadow >>= 1
-            self.count -= 1
+            readout.step(True, self._take_flags(),
+                         ev.errors if ev.doc_end else self.held_errors, out_ready)
+        else:
+            readout.step(False, 0, 0, out_ready)
         if ev.doc_end:
             self._restart()
             self.held_errors = ev.errors
@@ -122,6 +105,7 @@ class EngineModel(FrameModel):
         self.front_end = FrontEndModel(plan.tags, max_depth=plan.options.max_depth,
                                        max_name=max_name)
         self.width = sum(len(c.queries) for c in plan.clusters)
+        self.readout_kind = ReadoutKind(plan.options.readout)
         self._shifts = []
         offset = 0
         for cluster in plan.clusters:
@@ -151,31 +135,6 @@ class EngineModel(FrameModel):
             flags |= stacks.matches << shift
             stacks.matches = 0
         return flags
-
-
-class DocumentReadout(NamedTuple):
-    """A whole document's readout: its sequence number, error flags and readout bits."""
-    doc: int
-    errors: Errors
-    bits: int          # bit i = readout position i (plan.query_numbers[i])
-
-
-def collect_readout(beats: Iterable[Beat], width: int) -> list[DocumentReadout]:
-    """Group readout beats into documents (checking first/last framing)."""
-    out, bits, count = [], 0, 0
-    for beat in beats:
-        if beat.first != (count == 0):
-            raise ValueError(f"readout beat {count} of document {beat.doc} has first="
-                             f"{beat.first}")
-        bits |= beat.bit << count
-        count += 1
-        if beat.last:
-            if count != width:
-                raise ValueError(f"readout of document {beat.doc} must have {width} bits, "
-                                 f"not {count}")
-            out.append(DocumentReadout(beat.doc, Errors(beat.errors), bits))
-            bits, count = 0, 0
-    return out
 
 
 class ModelEngine:
@@ -239,8 +198,9 @@ class EngineError(DocumentError):
 def run_documents(model: EngineModel, documents: Sequence[bytes]) -> list[DocumentReadout]:
     """Stream documents back to back (a byte every cycle, readout always ready) until every
     document has been read out."""
-    beats: list[Beat] = []
+    beats: list[Union[Beat, SparseBeat]] = []
     step = model.step
+    ends = 0
     for data in documents:
         n = len(data)
         if not n:
@@ -250,14 +210,15 @@ def run_documents(model: EngineModel, documents: Sequence[bytes]) -> list[Docume
             ready, beat = step(True, data[i], i == n - 1)
             if beat is not None:
                 beats.append(beat)
+                ends += beat.last
             if ready:
                 i += 1
-    expected = len(documents) * model.width
     idle = 0
-    while len(beats) < expected:
+    while ends < len(documents):
         ready, beat = step(False)
         if beat is not None:
             beats.append(beat)
+            ends += beat.last
             idle = 0
         else:
             idle += 1

@@ -16,6 +16,7 @@ from hdl.programmable import CRC32_POLY
 from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  Configuration, HardwareSpec)
 
+from ..readout import ReadoutKind
 from ..xpath import Query
 from .engine import Beat, FrameModel, filter_with_model, readout_positions
 from .frontend import FrontEndModel
@@ -67,6 +68,7 @@ class ProgrammableModel(FrameModel):
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
         self.width = spec.clusters * spec.columns
+        self.readout_kind = ReadoutKind(spec.readout)
         self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
                                        report_names=True)
         self._expected_header = spec.header

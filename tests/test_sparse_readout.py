@@ -1,0 +1,174 @@
+"""The sparse readout: RTL (Amaranth simulator) against its register model, cycle by cycle, and
+both against the flags they were given; then whole engines with the sparse readout."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from hdl.readout import SparseReadout
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.model.engine import EngineModel, run_documents
+from xpfilt.model.readout import SparseReadoutModel
+from xpfilt.readout import SparseBeat, collect_readout, readout_cycles, ReadoutKind
+from xpfilt.xpath import parse_query
+
+from .rtl_compare import compare_engine_with_model, shown_beat
+
+
+def random_flags(rng, width):
+    kind = rng.random()
+    if kind < 0.15:
+        return 0
+    if kind < 0.3:
+        return (1 << width) - 1
+    if kind < 0.5:
+        return 1 << rng.randrange(width)
+    density = rng.choice([0.01, 0.1, 0.5])
+    return sum(1 << i for i in range(width) if rng.random() < density)
+
+
+def run_sparse(width, documents, *, seed, p_ready):
+    """Capture ``documents`` (flags) as soon as the readout is free, with random ready; return
+    the RTL's and the model's beats and the first differing cycle."""
+    rng = random.Random(seed)
+    dut = SparseReadout(width)
+    model = SparseReadoutModel(width)
+    result = {"mismatch": None, "beats": []}
+
+    async def testbench(ctx):
+        pending = list(documents)
+        for cycle in range(40 * (len(documents) + 1) + 2 * width * len(documents)):
+            capture = bool(pending) and not ctx.get(dut.busy) and rng.random() < 0.7
+            flags = pending[0] if capture else 0
+            errors = rng.randrange(8) if capture else 0
+            out_ready = rng.random() < p_ready
+            ctx.set(dut.capture, capture)
+            ctx.set(dut.flags, flags)
+            ctx.set(dut.errors.as_value(), errors)
+            ctx.set(dut.out.ready, out_ready)
+            got = (bool(ctx.get(dut.busy)), shown_beat(ctx, dut.out))
+            want = (model.busy, model.beat())
+            if got != want and result["mismatch"] is None:
+                result["mismatch"] = {"cycle": cycle, "rtl": got, "model": want}
+            model.step(capture, flags, errors, out_ready)
+            if got[1] is not None and out_ready:
+                result["beats"].append(got[1])
+            if capture:
+                pending.pop(0)
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    return result
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 63, 64, 65, 200, 700])
+def test_rtl_equals_model_and_every_set_flag_is_read_out_once(width):
+    rng = random.Random(width)
+    documents = [random_flags(rng, width) for _ in range(12)]
+    result = run_sparse(width, documents, seed=width, p_ready=0.7)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], width)
+    assert [r.bits for r in readouts] == documents
+    assert [r.doc for r in readouts] == list(range(len(documents)))
+
+
+def test_ids_come_in_increasing_order_one_per_cycle():
+    width = 300
+    flags = sum(1 << i for i in (0, 5, 63, 64, 65, 127, 128, 200, 299))
+    model = SparseReadoutModel(width)
+    model.step(True, flags, 0, True)
+    beats = []
+    for _ in range(30):
+        beat = model.beat()
+        if beat is not None:
+            beats.append(beat)
+        model.step(False, 0, 0, True)
+    assert beats[0] == SparseBeat(1, 0, 0, 0, 0, 0)
+    ids = [b.id for b in beats[1:]]
+    assert ids == [0, 5, 63, 64, 65, 127, 128, 200, 299]
+    assert beats[-1].last and beats[-1].count == 9
+    assert not model.busy
+
+
+@pytest.mark.parametrize("matches", [0, 1, 2, 7, 64, 65, 300])
+def test_a_document_takes_readout_cycles(matches):
+    """Ready always 1: busy for exactly :func:`readout_cycles` cycles after the capture."""
+    width = 1000
+    rng = random.Random(matches)
+    flags = sum(1 << i for i in rng.sample(range(width), matches))
+    model = SparseReadoutModel(width)
+    model.step(True, flags, 0, True)
+    cycles = 0
+    while model.busy:
+        model.step(False, 0, 0, True)
+        cycles += 1
+    assert cycles == readout_cycles(ReadoutKind.SPARSE, width, matches)
+
+
+def sparse_plan(texts, **options):
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    return queries, compile_queries(queries, CompileOptions(readout="sparse", **options))
+
+
+def test_engine_with_sparse_readout_rtl_equals_model_and_reference():
+    from .test_engine_rtl import BAD, QUERIES, TRICKY, bits_of
+    queries = QUERIES
+    plan = compile_queries(queries, CompileOptions(cluster_size=4, max_depth=6,
+                                                   readout="sparse"))
+    docs = TRICKY + BAD + TRICKY + [b"x", b"<a/>", b"y"] * 4
+    result = compare_engine_with_model(plan, docs, seed=7, p_valid=0.9, p_ready=0.6)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(queries))
+    assert len(readouts) == len(docs)
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout.bits == bits_of(plan, queries, doc), doc
+
+
+def test_sparse_readout_keeps_one_byte_per_cycle_with_thousands_of_queries():
+    """The serial readout needs a document longer than the query count; the sparse one only
+    longer than its matches plus the latency."""
+    texts = [f"//x{i}" for i in range(3000)] + ["/a", "//b"]
+    queries, plan = sparse_plan(texts)
+    model = EngineModel(plan)
+    doc = b"<a><b/><b/><b/></a>"           # 19 bytes, 2 matches
+    stalls = 0
+    for data in [doc] * 20:
+        for i, byte in enumerate(data):
+            while True:
+                ready, _ = model.step(True, byte, i == len(data) - 1)
+                if ready:
+                    break
+                stalls += 1
+    assert stalls == 0
+    readouts = run_documents(model, [doc])
+    assert readouts[0].bits == 0b11 << 3000
+
+
+@pytest.mark.parametrize("spec", [
+    dict(clusters=1, columns=2, max_tag_len=1, max_depth=1, max_name=1),
+    dict(clusters=3, columns=6, max_tag_len=3, max_depth=3, max_name=5),
+    dict(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8),
+])
+def test_programmable_engine_with_sparse_readout(spec):
+    from xpfilt.programmable import HardwareSpec, configure
+
+    from .rtl_compare_programmable import compare_programmable
+    from .test_programmable import edge_case_items, readout_matches, reference_numbers
+    spec = HardwareSpec(**spec, readout="sparse")
+    queries, docs = edge_case_items(spec)
+    config = configure(queries, spec)
+    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=5,
+                                  p_valid=0.9, p_ready=0.7)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    assert len(readouts) == len(docs)
+    placed = [q for q in queries if q.number in config.readout_bit]
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout_matches(config, readout.bits) == reference_numbers(placed, doc), doc
+    assert any(r.bits for r in readouts)
