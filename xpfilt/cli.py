@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 from pathlib import Path
@@ -114,11 +115,13 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     """
     from .engines import filter_batch, make_engine, split_supported
     from .events import load_documents
+    from .fast import gc_paused
     from .results import format_tsv_line
     from .xpath import load_queries
 
     options = _options_from(kwargs)
-    loaded = load_queries(queries_path)
+    with gc_paused():       # about 10 objects per query, none in a cycle
+        loaded = load_queries(queries_path)
     failed = False
     for error in loaded.errors:
         click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
@@ -138,6 +141,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
             failed = True
     else:
         filt = make_engine(engine, queries, options)
+    gc.freeze()     # the queries and the engine stay out of the collections while filtering
     for result in filter_batch(filt, load_documents(documents)):
         if result.ok:
             output.write(format_tsv_line(result.name, result.matches) + "\n")
