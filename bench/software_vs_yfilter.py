@@ -25,6 +25,7 @@ cold). Saved to bench/results/software_vs_yfilter{,_whole}.{json,md}.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -82,6 +83,7 @@ def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
                 stream_bytes: float) -> dict:
     """In a fresh process: load, build, filter (cold, then warm), and peak memory."""
     from xpfilt.engines import make_engine
+    from xpfilt.fast import gc_paused
     from xpfilt.xpath import load_queries
 
     docs = [Document.from_path(p) for p in load_documents([folder])]
@@ -89,11 +91,13 @@ def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
         docs = docs[:limit]
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
-    queries = load_queries(queries_path).queries
+    with gc_paused():            # as xpfilt filter does
+        queries = load_queries(queries_path).queries
     load_s = time.perf_counter() - start
     start = time.perf_counter()
     engine = make_engine(engine_name, queries)
     build_s = time.perf_counter() - start
+    gc.freeze()
     passes, cpu, answers = [], [], None
     for _ in range(3 if engine_name == "fast" else 1):
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -104,7 +108,11 @@ def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
            "cold_cpu_s": cpu[0], "warm_cpu_s": min(cpu),
            "digests": [_digest(a) for a in answers], "matches": sum(map(len, answers)),
            "baseline_rss_MB": baseline}
+    row["stats"] = dict(getattr(engine, "stats", {}))
+    row["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if stream_bytes:   # the 100 NITF documents cycled to YFilter's 2.9 MB, the first cycle cold
+        del engine
+        gc.collect()
         stream, size = [], 0
         while size < stream_bytes:
             doc = docs[len(stream) % len(docs)]
@@ -116,8 +124,6 @@ def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
             fresh.filter(doc)
         row.update(stream_bytes=size, stream_s=time.perf_counter() - start,
                    stream_cpu_s=time.process_time() - start_cpu)
-    row["stats"] = dict(getattr(engine, "stats", {}))
-    row["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
 
 
@@ -130,8 +136,10 @@ def run_row(engine: str, n: int, queries_path: Path, label: str, folder: Path, l
     load = os.getloadavg()[0]
     argv = [PYTHON, __file__, "--row", engine, str(queries_path), str(folder), str(limit),
             str(YFILTER_BYTES if stream else 0)]
-    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-    measured = json.loads(out)
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"row {engine} {n} {label} failed:\n{proc.stderr[-3000:]}")
+    measured = json.loads(proc.stdout)
     row = {"engine": engine, "queries": n, "workload": label, "documents": len(docs),
            "bytes": size, "events": events,
            "subset": f"first {limit} documents" if limit else "",
@@ -176,7 +184,9 @@ def whole_process(n: int, queries_path: Path, folder: Path) -> dict:
             "fast_whole_cpu_s": usage.ru_utime + usage.ru_stime,
             "fast_whole_MBps": size / elapsed / 1e6, "fast_peak_MB": usage.ru_maxrss / 1024,
             "yfilter_s": yfilter_s, "yfilter_MBps": YFILTER_BYTES / yfilter_s / 1e6,
-            "yfilter_peak_MB": yfilter_mb, "whole_speedup": yfilter_s / elapsed * size
+            "yfilter_peak_MB": yfilter_mb,
+            "whole_speedup": yfilter_s / elapsed * size / YFILTER_BYTES,
+            "whole_cpu_speedup": yfilter_s / (usage.ru_utime + usage.ru_stime) * size
             / YFILTER_BYTES, "load_before": round(load, 2)}
 
 
@@ -239,6 +249,7 @@ def main() -> None:
         ("bytes", "bytes"),
         ("fast_whole_MBps", "xpfilt filter MB/s"), ("fast_peak_MB", "xpfilt peak MB"),
         ("whole_speedup", "whole-process speed / YFilter's"),
+        ("whole_cpu_speedup", "same, by CPU time"),
         ("fast_load_s", "query file parse s"), ("fast_build_s", "engine build s"),
         ("fast_stream_MBps", "fast filtering MB/s"),
         ("fast_stream_cpu_MBps", "fast filtering MB/CPU-s"),

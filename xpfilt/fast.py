@@ -28,8 +28,8 @@ Documents are made UTF-8 by :func:`xpfilt.events.utf8_document` (the one encodin
 parsed by expat directly, without building event objects; a document expat rejects is parsed
 again by :func:`xpfilt.events.iter_events`, which raises the error every other engine raises.
 
-The memo is bounded: when the interned sets grow past ``cache_bytes`` it is dropped between two
-documents and rebuilt on demand (``stats['resets']`` counts it).
+The memo is bounded: when its sets and accepted queries grow past ``cache_bytes`` it is dropped
+between two documents and rebuilt on demand (``stats['resets']`` counts it).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from .xpath import Axis, AttributeTarget, Query
 
 __all__ = ["FastFilter", "DEFAULT_CACHE_BYTES", "gc_paused"]
 
-#: Interned state sets (4 bytes per NFA state in a set) kept before the memo is dropped.
+#: Memo size (interned sets and their accepted queries, 4 bytes per number) before it is dropped.
 DEFAULT_CACHE_BYTES = 256 << 20
 
 _STATE = np.int32    # NFA state numbers as stored in the interned sets
@@ -224,7 +224,7 @@ class FastFilter:
         self._trans: list[dict] = []          # DFA state -> {tag name: next DFA state}
         self._accepts: list = []              # DFA state -> positions it accepts, or None
         self._guarded: dict = {}              # (DFA state, name) -> (base set, candidates)
-        self._set_bytes = 0
+        self._memo_bytes = 0
         empty = np.zeros(0, _INDEX)
         document = np.zeros(1, _INDEX)
         self._start = self._intern(self._nfa.close(empty, document), document)
@@ -239,9 +239,11 @@ class FastFilter:
         number = self._ids[key] = len(self._sets)
         self._sets.append(key)
         self._trans.append({})
-        self._accepts.append(self._nfa.accepted(entered))
-        self._set_bytes += len(key)
+        accepts = self._nfa.accepted(entered)
+        self._accepts.append(accepts)
+        self._memo_bytes += len(key) + (0 if accepts is None else accepts.nbytes)
         self.stats["dfa_states"] += 1
+        self.stats["memo_bytes"] = self._memo_bytes
         return number
 
     def _states(self, number: int) -> np.ndarray:
@@ -275,7 +277,7 @@ class FastFilter:
     def _answer(self, visited: set) -> frozenset[int]:
         accepts = self._accepts
         found = [accepts[v] for v in visited if accepts[v] is not None]
-        if self._set_bytes > self.cache_bytes:
+        if self._memo_bytes > self.cache_bytes:
             self._reset()
             self.stats["resets"] += 1
         if not found:
