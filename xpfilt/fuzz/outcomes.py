@@ -217,6 +217,9 @@ def classify(engine: str, data: bytes, ref: Outcome, other: Outcome, *, max_dept
             if "Excessive depth" in other.error:
                 return False, ("nesting deeper than 2048 levels: lxml flags it (libxml2's "
                                "limit, even with huge_tree), the reference answers")
+            if "Unsupported encoding" in other.error:
+                return False, ("encoding names: utf8_document takes Python's aliases (UTF, "
+                               "UTF--8, U8), libxml2 refuses them")
             if _not_utf8(data) or "ncoding" in other.error:
                 return False, "encodings: lxml flags, the reference answers"
             return False, f"lxml flags, the reference answers: {signature(other.reason or other.error)}"
