@@ -1,4 +1,14 @@
-"""Counting, replay folders, the progress line and the summary (fuzz.md, fuzz.json)."""
+"""Counting, replay folders, the progress line and the summary (fuzz.md, fuzz.json).
+
+``fuzz.json`` (``format`` 1) has these fields, stable from run to run: ``seed``,
+``cases_scale``, ``started``, ``commit``, ``wall_seconds``, ``counts`` (cases asked per
+category), ``replay_dir``; ``categories`` keyed ``wellformed`` / ``hostile`` / ``config`` /
+``rtl``, each with ``title``, ``cases``, ``checks`` (comparisons made, by kind),
+``documented_differences`` and ``failures`` (counts by class), ``failed_cases`` and ``seconds``;
+``failure_classes``: a list of ``category``, ``class``, ``count``, ``known`` (the issue or
+finding it was reported under, or null), ``detail`` (the first case) and ``replays`` (folders);
+``total_failures`` and ``passed``.
+"""
 
 from __future__ import annotations
 
