@@ -222,8 +222,11 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
     return run
 
 
-def group_readouts(beats: Sequence[Beat], width: int) -> tuple[list[tuple[int, int, int]], int]:
-    """Whole readouts as (doc, errors, bits), and how many beats broke the first/last framing."""
+def group_readouts(beats: Sequence, width: int) -> tuple[list[tuple[int, int, int]], int]:
+    """Whole readouts as (doc, errors, bits), and how many beats broke the framing (serial:
+    first/last and ``width`` bits; sparse: a header, ids in range and each once, ``count``)."""
+    if beats and SparseBeat is not None and isinstance(beats[0], SparseBeat):
+        return _group_sparse(beats, width)
     out, bits, count, framing = [], 0, 0, 0
     for beat in beats:
         if beat.first and count:
@@ -241,3 +244,26 @@ def group_readouts(beats: Sequence[Beat], width: int) -> tuple[list[tuple[int, i
                 out.append((beat.doc, beat.errors, bits))
             bits, count = 0, 0
     return out, framing
+
+
+def _group_sparse(beats: Sequence, width: int) -> tuple[list[tuple[int, int, int]], int]:
+    out, framing = [], 0
+    in_doc, bits, ids, doc, errors = False, 0, 0, 0, 0
+    for beat in beats:
+        if beat.header:
+            framing += in_doc            # the previous document never ended
+            in_doc, bits, ids, doc, errors = True, 0, 0, beat.doc, beat.errors
+        elif not in_doc:
+            framing += 1
+            continue
+        else:
+            if not 0 <= beat.id < width or bits >> beat.id & 1:
+                framing += 1
+            bits |= 1 << beat.id
+            ids += 1
+        if beat.last:
+            if beat.count != ids or beat.doc != doc:
+                framing += 1
+            out.append((doc, errors, bits))
+            in_doc = False
+    return out, framing + in_doc

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass, field
@@ -36,8 +37,18 @@ HOSTILE_QUERIES = ["/:a", "//a:b:c", "/x:a"]
 
 # --- engines for one query set ----------------------------------------------------------------
 
+def _readout(rng: random.Random, cls) -> dict:
+    """``{"readout": kind}`` when ``cls`` (CompileOptions or HardwareSpec) has a choice of
+    match readouts, a random one; else nothing."""
+    if "readout" in {f.name for f in dataclasses.fields(cls)}:
+        return {"readout": rng.choice(("serial", "sparse"))}
+    return {}
+
+
 def _options_args(options: CompileOptions) -> str:
     args = f" --max-depth {options.max_depth}"
+    if getattr(options, "readout", "serial") != "serial":
+        args += f" --readout {options.readout}"
     if options.cluster_size:
         args += f" --cluster-size {options.cluster_size}"
     for flag, on in (("--no-opt1", options.opt_last), ("--no-opt2", options.opt_root),
@@ -135,14 +146,15 @@ class EngineSet:
                     cluster_size=rng.choice((None, None, 1, 2, 3, 5)),
                     max_depth=rng.choice((16, 16, 10, 8, 5)), opt_last=rng.random() < 0.8,
                     opt_root=rng.random() < 0.8, opt_share=rng.random() < 0.8,
-                    prefix_sharing=rng.random() < 0.8)
+                    prefix_sharing=rng.random() < 0.8, **_readout(rng, CompileOptions))
                 self.max_depth[name], self.max_name[name] = setting.max_depth, 32
             elif name == "programmable":
                 tag_len = rng.choice((1, 2, 3, 4, 8))
                 setting = HardwareSpec(
                     clusters=rng.randint(1, 3), columns=rng.choice((2, 4, 8, 16, 32)),
                     max_tag_len=tag_len, max_depth=rng.choice((16, 10, 8, 5)),
-                    max_name=max(tag_len, rng.choice((8, 16, 32))))
+                    max_name=max(tag_len, rng.choice((8, 16, 32))),
+                    **_readout(rng, HardwareSpec))
                 self.max_depth[name], self.max_name[name] = setting.max_depth, setting.max_name
             slot = _Slot(name, qs, setting, factory=factory)
             slot.build()
@@ -294,7 +306,8 @@ def _random_spec(rng: random.Random) -> HardwareSpec:
     tag_len = rng.choice((1, 2, 3, 4))
     return HardwareSpec(clusters=rng.randint(1, 3), columns=rng.choice((2, 4, 6, 8)),
                         max_tag_len=tag_len, max_depth=rng.randint(3, 8),
-                        max_name=max(tag_len, rng.choice((4, 8, 16))))
+                        max_name=max(tag_len, rng.choice((4, 8, 16))),
+                        **_readout(rng, HardwareSpec))
 
 
 def _fitting_queries(rng: random.Random, spec: HardwareSpec) -> list[str]:
@@ -575,8 +588,16 @@ def _concurrent_commit(rng: random.Random, spec: HardwareSpec, rec: Recorder, ca
     docs, kinds = docs1 + docs2, kinds1 + kinds2
     p_valid, p_ready = p or (rng.choice((1.0, 1.0, 0.9, 0.5)), rng.choice((1.0, 0.9, 0.5)))
     seed = rng.randrange(1 << 30) if seed is None else seed
-    run = run_stream("programmable", spec, segments, seed=seed, p_valid=p_valid,
-                     p_ready=p_ready, rtl=rtl)
+    try:
+        run = run_stream("programmable", spec, segments, seed=seed, p_valid=p_valid,
+                         p_ready=p_ready, rtl=rtl)
+    except Exception as exc:   # noqa: BLE001 -- the RTL or the model crashed: count it
+        return _stream_crash(rec, cat, "programmable", rtl, exc, files_of=lambda: _rtl_files(
+            [texts_a, texts_b], spec, segments, {"kind": "programmable", "seed": seed,
+                                                 "p_valid": p_valid, "p_ready": p_ready,
+                                                 "rtl": rtl, "segments": [
+                                                     [len(s.documents), s.config is not None,
+                                                      s.doc_delay] for s in segments]}))
     expect, configs = [], []
     switch = run.config_end[1] if len(run.config_end) > 1 and not corrupt else None
     starts = run.doc_start
@@ -611,6 +632,16 @@ def _concurrent_commit(rng: random.Random, spec: HardwareSpec, rec: Recorder, ca
                            rtl, configs)
 
 
+def _stream_crash(rec: Recorder, cat: str, kind: str, rtl: bool, exc: Exception,
+                  files_of: Callable) -> bool:
+    import traceback
+    where = "RTL or model" if rtl else "model"
+    rec.fail(cat, f"crash {kind} {where}: {type(exc).__name__}: {signature(str(exc))}",
+             "".join(traceback.format_exception(exc))[-3000:], files_of(),
+             "python -m xpfilt.fuzz --replay .")
+    return True
+
+
 def fuzz_rtl(rng: random.Random, streams: int, rec: Recorder, *, progress: bool = True
              ) -> None:
     """Back-to-back short, malformed and normal documents through the RTL and its model with
@@ -627,7 +658,7 @@ def fuzz_rtl(rng: random.Random, streams: int, rec: Recorder, *, progress: bool 
             failed = _custom_stream(rng, rec, cat)
         else:
             spec = _random_spec(rng)
-            rec.check(cat, "programmable streams")
+            rec.check(cat, f"programmable streams, {getattr(spec, 'readout', 'serial')} readout")
             failed = _concurrent_commit(rng, spec, rec, cat, rtl=True)
         if failed:
             rec.failed_case(cat)
@@ -645,7 +676,7 @@ def _custom_stream(rng: random.Random, rec: Recorder, cat: str, texts=None, docs
     options = CompileOptions(cluster_size=rng.choice((None, 1, 2, 3)),
                              max_depth=rng.randint(2, 8), opt_last=rng.random() < 0.8,
                              opt_root=rng.random() < 0.8, opt_share=rng.random() < 0.8,
-                             prefix_sharing=rng.random() < 0.8)
+                             prefix_sharing=rng.random() < 0.8, **_readout(rng, CompileOptions))
     plan = compile_queries(queries, options)
     if docs is None:
         docs, kinds = _stream_docs(rng, rng.randint(3, 24), options.max_depth, 32)
@@ -655,11 +686,15 @@ def _custom_stream(rng: random.Random, rec: Recorder, cat: str, texts=None, docs
     p_valid, p_ready = p or (rng.choice((1.0, 1.0, 0.9, 0.5, 0.2)),
                              rng.choice((1.0, 1.0, 0.9, 0.5, 0.2)))
     seed = rng.randrange(1 << 30)
-    rec.check(cat, "custom streams")
-    run = run_stream("custom", plan, segments, seed=seed, p_valid=p_valid, p_ready=p_ready)
-    expect = _custom_expect(texts, plan, docs, kinds)
+    rec.check(cat, f"custom streams, {getattr(options, 'readout', 'serial')} readout")
     meta = {"kind": "custom", "seed": seed, "p_valid": p_valid, "p_ready": p_ready, "rtl": True,
             "segments": [[len(docs), False, 0]]}
+    try:
+        run = run_stream("custom", plan, segments, seed=seed, p_valid=p_valid, p_ready=p_ready)
+    except Exception as exc:   # noqa: BLE001 -- the RTL or the model crashed: count it
+        return _stream_crash(rec, cat, "custom", True, exc,
+                             files_of=lambda: _rtl_files([texts], plan, segments, meta))
+    expect = _custom_expect(texts, plan, docs, kinds)
     files = _rtl_files([texts], plan, segments, meta)
     note = (f"custom engine, {len(texts)} queries, {options}; {len(docs)} documents back to "
             f"back (p_valid {p_valid}, p_ready {p_ready}); kinds {kinds}")
