@@ -124,3 +124,30 @@ def test_a_hanging_engine_counts_as_a_hang(tmp_path):
     rec = Recorder(None)
     assert compare_document("hostile", es, b"<a/>", rec, timeout=0.2)
     assert rec.categories["hostile"].failures["hang slow: Hang: no answer within N.N s"] == 1
+
+
+def test_rtl_and_config_cases_replay_from_their_folders(tmp_path, capsys):
+    from xpfilt.compiler import compile_queries
+    from xpfilt.fuzz.replay import replay
+    from xpfilt.fuzz.run import _config_files, _rtl_files
+    from xpfilt.programmable import HardwareSpec, configure
+    from xpfilt.xpath import parse_query
+    plan = compile_queries([parse_query("//a", 1), parse_query("//b", 2)])
+    segments = [Segment(documents=[b"<a/>", b"x", b"<b/>"])]
+    meta = {"kind": "custom", "seed": 3, "p_valid": 0.7, "p_ready": 0.5, "rtl": True,
+            "segments": [[3, False, 0]]}
+    folder = tmp_path / "rtl"
+    folder.mkdir()
+    for name, data in _rtl_files([["//a", "//b"]], plan, segments, meta).items():
+        (folder / name).write_bytes(data)
+    assert replay(folder) == 0
+    assert "RTL: 3 readouts for 3 documents" in capsys.readouterr().out
+
+    spec = HardwareSpec(clusters=1, columns=4, max_tag_len=2, max_depth=4, max_name=8)
+    a, b = (configure([parse_query(t, 1)], spec).stream() for t in ("//a", "/b"))
+    folder = tmp_path / "config"
+    folder.mkdir()
+    for name, data in _config_files(spec, ["//a"], ["/b"], a, b[:-1], [b"<a/>"], b).items():
+        (folder / name).write_bytes(data)
+    assert replay(folder) == 0
+    assert capsys.readouterr().out.strip().endswith("OK")
