@@ -259,7 +259,7 @@ class FastFilter:
             states = self._states(top)
             tag = nfa.tag_ids.get(name, -1)
             kept, targets = nfa.step(states, tag)
-            candidates = nfa.guarded_candidates(states, tag)
+            candidates = nfa.guarded_candidates(states, tag) if nfa.guarded else None
             if not candidates:
                 nxt = self._trans[top][name] = self._intern(nfa.close(kept, targets), targets)
                 return nxt
