@@ -5,16 +5,24 @@ Everything the cycle-accurate model (:mod:`xpfilt.model.frontend`) must agree on
 once: the byte classes, the name hash, the error flags, the event layout and the parser states.
 
 Timing. A byte accepted in cycle N (``bytes_in.valid``; ``ready`` is always 1) shows its event on
-``events`` in cycle N+1; every other cycle ``events`` is all zeros.
+``events`` in cycle N + :data:`LATENCY` (4); every other cycle ``events`` is all zeros. The bytes
+go through four registered stages, so that no path is long (one byte per cycle at every stage):
+
+* D: the byte and its classes (whitespace, name bytes, each byte value compared), registered;
+* P: the parser, the tag decoder (a CAM with a one-hot name position) and the name hash; the
+  parser's registers; the event so far (push/pop, new level, tag id, hash, errors) registered;
+* E: the global stack row of the level before the event is read (a push's parent, the element
+  a pop closes), registered; a push writes its row;
+* F: the end-tag check (tag id and hash against that row); the ``events`` register.
 
 * ``push``: on the whitespace, ``/`` or ``>`` that ends a start-tag name. ``tag`` is the decoded
   name (``tags[i]`` is ``i + 1``, 0 = not in the dictionary), ``parent`` the tag on top of the
   global stack before the push (0 at the root), ``level`` the new depth (root element = 1).
 * ``pop``: on the ``>`` of an end tag or of a self-closing ``/>``; ``level`` = depth before the pop.
   ``<a/>`` pushes on ``/`` and pops on ``>``.
-* ``doc_end``: the cycle after the byte with ``last = 1``, with the document's sticky ``errors``
+* ``doc_end``: the event of the byte with ``last = 1``, with the document's sticky ``errors``
   (``errors`` is zero on every other cycle). A pop (the root's ``>``) may share that cycle.
-  The parser is back in its initial state for the byte accepted in the ``doc_end`` cycle.
+  The parser is back in its initial state for the byte after the one with ``last``.
 
 Errors (sticky within a document, reported with ``doc_end``):
 
@@ -33,8 +41,10 @@ next document fresh.
 Not checked (accepted as if well-formed): duplicate attributes, entity and character references
 (``&`` in content is just text), ``]]>`` in text, control characters and invalid UTF-8, the
 position and the target of processing instructions (``<?xml`` anywhere), the grammar of markup
-declarations inside the internal subset (only their quoted literals and ``>`` are tracked) and a
-repeated DOCTYPE. A UTF-8 byte order mark is non-whitespace text before the root (malformed). An
+declarations inside the internal subset (only their quoted literals and ``>`` are tracked), a
+repeated DOCTYPE and a DOCTYPE without a name (``<!DOCTYPE>``, ``<!DOCTYPE"">``). A UTF-8 byte
+order mark is non-whitespace text before the root (malformed; the host software drops it, see
+:func:`xpfilt.events.utf8_document`). An
 end tag with a different *unknown* name (both decode to 0) whose 8-bit hash collides with the open
 element's is not noticed (about 1 in 256 for random names; never when one of the two names is in
 the dictionary, nor for names of equal length that differ in one byte: CRC burst detection).
@@ -54,7 +64,7 @@ from amaranth.lib.wiring import In, Out
 
 __all__ = [
     "WHITESPACE", "NAME_START", "NAME_CHAR", "HASH_WIDTH", "HASH_POLY", "HASH_INIT",
-    "EXCESS_WIDTH", "hash_byte", "name_hash", "ErrorFlags", "Errors", "EventLayout", "StackEntry",
+    "EXCESS_WIDTH", "LATENCY", "hash_byte", "name_hash", "ErrorFlags", "Errors", "EventLayout", "StackEntry",
     "State", "ByteLayout", "NameTapLayout", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "tag_width_for",
     "check_parameters",
     "FrontEnd",
@@ -87,6 +97,9 @@ HASH_INIT = 0x00
 
 #: Width of the counter of levels opened beyond ``max_depth`` (saturating).
 EXCESS_WIDTH = 16
+
+#: Cycles from a byte on ``bytes_in`` to its event on ``events`` (stages D, P, E, F).
+LATENCY = 4
 
 
 def hash_byte(h: int, byte: int) -> int:
@@ -159,7 +172,8 @@ class NameTapLayout(data.StructLayout):
     with the built-in CAM: ``data`` and ``pos`` (the byte and its position in the name),
     ``advance`` (a name byte: the CAM compares it at ``pos``), ``restart`` (the CAM returns to
     "everything matches"), ``load`` (the ``events`` register loads this cycle: a decoder
-    registers its "name ends here" result then, so that it lines up with ``events.push``)."""
+    registers its "name ends here" result then, so that it lines up with ``events.push``).
+    The tap is registered: it shows a byte two cycles after the parser read it."""
 
     def __init__(self, *, max_name: int):
         super().__init__({"data": 8, "pos": range(max_name + 2), "advance": 1, "restart": 1,
@@ -270,7 +284,8 @@ class FrontEnd(wiring.Component):
     bytes_in : ``In(stream.Signature(ByteLayout))``
         Document bytes; ``last`` marks the final byte of a document. ``ready`` is always 1.
     events : ``Out(EventLayout(tag_width=..., max_depth=...))``
-        The registered event of the byte accepted in the previous cycle (all zeros if none).
+        The registered event of the byte accepted :data:`LATENCY` cycles before (all zeros if
+        none).
     tos : ``Out(range(max_depth + 1))``
         The global stack's top-of-stack pointer (current depth, capped at ``max_depth``); it
         changes in the cycle its push/pop event is shown, so ``events.level`` and ``tos`` agree.
@@ -295,22 +310,37 @@ class FrontEnd(wiring.Component):
         S = State
         n_tags = len(self.tag_bytes)
         max_depth, max_name = self.max_depth, self.max_name
-
-        valid = self.bytes_in.valid
-        c = self.bytes_in.payload.data
-        last = self.bytes_in.payload.last
         m.d.comb += self.bytes_in.ready.eq(1)
 
-        is_ws = _in_set(c, WHITESPACE)
-        is_nstart = _in_set(c, NAME_START)
-        is_nchar = _in_set(c, NAME_CHAR)
+        # === stage D: the byte, registered with its classes (one flip-flop per test) ===
+        valid = Signal()
+        c = Signal(8)
+        last = Signal()
+        m.d.sync += [valid.eq(self.bytes_in.valid), c.eq(self.bytes_in.payload.data),
+                     last.eq(self.bytes_in.valid & self.bytes_in.payload.last)]
+        raw = self.bytes_in.payload.data
+        classes = {}
+
+        def registered(key, value):
+            # created on first use (also inside the parser's m.If blocks); assigned at the end
+            if key not in classes:
+                classes[key] = (Signal(name=f"byte_{key}"), value)
+            return classes[key][0]
+
+        is_ws = registered("ws", _in_set(raw, WHITESPACE))
+        is_nstart = registered("nstart", _in_set(raw, NAME_START))
+        is_nchar = registered("nchar", _in_set(raw, NAME_CHAR))
+        is_upper = registered("upper", (raw >= ord("A")) & (raw <= ord("Z")))
+
+        def eq(b):
+            return registered(f"eq_{b:02x}", raw == b)
 
         def ch(text):
-            return c == ord(text)
+            return eq(ord(text))
 
-        # --- registers ---
+        # === stage P: the byte parser, the tag decoder (CAM) and the name hash ===
         state = Signal(State, init=S.TEXT)
-        level = Signal(range(max_depth + 1))           # top-of-stack pointer
+        level = Signal(range(max_depth + 1))           # depth after the events parsed so far
         excess = Signal(EXCESS_WIDTH)                  # levels open beyond max_depth
         root_seen = Signal()                           # the root element has been pushed
         in_subset = Signal()                           # inside the DOCTYPE internal subset
@@ -320,17 +350,14 @@ class FrontEnd(wiring.Component):
         match = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)  # CAM "still matching"
         sticky = Signal(ErrorFlags)
 
-        m.d.comb += self.tos.eq(level)
-
-        # --- tag decoder: a streaming CAM, one name byte per cycle ---
+        # --- tag decoder: a streaming CAM, one name byte per cycle; ``pos`` also one-hot ---
         max_len = max((len(t) for t in self.tag_bytes), default=0)
-        pos_is = [pos == p for p in range(max_len)]
-        char_eq = {b: c == b for b in sorted({b for t in self.tag_bytes for b in t})}
+        pos_oh = Signal(max_len + 1, init=1)           # bit p: pos == p (none beyond max_len)
         if n_tags:
-            ok = Cat(*(Cat(*(pos_is[p] & char_eq[b] for p, b in enumerate(t))).any()
+            ok = Cat(*(Cat(*(pos_oh[p] & eq(b) for p, b in enumerate(t))).any()
                        for t in self.tag_bytes))
             hit = Signal(n_tags)   # a Signal, so that hit[i] does not copy the whole Cat
-            m.d.comb += hit.eq(Cat(*(match[i] & (pos == len(t))
+            m.d.comb += hit.eq(Cat(*(match[i] & pos_oh[len(t)]
                                      for i, t in enumerate(self.tag_bytes))))
             tag_id = Cat(*(Cat(*(hit[i] for i in range(n_tags) if (i + 1) >> bit & 1)).any()
                            for bit in range(self.tag_width)))
@@ -343,13 +370,6 @@ class FrontEnd(wiring.Component):
         x = hsh ^ c
         hash_upd = Cat(*(reduce(xor, [x[i] for i in range(8) if hash_byte(0, 1 << i) >> j & 1])
                          for j in range(HASH_WIDTH)))
-
-        # --- global stack: (tag id, name hash) per level; row 0 is the all-zero root sentinel ---
-        m.submodules.stack = stack = Memory(
-            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
-        top = stack.read_port(domain="comb")
-        push_port = stack.write_port()
-        m.d.comb += top.addr.eq(level)
 
         # --- byte parser: next state and requests ---
         nstate = Signal(State)
@@ -371,8 +391,8 @@ class FrontEnd(wiring.Component):
                 go(s)
 
         ret = Mux(in_subset, S.SUBSET, S.TEXT)    # after a comment or PI
-        kw_cdata = Cat(*((kw == i) & (c == b) for i, b in enumerate(CDATA_KEYWORD))).any()
-        kw_doctype = Cat(*((kw == i) & (c == b) for i, b in enumerate(DOCTYPE_KEYWORD))).any()
+        kw_cdata = Cat(*((kw == i) & eq(b) for i, b in enumerate(CDATA_KEYWORD))).any()
+        kw_doctype = Cat(*((kw == i) & eq(b) for i, b in enumerate(DOCTYPE_KEYWORD))).any()
 
         with m.Switch(state):
             with m.Case(S.TEXT):
@@ -577,7 +597,7 @@ class FrontEnd(wiring.Component):
             with m.Case(S.SUB_BANG):
                 with m.If(ch("-")):
                     go(S.BANG_DASH)
-                with m.Elif((c >= ord("A")) & (c <= ord("Z"))):
+                with m.Elif(is_upper):
                     go(S.DECL)
                 with m.Else():
                     error()
@@ -604,69 +624,44 @@ class FrontEnd(wiring.Component):
             with m.Default():
                 error()
 
-        # --- stack and depth bookkeeping ---
-        ev = Signal(self.event_layout)
+        # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
         nexcess = Signal.like(excess)
         nroot_seen = Signal()
         overflow = Signal()
         underflow = Signal()
-        mismatch = Signal()
         too_long = Signal()
+        do_push = Signal()
+        do_pop = Signal()
+        ev_level = Signal.like(level)
         m.d.comb += [nlevel.eq(level), nexcess.eq(excess), nroot_seen.eq(root_seen),
                      too_long.eq(name_byte & (pos >= max_name))]
-
         with m.If(push_req):
             with m.If(level == max_depth):
                 m.d.comb += overflow.eq(1)
                 with m.If(excess != (1 << EXCESS_WIDTH) - 1):
                     m.d.comb += nexcess.eq(excess + 1)
             with m.Else():
-                m.d.comb += [
-                    ev.push.eq(1),
-                    ev.tag.eq(tag_id),
-                    ev.parent.eq(top.data.tag),
-                    ev.level.eq(level + 1),
-                    nlevel.eq(level + 1),
-                    nroot_seen.eq(1),
-                    push_port.addr.eq(level + 1),
-                    push_port.data.tag.eq(tag_id),
-                    push_port.data.hash.eq(hsh),
-                    push_port.en.eq(valid),
-                ]
+                m.d.comb += [do_push.eq(1), ev_level.eq(level + 1), nlevel.eq(level + 1),
+                             nroot_seen.eq(1)]
         with m.If(pop_req):
             with m.If(excess != 0):
                 m.d.comb += nexcess.eq(excess - 1)
             with m.Elif(level == 0):
                 m.d.comb += underflow.eq(1)
             with m.Else():
-                m.d.comb += [
-                    ev.pop.eq(1),
-                    ev.level.eq(level),
-                    nlevel.eq(level - 1),
-                    mismatch.eq(pop_check & ((top.data.tag != tag_id) | (top.data.hash != hsh))),
-                ]
+                m.d.comb += [do_pop.eq(1), ev_level.eq(level), nlevel.eq(level - 1)]
 
-        # --- errors and document end ---
         found = Signal(ErrorFlags)
-        m.d.comb += [
-            found.malformed.eq(bad | underflow | mismatch),
-            found.depth_overflow.eq(overflow),
-            found.name_too_long.eq(too_long),
-        ]
-        unfinished = (nstate != S.TEXT) | (nlevel != 0) | ~nroot_seen
         all_errors = Signal(ErrorFlags)
         m.d.comb += [
+            found.malformed.eq(bad | underflow),
+            found.depth_overflow.eq(overflow),
+            found.name_too_long.eq(too_long),
             all_errors.eq(sticky.as_value() | found.as_value()),
-            ev.doc_end.eq(last),
         ]
-        with m.If(last):
-            m.d.comb += [
-                ev.errors.eq(all_errors),
-                ev.errors.malformed.eq(all_errors.malformed | unfinished),
-            ]
 
-        tap = self.name_tap
+        tap = Signal.like(self.name_tap)
         m.d.comb += [
             tap.data.eq(c),
             tap.pos.eq(pos),
@@ -675,14 +670,13 @@ class FrontEnd(wiring.Component):
             tap.restart.eq(valid & (last | (~name_byte & ~name_hold))),
         ]
 
-        # --- registers ---
+        # --- stage P registers ---
         with m.If(valid):
-            m.d.sync += self.events.eq(ev)
             with m.If(last):
                 m.d.sync += [
                     state.eq(S.TEXT), level.eq(0), excess.eq(0), root_seen.eq(0),
-                    in_subset.eq(0), kw.eq(0), pos.eq(0), hsh.eq(HASH_INIT),
-                    match.eq(match.init), sticky.eq(0),
+                    in_subset.eq(0), kw.eq(0), pos.eq(0), pos_oh.eq(pos_oh.init),
+                    hsh.eq(HASH_INIT), match.eq(match.init), sticky.eq(0),
                 ]
             with m.Else():
                 m.d.sync += [
@@ -695,12 +689,91 @@ class FrontEnd(wiring.Component):
                 with m.If(name_byte):
                     m.d.sync += [
                         pos.eq(Mux(pos == max_name + 1, pos, pos + 1)),
+                        pos_oh.eq(pos_oh << 1),
                         hsh.eq(hash_upd),
                         match.eq(match_upd),
                     ]
                 with m.Elif(~name_hold):
-                    m.d.sync += [pos.eq(0), hsh.eq(HASH_INIT), match.eq(match.init)]
-        with m.Else():
-            m.d.sync += self.events.eq(0)
+                    m.d.sync += [pos.eq(0), pos_oh.eq(pos_oh.init), hsh.eq(HASH_INIT),
+                                 match.eq(match.init)]
 
+        # === stage E: the event so far, and the global stack row it reads ===
+        # (tag id, name hash) per level; row 0 is the all-zero root sentinel. A push to level L
+        # reads its parent at L - 1 and writes row L; a checked pop at L reads row L: both read
+        # the row of the level before the event (``e_addr``).
+        e_valid, e_push, e_pop, e_check, e_last = (Signal(name=f"e_{n}") for n in
+                                                   ("valid", "push", "pop", "check", "last"))
+        e_level = Signal(range(max_depth + 1))
+        e_addr = Signal(range(max_depth + 1))
+        e_tag = Signal(self.tag_width)
+        e_hash = Signal(HASH_WIDTH)
+        e_errors = Signal(ErrorFlags)
+        e_nstate = Signal(State)       # the parser's next state, level and root flag before the
+        e_nlevel = Signal.like(level)  # reset at the last byte (for "left unfinished")
+        e_nroot = Signal()
+        m.d.sync += [
+            e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
+            e_check.eq(pop_check), e_last.eq(valid & last),
+            e_level.eq(Mux(valid, ev_level, 0)), e_addr.eq(level),
+            e_tag.eq(tag_id), e_hash.eq(hsh), e_errors.eq(all_errors),
+            e_nstate.eq(nstate), e_nlevel.eq(nlevel), e_nroot.eq(nroot_seen),
+        ]
+        m.submodules.stack = stack = Memory(
+            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
+        row = stack.read_port(domain="comb")
+        push_port = stack.write_port()
+        m.d.comb += [
+            row.addr.eq(e_addr),
+            push_port.addr.eq(e_level),
+            push_port.data.tag.eq(e_tag),
+            push_port.data.hash.eq(e_hash),
+            push_port.en.eq(e_push),
+        ]
+        unfinished = (e_nstate != S.TEXT) | (e_nlevel != 0) | ~e_nroot
+
+        # === stage F: the end-tag check, the event ===
+        f_valid, f_push, f_pop, f_check, f_last = (Signal(name=f"f_{n}") for n in
+                                                   ("valid", "push", "pop", "check", "last"))
+        f_level = Signal(range(max_depth + 1))
+        f_tag = Signal(self.tag_width)
+        f_hash = Signal(HASH_WIDTH)
+        f_row = Signal(StackEntry(tag_width=self.tag_width))
+        f_errors = Signal(ErrorFlags)
+        m.d.sync += [
+            f_valid.eq(e_valid), f_push.eq(e_push), f_pop.eq(e_pop),
+            f_check.eq(e_pop & e_check), f_last.eq(e_last), f_level.eq(e_level),
+            f_tag.eq(e_tag), f_hash.eq(e_hash), f_row.eq(row.data),
+            f_errors.eq(Mux(e_last, e_errors.as_value() | unfinished, 0)),
+        ]
+        mismatch = f_check & ((f_row.tag != f_tag) | (f_row.hash != f_hash))
+        mismatched = Signal()          # an end tag of this document did not match
+        tos = Signal.like(self.tos)
+        m.d.comb += self.tos.eq(tos)
+        ev = Signal(self.event_layout)
+        m.d.comb += [
+            ev.push.eq(f_push),
+            ev.pop.eq(f_pop),
+            ev.tag.eq(Mux(f_push, f_tag, 0)),
+            ev.parent.eq(Mux(f_push, f_row.tag, 0)),
+            ev.level.eq(f_level),
+            ev.doc_end.eq(f_last),
+            ev.errors.eq(f_errors),
+            ev.errors.malformed.eq(f_errors.malformed | (f_last & (mismatched | mismatch))),
+        ]
+        m.d.sync += self.events.eq(ev)
+        with m.If(f_valid):
+            m.d.sync += mismatched.eq(~f_last & (mismatched | mismatch))
+            with m.If(f_last):
+                m.d.sync += tos.eq(0)
+            with m.Elif(f_push):
+                m.d.sync += tos.eq(f_level)
+            with m.Elif(f_pop):
+                m.d.sync += tos.eq(f_level - 1)
+
+        # the name tap, delayed to line up with ``events`` as stage P's bytes do
+        tap_e = Signal.like(tap)
+        m.d.sync += [tap_e.eq(tap), self.name_tap.eq(tap_e)]
+
+        # stage D's byte tests, as many as the parser and the CAM asked for
+        m.d.sync += [bit.eq(value) for bit, value in classes.values()]
         return m

@@ -14,7 +14,7 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from hypothesis import given, settings
 
-from hdl.frontend import Errors, ErrorFlags, FrontEnd, name_hash, tag_width_for
+from hdl.frontend import LATENCY, Errors, ErrorFlags, FrontEnd, name_hash, tag_width_for
 from xpfilt.events import EventKind, MalformedDocumentError, parse_events
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
 
@@ -69,7 +69,7 @@ def byte_stream(docs, gap_seed=None, gap_rate=0.3) -> list[tuple[int, int, int]]
             while gap_seed is not None and rng.random() < gap_rate:
                 items.append((0, rng.randrange(256), rng.randrange(2)))   # junk while not valid
             items.append((1, b, int(i == len(doc) - 1)))
-    items += [(0, 0, 0)] * 2
+    items += [(0, 0, 0)] * (LATENCY + 1)
     return items
 
 
@@ -350,13 +350,14 @@ def test_model_recovers_after_errors():
 def test_model_timing():
     model = FrontEndModel(["r", "a"])
     items = [(1, b, 0) for b in b"<r><a/"] + [(0, 0, 1)] + [(1, b, 0) for b in b"></r"] + \
-        [(1, ord(">"), 1), (0, 0, 0)]
+        [(1, ord(">"), 1)] + [(0, 0, 0)] * LATENCY
     got = run_model(model, items)
-    assert got[2] == FrontEndEvent(push=1, tag=1, parent=0, level=1)      # on the ">" of <r>
-    assert got[5] == FrontEndEvent(push=1, tag=2, parent=1, level=2)      # on the "/" of <a/>
-    assert got[7] == FrontEndEvent(pop=1, level=2)                        # on its ">"
-    assert got[11] == FrontEndEvent(pop=1, level=1, doc_end=1)            # the last byte
-    assert [i for i, e in enumerate(got) if e != NO_EVENT] == [2, 5, 7, 11]
+    d = LATENCY - 1     # the event of the byte of step i is returned by step i + d
+    assert got[2 + d] == FrontEndEvent(push=1, tag=1, parent=0, level=1)  # on the ">" of <r>
+    assert got[5 + d] == FrontEndEvent(push=1, tag=2, parent=1, level=2)  # on the "/" of <a/>
+    assert got[7 + d] == FrontEndEvent(pop=1, level=2)                    # on its ">"
+    assert got[11 + d] == FrontEndEvent(pop=1, level=1, doc_end=1)        # the last byte
+    assert [i - d for i, e in enumerate(got) if e != NO_EVENT] == [2, 5, 7, 11]
     assert model.tos == 0
 
 

@@ -2,8 +2,9 @@
 global stack).
 
 ``FrontEndModel.step(valid, data, last)`` is one clock cycle: it takes the ``bytes_in`` inputs of
-cycle N and returns the value of the RTL's ``events`` port in cycle N+1 (the registered event of
-that byte; :data:`NO_EVENT` when there is none). Byte classes, the name hash, the states and the
+cycle N and returns the value of the RTL's ``events`` port in cycle N+1, which is the event of the
+byte accepted in cycle N+1-:data:`hdl.frontend.LATENCY` (:data:`NO_EVENT` when there is none): the
+parser computes each byte's event at once and a delay line stands for the RTL's stages. Byte classes, the name hash, the states and the
 error flags come from :mod:`hdl.frontend`, so there is one definition of each.
 
 The tag decoder is modelled by a trie walk (the CAM's "still matching" bits are exactly "the name
@@ -13,11 +14,12 @@ so that its state lives in fast local variables: ``step`` costs well under a mic
 
 from __future__ import annotations
 
+from collections import deque
 from typing import NamedTuple, Optional, Sequence
 
 from hdl.frontend import (
-    CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, NAME_CHAR, NAME_START, WHITESPACE,
-    Errors, State, check_parameters, hash_byte, tag_width_for,
+    CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, LATENCY, NAME_CHAR, NAME_START,
+    WHITESPACE, Errors, State, check_parameters, hash_byte, tag_width_for,
 )
 
 __all__ = ["FrontEndEvent", "NO_EVENT", "DocEvent", "FrontEndModel", "decode_event"]
@@ -104,13 +106,18 @@ class FrontEndModel:
     def reset(self) -> None:
         """Power-on state: no document in progress, empty stack, ``events`` all zero."""
         self.tos = 0        # the top-of-stack pointer (the RTL's ``tos`` port after the step)
+        self._tos = 0       # ... as the parser leaves it, LATENCY - 1 steps earlier
         self._machine = self._run()
         next(self._machine)
         self._send = self._machine.send
+        self._delay = deque([(NO_EVENT, 0)] * (LATENCY - 1))
 
     def step(self, valid: bool, data: int, last: bool) -> FrontEndEvent:
         """One clock cycle with these ``bytes_in`` inputs; the ``events`` port of the next cycle."""
-        return self._send((valid, data, last))
+        delay = self._delay
+        delay.append((self._send((valid, data, last)), self._tos))
+        event, self.tos = delay.popleft()
+        return event
 
     def events_of(self, document: bytes) -> list[DocEvent]:
         """Reset, run ``document`` with a byte every cycle (``last`` on the final one) and return
@@ -400,7 +407,7 @@ class FrontEndModel:
                     stack_tag[level] = tid
                     stack_hash[level] = h
                     root_seen = 1
-                    self.tos = level
+                    self._tos = level
                     ev = Event(1, 0, tid, parent, level, 0, 0, bytes(name)) if names else \
                         Event(1, 0, tid, parent, level)
             elif req:                                       # an element closes
@@ -415,7 +422,7 @@ class FrontEndModel:
                             found |= _MALFORMED             # end tag does not match
                     ev = Event(0, 1, 0, 0, level)
                     level -= 1
-                    self.tos = level
+                    self._tos = level
 
             if nb:                                          # advance the tag decoder and hash
                 if pos >= max_name:
@@ -450,6 +457,6 @@ class FrontEndModel:
                 level = excess = root_seen = in_subset = kw = sticky = 0
                 pos, h, node = 0, HASH_INIT, trie
                 name.clear()
-                self.tos = 0
+                self._tos = 0
             elif found:
                 sticky |= found
