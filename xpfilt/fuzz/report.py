@@ -207,6 +207,10 @@ def _markdown(doc: dict) -> str:
              f"{doc.get('wall_seconds', 0):,.0f} s. Verdict: "
              f"**{'pass' if doc['passed'] else 'FAIL'}** ({doc['total_failures']:,} failing "
              f"checks in {len(doc['failure_classes'])} classes).", "",
+             "A failure is a crash, a hang, a lost or extra readout, an RTL/model difference, a "
+             "corrupt configuration stream accepted (or a valid one refused), or a difference "
+             "from the reference that is not documented. \"Reported as\" names the issue or the "
+             "fuzz finding a failure class was reported under.", "",
              "| category | cases | checks | documented differences | failures | failed cases "
              "| seconds |", "|---|---:|---:|---:|---:|---:|---:|"]
     for key, c in doc["categories"].items():
@@ -221,7 +225,8 @@ def _markdown(doc: dict) -> str:
     if not doc["failure_classes"]:
         lines.append("None.")
     else:
-        lines += ["| category | class | count | known | first replay |", "|---|---|---:|---|---|"]
+        lines += ["| category | class | count | reported as | first replay |",
+                  "|---|---|---:|---|---|"]
         for f in doc["failure_classes"]:
             replay = f["replays"][0] if f["replays"] else ""
             klass = f["class"].replace("|", "\\|")
@@ -229,9 +234,10 @@ def _markdown(doc: dict) -> str:
                          f"{f['known'] or 'new'} | {replay} |")
     lines += ["", "## Documented differences seen", "",
               "Counted, not failures: each is written down where the table says.", "",
-              "| category | difference | count |", "|---|---|---:|"]
+              "| category | difference | count | written down in |", "|---|---|---:|---|"]
+    from .outcomes import DOCUMENTED
     for key, c in doc["categories"].items():
         for klass, n in c["documented_differences"].items():
-            lines.append(f"| {key} | {klass} | {n:,} |")
+            lines.append(f"| {key} | {klass} | {n:,} | {DOCUMENTED.get(klass, '')} |")
     lines.append("")
     return "\n".join(lines)
