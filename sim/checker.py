@@ -23,26 +23,63 @@ from typing import Optional, Sequence
 from amaranth.lib import data
 
 from hdl.frontend import ByteLayout, Errors
-from hdl.readout import DOC_WIDTH, ReadoutLayout
+from hdl.readout import readout_layout
 from xpfilt.compiler import Plan
 from xpfilt.events import MalformedDocumentError, parse_events, EventKind
-from xpfilt.model.engine import Beat, EngineModel
+from xpfilt.model.engine import EngineModel
+from xpfilt.readout import DOC_WIDTH, Beat, ReadoutKind, SparseBeat, collect_readout
 from xpfilt.reference import ReferenceFilter
 from xpfilt.xpath import Query
 
-__all__ = ["READOUT_FIELDS", "BYTE_FIELDS", "encode_beat", "decode_beat", "byte_payload",
+__all__ = ["BeatCodec", "SERIAL", "BYTE_FIELDS", "encode_beat", "decode_beat", "byte_payload",
            "Trace", "Expectation", "expectation", "compare_with_model", "score_documents",
            "FAULTS", "error_names", "reference_for", "with_reference_fault"]
 
-#: (offset, width) of each field of the ``readout`` payload (:class:`hdl.readout.ReadoutLayout`).
-READOUT_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ReadoutLayout)}
+
+class BeatCodec:
+    """The integer a readout port of ``kind`` (``width`` readout bits) shows for a beat, and
+    back; ``last_mask``: the ``last`` field's bit."""
+
+    def __init__(self, kind: ReadoutKind, width: int):
+        self.kind, self.width = kind, width
+        self.beat_type = Beat if kind is ReadoutKind.SERIAL else SparseBeat
+        self.fields = {name: (f.offset, f.width)
+                       for name, f in data.Layout.cast(readout_layout(kind, width))}
+        self.last_mask = 1 << self.fields["last"][0]
+
+    @classmethod
+    def for_plan(cls, plan: Plan) -> "BeatCodec":
+        return cls(ReadoutKind(plan.options.readout), len(plan.query_numbers))
+
+    def encode(self, beat) -> int:
+        value = 0
+        for name in self.beat_type._fields:
+            offset, width = self.fields[name]
+            value |= (getattr(beat, name) & ((1 << width) - 1)) << offset
+        return value
+
+    def decode(self, value: int):
+        return self.beat_type(*((value >> self.fields[name][0]) & ((1 << self.fields[name][1]) - 1)
+                                for name in self.beat_type._fields))
+
+    def with_fault(self, beat):
+        """The ``model`` fault: document 0's first beat changed (a readout bit flipped, or for
+        the sparse readout the header's first error flag), else ``beat`` itself."""
+        if beat.doc != 0:
+            return beat
+        if isinstance(beat, Beat):
+            return beat._replace(bit=beat.bit ^ 1) if beat.first else beat
+        return beat._replace(errors=beat.errors ^ 1) if beat.header else beat
+
+
+#: The serial readout's codec (its layout does not depend on the width).
+SERIAL = BeatCodec(ReadoutKind.SERIAL, 1)
 #: (offset, width) of each field of the ``bytes_in`` payload (:class:`hdl.frontend.ByteLayout`).
 BYTE_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ByteLayout)}
-READOUT_WIDTH = data.Layout.cast(ReadoutLayout).size
 BYTE_WIDTH = data.Layout.cast(ByteLayout).size
 
 #: Test hooks that make the expectation deliberately wrong, so that a test can prove the checker
-#: fails: ``model`` flips the readout bit the model expects in the first beat of document 0;
+#: fails: ``model`` changes the first beat the model expects of document 0;
 #: ``reference`` claims that the first well-formed document also matches a query it does not.
 FAULTS = ("model", "reference")
 
@@ -56,18 +93,13 @@ def byte_payload(data_byte: int, last: bool) -> int:
 
 
 def encode_beat(beat: Beat) -> int:
-    """A model :class:`Beat` as the integer the RTL shows on ``readout.payload``."""
-    value = 0
-    for name in Beat._fields:
-        offset, width = READOUT_FIELDS[name]
-        value |= (getattr(beat, name) & ((1 << width) - 1)) << offset
-    return value
+    """A serial :class:`Beat` as the integer the RTL shows on ``readout.payload``."""
+    return SERIAL.encode(beat)
 
 
 def decode_beat(value: int) -> Beat:
-    """The integer on ``readout.payload`` as a :class:`Beat`."""
-    return Beat(*((value >> READOUT_FIELDS[name][0]) & ((1 << READOUT_FIELDS[name][1]) - 1)
-                  for name in Beat._fields))
+    """The integer on a serial ``readout.payload`` as a :class:`Beat`."""
+    return SERIAL.decode(value)
 
 
 def error_names(errors: int) -> list[str]:
@@ -92,9 +124,9 @@ class Trace:
     def __len__(self) -> int:
         return len(self.ready)
 
-    def transferred(self) -> list[Beat]:
+    def transferred(self, codec: BeatCodec = SERIAL) -> list:
         """The readout beats that moved (valid and ready)."""
-        return [decode_beat(b) for b, r in zip(self.beat, self.out_ready) if b >= 0 and r]
+        return [codec.decode(b) for b, r in zip(self.beat, self.out_ready) if b >= 0 and r]
 
     def document_at(self, cycle: int) -> int:
         """Index of the document being streamed in ``cycle`` (the last one once all ended)."""
@@ -109,10 +141,11 @@ def compare_with_model(plan: Plan, trace: Trace, *, max_name: int = 32,
     Returns ``{"cycles", "mismatching_cycles", "first"}``; ``first`` is None or describes the
     first differing cycle (both sides, decoded, and the document in flight)."""
     model = EngineModel(plan, max_name=max_name)
+    codec = BeatCodec.for_plan(plan)
     step = model.step
     last_mask = 1 << _LAST_SHIFT
     data_mask = (1 << BYTE_FIELDS["data"][1]) - 1
-    flip_first = fault == "model"
+    faulty = fault == "model"
     first = None
     bad = 0
     for c, (valid, payload, out_ready, ready, beat) in enumerate(zip(
@@ -122,14 +155,13 @@ def compare_with_model(plan: Plan, trace: Trace, *, max_name: int = 32,
         if m_beat is None:
             expected = -1
         else:
-            if flip_first and m_beat.first and m_beat.doc == 0:
-                m_beat = m_beat._replace(bit=m_beat.bit ^ 1)
-                flip_first = False
-            expected = encode_beat(m_beat)
+            if faulty and codec.with_fault(m_beat) != m_beat:
+                m_beat, faulty = codec.with_fault(m_beat), False
+            expected = codec.encode(m_beat)
         if m_ready != ready or expected != beat:
             bad += 1
             if first is None:
-                rtl_beat = None if beat < 0 else decode_beat(beat)
+                rtl_beat = None if beat < 0 else codec.decode(beat)
                 doc = (m_beat.doc if m_beat is not None else
                        rtl_beat.doc if rtl_beat is not None else None)
                 first = {
@@ -186,29 +218,26 @@ def expectation(reference: ReferenceFilter, numbers: Sequence[int], document: by
 
 
 def score_documents(plan: Plan, names: Sequence[str], expected: Sequence[Expectation],
-                    beats: Sequence[Beat]) -> tuple[list[dict], list[dict]]:
-    """Group transferred readout beats into documents and compare each with its expectation.
+                    beats: Sequence, *, masks: Optional[Sequence[Optional[int]]] = None
+                    ) -> tuple[list[dict], list[dict]]:
+    """Group transferred readout beats (either kind) into documents and compare each with its
+    expectation; ``masks[i]``, when given and not None, keeps only those readout bits of
+    document ``i``.
 
     Returns (per-document results, mismatches). A result: name, the engine's query numbers
     (None when it raised flags), its flags, and the expectation."""
     order = plan.query_numbers
     width = len(order)
     results, mismatches = [], []
-    readouts, bits, count, framing = [], 0, 0, None
-    for beat in beats:
-        if beat.first != (count == 0) and framing is None:
-            framing = f"beat {count} of readout {len(readouts)} has first={beat.first}"
-        bits |= beat.bit << count
-        count += 1
-        if beat.last:
-            if count != width and framing is None:
-                framing = f"readout {len(readouts)} has {count} beats, not {width}"
-            readouts.append((beat.doc, beat.errors, bits))
-            bits, count = 0, 0
-    if count and framing is None:
-        framing = f"readout {len(readouts)} stopped after {count} of {width} beats"
-    if framing is not None:
-        mismatches.append({"kind": "framing", "document": len(readouts), "detail": framing})
+    framing: list[str] = []
+    readouts = [(r.doc, int(r.errors), r.bits)
+                for r in collect_readout(beats, width, problems=framing)]
+    if masks is not None:
+        readouts = [(doc, errors, bits if i >= len(masks) or masks[i] is None
+                     else bits & masks[i]) for i, (doc, errors, bits) in enumerate(readouts)]
+    if framing:
+        mismatches.append({"kind": "framing", "document": len(readouts),
+                           "detail": framing[0]})
     if len(readouts) != len(names):
         mismatches.append({"kind": "framing", "document": min(len(readouts), len(names) - 1),
                            "detail": f"{len(readouts)} readouts for {len(names)} documents"})

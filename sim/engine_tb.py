@@ -38,7 +38,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
-from sim.checker import (FAULTS, READOUT_FIELDS, Trace, byte_payload, compare_with_model,
+from sim.checker import (FAULTS, BeatCodec, Trace, byte_payload, compare_with_model,
                          expectation, reference_for, root_cause_first, score_documents,
                          with_reference_fault)
 from sim.config import CONFIG_ENV, TbConfig
@@ -47,7 +47,6 @@ from xpfilt.xpath import parse_query
 
 PERIOD_NS = 10
 _BLOCK = 1 << 14
-_LAST_BEAT = 1 << READOUT_FIELDS["last"][0]
 
 
 def _reader(handle):
@@ -91,10 +90,12 @@ class Driver:
 
 
 class Monitor:
-    """Drives a random ``readout.ready``; samples ``readout`` every cycle; counts documents."""
+    """Drives a random ``readout.ready``; samples ``readout`` every cycle; counts documents
+    (``last_mask``: the ``last`` field's bit in the readout payload)."""
 
-    def __init__(self, dut, seed: int, p_ready: float):
+    def __init__(self, dut, seed: int, p_ready: float, last_mask: int):
         self.pattern = _Pattern(f"{seed}/ready", p_ready)
+        self.last_mask = last_mask
         self.ready_h = dut.readout__ready
         self.read_valid = _reader(dut.readout__valid)
         self.read_payload = _reader(dut.readout__payload)
@@ -118,6 +119,7 @@ async def run_stimulus(dut, driver: Driver, monitor: Monitor, trace: Trace, *,
     tick = Timer(PERIOD_NS, unit="ns")
     position = driver.position
     readouts = monitor.readouts
+    last_beat = monitor.last_mask
     cur_valid = cur_payload = cur_oready = 0
     progress = 0
     finished_at = None
@@ -151,7 +153,7 @@ async def run_stimulus(dut, driver: Driver, monitor: Monitor, trace: Trace, *,
             progress = cycle
         if beat >= 0 and out_ready:
             progress = cycle
-            if beat & _LAST_BEAT:
+            if beat & last_beat:
                 readouts += 1
         cycle += 1
         await tick
@@ -181,7 +183,8 @@ async def engine_matches_model_and_reference(dut):
 
     Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
     driver = Driver(dut, documents, config.seed, config.p_valid)
-    monitor = Monitor(dut, config.seed, config.p_ready)
+    codec = BeatCodec.for_plan(plan)
+    monitor = Monitor(dut, config.seed, config.p_ready, codec.last_mask)
     dut.rst.value = 1
     await ClockCycles(dut.clk, 2)
     await FallingEdge(dut.clk)
@@ -200,7 +203,7 @@ async def engine_matches_model_and_reference(dut):
                             max_name=config.max_name) for doc in documents]
     if config.fault == "reference":
         expected = with_reference_fault(expected, plan)
-    results, mismatches = score_documents(plan, names, expected, trace.transferred())
+    results, mismatches = score_documents(plan, names, expected, trace.transferred(codec))
     check_time = time.perf_counter() - start
     mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
     report = {

@@ -26,7 +26,7 @@ from hdl.programmable import ConfigBit, ConfigStatus
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec
 
-from .checker import (BYTE_FIELDS, Expectation, Trace, decode_beat, encode_beat,
+from .checker import (BYTE_FIELDS, BeatCodec, Expectation, Trace,
                       score_documents)
 
 __all__ = ["STATUS_FIELDS", "CONFIG_FIELDS", "encode_status", "decode_status",
@@ -88,9 +88,10 @@ def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
     readout beat, ``config.ready`` and ``config_status``. Same result shape as
     :func:`sim.checker.compare_with_model` (``first`` also has both sides' config port)."""
     model = ProgrammableModel(spec)
+    codec = BeatCodec(model.readout_kind, model.width)
     step = model.step
     data_mask = (1 << BYTE_FIELDS["data"][1]) - 1
-    flip_first = fault == "model"
+    faulty = fault == "model"
     bump_status = fault == "status"
     first = None
     bad = 0
@@ -108,16 +109,15 @@ def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
         if m_beat is None:
             expected = -1
         else:
-            if flip_first and m_beat.first and m_beat.doc == 0:
-                m_beat = m_beat._replace(bit=m_beat.bit ^ 1)
-                flip_first = False
-            expected = encode_beat(m_beat)
+            if faulty and codec.with_fault(m_beat) != m_beat:
+                m_beat, faulty = codec.with_fault(m_beat), False
+            expected = codec.encode(m_beat)
         m_status_value = encode_status(m_status)
         if (m_ready != ready or expected != beat or bool(m_cfg_ready) != bool(c_ready)
                 or m_status_value != status):
             bad += 1
             if first is None:
-                rtl_beat = None if beat < 0 else decode_beat(beat)
+                rtl_beat = None if beat < 0 else codec.decode(beat)
                 doc = (m_beat.doc if m_beat is not None else
                        rtl_beat.doc if rtl_beat is not None else None)
                 first = {
@@ -149,16 +149,7 @@ def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expe
     configured document only the bits in ``bit_maps[i]`` are scored (the others are cleared
     first); the framing, sequence numbers and error flags are checked by
     :func:`sim.checker.score_documents`. Returns (results, mismatches) with query numbers."""
-    masked = []
-    readout = count = 0
-    for beat in beats:
-        bits = bit_maps[readout] if readout < len(bit_maps) else None
-        if bits is not None and count not in bits:
-            beat = beat._replace(bit=0)
-        masked.append(beat)
-        count += 1
-        if beat.last:
-            readout, count = readout + 1, 0
+    masks = [None if bits is None else sum(1 << b for b in bits) for bits in bit_maps]
     positions = []
     for exp, bits in zip(expected, bit_maps):
         if exp.numbers is None:
@@ -168,7 +159,7 @@ def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expe
         positions.append(Expectation(tuple(sorted(where[n] for n in exp.numbers)),
                                      exp.must_flag, exp.reason))
     order = SimpleNamespace(query_numbers=list(range(width)))
-    results, mismatches = score_documents(order, names, positions, masked)
+    results, mismatches = score_documents(order, names, positions, beats, masks=masks)
     for result in results:
         bits = bit_maps[result["document"]]
         for key in ("numbers", "expected"):

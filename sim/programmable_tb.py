@@ -35,13 +35,14 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
-from sim.checker import byte_payload, expectation, reference_for, root_cause_first
+from sim.checker import BeatCodec, byte_payload, expectation, reference_for, root_cause_first
 from sim.config import CONFIG_ENV, TbConfig
-from sim.engine_tb import _BLOCK, _LAST_BEAT, PERIOD_NS, Driver, Monitor, _Pattern, _reader
+from sim.engine_tb import _BLOCK, PERIOD_NS, Driver, Monitor, _Pattern, _reader
 from sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
                                       config_payload, decode_status, score_programmable,
                                       stream_bits)
 from xpfilt.programmable import HardwareSpec, configure
+from xpfilt.readout import ReadoutKind
 from xpfilt.xpath import parse_query
 
 
@@ -159,7 +160,7 @@ async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Mon
             doc_stream, cfg_stream = streams_of(phase)
         if beat >= 0 and out_ready:
             progress = cycle
-            if beat & _LAST_BEAT:
+            if beat & monitor.last_mask:
                 readouts += 1
         cycle += 1
         await tick
@@ -192,7 +193,8 @@ async def programmable_engine_matches_model_and_reference(dut):
     Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
     driver = Driver(dut, [], config.seed, config.p_valid)
     cfg = ConfigDriver(dut, config.seed, config.p_valid)
-    monitor = Monitor(dut, config.seed, config.p_ready)
+    codec = BeatCodec(ReadoutKind(spec.readout), spec.clusters * spec.columns)
+    monitor = Monitor(dut, config.seed, config.p_ready, codec.last_mask)
     dut.rst.value = 1
     await ClockCycles(dut.clk, 2)
     await FallingEdge(dut.clk)
@@ -249,7 +251,7 @@ async def programmable_engine_matches_model_and_reference(dut):
                                         exp.must_flag, "fault injected: reference answer changed")
                 break
     results, doc_mismatches = score_programmable(spec.clusters * spec.columns, names, expected,
-                                                 trace.transferred(), bit_maps)
+                                                 trace.transferred(codec), bit_maps)
     for r, k in zip(results, doc_sets):
         r["configuration"] = None if k is None else config.extra["set_labels"][k]
     # the loader's verdict on each stream, independently of the model

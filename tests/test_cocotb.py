@@ -460,3 +460,27 @@ def test_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_pa
     assert summary.mismatches == 0, summary.format()
     malformed = sum(1 for d in docs if d.data in (b"x", b"y", b"<>"))
     assert summary.documents == 60 and summary.flagged == malformed == 37
+
+
+# --- the sparse readout -------------------------------------------------------------------------
+
+def test_verilator_sparse_readout(build_dir, tmp_path):
+    """The custom engine with the sparse readout: every cycle equals the model and every
+    document the reference (good, bad and real documents, random valid and ready)."""
+    docs = documents()
+    summary = run_regression(config(build_dir, tmp_path, options=replace(OPTIONS,
+                                                                          readout="sparse")))
+    check_clean_run(summary, docs)
+
+
+@pytest.mark.parametrize("fault, kind", [("model", "cycle"), ("reference", "document")])
+def test_sparse_checker_can_fail(build_dir, tmp_path, fault, kind):
+    summary = run_regression(config(build_dir, tmp_path, fault=fault,
+                                    options=replace(OPTIONS, readout="sparse")))
+    assert not summary.ok and summary.mismatch_details[0]["kind"] == kind
+
+
+def test_programmable_sparse_readout(build_dir, tmp_path):
+    summary = run_regression(prog_config(build_dir, tmp_path,
+                                         hardware=replace(PROG_SPEC, readout="sparse")))
+    check_clean_programmable_run(summary)

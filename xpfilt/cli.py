@@ -49,6 +49,10 @@ def compile_options(fn):
         click.option("--no-opt3", is_flag=True, help="Never share a column between nodes."),
         click.option("--no-prefix-sharing", is_flag=True,
                      help="Do not share common query prefixes within a cluster."),
+        click.option("--readout", type=click.Choice(["serial", "sparse"]), default="serial",
+                     show_default=True,
+                     help="Match readout: the paper's bitmap, one bit per query per document "
+                          "(serial), or a header and the matching query ids only (sparse)."),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -60,7 +64,8 @@ def _options_from(kwargs):
     return CompileOptions(
         cluster_size=kwargs.pop("cluster_size"), max_depth=kwargs.pop("max_depth"),
         opt_last=not kwargs.pop("no_opt1"), opt_root=not kwargs.pop("no_opt2"),
-        opt_share=not kwargs.pop("no_opt3"), prefix_sharing=not kwargs.pop("no_prefix_sharing"))
+        opt_share=not kwargs.pop("no_opt3"), prefix_sharing=not kwargs.pop("no_prefix_sharing"),
+        readout=kwargs.pop("readout"))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -204,7 +209,8 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
                                    "`xpfilt configure QUERIES --hw DIR`")
         try:
             spec = HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
-                                max_depth=kwargs["max_depth"], max_name=max_name)
+                                max_depth=kwargs["max_depth"], max_name=max_name,
+                                readout=kwargs["readout"])
         except ValueError as exc:
             raise click.ClickException(str(exc))
         click.echo(build_programmable(spec, output_dir, log=lambda m: click.echo(m, err=True)))
@@ -578,7 +584,8 @@ def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, 
                                    "board with `xpfilt host --queries`")
         try:
             spec = HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
-                                max_depth=kwargs["max_depth"], max_name=max_name)
+                                max_depth=kwargs["max_depth"], max_name=max_name,
+                                readout=kwargs["readout"])
         except ValueError as exc:
             raise click.ClickException(str(exc))
         return programmable_design(spec, log=log), False
@@ -630,6 +637,9 @@ def build_command(board_name, queries_path, mode, max_name, columns, clusters, m
         raise click.BadParameter(str(exc), param_hint="--board")
     design, skipped = _board_design(queries_path, mode, max_name, columns, clusters,
                                     max_tag_len, kwargs)
+    if kwargs["readout"] != "serial":
+        raise click.UsageError("the board's host link carries the serial readout only, not "
+                               f"--readout {kwargs['readout']}")
     config = BuildConfig(board_name, output_dir, baud=baud, run_toolchain=not no_toolchain,
                          timeout=timeout, seed=seed)
     try:

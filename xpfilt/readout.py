@@ -18,7 +18,7 @@ A host turns either stream of beats into :class:`DocumentReadout` records with
 from __future__ import annotations
 
 import enum
-from typing import Iterable, NamedTuple, Union
+from typing import Iterable, NamedTuple, Optional, Union
 
 __all__ = ["ReadoutKind", "check_readout", "DOC_WIDTH", "SPARSE_LATENCY", "SPARSE_QUEUE", "sparse_chunk",
            "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
@@ -78,41 +78,49 @@ class DocumentReadout(NamedTuple):
     bits: int          # bit i = readout position i
 
 
-def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int
-                    ) -> list[DocumentReadout]:
-    """Group readout beats of either kind into documents, checking their framing."""
+def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
+                    problems: Optional[list] = None) -> list[DocumentReadout]:
+    """Group readout beats of either kind into documents, checking their framing: a framing
+    error raises ValueError, or, with ``problems`` given, is appended to it (the readout is
+    kept as far as it goes; beats after the last complete document count as a problem)."""
     from hdl.frontend import Errors   # the flag names; imported late (Amaranth)
+
+    def problem(message: str) -> None:
+        if problems is None:
+            raise ValueError(message)
+        problems.append(message)
+
     out: list[DocumentReadout] = []
     bits = count = 0
     for beat in beats:
         if isinstance(beat, SparseBeat):
             if beat.header != (count == 0):
-                raise ValueError(f"sparse readout beat {count} of document {beat.doc} has "
-                                 f"header={beat.header}")
+                problem(f"sparse readout beat {count} of document {beat.doc} has "
+                        f"header={beat.header}")
             if not beat.header:
                 if not 0 <= beat.id < width or bits >> beat.id & 1:
-                    raise ValueError(f"sparse readout of document {beat.doc} repeats or "
-                                     f"overruns id {beat.id}")
+                    problem(f"sparse readout of document {beat.doc} repeats or overruns id "
+                            f"{beat.id}")
                 bits |= 1 << beat.id
             count += 1
             if beat.last:
                 if beat.count != count - 1:
-                    raise ValueError(f"sparse readout of document {beat.doc} says "
-                                     f"{beat.count} ids, not {count - 1}")
+                    problem(f"sparse readout of document {beat.doc} says {beat.count} ids, "
+                            f"not {count - 1}")
                 out.append(DocumentReadout(beat.doc, Errors(beat.errors), bits))
                 bits = count = 0
             continue
         if beat.first != (count == 0):
-            raise ValueError(f"readout beat {count} of document {beat.doc} has first="
-                             f"{beat.first}")
+            problem(f"readout beat {count} of document {beat.doc} has first={beat.first}")
         bits |= beat.bit << count
         count += 1
         if beat.last:
             if count != width:
-                raise ValueError(f"readout of document {beat.doc} must have {width} bits, "
-                                 f"not {count}")
+                problem(f"readout of document {beat.doc} must have {width} bits, not {count}")
             out.append(DocumentReadout(beat.doc, Errors(beat.errors), bits))
             bits, count = 0, 0
+    if count:
+        problem(f"readout {len(out)} stopped after {count} beats")
     return out
 
 

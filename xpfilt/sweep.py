@@ -49,10 +49,17 @@ class DesignPoint:
     documents: int = 4
     document_bytes: int = 20_000
     seed: int = 0
+    readout: str = "serial"                # a xpfilt.readout.ReadoutKind value
+
+    #: Fields added after sweeps were stored: in the key only when not at their default, so
+    #: the keys of earlier rows stay valid.
+    _LATER = ("readout",)
 
     def key(self) -> str:
         """A stable identifier (for resuming: an existing row with this key is not redone)."""
-        return "-".join(f"{v}" for v in dataclasses.astuple(self))
+        values = [getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.name not in self._LATER or getattr(self, f.name) != f.default]
+        return "-".join(f"{v}" for v in values)
 
 
 def grid(spec: dict) -> list[DesignPoint]:
@@ -118,7 +125,7 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
         plan = compile_queries(queries, CompileOptions(
             cluster_size=point.cluster_size, max_depth=point.max_depth,
             opt_last=point.opt_last, opt_root=point.opt_root, opt_share=point.opt_share,
-            prefix_sharing=point.prefix_sharing))
+            prefix_sharing=point.prefix_sharing, readout=point.readout))
         row.update(columns=plan.stats["columns"], clusters=plan.stats["clusters"],
                    tags=plan.stats["tags"])
         verilog = emit_verilog(plan, jobs=jobs)
@@ -129,7 +136,8 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
         columns_needed = row["query_nodes"]
         spec = HardwareSpec(clusters=-(-columns_needed // point.cluster_size),
                             columns=point.cluster_size + point.cluster_size % 2,
-                            max_tag_len=24, max_depth=point.max_depth)
+                            max_tag_len=24, max_depth=point.max_depth,
+                            readout=point.readout)
         configuration = configure(queries, spec)
         row.update(columns=spec.clusters * spec.columns, clusters=spec.clusters,
                    configured=len(configuration.readout_bit),
