@@ -34,8 +34,10 @@ def _agree(texts, docs, **options):
     parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     fast, ref = FastFilter(parsed, **options), ReferenceFilter(parsed)
     for doc in docs + docs[:1]:
-        assert fast.filter(doc) == ref.filter(doc)
-        assert fast.filter_events(parse_events(doc)) == ref.filter(doc)
+        expected = ref.filter(doc)
+        assert fast.filter(doc) == expected
+        assert fast.filter_ordered(doc) == sorted(expected)
+        assert fast.filter_events(parse_events(doc)) == expected
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -104,6 +106,16 @@ def test_malformed_and_encoded_documents_answer_like_the_reference():
     assert fast == list(filter_batch(ReferenceFilter(queries), docs))
     assert fast[0].error.startswith("bad.xml:1:")
     assert fast[-1].matches == (1, 2)
+
+
+def test_batch_answers_are_sorted_numbers_whatever_the_query_order():
+    texts = ["//b", "/a", "//c", "/a/b"]
+    doc = Document("d.xml", b"<a><b/><c/></a>")
+    for numbers in ([1, 2, 3, 4], [7, 3, 9, 1]):     # ascending: filter_ordered; else a set
+        queries = [parse_query(t, n) for t, n in zip(texts, numbers)]
+        [result] = filter_batch(FastFilter(queries), [doc])
+        [expected] = filter_batch(ReferenceFilter(queries), [doc])
+        assert result == expected and result.matches == tuple(sorted(numbers))
 
 
 def test_fast_is_the_registered_default_engine():

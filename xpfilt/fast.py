@@ -274,27 +274,32 @@ class FastFilter:
             nxt = outcomes[passed] = self._intern(self._nfa.close(kept, entered), entered)
         return nxt
 
-    def _answer(self, visited: set) -> frozenset[int]:
+    def _answer(self, visited: set) -> list[int]:
         accepts = self._accepts
         found = [accepts[v] for v in visited if accepts[v] is not None]
         if self._memo_bytes > self.cache_bytes:
             self._reset()
             self.stats["resets"] += 1
         if not found:
-            return frozenset()
+            return []
         hits = self._hits        # all False between documents
         hits[np.concatenate(found)] = True
         positions = np.flatnonzero(hits)
         hits[positions] = False
-        return frozenset(positions.tolist())
+        return positions.tolist()
 
     # -- drivers --------------------------------------------------------------------------
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         """Positions (0-based) of the queries that select at least one node of the document."""
+        return frozenset(self.filter_ordered(document))
+
+    def filter_ordered(self, document: Union[Document, bytes]) -> list[int]:
+        """The same positions in increasing order (no set to build: see
+        :func:`xpfilt.engines.filter_batch`)."""
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
         if self._nfa.needs_text:
-            return self.filter_events(parse_events(document))
+            return self._filter_events(parse_events(document))
         document = utf8_document(document)   # the one encoding policy (raises like iter_events)
         trans, miss = self._trans, self._miss
         stack = [self._start]
@@ -319,11 +324,14 @@ class FastFilter:
             parser.Parse(document.data, True)
         except expat.ExpatError:
             # malformed: xpfilt.events parses it again and raises the error every engine raises
-            return self.filter_events(iter_events(document))
+            return self._filter_events(iter_events(document))
         return self._answer(visited)
 
     def filter_events(self, events: Iterable[Event]) -> frozenset[int]:
         """The same answer from parse events (as :meth:`ReferenceFilter.filter_events`)."""
+        return frozenset(self._filter_events(events))
+
+    def _filter_events(self, events: Iterable[Event]) -> list[int]:
         if self._nfa.needs_text:
             events = list(events)
             texts = _child_texts(events)
