@@ -1,9 +1,10 @@
 """The custom filtering engine: a plan's clusters behind one byte stream and one serial readout.
 
 Data path: the accepted byte is registered once and parsed by one front end (parser, tag
-decoder, global stack); its events are decoded once (tag and parent one-hot), every cluster
-registers its own copy of the bits it uses (so the event bus fans out through registers) and
-updates its stack bank. At the end of a document every
+decoder, global stack); its events are decoded once (tag and parent one-hot) and reach the
+clusters through a registered distribution tree (:func:`distribute`: ``distribution_depth``
+levels, each register driving at most :data:`EVENT_FANOUT` others, every cluster on the same
+cycle); every cluster registers its own copy of the bits it uses and updates its stack bank. At the end of a document every
 cluster's match flags are captured into the readout's shadow register in plan order (cluster 0's
 queries first) and shifted out while the next document streams in.
 
@@ -27,11 +28,41 @@ from xpfilt.readout import ReadoutKind
 from .readout import make_readout, readout_layout
 from .stacks import decode_events
 
-__all__ = ["CustomEngine", "EngineFrame", "cluster_module_name"]
+__all__ = ["CustomEngine", "EngineFrame", "cluster_module_name", "EVENT_FANOUT",
+           "distribution_depth", "distribute"]
 
 
 def cluster_module_name(index: int) -> str:
     return f"xpfilt_cluster_{index}"
+
+
+#: At most this many registers (clusters, or tree registers) load from one register of the
+#: event distribution tree.
+EVENT_FANOUT = 8
+
+
+def distribution_depth(leaves: int) -> int:
+    """Register levels of the event distribution tree in front of ``leaves`` clusters: the
+    smallest d with ``EVENT_FANOUT ** d >= leaves`` (0 for one cluster)."""
+    depth = 0
+    while EVENT_FANOUT ** depth < leaves:
+        depth += 1
+    return depth
+
+
+def distribute(m: Module, value, leaves: int, *, name: str) -> list:
+    """``leaves`` copies of ``value``, each :func:`distribution_depth` registers later: a tree
+    whose registers each drive at most :data:`EVENT_FANOUT` registers of the level below (the
+    clusters register their copy themselves), so every cluster sees every event on the same
+    cycle and no net's load grows with the number of clusters."""
+    depth = distribution_depth(leaves)
+    level = [value]
+    for d in range(depth, 0, -1):            # d: levels left above the clusters
+        nodes = [Signal.like(value, name=f"{name}_tree{depth - d}_{k}")
+                 for k in range(-(-leaves // EVENT_FANOUT ** d))]
+        m.d.sync += [node.eq(level[k // EVENT_FANOUT]) for k, node in enumerate(nodes)]
+        level = nodes
+    return [level[i // EVENT_FANOUT] for i in range(leaves)] if depth else [value] * leaves
 
 
 class CustomEngine(wiring.Component):
@@ -79,8 +110,9 @@ class CustomEngine(wiring.Component):
                     o_doc_end=core.doc_end, o_errors=core.errors)
             else:
                 core = m.submodules[f"cluster_{i}"] = self.cluster_core(i)
-            m.d.comb += core.events.eq(decoded)
             cores.append(core)
+        for core, copy in zip(cores, distribute(m, decoded, len(cores), name="events")):
+            m.d.comb += core.events.eq(copy)
         frame.connect(cores)
         return m
 

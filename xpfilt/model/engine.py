@@ -3,8 +3,8 @@
 :meth:`EngineModel.step` is one clock cycle: it takes the input stream's ``valid``/``data``/
 ``last`` and the readout's ``ready`` for that cycle and returns ``bytes_in.ready`` and the
 readout beat shown in that cycle (or None). Register by register it follows the RTL: the
-per-cluster input copy, the front end (:class:`xpfilt.model.frontend.FrontEndModel`), the stack
-banks (:class:`xpfilt.model.stacks.ClusterStacks`), the capture/flow-control logic and the
+input copy, the front end (:class:`xpfilt.model.frontend.FrontEndModel`), the event distribution
+tree (a delay line), the clusters' copies of the events, the stack banks (:class:`xpfilt.model.stacks.ClusterStacks`), the capture/flow-control logic and the
 readout (:mod:`xpfilt.model.readout`).
 
 
@@ -13,8 +13,10 @@ readout (:mod:`xpfilt.model.readout`).
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Iterable, Optional, Sequence, Union
 
+from hdl.engine import distribution_depth
 from hdl.frontend import Errors
 
 from ..compiler import CompileOptions, Plan, compile_queries
@@ -41,10 +43,15 @@ class FrameModel:
 
     width: int
 
+    #: Register levels between the front end's events and the clusters' copies (the RTL's
+    #: event distribution tree, :func:`hdl.engine.distribution_depth`).
+    tree_depth = 0
+
     def reset(self) -> None:
         self.front_end.reset()
         self.event = NO_EVENT       # the clusters' copy of the events
         self.fe_event = NO_EVENT    # the front end's events register
+        self.tree = deque([NO_EVENT] * self.tree_depth)   # the distribution tree's levels
         self.copy = (0, 0, 0)
         self.pending = 0
         self.waiting = 0
@@ -78,7 +85,11 @@ class FrameModel:
             self._pop()
         self.waiting = int((ev.doc_end or self.waiting) and busy)
         self.pending += int(accepted and bool(last)) - int(capture)
-        self.event = self._stage(self.fe_event)
+        if self.tree:
+            self.tree.append(self.fe_event)
+            self.event = self._stage(self.tree.popleft())
+        else:
+            self.event = self._stage(self.fe_event)
         self.fe_event = self.front_end.step(*self.copy)
         self.copy = (1, data, last) if accepted else (0, 0, 0)
         self.cycle += 1
@@ -106,6 +117,7 @@ class EngineModel(FrameModel):
                                        max_name=max_name)
         self.width = sum(len(c.queries) for c in plan.clusters)
         self.readout_kind = ReadoutKind(plan.options.readout)
+        self.tree_depth = distribution_depth(len(plan.clusters))
         self._shifts = []
         offset = 0
         for cluster in plan.clusters:
