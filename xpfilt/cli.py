@@ -68,9 +68,61 @@ def _options_from(kwargs):
         readout=kwargs.pop("readout"))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class CommandFailed(click.ClickException):
+    """A failed command: shown as its one line, exit code 1."""
+
+    def show(self, file=None):
+        click.echo(self.format_message(), err=True, file=file)
+
+
+def _describe(error: Exception) -> str:
+    """One line saying what failed and why, from an error a command let through."""
+    if isinstance(error, click.ClickException):
+        message = error.format_message()
+    elif isinstance(error, OSError) and error.filename is not None:
+        message = f"{error.filename}: {error.strerror or error}"
+    elif isinstance(error, MemoryError):
+        message = "out of memory: the input asks for more than this machine has"
+    elif isinstance(error, (ValueError, OSError)) and str(error):
+        message = str(error)          # the project's errors say what and why
+    else:
+        message = (f"internal error: {type(error).__name__}: {error} (rerun with --debug for "
+                   "the traceback)")
+    lines = [line.strip() for line in message.splitlines() if line.strip(" ^\t")]
+    return "; ".join(lines)
+
+
+def _quiet_unused_designs() -> None:
+    """A command that stops half-way leaves Amaranth components it never elaborated; their
+    warnings at exit would bury the one line that says what went wrong."""
+    if "amaranth" in sys.modules:
+        import warnings
+
+        from amaranth.hdl import UnusedElaboratable
+        warnings.simplefilter("ignore", UnusedElaboratable)
+
+
+class _Main(click.Group):
+    """The ``xpfilt`` group: a command that fails on its input ends with one line, ``xpfilt
+    COMMAND: what: why``, and exit code 1; ``--debug`` shows the traceback instead."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, click.UsageError):
+            raise
+        except Exception as error:
+            if ctx.params.get("debug"):
+                raise
+            _quiet_unused_designs()
+            raise CommandFailed(f"xpfilt {ctx.invoked_subcommand}: {_describe(error)}") from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xpfilt")
-def main():
+@click.option("--debug", is_flag=True,
+              help="On a failure, show the Python traceback instead of one line.")
+def main(debug):
     """xpfilt: filter XML document streams against thousands of XPath profiles, in FPGA
     hardware generated from the profiles, with a reference filter to prove it right.
 
@@ -118,8 +170,8 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     gets its answer, and the exit code is 1. With --spark the same answers are written to the
     --out folder as Parquet, one row per document, malformed ones with their error.
     """
+    from .compiler import MAX_NAME
     from .engines import filter_batch, make_engine, split_supported
-    from .events import load_documents
     from .fast import gc_paused
     from .results import format_tsv_line
     from .xpath import load_queries
@@ -134,7 +186,8 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     if spark or spark_out or master:
         _filter_on_spark(queries_path, engine, documents, spark, master, spark_out, batch_size,
                          failed)
-    queries, refused = split_supported(engine, loaded.queries)
+    queries, refused = split_supported(engine, loaded.queries,
+                                       max_name=None if mode == "programmable" else MAX_NAME)
     for message in refused:
         click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
         failed = True
@@ -147,7 +200,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     else:
         filt = make_engine(engine, queries, options)
     gc.freeze()     # the queries and the engine stay out of the collections while filtering
-    for result in filter_batch(filt, load_documents(documents)):
+    for result in filter_batch(filt, _document_paths(documents)):
         if result.ok:
             output.write(format_tsv_line(result.name, result.matches) + "\n")
         else:
@@ -155,6 +208,18 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
             failed = True
     output.flush()
     sys.exit(1 if failed else 0)
+
+
+def _document_paths(documents):
+    """The documents of the DOCUMENTS arguments (folders give their *.xml files); none at all
+    is an error, not an empty answer."""
+    from .events import load_documents
+
+    paths = load_documents(documents)
+    if not paths:
+        raise click.ClickException(f"{' '.join(map(str, documents))}: no document there "
+                                   "(folders give their *.xml files)")
+    return paths
 
 
 def _filter_on_spark(queries_path, engine, documents, spark, master, out, batch_size, failed):
@@ -200,7 +265,6 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     report.md. Programmable: hardware.json, xpfilt_engine.v and report.md for any query set
     that fits."""
     from .build import build_programmable, compile_to_directory
-    from .xpath import load_queries
 
     if mode == "programmable":
         from .programmable import HardwareSpec
@@ -218,18 +282,33 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     if not queries_path:
         raise click.UsageError("--mode custom needs QUERIES")
     options = _options_from(kwargs)
-    loaded = load_queries(queries_path)
-    for error in loaded.errors:
-        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
+    queries, skipped = _hardware_queries(queries_path, max_name)
     from .compiler import UnsupportedQueryError
     try:
-        report = compile_to_directory(loaded.queries, options, output_dir, max_name=max_name,
+        report = compile_to_directory(queries, options, output_dir, max_name=max_name,
                                       log=lambda msg: click.echo(msg, err=True))
     except UnsupportedQueryError as exc:
         raise click.ClickException(str(exc))
     click.echo(report)
-    if loaded.errors:
+    if skipped:
         sys.exit(1)
+
+
+def _hardware_queries(queries_path, max_name):
+    """The queries of QUERIES a custom engine with ``max_name`` can take, after reporting each
+    line and query it cannot; whether any was skipped. No query left is an error."""
+    from .compiler import refuse_long_names
+    from .xpath import load_queries
+
+    loaded = load_queries(queries_path)
+    for error in loaded.errors:
+        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
+    queries, too_long = refuse_long_names(loaded.queries, max_name)
+    for message in too_long:
+        click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
+    if not queries:
+        raise click.ClickException(f"{queries_path}: no query left to build hardware for")
+    return queries, bool(loaded.errors or too_long)
 
 
 def _load_hardware(hw_dir):
@@ -311,6 +390,9 @@ def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant
             queries = workloads.generate_queries(workloads.DtdSchema.load(dtd, root=root), config)
         else:
             docs = [Document.from_path(p) for p in load_documents(from_docs)]
+            if not docs:
+                raise click.ClickException(f"--from-docs {' '.join(map(str, from_docs))}: no "
+                                           "document there (folders give their *.xml files)")
             queries = workloads.sample_queries(docs, config)
     except ValueError as exc:
         raise click.ClickException(str(exc))
@@ -574,7 +656,6 @@ def _board_design_options(fn):
 def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs):
     from .board import BuildError, custom_design, programmable_design
     from .compiler import UnsupportedQueryError
-    from .xpath import load_queries
 
     log = lambda message: click.echo(message, err=True)   # noqa: E731
     if mode == "programmable":
@@ -592,12 +673,9 @@ def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, 
     if not queries_path:
         raise click.UsageError("--mode custom needs --queries QUERIES")
     options = _options_from(kwargs)
-    loaded = load_queries(queries_path)
-    for error in loaded.errors:
-        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
+    queries, skipped = _hardware_queries(queries_path, max_name)
     try:
-        return custom_design(loaded.queries, options, max_name=max_name, log=log), \
-            bool(loaded.errors)
+        return custom_design(queries, options, max_name=max_name, log=log), skipped
     except (UnsupportedQueryError, BuildError) as exc:
         raise click.ClickException(str(exc))
 
@@ -687,7 +765,6 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
       xpfilt host --port socket://127.0.0.1:PORT --build b -q Q.txt docs/
     """
     from .engines import filter_batch
-    from .events import load_documents
     from .host import DEFAULT_BAUD, BoardDesign, BoardLink, LinkError, open_board_engine
     from .results import format_tsv_line
     from .xpath import load_queries
@@ -715,7 +792,7 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
         with BoardLink.open(url, baud=rate, timeout=timeout) as link:
             engine = open_board_engine(link, design, queries=queries, config_path=config_path,
                                        warn=lambda message: warn(f"{queries_path}: {message}"))
-            for result in filter_batch(engine, load_documents(documents)):
+            for result in filter_batch(engine, _document_paths(documents)):
                 if result.ok:
                     output.write(format_tsv_line(result.name, result.matches) + "\n")
                 else:
@@ -761,6 +838,11 @@ def sim_board_command(build_dir, board_name, queries_path, mode, max_name, colum
 
     from .board import BuildConfig, BuildError, build_board
 
+    try:        # say now, not after building the simulation, that the address cannot be used
+        import socket
+        socket.create_server((bind, port)).close()
+    except OSError as exc:
+        raise click.ClickException(f"--bind {bind} --port {port}: {exc.strerror or exc}")
     if build_dir is None:
         if not board_name or not output_dir:
             raise click.UsageError("give --build DIR, or --board NAME, the design options and "

@@ -40,9 +40,14 @@ from .readout import check_readout
 from .xpath import Axis, Query
 
 __all__ = ["CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
-           "compile_queries", "UnsupportedQueryError", "PLAN_VERSION"]
+           "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
+           "refuse_long_names"]
 
 PLAN_VERSION = 2
+#: Longest element name (bytes) the front end accepts unless told otherwise (``--max-name``).
+MAX_NAME = 32
+#: Deepest document level any engine's stacks may hold: every stack memory has this many rows.
+DEEPEST = 4096
 
 
 class UnsupportedQueryError(ValueError):
@@ -67,6 +72,9 @@ class CompileOptions:
             raise ValueError(f"cluster size must be at least 1, not {self.cluster_size!r}")
         if self.max_depth < 1:
             raise ValueError(f"maximum depth must be at least 1, not {self.max_depth!r}")
+        if self.max_depth > DEEPEST:
+            raise ValueError(f"maximum depth must be at most {DEEPEST} (the rows of every stack "
+                             f"memory), not {self.max_depth!r}")
         if self.share_limit < 1:
             raise ValueError(f"share limit must be at least 1, not {self.share_limit!r}")
         check_readout(self.readout)
@@ -141,6 +149,21 @@ class Plan:
             tuple(Node(n["tag"], Source(**n["source"]), n["column"]) for n in c["nodes"]),
             tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
             tuple(QueryPlan(**q) for q in c["queries"]))
+
+
+def refuse_long_names(queries: Sequence[Query], max_name: int = MAX_NAME
+                      ) -> tuple[list[Query], list[str]]:
+    """The queries whose every name fits the front end's ``max_name`` bytes, and a message for
+    each other one (its name could never be decoded, so the query could never match)."""
+    ok, refused = [], []
+    for q in queries:
+        long_names = [s.name for s in q.steps if len(s.name.encode()) > max_name]
+        if long_names:
+            refused.append(f"query {q.number} ({q}): tag {long_names[0]!r} is longer than the "
+                           f"hardware's max name {max_name}")
+        else:
+            ok.append(q)
+    return ok, refused
 
 
 def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileOptions()) -> Plan:

@@ -8,8 +8,9 @@ results with 1-based query numbers; one bad document never costs the others thei
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
+from typing import Callable, Iterable, Iterator, Optional, Protocol, Sequence, Union
 
+from .compiler import MAX_NAME, refuse_long_names
 from .events import Document, DocumentError, utf8_document
 from .fast import FastFilter
 from .lxml_filter import LxmlFilter
@@ -49,13 +50,18 @@ def make_engine(name: str, queries: Sequence[Query], options=None) -> Engine:
     return ENGINES[name](queries, options)
 
 
-def split_supported(name: str, queries: Sequence[Query]) -> tuple[list[Query], list[str]]:
-    """The queries engine ``name`` can evaluate, and a message for each one it cannot."""
+def split_supported(name: str, queries: Sequence[Query], max_name: Optional[int] = MAX_NAME
+                    ) -> tuple[list[Query], list[str]]:
+    """The queries engine ``name`` can evaluate, and a message for each one it cannot;
+    ``max_name``: the longest name a hardware engine decodes (None: not checked here)."""
     if name not in HARDWARE_ENGINES:
         return list(queries), []
     ok = [q for q in queries if not q.has_predicates]
     refused = [f"query {q.number} ({q}): the {name} engine does not support value predicates yet"
                for q in queries if q.has_predicates]
+    if max_name is not None:
+        ok, too_long = refuse_long_names(ok, max_name)
+        refused += too_long
     return ok, refused
 
 

@@ -313,7 +313,7 @@ class BoardDesign:
                 spec = HardwareSpec.from_json((directory / "hardware.json").read_text())
             return cls(directory, info["board"], info["mode"], info["width"],
                        int(info["identity"], 16), info["baud"], plan, spec)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise LinkError(f"{directory} must be a directory written by `xpfilt build` "
                             f"(board.json, plan.json or hardware.json), not unreadable: "
                             f"{exc}") from None

@@ -32,6 +32,7 @@ import zlib
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from .compiler import DEEPEST
 from .readout import check_readout
 from .xpath import Axis, Query
 
@@ -43,6 +44,10 @@ FORMAT_VERSION = 1
 HEADER_BITS = 88
 CRC_BITS = 32
 FLAG_BITS = 4
+#: Most generic columns in one cluster (4,096 take ~20 s and ~0.4 GB to generate).
+MAX_CLUSTER_COLUMNS = 4096
+#: Most generic columns in all (each is a readout bit per document).
+MAX_COLUMNS = 65536
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,28 @@ class HardwareSpec:
     readout: str = "serial"   # a xpfilt.readout.ReadoutKind value
 
     def __post_init__(self):
+        for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name.replace('_', ' ')} must be an integer, not {value!r}")
         for name in ("clusters", "columns", "max_tag_len", "max_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', ' ')} must be at least 1, "
                                  f"not {getattr(self, name)!r}")
         if self.columns % 2:
             raise ValueError(f"columns must be even, not {self.columns!r}")
+        if self.columns > MAX_CLUSTER_COLUMNS:
+            raise ValueError(f"columns must be at most {MAX_CLUSTER_COLUMNS:,} per cluster (use "
+                             f"more clusters), not {self.columns:,}")
+        if self.clusters * self.columns > MAX_COLUMNS:
+            raise ValueError(
+                f"clusters x columns must be at most {MAX_COLUMNS:,}, not "
+                f"{self.clusters * self.columns:,}: that engine would need a "
+                f"{self.clusters * self.columns:,}-bit readout per document and a "
+                f"{self.stream_bits / 8e6:,.0f} MB configuration stream")
+        if self.max_depth > DEEPEST:
+            raise ValueError(f"max depth must be at most {DEEPEST} (the rows of every stack "
+                             f"memory), not {self.max_depth!r}")
         check_readout(self.readout)
         if self.max_tag_len > self.max_name:
             raise ValueError(f"max tag length must be at most max name ({self.max_name}), "
@@ -98,6 +119,12 @@ class HardwareSpec:
     @classmethod
     def from_json(cls, text: str) -> "HardwareSpec":
         raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError(f"hardware must be a JSON object, not {type(raw).__name__}")
+        missing = [k for k in ("clusters", "columns", "max_tag_len", "max_depth", "max_name")
+                   if k not in raw]
+        if missing:
+            raise ValueError(f"hardware must give {', '.join(missing)}")
         if raw.get("mode") != "programmable":
             raise ValueError(f"hardware must be programmable, not {raw.get('mode')!r}")
         return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",

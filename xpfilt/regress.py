@@ -29,10 +29,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .compiler import CompileOptions, compile_queries
+from .compiler import CompileOptions, compile_queries, refuse_long_names
 from .events import Document, DocumentError, load_documents, utf8_document
 from .programmable import HardwareSpec
-from .xpath import Query, load_queries
+from .xpath import Query, load_queries, read_query_file
 
 __all__ = ["RegressionConfig", "RegressionSummary", "run_regression", "SIMULATORS"]
 
@@ -170,11 +170,13 @@ class RegressionSummary:
         return "\n".join(lines)
 
 
-def _load_queries(source) -> tuple[list[Query], list[str], list[str]]:
-    """(queries the hardware takes, skip messages, the query file's lines)."""
+def _load_queries(source, max_name: Optional[int] = None
+                  ) -> tuple[list[Query], list[str], list[str]]:
+    """(queries the hardware takes, skip messages, the query file's lines); ``max_name``: skip
+    queries with a longer name (a custom engine's front end could never decode it)."""
     if isinstance(source, (str, Path)):
         path = Path(source)
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_query_file(path)
         label = str(path)
     else:
         lines = [str(text) for text in source]
@@ -188,6 +190,9 @@ def _load_queries(source) -> tuple[list[Query], list[str], list[str]]:
                            f"supported by the hardware engines")
         else:
             queries.append(query)
+    if max_name is not None:
+        queries, too_long = refuse_long_names(queries, max_name)
+        skipped += [f"{label}: {message}" for message in too_long]
     return queries, skipped, lines
 
 
@@ -250,7 +255,7 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
     if config.mode == "programmable":
         return _run_programmable(config, log=log, write_replay=write_replay)
     wall = time.perf_counter()
-    queries, skipped_queries, query_lines = _load_queries(config.queries)
+    queries, skipped_queries, query_lines = _load_queries(config.queries, config.max_name)
     if not queries:
         raise ValueError("queries must include at least one path query without predicates, "
                          "not none")

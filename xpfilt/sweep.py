@@ -73,6 +73,26 @@ def grid(spec: dict) -> list[DesignPoint]:
     return [DesignPoint(**dict(zip(names, combo))) for combo in itertools.product(*values)]
 
 
+def check_point(point: DesignPoint) -> None:
+    """ValueError unless every field of ``point`` has its field's type and the counts are
+    positive, so a sweep refuses a malformed spec before computing anything (a point that
+    fails to evaluate, such as an unknown engine, is still a row with its reason)."""
+    for f in dataclasses.fields(DesignPoint):
+        value, default = getattr(point, f.name), f.default
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, (int, float)):
+            ok = isinstance(value, type(default) if isinstance(default, int) else (int, float))
+            ok = ok and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            raise ValueError(f"{f.name} must be {type(default).__name__}, not {value!r}")
+    for name in ("queries", "depth", "cluster_size", "max_depth", "documents"):
+        if getattr(point, name) < 1:
+            raise ValueError(f"{name} must be at least 1, not {getattr(point, name)!r}")
+
+
 def evaluate(point: DesignPoint, *, synthesize: bool = False, place_and_route: bool = False,
              timeout: Optional[float] = 900, target_mhz: float = 200,
              jobs: Optional[int] = None) -> dict:
@@ -202,7 +222,7 @@ def load_spec(source: Union[str, Path, dict]) -> SweepSpec:
         import yaml
         try:
             data = yaml.safe_load(Path(source).read_text())
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ValueError(f"{where}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or "grid" not in data:
         raise ValueError(f"{where}: needs a top-level 'grid:' mapping (or list of mappings)")
@@ -215,9 +235,15 @@ def load_spec(source: Union[str, Path, dict]) -> SweepSpec:
         if not isinstance(g, dict):
             raise ValueError(f"{where}: grid {i + 1} must be a mapping, not {g!r}")
         try:
-            grid(g)
+            for point in grid(g):
+                check_point(point)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: grid {i + 1}: {exc}") from None
+    for key in ("timeout", "target_mhz"):
+        value = data.get(key, 1)
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                  or value <= 0):
+            raise ValueError(f"{where}: {key} must be a positive number, not {value!r}")
     return SweepSpec(tuple(grids), synthesize=bool(data.get("synthesize", False)),
                      place_and_route=bool(data.get("place_and_route", False)),
                      timeout=data.get("timeout", 900),

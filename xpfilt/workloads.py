@@ -158,8 +158,12 @@ class DtdSchema:
 
     @classmethod
     def load(cls, path: Union[str, Path], root: Optional[str] = None) -> "DtdSchema":
-        """Read a DTD file with lxml; ``root`` defaults to :meth:`_guess_root`'s choice."""
-        dtd = etree.DTD(str(path))
+        """Read a DTD file with lxml; ``root`` defaults to :meth:`_guess_root`'s choice.
+        A file lxml cannot read as a DTD raises ValueError naming it."""
+        try:
+            dtd = etree.DTD(str(path))
+        except etree.DTDParseError as exc:
+            raise ValueError(f"{path}: not a DTD: {exc}") from None
         declared = [decl for decl in dtd.elements() if decl.type != "undefined"]
         by_local: dict[str, list[str]] = {}
         for decl in declared:
@@ -308,17 +312,25 @@ def _path_to_query(path: Sequence[str], config: QueryGenConfig, rng: random.Rand
 
 
 def _distinct_queries(draw, config: QueryGenConfig, what: str) -> list[str]:
-    """Call ``draw(rng)`` until it has returned ``config.count`` distinct queries."""
+    """Call ``draw(rng)`` until it has returned ``config.count`` distinct queries. Gives up
+    (ValueError) after ``200 * count + 2000`` draws, or as soon as ``100 * found + 2000`` draws
+    in a row brought nothing new: the source has run out of queries."""
     rng = random.Random(config.seed)
     found: dict[str, None] = {}
-    attempts = 0
+    attempts = last_new = 0
     limit = 200 * config.count + 2000
     while len(found) < config.count and attempts < limit:
         attempts += 1
-        found.setdefault(draw(rng))
+        query = draw(rng)
+        if query not in found:
+            found[query] = None
+            last_new = attempts
+        elif attempts - last_new > 100 * len(found) + 2000:
+            break
     if len(found) < config.count:
         raise ValueError(f"only {len(found)} distinct queries of the {config.count} asked for "
-                         f"could be drawn from {what} in {attempts} attempts")
+                         f"could be drawn from {what} in {attempts} attempts (the last "
+                         f"{attempts - last_new} found nothing new)")
     return list(found)
 
 

@@ -26,7 +26,8 @@ from typing import Iterable, Union
 
 __all__ = [
     "Axis", "AttributeTarget", "TextTarget", "Predicate", "Step", "Query", "XPathSyntaxError",
-    "QueryLoadResult", "parse_query", "load_queries", "xpath_number",
+    "QueryLoadResult", "QueryFileError", "parse_query", "read_query_file", "load_queries",
+    "xpath_number",
 ]
 
 
@@ -249,10 +250,32 @@ class QueryLoadResult:
     errors: tuple[XPathSyntaxError, ...]
 
 
+class QueryFileError(ValueError):
+    """A query file that cannot be read as queries at all (not UTF-8 text, or empty)."""
+
+
+def read_query_file(path: Union[str, Path]) -> list[str]:
+    """The lines of a query file; :class:`QueryFileError` names the file, and the line and
+    column of the first byte that is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise QueryFileError(f"{path}: line {line}, column {column}: a query file must be "
+                             f"UTF-8 text, not byte 0x{data[exc.start]:02x}") from None
+    if not text.strip():
+        raise QueryFileError(f"{path}: a query file must hold at least one query, not "
+                             f"{'an empty file' if not text else 'only blank lines'}")
+    return text.splitlines()
+
+
 def load_queries(source: Union[str, Path, Iterable[str]]) -> QueryLoadResult:
-    """Read one query per line (a path, or an iterable of lines). Bad lines become errors."""
+    """Read one query per line (a path, or an iterable of lines). Bad lines become errors; a
+    file that is not UTF-8 or holds no query raises :class:`QueryFileError`."""
     if isinstance(source, (str, Path)):
-        lines = Path(source).read_text(encoding="utf-8").splitlines()
+        lines = read_query_file(source)
     else:
         lines = [line.rstrip("\n") for line in source]
     queries, errors = [], []

@@ -1,0 +1,121 @@
+"""Engine throughput at scale (issue 13): sustained bytes/cycle of the custom engine with the
+serial and the sparse readout, for 1k to 16k depth-8 NITF queries, on the shared NITF and XMark
+documents and on generated 2.2 MB documents; engine MB/s = ECP5-85F Fmax x bytes/cycle where
+bench/results/fmax.json has a place-and-route row for that size and readout.
+
+Bytes/cycle comes from the cycle-accurate model (readout always ready, a byte offered every
+cycle): ``streaming`` counts cycles until the last byte is accepted, ``total`` until the last
+readout beat. Saved to bench/results/throughput.{json,md}.
+Usage: python throughput.py [--queries 1000,4000,8000,12000,16000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from common import RESULTS, save
+
+from xpfilt import workloads
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.events import load_documents
+from xpfilt.model.engine import EngineModel
+from xpfilt.paths import shared_data
+from xpfilt.xpath import parse_query
+
+READOUTS = ("serial", "sparse")
+
+
+def stream(model: EngineModel, docs: list[bytes]) -> tuple[int, int]:
+    """(cycles until the last byte was accepted, cycles until the last readout beat)."""
+    streaming = 0
+    ends = 0
+    for doc in docs:
+        i = 0
+        while i < len(doc):
+            ready, beat = model.step(True, doc[i], i == len(doc) - 1)
+            ends += beat is not None and beat.last
+            i += ready
+            streaming += 1
+    while ends < len(docs):
+        _, beat = model.step(False)
+        ends += beat is not None and beat.last
+    return streaming, model.cycle
+
+
+def fmax_rows() -> list[dict]:
+    path = RESULTS / "fmax.json"
+    return json.loads(path.read_text())["rows"] if path.exists() else []
+
+
+def fmax_for(rows: list[dict], queries: int, readout: str):
+    """The ECP5-85F Fmax measured for ``queries`` depth-8 queries and ``readout`` (None if no
+    such row; rows without a readout field are serial)."""
+    for row in rows:
+        if (row.get("family") == "ecp5" and row.get("queries") == queries
+                and row.get("readout", "serial") == readout and row.get("fmax_mhz")):
+            return row["fmax_mhz"]
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--queries", default="1000,4000,8000,12000,16000")
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.queries.split(",")]
+    data = shared_data()
+    schema = workloads.DtdSchema.load(data / "nitf/nitf-2-5.dtd")
+    generated = workloads.generate_documents(
+        schema, workloads.DocGenConfig(max_depth=8, target_bytes=2_200_000, seed=1), 2)
+    corpora = [("NITF", [p.read_bytes() for p in load_documents([data / "nitf/docs"])]),
+               ("XMark", [p.read_bytes() for p in load_documents([data / "xmark"])]),
+               ("generated 2.2 MB", generated)]
+    texts = workloads.generate_queries(schema, workloads.QueryGenConfig(
+        count=max(sizes), max_depth=8, p_wildcard=0.15, p_descendant=0.15, seed=1))
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    fmax = fmax_rows()
+    rows = []
+    for n in sizes:
+        for readout in READOUTS:
+            start = time.perf_counter()
+            plan = compile_queries(queries[:n], CompileOptions(max_depth=16, readout=readout))
+            compile_s = time.perf_counter() - start
+            mhz = fmax_for(fmax, n, readout)
+            for label, docs in corpora:
+                model = EngineModel(plan)
+                start = time.perf_counter()
+                streaming, total = stream(model, docs)
+                size = sum(map(len, docs))
+                row = {"queries": n, "readout": readout, "documents": f"{label} ({len(docs)})",
+                       "bytes": size, "W": 1,
+                       "bytes_per_cycle_streaming": size / streaming,
+                       "bytes_per_cycle_total": size / total,
+                       "fmax_mhz": mhz,
+                       "engine_MB_per_s": None if mhz is None else mhz * size / streaming,
+                       "compile_s": round(compile_s, 1),
+                       "model_s": round(time.perf_counter() - start, 1)}
+                rows.append(row)
+                print(f"{n:6} queries {readout:6} {label:17} "
+                      f"{row['bytes_per_cycle_streaming']:.3f} B/cycle streaming, "
+                      f"{row['bytes_per_cycle_total']:.3f} total"
+                      + ("" if mhz is None else f", {row['engine_MB_per_s']:.0f} MB/s"),
+                      file=sys.stderr)
+    path = save("throughput", rows, [
+        ("queries", "queries"), ("readout", "readout"), ("documents", "documents"),
+        ("bytes", "bytes"), ("bytes_per_cycle_streaming", "bytes/cycle (streaming)"),
+        ("bytes_per_cycle_total", "bytes/cycle (incl. final readout)"),
+        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("engine_MB_per_s", "engine MB/s")],
+        "Custom engine throughput: serial vs sparse readout, 1 byte per cycle front end",
+        "Depth-8 NITF queries (xpfilt gen-queries, seed 1), max depth 16; bytes/cycle from the "
+        "cycle-accurate model with a byte offered every cycle and the readout always ready. "
+        "Serial: a document's readout takes one cycle per query, so documents shorter than the "
+        "query count stall the input. Sparse: matches + 3 cycles. Engine MB/s = Fmax (nextpnr, "
+        "bench/results/fmax.json, the row for that size and readout; blank: not placed and "
+        "routed) x bytes/cycle (streaming).")
+    print(f"saved {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
