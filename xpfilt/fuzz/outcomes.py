@@ -56,10 +56,19 @@ class _Spy:
 
     def __init__(self, engine):
         self.engine, self.queries, self.error = engine, engine.queries, None
+        if hasattr(engine, "filter_ordered"):     # the batch loop prefers it: keep it so
+            self.filter_ordered = self._ordered
 
     def filter(self, document):
         try:
             return self.engine.filter(document)
+        except DocumentError as exc:
+            self.error = (exc, document.data)
+            raise
+
+    def _ordered(self, document):
+        try:
+            return self.engine.filter_ordered(document)
         except DocumentError as exc:
             self.error = (exc, document.data)
             raise
@@ -140,9 +149,11 @@ DOCUMENTED = {
     "hardware: non-ASCII name characters not validated":
         "hdl/frontend.py (NAME_START: bytes >= 0x80, not validated further)",
     "hardware: repeated DOCTYPE not checked": "hdl/frontend.py (Not checked ...)",
+    "hardware: DOCTYPE without a name accepted":
+        "README (Documented differences between the engines)",
     "hardware: unknown end-tag name with a colliding hash": "hdl/frontend.py (Not checked ...)",
     "lxml: namespaces (the reference matches names as written)":
-        "xpfilt/events.py (names reported exactly as written)",
+        "README (Documented differences between the engines), xpfilt/events.py",
 }
 
 
@@ -305,8 +316,10 @@ def _hardware_accepts(engine: str, data: bytes, ref: Outcome) -> tuple[bool, str
     dt = data.find(b"<!DOCTYPE")
     ends = [i for i in (data.find(b"[", dt), data.find(b">", dt)) if i >= 0]
     if 0 <= dt <= off <= min(ends, default=len(data)) + 1:
-        return False, (f"{engine} accepts a malformed DOCTYPE name (<!DOCTYPE>, <!DOCTYPE\"\">, "
-                       "<!DOCTYPEa>, <!DOCTYPE b$[...]>), the reference flags it")
+        if re.match(rb"<!DOCTYPE(\s*[>\"'\[]|\s+[^A-Za-z_:\x80-\xff])", data[dt:]):
+            return True, "hardware: DOCTYPE without a name accepted"
+        return False, (f"{engine} accepts a malformed DOCTYPE name (<!DOCTYPEa>, "
+                       "<!DOCTYPE b$[...]>), the reference flags it")
     if "mismatched tag" in reason and _colliding_end_tag(data):
         return True, "hardware: unknown end-tag name with a colliding hash"
     if _in_prolog_subset(data, off):
