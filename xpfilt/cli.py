@@ -232,14 +232,16 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, batch_
                                f"({', '.join(SOFTWARE_ENGINES)}), not {engine!r}")
     try:
         summary = spark_filter(queries_path, documents, out, engine=engine, master=master,
-                               batch_size=batch_size,
+                               batch_size=batch_size, progress=True,
                                log=lambda message: click.echo(f"xpfilt: {message}", err=True))
     except (ValueError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from None
     for _document, error in summary.errors:
         click.echo(f"xpfilt: {error}", err=True)
+    for first, status, reason in summary.failed:
+        click.echo(f"xpfilt: the batch from {first} {status}: {reason}", err=True)
     click.echo(f"xpfilt: {summary.line()}; answers in {out}", err=True)
-    sys.exit(1 if failed or summary.errors else 0)
+    sys.exit(1 if failed or summary.errors or summary.failed else 0)
 
 
 @main.command("compile")

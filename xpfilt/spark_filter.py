@@ -9,6 +9,10 @@ the documents itself (executors must see the paths: local disks for ``local[*]``
 system on a cluster) through :func:`xpfilt.engines.filter_batch`, so a malformed or unreadable
 document is a row with its error, exactly as in the serial command, never dropped.
 
+Each batch is one Spark job of one task, submitted from driver threads as wide as the cluster
+(:func:`xpfilt.fanout.fan_out`), so results come back and are saved as each batch finishes; a
+batch whose task fails is reported (``summary.failed``), not saved, and retried by a rerun.
+
 Results: a folder ``OUT`` of Parquet files, one per batch (``batch-<key>.parquet``, written under
 a temporary name and renamed), columns ``document`` (file name), ``path``, ``matches`` (sorted
 query numbers, null when ``error`` is set) and ``error``; ``spark.read.parquet(OUT)`` or
@@ -64,13 +68,16 @@ class SparkFilterSummary:
     skipped: int = 0
     computed: int = 0
     answered: int = 0
-    errors: list = field(default_factory=list)      # (document, error) of this run
+    errors: list = field(default_factory=list)      # (document, error)
+    failed: list = field(default_factory=list)      # (first path, status, reason) per batch
     wall_s: float = 0.0
 
     def line(self) -> str:
         return (f"{self.documents} documents in {self.batches} batches ({self.skipped} already "
                 f"done, {self.computed} computed in {self.wall_s:.1f} s): {self.answered} "
-                f"documents answered, {len(self.errors)} with an error")
+                f"documents answered, {len(self.errors)} with an error"
+                + (f"; {len(self.failed)} batches failed (a rerun retries them)"
+                   if self.failed else ""))
 
 
 class _FilterBatch:
@@ -126,6 +133,7 @@ def read_results(out: Union[str, Path]) -> list[dict]:
 
 def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union[str, Path], *,
                  engine: str = "fast", master: Optional[str] = None, batch_size: int = 64,
+                 progress: bool = False,
                  log: Callable[[str], None] = lambda message: None) -> SparkFilterSummary:
     """Filter ``documents`` (see :func:`expand_documents`) against the query file on Spark
     (``master``: any Spark master URL, default ``local[*]`` or spark-submit's), saving each
@@ -157,21 +165,26 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
     log(f"{summary.skipped} of {len(batches)} batches already in {out}; filtering "
         f"{sum(len(b[1]) for b in todo)} documents in {len(todo)} batches")
     if todo:
+        from .fanout import fan_out
         from .spark import spark_context
 
         context = spark_context(master)
         lines = context.broadcast(data.decode("utf-8").splitlines())
         try:
-            results = (context.parallelize(todo, len(todo))
-                       .map(_FilterBatch(lines, engine, identity)).toLocalIterator())
-            for key, rows in results:
-                _write_batch(out, key, rows)
-                summary.computed += 1
+            for outcome in fan_out(todo, _FilterBatch(lines, engine, identity), master=master,
+                                   progress=progress, label="batches"):
+                if outcome.status == "ok":
+                    _write_batch(out, *outcome.value)
+                    summary.computed += 1
+                else:
+                    summary.failed.append((outcome.item[1][0], outcome.status, outcome.reason))
         finally:
             lines.unpersist()
     import pyarrow.parquet as pq
 
     for key, _ in batches:
+        if not (out / f"batch-{key}.parquet").exists():
+            continue     # a failed batch: counted in summary.failed, retried by a rerun
         for row in pq.read_table(out / f"batch-{key}.parquet",
                                  columns=["document", "error"]).to_pylist():
             if row["error"] is None:
