@@ -38,7 +38,7 @@ def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int) -> wiring.
 class ClusterCore(wiring.Component):
     """Ports: ``events`` (the front end's, tags one-hot, registered here; only the tag bits the
     cluster uses are kept), ``clear`` (the readout captured
-    the flags), ``matches`` (one flag per query of the cluster, including this cycle),
+    the flags), ``matches`` (one flag per query of the cluster, a register),
     ``doc_end`` and ``errors`` (from the registered events)."""
 
     def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int):

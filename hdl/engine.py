@@ -141,9 +141,12 @@ class EngineFrame:
         self.accepted = Signal()           # a byte enters the engine this cycle
         self.hold = Signal()               # input: stop accepting bytes
         self.drained = Signal()
+        self.capturing = Signal()          # the readout loads the clusters' flags this cycle
+        self.busy = Signal()               # the readout is busy or about to be
         m.d.comb += [
+            self.busy.eq(self.readout.busy | self.capturing),
             bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
-                                            ((self.pending == 1) & ~self.readout.busy))),
+                                            ((self.pending == 1) & ~self.busy))),
             self.accepted.eq(bytes_in.valid & bytes_in.ready),
             self.drained.eq(self.pending == self.waiting),
         ]
@@ -159,21 +162,31 @@ class EngineFrame:
 
     def connect(self, cores) -> None:
         """Wire the clusters' ``clear`` (flags captured) and read their ``matches``,
-        ``doc_end`` and ``errors`` (every cluster sees the same events on the same cycles)."""
-        m, readout, waiting = self.m, self.readout, self.waiting
+        ``doc_end`` and ``errors`` (every cluster sees the same events on the same cycles).
+
+        The capture is decided in the cycle a document end reaches the clusters (or, if the
+        readout was busy then, the cycle it frees up) and performed in the next one
+        (``capturing``): the readout loads the clusters' flag registers and they clear, so
+        that no logic sits between the decision and its many loads. The next cycle has no push
+        to lose: a document's first byte never pushes, and no byte enters while an end waits."""
+        m, readout, waiting, busy = self.m, self.readout, self.waiting, self.busy
         held_errors = Signal(ErrorFlags)
         doc_end = cores[0].doc_end
         errors = cores[0].errors
         capture = Signal()
+        captured_errors = Signal(ErrorFlags)
         m.d.comb += [
-            capture.eq((doc_end | waiting) & ~readout.busy),
-            readout.capture.eq(capture),
+            capture.eq((doc_end | waiting) & ~busy),
+            readout.capture.eq(self.capturing),
             readout.flags.eq(Cat(*(core.matches for core in cores))),
-            readout.errors.eq(Mux(doc_end, errors, held_errors)),
+            readout.errors.eq(captured_errors),
         ]
         for core in cores:
-            m.d.comb += core.clear.eq(capture)
-        m.d.sync += waiting.eq((doc_end | waiting) & readout.busy)
+            m.d.comb += core.clear.eq(self.capturing)
+        m.d.sync += [self.capturing.eq(capture),
+                     waiting.eq((doc_end | waiting) & busy)]
+        with m.If(capture):
+            m.d.sync += captured_errors.eq(Mux(doc_end, errors, held_errors))
         with m.If(doc_end):
             m.d.sync += held_errors.eq(errors)
         m.d.sync += self.pending.eq(

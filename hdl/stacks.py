@@ -7,8 +7,8 @@ below it in a LUT-RAM (one write port, one asynchronous read port) addressed by 
 * push to level ``L``: ``mem[L-1] <= top``; ``top <= new`` (the node equations of the plan).
 * pop from level ``L``: ``top <= mem[L-1]``.
 * ``doc_end``: ``top <= 0`` (the next document starts at level 0).
-* ``matches`` shows the per-query match flags including this cycle's push; ``clear`` (the
-  readout's capture) resets them.
+* ``matches`` shows the per-query match flags of the pushes before this cycle (a register);
+  ``clear`` (the readout's capture) resets them.
 """
 
 
@@ -58,7 +58,7 @@ class StackBank(wiring.Component):
 
     Ports: ``events`` (the front end's events with one-hot tags, see
     :class:`DecodedEventLayout`), ``clear`` (reset the match flags this cycle),
-    ``matches`` (one flag per query of the cluster, in the plan's order, including this cycle).
+    ``matches`` (one flag per query of the cluster, in the plan's order, registered).
     """
 
     def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int):
@@ -122,14 +122,12 @@ class StackBank(wiring.Component):
 
 
 def match_flags(m: Module, ev, clear, hits, matches) -> None:
-    """Sticky match flags: ``matches`` shows the flags including this cycle's ``hits`` (on a
-    push); ``clear`` (the readout's capture) empties them."""
+    """Sticky match flags, a register: ``matches`` shows the flags of the pushes before this
+    cycle; ``clear`` (the readout's capture) empties them, this cycle's ``hits`` (on a push)
+    then belong to the next readout."""
     flags = Signal(len(matches))
-    m.d.comb += matches.eq(flags | Mux(ev.push, hits, 0))
-    with m.If(clear):
-        m.d.sync += flags.eq(0)
-    with m.Elif(ev.push):
-        m.d.sync += flags.eq(matches)
+    m.d.comb += matches.eq(flags)
+    m.d.sync += flags.eq(Mux(clear, 0, flags) | Mux(ev.push, hits, 0))
 
 
 

@@ -4,8 +4,9 @@
 ``last`` and the readout's ``ready`` for that cycle and returns ``bytes_in.ready`` and the
 readout beat shown in that cycle (or None). Register by register it follows the RTL: the
 input copy, the front end (:class:`xpfilt.model.frontend.FrontEndModel`), the event distribution
-tree (a delay line), the clusters' copies of the events, the stack banks (:class:`xpfilt.model.stacks.ClusterStacks`), the capture/flow-control logic and the
-readout (:mod:`xpfilt.model.readout`).
+tree (a delay line), the clusters' copies of the events, the stack banks
+(:class:`xpfilt.model.stacks.ClusterStacks`), the capture (decided in one cycle, performed in
+the next) and flow-control logic and the readout (:mod:`xpfilt.model.readout`).
 
 
 :class:`ModelEngine` wraps it as a filter engine (``filter(document)``), like the reference.
@@ -56,6 +57,8 @@ class FrameModel:
         self.pending = 0
         self.waiting = 0
         self.held_errors = 0
+        self.capturing = 0          # the readout loads the clusters' flags this cycle
+        self.captured_errors = 0
         self.readout = make_readout_model(self.readout_kind, self.width)
         self.cycle = 0
 
@@ -65,19 +68,21 @@ class FrameModel:
         the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``."""
         ev = self.event
         readout = self.readout
-        busy = readout.busy
+        busy = readout.busy or self.capturing
         ready = not self._hold() and (self.pending == 0 or (self.pending == 1 and not busy))
         accepted = bool(valid) and ready
         beat = readout.beat()
 
-        if ev.push:          # the stacks' registers update at the edge; matches include it
+        if self.capturing:   # the flags of the pushes before this cycle, then cleared
+            readout.step(True, self._take_flags(), self.captured_errors, out_ready)
+        else:
+            readout.step(False, 0, 0, out_ready)
+        if ev.push:          # the stacks' registers update at the edge
             self._push(ev)
         capture = (ev.doc_end or self.waiting) and not busy
         if capture:
-            readout.step(True, self._take_flags(),
-                         ev.errors if ev.doc_end else self.held_errors, out_ready)
-        else:
-            readout.step(False, 0, 0, out_ready)
+            self.captured_errors = ev.errors if ev.doc_end else self.held_errors
+        self.capturing = int(capture)
         if ev.doc_end:
             self._restart()
             self.held_errors = ev.errors
