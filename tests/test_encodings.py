@@ -8,7 +8,7 @@ from xpfilt.engines import filter_batch, make_engine
 from xpfilt.events import Document, DocumentError, MalformedDocumentError, utf8_document
 from xpfilt.xpath import load_queries
 
-ENGINES = ["reference", "lxml", "model"]
+ENGINES = ["reference", "lxml", "model", "fast"]
 QUERIES = load_queries(["//a", "//a/b", "/a/c", "//b[@x='\u3042\u30a2']"]).queries
 UTF8 = '<?xml version="1.0" encoding="{}"?>\n<a><b x="\u3042\u30a2">t</b></a>\n'
 
