@@ -61,10 +61,11 @@ class Readout(wiring.Component):
         doc = Signal(DOC_WIDTH)
         errors = Signal(ErrorFlags)
         started = Signal()   # a document has been captured (doc numbers start at 0)
+        nonzero = Signal()   # count != 0, as a register: it enables the whole shadow's shift
 
         m.d.comb += [
-            self.busy.eq(count != 0),
-            self.out.valid.eq(count != 0),
+            self.busy.eq(nonzero),
+            self.out.valid.eq(nonzero),
             self.out.payload.bit.eq(shadow[0]),
             self.out.payload.first.eq(count == self.width),
             self.out.payload.last.eq(count == 1),
@@ -75,12 +76,13 @@ class Readout(wiring.Component):
         with m.If(self.capture):
             m.d.sync += [
                 count.eq(self.width),
+                nonzero.eq(1),
                 errors.eq(self.errors),
                 doc.eq(doc + started),
                 started.eq(1),
             ]
         with m.Elif(shift):
-            m.d.sync += count.eq(count - 1)
+            m.d.sync += [count.eq(count - 1), nonzero.eq(count != 1)]
         # The shadow register in chunks: one wide multiplexer would make Amaranth's netlist
         # checks quadratic in the width (32,000 queries: minutes).
         for lo in range(0, self.width, _CHUNK):
