@@ -78,6 +78,13 @@ def test_fast_cases(query, xml, matches):
                                                            else frozenset())
 
 
+def test_duplicate_and_no_queries():
+    texts = ["/a", "//b", "/a", "/a/b", "//b", "/a", "/c"]
+    engine = FastFilter([parse_query(t) for t in texts])
+    assert engine.filter(b"<a><b/></a>") == {0, 1, 2, 3, 4, 5}
+    assert FastFilter([]).filter(b"<a/>") == frozenset()
+
+
 def test_same_guarded_step_decided_per_element():
     # one memo entry (state after /a, tag b) must give different answers for different attributes
     engine = FastFilter([parse_query("/a/b[@n=1]/c", 1), parse_query("/a/b/d", 2)])

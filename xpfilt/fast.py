@@ -264,6 +264,7 @@ class FastFilter:
                 nxt = self._trans[top][name] = self._intern(nfa.close(kept, targets), targets)
                 return nxt
             entry = self._guarded[(top, name)] = (kept, targets, candidates, {})
+            self._memo_bytes += kept.nbytes + targets.nbytes
         kept, targets, candidates, outcomes = entry
         passed = tuple(_step_predicates_hold(step, attrs, texts, index)
                        for step, _target in candidates)
