@@ -10,9 +10,10 @@ go through four registered stages, so that no path is long (one byte per cycle a
 
 * D: the byte and its classes (whitespace, name bytes, each byte value compared), registered;
 * P: the parser, the tag decoder (a CAM with a one-hot name position) and the name hash; the
-  parser's registers; the event so far (push/pop, new level, tag id, hash, errors) registered;
+  parser's registers; the event so far (push/pop, new level, tag id, hash, the errors this
+  byte raised) registered;
 * E: the global stack row of the level before the event is read (a push's parent, the element
-  a pop closes), registered; a push writes its row;
+  a pop closes), registered; a push writes its row; the document's errors accumulate;
 * F: the end-tag check (tag id and hash against that row); the ``events`` register.
 
 * ``push``: on the whitespace, ``/`` or ``>`` that ends a start-tag name. ``tag`` is the decoded
@@ -339,7 +340,7 @@ class FrontEnd(wiring.Component):
             return eq(ord(text))
 
         # === stage P: the byte parser, the tag decoder (CAM) and the name hash ===
-        state = Signal(State, init=S.TEXT)
+        state = Signal(len(State), init=1 << S.TEXT.value)   # one-hot: bit s.value
         level = Signal(range(max_depth + 1))           # depth after the events parsed so far
         excess = Signal(EXCESS_WIDTH)                  # levels open beyond max_depth
         root_seen = Signal()                           # the root element has been pushed
@@ -348,7 +349,6 @@ class FrontEnd(wiring.Component):
         pos = Signal(range(max_name + 2))              # name bytes so far (saturating)
         hsh = Signal(HASH_WIDTH, init=HASH_INIT)       # running name hash
         match = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)  # CAM "still matching"
-        sticky = Signal(ErrorFlags)
 
         # --- tag decoder: a streaming CAM, one name byte per cycle; ``pos`` also one-hot ---
         max_len = max((len(t) for t in self.tag_bytes), default=0)
@@ -371,258 +371,106 @@ class FrontEnd(wiring.Component):
         hash_upd = Cat(*(reduce(xor, [x[i] for i in range(8) if hash_byte(0, 1 << i) >> j & 1])
                          for j in range(HASH_WIDTH)))
 
-        # --- byte parser: next state and requests ---
-        nstate = Signal(State)
-        name_byte = Signal()    # c is a name byte: advance CAM, hash and position
-        name_hold = Signal()    # keep CAM, hash and position (between an end-tag name and ">")
-        push_req = Signal()     # a start-tag name ends here
-        pop_req = Signal()      # an element closes here
-        pop_check = Signal()    # ... and its end-tag name must match the stack top
-        bad = Signal()          # malformed (this byte)
-        kw_inc = Signal()
-        m.d.comb += nstate.eq(state)
-
-        def go(s):
-            m.d.comb += nstate.eq(s)
-
-        def error(s=S.TEXT):
-            m.d.comb += bad.eq(1)
-            if s is not None:
-                go(s)
-
-        ret = Mux(in_subset, S.SUBSET, S.TEXT)    # after a comment or PI
+        # --- byte parser: a one-hot state machine, written as each state's branches in order
+        # (the first whose byte test holds is taken; ``None``: stay), each next-state bit and
+        # each request an OR of (state bit AND byte test AND no earlier branch) ---
+        at_root_level = level == 0
         kw_cdata = Cat(*((kw == i) & eq(b) for i, b in enumerate(CDATA_KEYWORD))).any()
         kw_doctype = Cat(*((kw == i) & eq(b) for i, b in enumerate(DOCTYPE_KEYWORD))).any()
+        ALWAYS = Const(1, 1)
 
-        with m.Switch(state):
-            with m.Case(S.TEXT):
-                with m.If(ch("<")):
-                    go(S.LT)
-                with m.Elif(~is_ws & (level == 0)):
-                    error(None)                                 # text outside the root
-            with m.Case(S.LT):
-                with m.If(is_nstart):
-                    m.d.comb += name_byte.eq(1)
-                    go(S.START_NAME)
-                    with m.If((level == 0) & root_seen):
-                        error(None)                             # a second root element
-                with m.Elif(ch("/")):
-                    go(S.END_LT)
-                with m.Elif(ch("!")):
-                    go(S.BANG)
-                with m.Elif(ch("?")):
-                    go(S.PI)
-                with m.Else():
-                    error()
-            with m.Case(S.START_NAME):
-                with m.If(is_nchar):
-                    m.d.comb += name_byte.eq(1)
-                with m.Elif(is_ws):
-                    m.d.comb += push_req.eq(1)
-                    go(S.IN_TAG)
-                with m.Elif(ch("/")):
-                    m.d.comb += push_req.eq(1)
-                    go(S.EMPTY_SLASH)
-                with m.Elif(ch(">")):
-                    m.d.comb += push_req.eq(1)
-                    go(S.TEXT)
-                with m.Else():
-                    error()
-            with m.Case(S.IN_TAG):
-                with m.If(is_ws):
-                    pass
-                with m.Elif(ch(">")):
-                    go(S.TEXT)
-                with m.Elif(ch("/")):
-                    go(S.EMPTY_SLASH)
-                with m.Elif(is_nstart):
-                    go(S.ATTR_NAME)
-                with m.Else():
-                    error()
-            with m.Case(S.ATTR_NAME):
-                with m.If(is_nchar):
-                    pass
-                with m.Elif(is_ws):
-                    go(S.ATTR_EQ)
-                with m.Elif(ch("=")):
-                    go(S.ATTR_VALUE)
-                with m.Else():
-                    error()
-            with m.Case(S.ATTR_EQ):
-                with m.If(is_ws):
-                    pass
-                with m.Elif(ch("=")):
-                    go(S.ATTR_VALUE)
-                with m.Else():
-                    error()
-            with m.Case(S.ATTR_VALUE):
-                with m.If(is_ws):
-                    pass
-                with m.Elif(ch('"')):
-                    go(S.AVAL_DQ)
-                with m.Elif(ch("'")):
-                    go(S.AVAL_SQ)
-                with m.Else():
-                    error()
-            with m.Case(S.AVAL_DQ, S.AVAL_SQ):
-                with m.If(Mux(state == S.AVAL_DQ, ch('"'), ch("'"))):
-                    go(S.AFTER_AVAL)
-                with m.Elif(ch("<")):
-                    error(None)
-            with m.Case(S.AFTER_AVAL):
-                with m.If(is_ws):
-                    go(S.IN_TAG)
-                with m.Elif(ch("/")):
-                    go(S.EMPTY_SLASH)
-                with m.Elif(ch(">")):
-                    go(S.TEXT)
-                with m.Else():
-                    error()
-            with m.Case(S.EMPTY_SLASH):
-                with m.If(ch(">")):
-                    m.d.comb += pop_req.eq(1)
-                    go(S.TEXT)
-                with m.Else():
-                    error()
-            with m.Case(S.END_LT):
-                with m.If(is_nstart):
-                    m.d.comb += name_byte.eq(1)
-                    go(S.END_NAME)
-                with m.Else():
-                    error()
-            with m.Case(S.END_NAME, S.END_WS):
-                with m.If(is_nchar & (state == S.END_NAME)):
-                    m.d.comb += name_byte.eq(1)
-                with m.Elif(is_ws):
-                    m.d.comb += name_hold.eq(1)
-                    go(S.END_WS)
-                with m.Elif(ch(">")):
-                    m.d.comb += [pop_req.eq(1), pop_check.eq(1)]
-                    go(S.TEXT)
-                with m.Else():
-                    error()
-            with m.Case(S.BANG):
-                with m.If(ch("-")):
-                    go(S.BANG_DASH)
-                with m.Elif(ch("[")):
-                    go(S.CDATA_KW)
-                    with m.If(level == 0):
-                        error(None)                             # CDATA outside the root
-                with m.Elif(ch("D")):
-                    go(S.DOCTYPE_KW)
-                    with m.If(root_seen):
-                        error(None)                             # DOCTYPE after the root
-                with m.Else():
-                    error()
-            with m.Case(S.BANG_DASH):
-                with m.If(ch("-")):
-                    go(S.COMMENT)
-                with m.Else():
-                    error()
-            with m.Case(S.COMMENT):
-                with m.If(ch("-")):
-                    go(S.COMMENT_D1)
-            with m.Case(S.COMMENT_D1):
-                with m.If(ch("-")):
-                    go(S.COMMENT_D2)
-                with m.Else():
-                    go(S.COMMENT)
-            with m.Case(S.COMMENT_D2):
-                with m.If(ch(">")):
-                    go(ret)
-                with m.Else():
-                    error(S.COMMENT)                            # "--" inside a comment
-            with m.Case(S.PI):
-                with m.If(ch("?")):
-                    go(S.PI_Q)
-            with m.Case(S.PI_Q):
-                with m.If(ch(">")):
-                    go(ret)
-                with m.Elif(~ch("?")):
-                    go(S.PI)
-            with m.Case(S.CDATA_KW):
-                with m.If(~kw_cdata):
-                    error()
-                with m.Elif(kw == len(CDATA_KEYWORD) - 1):
-                    go(S.CDATA)
-                with m.Else():
-                    m.d.comb += kw_inc.eq(1)
-            with m.Case(S.CDATA):
-                with m.If(ch("]")):
-                    go(S.CDATA_B1)
-            with m.Case(S.CDATA_B1):
-                with m.If(ch("]")):
-                    go(S.CDATA_B2)
-                with m.Else():
-                    go(S.CDATA)
-            with m.Case(S.CDATA_B2):
-                with m.If(ch(">")):
-                    go(S.TEXT)
-                with m.Elif(~ch("]")):
-                    go(S.CDATA)
-            with m.Case(S.DOCTYPE_KW):
-                with m.If(~kw_doctype):
-                    error()
-                with m.Elif(kw == len(DOCTYPE_KEYWORD) - 1):
-                    go(S.DOCTYPE)
-                with m.Else():
-                    m.d.comb += kw_inc.eq(1)
-            with m.Case(S.DOCTYPE):
-                with m.If(ch('"')):
-                    go(S.DT_DQ)
-                with m.Elif(ch("'")):
-                    go(S.DT_SQ)
-                with m.Elif(ch("[")):
-                    go(S.SUBSET)
-                with m.Elif(ch(">")):
-                    go(S.TEXT)
-            with m.Case(S.DT_DQ):
-                with m.If(ch('"')):
-                    go(S.DOCTYPE)
-            with m.Case(S.DT_SQ):
-                with m.If(ch("'")):
-                    go(S.DOCTYPE)
-            with m.Case(S.SUBSET):
-                with m.If(ch("]")):
-                    go(S.DT_AFTER)
-                with m.Elif(ch("<")):
-                    go(S.SUB_LT)
-            with m.Case(S.SUB_LT):
-                with m.If(ch("!")):
-                    go(S.SUB_BANG)
-                with m.Elif(ch("?")):
-                    go(S.PI)
-                with m.Else():
-                    error()
-            with m.Case(S.SUB_BANG):
-                with m.If(ch("-")):
-                    go(S.BANG_DASH)
-                with m.Elif(is_upper):
-                    go(S.DECL)
-                with m.Else():
-                    error()
-            with m.Case(S.DECL):
-                with m.If(ch('"')):
-                    go(S.DECL_DQ)
-                with m.Elif(ch("'")):
-                    go(S.DECL_SQ)
-                with m.Elif(ch(">")):
-                    go(S.SUBSET)
-            with m.Case(S.DECL_DQ):
-                with m.If(ch('"')):
-                    go(S.DECL)
-            with m.Case(S.DECL_SQ):
-                with m.If(ch("'")):
-                    go(S.DECL)
-            with m.Case(S.DT_AFTER):
-                with m.If(is_ws):
-                    pass
-                with m.Elif(ch(">")):
-                    go(S.TEXT)
-                with m.Else():
-                    error()
-            with m.Default():
-                error()
+        def br(test, target=None, *requests):
+            """A branch: byte test, next state (None: stay), requests (a name, or (name,
+            condition) for one raised only if the condition holds too)."""
+            return test, target, requests
+
+        table = {
+            S.TEXT: [br(ch("<"), S.LT), br(~is_ws, None, ("bad", at_root_level))],
+            S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen)),
+                   br(ch("/"), S.END_LT), br(ch("!"), S.BANG), br(ch("?"), S.PI),
+                   br(ALWAYS, S.TEXT, "bad")],
+            S.START_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.IN_TAG, "push_req"),
+                           br(ch("/"), S.EMPTY_SLASH, "push_req"),
+                           br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
+            S.IN_TAG: [br(is_ws), br(ch(">"), S.TEXT), br(ch("/"), S.EMPTY_SLASH),
+                       br(is_nstart, S.ATTR_NAME), br(ALWAYS, S.TEXT, "bad")],
+            S.ATTR_NAME: [br(is_nchar), br(is_ws, S.ATTR_EQ), br(ch("="), S.ATTR_VALUE),
+                          br(ALWAYS, S.TEXT, "bad")],
+            S.ATTR_EQ: [br(is_ws), br(ch("="), S.ATTR_VALUE), br(ALWAYS, S.TEXT, "bad")],
+            S.ATTR_VALUE: [br(is_ws), br(ch('"'), S.AVAL_DQ), br(ch("'"), S.AVAL_SQ),
+                           br(ALWAYS, S.TEXT, "bad")],
+            S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL), br(ch("<"), None, "bad")],
+            S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL), br(ch("<"), None, "bad")],
+            S.AFTER_AVAL: [br(is_ws, S.IN_TAG), br(ch("/"), S.EMPTY_SLASH), br(ch(">"), S.TEXT),
+                           br(ALWAYS, S.TEXT, "bad")],
+            S.EMPTY_SLASH: [br(ch(">"), S.TEXT, "pop_req"), br(ALWAYS, S.TEXT, "bad")],
+            S.END_LT: [br(is_nstart, S.END_NAME, "name_byte"), br(ALWAYS, S.TEXT, "bad")],
+            S.END_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.END_WS, "name_hold"),
+                         br(ch(">"), S.TEXT, "pop_req", "pop_check"), br(ALWAYS, S.TEXT, "bad")],
+            S.END_WS: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "pop_req", "pop_check"),
+                       br(ALWAYS, S.TEXT, "bad")],
+            S.BANG: [br(ch("-"), S.BANG_DASH),
+                     br(ch("["), S.CDATA_KW, ("bad", at_root_level)),     # CDATA outside the root
+                     br(ch("D"), S.DOCTYPE_KW, ("bad", root_seen)),       # DOCTYPE after the root
+                     br(ALWAYS, S.TEXT, "bad")],
+            S.BANG_DASH: [br(ch("-"), S.COMMENT), br(ALWAYS, S.TEXT, "bad")],
+            S.COMMENT: [br(ch("-"), S.COMMENT_D1)],
+            S.COMMENT_D1: [br(ch("-"), S.COMMENT_D2), br(ALWAYS, S.COMMENT)],
+            S.COMMENT_D2: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
+                           br(ALWAYS, S.COMMENT, "bad")],                 # "--" inside a comment
+            S.PI: [br(ch("?"), S.PI_Q)],
+            S.PI_Q: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
+                     br(~ch("?"), S.PI)],
+            S.CDATA_KW: [br(~kw_cdata, S.TEXT, "bad"),
+                         br(kw == len(CDATA_KEYWORD) - 1, S.CDATA), br(ALWAYS, None, "kw_inc")],
+            S.CDATA: [br(ch("]"), S.CDATA_B1)],
+            S.CDATA_B1: [br(ch("]"), S.CDATA_B2), br(ALWAYS, S.CDATA)],
+            S.CDATA_B2: [br(ch(">"), S.TEXT), br(~ch("]"), S.CDATA)],
+            S.DOCTYPE_KW: [br(~kw_doctype, S.TEXT, "bad"),
+                           br(kw == len(DOCTYPE_KEYWORD) - 1, S.DOCTYPE),
+                           br(ALWAYS, None, "kw_inc")],
+            S.DOCTYPE: [br(ch('"'), S.DT_DQ), br(ch("'"), S.DT_SQ), br(ch("["), S.SUBSET),
+                        br(ch(">"), S.TEXT)],
+            S.DT_DQ: [br(ch('"'), S.DOCTYPE)],
+            S.DT_SQ: [br(ch("'"), S.DOCTYPE)],
+            S.SUBSET: [br(ch("]"), S.DT_AFTER), br(ch("<"), S.SUB_LT)],
+            S.SUB_LT: [br(ch("!"), S.SUB_BANG), br(ch("?"), S.PI), br(ALWAYS, S.TEXT, "bad")],
+            S.SUB_BANG: [br(ch("-"), S.BANG_DASH), br(is_upper, S.DECL),
+                         br(ALWAYS, S.TEXT, "bad")],
+            S.DECL: [br(ch('"'), S.DECL_DQ), br(ch("'"), S.DECL_SQ), br(ch(">"), S.SUBSET)],
+            S.DECL_DQ: [br(ch('"'), S.DECL)],
+            S.DECL_SQ: [br(ch("'"), S.DECL)],
+            S.DT_AFTER: [br(is_ws), br(ch(">"), S.TEXT), br(ALWAYS, S.TEXT, "bad")],
+        }
+        assert set(table) == set(State)
+
+        into = {s: [] for s in State}          # next-state bit s: OR of these
+        raised = {name: [] for name in ("name_byte", "name_hold", "push_req", "pop_req",
+                                        "pop_check", "bad", "kw_inc")}
+        for s, branches in table.items():
+            here = state[s.value]
+            earlier = []                        # the tests of the branches before this one
+            leave = []                          # the branches that leave s
+            for test, target, requests in branches:
+                taken = here & test
+                for e in earlier:
+                    taken = taken & ~e
+                if target is not None and target is not s:
+                    into[target].append(taken)
+                    leave.append(taken)
+                for request in requests:
+                    name, cond = request if isinstance(request, tuple) else (request, None)
+                    raised[name].append(taken if cond is None else taken & cond)
+                earlier.append(test)
+            into[s].append(here & ~Cat(*leave).any() if leave else here)
+
+        nstate = Signal(len(State))
+        name_byte, name_hold, push_req, pop_req, pop_check, bad, kw_inc = (
+            Signal(name=name) for name in raised)
+        m.d.comb += nstate.eq(Cat(*(Cat(*into[s]).any() for s in State)))
+        for name, sig in zip(raised, (name_byte, name_hold, push_req, pop_req, pop_check, bad,
+                                      kw_inc)):
+            m.d.comb += sig.eq(Cat(*raised[name]).any() if raised[name] else 0)
 
         # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
@@ -653,12 +501,10 @@ class FrontEnd(wiring.Component):
                 m.d.comb += [do_pop.eq(1), ev_level.eq(level), nlevel.eq(level - 1)]
 
         found = Signal(ErrorFlags)
-        all_errors = Signal(ErrorFlags)
         m.d.comb += [
             found.malformed.eq(bad | underflow),
             found.depth_overflow.eq(overflow),
             found.name_too_long.eq(too_long),
-            all_errors.eq(sticky.as_value() | found.as_value()),
         ]
 
         tap = Signal.like(self.name_tap)
@@ -674,16 +520,17 @@ class FrontEnd(wiring.Component):
         with m.If(valid):
             with m.If(last):
                 m.d.sync += [
-                    state.eq(S.TEXT), level.eq(0), excess.eq(0), root_seen.eq(0),
+                    state.eq(state.init), level.eq(0), excess.eq(0), root_seen.eq(0),
                     in_subset.eq(0), kw.eq(0), pos.eq(0), pos_oh.eq(pos_oh.init),
-                    hsh.eq(HASH_INIT), match.eq(match.init), sticky.eq(0),
+                    hsh.eq(HASH_INIT), match.eq(match.init),
                 ]
             with m.Else():
                 m.d.sync += [
                     state.eq(nstate), level.eq(nlevel), excess.eq(nexcess),
-                    root_seen.eq(nroot_seen), sticky.eq(all_errors),
-                    in_subset.eq((nstate == S.SUBSET) |
-                                 (in_subset & (nstate != S.TEXT) & (nstate != S.DT_AFTER))),
+                    root_seen.eq(nroot_seen),
+                    in_subset.eq(nstate[S.SUBSET.value] |
+                                 (in_subset & ~nstate[S.TEXT.value] &
+                                  ~nstate[S.DT_AFTER.value])),
                     kw.eq(Mux(kw_inc, kw + 1, 0)),
                 ]
                 with m.If(name_byte):
@@ -707,16 +554,17 @@ class FrontEnd(wiring.Component):
         e_addr = Signal(range(max_depth + 1))
         e_tag = Signal(self.tag_width)
         e_hash = Signal(HASH_WIDTH)
-        e_errors = Signal(ErrorFlags)
-        e_nstate = Signal(State)       # the parser's next state, level and root flag before the
-        e_nlevel = Signal.like(level)  # reset at the last byte (for "left unfinished")
+        e_found = Signal(ErrorFlags)   # the errors this byte raised
+        e_ntext = Signal()             # the parser's next state is TEXT; its next level and root
+        e_nlevel = Signal.like(level)  # flag: before the reset at the last byte (for "left
+                                       # unfinished")
         e_nroot = Signal()
         m.d.sync += [
             e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
             e_check.eq(pop_check), e_last.eq(valid & last),
             e_level.eq(Mux(valid, ev_level, 0)), e_addr.eq(level),
-            e_tag.eq(tag_id), e_hash.eq(hsh), e_errors.eq(all_errors),
-            e_nstate.eq(nstate), e_nlevel.eq(nlevel), e_nroot.eq(nroot_seen),
+            e_tag.eq(tag_id), e_hash.eq(hsh), e_found.eq(Mux(valid, found.as_value(), 0)),
+            e_ntext.eq(nstate[S.TEXT.value]), e_nlevel.eq(nlevel), e_nroot.eq(nroot_seen),
         ]
         m.submodules.stack = stack = Memory(
             shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
@@ -729,7 +577,10 @@ class FrontEnd(wiring.Component):
             push_port.data.hash.eq(e_hash),
             push_port.en.eq(e_push),
         ]
-        unfinished = (e_nstate != S.TEXT) | (e_nlevel != 0) | ~e_nroot
+        unfinished = ~e_ntext | (e_nlevel != 0) | ~e_nroot
+        sticky = Signal(ErrorFlags)    # the errors of this document's earlier bytes
+        with m.If(e_valid):
+            m.d.sync += sticky.eq(Mux(e_last, 0, sticky.as_value() | e_found.as_value()))
 
         # === stage F: the end-tag check, the event ===
         f_valid, f_push, f_pop, f_check, f_last = (Signal(name=f"f_{n}") for n in
@@ -743,7 +594,7 @@ class FrontEnd(wiring.Component):
             f_valid.eq(e_valid), f_push.eq(e_push), f_pop.eq(e_pop),
             f_check.eq(e_pop & e_check), f_last.eq(e_last), f_level.eq(e_level),
             f_tag.eq(e_tag), f_hash.eq(e_hash), f_row.eq(row.data),
-            f_errors.eq(Mux(e_last, e_errors.as_value() | unfinished, 0)),
+            f_errors.eq(Mux(e_last, sticky.as_value() | e_found.as_value() | unfinished, 0)),
         ]
         mismatch = f_check & ((f_row.tag != f_tag) | (f_row.hash != f_hash))
         mismatched = Signal()          # an end tag of this document did not match
