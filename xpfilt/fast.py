@@ -82,39 +82,52 @@ class _Nfa:
     """
 
     def __init__(self, queries: Sequence[Query]):
-        count = 1                                   # states so far; 0 is the document
-        eps: dict[int, int] = {}                    # state -> its descendant state
-        edges: dict[tuple[int, str], int] = {}      # (state, name or '*') -> target
+        eps: list[int] = [-1]                       # state -> its descendant state (-1: none)
+        children: list = [None]                     # state -> {name or '*': target} (or None)
+        loops: list[int] = []                       # the descendant states
         guarded_index: dict[tuple, int] = {}
         guarded: dict[tuple[int, str], list] = defaultdict(list)
-        finals: dict[int, list[int]] = defaultdict(list)
+        final_of: list[int] = []                    # query position -> its accepting state
+        edge_sources: list[int] = []                # unguarded transitions, in creation order
+        edge_names: list[str] = []
+        edge_targets: list[int] = []
         descendant = Axis.DESCENDANT
-        for position, query in enumerate(queries):
+        for query in queries:
             state = 0
             for step in query.steps:
                 if step.axis is descendant:
-                    target = eps.get(state)
-                    if target is None:
-                        target = eps[state] = count
-                        count += 1
+                    target = eps[state]
+                    if target < 0:
+                        target = eps[state] = len(eps)
+                        eps.append(-1)
+                        children.append(None)
+                        loops.append(target)
                     state = target
                 if step.predicates:
                     key = (state, step.name, step.predicates)
                     target = guarded_index.get(key)
                     if target is None:
-                        target = guarded_index[key] = count
-                        count += 1
+                        target = guarded_index[key] = len(eps)
+                        eps.append(-1)
+                        children.append(None)
                         guarded[(state, step.name)].append((step, target))
                 else:
-                    key = (state, step.name)
-                    target = edges.get(key)
+                    kids = children[state]
+                    if kids is None:
+                        kids = children[state] = {}
+                    target = kids.get(step.name)
                     if target is None:
-                        target = edges[key] = count
-                        count += 1
+                        target = kids[step.name] = len(eps)
+                        eps.append(-1)
+                        children.append(None)
+                        edge_sources.append(state)
+                        edge_names.append(step.name)
+                        edge_targets.append(target)
                 state = target
-            finals[state].append(position)
+            final_of.append(state)
 
-        names = sorted(({name for _, name in edges} | {name for _, name in guarded}) - {"*"})
+        count = len(eps)
+        names = sorted((set(edge_names) | {name for _, name in guarded}) - {"*"})
         self.tag_ids = tag_ids = {name: i for i, name in enumerate(names, start=1)}
         tag_ids_or_wild = {**tag_ids, "*": 0}
         self.guarded = {(s, tag_ids_or_wild[name]): targets
@@ -124,35 +137,30 @@ class _Nfa:
                               for p in step.predicates)
         self.states = count
         self.width = width = len(tag_ids) + 1
-        self.edges = len(edges) + sum(map(len, guarded.values()))
-        edges = {(s, tag_ids_or_wild[name]): target for (s, name), target in edges.items()}
+        self.edges = len(edge_targets) + sum(map(len, guarded.values()))
         # unguarded transitions grouped by tag id: (sources, targets)
-        pairs = np.array(list(edges), np.int64).reshape(-1, 2)      # (state, tag id)
-        targets = np.fromiter(edges.values(), _INDEX, len(edges))
-        order = np.lexsort((pairs[:, 0], pairs[:, 1]))
-        pairs, targets = pairs[order], targets[order]
-        bounds = np.searchsorted(pairs[:, 1], np.arange(width + 1))
-        self.by_tag = [(pairs[a:b, 0].astype(_INDEX), targets[a:b])
-                       for a, b in zip(bounds[:-1], bounds[1:])]
+        sources = np.array(edge_sources, _INDEX)
+        tags = np.array([tag_ids_or_wild[name] for name in edge_names], _INDEX)
+        targets = np.array(edge_targets, _INDEX)
+        order = np.lexsort((sources, tags))
+        sources, tags, targets = sources[order], tags[order], targets[order]
+        bounds = np.searchsorted(tags, np.arange(width + 1))
+        self.by_tag = [(sources[a:b], targets[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
         self.member = np.zeros(count, bool)         # scratch: the states of one step
         # '*' transitions are looked up on every miss: one dense array (-1: none)
         self.wild = np.full(count, -1, _INDEX)
-        sources, wild_targets = self.by_tag[0]
-        self.wild[sources] = wild_targets
-        self.eps = np.full(count, -1, _INDEX)
-        self.eps[list(eps)] = list(eps.values())
+        wild_sources, wild_targets = self.by_tag[0]
+        self.wild[wild_sources] = wild_targets
+        self.eps = np.array(eps, _INDEX)
         self.loop = np.zeros(count, bool)
-        self.loop[list(eps.values())] = True
+        self.loop[loops] = True
         self.has_guard = np.zeros(count, bool)
         self.has_guard[[s for s, _ in self.guarded]] = True
         # the queries state s accepts: positions[accept_start[s]:][:accept_count[s]]
-        self.accept_count = np.zeros(count, _STATE)
-        self.accept_start = np.zeros(count, _INDEX)
-        flat: list[int] = []
-        for state, accepted in finals.items():
-            self.accept_start[state], self.accept_count[state] = len(flat), len(accepted)
-            flat.extend(accepted)
-        self.positions = np.array(flat, _STATE)
+        final_of_array = np.array(final_of, _INDEX)
+        self.positions = np.argsort(final_of_array, kind="stable").astype(_STATE)
+        self.accept_count = np.bincount(final_of_array, minlength=count).astype(_STATE)
+        self.accept_start = np.cumsum(self.accept_count, dtype=_INDEX) - self.accept_count
 
     def step(self, states: np.ndarray, tag: int) -> tuple[np.ndarray, np.ndarray]:
         """The descendant states ``states`` keep, and the targets of their unguarded transitions
