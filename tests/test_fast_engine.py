@@ -102,6 +102,14 @@ def test_repeated_paths_are_memoized(data):
     assert engine.filter(doc) == first and engine.stats["misses"] == misses
 
 
+def test_the_memo_is_dropped_when_distinct_names_outgrow_its_budget():
+    engine = FastFilter([parse_query("/r/*", 1), parse_query("//n7", 2)], cache_bytes=100_000)
+    many = ("<r>" + "".join(f"<n{i}/>" for i in range(2000)) + "</r>").encode()
+    assert engine.filter(many) == {0, 1}
+    assert engine.stats["resets"] == 1 and engine.stats["memo_bytes"] > 100_000
+    assert engine.filter(b"<r><n7/></r>") == {0, 1} and engine.stats["resets"] == 1
+
+
 def test_malformed_and_encoded_documents_answer_like_the_reference():
     queries = [parse_query("/a/b", 1), parse_query("//c", 2)]
     docs = [Document("bad.xml", b"<a><b></a>"), Document("empty.xml", b""),

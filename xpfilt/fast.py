@@ -28,8 +28,8 @@ Documents are made UTF-8 by :func:`xpfilt.events.utf8_document` (the one encodin
 parsed by expat directly, without building event objects; a document expat rejects is parsed
 again by :func:`xpfilt.events.iter_events`, which raises the error every other engine raises.
 
-The memo is bounded: when its sets and accepted queries grow past ``cache_bytes`` it is dropped
-between two documents and rebuilt on demand (``stats['resets']`` counts it).
+The memo is bounded: when its sets, accepted queries and transitions grow past ``cache_bytes``
+it is dropped between two documents and rebuilt on demand (``stats['resets']`` counts it).
 """
 
 from __future__ import annotations
@@ -48,8 +48,12 @@ from .xpath import Axis, AttributeTarget, Query
 
 __all__ = ["FastFilter", "DEFAULT_CACHE_BYTES", "gc_paused"]
 
-#: Memo size (interned sets and their accepted queries, 4 bytes per number) before it is dropped.
+#: Memo size before it is dropped: interned sets and their accepted queries (4 bytes per number)
+#: and the transition entries (a document with a million distinct names cannot grow it unseen).
 DEFAULT_CACHE_BYTES = 256 << 20
+
+#: What one memo dict entry costs, besides its key (a CPython dict slot, the key string, an int).
+_ENTRY_BYTES = 100
 
 _STATE = np.int32    # NFA state numbers as stored in the interned sets
 _INDEX = np.intp      # ... and while a miss computes with them (NumPy indexes with intp)
@@ -222,7 +226,7 @@ class FastFilter:
             self._nfa = _Nfa(self.queries)
         self._hits = np.zeros(len(self.queries), bool)
         self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
-                      "dfa_states": 0, "misses": 0, "resets": 0}
+                      "dfa_states": 0, "misses": 0, "resets": 0, "memo_bytes": 0}
         self._reset()
 
     # -- the lazy DFA ---------------------------------------------------------------------
@@ -251,7 +255,6 @@ class FastFilter:
         self._accepts.append(accepts)
         self._memo_bytes += len(key) + (0 if accepts is None else accepts.nbytes)
         self.stats["dfa_states"] += 1
-        self.stats["memo_bytes"] = self._memo_bytes
         return number
 
     def _states(self, number: int) -> np.ndarray:
@@ -270,6 +273,7 @@ class FastFilter:
             candidates = nfa.guarded_candidates(states, tag) if nfa.guarded else None
             if not candidates:
                 nxt = self._trans[top][name] = self._intern(nfa.close(kept, targets), targets)
+                self._memo_bytes += _ENTRY_BYTES + len(name)
                 return nxt
             entry = self._guarded[(top, name)] = (kept, targets, candidates, {})
             self._memo_bytes += kept.nbytes + targets.nbytes
@@ -281,11 +285,13 @@ class FastFilter:
             entered = np.concatenate(
                 [targets, np.array([t for (_, t), ok in zip(candidates, passed) if ok], _INDEX)])
             nxt = outcomes[passed] = self._intern(self._nfa.close(kept, entered), entered)
+            self._memo_bytes += _ENTRY_BYTES + len(passed) * 8
         return nxt
 
     def _answer(self, visited: set) -> list[int]:
         accepts = self._accepts
         found = [accepts[v] for v in visited if accepts[v] is not None]
+        self.stats["memo_bytes"] = self._memo_bytes
         if self._memo_bytes > self.cache_bytes:
             self._reset()
             self.stats["resets"] += 1
