@@ -3,9 +3,10 @@
 At the end of a document the engine's match flags are captured into a shadow register and read
 out while the next document streams in; the formats are described in :mod:`xpfilt.readout`.
 
-* :class:`Readout` shifts the flags out one bit per transfer (LSB = readout bit 0). Each beat says
-  which document it belongs to (a wrapping sequence number from 0), whether it is the first or
-  last bit, and carries the document's error flags.
+* :class:`Readout` shifts the flags out one bit per transfer (LSB = readout bit 0), through a
+  2-entry queue (the first bit shows two cycles after the capture). Each beat says which
+  document it belongs to (a wrapping sequence number from 0), whether it is the first or last
+  bit, and carries the document's error flags.
 * :class:`SparseReadout` sends a header beat, then the position of every set flag: a pipelined
   scan over chunks of the shadow register that skips empty chunks (lowest non-empty chunk ->
   one-hot select -> AND-OR fetch into a short queue -> lowest set bit of the current chunk).
@@ -57,22 +58,50 @@ class Readout(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         shadow = Signal(self.width)
-        count = Signal(range(self.width + 1))
+        count = Signal(range(self.width + 1))   # bits still in the shadow
+        nonzero = Signal()                       # count != 0, as a register
         doc = Signal(DOC_WIDTH)
         errors = Signal(ErrorFlags)
         started = Signal()   # a document has been captured (doc numbers start at 0)
-        nonzero = Signal()   # count != 0, as a register: it enables the whole shadow's shift
+        # A 2-entry queue of (bit, first, last) between the shadow and ``out``: the shadow
+        # shifts whenever the queue has room (registers only), so ``out.ready`` never reaches
+        # the whole shadow's shift enable.
+        entry = data.StructLayout({"bit": 1, "first": 1, "last": 1})
+        head = Signal(entry)
+        second = Signal(entry)
+        level = Signal(range(3))
+        push = Signal()
+        pop = Signal()
+        new = Signal(entry)
 
         m.d.comb += [
-            self.busy.eq(nonzero),
-            self.out.valid.eq(nonzero),
-            self.out.payload.bit.eq(shadow[0]),
-            self.out.payload.first.eq(count == self.width),
-            self.out.payload.last.eq(count == 1),
+            self.busy.eq(nonzero | (level != 0)),
+            self.out.valid.eq(level != 0),
+            self.out.payload.bit.eq(head.bit),
+            self.out.payload.first.eq(head.first),
+            self.out.payload.last.eq(head.last),
             self.out.payload.doc.eq(doc),
             self.out.payload.errors.eq(errors),
+            push.eq(nonzero & (level != 2)),
+            pop.eq(self.out.valid & self.out.ready),
+            new.bit.eq(shadow[0]),
+            new.first.eq(count == self.width),
+            new.last.eq(count == 1),
         ]
-        shift = self.out.valid & self.out.ready
+        m.d.sync += level.eq(level + push - pop)
+        with m.Switch(level):
+            with m.Case(0):
+                with m.If(push):
+                    m.d.sync += head.eq(new)
+            with m.Case(1):
+                with m.If(pop & push):
+                    m.d.sync += head.eq(new)
+                with m.Elif(push):
+                    m.d.sync += second.eq(new)
+            with m.Case(2):
+                with m.If(pop):
+                    m.d.sync += head.eq(second)
+
         with m.If(self.capture):
             m.d.sync += [
                 count.eq(self.width),
@@ -81,7 +110,7 @@ class Readout(wiring.Component):
                 doc.eq(doc + started),
                 started.eq(1),
             ]
-        with m.Elif(shift):
+        with m.Elif(push):
             m.d.sync += [count.eq(count - 1), nonzero.eq(count != 1)]
         # The shadow register in chunks: one wide multiplexer would make Amaranth's netlist
         # checks quadratic in the width (32,000 queries: minutes).
@@ -91,7 +120,7 @@ class Readout(wiring.Component):
             shifted = shadow[lo + 1:hi + 1] if hi < self.width else Cat(shadow[lo + 1:hi], 0)
             with m.If(self.capture):
                 m.d.sync += chunk.eq(self.flags[lo:hi])
-            with m.Elif(shift):
+            with m.Elif(push):
                 m.d.sync += chunk.eq(shifted)
         return m
 

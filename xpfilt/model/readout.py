@@ -19,25 +19,30 @@ class SerialReadoutModel:
     def __init__(self, width: int):
         self.width = width
         self.shadow = self.count = self.doc = self.started = self.errors = 0
+        self.queue: list[tuple[int, int, int]] = []   # (bit, first, last), at most 2
 
     @property
     def busy(self) -> bool:
-        return self.count != 0
+        return bool(self.count or self.queue)
 
     def beat(self) -> Optional[Beat]:
-        if not self.count:
+        if not self.queue:
             return None
-        return Beat(self.shadow & 1, int(self.count == self.width), int(self.count == 1),
-                    self.doc, self.errors)
+        return Beat(*self.queue[0], self.doc, self.errors)
 
     def step(self, capture: bool, flags: int, errors: int, out_ready: bool) -> None:
+        queue = self.queue
+        push = self.count and len(queue) < 2
+        if queue and out_ready:
+            queue.pop(0)
+        if push:
+            queue.append((self.shadow & 1, int(self.count == self.width), int(self.count == 1)))
+            self.shadow >>= 1
+            self.count -= 1
         if capture:
             self.shadow, self.count, self.errors = flags, self.width, errors
             self.doc = (self.doc + self.started) & _DOC_MASK
             self.started = 1
-        elif self.count and out_ready:
-            self.shadow >>= 1
-            self.count -= 1
 
 
 class SparseReadoutModel:
