@@ -142,9 +142,15 @@ class EngineFrame:
         self.hold = Signal()               # input: stop accepting bytes
         self.drained = Signal()
         self.capturing = Signal()          # the readout loads the clusters' flags this cycle
-        self.busy = Signal()               # the readout is busy or about to be
+        self.busy = Signal()               # the readout is (or may be) busy or about to be
+        # From registers only, so that the readout's own logic is not in the input's paths:
+        # the readout's busy one cycle late, and a load this cycle or the last one (a readout
+        # busy now was busy a cycle ago or has just been loaded).
+        busy_late = Signal()
+        capturing_late = Signal()
+        m.d.sync += [busy_late.eq(self.readout.busy), capturing_late.eq(self.capturing)]
         m.d.comb += [
-            self.busy.eq(self.readout.busy | self.capturing),
+            self.busy.eq(busy_late | capturing_late | self.capturing),
             bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
                                             ((self.pending == 1) & ~self.busy))),
             self.accepted.eq(bytes_in.valid & bytes_in.ready),

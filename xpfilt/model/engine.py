@@ -59,6 +59,8 @@ class FrameModel:
         self.held_errors = 0
         self.capturing = 0          # the readout loads the clusters' flags this cycle
         self.captured_errors = 0
+        self.busy_late = 0          # the readout's busy and ``capturing``, one cycle late
+        self.capturing_late = 0
         self.readout = make_readout_model(self.readout_kind, self.width)
         self.cycle = 0
 
@@ -68,7 +70,9 @@ class FrameModel:
         the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``."""
         ev = self.event
         readout = self.readout
-        busy = readout.busy or self.capturing
+        busy = self.busy_late or self.capturing_late or self.capturing
+        self.busy_late = readout.busy
+        self.capturing_late = self.capturing
         ready = not self._hold() and (self.pending == 0 or (self.pending == 1 and not busy))
         accepted = bool(valid) and ready
         beat = readout.beat()
