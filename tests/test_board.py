@@ -245,7 +245,7 @@ BOARD_QUERIES = ["/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/a//b", "//x", "/
                  "//d", "/a/c", "//b/c", "/x"]          # 12: a readout of two bytes
 
 
-def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 1500) -> list:
+def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 4000) -> list:
     """Send ``line`` into ``rx``; return the frames that come out of ``tx``."""
     received = bytearray()
 
