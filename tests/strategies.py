@@ -68,3 +68,34 @@ def queries(draw, predicates: bool = False) -> str:
             pred = f"[{target}{op}{literal}]"
         steps.append(f"{axis}{name}{pred}")
     return "".join(steps)
+
+
+#: Steps of plain queries, and near misses: a separator, a name test, something after it.
+GOOD_SEPARATORS = ["/", "//"]
+GOOD_NAMES = TAGS + ["*", "b1", "x-y", "_z", "ns:a", "A.b-9"]
+BAD_SEPARATORS = GOOD_SEPARATORS + ["///", "", " /", "\\"]
+BAD_NAMES = GOOD_NAMES + ["ns:", ":a", "a::b", "a:b:c", "1a", ".a", "-a", "é", "", "**", "a*"]
+BAD_SUFFIXES = ["", "[@id=1]", "[text()!='x']", "[@n>=", "()", "(", ")", "]", "::", ":", " ",
+                "\t", "|", "@", "\n"]
+
+
+@st.composite
+def query_texts(draw) -> str:
+    """Any query line, good or bad: a generated query (with or without predicates), a plain
+    query with one step or two replaced by a near miss, or arbitrary text."""
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        return draw(queries())
+    if kind == 1:
+        return draw(queries(predicates=True))
+    if kind == 2:
+        steps = draw(st.lists(st.tuples(st.sampled_from(GOOD_SEPARATORS),
+                                        st.sampled_from(GOOD_NAMES)), min_size=1, max_size=5))
+        steps = ["".join(step) for step in steps]
+        for _ in range(draw(st.integers(1, 2))):
+            bad = "".join(draw(st.tuples(st.sampled_from(BAD_SEPARATORS),
+                                         st.sampled_from(BAD_NAMES),
+                                         st.sampled_from(BAD_SUFFIXES))))
+            steps.insert(draw(st.integers(0, len(steps))), bad)
+        return "".join(steps)
+    return draw(st.text(max_size=12))

@@ -3,9 +3,17 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from xpfilt.xpath import (Axis, AttributeTarget, Predicate, Step, TextTarget, XPathSyntaxError,
-                          load_queries, parse_query, xpath_number)
+from xpfilt.paths import shared_data
+from xpfilt.xpath import (_PLAIN_PATH, Axis, AttributeTarget, Predicate, Query, Step,
+                          TextTarget, XPathSyntaxError, _Parser, load_queries, parse_query,
+                          read_query_file, xpath_number)
+
+from .strategies import queries, query_texts
+
+DATA = shared_data()
 
 
 @pytest.mark.parametrize("text, steps", [
@@ -94,3 +102,51 @@ def test_xpath_number_nan(text):
 ])
 def test_predicate_comparisons(op, literal, values, holds):
     assert Predicate(AttributeTarget("a"), op, literal).holds(values) is holds
+
+
+def _error(exc):
+    return ("error", str(exc), exc.text, exc.column, exc.expected, exc.found, exc.number)
+
+
+def _outcome(parse, text, number):
+    """A query, or its error's message and fields."""
+    try:
+        return parse(text, number)
+    except XPathSyntaxError as exc:
+        return _error(exc)
+
+
+def _full_parser(text, number):
+    return _Parser(text.strip(), number).query()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(query_texts(), st.integers(0, 10**6))
+def test_plain_path_shortcut_equals_the_parser(text, number):
+    assert _outcome(parse_query, text, number) == _outcome(_full_parser, text, number)
+
+
+@given(queries())
+def test_plain_queries_take_the_shortcut(text):
+    assert _PLAIN_PATH.fullmatch(text)
+
+
+def _garbled(line, number):
+    """A near miss of a good query line: a character put in, dropped or doubled."""
+    pos = number % (len(line) + 1)
+    return [line[:pos] + "/:*@[( "[number % 7] + line[pos:], line[:pos] + line[pos + 1:],
+            line[:pos] + line[pos:pos + 1] * 2 + line[pos + 1:]]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (DATA / "queries").glob("*.txt")))
+def test_shared_query_files_parse_as_the_parser_parses_them(name):
+    lines = read_query_file(DATA / "queries" / name)
+    loaded = load_queries(DATA / "queries" / name)
+    outcomes = [_outcome(_full_parser, line, n) for n, line in enumerate(lines, 1)]
+    assert list(loaded.queries) == [o for o in outcomes if isinstance(o, Query)]
+    assert list(map(_error, loaded.errors)) == [o for o in outcomes if not isinstance(o, Query)]
+    plain = sum(1 for line in lines if _PLAIN_PATH.fullmatch(line.strip()))
+    assert plain == sum(1 for q in loaded.queries if not q.has_predicates)
+    for n, line in enumerate(lines[:300], 1):
+        for text in _garbled(line, n):
+            assert _outcome(parse_query, text, n) == _outcome(_full_parser, text, n)
