@@ -5,10 +5,11 @@ Everything the cycle-accurate model (:mod:`xpfilt.model.frontend`) must agree on
 once: the byte classes, the name hash, the error flags, the event layout and the parser states.
 
 Timing. A byte accepted in cycle N (``bytes_in.valid``; ``ready`` is always 1) shows its event on
-``events`` in cycle N + :data:`LATENCY` (4); every other cycle ``events`` is all zeros. The bytes
-go through four registered stages, so that no path is long (one byte per cycle at every stage):
+``events`` in cycle N + :data:`LATENCY` (5); every other cycle ``events`` is all zeros. The bytes
+go through five registered stages, so that no path is long (one byte per cycle at every stage):
 
-* D: the byte and its classes (whitespace, name bytes, each byte value compared), registered;
+* D1: the byte and its two nibbles one-hot, registered;
+* D2: the byte's classes (whitespace, name bytes, each byte value compared), registered;
 * P: the parser, the tag decoder (a CAM with a one-hot name position) and the name hash; the
   parser's registers; the event so far (push/pop, new level, tag id, hash, the errors this
   byte raised) registered;
@@ -99,8 +100,8 @@ HASH_INIT = 0x00
 #: Width of the counter of levels opened beyond ``max_depth`` (saturating).
 EXCESS_WIDTH = 16
 
-#: Cycles from a byte on ``bytes_in`` to its event on ``events`` (stages D, P, E, F).
-LATENCY = 4
+#: Cycles from a byte on ``bytes_in`` to its event on ``events`` (stages D1, D2, P, E, F).
+LATENCY = 5
 
 
 def hash_byte(h: int, byte: int) -> int:
@@ -246,28 +247,6 @@ def check_parameters(tags: Sequence[str], max_depth: int, max_name: int) -> list
     return out
 
 
-def _in_set(value: Value, members) -> Value:
-    """``value`` (8 bits) is one of ``members``, as an OR of range checks."""
-    terms = []
-    run = None
-    for b in range(257):
-        if b < 256 and b in members:
-            if run is None:
-                run = b
-        elif run is not None:
-            lo, hi = run, b - 1
-            if lo == hi:
-                terms.append(value == lo)
-            elif lo == 0:
-                terms.append(value <= hi)
-            elif hi == 255:
-                terms.append(value >= lo)
-            else:
-                terms.append((value >= lo) & (value <= hi))
-            run = None
-    return Cat(*terms).any() if terms else Const(0, 1)
-
-
 class FrontEnd(wiring.Component):
     """Document bytes in, push/pop/doc_end events out, one byte per cycle.
 
@@ -313,13 +292,24 @@ class FrontEnd(wiring.Component):
         max_depth, max_name = self.max_depth, self.max_name
         m.d.comb += self.bytes_in.ready.eq(1)
 
-        # === stage D: the byte, registered with its classes (one flip-flop per test) ===
+        # === stage D1: the byte, and its high and low nibbles one-hot ===
+        valid1 = Signal()
+        c1 = Signal(8)
+        last1 = Signal()
+        high = Signal(16)
+        low = Signal(16)
+        raw = self.bytes_in.payload.data
+        m.d.sync += [valid1.eq(self.bytes_in.valid), c1.eq(raw),
+                     last1.eq(self.bytes_in.valid & self.bytes_in.payload.last),
+                     high.eq(Cat(*(raw[4:] == h for h in range(16)))),
+                     low.eq(Cat(*(raw[:4] == n for n in range(16))))]
+
+        # === stage D2: the byte registered with its classes (one flip-flop per test), each an
+        # AND of two nibble bits or an OR of (high nibble AND a set of low nibbles) ===
         valid = Signal()
         c = Signal(8)
         last = Signal()
-        m.d.sync += [valid.eq(self.bytes_in.valid), c.eq(self.bytes_in.payload.data),
-                     last.eq(self.bytes_in.valid & self.bytes_in.payload.last)]
-        raw = self.bytes_in.payload.data
+        m.d.sync += [valid.eq(valid1), c.eq(c1), last.eq(last1)]
         classes = {}
 
         def registered(key, value):
@@ -328,13 +318,23 @@ class FrontEnd(wiring.Component):
                 classes[key] = (Signal(name=f"byte_{key}"), value)
             return classes[key][0]
 
-        is_ws = registered("ws", _in_set(raw, WHITESPACE))
-        is_nstart = registered("nstart", _in_set(raw, NAME_START))
-        is_nchar = registered("nchar", _in_set(raw, NAME_CHAR))
-        is_upper = registered("upper", (raw >= ord("A")) & (raw <= ord("Z")))
+        def member(members):
+            terms = []
+            for h in range(16):
+                lows = [n for n in range(16) if h << 4 | n in members]
+                if len(lows) == 16:
+                    terms.append(high[h])
+                elif lows:
+                    terms.append(high[h] & Cat(*(low[n] for n in lows)).any())
+            return Cat(*terms).any() if terms else Const(0, 1)
+
+        is_ws = registered("ws", member(WHITESPACE))
+        is_nstart = registered("nstart", member(NAME_START))
+        is_nchar = registered("nchar", member(NAME_CHAR))
+        is_upper = registered("upper", member(range(ord("A"), ord("Z") + 1)))
 
         def eq(b):
-            return registered(f"eq_{b:02x}", raw == b)
+            return registered(f"eq_{b:02x}", high[b >> 4] & low[b & 15])
 
         def ch(text):
             return eq(ord(text))
