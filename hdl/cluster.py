@@ -10,7 +10,7 @@ A cluster is self-contained, so the engine's Verilog can be written one cluster 
 each converts on its own, in parallel, and an unchanged cluster is not converted again.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -19,9 +19,21 @@ from xpfilt.compiler import Cluster
 from .frontend import ErrorFlags
 from .stacks import DecodedEventLayout, StackBank
 
-__all__ = ["ClusterCore", "cluster_signature", "ERROR_WIDTH"]
+__all__ = ["ClusterCore", "cluster_signature", "copy_register", "ERROR_WIDTH"]
 
 ERROR_WIDTH = ErrorFlags.as_shape().size
+
+
+def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
+    """``value`` registered, in one of four forms told apart by ``variant`` (0-3): bit 0 stores
+    the complement (power-up and reset value all ones, so the value read is still 0), bit 1
+    leaves out the synchronous reset. Synthesis merges flip-flops with the same input, type and
+    initial value, which would fold the copies of a distribution tree back into one register
+    driving every load; copies of one parent in different forms stay apart."""
+    mask = (1 << len(value)) - 1 if variant & 1 else 0
+    reg = Signal(len(value), init=mask, reset_less=bool(variant & 2), name=name)
+    m.d.sync += reg.eq(value ^ mask)
+    return reg ^ mask if mask else reg
 
 
 def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int) -> wiring.Signature:
@@ -41,8 +53,11 @@ class ClusterCore(wiring.Component):
     the flags), ``matches`` (one flag per query of the cluster, a register),
     ``doc_end`` and ``errors`` (from the registered events)."""
 
-    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int):
+    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, variant: int = 0):
+        """``variant``: the form of the events register (see :func:`copy_register`;
+        the engine gives clusters fed by one tree register different forms)."""
         self.cluster, self.n_tags, self.max_depth = cluster, n_tags, max_depth
+        self.variant = variant
         super().__init__(cluster_signature(len(cluster.queries), n_tags=n_tags,
                                            max_depth=max_depth))
 
@@ -51,7 +66,8 @@ class ClusterCore(wiring.Component):
         m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
                                                max_depth=self.max_depth)
         events = Signal.like(self.events)
-        m.d.sync += events.eq(self.events)
+        m.d.comb += events.eq(copy_register(m, self.events.as_value(), self.variant,
+                                            name="events_copy"))
         m.d.comb += [
             bank.events.eq(events),
             bank.clear.eq(self.clear),

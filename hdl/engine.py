@@ -15,13 +15,13 @@ are longer than the readout, and every document, however short, gets exactly one
 """
 
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Plan
 
-from .cluster import ClusterCore, cluster_signature
+from .cluster import ClusterCore, cluster_signature, copy_register
 from .frontend import ByteLayout, ErrorFlags, FrontEnd
 from xpfilt.readout import ReadoutKind
 
@@ -29,7 +29,7 @@ from .readout import make_readout, readout_layout
 from .stacks import decode_events
 
 __all__ = ["CustomEngine", "EngineFrame", "cluster_module_name", "EVENT_FANOUT",
-           "distribution_depth", "distribute"]
+           "distribution_depth", "distribute", "copy_register"]
 
 
 def cluster_module_name(index: int) -> str:
@@ -38,7 +38,7 @@ def cluster_module_name(index: int) -> str:
 
 #: At most this many registers (clusters, or tree registers) load from one register of the
 #: event distribution tree.
-EVENT_FANOUT = 8
+EVENT_FANOUT = 4
 
 
 def distribution_depth(leaves: int) -> int:
@@ -53,15 +53,16 @@ def distribution_depth(leaves: int) -> int:
 def distribute(m: Module, value, leaves: int, *, name: str) -> list:
     """``leaves`` copies of ``value``, each :func:`distribution_depth` registers later: a tree
     whose registers each drive at most :data:`EVENT_FANOUT` registers of the level below (the
-    clusters register their copy themselves), so every cluster sees every event on the same
-    cycle and no net's load grows with the number of clusters."""
+    clusters register their copy themselves, each in form ``index % EVENT_FANOUT`` of
+    :func:`hdl.cluster.copy_register`), so every cluster sees every event on the same cycle and no net's
+    load grows with the number of clusters."""
+    value = Value.cast(value)
     depth = distribution_depth(leaves)
     level = [value]
     for d in range(depth, 0, -1):            # d: levels left above the clusters
-        nodes = [Signal.like(value, name=f"{name}_tree{depth - d}_{k}")
+        level = [copy_register(m, level[k // EVENT_FANOUT], k % EVENT_FANOUT,
+                               name=f"{name}_tree{depth - d}_{k}")
                  for k in range(-(-leaves // EVENT_FANOUT ** d))]
-        m.d.sync += [node.eq(level[k // EVENT_FANOUT]) for k, node in enumerate(nodes)]
-        level = nodes
     return [level[i // EVENT_FANOUT] for i in range(leaves)] if depth else [value] * leaves
 
 
@@ -88,7 +89,8 @@ class CustomEngine(wiring.Component):
     def cluster_core(self, index: int) -> ClusterCore:
         """The component of cluster ``index`` (what ``cluster_module_name(index)`` contains)."""
         return ClusterCore(self.plan.clusters[index], n_tags=len(self.plan.tags),
-                           max_depth=self.plan.options.max_depth)
+                           max_depth=self.plan.options.max_depth,
+                           variant=index % EVENT_FANOUT)
 
     def elaborate(self, platform):
         m = Module()
