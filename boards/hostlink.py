@@ -1,114 +1,22 @@
-"""The host link: a framed byte protocol between a host and an engine on a board, over a UART.
-
-Framing (both directions). A frame is ``SOF kind body... EOF``. Inside ``kind`` and ``body``
-the three special bytes ``SOF`` (0xC0), ``EOF`` (0xC1) and ``ESC`` (0xDB) are sent as ``ESC``
-followed by the byte XOR 0x20 (so 0xC0 -> DB E0, 0xC1 -> DB E1, 0xDB -> DB FB); no other byte
-is escaped. 0xC0 and 0xC1 never occur in UTF-8 text, so XML documents pass almost unchanged.
-Frames have no length field: a document of any size is one frame, and a receiver that lost
-bytes finds the next frame at the next ``SOF``.
-
-Host -> board (:class:`Command`):
-
-* ``D`` + the bytes of one document: the engine gets them in order, ``last`` on the final byte
-  (the byte before ``EOF``). An empty ``D`` frame is ignored.
-* ``C`` + a configuration stream (programmable engines only; ``config.bin`` of
-  ``xpfilt configure``): its bits go to the engine LSB first, ``last`` on the final bit. The
-  engine checks and commits it between two documents; ask ``S`` for the verdict.
-* ``S`` (no body): the board answers with one status frame.
-
-Board -> host (:class:`Response`):
-
-* ``R`` + one readout per document, in document order: ``doc`` (2 bytes, little endian: the
-  engine's wrapping document number, from 0), ``errors`` (1 byte,
-  :class:`hdl.frontend.ErrorFlags`: bit 0 malformed, 1 depth overflow, 2 name too long), then
-  the readout bits packed 8 per byte: readout bit ``i`` is bit ``i % 8`` of body byte
-  ``3 + i // 8`` (``ceil(width / 8)`` bytes; unused high bits are 0). Which query a readout bit
-  is: the plan's readout order (custom) or the configuration's readout map (programmable).
-* ``S`` + :class:`StatusLayout` (:data:`STATUS_BYTES` bytes, little endian): protocol
-  version, engine mode (0 custom, 1 programmable), readout width, design identity (custom: a
-  hash of the plan; programmable: the hardware fingerprint), configuration status
-  (:class:`hdl.programmable.ConfigStatus`), link errors since the previous status frame
-  (``overrun``: a received byte was lost, the receive FIFO was full; ``framing``: a UART stop
-  bit was low; ``protocol``: a byte outside a frame, an unknown kind, a bad escape, a frame cut
-  short by ``SOF`` -- a document cut short still ends, at its last byte received) and the
-  number of documents streamed into the engine (16 bits, wrapping).
-
-Frames of the two kinds never interleave; a status request waits for the readout frame in
-flight. There is no flow control on the line: the engine takes a byte per clock cycle, far
-faster than the UART delivers them, and stalls only while a finished document waits for the
-readout of the one before it. A host that sends the next document only once the previous
-readout has arrived (``xpfilt host`` does) never meets that stall; one that streams ahead must
-keep the bytes sent during a readout below the receive FIFO (64 bytes), or they are lost and
-``overrun`` is reported.
+"""The host link's gateware (the protocol is described in :mod:`boards.protocol`):
+:class:`CommandDecoder` unframes host -> board bytes, :class:`ConfigSerializer` turns
+configuration bytes into bits, :class:`Escaper` escapes frame bodies and
+:class:`ResponseEncoder` frames readouts and status frames.
 """
 
-from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .frontend import ByteLayout
-from .programmable import ConfigBit
-from .readout import DOC_WIDTH, ReadoutLayout
+from hdl.frontend import ByteLayout
+from hdl.programmable import ConfigBit
+from hdl.readout import readout_layout
+from xpfilt.readout import ReadoutKind
 
-__all__ = ["SOF", "EOF", "ESC", "ESC_XOR", "SPECIAL", "PROTOCOL_VERSION", "Command",
-           "Response", "Mode", "LinkErrors", "StatusLayout", "STATUS_BYTES", "READOUT_HEADER",
-           "CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]
+from .protocol import (EOF, ESC, ESC_XOR, READOUT_HEADER, SOF, SPECIAL, STATUS_BYTES, Command,
+                       ReadoutHeader, Response, StatusLayout, id_bytes)
 
-SOF = 0xC0
-EOF = 0xC1
-ESC = 0xDB
-ESC_XOR = 0x20
-#: The bytes that are escaped inside a frame.
-SPECIAL = (SOF, EOF, ESC)
-PROTOCOL_VERSION = 1
-#: Body bytes of a readout frame before the packed bits: doc (2), errors (1).
-READOUT_HEADER = 3
-
-
-class Command(enum.Enum, shape=8):
-    """Kinds of host -> board frames."""
-    DOCUMENT = ord("D")
-    CONFIG = ord("C")
-    STATUS = ord("S")
-
-
-class Response(enum.Enum, shape=8):
-    """Kinds of board -> host frames."""
-    READOUT = ord("R")
-    STATUS = ord("S")
-
-
-class Mode(enum.Enum, shape=8):
-    CUSTOM = 0
-    PROGRAMMABLE = 1
-
-
-class LinkErrors(data.Struct):
-    """Link errors, sticky until the next status frame reports them."""
-    overrun: 1
-    framing: 1
-    protocol: 1
-
-
-class StatusLayout(data.Struct):
-    """The body of a status frame, byte ``i`` = bits ``8i .. 8i+7``."""
-    version: 8
-    mode: 8
-    width: 32
-    identity: 32
-    generation: 8
-    loaded: 1
-    rejected: 1
-    pending: 1
-    _pad0: 5
-    overrun: 1
-    framing: 1
-    protocol: 1
-    _pad1: 5
-    documents: 16
-
-
-STATUS_BYTES = data.Layout.cast(StatusLayout).size // 8
+__all__ = ["CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]
 
 
 class CommandDecoder(wiring.Component):
@@ -278,14 +186,16 @@ class Escaper(wiring.Component):
 
 
 class ResponseEncoder(wiring.Component):
-    """Frames board -> host responses. Ports: ``readout`` (the engine's readout stream: one
-    ``R`` frame per document), ``status_request`` (pulse: send an ``S`` frame with ``status``
-    as it is when the frame starts), ``status``, ``status_sent`` (pulse: the status was
-    latched, sticky flags may clear), ``bytes_out`` (escaped line bytes, to the UART)."""
+    """Frames board -> host responses. Ports: ``readout`` (the engine's readout stream of
+    ``kind`` for ``width`` readout bits: one ``R`` frame (serial) or ``M`` frame (sparse) per
+    document), ``status_request`` (pulse: send an ``S`` frame with ``status`` as it is when the
+    frame starts), ``status``, ``status_sent`` (pulse: the status was latched, sticky flags may
+    clear), ``bytes_out`` (escaped line bytes, to the UART)."""
 
-    def __init__(self):
+    def __init__(self, kind: ReadoutKind = ReadoutKind.SERIAL, width: int = 1):
+        self.kind, self.width = kind, width
         super().__init__({
-            "readout": In(stream.Signature(ReadoutLayout)),
+            "readout": In(stream.Signature(readout_layout(kind, width))),
             "status_request": In(1),
             "status": In(StatusLayout),
             "status_sent": Out(1),
@@ -298,12 +208,17 @@ class ResponseEncoder(wiring.Component):
         wiring.connect(m, wiring.flipped(self.bytes_out), escaper.bytes_out)
         frame = escaper.bytes_in
         moved = frame.valid & frame.ready
+        sparse = self.kind is ReadoutKind.SPARSE
 
-        wanted = Signal()                  # a status frame was asked for
+        wanted = Signal(range(4))          # status frames asked for and not yet started
+        started = Signal()
         latched = Signal(STATUS_BYTES * 8)
-        count = Signal(range(max(STATUS_BYTES, 8) + 1))
+        count = Signal(range(max(STATUS_BYTES, READOUT_HEADER, 8) + 1))
         bits = Signal(8)
         beat = self.readout.payload
+        header = Signal(ReadoutHeader)
+        m.d.comb += [header.doc.eq(beat.doc), header.errors.eq(beat.errors)]
+        id_size = id_bytes(self.width)
 
         def send(value, raw=False, then=None):
             m.d.comb += [frame.valid.eq(1), frame.payload.data.eq(value),
@@ -314,12 +229,12 @@ class ResponseEncoder(wiring.Component):
 
         with m.FSM(name="host_tx"):
             with m.State("IDLE"):
-                with m.If(wanted):
-                    m.d.comb += self.status_sent.eq(1)
-                    m.d.sync += [latched.eq(self.status.as_value()), wanted.eq(0),
-                                 count.eq(0)]
+                with m.If(wanted != 0):
+                    m.d.comb += [self.status_sent.eq(1), started.eq(1)]
+                    m.d.sync += [latched.eq(self.status.as_value()), count.eq(0)]
                     m.next = "S_SOF"
                 with m.Elif(self.readout.valid):
+                    m.d.sync += count.eq(0)
                     m.next = "R_SOF"
             with m.State("S_SOF"):
                 send(SOF, raw=True, then="S_KIND")
@@ -336,36 +251,57 @@ class ResponseEncoder(wiring.Component):
             with m.State("R_SOF"):
                 send(SOF, raw=True, then="R_KIND")
             with m.State("R_KIND"):
-                send(Response.READOUT.value, then="R_DOC0")
-            with m.State("R_DOC0"):
-                send(beat.doc[:8], then="R_DOC1")
-            with m.State("R_DOC1"):
-                send(beat.doc[8:DOC_WIDTH], then="R_ERRORS")
-            with m.State("R_ERRORS"):
-                send(beat.errors.as_value(), then="R_COLLECT")
+                send((Response.MATCHES if sparse else Response.READOUT).value, then="R_HEADER")
+            with m.State("R_HEADER"):              # from the document's first beat
+                send(header.as_value().word_select(count, 8))
                 with m.If(moved):
-                    m.d.sync += [bits.eq(0), count.eq(0)]
-            with m.State("R_COLLECT"):             # up to 8 readout bits into one byte
-                m.d.comb += self.readout.ready.eq(1)
-                with m.If(self.readout.valid):
-                    with m.Switch(count):
-                        for i in range(8):
-                            with m.Case(i):
-                                m.d.sync += bits[i].eq(beat.bit)
                     m.d.sync += count.eq(count + 1)
-                    with m.If(beat.last):
-                        m.next = "R_LAST_BYTE"
-                    with m.Elif(count == 7):
-                        m.next = "R_BYTE"
-            with m.State("R_BYTE"):
-                send(bits)
-                with m.If(moved):
-                    m.d.sync += [bits.eq(0), count.eq(0)]
-                    m.next = "R_COLLECT"
-            with m.State("R_LAST_BYTE"):
-                send(bits, then="R_EOF")
+                    with m.If(count == READOUT_HEADER - 1):
+                        m.d.sync += [bits.eq(0), count.eq(0)]
+                        if sparse:                 # the header beat is done with
+                            m.d.comb += self.readout.ready.eq(1)
+                            with m.If(beat.last):
+                                m.next = "R_EOF"
+                            with m.Else():
+                                m.next = "R_ID"
+                        else:
+                            m.next = "R_COLLECT"
+            if sparse:
+                with m.State("R_ID"):              # each id in id_size bytes
+                    with m.If(self.readout.valid):
+                        send(Cat(beat.id, Const(0, 8 * id_size)).word_select(count, 8))
+                        with m.If(moved):
+                            m.d.sync += count.eq(count + 1)
+                            with m.If(count == id_size - 1):
+                                m.d.comb += self.readout.ready.eq(1)
+                                m.d.sync += count.eq(0)
+                                with m.If(beat.last):
+                                    m.next = "R_EOF"
+            else:
+                with m.State("R_COLLECT"):         # up to 8 readout bits into one byte
+                    m.d.comb += self.readout.ready.eq(1)
+                    with m.If(self.readout.valid):
+                        with m.Switch(count):
+                            for i in range(8):
+                                with m.Case(i):
+                                    m.d.sync += bits[i].eq(beat.bit)
+                        m.d.sync += count.eq(count + 1)
+                        with m.If(beat.last):
+                            m.next = "R_LAST_BYTE"
+                        with m.Elif(count == 7):
+                            m.next = "R_BYTE"
+                with m.State("R_BYTE"):
+                    send(bits)
+                    with m.If(moved):
+                        m.d.sync += [bits.eq(0), count.eq(0)]
+                        m.next = "R_COLLECT"
+                with m.State("R_LAST_BYTE"):
+                    send(bits, then="R_EOF")
             with m.State("R_EOF"):
                 send(EOF, raw=True, then="IDLE")
-        with m.If(self.status_request):        # after the FSM: a request is never lost
-            m.d.sync += wanted.eq(1)
+        # every request gets its own status frame (up to three may wait)
+        with m.If(self.status_request & ~started & (wanted != 3)):
+            m.d.sync += wanted.eq(wanted + 1)
+        with m.Elif(started & ~self.status_request):
+            m.d.sync += wanted.eq(wanted - 1)
         return m

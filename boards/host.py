@@ -1,6 +1,6 @@
-"""The host side of the board link (the protocol is described in :mod:`hdl.hostlink`).
+"""The host side of the board link (the protocol and its frame codec are in
+:mod:`boards.protocol`).
 
-* :func:`encode_frame` / :class:`FrameReader`: frames to and from line bytes;
 * :class:`BoardLink`: one board over any pyserial transport (``serial.serial_for_url``:
   ``/dev/ttyUSB1``, ``socket://127.0.0.1:PORT`` for the simulated board): status, documents,
   readouts, configuration streams; link failures raise :class:`LinkError`;
@@ -21,152 +21,25 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
-from amaranth.lib import data
+from xpfilt.compiler import Plan
+from xpfilt.events import Document, DocumentError, utf8_document
+from xpfilt.model.engine import answer_positions, readout_positions
+from xpfilt.programmable import Configuration, HardwareSpec
+from xpfilt.readout import DocumentReadout
+from xpfilt.xpath import Query, parse_query
 
-from hdl.frontend import Errors
-from hdl.hostlink import (EOF, ESC, ESC_XOR, PROTOCOL_VERSION, READOUT_HEADER, SOF,
-                          STATUS_BYTES, Command, Mode, Response, StatusLayout)
+from .protocol import (PROTOCOL_VERSION, BoardStatus, Command, Frame, FrameReader, LinkError,
+                       Mode, Response, decode_matches, decode_readout, encode_frame)
 
-from .compiler import Plan
-from .events import Document, DocumentError, utf8_document
-from .model.engine import DocumentReadout, answer_positions, readout_positions
-from .programmable import Configuration, HardwareSpec
-from .xpath import Query, parse_query
-
-__all__ = ["LinkError", "Frame", "encode_frame", "FrameReader", "BoardStatus", "BoardLink",
-           "BoardDesign", "BoardEngine", "plan_identity", "decode_readout", "DEFAULT_BAUD",
+__all__ = ["BoardLink", "BoardDesign", "BoardEngine", "plan_identity", "DEFAULT_BAUD",
            "open_board_engine", "plan_queries", "compare_with_plan", "configuration_map"]
 
 DEFAULT_BAUD = 115_200
-
-_STATUS_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(StatusLayout)
-                  if not name.startswith("_")}
-
-
-class LinkError(RuntimeError):
-    """The board did not answer as the protocol says (or the transport failed)."""
-
-
-class Frame(NamedTuple):
-    kind: int
-    body: bytes
-
-
-def _escape(raw: bytes) -> bytes:
-    return (raw.replace(bytes([ESC]), bytes([ESC, ESC ^ ESC_XOR]))
-            .replace(bytes([SOF]), bytes([ESC, SOF ^ ESC_XOR]))
-            .replace(bytes([EOF]), bytes([ESC, EOF ^ ESC_XOR])))
-
-
-def encode_frame(kind: int, body: bytes = b"") -> bytes:
-    """``SOF``, the escaped kind and body, ``EOF``."""
-    return bytes([SOF]) + _escape(bytes([kind]) + bytes(body)) + bytes([EOF])
-
-
-class FrameReader:
-    """Line bytes -> frames. Bytes outside frames, frames cut short by ``SOF`` and frames with a
-    bad escape are dropped and counted in ``dropped`` (bytes)."""
-
-    def __init__(self):
-        self._buffer = bytearray()
-        self.dropped = 0
-
-    def feed(self, chunk: bytes) -> list[Frame]:
-        buffer = self._buffer
-        buffer += chunk
-        frames = []
-        while True:
-            start = buffer.find(SOF)
-            if start < 0:
-                self.dropped += len(buffer)
-                buffer.clear()
-                return frames
-            if start:
-                self.dropped += start
-                del buffer[:start]
-            end = buffer.find(EOF, 1)
-            cut = buffer.find(SOF, 1)
-            if 0 < cut and (end < 0 or cut < end):      # a frame cut short by the next SOF
-                self.dropped += cut
-                del buffer[:cut]
-                continue
-            if end < 0:
-                return frames
-            raw, body = bytes(buffer[1:end]), bytearray()
-            del buffer[:end + 1]
-            i = 0
-            while i < len(raw):
-                if raw[i] == ESC:
-                    if i + 1 >= len(raw) or raw[i + 1] ^ ESC_XOR not in (SOF, EOF, ESC):
-                        body = None
-                        break
-                    body.append(raw[i + 1] ^ ESC_XOR)
-                    i += 2
-                else:
-                    body.append(raw[i])
-                    i += 1
-            if not body:                                  # empty or badly escaped
-                self.dropped += len(raw) + 2
-                continue
-            frames.append(Frame(body[0], bytes(body[1:])))
-
-
-@dataclass(frozen=True)
-class BoardStatus:
-    """A decoded status frame (see :class:`hdl.hostlink.StatusLayout`)."""
-    version: int
-    mode: int
-    width: int
-    identity: int
-    generation: int
-    loaded: int
-    rejected: int
-    pending: int
-    overrun: int
-    framing: int
-    protocol: int
-    documents: int
-
-    @classmethod
-    def decode(cls, body: bytes) -> "BoardStatus":
-        if len(body) != STATUS_BYTES:
-            raise LinkError(f"a status frame must have {STATUS_BYTES} bytes, not {len(body)}")
-        value = int.from_bytes(body, "little")
-        return cls(**{name: value >> offset & ((1 << width) - 1)
-                      for name, (offset, width) in _STATUS_FIELDS.items()})
-
-    def encode(self) -> bytes:
-        """The status frame body (for tests and fakes)."""
-        value = 0
-        for name, (offset, width) in _STATUS_FIELDS.items():
-            value |= (getattr(self, name) & ((1 << width) - 1)) << offset
-        return value.to_bytes(STATUS_BYTES, "little")
-
-    @property
-    def mode_name(self) -> str:
-        try:
-            return Mode(self.mode).name.lower()
-        except ValueError:
-            return f"unknown mode {self.mode}"
-
-    def link_errors(self) -> list[str]:
-        return [name for name in ("overrun", "framing", "protocol") if getattr(self, name)]
-
-
-def decode_readout(body: bytes, width: int) -> DocumentReadout:
-    """The body of an ``R`` frame of a ``width``-bit readout."""
-    size = READOUT_HEADER + (width + 7) // 8
-    if len(body) != size:
-        raise LinkError(f"a readout frame of a {width}-bit readout must have {size} bytes, "
-                        f"not {len(body)}")
-    bits = int.from_bytes(body[READOUT_HEADER:], "little")
-    if bits >> width:
-        raise LinkError(f"a readout frame must have no bits beyond bit {width - 1}, "
-                        f"not {bits >> width:#x} << {width}")
-    return DocumentReadout(int.from_bytes(body[:2], "little"), Errors(body[2] & 7), bits)
-
+#: How each kind of readout frame is decoded (serial bitmap or sparse positions).
+_READOUT_DECODERS = {Response.READOUT.value: decode_readout,
+                     Response.MATCHES.value: decode_matches}
 
 class BoardLink:
     """The protocol over ``transport`` (pyserial-like: ``write``, ``flush``, ``read(n)``
@@ -238,8 +111,8 @@ class BoardLink:
                     raise LinkError(f"{self.name}: board protocol version must be "
                                     f"{PROTOCOL_VERSION}, not {status.version}")
                 return status
-            if frame.kind != Response.READOUT.value:
-                raise LinkError(f"{self.name}: frame kind must be 'S' or 'R', not "
+            if frame.kind not in _READOUT_DECODERS:
+                raise LinkError(f"{self.name}: frame kind must be 'S', 'R' or 'M', not "
                                 f"{frame.kind:#04x}")
             self.stale_readouts += 1
 
@@ -250,10 +123,10 @@ class BoardLink:
 
     def read_readout(self, width: int) -> DocumentReadout:
         frame = self._frame("readout frame")
-        if frame.kind != Response.READOUT.value:
-            raise LinkError(f"{self.name}: expected a readout frame ('R'), not kind "
+        if frame.kind not in _READOUT_DECODERS:
+            raise LinkError(f"{self.name}: expected a readout frame ('R' or 'M'), not kind "
                             f"{frame.kind:#04x}")
-        return decode_readout(frame.body, width)
+        return _READOUT_DECODERS[frame.kind](frame.body, width)
 
     def configure(self, stream: bytes, *, poll: float = 0.02) -> BoardStatus:
         """Send a configuration stream and wait until the board has committed it (returns the
@@ -310,7 +183,7 @@ class BoardDesign:
             if info["mode"] == "custom":
                 plan = Plan.from_json((directory / "plan.json").read_text())
             else:
-                spec = HardwareSpec.from_json((directory / "hardware.json").read_text())
+                spec = HardwareSpec.load(directory)
             return cls(directory, info["board"], info["mode"], info["width"],
                        int(info["identity"], 16), info["baud"], plan, spec)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -442,7 +315,7 @@ def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,
         if design is None or design.spec is None:
             raise LinkError(f"{link.name} runs a programmable engine: configuring --queries "
                             "needs --build DIR (its hardware.json)")
-        from .programmable import configure
+        from xpfilt.programmable import configure
         configuration = configure(queries, design.spec)
         for _, reason in configuration.rejected:
             warn(f"skipped: {reason}")

@@ -1,6 +1,6 @@
 """A simulated board behind a TCP port: the board core of a build directory (``xpfilt build``,
 ``--no-toolchain`` is enough) in cocotb + Verilator, its UART bridged to a socket by
-:mod:`sim.board_tb`. The host connects with ``socket://HOST:PORT`` exactly as to a serial port.
+:mod:`boards.sim_tb`. The host connects with ``socket://HOST:PORT`` exactly as to a serial port.
 
 :func:`serve_board` builds the simulation (cached by :func:`sim.runner.build_design`) and runs
 it until the configured number of connections is done; ``on_port`` hears the port as soon as it
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from .runner import TestbenchRun, build_design, run_testbench
+from sim.runner import TestbenchRun, build_design, run_testbench
 
 __all__ = ["SimBoardConfig", "serve_board", "BOARD_TB_MODULE"]
 
-BOARD_TB_MODULE = "sim.board_tb"
+BOARD_TB_MODULE = "boards.sim_tb"
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class SimBoardConfig:
 
 def serve_board(config: SimBoardConfig, *, on_port: Callable[[int], None] = lambda _: None,
                 log: Callable[[str], None] = lambda _: None) -> TestbenchRun:
-    from xpfilt.board import BOARD_TOP, load_design, simulation_verilog
+    from .build import BOARD_TOP, load_design, simulation_verilog
 
     design = load_design(config.design)
     verilog = simulation_verilog(design, config.divider)
