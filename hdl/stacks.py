@@ -38,13 +38,21 @@ class DecodedEventLayout(data.StructLayout):
             "level": range(max_depth + 1),
             "doc_end": 1,
             "errors": ErrorFlags,
+            # decoded from ``level``: the stack memory's row (level - 1), level 1, level 2, >= 2
+            "addr": range(max(2, max_depth)),
+            "level1": 1,
+            "level2": 1,
+            "nested": 1,
         })
 
 
 def decode_events(m: Module, events, n_tags: int, max_depth: int):
-    """A signal carrying ``events`` (an ``EventLayout``) with one-hot tag and parent."""
+    """A signal carrying ``events`` (an ``EventLayout``) with one-hot tag and parent and the
+    level decoded (so that the clusters take registers straight into their logic)."""
     out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth))
     m.d.comb += [
+        out.addr.eq(events.level - 1), out.level1.eq(events.level == 1),
+        out.level2.eq(events.level == 2), out.nested.eq(events.level >= 2),
         out.push.eq(events.push), out.pop.eq(events.pop), out.level.eq(events.level),
         out.doc_end.eq(events.doc_end), out.errors.eq(events.errors),
         out.tag.eq(Cat(*(events.tag == t for t in range(1, n_tags + 1)))),
@@ -80,14 +88,14 @@ class StackBank(wiring.Component):
 
         top = Signal(width)
         new = Signal(width)
-        packed_stack(m, ev, top, new, self.max_depth)
+        packed_stack(m, ev, top, new, self.max_depth, addr=ev.addr)
 
         # the tag of the new element and of its parent arrive one-hot: tag id t is bit t - 1
         is_tag = {t: ev.tag[t - 1] for t in {n.tag for n in cluster.nodes} if t}
         is_parent = {t: ev.parent[t - 1] for t in {n.source.tag for n in cluster.nodes} if t}
-        level_is_1 = ev.level == 1
-        level_is_2 = ev.level == 2
-        has_parent = ev.level >= 2
+        level_is_1 = ev.level1
+        level_is_2 = ev.level2
+        has_parent = ev.nested
 
         def source(src):
             if src.kind == "level1":
@@ -131,20 +139,22 @@ def match_flags(m: Module, ev, clear, hits, matches) -> None:
 
 
 
-def packed_stack(m: Module, ev, top: Signal, new: Signal, max_depth: int) -> None:
+def packed_stack(m: Module, ev, top: Signal, new: Signal, max_depth: int, *,
+                 addr=None) -> None:
     """The shared stack memory of a cluster: ``top`` holds the row of the current level, a
     LUT-RAM the rows below it. On ``ev.push`` the row ``new`` becomes the top (the old top is
     saved at ``level - 1``), on ``ev.pop`` the saved row comes back, on ``ev.doc_end`` the top
-    is cleared."""
+    is cleared. ``addr``: ``ev.level - 1`` if the events carry it already."""
     mem = Memory(shape=len(top), depth=max_depth, init=[])
     m.submodules.stack = mem
     write = mem.write_port()
     read = mem.read_port(domain="comb")
+    row = ev.level - 1 if addr is None else addr
     m.d.comb += [
-        write.addr.eq(ev.level - 1),
+        write.addr.eq(row),
         write.data.eq(top),
         write.en.eq(ev.push),
-        read.addr.eq(ev.level - 1),
+        read.addr.eq(row),
     ]
     with m.If(ev.doc_end):
         m.d.sync += top.eq(0)

@@ -22,6 +22,13 @@ def test_stack_bank_matches_the_event_model_on_random_events():
     failures = []
 
     async def testbench(ctx):
+        def set_level(level):     # the level and what decode_events derives from it
+            ctx.set(dut.events.level, level)
+            ctx.set(dut.events.addr, level - 1)
+            ctx.set(dut.events.level1, level == 1)
+            ctx.set(dut.events.level2, level == 2)
+            ctx.set(dut.events.nested, level >= 2)
+
         open_tags = []
         for cycle in range(3000):
             if ctx.get(dut.matches) != model.matches:   # a register: the pushes so far
@@ -35,12 +42,12 @@ def test_stack_bank_matches_the_event_model_on_random_events():
                 ctx.set(dut.events.push, 1)
                 ctx.set(dut.events.tag, 1 << tag >> 1)          # one-hot, 0 for unknown
                 ctx.set(dut.events.parent, 1 << parent >> 1)
-                ctx.set(dut.events.level, len(open_tags) + 1)
+                set_level(len(open_tags) + 1)
                 model.push(tag, parent, len(open_tags) + 1)
                 open_tags.append(tag)
             elif choice < 0.55 and open_tags:
                 ctx.set(dut.events.pop, 1)
-                ctx.set(dut.events.level, len(open_tags))
+                set_level(len(open_tags))
                 model.pop()
                 open_tags.pop()
             if choice > 0.98:        # end of document: flags read and cleared, stacks emptied
