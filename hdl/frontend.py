@@ -342,7 +342,11 @@ class FrontEnd(wiring.Component):
         # === stage P: the byte parser, the tag decoder (CAM) and the name hash ===
         state = Signal(len(State), init=1 << S.TEXT.value)   # one-hot: bit s.value
         level = Signal(range(max_depth + 1))           # depth after the events parsed so far
-        excess = Signal(EXCESS_WIDTH)                  # levels open beyond max_depth
+        # levels open beyond max_depth: ``excess`` plus the last byte's change (``ex_up``,
+        # ``ex_down``), added a cycle late so that the counter's carry is off the byte's path
+        excess = Signal(EXCESS_WIDTH)
+        ex_up = Signal()
+        ex_down = Signal()
         root_seen = Signal()                           # the root element has been pushed
         in_subset = Signal()                           # inside the DOCTYPE internal subset
         kw = Signal(range(max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD))))
@@ -474,7 +478,12 @@ class FrontEnd(wiring.Component):
 
         # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
-        nexcess = Signal.like(excess)
+        ex_inc = Signal()
+        ex_dec = Signal()
+        ex_still = ~ex_up & ~ex_down
+        ex_max = (1 << EXCESS_WIDTH) - 1
+        ex_is_zero = ((excess == 0) & ex_still) | ((excess == 1) & ex_down)
+        ex_is_max = ((excess == ex_max) & ex_still) | ((excess == ex_max - 1) & ex_up)
         nroot_seen = Signal()
         overflow = Signal()
         underflow = Signal()
@@ -482,19 +491,19 @@ class FrontEnd(wiring.Component):
         do_push = Signal()
         do_pop = Signal()
         ev_level = Signal.like(level)
-        m.d.comb += [nlevel.eq(level), nexcess.eq(excess), nroot_seen.eq(root_seen),
+        m.d.comb += [nlevel.eq(level), nroot_seen.eq(root_seen),
                      too_long.eq(name_byte & (pos >= max_name))]
         with m.If(push_req):
             with m.If(level == max_depth):
                 m.d.comb += overflow.eq(1)
-                with m.If(excess != (1 << EXCESS_WIDTH) - 1):
-                    m.d.comb += nexcess.eq(excess + 1)
+                with m.If(~ex_is_max):
+                    m.d.comb += ex_inc.eq(1)
             with m.Else():
                 m.d.comb += [do_push.eq(1), ev_level.eq(level + 1), nlevel.eq(level + 1),
                              nroot_seen.eq(1)]
         with m.If(pop_req):
-            with m.If(excess != 0):
-                m.d.comb += nexcess.eq(excess - 1)
+            with m.If(~ex_is_zero):
+                m.d.comb += ex_dec.eq(1)
             with m.Elif(level == 0):
                 m.d.comb += underflow.eq(1)
             with m.Else():
@@ -520,13 +529,15 @@ class FrontEnd(wiring.Component):
         with m.If(valid):
             with m.If(last):
                 m.d.sync += [
-                    state.eq(state.init), level.eq(0), excess.eq(0), root_seen.eq(0),
+                    state.eq(state.init), level.eq(0), excess.eq(0), ex_up.eq(0),
+                    ex_down.eq(0), root_seen.eq(0),
                     in_subset.eq(0), kw.eq(0), pos.eq(0), pos_oh.eq(pos_oh.init),
                     hsh.eq(HASH_INIT), match.eq(match.init),
                 ]
             with m.Else():
                 m.d.sync += [
-                    state.eq(nstate), level.eq(nlevel), excess.eq(nexcess),
+                    state.eq(nstate), level.eq(nlevel),
+                    excess.eq(excess + ex_up - ex_down), ex_up.eq(ex_inc), ex_down.eq(ex_dec),
                     root_seen.eq(nroot_seen),
                     in_subset.eq(nstate[S.SUBSET.value] |
                                  (in_subset & ~nstate[S.TEXT.value] &
