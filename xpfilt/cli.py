@@ -168,16 +168,27 @@ def main(debug):
               help="Partition the documents over Spark executors (software engines); the "
                    "answers go to --out as Parquet, resumably.")
 @click.option("--master", default=None,
-              help="With --spark: the Spark master (default local[*], or spark-submit's).")
+              help="With --spark: the Spark master (default local[*], or spark-submit's; "
+                   "serial: the same tasks in this process).")
 @click.option("--out", "spark_out", type=click.Path(file_okay=False, path_type=Path),
-              help="With --spark: the results folder (Parquet: document, path, matches, error).")
+              help="With --spark: the results folder (Parquet: document, path, row, matches, "
+                   "error).")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
               help="With --spark: documents per task.")
+@click.option("--column", default=None,
+              help="With --spark: DOCUMENTS are Parquet or JSON-lines tables (files, folders, "
+                   "globs) holding each document's XML in this column.")
+@click.option("--name-column", default=None,
+              help="With --column: the column naming each document (default FILE[row]).")
+@click.option("--query-shards", type=click.IntRange(1), default=None,
+              help="With --spark: split the queries into this many shards, one task per "
+                   "(batch, shard), answers merged per document (default: as many as the "
+                   "executor memory needs at ~1 KB per query).")
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
 def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark, master,
-                   spark_out, batch_size, **kwargs):
-    """Filter DOCUMENTS (files, directories of *.xml, or with --spark glob patterns)
-    against the queries.
+                   spark_out, batch_size, column, name_column, query_shards, **kwargs):
+    """Filter DOCUMENTS (files, directories of *.xml, or with --spark glob patterns, or
+    with --column tables of XML strings) against the queries.
 
     Prints one line per document: the file name, a tab, and the space-separated numbers of the
     matching queries -- the format of shared/data/expected/*.tsv. Malformed documents and
@@ -198,9 +209,11 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     for error in loaded.errors:
         click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
         failed = True
-    if spark or spark_out or master:
-        _filter_on_spark(queries_path, engine, documents, spark, master, spark_out, batch_size,
-                         failed)
+    spark_options = dict(batch_size=batch_size, column=column, name_column=name_column,
+                         query_shards=query_shards)
+    if spark or spark_out or master or column or name_column or query_shards:
+        _filter_on_spark(queries_path, engine, documents, spark, master, spark_out,
+                         spark_options, failed)
     queries, refused = split_supported(engine, loaded.queries,
                                        max_name=None if mode == "programmable" else MAX_NAME)
     for message in refused:
@@ -237,24 +250,31 @@ def document_paths(documents):
     return paths
 
 
-def _filter_on_spark(queries_path, engine, documents, spark, master, out, batch_size, failed):
-    from .spark_filter import SOFTWARE_ENGINES, spark_filter
+def _filter_on_spark(queries_path, engine, documents, spark, master, out, options, failed):
+    from .spark_filter import SOFTWARE_ENGINES, TABLE_SUFFIXES, spark_filter
 
     if not (spark and out):
-        raise click.UsageError("--spark needs --out FOLDER, and --out and --master need --spark")
+        raise click.UsageError("--spark needs --out FOLDER, and --out, --master, --column, "
+                               "--name-column and --query-shards need --spark")
     if engine not in SOFTWARE_ENGINES:
         raise click.UsageError(f"--spark runs the software engines "
                                f"({', '.join(SOFTWARE_ENGINES)}), not {engine!r}")
+    if options["name_column"] and not options["column"]:
+        raise click.UsageError("--name-column needs --column (the column of the XML)")
+    tables = [str(d) for d in documents if d.suffix in TABLE_SUFFIXES]
+    if tables and not options["column"]:
+        raise click.UsageError(f"{tables[0]}: a Parquet or JSON-lines table of documents needs "
+                               "--column NAME (the column of the XML)")
     try:
         summary = spark_filter(queries_path, documents, out, engine=engine, master=master,
-                               batch_size=batch_size, progress=True,
+                               progress=True, **options,
                                log=lambda message: click.echo(f"xpfilt: {message}", err=True))
     except (ValueError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from None
     for _document, error in summary.errors:
         click.echo(f"xpfilt: {error}", err=True)
     for first, status, reason in summary.failed:
-        click.echo(f"xpfilt: the batch from {first} {status}: {reason}", err=True)
+        click.echo(f"xpfilt: a task of the batch from {first} {status}: {reason}", err=True)
     click.echo(f"xpfilt: {summary.line()}; answers in {out}", err=True)
     sys.exit(1 if failed or summary.errors or summary.failed else 0)
 

@@ -27,7 +27,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Iterable, Optional, Union
 
 __all__ = [
     "Axis", "AttributeTarget", "TextTarget", "Predicate", "Step", "Query", "XPathSyntaxError",
@@ -298,15 +298,18 @@ def read_query_file(path: Union[str, Path]) -> list[str]:
     return text.splitlines()
 
 
-def load_queries(source: Union[str, Path, Iterable[str]]) -> QueryLoadResult:
+def load_queries(source: Union[str, Path, Iterable[str]],
+                 numbers: Optional[Iterable[int]] = None) -> QueryLoadResult:
     """Read one query per line (a path, or an iterable of lines). Bad lines become errors; a
-    file that is not UTF-8 or holds no query raises :class:`QueryFileError`."""
+    file that is not UTF-8 or holds no query raises :class:`QueryFileError`. ``numbers``: the
+    lines' query numbers, when they are not 1, 2, 3, ... (some lines of a file)."""
     if isinstance(source, (str, Path)):
         lines = read_query_file(source)
     else:
         lines = [line.rstrip("\n") for line in source]
     queries, errors, steps = [], [], {}
-    for number, line in enumerate(lines, start=1):
+    for number, line in zip(range(1, len(lines) + 1) if numbers is None else numbers, lines,
+                            strict=True):
         try:
             queries.append(_parse(line, number, steps))
         except XPathSyntaxError as exc:
