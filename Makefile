@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,sim,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[test,sim,spark,synth]'
 	touch $(STAMP)
 
 ## demo: filter the shared NITF documents with a shared query set, check against the expected answer
@@ -38,7 +38,6 @@ bench: $(STAMP)
 
 ## bench-synth: synthesis and place-and-route benchmarks (Yosys, nextpnr; tens of minutes cold)
 bench-synth: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,sim,spark,synth]'
 	cd bench && for script in resources fmax programmable capacity; do ../$(BIN)/python $$script.py || exit 1; done
 
 clean:

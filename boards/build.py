@@ -423,7 +423,7 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
         elif name.startswith("nextpnr"):
             report = json.loads((gateware / f"{BOARD_TOP}.report.json").read_text())
             result.pnr = summarize_nextpnr_report(report)
-            log(f"{board.name}: Fmax {result.fmax_mhz} MHz ({seconds:.0f} s)")
+            log(f"{board.name}: Fmax {result.fmax_mhz:.1f} MHz ({seconds:.0f} s)")
     bitstream = f"{BOARD_TOP}.{board.bitstream}"
     shutil.copy(gateware / bitstream, out / bitstream)
     result.bitstream = bitstream

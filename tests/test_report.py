@@ -42,14 +42,14 @@ def test_report_draws_the_three_figures_and_lists_failures(tmp_path):
     for p in report.files:
         if p.suffix == ".png":
             assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
-    text = (tmp_path / "report" / "summary.md").read_text()
+    text = (tmp_path / "_report" / "summary.md").read_text()
     assert report.rows == 9 and report.ok == 8
     assert "9 design points: 8 ok, 1 timeout." in text
     assert "| custom d4 ecp5 all on | 8: 111.0, 32: 99.0 |" in text   # medians over queries
     assert "| custom | ecp5 | all on | 25 | 4 |" in text
     assert "| programmable | ecp5 | all on | 100 | 4 |" in text
     assert "nextpnr timed out after 900 s" in text
-    html = (tmp_path / "report" / "index.html").read_text()
+    html = (tmp_path / "_report" / "index.html").read_text()
     assert "<img src='throughput_vs_queries.png'" in html and "<table>" in html
 
 
@@ -78,7 +78,7 @@ def test_cli_sweep_then_report(tmp_path):
     assert "2 points: 1 already done, 1 computed (1 ok)" in result.output
     result = runner.invoke(main, ["report", str(out)])
     assert result.exit_code == 0 and "2 rows (2 ok); wrote:" in result.output
-    assert (out / "report" / "index.html").exists()
+    assert (out / "_report" / "index.html").exists()
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -87,3 +87,14 @@ def test_cli_sweep_then_report(tmp_path):
     spec.write_text("grid:\n  depht: 3\n")
     result = runner.invoke(main, ["sweep", str(spec), "-o", str(out)])
     assert result.exit_code == 1 and "grid 1: sweep fields must be among" in result.output
+
+
+def test_a_sweep_folder_with_its_report_reads_as_one_parquet_table(tmp_path):
+    """The README's promise: `pyarrow.dataset` (and Spark, which skips `_` folders alike)
+    read OUT as one table although the report is written inside it."""
+    import pyarrow.dataset as ds
+    _fill(tmp_path)
+    write_report(tmp_path)
+    table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == 9
+    assert set(table.column("engine").to_pylist()) == {"custom", "programmable"}

@@ -605,7 +605,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
 @click.option("--limit", type=click.IntRange(1), default=None,
               help="Compute at most this many new points (the rest stays for a later run).")
 @click.option("--report/--no-report", "make_report", default=True, show_default=True,
-              help="Write OUTPUT_DIR/report/ (plots and summary) at the end.")
+              help="Write OUTPUT_DIR/_report/ (plots and summary) at the end.")
 def sweep_command(spec_path, output_dir, master, retry_failed, limit, make_report):
     """Evaluate the design points of SPEC.yaml on Spark; save a Parquet row per point.
 

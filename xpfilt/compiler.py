@@ -90,7 +90,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Node:
-    tag: int                     # cluster-local tag id, 0 for '*'
+    tag: int                     # tag id in the plan's dictionary (global), 0 for '*'
     source: Source
     column: int = -1             # -1: the node has no column
 

@@ -1,7 +1,8 @@
 """``xpfilt report OUT/``: a sweep's rows turned into plots and a summary a person can read.
 
 :func:`write_report` reads the rows of a sweep folder (:class:`xpfilt.sweep_store.SweepStore`)
-and writes into ``OUT/report/`` (or another folder):
+and writes into ``OUT/_report/`` (or another folder; the ``_`` makes Parquet readers --
+pyarrow.dataset, Spark -- skip it, so OUT still reads as one table):
 
 * ``fmax_vs_cluster_size.png`` -- Fmax against cluster size, a line per engine / depth / device
   (the paper's Fig. 9);
@@ -30,7 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-__all__ = ["write_report", "Report"]
+__all__ = ["write_report", "Report", "REPORT_FOLDER"]
+
+#: The report's folder inside a sweep's output folder (Parquet readers skip ``_`` folders).
+REPORT_FOLDER = "_report"
 
 POINT_FIELDS = ("engine", "device", "queries", "depth", "p_wildcard", "p_descendant",
                 "cluster_size", "opt_last", "opt_root", "opt_share", "prefix_sharing",
@@ -140,7 +144,7 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
     if not rows:
         raise FileNotFoundError(f"{sweep_dir}: no sweep rows (engine=*/device=*/*.parquet) "
                                 "here; run `xpfilt sweep SPEC.yaml -o DIR` first")
-    folder = Path(folder) if folder else Path(sweep_dir) / "report"
+    folder = Path(folder) if folder else Path(sweep_dir) / REPORT_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     report = Report(folder, rows=len(rows))
     ok = [r for r in rows if r["status"] == "ok"]
