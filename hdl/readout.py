@@ -201,7 +201,6 @@ class SparseReadout(wiring.Component):
         shadow = [Signal(size, name=f"shadow_{k}") for k in range(n)]
         nonempty = Signal(n)
         header = Signal()          # the header beat waits
-        header_last = Signal()     # ... and is the document's only beat (no flag set)
         doc = Signal(DOC_WIDTH)
         started = Signal()
         errors = Signal(ErrorFlags)
@@ -231,7 +230,11 @@ class SparseReadout(wiring.Component):
         low_bit = Signal(size)
         rest = Signal(size)
         m.d.comb += [low_bit.eq(_lowest(cur)), rest.eq(cur & ~low_bit)]
-        more = (nonempty != 0) | sel_valid | queue.r_rdy
+        more = Signal()            # chunks with set flags not yet in the bit stage
+        m.d.comb += more.eq((nonempty != 0) | sel_valid | queue.r_rdy)
+        # While the header waits no id has been sent, so every set flag is still in a chunk
+        # somewhere in the scan: the header is the document's only beat when none is.
+        header_last = ~more & (cur == 0)
         position = Cat(_encode(low_bit, bit_bits), cur_index) if bit_bits else cur_index
         payload = self.out.payload
         m.d.comb += [
@@ -261,7 +264,6 @@ class SparseReadout(wiring.Component):
             m.d.sync += [
                 nonempty.eq(Cat(*(chunk.any() for chunk in incoming))),
                 header.eq(1),
-                header_last.eq(~self.flags.any()),
                 errors.eq(self.errors),
                 doc.eq(doc + started),
                 started.eq(1),
