@@ -9,7 +9,9 @@ from pathlib import Path
 
 import click
 
-from xpfilt.cli import compile_options, document_paths, hardware_queries, options_from
+from xpfilt.cli import (compile_options, document_paths, options_from, read_hardware_queries,
+                        read_queries, spec_from_options)
+from xpfilt.compiler import hardware_queries
 from xpfilt.synth import ToolError
 
 __all__ = ["build_command", "host_command", "sim_board_command"]
@@ -47,21 +49,15 @@ def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, 
 
     log = lambda message: click.echo(message, err=True)   # noqa: E731
     if mode == "programmable":
-        from xpfilt.programmable import HardwareSpec
         if queries_path:
             raise click.UsageError("--mode programmable takes no --queries: load them on the "
                                    "board with `xpfilt host --queries`")
-        try:
-            spec = HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
-                                max_depth=kwargs["max_depth"], max_name=max_name,
-                                readout=kwargs["readout"])
-        except ValueError as exc:
-            raise click.ClickException(str(exc))
+        spec = spec_from_options(clusters, columns, max_tag_len, max_name, kwargs)
         return programmable_design(spec, log=log), False
     if not queries_path:
         raise click.UsageError("--mode custom needs --queries QUERIES")
     options = options_from(kwargs)
-    queries, skipped = hardware_queries(queries_path, max_name)
+    queries, skipped = read_hardware_queries(queries_path, max_name)
     try:
         return custom_design(queries, options, max_name=max_name, log=log), skipped
     except (UnsupportedQueryError, ToolError) as exc:
@@ -151,7 +147,6 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
     """
     from xpfilt.engines import filter_batch
     from xpfilt.results import format_tsv_line
-    from xpfilt.xpath import load_queries
 
     from .host import DEFAULT_BAUD, BoardDesign, BoardLink, open_board_engine
     from .protocol import LinkError
@@ -167,14 +162,9 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
         design = BoardDesign.load(build_dir) if build_dir else None
         queries = None
         if queries_path:
-            loaded = load_queries(queries_path)
-            for error in loaded.errors:
-                warn(f"{queries_path}: line {error.number}: skipped: {error}")
-            queries = [q for q in loaded.queries if not q.has_predicates]
-            for q in loaded.queries:
-                if q.has_predicates:
-                    warn(f"{queries_path}: skipped: query {q.number} ({q}): the board engine "
-                         "does not support value predicates yet")
+            queries, skipped = read_queries(queries_path,
+                                            refuse=lambda qs: hardware_queries(qs, None))
+            failed |= skipped
         rate = baud or (design.baud if design else DEFAULT_BAUD)
         with BoardLink.open(url, baud=rate, timeout=timeout) as link:
             engine = open_board_engine(link, design, queries=queries, config_path=config_path,

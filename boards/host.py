@@ -26,7 +26,7 @@ from typing import Optional, Sequence, Union
 from xpfilt.compiler import Plan
 from xpfilt.events import Document, DocumentError, utf8_document
 from xpfilt.model.engine import answer_positions, readout_positions
-from xpfilt.programmable import Configuration, HardwareSpec
+from xpfilt.programmable import Configuration, HardwareSpec, read_readout_map
 from xpfilt.readout import DocumentReadout
 from xpfilt.xpath import Query, parse_query
 
@@ -34,7 +34,7 @@ from .protocol import (PROTOCOL_VERSION, BoardStatus, Command, Frame, FrameReade
                        Mode, Response, decode_matches, decode_readout, encode_frame)
 
 __all__ = ["BoardLink", "BoardDesign", "BoardEngine", "plan_identity", "DEFAULT_BAUD",
-           "open_board_engine", "plan_queries", "compare_with_plan", "configuration_map"]
+           "open_board_engine", "plan_queries", "compare_with_plan"]
 
 DEFAULT_BAUD = 115_200
 #: How each kind of readout frame is decoded (serial bitmap or sparse positions).
@@ -250,24 +250,6 @@ def compare_with_plan(plan: Plan, queries: Sequence[Query]) -> list[str]:
     return problems
 
 
-def configuration_map(path: Path) -> list[tuple[int, int]]:
-    """(readout bit, query number) pairs from ``config.bin.map.tsv`` (``xpfilt configure``)."""
-    pairs = []
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise LinkError(f"{path} must be the readout map `xpfilt configure` writes beside the "
-                        f"stream, not missing: {exc.strerror or exc}") from None
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        try:
-            number, bit = (int(x) for x in line.split("\t"))
-        except ValueError:
-            raise LinkError(f"{path}: line {line_number} must be 'query number<TAB>readout "
-                            f"bit', not {line!r}") from None
-        pairs.append((bit, number))
-    return pairs
-
-
 def configuration_pairs(configuration: Configuration) -> list[tuple[int, int]]:
     return [(bit, number) for number, bit in configuration.readout_bit.items()]
 
@@ -308,7 +290,10 @@ def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,
                         f"{status.mode}")
     if config_path is not None:
         stream = Path(config_path).read_bytes()
-        pairs = configuration_map(Path(f"{config_path}.map.tsv"))
+        try:
+            pairs = read_readout_map(config_path)
+        except ValueError as exc:
+            raise LinkError(str(exc)) from None
         if queries is None:
             queries = [Query((), number) for _, number in sorted(pairs, key=lambda p: p[1])]
     elif queries is not None:

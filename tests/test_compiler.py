@@ -81,7 +81,7 @@ def test_predicates_are_refused_with_the_query_named():
         compile_queries(queries)
     assert str(info.value) == (
         "hardware engines support path queries without predicates, not query 2 (/a[@x=1]/b) "
-        "(value predicates are not supported yet)")
+        "(value predicates are not supported by the hardware engines yet)")
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -198,27 +198,17 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     """
     from .compiler import MAX_NAME
     from .engines import filter_batch, make_engine, split_supported
-    from .fast import gc_paused
     from .results import format_tsv_line
-    from .xpath import load_queries
 
     options = options_from(kwargs)
-    with gc_paused():       # about 10 objects per query, none in a cycle
-        loaded = load_queries(queries_path)
-    failed = False
-    for error in loaded.errors:
-        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
-        failed = True
+    max_name = None if mode == "programmable" else MAX_NAME
+    queries, failed = read_queries(
+        queries_path, refuse=lambda qs: split_supported(engine, qs, max_name=max_name))
     spark_options = dict(batch_size=batch_size, column=column, name_column=name_column,
                          query_shards=query_shards)
     if spark or spark_out or master or column or name_column or query_shards:
         _filter_on_spark(queries_path, engine, documents, spark, master, spark_out,
                          spark_options, failed)
-    queries, refused = split_supported(engine, loaded.queries,
-                                       max_name=None if mode == "programmable" else MAX_NAME)
-    for message in refused:
-        click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
-        failed = True
     if engine == "model" and mode == "programmable":
         from .model.programmable import ProgrammableModelEngine
         filt = ProgrammableModelEngine(queries, _load_hardware(hw_dir))
@@ -304,22 +294,16 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     from .build import build_programmable, compile_to_directory
 
     if mode == "programmable":
-        from .programmable import HardwareSpec
         if queries_path:
             raise click.UsageError("--mode programmable takes no QUERIES: load them with "
                                    "`xpfilt configure QUERIES --hw DIR`")
-        try:
-            spec = HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
-                                max_depth=kwargs["max_depth"], max_name=max_name,
-                                readout=kwargs["readout"])
-        except ValueError as exc:
-            raise click.ClickException(str(exc))
+        spec = spec_from_options(clusters, columns, max_tag_len, max_name, kwargs)
         click.echo(build_programmable(spec, output_dir, log=lambda m: click.echo(m, err=True)))
         return
     if not queries_path:
         raise click.UsageError("--mode custom needs QUERIES")
     options = options_from(kwargs)
-    queries, skipped = hardware_queries(queries_path, max_name)
+    queries, skipped = read_hardware_queries(queries_path, max_name)
     from .compiler import UnsupportedQueryError
     try:
         report = compile_to_directory(queries, options, output_dir, max_name=max_name,
@@ -331,21 +315,45 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
         sys.exit(1)
 
 
-def hardware_queries(queries_path, max_name):
-    """The queries of QUERIES a custom engine with ``max_name`` can take, after reporting each
-    line and query it cannot; whether any was skipped. No query left is an error."""
-    from .compiler import refuse_long_names
+def read_queries(queries_path, refuse=None):
+    """The queries of the file QUERIES. Each line that is not a query, and each query
+    ``refuse`` (queries -> (kept queries, messages)) turns away, is reported on standard error
+    (``xpfilt: QUERIES: ... skipped: ...``) and left out. Returns (queries, whether any was
+    left out)."""
+    from .fast import gc_paused
     from .xpath import load_queries
 
-    loaded = load_queries(queries_path)
+    with gc_paused():       # about 10 objects per query, none in a cycle
+        loaded = load_queries(queries_path)
     for error in loaded.errors:
         click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
-    queries, too_long = refuse_long_names(loaded.queries, max_name)
-    for message in too_long:
+    queries, refused = refuse(loaded.queries) if refuse else (list(loaded.queries), [])
+    for message in refused:
         click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
+    return queries, bool(loaded.errors or refused)
+
+
+def read_hardware_queries(queries_path, max_name):
+    """:func:`read_queries` for a custom engine whose front end takes names of ``max_name``
+    bytes. No query left is an error."""
+    from .compiler import hardware_queries as supported
+
+    queries, skipped = read_queries(queries_path, lambda qs: supported(qs, max_name))
     if not queries:
         raise click.ClickException(f"{queries_path}: no query left to build hardware for")
-    return queries, bool(loaded.errors or too_long)
+    return queries, skipped
+
+
+def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
+    """The programmable hardware the command-line options describe (``kwargs``: the compile
+    options' values)."""
+    from .programmable import HardwareSpec
+    try:
+        return HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
+                            max_depth=kwargs["max_depth"], max_name=max_name,
+                            readout=kwargs["readout"])
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
 
 
 def _load_hardware(hw_dir):
@@ -376,20 +384,15 @@ def configure_command(queries_path, hw_dir, output):
     import time as _time
 
     from .programmable import configure
-    from .xpath import load_queries
 
     spec = _load_hardware(hw_dir)
-    loaded = load_queries(queries_path)
-    failed = bool(loaded.errors)
-    for error in loaded.errors:
-        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
+    queries, failed = read_queries(queries_path)
     start = _time.perf_counter()
-    configuration = configure(loaded.queries, spec)
+    configuration = configure(queries, spec)
     stream = configuration.stream()
     elapsed = _time.perf_counter() - start
     Path(output).write_bytes(stream)
-    Path(f"{output}.map.tsv").write_text("".join(
-        f"{number}\t{bit}\n" for number, bit in sorted(configuration.readout_bit.items())))
+    configuration.write_readout_map(output)
     if configuration.rejected:
         click.echo(f"xpfilt: {configuration.summary()}", err=True)
         failed = True

@@ -41,7 +41,7 @@ from .xpath import Axis, Query
 
 __all__ = ["CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
-           "refuse_long_names"]
+           "hardware_queries", "PREDICATES_REFUSED"]
 
 PLAN_VERSION = 2
 #: Longest element name (bytes) the front end accepts unless told otherwise (``--max-name``).
@@ -151,14 +151,22 @@ class Plan:
             tuple(QueryPlan(**q) for q in c["queries"]))
 
 
-def refuse_long_names(queries: Sequence[Query], max_name: int = MAX_NAME
-                      ) -> tuple[list[Query], list[str]]:
-    """The queries whose every name fits the front end's ``max_name`` bytes, and a message for
-    each other one (its name could never be decoded, so the query could never match)."""
+#: Why the hardware engines refuse a query with value predicates (the one wording).
+PREDICATES_REFUSED = "value predicates are not supported by the hardware engines yet"
+
+
+def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAME
+                     ) -> tuple[list[Query], list[str]]:
+    """The queries a hardware engine can take, and a message for each other one: a query with
+    value predicates (:data:`PREDICATES_REFUSED`), or one with a name longer than the front
+    end's ``max_name`` bytes (it could never be decoded, so never match; None: not checked)."""
     ok, refused = [], []
     for q in queries:
-        long_names = [s.name for s in q.steps if len(s.name.encode()) > max_name]
-        if long_names:
+        long_names = [s.name for s in q.steps
+                      if max_name is not None and len(s.name.encode()) > max_name]
+        if q.has_predicates:
+            refused.append(f"query {q.number} ({q}): {PREDICATES_REFUSED}")
+        elif long_names:
             refused.append(f"query {q.number} ({q}): tag {long_names[0]!r} is longer than the "
                            f"hardware's max name {max_name}")
         else:
@@ -175,7 +183,7 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         raise UnsupportedQueryError(
             f"hardware engines support path queries without predicates, not query {listing}{more}"
-            " (value predicates are not supported yet)")
+            f" ({PREDICATES_REFUSED})")
     size = options.cluster_size
     if size is None:
         size = 256 if all(len(q) <= 4 for q in queries) else 128

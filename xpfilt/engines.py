@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Optional, Protocol, Sequence, Union
 
-from .compiler import MAX_NAME, refuse_long_names
+from .compiler import MAX_NAME, hardware_queries
 from .events import Document, DocumentError, utf8_document
 from .fast import FastFilter
 from .lxml_filter import LxmlFilter
@@ -56,12 +56,7 @@ def split_supported(name: str, queries: Sequence[Query], max_name: Optional[int]
     ``max_name``: the longest name a hardware engine decodes (None: not checked here)."""
     if name not in HARDWARE_ENGINES:
         return list(queries), []
-    ok = [q for q in queries if not q.has_predicates]
-    refused = [f"query {q.number} ({q}): the {name} engine does not support value predicates yet"
-               for q in queries if q.has_predicates]
-    if max_name is not None:
-        ok, too_long = refuse_long_names(ok, max_name)
-        refused += too_long
+    ok, refused = hardware_queries(queries, max_name)
     return ok, refused
 
 

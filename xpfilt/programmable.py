@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from .compiler import DEEPEST
+from .compiler import PREDICATES_REFUSED
 from .readout import check_readout
 from .xpath import Axis, Query
 
@@ -182,6 +183,12 @@ class Configuration:
                          f"(the hardware has {self.spec.clusters * self.spec.columns})")
         return "\n".join(lines)
 
+    def write_readout_map(self, stream_path) -> None:
+        """Write ``STREAM.map.tsv`` beside a stream: ``query number<TAB>readout bit`` lines
+        (:func:`read_readout_map` reads them)."""
+        readout_map_path(stream_path).write_text("".join(
+            f"{number}\t{bit}\n" for number, bit in sorted(self.readout_bit.items())))
+
     def stream(self) -> bytes:
         """The configuration stream (header, payload, CRC) as bytes, LSB first."""
         spec = self.spec
@@ -223,8 +230,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     for q in queries:
         long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
         if q.has_predicates:
-            rejected.append((q.number, f"query {q.number} ({q}): value predicates are not "
-                                       "supported yet"))
+            rejected.append((q.number, f"query {q.number} ({q}): {PREDICATES_REFUSED}"))
         elif long_tags:
             rejected.append((q.number, f"query {q.number} ({q}): tag {long_tags[0]!r} is "
                                        f"longer than the hardware's max tag length "
@@ -265,3 +271,29 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     if strict and rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config
+
+
+def readout_map_path(stream_path) -> "Path":
+    """Where the readout map of the configuration stream ``stream_path`` lives."""
+    from pathlib import Path
+    return Path(f"{stream_path}.map.tsv")
+
+
+def read_readout_map(stream_path) -> list[tuple[int, int]]:
+    """(readout bit, query number) pairs of the stream ``stream_path``'s readout map (see
+    :meth:`Configuration.write_readout_map`); ValueError naming the file and line."""
+    path = readout_map_path(stream_path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(f"{path} must be the readout map `xpfilt configure` writes beside the "
+                         f"stream, not missing: {exc.strerror or exc}") from None
+    pairs = []
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        try:
+            number, bit = (int(x) for x in line.split("\t"))
+        except ValueError:
+            raise ValueError(f"{path}: line {line_number} must be 'query number<TAB>readout "
+                             f"bit', not {line!r}") from None
+        pairs.append((bit, number))
+    return pairs

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .compiler import CompileOptions, compile_queries, refuse_long_names
+from .compiler import CompileOptions, compile_queries, hardware_queries
 from .events import Document, DocumentError, load_documents, utf8_document
 from .programmable import HardwareSpec
 from .xpath import Query, load_queries, read_query_file
@@ -183,16 +183,8 @@ def _load_queries(source, max_name: Optional[int] = None
         label = "<queries>"
     loaded = load_queries(lines)
     skipped = [f"{label}: line {e.number}: {e}" for e in loaded.errors]
-    queries = []
-    for query in loaded.queries:
-        if query.has_predicates:
-            skipped.append(f"{label}: query {query.number} ({query}): value predicates are not "
-                           f"supported by the hardware engines")
-        else:
-            queries.append(query)
-    if max_name is not None:
-        queries, too_long = refuse_long_names(queries, max_name)
-        skipped += [f"{label}: {message}" for message in too_long]
+    queries, refused = hardware_queries(loaded.queries, max_name)
+    skipped += [f"{label}: {message}" for message in refused]
     return queries, skipped, lines
 
 
