@@ -118,7 +118,10 @@ def _offset(data: bytes, exc: MalformedDocumentError) -> int:
     breaks = [m.end() for m in re.finditer(rb"\r\n|\r|\n", data)]   # expat's line ends
     if 1 < exc.line <= len(breaks) + 1:
         line_start = breaks[exc.line - 2]
-    return min(len(data), line_start + max(exc.column - 1, 0))
+    # expat counts columns in characters: walk them in UTF-8 (a bad byte is one character)
+    line = data[line_start:line_start + 1_000_000]
+    text = line.decode("utf-8", "surrogateescape")[:max(exc.column - 1, 0)]
+    return min(len(data), line_start + len(text.encode("utf-8", "surrogateescape")))
 
 
 _DIGITS = re.compile(r"\d+")
