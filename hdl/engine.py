@@ -11,7 +11,9 @@ queries first) and shifted out while the next document streams in.
 Flow control: at most one document end may wait for the readout. ``bytes_in.ready`` drops while
 a document end is in flight (accepted, not yet captured) and either the readout is busy or a
 second document end is in flight too; so the input runs at one byte per cycle whenever documents
-are longer than the readout, and every document, however short, gets exactly one readout.
+are longer than the readout plus the pipeline (``2 + LATENCY + distribution_depth(clusters)``
+cycles from a byte to the clusters, then one to capture), and every document, however short,
+gets exactly one readout.
 """
 
 
@@ -125,8 +127,10 @@ class EngineFrame:
     clusters' match flags at a document end (in cluster order) and the serial readout.
 
     ``bytes_in.ready`` is 1 when no document end is in flight (accepted, not yet captured), or
-    exactly one is and the readout is free (so that end will be captured when it reaches the
-    clusters), and ``hold`` is 0. Hence at most two document ends are in flight and at most one
+    exactly one is and the readout is free (``busy`` is 0: so that end will be captured when it
+    reaches the clusters), and ``hold`` is 0. ``busy`` comes from registers only: the readout's
+    busy one cycle late, or a load of the readout this cycle or the last; it is never 0 while
+    the readout is busy. Hence at most two document ends are in flight and at most one
     waits (``waiting``) for a busy readout: none can merge with another.
     ``drained``: every accepted document end has reached the clusters (a configuration may
     change between documents).
