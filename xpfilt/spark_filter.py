@@ -258,7 +258,8 @@ class SparkFilterSummary:
     """What a run did: documents and batches in all, batches already in ``OUT`` (skipped),
     batches computed now, query shards and tasks run; documents answered and documents with an
     error (all of the run's documents, whether computed now or before); engines the tasks built
-    (a worker keeps its engine for the next task of the same shard) and their build time."""
+    (a worker keeps its engine for the next task of the same shard), their build time, and the
+    CPU time of the tasks (in the workers: building, reading and filtering)."""
     documents: int = 0
     batches: int = 0
     skipped: int = 0
@@ -267,14 +268,16 @@ class SparkFilterSummary:
     tasks: int = 0
     builds: int = 0
     build_s: float = 0.0
+    task_cpu_s: float = 0.0
     answered: int = 0
     errors: list = field(default_factory=list)      # (document, error)
     failed: list = field(default_factory=list)      # (first path, status, reason) per task
     wall_s: float = 0.0
 
     def line(self) -> str:
-        shards = (f", {self.shards} query shards: {self.tasks} tasks, {self.builds} engines "
-                  f"built" if self.shards > 1 else "")
+        shards = (f", {self.shards} query shards: {self.tasks} tasks" if self.shards > 1
+                  else "") + (f", {self.builds} engines built in {self.build_s:.1f} s, "
+                              f"tasks' CPU {self.task_cpu_s:.1f} s")
         return (f"{self.documents} documents in {self.batches} batches ({self.skipped} already "
                 f"done, {self.computed} computed in {self.wall_s:.1f} s{shards}): "
                 f"{self.answered} documents answered, {len(self.errors)} with an error"
@@ -328,12 +331,17 @@ class _FilterTask:
         self.broadcast, self.engine, self.identity = broadcast, engine, identity
         self.column, self.name_column = column, name_column
 
-    def __call__(self, task: tuple[_Batch, int]) -> tuple[str, int, list[dict], Optional[float]]:
+    def __call__(self, task: tuple[_Batch, int]) -> tuple:
+        """(batch key, shard, rows, engine build seconds or None, CPU seconds)"""
+        cpu = time.process_time()
+        key, shard, rows, built = self._filter(*task)
+        return key, shard, rows, built, time.process_time() - cpu
+
+    def _filter(self, batch: _Batch, shard: int) -> tuple:
         from .engines import filter_batch, make_engine
         from .fast import gc_paused
         from .xpath import load_queries
 
-        batch, shard = task
         lines, shards = self.broadcast.value
         # the query file's digest, the engine, the shard of how many (a shard's queries follow)
         cache_key = f"{self.identity.strip()} {shard}/{1 if shards is None else len(shards)}"
@@ -490,7 +498,8 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
                     summary.failed.append((outcome.item[0].source[0], outcome.status,
                                            outcome.reason))
                     continue
-                key, shard, rows, built = outcome.value
+                key, shard, rows, built, cpu = outcome.value
+                summary.task_cpu_s += cpu
                 if built is not None:
                     summary.builds += 1
                     summary.build_s += built
