@@ -32,6 +32,7 @@ from xpfilt.reference import ReferenceFilter
 from xpfilt.xpath import Query
 
 __all__ = ["BeatCodec", "SERIAL", "BYTE_FIELDS", "encode_beat", "decode_beat", "byte_payload",
+           "describe_cycle",
            "Trace", "Expectation", "expectation", "compare_with_model", "score_documents",
            "FAULTS", "error_names", "reference_for", "with_reference_fault"]
 
@@ -61,6 +62,15 @@ class BeatCodec:
     def decode(self, value: int):
         return self.beat_type(*((value >> self.fields[name][0]) & ((1 << self.fields[name][1]) - 1)
                                 for name in self.beat_type._fields))
+
+    def expected(self, beat, faulty: bool) -> tuple[int, object, bool]:
+        """What the port must show for the model's ``beat`` (None: -1, no beat) with the
+        ``model`` fault still to be planted when ``faulty``: (value, beat, still faulty)."""
+        if beat is None:
+            return -1, None, faulty
+        if faulty and self.with_fault(beat) != beat:
+            beat, faulty = self.with_fault(beat), False
+        return self.encode(beat), beat, faulty
 
     def with_fault(self, beat):
         """The ``model`` fault: document 0's first beat changed (a readout bit flipped, or for
@@ -152,29 +162,31 @@ def compare_with_model(plan: Plan, trace: Trace, *, max_name: int = 32,
             trace.valid, trace.payload, trace.out_ready, trace.ready, trace.beat)):
         m_ready, m_beat = step(valid, (payload >> _DATA_SHIFT) & data_mask,
                                bool(payload & last_mask), out_ready)
-        if m_beat is None:
-            expected = -1
-        else:
-            if faulty and codec.with_fault(m_beat) != m_beat:
-                m_beat, faulty = codec.with_fault(m_beat), False
-            expected = codec.encode(m_beat)
+        expected, m_beat, faulty = codec.expected(m_beat, faulty)
         if m_ready != ready or expected != beat:
             bad += 1
             if first is None:
-                rtl_beat = None if beat < 0 else codec.decode(beat)
-                doc = (m_beat.doc if m_beat is not None else
-                       rtl_beat.doc if rtl_beat is not None else None)
-                first = {
-                    "cycle": c,
-                    "document": trace.document_at(c) if doc is None else doc,
-                    "rtl": {"ready": bool(ready),
-                            "beat": None if rtl_beat is None else rtl_beat._asdict()},
-                    "model": {"ready": bool(m_ready),
-                              "beat": None if m_beat is None else m_beat._asdict()},
-                    "inputs": {"valid": bool(valid), "data": (payload >> _DATA_SHIFT) & data_mask,
-                               "last": bool(payload & last_mask), "out_ready": bool(out_ready)},
-                }
+                first = describe_cycle(c, trace, codec, ready, beat, m_ready, m_beat,
+                                       valid, payload, out_ready)
     return {"cycles": len(trace), "mismatching_cycles": bad, "first": first}
+
+
+def describe_cycle(cycle: int, trace: Trace, codec: BeatCodec, ready, beat: int, m_ready,
+                   m_beat, valid, payload: int, out_ready) -> dict:
+    """A cycle where the RTL and the model differ: both sides' ``ready`` and beat (decoded),
+    the inputs, and the document in flight."""
+    rtl_beat = None if beat < 0 else codec.decode(beat)
+    doc = (m_beat.doc if m_beat is not None else
+           rtl_beat.doc if rtl_beat is not None else None)
+    return {
+        "cycle": cycle,
+        "document": trace.document_at(cycle) if doc is None else doc,
+        "rtl": {"ready": bool(ready), "beat": None if rtl_beat is None else rtl_beat._asdict()},
+        "model": {"ready": bool(m_ready), "beat": None if m_beat is None else m_beat._asdict()},
+        "inputs": {"valid": bool(valid),
+                   "data": (payload >> _DATA_SHIFT) & ((1 << BYTE_FIELDS["data"][1]) - 1),
+                   "last": bool(payload >> _LAST_SHIFT & 1), "out_ready": bool(out_ready)},
+    }
 
 
 @dataclass(frozen=True)

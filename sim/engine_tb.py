@@ -181,14 +181,8 @@ async def engine_matches_model_and_reference(dut):
     names = [name for name, _ in config.documents]
     documents = [Path(path).read_bytes() for _, path in config.documents]
 
-    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
-    driver = Driver(dut, documents, config.seed, config.p_valid)
     codec = BeatCodec.for_plan(plan)
-    monitor = Monitor(dut, config.seed, config.p_ready, codec.last_mask)
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 2)
-    await FallingEdge(dut.clk)
-    dut.rst.value = 0
+    driver, monitor = await start_engine(dut, config, documents, codec)
 
     trace = Trace()
     start = time.perf_counter()
@@ -206,15 +200,35 @@ async def engine_matches_model_and_reference(dut):
     results, mismatches = score_documents(plan, names, expected, trace.transferred(codec))
     check_time = time.perf_counter() - start
     mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
+    finish_run(dut, config, trace, cycles, len(driver.stream), sim_time, check_time, results,
+               mismatches)
+
+
+async def start_engine(dut, config, documents, codec) -> tuple["Driver", "Monitor"]:
+    """Start the clock, make the driver (``documents``) and the monitor, and reset."""
+    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
+    driver = Driver(dut, documents, config.seed, config.p_valid)
+    monitor = Monitor(dut, config.seed, config.p_ready, codec.last_mask)
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 2)
+    await FallingEdge(dut.clk)
+    dut.rst.value = 0
+    return driver, monitor
+
+
+def finish_run(dut, config, trace, cycles: dict, accepted: int, sim_time: float,
+               check_time: float, results: list, mismatches: list, **extra) -> None:
+    """Write the run's report (``extra``: more fields) and fail the test on any mismatch."""
     report = {
         "cycles": len(trace),
-        "bytes": len(driver.stream),
+        "bytes": accepted,
         "sim_time": sim_time,
         "check_time": check_time,
         "mismatching_cycles": cycles["mismatching_cycles"],
         # backpressure that happened: a byte offered but refused / a beat shown but not taken
         "input_stalls": sum(1 for v, r in zip(trace.valid, trace.ready) if v and not r),
         "readout_stalls": sum(1 for b, r in zip(trace.beat, trace.out_ready) if b >= 0 and not r),
+        **extra,
         "documents": results,
         "mismatches": mismatches,
     }

@@ -26,7 +26,7 @@ from hdl.programmable import ConfigBit, ConfigStatus
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec
 
-from .checker import (BYTE_FIELDS, BeatCodec, Expectation, Trace,
+from .checker import (BYTE_FIELDS, BeatCodec, Expectation, Trace, describe_cycle,
                       score_documents)
 
 __all__ = ["STATUS_FIELDS", "CONFIG_FIELDS", "encode_status", "decode_status",
@@ -106,35 +106,18 @@ def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
         if bump_status and m_status["generation"] == 1:
             m_status = dict(m_status, generation=2)
             bump_status = False
-        if m_beat is None:
-            expected = -1
-        else:
-            if faulty and codec.with_fault(m_beat) != m_beat:
-                m_beat, faulty = codec.with_fault(m_beat), False
-            expected = codec.encode(m_beat)
+        expected, m_beat, faulty = codec.expected(m_beat, faulty)
         m_status_value = encode_status(m_status)
         if (m_ready != ready or expected != beat or bool(m_cfg_ready) != bool(c_ready)
                 or m_status_value != status):
             bad += 1
             if first is None:
-                rtl_beat = None if beat < 0 else codec.decode(beat)
-                doc = (m_beat.doc if m_beat is not None else
-                       rtl_beat.doc if rtl_beat is not None else None)
-                first = {
-                    "cycle": c,
-                    "document": trace.document_at(c) if doc is None else doc,
-                    "rtl": {"ready": bool(ready),
-                            "beat": None if rtl_beat is None else rtl_beat._asdict(),
-                            "config_ready": bool(c_ready), "status": decode_status(status)},
-                    "model": {"ready": bool(m_ready),
-                              "beat": None if m_beat is None else m_beat._asdict(),
-                              "config_ready": bool(m_cfg_ready), "status": m_status},
-                    "inputs": {"valid": bool(valid), "data": (payload >> _DATA_SHIFT) & data_mask,
-                               "last": bool(payload >> _LAST_SHIFT & 1),
-                               "out_ready": bool(out_ready), "config_valid": bool(cv),
-                               "config_bit": cp >> _CFG_BIT & 1,
-                               "config_last": bool(cp >> _CFG_LAST & 1)},
-                }
+                first = describe_cycle(c, trace, codec, ready, beat, m_ready, m_beat, valid,
+                                       payload, out_ready)
+                first["rtl"].update(config_ready=bool(c_ready), status=decode_status(status))
+                first["model"].update(config_ready=bool(m_cfg_ready), status=m_status)
+                first["inputs"].update(config_valid=bool(cv), config_bit=cp >> _CFG_BIT & 1,
+                                       config_last=bool(cp >> _CFG_LAST & 1))
     return {"cycles": len(trace), "mismatching_cycles": bad, "first": first}
 
 

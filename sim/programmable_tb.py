@@ -26,18 +26,17 @@ falling edge and the inputs of the same cycle written right after.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, Timer
+from cocotb.triggers import Timer
 
 from sim.checker import BeatCodec, byte_payload, expectation, reference_for, root_cause_first
 from sim.config import CONFIG_ENV, TbConfig
-from sim.engine_tb import _BLOCK, PERIOD_NS, Driver, Monitor, _Pattern, _reader
+from sim.engine_tb import (_BLOCK, Driver, Monitor, PERIOD_NS, _Pattern, _reader, finish_run,
+                           start_engine)
 from sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
                                       config_payload, decode_status, score_programmable,
                                       stream_bits)
@@ -190,15 +189,9 @@ async def programmable_engine_matches_model_and_reference(dut):
     documents = [Path(path).read_bytes() for _, path in config.documents]
     phases = _phases(items, documents)
 
-    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
-    driver = Driver(dut, [], config.seed, config.p_valid)
-    cfg = ConfigDriver(dut, config.seed, config.p_valid)
     codec = BeatCodec(ReadoutKind(spec.readout), spec.clusters * spec.columns)
-    monitor = Monitor(dut, config.seed, config.p_ready, codec.last_mask)
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 2)
-    await FallingEdge(dut.clk)
-    dut.rst.value = 0
+    cfg = ConfigDriver(dut, config.seed, config.p_valid)
+    driver, monitor = await start_engine(dut, config, [], codec)
 
     trace = ProgTrace()
     start = time.perf_counter()
@@ -284,23 +277,9 @@ async def programmable_engine_matches_model_and_reference(dut):
     mismatches.extend(doc_mismatches)
     check_time = time.perf_counter() - start
     mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
-    report = {
-        "cycles": len(trace),
-        "bytes": accepted,
-        "config_bits": sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and r),
-        "sim_time": sim_time,
-        "check_time": check_time,
-        "mismatching_cycles": cycles["mismatching_cycles"],
-        "input_stalls": sum(1 for v, r in zip(trace.valid, trace.ready) if v and not r),
-        "readout_stalls": sum(1 for b, r in zip(trace.beat, trace.out_ready) if b >= 0 and not r),
-        "config_stalls": sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and not r),
-        "streams": streams,
-        "final_status": decode_status(trace.status[-1]) if trace.status else None,
-        "documents": results,
-        "mismatches": mismatches,
-    }
-    Path(config.results).write_text(json.dumps(report, indent=1))
-    dut._log.info("%d cycles in %.2f s (%.0f cycles/s), checked in %.2f s: %d mismatches",
-                  len(trace), sim_time, len(trace) / max(sim_time, 1e-9), check_time,
-                  len(mismatches))
-    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[0]}"
+    finish_run(dut, config, trace, cycles, accepted, sim_time, check_time, results, mismatches,
+               config_bits=sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and r),
+               config_stalls=sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready)
+                                 if v and not r),
+               streams=streams,
+               final_status=decode_status(trace.status[-1]) if trace.status else None)

@@ -230,9 +230,12 @@ def edge_case_items(spec: HardwareSpec):
     HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8),
     HardwareSpec(clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32),
 ], ids=lambda s: f"k{s.clusters}-c{s.columns}-t{s.max_tag_len}-d{s.max_depth}-n{s.max_name}")
-def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec):
+@pytest.mark.parametrize("readout", ["serial", "sparse"])
+def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec, readout):
     """Issue 11, defect 3 (``max_tag_len`` 1 never matched in the RTL): every parameter at 1,
-    at powers of two, at odd sizes and at its maximum."""
+    at powers of two, at odd sizes and at its maximum, with either readout."""
+    from dataclasses import replace
+    spec = replace(spec, readout=readout)
     queries, docs = edge_case_items(spec)
     config = configure(queries, spec)
     result = compare_programmable(spec, [("config", config.stream()), *docs], seed=2,

@@ -147,28 +147,3 @@ def test_sparse_readout_keeps_one_byte_per_cycle_with_thousands_of_queries():
     assert stalls == 0
     readouts = run_documents(model, [doc])
     assert readouts[0].bits == 0b11 << 3000
-
-
-@pytest.mark.parametrize("spec", [
-    dict(clusters=1, columns=2, max_tag_len=1, max_depth=1, max_name=1),
-    dict(clusters=3, columns=6, max_tag_len=3, max_depth=3, max_name=5),
-    dict(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8),
-])
-def test_programmable_engine_with_sparse_readout(spec):
-    from xpfilt.programmable import HardwareSpec, configure
-
-    from .rtl_compare_programmable import compare_programmable
-    from .test_programmable import edge_case_items, readout_matches, reference_numbers
-    spec = HardwareSpec(**spec, readout="sparse")
-    queries, docs = edge_case_items(spec)
-    config = configure(queries, spec)
-    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=5,
-                                  p_valid=0.9, p_ready=0.7)
-    assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
-    assert len(readouts) == len(docs)
-    placed = [q for q in queries if q.number in config.readout_bit]
-    for doc, readout in zip(docs, readouts):
-        if not readout.errors:
-            assert readout_matches(config, readout.bits) == reference_numbers(placed, doc), doc
-    assert any(r.bits for r in readouts)

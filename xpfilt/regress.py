@@ -120,6 +120,21 @@ class RegressionSummary:
     #: programmable: (document name, label of the configuration that answered it) in order
     document_configurations: list[tuple] = field(default_factory=list)
 
+    @classmethod
+    def from_report(cls, report: dict, mismatches: list, design, **fields) -> "RegressionSummary":
+        """The summary of a testbench ``report`` (see :func:`sim.engine_tb.finish_run`) run on
+        the simulator build ``design``; ``fields``: the rest (simulator, queries, ...)."""
+        results = report["documents"]
+        return cls(
+            matches=sum(len(r["numbers"]) for r in results if r["numbers"]),
+            flagged=sum(1 for r in results if r["flags"]),
+            mismatches=len(mismatches), cycles=report["cycles"], bytes=report["bytes"],
+            wall_time=0.0, build_time=design.build_time, build_cached=design.cached,
+            sim_time=report["sim_time"], check_time=report["check_time"],
+            input_stalls=report["input_stalls"], readout_stalls=report["readout_stalls"],
+            mismatch_details=mismatches, answers={r["name"]: r["numbers"] for r in results},
+            design=design.directory, **fields)
+
     @property
     def ok(self) -> bool:
         return self.mismatches == 0
@@ -273,19 +288,11 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
         tb.write(run_dir / "config.json")
         log(f"simulating {len(documents)} documents on {config.simulator} ...")
         run, report, mismatches = _run_testbench(design, run_dir, documents[0][0])
-        answers = {r["name"]: r["numbers"] for r in report["documents"]}
-        summary = RegressionSummary(
-            simulator=config.simulator, documents=len(documents), queries=len(queries),
-            clusters=len(plan.clusters),
-            matches=sum(len(r["numbers"]) for r in report["documents"] if r["numbers"]),
-            flagged=sum(1 for r in report["documents"] if r["flags"]),
-            mismatches=len(mismatches), cycles=report["cycles"], bytes=report["bytes"],
-            wall_time=0.0, build_time=design.build_time, build_cached=design.cached,
-            verilog_time=verilog_time, sim_time=report["sim_time"],
-            check_time=report["check_time"], input_stalls=report["input_stalls"],
-            readout_stalls=report["readout_stalls"], skipped_queries=skipped_queries,
-            skipped_documents=skipped_documents, mismatch_details=mismatches, answers=answers,
-            design=design.directory)
+        summary = RegressionSummary.from_report(
+            report, mismatches, design, simulator=config.simulator, documents=len(documents),
+            queries=len(queries),
+            clusters=len(plan.clusters), verilog_time=verilog_time,
+            skipped_queries=skipped_queries, skipped_documents=skipped_documents)
         if mismatches and write_replay:
             summary.replay, summary.replay_reproduces = _write_replay(
                 config, query_lines, documents, mismatches, run, build_root, log)
@@ -506,20 +513,13 @@ def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
             f"{config.simulator} ...")
         run, report, mismatches = _run_testbench(design, run_dir, documents[0][0],
                                                  test_module="sim.programmable_tb")
-        summary = RegressionSummary(
-            simulator=config.simulator, documents=len(documents),
+        summary = RegressionSummary.from_report(
+            report, mismatches, design, simulator=config.simulator, documents=len(documents),
             queries=sum(len(c.readout_bit) for c in configurations), clusters=spec.clusters,
-            matches=sum(len(r["numbers"]) for r in report["documents"] if r["numbers"]),
-            flagged=sum(1 for r in report["documents"] if r["flags"]),
-            mismatches=len(mismatches), cycles=report["cycles"], bytes=report["bytes"],
-            wall_time=0.0, build_time=design.build_time, build_cached=design.cached,
-            verilog_time=verilog_time, sim_time=report["sim_time"],
-            check_time=report["check_time"], input_stalls=report["input_stalls"],
-            readout_stalls=report["readout_stalls"], skipped_queries=skipped_queries,
-            skipped_documents=skipped_documents, mismatch_details=mismatches,
-            answers={r["name"]: r["numbers"] for r in report["documents"]},
-            design=design.directory, mode="programmable", config_bits=report["config_bits"],
-            config_stalls=report["config_stalls"], streams=report["streams"],
+            verilog_time=verilog_time, skipped_queries=skipped_queries,
+            skipped_documents=skipped_documents, mode="programmable",
+            config_bits=report["config_bits"], config_stalls=report["config_stalls"],
+            streams=report["streams"],
             document_configurations=[(r["name"], r["configuration"])
                                      for r in report["documents"]])
         if mismatches and write_replay:
