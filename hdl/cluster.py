@@ -25,15 +25,27 @@ ERROR_WIDTH = ErrorFlags.as_shape().size
 
 
 def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
-    """``value`` registered, in one of four forms told apart by ``variant`` (0-3): bit 0 stores
-    the complement (power-up and reset value all ones, so the value read is still 0), bit 1
-    leaves out the synchronous reset. Synthesis merges flip-flops with the same input, type and
-    initial value, which would fold the copies of a distribution tree back into one register
-    driving every load; copies of one parent in different forms stay apart."""
-    mask = (1 << len(value)) - 1 if variant & 1 else 0
-    reg = Signal(len(value), init=mask, reset_less=bool(variant & 2), name=name)
-    m.d.sync += reg.eq(value ^ mask)
-    return reg ^ mask if mask else reg
+    """``value`` registered, in one of four forms told apart by ``variant`` (0-3): form 0 is a
+    plain register, form k > 0 loads only while ``on_k`` is 1, a flip-flop of a reset-less
+    chain (``on_1`` <= 1, ``on_k`` <= ``on_(k-1)``, all 0 at power-up) that is 1 from cycle k
+    on. Synthesis merges flip-flops with the same input, type, enable and initial value, which
+    would fold the copies of a distribution tree back into one register driving every load;
+    copies of one parent in different forms stay apart (no event reaches a copy in the first
+    cycles after power-up, so the forms behave alike)."""
+    reg = Signal(len(value), name=name)
+    if variant == 0:
+        m.d.sync += reg.eq(value)
+        return reg
+    chain = getattr(m, "_copy_enables", None)
+    if chain is None:
+        chain = m._copy_enables = []
+    while len(chain) < variant:
+        on = Signal(reset_less=True, name=f"copy_on_{len(chain) + 1}")
+        m.d.sync += on.eq(chain[-1] if chain else 1)
+        chain.append(on)
+    with m.If(chain[variant - 1]):
+        m.d.sync += reg.eq(value)
+    return reg
 
 
 def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int) -> wiring.Signature:
