@@ -231,7 +231,10 @@ def _read_table_batch(batch: _Batch, column: str, name_column: Optional[str]) ->
     with open(path, "rb") as stream:
         stream.seek(start)
         data = stream.read(end - start)
-    for row, line in enumerate(data.splitlines(), start=row):
+    lines = data.split(b"\n")          # as the driver counted them: at b"\n" only
+    if lines[-1] == b"":
+        lines.pop()
+    for row, line in enumerate(lines, start=row):
         if not line.strip():
             continue      # a blank line is no row
         name = f"{base}[{row}]"
