@@ -243,6 +243,6 @@ def run_documents(model: EngineModel, documents: Sequence[bytes]) -> list[Docume
             idle = 0
         else:
             idle += 1
-            if idle > 16:
+            if idle > 64 + model.tree_depth:     # the pipeline is ~10-20 cycles deep
                 raise RuntimeError("the engine model stopped producing readout beats")
     return collect_readout(beats, model.width)
