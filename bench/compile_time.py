@@ -17,7 +17,7 @@ from pathlib import Path
 from common import save
 
 from xpfilt import workloads
-from xpfilt.build import compile_to_directory
+from xpfilt.verilog import compile_to_directory
 from xpfilt.compiler import CompileOptions
 from xpfilt.paths import shared_data
 from xpfilt.xpath import load_queries

@@ -40,7 +40,7 @@ from common import RESULTS, save
 from resources import (CACHE, cache_key, log, run_cached, run_tool, source_digest, tool,
                        tool_version, yosys_synth)
 
-from xpfilt.build import TOP_NAME, emit_verilog
+from xpfilt.verilog import TOP_NAME, emit_verilog
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.synth import summarize_nextpnr_report as summarize_report
 from xpfilt.xpath import parse_query
@@ -203,7 +203,7 @@ def main() -> None:
              f"nextpnr report (ECP5: TRELLIS_COMB includes the LUTs of DPR16X4 RAMs; "
              f"TRELLIS_RAMW = RAM write-port slices). Cap {args.cap} s per tool run "
              f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
-             f"(hdl/*.py, xpfilt/compiler.py, build.py) digest {digest} (this run; each "
+             f"(hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest} (this run; each "
              f"row's own in 'RTL digest').")
     path = save("fmax", rows, [
         ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),

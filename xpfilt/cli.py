@@ -291,7 +291,7 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     """Generate hardware. Custom: compile QUERIES into plan.json, xpfilt_engine.v and
     report.md. Programmable: hardware.json, xpfilt_engine.v and report.md for any query set
     that fits."""
-    from .build import build_programmable, compile_to_directory
+    from .verilog import build_programmable, compile_to_directory
 
     if mode == "programmable":
         if queries_path:

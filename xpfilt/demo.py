@@ -120,7 +120,7 @@ def main(argv=None) -> int:
 
 
 def _custom_hardware(queries, docs, expected, out: Path) -> bool:
-    from .build import compile_to_directory
+    from .verilog import compile_to_directory
     from .compiler import CompileOptions, Plan
     from .model.engine import EngineModel, run_documents
 
@@ -152,7 +152,7 @@ def _custom_hardware(queries, docs, expected, out: Path) -> bool:
 
 
 def _programmable_hardware(data: Path, docs, out: Path) -> bool:
-    from .build import build_programmable
+    from .verilog import build_programmable
     from .model.programmable import ProgrammableModel, load_configuration
     from .model.engine import run_documents
     from .programmable import HardwareSpec, configure

@@ -257,7 +257,7 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
     from sim.config import TbConfig
     from sim.runner import build_design, default_build_root
 
-    from .build import emit_verilog
+    from .verilog import emit_verilog
 
     if config.mode == "programmable":
         return _run_programmable(config, log=log, write_replay=write_replay)
@@ -442,7 +442,7 @@ def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
     from sim.config import TbConfig
     from sim.runner import build_design, default_build_root
 
-    from .build import emit_programmable_verilog
+    from .verilog import emit_programmable_verilog
     from .programmable import configure
 
     wall = time.perf_counter()

@@ -123,7 +123,7 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
                    place_and_route: bool, timeout: Optional[float], target_mhz: float,
                    jobs: Optional[int]) -> None:
     from . import synth, workloads
-    from .build import TOP_NAME, emit_programmable_verilog, emit_verilog
+    from .verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
     from .compiler import CompileOptions, compile_queries
     from .model.engine import EngineModel, run_documents
     from .paths import shared_data
