@@ -58,6 +58,12 @@ ICE40_PARTS = [("iCE40UP5K-SG48", ["--up5k", "--package", "sg48"], 5280),
                ("iCE40HX8K-CT256", ["--hx8k", "--package", "ct256"], 7680)]
 ECP5_PART = ("LFE5U-85F-CABGA381", ["--85k", "--package", "CABGA381"])
 
+#: The same points before issue 13's timing work (RTL digest 1d5ed2cf6957, serial readout).
+BEFORE = ("Before issue 13's pipelining (digest 1d5ed2cf6957): ECP5-85F 95.5 / 89.0 / 93.9 MHz "
+          "at 64 / 256 / 1,024 queries (1,024: parser pos -> tag decoder -> global stack -> "
+          "malformed flag), iCE40 UP5K 25.9 / 24.9 MHz at 64 / 128, HX8K 65.7 MHz at 256 "
+          "(input byte -> name tap).")
+
 SYNTH = {"ecp5": "synth_ecp5 -top {top} -json synth.json",
          "ice40": "synth_ice40 -top {top} -json synth.json"}
 
@@ -204,7 +210,7 @@ def main() -> None:
              f"TRELLIS_RAMW = RAM write-port slices). Cap {args.cap} s per tool run "
              f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
              f"(hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest} (this run; each "
-             f"row's own in 'RTL digest').")
+             f"row's own in 'RTL digest'). {BEFORE}")
     path = save("fmax", rows, [
         ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),
         ("query_nodes", "query nodes"), ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
