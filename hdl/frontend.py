@@ -44,7 +44,8 @@ Not checked (accepted as if well-formed): duplicate attributes, entity and chara
 (``&`` in content is just text), ``]]>`` in text, control characters and invalid UTF-8, the
 position and the target of processing instructions (``<?xml`` anywhere), the grammar of markup
 declarations inside the internal subset (only their quoted literals and ``>`` are tracked), a
-repeated DOCTYPE and a DOCTYPE without a name (``<!DOCTYPE>``, ``<!DOCTYPE"">``). A UTF-8 byte
+repeated DOCTYPE and the DOCTYPE's name (none, ``<!DOCTYPE>``, or malformed, ``<!DOCTYPEa>``,
+``<!DOCTYPE a$[]>``). A UTF-8 byte
 order mark is non-whitespace text before the root (malformed; the host software drops it, see
 :func:`xpfilt.events.utf8_document`). An
 end tag with a different *unknown* name (both decode to 0) whose 8-bit hash collides with the open

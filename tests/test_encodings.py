@@ -52,7 +52,8 @@ def test_latin1_names_are_transcoded_before_any_engine_sees_them(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("encoding", ["x-unknown", "hex", "rot13", "zlib", "unicode_escape"])
+@pytest.mark.parametrize("encoding", ["x-unknown", "hex", "rot13", "zlib", "unicode_escape",
+                                      "UTF\x00-8"])
 def test_unknown_or_non_text_encodings_are_a_document_error(engine, encoding):
     bad = Document("bad.xml", f'<?xml version="1.0" encoding="{encoding}"?><a/>'.encode())
     assert _answers(engine, [bad, Document("ok.xml", b"<a/>")]) == [

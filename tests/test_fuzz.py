@@ -27,12 +27,8 @@ def test_seeded_slice_finds_nothing(category, tmp_path):
     assert sum(counts["checks"].values()) >= counts["cases"]
     assert json.loads((tmp_path / "fuzz.json").read_text())["categories"][category]["cases"] \
         == counts["cases"]
-    failures = {f["class"]: f for f in summary["failure_classes"]}
-    unknown = {k: f["detail"] for k, f in failures.items() if not f["known"]}
-    assert unknown == {}, json.dumps(unknown, indent=1)
-    if failures:     # only defects already reported (issue 11): visible as xfail until fixed
-        pytest.xfail("open defects: " + "; ".join(sorted({f["known"]
-                                                           for f in failures.values()})))
+    failures = {f["class"]: f["detail"] for f in summary["failure_classes"]}
+    assert failures == {}, json.dumps(failures, indent=1)
 
 
 # --- the harness can fail ------------------------------------------------------------------
@@ -107,7 +103,6 @@ def test_lost_and_wrong_readouts_are_caught():
 
 def test_every_documented_class_names_where_it_is_written():
     assert all(where for where in DOCUMENTED.values())
-    assert known_defect("crash lxml: XPathEvalError: Undefined namespace prefix")
     assert known_defect("disagreement: something nobody has seen") is None
 
 

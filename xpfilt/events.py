@@ -111,11 +111,13 @@ def utf8_document(document: Document) -> Document:
     else:
         declared = _DECLARED_BYTES.match(data, bom)      # match() anchors at ``bom``
         name = declared.group(2).decode("ascii", "replace") if declared else "UTF-8"
-        try:
-            codec = codecs.lookup(name).name
-        except LookupError:
-            codec = ""
-        if codec in _NOT_DOCUMENT_ENCODINGS or not re.fullmatch(r"[A-Za-z][A-Za-z0-9._-]*", name):
+        codec = ""
+        if re.fullmatch(r"[A-Za-z][A-Za-z0-9._-]*", name):   # an XML EncName, checked first
+            try:
+                codec = codecs.lookup(name).name
+            except LookupError:
+                pass
+        if codec in _NOT_DOCUMENT_ENCODINGS:
             codec = ""
         if codec == "utf-8":
             return Document(document.name, data[bom:]) if bom else document
