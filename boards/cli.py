@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
-from xpfilt.cli import (compile_options, document_paths, options_from, read_hardware_queries,
-                        read_queries, spec_from_options)
+from xpfilt.cli import (compile_options, document_paths, mode_option, options_from,
+                        read_hardware_queries, read_queries, spec_from_options)
+from xpfilt.compiler import EngineMode
 from xpfilt.compiler import hardware_queries
 from xpfilt.synth import ToolError
 
@@ -24,9 +25,8 @@ def _board_design_options(fn):
         click.option("-q", "--queries", "queries_path",
                      type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Custom: the query file the engine is generated for."),
-        click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
-                     show_default=True, help="custom: hardware for --queries; programmable: "
-                     "generic columns, loaded later with `xpfilt host --queries/--config`."),
+        mode_option(show_default=True, help="custom: hardware for --queries; programmable: "
+                    "generic columns, loaded later with `xpfilt host --queries/--config`."),
         compile_options,
         click.option("--max-name", type=click.IntRange(1), default=32, show_default=True,
                      help="Longest element name the parser accepts (longer: error flag)."),
@@ -48,7 +48,7 @@ def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, 
     from .build import custom_design, programmable_design
 
     log = lambda message: click.echo(message, err=True)   # noqa: E731
-    if mode == "programmable":
+    if mode is EngineMode.PROGRAMMABLE:
         if queries_path:
             raise click.UsageError("--mode programmable takes no --queries: load them on the "
                                    "board with `xpfilt host --queries`")

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from xpfilt.compiler import Plan
-from xpfilt.events import Document, DocumentError, utf8_document
+from xpfilt.compiler import EngineMode, Plan
+from xpfilt.events import Document, utf8_document
 from xpfilt.model.engine import answer_positions, readout_positions
 from xpfilt.programmable import Configuration, HardwareSpec, read_readout_map
 from xpfilt.readout import DocumentReadout
@@ -180,7 +180,7 @@ class BoardDesign:
         try:
             info = json.loads((directory / "board.json").read_text())
             plan = spec = None
-            if info["mode"] == "custom":
+            if info["mode"] == EngineMode.CUSTOM:
                 plan = Plan.from_json((directory / "plan.json").read_text())
             else:
                 spec = HardwareSpec.load(directory)

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .compiler import EngineMode
 
 _SIZE = re.compile(r"(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*([kmg]?)i?b?\s*\Z")
 
@@ -35,6 +36,13 @@ def _probability(ctx, param, value):
     if not 0.0 <= value <= 1.0:
         raise click.BadParameter(f"must be between 0 and 1, not {value!r}")
     return value
+
+
+def mode_option(**kwargs):
+    """``--mode custom|programmable``, given to the command as an :class:`EngineMode`."""
+    return click.option("--mode", type=click.Choice([m.value for m in EngineMode]),
+                        default=EngineMode.CUSTOM.value,
+                        callback=lambda ctx, param, value: EngineMode(value), **kwargs)
 
 
 def compile_options(fn):
@@ -156,8 +164,7 @@ def main(debug):
                    "reference: the paper's stack algorithm in software (the oracle); "
                    "lxml: libxml2 evaluating each query separately; "
                    "model: the cycle-accurate model of the generated custom hardware.")
-@click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
-              show_default=True, help="Which hardware the model engine models.")
+@mode_option(show_default=True, help="Which hardware the model engine models.")
 @click.option("--hw", "hw_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="With --mode programmable: the hardware directory from "
                    "`xpfilt compile --mode programmable`.")
@@ -201,7 +208,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     from .results import format_tsv_line
 
     options = options_from(kwargs)
-    max_name = None if mode == "programmable" else MAX_NAME
+    max_name = None if mode is EngineMode.PROGRAMMABLE else MAX_NAME
     queries, failed = read_queries(
         queries_path, refuse=lambda qs: split_supported(engine, qs, max_name=max_name))
     spark_options = dict(batch_size=batch_size, column=column, name_column=name_column,
@@ -209,7 +216,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     if spark or spark_out or master or column or name_column or query_shards:
         _filter_on_spark(queries_path, engine, documents, spark, master, spark_out,
                          spark_options, failed)
-    if engine == "model" and mode == "programmable":
+    if engine == "model" and mode is EngineMode.PROGRAMMABLE:
         from .model.programmable import ProgrammableModelEngine
         filt = ProgrammableModelEngine(queries, _load_hardware(hw_dir))
         for _, reason in filt.configuration.rejected:
@@ -272,9 +279,8 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, option
 @main.command("compile")
 @click.argument("queries_path", metavar="[QUERIES]", required=False,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
-              show_default=True, help="custom: hardware specialised to QUERIES; programmable: "
-              "generic columns, queries loaded later with `xpfilt configure` (no QUERIES).")
+@mode_option(show_default=True, help="custom: hardware specialised to QUERIES; programmable: "
+             "generic columns, queries loaded later with `xpfilt configure` (no QUERIES).")
 @compile_options
 @click.option("--max-name", type=click.IntRange(1), default=32, show_default=True,
               help="Longest element name the parser accepts (longer: error flag).")
@@ -293,7 +299,7 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     that fits."""
     from .verilog import build_programmable, compile_to_directory
 
-    if mode == "programmable":
+    if mode is EngineMode.PROGRAMMABLE:
         if queries_path:
             raise click.UsageError("--mode programmable takes no QUERIES: load them with "
                                    "`xpfilt configure QUERIES --hw DIR`")
@@ -497,9 +503,8 @@ def gen_docs(dtd, root, count, size, max_depth, fanout, seed, compact, output_di
               help="Where replay folders of mismatches go (default: BUILD_DIR/replays).")
 @click.option("--no-verify-replay", is_flag=True,
               help="Do not rerun a replay folder to check (and shrink) it.")
-@click.option("--mode", type=click.Choice(["custom", "programmable"]), default="custom",
-              show_default=True, help="custom: the engine generated for QUERIES; programmable: "
-              "the generic engine of --hw, loaded with QUERIES by configuration streams.")
+@mode_option(show_default=True, help="custom: the engine generated for QUERIES; programmable: "
+             "the generic engine of --hw, loaded with QUERIES by configuration streams.")
 @click.option("--hw", "hw_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Programmable: the directory of `xpfilt compile --mode "
               "programmable` (its hardware.json).")
@@ -554,7 +559,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
     """
     from .regress import RegressionConfig, run_regression
 
-    if mode == "programmable":
+    if mode is EngineMode.PROGRAMMABLE:
         config = RegressionConfig(
             queries=queries_path, documents=list(documents), simulator=simulator, seed=seed,
             p_valid=p_valid, p_ready=p_ready, build_dir=build_dir, replay_dir=replay_dir,
@@ -572,7 +577,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
             max_name=max_name, build_dir=build_dir, replay_dir=replay_dir,
             verify_replay=not no_verify_replay, fault=fault)
     if spark:
-        if mode != "custom":
+        if mode is not EngineMode.CUSTOM:
             raise click.UsageError("--spark shards the custom-engine regression; run "
                                    "--mode programmable without --spark")
         from .regress_sharded import make_shards, run_sharded

@@ -32,6 +32,7 @@ queries of a cluster into one node.
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
@@ -39,11 +40,19 @@ from typing import Optional, Sequence
 from .readout import check_readout
 from .xpath import Axis, Query
 
-__all__ = ["CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
+__all__ = ["EngineMode", "CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "PREDICATES_REFUSED"]
 
 PLAN_VERSION = 2
+
+
+class EngineMode(str, enum.Enum):
+    """The two kinds of hardware engine: one generated for a query set (``custom``, a plan) or
+    generic columns loaded with any set (``programmable``, a :class:`HardwareSpec`). A ``str``
+    enum: the value is what files and the command line say."""
+    CUSTOM = "custom"
+    PROGRAMMABLE = "programmable"
 #: Longest element name (bytes) the front end accepts unless told otherwise (``--max-name``).
 MAX_NAME = 32
 #: Deepest document level any engine's stacks may hold: every stack memory has this many rows.
@@ -200,7 +209,7 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         "cluster_size": size,
         "tags": len(tags),
     }
-    return Plan(PLAN_VERSION, "custom", options, tags, clusters, stats)
+    return Plan(PLAN_VERSION, EngineMode.CUSTOM.value, options, tags, clusters, stats)
 
 
 def _compile_cluster(queries: Sequence[Query], options: CompileOptions,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .compiler import CompileOptions, compile_queries, hardware_queries
+from .compiler import CompileOptions, EngineMode, compile_queries, hardware_queries
 from .events import Document, DocumentError, load_documents, utf8_document
 from .programmable import HardwareSpec
 from .xpath import Query, load_queries, read_query_file
@@ -37,7 +37,6 @@ from .xpath import Query, load_queries, read_query_file
 __all__ = ["RegressionConfig", "RegressionSummary", "run_regression", "SIMULATORS"]
 
 SIMULATORS = ("verilator", "icarus")
-MODES = ("custom", "programmable")
 
 DocumentSource = Union[str, Path, Document]
 
@@ -64,7 +63,7 @@ class RegressionConfig:
     verify_replay: bool = True              # rerun the replay to confirm (and shrink) it
     fault: Optional[str] = None
     # --- mode="programmable" only ---
-    mode: str = "custom"                    # "custom" | "programmable"
+    mode: EngineMode = EngineMode.CUSTOM    # a string is taken too
     hardware: Optional[HardwareSpec] = None
     reconfigure: Sequence[Union[str, Path, Sequence[str]]] = ()   # query sets 2, 3, ...
     bad_streams: bool = True                # default schedule: reject a corrupt and a
@@ -72,11 +71,14 @@ class RegressionConfig:
     items: Optional[Sequence[tuple]] = None  # explicit schedule, see _schedule
 
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        if self.mode == "programmable" and self.hardware is None:
+        try:
+            object.__setattr__(self, "mode", EngineMode(self.mode))   # frozen: set once here
+        except ValueError:
+            raise ValueError(f"mode must be one of {', '.join(m.value for m in EngineMode)}, "
+                             f"not {self.mode!r}") from None
+        if self.mode is EngineMode.PROGRAMMABLE and self.hardware is None:
             raise ValueError("mode programmable needs a hardware spec, not None")
-        if self.mode == "custom" and (self.reconfigure or self.items is not None):
+        if self.mode is EngineMode.CUSTOM and (self.reconfigure or self.items is not None):
             raise ValueError("reconfigure and items need mode programmable, not custom")
         if self.simulator not in SIMULATORS:
             raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, "
@@ -161,7 +163,7 @@ class RegressionSummary:
             f"time:        {self.wall_time:.1f} s wall; build {self.build_time:.1f} s{cached}, "
             f"Verilog {self.verilog_time:.1f} s, check {self.check_time:.1f} s",
         ]
-        if self.mode == "programmable":
+        if self.mode == EngineMode.PROGRAMMABLE:
             lines.insert(1, f"mode:        programmable, {self.config_bits:,} configuration "
                             f"bits ({self.config_stalls:,} config stalls)")
             for s in self.streams:
@@ -259,7 +261,7 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
 
     from .verilog import emit_verilog
 
-    if config.mode == "programmable":
+    if config.mode is EngineMode.PROGRAMMABLE:
         return _run_programmable(config, log=log, write_replay=write_replay)
     wall = time.perf_counter()
     queries, skipped_queries, query_lines = _load_queries(config.queries, config.max_name)
@@ -517,7 +519,7 @@ def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
             report, mismatches, design, simulator=config.simulator, documents=len(documents),
             queries=sum(len(c.readout_bit) for c in configurations), clusters=spec.clusters,
             verilog_time=verilog_time, skipped_queries=skipped_queries,
-            skipped_documents=skipped_documents, mode="programmable",
+            skipped_documents=skipped_documents, mode=EngineMode.PROGRAMMABLE.value,
             config_bits=report["config_bits"], config_stalls=report["config_stalls"],
             streams=report["streams"],
             document_configurations=[(r["name"], r["configuration"])
