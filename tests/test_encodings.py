@@ -92,13 +92,13 @@ def test_non_text_encoding_is_a_document_error_not_a_lookup_error():
 
 
 def test_regress_streams_utf8_and_skips_what_cannot_be_streamed(tmp_path):
-    from xpfilt.regress import _documents
+    from xpfilt.regress import stage_documents
     (tmp_path / "in").mkdir()
     (tmp_path / "in/u16.xml").write_bytes("<a><b/></a>".encode("utf-16"))
     (tmp_path / "in/plain.xml").write_bytes(b"<a/>")
     (tmp_path / "in/empty.xml").write_bytes(b"")
     (tmp_path / "in/zlib.xml").write_bytes(b'<?xml version="1.0" encoding="zlib"?><a/>')
-    docs, skipped = _documents([tmp_path / "in"], tmp_path / "run")
+    docs, skipped = stage_documents([tmp_path / "in"], tmp_path / "run")
     assert [name for name, _ in docs] == ["plain.xml", "u16.xml"]
     assert docs[0][1] == (tmp_path / "in/plain.xml").resolve()
     assert docs[1][1].read_bytes() == b"<a><b/></a>"

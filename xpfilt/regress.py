@@ -11,7 +11,8 @@ answer with the reference filter.
 sends a sequence of items -- configuration streams of ``queries`` and of each ``reconfigure``
 query set (and corrupt/truncated ones that must be rejected) and runs of documents -- and checks
 every cycle (data, readout, ``config.ready``, ``config_status``) against the model and every
-document against the reference of the configuration active when it streamed. On a mismatch it writes a *replay folder* (``queries.txt``, the
+document against the reference of the configuration active when it streamed (that half lives in
+:mod:`xpfilt.regress_programmable`). On a mismatch it writes a *replay folder* (``queries.txt``, the
 failing document(s) in ``docs/``, ``mismatch.json``, the simulator log and ``command.sh``: the one
 ``xpfilt regress`` command that reproduces it) and names it in the summary.
 """
@@ -187,7 +188,7 @@ class RegressionSummary:
         return "\n".join(lines)
 
 
-def _load_queries(source, max_name: Optional[int] = None
+def load_query_source(source, max_name: Optional[int] = None
                   ) -> tuple[list[Query], list[str], list[str]]:
     """(queries the hardware takes, skip messages, the query file's lines); ``max_name``: skip
     queries with a longer name (a custom engine's front end could never decode it)."""
@@ -205,7 +206,7 @@ def _load_queries(source, max_name: Optional[int] = None
     return queries, skipped, lines
 
 
-def _documents(sources: Sequence[DocumentSource], run_dir: Path
+def stage_documents(sources: Sequence[DocumentSource], run_dir: Path
                ) -> tuple[list[tuple[str, Path]], list[str]]:
     paths: list[DocumentSource] = []
     for source in sources:
@@ -234,7 +235,7 @@ def _documents(sources: Sequence[DocumentSource], run_dir: Path
     return docs, skipped
 
 
-def _run_testbench(design, run_dir: Path, first_name: str, **kwargs):
+def run_testbench_in(design, run_dir: Path, first_name: str, **kwargs):
     """Run the cocotb test on ``run_dir/config.json``; return the run, its report and the
     mismatches (a failing cocotb test without a recorded mismatch becomes one)."""
     from sim.runner import run_testbench
@@ -262,16 +263,17 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
     from .verilog import emit_verilog
 
     if config.mode is EngineMode.PROGRAMMABLE:
-        return _run_programmable(config, log=log, write_replay=write_replay)
+        from .regress_programmable import run_programmable
+        return run_programmable(config, log=log, write_replay=write_replay)
     wall = time.perf_counter()
-    queries, skipped_queries, query_lines = _load_queries(config.queries, config.max_name)
+    queries, skipped_queries, query_lines = load_query_source(config.queries, config.max_name)
     if not queries:
         raise ValueError("queries must include at least one path query without predicates, "
                          "not none")
     build_root = Path(config.build_dir or default_build_root()).resolve()
     run_dir = Path(tempfile.mkdtemp(prefix="cocotb_xpfilt_"))
     try:
-        documents, skipped_documents = _documents(config.documents, run_dir)
+        documents, skipped_documents = stage_documents(config.documents, run_dir)
         if not documents:
             raise ValueError("documents must include at least one readable, non-empty "
                              "document, not none")
@@ -289,7 +291,7 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
                       fault=config.fault)
         tb.write(run_dir / "config.json")
         log(f"simulating {len(documents)} documents on {config.simulator} ...")
-        run, report, mismatches = _run_testbench(design, run_dir, documents[0][0])
+        run, report, mismatches = run_testbench_in(design, run_dir, documents[0][0])
         summary = RegressionSummary.from_report(
             report, mismatches, design, simulator=config.simulator, documents=len(documents),
             queries=len(queries),
@@ -330,7 +332,7 @@ def replay_command(config: RegressionConfig, queries: str, documents: str,
     return cmd
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "document"
     return name if name.endswith(".xml") else name + ".xml"
 
@@ -343,7 +345,7 @@ def _fill(folder: Path, query_lines: list[str], docs: list[tuple[str, Path]],
     (folder / "docs").mkdir(parents=True)
     (folder / "queries.txt").write_text("".join(line + "\n" for line in query_lines))
     for i, (name, path) in enumerate(docs):
-        shutil.copyfile(path, folder / "docs" / f"{i:04d}-{_safe(name)}")
+        shutil.copyfile(path, folder / "docs" / f"{i:04d}-{safe_name(name)}")
     (folder / "mismatch.json").write_text(json.dumps(mismatches, indent=1, default=str))
     if log_path.exists():
         shutil.copyfile(log_path, folder / "sim.log")
@@ -387,197 +389,3 @@ def _write_replay(config, query_lines, documents, mismatches, run, build_root, l
         log(f"checking that the replay in {folder} reproduces the mismatch ...")
         return folder, not run_regression(replay, write_replay=False).ok
     return folder, None
-
-
-# --- the programmable engine -------------------------------------------------------------------
-
-def corrupt_stream(stream: bytes, bit: Optional[int] = None) -> bytes:
-    """``stream`` with one bit flipped (default: the middle of the payload)."""
-    bit = len(stream) * 4 if bit is None else bit
-    data = bytearray(stream)
-    data[bit // 8] ^= 1 << (bit % 8)
-    return bytes(data)
-
-
-def truncated_stream(stream: bytes) -> bytes:
-    """The first sixteenth of ``stream`` (past the header): ends early, no CRC."""
-    return stream[:max(12, len(stream) // 16)]
-
-
-#: What the items of a programmable schedule may be: ``("config", k)`` (the stream of query set
-#: ``k``: 0 = ``queries``, 1.. = ``reconfigure``), ``("corrupt", k)`` (that stream with one
-#: payload bit flipped), ``("truncated", k)`` (cut short), ``("foreign", k)`` (query set ``k``
-#: configured for other hardware: a header with another fingerprint), ``("overlapping", k)``
-#: (the stream of set ``k`` sent while the next documents stream: it completes with documents
-#: in flight) and ``("documents", [sources])``.
-ITEM_KINDS = ("config", "corrupt", "truncated", "foreign", "overlapping", "documents")
-
-
-def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
-    """``config.items`` or the default: the documents split into ``sets`` runs; before run
-    ``k`` the stream of set ``k`` (from the second on, after a corrupt and a truncated copy
-    of it, with ``bad_streams``)."""
-    if config.items is not None:
-        for item in config.items:
-            if item[0] not in ITEM_KINDS:
-                raise ValueError(f"an item must be one of {', '.join(ITEM_KINDS)}, "
-                                 f"not {item[0]!r}")
-            if item[0] != "documents" and not 0 <= item[1] < sets:
-                raise ValueError(f"item {item!r} must name a query set in 0..{sets - 1}")
-        return list(config.items)
-    paths: list = []
-    for source in config.documents:
-        paths.extend([source] if isinstance(source, Document) else load_documents([source]))
-    items: list[tuple] = []
-    for k in range(sets):
-        if k and config.bad_streams:
-            items += [("corrupt", k), ("truncated", k)]
-        items.append(("config", k))
-        chunk = paths[len(paths) * k // sets:len(paths) * (k + 1) // sets]
-        if chunk:
-            items.append(("documents", chunk))
-    return items
-
-
-def _run_programmable(config: RegressionConfig, *, log, write_replay: bool
-                      ) -> RegressionSummary:
-    from sim.config import TbConfig
-    from sim.runner import build_design, default_build_root
-
-    from .verilog import emit_programmable_verilog
-    from .programmable import configure
-
-    wall = time.perf_counter()
-    spec = config.hardware
-    sources = [config.queries, *config.reconfigure]
-    labels = [str(s) if isinstance(s, (str, Path)) else f"<queries {k}>"
-              for k, s in enumerate(sources)]
-    query_sets, skipped_queries, configurations, all_lines = [], [], [], []
-    for label, source in zip(labels, sources):
-        queries, skipped, lines = _load_queries(source)
-        configuration = configure(queries, spec)
-        skipped += [f"{label}: {reason}" for _, reason in configuration.rejected]
-        if not configuration.readout_bit:
-            raise ValueError(f"{label} must give at least one query that fits the hardware, "
-                             "not none")
-        query_sets.append(queries)
-        skipped_queries += skipped
-        configurations.append(configuration)
-        all_lines.append(lines)
-    build_root = Path(config.build_dir or default_build_root()).resolve()
-    run_dir = Path(tempfile.mkdtemp(prefix="cocotb_xpfilt_prog_"))
-    try:
-        items, documents, skipped_documents = [], [], []
-        for j, item in enumerate(_schedule(config, len(sources))):
-            if item[0] == "documents":
-                (run_dir / f"item{j}").mkdir()
-                docs, skipped = _documents(item[1], run_dir / f"item{j}")
-                skipped_documents += skipped
-                items.append({"kind": "documents",
-                              "documents": list(range(len(documents),
-                                                      len(documents) + len(docs)))})
-                documents += docs
-                continue
-            kind, k = item
-            stream = configurations[k].stream()
-            if kind == "corrupt":
-                stream = corrupt_stream(stream)
-            elif kind == "truncated":
-                stream = truncated_stream(stream)
-            elif kind == "foreign":
-                other = replace(spec, max_depth=spec.max_depth + 1)
-                stream = configure(query_sets[k], other).stream()
-            path = run_dir / f"item{j}-{kind}{k}.bin"
-            path.write_bytes(stream)
-            good = stream == configurations[k].stream()
-            items.append({"kind": "config", "stream": str(path), "set": k if good else None,
-                          "label": f"{kind} {labels[k]}", "overlap": kind == "overlapping"})
-        if not documents:
-            raise ValueError("documents must include at least one readable, non-empty "
-                             "document, not none")
-        start = time.perf_counter()
-        plan_json = spec.to_json()
-        verilog = emit_programmable_verilog(spec)
-        verilog_time = time.perf_counter() - start
-        design = build_design(plan_json, verilog, config.simulator, build_root, log=log)
-        tb = TbConfig(plan=str(design.directory / "plan.json"),
-                      documents=[(name, str(path)) for name, path in documents], queries=[],
-                      results=str(run_dir / "results.json"), seed=config.seed,
-                      p_valid=config.p_valid, p_ready=config.p_ready, max_name=spec.max_name,
-                      stall_limit=max(20_000, 4 * spec.clusters * spec.columns),
-                      fault=config.fault,
-                      extra={"items": items, "set_labels": labels,
-                             "query_sets": [[(q.number, str(q)) for q in qs]
-                                            for qs in query_sets]})
-        tb.write(run_dir / "config.json")
-        log(f"simulating {len(documents)} documents and "
-            f"{sum(i['kind'] == 'config' for i in items)} configuration streams on "
-            f"{config.simulator} ...")
-        run, report, mismatches = _run_testbench(design, run_dir, documents[0][0],
-                                                 test_module="sim.programmable_tb")
-        summary = RegressionSummary.from_report(
-            report, mismatches, design, simulator=config.simulator, documents=len(documents),
-            queries=sum(len(c.readout_bit) for c in configurations), clusters=spec.clusters,
-            verilog_time=verilog_time, skipped_queries=skipped_queries,
-            skipped_documents=skipped_documents, mode=EngineMode.PROGRAMMABLE.value,
-            config_bits=report["config_bits"], config_stalls=report["config_stalls"],
-            streams=report["streams"],
-            document_configurations=[(r["name"], r["configuration"])
-                                     for r in report["documents"]])
-        if mismatches and write_replay:
-            summary.replay = _write_programmable_replay(config, all_lines, items, documents,
-                                                        mismatches, run, build_root)
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    summary.wall_time = time.perf_counter() - wall
-    return summary
-
-
-def _write_programmable_replay(config, all_lines, items, documents, mismatches, run,
-                               build_root) -> Path:
-    """A replay folder: every query set, ``hardware/hardware.json``, every document in order,
-    the schedule (``items.json``), ``mismatch.json``, ``sim.log`` and ``command.sh``. The
-    command reruns the whole run (same seed, same documents); it reproduces exactly when the
-    schedule is the default one (``items.json`` records it either way)."""
-    root = Path(config.replay_dir or build_root / "replays").resolve()
-    folder = root / (f"{config.simulator}-programmable-seed{config.seed}-"
-                     f"{time.strftime('%Y%m%d-%H%M%S')}")
-    n = 1
-    while folder.exists():
-        n += 1
-        folder = folder.with_name(folder.name.split("~")[0] + f"~{n}")
-    (folder / "docs").mkdir(parents=True)
-    (folder / "hardware").mkdir()
-    (folder / "hardware" / "hardware.json").write_text(config.hardware.to_json())
-    names = []
-    for k, lines in enumerate(all_lines):
-        names.append("queries.txt" if k == 0 else f"reconfigure-{k}.txt")
-        (folder / names[-1]).write_text("".join(line + "\n" for line in lines))
-    for i, (name, path) in enumerate(documents):
-        shutil.copyfile(path, folder / "docs" / f"{i:04d}-{_safe(name)}")
-    (folder / "items.json").write_text(json.dumps(
-        [dict(i, stream=Path(i["stream"]).name) if i["kind"] == "config" else i
-         for i in items], indent=1))
-    (folder / "mismatch.json").write_text(json.dumps(mismatches, indent=1, default=str))
-    if run.log.exists():
-        shutil.copyfile(run.log, folder / "sim.log")
-    cmd = ["xpfilt", "regress", names[0], "docs", "--mode", "programmable", "--hw", "hardware",
-           "--sim", config.simulator, "--seed", str(config.seed), "--p-valid",
-           repr(config.p_valid), "--p-ready", repr(config.p_ready), "--build-dir",
-           str(build_root)]
-    for name in names[1:]:
-        cmd += ["--reconfigure", name]
-    if not config.bad_streams:
-        cmd.append("--no-bad-streams")
-    if config.fault:
-        cmd += ["--fault", config.fault]
-    note = "" if config.items is None else \
-        "# NOTE: the run used an explicit schedule (items.json); this reruns the default one.\n"
-    (folder / "command.sh").write_text(
-        "#!/bin/sh\n# Reruns the programmable regression of mismatch.json (exit 1 = mismatch).\n"
-        + note +
-        f"command -v xpfilt >/dev/null || PATH={shlex.quote(str(Path(sys.executable).parent))}"
-        ':"$PATH"\n'
-        f'cd "$(dirname "$0")" && exec {shlex.join(cmd)}\n')
-    (folder / "command.sh").chmod(0o755)
-    return folder
