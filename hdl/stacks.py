@@ -17,7 +17,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.compiler import Cluster
+from xpfilt.compiler import Cluster, SourceKind
 
 from .frontend import ErrorFlags
 
@@ -98,15 +98,18 @@ class StackBank(wiring.Component):
         has_parent = ev.nested
 
         def source(src):
-            if src.kind == "level1":
-                return level_is_1
-            if src.kind == "any":
-                return Const(1)
-            if src.kind == "column":
-                bit = top[src.column]
-                return bit & is_parent[src.tag] if src.tag else bit
-            cond = is_parent[src.tag] if src.tag else has_parent
-            return cond & level_is_2 if src.level2 else cond
+            match src.kind:
+                case SourceKind.LEVEL1:
+                    return level_is_1
+                case SourceKind.ANY:
+                    return Const(1)
+                case SourceKind.COLUMN:
+                    bit = top[src.column]
+                    return bit & is_parent[src.tag] if src.tag else bit
+                case SourceKind.PARENT:
+                    cond = is_parent[src.tag] if src.tag else has_parent
+                    return cond & level_is_2 if src.level2 else cond
+            raise AssertionError(f"source kind must be a SourceKind, not {src.kind!r}")
 
         needed = {q.node for q in cluster.queries} | {
             k for k, n in enumerate(cluster.nodes) if n.column >= 0}

@@ -40,7 +40,7 @@ from typing import Optional, Sequence
 from .readout import check_readout
 from .xpath import Axis, Query
 
-__all__ = ["EngineMode", "CompileOptions", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
+__all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "PREDICATES_REFUSED"]
 
@@ -89,9 +89,17 @@ class CompileOptions:
         check_readout(self.readout)
 
 
+class SourceKind(str, enum.Enum):
+    """What a node's predecessor requires of the parent level (see the module docstring)."""
+    LEVEL1 = "level1"            # first step ``/x``: the new element is the root
+    ANY = "any"                  # first step ``//x``: always
+    COLUMN = "column"            # the predecessor's column on the row below
+    PARENT = "parent"            # optimization (2): the parent's tag on the global stack
+
+
 @dataclass(frozen=True)
 class Source:
-    kind: str                    # "level1" | "any" | "column" | "parent"
+    kind: SourceKind
     column: int = -1             # kind "column"
     tag: int = 0                 # kind "column": parent tag check (0: none); kind "parent": tag
     level2: bool = False         # kind "parent": also require L == 2
@@ -155,7 +163,9 @@ class Plan:
     def cluster_from_dict(c: dict) -> Cluster:
         """A :class:`Cluster` from its ``dataclasses.asdict`` form."""
         return Cluster(
-            tuple(Node(n["tag"], Source(**n["source"]), n["column"]) for n in c["nodes"]),
+            tuple(Node(n["tag"], Source(**{**n["source"],
+                                            "kind": SourceKind(n["source"]["kind"])}),
+                       n["column"]) for n in c["nodes"]),
             tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
             tuple(QueryPlan(**q) for q in c["queries"]))
 
@@ -279,15 +289,15 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
         axis, name, followed = steps_of[k]
         parent = parent_of[k]
         if parent < 0:
-            source = Source("level1") if axis is Axis.CHILD else Source("any")
+            source = Source(SourceKind.LEVEL1 if axis is Axis.CHILD else SourceKind.ANY)
         elif column_of[parent] >= 0:
             shared = len(columns[column_of[parent]][0]) > 1
             parent_name = steps_of[parent][1]
-            source = Source("column", column=column_of[parent],
+            source = Source(SourceKind.COLUMN, column=column_of[parent],
                             tag=tag_id[parent_name] if shared else 0)
         else:  # (2): the parent is a first step without a column; only '/' children here
             p_axis, p_name, _ = steps_of[parent]
-            source = Source("parent", tag=tag_id.get(p_name, 0),
+            source = Source(SourceKind.PARENT, tag=tag_id.get(p_name, 0),
                             level2=p_axis is Axis.CHILD)
         nodes.append(Node(tag_id.get(name, 0), source, column_of[k]))
 

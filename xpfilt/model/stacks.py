@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..compiler import Cluster
+from ..compiler import Cluster, SourceKind
 
 __all__ = ["ClusterStacks"]
 
@@ -44,17 +44,19 @@ class ClusterStacks:
             else:
                 wild |= bit
             src = node.source
-            if src.kind == "level1":
-                self._level1 |= bit
-            elif src.kind == "any":
-                self._any |= bit
-            elif src.kind == "column":
-                if src.tag:
+            match src.kind:
+                case SourceKind.LEVEL1:
+                    self._level1 |= bit
+                case SourceKind.ANY:
+                    self._any |= bit
+                case SourceKind.COLUMN if src.tag:
                     self._from_column_tag[(src.column, src.tag)] |= bit
-                else:
+                case SourceKind.COLUMN:
                     self._from_column[src.column] |= bit
-            else:
-                (self._parent_l2 if src.level2 else self._parent_any)[src.tag] |= bit
+                case SourceKind.PARENT:
+                    (self._parent_l2 if src.level2 else self._parent_any)[src.tag] |= bit
+                case _:
+                    raise AssertionError(f"source kind must be a SourceKind, not {src.kind!r}")
             self._column_bit.append(1 << node.column if node.column >= 0 else 0)
         self._accept = [a | wild for a in accept]
         self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
