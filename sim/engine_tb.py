@@ -50,11 +50,11 @@ _BLOCK = 1 << 14
 
 
 def _reader(handle):
-    """A fast integer read of a signal: the GPI call behind ``int(handle.value)`` without
-    building a LogicArray (the engine's outputs are never X/Z: every register has an initial
-    value). Falls back to the public API if cocotb's internals change."""
-    get = getattr(getattr(handle, "_handle", None), "get_signal_val_long", None)
-    return get if callable(get) else (lambda: int(handle.value))
+    """An integer read of a signal through cocotb's public API (the engine's outputs are never
+    X/Z: every register has an initial value). cocotb's private GPI call would skip building
+    a LogicArray: measured here, 141k instead of 120k simulated cycles/s (300 queries, 20 NITF
+    documents), not worth depending on internals."""
+    return lambda: int(handle.value)
 
 
 class _Pattern:
