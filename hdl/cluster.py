@@ -26,12 +26,13 @@ ERROR_WIDTH = ErrorFlags.as_shape().size
 
 def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
     """``value`` registered, in one of four forms told apart by ``variant`` (0-3): form 0 is a
-    plain register, form k > 0 loads only while ``on_k`` is 1, a flip-flop of a reset-less
-    chain (``on_1`` <= 1, ``on_k`` <= ``on_(k-1)``, all 0 at power-up) that is 1 from cycle k
-    on. Synthesis merges flip-flops with the same input, type, enable and initial value, which
-    would fold the copies of a distribution tree back into one register driving every load;
-    copies of one parent in different forms stay apart (no event reaches a copy in the first
-    cycles after power-up, so the forms behave alike)."""
+    plain register, form k > 0 loads only while ``on_k`` is 1, a flip-flop of a chain
+    (``on_1`` <= 1, ``on_k`` <= ``on_(k-1)``, all 0 at power-up and in reset) that is 1 from
+    the k-th cycle after reset on. Synthesis merges flip-flops with the same input, type and
+    enable, which would fold the copies of a distribution tree back into one register driving
+    every load; copies of one parent in different forms stay apart (no event reaches a copy in
+    the first cycles after reset, so the forms behave alike). The chain needs its reset: the
+    ECP5 flow drops initial values, and a reset-less chain would be a constant 1."""
     reg = Signal(len(value), name=name)
     if variant == 0:
         m.d.sync += reg.eq(value)
@@ -40,7 +41,7 @@ def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
     if chain is None:
         chain = m._copy_enables = []
     while len(chain) < variant:
-        on = Signal(reset_less=True, name=f"copy_on_{len(chain) + 1}")
+        on = Signal(name=f"copy_on_{len(chain) + 1}")
         m.d.sync += on.eq(chain[-1] if chain else 1)
         chain.append(on)
     with m.If(chain[variant - 1]):
