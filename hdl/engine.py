@@ -25,6 +25,7 @@ from xpfilt.compiler import Plan
 
 from .cluster import ClusterCore, cluster_signature, copy_register
 from .frontend import ByteLayout, ErrorFlags, FrontEnd
+from xpfilt.hwdefs import EVENT_FANOUT, distribution_depth
 from xpfilt.readout import ReadoutKind
 
 from .readout import make_readout, readout_layout
@@ -36,20 +37,6 @@ __all__ = ["CustomEngine", "EngineFrame", "cluster_module_name", "EVENT_FANOUT",
 
 def cluster_module_name(index: int) -> str:
     return f"xpfilt_cluster_{index}"
-
-
-#: At most this many registers (clusters, or tree registers) load from one register of the
-#: event distribution tree.
-EVENT_FANOUT = 4
-
-
-def distribution_depth(leaves: int) -> int:
-    """Register levels of the event distribution tree in front of ``leaves`` clusters: the
-    smallest d with ``EVENT_FANOUT ** d >= leaves`` (0 for one cluster)."""
-    depth = 0
-    while EVENT_FANOUT ** depth < leaves:
-        depth += 1
-    return depth
 
 
 def distribute(m: Module, value, leaves: int, *, name: str) -> list:

@@ -1,8 +1,9 @@
 """The XML front end: a one-byte-per-cycle SAX parser, a streaming tag decoder (CAM) and the
 global stack, turning document bytes into push/pop events for the path-specific stacks.
 
-Everything the cycle-accurate model (:mod:`xpfilt.model.frontend`) must agree on is defined here
-once: the byte classes, the name hash, the error flags, the event layout and the parser states.
+Everything the cycle-accurate model (:mod:`xpfilt.model.frontend`) must agree on (the byte
+classes, the name hash, the error flags, the parser states) is defined once in
+:mod:`xpfilt.hwdefs`, which both import; the layouts of the ports are here.
 
 Timing. A byte accepted in cycle N (``bytes_in.valid``; ``ready`` is always 1) shows its event on
 ``events`` in cycle N + :data:`LATENCY` (5); every other cycle ``events`` is all zeros. The bytes
@@ -55,15 +56,18 @@ the dictionary, nor for names of equal length that differ in one byte: CRC burst
 
 # (No ``from __future__ import annotations`` here: ``data.Struct`` needs real annotations.)
 
-import enum as py_enum
 from functools import reduce
 from operator import xor
 from typing import Sequence
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_POLY,
+                           HASH_WIDTH, LATENCY, NAME_CHAR, NAME_START, WHITESPACE, ErrorFlags,
+                           Errors, State, check_parameters, hash_byte, name_hash, tag_width_for)
 
 __all__ = [
     "WHITESPACE", "NAME_START", "NAME_CHAR", "HASH_WIDTH", "HASH_POLY", "HASH_INIT",
@@ -72,73 +76,6 @@ __all__ = [
     "check_parameters",
     "FrontEnd",
 ]
-
-
-# --- byte classes -----------------------------------------------------------------------------
-
-#: XML whitespace (S).
-WHITESPACE = frozenset(b" \t\r\n")
-#: Bytes that may start an element or attribute name: ASCII letters, ``_``, ``:`` and any byte
-#: of a multi-byte UTF-8 sequence (>= 0x80; not validated further).
-NAME_START = frozenset(
-    [*range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1), ord("_"), ord(":"),
-     *range(0x80, 0x100)])
-#: Bytes allowed after the first one of a name.
-NAME_CHAR = NAME_START | frozenset([*range(ord("0"), ord("9") + 1), ord("."), ord("-")])
-
-#: After ``<![``, the bytes that must follow for a CDATA section.
-CDATA_KEYWORD = b"CDATA["
-#: After ``<!D``, the bytes that must follow for a document type declaration.
-DOCTYPE_KEYWORD = b"OCTYPE"
-
-
-# --- the name hash (CRC-8, polynomial x^8 + x^2 + x + 1, not reflected) ------------------------
-
-HASH_WIDTH = 8
-HASH_POLY = 0x07
-HASH_INIT = 0x00
-
-#: Width of the counter of levels opened beyond ``max_depth`` (saturating).
-EXCESS_WIDTH = 16
-
-#: Cycles from a byte on ``bytes_in`` to its event on ``events`` (stages D1, D2, P, E, F).
-LATENCY = 5
-
-
-def hash_byte(h: int, byte: int) -> int:
-    """The name hash after one more byte. Linear over GF(2) in ``h ^ byte``."""
-    x = (h ^ byte) & 0xFF
-    for _ in range(8):
-        x = ((x << 1) ^ HASH_POLY) & 0xFF if x & 0x80 else (x << 1) & 0xFF
-    return x
-
-
-def name_hash(name: bytes) -> int:
-    """The hash the hardware computes over a whole name."""
-    h = HASH_INIT
-    for b in name:
-        h = hash_byte(h, b)
-    return h
-
-
-# --- shared layouts and enumerations ----------------------------------------------------------
-
-class ErrorFlags(data.Struct):
-    """Per-document error flags (bit 0 = ``malformed``)."""
-    malformed: 1
-    depth_overflow: 1
-    name_too_long: 1
-
-
-#: The same flags as a Python :class:`enum.IntFlag` for software, derived from :class:`ErrorFlags`.
-Errors = py_enum.IntFlag("Errors", {
-    name.upper(): 1 << field.offset for name, field in data.Layout.cast(ErrorFlags)})
-Errors.__doc__ = "Error flags of a document, as reported in ``events.errors`` on ``doc_end``."
-
-
-def tag_width_for(n_tags: int) -> int:
-    """Bits of a tag id for a dictionary of ``n_tags`` names (ids 0..n_tags)."""
-    return max(1, n_tags.bit_length())
 
 
 class EventLayout(data.StructLayout):
@@ -181,71 +118,6 @@ class NameTapLayout(data.StructLayout):
     def __init__(self, *, max_name: int):
         super().__init__({"data": 8, "pos": range(max_name + 2), "advance": 1, "restart": 1,
                           "load": 1})
-
-
-class State(enum.Enum, shape=6):
-    """Byte parser states (what the next byte is read as)."""
-    TEXT = 0          # character data in content, or the prolog/epilog (whitespace only)
-    LT = 1            # after "<"
-    START_NAME = 2    # in a start-tag name
-    IN_TAG = 3        # in a start tag after whitespace: an attribute name, "/" or ">"
-    ATTR_NAME = 4     # in an attribute name
-    ATTR_EQ = 5       # after an attribute name and whitespace: "="
-    ATTR_VALUE = 6    # after "=": whitespace or an opening quote
-    AVAL_DQ = 7       # in a "..." attribute value
-    AVAL_SQ = 8       # in a '...' attribute value
-    AFTER_AVAL = 9    # after an attribute value: whitespace, "/" or ">"
-    EMPTY_SLASH = 10  # after "/" in a start tag: ">"
-    END_LT = 11       # after "</": a name
-    END_NAME = 12     # in an end-tag name
-    END_WS = 13       # after an end-tag name and whitespace: ">"
-    BANG = 14         # after "<!": "-", "[" or "D"
-    BANG_DASH = 15    # after "<!-": "-"
-    COMMENT = 16      # in a comment
-    COMMENT_D1 = 17   # in a comment after "-"
-    COMMENT_D2 = 18   # in a comment after "--": ">"
-    PI = 19           # in a processing instruction / XML declaration
-    PI_Q = 20         # in a processing instruction after "?"
-    CDATA_KW = 21     # matching CDATA_KEYWORD after "<!["
-    CDATA = 22        # in a CDATA section
-    CDATA_B1 = 23     # in a CDATA section after "]"
-    CDATA_B2 = 24     # in a CDATA section after "]]"
-    DOCTYPE_KW = 25   # matching DOCTYPE_KEYWORD after "<!D"
-    DOCTYPE = 26      # in a DOCTYPE declaration, outside the internal subset
-    DT_DQ = 27        # in a "..." literal of the DOCTYPE declaration
-    DT_SQ = 28        # in a '...' literal of the DOCTYPE declaration
-    SUBSET = 29       # in the internal subset, between declarations
-    SUB_LT = 30       # in the internal subset after "<"
-    SUB_BANG = 31     # in the internal subset after "<!"
-    DECL = 32         # in a markup declaration (<!ENTITY ...>, <!ELEMENT ...>, ...)
-    DECL_DQ = 33      # in a "..." literal of a markup declaration
-    DECL_SQ = 34      # in a '...' literal of a markup declaration
-    DT_AFTER = 35     # after the internal subset's "]": whitespace, ">"
-
-
-def check_parameters(tags: Sequence[str], max_depth: int, max_name: int) -> list[bytes]:
-    """Validate front-end parameters; return the tag names as UTF-8 bytes (``tags[i]`` = i+1)."""
-    if not isinstance(max_depth, int) or max_depth < 1:
-        raise ValueError(f"max_depth must be a positive integer, not {max_depth!r}")
-    if not isinstance(max_name, int) or max_name < 1:
-        raise ValueError(f"max_name must be a positive integer, not {max_name!r}")
-    if isinstance(tags, (str, bytes)):
-        raise TypeError(f"tags must be a sequence of names, not {tags!r}")
-    out: list[bytes] = []
-    seen: set[bytes] = set()
-    for tag in tags:
-        if not isinstance(tag, str):
-            raise TypeError(f"tag must be a str, not {tag!r}")
-        raw = tag.encode("utf-8")
-        if not raw or raw[0] not in NAME_START or any(b not in NAME_CHAR for b in raw):
-            raise ValueError(f"tag must be an XML element name, not {tag!r}")
-        if len(raw) > max_name:
-            raise ValueError(f"tag must be at most max_name={max_name} bytes long, not {tag!r}")
-        if raw in seen:
-            raise ValueError(f"tags must be distinct, not {tag!r} twice")
-        seen.add(raw)
-        out.append(raw)
-    return out
 
 
 class FrontEnd(wiring.Component):

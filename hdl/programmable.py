@@ -23,6 +23,7 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
+from xpfilt.hwdefs import CRC32_POLY
 from xpfilt.readout import ReadoutKind
 
 from .cluster import ERROR_WIDTH
@@ -36,7 +37,6 @@ __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "ProgrammableCluster",
 
 CLUSTER_MODULE = "xpfilt_prog_cluster"
 
-CRC32_POLY = 0xEDB88320   # reflected IEEE polynomial: bit-serial CRC-32 equal to zlib.crc32
 
 
 class ConfigBit(data.Struct):

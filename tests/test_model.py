@@ -130,3 +130,14 @@ def test_back_to_back_short_documents_each_get_exactly_one_readout():
             assert readout.errors == Errors(0)
             assert readout.bits == expected_bits(plan, queries, doc), doc
     assert model.pending == 0
+
+
+def test_the_models_do_not_import_the_rtl():
+    """What the RTL and the model share lives in xpfilt.hwdefs: the models import no hdl
+    module (no Amaranth elaboration code)."""
+    import subprocess
+    import sys
+    code = ("import sys, xpfilt.model.engine, xpfilt.model.programmable, xpfilt.readout; "
+            "print(sorted(m for m in sys.modules if m == 'hdl' or m.startswith('hdl.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -83,7 +83,7 @@ def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
     """Group readout beats of either kind into documents, checking their framing: a framing
     error raises ValueError, or, with ``problems`` given, is appended to it (the readout is
     kept as far as it goes; beats after the last complete document count as a problem)."""
-    from hdl.frontend import Errors   # the flag names; imported late (Amaranth)
+    from .hwdefs import Errors   # the flag names; imported late (Amaranth)
 
     def problem(message: str) -> None:
         if problems is None:

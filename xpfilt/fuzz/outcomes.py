@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
-from hdl.frontend import Errors, name_hash
+from ..hwdefs import Errors, name_hash
 
 from ..events import DocumentError, MalformedDocumentError, document_depth, parse_events
 

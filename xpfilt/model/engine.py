@@ -17,12 +17,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Optional, Sequence, Union
 
-from hdl.engine import distribution_depth
-from hdl.frontend import Errors
-
 from ..compiler import CompileOptions, Plan, compile_queries
-from ..readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from ..events import Document, DocumentError
+from ..hwdefs import Errors, distribution_depth
+from ..readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from ..xpath import Query
 from .frontend import NO_EVENT, FrontEndModel
 from .readout import make_readout_model

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple, Optional, Sequence
 
-from hdl.frontend import (
+from ..hwdefs import (
     CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, LATENCY, NAME_CHAR, NAME_START,
     WHITESPACE, Errors, State, check_parameters, hash_byte, tag_width_for,
 )

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from hdl.programmable import CRC32_POLY
 from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  Configuration, HardwareSpec)
 
+from ..hwdefs import CRC32_POLY
 from ..readout import ReadoutKind
 from ..xpath import Query
 from .engine import Beat, FrameModel, filter_with_model, readout_positions
