@@ -38,7 +38,7 @@ bench: $(STAMP)
 
 ## bench-synth: synthesis and place-and-route benchmarks (Yosys, nextpnr; tens of minutes cold)
 bench-synth: $(STAMP)
-	cd bench && for script in resources fmax programmable capacity; do ../$(BIN)/python $$script.py || exit 1; done
+	cd bench && for script in resources fmax throughput programmable capacity; do ../$(BIN)/python $$script.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis
