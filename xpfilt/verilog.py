@@ -24,8 +24,8 @@ TOP_NAME = "xpfilt_engine"
 
 def _hdl_fingerprint() -> str:
     """A hash of the RTL generator code *as loaded in this process* (the bytecode of every
-    function and method of ``hdl.*`` and the compiler). Cluster conversion runs in forked
-    workers that inherit exactly this code, so the cache key always matches the code that
+    function and method of ``hdl.*``, the compiler and this module, which builds the
+    clusters). Cluster conversion runs in forked workers that inherit exactly this code, so the cache key always matches the code that
     produced an entry, even in a process that outlives an edit of the sources."""
     import inspect
     import marshal
@@ -49,7 +49,7 @@ def _hdl_fingerprint() -> str:
 
     digest.update(_tool_versions().encode())
     for name in sorted(sys.modules):
-        if name == "hdl" or name.startswith("hdl.") or name == "xpfilt.compiler":
+        if name == "hdl" or name.startswith("hdl.") or name in ("xpfilt.compiler", __name__):
             module = sys.modules[name]
             digest.update(name.encode())
             seen: set = set()
@@ -90,9 +90,11 @@ def _convert_cluster(args) -> str:
     from amaranth.back import verilog
 
     from hdl.cluster import ClusterCore
-    from hdl.engine import cluster_module_name
+    from hdl.engine import EVENT_FANOUT, cluster_module_name
     cluster = Plan.cluster_from_dict(json.loads(cluster_json))
-    core = ClusterCore(cluster, n_tags=n_tags, max_depth=max_depth)
+    # the form of the cluster's event register, as CustomEngine.cluster_core gives it
+    core = ClusterCore(cluster, n_tags=n_tags, max_depth=max_depth,
+                       variant=index % EVENT_FANOUT)
     return verilog.convert(core, name=cluster_module_name(index))
 
 
