@@ -22,7 +22,6 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.readout import DOC_WIDTH, SPARSE_QUEUE, ReadoutKind, sparse_chunk
 
-from .cluster import copy_register
 from .frontend import ErrorFlags
 
 __all__ = ["ReadoutLayout", "Readout", "SparseReadout", "sparse_layout", "readout_layout",
@@ -90,12 +89,6 @@ class Readout(wiring.Component):
             new.last.eq(count == 1),
         ]
         m.d.sync += level.eq(level + push - pop)
-        # ``push`` of the next cycle, registered in four forms (hdl.cluster.copy_register), each
-        # enabling a quarter of the shadow's chunks: no one net drives every shadow bit
-        nonzero_next = Mux(self.capture, 1, Mux(push, count != 1, nonzero))
-        push_next = Signal()
-        m.d.comb += push_next.eq(nonzero_next & ((level + push - pop)[:2] != 2))
-        shift = [copy_register(m, push_next, k, name=f"shift_{k}") for k in range(4)]
         with m.Switch(level):
             with m.Case(0):
                 with m.If(push):
@@ -127,7 +120,7 @@ class Readout(wiring.Component):
             shifted = shadow[lo + 1:hi + 1] if hi < self.width else Cat(shadow[lo + 1:hi], 0)
             with m.If(self.capture):
                 m.d.sync += chunk.eq(self.flags[lo:hi])
-            with m.Elif(shift[lo // _CHUNK % 4]):
+            with m.Elif(push):
                 m.d.sync += chunk.eq(shifted)
         return m
 
