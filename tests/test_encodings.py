@@ -105,3 +105,15 @@ def test_regress_streams_utf8_and_skips_what_cannot_be_streamed(tmp_path):
     assert skipped == ["empty.xml:1:1: malformed XML: no element found (not streamed)",
                        "zlib.xml: the declared encoding must be a known text encoding, not "
                        "'zlib' (not streamed)"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("bom", [b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"])
+def test_a_byte_order_mark_alone_is_an_empty_document(engine, bom):
+    """Only a byte order mark: after it nothing, so malformed like an empty document, for the
+    engine called directly as for the batch loop (found by the fuzz harness)."""
+    doc = Document("bom.xml", bom)
+    with pytest.raises(MalformedDocumentError):
+        make_engine(engine, QUERIES if engine != "model" else QUERIES[:3]).filter(doc)
+    assert _answers(engine, [doc, Document("ok.xml", b"<a/>")]) == [
+        ("bom.xml", None, "bom.xml:1:1: malformed XML: no element found"), ("ok.xml", (1,), None)]

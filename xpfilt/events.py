@@ -103,6 +103,8 @@ def utf8_document(document: Document) -> Document:
     if not data:
         raise MalformedDocumentError(document.name, 1, 1, "no element found")
     codec, bom = _unicode_family(data)
+    if len(data) == bom:               # a byte order mark and nothing after it
+        raise MalformedDocumentError(document.name, 1, 1, "no element found")
     if codec:
         try:
             text = data[bom:].decode(codec)
