@@ -48,3 +48,22 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if value < 100 else f"{value:,.0f}"
     return "" if value is None else str(value)
+
+
+def stream_documents(model, docs: Sequence[bytes]) -> tuple[int, int]:
+    """Stream ``docs`` back to back through an engine model (a byte offered every cycle, the
+    readout always ready): (cycles until the last byte was accepted, cycles until the last
+    readout beat)."""
+    streaming = 0
+    ends = 0
+    for doc in docs:
+        i = 0
+        while i < len(doc):
+            ready, beat = model.step(True, doc[i], i == len(doc) - 1)
+            ends += beat is not None and beat.last
+            i += ready
+            streaming += 1
+    while ends < len(docs):
+        _, beat = model.step(False)
+        ends += beat is not None and beat.last
+    return streaming, model.cycle

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from common import save
+from common import save, stream_documents
 
 from xpfilt.compiler import compile_queries
 from xpfilt.events import load_documents
@@ -41,14 +41,7 @@ def main() -> None:
                    "bytes_per_cycle_total": size / model.cycle,
                    "cycles_per_s": model.cycle / elapsed, "MB_per_s": size / elapsed / 1e6}
             # bytes per cycle while streaming: cycles until the last byte was accepted
-            model = EngineModel(plan)
-            stream_cycles = 0
-            for doc in docs:
-                i = 0
-                while i < len(doc):
-                    ready, _ = model.step(True, doc[i], i == len(doc) - 1)
-                    i += ready
-                    stream_cycles += 1
+            stream_cycles, _ = stream_documents(EngineModel(plan), docs)
             row["bytes_per_cycle_streaming"] = size / stream_cycles
             assert len(readouts) == len(docs)
             rows.append(row)

@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from common import RESULTS, save
+from common import RESULTS, save, stream_documents
 
 from xpfilt import workloads
 from xpfilt.compiler import CompileOptions, compile_queries
@@ -26,23 +26,6 @@ from xpfilt.paths import shared_data
 from xpfilt.xpath import parse_query
 
 READOUTS = ("serial", "sparse")
-
-
-def stream(model: EngineModel, docs: list[bytes]) -> tuple[int, int]:
-    """(cycles until the last byte was accepted, cycles until the last readout beat)."""
-    streaming = 0
-    ends = 0
-    for doc in docs:
-        i = 0
-        while i < len(doc):
-            ready, beat = model.step(True, doc[i], i == len(doc) - 1)
-            ends += beat is not None and beat.last
-            i += ready
-            streaming += 1
-    while ends < len(docs):
-        _, beat = model.step(False)
-        ends += beat is not None and beat.last
-    return streaming, model.cycle
 
 
 def fmax_rows() -> list[dict]:
@@ -86,7 +69,7 @@ def main() -> None:
             for label, docs in corpora:
                 model = EngineModel(plan)
                 start = time.perf_counter()
-                streaming, total = stream(model, docs)
+                streaming, total = stream_documents(model, docs)
                 size = sum(map(len, docs))
                 row = {"queries": n, "readout": readout, "documents": f"{label} ({len(docs)})",
                        "bytes": size, "W": 1,

@@ -22,12 +22,11 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Plan
-
-from .cluster import ClusterCore, cluster_signature, copy_register
-from .frontend import ByteLayout, ErrorFlags, FrontEnd
 from xpfilt.hwdefs import EVENT_FANOUT, distribution_depth
 from xpfilt.readout import ReadoutKind
 
+from .cluster import ClusterCore, cluster_signature, copy_register
+from .frontend import ByteLayout, ErrorFlags, FrontEnd
 from .readout import make_readout, readout_layout
 from .stacks import decode_events
 

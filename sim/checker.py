@@ -68,8 +68,9 @@ class BeatCodec:
         ``model`` fault still to be planted when ``faulty``: (value, beat, still faulty)."""
         if beat is None:
             return -1, None, faulty
-        if faulty and self.with_fault(beat) != beat:
-            beat, faulty = self.with_fault(beat), False
+        faulted = self.with_fault(beat) if faulty else beat
+        if faulted != beat:
+            beat, faulty = faulted, False
         return self.encode(beat), beat, faulty
 
     def with_fault(self, beat):

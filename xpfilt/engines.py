@@ -11,7 +11,7 @@ import os
 from typing import Callable, Iterable, Iterator, Optional, Protocol, Sequence, Union
 
 from .compiler import MAX_NAME, hardware_queries
-from .events import Document, DocumentError, utf8_document
+from .events import Document, DocumentError
 from .fast import FastFilter
 from .lxml_filter import LxmlFilter
 from .reference import ReferenceFilter
@@ -74,10 +74,10 @@ def filter_batch(engine: Engine, documents: Iterable[Union[str, os.PathLike, Doc
         name = item.name if isinstance(item, Document) else os.path.basename(item)
         try:
             document = item if isinstance(item, Document) else Document.from_path(item)
-            if ordered is not None:
-                matches = tuple(map(numbers.__getitem__, ordered(utf8_document(document))))
+            if ordered is not None:    # every engine transcodes (events.utf8_document) itself
+                matches = tuple(map(numbers.__getitem__, ordered(document)))
             else:
-                positions = engine.filter(utf8_document(document))
+                positions = engine.filter(document)
                 matches = tuple(sorted(numbers[p] for p in positions))
         except DocumentError as exc:
             yield DocumentResult(name, None, str(exc))

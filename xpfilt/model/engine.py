@@ -18,7 +18,7 @@ from collections import deque
 from typing import Iterable, Optional, Sequence, Union
 
 from ..compiler import CompileOptions, Plan, compile_queries
-from ..events import Document, DocumentError
+from ..events import Document, DocumentError, utf8_document
 from ..hwdefs import Errors, distribution_depth
 from ..readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from ..xpath import Query
@@ -92,11 +92,8 @@ class FrameModel:
             self._pop()
         self.waiting = int((ev.doc_end or self.waiting) and busy)
         self.pending += int(accepted and bool(last)) - int(capture)
-        if self.tree:
-            self.tree.append(self.fe_event)
-            self.event = self._stage(self.tree.popleft())
-        else:
-            self.event = self._stage(self.fe_event)
+        self.tree.append(self.fe_event)      # a delay line of tree_depth levels (maybe none)
+        self.event = self._stage(self.tree.popleft())
         self.fe_event = self.front_end.step(*self.copy)
         self.copy = (1, data, last) if accepted else (0, 0, 0)
         self.cycle += 1
@@ -199,7 +196,6 @@ def filter_with_model(model: FrameModel, document: Union[Document, bytes],
     (``bits``: (readout bit, query position) pairs). A flagged document raises EngineError."""
     if isinstance(document, (bytes, bytearray)):
         document = Document("<bytes>", bytes(document))
-    from ..events import utf8_document
     document = utf8_document(document)     # empty or undecodable: a DocumentError, never bytes
     readout = run_documents(model, [document.data])[0]
     return answer_positions(document.name, readout, bits)
