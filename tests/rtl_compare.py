@@ -13,6 +13,14 @@ from xpfilt.model.engine import EngineModel
 from xpfilt.readout import Beat, SparseBeat
 
 
+def simulate(dut, testbench, period: float = 1e-8) -> None:
+    """Run ``testbench`` (async, ``ctx``) against ``dut`` on one clock until it returns."""
+    sim = Simulator(dut)
+    sim.add_clock(period)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
 def shown_beat(ctx, port):
     """The beat ``port`` (a readout stream of either kind) shows this cycle, or None."""
     if not ctx.get(port.valid):
@@ -58,8 +66,5 @@ def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: i
             result["cycles"] += 1
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return result

@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 from typing import Sequence, Union
 
-from amaranth.sim import Simulator
 
 from hdl.programmable import ProgrammableEngine
-from .rtl_compare import shown_beat
+from .rtl_compare import shown_beat, simulate
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec
 
@@ -81,8 +80,5 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
                 await ctx.tick()
             result["status"].append(model.status)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return result

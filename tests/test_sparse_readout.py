@@ -4,7 +4,6 @@ both against the flags they were given; then whole engines with the sparse reado
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from hdl.readout import SparseReadout
 from xpfilt.compiler import CompileOptions, compile_queries
@@ -13,7 +12,7 @@ from xpfilt.model.readout import SparseReadoutModel
 from xpfilt.readout import SparseBeat, collect_readout, readout_cycles, ReadoutKind
 from xpfilt.xpath import parse_query
 
-from .rtl_compare import compare_engine_with_model, shown_beat
+from .rtl_compare import compare_engine_with_model, shown_beat, simulate
 
 
 def random_flags(rng, width):
@@ -58,10 +57,7 @@ def run_sparse(width, documents, *, seed, p_ready):
                 pending.pop(0)
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, testbench)
     return result
 
 
