@@ -1,7 +1,7 @@
 """Board capacity: the largest custom and programmable designs that place and route on the
 iCEBreaker (iCE40UP5K) and the ULX3S-85F (ECP5), with Fmax and throughput.
 
-Everything is a real board build (:func:`boards.build.build_board`: engine + UART host link +
+Everything is a real board build (:func:`xpfilt.boards.build.build_board`: engine + UART host link +
 LEDs, the board's clock and pins; Yosys, nextpnr, pack). Per board and design kind:
 
 1. two sizes: the smaller one placed and routed (its nextpnr logic cells per Yosys LUT give the
@@ -46,8 +46,8 @@ from pathlib import Path
 
 from common import save
 
-from boards import get_board
-from boards.build import BuildConfig, build_board, custom_design, programmable_design
+from xpfilt.boards import get_board
+from xpfilt.boards.build import BuildConfig, build_board, custom_design, programmable_design
 from xpfilt import workloads
 from xpfilt.synth import ToolError
 from xpfilt.compiler import CompileOptions

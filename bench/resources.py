@@ -13,10 +13,10 @@ optimizations (1)(2)(3) off but prefix sharing on, emitted as Verilog and synthe
 * per query node = LUT6-eq / (sum of steps over the queries) -- the goal is <= 1.0.
 
 Then, to show where the LUTs go, the parts of some all-on engines (:data:`BREAKDOWN`) are
-synthesized on their own (``amaranth.back.verilog.convert``): the :class:`hdl.frontend.FrontEnd`
+synthesized on their own (``amaranth.back.verilog.convert``): the :class:`xpfilt.hdl.frontend.FrontEnd`
 with the plan's tags, the same front end without tags (the byte parser and global stack alone,
 so the difference is the tag decoder), each cluster (``CustomEngine.cluster_core(i)``: its
-:class:`hdl.stacks.StackBank` and event register) and the :class:`hdl.readout.Readout`.
+:class:`xpfilt.hdl.stacks.StackBank` and event register) and the :class:`xpfilt.hdl.readout.Readout`.
 
 Synthesis results are cached under /tmp/synth_cache by a hash of the Verilog and the Yosys
 script, so reruns are quick. Saved to bench/results/resources.{json,md}.
@@ -84,9 +84,9 @@ def source_digest() -> str:
     """Short hash of the RTL and compiler sources the Verilog comes from (they change often;
     the digest in a result's notes tells which version was measured). Imports the RTL first,
     so the digest matches what this process converts."""
-    import hdl.engine  # noqa: F401
+    import xpfilt.hdl.engine  # noqa: F401
     import xpfilt
-    files = sorted(Path(hdl.engine.__file__).parent.glob("*.py")) + [
+    files = sorted(Path(xpfilt.hdl.engine.__file__).parent.glob("*.py")) + [
         Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")]
     h = hashlib.sha256()
     for path in files:
@@ -208,9 +208,9 @@ def main() -> None:
         jobs.append((row, verilog, label))
 
     # parts of the all-on engines, synthesized on their own
-    from hdl.engine import CustomEngine
-    from hdl.frontend import FrontEnd
-    from hdl.readout import Readout
+    from xpfilt.hdl.engine import CustomEngine
+    from xpfilt.hdl.frontend import FrontEnd
+    from xpfilt.hdl.readout import Readout
     for depth, n in BREAKDOWN:
         plan = plans.get((depth, n, "all on"))
         if plan is None:

@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 # (engines are created here only for their port signatures)
-"""Boards and bitstreams: an engine behind the host link (:mod:`boards.top`) on a board
-(:data:`boards.BOARDS`), built with the board's own toolchain flow (amaranth-boards platform).
+"""Boards and bitstreams: an engine behind the host link (:mod:`xpfilt.boards.top`) on a board
+(:data:`xpfilt.boards.BOARDS`), built with the board's own toolchain flow (amaranth-boards platform).
 
 :func:`build_board` writes into the output directory:
 
@@ -84,7 +84,7 @@ class EngineDesign:
     @classmethod
     def for_plan(cls, plan: Plan, verilog: str, *, max_name: int = 32) -> "EngineDesign":
         """The custom engine of ``plan`` whose Verilog is ``verilog``."""
-        from hdl.engine import CustomEngine
+        from xpfilt.hdl.engine import CustomEngine
         stats = plan.stats
         return cls(
             mode=Mode.CUSTOM, verilog=verilog,
@@ -101,7 +101,7 @@ class EngineDesign:
     @classmethod
     def for_spec(cls, spec: HardwareSpec, verilog: str) -> "EngineDesign":
         """The programmable engine of ``spec`` whose Verilog is ``verilog``."""
-        from hdl.programmable import ProgrammableEngine
+        from xpfilt.hdl.programmable import ProgrammableEngine
         columns = spec.clusters * spec.columns
         return cls(
             mode=Mode.PROGRAMMABLE, verilog=verilog,
@@ -174,7 +174,7 @@ def simulation_verilog(design: EngineDesign, divider: int) -> str:
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """``board``: a name in :data:`boards.BOARDS`. ``run_toolchain``: False writes the files
+    """``board``: a name in :data:`xpfilt.boards.BOARDS`. ``run_toolchain``: False writes the files
     only; ``synthesize_only``: stop after synthesis and the fit check (for size estimates).
     ``timeout``: seconds per tool run. ``nextpnr_args``: more nextpnr options (e.g.
     ``("--router", "router2")``: routes large designs several times faster, at some Fmax)."""
@@ -459,7 +459,7 @@ def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig, di
 
 def load_design(directory: Path) -> EngineDesign:
     """The :class:`EngineDesign` a build directory holds (read by
-    :meth:`boards.host.BoardDesign.load`, plus ``xpfilt_engine.v``), without regenerating
+    :meth:`xpfilt.boards.host.BoardDesign.load`, plus ``xpfilt_engine.v``), without regenerating
     anything."""
     from .host import BoardDesign
     board = BoardDesign.load(directory)

@@ -1,6 +1,6 @@
 """The board commands of ``xpfilt`` (registered by :class:`xpfilt.cli._Main`): ``build`` (a
-bitstream: :mod:`boards.build`), ``host`` (filter on a board: :mod:`boards.host`) and
-``sim-board`` (a simulated board behind a TCP port: :mod:`boards.sim_server`)."""
+bitstream: :mod:`xpfilt.boards.build`), ``host`` (filter on a board: :mod:`xpfilt.boards.host`) and
+``sim-board`` (a simulated board behind a TCP port: :mod:`xpfilt.boards.sim_server`)."""
 
 from __future__ import annotations
 

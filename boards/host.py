@@ -1,5 +1,5 @@
 """The host side of the board link (the protocol and its frame codec are in
-:mod:`boards.protocol`).
+:mod:`xpfilt.boards.protocol`).
 
 * :class:`BoardLink`: one board over any pyserial transport (``serial.serial_for_url``:
   ``/dev/ttyUSB1``, ``socket://127.0.0.1:PORT`` for the simulated board): status, documents,

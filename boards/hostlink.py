@@ -1,4 +1,4 @@
-"""The host link's gateware (the protocol is described in :mod:`boards.protocol`):
+"""The host link's gateware (the protocol is described in :mod:`xpfilt.boards.protocol`):
 :class:`CommandDecoder` unframes host -> board bytes, :class:`ConfigSerializer` turns
 configuration bytes into bits, :class:`Escaper` escapes frame bodies and
 :class:`ResponseEncoder` frames readouts and status frames.
@@ -8,12 +8,12 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.frontend import ByteLayout
-from hdl.programmable import ConfigBit
-from hdl.readout import readout_layout
+from xpfilt.hdl.frontend import ByteLayout
+from xpfilt.hdl.programmable import ConfigBit
+from xpfilt.hdl.readout import readout_layout
 from xpfilt.readout import ReadoutKind
 
-from .protocol import (EOF, ESC, ESC_XOR, READOUT_HEADER, SOF, SPECIAL, STATUS_BYTES, Command,
+from .protocol import (EOF, ESC, ESC_XOR, READOUT_HEADER, SOF, STATUS_BYTES, Command,
                        ReadoutHeader, Response, StatusLayout, id_bytes)
 
 __all__ = ["CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]

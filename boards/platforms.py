@@ -4,7 +4,7 @@ A board is an amaranth-boards platform plus what xpfilt needs to know about it: 
 capacity, for "does this query set fit" answers before place and route, comes from the one
 device table, :data:`xpfilt.synth.DEVICES`), which toolchain runs here (the open-source one for
 iCE40 and ECP5; for Xilinx only the Vivado project files are generated), the UART to the host
-and which LED shows what (:data:`boards.top.LED_FUNCTIONS`). The clock is the platform's
+and which LED shows what (:data:`xpfilt.boards.top.LED_FUNCTIONS`). The clock is the platform's
 default clock, and so are its constraints.
 """
 

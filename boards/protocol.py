@@ -1,6 +1,6 @@
 """The host link's protocol: a framed byte protocol between a host and an engine on a board,
-over a UART -- the one definition both the gateware (:mod:`boards.hostlink`) and the host
-(:mod:`boards.host`) use.
+over a UART -- the one definition both the gateware (:mod:`xpfilt.boards.hostlink`) and the host
+(:mod:`xpfilt.boards.host`) use.
 
 Framing (both directions). A frame is ``SOF kind body... EOF``. Inside ``kind`` and ``body``
 the three special bytes ``SOF`` (0xC0), ``EOF`` (0xC1) and ``ESC`` (0xDB) are sent as ``ESC``
@@ -22,7 +22,7 @@ Board -> host (:class:`Response`):
 
 * ``R`` (serial readout) + one readout per document, in document order: a
   :class:`ReadoutHeader` (``doc``, 2 bytes little endian: the engine's wrapping document
-  number, from 0; ``errors``, 1 byte, :class:`hdl.frontend.ErrorFlags`: bit 0 malformed, 1
+  number, from 0; ``errors``, 1 byte, :class:`xpfilt.hdl.frontend.ErrorFlags`: bit 0 malformed, 1
   depth overflow, 2 name too long), then the readout bits packed 8 per byte: readout bit ``i``
   is bit ``i % 8`` of body byte ``3 + i // 8`` (``ceil(width / 8)`` bytes; unused high bits
   are 0).
@@ -35,7 +35,7 @@ Board -> host (:class:`Response`):
 * ``S`` + :class:`StatusLayout` (:data:`STATUS_BYTES` bytes, little endian): protocol
   version, engine mode (0 custom, 1 programmable), readout width, design identity (custom: a
   hash of the plan; programmable: the hardware fingerprint), configuration status
-  (:class:`hdl.programmable.ConfigStatus`), link errors since the previous status frame
+  (:class:`xpfilt.hdl.programmable.ConfigStatus`), link errors since the previous status frame
   (``overrun``: a received byte was lost, the receive FIFO was full; ``framing``: a UART stop
   bit was low; ``protocol``: a byte outside a frame, an unknown kind, a bad escape, a frame cut
   short by ``SOF`` -- a document cut short still ends, at its last byte received) and the
@@ -56,7 +56,7 @@ from typing import NamedTuple
 
 from amaranth.lib import data, enum
 
-from hdl.frontend import ErrorFlags, Errors
+from xpfilt.hdl.frontend import ErrorFlags, Errors
 from xpfilt.readout import DOC_WIDTH, DocumentReadout
 
 __all__ = ["SOF", "EOF", "ESC", "ESC_XOR", "SPECIAL", "PROTOCOL_VERSION", "Command",

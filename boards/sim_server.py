@@ -1,8 +1,8 @@
 """A simulated board behind a TCP port: the board core of a build directory (``xpfilt build``,
 ``--no-toolchain`` is enough) in cocotb + Verilator, its UART bridged to a socket by
-:mod:`boards.sim_tb`. The host connects with ``socket://HOST:PORT`` exactly as to a serial port.
+:mod:`xpfilt.boards.sim_tb`. The host connects with ``socket://HOST:PORT`` exactly as to a serial port.
 
-:func:`serve_board` builds the simulation (cached by :func:`sim.runner.build_design`) and runs
+:func:`serve_board` builds the simulation (cached by :func:`xpfilt.sim.runner.build_design`) and runs
 it until the configured number of connections is done; ``on_port`` hears the port as soon as it
 listens. ``xpfilt sim-board`` is the command line.
 """
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from sim.runner import TestbenchRun, build_design, run_testbench
+from xpfilt.sim.runner import TestbenchRun, build_design, run_testbench
 
 __all__ = ["SimBoardConfig", "serve_board", "BOARD_TB_MODULE"]
 
-BOARD_TB_MODULE = "boards.sim_tb"
+BOARD_TB_MODULE = "xpfilt.boards.sim_tb"
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """cocotb bridge from a TCP socket to the UART pins of a simulated board core (``xpfilt_board``,
-see :class:`boards.top.BoardCore` and :func:`boards.build.simulation_verilog`).
+see :class:`xpfilt.boards.top.BoardCore` and :func:`xpfilt.boards.build.simulation_verilog`).
 
 The test listens on a TCP port and writes the port number to a file, then serves connections
 one after the other (the board's state carries over, as on a real board): bytes from the client
 are driven onto ``rx`` as 8N1 frames of ``divider`` clock cycles per bit, and bytes the board
 sends on ``tx`` (sampled in the middle of each bit) go back to the client. So
-``serial.serial_for_url("socket://127.0.0.1:PORT")`` -- :class:`boards.host.BoardLink` --
+``serial.serial_for_url("socket://127.0.0.1:PORT")`` -- :class:`xpfilt.boards.host.BoardLink` --
 talks to the simulation exactly as to a board on a serial port.
 
 Speed: Python wakes up once per run of equal bits on ``rx`` and once per bit on ``tx``; between
@@ -30,7 +30,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from sim.config import CONFIG_ENV
+from xpfilt.sim.config import CONFIG_ENV
 
 PERIOD_NS = 10
 #: Bit times simulated per poll of the socket while the client sends nothing.

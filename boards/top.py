@@ -1,10 +1,10 @@
 """An engine on a board: the engine behind a UART host link, status on LEDs.
 
 :class:`BoardCore` is everything but the pins, so a simulator can drive ``rx`` and sample
-``tx``: UART receiver -> FIFO -> :class:`boards.hostlink.CommandDecoder` -> the engine's
-``bytes_in`` (and, programmable, ``config`` through a :class:`boards.hostlink.ConfigSerializer`);
-the engine's ``readout`` and the status -> :class:`boards.hostlink.ResponseEncoder` -> UART
-transmitter. The protocol is described in :mod:`boards.protocol`.
+``tx``: UART receiver -> FIFO -> :class:`xpfilt.boards.hostlink.CommandDecoder` -> the engine's
+``bytes_in`` (and, programmable, ``config`` through a :class:`xpfilt.boards.hostlink.ConfigSerializer`);
+the engine's ``readout`` and the status -> :class:`xpfilt.boards.hostlink.ResponseEncoder` -> UART
+transmitter. The protocol is described in :mod:`xpfilt.boards.protocol`.
 
 :class:`BoardTop` puts a core on a platform (amaranth-boards): ``uart`` 0 and the LEDs named
 by the board description; the ``sync`` domain is the platform's default clock.
@@ -80,7 +80,7 @@ class BoardCore(wiring.Component):
                  divider: int, heartbeat: int, busy_stretch: int = 1 << 16,
                  fifo_depth: int = 64, readout: ReadoutKind = ReadoutKind.SERIAL):
         if not isinstance(mode, Mode):
-            raise TypeError(f"mode must be a boards.protocol.Mode, not {mode!r}")
+            raise TypeError(f"mode must be a xpfilt.boards.protocol.Mode, not {mode!r}")
         if not 1 <= width < 1 << 32:
             raise ValueError(f"readout width must be between 1 and 2**32 - 1, not {width!r}")
         if heartbeat < 1 or busy_stretch < 1:

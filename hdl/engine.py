@@ -42,7 +42,7 @@ def distribute(m: Module, value, leaves: int, *, name: str) -> list:
     """``leaves`` copies of ``value``, each :func:`distribution_depth` registers later: a tree
     whose registers each drive at most :data:`EVENT_FANOUT` registers of the level below (the
     clusters register their copy themselves, each in form ``index % EVENT_FANOUT`` of
-    :func:`hdl.cluster.copy_register`), so every cluster sees every event on the same cycle and no net's
+    :func:`xpfilt.hdl.cluster.copy_register`), so every cluster sees every event on the same cycle and no net's
     load grows with the number of clusters."""
     value = Value.cast(value)
     depth = distribution_depth(leaves)
@@ -56,7 +56,7 @@ def distribute(m: Module, value, leaves: int, *, name: str) -> list:
 
 class CustomEngine(wiring.Component):
     """Ports: ``bytes_in`` (document bytes, ``last`` on a document's final byte) and ``readout``
-    (beats of the plan's readout kind, see :func:`hdl.readout.readout_layout`)."""
+    (beats of the plan's readout kind, see :func:`xpfilt.hdl.readout.readout_layout`)."""
 
     def __init__(self, plan: Plan, *, max_name: int = 32, instances: bool = False):
         """``instances``: instantiate each cluster as the Verilog module

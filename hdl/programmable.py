@@ -197,7 +197,7 @@ class ConfigLoader(wiring.Component):
 class ProgrammableCluster(wiring.Component):
     """One cluster of generic columns: ``events`` and ``name_tap`` from the front end
     (registered here), ``clear``/``matches``/``doc_end``/``errors`` as
-    :class:`hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
+    :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
     :class:`ConfigLoader`."""
 
     def __init__(self, spec: HardwareSpec):

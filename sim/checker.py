@@ -1,6 +1,6 @@
 """The scoring half of the cocotb testbench, in plain Python (no simulator needed).
 
-The testbench (:mod:`sim.engine_tb`) records, for every clock cycle, what it drove into the
+The testbench (:mod:`xpfilt.sim.engine_tb`) records, for every clock cycle, what it drove into the
 engine (``bytes_in`` valid/payload, ``readout.ready``) and what the engine showed
 (``bytes_in.ready``, the ``readout`` beat or none): a :class:`Trace`. After the run:
 
@@ -22,8 +22,8 @@ from typing import Optional, Sequence
 
 from amaranth.lib import data
 
-from hdl.frontend import ByteLayout, Errors
-from hdl.readout import readout_layout
+from xpfilt.hdl.frontend import ByteLayout, Errors
+from xpfilt.hdl.readout import readout_layout
 from xpfilt.compiler import Plan
 from xpfilt.events import MalformedDocumentError, parse_events, EventKind
 from xpfilt.model.engine import EngineModel
@@ -85,7 +85,7 @@ class BeatCodec:
 
 #: The serial readout's codec (its layout does not depend on the width).
 SERIAL = BeatCodec(ReadoutKind.SERIAL, 1)
-#: (offset, width) of each field of the ``bytes_in`` payload (:class:`hdl.frontend.ByteLayout`).
+#: (offset, width) of each field of the ``bytes_in`` payload (:class:`xpfilt.hdl.frontend.ByteLayout`).
 BYTE_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ByteLayout)}
 BYTE_WIDTH = data.Layout.cast(ByteLayout).size
 

@@ -27,7 +27,7 @@ class TbConfig:
     max_name: int = 32
     idle_cycles: int = 16                      # checked cycles after the last readout beat
     stall_limit: int = 20_000                  # cycles without progress before giving up
-    fault: Optional[str] = None                # test hook, see sim.checker.FAULTS
+    fault: Optional[str] = None                # test hook, see xpfilt.sim.checker.FAULTS
     extra: dict = field(default_factory=dict)
 
     def write(self, path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""cocotb testbench of the custom engine (``xpfilt_engine``, see :class:`hdl.engine.CustomEngine`).
+"""cocotb testbench of the custom engine (``xpfilt_engine``, see :class:`xpfilt.hdl.engine.CustomEngine`).
 
 Split the usual way:
 
@@ -8,7 +8,7 @@ Split the usual way:
 * :class:`Monitor` drives a random ``readout.ready`` (probability ``p_ready``), records the beat
   the engine shows in every cycle and counts the transferred ones;
 * the model (:class:`xpfilt.model.engine.EngineModel`) is the expected-value source and
-  :mod:`sim.checker` is the Checker: after the run it steps the model with the very inputs the
+  :mod:`xpfilt.sim.checker` is the Checker: after the run it steps the model with the very inputs the
   engine got and compares every cycle's ``ready`` and readout beat, then groups the transferred
   beats into documents and scores each against the reference filter and the error flags it
   must raise.
@@ -22,8 +22,8 @@ registers only, so the testbench samples them at the falling clock edge and writ
 the same cycle right after; the next rising edge takes both, exactly like
 :meth:`EngineModel.step(valid, data, last, out_ready) <xpfilt.model.engine.EngineModel.step>`.
 
-Run it through :func:`sim.runner.run_testbench` (``$XPFILT_TB_CONFIG`` names a
-:class:`sim.config.TbConfig` JSON file).
+Run it through :func:`xpfilt.sim.runner.run_testbench` (``$XPFILT_TB_CONFIG`` names a
+:class:`xpfilt.sim.config.TbConfig` JSON file).
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
-from sim.checker import (FAULTS, BeatCodec, Trace, byte_payload, compare_with_model,
+from xpfilt.sim.checker import (FAULTS, BeatCodec, Trace, byte_payload, compare_with_model,
                          expectation, reference_for, root_cause_first, score_documents,
                          with_reference_fault)
-from sim.config import CONFIG_ENV, TbConfig
+from xpfilt.sim.config import CONFIG_ENV, TbConfig
 from xpfilt.compiler import Plan
 from xpfilt.xpath import parse_query
 

@@ -1,9 +1,9 @@
-"""The scoring half of the programmable engine's cocotb testbench (:mod:`sim.programmable_tb`),
+"""The scoring half of the programmable engine's cocotb testbench (:mod:`xpfilt.sim.programmable_tb`),
 in plain Python (no simulator needed).
 
-It extends :mod:`sim.checker` (custom engine) with the configuration port:
+It extends :mod:`xpfilt.sim.checker` (custom engine) with the configuration port:
 
-* :class:`ProgTrace` is a :class:`sim.checker.Trace` that also records, per cycle, what the host
+* :class:`ProgTrace` is a :class:`xpfilt.sim.checker.Trace` that also records, per cycle, what the host
   drove into ``config`` (valid, payload = {bit, last}) and what the engine showed on
   ``config__ready`` and ``config_status``;
 * :func:`compare_programmable_with_model` steps
@@ -11,7 +11,7 @@ It extends :mod:`sim.checker` (custom engine) with the configuration port:
   cycle's ``bytes_in.ready``, readout beat, ``config.ready`` and ``config_status``;
 * :func:`score_programmable` groups the transferred beats into documents and scores each one
   against the reference of the configuration active when it was streamed (no configuration yet:
-  every readout bit must be 0), reusing :func:`sim.checker.score_documents`.
+  every readout bit must be 0), reusing :func:`xpfilt.sim.checker.score_documents`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 from amaranth.lib import data
 
-from hdl.programmable import ConfigBit, ConfigStatus
+from xpfilt.hdl.programmable import ConfigBit, ConfigStatus
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec
 
@@ -33,12 +33,12 @@ __all__ = ["STATUS_FIELDS", "CONFIG_FIELDS", "encode_status", "decode_status",
            "config_payload", "stream_bits", "ProgTrace", "compare_programmable_with_model",
            "score_programmable", "FAULTS"]
 
-#: (offset, width) of each field of ``config_status`` (:class:`hdl.programmable.ConfigStatus`).
+#: (offset, width) of each field of ``config_status`` (:class:`xpfilt.hdl.programmable.ConfigStatus`).
 STATUS_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ConfigStatus)}
-#: (offset, width) of each field of ``config__payload`` (:class:`hdl.programmable.ConfigBit`).
+#: (offset, width) of each field of ``config__payload`` (:class:`xpfilt.hdl.programmable.ConfigBit`).
 CONFIG_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ConfigBit)}
 
-#: Test hooks (see :data:`sim.checker.FAULTS`); ``status`` claims the model's ``generation``
+#: Test hooks (see :data:`xpfilt.sim.checker.FAULTS`); ``status`` claims the model's ``generation``
 #: is one higher in the first cycle after the first commit.
 FAULTS = ("model", "reference", "status")
 
@@ -86,7 +86,7 @@ def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
                                     fault: Optional[str] = None) -> dict:
     """Step the model with the trace's inputs; compare every cycle's ``bytes_in.ready``,
     readout beat, ``config.ready`` and ``config_status``. Same result shape as
-    :func:`sim.checker.compare_with_model` (``first`` also has both sides' config port)."""
+    :func:`xpfilt.sim.checker.compare_with_model` (``first`` also has both sides' config port)."""
     model = ProgrammableModel(spec)
     codec = BeatCodec(model.readout_kind, model.width)
     step = model.step
@@ -131,7 +131,7 @@ def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expe
     Columns that are not the last column of a query also raise their match flag, so in a
     configured document only the bits in ``bit_maps[i]`` are scored (the others are cleared
     first); the framing, sequence numbers and error flags are checked by
-    :func:`sim.checker.score_documents`. Returns (results, mismatches) with query numbers."""
+    :func:`xpfilt.sim.checker.score_documents`. Returns (results, mismatches) with query numbers."""
     masks = [None if bits is None else sum(1 << b for b in bits) for bits in bit_maps]
     positions = []
     for exp, bits in zip(expected, bit_maps):

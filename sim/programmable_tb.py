@@ -1,5 +1,5 @@
 """cocotb testbench of the programmable engine (``xpfilt_engine`` from
-:func:`xpfilt.verilog.emit_programmable_verilog`, see :class:`hdl.programmable.ProgrammableEngine`).
+:func:`xpfilt.verilog.emit_programmable_verilog`, see :class:`xpfilt.hdl.programmable.ProgrammableEngine`).
 
 The host (:func:`xpfilt.regress.run_regression` with ``mode="programmable"``) hands a sequence of
 *items* in ``TbConfig.extra["items"]``: runs of documents and configuration streams (good ones,
@@ -9,10 +9,10 @@ honouring ``config.ready``) after the previous document's last byte was accepted
 next document's first byte is offered -- unless the stream's item says ``"overlap"``: then it
 is sent while the next run of documents streams, so it completes with documents in flight; the
 documents whose first byte was accepted up to its last bit are answered by the previous
-configuration, the later ones by the new (the commit waits for a document boundary). The :class:`sim.engine_tb.Driver` /
-:class:`sim.engine_tb.Monitor` pieces drive ``bytes_in`` and ``readout`` as for the custom engine.
+configuration, the later ones by the new (the commit waits for a document boundary). The :class:`xpfilt.sim.engine_tb.Driver` /
+:class:`xpfilt.sim.engine_tb.Monitor` pieces drive ``bytes_in`` and ``readout`` as for the custom engine.
 
-After the run, :mod:`sim.programmable_checker` compares every cycle's ``bytes_in.ready``, readout
+After the run, :mod:`xpfilt.sim.programmable_checker` compares every cycle's ``bytes_in.ready``, readout
 beat, ``config.ready`` and ``config_status`` with
 :class:`xpfilt.model.programmable.ProgrammableModel`, and every document's answer with the
 reference filter over the queries of the configuration active when it streamed (the last good
@@ -20,7 +20,7 @@ stream before it; none yet: every readout bit 0). It also checks, independently 
 that the cycle after each stream's last bit shows ``pending`` (good stream) or ``rejected``
 (bad), and that the final ``generation`` counts the good streams.
 
-Timing as in :mod:`sim.engine_tb`: the outputs depend on registers only; they are sampled at the
+Timing as in :mod:`xpfilt.sim.engine_tb`: the outputs depend on registers only; they are sampled at the
 falling edge and the inputs of the same cycle written right after.
 """
 
@@ -33,11 +33,11 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import Timer
 
-from sim.checker import BeatCodec, byte_payload, expectation, reference_for, root_cause_first
-from sim.config import CONFIG_ENV, TbConfig
-from sim.engine_tb import (_BLOCK, Driver, Monitor, PERIOD_NS, _Pattern, _reader, finish_run,
+from xpfilt.sim.checker import BeatCodec, byte_payload, expectation, reference_for, root_cause_first
+from xpfilt.sim.config import CONFIG_ENV, TbConfig
+from xpfilt.sim.engine_tb import (_BLOCK, Driver, Monitor, PERIOD_NS, _Pattern, _reader, finish_run,
                            start_engine)
-from sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
+from xpfilt.sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
                                       config_payload, decode_status, score_programmable,
                                       stream_bits)
 from xpfilt.programmable import HardwareSpec, configure

@@ -1,5 +1,5 @@
 """Build a generated engine for a simulator (cached by a hash of plan + Verilog) and run the cocotb
-testbench (:mod:`sim.engine_tb`) on it, through ``cocotb_tools.runner``.
+testbench (:mod:`xpfilt.sim.engine_tb`) on it, through ``cocotb_tools.runner``.
 
 Simulators:
 
@@ -39,7 +39,7 @@ __all__ = ["SIMULATORS", "TB_MODULE", "BuiltDesign", "TestbenchRun", "toolchain_
 
 SIMULATORS = ("verilator", "icarus")
 #: The cocotb test module (importable: the ``sim`` package is installed with xpfilt).
-TB_MODULE = "sim.engine_tb"
+TB_MODULE = "xpfilt.sim.engine_tb"
 # The runner passes --public-flat-rw (every signal visible to VPI), which makes big designs
 # slow to compile; the testbench only touches the top's ports, so only they stay public.
 # Lint warnings are off (Amaranth's Verilog has thousands) except the width ones, which also
@@ -215,8 +215,8 @@ class TestbenchRun:
 
 def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path, *,
                   test_module: str = TB_MODULE) -> TestbenchRun:
-    """Run ``test_module`` (default :data:`TB_MODULE`; ``sim.programmable_tb`` for the
-    programmable engine) on ``design`` with the :class:`sim.config.TbConfig` at
+    """Run ``test_module`` (default :data:`TB_MODULE`; ``xpfilt.sim.programmable_tb`` for the
+    programmable engine) on ``design`` with the :class:`xpfilt.sim.config.TbConfig` at
     ``config_path``; cocotb's log and results XML go to ``run_dir``. Raises RuntimeError when
     the simulation ended abnormally (no results)."""
     from cocotb_tools.check_results import get_results

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from amaranth.sim import Simulator
 
-from hdl.engine import CustomEngine
+from xpfilt.hdl.engine import CustomEngine
 from xpfilt.compiler import Plan
 from xpfilt.model.engine import EngineModel
 from xpfilt.readout import Beat, SparseBeat

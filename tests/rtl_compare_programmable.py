@@ -6,7 +6,7 @@ import random
 from typing import Sequence, Union
 
 
-from hdl.programmable import ProgrammableEngine
+from xpfilt.hdl.programmable import ProgrammableEngine
 from .rtl_compare import shown_beat, simulate
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec

@@ -26,17 +26,17 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 from click.testing import CliRunner
 
-from boards import BOARDS, get_board
-from boards.build import (BuildConfig, build_board, custom_design, fit_estimate,
+from xpfilt.boards import BOARDS, get_board
+from xpfilt.boards.build import (BuildConfig, build_board, custom_design, fit_estimate,
                           programmable_design, uart_divider)
-from boards.host import plan_identity
-from boards.protocol import (EOF, ESC, PROTOCOL_VERSION, SOF, STATUS_BYTES, BoardStatus, Command,
+from xpfilt.boards.host import plan_identity
+from xpfilt.boards.protocol import (EOF, ESC, PROTOCOL_VERSION, SOF, STATUS_BYTES, BoardStatus, Command,
                              FrameReader, LinkError, Mode, decode_matches, decode_readout,
                              encode_frame)
-from boards.top import BoardCore
-from boards.uart import UARTRx, UARTTx
-from hdl.engine import CustomEngine
-from hdl.frontend import Errors
+from xpfilt.boards.top import BoardCore
+from xpfilt.boards.uart import UARTRx, UARTTx
+from xpfilt.hdl.engine import CustomEngine
+from xpfilt.hdl.frontend import Errors
 from xpfilt.cli import main
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.synth import ToolError, run_tool
@@ -224,7 +224,7 @@ class FakeBoard:
 
 
 def test_host_link_failures_are_clear(tmp_path):
-    from boards.host import BoardEngine, BoardLink
+    from xpfilt.boards.host import BoardEngine, BoardLink
     status = BoardStatus(PROTOCOL_VERSION, 0, 3, 0x1234, 0, 0, 0, 0, 0, 0, 0, 5)
     with BoardLink.open(FakeBoard(status, silent=True).url, timeout=0.3) as link:
         with pytest.raises(LinkError, match=r"no status frame within 0.3 s \(is the bitstream "

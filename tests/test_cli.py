@@ -131,12 +131,12 @@ def test_programmable_compile_configure_filter_round_trip(data, tmp_path):
 def test_verilog_cache_key_follows_the_loaded_rtl_code(monkeypatch):
     """A process that loaded other RTL code than the files on disk must not reuse (or poison)
     cache entries of that code: the key hashes the code as loaded."""
-    import hdl.stacks
+    import xpfilt.hdl.stacks
     from xpfilt.verilog import _hdl_fingerprint
     before = _hdl_fingerprint()
     assert _hdl_fingerprint() == before
 
     def elaborate(self, platform):   # pragma: no cover - never elaborated
         return None
-    monkeypatch.setattr(hdl.stacks.StackBank, "elaborate", elaborate)
+    monkeypatch.setattr(xpfilt.hdl.stacks.StackBank, "elaborate", elaborate)
     assert _hdl_fingerprint() != before

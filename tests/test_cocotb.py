@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hdl.frontend import Errors
-from sim.checker import (Trace, byte_payload, compare_with_model, decode_beat, encode_beat,
+from xpfilt.hdl.frontend import Errors
+from xpfilt.sim.checker import (Trace, byte_payload, compare_with_model, decode_beat, encode_beat,
                          expectation, reference_for)
 from xpfilt.cli import main
 from xpfilt.compiler import CompileOptions, compile_queries
@@ -391,7 +391,7 @@ def test_cli_regress_programmable(build_dir, tmp_path):
 
 def test_programmable_checker_without_a_simulator():
     """The model standing in for the RTL agrees with itself; a flipped status bit is found."""
-    from sim.programmable_checker import (ProgTrace, compare_programmable_with_model,
+    from xpfilt.sim.programmable_checker import (ProgTrace, compare_programmable_with_model,
                                           config_payload, encode_status, stream_bits)
     from xpfilt.model.programmable import ProgrammableModel
     from xpfilt.programmable import configure
@@ -419,7 +419,7 @@ def test_programmable_checker_without_a_simulator():
 
 
 def decodeable_generation(value):
-    from sim.programmable_checker import decode_status
+    from xpfilt.sim.programmable_checker import decode_status
     return decode_status(value)["generation"]
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hdl.frontend import Errors
+from xpfilt.hdl.frontend import Errors
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.model.engine import collect_readout
 from xpfilt.paths import shared_data

@@ -14,7 +14,7 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from hypothesis import given, settings
 
-from hdl.frontend import LATENCY, Errors, ErrorFlags, FrontEnd, name_hash, tag_width_for
+from xpfilt.hdl.frontend import LATENCY, Errors, ErrorFlags, FrontEnd, name_hash, tag_width_for
 from xpfilt.events import EventKind, MalformedDocumentError, parse_events
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
 

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from hdl.frontend import Errors
+from xpfilt.hdl.frontend import Errors
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.engines import filter_batch
 from xpfilt.events import load_documents
@@ -133,11 +133,11 @@ def test_back_to_back_short_documents_each_get_exactly_one_readout():
 
 
 def test_the_models_do_not_import_the_rtl():
-    """What the RTL and the model share lives in xpfilt.hwdefs: the models import no hdl
+    """What the RTL and the model share lives in xpfilt.hwdefs: the models import no xpfilt.hdl
     module (no Amaranth elaboration code)."""
     import subprocess
     import sys
     code = ("import sys, xpfilt.model.engine, xpfilt.model.programmable, xpfilt.readout; "
-            "print(sorted(m for m in sys.modules if m == 'hdl' or m.startswith('hdl.')))")
+            "print(sorted(m for m in sys.modules if m.startswith('xpfilt.hdl')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from hdl.readout import SparseReadout
+from xpfilt.hdl.readout import SparseReadout
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.model.engine import EngineModel, run_documents
 from xpfilt.model.readout import SparseReadoutModel

@@ -4,8 +4,8 @@ import random
 
 from amaranth.sim import Simulator
 
-from hdl.readout import Readout
-from hdl.stacks import StackBank
+from xpfilt.hdl.readout import Readout
+from xpfilt.hdl.stacks import StackBank
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.model.stacks import ClusterStacks
 from xpfilt.xpath import parse_query

@@ -1,6 +1,6 @@
 """The ``xpfilt`` command line: workloads, filtering, compiling and configuring hardware,
 regressions, sweeps and reports; the board commands (build, host, sim-board) are in
-:mod:`boards.cli`. Options and helpers several commands share are defined here once."""
+:mod:`xpfilt.boards.cli`. Options and helpers several commands share are defined here once."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def _quiet_unused_designs() -> None:
 class _Main(click.Group):
     """The ``xpfilt`` group: a command that fails on its input ends with one line, ``xpfilt
     COMMAND: what: why``, and exit code 1; ``--debug`` shows the traceback instead. The board
-    commands live with the rest of the board feature (:mod:`boards.cli`), loaded when named."""
+    commands live with the rest of the board feature (:mod:`xpfilt.boards.cli`), loaded when named."""
 
     BOARD_COMMANDS = {"build": "build_command", "host": "host_command",
                       "sim-board": "sim_board_command"}
@@ -125,8 +125,8 @@ class _Main(click.Group):
 
     def get_command(self, ctx, name):
         if name in self.BOARD_COMMANDS:
-            import boards.cli
-            return getattr(boards.cli, self.BOARD_COMMANDS[name])
+            import xpfilt.boards.cli
+            return getattr(xpfilt.boards.cli, self.BOARD_COMMANDS[name])
         return super().get_command(ctx, name)
 
     def invoke(self, ctx):

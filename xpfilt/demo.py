@@ -239,7 +239,7 @@ def _sweep(out: Path) -> bool:
 
 
 def _bitstream(queries, out: Path) -> bool:
-    from boards.build import BuildConfig, build_board, custom_design
+    from xpfilt.boards.build import BuildConfig, build_board, custom_design
     from .compiler import CompileOptions
     from .synth import ToolError
 

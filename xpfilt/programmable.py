@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from pathlib import Path
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -273,9 +274,8 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     return config
 
 
-def readout_map_path(stream_path) -> "Path":
+def readout_map_path(stream_path) -> Path:
     """Where the readout map of the configuration stream ``stream_path`` lives."""
-    from pathlib import Path
     return Path(f"{stream_path}.map.tsv")
 
 

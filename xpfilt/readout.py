@@ -51,7 +51,7 @@ def sparse_chunk(width: int) -> int:
 
 
 class Beat(NamedTuple):
-    """One serial readout transfer (the fields of :class:`hdl.readout.ReadoutLayout`)."""
+    """One serial readout transfer (the fields of :class:`xpfilt.hdl.readout.ReadoutLayout`)."""
     bit: int
     first: int
     last: int
@@ -60,7 +60,7 @@ class Beat(NamedTuple):
 
 
 class SparseBeat(NamedTuple):
-    """One sparse readout transfer (the fields of :func:`hdl.readout.sparse_layout`):
+    """One sparse readout transfer (the fields of :func:`xpfilt.hdl.readout.sparse_layout`):
     ``header`` 1 for the document's first beat, else ``id`` is a matching readout bit;
     ``count`` is the number of ids of the document so far (all of them on the ``last`` beat)."""
     header: int
@@ -74,7 +74,7 @@ class SparseBeat(NamedTuple):
 class DocumentReadout(NamedTuple):
     """A whole document's readout: its sequence number, error flags and readout bits."""
     doc: int
-    errors: int        # an hdl.frontend.Errors value
+    errors: int        # an xpfilt.hdl.frontend.Errors value
     bits: int          # bit i = readout position i
 
 

@@ -1,13 +1,13 @@
 """Regression of the generated RTL in a real simulator: cocotb + Verilator (or Icarus).
 
 :func:`run_regression` compiles the queries, emits the Verilog, builds the simulation (cached by a
-hash of plan and Verilog, see :mod:`sim.runner`), streams every document back to back through
+hash of plan and Verilog, see :mod:`xpfilt.sim.runner`), streams every document back to back through
 one simulation with random valid gaps and readout backpressure, and lets the testbench
-(:mod:`sim.engine_tb`) compare every cycle with the cycle-accurate model and every document's
+(:mod:`xpfilt.sim.engine_tb`) compare every cycle with the cycle-accurate model and every document's
 answer with the reference filter.
 
 ``mode="programmable"`` runs the programmable engine of ``hardware`` (a
-:class:`~xpfilt.programmable.HardwareSpec`) instead: the testbench (:mod:`sim.programmable_tb`)
+:class:`~xpfilt.programmable.HardwareSpec`) instead: the testbench (:mod:`xpfilt.sim.programmable_tb`)
 sends a sequence of items -- configuration streams of ``queries`` and of each ``reconfigure``
 query set (and corrupt/truncated ones that must be rejected) and runs of documents -- and checks
 every cycle (data, readout, ``config.ready``, ``config_status``) against the model and every
@@ -50,7 +50,7 @@ class RegressionConfig:
     (numbered from 1). ``documents``: files, directories (their ``*.xml``, sorted) or
     :class:`~xpfilt.events.Document` objects, streamed in that order. ``fault``: a test hook
     that makes the expectation deliberately wrong (``model`` or ``reference``, see
-    :data:`sim.checker.FAULTS`), to prove that the checker can fail."""
+    :data:`xpfilt.sim.checker.FAULTS`), to prove that the checker can fail."""
     queries: Union[str, Path, Sequence[str]]
     documents: Sequence[DocumentSource]
     options: CompileOptions = CompileOptions()
@@ -59,7 +59,7 @@ class RegressionConfig:
     p_valid: float = 0.8
     p_ready: float = 0.8
     max_name: int = 32
-    build_dir: Optional[Path] = None        # default: sim.runner.default_build_root()
+    build_dir: Optional[Path] = None        # default: xpfilt.sim.runner.default_build_root()
     replay_dir: Optional[Path] = None       # default: BUILD_DIR/replays
     verify_replay: bool = True              # rerun the replay to confirm (and shrink) it
     fault: Optional[str] = None
@@ -125,7 +125,7 @@ class RegressionSummary:
 
     @classmethod
     def from_report(cls, report: dict, mismatches: list, design, **fields) -> "RegressionSummary":
-        """The summary of a testbench ``report`` (see :func:`sim.engine_tb.finish_run`) run on
+        """The summary of a testbench ``report`` (see :func:`xpfilt.sim.engine_tb.finish_run`) run on
         the simulator build ``design``; ``fields``: the rest (simulator, queries, ...)."""
         results = report["documents"]
         return cls(
@@ -238,7 +238,7 @@ def stage_documents(sources: Sequence[DocumentSource], run_dir: Path
 def run_testbench_in(design, run_dir: Path, first_name: str, **kwargs):
     """Run the cocotb test on ``run_dir/config.json``; return the run, its report and the
     mismatches (a failing cocotb test without a recorded mismatch becomes one)."""
-    from sim.runner import run_testbench
+    from xpfilt.sim.runner import run_testbench
 
     run = run_testbench(design, run_dir / "config.json", run_dir, **kwargs)
     results_path = run_dir / "results.json"
@@ -257,8 +257,8 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
                    write_replay: bool = True) -> RegressionSummary:
     """Build (cached) and simulate the engine for ``config``; see the module docstring.
     ``log`` gets progress messages; ``write_replay=False``: no replay folder on a mismatch."""
-    from sim.config import TbConfig
-    from sim.runner import build_design, default_build_root
+    from xpfilt.sim.config import TbConfig
+    from xpfilt.sim.runner import build_design, default_build_root
 
     from .verilog import emit_verilog
 

@@ -1,6 +1,6 @@
 """The programmable engine's cocotb regression (``run_regression`` with ``mode`` programmable):
 a schedule of configuration streams (good, corrupt, truncated, foreign, overlapping documents)
-and documents, run through :mod:`sim.programmable_tb`, summarized, and a replay folder written
+and documents, run through :mod:`xpfilt.sim.programmable_tb`, summarized, and a replay folder written
 on a mismatch."""
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
 
 def run_programmable(config: RegressionConfig, *, log, write_replay: bool
                       ) -> RegressionSummary:
-    from sim.config import TbConfig
-    from sim.runner import build_design, default_build_root
+    from xpfilt.sim.config import TbConfig
+    from xpfilt.sim.runner import build_design, default_build_root
 
     from .verilog import emit_programmable_verilog
     from .programmable import configure
@@ -147,7 +147,7 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
             f"{sum(i['kind'] == 'config' for i in items)} configuration streams on "
             f"{config.simulator} ...")
         run, report, mismatches = run_testbench_in(design, run_dir, documents[0][0],
-                                                 test_module="sim.programmable_tb")
+                                                 test_module="xpfilt.sim.programmable_tb")
         summary = RegressionSummary.from_report(
             report, mismatches, design, simulator=config.simulator, documents=len(documents),
             queries=sum(len(c.readout_bit) for c in configurations), clusters=spec.clusters,

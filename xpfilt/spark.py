@@ -6,13 +6,14 @@ default, or the one ``spark-submit --master`` gave; any master URL -- ``spark://
 with what this machine needs: ``SPARK_LOCAL_IP`` defaulting to 127.0.0.1 for local masters,
 ``PYSPARK_PYTHON`` defaulting to this interpreter (workers otherwise run ``python3`` from PATH
 and cannot import the project), quiet logs and no console progress bar (xpfilt draws its own).
-The project's packages (``xpfilt``, ``hdl``, ``sim``) are zipped and shipped to the executors
+The project's packages (``xpfilt`` with ``xpfilt.hdl``, ``xpfilt.sim``, ``xpfilt.boards``) are zipped and shipped to the executors
 with ``addPyFile``; their third-party dependencies must be on the executors already (see the
 README: a packed virtual environment passed with ``--archives``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -23,7 +24,9 @@ from typing import Optional
 __all__ = ["spark_context", "package_zip", "DEFAULT_MASTER"]
 
 DEFAULT_MASTER = "local[*]"
-PACKAGES = ("xpfilt", "hdl", "sim", "boards")
+#: The packages a worker imports, each zipped under its import path (``xpfilt.hdl`` lives in
+#: ``hdl/``: see ``package-dir`` in pyproject.toml).
+PACKAGES = ("xpfilt", "xpfilt.hdl", "xpfilt.sim", "xpfilt.boards")
 
 #: Spark's own logging: errors only, and not the task failures xpfilt reports as rows itself.
 LOG4J2 = """\
@@ -52,13 +55,14 @@ def _log_config() -> Path:
 
 def package_zip(directory: Optional[Path] = None) -> Path:
     """A zip of the project's Python packages (sources only), for ``SparkContext.addPyFile``."""
-    root = Path(__file__).resolve().parent.parent
     directory = Path(directory or tempfile.mkdtemp(prefix="xpfilt-spark-"))
     path = directory / "xpfilt-packages.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for package in PACKAGES:
-            for source in sorted((root / package).rglob("*.py")):
-                archive.write(source, source.relative_to(root).as_posix())
+            folder = Path(importlib.util.find_spec(package).submodule_search_locations[0])
+            prefix = Path(*package.split("."))
+            for source in sorted(folder.rglob("*.py")):
+                archive.write(source, (prefix / source.relative_to(folder)).as_posix())
     return path
 
 

@@ -24,14 +24,14 @@ TOP_NAME = "xpfilt_engine"
 
 def _hdl_fingerprint() -> str:
     """A hash of the RTL generator code *as loaded in this process* (the bytecode of every
-    function and method of ``hdl.*``, the compiler and this module, which builds the
+    function and method of ``xpfilt.hdl.*``, the compiler and this module, which builds the
     clusters). Cluster conversion runs in forked workers that inherit exactly this code, so the cache key always matches the code that
     produced an entry, even in a process that outlives an edit of the sources."""
     import inspect
     import marshal
     import sys
 
-    import hdl.engine  # noqa: F401  (imports every module a cluster is built from)
+    import xpfilt.hdl.engine  # noqa: F401  (imports every module a cluster is built from)
 
     digest = hashlib.sha256()
 
@@ -49,7 +49,7 @@ def _hdl_fingerprint() -> str:
 
     digest.update(_tool_versions().encode())
     for name in sorted(sys.modules):
-        if name == "hdl" or name.startswith("hdl.") or name in ("xpfilt.compiler", __name__):
+        if name.startswith("xpfilt.hdl.") or name in ("xpfilt.compiler", __name__):
             module = sys.modules[name]
             digest.update(name.encode())
             seen: set = set()
@@ -89,8 +89,8 @@ def _convert_cluster(args) -> str:
     cluster_json, index, max_depth, n_tags = args
     from amaranth.back import verilog
 
-    from hdl.cluster import ClusterCore
-    from hdl.engine import EVENT_FANOUT, cluster_module_name
+    from xpfilt.hdl.cluster import ClusterCore
+    from xpfilt.hdl.engine import EVENT_FANOUT, cluster_module_name
     cluster = Plan.cluster_from_dict(json.loads(cluster_json))
     # the form of the cluster's event register, as CustomEngine.cluster_core gives it
     core = ClusterCore(cluster, n_tags=n_tags, max_depth=max_depth,
@@ -111,7 +111,7 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
     converted twice."""
     from amaranth.back import verilog
 
-    from hdl.engine import CustomEngine
+    from xpfilt.hdl.engine import CustomEngine
 
     fingerprint = _hdl_fingerprint()
     cache = _cache_dir()
@@ -157,7 +157,7 @@ def emit_programmable_verilog(spec) -> str:
     cluster module every cluster instantiates."""
     from amaranth.back import verilog
 
-    from hdl.programmable import CLUSTER_MODULE, ProgrammableCluster, ProgrammableEngine
+    from xpfilt.hdl.programmable import CLUSTER_MODULE, ProgrammableCluster, ProgrammableEngine
     top = verilog.convert(ProgrammableEngine(spec, instances=True), name=TOP_NAME)
     return top + verilog.convert(ProgrammableCluster(spec), name=CLUSTER_MODULE)
 

@@ -155,10 +155,10 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
 
     from amaranth.sim import Simulator
     if kind == "custom":
-        from hdl.engine import CustomEngine
+        from xpfilt.hdl.engine import CustomEngine
         dut = CustomEngine(design)
     else:
-        from hdl.programmable import ProgrammableEngine
+        from xpfilt.hdl.programmable import ProgrammableEngine
         dut = ProgrammableEngine(design)
 
     async def testbench(ctx):

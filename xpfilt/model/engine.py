@@ -1,4 +1,4 @@
-"""Cycle-accurate model of :class:`hdl.engine.CustomEngine`, driven by the same plan.
+"""Cycle-accurate model of :class:`xpfilt.hdl.engine.CustomEngine`, driven by the same plan.
 
 :meth:`EngineModel.step` is one clock cycle: it takes the input stream's ``valid``/``data``/
 ``last`` and the readout's ``ready`` for that cycle and returns ``bytes_in.ready`` and the
@@ -31,7 +31,7 @@ __all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "D
 
 
 class FrameModel:
-    """Register-level model of :class:`hdl.engine.EngineFrame` around a set of clusters: the
+    """Register-level model of :class:`xpfilt.hdl.engine.EngineFrame` around a set of clusters: the
     input copy, the front end, the clusters' registered copies of its events, flow control,
     capture and the serial readout.
 
@@ -43,7 +43,7 @@ class FrameModel:
     width: int
 
     #: Register levels between the front end's events and the clusters' copies (the RTL's
-    #: event distribution tree, :func:`hdl.engine.distribution_depth`).
+    #: event distribution tree, :func:`xpfilt.hdl.engine.distribution_depth`).
     tree_depth = 0
 
     def reset(self) -> None:

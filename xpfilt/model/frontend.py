@@ -1,11 +1,11 @@
-"""Cycle-accurate model of :class:`hdl.frontend.FrontEnd` (the XML byte parser, tag decoder and
+"""Cycle-accurate model of :class:`xpfilt.hdl.frontend.FrontEnd` (the XML byte parser, tag decoder and
 global stack).
 
 ``FrontEndModel.step(valid, data, last)`` is one clock cycle: it takes the ``bytes_in`` inputs of
 cycle N and returns the value of the RTL's ``events`` port in cycle N+1, which is the event of the
-byte accepted in cycle N+1-:data:`hdl.frontend.LATENCY` (:data:`NO_EVENT` when there is none): the
+byte accepted in cycle N+1-:data:`xpfilt.hdl.frontend.LATENCY` (:data:`NO_EVENT` when there is none): the
 parser computes each byte's event at once and a delay line stands for the RTL's stages. Byte classes, the name hash, the states and the
-error flags come from :mod:`hdl.frontend`, so there is one definition of each.
+error flags come from :mod:`xpfilt.hdl.frontend`, so there is one definition of each.
 
 The tag decoder is modelled by a trie walk (the CAM's "still matching" bits are exactly "the name
 so far is a prefix of that tag"), the global stack by two lists. The parser runs in a generator
@@ -33,7 +33,7 @@ class FrontEndEvent(NamedTuple):
     parent: int = 0
     level: int = 0
     doc_end: int = 0
-    errors: int = 0      # an :class:`hdl.frontend.Errors` bit set, nonzero only on doc_end
+    errors: int = 0      # an :class:`xpfilt.hdl.frontend.Errors` bit set, nonzero only on doc_end
     name: bytes = b""    # on push, with ``report_names``: the element's name as written
 
 

@@ -1,4 +1,4 @@
-"""Cycle-accurate model of :class:`hdl.programmable.ProgrammableEngine`.
+"""Cycle-accurate model of :class:`xpfilt.hdl.programmable.ProgrammableEngine`.
 
 The frame (input copy, front end, flow control, capture, readout) is :class:`FrameModel`; this
 module adds the configuration loader (header, payload routing, CRC-32, commit at a document

@@ -1,5 +1,5 @@
-"""Register-level models of the two readouts (:class:`hdl.readout.Readout`,
-:class:`hdl.readout.SparseReadout`). Each cycle the frame asks for :meth:`beat` (what ``out``
+"""Register-level models of the two readouts (:class:`xpfilt.hdl.readout.Readout`,
+:class:`xpfilt.hdl.readout.SparseReadout`). Each cycle the frame asks for :meth:`beat` (what ``out``
 shows, from the registers) and ``busy``, then calls :meth:`step` with that cycle's ``capture``,
 the captured flags and errors, and ``out.ready``."""
 
