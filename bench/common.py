@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -41,6 +42,14 @@ def save(name: str, rows: Sequence[dict], columns: Sequence[tuple[str, str]], ti
     lines += ["", f"Machine: {machine()}"]
     path = RESULTS / f"{name}.md"
     path.write_text("\n".join(line for line in lines if line is not None) + "\n")
+    return path
+
+
+def publish(name: str, rows: Sequence[dict], columns: Sequence[tuple[str, str]], title: str,
+            notes: str = "") -> Path:
+    """:func:`save`, then say on stderr where the table went: every script's last step."""
+    path = save(name, rows, columns, title, notes)
+    print(f"saved {path}", file=sys.stderr)
     return path
 
 

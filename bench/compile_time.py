@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import save
+from common import publish
 
 from xpfilt import workloads
 from xpfilt.verilog import compile_to_directory
@@ -58,7 +58,7 @@ def main() -> None:
                              "verilog_MB": size / 1e6, "columns": columns.split(": ")[1]})
                 print(f"{n:6} queries ({label}): {total:7.1f} s, Verilog {size / 1e6:.1f} MB",
                       file=sys.stderr)
-    path = save("compile_time", rows, [
+    publish("compile_time", rows, [
         ("queries", "queries"), ("cache", "Verilog cache"), ("parse_s", "parse s"),
         ("total_s", "parse + plan + Verilog s"), ("verilog_MB", "Verilog MB"),
         ("columns", "stack columns")],
@@ -66,7 +66,6 @@ def main() -> None:
         "Goal: 2,000 queries in <= 10 s, 32,000 in <= 120 s (2 cores). The paper's C++ compiler "
         "takes about 1 s; ours also emits the Verilog. Clusters convert in parallel (one process "
         "per core) and are cached by content, so a warm rebuild only re-plans.")
-    print(f"saved {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from common import save, stream_documents
+from common import publish, stream_documents
 
 from xpfilt.compiler import compile_queries
 from xpfilt.events import load_documents
@@ -49,7 +49,7 @@ def main() -> None:
                   f"{row['bytes_per_cycle_streaming']:.4f} bytes/cycle while streaming "
                   f"({longer}/{len(docs)} documents longer than the {n}-bit readout)",
                   file=sys.stderr)
-    path = save("model_throughput", rows, [
+    publish("model_throughput", rows, [
         ("queries", "queries"), ("documents", "documents"), ("bytes", "bytes"),
         ("docs_longer_than_readout", "docs longer than readout"),
         ("bytes_per_cycle_streaming", "bytes/cycle (streaming)"),
@@ -59,7 +59,6 @@ def main() -> None:
         "bytes/cycle (streaming) counts cycles until the last byte is accepted; 1.0 means the "
         "input never stalled. It drops below 1.0 only when documents are shorter than the "
         "readout (one bit per query per document): the input waits for the shadow register.")
-    print(f"saved {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

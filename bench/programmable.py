@@ -13,10 +13,9 @@ Saved to bench/results/programmable.{json,md}. Reuses resources.py / fmax.py's c
 
 from __future__ import annotations
 
-import sys
 import time
 
-from common import save
+from common import publish
 from fmax import run_point
 from resources import XILINX, log, xilinx_counts, yosys_synth
 
@@ -76,7 +75,7 @@ def main() -> None:
                       {"query_nodes": 0, "columns": 128, "clusters": 1})
     rows.append({"what": "fmax", "columns": 128, "fmax_mhz": point.get("fmax_mhz"),
                  "lut4": point.get("lut4"), "ff": point.get("ff"), "error": point.get("error")})
-    path = save("programmable", rows, [
+    publish("programmable", rows, [
         ("what", "measure"), ("columns", "columns"), ("queries_configured", "queries"),
         ("bits", "config bits"), ("seconds", "generation s"),
         ("load_ms_at_100MHz", "load ms @100 MHz"), ("query_nodes", "query nodes"),
@@ -89,7 +88,6 @@ def main() -> None:
         "tags up to 16 bytes; the custom engine is compiled for exactly the queries the "
         "programmable one holds. Paper: ~7x (up to 12x); goal <= 5x. "
         f"Total {time.perf_counter() - start_all:.0f} s.")
-    print(f"saved {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

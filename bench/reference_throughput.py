@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from common import best_time, save
+from common import best_time, publish
 
 from xpfilt.events import Document, load_documents, parse_events
 from xpfilt.lxml_filter import LxmlFilter
@@ -49,14 +49,13 @@ def main() -> None:
                   f"({row['reference_Mevents_per_s']:.2f} M events/s), lxml "
                   f"{row['lxml_MBps']:6.3f} MB/s, speed-up {row['speedup']:6.1f}x",
                   file=sys.stderr)
-    path = save("reference_throughput", rows, [
+    publish("reference_throughput", rows, [
         ("workload", "workload"), ("queries", "queries"), ("reference_MBps", "reference MB/s"),
         ("reference_Mevents_per_s", "reference M events/s"), ("lxml_MBps", "lxml MB/s"),
         ("lxml_Mevents_per_s", "lxml M events/s"), ("speedup", "speed-up")],
         "Reference filter vs lxml (one XPath evaluation per query)",
         "Both include XML parsing (expat for the reference, libxml2 for lxml). "
         "Best of 3 runs for the reference, 1 run for lxml. Answers checked equal.")
-    print(f"saved {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

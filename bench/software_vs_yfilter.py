@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import save
+from common import publish
 
 from xpfilt.events import Document, load_documents, parse_events
 from xpfilt.paths import shared_data
@@ -237,7 +237,7 @@ def main() -> None:
               f"{entry['stream_speedup']:.1f}x YFilter's whole-process rate", file=sys.stderr)
     for row in rows:
         row.pop("digests")
-    path = save("software_vs_yfilter", rows, [
+    publish("software_vs_yfilter", rows, [
         ("engine", "engine"), ("queries", "queries"), ("workload", "documents"),
         ("subset", "subset"), ("bytes", "bytes"), ("build_s", "build s"),
         ("build_us_per_query", "build µs/query"), ("cold_MBps", "cold MB/s"),
@@ -249,8 +249,7 @@ def main() -> None:
         "built), warm: best later pass. Query-file parsing is not in build s (see load_s in the "
         "JSON). MB/CPU-s: per second of the process's CPU time, steadier than wall time when "
         "other jobs share the machine. load: 1-minute load average before the row (2 cores).")
-    print(f"saved {path}", file=sys.stderr)
-    path = save("software_vs_yfilter_whole", whole, [
+    publish("software_vs_yfilter_whole", whole, [
         ("queries", "queries"), ("yfilter_s", "YFilter s (2.9 MB)"),
         ("yfilter_MBps", "YFilter MB/s"), ("yfilter_peak_MB", "YFilter peak MB"),
         ("fast_whole_s", "xpfilt filter s"), ("fast_whole_cpu_s", "xpfilt filter CPU s"),
@@ -268,7 +267,6 @@ def main() -> None:
         "output written to /dev/null; the speed ratio scales by bytes. Filtering MB/s: the "
         "fast engine alone over the same stream (first cycle cold), without Python start-up, "
         "query-file parsing and output.")
-    print(f"saved {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import save
+from common import publish
 
 from software_vs_yfilter import WORK, XPFILT, workload
 
@@ -160,7 +160,7 @@ def main() -> None:
                   f"start-up {startup:.1f} s, {row['overhead_per_task_s']:.2f} s per task "
                   f"beyond a 2-way split), answers equal: {row['answers_equal']} (load "
                   f"{row['load_before']}-{row['load_after']})", file=sys.stderr)
-    path = save("spark_filter_speedup", rows, [
+    publish("spark_filter_speedup", rows, [
         ("input", "input"), ("documents", "documents"), ("bytes", "bytes"),
         ("queries", "queries"), ("tasks", "tasks"), ("serial_s", "serial s"),
         ("spark_s", "Spark local[2] s"), ("speedup", "speed-up"),
@@ -179,7 +179,6 @@ def main() -> None:
         "gets, and two together, measured before the runs: the kernel's autogroup scheduling "
         "gives a session one share however many processes it runs, so when the two columns "
         "are equal local[2] has no more CPU than the serial run.")
-    print(f"saved {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":
