@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -242,30 +243,57 @@ def compare_document(category: str, es: EngineSet, data: bytes, rec: Recorder,
 
 # --- category 1 -------------------------------------------------------------------------------
 
+@contextmanager
+def _category(rec: Recorder, cat: str, label: str, total: int, progress: bool):
+    """Time category ``cat`` into ``rec`` and yield ``update(done)`` for its progress bar
+    (none without ``progress``); the bar closes at the last count given."""
+    start = time.perf_counter()
+    bar = Progress(label, total, rec, cat) if progress else None
+    done = 0
+
+    def update(n: int) -> None:
+        nonlocal done
+        done = n
+        if bar:
+            bar.update(n)
+    yield update
+    if bar:
+        bar.done(done)
+    rec.categories[cat].seconds += time.perf_counter() - start
+
+
+def _document_cases(cat: str, cases: int, rec: Recorder, update: Callable, timeout: float,
+                    docs_per_set: int, new_set: Callable, new_document: Callable) -> None:
+    """The loop of categories 1 and 2: an engine set from ``new_set()`` every ``docs_per_set``
+    cases; each case one document from ``new_document(es)`` -> (bytes, mutation kind or None),
+    compared across the set's engines."""
+    done = 0
+    while done < cases:
+        es = new_set()
+        for _ in range(min(docs_per_set, cases - done)):
+            data, kind = new_document(es)
+            rec.case(cat)
+            if kind is not None:
+                rec.check(cat, f"kind {kind}")
+            if compare_document(cat, es, data, rec, timeout,
+                                note="" if kind is None else f"mutation: {kind}"):
+                rec.failed_case(cat)
+            done += 1
+        update(done)
+
+
 def fuzz_wellformed(rng: random.Random, cases: int, rec: Recorder, *, timeout: float = 10.0,
                     docs_per_set: int = 5, engines=DEFAULT_ENGINES,
                     factories=None, progress: bool = True) -> None:
     """Random well-formed documents against random query sets: every engine vs the reference
     (path query sets), the reference vs lxml (query sets with value predicates too)."""
-    cat = "wellformed"
-    start = time.perf_counter()
-    bar = Progress("1 well-formed", cases, rec, cat) if progress else None
-    done = 0
-    while done < cases:
+    def new_set() -> EngineSet:
         predicates = rng.random() < 0.4
-        texts = gen.random_queries(rng, predicates)
-        es = EngineSet(texts, list(engines), rng, factories)
-        for _ in range(min(docs_per_set, cases - done)):
-            data = gen.random_document(rng)
-            rec.case(cat)
-            if compare_document(cat, es, data, rec, timeout):
-                rec.failed_case(cat)
-            done += 1
-        if bar:
-            bar.update(done)
-    if bar:
-        bar.done(done)
-    rec.categories[cat].seconds += time.perf_counter() - start
+        return EngineSet(gen.random_queries(rng, predicates), list(engines), rng, factories)
+
+    with _category(rec, "wellformed", "1 well-formed", cases, progress) as update:
+        _document_cases("wellformed", cases, rec, update, timeout, docs_per_set, new_set,
+                        lambda es: (gen.random_document(rng), None))
 
 
 # --- category 2 -------------------------------------------------------------------------------
@@ -275,29 +303,21 @@ def fuzz_hostile(rng: random.Random, cases: int, rec: Recorder, *, timeout: floa
                  factories=None, progress: bool = True) -> None:
     """Mutated and hostile documents through every engine: crashes, hangs, disagreements and
     flag disagreements, each classified against the documented differences."""
-    cat = "hostile"
-    start = time.perf_counter()
-    bar = Progress("2 hostile", cases, rec, cat) if progress else None
-    done = 0
-    while done < cases:
+    def new_set() -> EngineSet:
         texts = gen.random_queries(rng, predicates=rng.random() < 0.3)
         if rng.random() < 0.03:
             texts.append(rng.choice(HOSTILE_QUERIES))
-        es = EngineSet(texts, list(engines), rng, factories)
+        return EngineSet(texts, list(engines), rng, factories)
+
+    def new_document(es: EngineSet) -> tuple[bytes, str]:
         depth = min(es.max_depth.values(), default=16)
         name = min(es.max_name.values(), default=32)
-        for _ in range(min(docs_per_set, cases - done)):
-            kind, data = gen.hostile_document(rng, gen.random_document(rng), depth, name)
-            rec.case(cat)
-            rec.check(cat, f"kind {kind}")
-            if compare_document(cat, es, data, rec, timeout, note=f"mutation: {kind}"):
-                rec.failed_case(cat)
-            done += 1
-        if bar:
-            bar.update(done)
-    if bar:
-        bar.done(done)
-    rec.categories[cat].seconds += time.perf_counter() - start
+        kind, data = gen.hostile_document(rng, gen.random_document(rng), depth, name)
+        return data, kind
+
+    with _category(rec, "hostile", "2 hostile", cases, progress) as update:
+        _document_cases("hostile", cases, rec, update, timeout, docs_per_set, new_set,
+                        new_document)
 
 
 # --- category 3 -------------------------------------------------------------------------------
@@ -355,8 +375,12 @@ def fuzz_config(rng: random.Random, cases: int, rec: Recorder, *, progress: bool
     next set must then be accepted and answer as the reference. Also streams that complete
     while documents flow: every document must be answered by exactly one configuration."""
     cat = "config"
-    start = time.perf_counter()
-    bar = Progress("3 configuration", cases, rec, cat) if progress else None
+    with _category(rec, cat, "3 configuration", cases, progress) as update:
+        _config_cases(rng, cases, rec, cat, loader, update)
+
+
+def _config_cases(rng: random.Random, cases: int, rec: Recorder, cat: str, loader: Callable,
+                  update: Callable) -> None:
     done = 0
     while done < cases:
         spec = _random_spec(rng)
@@ -424,11 +448,7 @@ def fuzz_config(rng: random.Random, cases: int, rec: Recorder, *, progress: bool
             if failed:
                 rec.failed_case(cat)
             done += 1
-        if bar:
-            bar.update(done)
-    if bar:
-        bar.done(done)
-    rec.categories[cat].seconds += time.perf_counter() - start
+        update(done)
 
 
 # --- commits and documents at once, and category 4 ---------------------------------------------
@@ -647,26 +667,22 @@ def fuzz_rtl(rng: random.Random, streams: int, rec: Recorder, *, progress: bool 
     """Back-to-back short, malformed and normal documents through the RTL and its model with
     random valid/ready: cycle-exact, one readout per document, answers as the reference."""
     cat = "rtl"
-    start = time.perf_counter()
-    bar = Progress("4 RTL streams", streams, rec, cat) if progress else None
-    for n in range(streams):
-        rec.case(cat)
-        if n == 0:          # issue 11's reproduction first: <a/>, five 1-byte documents, ...
-            failed = _custom_stream(rng, rec, cat, texts=["//a", "//b"], docs=(
-                [b"<a/>"] + [b"x"] * 5) * 10 + [b"<b/>"], p=(1.0, 1.0))
-        elif n % 3 != 2:
-            failed = _custom_stream(rng, rec, cat)
-        else:
-            spec = _random_spec(rng)
-            rec.check(cat, f"programmable streams, {getattr(spec, 'readout', 'serial')} readout")
-            failed = _concurrent_commit(rng, spec, rec, cat, rtl=True)
-        if failed:
-            rec.failed_case(cat)
-        if bar:
-            bar.update(n + 1)
-    if bar:
-        bar.done(streams)
-    rec.categories[cat].seconds += time.perf_counter() - start
+    with _category(rec, cat, "4 RTL streams", streams, progress) as update:
+        for n in range(streams):
+            rec.case(cat)
+            if n == 0:      # issue 11's reproduction first: <a/>, five 1-byte documents, ...
+                failed = _custom_stream(rng, rec, cat, texts=["//a", "//b"], docs=(
+                    [b"<a/>"] + [b"x"] * 5) * 10 + [b"<b/>"], p=(1.0, 1.0))
+            elif n % 3 != 2:
+                failed = _custom_stream(rng, rec, cat)
+            else:
+                spec = _random_spec(rng)
+                rec.check(cat, "programmable streams, "
+                               f"{getattr(spec, 'readout', 'serial')} readout")
+                failed = _concurrent_commit(rng, spec, rec, cat, rtl=True)
+            if failed:
+                rec.failed_case(cat)
+            update(n + 1)
 
 
 def _custom_stream(rng: random.Random, rec: Recorder, cat: str, texts=None, docs=None,
