@@ -165,90 +165,98 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
                 + "\n\nFixed:\n\n" + _table(["field", "value"], fixed))
     sections.append(("Overview", overview, None))
 
+    def figure(name: str, panels: list[dict], title: str, body, missing=None) -> None:
+        """Plot ``panels`` into ``name`` and add section ``title`` with ``body()`` under the
+        image; when no panel has data, the section ``missing`` = (title, what produces the
+        metric) instead, if given."""
+        image = folder / name
+        if _plot(image, panels):
+            sections.append((title, body(), image.name))
+            report.files.append(image)
+        elif missing:
+            sections.append((*missing, None))
+
     # -- Fig. 9: Fmax vs cluster size
     with_fmax = [r for r in ok if r.get("fmax_mhz")]
-    image = folder / "fmax_vs_cluster_size.png"
     series = _grouped(with_fmax, "cluster_size", "fmax_mhz",
                       key=lambda r: f"{_series_label(r)} {_opts(r)}")
-    if _plot(image, [{"title": "Fmax vs cluster size (cf. paper Fig. 9)",
-                      "xlabel": "cluster size (queries / columns per cluster)",
-                      "ylabel": "Fmax (MHz, nextpnr)", "series": series, "logx": True}]):
-        table = _table(["series", "cluster size: Fmax MHz (median)"],
-                       [[s, ", ".join(f"{x}: {y:.1f}" for x, y in pts)]
-                        for s, pts in series.items()])
-        sections.append(("Fmax vs cluster size", table, image.name))
-        report.files.append(image)
-    else:
-        sections.append(("Fmax vs cluster size", "No point has an Fmax: run the sweep with "
-                         "`place_and_route: true` and an `ecp5` or `ice40` device.", None))
+    figure("fmax_vs_cluster_size.png",
+           [{"title": "Fmax vs cluster size (cf. paper Fig. 9)",
+             "xlabel": "cluster size (queries / columns per cluster)",
+             "ylabel": "Fmax (MHz, nextpnr)", "series": series, "logx": True}],
+           "Fmax vs cluster size",
+           lambda: _table(["series", "cluster size: Fmax MHz (median)"],
+                          [[s, ", ".join(f"{x}: {y:.1f}" for x, y in pts)]
+                           for s, pts in series.items()]),
+           ("Fmax vs cluster size", "No point has an Fmax: run the sweep with "
+            "`place_and_route: true` and an `ecp5` or `ice40` device."))
 
     # -- Fig. 10: resources and Fmax vs query nodes
-    image = folder / "resources_vs_query_nodes.png"
-    luts = _grouped([r for r in ok if r.get("luts")], "query_nodes", "luts",
-                    key=lambda r: f"{r['engine']} {r['device']} {_opts(r)}")
-    fmax = _grouped(with_fmax, "query_nodes", "fmax_mhz",
-                    key=lambda r: f"{r['engine']} {r['device']} {_opts(r)}")
-    if _plot(image, [
-            {"title": "Resources vs query nodes (cf. Fig. 10)", "xlabel": "query nodes",
-             "ylabel": "LUTs (LUT6-eq. xilinx, LUT4 ecp5/ice40)", "series": luts,
-             "logx": True, "logy": True},
-            {"title": "Fmax vs query nodes", "xlabel": "query nodes", "ylabel": "Fmax (MHz)",
-             "series": fmax, "logx": True}]):
+    def per_node_table() -> str:
         per_node = defaultdict(list)
         for r in ok:
             if r.get("luts") and r.get("query_nodes"):
                 per_node[(r["engine"], r["device"], _opts(r))].append(r["luts"] / r["query_nodes"])
-        table = _table(["engine", "device", "optimizations", "LUTs per query node (median)",
-                        "points"],
-                       [[*k, _median(v), len(v)] for k, v in sorted(per_node.items())])
-        sections.append(("Resources and Fmax vs query nodes", table, image.name))
-        report.files.append(image)
-    else:
-        sections.append(("Resources vs query nodes", "No point has resource counts: run the "
-                         "sweep with `synthesize: true`.", None))
+        return _table(["engine", "device", "optimizations", "LUTs per query node (median)",
+                       "points"],
+                      [[*k, _median(v), len(v)] for k, v in sorted(per_node.items())])
+
+    by_engine = lambda r: f"{r['engine']} {r['device']} {_opts(r)}"
+    figure("resources_vs_query_nodes.png", [
+        {"title": "Resources vs query nodes (cf. Fig. 10)", "xlabel": "query nodes",
+         "ylabel": "LUTs (LUT6-eq. xilinx, LUT4 ecp5/ice40)",
+         "series": _grouped([r for r in ok if r.get("luts")], "query_nodes", "luts",
+                            key=by_engine),
+         "logx": True, "logy": True},
+        {"title": "Fmax vs query nodes", "xlabel": "query nodes", "ylabel": "Fmax (MHz)",
+         "series": _grouped(with_fmax, "query_nodes", "fmax_mhz", key=by_engine),
+         "logx": True}],
+        "Resources and Fmax vs query nodes", per_node_table,
+        ("Resources vs query nodes", "No point has resource counts: run the sweep with "
+         "`synthesize: true`."))
 
     # -- Fig. 11: throughput vs queries
-    image = folder / "throughput_vs_queries.png"
     with_tp = [r for r in ok if r.get("throughput_MBps")]
-    series = _grouped(with_tp, "queries", "throughput_MBps",
-                      key=lambda r: f"{_series_label(r)} {_opts(r)}")
     baselines = _software_baselines()
-    if _plot(image, [{"title": "Throughput vs number of queries (cf. Fig. 11)",
-                      "xlabel": "queries", "ylabel": "MB/s (bytes/cycle x Fmax)",
-                      "series": series, "lines": baselines, "logx": True, "logy": True}]):
+
+    def best_table() -> str:
         best = sorted(with_tp, key=lambda r: -r["throughput_MBps"])[:10]
-        table = _table(["engine", "device", "queries", "depth", "cluster size", "opts",
-                        "bytes/cycle", "Fmax MHz", "MB/s"],
-                       [[r["engine"], r["device"], r["queries"], r["depth"], r["cluster_size"],
-                         _opts(r), r["bytes_per_cycle"], r["fmax_mhz"], r["throughput_MBps"]]
-                        for r in best])
         note = ("Dashed lines: software filters on this machine (bench/results/"
                 "reference_throughput.json).\n\n" if baselines else "")
-        sections.append(("Throughput vs queries (best 10 points)", note + table, image.name))
-        report.files.append(image)
-    else:
-        sections.append(("Throughput vs queries", "No point has a throughput (it needs an "
-                         "Fmax): run the sweep with `place_and_route: true`.", None))
+        return note + _table(
+            ["engine", "device", "queries", "depth", "cluster size", "opts", "bytes/cycle",
+             "Fmax MHz", "MB/s"],
+            [[r["engine"], r["device"], r["queries"], r["depth"], r["cluster_size"], _opts(r),
+              r["bytes_per_cycle"], r["fmax_mhz"], r["throughput_MBps"]] for r in best])
+
+    figure("throughput_vs_queries.png",
+           [{"title": "Throughput vs number of queries (cf. Fig. 11)", "xlabel": "queries",
+             "ylabel": "MB/s (bytes/cycle x Fmax)",
+             "series": _grouped(with_tp, "queries", "throughput_MBps",
+                                key=lambda r: f"{_series_label(r)} {_opts(r)}"),
+             "lines": baselines, "logx": True, "logy": True}],
+           "Throughput vs queries (best 10 points)", best_table,
+           ("Throughput vs queries", "No point has a throughput (it needs an Fmax): run the "
+            "sweep with `place_and_route: true`."))
 
     # -- what the compiler alone says (every point has it, synthesized or not)
-    image = folder / "columns_vs_query_nodes.png"
-    columns = _grouped([r for r in ok if r.get("columns")], "query_nodes", "columns",
-                       key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']} "
-                                     f"{_opts(r)}")
-    bpc = _grouped([r for r in ok if r.get("bytes_per_cycle")], "queries", "bytes_per_cycle",
-                   key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']}")
-    if _plot(image, [
-            {"title": "Stack columns vs query nodes (compiler, no synthesis)",
-             "xlabel": "query nodes", "ylabel": "columns (custom: after optimizations)",
-             "series": columns, "logx": True, "logy": True},
-            {"title": "Sustained input (cycle-accurate model)", "xlabel": "queries",
-             "ylabel": "bytes per cycle", "series": bpc, "logx": True}]):
-        sections.append(("Columns and bytes per cycle (no synthesis needed)",
-                         "Columns: the custom engine's stack columns after the column "
-                         "optimizations (programmable: the generic columns provided). Bytes "
-                         "per cycle below 1.0: cycles the input waited for the serial readout.",
-                         image.name))
-        report.files.append(image)
+    figure("columns_vs_query_nodes.png", [
+        {"title": "Stack columns vs query nodes (compiler, no synthesis)",
+         "xlabel": "query nodes", "ylabel": "columns (custom: after optimizations)",
+         "series": _grouped([r for r in ok if r.get("columns")], "query_nodes", "columns",
+                            key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']} "
+                                          f"{_opts(r)}"),
+         "logx": True, "logy": True},
+        {"title": "Sustained input (cycle-accurate model)", "xlabel": "queries",
+         "ylabel": "bytes per cycle",
+         "series": _grouped([r for r in ok if r.get("bytes_per_cycle")], "queries",
+                            "bytes_per_cycle",
+                            key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']}"),
+         "logx": True}],
+        "Columns and bytes per cycle (no synthesis needed)",
+        lambda: ("Columns: the custom engine's stack columns after the column optimizations "
+                 "(programmable: the generic columns provided). Bytes per cycle below 1.0: "
+                 "cycles the input waited for the serial readout."))
 
     # -- model-only numbers every ok point has
     model = sorted(ok, key=lambda r: (r["engine"], r["depth"], r["queries"], r["cluster_size"]))
