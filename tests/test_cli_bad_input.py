@@ -36,20 +36,26 @@ FILES = {
 }
 
 HW_ERR = "xpfilt {cmd}: {d}/{hw}: not a programmable hardware directory ({why})"
+# what the shared checks say, whichever command meets the input
+EMPTY_QUERIES = "{d}/empty.txt: a query file must hold at least one query, not an empty file"
+LATIN1_QUERIES = ("{d}/latin1.txt: line 2, column 6: a query file must be UTF-8 text, not byte "
+                  "0xe9")
+BINARY_QUERIES = ("{d}/binary.bin: line 2, column 118: a query file must be UTF-8 text, not "
+                  "byte 0x80")
+HUGE_ENGINE = ("clusters x columns must be at most 65,536, not 12,800,000: that engine would need "
+               "a 12,800,000-bit readout per document and a 211 MB configuration stream")
+NO_DIRECTORY = "{d}/file/{out}: Not a directory"
 CASES = [
     # (id, argv, exit code, the line standard error must hold)
     ("filter-empty-queries", ["filter", "-q", "{d}/empty.txt", "{d}/a.xml"], 1,
-     "xpfilt filter: {d}/empty.txt: a query file must hold at least one query, not an empty "
-     "file"),
+     "xpfilt filter: " + EMPTY_QUERIES),
     ("filter-blank-queries", ["filter", "-q", "{d}/blank.txt", "{d}/a.xml"], 1,
      "xpfilt filter: {d}/blank.txt: a query file must hold at least one query, not only blank "
      "lines"),
     ("filter-latin1-queries", ["filter", "-q", "{d}/latin1.txt", "{d}/a.xml"], 1,
-     "xpfilt filter: {d}/latin1.txt: line 2, column 6: a query file must be UTF-8 text, not "
-     "byte 0xe9"),
+     "xpfilt filter: " + LATIN1_QUERIES),
     ("filter-binary-queries", ["filter", "-q", "{d}/binary.bin", "{d}/a.xml"], 1,
-     "xpfilt filter: {d}/binary.bin: line 2, column 118: a query file must be UTF-8 text, not "
-     "byte 0x80"),
+     "xpfilt filter: " + BINARY_QUERIES),
     ("filter-queries-dir", ["filter", "-q", "{d}/dir", "{d}/a.xml"], 2,
      "Error: Invalid value for '-q' / '--queries': File '{d}/dir' is a directory."),
     ("filter-lxml-bad-colons", ["filter", "-e", "lxml", "-q", "{d}/colon.txt", "{d}/a.xml"], 1,
@@ -65,50 +71,33 @@ CASES = [
     ("filter-model-long-tag", ["filter", "-e", "model", "-q", "{d}/longtag.txt", "{d}/a.xml"], 1,
      "xpfilt: {d}/longtag.txt: skipped: query 2 (//" + "x" * 40 + "): tag '" + "x" * 40
      + "' is longer than the hardware's max name 32"),
-    ("filter-hw-string", ["filter", "-e", "model", "--mode", "programmable", "--hw", "{d}/hw-str",
-                          "-q", "{d}/q.txt", "{d}/a.xml"], 1,
-     HW_ERR.format(cmd="filter", d="{d}", hw="hw-str", why="clusters must be an integer, not "
-                   "'2'")),
-    ("filter-hw-list", ["filter", "-e", "model", "--mode", "programmable", "--hw", "{d}/hw-list",
-                        "-q", "{d}/q.txt", "{d}/a.xml"], 1,
-     HW_ERR.format(cmd="filter", d="{d}", hw="hw-list", why="columns must be an integer, not "
-                   "[4]")),
-    ("filter-hw-null", ["filter", "-e", "model", "--mode", "programmable", "--hw", "{d}/hw-null",
-                        "-q", "{d}/q.txt", "{d}/a.xml"], 1,
-     HW_ERR.format(cmd="filter", d="{d}", hw="hw-null", why="max depth must be an integer, not "
-                   "None")),
-    ("filter-hw-bool", ["filter", "-e", "model", "--mode", "programmable", "--hw", "{d}/hw-bool",
-                        "-q", "{d}/q.txt", "{d}/a.xml"], 1,
-     HW_ERR.format(cmd="filter", d="{d}", hw="hw-bool", why="clusters must be an integer, not "
-                   "True")),
-    ("filter-hw-array", ["filter", "-e", "model", "--mode", "programmable", "--hw",
-                         "{d}/hw-array", "-q", "{d}/q.txt", "{d}/a.xml"], 1,
-     HW_ERR.format(cmd="filter", d="{d}", hw="hw-array", why="hardware must be a JSON object, "
-                   "not list")),
-    ("filter-hw-huge", ["filter", "-e", "model", "--mode", "programmable", "--hw", "{d}/hw-huge",
-                        "-q", "{d}/q.txt", "{d}/a.xml"], 1,
-     HW_ERR.format(cmd="filter", d="{d}", hw="hw-huge", why="columns must be at most 4,096 per "
-                   "cluster (use more clusters), not 100,000")),
+    *[(f"filter-{name}", ["filter", "-e", "model", "--mode", "programmable", "--hw",
+                          f"{{d}}/{hw}", "-q", "{d}/q.txt", "{d}/a.xml"], 1,
+       HW_ERR.format(cmd="filter", d="{d}", hw=hw, why=why)) for name, hw, why in [
+        ("hw-string", "hw-str", "clusters must be an integer, not '2'"),
+        ("hw-list", "hw-list", "columns must be an integer, not [4]"),
+        ("hw-null", "hw-null", "max depth must be an integer, not None"),
+        ("hw-bool", "hw-bool", "clusters must be an integer, not True"),
+        ("hw-array", "hw-array", "hardware must be a JSON object, not list"),
+        ("hw-huge", "hw-huge", "columns must be at most 4,096 per cluster (use more clusters), "
+                               "not 100,000")]],
     ("filter-output-missing-dir", ["filter", "-q", "{d}/q.txt", "-o", "{d}/missing/o.tsv",
                                    "{d}/a.xml"], 1,
      "xpfilt filter: Could not open file '{d}/missing/o.tsv': No such file or directory"),
     ("compile-empty", ["compile", "{d}/empty.txt", "-o", "{d}/out"], 1,
-     "xpfilt compile: {d}/empty.txt: a query file must hold at least one query, not an empty "
-     "file"),
+     "xpfilt compile: " + EMPTY_QUERIES),
     ("compile-latin1", ["compile", "{d}/latin1.txt", "-o", "{d}/out"], 1,
-     "xpfilt compile: {d}/latin1.txt: line 2, column 6: a query file must be UTF-8 text, not "
-     "byte 0xe9"),
+     "xpfilt compile: " + LATIN1_QUERIES),
     ("compile-only-bad", ["compile", "{d}/onlybad.txt", "-o", "{d}/out"], 1,
      "xpfilt compile: {d}/onlybad.txt: no query left to build hardware for"),
     ("compile-below-file", ["compile", "{d}/q.txt", "-o", "{d}/file/out"], 1,
-     "xpfilt compile: {d}/file/out: Not a directory"),
+     "xpfilt compile: " + NO_DIRECTORY.format(d="{d}", out="out")),
     ("compile-depth", ["compile", "{d}/q.txt", "--max-depth", "100000000", "-o", "{d}/out"], 1,
      "xpfilt compile: maximum depth must be at most 4096 (the rows of every stack memory), not "
      "100000000"),
     ("compile-prog-clusters", ["compile", "--mode", "programmable", "--clusters", "100000", "-o",
                                "{d}/out"], 1,
-     "xpfilt compile: clusters x columns must be at most 65,536, not 12,800,000: that engine "
-     "would need a 12,800,000-bit readout per document and a 211 MB configuration stream"),
+     "xpfilt compile: " + HUGE_ENGINE),
     ("compile-prog-columns", ["compile", "--mode", "programmable", "--columns", "100000", "-o",
                               "{d}/out"], 1,
      "xpfilt compile: columns must be at most 4,096 per cluster (use more clusters), not "
@@ -119,16 +108,14 @@ CASES = [
      "100000000"),
     ("compile-prog-below-file", ["compile", "--mode", "programmable", "--columns", "2", "-o",
                                  "{d}/file/out"], 1,
-     "xpfilt compile: {d}/file/out: Not a directory"),
+     "xpfilt compile: " + NO_DIRECTORY.format(d="{d}", out="out")),
     ("configure-missing-dir", ["configure", "{d}/q.txt", "--hw", "{d}/hw", "-o",
                                "{d}/missing/c.bin"], 1,
      "xpfilt configure: {d}/missing/c.bin: No such file or directory"),
     ("configure-empty", ["configure", "{d}/empty.txt", "--hw", "{d}/hw", "-o", "{d}/c.bin"], 1,
-     "xpfilt configure: {d}/empty.txt: a query file must hold at least one query, not an empty "
-     "file"),
+     "xpfilt configure: " + EMPTY_QUERIES),
     ("configure-binary", ["configure", "{d}/binary.bin", "--hw", "{d}/hw", "-o", "{d}/c.bin"], 1,
-     "xpfilt configure: {d}/binary.bin: line 2, column 118: a query file must be UTF-8 text, "
-     "not byte 0x80"),
+     "xpfilt configure: " + BINARY_QUERIES),
     ("configure-hw-missing-keys", ["configure", "{d}/q.txt", "--hw", "{d}/hw-missing", "-o",
                                    "{d}/c.bin"], 1,
      HW_ERR.format(cmd="configure", d="{d}", hw="hw-missing", why="hardware must give columns, "
@@ -153,10 +140,9 @@ CASES = [
      1, "xpfilt gen-docs: root element 'zzz' is not declared in the DTD"),
     ("gen-docs-below-file", ["gen-docs", "--dtd", "{d}/tiny.dtd", "-n", "1", "--size", "100",
                              "-o", "{d}/file/docs"], 1,
-     "xpfilt gen-docs: {d}/file/docs: Not a directory"),
+     "xpfilt gen-docs: " + NO_DIRECTORY.format(d="{d}", out="docs")),
     ("regress-latin1", ["regress", "{d}/latin1.txt", "{d}/a.xml"], 1,
-     "xpfilt regress: {d}/latin1.txt: line 2, column 6: a query file must be UTF-8 text, not "
-     "byte 0xe9"),
+     "xpfilt regress: " + LATIN1_QUERIES),
     ("regress-hw-string", ["regress", "{d}/q.txt", "{d}/a.xml", "--mode", "programmable", "--hw",
                            "{d}/hw-str"], 1,
      HW_ERR.format(cmd="regress", d="{d}", hw="hw-str", why="clusters must be an integer, not "
@@ -175,18 +161,15 @@ CASES = [
     ("report-not-parquet", ["report", "{d}/report"], 1, None),
     ("build-latin1", ["build", "--board", "icebreaker", "-q", "{d}/latin1.txt", "--no-toolchain",
                       "-o", "{d}/b"], 1,
-     "xpfilt build: {d}/latin1.txt: line 2, column 6: a query file must be UTF-8 text, not "
-     "byte 0xe9"),
+     "xpfilt build: " + LATIN1_QUERIES),
     ("build-prog-huge", ["build", "--board", "icebreaker", "--mode", "programmable",
                          "--clusters", "100000", "--no-toolchain", "-o", "{d}/b"], 1,
-     "xpfilt build: clusters x columns must be at most 65,536, not 12,800,000: that engine "
-     "would need a 12,800,000-bit readout per document and a 211 MB configuration stream"),
+     "xpfilt build: " + HUGE_ENGINE),
     ("host-board-json-string", ["host", "--port", "socket://127.0.0.1:1", "--build",
                                 "{d}/board-str", "{d}/a.xml"], 1, None),
     ("host-latin1", ["host", "--port", "socket://127.0.0.1:1", "-q", "{d}/latin1.txt",
                      "{d}/a.xml"], 1,
-     "xpfilt host: {d}/latin1.txt: line 2, column 6: a query file must be UTF-8 text, not "
-     "byte 0xe9"),
+     "xpfilt host: " + LATIN1_QUERIES),
     ("filter-no-documents", ["filter", "-q", "{d}/q.txt", "{d}/emptydir"], 1,
      "xpfilt filter: {d}/emptydir: no document there (folders give their *.xml files)"),
     ("sim-board-bind", ["sim-board", "--board", "icebreaker", "-q", "{d}/q.txt", "-o",
