@@ -45,7 +45,11 @@ def test_report_draws_the_three_figures_and_lists_failures(tmp_path):
     text = (tmp_path / "_report" / "summary.md").read_text()
     assert report.rows == 9 and report.ok == 8
     assert "9 design points: 8 ok, 1 timeout." in text
-    assert "| custom d4 ecp5 all on | 8: 111.0, 32: 99.0 |" in text   # medians over queries
+    # medians over queries; a cluster size names its engine's unit
+    assert "| custom d4 ecp5 all on (queries per cluster) | 8: 111.0, 32: 99.0 |" in text
+    assert "| programmable d4 ecp5 all on (columns per cluster) | 8: 111.0, 32: 99.0 |" in text
+    assert "| custom | ecp5 | 16 | 4 | 8 queries | all on |" in text
+    assert "| programmable | ecp5 | 64 | 4 | 32 columns | all on |" in text
     assert "| custom | ecp5 | all on | 25 | 4 |" in text
     assert "| programmable | ecp5 | all on | 100 | 4 |" in text
     assert "nextpnr timed out after 900 s" in text

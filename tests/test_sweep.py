@@ -16,6 +16,25 @@ def test_grid_is_the_product_of_the_listed_values():
     assert len({p.key() for p in points}) == 12
 
 
+def test_cluster_size_is_read_in_its_engine_unit():
+    assert DesignPoint(engine="custom", cluster_size=32).queries_per_cluster == 32
+    assert DesignPoint(engine="programmable", cluster_size=16).columns_per_cluster == 16
+    with pytest.raises(ValueError) as info:
+        DesignPoint(engine="custom").columns_per_cluster
+    assert str(info.value) == "engine must be 'programmable' for columns per cluster, not 'custom'"
+    with pytest.raises(ValueError) as info:
+        DesignPoint(engine="programmable").queries_per_cluster
+    assert str(info.value) == "engine must be 'custom' for queries per cluster, not 'programmable'"
+
+
+def test_keys_of_stored_rows_stay_valid():
+    """A resumed sweep finds its earlier rows by key: the key is the field values in order
+    (``readout`` only when not at its default, see DesignPoint._LATER)."""
+    assert DesignPoint().key() == "custom-256-8-0.15-0.15-128-True-True-True-True-16-xilinx-4-20000-0"
+    assert DesignPoint(engine="programmable", cluster_size=32, readout="sparse").key() == \
+        "programmable-256-8-0.15-0.15-32-True-True-True-True-16-xilinx-4-20000-0-sparse"
+
+
 def test_grid_rejects_unknown_fields():
     with pytest.raises(ValueError, match="sweep fields must be among"):
         grid({"depht": [4]})

@@ -5,7 +5,8 @@ and writes into ``OUT/_report/`` (or another folder; the ``_`` makes Parquet rea
 pyarrow.dataset, Spark -- skip it, so OUT still reads as one table):
 
 * ``fmax_vs_cluster_size.png`` -- Fmax against cluster size, a line per engine / depth / device
-  (the paper's Fig. 9);
+  (the paper's Fig. 9; a custom engine's cluster size counts queries, a programmable one's
+  stack columns: :data:`xpfilt.sweep.CLUSTER_UNIT`, named in every label and table);
 * ``resources_vs_query_nodes.png`` -- LUTs and Fmax against query nodes, custom beside
   programmable (Fig. 10);
 * ``columns_vs_query_nodes.png`` -- stack columns against query nodes (the compiler's count,
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
+from .sweep import CLUSTER_UNIT
+
 __all__ = ["write_report", "Report", "REPORT_FOLDER"]
 
 #: The report's folder inside a sweep's output folder (Parquet readers skip ``_`` folders).
@@ -52,6 +55,18 @@ class Report:
 
 def _series_label(row: dict) -> str:
     return f"{row['engine']} d{row['depth']} {row['device']}"
+
+
+def _cluster(row: dict) -> str:
+    """The row's cluster size in its engine's unit: '16 queries', '32 columns'."""
+    unit = CLUSTER_UNIT.get(row["engine"])
+    return f"{row['cluster_size']} {unit}" if unit else str(row["cluster_size"])
+
+
+def _per_cluster(row: dict) -> str:
+    """What the row's cluster size counts: 'queries per cluster', 'columns per cluster'."""
+    unit = CLUSTER_UNIT.get(row["engine"])
+    return f"{unit} per cluster" if unit else "cluster size"
 
 
 def _opts(row: dict) -> str:
@@ -179,10 +194,10 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
     # -- Fig. 9: Fmax vs cluster size
     with_fmax = [r for r in ok if r.get("fmax_mhz")]
     series = _grouped(with_fmax, "cluster_size", "fmax_mhz",
-                      key=lambda r: f"{_series_label(r)} {_opts(r)}")
+                      key=lambda r: f"{_series_label(r)} {_opts(r)} ({_per_cluster(r)})")
     figure("fmax_vs_cluster_size.png",
            [{"title": "Fmax vs cluster size (cf. paper Fig. 9)",
-             "xlabel": "cluster size (queries / columns per cluster)",
+             "xlabel": "cluster size (custom: queries, programmable: columns per cluster)",
              "ylabel": "Fmax (MHz, nextpnr)", "series": series, "logx": True}],
            "Fmax vs cluster size",
            lambda: _table(["series", "cluster size: Fmax MHz (median)"],
@@ -226,7 +241,7 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
         return note + _table(
             ["engine", "device", "queries", "depth", "cluster size", "opts", "bytes/cycle",
              "Fmax MHz", "MB/s"],
-            [[r["engine"], r["device"], r["queries"], r["depth"], r["cluster_size"], _opts(r),
+            [[r["engine"], r["device"], r["queries"], r["depth"], _cluster(r), _opts(r),
               r["bytes_per_cycle"], r["fmax_mhz"], r["throughput_MBps"]] for r in best])
 
     figure("throughput_vs_queries.png",
@@ -244,14 +259,15 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
         {"title": "Stack columns vs query nodes (compiler, no synthesis)",
          "xlabel": "query nodes", "ylabel": "columns (custom: after optimizations)",
          "series": _grouped([r for r in ok if r.get("columns")], "query_nodes", "columns",
-                            key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']} "
+                            key=lambda r: f"{r['engine']} d{r['depth']} {_cluster(r)}/cluster "
                                           f"{_opts(r)}"),
          "logx": True, "logy": True},
         {"title": "Sustained input (cycle-accurate model)", "xlabel": "queries",
          "ylabel": "bytes per cycle",
          "series": _grouped([r for r in ok if r.get("bytes_per_cycle")], "queries",
                             "bytes_per_cycle",
-                            key=lambda r: f"{r['engine']} d{r['depth']} c{r['cluster_size']}"),
+                            key=lambda r: f"{r['engine']} d{r['depth']} "
+                                          f"{_cluster(r)}/cluster"),
          "logx": True}],
         "Columns and bytes per cycle (no synthesis needed)",
         lambda: ("Columns: the custom engine's stack columns after the column optimizations "
@@ -263,7 +279,7 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
     sections.append(("Every point", _table(
         ["engine", "device", "queries", "depth", "cluster", "opts", "nodes", "columns",
          "clusters", "bytes/cycle", "LUTs", "FFs", "Fmax", "MB/s", "s"],
-        [[r["engine"], r["device"], r["queries"], r["depth"], r["cluster_size"], _opts(r),
+        [[r["engine"], r["device"], r["queries"], r["depth"], _cluster(r), _opts(r),
           r.get("query_nodes"), r.get("columns"), r.get("clusters"), r.get("bytes_per_cycle"),
           r.get("luts"), r.get("ffs"), r.get("fmax_mhz"), r.get("throughput_MBps"),
           r.get("seconds")] for r in model]), None))
@@ -273,7 +289,7 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
         sections.append(("Failures", _table(
             ["status", "engine", "device", "queries", "depth", "cluster", "reason"],
             [[r["status"], r["engine"], r["device"], r["queries"], r["depth"],
-              r["cluster_size"], r["reason"]] for r in failed]), None))
+              _cluster(r), r["reason"]] for r in failed]), None))
 
     report.files += _write_texts(folder, sweep_dir, sections, rows)
     return report

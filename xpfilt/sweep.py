@@ -26,14 +26,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-__all__ = ["DesignPoint", "grid", "evaluate", "SweepSpec", "load_spec", "run_sweep",
-           "SweepSummary"]
+__all__ = ["DesignPoint", "CLUSTER_UNIT", "grid", "evaluate", "SweepSpec", "load_spec",
+           "run_sweep", "SweepSummary"]
+
+#: What a cluster of each engine is counted in: :attr:`DesignPoint.cluster_size` is queries
+#: per cluster for the custom engine (its compiler packs whole queries into a cluster) and
+#: generic stack columns per cluster for the programmable engine (its hardware has no queries,
+#: only columns that a configuration fills).
+CLUSTER_UNIT = {"custom": "queries", "programmable": "columns"}
 
 
 @dataclass(frozen=True)
 class DesignPoint:
-    """One experiment. ``cluster_size`` is the custom engine's queries per cluster, or the
-    programmable engine's columns per cluster; ``device`` is a key of :data:`xpfilt.synth.DEVICES`."""
+    """One experiment; ``device`` is a key of :data:`xpfilt.synth.DEVICES`.
+
+    ``cluster_size`` is counted in the engine's unit (:data:`CLUSTER_UNIT`): queries per
+    cluster for the custom engine, stack columns per cluster for the programmable engine. It is
+    one field so that one sweep axis covers both engines and stored rows and keys keep their
+    names; code reads it through :attr:`queries_per_cluster` or :attr:`columns_per_cluster`,
+    which say which it is and refuse the other engine."""
     engine: str = "custom"                 # "custom" | "programmable"
     queries: int = 256
     depth: int = 8
@@ -54,6 +65,24 @@ class DesignPoint:
     #: Fields added after sweeps were stored: in the key only when not at their default, so
     #: the keys of earlier rows stay valid.
     _LATER = ("readout",)
+
+    @property
+    def queries_per_cluster(self) -> int:
+        """The custom engine's queries per cluster (``CompileOptions.cluster_size``)."""
+        return self._cluster_size_in("queries")
+
+    @property
+    def columns_per_cluster(self) -> int:
+        """The programmable engine's generic stack columns per cluster (``HardwareSpec.columns``
+        is this rounded up to an even count)."""
+        return self._cluster_size_in("columns")
+
+    def _cluster_size_in(self, unit: str) -> int:
+        if CLUSTER_UNIT.get(self.engine) != unit:
+            engine = next(e for e, u in CLUSTER_UNIT.items() if u == unit)
+            raise ValueError(f"engine must be {engine!r} for {unit} per cluster, "
+                             f"not {self.engine!r}")
+        return self.cluster_size
 
     def key(self) -> str:
         """A stable identifier (for resuming: an existing row with this key is not redone)."""
@@ -143,7 +172,7 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
 
     if point.engine == "custom":
         plan = compile_queries(queries, CompileOptions(
-            cluster_size=point.cluster_size, max_depth=point.max_depth,
+            cluster_size=point.queries_per_cluster, max_depth=point.max_depth,
             opt_last=point.opt_last, opt_root=point.opt_root, opt_share=point.opt_share,
             prefix_sharing=point.prefix_sharing, readout=point.readout))
         row.update(columns=plan.stats["columns"], clusters=plan.stats["clusters"],
@@ -154,8 +183,9 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
         from .model.programmable import ProgrammableModel, preload_configuration
         from .programmable import HardwareSpec, configure
         columns_needed = row["query_nodes"]
-        spec = HardwareSpec(clusters=-(-columns_needed // point.cluster_size),
-                            columns=point.cluster_size + point.cluster_size % 2,
+        per_cluster = point.columns_per_cluster
+        spec = HardwareSpec(clusters=-(-columns_needed // per_cluster),
+                            columns=per_cluster + per_cluster % 2,     # HardwareSpec: an even count
                             max_tag_len=24, max_depth=point.max_depth,
                             readout=point.readout)
         configuration = configure(queries, spec)

@@ -21,7 +21,8 @@ PARTITIONS = ("engine", "device")
 
 #: Column -> Arrow type name, in file order (the partition columns are not stored in files).
 COLUMNS = {
-    # the design point
+    # the design point (cluster_size: queries per cluster for the custom engine, columns per
+    # cluster for the programmable one, see xpfilt.sweep.CLUSTER_UNIT)
     "key": "string", "queries": "int64", "depth": "int64", "p_wildcard": "float64",
     "p_descendant": "float64", "cluster_size": "int64", "opt_last": "bool", "opt_root": "bool",
     "opt_share": "bool", "prefix_sharing": "bool", "max_depth": "int64", "documents": "int64",
