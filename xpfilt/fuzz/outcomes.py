@@ -60,15 +60,14 @@ class _Spy:
             self.filter_ordered = self._ordered
 
     def filter(self, document):
-        try:
-            return self.engine.filter(document)
-        except DocumentError as exc:
-            self.error = (exc, document.data)
-            raise
+        return self._watched(self.engine.filter, document)
 
     def _ordered(self, document):
+        return self._watched(self.engine.filter_ordered, document)
+
+    def _watched(self, method, document):
         try:
-            return self.engine.filter_ordered(document)
+            return method(document)
         except DocumentError as exc:
             self.error = (exc, document.data)
             raise
