@@ -7,9 +7,9 @@ out while the next document streams in; the formats are described in :mod:`xpfil
   2-entry queue (the first bit shows two cycles after the capture). Each beat says which
   document it belongs to (a wrapping sequence number from 0), whether it is the first or last
   bit, and carries the document's error flags.
-* :class:`SparseReadout` sends a header beat, then the position of every set flag: a pipelined
-  scan over chunks of the shadow register that skips empty chunks (lowest non-empty chunk ->
-  one-hot select -> AND-OR fetch into a short queue -> lowest set bit of the current chunk).
+* :class:`SparseReadout` sends a header beat, then the position of every set flag: a tree of
+  registered 8-way priority encoders over the shadow register that skips empty subtrees, one
+  level per pipeline stage (see the class), one id per cycle however dense the matches.
 """
 
 from functools import reduce
@@ -20,7 +20,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.readout import DOC_WIDTH, SPARSE_QUEUE, ReadoutKind, sparse_chunk
+from xpfilt.readout import DOC_WIDTH, SPARSE_FANIN, ReadoutKind, sparse_levels
 
 from .frontend import ErrorFlags
 
@@ -146,42 +146,66 @@ def make_readout(kind: ReadoutKind, width: int):
     return Readout(width) if kind is ReadoutKind.SERIAL else SparseReadout(width)
 
 
-def _tree_or(values):
-    """OR of ``values`` as a balanced tree."""
-    values = list(values)
-    while len(values) > 1:
-        values = [reduce(or_, values[i:i + 4]) for i in range(0, len(values), 4)]
-    return values[0]
+def _seen(value):
+    """Per bit of ``value``: is any lower bit set (a prefix OR, no carry chain)."""
+    bits = [value[k] for k in range(len(value))]
+    seen, out = Const(0, 1), []
+    for bit in bits:
+        out.append(seen)
+        seen = seen | bit
+    return Cat(*out)
 
 
-def _lowest(value: Signal) -> Signal:
+def _lowest(value):
     """The lowest set bit of ``value`` (one-hot, or 0)."""
-    return (value & (~value + 1))[:len(value)]
+    return value & ~_seen(value)
+
+
+def _single(value):
+    """``value`` has exactly one bit set."""
+    return value.any() & ~(value & _seen(value)).any()
 
 
 def _encode(onehot, width: int):
     """The index of the set bit of a one-hot value (``width`` bits; 0 when none)."""
     n = len(onehot)
-    return Cat(*(_tree_or([onehot[k] for k in range(n) if k >> b & 1] or [Const(0, 1)])
-                 for b in range(width)))
+    return Cat(*(_any([onehot[k] for k in range(n) if k >> b & 1]) for b in range(width)))
+
+
+def _any(values):
+    values = list(values)
+    return Cat(*values).any() if values else Const(0, 1)
+
+
+def _select(onehot, entries):
+    """OR over ``entries`` (equal widths) of those whose ``onehot`` bit is set."""
+    return reduce(or_, (entry & onehot[j].replicate(len(entry)) for j, entry in enumerate(entries)))
 
 
 class SparseReadout(wiring.Component):
     """Ports as :class:`Readout`, but ``out`` carries :func:`sparse_layout` beats: a header,
     then the position of every set flag in increasing order, ``last`` on the final beat.
 
-    Registers: the shadow in chunks of ``C`` bits with a ``nonempty`` bit per chunk; stage 1
-    selects the lowest non-empty chunk (one-hot ``sel``, issued only while the queue has room);
-    stage 2 ORs the selected chunk out of the shadow into a :data:`SPARSE_QUEUE`-entry FIFO;
-    the bit stage emits the lowest set bit of its current chunk per transfer and takes the next
-    chunk from the FIFO as it sends its last bit. ``busy`` until every id has been sent."""
+    The captured flags are the leaves of a tree of :data:`SPARSE_FANIN`-way nodes
+    (:func:`xpfilt.readout.sparse_levels`; level 0 = leaves of ``F`` flags, ``R - 1`` = the
+    root); a node's mask says which of its children are non-empty (summary registers, level
+    ``n`` from level ``n - 1`` one cycle later, settled ``R`` cycles after the capture). Each
+    level has an *iterator* holding one node's mask: per transfer it emits its lowest set bit
+    (registered one-hot ``low``, ``last`` = one bit left) and clears it. Below the root, the
+    emitted child's mask is fetched by a pipeline of ``R - 1 - i`` registered ``F``-way AND-OR
+    stages (the child's position in its parent, then the parent's in its parent, ...) into a
+    small FIFO the level's iterator loads from; the parent issues only while it has a credit
+    (FIFO entries + fetches in flight <= ``R + 1 - i``, enough for one child per cycle). The
+    leaves' iterator emits ids into a 2-entry output queue. Every cycle's logic looks at one
+    node's ``F`` bits, a few registers and one ``F``-way AND-OR, whatever the width. ``busy``
+    from the capture until the ``last`` beat is transferred."""
 
     def __init__(self, width: int):
         if width < 1:
             raise ValueError(f"readout width must be at least 1, not {width!r}")
         self.width = width
-        self.chunk = sparse_chunk(width)
-        self.chunks = -(-width // self.chunk)
+        self.fanin = SPARSE_FANIN
+        self.sizes = sparse_levels(width)
         super().__init__({
             "capture": In(1),
             "flags": In(width),
@@ -192,82 +216,169 @@ class SparseReadout(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        width, size, n = self.width, self.chunk, self.chunks
-        index_bits = max(1, (n - 1).bit_length())
-        bit_bits = size.bit_length() - 1
-        flags = Cat(self.flags, Const(0, size * n - width))
-        incoming = [flags[k * size:(k + 1) * size] for k in range(n)]
+        width, f, sizes = self.width, self.fanin, self.sizes
+        R = len(sizes)
+        dbits = f.bit_length() - 1
+        id_width = _id_width(width)
+        count_width = width.bit_length()
 
-        shadow = [Signal(size, name=f"shadow_{k}") for k in range(n)]
-        nonempty = Signal(n)
-        header = Signal()          # the header beat waits
         doc = Signal(DOC_WIDTH)
         started = Signal()
         errors = Signal(ErrorFlags)
-        count = Signal(width.bit_length())
-        sel_valid = Signal()
-        sel = Signal(n)
-        m.submodules.queue = queue = SyncFIFO(width=size + index_bits, depth=SPARSE_QUEUE)
-        cur = Signal(size)
-        cur_index = Signal(index_bits)
+        active = Signal()
+        count = Signal(count_width)
 
-        # stage 1: the lowest non-empty chunk, while the queue has room for what is in flight
-        low_chunk = Signal(n)
-        issue = Signal()
-        m.d.comb += [low_chunk.eq(_lowest(nonempty)),
-                     issue.eq((nonempty != 0) & (sel_valid + queue.level < SPARSE_QUEUE))]
-        m.d.sync += sel_valid.eq(issue)
-        with m.If(issue):
-            m.d.sync += [sel.eq(low_chunk), nonempty.eq(nonempty & ~low_chunk)]
-        # stage 2: fetch it into the queue
-        picked = Signal(size)
-        m.d.comb += [
-            picked.eq(_tree_or([shadow[k] & sel[k].replicate(size) for k in range(n)])),
-            queue.w_en.eq(sel_valid),
-            queue.w_data.eq(Cat(picked, _encode(sel, index_bits))),
-        ]
-        # the bit stage
-        low_bit = Signal(size)
-        rest = Signal(size)
-        m.d.comb += [low_bit.eq(_lowest(cur)), rest.eq(cur & ~low_bit)]
-        more = Signal()            # chunks with set flags not yet in the bit stage
-        m.d.comb += more.eq((nonempty != 0) | sel_valid | queue.r_rdy)
-        # While the header waits no id has been sent, so every set flag is still in a chunk
-        # somewhere in the scan: the header is the document's only beat when none is.
-        header_last = ~more & (cur == 0)
-        position = Cat(_encode(low_bit, bit_bits), cur_index) if bit_bits else cur_index
+        # level 0: the shadow (captured flags, zero-padded), in chunks; levels above: summaries
+        shadow = Signal(sizes[0] * f)
+        flags = Cat(self.flags, Const(0, sizes[0] * f - width))
+        for lo in range(0, sizes[0] * f, _CHUNK):
+            hi = min(lo + _CHUNK, sizes[0] * f)
+            with m.If(self.capture):
+                m.d.sync += shadow[lo:hi].eq(flags[lo:hi])
+        masks = [[shadow[k * f:(k + 1) * f] for k in range(sizes[0])]]
+        for n in range(1, R):
+            summary = Signal(sizes[n] * f, name=f"summary_{n}")
+            m.d.sync += summary.eq(Cat(*(mask.any() for mask in masks[-1])))
+            masks.append([summary[k * f:(k + 1) * f] for k in range(sizes[n])])
+        # p[k]: the capture was k + 1 cycles ago
+        p = Signal(R)
+        m.d.sync += p.eq(Cat(self.capture, p[:-1]))
+        load = p[R - 1]
+        root = masks[R - 1][0]
+
+        # the output queue (as the serial readout's): header, last, id, count
+        entry = data.StructLayout({"header": 1, "last": 1, "id": id_width, "count": count_width})
+        head = Signal(entry)
+        second = Signal(entry)
+        level = Signal(range(3))
+        room = Signal()
+        push = Signal()
+        pop = Signal()
+        new = Signal(entry)
+        m.d.comb += [room.eq(level != 2), pop.eq((level != 0) & self.out.ready)]
+
+        # the iterators, root first
+        def pre_width(i):
+            return max(1, dbits * (R - 1 - i))
+
+        its = []
+        for i in range(R):
+            it = {"cur": Signal(f, name=f"cur_{i}"), "low": Signal(f, name=f"low_{i}"),
+                  "cv": Signal(name=f"cv_{i}"), "cl": Signal(name=f"cl_{i}"),
+                  "pre": Signal(pre_width(i), name=f"pre_{i}"), "fin": Signal(name=f"fin_{i}"),
+                  "adv": Signal(name=f"adv_{i}")}
+            its.append(it)
+        queue_layout = [None] * R
+        queues = [None] * R
+        credits = [None] * R
+        for i in range(R - 1):
+            depth = R + 1 - i
+            queue_layout[i] = data.StructLayout({"cur": f, "low": f, "cl": 1,
+                                                 "pre": pre_width(i), "fin": 1})
+            queues[i] = SyncFIFO(width=queue_layout[i].size, depth=depth)
+            m.submodules[f"queue_{i}"] = queues[i]
+        for i in range(1, R):
+            credits[i] = Signal(range(R + 3 - i), init=R + 2 - i, name=f"credits_{i}")
+
+        for i, it in enumerate(its):
+            ok = room if i == 0 else (credits[i] != 0)
+            m.d.comb += it["adv"].eq(it["cv"] & ok)
+            rest = it["cur"] & ~it["low"]
+            with m.If(it["adv"]):
+                m.d.sync += [it["cur"].eq(rest), it["low"].eq(_lowest(rest)),
+                             it["cl"].eq(_single(rest))]
+            if i == R - 1:
+                with m.If(load):
+                    m.d.sync += [it["cur"].eq(root), it["low"].eq(_lowest(root)),
+                                 it["cl"].eq(_single(root)), it["cv"].eq(root.any()),
+                                 it["pre"].eq(0), it["fin"].eq(1)]
+                with m.Elif(it["adv"] & it["cl"]):
+                    m.d.sync += it["cv"].eq(0)
+            else:
+                queue = queues[i]
+                head_entry = Signal(queue_layout[i], name=f"head_{i}")
+                m.d.comb += head_entry.eq(queue.r_data)
+                with m.If(~it["cv"] | (it["adv"] & it["cl"])):
+                    m.d.comb += queue.r_en.eq(1)
+                    m.d.sync += it["cv"].eq(queue.r_rdy)
+                    m.d.sync += [it[k].eq(head_entry[k]) for k in ("cur", "low", "cl", "pre", "fin")]
+
+        # the fetch pipelines: iterator i + 1 emits a child of its node; R - 1 - i stages select
+        # the child's mask among level i's nodes, then it enters queue i
+        for i in range(R - 1):
+            parent = its[i + 1]
+            stages = R - 1 - i
+            array = masks[i] + [Const(0, f)] * (sizes[i + 1] * f - sizes[i])
+            valid = parent["adv"]
+            node = Cat(_encode(parent["low"], dbits), parent["pre"])[:dbits * stages]
+            fin = parent["fin"] & parent["cl"]
+            onehot = parent["low"]
+            for s in range(stages):
+                groups = [_select(onehot, array[g * f:(g + 1) * f])
+                          for g in range(-(-len(array) // f))]
+                reg_array = [Signal(f, name=f"fetch_{i}_{s}_{g}") for g in range(len(groups))]
+                reg_valid = Signal(name=f"fetch_{i}_{s}_valid")
+                reg_node = Signal(len(node), name=f"fetch_{i}_{s}_node")
+                reg_fin = Signal(name=f"fetch_{i}_{s}_fin")
+                m.d.sync += [r.eq(g) for r, g in zip(reg_array, groups)]
+                m.d.sync += [reg_valid.eq(valid), reg_node.eq(node), reg_fin.eq(fin)]
+                array, valid, node, fin = reg_array, reg_valid, reg_node, reg_fin
+                if s + 1 < stages:
+                    array = array + [Const(0, f)] * (-(-len(array) // f) * f - len(array))
+                    digit = node[dbits * (s + 1):dbits * (s + 2)]
+                    onehot = Cat(*(digit == j for j in range(f)))
+            mask = array[0]
+            written = Signal(queue_layout[i], name=f"write_{i}")
+            m.d.comb += [written.cur.eq(mask), written.low.eq(_lowest(mask)),
+                         written.cl.eq(_single(mask)), written.pre.eq(node), written.fin.eq(fin),
+                         queues[i].w_en.eq(valid), queues[i].w_data.eq(written)]
+            m.d.sync += credits[i + 1].eq(credits[i + 1] - parent["adv"]
+                                          + (queues[i].r_en & queues[i].r_rdy))
+
+        # the leaves' iterator and the header feed the output queue
+        leaf = its[0]
+        m.d.comb += push.eq(load | leaf["adv"])
+        with m.If(load):
+            m.d.comb += [new.header.eq(1), new.last.eq(~root.any())]
+        with m.Else():
+            m.d.comb += [new.last.eq(leaf["fin"] & leaf["cl"]),
+                         new.id.eq(Cat(_encode(leaf["low"], dbits), leaf["pre"])[:id_width]),
+                         new.count.eq(count + 1)]
+        with m.If(leaf["adv"]):
+            m.d.sync += count.eq(count + 1)
+        m.d.sync += level.eq(level + push - pop)
+        with m.Switch(level):
+            with m.Case(0):
+                with m.If(push):
+                    m.d.sync += head.eq(new)
+            with m.Case(1):
+                with m.If(pop & push):
+                    m.d.sync += head.eq(new)
+                with m.Elif(push):
+                    m.d.sync += second.eq(new)
+            with m.Case(2):
+                with m.If(pop):
+                    m.d.sync += head.eq(second)
+        with m.If(pop & head.last):
+            m.d.sync += active.eq(0)
+
         payload = self.out.payload
         m.d.comb += [
-            self.out.valid.eq(header | (cur != 0)),
-            payload.header.eq(header),
-            payload.last.eq(Mux(header, header_last, (rest == 0) & ~more)),
+            self.out.valid.eq(level != 0),
+            payload.header.eq(head.header),
+            payload.last.eq(head.last),
             payload.doc.eq(doc),
             payload.errors.eq(errors),
-            payload.id.eq(Mux(header, 0, position)),
-            payload.count.eq(Mux(header, 0, count + 1)),
-            self.busy.eq(header | (nonempty != 0) | sel_valid | queue.r_rdy | (cur != 0)),
+            payload.id.eq(head.id),
+            payload.count.eq(head.count),
+            self.busy.eq(active),
         ]
-        transfer = self.out.valid & self.out.ready
-        take_id = transfer & ~header
-        with m.If(transfer & header):
-            m.d.sync += header.eq(0)
-        with m.If(take_id):
-            m.d.sync += count.eq(count + 1)
-        with m.If((cur == 0) | (take_id & (rest == 0))):
-            m.d.comb += queue.r_en.eq(1)
-            m.d.sync += [cur.eq(Mux(queue.r_rdy, queue.r_data[:size], 0)),
-                         cur_index.eq(queue.r_data[size:])]
-        with m.Elif(take_id):
-            m.d.sync += cur.eq(rest)
-
         with m.If(self.capture):     # only when not busy: nothing above is active then
             m.d.sync += [
-                nonempty.eq(Cat(*(chunk.any() for chunk in incoming))),
-                header.eq(1),
+                active.eq(1),
                 errors.eq(self.errors),
                 doc.eq(doc + started),
                 started.eq(1),
                 count.eq(0),
             ]
-            m.d.sync += [s.eq(chunk) for s, chunk in zip(shadow, incoming)]
         return m

@@ -7,9 +7,11 @@ import pytest
 
 from xpfilt.hdl.readout import SparseReadout
 from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.hwdefs import distribution_depth
 from xpfilt.model.engine import EngineModel, run_documents
 from xpfilt.model.readout import SparseReadoutModel
-from xpfilt.readout import SparseBeat, collect_readout, readout_cycles, ReadoutKind
+from xpfilt.readout import (ReadoutKind, SparseBeat, collect_readout, readout_cycles,
+                            sparse_latency, sparse_levels)
 from xpfilt.xpath import parse_query
 
 from .rtl_compare import compare_engine_with_model, shown_beat, simulate
@@ -61,7 +63,7 @@ def run_sparse(width, documents, *, seed, p_ready):
     return result
 
 
-@pytest.mark.parametrize("width", [1, 2, 3, 63, 64, 65, 200, 700])
+@pytest.mark.parametrize("width", [1, 2, 3, 8, 9, 63, 64, 65, 200, 520, 700])
 def test_rtl_equals_model_and_every_set_flag_is_read_out_once(width):
     rng = random.Random(width)
     documents = [random_flags(rng, width) for _ in range(12)]
@@ -90,19 +92,30 @@ def test_ids_come_in_increasing_order_one_per_cycle():
     assert not model.busy
 
 
+@pytest.mark.parametrize("width", [5, 64, 1000, 1024, 5000])
 @pytest.mark.parametrize("matches", [0, 1, 2, 7, 64, 65, 300])
-def test_a_document_takes_readout_cycles(matches):
-    """Ready always 1: busy for exactly :func:`readout_cycles` cycles after the capture."""
-    width = 1000
-    rng = random.Random(matches)
-    flags = sum(1 << i for i in rng.sample(range(width), matches))
-    model = SparseReadoutModel(width)
-    model.step(True, flags, 0, True)
-    cycles = 0
-    while model.busy:
-        model.step(False, 0, 0, True)
-        cycles += 1
-    assert cycles == readout_cycles(ReadoutKind.SPARSE, width, matches)
+def test_a_document_takes_readout_cycles(width, matches):
+    """Ready always 1: busy for exactly :func:`readout_cycles` cycles after the capture, the
+    ids one per cycle without a gap, however the matches fall on the tree."""
+    matches = min(matches, width)
+    rng = random.Random(matches * width)
+    for trial in range(4):
+        spread = rng.sample(range(width), matches)
+        packed = range(rng.randrange(width - matches + 1), width)[:matches]
+        flags = sum(1 << i for i in (spread if trial % 2 else packed))
+        model = SparseReadoutModel(width)
+        model.step(True, flags, 0, True)
+        cycles, shown = 0, []
+        while model.busy:
+            beat = model.beat()
+            if beat is not None and not beat.header:
+                shown.append(cycles)
+            model.step(False, 0, 0, True)
+            cycles += 1
+        assert cycles == readout_cycles(ReadoutKind.SPARSE, width, matches)
+        assert shown == list(range(shown[0], shown[0] + matches)) if matches else not shown
+        if matches:
+            assert shown[0] == len(sparse_levels(width)) + 1 + sparse_latency(width)
 
 
 def sparse_plan(texts, **options):
@@ -125,21 +138,34 @@ def test_engine_with_sparse_readout_rtl_equals_model_and_reference():
             assert readout.bits == bits_of(plan, queries, doc), doc
 
 
-def test_sparse_readout_keeps_one_byte_per_cycle_with_thousands_of_queries():
-    """The serial readout needs a document longer than the query count; the sparse one only
-    longer than its matches plus the latency."""
-    texts = [f"//x{i}" for i in range(3000)] + ["/a", "//b"]
-    queries, plan = sparse_plan(texts)
+def _stalls(plan, doc, times=20):
     model = EngineModel(plan)
-    doc = b"<a><b/><b/><b/></a>"           # 19 bytes, 2 matches
     stalls = 0
-    for data in [doc] * 20:
+    for data in [doc] * times:
         for i, byte in enumerate(data):
             while True:
                 ready, _ = model.step(True, byte, i == len(data) - 1)
                 if ready:
                     break
                 stalls += 1
-    assert stalls == 0
-    readouts = run_documents(model, [doc])
+    return stalls
+
+
+def test_sparse_readout_keeps_one_byte_per_cycle_with_thousands_of_queries():
+    """The serial readout needs a document longer than the query count; the sparse one only
+    longer than the previous document's readout (its matches plus the latency) plus the
+    pipeline to the clusters, ``9 + ceil(log4(clusters))`` (the README's rule, exactly)."""
+    texts = [f"//x{i}" for i in range(3000)] + ["/a", "//b"]
+    queries, plan = sparse_plan(texts)
+    clusters = len(plan.clusters)
+    need = readout_cycles(ReadoutKind.SPARSE, len(texts), 2) + 9 + distribution_depth(clusters)
+    assert need == 30                        # 19 readout + 9 + 2 (12 clusters)
+    for size, stalls in ((need, 0), (need - 1, None)):
+        doc = b"<a>" + b" " * (size - 11) + b"<b/></a>"      # 2 matches
+        assert len(doc) == size
+        if stalls == 0:
+            assert _stalls(plan, doc) == 0
+        else:
+            assert _stalls(plan, doc) > 0
+    readouts = run_documents(EngineModel(plan), [doc])
     assert readouts[0].bits == 0b11 << 3000

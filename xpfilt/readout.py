@@ -5,11 +5,12 @@
   bits, however few queries matched.
 * ``sparse`` -- a header beat (document number, error flags) followed by one beat per matching
   readout bit (its position ``id``), in increasing order; the last beat of a document has
-  ``last`` set and its ``count`` is the number of ids of that document. The flags are scanned in
-  chunks of :func:`sparse_chunk` bits; empty chunks are skipped, so a document takes one cycle
-  per match plus three (the header and :data:`SPARSE_LATENCY`), whatever the number of queries. The count travels on the last beat rather than the header: it is known only once
-  the flags have been scanned (a header count would need a population count over all flags at
-  capture, about one LUT per query).
+  ``last`` set and its ``count`` is the number of ids of that document. The flags are scanned by
+  a tree of :data:`SPARSE_FANIN`-way nodes (:func:`sparse_levels`): empty subtrees are skipped,
+  so a document takes one cycle per match plus :func:`sparse_latency` and the header, whatever
+  the number of queries (see :func:`readout_cycles`). The count travels on the last beat rather
+  than the header: it is known only once the flags have been scanned (a header count would need
+  a population count over all flags at capture, about one LUT per query).
 
 A host turns either stream of beats into :class:`DocumentReadout` records with
 :func:`collect_readout`.
@@ -20,15 +21,14 @@ from __future__ import annotations
 import enum
 from typing import Iterable, NamedTuple, Optional, Union
 
-__all__ = ["ReadoutKind", "check_readout", "DOC_WIDTH", "SPARSE_LATENCY", "SPARSE_QUEUE", "sparse_chunk",
-           "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
+__all__ = ["ReadoutKind", "check_readout", "DOC_WIDTH", "SPARSE_FANIN", "sparse_levels",
+           "sparse_latency", "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
 
 #: Width of the wrapping document sequence number every readout carries.
 DOC_WIDTH = 16
-#: Idle cycles between the sparse readout's header beat and its first id (ready always 1).
-SPARSE_LATENCY = 2
-#: Chunks the sparse readout may have fetched but not yet emitted.
-SPARSE_QUEUE = 4
+#: Fan-in of the sparse readout's tree: a leaf holds this many flags, every node above it this many
+#: children; each cycle's logic looks at one node's bits (a power of two).
+SPARSE_FANIN = 8
 
 
 class ReadoutKind(enum.Enum):
@@ -45,9 +45,22 @@ def check_readout(value: str) -> ReadoutKind:
                          f"not {value!r}") from None
 
 
-def sparse_chunk(width: int) -> int:
-    """The sparse readout's chunk: a power of two, 64 bits, or fewer for a narrow readout."""
-    return min(64, 1 << max(0, (width - 1).bit_length()))
+def sparse_levels(width: int) -> list[int]:
+    """The sparse readout's tree for ``width`` flags: the number of nodes on each level, leaves
+    first (each holds :data:`SPARSE_FANIN` flags, zero-padded), the root (1 node) last."""
+    if width < 1:
+        raise ValueError(f"readout width must be at least 1, not {width!r}")
+    levels = [-(-width // SPARSE_FANIN)]
+    while levels[-1] > 1:
+        levels.append(-(-levels[-1] // SPARSE_FANIN))
+    return levels
+
+
+def sparse_latency(width: int) -> int:
+    """Idle cycles between the sparse readout's header and its first id (ready always 1): each
+    level below the root adds the cycles its fetch takes (one per level above it) plus two."""
+    levels = len(sparse_levels(width))
+    return levels * (levels - 1) // 2 + 2 * (levels - 1)
 
 
 class Beat(NamedTuple):
@@ -125,8 +138,12 @@ def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
 
 
 def readout_cycles(kind: ReadoutKind, width: int, matches: int) -> int:
-    """Cycles one document's readout is busy (readout always ready): the input streams at a
-    byte per cycle whenever each document has more bytes than the previous one's readout."""
+    """Cycles one document's readout is busy after its capture (readout always ready): the
+    input streams at a byte per cycle whenever each document has more bytes than the previous
+    one's readout. Sparse: the root of the tree is known ``len(sparse_levels(width))`` cycles
+    after the capture, the header shows in the next one, then :func:`sparse_latency` idle
+    cycles and one cycle per id."""
     if kind is ReadoutKind.SERIAL:
         return width
-    return 1 + matches + (SPARSE_LATENCY if matches else 0)
+    levels = len(sparse_levels(width))
+    return levels + 1 + (sparse_latency(width) + matches if matches else 0)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from ..readout import (DOC_WIDTH, SPARSE_QUEUE, Beat, ReadoutKind, SparseBeat,
-                       sparse_chunk)
+from ..readout import (DOC_WIDTH, SPARSE_FANIN, Beat, ReadoutKind, SparseBeat,
+                       sparse_levels)
 
 __all__ = ["SerialReadoutModel", "SparseReadoutModel", "make_readout_model"]
 
@@ -45,68 +45,135 @@ class SerialReadoutModel:
             self.started = 1
 
 
+def _single(mask: int) -> bool:
+    return mask != 0 and mask & (mask - 1) == 0
+
+
+class _Iterator:
+    """One level's iterator (:class:`xpfilt.hdl.readout.SparseReadout`): the node it walks
+    (``cur``, the bits not yet emitted; ``low`` and ``last`` in the RTL are functions of it),
+    the node's index ``pre`` and ``fin`` (the last node of its level in this document)."""
+    __slots__ = ("cv", "cur", "pre", "fin")
+
+    def __init__(self):
+        self.cv = self.cur = self.pre = self.fin = 0
+
+
 class SparseReadoutModel:
+    """Level ``i`` of the tree (0 = leaves, ``R - 1`` = root) has an iterator; below the root,
+    a fetch pipeline of ``R - 1 - i`` stages from the parent's iterator into a queue of
+    ``R + 1 - i`` entries (credits) that feeds it; the leaf iterator feeds a 2-entry output
+    queue. The root loads ``R`` cycles after a capture, together with the header."""
+
     def __init__(self, width: int):
         self.width = width
-        self.size = sparse_chunk(width)
-        self.mask = (1 << self.size) - 1
-        self.shadow = 0
-        self.nonempty = 0
-        self.header = self.header_last = 0
-        self.doc = self.started = self.errors = self.count = 0
-        self.sel_valid = 0
-        self.sel = 0                       # the selected chunk's index
-        self.queue: list[tuple[int, int]] = []   # (chunk bits, chunk index)
-        self.cur = self.cur_index = 0
+        self.fanin = SPARSE_FANIN
+        self.shift = SPARSE_FANIN.bit_length() - 1
+        self.sizes = sparse_levels(width)
+        self.R = R = len(self.sizes)
+        self.masks: list[list[int]] = [[0] * n for n in self.sizes]   # per level, per node
+        self.its = [_Iterator() for _ in range(R)]
+        self.queues: list[list[tuple[int, int, int]]] = [[] for _ in range(R - 1)]
+        self.pipes: list[list] = [[None] * (R - 1 - i) for i in range(R - 1)]
+        self.credits = [0] + [R + 2 - i for i in range(1, R)]   # queue i - 1 + its pipe
+        self.p = [0] * R                  # the capture, 1..R cycles ago
+        self.outq: list[SparseBeat] = []  # at most 2 (doc and errors from the registers)
+        self.active = self.doc = self.started = self.errors = self.count = 0
 
     @property
     def busy(self) -> bool:
-        return bool(self.header or self.nonempty or self.sel_valid or self.queue or self.cur)
+        return bool(self.active)
 
     def beat(self) -> Optional[SparseBeat]:
-        if self.header:
-            return SparseBeat(1, self.header_last, self.doc, self.errors, 0, 0)
-        if not self.cur:
+        if not self.outq:
             return None
-        low = self.cur & -self.cur
-        more = self.nonempty or self.sel_valid or self.queue
-        return SparseBeat(0, int(self.cur == low and not more), self.doc, self.errors,
-                          self.cur_index * self.size + low.bit_length() - 1, self.count + 1)
+        return self.outq[0]._replace(doc=self.doc, errors=self.errors)
+
+    def _load_masks(self, flags: int) -> None:
+        f, shift = self.fanin, self.shift
+        mask = (1 << f) - 1
+        level = [flags >> (k << shift) & mask for k in range(self.sizes[0])]
+        self.masks[0] = level
+        for n in range(1, self.R):
+            below = level
+            level = [0] * self.sizes[n]
+            for k, m in enumerate(below):
+                if m:
+                    level[k >> shift] |= 1 << (k & (f - 1))
+            self.masks[n] = level
 
     def step(self, capture: bool, flags: int, errors: int, out_ready: bool) -> None:
-        transfer = out_ready and (self.header or self.cur)
-        take_id = transfer and not self.header
-        issue = self.nonempty and self.sel_valid + len(self.queue) < SPARSE_QUEUE
-        low = self.cur & -self.cur
-        fetched = None
-        if self.sel_valid:
-            fetched = (self.shadow >> (self.sel * self.size) & self.mask, self.sel)
-        if transfer and self.header:
-            self.header = 0
-        if take_id:
-            self.count += 1
-        if not self.cur or (take_id and self.cur == low):
-            self.cur, self.cur_index = self.queue.pop(0) if self.queue else (0, self.cur_index)
-        elif take_id:
-            self.cur ^= low
-        if fetched is not None:
-            self.queue.append(fetched)
-        self.sel_valid = int(bool(issue))
-        if issue:
-            chunk = self.nonempty & -self.nonempty
-            self.sel = chunk.bit_length() - 1
-            self.nonempty ^= chunk
+        if self.active:
+            self._advance(out_ready)
         if capture:
-            self.shadow = flags
-            self.nonempty = 0
-            for k in range(0, -(-self.width // self.size)):
-                if flags >> (k * self.size) & self.mask:
-                    self.nonempty |= 1 << k
-            self.header, self.header_last = 1, int(flags == 0)
+            self._load_masks(flags)
             self.errors = errors
             self.doc = (self.doc + self.started) & _DOC_MASK
-            self.started = 1
+            self.started = self.active = 1
             self.count = 0
+        self.p = [int(capture)] + self.p[:-1]
+
+    def _advance(self, out_ready: bool) -> None:
+        R, shift, its, queues = self.R, self.shift, self.its, self.queues
+        outq = self.outq
+        room = len(outq) != 2
+        load = self.p[R - 1]
+        adv = [it.cv and (room if i == 0 else self.credits[i] != 0) for i, it in enumerate(its)]
+        # what each level emits (before any register changes)
+        emits = []
+        for i, it in enumerate(its):
+            if adv[i]:
+                low = it.cur & -it.cur
+                emits.append(((it.pre << shift) | (low.bit_length() - 1),
+                              it.fin and it.cur == low))
+            else:
+                emits.append(None)
+        r_en = [False] * R
+        for i in range(R - 1):
+            it = its[i]
+            reload = not it.cv or (adv[i] and it.cur & (it.cur - 1) == 0)
+            r_en[i] = reload and bool(queues[i])
+        # the output queue
+        if outq and out_ready:
+            if outq.pop(0).last:
+                self.active = 0
+        if load:
+            root = self.masks[R - 1][0]
+            outq.append(SparseBeat(1, int(root == 0), 0, 0, 0, 0))
+        if emits[0] is not None:
+            ident, last = emits[0]
+            self.count += 1
+            outq.append(SparseBeat(0, int(last), 0, 0, ident, self.count))
+        # the iterators
+        for i, it in enumerate(its):
+            single = it.cur & (it.cur - 1) == 0
+            if i == R - 1:
+                if load:
+                    root = self.masks[R - 1][0]
+                    it.cv, it.cur, it.pre, it.fin = int(root != 0), root, 0, 1
+                elif adv[i]:
+                    if single:
+                        it.cv = 0
+                    else:
+                        it.cur &= it.cur - 1
+            elif not it.cv or (adv[i] and single):
+                if r_en[i]:
+                    it.cur, it.pre, it.fin = queues[i].pop(0)
+                    it.cv = 1
+                else:
+                    it.cv = 0
+            elif adv[i]:
+                it.cur &= it.cur - 1
+        # the fetch pipelines and credits
+        for i in range(R - 1):
+            pipe = self.pipes[i]
+            out = pipe[-1]
+            pipe[1:] = pipe[:-1]
+            pipe[0] = emits[i + 1]
+            if out is not None:
+                node, fin = out
+                queues[i].append((self.masks[i][node], node, fin))
+            self.credits[i + 1] += int(r_en[i]) - int(adv[i + 1])
 
 
 def make_readout_model(kind: ReadoutKind, width: int
