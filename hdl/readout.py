@@ -57,7 +57,6 @@ class Readout(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        shadow = Signal(self.width)
         count = Signal(range(self.width + 1))   # bits still in the shadow
         nonzero = Signal()                       # count != 0, as a register
         doc = Signal(DOC_WIDTH)
@@ -84,7 +83,6 @@ class Readout(wiring.Component):
             self.out.payload.errors.eq(errors),
             push.eq(nonzero & (level != 2)),
             pop.eq(self.out.valid & self.out.ready),
-            new.bit.eq(shadow[0]),
             new.first.eq(count == self.width),
             new.last.eq(count == 1),
         ]
@@ -112,16 +110,39 @@ class Readout(wiring.Component):
             ]
         with m.Elif(push):
             m.d.sync += [count.eq(count - 1), nonzero.eq(count != 1)]
-        # The shadow register in chunks: one wide multiplexer would make Amaranth's netlist
-        # checks quadratic in the width (32,000 queries: minutes).
-        for lo in range(0, self.width, _CHUNK):
-            hi = min(lo + _CHUNK, self.width)
-            chunk = shadow[lo:hi]
-            shifted = shadow[lo + 1:hi + 1] if hi < self.width else Cat(shadow[lo + 1:hi], 0)
+        # The shadow register in chunks of _CHUNK bits. Only ``cur`` (chunk 0) shifts a bit per
+        # push; as its last bit goes, it loads chunk 1, and a wave of registered enables moves
+        # every chunk down by one, chunk k one cycle after chunk k - 1 (read before it is
+        # overwritten; the next wave starts _CHUNK pushes later). So no one net enables more
+        # than a chunk, and Amaranth's netlist stays linear in the width.
+        n = -(-self.width // _CHUNK)
+        chunks = [Signal(min(_CHUNK, self.width - k * _CHUNK), name=f"shadow_{k}")
+                  for k in range(n)]
+        cur = chunks[0]
+        m.d.comb += new.bit.eq(cur[0])
+        with m.If(self.capture):
+            m.d.sync += cur.eq(self.flags[:len(cur)])
+        with m.Elif(push):
+            m.d.sync += cur.eq(cur[1:])
+        if n > 1:
+            pos = Signal(range(_CHUNK))          # bits of ``cur``'s chunk pushed so far
+            wave = Signal(n - 1)                 # wave[k]: chunk k + 1 moves down this cycle
+            turn = Signal()
+            m.d.comb += turn.eq(push & (pos == _CHUNK - 1))
             with m.If(self.capture):
-                m.d.sync += chunk.eq(self.flags[lo:hi])
-            with m.Elif(push):
-                m.d.sync += chunk.eq(shifted)
+                m.d.sync += [pos.eq(0), wave.eq(0)]
+            with m.Else():
+                m.d.sync += wave.eq(Cat(turn, wave[:-1]))
+                with m.If(push):
+                    m.d.sync += pos.eq(pos + 1)
+                with m.If(turn):
+                    m.d.sync += cur.eq(chunks[1])
+            for k in range(1, n):
+                chunk = chunks[k]
+                with m.If(self.capture):
+                    m.d.sync += chunk.eq(self.flags[k * _CHUNK:k * _CHUNK + len(chunk)])
+                with m.Elif(wave[k - 1]):
+                    m.d.sync += chunk.eq(chunks[k + 1] if k + 1 < n else 0)
         return m
 
 
