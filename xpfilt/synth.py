@@ -167,14 +167,17 @@ def place_and_route(device: str, workdir: Path, *, freq_mhz: float = 100,
 
 def count_cells(device: str, cells: dict) -> dict:
     """The headline numbers of a cell histogram: ``luts`` (LUT6-equivalents for xilinx, LUT4s
-    for ecp5/ice40, LUT-RAM included), ``ffs``, ``lutram`` (LUT-RAM cells) and ``bram``."""
+    for ecp5/ice40, LUT-RAM included: on the ECP5 the LUT positions it blocks), ``ffs``,
+    ``lutram`` (LUT-RAM cells) and ``bram``."""
     if device == "xilinx":
         x = xilinx_counts(cells)
         return {"luts": x["lut6_eq"], "ffs": x["ffs"], "lutram": x["lutram_cells"],
                 "bram": x["bram_cells"]}
     if device == "ecp5":
-        # a TRELLIS_DPR16X4 occupies the LUTs of half a slice (2 LUT4s' worth of storage x 2)
-        return {"luts": cells.get("LUT4", 0) + 4 * cells.get("TRELLIS_DPR16X4", 0),
+        # a TRELLIS_DPR16X4 occupies three slices of a PFU: two in RAM mode (4 LUT4
+        # positions) and the write-port slice (TRELLIS_RAMW), whose 2 LUTs cannot hold logic;
+        # nextpnr counts all six ("RAM LUTs" + "RAMW LUTs" before packing)
+        return {"luts": cells.get("LUT4", 0) + 6 * cells.get("TRELLIS_DPR16X4", 0),
                 "ffs": cells.get("TRELLIS_FF", 0), "lutram": cells.get("TRELLIS_DPR16X4", 0),
                 "bram": cells.get("DP16KD", 0)}
     if device == "ice40":
