@@ -14,18 +14,19 @@ names = st.sampled_from(TAGS)
 
 
 @st.composite
-def elements(draw, depth: int = 0, max_depth: int = 7):
-    """An element as (name, attrs, children); children are elements or text strings."""
+def elements(draw, depth: int = 0, max_depth: int = 7, values=tuple(VALUES)):
+    """An element as (name, attrs, children); children are elements or text strings (drawn
+    from ``values``, which may hold markup such as character and entity references)."""
     name = draw(names)
-    attrs = draw(st.dictionaries(st.sampled_from(["id", "n"]), st.sampled_from(VALUES),
+    attrs = draw(st.dictionaries(st.sampled_from(["id", "n"]), st.sampled_from(values),
                                  max_size=2))
     children = []
     if depth < max_depth:
         for _ in range(draw(st.integers(0, 3))):
             if draw(st.integers(0, 3)) == 0:
-                children.append(draw(st.sampled_from(VALUES)))
+                children.append(draw(st.sampled_from(values)))
             else:
-                children.append(draw(elements(depth + 1, max_depth)))
+                children.append(draw(elements(depth + 1, max_depth, values)))
     return (name, attrs, children)
 
 

@@ -60,7 +60,8 @@ CASES = [
      "Error: Invalid value for '-q' / '--queries': File '{d}/dir' is a directory."),
     ("filter-lxml-bad-colons", ["filter", "-e", "lxml", "-q", "{d}/colon.txt", "{d}/a.xml"], 1,
      "xpfilt: {d}/colon.txt: line 2: skipped: query 2 '//a:b:c', column 6: expected '/', '//', "
-     "'[' or the end of the query (a name has at most one ':'), not ':'"),
+     "'[', 'and', 'or', a comparison or the end of the query (a name has at most one ':'), "
+     "not ':'"),
     ("filter-model-empty-doc", ["filter", "-e", "model", "-q", "{d}/q.txt", "{d}/empty.xml",
                                 "{d}/a.xml"], 1,
      "xpfilt: empty.xml:1:1: malformed XML: no element found"),

@@ -233,7 +233,7 @@ def test_expectations_of_bad_documents():
 
 def structural_cases():
     return [pytest.param(q, folder, tsv, id=case) for case, q, folder, tsv in expected_cases()
-            if not load_queries(q).queries[0].has_predicates]
+            if load_queries(q).queries[0].is_structural]
 
 
 @pytest.mark.regress

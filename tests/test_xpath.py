@@ -48,19 +48,29 @@ def test_parses_predicates():
     ("/a//", "query 3 '/a//', column 5: expected an element name or '*', "
              "not the end of the query"),
     ("/a///b", "query 3 '/a///b', column 5: expected an element name or '*', not '/'"),
-    ("/a|/b", "query 3 '/a|/b', column 3: expected '/', '//', '[' or the end of the query, "
+    ("/a|/b", "query 3 '/a|/b', column 3: expected '/', '//', '[', 'and', 'or', a comparison or the end of the query, "
               "not '|'"),
-    ("/a/child::b", "query 3 '/a/child::b', column 9: expected '/', '//', '[' or the end of the "
-                    "query (axes such as 'child::' are not supported), not ':'"),
-    ("/a/count()", "query 3 '/a/count()', column 9: expected '/', '//', '[' or the end of the "
-                   "query (functions such as 'count()' are not supported), not '('"),
+    ("/a/child::b", "query 3 '/a/child::b', column 9: expected '/', '//', '[', 'and', 'or', a comparison or the end of the query "
+                    "(axes such as 'child::' are not supported), not ':'"),
+    ("/a/count()", "query 3 '/a/count()', column 9: expected '/', '//', '[', 'and', 'or', a comparison or the end of the query "
+                   "(functions such as 'count()' are not supported), not '('"),
     ("/a/../b", "query 3 '/a/../b', column 4: expected an element name or '*', not '.'"),
     ("/a/@b", "query 3 '/a/@b', column 4: expected an element name or '*', not '@'"),
     ("/1a", "query 3 '/1a', column 2: expected an element name or '*', not '1'"),
-    ("/a[1]", "query 3 '/a[1]', column 4: expected '@name' or 'text()' in a predicate, not '1'"),
-    ("/a[@x]", "query 3 '/a[@x]', column 6: expected a comparison operator "
-               "(=, !=, <, <=, >, >=), not ']'"),
-    ("/a[@x=1", "query 3 '/a[@x=1', column 8: expected ']', not the end of the query"),
+    ("/a[last()]", "query 3 '/a[last()]', column 4: expected '@name', 'text()', 'position()', "
+                   "a number, 'not(' or '(' in a predicate, not 'l'"),
+    ("/a[position()]", "query 3 '/a[position()]', column 14: expected a comparison operator "
+                       "(=, !=, <, <=, >, >=) after 'position()', not ']'"),
+    ("/a[@x=1", "query 3 '/a[@x=1', column 8: expected ']', 'and', 'or' or a comparison "
+                "operator, not the end of the query"),
+    ("/a[1.5.1]", "query 3 '/a[1.5.1]', column 7: expected ']', not '.'"),
+    ("/a and", "query 3 '/a and', column 7: expected a path starting with '/' or '//', 'not(' or "
+               "'(', not the end of the query"),
+    ("not(/a", "query 3 'not(/a', column 7: expected ')', not the end of the query"),
+    ("/a or or /b", "query 3 '/a or or /b', column 7: expected a path starting with '/' or '//', "
+                    "'not(' or '(', not 'o'"),
+    ("/a = ", "query 3 '/a =', column 5: expected a number or a quoted string, "
+              "not the end of the query"),
     ('/a[@x="y]', "query 3 '/a[@x=\"y]', column 10: expected a closing \", "
                   "not the end of the query"),
     ("/a[@x=y]", "query 3 '/a[@x=y]', column 7: expected a number or a quoted string, not 'y'"),
@@ -79,12 +89,13 @@ def test_load_queries_keeps_line_numbers_past_bad_lines():
 
 @pytest.mark.parametrize("text, value", [
     ("13", 13.0), (" 13\n", 13.0), ("-2.5", -2.5), (".5", 0.5), ("1.", 1.0),
+    ("1e3", 1000.0), ("1E-2", 0.01), ("5.e1", 50.0), ("1e", 1.0), ("1e+", 1.0),  # as libxml2
 ])
 def test_xpath_number(text, value):
     assert xpath_number(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1e3", "+1", "1 2", "0x10"])
+@pytest.mark.parametrize("text", ["", "abc", "e3", "+1", "1 2", "0x10", "1e2.5", ".", "- 1"])
 def test_xpath_number_nan(text):
     assert math.isnan(xpath_number(text))
 

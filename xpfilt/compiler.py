@@ -42,7 +42,7 @@ from .xpath import Axis, Query
 
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
-           "hardware_queries", "PREDICATES_REFUSED"]
+           "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "COMBINATIONS_REFUSED"]
 
 PLAN_VERSION = 2
 
@@ -172,19 +172,31 @@ class Plan:
 
 #: Why the hardware engines refuse a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the hardware engines yet"
+#: ... and a profile that combines paths with and/or/not.
+COMBINATIONS_REFUSED = "boolean combinations of paths are not supported by the hardware engines yet"
+
+
+def hardware_refusal(query: Query) -> Optional[str]:
+    """Why no hardware engine can take ``query`` whatever its sizes (None: it is a plain path)."""
+    if not query.is_path:
+        return COMBINATIONS_REFUSED
+    if query.has_predicates:
+        return PREDICATES_REFUSED
+    return None
 
 
 def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAME
                      ) -> tuple[list[Query], list[str]]:
     """The queries a hardware engine can take, and a message for each other one: a query with
-    value predicates (:data:`PREDICATES_REFUSED`), or one with a name longer than the front
+    value predicates or a combination of paths (:func:`hardware_refusal`), or one with a name longer than the front
     end's ``max_name`` bytes (it could never be decoded, so never match; None: not checked)."""
     ok, refused = [], []
     for q in queries:
         long_names = [s.name for s in q.steps
                       if max_name is not None and len(s.name.encode()) > max_name]
-        if q.has_predicates:
-            refused.append(f"query {q.number} ({q}): {PREDICATES_REFUSED}")
+        why = hardware_refusal(q)
+        if why:
+            refused.append(f"query {q.number} ({q}): {why}")
         elif long_names:
             refused.append(f"query {q.number} ({q}): tag {long_names[0]!r} is longer than the "
                            f"hardware's max name {max_name}")
@@ -195,14 +207,14 @@ def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAM
 
 def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileOptions()) -> Plan:
     """Compile parsed queries into a custom-engine plan. Raises :class:`UnsupportedQueryError`
-    naming every query with a predicate."""
-    bad = [q for q in queries if q.has_predicates]
+    naming every query with a predicate or that combines paths."""
+    bad = [(q, hardware_refusal(q)) for q in queries if not q.is_structural]
     if bad:
-        listing = ", ".join(f"{q.number} ({q})" for q in bad[:5])
+        listing = ", ".join(f"{q.number} ({q})" for q, _why in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         raise UnsupportedQueryError(
             f"hardware engines support path queries without predicates, not query {listing}{more}"
-            f" ({PREDICATES_REFUSED})")
+            f" ({bad[0][1]})")
     size = options.cluster_size
     if size is None:
         size = 256 if all(len(q) <= 4 for q in queries) else 128

@@ -19,10 +19,12 @@ a document's answer is the union over the sets it visited.
 
 Predicates are transitions of their own, never shared with an unguarded step. A set whose
 transition on a tag passes through guarded steps is not memoized as one entry: the guarded
-steps are tested on the element (with the reference filter's own predicate evaluation, so both
-engines share one definition of XPath comparisons) and the outcome picks the memoized next set.
-``[text() op v]`` needs the element's text children, so a query set with a text predicate runs
-over :func:`xpfilt.events.parse_events` and the reference's text lookup, as the reference does.
+steps are tested on the element (with :mod:`xpfilt.predicates`, the reference filter's own
+predicate evaluation, so both engines share one definition of XPath comparisons) and the outcome
+picks the memoized next set. ``text()`` needs the element's text children and ``position()`` its
+earlier siblings, so a query set with either runs over :func:`xpfilt.events.parse_events`, as the
+reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
+paths' answers (:class:`xpfilt.profiles.ProfilePaths`).
 
 Documents are made UTF-8 by :func:`xpfilt.events.utf8_document` (the one encoding policy) and
 parsed by expat directly, without building event objects; a document expat rejects is parsed
@@ -43,8 +45,9 @@ from xml.parsers import expat
 import numpy as np
 
 from .events import Document, Event, EventKind, iter_events, parse_events, utf8_document
-from .reference import _child_texts, _step_predicates_hold
-from .xpath import Axis, AttributeTarget, Query
+from .predicates import Positions, child_texts, needs_text
+from .profiles import ProfilePaths
+from .xpath import Axis, Query
 
 __all__ = ["FastFilter", "DEFAULT_CACHE_BYTES", "gc_paused"]
 
@@ -136,9 +139,12 @@ class _Nfa:
         tag_ids_or_wild = {**tag_ids, "*": 0}
         self.guarded = {(s, tag_ids_or_wild[name]): targets
                         for (s, name), targets in guarded.items()}
-        self.needs_text = any(not isinstance(p.target, AttributeTarget)
-                              for targets in guarded.values() for step, _ in targets
-                              for p in step.predicates)
+        guarded_steps = [step for targets in guarded.values() for step, _ in targets]
+        self.needs_text = needs_text(guarded_steps)
+        #: the steps whose predicates call position(): every element's siblings are counted
+        self.positional = [step for step in guarded_steps if step.uses_position]
+        #: the documents go through xpfilt.events (text children, sibling positions)
+        self.needs_events = self.needs_text or bool(self.positional)
         self.states = count
         self.width = width = len(tag_ids) + 1
         self.edges = len(edge_targets) + sum(map(len, guarded.values()))
@@ -222,9 +228,10 @@ class FastFilter:
     def __init__(self, queries: Sequence[Query], cache_bytes: int = DEFAULT_CACHE_BYTES):
         self.queries = tuple(queries)
         self.cache_bytes = cache_bytes
+        self._profiles = ProfilePaths(self.queries)
         with gc_paused():
-            self._nfa = _Nfa(self.queries)
-        self._hits = np.zeros(len(self.queries), bool)
+            self._nfa = _Nfa(self._profiles.paths)
+        self._hits = np.zeros(len(self._profiles.paths), bool)
         self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
                       "dfa_states": 0, "misses": 0, "resets": 0, "memo_bytes": 0}
         self._reset()
@@ -260,7 +267,7 @@ class FastFilter:
     def _states(self, number: int) -> np.ndarray:
         return np.frombuffer(self._sets[number], _STATE)
 
-    def _miss(self, top: int, name: str, attrs: dict, texts, index: int) -> int:
+    def _miss(self, top: int, name: str, attrs: dict, texts, positions: Positions) -> int:
         """The next DFA state from ``top`` on element ``name``; memoized unless guarded steps
         decide it, in which case only the outcome of their predicates is looked up."""
         entry = self._guarded.get((top, name))
@@ -278,8 +285,7 @@ class FastFilter:
             entry = self._guarded[(top, name)] = (kept, targets, candidates, {})
             self._memo_bytes += kept.nbytes + targets.nbytes
         kept, targets, candidates, outcomes = entry
-        passed = tuple(_step_predicates_hold(step, attrs, texts, index)
-                       for step, _target in candidates)
+        passed = tuple(positions.holds(step, attrs, texts) for step, _target in candidates)
         nxt = outcomes.get(passed)
         if nxt is None:
             entered = np.concatenate(
@@ -296,11 +302,13 @@ class FastFilter:
             self._reset()
             self.stats["resets"] += 1
         if not found:
-            return []
+            return self._profiles.answer(()) if self._profiles.combined else []
         hits = self._hits        # all False between documents
         hits[np.concatenate(found)] = True
         positions = np.flatnonzero(hits)
         hits[positions] = False
+        if self._profiles.combined:     # the paths' answers into the profiles'
+            return self._profiles.answer(positions.tolist())
         return positions.tolist()
 
     # -- drivers --------------------------------------------------------------------------
@@ -313,19 +321,20 @@ class FastFilter:
         :func:`xpfilt.engines.filter_batch`)."""
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
-        if self._nfa.needs_text:
+        if self._nfa.needs_events:
             return self._filter_events(parse_events(document))
         document = utf8_document(document)   # the one encoding policy (raises like iter_events)
         trans, miss = self._trans, self._miss
         stack = [self._start]
         visited: set[int] = set()
         push, pop, visit = stack.append, stack.pop, visited.add
+        no_positions = Positions(())
 
         def start(name, attrs):
             top = stack[-1]
             nxt = trans[top].get(name)
             if nxt is None:
-                nxt = miss(top, name, attrs, None, 0)
+                nxt = miss(top, name, attrs, (), no_positions)
             push(nxt)
             visit(nxt)
 
@@ -349,20 +358,26 @@ class FastFilter:
     def _filter_events(self, events: Iterable[Event]) -> list[int]:
         if self._nfa.needs_text:
             events = list(events)
-            texts = _child_texts(events)
+            texts = child_texts(events)
         else:
-            texts = None
+            texts = {}
+        positions = Positions(self._nfa.positional)
         trans, miss = self._trans, self._miss
         stack = [self._start]
         visited: set[int] = set()
         for index, (kind, name, value) in enumerate(events):
             if kind is EventKind.OPEN:
+                element_texts = texts.get(index, ())
+                if positions:
+                    positions.open(name, value, element_texts)
                 top = stack[-1]
                 nxt = trans[top].get(name)
                 if nxt is None:
-                    nxt = miss(top, name, value, texts, index)
+                    nxt = miss(top, name, value, element_texts, positions)
                 stack.append(nxt)
                 visited.add(nxt)
             elif kind is EventKind.CLOSE:
                 stack.pop()
+                if positions:
+                    positions.close()
         return self._answer(visited)

@@ -16,7 +16,8 @@ __all__ = ["LxmlFilter", "lxml_xpath"]
 
 
 class LxmlFilter:
-    """``bool(tree.xpath(query))`` for every query; results are 0-based query positions."""
+    """``bool(tree.xpath(query))`` for every query (a path: it selects a node; a combination:
+    the boolean's value); results are 0-based query positions."""
 
     def __init__(self, queries: Sequence[Query]):
         self.queries = tuple(queries)
@@ -26,7 +27,9 @@ class LxmlFilter:
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
         document = utf8_document(document)
-        parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
+        # internal entities expand (XPath's data model: `1&e;` is one text node), external
+        # ones never load (no XXE); libxml2's amplification limit still holds with huge_tree
+        parser = etree.XMLParser(resolve_entities="internal", no_network=True, huge_tree=True)
         try:
             tree = etree.fromstring(document.data, parser)
         except etree.XMLSyntaxError as exc:
@@ -36,17 +39,10 @@ class LxmlFilter:
 
 
 def lxml_xpath(query: Query) -> str:
-    """``query`` for libxml2: a prefixed name ``p:n`` becomes ``*[name()='p:n']``, which matches
-    the name as written, as the other engines do (no namespace bindings needed)."""
-    def name(written: str, any_name: str) -> str:
-        return f"{any_name}[name()='{written}']" if ":" in written else written
+    """``query`` for libxml2: a prefixed name ``p:n`` becomes ``*[name()='p:n']`` (``@p:n``:
+    ``@*[name()='p:n']``), which matches the name as written, as the other engines do (no
+    namespace bindings needed). A combination of paths is a boolean XPath expression."""
+    def qname(written: str, _kind: str) -> str:
+        return f"*[name()='{written}']" if ":" in written else written
 
-    out = []
-    for step in query.steps:
-        out.append(step.axis.value + name(step.name, "*"))
-        for predicate in step.predicates:
-            target = str(predicate.target)
-            if target.startswith("@"):
-                target = "@" + name(target[1:], "*")
-            out.append(f"[{target}{str(predicate)[1 + len(str(predicate.target)):]}")
-    return "".join(out)
+    return query.render(qname)

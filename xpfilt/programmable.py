@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from .compiler import DEEPEST
-from .compiler import PREDICATES_REFUSED
+from .compiler import hardware_refusal
 from .readout import check_readout
 from .xpath import Axis, Query
 
@@ -223,15 +223,16 @@ def query_columns(query: Query) -> list[ColumnConfig]:
 def configure(queries: Sequence[Query], spec: HardwareSpec, *,
               strict: bool = False) -> Configuration:
     """Place the queries on the columns (first fit, longest queries first, clusters of
-    ``spec.columns``). A query that cannot be placed (a predicate, a tag longer than
+    ``spec.columns``). A query that cannot be placed (a predicate, a combination, a tag longer than
     ``max_tag_len``, no room left) is listed in ``Configuration.rejected`` with the reason, and
     the rest are configured; with ``strict``, :class:`ConfigurationError` is raised instead."""
     rejected: list[tuple[int, str]] = []
     candidates = []
     for q in queries:
         long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
-        if q.has_predicates:
-            rejected.append((q.number, f"query {q.number} ({q}): {PREDICATES_REFUSED}"))
+        why = hardware_refusal(q)
+        if why:
+            rejected.append((q.number, f"query {q.number} ({q}): {why}"))
         elif long_tags:
             rejected.append((q.number, f"query {q.number} ({q}): tag {long_tags[0]!r} is "
                                        f"longer than the hardware's max tag length "

@@ -17,9 +17,11 @@ Here every query's row is a bit field in one Python integer, so one push compute
 every query at once, as the hardware does. This module shares no code with the compiler or the
 model: it is built directly from the parsed queries, without any column optimization.
 
-Predicates are evaluated when the step's element is opened: ``[@a op v]`` from its attributes,
-``[text() op v]`` from its text node children, which the filter looks up in a first pass over the
-document (it is an oracle, not a streaming engine).
+Predicates are evaluated when the step's element is opened (:mod:`xpfilt.predicates`): attribute
+conditions from its attributes, ``text()`` from its text node children, which the filter looks up
+in a first pass over the document (it is an oracle, not a streaming engine), ``position()`` from
+its earlier siblings. A profile that combines paths with ``and``/``or``/``not`` is the
+combination of its paths' answers (:class:`xpfilt.profiles.ProfilePaths`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from collections import defaultdict
 from typing import Iterable, Sequence, Union
 
 from .events import Document, Event, EventKind, parse_events
-from .xpath import Axis, AttributeTarget, Query
+from .predicates import Positions, child_texts, needs_text
+from .profiles import ProfilePaths
+from .xpath import Axis, Query
 
 __all__ = ["ReferenceFilter", "reference_filter"]
 
@@ -38,6 +42,7 @@ class ReferenceFilter:
 
     def __init__(self, queries: Sequence[Query]):
         self.queries = tuple(queries)
+        self._profiles = ProfilePaths(self.queries)
         self._init = 0       # row for level 0: column 0 of every query
         self._descend = 0    # bit j set when step j+1 is '//'
         self._wild = 0       # bits of '*' steps
@@ -46,9 +51,8 @@ class ReferenceFilter:
         named: dict[str, int] = defaultdict(int)
         # tag (or '*') -> [(bit, step)] for steps with predicates
         self._guarded: dict[str, list] = defaultdict(list)
-        self._needs_text = False
         offset = 0
-        for position, query in enumerate(self.queries):
+        for position, query in enumerate(self._profiles.paths):
             self._init |= 1 << offset
             for j, step in enumerate(query.steps, start=1):
                 bit = 1 << (offset + j)
@@ -60,19 +64,21 @@ class ReferenceFilter:
                     named[step.name] |= bit
                 if step.predicates:
                     self._guarded[step.name].append((bit, step))
-                    self._needs_text |= any(not isinstance(p.target, AttributeTarget)
-                                            for p in step.predicates)
             last = offset + len(query.steps)
             self._final |= 1 << last
             self._final_bits.append((last, position))
             offset = last + 1
         # what a tag lets through: its own steps plus every wildcard step
         self._accept = {tag: bits | self._wild for tag, bits in named.items()}
+        guarded_steps = [step for steps in self._guarded.values() for _bit, step in steps]
+        self._needs_text = needs_text(guarded_steps)
+        self._positional = [step for step in guarded_steps if step.uses_position]
 
     def filter_events(self, events: Iterable[Event]) -> frozenset[int]:
         """Positions (0-based) of the queries that select at least one node of the document."""
         events = list(events) if self._needs_text else events
-        texts = _child_texts(events) if self._needs_text else None
+        texts = child_texts(events) if self._needs_text else {}
+        positions = Positions(self._positional)
         stack = [self._init]
         matched = 0
         descend, wild, accept, guarded = self._descend, self._wild, self._accept, self._guarded
@@ -80,51 +86,31 @@ class ReferenceFilter:
             if kind is EventKind.OPEN:
                 mask = accept.get(name, wild)
                 if guarded:
-                    mask = self._apply_predicates(mask, name, value, texts, index)
+                    element_texts = texts.get(index, ())
+                    if positions:
+                        positions.open(name, value, element_texts)
+                    mask = self._apply_predicates(mask, name, value, element_texts, positions)
                 top = stack[-1]
                 row = ((top << 1) & mask) | (top & descend)
                 stack.append(row)
                 matched |= row
             elif kind is EventKind.CLOSE:
                 stack.pop()
+                if positions:
+                    positions.close()
         matched &= self._final
-        return frozenset(position for bit, position in self._final_bits if matched >> bit & 1)
+        return frozenset(self._profiles.answer(
+            position for bit, position in self._final_bits if matched >> bit & 1))
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         return self.filter_events(parse_events(document))
 
-    def _apply_predicates(self, mask, name, attrs, texts, index) -> int:
+    def _apply_predicates(self, mask, name, attrs, texts, positions: Positions) -> int:
         for tag in (name, "*"):
             for bit, step in self._guarded.get(tag, ()):
-                if mask & bit and not _step_predicates_hold(step, attrs, texts, index):
+                if mask & bit and not positions.holds(step, attrs, texts):
                     mask &= ~bit
         return mask
-
-
-def _step_predicates_hold(step, attrs: dict, texts, index: int) -> bool:
-    for predicate in step.predicates:
-        if isinstance(predicate.target, AttributeTarget):
-            value = attrs.get(predicate.target.name)
-            values = () if value is None else (value,)
-        else:
-            values = texts.get(index, ())
-        if not predicate.holds(values):
-            return False
-    return True
-
-
-def _child_texts(events: Sequence[Event]) -> dict[int, list[str]]:
-    """For each OPEN event index, the text nodes that are direct children of that element."""
-    texts: dict[int, list[str]] = defaultdict(list)
-    open_indices: list[int] = []
-    for index, (kind, _name, value) in enumerate(events):
-        if kind is EventKind.OPEN:
-            open_indices.append(index)
-        elif kind is EventKind.CLOSE:
-            open_indices.pop()
-        elif open_indices:
-            texts[open_indices[-1]].append(value)
-    return texts
 
 
 def reference_filter(queries: Sequence[Query], document: Union[Document, bytes]) -> frozenset[int]:

@@ -1,23 +1,40 @@
-"""The XPath fragment xpfilt filters with, parsed into a typed AST.
+"""The profile language xpfilt filters with (an XPath 1.0 fragment), parsed into a typed AST.
 
-Grammar (one query per line; query number = line number, from 1)::
+Grammar (one profile per line; profile number = line number, from 1; spaces are allowed between
+the tokens of a clause and of a predicate, not inside a path)::
 
+    Profile   := Clause
+    Clause    := Conj ('or' Conj)*                  a boolean combination of paths
+    Conj      := Term ('and' Term)*
+    Term      := 'not' '(' Clause ')' | '(' Clause ')' | Path (OP Literal)?
     Path      := Step+
     Step      := ('/' | '//') (NAME | '*') Predicate*
-    Predicate := '[' ('@' NAME | 'text()') OP Literal ']'
+    Predicate := '[' Cond ']' | '[' NUMBER ']'       [N] is [position() = N]
+    Cond      := CondConj ('or' CondConj)*
+    CondConj  := CondTerm ('and' CondTerm)*
+    CondTerm  := 'not' '(' Cond ')' | '(' Cond ')' | Value (OP Literal)?
+    Value     := '@' NAME | 'text()' | 'position()'  alone: the attribute / a text child exists
     OP        := '=' | '!=' | '<' | '<=' | '>' | '>='
-    Literal   := NUMBER | "'" chars "'" | '"' chars '"'
+    Literal   := NUMBER | "'" chars "'" | '"' chars '"'      NUMBER: -?digits(.digits)?
+
+``PATH op literal`` is the shorthand of ``PATH[text() op literal]`` (YFilter's). A path is true
+when it selects a node. Comparisons follow XPath 1.0: with a number literal both sides compare
+as numbers (``number()`` of the text: NaN unless a plain decimal, see :func:`xpath_number`),
+``=``/``!=`` with a string literal compare strings, ``<``/``<=``/``>``/``>=`` always compare numbers; ``text()`` and an
+attribute are node-sets: a comparison holds if *any* text-node child satisfies it.
+``position()`` is the element's position among its siblings that pass the step's name test and
+its earlier predicates (so ``a[@x][2]`` is the second ``a`` with an ``x``).
 
 NAME is an XML qualified name as written in the document: ``local`` or ``prefix:local``, each part
 letters, digits, ``.``, ``-``, ``_``, not starting with a digit, ``.`` or ``-``. It matches the name
-literally, prefix included (the engines do not resolve namespaces). Anything else (other axes, functions, unions, relative
-paths, empty steps) raises :class:`XPathSyntaxError`, which names the query, the column and what
-was expected. Predicates parse; engines that cannot evaluate them say so.
+literally, prefix included (the engines do not resolve namespaces). Anything else (other axes,
+functions, unions, relative paths, empty steps) raises :class:`XPathSyntaxError`, which names the
+query, the column and what was expected. Engines that cannot evaluate a profile say so.
 
 Most profiles are plain paths (no predicate). Those are recognised by one regular expression over
 the whole query and cut into steps without the step-by-step parser, whose objects they equal
-(100,000 generated NITF queries: 0.2 s instead of 0.85 s); anything else -- predicates, and every
-query the fragment rejects -- goes through the parser, so it alone words the errors.
+(100,000 generated NITF queries: 0.2 s instead of 0.85 s); anything else -- predicates, clauses,
+and every query the language rejects -- goes through the parser, so it alone words the errors.
 """
 
 from __future__ import annotations
@@ -27,13 +44,20 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Iterator, Optional, Union
 
 __all__ = [
-    "Axis", "AttributeTarget", "TextTarget", "Predicate", "Step", "Query", "XPathSyntaxError",
-    "QueryLoadResult", "QueryFileError", "parse_query", "read_query_file", "load_queries",
-    "xpath_number",
+    "Axis", "AttributeTarget", "TextTarget", "PositionTarget", "Predicate", "Exists", "And", "Or",
+    "Not", "Condition", "Step", "Query", "XPathSyntaxError", "QueryLoadResult", "QueryFileError",
+    "parse_query", "read_query_file", "load_queries", "xpath_number", "leaves", "QName",
 ]
+
+#: How a renderer writes a name: ``(name as written, "element" or "attribute") -> text``.
+QName = Callable[[str, str], str]
+
+
+def _as_written(name: str, _kind: str) -> str:
+    return name
 
 
 class Axis(enum.Enum):
@@ -48,7 +72,10 @@ class AttributeTarget:
     name: str
 
     def __str__(self) -> str:
-        return f"@{self.name}"
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        return "@" + qname(self.name, "attribute")
 
 
 @dataclass(frozen=True)
@@ -58,25 +85,130 @@ class TextTarget:
     def __str__(self) -> str:
         return "text()"
 
+    def render(self, _qname: QName) -> str:
+        return "text()"
+
+
+@dataclass(frozen=True)
+class PositionTarget:
+    """``position()`` in a predicate: the element's position among the siblings the step's name
+    test and earlier predicates select (1 for the first)."""
+
+    def __str__(self) -> str:
+        return "position()"
+
+    def render(self, _qname: QName) -> str:
+        return "position()"
+
+
+Target = Union[AttributeTarget, TextTarget, PositionTarget]
+
+
+def _literal_text(literal: Union[float, str]) -> str:
+    if isinstance(literal, float):
+        return repr(int(literal)) if literal.is_integer() else repr(literal)
+    quote = '"' if "'" in literal else "'"
+    return f"{quote}{literal}{quote}"
+
 
 @dataclass(frozen=True)
 class Predicate:
-    """``[target op literal]``. ``literal`` is a float for an unquoted number, else a str."""
-    target: Union[AttributeTarget, TextTarget]
+    """A comparison ``target op literal``. ``literal`` is a float for an unquoted number, else a
+    str."""
+    target: Target
     op: str
     literal: Union[float, str]
 
     def __str__(self) -> str:
-        if isinstance(self.literal, float):
-            lit = repr(int(self.literal)) if self.literal.is_integer() else repr(self.literal)
-        else:
-            quote = '"' if "'" in self.literal else "'"
-            lit = f"{quote}{self.literal}{quote}"
-        return f"[{self.target}{self.op}{lit}]"
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        return f"{self.target.render(qname)}{self.op}{_literal_text(self.literal)}"
 
     def holds(self, values: Iterable[str]) -> bool:
         """XPath 1.0 comparison of a node-set (given as its string values) with the literal."""
         return any(_compare(value, self.op, self.literal) for value in values)
+
+    def holds_number(self, number: float) -> bool:
+        """XPath 1.0 comparison of a number (``position()``) with the literal."""
+        literal = self.literal if isinstance(self.literal, float) else xpath_number(self.literal)
+        return _compare_numbers(number, self.op, literal)
+
+
+@dataclass(frozen=True)
+class Exists:
+    """``@name`` or ``text()`` alone: the attribute exists / the element has a text child."""
+    target: Union[AttributeTarget, TextTarget]
+
+    def __str__(self) -> str:
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        return self.target.render(qname)
+
+
+@dataclass(frozen=True)
+class And:
+    """Every operand holds (in a predicate: conditions; in a profile: paths)."""
+    operands: tuple
+
+    def __str__(self) -> str:
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        return " and ".join(f"({o.render(qname)})" if isinstance(o, Or) else o.render(qname)
+                            for o in self.operands)
+
+
+@dataclass(frozen=True)
+class Or:
+    """Some operand holds."""
+    operands: tuple
+
+    def __str__(self) -> str:
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        return " or ".join(o.render(qname) for o in self.operands)
+
+
+@dataclass(frozen=True)
+class Not:
+    """The operand does not hold."""
+    operand: object
+
+    def __str__(self) -> str:
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        return f"not({self.operand.render(qname)})"
+
+
+#: What a step's predicate holds: a comparison, an existence test, or a boolean combination.
+Condition = Union[Predicate, Exists, And, Or, Not]
+
+
+def leaves(node) -> Iterator:
+    """The leaves of a boolean combination (comparisons and existence tests of a condition, the
+    paths of a profile), left to right."""
+    if isinstance(node, (And, Or)):
+        for operand in node.operands:
+            yield from leaves(operand)
+    elif isinstance(node, Not):
+        yield from leaves(node.operand)
+    else:
+        yield node
+
+
+def evaluate(node, leaf: Callable[[object], bool]) -> bool:
+    """The truth of a boolean combination whose leaves ``leaf`` decides."""
+    if isinstance(node, And):
+        return all(evaluate(o, leaf) for o in node.operands)
+    if isinstance(node, Or):
+        return any(evaluate(o, leaf) for o in node.operands)
+    if isinstance(node, Not):
+        return not evaluate(node.operand, leaf)
+    return leaf(node)
 
 
 @dataclass(frozen=True)
@@ -84,38 +216,73 @@ class Step:
     """One location step: its axis, its name test (``'*'`` for any element), its predicates."""
     axis: Axis
     name: str
-    predicates: tuple[Predicate, ...] = ()
+    predicates: tuple[Condition, ...] = ()
 
     @property
     def is_wildcard(self) -> bool:
         return self.name == "*"
 
+    @property
+    def uses_position(self) -> bool:
+        """Some predicate calls ``position()`` (the step needs its sibling counts)."""
+        return any(isinstance(leaf, Predicate) and isinstance(leaf.target, PositionTarget)
+                   for p in self.predicates for leaf in leaves(p))
+
     def matches_name(self, tag: str) -> bool:
         return self.name == "*" or self.name == tag
 
     def __str__(self) -> str:
-        return self.axis.value + self.name + "".join(map(str, self.predicates))
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        name = "*" if self.is_wildcard else qname(self.name, "element")
+        return (self.axis.value + name
+                + "".join(f"[{p.render(qname)}]" for p in self.predicates))
 
 
 @dataclass(frozen=True)
 class Query:
-    """A parsed path query. ``number`` is its 1-based line number in the query file (0 if none)."""
+    """A parsed profile. ``number`` is its 1-based line number in the query file (0 if none).
+
+    A path profile has its ``steps``; a boolean combination of paths has ``clause`` (an
+    :class:`And`, :class:`Or` or :class:`Not` over path :class:`Query` objects with the same
+    number) and no steps."""
     steps: tuple[Step, ...]
     number: int = 0
+    clause: Optional[Union[And, Or, Not]] = None
+
+    @property
+    def is_path(self) -> bool:
+        return self.clause is None
+
+    @property
+    def paths(self) -> tuple[Query, ...]:
+        """The paths the profile is made of (itself, for a path)."""
+        return (self,) if self.clause is None else tuple(leaves(self.clause))
 
     @property
     def has_predicates(self) -> bool:
-        return any(step.predicates for step in self.steps)
+        return any(step.predicates for path in self.paths for step in path.steps)
+
+    @property
+    def is_structural(self) -> bool:
+        """A path without predicates (what the paper's engines filter)."""
+        return self.clause is None and not any(step.predicates for step in self.steps)
 
     def __len__(self) -> int:
         return len(self.steps)
 
     def __str__(self) -> str:
-        return "".join(map(str, self.steps))
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        if self.clause is not None:
+            return self.clause.render(qname)
+        return "".join(step.render(qname) for step in self.steps)
 
 
 class XPathSyntaxError(ValueError):
-    """A query outside the supported fragment. ``column`` is 1-based."""
+    """A query outside the supported language. ``column`` is 1-based."""
 
     def __init__(self, text: str, column: int, expected: str, found: str, number: int = 0):
         self.text, self.column, self.expected, self.found, self.number = (
@@ -127,7 +294,11 @@ class XPathSyntaxError(ValueError):
 
 _NCNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+_NAME_CHAR = re.compile(r"[A-Za-z0-9_.\-:]")
 _OPS = ("!=", "<=", ">=", "=", "<", ">")
+_OPS_TEXT = "a comparison operator (=, !=, <, <=, >, >=)"
+_AFTER_PATH = "'/', '//', '[', 'and', 'or', a comparison or the end of the query"
+_VALUE = "'@name', 'text()', 'position()', a number, 'not(' or '(' in a predicate"
 
 
 class _Parser:
@@ -143,6 +314,30 @@ class _Parser:
 
     def peek(self, s: str) -> bool:
         return self.text.startswith(s, self.pos)
+
+    def keyword(self, word: str) -> bool:
+        """The operator ``word`` (``and``/``or``: a whole word) here; consumed if so."""
+        end = self.pos + len(word)
+        if self.peek(word) and not _NAME_CHAR.match(self.text, end):
+            self.pos = end
+            self.skip_spaces()
+            return True
+        return False
+
+    def function(self, name: str) -> bool:
+        """``name(`` here (spaces allowed before the parenthesis); consumed if so."""
+        m = re.compile(re.escape(name) + r"[ \t]*\(").match(self.text, self.pos)
+        if m:
+            self.pos = m.end()
+            self.skip_spaces()
+        return m is not None
+
+    def close_paren(self) -> None:
+        self.skip_spaces()
+        if not self.peek(")"):
+            raise self.error("')'")
+        self.pos += 1
+        self.skip_spaces()
 
     def name(self, expected: str, after: str) -> str:
         """A name (``local`` or ``prefix:local``) here; ``after``: what may follow it."""
@@ -165,62 +360,156 @@ class _Parser:
         while self.pos < len(self.text) and self.text[self.pos] in " \t":
             self.pos += 1
 
+    # -- profiles: boolean combinations of paths ---------------------------------------------
     def query(self) -> Query:
         if not self.text:
             raise XPathSyntaxError(self.text, 1, "a path starting with '/' or '//'",
                                    "an empty query", self.number)
+        clause = self.clause()
+        if self.pos < len(self.text):
+            raise self.error(_AFTER_PATH)
+        if isinstance(clause, Query):
+            return clause
+        return Query((), self.number, clause)
+
+    def clause(self):
+        operands = [self.conjunction()]
+        while self.keyword("or"):
+            operands.append(self.conjunction())
+        return operands[0] if len(operands) == 1 else Or(tuple(operands))
+
+    def conjunction(self):
+        operands = [self.term()]
+        while self.keyword("and"):
+            operands.append(self.term())
+        return operands[0] if len(operands) == 1 else And(tuple(operands))
+
+    def term(self):
+        if self.function("not"):
+            operand = self.clause()
+            self.close_paren()
+            return Not(operand)
+        if self.peek("("):
+            self.pos += 1
+            self.skip_spaces()
+            inner = self.clause()
+            self.close_paren()
+            return inner
+        path = self.path()
+        self.skip_spaces()
+        op = self.operator()
+        if op is None:
+            return path
+        self.skip_spaces()
+        literal = self.literal()
+        self.skip_spaces()
+        last = path.steps[-1]
+        shorthand = Predicate(TextTarget(), op, literal)
+        steps = path.steps[:-1] + (Step(last.axis, last.name, last.predicates + (shorthand,)),)
+        return Query(steps, self.number)
+
+    def path(self) -> Query:
+        if not self.peek("/"):
+            raise self.error("a path starting with '/' or '//'" if not self.pos
+                             else "a path starting with '/' or '//', 'not(' or '('")
         steps = []
-        while self.pos < len(self.text):
+        while self.peek("/"):
             steps.append(self.step())
-        if not steps:
-            raise self.error("a path starting with '/' or '//'")
         return Query(tuple(steps), self.number)
 
     def step(self) -> Step:
         if self.peek("//"):
             axis, self.pos = Axis.DESCENDANT, self.pos + 2
-        elif self.peek("/"):
-            axis, self.pos = Axis.CHILD, self.pos + 1
         else:
-            raise self.error("'/' or '//'" if self.pos else "a path starting with '/' or '//'")
+            axis, self.pos = Axis.CHILD, self.pos + 1
         if self.peek("*"):
             name, self.pos = "*", self.pos + 1
         else:
-            name = self.name("an element name or '*'", "'/', '//', '[' or the end of the query")
+            name = self.name("an element name or '*'", _AFTER_PATH)
             if self.peek("::"):
-                raise self.error("'/', '//', '[' or the end of the query (axes such as "
-                                 f"'{name}::' are not supported)")
+                raise self.error(f"{_AFTER_PATH} (axes such as '{name}::' are not supported)")
             if self.peek("("):
-                raise self.error("'/', '//', '[' or the end of the query (functions such as "
-                                 f"'{name}()' are not supported)")
+                raise self.error(f"{_AFTER_PATH} (functions such as '{name}()' are not "
+                                 "supported)")
         predicates = []
         while self.peek("["):
             predicates.append(self.predicate())
-        if self.pos < len(self.text) and not self.peek("/"):
-            raise self.error("'/', '//', '[' or the end of the query")
+        if self.pos < len(self.text) and not (self.peek("/") or self.text[self.pos] in " \t)"
+                                              or self.text[self.pos] in "=!<>"):
+            raise self.error(_AFTER_PATH)
         return Step(axis, name, tuple(predicates))
 
-    def predicate(self) -> Predicate:
+    # -- predicates: boolean combinations of conditions on the element ------------------------
+    def predicate(self) -> Condition:
         self.pos += 1
         self.skip_spaces()
-        target: Union[AttributeTarget, TextTarget]
+        m = _NUMBER.match(self.text, self.pos)
+        if m:
+            self.pos = m.end()
+            condition: Condition = Predicate(PositionTarget(), "=", float(m.group()))
+        else:
+            condition = self.condition()
+        self.skip_spaces()
+        if not self.peek("]"):
+            raise self.error("']'" if m else "']', 'and', 'or' or a comparison operator")
+        self.pos += 1
+        return condition
+
+    def condition(self) -> Condition:
+        operands = [self.condition_conjunction()]
+        while self.keyword("or"):
+            operands.append(self.condition_conjunction())
+        return operands[0] if len(operands) == 1 else Or(tuple(operands))
+
+    def condition_conjunction(self) -> Condition:
+        operands = [self.condition_term()]
+        while self.keyword("and"):
+            operands.append(self.condition_term())
+        return operands[0] if len(operands) == 1 else And(tuple(operands))
+
+    def condition_term(self) -> Condition:
+        if self.function("not"):
+            operand = self.condition()
+            self.close_paren()
+            return Not(operand)
+        if self.peek("("):
+            self.pos += 1
+            self.skip_spaces()
+            inner = self.condition()
+            self.close_paren()
+            return inner
+        target: Target
         if self.peek("@"):
             self.pos += 1
-            target = AttributeTarget(self.name(
-                "an attribute name", "a comparison operator (=, !=, <, <=, >, >=)"))
-        elif self.peek("text()"):
-            target, self.pos = TextTarget(), self.pos + 6
+            target = AttributeTarget(self.name("an attribute name", f"{_OPS_TEXT} or ']'"))
+        elif self.function("text"):
+            self.close_paren()
+            target = TextTarget()
+        elif self.function("position"):
+            self.close_paren()
+            target = PositionTarget()
         else:
-            raise self.error("'@name' or 'text()' in a predicate")
+            raise self.error(_VALUE)
         self.skip_spaces()
+        op = self.operator()
+        if op is None:
+            if isinstance(target, PositionTarget):
+                raise self.error(f"{_OPS_TEXT} after 'position()'")
+            self.skip_spaces()
+            return Exists(target)
+        self.skip_spaces()
+        literal = self.literal()
+        self.skip_spaces()
+        return Predicate(target, op, literal)
+
+    def operator(self) -> Optional[str]:
         for op in _OPS:
             if self.peek(op):
                 self.pos += len(op)
-                break
-        else:
-            raise self.error("a comparison operator (=, !=, <, <=, >, >=)")
-        self.skip_spaces()
-        literal: Union[float, str]
+                return op
+        return None
+
+    def literal(self) -> Union[float, str]:
         if self.peek("'") or self.peek('"'):
             quote = self.text[self.pos]
             end = self.text.find(quote, self.pos + 1)
@@ -228,16 +517,12 @@ class _Parser:
                 self.pos = len(self.text)
                 raise self.error(f"a closing {quote}")
             literal, self.pos = self.text[self.pos + 1:end], end + 1
-        else:
-            m = _NUMBER.match(self.text, self.pos)
-            if not m:
-                raise self.error("a number or a quoted string")
-            literal, self.pos = float(m.group()), m.end()
-        self.skip_spaces()
-        if not self.peek("]"):
-            raise self.error("']'")
-        self.pos += 1
-        return Predicate(target, op, literal)
+            return literal
+        m = _NUMBER.match(self.text, self.pos)
+        if not m:
+            raise self.error("a number or a quoted string")
+        self.pos = m.end()
+        return float(m.group())
 
 
 #: A whole query of steps without predicates, each name as :meth:`_Parser.name` reads it.
@@ -317,20 +602,28 @@ def load_queries(source: Union[str, Path, Iterable[str]],
     return QueryLoadResult(tuple(queries), tuple(errors))
 
 
-_XPATH_NUMBER = re.compile(r"[ \t\r\n]*(-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))[ \t\r\n]*\Z")
+_XPATH_NUMBER = re.compile(r"[ \t\r\n]*(-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+                           r"(?:[eE]([+-]?)([0-9]*))?[ \t\r\n]*\Z")
 
 
 def xpath_number(s: str) -> float:
-    """XPath 1.0 ``number()`` of a string: NaN unless it is a plain decimal number."""
+    """``number()`` of a string: NaN unless it is a plain decimal number (XPath 1.0), which may
+    carry an exponent (``1e2``, ``1e`` = 1), as libxml2 (lxml) and YFilter's Java parse it."""
     m = _XPATH_NUMBER.match(s)
-    return float(m.group(1)) if m else math.nan
+    if not m:
+        return math.nan
+    mantissa, sign, exponent = m.groups()
+    return float(f"{mantissa}e{sign or ''}{exponent or 0}")
 
 
 def _compare(value: str, op: str, literal: Union[float, str]) -> bool:
     if isinstance(literal, str) and op in ("=", "!="):
         return (value == literal) == (op == "=")
-    a = xpath_number(value)
     b = literal if isinstance(literal, float) else xpath_number(literal)
+    return _compare_numbers(xpath_number(value), op, b)
+
+
+def _compare_numbers(a: float, op: str, b: float) -> bool:
     if op == "=":
         return a == b
     if op == "!=":

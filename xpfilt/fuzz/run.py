@@ -131,7 +131,7 @@ class EngineSet:
         self.queries = list(load_queries(texts).queries)
         self.reference = ReferenceFilter(self.queries)
         self.ref_numbers = [q.number for q in self.queries]
-        paths = [q for q in self.queries if not q.has_predicates]
+        paths = [q for q in self.queries if q.is_structural]
         factories = factories or ENGINE_FACTORIES
         self.max_depth = {}
         self.max_name = {}

@@ -62,8 +62,9 @@ def compact_query(query: str, ids: dict[str, str]) -> str:
     attributes or text to test.
     """
     parsed = parse_query(query)
-    if parsed.has_predicates:
-        raise ValueError(f"{query!r}: predicates cannot be evaluated on compact documents")
+    if not parsed.is_structural:
+        raise ValueError(f"{query!r}: only paths without predicates can be evaluated on compact "
+                         "documents")
     return "".join(
         ("//" if step.axis is Axis.DESCENDANT else "/")
         + (step.name if step.is_wildcard else _id_for(step.name, ids))
