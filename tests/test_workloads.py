@@ -13,10 +13,15 @@ from lxml import etree
 
 from xpfilt.events import Document, EventKind, document_depth, parse_events
 from xpfilt.paths import shared_data
-from xpfilt.workloads import (DocGenConfig, DtdSchema, ElementDecl, Particle, QueryGenConfig,
-                              compact_query, generate_document, generate_documents,
-                              generate_queries, sample_queries, tag_ids, to_compact)
-from xpfilt.xpath import Axis, parse_query
+from xpfilt.fast import FastFilter
+from xpfilt.lxml_filter import LxmlFilter
+from xpfilt.reference import ReferenceFilter
+from xpfilt.workloads import (DocGenConfig, DtdSchema, ElementDecl, Particle, PredicateGenConfig,
+                              QueryGenConfig, compact_query, generate_document,
+                              generate_documents, generate_queries, sample_queries, tag_ids,
+                              to_compact)
+from xpfilt.xpath import And, Axis, Not, Or, TextTarget, parse_query
+from xpfilt.xpath import leaves as xleaves
 
 from .strategies import TAGS, documents, queries
 
@@ -151,6 +156,52 @@ def test_generated_queries_are_deterministic():
     assert generate_queries(schema("nitf"), config) == first
     other = generate_queries(schema("nitf"), QueryGenConfig(count=300, max_depth=6, seed=12))
     assert other != first
+
+
+@pytest.mark.parametrize("count, p_text, p_clause", [(1, 0.0, 0.0), (2, 0.3, 0.3), (3, 1.0, 0.0)])
+def test_generated_predicates_follow_the_axes(count, p_text, p_clause):
+    axes = PredicateGenConfig(count=count, p_text=p_text, operators=("=", "<", ">="),
+                              p_clause=p_clause, max_value=9)
+    found = generate_queries(schema("nitf"), QueryGenConfig(1000, 6, seed=2, predicates=axes))
+    parsed = [parse_query(q) for q in found]
+    assert len(set(found)) == 1000
+    # each predicate on its own step; as many as asked where the query has the steps for them
+    assert all(sum(1 for s in q.steps if s.predicates) == min(count, len(q)) or p_text == 0
+               for q in parsed)
+    assert all(len(s.predicates) <= 1 for q in parsed for s in q.steps)
+    leaves = [leaf for q in parsed for s in q.steps for p in s.predicates for leaf in xleaves(p)]
+    texts = sum(isinstance(leaf.target, TextTarget) for leaf in leaves) / len(leaves)
+    # at least p_text: a step whose element has no attribute takes a text() predicate
+    assert texts == 0.0 if p_text == 0.0 else texts >= p_text - 0.05
+    assert {leaf.op for leaf in leaves} <= {"=", "!=", "<", ">="}   # '!=': enumerations
+    assert all(leaf.literal <= 9 for leaf in leaves if isinstance(leaf.literal, float))
+    clauses = sum(isinstance(p, (And, Or, Not)) for q in parsed for s in q.steps
+                  for p in s.predicates)
+    assert (clauses > 0) == (p_clause > 0)
+
+
+def test_predicate_axes_leave_plain_workloads_unchanged_and_refuse_bad_values():
+    plain = QueryGenConfig(300, 6, seed=4)
+    assert generate_queries(schema("nitf"), plain) == generate_queries(
+        schema("nitf"), QueryGenConfig(300, 6, seed=4, predicates=PredicateGenConfig(count=0)))
+    with pytest.raises(ValueError, match="operators must be some of"):
+        PredicateGenConfig(count=1, operators=("=", "~"))
+    with pytest.raises(ValueError, match="p_text"):
+        PredicateGenConfig(count=1, p_text=1.5)
+
+
+def test_generated_predicate_workloads_select_and_every_software_engine_agrees(tmp_path):
+    axes = PredicateGenConfig(count=2, p_text=0.4, operators=("=", "!=", "<", ">="),
+                              p_clause=0.3)
+    texts = generate_queries(schema("nitf"), QueryGenConfig(400, 6, seed=3, predicates=axes))
+    queries = [parse_query(q, i + 1) for i, q in enumerate(texts)]
+    documents = list(generate_documents(schema("nitf"), DocGenConfig(
+        target_bytes=20_000, p_number_text=0.3, seed=1), 4))
+    engines = [ReferenceFilter(queries), FastFilter(queries), LxmlFilter(queries)]
+    answers = [[engine.filter(doc) for doc in documents] for engine in engines]
+    assert answers[0] == answers[1] == answers[2]
+    matched = sum(map(len, answers[0]))
+    assert 0 < matched < 0.5 * len(queries) * len(documents)   # selective, not all or nothing
 
 
 def test_generated_queries_follow_the_probabilities():

@@ -420,15 +420,34 @@ def configure_command(queries_path, hw_dir, output):
               help="Probability that a step is '*'.")
 @click.option("--p-descendant", default=0.15, show_default=True, callback=_probability,
               help="Probability that a step is preceded by '//'.")
+@click.option("--predicates", default=0, show_default=True, type=click.IntRange(0),
+              help="Value predicates per query, each on a different step (YFilter's axis).")
+@click.option("--p-text", default=0.0, show_default=True, callback=_probability,
+              help="Probability that a predicate tests text() rather than an attribute.")
+@click.option("--operators", default="=", show_default=True,
+              help="Comparison operators to draw from, comma-separated (e.g. '=,!=,<,>=').")
+@click.option("--p-clause", default=0.0, show_default=True, callback=_probability,
+              help="Probability that a predicate is a clause (and, or, not).")
+@click.option("--max-value", default=20, show_default=True, type=click.IntRange(1),
+              help="Numeric constants are drawn from 1..MAX_VALUE (gen-docs' value range).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("-o", "--output", type=click.File("w"), default="-")
-def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant, seed, output):
-    """Generate COUNT distinct path queries (the paper's workload axes: depth, '*', '//')."""
+def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant, predicates,
+                p_text, operators, p_clause, max_value, seed, output):
+    """Generate COUNT distinct queries along the paper's axes (depth, '*', '//') and YFilter's
+    predicate axes (predicates per query, attribute or text, operators, clauses)."""
     from . import workloads
     from .events import Document, load_documents
 
+    try:
+        predicate_config = workloads.PredicateGenConfig(
+            count=predicates, p_text=p_text, p_clause=p_clause, max_value=max_value,
+            operators=tuple(op.strip() for op in operators.split(",") if op.strip()))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--operators") from None
     config = workloads.QueryGenConfig(count=count, max_depth=max_depth, p_wildcard=p_wildcard,
-                                      p_descendant=p_descendant, seed=seed)
+                                      p_descendant=p_descendant, seed=seed,
+                                      predicates=predicate_config)
     if bool(dtd) == bool(from_docs):
         raise click.UsageError("give exactly one of --dtd and --from-docs")
     try:
@@ -453,18 +472,21 @@ def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant
               help="Target size of each document (the paper: 220K and 2.2M).")
 @click.option("-d", "--max-depth", default=16, show_default=True, type=click.IntRange(1))
 @click.option("--fanout", default=4, show_default=True, type=click.IntRange(1))
+@click.option("--p-number-text", default=0.0, show_default=True, callback=_probability,
+              help="Probability that an element's text is a number from 1..20 (makes text() "
+                   "predicates selective).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--compact", is_flag=True,
               help="Also write the paper's compact form (2-byte tag ids, one tag per line) "
                    "as NAME.compact.xml, and tag-ids.tsv.")
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-def gen_docs(dtd, root, count, size, max_depth, fanout, seed, compact, output_dir):
+def gen_docs(dtd, root, count, size, max_depth, fanout, p_number_text, seed, compact, output_dir):
     """Generate COUNT random documents from a DTD (ToXgene-like), written as doc-N.xml."""
     from . import workloads
 
     schema = workloads.DtdSchema.load(dtd, root=root)
     config = workloads.DocGenConfig(max_depth=max_depth, fanout=fanout, target_bytes=size,
-                                    seed=seed)
+                                    p_number_text=p_number_text, seed=seed)
     output_dir.mkdir(parents=True, exist_ok=True)
     ids = workloads.tag_ids(sorted(schema.elements)) if compact else None
     width = len(str(count))

@@ -25,11 +25,11 @@ declarations. NITF and DBLP have none of these, and their documents validate.
 from .compact import compact_query, tag_ids, to_compact
 from .documents import DocGenConfig, generate_document, generate_documents
 from .dtd import AttributeDecl, DtdSchema, ElementDecl, Particle
-from .queries import QueryGenConfig, generate_queries, sample_queries
+from .queries import PredicateGenConfig, QueryGenConfig, generate_queries, sample_queries
 
 __all__ = [
     "Particle", "AttributeDecl", "ElementDecl", "DtdSchema",
-    "QueryGenConfig", "generate_queries", "sample_queries",
+    "QueryGenConfig", "PredicateGenConfig", "generate_queries", "sample_queries",
     "DocGenConfig", "generate_document", "generate_documents",
     "tag_ids", "to_compact", "compact_query",
 ]

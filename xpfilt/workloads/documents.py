@@ -15,13 +15,15 @@ from .dtd import SKIPPABLE, AttributeDecl, DtdSchema, ElementDecl, Particle
 @dataclass(frozen=True)
 class DocGenConfig:
     """Shape of generated documents: depth limit (root = 1), typical repetition count,
-    approximate size in bytes, probability of each optional attribute, whether to write text."""
+    approximate size in bytes, probability of each optional attribute, whether to write text,
+    and how often a text is a number from 1..20 (what generated text predicates compare with)."""
     max_depth: int = 16
     fanout: int = 4
     target_bytes: int = 220_000
     p_attribute: float = 0.5
     text: bool = True
     seed: int = 0
+    p_number_text: float = 0.0
 
     def __post_init__(self):
         if self.max_depth < 1:
@@ -32,6 +34,8 @@ class DocGenConfig:
             raise ValueError(f"target_bytes must be >= 0, not {self.target_bytes}")
         if not 0.0 <= self.p_attribute <= 1.0:
             raise ValueError(f"p_attribute must be in [0, 1], not {self.p_attribute}")
+        if not 0.0 <= self.p_number_text <= 1.0:
+            raise ValueError(f"p_number_text must be in [0, 1], not {self.p_number_text}")
 
 
 _WORDS = ("news", "report", "market", "city", "today", "said", "the", "of", "year", "new",
@@ -277,8 +281,10 @@ class _DocumentWriter:
     def text(self) -> int:
         if not self.config.text:
             return 0
-        words = self.rng.randint(1, 3)
-        text = " ".join(self.rng.choice(_WORDS) for _ in range(words))
+        if self.config.p_number_text and self.rng.random() < self.config.p_number_text:
+            text = str(self.rng.randint(1, 20))
+        else:
+            text = " ".join(self.rng.choice(_WORDS) for _ in range(self.rng.randint(1, 3)))
         self.emit(text)
         return len(text)
 

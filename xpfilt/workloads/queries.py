@@ -1,28 +1,69 @@
 """Path queries: :func:`generate_queries` draws YFilter-style path queries from a DTD's child
 relation, :func:`sample_queries` from the element paths of real documents. Both mutate steps
-into ``*`` and ``//`` at the configured probabilities and return distinct strings."""
+into ``*`` and ``//`` at the configured probabilities, add value predicates along YFilter's
+predicate axes (:class:`PredicateGenConfig`) and return distinct strings."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 from ..events import Document, EventKind, iter_events
-from .dtd import DtdSchema
+from ..xpath import xpath_number
+from .dtd import AttributeDecl, DtdSchema
 
 
 _MAX_DESCENDANT_SKIP = 3  # a '//' step passes over at most this many unnamed elements
 
 
+OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class PredicateGenConfig:
+    """YFilter's predicate axes: ``count`` predicates per query, each on a different step
+    (fewer when the query has fewer steps that can take one); a predicate tests ``text()`` with
+    probability ``p_text``, else an attribute the element has (declared in the DTD, or seen in
+    the documents); ``operators`` are drawn uniformly; with probability ``p_clause`` a predicate
+    is a clause (two comparisons joined by ``and`` or ``or``, or ``not(...)`` of one). Numeric
+    constants are drawn from 1..``max_value`` (the range ``gen-docs`` writes values in); an
+    enumerated attribute is compared (``=``/``!=``) with one of its values."""
+    count: int = 0
+    p_text: float = 0.0
+    operators: tuple[str, ...] = ("=",)
+    p_clause: float = 0.0
+    max_value: int = 20
+
+    def __post_init__(self):
+        if self.count < 0:
+            raise ValueError(f"predicates per query must be >= 0, not {self.count}")
+        for name in ("p_text", "p_clause"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], not {getattr(self, name)}")
+        bad = [op for op in self.operators if op not in OPERATORS]
+        if bad or not self.operators:
+            raise ValueError(f"operators must be some of {' '.join(OPERATORS)}, not "
+                             f"{' '.join(map(repr, bad)) or 'none'}")
+        if self.max_value < 1:
+            raise ValueError(f"max_value must be >= 1, not {self.max_value}")
+
+
+#: The comparisons a predicate may make on one attribute: (name, literals as query text; an
+#: empty tuple: numbers from 1..max_value with any operator).
+AttributeChoices = Sequence[tuple[str, tuple[str, ...]]]
+
+
 @dataclass(frozen=True)
 class QueryGenConfig:
-    """How many distinct queries, how deep, and how often a step becomes ``*`` or ``//``."""
+    """How many distinct queries, how deep, how often a step becomes ``*`` or ``//``, and
+    their predicates."""
     count: int
     max_depth: int = 6
     p_wildcard: float = 0.15
     p_descendant: float = 0.15
     seed: int = 0
+    predicates: PredicateGenConfig = field(default_factory=PredicateGenConfig)
 
     def __post_init__(self):
         if self.count < 0:
@@ -34,14 +75,75 @@ class QueryGenConfig:
                 raise ValueError(f"{field} must be in [0, 1], not {getattr(self, field)}")
 
 
-def _path_to_query(path: Sequence[str], config: QueryGenConfig, rng: random.Random) -> str:
+def _comparison(rng: random.Random, config: PredicateGenConfig, target: str,
+                literals: tuple[str, ...]) -> str:
+    if literals:
+        return f"{target} {rng.choice(('=', '!='))} {rng.choice(literals)}"
+    return f"{target} {rng.choice(config.operators)} {rng.randint(1, config.max_value)}"
+
+
+def _predicate(rng: random.Random, config: PredicateGenConfig,
+               attributes: AttributeChoices) -> str:
+    """One predicate (without its brackets) on an element with ``attributes``."""
+    def comparison() -> str:
+        if not attributes or rng.random() < config.p_text:
+            return _comparison(rng, config, "text()", ())
+        name, literals = rng.choice(attributes)
+        return _comparison(rng, config, "@" + name, literals)
+
+    if rng.random() < config.p_clause:
+        kind = rng.choice(("and", "or", "not"))
+        if kind == "not":
+            return f"not({comparison()})"
+        return f"{comparison()} {kind} {comparison()}"
+    return comparison()
+
+
+def _with_predicates(steps: list[str], elements: Sequence[str], rng: random.Random,
+                     config: PredicateGenConfig,
+                     attributes: Callable[[str], AttributeChoices]) -> str:
+    """``steps`` (their elements: ``elements``) joined, ``config.count`` of them with a
+    predicate; a step can take one if its element has attributes or text predicates are on."""
+    if config.count:
+        able = [i for i, element in enumerate(elements)
+                if config.p_text > 0 or attributes(element)]
+        for i in sorted(rng.sample(able, min(config.count, len(able)))):
+            steps[i] += f"[{_predicate(rng, config, attributes(elements[i]))}]"
+    return "".join(steps)
+
+
+def _dtd_attributes(schema: DtdSchema) -> Callable[[str], AttributeChoices]:
+    """The comparisons the DTD's attributes allow: enumerations by value; IDs, references and
+    entities never (their values are names); the rest by number."""
+    memo: dict[str, AttributeChoices] = {}
+
+    def literal(decl: AttributeDecl):
+        if decl.type in ("enumeration", "notation"):
+            return tuple(f"'{v}'" for v in decl.values) or None
+        if decl.type in ("id", "idref", "idrefs", "entity", "entities"):
+            return None
+        if decl.default == "fixed":
+            return None
+        return ()
+
+    def attributes(name: str) -> AttributeChoices:
+        if name not in memo:
+            decl = schema.elements.get(name)
+            found = [(a.name, literal(a)) for a in (decl.attributes if decl else ())]
+            memo[name] = tuple((n, lit) for n, lit in found if lit is not None)
+        return memo[name]
+    return attributes
+
+
+def _path_to_query(path: Sequence[str], config: QueryGenConfig, rng: random.Random,
+                   attributes: Callable[[str], AttributeChoices] = lambda _name: ()) -> str:
     """Turn an element path into a query, step by step.
 
     With probability ``p_descendant`` a step uses ``//`` and skips 0..3 of the path elements
     before the one it names (never the path's last element), so ``//`` stands for real
     descendants; independently, with probability ``p_wildcard`` its name becomes ``*``.
     """
-    steps = []
+    steps, elements = [], []
     position = 0
     while position < len(path):
         if rng.random() < config.p_descendant:
@@ -51,8 +153,9 @@ def _path_to_query(path: Sequence[str], config: QueryGenConfig, rng: random.Rand
             axis = "/"
         name = "*" if rng.random() < config.p_wildcard else path[position]
         steps.append(axis + name)
+        elements.append(path[position])
         position += 1
-    return "".join(steps)
+    return _with_predicates(steps, elements, rng, config.predicates, attributes)
 
 
 def _distinct_queries(draw, config: QueryGenConfig, what: str) -> list[str]:
@@ -89,8 +192,10 @@ def generate_queries(schema: DtdSchema, config: QueryGenConfig) -> list[str]:
     Raises ValueError (saying how many were found) if the DTD cannot supply ``count``
     distinct queries.
     """
+    attributes = _dtd_attributes(schema)
+
     def draw(rng: random.Random) -> str:
-        steps = []
+        steps, elements = [], []
         below = (schema.root,)  # the children of the current node (the document node first)
         for _ in range(rng.randint(1, config.max_depth)):
             if not below:
@@ -106,8 +211,9 @@ def generate_queries(schema: DtdSchema, config: QueryGenConfig) -> list[str]:
                 axis = "/"
             element = rng.choice(below)
             steps.append(axis + ("*" if rng.random() < config.p_wildcard else element))
+            elements.append(element)
             below = schema.children(element)
-        return "".join(steps)
+        return _with_predicates(steps, elements, rng, config.predicates, attributes)
 
     return _distinct_queries(draw, config, f"the DTD rooted at {schema.root!r}")
 
@@ -120,17 +226,34 @@ def sample_queries(documents: Sequence[Document], config: QueryGenConfig) -> lis
     not enough distinct queries exist.
     """
     paths: set[tuple[str, ...]] = set()
+    seen: dict[str, dict[str, set[str]]] = {}    # element -> attribute -> values
     for document in documents:
         stack: list[str] = []
         for event in iter_events(document):
             if event.kind is EventKind.OPEN:
                 stack.append(event.name)
                 paths.add(tuple(stack[:config.max_depth]))
+                if config.predicates.count:
+                    for name, value in event.value.items():
+                        seen.setdefault(event.name, {}).setdefault(name, set()).add(value)
             elif event.kind is EventKind.CLOSE:
                 stack.pop()
+
+    def literal(values: set[str]) -> tuple[str, ...]:
+        """Numbers compare by number (any operator); other values by string equality."""
+        if all(xpath_number(v) == xpath_number(v) for v in values):   # none is NaN
+            return ()
+        return tuple(sorted(f'"{v}"' if "'" in v else f"'{v}'" for v in values
+                            if not ("'" in v and '"' in v)))[:20] or None
+
+    choices = {element: tuple((name, lit) for name, values in sorted(attrs.items())
+                              if (lit := literal(values)) is not None)
+               for element, attrs in seen.items()}
     ordered = sorted(paths)
     if not ordered and config.count:
         raise ValueError("only 0 distinct queries could be sampled: the documents have no "
                          "elements")
-    return _distinct_queries(lambda rng: _path_to_query(rng.choice(ordered), config, rng), config,
-                             f"{len(ordered)} document paths")
+    attributes = lambda element: choices.get(element, ())   # noqa: E731
+    return _distinct_queries(
+        lambda rng: _path_to_query(rng.choice(ordered), config, rng, attributes), config,
+        f"{len(ordered)} document paths")
