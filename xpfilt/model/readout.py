@@ -103,15 +103,17 @@ class SparseReadoutModel:
             self.masks[n] = level
 
     def step(self, capture: bool, flags: int, errors: int, out_ready: bool) -> None:
-        if self.active:
+        if self.active:                   # (a capture comes only when not busy)
             self._advance(out_ready)
-        if capture:
+            self.p.pop()
+            self.p.insert(0, 0)
+        elif capture:                     # p is all 0 while not busy
             self._load_masks(flags)
             self.errors = errors
             self.doc = (self.doc + self.started) & _DOC_MASK
             self.started = self.active = 1
             self.count = 0
-        self.p = [int(capture)] + self.p[:-1]
+            self.p[0] = 1
 
     def _advance(self, out_ready: bool) -> None:
         R, shift, its, queues = self.R, self.shift, self.its, self.queues
