@@ -1,5 +1,6 @@
-"""The profile language (issue 14): clauses with and/or/not, existence tests, several predicates
-per step, position(), combinations of paths and the ``PATH op literal`` shorthand. The reference
+"""The profile language (issues 14 and 15): clauses with and/or/not, existence tests, several
+predicates per step, position(), combinations of paths, the ``PATH op literal`` shorthand and
+nested paths in predicates (twig profiles), nested to any depth. The reference
 filter agrees with lxml (libxml2's XPath 1.0) on generated profiles and documents whose values
 exercise XPath's number and string rules; the fast engine agrees with the reference."""
 
@@ -10,8 +11,8 @@ import pytest
 from xpfilt.fast import FastFilter
 from xpfilt.lxml_filter import LxmlFilter
 from xpfilt.reference import ReferenceFilter
-from xpfilt.xpath import (And, AttributeTarget, Exists, Not, Or, PositionTarget, Predicate,
-                          TextTarget, XPathSyntaxError, parse_query)
+from xpfilt.xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget, Predicate,
+                          RelativePath, TextTarget, XPathSyntaxError, parse_query)
 
 from .strategies import TAGS, elements, serialize
 
@@ -34,8 +35,25 @@ def documents(draw) -> bytes:
 
 
 @st.composite
+def relative_paths(draw, depth: int) -> str:
+    """A nested path: ``c``, ``./c``, ``.//c``, several steps, predicates of its own."""
+    text = draw(st.sampled_from(["", "./", ".//"]))
+    for i in range(draw(st.integers(1, 3))):
+        if i:
+            text += draw(st.sampled_from(["/", "//"]))
+        text += draw(st.sampled_from(TAGS + ["*"]))
+        if depth < 2 and draw(st.integers(0, 3)) == 0:
+            text += f"[{draw(conditions(depth + 1))}]"
+    if draw(st.integers(0, 5)) == 0:
+        text += f" {draw(st.sampled_from(OPS))} {draw(st.sampled_from(LITERALS))}"
+    return text
+
+
+@st.composite
 def conditions(draw, depth: int = 0) -> str:
-    kind = draw(st.integers(0, 9 if depth < 2 else 5))
+    kind = draw(st.integers(-2, 9 if depth < 2 else 5))
+    if kind < 0:
+        return draw(relative_paths(depth))
     if kind <= 2:
         target = draw(st.sampled_from(["@id", "@n", "text()"]))
         return f"{target} {draw(st.sampled_from(OPS))} {draw(st.sampled_from(LITERALS))}"
@@ -119,6 +137,22 @@ def test_reference_and_fast_agree_with_lxml_on_generated_profiles(document, text
     ("not(/a/c) or /a/b[@x > 2]", b'<a><b x="3"/><c/></a>', True),
     ("/a[@x=1 or @y=2 and not(@z)]", b'<a y="2" z=""/>', False),
     ("/a[(@x=1 or @y=2) and not(@z)]", b'<a y="2"/>', True),
+    # nested paths (issue 15): the branch may close before the trunk goes on, or come after it
+    ("/a[b]/c", b"<a><b/><c/></a>", True),
+    ("/a[b]/c", b"<a><c/><b/></a>", True),
+    ("/a[b]/c", b"<a><c><b/></c></a>", False),
+    ("/a[.//b]/c", b"<a><c><b/></c></a>", True),
+    ("//a[b]//c", b"<a><a><c/></a><b/></a>", True),               # recursion: outer a has b
+    ("//a[b]/c", b"<a><a><c/></a><b/></a>", False),               # c's parent has no b
+    ("/a[b/c and b/d]", b"<a><b><c/></b><b><d/></b></a>", True),  # two b's
+    ("/a[b[c and d]]", b"<a><b><c/></b><b><d/></b></a>", False),  # one b with both
+    ("/a[b[c[d]]]", b"<a><b><c><d/></c></b></a>", True),
+    ("/a[b[2][@x]]", b'<a><b/><b x="1"/></a>', True),
+    ("/a[*[@x = 1]/c]", b'<a><z x="1"><c/></z></a>', True),
+    ("/a[b = 5]", b"<a><b>5</b></a>", True),                     # shorthand on a branch
+    ("/a[not(b)]", b"<a><c><b/></c></a>", True),
+    ("/nitf[./head//title]/body//hl2", b"<nitf><head><x><title/></x></head><body><hl2/>"
+                                       b"</body></nitf>", True),
 ])
 def test_profile_cases(profile, xml, matches):
     if matches is None:
@@ -130,6 +164,17 @@ def test_profile_cases(profile, xml, matches):
     assert LxmlFilter(parsed).filter(xml) == expected
     assert ReferenceFilter(parsed).filter(xml) == expected
     assert FastFilter(parsed).filter(xml) == expected
+
+
+def test_nested_paths_parse_and_hardware_refuses_them_with_the_reason():
+    from xpfilt.compiler import TWIGS_REFUSED, hardware_queries
+    q = parse_query("/a[c/d[@x=1] and not(.//e)]/f", 2)
+    branch = q.steps[0].predicates[0].operands[0]
+    assert isinstance(branch, RelativePath) and q.has_nested_paths and not q.is_structural
+    assert [s.axis for s in branch.steps] == [Axis.CHILD, Axis.CHILD]
+    assert branch.steps[1].predicates == (Predicate(AttributeTarget("x"), "=", 1.0),)
+    assert str(parse_query("/a[./c]")) == "/a[c]" and str(parse_query("/a[.//c]")) == "/a[.//c]"
+    assert hardware_queries([q])[1] == [f"query 2 ({q}): {TWIGS_REFUSED}"]
 
 
 def test_the_parser_builds_the_documented_tree():

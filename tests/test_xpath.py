@@ -57,8 +57,12 @@ def test_parses_predicates():
     ("/a/../b", "query 3 '/a/../b', column 4: expected an element name or '*', not '.'"),
     ("/a/@b", "query 3 '/a/@b', column 4: expected an element name or '*', not '@'"),
     ("/1a", "query 3 '/1a', column 2: expected an element name or '*', not '1'"),
-    ("/a[last()]", "query 3 '/a[last()]', column 4: expected '@name', 'text()', 'position()', "
-                   "a number, 'not(' or '(' in a predicate, not 'l'"),
+    ("/a[last()]", "query 3 '/a[last()]', column 8: expected '/', '//', '[', ']', 'and', 'or' or "
+                   "a comparison (functions such as 'last()' are not supported), not '('"),
+    ("/a[/b]", "query 3 '/a[/b]', column 4: expected '@name', 'text()', 'position()', a "
+               "relative path, a number, 'not(' or '(' in a predicate, not '/'"),
+    ("/a[.]", "query 3 '/a[.]', column 4: expected './' or './/' (a relative path starts at the "
+              "element), not '.'"),
     ("/a[position()]", "query 3 '/a[position()]', column 14: expected a comparison operator "
                        "(=, !=, <, <=, >, >=) after 'position()', not ']'"),
     ("/a[@x=1", "query 3 '/a[@x=1', column 8: expected ']', 'and', 'or' or a comparison "

@@ -42,7 +42,8 @@ from .xpath import Axis, Query
 
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
-           "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "COMBINATIONS_REFUSED"]
+           "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
+           "COMBINATIONS_REFUSED"]
 
 PLAN_VERSION = 2
 
@@ -172,7 +173,8 @@ class Plan:
 
 #: Why the hardware engines refuse a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the hardware engines yet"
-#: ... and a profile that combines paths with and/or/not.
+#: ... a profile with nested paths (a twig), and one that combines paths with and/or/not.
+TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the hardware engines yet"
 COMBINATIONS_REFUSED = "boolean combinations of paths are not supported by the hardware engines yet"
 
 
@@ -180,6 +182,8 @@ def hardware_refusal(query: Query) -> Optional[str]:
     """Why no hardware engine can take ``query`` whatever its sizes (None: it is a plain path)."""
     if not query.is_path:
         return COMBINATIONS_REFUSED
+    if query.has_nested_paths:
+        return TWIGS_REFUSED
     if query.has_predicates:
         return PREDICATES_REFUSED
     return None

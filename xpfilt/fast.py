@@ -21,9 +21,9 @@ Predicates are transitions of their own, never shared with an unguarded step. A 
 transition on a tag passes through guarded steps is not memoized as one entry: the guarded
 steps are tested on the element (with :mod:`xpfilt.predicates`, the reference filter's own
 predicate evaluation, so both engines share one definition of XPath comparisons) and the outcome
-picks the memoized next set. ``text()`` needs the element's text children and ``position()`` its
-earlier siblings, so a query set with either runs over :func:`xpfilt.events.parse_events`, as the
-reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
+picks the memoized next set. ``text()`` needs the element's text children, ``position()`` its
+earlier siblings and a nested path (twig) its subtree, so a query set with any of them runs over
+:func:`xpfilt.events.parse_events` and the predicates' first pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
 paths' answers (:class:`xpfilt.profiles.ProfilePaths`).
 
 Documents are made UTF-8 by :func:`xpfilt.events.utf8_document` (the one encoding policy) and
@@ -45,7 +45,7 @@ from xml.parsers import expat
 import numpy as np
 
 from .events import Document, Event, EventKind, iter_events, parse_events, utf8_document
-from .predicates import Positions, child_texts, needs_text
+from .predicates import Positions, first_pass, needs_text, needs_tree
 from .profiles import ProfilePaths
 from .xpath import Axis, Query
 
@@ -141,10 +141,11 @@ class _Nfa:
                         for (s, name), targets in guarded.items()}
         guarded_steps = [step for targets in guarded.values() for step, _ in targets]
         self.needs_text = needs_text(guarded_steps)
+        self.needs_tree = needs_tree(guarded_steps)
         #: the steps whose predicates call position(): every element's siblings are counted
         self.positional = [step for step in guarded_steps if step.uses_position]
         #: the documents go through xpfilt.events (text children, sibling positions)
-        self.needs_events = self.needs_text or bool(self.positional)
+        self.needs_events = self.needs_text or self.needs_tree or bool(self.positional)
         self.states = count
         self.width = width = len(tag_ids) + 1
         self.edges = len(edge_targets) + sum(map(len, guarded.values()))
@@ -267,7 +268,7 @@ class FastFilter:
     def _states(self, number: int) -> np.ndarray:
         return np.frombuffer(self._sets[number], _STATE)
 
-    def _miss(self, top: int, name: str, attrs: dict, texts, positions: Positions) -> int:
+    def _miss(self, top: int, name: str, attrs: dict, texts, node, positions: Positions) -> int:
         """The next DFA state from ``top`` on element ``name``; memoized unless guarded steps
         decide it, in which case only the outcome of their predicates is looked up."""
         entry = self._guarded.get((top, name))
@@ -285,7 +286,7 @@ class FastFilter:
             entry = self._guarded[(top, name)] = (kept, targets, candidates, {})
             self._memo_bytes += kept.nbytes + targets.nbytes
         kept, targets, candidates, outcomes = entry
-        passed = tuple(positions.holds(step, attrs, texts) for step, _target in candidates)
+        passed = tuple(positions.holds(step, attrs, texts, node) for step, _target in candidates)
         nxt = outcomes.get(passed)
         if nxt is None:
             entered = np.concatenate(
@@ -334,7 +335,7 @@ class FastFilter:
             top = stack[-1]
             nxt = trans[top].get(name)
             if nxt is None:
-                nxt = miss(top, name, attrs, (), no_positions)
+                nxt = miss(top, name, attrs, (), None, no_positions)
             push(nxt)
             visit(nxt)
 
@@ -356,24 +357,21 @@ class FastFilter:
         return frozenset(self._filter_events(events))
 
     def _filter_events(self, events: Iterable[Event]) -> list[int]:
-        if self._nfa.needs_text:
-            events = list(events)
-            texts = child_texts(events)
-        else:
-            texts = {}
+        nfa = self._nfa
+        events, texts, nodes = first_pass(events, nfa.needs_text, nfa.needs_tree)
         positions = Positions(self._nfa.positional)
         trans, miss = self._trans, self._miss
         stack = [self._start]
         visited: set[int] = set()
         for index, (kind, name, value) in enumerate(events):
             if kind is EventKind.OPEN:
-                element_texts = texts.get(index, ())
+                element_texts, node = texts.get(index, ()), nodes.get(index)
                 if positions:
-                    positions.open(name, value, element_texts)
+                    positions.open(name, value, element_texts, node)
                 top = stack[-1]
                 nxt = trans[top].get(name)
                 if nxt is None:
-                    nxt = miss(top, name, value, element_texts, positions)
+                    nxt = miss(top, name, value, element_texts, node, positions)
                 stack.append(nxt)
                 visited.add(nxt)
             elif kind is EventKind.CLOSE:

@@ -5,7 +5,9 @@ An element is judged when it opens, from its attributes and its text-node childr
 pass over the document finds: :func:`child_texts`). ``position()`` also needs the element's
 earlier siblings: :class:`Positions` counts them as the document streams, per step and per
 predicate (the k-th predicate of a step counts the siblings that passed the step's name test and
-its predicates before the k-th, as XPath 1.0 does).
+its predicates before the k-th, as XPath 1.0 does). A nested path (a twig branch) needs the
+element's subtree: the first pass then builds the document's :class:`Node` tree
+(:func:`element_nodes`) and the branch is evaluated on it.
 """
 
 from __future__ import annotations
@@ -14,10 +16,94 @@ from collections import defaultdict
 from typing import Iterable, Optional, Sequence
 
 from .events import Event, EventKind
-from .xpath import (AttributeTarget, Exists, PositionTarget, Predicate, Step, TextTarget,
-                    evaluate, leaves)
+from .xpath import (AttributeTarget, Axis, Exists, PositionTarget, Predicate, RelativePath, Step,
+                    TextTarget, evaluate, leaves)
 
-__all__ = ["child_texts", "condition_holds", "step_holds", "needs_text", "Positions"]
+__all__ = ["child_texts", "condition_holds", "step_holds", "needs_text", "needs_tree",
+           "Positions", "Node", "element_nodes", "first_pass"]
+
+
+class Node:
+    """An element of the document tree: name, attributes, text-node children, element
+    children (in document order)."""
+    __slots__ = ("name", "attrs", "texts", "children")
+
+    def __init__(self, name: str, attrs: dict):
+        self.name, self.attrs = name, attrs
+        self.texts: list[str] = []
+        self.children: list[Node] = []
+
+
+def element_nodes(events: Sequence[Event]) -> dict[int, Node]:
+    """The document's tree, as the :class:`Node` of each OPEN event index."""
+    nodes: dict[int, Node] = {}
+    stack: list[Node] = []
+    for index, (kind, name, value) in enumerate(events):
+        if kind is EventKind.OPEN:
+            node = nodes[index] = Node(name, value)
+            if stack:
+                stack[-1].children.append(node)
+            stack.append(node)
+        elif kind is EventKind.CLOSE:
+            stack.pop()
+        elif stack:
+            stack[-1].texts.append(value)
+    return nodes
+
+
+def first_pass(events: Iterable[Event], text: bool, tree: bool
+               ) -> tuple[Iterable[Event], dict[int, list[str]], dict[int, Node]]:
+    """What the predicates must know before the stream: the events (a list if read twice), the
+    text children of each OPEN index (if ``text`` or ``tree``) and its :class:`Node` (if
+    ``tree``)."""
+    if not (text or tree):
+        return events, {}, {}
+    events = list(events)
+    if tree:
+        nodes = element_nodes(events)
+        return events, {index: node.texts for index, node in nodes.items()}, nodes
+    return events, child_texts(events), {}
+
+
+def needs_tree(steps: Iterable[Step]) -> bool:
+    """Some predicate of ``steps`` holds a nested path (the document needs its tree)."""
+    return any(step.has_nested_paths for step in steps)
+
+
+def _select(contexts: list[Node], step: Step) -> list[Node]:
+    """The nodes ``step`` selects from ``contexts`` (XPath's node-set, in document order)."""
+    out: list[Node] = []
+    seen: set[int] = set()
+    for context in contexts:
+        parents = [context] if step.axis is Axis.CHILD else _self_and_descendants(context)
+        for parent in parents:
+            chosen = [c for c in parent.children if step.matches_name(c.name)]
+            for predicate in step.predicates:
+                chosen = [c for position, c in enumerate(chosen, start=1)
+                          if condition_holds(predicate, c.attrs, c.texts, position, c)]
+            for node in chosen:
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    out.append(node)
+    return out
+
+
+def _self_and_descendants(node: Node) -> list[Node]:
+    out, todo = [], [node]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(reversed(current.children))
+    return out
+
+
+def _branch_holds(path: RelativePath, node: Node) -> bool:
+    contexts = [node]
+    for step in path.steps:
+        contexts = _select(contexts, step)
+        if not contexts:
+            return False
+    return True
 
 
 def child_texts(events: Sequence[Event]) -> dict[int, list[str]]:
@@ -36,15 +122,20 @@ def child_texts(events: Sequence[Event]) -> dict[int, list[str]]:
 
 def needs_text(steps: Iterable[Step]) -> bool:
     """Some predicate of ``steps`` reads ``text()`` (the document needs a first pass)."""
-    return any(isinstance(leaf.target, TextTarget)
+    return any(isinstance(getattr(leaf, "target", None), TextTarget)
                for step in steps for p in step.predicates for leaf in leaves(p))
 
 
 def condition_holds(condition, attrs: dict, texts: Sequence[str],
-                    position: Optional[int] = None) -> bool:
+                    position: Optional[int] = None, element: Optional[Node] = None) -> bool:
     """Whether ``condition`` (a step predicate) holds for an element with attributes ``attrs``,
-    text children ``texts`` and sibling position ``position``."""
+    text children ``texts``, sibling position ``position`` and tree node ``element`` (needed
+    by nested paths only)."""
     def leaf(node) -> bool:
+        if isinstance(node, RelativePath):
+            if element is None:
+                raise ValueError("a nested path needs the element's subtree (see element_nodes)")
+            return _branch_holds(node, element)
         target = node.target
         if isinstance(target, AttributeTarget):
             value = attrs.get(target.name)
@@ -61,9 +152,10 @@ def condition_holds(condition, attrs: dict, texts: Sequence[str],
     return evaluate(condition, leaf)
 
 
-def step_holds(step: Step, attrs: dict, texts: Sequence[str]) -> bool:
+def step_holds(step: Step, attrs: dict, texts: Sequence[str],
+               element: Optional[Node] = None) -> bool:
     """All predicates of ``step`` (one without ``position()``) hold for the element."""
-    return all(condition_holds(p, attrs, texts) for p in step.predicates)
+    return all(condition_holds(p, attrs, texts, None, element) for p in step.predicates)
 
 
 class Positions:
@@ -80,7 +172,8 @@ class Positions:
     def __bool__(self) -> bool:
         return bool(self.by_name)
 
-    def open(self, name: str, attrs: dict, texts: Sequence[str]) -> None:
+    def open(self, name: str, attrs: dict, texts: Sequence[str],
+             element: Optional[Node] = None) -> None:
         counts = self.levels[-1]
         passed = {}
         for step in (*self.by_name.get(name, ()), *self.by_name.get("*", ())):
@@ -88,7 +181,7 @@ class Positions:
             for k, predicate in enumerate(step.predicates):
                 key = (step, k)
                 counts[key] = position = counts.get(key, 0) + 1
-                if not condition_holds(predicate, attrs, texts, position):
+                if not condition_holds(predicate, attrs, texts, position, element):
                     ok = False
                     break
             passed[step] = ok
@@ -98,8 +191,9 @@ class Positions:
     def close(self) -> None:
         self.levels.pop()
 
-    def holds(self, step: Step, attrs: dict, texts: Sequence[str]) -> bool:
+    def holds(self, step: Step, attrs: dict, texts: Sequence[str],
+              element: Optional[Node] = None) -> bool:
         """Whether ``step``'s predicates hold for the element opened last."""
         if step.uses_position:
             return self.passed[step]
-        return step_holds(step, attrs, texts)
+        return step_holds(step, attrs, texts, element)

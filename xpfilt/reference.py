@@ -20,7 +20,7 @@ model: it is built directly from the parsed queries, without any column optimiza
 Predicates are evaluated when the step's element is opened (:mod:`xpfilt.predicates`): attribute
 conditions from its attributes, ``text()`` from its text node children, which the filter looks up
 in a first pass over the document (it is an oracle, not a streaming engine), ``position()`` from
-its earlier siblings. A profile that combines paths with ``and``/``or``/``not`` is the
+its earlier siblings, nested paths (twigs) from its subtree. A profile that combines paths with ``and``/``or``/``not`` is the
 combination of its paths' answers (:class:`xpfilt.profiles.ProfilePaths`).
 """
 
@@ -30,7 +30,7 @@ from collections import defaultdict
 from typing import Iterable, Sequence, Union
 
 from .events import Document, Event, EventKind, parse_events
-from .predicates import Positions, child_texts, needs_text
+from .predicates import Positions, first_pass, needs_text, needs_tree
 from .profiles import ProfilePaths
 from .xpath import Axis, Query
 
@@ -72,12 +72,12 @@ class ReferenceFilter:
         self._accept = {tag: bits | self._wild for tag, bits in named.items()}
         guarded_steps = [step for steps in self._guarded.values() for _bit, step in steps]
         self._needs_text = needs_text(guarded_steps)
+        self._needs_tree = needs_tree(guarded_steps)
         self._positional = [step for step in guarded_steps if step.uses_position]
 
     def filter_events(self, events: Iterable[Event]) -> frozenset[int]:
         """Positions (0-based) of the queries that select at least one node of the document."""
-        events = list(events) if self._needs_text else events
-        texts = child_texts(events) if self._needs_text else {}
+        events, texts, nodes = first_pass(events, self._needs_text, self._needs_tree)
         positions = Positions(self._positional)
         stack = [self._init]
         matched = 0
@@ -86,10 +86,11 @@ class ReferenceFilter:
             if kind is EventKind.OPEN:
                 mask = accept.get(name, wild)
                 if guarded:
-                    element_texts = texts.get(index, ())
+                    element_texts, node = texts.get(index, ()), nodes.get(index)
                     if positions:
-                        positions.open(name, value, element_texts)
-                    mask = self._apply_predicates(mask, name, value, element_texts, positions)
+                        positions.open(name, value, element_texts, node)
+                    mask = self._apply_predicates(mask, name, value, element_texts, node,
+                                                  positions)
                 top = stack[-1]
                 row = ((top << 1) & mask) | (top & descend)
                 stack.append(row)
@@ -105,10 +106,10 @@ class ReferenceFilter:
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         return self.filter_events(parse_events(document))
 
-    def _apply_predicates(self, mask, name, attrs, texts, positions: Positions) -> int:
+    def _apply_predicates(self, mask, name, attrs, texts, node, positions: Positions) -> int:
         for tag in (name, "*"):
             for bit, step in self._guarded.get(tag, ()):
-                if mask & bit and not positions.holds(step, attrs, texts):
+                if mask & bit and not positions.holds(step, attrs, texts, node):
                     mask &= ~bit
         return mask
 

@@ -13,12 +13,18 @@ the tokens of a clause and of a predicate, not inside a path)::
     Cond      := CondConj ('or' CondConj)*
     CondConj  := CondTerm ('and' CondTerm)*
     CondTerm  := 'not' '(' Cond ')' | '(' Cond ')' | Value (OP Literal)?
-    Value     := '@' NAME | 'text()' | 'position()'  alone: the attribute / a text child exists
+    Value     := '@' NAME | 'text()' | 'position()' | RelPath
+                                                    alone: the attribute / a text child / a
+                                                    node the relative path selects exists
+    RelPath   := ('./' | './/')? RelStep (('/' | '//') RelStep)*     a nested path (twig)
+    RelStep   := (NAME | '*') Predicate*
     OP        := '=' | '!=' | '<' | '<=' | '>' | '>='
     Literal   := NUMBER | "'" chars "'" | '"' chars '"'      NUMBER: -?digits(.digits)?
 
-``PATH op literal`` is the shorthand of ``PATH[text() op literal]`` (YFilter's). A path is true
-when it selects a node. Comparisons follow XPath 1.0: with a number literal both sides compare
+``PATH op literal`` is the shorthand of ``PATH[text() op literal]`` (YFilter's), for a relative
+path too (``[c/d = 5]`` is ``[c/d[text() = 5]]``). A path is true when it selects a node; a
+relative path in a predicate starts at the step's element (``[c]``: a child ``c``; ``[.//c]``:
+a descendant ``c``) and may hold predicates of its own, nested to any depth. Comparisons follow XPath 1.0: with a number literal both sides compare
 as numbers (``number()`` of the text: NaN unless a plain decimal, see :func:`xpath_number`),
 ``=``/``!=`` with a string literal compare strings, ``<``/``<=``/``>``/``>=`` always compare numbers; ``text()`` and an
 attribute are node-sets: a comparison holds if *any* text-node child satisfies it.
@@ -48,7 +54,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 
 __all__ = [
     "Axis", "AttributeTarget", "TextTarget", "PositionTarget", "Predicate", "Exists", "And", "Or",
-    "Not", "Condition", "Step", "Query", "XPathSyntaxError", "QueryLoadResult", "QueryFileError",
+    "Not", "RelativePath", "Condition", "Step", "Query", "XPathSyntaxError", "QueryLoadResult", "QueryFileError",
     "parse_query", "read_query_file", "load_queries", "xpath_number", "leaves", "QName",
 ]
 
@@ -148,6 +154,23 @@ class Exists:
 
 
 @dataclass(frozen=True)
+class RelativePath:
+    """A nested path in a predicate (a twig branch): it holds when it selects a node, starting
+    from the step's element; its first step's axis says child (``c``) or descendant
+    (``.//c``)."""
+    steps: tuple
+
+    def __str__(self) -> str:
+        return self.render(_as_written)
+
+    def render(self, qname: QName) -> str:
+        first, rest = self.steps[0], self.steps[1:]
+        text = first.render(qname)
+        text = "." + text if first.axis is Axis.DESCENDANT else text[1:]
+        return text + "".join(step.render(qname) for step in rest)
+
+
+@dataclass(frozen=True)
 class And:
     """Every operand holds (in a predicate: conditions; in a profile: paths)."""
     operands: tuple
@@ -184,8 +207,9 @@ class Not:
         return f"not({self.operand.render(qname)})"
 
 
-#: What a step's predicate holds: a comparison, an existence test, or a boolean combination.
-Condition = Union[Predicate, Exists, And, Or, Not]
+#: What a step's predicate holds: a comparison, an existence test, a nested path, or a boolean
+#: combination of them.
+Condition = Union[Predicate, Exists, RelativePath, And, Or, Not]
 
 
 def leaves(node) -> Iterator:
@@ -221,6 +245,11 @@ class Step:
     @property
     def is_wildcard(self) -> bool:
         return self.name == "*"
+
+    @property
+    def has_nested_paths(self) -> bool:
+        """Some predicate holds a relative path (the profile is a twig)."""
+        return any(isinstance(leaf, RelativePath) for p in self.predicates for leaf in leaves(p))
 
     @property
     def uses_position(self) -> bool:
@@ -265,6 +294,11 @@ class Query:
         return any(step.predicates for path in self.paths for step in path.steps)
 
     @property
+    def has_nested_paths(self) -> bool:
+        """Some step's predicate holds a relative path (a twig profile)."""
+        return any(step.has_nested_paths for path in self.paths for step in path.steps)
+
+    @property
     def is_structural(self) -> bool:
         """A path without predicates (what the paper's engines filter)."""
         return self.clause is None and not any(step.predicates for step in self.steps)
@@ -298,12 +332,15 @@ _NAME_CHAR = re.compile(r"[A-Za-z0-9_.\-:]")
 _OPS = ("!=", "<=", ">=", "=", "<", ">")
 _OPS_TEXT = "a comparison operator (=, !=, <, <=, >, >=)"
 _AFTER_PATH = "'/', '//', '[', 'and', 'or', a comparison or the end of the query"
-_VALUE = "'@name', 'text()', 'position()', a number, 'not(' or '(' in a predicate"
+_AFTER_NESTED = "'/', '//', '[', ']', 'and', 'or' or a comparison"     # inside a predicate
+_VALUE = ("'@name', 'text()', 'position()', a relative path, a number, 'not(' or '(' in a "
+          "predicate")
 
 
 class _Parser:
     def __init__(self, text: str, number: int):
         self.text, self.number, self.pos = text, number, 0
+        self.depth = 0       # how many predicates are open here
 
     def error(self, expected: str) -> XPathSyntaxError:
         if self.pos >= len(self.text):
@@ -417,31 +454,36 @@ class _Parser:
             steps.append(self.step())
         return Query(tuple(steps), self.number)
 
-    def step(self) -> Step:
-        if self.peek("//"):
+    def step(self, axis: Optional[Axis] = None) -> Step:
+        """A step here (``axis``: already read, as for a relative path's first step)."""
+        if axis is not None:
+            pass
+        elif self.peek("//"):
             axis, self.pos = Axis.DESCENDANT, self.pos + 2
         else:
             axis, self.pos = Axis.CHILD, self.pos + 1
+        after = _AFTER_NESTED if self.depth else _AFTER_PATH
         if self.peek("*"):
             name, self.pos = "*", self.pos + 1
         else:
-            name = self.name("an element name or '*'", _AFTER_PATH)
+            name = self.name("an element name or '*'", after)
             if self.peek("::"):
-                raise self.error(f"{_AFTER_PATH} (axes such as '{name}::' are not supported)")
+                raise self.error(f"{after} (axes such as '{name}::' are not supported)")
             if self.peek("("):
-                raise self.error(f"{_AFTER_PATH} (functions such as '{name}()' are not "
-                                 "supported)")
+                raise self.error(f"{after} (functions such as '{name}()' are not supported)")
         predicates = []
         while self.peek("["):
             predicates.append(self.predicate())
         if self.pos < len(self.text) and not (self.peek("/") or self.text[self.pos] in " \t)"
-                                              or self.text[self.pos] in "=!<>"):
-            raise self.error(_AFTER_PATH)
+                                              or self.text[self.pos] in "=!<>"
+                                              or (self.depth and self.peek("]"))):
+            raise self.error(after)
         return Step(axis, name, tuple(predicates))
 
     # -- predicates: boolean combinations of conditions on the element ------------------------
     def predicate(self) -> Condition:
         self.pos += 1
+        self.depth += 1
         self.skip_spaces()
         m = _NUMBER.match(self.text, self.pos)
         if m:
@@ -453,6 +495,7 @@ class _Parser:
         if not self.peek("]"):
             raise self.error("']'" if m else "']', 'and', 'or' or a comparison operator")
         self.pos += 1
+        self.depth -= 1
         return condition
 
     def condition(self) -> Condition:
@@ -488,6 +531,8 @@ class _Parser:
         elif self.function("position"):
             self.close_paren()
             target = PositionTarget()
+        elif self.peek(".") or self.peek("*") or _NCNAME.match(self.text, self.pos):
+            return self.relative_path()
         else:
             raise self.error(_VALUE)
         self.skip_spaces()
@@ -501,6 +546,31 @@ class _Parser:
         literal = self.literal()
         self.skip_spaces()
         return Predicate(target, op, literal)
+
+    def relative_path(self) -> Condition:
+        """A nested path (``c/d``, ``./c``, ``.//c[...]``), with an optional comparison (the
+        shorthand of a ``text()`` predicate on its last step)."""
+        if self.peek(".//"):
+            axis, self.pos = Axis.DESCENDANT, self.pos + 3
+        elif self.peek("./"):
+            axis, self.pos = Axis.CHILD, self.pos + 2
+        elif self.peek("."):
+            raise self.error("'./' or './/' (a relative path starts at the element)")
+        else:
+            axis = Axis.CHILD
+        steps = [self.step(axis)]
+        while self.peek("/"):
+            steps.append(self.step())
+        self.skip_spaces()
+        op = self.operator()
+        if op is not None:
+            self.skip_spaces()
+            literal = self.literal()
+            self.skip_spaces()
+            last = steps[-1]
+            steps[-1] = Step(last.axis, last.name,
+                             last.predicates + (Predicate(TextTarget(), op, literal),))
+        return RelativePath(tuple(steps))
 
     def operator(self) -> Optional[str]:
         for op in _OPS:
