@@ -20,7 +20,7 @@ from xpfilt.workloads import (DocGenConfig, DtdSchema, ElementDecl, Particle, Pr
                               QueryGenConfig, compact_query, generate_document,
                               generate_documents, generate_queries, sample_queries, tag_ids,
                               to_compact)
-from xpfilt.xpath import And, Axis, Not, Or, TextTarget, parse_query
+from xpfilt.xpath import And, Axis, Not, Or, RelativePath, TextTarget, parse_query
 from xpfilt.xpath import leaves as xleaves
 
 from .strategies import TAGS, documents, queries
@@ -202,6 +202,32 @@ def test_generated_predicate_workloads_select_and_every_software_engine_agrees(t
     assert answers[0] == answers[1] == answers[2]
     matched = sum(map(len, answers[0]))
     assert 0 < matched < 0.5 * len(queries) * len(documents)   # selective, not all or nothing
+
+
+@pytest.mark.parametrize("nested, depth", [(1, 1), (2, 3)])
+def test_generated_twigs_follow_the_nested_path_axis(nested, depth):
+    axes = PredicateGenConfig(nested_paths=nested, nested_depth=depth)
+    found = generate_queries(schema("nitf"), QueryGenConfig(500, 6, seed=7, predicates=axes))
+    parsed = [parse_query(q) for q in found]
+    branches = [[leaf for p in s.predicates for leaf in xleaves(p)] for q in parsed
+                for s in q.steps]
+    per_query = [sum(1 for s in q.steps if s.predicates) for q in parsed]
+    assert max(per_query) == nested and sum(per_query) > 0.8 * nested * len(parsed)
+    assert all(isinstance(b, RelativePath) and 1 <= len(b.steps) <= depth
+               for bs in branches for b in bs)
+
+
+def test_a_twig_set_from_the_nitf_dtd_agrees_on_the_shared_documents():
+    """Issue 15: twigs generated from the NITF DTD over the shared NITF documents, every
+    software engine against lxml; the set selects."""
+    axes = PredicateGenConfig(nested_paths=1, nested_depth=2)
+    texts = generate_queries(schema("nitf"), QueryGenConfig(300, 6, seed=8, predicates=axes))
+    queries = [parse_query(q, i + 1) for i, q in enumerate(texts)]
+    documents = [Document.from_path(p) for p in sorted((DATA / "nitf" / "docs").glob("*.xml"))]
+    engines = [ReferenceFilter(queries), FastFilter(queries), LxmlFilter(queries)]
+    answers = [[engine.filter(doc) for doc in documents] for engine in engines]
+    assert answers[0] == answers[1] == answers[2]
+    assert sum(map(len, answers[0])) > 0
 
 
 def test_generated_queries_follow_the_probabilities():

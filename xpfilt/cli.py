@@ -430,18 +430,24 @@ def configure_command(queries_path, hw_dir, output):
               help="Probability that a predicate is a clause (and, or, not).")
 @click.option("--max-value", default=20, show_default=True, type=click.IntRange(1),
               help="Numeric constants are drawn from 1..MAX_VALUE (gen-docs' value range).")
+@click.option("--nested-paths", default=0, show_default=True, type=click.IntRange(0),
+              help="Nested paths (twig branches) per query, each on a different step.")
+@click.option("--nested-depth", default=2, show_default=True, type=click.IntRange(1),
+              help="Most steps of a nested path.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("-o", "--output", type=click.File("w"), default="-")
 def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant, predicates,
-                p_text, operators, p_clause, max_value, seed, output):
+                p_text, operators, p_clause, max_value, nested_paths, nested_depth, seed, output):
     """Generate COUNT distinct queries along the paper's axes (depth, '*', '//') and YFilter's
-    predicate axes (predicates per query, attribute or text, operators, clauses)."""
+    predicate axes (predicates per query, attribute or text, operators, clauses, nested
+    paths)."""
     from . import workloads
     from .events import Document, load_documents
 
     try:
         predicate_config = workloads.PredicateGenConfig(
             count=predicates, p_text=p_text, p_clause=p_clause, max_value=max_value,
+            nested_paths=nested_paths, nested_depth=nested_depth,
             operators=tuple(op.strip() for op in operators.split(",") if op.strip()))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--operators") from None

@@ -28,12 +28,18 @@ class PredicateGenConfig:
     the documents); ``operators`` are drawn uniformly; with probability ``p_clause`` a predicate
     is a clause (two comparisons joined by ``and`` or ``or``, or ``not(...)`` of one). Numeric
     constants are drawn from 1..``max_value`` (the range ``gen-docs`` writes values in); an
-    enumerated attribute is compared (``=``/``!=``) with one of its values."""
+    enumerated attribute is compared (``=``/``!=``) with one of its values.
+
+    ``nested_paths`` steps (YFilter's nested-path axis) get a nested path (a twig branch):
+    1..``nested_depth`` steps walked down from the step's element (the DTD's child relation or
+    the documents'), each ``//`` and ``*`` at the query's own probabilities."""
     count: int = 0
     p_text: float = 0.0
     operators: tuple[str, ...] = ("=",)
     p_clause: float = 0.0
     max_value: int = 20
+    nested_paths: int = 0
+    nested_depth: int = 2
 
     def __post_init__(self):
         if self.count < 0:
@@ -47,6 +53,10 @@ class PredicateGenConfig:
                              f"{' '.join(map(repr, bad)) or 'none'}")
         if self.max_value < 1:
             raise ValueError(f"max_value must be >= 1, not {self.max_value}")
+        if self.nested_paths < 0:
+            raise ValueError(f"nested paths per query must be >= 0, not {self.nested_paths}")
+        if self.nested_depth < 1:
+            raise ValueError(f"nested_depth must be >= 1, not {self.nested_depth}")
 
 
 #: The comparisons a predicate may make on one attribute: (name, literals as query text; an
@@ -70,9 +80,9 @@ class QueryGenConfig:
             raise ValueError(f"count must be >= 0, not {self.count}")
         if self.max_depth < 1:
             raise ValueError(f"max_depth must be >= 1, not {self.max_depth}")
-        for field in ("p_wildcard", "p_descendant"):
-            if not 0.0 <= getattr(self, field) <= 1.0:
-                raise ValueError(f"{field} must be in [0, 1], not {getattr(self, field)}")
+        for name in ("p_wildcard", "p_descendant"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], not {getattr(self, name)}")
 
 
 def _comparison(rng: random.Random, config: PredicateGenConfig, target: str,
@@ -99,16 +109,45 @@ def _predicate(rng: random.Random, config: PredicateGenConfig,
     return comparison()
 
 
+def _nested_path(element: str, rng: random.Random, config: QueryGenConfig,
+                 children: Callable[[str], Sequence[str]]) -> str:
+    """A twig branch below ``element``: 1..nested_depth steps down the child relation."""
+    parts = []
+    below = children(element)
+    for k in range(rng.randint(1, config.predicates.nested_depth)):
+        if not below:
+            break
+        if rng.random() < config.p_descendant:
+            parts.append(".//" if k == 0 else "//")
+            for _ in range(rng.randint(0, _MAX_DESCENDANT_SKIP - 1)):
+                inner = [name for name in below if children(name)]
+                if not inner:
+                    break
+                below = children(rng.choice(inner))
+        else:
+            parts.append("" if k == 0 else "/")
+        chosen = rng.choice(below)
+        parts.append("*" if rng.random() < config.p_wildcard else chosen)
+        below = children(chosen)
+    return "".join(parts)
+
+
 def _with_predicates(steps: list[str], elements: Sequence[str], rng: random.Random,
-                     config: PredicateGenConfig,
-                     attributes: Callable[[str], AttributeChoices]) -> str:
-    """``steps`` (their elements: ``elements``) joined, ``config.count`` of them with a
-    predicate; a step can take one if its element has attributes or text predicates are on."""
-    if config.count:
-        able = [i for i, element in enumerate(elements)
-                if config.p_text > 0 or attributes(element)]
-        for i in sorted(rng.sample(able, min(config.count, len(able)))):
-            steps[i] += f"[{_predicate(rng, config, attributes(elements[i]))}]"
+                     config: QueryGenConfig, attributes: Callable[[str], AttributeChoices],
+                     children: Callable[[str], Sequence[str]]) -> str:
+    """``steps`` (their elements: ``elements``) joined, ``config.predicates.count`` of them
+    with a value predicate (a step can take one if its element has attributes or text
+    predicates are on) and ``nested_paths`` with a nested path (if its element has
+    children)."""
+    axes = config.predicates
+    if axes.count:
+        able = [i for i, element in enumerate(elements) if axes.p_text > 0 or attributes(element)]
+        for i in sorted(rng.sample(able, min(axes.count, len(able)))):
+            steps[i] += f"[{_predicate(rng, axes, attributes(elements[i]))}]"
+    if axes.nested_paths:
+        able = [i for i, element in enumerate(elements) if children(element)]
+        for i in sorted(rng.sample(able, min(axes.nested_paths, len(able)))):
+            steps[i] += f"[{_nested_path(elements[i], rng, config, children)}]"
     return "".join(steps)
 
 
@@ -136,7 +175,8 @@ def _dtd_attributes(schema: DtdSchema) -> Callable[[str], AttributeChoices]:
 
 
 def _path_to_query(path: Sequence[str], config: QueryGenConfig, rng: random.Random,
-                   attributes: Callable[[str], AttributeChoices] = lambda _name: ()) -> str:
+                   attributes: Callable[[str], AttributeChoices] = lambda _name: (),
+                   children: Callable[[str], Sequence[str]] = lambda _name: ()) -> str:
     """Turn an element path into a query, step by step.
 
     With probability ``p_descendant`` a step uses ``//`` and skips 0..3 of the path elements
@@ -155,7 +195,7 @@ def _path_to_query(path: Sequence[str], config: QueryGenConfig, rng: random.Rand
         steps.append(axis + name)
         elements.append(path[position])
         position += 1
-    return _with_predicates(steps, elements, rng, config.predicates, attributes)
+    return _with_predicates(steps, elements, rng, config, attributes, children)
 
 
 def _distinct_queries(draw, config: QueryGenConfig, what: str) -> list[str]:
@@ -213,7 +253,7 @@ def generate_queries(schema: DtdSchema, config: QueryGenConfig) -> list[str]:
             steps.append(axis + ("*" if rng.random() < config.p_wildcard else element))
             elements.append(element)
             below = schema.children(element)
-        return _with_predicates(steps, elements, rng, config.predicates, attributes)
+        return _with_predicates(steps, elements, rng, config, attributes, schema.children)
 
     return _distinct_queries(draw, config, f"the DTD rooted at {schema.root!r}")
 
@@ -227,10 +267,13 @@ def sample_queries(documents: Sequence[Document], config: QueryGenConfig) -> lis
     """
     paths: set[tuple[str, ...]] = set()
     seen: dict[str, dict[str, set[str]]] = {}    # element -> attribute -> values
+    kids: dict[str, set[str]] = {}               # element -> the names of its children
     for document in documents:
         stack: list[str] = []
         for event in iter_events(document):
             if event.kind is EventKind.OPEN:
+                if stack and config.predicates.nested_paths:
+                    kids.setdefault(stack[-1], set()).add(event.name)
                 stack.append(event.name)
                 paths.add(tuple(stack[:config.max_depth]))
                 if config.predicates.count:
@@ -253,7 +296,9 @@ def sample_queries(documents: Sequence[Document], config: QueryGenConfig) -> lis
     if not ordered and config.count:
         raise ValueError("only 0 distinct queries could be sampled: the documents have no "
                          "elements")
-    attributes = lambda element: choices.get(element, ())   # noqa: E731
+    children = {element: tuple(sorted(names)) for element, names in kids.items()}
     return _distinct_queries(
-        lambda rng: _path_to_query(rng.choice(ordered), config, rng, attributes), config,
-        f"{len(ordered)} document paths")
+        lambda rng: _path_to_query(rng.choice(ordered), config, rng,
+                                   lambda element: choices.get(element, ()),
+                                   lambda element: children.get(element, ())),
+        config, f"{len(ordered)} document paths")
