@@ -1,0 +1,23 @@
+"""The installed package: hdl/, sim/ and boards/ install inside xpfilt (xpfilt.hdl, xpfilt.sim,
+xpfilt.boards), with every subpackage, and no generic top-level names (issue 12)."""
+
+import subprocess
+import sys
+import zipfile
+
+from xpfilt.paths import repo_root
+
+
+def test_the_wheel_holds_one_top_level_package_with_every_subpackage(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                    "--quiet", "-w", str(tmp_path), str(repo_root())], check=True,
+                   capture_output=True)
+    [wheel] = tmp_path.glob("xpfilt-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names if "/" in name and ".dist-info" not in name}
+    assert top == {"xpfilt"}
+    packages = {name.rsplit("/", 1)[0] for name in names if name.endswith("/__init__.py")}
+    assert packages == {"xpfilt", "xpfilt/hdl", "xpfilt/sim", "xpfilt/boards", "xpfilt/model",
+                        "xpfilt/workloads", "xpfilt/fuzz"}
+    for module in ("xpfilt/hdl/engine.py", "xpfilt/sim/engine_tb.py", "xpfilt/boards/cli.py"):
+        assert module in names
