@@ -402,48 +402,59 @@ class _Parser:
         if not self.text:
             raise XPathSyntaxError(self.text, 1, "a path starting with '/' or '//'",
                                    "an empty query", self.number)
-        clause = self.clause()
+        clause = self.boolean(self.path_term)
         if self.pos < len(self.text):
             raise self.error(_AFTER_PATH)
         if isinstance(clause, Query):
             return clause
         return Query((), self.number, clause)
 
-    def clause(self):
-        operands = [self.conjunction()]
+    def boolean(self, leaf: Callable[[], object]):
+        """``or`` of ``and`` of terms (``and`` binds tighter), a term being ``not(...)``, a
+        parenthesised combination or ``leaf()``: the grammar of profiles (leaves: paths) and of
+        predicates (leaves: conditions on the element)."""
+        def term():
+            if self.function("not"):
+                operand = self.boolean(leaf)
+                self.close_paren()
+                return Not(operand)
+            if self.peek("("):
+                self.pos += 1
+                self.skip_spaces()
+                inner = self.boolean(leaf)
+                self.close_paren()
+                return inner
+            return leaf()
+
+        def conjunction():
+            operands = [term()]
+            while self.keyword("and"):
+                operands.append(term())
+            return operands[0] if len(operands) == 1 else And(tuple(operands))
+
+        operands = [conjunction()]
         while self.keyword("or"):
-            operands.append(self.conjunction())
+            operands.append(conjunction())
         return operands[0] if len(operands) == 1 else Or(tuple(operands))
 
-    def conjunction(self):
-        operands = [self.term()]
-        while self.keyword("and"):
-            operands.append(self.term())
-        return operands[0] if len(operands) == 1 else And(tuple(operands))
+    def path_term(self) -> Query:
+        """A path, with the shorthand ``PATH op literal``."""
+        steps = self.path().steps
+        return Query(self.shorthand(steps), self.number)
 
-    def term(self):
-        if self.function("not"):
-            operand = self.clause()
-            self.close_paren()
-            return Not(operand)
-        if self.peek("("):
-            self.pos += 1
-            self.skip_spaces()
-            inner = self.clause()
-            self.close_paren()
-            return inner
-        path = self.path()
+    def shorthand(self, steps: tuple[Step, ...]) -> tuple[Step, ...]:
+        """``steps`` followed by an optional ``op literal``: a ``text()`` comparison on the
+        last step."""
         self.skip_spaces()
         op = self.operator()
         if op is None:
-            return path
+            return steps
         self.skip_spaces()
         literal = self.literal()
         self.skip_spaces()
-        last = path.steps[-1]
-        shorthand = Predicate(TextTarget(), op, literal)
-        steps = path.steps[:-1] + (Step(last.axis, last.name, last.predicates + (shorthand,)),)
-        return Query(steps, self.number)
+        last = steps[-1]
+        compared = Predicate(TextTarget(), op, literal)
+        return steps[:-1] + (Step(last.axis, last.name, last.predicates + (compared,)),)
 
     def path(self) -> Query:
         if not self.peek("/"):
@@ -490,7 +501,7 @@ class _Parser:
             self.pos = m.end()
             condition: Condition = Predicate(PositionTarget(), "=", float(m.group()))
         else:
-            condition = self.condition()
+            condition = self.boolean(self.condition_leaf)
         self.skip_spaces()
         if not self.peek("]"):
             raise self.error("']'" if m else "']', 'and', 'or' or a comparison operator")
@@ -498,29 +509,8 @@ class _Parser:
         self.depth -= 1
         return condition
 
-    def condition(self) -> Condition:
-        operands = [self.condition_conjunction()]
-        while self.keyword("or"):
-            operands.append(self.condition_conjunction())
-        return operands[0] if len(operands) == 1 else Or(tuple(operands))
-
-    def condition_conjunction(self) -> Condition:
-        operands = [self.condition_term()]
-        while self.keyword("and"):
-            operands.append(self.condition_term())
-        return operands[0] if len(operands) == 1 else And(tuple(operands))
-
-    def condition_term(self) -> Condition:
-        if self.function("not"):
-            operand = self.condition()
-            self.close_paren()
-            return Not(operand)
-        if self.peek("("):
-            self.pos += 1
-            self.skip_spaces()
-            inner = self.condition()
-            self.close_paren()
-            return inner
+    def condition_leaf(self) -> Condition:
+        """A comparison, an existence test or a nested path."""
         target: Target
         if self.peek("@"):
             self.pos += 1
@@ -561,16 +551,7 @@ class _Parser:
         steps = [self.step(axis)]
         while self.peek("/"):
             steps.append(self.step())
-        self.skip_spaces()
-        op = self.operator()
-        if op is not None:
-            self.skip_spaces()
-            literal = self.literal()
-            self.skip_spaces()
-            last = steps[-1]
-            steps[-1] = Step(last.axis, last.name,
-                             last.predicates + (Predicate(TextTarget(), op, literal),))
-        return RelativePath(tuple(steps))
+        return RelativePath(self.shorthand(tuple(steps)))
 
     def operator(self) -> Optional[str]:
         for op in _OPS:
