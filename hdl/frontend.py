@@ -18,7 +18,10 @@ go through five registered stages, so that no path is long (one byte per cycle a
   a pop closes), registered; a push writes its row; the document's errors accumulate;
 * F: the end-tag check (tag id and hash against that row); the ``events`` register.
 
-* ``push``: on the whitespace, ``/`` or ``>`` that ends a start-tag name. ``tag`` is the decoded
+* ``push``: on the byte that ends a start tag: the ``/`` of ``/>`` or the ``>``, after the
+  attributes (so that an element's attribute conditions are known with its push; inside the tag
+  the name registers hold the element's name). A malformed start tag (a bad byte inside it)
+  never pushes. ``tag`` is the decoded
   name (``tags[i]`` is ``i + 1``, 0 = not in the dictionary), ``parent`` the tag on top of the
   global stack before the push (0 at the root), ``level`` the new depth (root element = 1).
 * ``pop``: on the ``>`` of an end tag or of a self-closing ``/>``; ``level`` = depth before the pop.
@@ -266,20 +269,26 @@ class FrontEnd(wiring.Component):
             S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen)),
                    br(ch("/"), S.END_LT), br(ch("!"), S.BANG), br(ch("?"), S.PI),
                    br(ALWAYS, S.TEXT, "bad")],
-            S.START_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.IN_TAG, "push_req"),
+            # a start tag pushes on the byte that ends it ("/" of "/>", or ">"); inside it the
+            # name registers hold the element's name (``name_hold``)
+            S.START_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.IN_TAG, "name_hold"),
                            br(ch("/"), S.EMPTY_SLASH, "push_req"),
                            br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
-            S.IN_TAG: [br(is_ws), br(ch(">"), S.TEXT), br(ch("/"), S.EMPTY_SLASH),
-                       br(is_nstart, S.ATTR_NAME), br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_NAME: [br(is_nchar), br(is_ws, S.ATTR_EQ), br(ch("="), S.ATTR_VALUE),
-                          br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_EQ: [br(is_ws), br(ch("="), S.ATTR_VALUE), br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_VALUE: [br(is_ws), br(ch('"'), S.AVAL_DQ), br(ch("'"), S.AVAL_SQ),
-                           br(ALWAYS, S.TEXT, "bad")],
-            S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL), br(ch("<"), None, "bad")],
-            S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL), br(ch("<"), None, "bad")],
-            S.AFTER_AVAL: [br(is_ws, S.IN_TAG), br(ch("/"), S.EMPTY_SLASH), br(ch(">"), S.TEXT),
-                           br(ALWAYS, S.TEXT, "bad")],
+            S.IN_TAG: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "push_req"),
+                       br(ch("/"), S.EMPTY_SLASH, "push_req"),
+                       br(is_nstart, S.ATTR_NAME, "name_hold"), br(ALWAYS, S.TEXT, "bad")],
+            S.ATTR_NAME: [br(is_nchar, None, "name_hold"), br(is_ws, S.ATTR_EQ, "name_hold"),
+                          br(ch("="), S.ATTR_VALUE, "name_hold"), br(ALWAYS, S.TEXT, "bad")],
+            S.ATTR_EQ: [br(is_ws, None, "name_hold"), br(ch("="), S.ATTR_VALUE, "name_hold"),
+                        br(ALWAYS, S.TEXT, "bad")],
+            S.ATTR_VALUE: [br(is_ws, None, "name_hold"), br(ch('"'), S.AVAL_DQ, "name_hold"),
+                           br(ch("'"), S.AVAL_SQ, "name_hold"), br(ALWAYS, S.TEXT, "bad")],
+            S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL, "name_hold"), br(ch("<"), None, "bad", "name_hold"),
+                        br(ALWAYS, None, "name_hold")],
+            S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL, "name_hold"), br(ch("<"), None, "bad", "name_hold"),
+                        br(ALWAYS, None, "name_hold")],
+            S.AFTER_AVAL: [br(is_ws, S.IN_TAG, "name_hold"), br(ch("/"), S.EMPTY_SLASH, "push_req"),
+                           br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
             S.EMPTY_SLASH: [br(ch(">"), S.TEXT, "pop_req"), br(ALWAYS, S.TEXT, "bad")],
             S.END_LT: [br(is_nstart, S.END_NAME, "name_byte"), br(ALWAYS, S.TEXT, "bad")],
             S.END_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.END_WS, "name_hold"),

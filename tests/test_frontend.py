@@ -361,6 +361,21 @@ def test_model_timing():
     assert model.tos == 0
 
 
+def test_model_timing_with_attributes():
+    # a start tag with attributes pushes on the byte that ends the tag (">" or the "/" of "/>"),
+    # with the element's name, so that its attribute conditions can travel with the push
+    doc = b'<r x="1" y=\'2\'><a  b="3"/></r>'
+    model = FrontEndModel(["r", "a"])
+    events = model.events_of(doc)
+    assert [(e.kind, e.offset, e.tag, e.level) for e in events] == [
+        ("push", doc.index(b">"), 1, 1), ("push", doc.index(b"/>"), 2, 2),
+        ("pop", doc.index(b"/>") + 1, 0, 2), ("pop", len(doc) - 1, 0, 1),
+        ("doc_end", len(doc) - 1, 0, 0)]
+    # a malformed start tag never pushes
+    events = model.events_of(b'<r><a x="1" $></a></r>')
+    assert [e.kind for e in events if e.kind == "push"] == ["push"]
+
+
 def test_parameters_are_checked():
     with pytest.raises(ValueError, match=r"^max_depth must be a positive integer, not 0$"):
         FrontEnd(["a"], max_depth=0)

@@ -179,6 +179,7 @@ class FrontEndModel:
                 elif not level and not WS[c]:
                     bad = 1                                 # text outside the root
             elif state == AVAL_DQ:
+                hold = 1
                 if c == _DQ:
                     ns = AFTER_AVAL
                 elif c == _LT:
@@ -187,7 +188,7 @@ class FrontEndModel:
                 if NCHAR[c]:
                     nb = 1
                 elif WS[c]:
-                    req, ns = 1, IN_TAG
+                    hold, ns = 1, IN_TAG                    # attributes: push at the tag's end
                 elif c == _SLASH:
                     req, ns = 1, EMPTY_SLASH
                 elif c == _GT:
@@ -196,11 +197,11 @@ class FrontEndModel:
                     bad, ns = 1, TEXT
             elif state == ATTR_NAME:
                 if NCHAR[c]:
-                    pass
+                    hold = 1
                 elif WS[c]:
-                    ns = ATTR_EQ
+                    hold, ns = 1, ATTR_EQ
                 elif c == _EQ:
-                    ns = ATTR_VALUE
+                    hold, ns = 1, ATTR_VALUE
                 else:
                     bad, ns = 1, TEXT
             elif state == END_NAME:
@@ -232,37 +233,38 @@ class FrontEndModel:
                     bad, ns = 1, TEXT
             elif state == AFTER_AVAL:
                 if WS[c]:
-                    ns = IN_TAG
+                    hold, ns = 1, IN_TAG
                 elif c == _SLASH:
-                    ns = EMPTY_SLASH
+                    req, ns = 1, EMPTY_SLASH
                 elif c == _GT:
-                    ns = TEXT
+                    req, ns = 1, TEXT
                 else:
                     bad, ns = 1, TEXT
             elif state == IN_TAG:
                 if WS[c]:
-                    pass
+                    hold = 1
                 elif c == _GT:
-                    ns = TEXT
+                    req, ns = 1, TEXT
                 elif c == _SLASH:
-                    ns = EMPTY_SLASH
+                    req, ns = 1, EMPTY_SLASH
                 elif NSTART[c]:
-                    ns = ATTR_NAME
+                    hold, ns = 1, ATTR_NAME
                 else:
                     bad, ns = 1, TEXT
             elif state == ATTR_VALUE:
                 if WS[c]:
-                    pass
+                    hold = 1
                 elif c == _DQ:
-                    ns = AVAL_DQ
+                    hold, ns = 1, AVAL_DQ
                 elif c == _SQ:
-                    ns = AVAL_SQ
+                    hold, ns = 1, AVAL_SQ
                 else:
                     bad, ns = 1, TEXT
             elif state == COMMENT:
                 if c == _DASH:
                     ns = COMMENT_D1
             elif state == AVAL_SQ:
+                hold = 1
                 if c == _SQ:
                     ns = AFTER_AVAL
                 elif c == _LT:
@@ -274,9 +276,9 @@ class FrontEndModel:
                     bad, ns = 1, TEXT
             elif state == ATTR_EQ:
                 if WS[c]:
-                    pass
+                    hold = 1
                 elif c == _EQ:
-                    ns = ATTR_VALUE
+                    hold, ns = 1, ATTR_VALUE
                 else:
                     bad, ns = 1, TEXT
             elif state == END_WS:
@@ -395,7 +397,7 @@ class FrontEndModel:
                 raise AssertionError(f"state must be a parser state, not {state!r}")
 
             found = _MALFORMED if bad else 0
-            if req == 1:                                    # a start-tag name ended
+            if req == 1:                                    # a start tag ended
                 if level == max_depth:
                     found |= _DEPTH_OVERFLOW
                     if excess != _EXCESS_MAX:
