@@ -286,7 +286,13 @@ class FastFilter:
             entry = self._guarded[(top, name)] = (kept, targets, candidates, {})
             self._memo_bytes += kept.nbytes + targets.nbytes
         kept, targets, candidates, outcomes = entry
-        passed = tuple(positions.holds(step, attrs, texts, node) for step, _target in candidates)
+        outcome: dict = {}    # per predicate list (by identity: steps share parsed lists)
+        for step, _target in candidates:
+            key = id(step) if step.uses_position else id(step.predicates)
+            if key not in outcome:
+                outcome[key] = positions.holds(step, attrs, texts, node)
+        passed = tuple(outcome[id(step) if step.uses_position else id(step.predicates)]
+                       for step, _target in candidates)
         nxt = outcomes.get(passed)
         if nxt is None:
             entered = np.concatenate(

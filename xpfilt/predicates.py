@@ -25,13 +25,14 @@ __all__ = ["child_texts", "condition_holds", "step_holds", "needs_text", "needs_
 
 class Node:
     """An element of the document tree: name, attributes, text-node children, element
-    children (in document order)."""
-    __slots__ = ("name", "attrs", "texts", "children")
+    children (in document order), and the nested paths already decided from it."""
+    __slots__ = ("name", "attrs", "texts", "children", "branches")
 
     def __init__(self, name: str, attrs: dict):
         self.name, self.attrs = name, attrs
         self.texts: list[str] = []
         self.children: list[Node] = []
+        self.branches: dict[int, bool] = {}     # id of a RelativePath -> it holds here
 
 
 def element_nodes(events: Sequence[Event]) -> dict[int, Node]:
@@ -98,12 +99,15 @@ def _self_and_descendants(node: Node) -> list[Node]:
 
 
 def _branch_holds(path: RelativePath, node: Node) -> bool:
-    contexts = [node]
-    for step in path.steps:
-        contexts = _select(contexts, step)
-        if not contexts:
-            return False
-    return True
+    known = node.branches.get(id(path))      # by identity: hashing a nested path is costly
+    if known is None:
+        contexts = [node]
+        for step in path.steps:
+            contexts = _select(contexts, step)
+            if not contexts:
+                break
+        known = node.branches[id(path)] = bool(contexts)
+    return known
 
 
 def child_texts(events: Sequence[Event]) -> dict[int, list[str]]:
@@ -131,6 +135,10 @@ def condition_holds(condition, attrs: dict, texts: Sequence[str],
     """Whether ``condition`` (a step predicate) holds for an element with attributes ``attrs``,
     text children ``texts``, sibling position ``position`` and tree node ``element`` (needed
     by nested paths only)."""
+    if type(condition) is Predicate and type(condition.target) is AttributeTarget:
+        value = attrs.get(condition.target.name)          # the common case, without a closure
+        return value is not None and condition.holds((value,))
+
     def leaf(node) -> bool:
         if isinstance(node, RelativePath):
             if element is None:

@@ -107,10 +107,16 @@ class ReferenceFilter:
         return self.filter_events(parse_events(document))
 
     def _apply_predicates(self, mask, name, attrs, texts, node, positions: Positions) -> int:
+        outcome: dict = {}    # this element's answer per predicate list (by identity)
         for tag in (name, "*"):
             for bit, step in self._guarded.get(tag, ()):
-                if mask & bit and not positions.holds(step, attrs, texts, node):
-                    mask &= ~bit
+                if mask & bit:
+                    key = id(step) if step.uses_position else id(step.predicates)
+                    holds = outcome.get(key)
+                    if holds is None:
+                        holds = outcome[key] = positions.holds(step, attrs, texts, node)
+                    if not holds:
+                        mask &= ~bit
         return mask
 
 

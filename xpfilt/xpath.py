@@ -49,6 +49,7 @@ import enum
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
@@ -246,12 +247,12 @@ class Step:
     def is_wildcard(self) -> bool:
         return self.name == "*"
 
-    @property
+    @cached_property
     def has_nested_paths(self) -> bool:
         """Some predicate holds a relative path (the profile is a twig)."""
         return any(isinstance(leaf, RelativePath) for p in self.predicates for leaf in leaves(p))
 
-    @property
+    @cached_property
     def uses_position(self) -> bool:
         """Some predicate calls ``position()`` (the step needs its sibling counts)."""
         return any(isinstance(leaf, Predicate) and isinstance(leaf.target, PositionTarget)
