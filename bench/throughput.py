@@ -94,7 +94,9 @@ def main() -> None:
         "Depth-8 NITF queries (xpfilt gen-queries, seed 1), max depth 16; bytes/cycle from the "
         "cycle-accurate model with a byte offered every cycle and the readout always ready. "
         "Serial: a document's readout takes one cycle per query, so documents shorter than the "
-        "query count stall the input. Sparse: matches + 3 cycles. Engine MB/s = Fmax (nextpnr, "
+        "query count stall the input. Sparse: L + 1 + latency + matches cycles for L tree "
+        "levels (xpfilt.readout.readout_cycles: matches + 17 from 513 to 4,096 queries, "
+        "matches + 24 up to 32,768). Engine MB/s = Fmax (nextpnr, "
         "bench/results/fmax.json, the row for that size and readout; blank: not placed and "
         "routed) x bytes/cycle (streaming).")
     print(f"saved {path}", file=sys.stderr)
