@@ -91,15 +91,60 @@ def random_document(rng: random.Random, max_depth: int = 7, fanout: int = 3) -> 
     return "".join(out).encode()
 
 
+def _comparison(rng: random.Random) -> str:
+    target = rng.choice(["@" + rng.choice(ATTRS), "text()"])
+    return f"{target}{rng.choice(OPS)}{rng.choice(LITERALS)}"
+
+
+def _condition(rng: random.Random, depth: int) -> str:
+    """A predicate of the whole language: comparisons, existence, position(), nested paths
+    (twigs), and/or/not, nested up to three levels."""
+    kind = rng.randrange(9 if depth < 3 else 4)
+    if kind <= 1:
+        return _comparison(rng)
+    if kind == 2:
+        return rng.choice(["@" + rng.choice(ATTRS), "text()", f"position() {rng.choice(OPS)} "
+                           f"{rng.randint(1, 3)}"])
+    if kind == 3:
+        name = rng.choice(TAGS) if rng.random() < 0.8 else "*"
+        return rng.choice(("", "./", ".//")) + name
+    if kind == 4:
+        parts = [rng.choice(("", ".//")) + rng.choice(TAGS)]
+        for _ in range(rng.randint(0, 2)):
+            parts.append(rng.choice(("/", "//")) + rng.choice(TAGS + ["*"]))
+            if rng.random() < 0.4:
+                parts[-1] += f"[{_condition(rng, depth + 1)}]"
+        return "".join(parts)
+    if kind == 5:
+        return f"not({_condition(rng, depth + 1)})"
+    joiner = (" and ", " or ")[kind % 2]
+    return joiner.join(f"({_condition(rng, depth + 1)})" if rng.random() < 0.3
+                       else _condition(rng, depth + 1) for _ in range(rng.randint(2, 3)))
+
+
 def random_query(rng: random.Random, predicates: bool = False) -> str:
+    """A path; with ``predicates``, steps may carry value predicates (since issue 14: any
+    predicate of the language, ``[N]``, several per step), and a query may be a shorthand
+    comparison or a boolean combination of paths."""
     steps = []
     for _ in range(rng.choice((1, 1, 2, 2, 3, 3, 4, 5, 6))):
         step = rng.choice(("/", "//")) + (rng.choice(TAGS) if rng.random() < 0.8 else "*")
         if predicates and rng.random() < 0.3:
-            target = rng.choice(["@" + rng.choice(ATTRS), "text()"])
-            step += f"[{target}{rng.choice(OPS)}{rng.choice(LITERALS)}]"
+            if rng.random() < 0.5:
+                step += f"[{_comparison(rng)}]"
+            else:
+                for _ in range(rng.randint(1, 2)):
+                    step += (f"[{rng.randint(1, 3)}]" if rng.random() < 0.15
+                             else f"[{_condition(rng, 0)}]")
         steps.append(step)
-    return "".join(steps)
+    path = "".join(steps)
+    if predicates and rng.random() < 0.1:
+        path += f" {rng.choice(OPS)} {rng.choice(LITERALS)}"
+    if predicates and rng.random() < 0.1:
+        other = random_query(rng, predicates)
+        path = rng.choice((f"{path} and {other}", f"{path} or not({other})",
+                           f"not({path}) or {other}"))
+    return path
 
 
 def random_queries(rng: random.Random, predicates: bool = False, most: int = 12) -> list[str]:
