@@ -49,10 +49,11 @@ def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
     return reg
 
 
-def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int) -> wiring.Signature:
+def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int,
+                      n_conds: int = 0) -> wiring.Signature:
     """The ports of a cluster (see :class:`ClusterCore`)."""
     return wiring.Signature({
-        "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth)),
+        "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds)),
         "clear": In(1),
         "matches": Out(n_queries),
         "doc_end": Out(1),
@@ -66,18 +67,21 @@ class ClusterCore(wiring.Component):
     the flags), ``matches`` (one flag per query of the cluster, a register),
     ``doc_end`` and ``errors`` (from the registered events)."""
 
-    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, variant: int = 0):
+    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, variant: int = 0,
+                 n_conds: int = 0):
         """``variant``: the form of the events register (see :func:`copy_register`;
-        the engine gives clusters fed by one tree register different forms)."""
+        the engine gives clusters fed by one tree register different forms). ``n_conds``:
+        the plan's attribute conditions (their bits come with the events)."""
         self.cluster, self.n_tags, self.max_depth = cluster, n_tags, max_depth
         self.variant = variant
+        self.n_conds = n_conds
         super().__init__(cluster_signature(len(cluster.queries), n_tags=n_tags,
-                                           max_depth=max_depth))
+                                           max_depth=max_depth, n_conds=n_conds))
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
-                                               max_depth=self.max_depth)
+                                               max_depth=self.max_depth, n_conds=self.n_conds)
         events = Signal.like(self.events)
         m.d.comb += events.eq(copy_register(m, self.events.as_value(), self.variant,
                                             name="events_copy"))

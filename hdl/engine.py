@@ -78,7 +78,7 @@ class CustomEngine(wiring.Component):
         """The component of cluster ``index`` (what ``cluster_module_name(index)`` contains)."""
         return ClusterCore(self.plan.clusters[index], n_tags=len(self.plan.tags),
                            max_depth=self.plan.options.max_depth,
-                           variant=index % EVENT_FANOUT)
+                           variant=index % EVENT_FANOUT, n_conds=len(self.plan.conditions))
 
     def elaborate(self, platform):
         m = Module()
@@ -86,13 +86,16 @@ class CustomEngine(wiring.Component):
         frame = EngineFrame(m, self.bytes_in, self.readout,
                             width=sum(len(c.queries) for c in plan.clusters), tags=plan.tags,
                             max_depth=plan.options.max_depth, max_name=self.max_name,
-                            readout=ReadoutKind(plan.options.readout))
-        decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth)
+                            readout=ReadoutKind(plan.options.readout),
+                            conditions=plan.conditions)
+        n_conds = len(plan.conditions)
+        decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth, n_conds)
         cores = []
         for i, cluster in enumerate(plan.clusters):
             if self.instances:   # only the ports: the module comes from its own file
                 core = cluster_signature(len(cluster.queries), n_tags=len(plan.tags),
-                                         max_depth=plan.options.max_depth).flip().create(
+                                         max_depth=plan.options.max_depth,
+                                         n_conds=n_conds).flip().create(
                     path=(f"cluster_{i}",))
                 m.submodules[f"cluster_{i}"] = Instance(
                     cluster_module_name(i), i_clk=ClockSignal(), i_rst=ResetSignal(),
@@ -123,7 +126,7 @@ class EngineFrame:
     """
 
     def __init__(self, m: Module, bytes_in, readout_port, *, width: int, tags, max_depth: int,
-                 max_name: int, readout: ReadoutKind = ReadoutKind.SERIAL):
+                 max_name: int, readout: ReadoutKind = ReadoutKind.SERIAL, conditions=()):
         self.m = m
         self.bytes_in = bytes_in
         m.submodules.readout = self.readout = make_readout(readout, width)
@@ -149,7 +152,8 @@ class EngineFrame:
             self.drained.eq(self.pending == self.waiting),
         ]
         m.submodules.front_end = front_end = FrontEnd(tags, max_depth=max_depth,
-                                                      max_name=max_name)
+                                                      max_name=max_name,
+                                                      conditions=conditions)
         copy_valid = Signal()
         copy = Signal(ByteLayout)
         m.d.sync += [copy_valid.eq(self.accepted), copy.eq(bytes_in.payload)]

@@ -30,6 +30,32 @@ go through five registered stages, so that no path is long (one byte per cycle a
   (``errors`` is zero on every other cycle). A pop (the root's ``>``) may share that cycle.
   The parser is back in its initial state for the byte after the one with ``last``.
 
+Attribute conditions (issue 14; ``conditions``, see :class:`xpfilt.hwdefs.AttrCondition`). In
+stage P, beside the parser:
+
+* an attribute-name CAM (like the tag CAM, over the conditions' attribute names) follows each
+  attribute name; when the name ends, the one-hot ``cur`` register says which attribute's value
+  comes next (none for other names);
+* while the value streams (one byte per cycle, nothing else slows down), shared registers
+  follow it: a one-hot byte position and one "still equal" bit per distinct string literal (tab
+  and newline read as a space, XML's attribute-value normalisation); a one-hot number lexer
+  (leading whitespace, ``-``, digits, ``.``, digits, trailing whitespace; an ``e``/``E`` right
+  after a number makes it undecided), the sign, the count of digits and one-hot positions of
+  the significant integer digits and of the fraction digits; and per distinct number literal
+  two first-difference flags for the integer part and two for the fraction part (a digit
+  compared with the literal's digit at that position, one LUT per flag);
+* at the closing quote every condition on ``cur`` is decided from those registers (length
+  first, then the first difference; the sign; ``-0`` equals 0) and ORed into the ``conds``
+  register; ``conds`` clears at every ``<`` in content and travels with the push (``events.
+  conds``, zero on other events).
+
+The front end never answers wrongly: a value of an attribute that has comparisons and contains
+``&`` (an entity or character reference changes the value) or a carriage return (line-end
+normalisation), and a value of an attribute with number comparisons that has an exponent or
+more than :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, sets ``value_undecided`` (the conditions
+it decides read 0). :func:`xpfilt.hwdefs.condition_value_holds` is the definition the model
+uses.
+
 Errors (sticky within a document, reported with ``doc_end``):
 
 * ``malformed``: a bad byte after ``<``, ``</``, ``<!``, in a name, inside a tag or a markup
@@ -40,6 +66,7 @@ Errors (sticky within a document, reported with ``doc_end``):
 * ``depth_overflow``: a push beyond ``max_depth``. The push is not performed (no event, stacks
   untouched); deeper levels are counted so that their closes are swallowed too.
 * ``name_too_long``: an element name longer than ``max_name`` bytes (it decodes to 0).
+* ``value_undecided``: an attribute value the condition comparators cannot decide (above).
 
 After any error the parser goes on consuming bytes (usually from the text state) and starts the
 next document fresh.
@@ -69,8 +96,9 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_POLY,
-                           HASH_WIDTH, LATENCY, NAME_CHAR, NAME_START, WHITESPACE, ErrorFlags,
-                           Errors, State, check_parameters, hash_byte, name_hash, tag_width_for)
+                           HASH_WIDTH, LATENCY, NAME_CHAR, NAME_START, NUMBER_DIGITS, WHITESPACE,
+                           AttrCondition, ErrorFlags, Errors, State, check_parameters, hash_byte,
+                           name_hash, number_digits, tag_width_for)
 
 __all__ = [
     "WHITESPACE", "NAME_START", "NAME_CHAR", "HASH_WIDTH", "HASH_POLY", "HASH_INIT",
@@ -83,12 +111,14 @@ __all__ = [
 
 class EventLayout(data.StructLayout):
     """One front-end event: ``push``, ``pop``, ``tag``, ``parent``, ``level``, ``doc_end``,
-    ``errors`` (LSB first in that order)."""
+    ``errors`` (LSB first in that order), and ``conds`` (the push's attribute condition bits)
+    when there are conditions."""
 
-    def __init__(self, *, tag_width: int, max_depth: int):
+    def __init__(self, *, tag_width: int, max_depth: int, n_conds: int = 0):
         self.tag_width = tag_width
         self.max_depth = max_depth
-        super().__init__({
+        self.n_conds = n_conds
+        fields = {
             "push": 1,
             "pop": 1,
             "tag": tag_width,
@@ -96,7 +126,10 @@ class EventLayout(data.StructLayout):
             "level": range(max_depth + 1),
             "doc_end": 1,
             "errors": ErrorFlags,
-        })
+        }
+        if n_conds:
+            fields["conds"] = n_conds
+        super().__init__(fields)
 
 
 class StackEntry(data.StructLayout):
@@ -134,6 +167,11 @@ class FrontEnd(wiring.Component):
         Depth of the global stack (the deepest level that is pushed).
     max_name : int
         Longest element name decoded; longer names decode to 0 and set ``name_too_long``.
+    conditions : sequence of :class:`xpfilt.hwdefs.AttrCondition`
+        Attribute conditions evaluated on every start tag; bit ``i`` of a push's ``conds`` says
+        the element has the attribute of ``conditions[i]`` and its value satisfies it, as
+        :func:`xpfilt.hwdefs.condition_value_holds` defines (0 when undecided: the document
+        then gets ``value_undecided``). See "Attribute conditions" in the module docstring.
 
     Members
     -------
@@ -147,13 +185,20 @@ class FrontEnd(wiring.Component):
         changes in the cycle its push/pop event is shown, so ``events.level`` and ``tos`` agree.
     """
 
-    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32):
+    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32,
+                 conditions: Sequence[AttrCondition] = ()):
         self.tags = tuple(tags)
         self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
         self.max_depth = max_depth
         self.max_name = max_name
+        self.conditions = tuple(conditions)
+        for cond in self.conditions:
+            if cond.kind == "number" and number_digits(cond.number) is None:
+                raise ValueError(f"number must have at most {NUMBER_DIGITS} digits, not "
+                                 f"{cond.literal!r}")
         self.tag_width = tag_width_for(len(self.tags))
-        self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth)
+        self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth,
+                                        n_conds=len(self.conditions))
         super().__init__({
             "bytes_in": In(stream.Signature(ByteLayout)),
             "events": Out(self.event_layout),
@@ -265,7 +310,7 @@ class FrontEnd(wiring.Component):
             return test, target, requests
 
         table = {
-            S.TEXT: [br(ch("<"), S.LT), br(~is_ws, None, ("bad", at_root_level))],
+            S.TEXT: [br(ch("<"), S.LT, "tag_start"), br(~is_ws, None, ("bad", at_root_level))],
             S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen)),
                    br(ch("/"), S.END_LT), br(ch("!"), S.BANG), br(ch("?"), S.PI),
                    br(ALWAYS, S.TEXT, "bad")],
@@ -276,17 +321,24 @@ class FrontEnd(wiring.Component):
                            br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
             S.IN_TAG: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "push_req"),
                        br(ch("/"), S.EMPTY_SLASH, "push_req"),
-                       br(is_nstart, S.ATTR_NAME, "name_hold"), br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_NAME: [br(is_nchar, None, "name_hold"), br(is_ws, S.ATTR_EQ, "name_hold"),
-                          br(ch("="), S.ATTR_VALUE, "name_hold"), br(ALWAYS, S.TEXT, "bad")],
+                       br(is_nstart, S.ATTR_NAME, "name_hold", "attr_byte"),
+                       br(ALWAYS, S.TEXT, "bad")],
+            S.ATTR_NAME: [br(is_nchar, None, "name_hold", "attr_byte"),
+                          br(is_ws, S.ATTR_EQ, "name_hold", "attr_end"),
+                          br(ch("="), S.ATTR_VALUE, "name_hold", "attr_end"),
+                          br(ALWAYS, S.TEXT, "bad")],
             S.ATTR_EQ: [br(is_ws, None, "name_hold"), br(ch("="), S.ATTR_VALUE, "name_hold"),
                         br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_VALUE: [br(is_ws, None, "name_hold"), br(ch('"'), S.AVAL_DQ, "name_hold"),
-                           br(ch("'"), S.AVAL_SQ, "name_hold"), br(ALWAYS, S.TEXT, "bad")],
-            S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL, "name_hold"), br(ch("<"), None, "bad", "name_hold"),
-                        br(ALWAYS, None, "name_hold")],
-            S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL, "name_hold"), br(ch("<"), None, "bad", "name_hold"),
-                        br(ALWAYS, None, "name_hold")],
+            S.ATTR_VALUE: [br(is_ws, None, "name_hold"),
+                           br(ch('"'), S.AVAL_DQ, "name_hold", "val_start"),
+                           br(ch("'"), S.AVAL_SQ, "name_hold", "val_start"),
+                           br(ALWAYS, S.TEXT, "bad")],
+            S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL, "name_hold", "val_end"),
+                        br(ch("<"), None, "bad", "name_hold", "val_byte"),
+                        br(ALWAYS, None, "name_hold", "val_byte")],
+            S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL, "name_hold", "val_end"),
+                        br(ch("<"), None, "bad", "name_hold", "val_byte"),
+                        br(ALWAYS, None, "name_hold", "val_byte")],
             S.AFTER_AVAL: [br(is_ws, S.IN_TAG, "name_hold"), br(ch("/"), S.EMPTY_SLASH, "push_req"),
                            br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
             S.EMPTY_SLASH: [br(ch(">"), S.TEXT, "pop_req"), br(ALWAYS, S.TEXT, "bad")],
@@ -332,7 +384,8 @@ class FrontEnd(wiring.Component):
 
         into = {s: [] for s in State}          # next-state bit s: OR of these
         raised = {name: [] for name in ("name_byte", "name_hold", "push_req", "pop_req",
-                                        "pop_check", "bad", "kw_inc")}
+                                        "pop_check", "bad", "kw_inc", "tag_start", "attr_byte",
+                                        "attr_end", "val_start", "val_byte", "val_end")}
         for s, branches in table.items():
             here = state[s.value]
             earlier = []                        # the tests of the branches before this one
@@ -351,12 +404,17 @@ class FrontEnd(wiring.Component):
             into[s].append(here & ~Cat(*leave).any() if leave else here)
 
         nstate = Signal(len(State))
+        req = {name: Signal(name=name) for name in raised}
         name_byte, name_hold, push_req, pop_req, pop_check, bad, kw_inc = (
-            Signal(name=name) for name in raised)
+            req[name] for name in ("name_byte", "name_hold", "push_req", "pop_req", "pop_check",
+                                   "bad", "kw_inc"))
         m.d.comb += nstate.eq(Cat(*(Cat(*into[s]).any() for s in State)))
-        for name, sig in zip(raised, (name_byte, name_hold, push_req, pop_req, pop_check, bad,
-                                      kw_inc)):
+        for name, sig in req.items():
             m.d.comb += sig.eq(Cat(*raised[name]).any() if raised[name] else 0)
+
+        # --- attribute conditions: an attribute-name CAM and the value comparators ---
+        conds, undecided = self._attribute_conditions(m, req, valid, last, eq, registered,
+                                                      member)
 
         # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
@@ -396,6 +454,7 @@ class FrontEnd(wiring.Component):
             found.malformed.eq(bad | underflow),
             found.depth_overflow.eq(overflow),
             found.name_too_long.eq(too_long),
+            found.value_undecided.eq(undecided),
         ]
 
         tap = Signal.like(self.name_tap)
@@ -452,6 +511,8 @@ class FrontEnd(wiring.Component):
         e_nlevel = Signal.like(level)  # flag: before the reset at the last byte (for "left
                                        # unfinished")
         e_nroot = Signal()
+        e_conds = Signal(max(1, len(self.conditions)))
+        m.d.sync += e_conds.eq(conds)
         m.d.sync += [
             e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
             e_check.eq(pop_check), e_last.eq(valid & last),
@@ -483,6 +544,8 @@ class FrontEnd(wiring.Component):
         f_hash = Signal(HASH_WIDTH)
         f_row = Signal(StackEntry(tag_width=self.tag_width))
         f_errors = Signal(ErrorFlags)
+        f_conds = Signal.like(e_conds)
+        m.d.sync += f_conds.eq(e_conds)
         m.d.sync += [
             f_valid.eq(e_valid), f_push.eq(e_push), f_pop.eq(e_pop),
             f_check.eq(e_pop & e_check), f_last.eq(e_last), f_level.eq(e_level),
@@ -504,6 +567,8 @@ class FrontEnd(wiring.Component):
             ev.errors.eq(f_errors),
             ev.errors.malformed.eq(f_errors.malformed | (f_last & (mismatched | mismatch))),
         ]
+        if self.conditions:
+            m.d.comb += ev.conds.eq(Mux(f_push, f_conds, 0))
         m.d.sync += self.events.eq(ev)
         with m.If(f_valid):
             m.d.sync += mismatched.eq(~f_last & (mismatched | mismatch))
@@ -521,3 +586,175 @@ class FrontEnd(wiring.Component):
         # stage D's byte tests, as many as the parser and the CAM asked for
         m.d.sync += [bit.eq(value) for bit, value in classes.values()]
         return m
+
+    def _attribute_conditions(self, m, req, valid, last, eq, registered, member):
+        """Stage P's attribute-condition logic: (the condition bits of the start tag being read,
+        a register; this byte makes a compared value undecided)."""
+        conditions = self.conditions
+        if not conditions:
+            return Const(0, 1), Const(0, 1)
+        attrs = list(dict.fromkeys(c.attribute.encode("utf-8") for c in conditions))
+        a_of = [attrs.index(c.attribute.encode("utf-8")) for c in conditions]
+        n_attr = len(attrs)
+        byte_ok = valid & ~last
+
+        # the attribute-name CAM (like the tag CAM), and the attribute whose value streams
+        amax = max(len(a) for a in attrs)
+        apos = Signal(amax + 1, init=1)
+        amatch = Signal(n_attr, init=(1 << n_attr) - 1)
+        cur = Signal(n_attr)
+        aok = Cat(*(Cat(*(apos[p] & eq(b) for p, b in enumerate(a))).any() for a in attrs))
+        ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
+        with m.If(valid):
+            with m.If(~last & req["attr_byte"]):
+                m.d.sync += [apos.eq(apos << 1), amatch.eq(amatch & aok)]
+            with m.Else():
+                m.d.sync += [apos.eq(apos.init), amatch.eq(amatch.init)]
+            with m.If(last):
+                m.d.sync += cur.eq(0)
+            with m.Elif(req["attr_end"]):
+                m.d.sync += cur.eq(ahit)
+
+        # the value: string literals (a CAM over the value bytes; tab and newline read as space)
+        strings = list(dict.fromkeys(c.literal.encode("utf-8") for c in conditions
+                                     if c.kind == "string"))
+        smax = max((len(t) for t in strings), default=0)
+        vpos = Signal(smax + 1, init=1)
+        lit = Signal(max(1, len(strings)), init=(1 << max(1, len(strings))) - 1)
+        space_like = registered("vspace", member(b" \t\n"))
+
+        def same(b):
+            return space_like if b == ord(" ") else eq(b)
+        lit_ok = Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any()
+                       for t in strings)) if strings else Const(1, 1)
+        amp = Signal()                    # "&" or CR in the value: undecided
+
+        # the number lexer (one-hot; see xpfilt.hwdefs.value_number) and its digit positions
+        LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
+        lex = Signal(8, init=1 << LEAD)
+        neg, isig, nonzero = Signal(), Signal(), Signal()
+        ndig = Signal(range(NUMBER_DIGITS + 2))
+        ipos = Signal(NUMBER_DIGITS + 1, init=1)    # bit p: p significant integer digits
+        fpos = Signal(NUMBER_DIGITS + 1, init=1)    # bit p: p fraction digits
+        digit = registered("digit", member(range(0x30, 0x3A)))
+        nz = registered("digit_nz", member(range(0x31, 0x3A)))
+        ws = registered("vws", member(b" \t\n"))
+        dot, minus = eq(ord(".")), eq(ord("-"))
+        expo = registered("expo", member(b"eE"))
+
+        def dlt(k):     # the digit byte is below k
+            return registered(f"dlt_{k}", member(range(0x30, 0x30 + k)))
+
+        def dgt(k):     # the digit byte is above k
+            return registered(f"dgt_{k}", member(range(0x31 + k, 0x3A)))
+
+        nxt = [[] for _ in range(8)]
+        for here, branches in (
+                (LEAD, [(ws, LEAD), (minus, SIGN), (digit, INT), (dot, DOT)]),
+                (SIGN, [(digit, INT), (dot, DOT)]),
+                (INT, [(digit, INT), (dot, FRAC), (ws, TRAIL), (expo, UNDEC)]),
+                (DOT, [(digit, FRAC)]),
+                (FRAC, [(digit, FRAC), (ws, TRAIL), (expo, UNDEC)]),
+                (TRAIL, [(ws, TRAIL)])):
+            taken = []
+            for test, target in branches:
+                nxt[target].append(lex[here] & test)
+                taken.append(test)
+            nxt[NAN].append(lex[here] & ~Cat(*taken).any())
+        nxt[NAN].append(lex[NAN])
+        nxt[UNDEC].append(lex[UNDEC])
+        lex_next = Cat(*(Cat(*t).any() for t in nxt))
+        int_digit = digit & (lex[LEAD] | lex[SIGN] | lex[INT])
+        frac_digit = digit & (lex[DOT] | lex[FRAC])
+        sig_digit = int_digit & (isig | nz)
+
+        # per distinct number: the first difference from its digits, integer and fraction part
+        numbers = list(dict.fromkeys(number_digits(c.number) for c in conditions
+                                     if c.kind == "number"))
+        n_num = max(1, len(numbers))
+        ilt, igt, flt, fgt = (Signal(n_num, name=n) for n in ("ilt", "igt", "flt", "fgt"))
+        new_ilt, new_igt, new_flt, new_fgt = [], [], [], []
+        for _neg, whole, frac in numbers:
+            new_ilt.append(Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))).any()
+                           if whole else Const(0, 1))
+            new_igt.append(Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))).any()
+                           if whole else Const(0, 1))
+            new_flt.append(Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))).any()
+                           if frac else Const(0, 1))
+            new_fgt.append(Cat(*(fpos[p] & dgt(int(frac[p]) if p < len(frac) else 0)
+                                 for p in range(NUMBER_DIGITS + 1))).any())
+
+        with m.If(valid):
+            with m.If(last | req["val_start"]):
+                m.d.sync += [vpos.eq(vpos.init), lit.eq(lit.init), amp.eq(0), lex.eq(lex.init),
+                             neg.eq(0), isig.eq(0), nonzero.eq(0), ndig.eq(0),
+                             ipos.eq(ipos.init), fpos.eq(fpos.init),
+                             ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
+            with m.Elif(req["val_byte"]):
+                m.d.sync += [vpos.eq(vpos << 1), lit.eq(lit & lit_ok),
+                             amp.eq(amp | eq(ord("&")) | eq(ord("\r"))), lex.eq(lex_next),
+                             neg.eq(neg | (lex[LEAD] & minus)), isig.eq(isig | sig_digit),
+                             nonzero.eq(nonzero | ((int_digit | frac_digit) & nz))]
+                with m.If((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1)):
+                    m.d.sync += ndig.eq(ndig + 1)
+                with m.If(sig_digit):
+                    m.d.sync += ipos.eq(ipos << 1)
+                with m.If(frac_digit):
+                    m.d.sync += fpos.eq(fpos << 1)
+                for j in range(len(numbers)):
+                    with m.If(sig_digit & ~ilt[j] & ~igt[j]):
+                        m.d.sync += [ilt[j].eq(new_ilt[j]), igt[j].eq(new_igt[j])]
+                    with m.If(frac_digit & ~flt[j] & ~fgt[j]):
+                        m.d.sync += [flt[j].eq(new_flt[j]), fgt[j].eq(new_fgt[j])]
+
+        # at the closing quote: each condition on the current attribute
+        num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
+        num_nan = ~num_valid & ~lex[UNDEC]
+        num_undec = lex[UNDEC] | (num_valid & (ndig == NUMBER_DIGITS + 1))
+        vneg = neg & nonzero
+        relation = {}
+        for j, (kneg, whole, frac) in enumerate(numbers):
+            lw, lf = len(whole), len(frac)
+            i_shorter = ipos[:lw].any() if lw else Const(0, 1)
+            i_same = ipos[lw]
+            i_longer = ipos[lw + 1:].any()
+            f_shorter = fpos[:lf].any() if lf else Const(0, 1)
+            mag_lt = i_shorter | (i_same & (ilt[j] | (~igt[j] & (flt[j] | (~fgt[j] & f_shorter)))))
+            mag_gt = i_longer | (i_same & (igt[j] | (~ilt[j] & fgt[j])))
+            mag_eq = ~mag_lt & ~mag_gt
+            if kneg:
+                relation[numbers[j]] = (vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt)
+            else:
+                relation[numbers[j]] = (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt)
+        ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
+        bits = []
+        for c in conditions:
+            kind = c.kind
+            if kind == "exists":
+                bit = Const(1, 1)
+            elif kind == "string":
+                ok = ends[strings.index(c.literal.encode("utf-8"))]
+                bit = (ok if c.op == "=" else ~ok) & ~amp
+            elif kind == "nan":
+                bit = Const(int(c.op == "!="), 1) & ~amp
+            else:
+                lt, eq_, gt = relation[number_digits(c.number)]
+                bit = {"=": num_valid & eq_, "!=": num_nan | (num_valid & ~eq_),
+                       "<": num_valid & lt, "<=": num_valid & (lt | eq_),
+                       ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[c.op]
+                bit = bit & ~amp & ~num_undec
+            bits.append(bit)
+        conds = Signal(len(conditions))
+        with m.If(valid):
+            with m.If(last | req["tag_start"]):
+                m.d.sync += conds.eq(0)
+            with m.Elif(req["val_end"]):
+                m.d.sync += conds.eq(conds | Cat(*(cur[a] & bit for a, bit in zip(a_of, bits))))
+        valued = [i for i, a in enumerate(attrs)
+                  if any(c.kind != "exists" and a_of[k] == i for k, c in enumerate(conditions))]
+        numeric = [i for i, a in enumerate(attrs)
+                   if any(c.kind == "number" and a_of[k] == i for k, c in enumerate(conditions))]
+        undecided = req["val_end"] & (
+            (Cat(*(cur[i] for i in valued)).any() & amp if valued else Const(0, 1)) |
+            (Cat(*(cur[i] for i in numeric)).any() & num_undec if numeric else Const(0, 1)))
+        return conds, undecided

@@ -29,8 +29,8 @@ class DecodedEventLayout(data.StructLayout):
     tag id ``t``; nothing set for an unknown name). Decoded once for all clusters, so a cluster
     only registers the bits it uses and compares nothing."""
 
-    def __init__(self, *, n_tags: int, max_depth: int):
-        super().__init__({
+    def __init__(self, *, n_tags: int, max_depth: int, n_conds: int = 0):
+        fields = {
             "push": 1,
             "pop": 1,
             "tag": max(1, n_tags),
@@ -43,13 +43,18 @@ class DecodedEventLayout(data.StructLayout):
             "level1": 1,
             "level2": 1,
             "nested": 1,
-        })
+        }
+        if n_conds:     # the push's attribute condition bits (see xpfilt.hdl.frontend)
+            fields["conds"] = n_conds
+        super().__init__(fields)
 
 
-def decode_events(m: Module, events, n_tags: int, max_depth: int):
+def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int = 0):
     """A signal carrying ``events`` (an ``EventLayout``) with one-hot tag and parent and the
     level decoded (so that the clusters take registers straight into their logic)."""
-    out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth))
+    out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds))
+    if n_conds:
+        m.d.comb += out.conds.eq(events.conds)
     m.d.comb += [
         out.addr.eq(events.level - 1), out.level1.eq(events.level == 1),
         out.level2.eq(events.level == 2), out.nested.eq(events.level >= 2),
@@ -69,13 +74,14 @@ class StackBank(wiring.Component):
     ``matches`` (one flag per query of the cluster, in the plan's order, registered).
     """
 
-    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int):
+    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, n_conds: int = 0):
         if not cluster.queries:
             raise ValueError(f"cluster must have at least one query, not {len(cluster.queries)}")
         self.cluster = cluster
         self.max_depth = max_depth
         super().__init__({
-            "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth)),
+            "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth,
+                                            n_conds=n_conds)),
             "clear": In(1),
             "matches": Out(len(cluster.queries)),
         })
@@ -111,6 +117,17 @@ class StackBank(wiring.Component):
                     return cond & level_is_2 if src.level2 else cond
             raise AssertionError(f"source kind must be a SourceKind, not {src.kind!r}")
 
+        def guard(g):
+            """A node's guard over the push's condition bits (Const(1) for none)."""
+            if not g:
+                return Const(1)
+            if g[0] == "c":
+                return ev.conds[g[1]]
+            if g[0] == "not":
+                return ~guard(g[1])
+            terms = Cat(*(guard(x) for x in g[1:]))
+            return terms.all() if g[0] == "and" else terms.any()
+
         needed = {q.node for q in cluster.queries} | {
             k for k, n in enumerate(cluster.nodes) if n.column >= 0}
         fires = {}
@@ -118,7 +135,7 @@ class StackBank(wiring.Component):
             node = cluster.nodes[k]
             fire = Signal(name=f"fires_{k}")
             accept = is_tag[node.tag] if node.tag else Const(1)
-            m.d.comb += fire.eq(accept & source(node.source))
+            m.d.comb += fire.eq(accept & source(node.source) & guard(node.guard))
             fires[k] = fire
 
         for c, column in enumerate(cluster.columns):

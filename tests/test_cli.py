@@ -84,11 +84,11 @@ def test_compile_writes_plan_verilog_and_report(data, tmp_path, monkeypatch):
 
 def test_compile_refuses_predicates_naming_the_query(data, tmp_path):
     queries = tmp_path / "q.txt"
-    queries.write_text("/a/b\n/a[@x=1]\n")
+    queries.write_text("/a/b\n/a[text()=1]\n")
     result = run("compile", queries, "-o", tmp_path / "out")
     assert result.exit_code == 1      # the query is skipped, named; the others are compiled
-    assert ("skipped: query 2 (/a[@x=1]): value predicates are not supported by the hardware "
-            "engines yet") in result.output
+    assert ("skipped: query 2 (/a[text()=1]): text() predicates are not supported by the "
+            "hardware engines yet") in result.output
     from xpfilt.compiler import Plan
     assert Plan.from_json((tmp_path / "out" / "plan.json").read_text()).query_numbers == [1]
 
@@ -97,8 +97,9 @@ def test_model_engine_matches_expected_and_skips_predicates(data):
     result = run("filter", "-e", "model", "-q", data / "queries/nitf-d6-p15-pred1-n1000.txt",
                  data / "nitf/docs/outFile1.xml")
     assert result.exit_code == 1
-    assert "skipped: query 1 (/nitf/body/body.head[@id=13]/distributor/org/alt-code): value" \
-           " predicates are not supported by the hardware engines yet" in result.stderr
+    assert "skipped: query 20 (/nitf/body/*//bibliography[text()=15]): text() predicates are " \
+           "not supported by the hardware engines yet" in result.stderr
+    assert "query 1 " not in result.stderr     # attribute predicates run in the custom engine
     assert result.stdout.startswith("outFile1.xml\t")
 
 

@@ -53,7 +53,7 @@ def test_plan_json_round_trip(data):
 
 
 def test_plan_version_is_checked():
-    with pytest.raises(ValueError, match="plan version must be 2, not 99"):
+    with pytest.raises(ValueError, match="plan version must be 3, not 99"):
         Plan.from_json('{"version": 99}')
 
 
@@ -75,13 +75,24 @@ def test_default_cluster_size_follows_query_length():
     assert len(compile_queries(long_).clusters) == 3
 
 
-def test_predicates_are_refused_with_the_query_named():
-    queries = [parse_query("/a", 1), parse_query("/a[@x=1]/b", 2)]
+def test_text_predicates_are_refused_with_the_query_named():
+    queries = [parse_query("/a", 1), parse_query("/a[@x=1]/b[text()=1]", 2)]
     with pytest.raises(UnsupportedQueryError) as info:
         compile_queries(queries)
     assert str(info.value) == (
-        "hardware engines support path queries without predicates, not query 2 (/a[@x=1]/b) "
-        "(value predicates are not supported by the hardware engines yet)")
+        "the custom engine supports paths with attribute predicates, not query 2 "
+        "(/a[@x=1]/b[text()=1]) (text() predicates are not supported by the hardware engines "
+        "yet)")
+
+
+def test_attribute_predicates_compile_to_conditions_and_guards():
+    queries = [parse_query("/a[@x=1]/b", 1), parse_query("/a/b[@y or not(@x = 'q')]", 2)]
+    plan = compile_queries(queries)
+    assert [(c.attribute, c.op, c.literal) for c in plan.conditions] == [
+        ("x", "=", 1.0), ("y", "exists", None), ("x", "=", "q")]
+    assert [n.guard for n in plan.clusters[0].nodes] == [
+        ("c", 0), (), (), ("or", ("c", 1), ("not", ("c", 2)))]
+    assert Plan.from_json(plan.to_json()) == plan
 
 
 @pytest.mark.parametrize("kwargs, message", [

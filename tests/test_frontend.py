@@ -16,6 +16,7 @@ from hypothesis import given, settings
 
 from xpfilt.hdl.frontend import LATENCY, Errors, ErrorFlags, FrontEnd, name_hash, tag_width_for
 from xpfilt.events import EventKind, MalformedDocumentError, parse_events
+from xpfilt.hwdefs import AttrCondition
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
 
 from .conftest import DATA
@@ -399,10 +400,11 @@ def test_interface():
     layout = data.Layout.cast(fe.event_layout)
     assert [(name, f.offset, f.width) for name, f in layout] == [
         ("push", 0, 1), ("pop", 1, 1), ("tag", 2, 2), ("parent", 4, 2), ("level", 6, 5),
-        ("doc_end", 11, 1), ("errors", 12, 3)]
+        ("doc_end", 11, 1), ("errors", 12, 4)]
     assert [(name, f.offset) for name, f in data.Layout.cast(ErrorFlags)] == [
-        ("malformed", 0), ("depth_overflow", 1), ("name_too_long", 2)]
-    assert [e.name for e in Errors] == ["MALFORMED", "DEPTH_OVERFLOW", "NAME_TOO_LONG"]
+        ("malformed", 0), ("depth_overflow", 1), ("name_too_long", 2), ("value_undecided", 3)]
+    assert [e.name for e in Errors] == ["MALFORMED", "DEPTH_OVERFLOW", "NAME_TOO_LONG",
+                                        "VALUE_UNDECIDED"]
     members = dict(fe.signature.members)
     assert set(members) == {"bytes_in", "events", "tos", "name_tap"}
     assert members["bytes_in"].flow.name == "In"
@@ -451,12 +453,13 @@ FUZZ_TOKENS = [
     "\n", "r", "a", "b", "ab", "abcdefgh", "abcdefghi", "x1", "1", "&amp;", "\u00e9",
     "<r>", "</r>", "<a>", "</a>", "<b/>", '<a x="1">', "<!--", "-->", "<?", "?>", "<![CDATA[",
     "<!DOCTYPE r [", '<!ENTITY e "x>">', "<!", "CDATA[", "DOCTYPE", "OCTYPE",
+    '<a x="1e2">', "<b x='q' y=''/>", ' x="&amp;"', ' x="-1.5 "',
 ] + ["<r>", "</r>", "<a>", "</a>", "<b>", "</b>", "<abcdefgh>", "</abcdefgh>", "<x/>"] * 3
 
 
 def test_rtl_fuzz():
     """Random token soup, random document ends and gaps: every path of the parser."""
-    rng = random.Random(2024)
+    rng = random.Random(2025)
     items = []
     while len(items) < 15000:
         token = rng.choice(FUZZ_TOKENS).encode()
@@ -466,7 +469,10 @@ def test_rtl_fuzz():
             items.append((1, b, int(i == len(token) - 1 and rng.random() < 0.03)))
     items += [(1, ord(" "), 1)]                    # end the soup's last document
     items += byte_stream([b"<r><a>t</a></r>"])      # and a good one
-    events = assert_rtl_matches_model(["r", "a", "b", "abcdefgh"], items, **SMALL)
+    conditions = [AttrCondition("x", "=", 1.0), AttrCondition("x", "<", -1.0),
+                  AttrCondition("x", "=", "q"), AttrCondition("y", "exists")]
+    events = assert_rtl_matches_model(["r", "a", "b", "abcdefgh"], items, **SMALL,
+                                      conditions=conditions)
     # the soup must have exercised every kind of output
     assert sum(e.push for e in events) > 100 and sum(e.pop for e in events) > 50
     docs = [e for e in events if e.doc_end]
@@ -477,6 +483,7 @@ def test_rtl_fuzz():
     assert any(e.push and e.tag == 4 for e in events)
     assert any(e.push and e.tag == 0 for e in events)
     assert docs[-1].errors == 0
+    assert any(e.conds for e in events)
 
 
 def test_verilog():

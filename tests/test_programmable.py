@@ -54,7 +54,7 @@ def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
         "3 queries are not configured:\n"
         "  query 1 (/a/b): no room left (1 clusters x 4 columns)\n"
         "  query 2 (/long/b): tag 'long' is longer than the hardware's max tag length 3\n"
-        "  query 3 (/a[@x=1]): value predicates are not supported by the hardware engines yet\n"
+        "  query 3 (/a[@x=1]): value predicates are not supported by the programmable engine yet\n"
         "at least 2 more columns would be needed (the hardware has 4)")
     with pytest.raises(ConfigurationError):
         configure(queries_of("/long"), spec, strict=True)

@@ -23,6 +23,17 @@ where ``top`` is the row of level ``L - 1``. Sources (see :class:`Source`):
 
 A query matches when its last node fires; its flag is read out at the end of the document.
 
+Attribute predicates (issue 14). The plan lists the distinct attribute conditions of its queries
+(:class:`xpfilt.hwdefs.AttrCondition`: attribute, operator, literal; ``[@a]`` is one too); the
+front end evaluates them on every start tag and sends their bits with the push. A step with
+predicates has a *guard*, its predicates' And/Or/Not over condition indices (nested tuples:
+``("c", i)``, ``("and", g, ...)``, ``("or", g, ...)``, ``("not", g)``; ``()``: none), and fires
+only when its guard holds: ``fires[k] = accepts and source and guard``. A guard is part of a
+node's identity in prefix sharing (a guarded step never merges with an unguarded one), and a
+guarded first step keeps its column (optimization (2) reads the parent's tag, which says
+nothing about its guard). Column sharing (3) stays exact: a member's bit is set only when that
+member fired, guard included.
+
 Column optimizations (each switchable): (1) the last node gets no column; (2) a first step whose
 children are all ``/`` steps gets no column (the global stack knows the parent's tag); (3) nodes
 that are not ``*`` and not followed by ``//`` share columns when their tags differ (the tag on the
@@ -37,15 +48,17 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
+from .hwdefs import AttrCondition, number_digits
 from .readout import check_readout
-from .xpath import Axis, Query
+from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget, Predicate, Query,
+                    TextTarget, leaves)
 
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
-           "COMBINATIONS_REFUSED"]
+           "COMBINATIONS_REFUSED", "TEXT_REFUSED", "POSITION_REFUSED", "guard_holds"]
 
-PLAN_VERSION = 2
+PLAN_VERSION = 3
 
 
 class EngineMode(str, enum.Enum):
@@ -111,6 +124,7 @@ class Node:
     tag: int                     # tag id in the plan's dictionary (global), 0 for '*'
     source: Source
     column: int = -1             # -1: the node has no column
+    guard: tuple = ()            # its step's predicates over the plan's conditions (() = none)
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,7 @@ class Plan:
     tags: tuple[str, ...]        # CAM contents; tag id of tags[i] is i + 1
     clusters: tuple[Cluster, ...]
     stats: dict = field(default_factory=dict, compare=False)
+    conditions: tuple[AttrCondition, ...] = ()   # condition i's bit is bit i of a push's conds
 
     @property
     def query_numbers(self) -> list[int]:
@@ -158,7 +173,8 @@ class Plan:
             raise ValueError(f"plan version must be {PLAN_VERSION}, not {raw.get('version')!r}")
         clusters = tuple(cls.cluster_from_dict(c) for c in raw["clusters"])
         return cls(raw["version"], raw["mode"], CompileOptions(**raw["options"]),
-                   tuple(raw["tags"]), clusters, raw.get("stats", {}))
+                   tuple(raw["tags"]), clusters, raw.get("stats", {}),
+                   tuple(AttrCondition(**c) for c in raw.get("conditions", ())))
 
     @staticmethod
     def cluster_from_dict(c: dict) -> Cluster:
@@ -166,31 +182,99 @@ class Plan:
         return Cluster(
             tuple(Node(n["tag"], Source(**{**n["source"],
                                             "kind": SourceKind(n["source"]["kind"])}),
-                       n["column"]) for n in c["nodes"]),
+                       n["column"], _tuples(n.get("guard", ()))) for n in c["nodes"]),
             tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
             tuple(QueryPlan(**q) for q in c["queries"]))
 
 
-#: Why the hardware engines refuse a query with value predicates (the one wording).
-PREDICATES_REFUSED = "value predicates are not supported by the hardware engines yet"
+def _tuples(value):
+    """A guard read back from JSON (lists) as nested tuples."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def guard_holds(guard: tuple, bits: int) -> bool:
+    """Whether a node's guard holds for a push whose condition bits are ``bits``."""
+    if not guard:
+        return True
+    op = guard[0]
+    if op == "c":
+        return bool(bits >> guard[1] & 1)
+    if op == "and":
+        return all(guard_holds(g, bits) for g in guard[1:])
+    if op == "or":
+        return any(guard_holds(g, bits) for g in guard[1:])
+    return not guard_holds(guard[1], bits)
+
+
+#: Why the programmable engine refuses a query with value predicates (the one wording).
+PREDICATES_REFUSED = "value predicates are not supported by the programmable engine yet"
+#: Why the custom engine refuses a query with text() or position() predicates.
+TEXT_REFUSED = "text() predicates are not supported by the hardware engines yet"
+POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
 #: ... a profile with nested paths (a twig), and one that combines paths with and/or/not.
 TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the hardware engines yet"
 COMBINATIONS_REFUSED = "boolean combinations of paths are not supported by the hardware engines yet"
 
 
-def hardware_refusal(query: Query) -> Optional[str]:
-    """Why no hardware engine can take ``query`` whatever its sizes (None: it is a plain path)."""
+def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Optional[str]:
+    """Why the hardware engine of ``mode`` cannot take ``query`` whatever its sizes (None: it
+    can). The custom engine takes paths whose predicates test attributes only (comparisons with
+    numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence, and
+    and/or/not); the programmable engine takes plain paths."""
     if not query.is_path:
         return COMBINATIONS_REFUSED
     if query.has_nested_paths:
         return TWIGS_REFUSED
-    if query.has_predicates:
+    if not query.has_predicates:
+        return None
+    if EngineMode(mode) is EngineMode.PROGRAMMABLE:
         return PREDICATES_REFUSED
+    for step in query.steps:
+        for predicate in step.predicates:
+            for leaf in leaves(predicate):
+                target = getattr(leaf, "target", None)
+                if isinstance(target, TextTarget):
+                    return TEXT_REFUSED
+                if isinstance(target, PositionTarget):
+                    return POSITION_REFUSED
+    for condition in _conditions_of(query):
+        if condition.kind == "number" and number_digits(condition.number) is None:
+            return (f"number {condition.literal!r} has more than 15 digits, which the hardware "
+                    f"engines cannot compare")
     return None
 
 
-def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAME
-                     ) -> tuple[list[Query], list[str]]:
+def _condition(leaf) -> AttrCondition:
+    if isinstance(leaf, Exists):
+        return AttrCondition(leaf.target.name, "exists")
+    return AttrCondition(leaf.target.name, leaf.op, leaf.literal)
+
+
+def _conditions_of(query: Query) -> list[AttrCondition]:
+    return [_condition(leaf) for step in query.steps for p in step.predicates
+            for leaf in leaves(p) if isinstance(getattr(leaf, "target", None), AttributeTarget)]
+
+
+def _guard(step, index: dict) -> tuple:
+    """The guard of ``step`` over the condition indices ``index`` (() for no predicate)."""
+    def build(node):
+        if isinstance(node, And):
+            return ("and", *(build(o) for o in node.operands))
+        if isinstance(node, Or):
+            return ("or", *(build(o) for o in node.operands))
+        if isinstance(node, Not):
+            return ("not", build(node.operand))
+        if isinstance(node, (Predicate, Exists)):
+            return ("c", index[_condition(node)])
+        raise TypeError(f"not an attribute condition: {node!r}")
+    if not step.predicates:
+        return ()
+    parts = [build(p) for p in step.predicates]
+    return parts[0] if len(parts) == 1 else ("and", *parts)
+
+
+def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAME,
+                     mode: EngineMode = EngineMode.CUSTOM) -> tuple[list[Query], list[str]]:
     """The queries a hardware engine can take, and a message for each other one: a query with
     value predicates or a combination of paths (:func:`hardware_refusal`), or one with a name longer than the front
     end's ``max_name`` bytes (it could never be decoded, so never match; None: not checked)."""
@@ -198,7 +282,7 @@ def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAM
     for q in queries:
         long_names = [s.name for s in q.steps
                       if max_name is not None and len(s.name.encode()) > max_name]
-        why = hardware_refusal(q)
+        why = hardware_refusal(q, mode)
         if why:
             refused.append(f"query {q.number} ({q}): {why}")
         elif long_names:
@@ -211,20 +295,22 @@ def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAM
 
 def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileOptions()) -> Plan:
     """Compile parsed queries into a custom-engine plan. Raises :class:`UnsupportedQueryError`
-    naming every query with a predicate or that combines paths."""
-    bad = [(q, hardware_refusal(q)) for q in queries if not q.is_structural]
+    naming every query the custom engine cannot take (:func:`hardware_refusal`)."""
+    bad = [(q, why) for q in queries for why in [hardware_refusal(q)] if why]
     if bad:
         listing = ", ".join(f"{q.number} ({q})" for q, _why in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         raise UnsupportedQueryError(
-            f"hardware engines support path queries without predicates, not query {listing}{more}"
-            f" ({bad[0][1]})")
+            f"the custom engine supports paths with attribute predicates, not query "
+            f"{listing}{more} ({bad[0][1]})")
+    conditions = tuple(dict.fromkeys(c for q in queries for c in _conditions_of(q)))
+    index = {c: i for i, c in enumerate(conditions)}
     size = options.cluster_size
     if size is None:
         size = 256 if all(len(q) <= 4 for q in queries) else 128
     tags = tuple(sorted({s.name for q in queries for s in q.steps if not s.is_wildcard}))
     tag_id = {name: i + 1 for i, name in enumerate(tags)}
-    clusters = tuple(_compile_cluster(queries[i:i + size], options, tag_id)
+    clusters = tuple(_compile_cluster(queries[i:i + size], options, tag_id, index)
                      for i in range(0, len(queries), size))
     stats = {
         "queries": len(queries),
@@ -234,29 +320,35 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         "clusters": len(clusters),
         "cluster_size": size,
         "tags": len(tags),
+        "conditions": len(conditions),
     }
-    return Plan(PLAN_VERSION, EngineMode.CUSTOM.value, options, tags, clusters, stats)
+    return Plan(PLAN_VERSION, EngineMode.CUSTOM.value, options, tags, clusters, stats,
+                conditions)
 
 
 def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
-                     tag_id: dict[str, int]) -> Cluster:
+                     tag_id: dict[str, int], index: dict) -> Cluster:
     # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).
     #    A node's identity includes whether it is followed by '//' (its column's self loop).
     keys: dict[tuple, int] = {}
     parent_of: list[int] = []       # -1: a first step
     steps_of: list = []             # (axis, name, followed_by_descendant)
+    guard_of: list = []
     children: list[list[int]] = []
     query_node: list[int] = []
     for qi, query in enumerate(queries):
         parent = -1
         for j, step in enumerate(query.steps):
             followed = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
-            key = (parent, step.axis, step.name, followed) if options.prefix_sharing else (qi, j)
+            guard = _guard(step, index)
+            key = (parent, step.axis, step.name, followed, guard) if options.prefix_sharing \
+                else (qi, j)
             node = keys.get(key)
             if node is None:
                 node = keys[key] = len(parent_of)
                 parent_of.append(parent)
                 steps_of.append((step.axis, step.name, followed))
+                guard_of.append(guard)
                 children.append([])
                 if parent >= 0:
                     children[parent].append(node)
@@ -270,7 +362,7 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
         axis, name, followed = steps_of[k]
         if options.opt_last and not children[k]:
             needs_column.append(False)        # (1): only ever a last node
-        elif options.opt_root and parent_of[k] < 0 and not followed:
+        elif options.opt_root and parent_of[k] < 0 and not followed and not guard_of[k]:
             needs_column.append(False)        # (2): children read the global stack
         else:
             needs_column.append(True)
@@ -315,7 +407,7 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
             p_axis, p_name, _ = steps_of[parent]
             source = Source(SourceKind.PARENT, tag=tag_id.get(p_name, 0),
                             level2=p_axis is Axis.CHILD)
-        nodes.append(Node(tag_id.get(name, 0), source, column_of[k]))
+        nodes.append(Node(tag_id.get(name, 0), source, column_of[k], guard_of[k]))
 
     return Cluster(
         tuple(nodes),

@@ -8,7 +8,10 @@ configuration stream's CRC polynomial.
 """
 
 import enum as py_enum
-from typing import Sequence
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Optional, Sequence, Union
 
 from amaranth.lib import data, enum
 
@@ -16,7 +19,8 @@ __all__ = [
     "WHITESPACE", "NAME_START", "NAME_CHAR", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "HASH_WIDTH",
     "HASH_POLY", "HASH_INIT", "EXCESS_WIDTH", "LATENCY", "hash_byte", "name_hash", "ErrorFlags",
     "Errors", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
-    "distribution_depth", "CRC32_POLY",
+    "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
+    "value_number", "condition_value_holds", "CONDITION_OPS",
 ]
 
 
@@ -74,6 +78,7 @@ class ErrorFlags(data.Struct):
     malformed: 1
     depth_overflow: 1
     name_too_long: 1
+    value_undecided: 1
 
 
 #: The same flags as a Python :class:`enum.IntFlag` for software, derived from :class:`ErrorFlags`.
@@ -172,3 +177,129 @@ def distribution_depth(leaves: int) -> int:
 # --- configuration streams ------------------------------------------------------------------------
 
 CRC32_POLY = 0xEDB88320   # reflected IEEE polynomial: bit-serial CRC-32 equal to zlib.crc32
+
+
+# --- attribute conditions (issue 14: value predicates in the custom engine's front end) -----------
+
+#: Comparison operators of an attribute condition, and ``exists`` (``[@a]``).
+CONDITION_OPS = ("exists", "=", "!=", "<", "<=", ">", ">=")
+#: Most digits a number may have for the hardware to compare it (the attribute value's digits
+#: after the integer part's leading zeros, fraction digits included; a number literal's too).
+#: Up to 15 digits, every decimal is told apart from every other by its nearest double
+#: (DBL_DIG), so comparing the decimals exactly gives what XPath's double comparison gives.
+NUMBER_DIGITS = 15
+
+
+@dataclass(frozen=True)
+class AttrCondition:
+    """One condition the front end evaluates on a start tag's attributes: the element has
+    attribute ``attribute`` and (unless ``op`` is ``exists``) its value compares with
+    ``literal`` (a float: number; a str: string for ``=``/``!=``, else its number) as XPath 1.0
+    does. Its bit travels with the element's push."""
+    attribute: str
+    op: str
+    literal: Union[float, str, None] = None
+
+    @property
+    def kind(self) -> str:
+        """``exists``, ``string`` (``=``/``!=`` with a string), ``nan`` (a number comparison
+        with a literal whose number is NaN: only ``!=`` holds) or ``number``."""
+        if self.op == "exists":
+            return "exists"
+        if isinstance(self.literal, str) and self.op in ("=", "!="):
+            return "string"
+        return "nan" if math.isnan(self.number) else "number"
+
+    @property
+    def number(self) -> float:
+        literal = self.literal
+        if isinstance(literal, str):
+            from .xpath import xpath_number   # late: xpath imports nothing of ours
+            return xpath_number(literal)
+        return float(literal)
+
+
+def number_digits(number: float) -> Optional[tuple[bool, str, str]]:
+    """A finite number literal as the hardware's comparator holds it: (negative, integer digits
+    without leading zeros, fraction digits without trailing zeros) of its shortest decimal form;
+    None if that needs more than :data:`NUMBER_DIGITS` digits (or it is not finite)."""
+    if not math.isfinite(number):
+        return None
+    text = format(Decimal(repr(number)), "f")
+    negative = text.startswith("-")
+    whole, _, fraction = text.lstrip("-").partition(".")
+    whole, fraction = whole.lstrip("0"), fraction.rstrip("0")
+    if len(whole) + len(fraction) > NUMBER_DIGITS:
+        return None
+    return negative and bool(whole or fraction), whole, fraction
+
+
+_VALUE_WS = b" \t\n"
+
+
+def value_number(raw: bytes) -> Union[Decimal, float, None]:
+    """What the front end's number lexer makes of an attribute value's bytes: the exact
+    :class:`Decimal`, NaN (not a number: XPath's ``number()`` is NaN too), or None (undecided:
+    an exponent, ``e``/``E`` right after a number, or more than :data:`NUMBER_DIGITS` digits).
+    Whitespace is space, tab and newline (a carriage return makes the value undecided before
+    this is asked, see :func:`condition_value_holds`). The lexer: leading whitespace, ``-``,
+    digits, ``.`` and digits (one side at least), trailing whitespace."""
+    state = "lead"
+    sig = digits = 0
+    for b in raw:
+        if state in ("nan", "undecided"):
+            break
+        digit = 48 <= b <= 57
+        if state == "lead":
+            state = ("lead" if b in _VALUE_WS else "sign" if b == 45 else "int" if digit
+                     else "dot" if b == 46 else "nan")
+        elif state == "sign":
+            state = "int" if digit else "dot" if b == 46 else "nan"
+        elif state == "int":
+            state = ("int" if digit else "frac" if b == 46 else "trail" if b in _VALUE_WS
+                     else "undecided" if b in b"eE" else "nan")
+        elif state == "dot":
+            state = "frac" if digit else "nan"
+        elif state == "frac":
+            state = ("frac" if digit else "trail" if b in _VALUE_WS
+                     else "undecided" if b in b"eE" else "nan")
+        elif state == "trail":
+            state = "trail" if b in _VALUE_WS else "nan"
+        if digit and state in ("int", "frac"):
+            if state == "frac" or sig or b != 48:
+                sig = 1
+                digits += 1
+    if state == "undecided":
+        return None
+    if state not in ("int", "frac", "trail"):
+        return math.nan
+    if digits > NUMBER_DIGITS:
+        return None
+    return Decimal(raw.strip(_VALUE_WS).decode("ascii") .rstrip("."))
+
+
+def condition_value_holds(condition: AttrCondition, raw: bytes) -> Optional[bool]:
+    """Whether an attribute value, as its bytes between the quotes, satisfies ``condition``
+    (the attribute is present): what the front end computes, None when it cannot decide. It
+    cannot when the value of a compared attribute holds ``&`` (an entity or character reference
+    changes the value) or a carriage return (line-end normalisation), nor for a number
+    comparison when :func:`value_number` is None. XML normalises tab and newline in attribute
+    values to spaces: a string comparison reads them as spaces."""
+    kind = condition.kind
+    if kind == "exists":
+        return True
+    if b"&" in raw or b"\r" in raw:
+        return None
+    if kind == "string":
+        value = raw.replace(b"\t", b" ").replace(b"\n", b" ")
+        return (value == condition.literal.encode("utf-8")) == (condition.op == "=")
+    if kind == "nan":
+        return condition.op == "!="
+    v = value_number(raw)
+    if v is None:
+        return None
+    op = condition.op
+    if isinstance(v, float):                 # NaN
+        return op == "!="
+    k = Decimal(repr(condition.number))
+    return {"=": v == k, "!=": v != k, "<": v < k, "<=": v <= k, ">": v > k, ">=": v >= k}[op]

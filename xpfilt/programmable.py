@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from .compiler import DEEPEST
-from .compiler import hardware_refusal
+from .compiler import EngineMode, hardware_refusal
 from .readout import check_readout
 from .xpath import Axis, Query
 
@@ -230,7 +230,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     candidates = []
     for q in queries:
         long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
-        why = hardware_refusal(q)
+        why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
         if why:
             rejected.append((q.number, f"query {q.number} ({q}): {why}"))
         elif long_tags:

@@ -118,7 +118,7 @@ class EngineModel(FrameModel):
     def __init__(self, plan: Plan, *, max_name: int = 32):
         self.plan = plan
         self.front_end = FrontEndModel(plan.tags, max_depth=plan.options.max_depth,
-                                       max_name=max_name)
+                                       max_name=max_name, conditions=plan.conditions)
         self.width = sum(len(c.queries) for c in plan.clusters)
         self.readout_kind = ReadoutKind(plan.options.readout)
         self.tree_depth = distribution_depth(len(plan.clusters))
@@ -135,7 +135,7 @@ class EngineModel(FrameModel):
 
     def _push(self, ev) -> None:
         for stacks in self.stacks:
-            stacks.push(ev.tag, ev.parent, ev.level)
+            stacks.push(ev.tag, ev.parent, ev.level, ev.conds)
 
     def _pop(self) -> None:
         for stacks in self.stacks:

@@ -19,7 +19,8 @@ from typing import NamedTuple, Optional, Sequence
 
 from ..hwdefs import (
     CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, LATENCY, NAME_CHAR, NAME_START,
-    WHITESPACE, Errors, State, check_parameters, hash_byte, tag_width_for,
+    WHITESPACE, AttrCondition, Errors, State, check_parameters, condition_value_holds, hash_byte,
+    tag_width_for,
 )
 
 __all__ = ["FrontEndEvent", "NO_EVENT", "DocEvent", "FrontEndModel", "decode_event"]
@@ -35,6 +36,7 @@ class FrontEndEvent(NamedTuple):
     doc_end: int = 0
     errors: int = 0      # an :class:`xpfilt.hdl.frontend.Errors` bit set, nonzero only on doc_end
     name: bytes = b""    # on push, with ``report_names``: the element's name as written
+    conds: int = 0       # on push: bit i = the element satisfies condition i (see FrontEndModel)
 
 
 #: The ``events`` port in a cycle without an event.
@@ -69,6 +71,7 @@ _END = 256                                           # trie key holding a node's
 _MALFORMED = int(Errors.MALFORMED)
 _DEPTH_OVERFLOW = int(Errors.DEPTH_OVERFLOW)
 _NAME_TOO_LONG = int(Errors.NAME_TOO_LONG)
+_VALUE_UNDECIDED = int(Errors.VALUE_UNDECIDED)
 _EXCESS_MAX = (1 << EXCESS_WIDTH) - 1
 
 # States as plain ints.
@@ -86,10 +89,18 @@ class FrontEndModel:
     """Cycle-accurate model of ``FrontEnd(tags, max_depth=..., max_name=...)``."""
 
     def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32,
-                 report_names: bool = False):
+                 report_names: bool = False, conditions: Sequence[AttrCondition] = ()):
         """``report_names``: pushes also carry the element's name (for decoders outside the
-        front end, like the programmable engine's); it costs a little speed."""
+        front end, like the programmable engine's); it costs a little speed. ``conditions``:
+        the attribute conditions whose bits pushes carry (``conds``), each evaluated as
+        :func:`xpfilt.hwdefs.condition_value_holds` says when the attribute's value ends (a bit
+        is 0 when undecided; the document then has ``VALUE_UNDECIDED``); the bits clear at every
+        ``<`` in content."""
         self.report_names = report_names
+        self.conditions = tuple(conditions)
+        self._by_attribute: dict[bytes, list] = {}
+        for i, cond in enumerate(self.conditions):
+            self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append((i, cond))
         self.tags = tuple(tags)
         self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
         self.max_depth = max_depth
@@ -143,6 +154,20 @@ class FrontEndModel:
 
     # --- the parser ---------------------------------------------------------------------------
 
+    @staticmethod
+    def _value_end(conditions, value: bytearray, conds: int) -> tuple[int, int]:
+        """An attribute value with ``conditions`` ended: the new condition bits, and 2 if some
+        condition is undecided (its bit stays 0), else 0."""
+        undecided = 0
+        raw = bytes(value)
+        for i, cond in conditions:
+            holds = condition_value_holds(cond, raw)
+            if holds is None:
+                undecided = 2
+            elif holds:
+                conds |= 1 << i
+        return conds, undecided
+
     def _run(self):
         WS, NSTART, NCHAR, HASH = _WS, _NSTART, _NCHAR, _HASH
         trie = self._trie
@@ -158,6 +183,12 @@ class FrontEndModel:
         pos, h, node = 0, HASH_INIT, trie     # tag decoder and name hash
         names = self.report_names
         name = bytearray()                     # the name so far (with report_names)
+        by_attribute = self._by_attribute
+        attrs = bool(by_attribute)             # attribute conditions to evaluate
+        conds = 0                              # their bits for the start tag being read
+        attr_name = bytearray()                # the attribute name being read
+        cur_attr = None                        # the conditions on the attribute being read
+        value = bytearray()                    # its value so far
 
         ev = no_event
         while True:
@@ -176,14 +207,20 @@ class FrontEndModel:
             if state == TEXT:
                 if c == _LT:
                     ns = LT
+                    conds = 0
                 elif not level and not WS[c]:
                     bad = 1                                 # text outside the root
             elif state == AVAL_DQ:
                 hold = 1
                 if c == _DQ:
                     ns = AFTER_AVAL
-                elif c == _LT:
-                    bad = 1
+                    if cur_attr:
+                        conds, bad = self._value_end(cur_attr, value, conds)
+                else:
+                    if c == _LT:
+                        bad = 1
+                    if cur_attr:
+                        value.append(c)
             elif state == START_NAME:
                 if NCHAR[c]:
                     nb = 1
@@ -198,10 +235,16 @@ class FrontEndModel:
             elif state == ATTR_NAME:
                 if NCHAR[c]:
                     hold = 1
+                    if attrs:
+                        attr_name.append(c)
                 elif WS[c]:
                     hold, ns = 1, ATTR_EQ
+                    if attrs:
+                        cur_attr = by_attribute.get(bytes(attr_name))
                 elif c == _EQ:
                     hold, ns = 1, ATTR_VALUE
+                    if attrs:
+                        cur_attr = by_attribute.get(bytes(attr_name))
                 else:
                     bad, ns = 1, TEXT
             elif state == END_NAME:
@@ -249,6 +292,8 @@ class FrontEndModel:
                     req, ns = 1, EMPTY_SLASH
                 elif NSTART[c]:
                     hold, ns = 1, ATTR_NAME
+                    if attrs:
+                        attr_name[:] = bytes((c,))
                 else:
                     bad, ns = 1, TEXT
             elif state == ATTR_VALUE:
@@ -256,8 +301,10 @@ class FrontEndModel:
                     hold = 1
                 elif c == _DQ:
                     hold, ns = 1, AVAL_DQ
+                    value.clear()
                 elif c == _SQ:
                     hold, ns = 1, AVAL_SQ
+                    value.clear()
                 else:
                     bad, ns = 1, TEXT
             elif state == COMMENT:
@@ -267,8 +314,13 @@ class FrontEndModel:
                 hold = 1
                 if c == _SQ:
                     ns = AFTER_AVAL
-                elif c == _LT:
-                    bad = 1
+                    if cur_attr:
+                        conds, bad = self._value_end(cur_attr, value, conds)
+                else:
+                    if c == _LT:
+                        bad = 1
+                    if cur_attr:
+                        value.append(c)
             elif state == EMPTY_SLASH:
                 if c == _GT:
                     req, ns = 2, TEXT
@@ -396,7 +448,7 @@ class FrontEndModel:
             else:  # pragma: no cover - every state is handled above
                 raise AssertionError(f"state must be a parser state, not {state!r}")
 
-            found = _MALFORMED if bad else 0
+            found = (_MALFORMED if bad & 1 else 0) | (_VALUE_UNDECIDED if bad & 2 else 0)
             if req == 1:                                    # a start tag ended
                 if level == max_depth:
                     found |= _DEPTH_OVERFLOW
@@ -410,8 +462,8 @@ class FrontEndModel:
                     stack_hash[level] = h
                     root_seen = 1
                     self._tos = level
-                    ev = Event(1, 0, tid, parent, level, 0, 0, bytes(name)) if names else \
-                        Event(1, 0, tid, parent, level)
+                    ev = Event(1, 0, tid, parent, level, 0, 0, bytes(name), conds) if names \
+                        else Event(1, 0, tid, parent, level, 0, 0, b"", conds)
             elif req:                                       # an element closes
                 if excess:
                     excess -= 1
@@ -454,11 +506,14 @@ class FrontEndModel:
                 errors = sticky | found
                 if state != TEXT or level or not root_seen:
                     errors |= _MALFORMED
-                ev = Event(ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors, ev.name)
+                ev = Event(ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors, ev.name,
+                           ev.conds)
                 state = TEXT
                 level = excess = root_seen = in_subset = kw = sticky = 0
                 pos, h, node = 0, HASH_INIT, trie
                 name.clear()
+                conds, cur_attr = 0, None
+                attr_name.clear()
                 self._tos = 0
             elif found:
                 sticky |= found

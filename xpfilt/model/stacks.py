@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..compiler import Cluster, SourceKind
+from ..compiler import Cluster, SourceKind, guard_holds
 
 __all__ = ["ClusterStacks"]
 
@@ -37,8 +37,11 @@ class ClusterStacks:
         self._parent_any: list[int] = [0] * (n_tags + 1)   # parent tag (0: any element)
         self._parent_l2: list[int] = [0] * (n_tags + 1)
         self._column_bit = []
+        self._guards: dict[int, tuple] = {}        # node -> its guard (guarded nodes only)
         for k, node in enumerate(cluster.nodes):
             bit = 1 << k
+            if node.guard:
+                self._guards[k] = node.guard
             if node.tag:
                 accept[node.tag] |= bit
             else:
@@ -59,6 +62,7 @@ class ClusterStacks:
                     raise AssertionError(f"source kind must be a SourceKind, not {src.kind!r}")
             self._column_bit.append(1 << node.column if node.column >= 0 else 0)
         self._accept = [a | wild for a in accept]
+        self._guarded = sum(1 << k for k in self._guards)
         self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
         self._match_nodes = defaultdict(list)   # node -> readout positions in this cluster
         for i, q in enumerate(cluster.queries):
@@ -71,9 +75,10 @@ class ClusterStacks:
         self.stack = [0]           # stack[L] = row of level L; stack[0] is all zeros
         self.matches = 0           # bit i = query i of the cluster matched
 
-    def push(self, tag: int, parent: int, level: int) -> None:
+    def push(self, tag: int, parent: int, level: int, conds: int = 0) -> None:
         """An element with ``tag`` opens at ``level``; ``parent`` is its parent's tag (0 at the
-        root or for an unknown name)."""
+        root or for an unknown name); ``conds``: its attribute condition bits (a guarded node
+        fires only if its guard holds on them)."""
         top = self.stack[-1]
         source = self._any
         if level == 1:
@@ -89,6 +94,10 @@ class ClusterStacks:
             if parent:
                 source |= self._from_column_tag.get((c, parent), 0)
         fires = self._accept[tag] & source
+        if fires & self._guarded:
+            for k in _bits(fires & self._guarded):
+                if not guard_holds(self._guards[k], conds):
+                    fires &= ~(1 << k)
         row = top & self._self_loop
         column_bit = self._column_bit
         for k in _bits(fires):
