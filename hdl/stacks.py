@@ -1,14 +1,19 @@
 """The path-specific stacks of one cluster, generated from the plan (see :mod:`xpfilt.compiler`).
 
 All columns of the cluster share the top-of-stack pointer (the front end's ``level``), so they are
-packed into one memory row: the row of the current level lives in the ``top`` register, the rows
-below it in a LUT-RAM (one write port, one asynchronous read port) addressed by ``level - 1``.
+packed into one memory row. The custom engine's rows live in a LUT-RAM addressed by level
+(:func:`level_stack`: one write port, one asynchronous read port, nothing else per column):
 
-* push to level ``L``: ``mem[L-1] <= top``; ``top <= new`` (the node equations of the plan).
-* pop from level ``L``: ``top <= mem[L-1]``.
-* ``doc_end``: ``top <= 0`` (the next document starts at level 0).
+* push to level ``L``: the node equations read the parent's row ``mem[L-1]`` and write the new
+  row to ``mem[L]`` (a push to the deepest level, ``max_depth``, stores nothing: no push reads it);
+* pop: nothing (the level moves; the rows below it are unchanged);
+* row 0 (level 0, outside the root element) is all zeros and never written, so a document starts
+  empty whatever the previous one left, and ``doc_end`` needs no clearing.
 * ``matches`` shows the per-query match flags of the pushes before this cycle (a register);
   ``clear`` (the readout's capture) resets them.
+
+The programmable engine keeps :func:`packed_stack` (the current row in a register, the rows
+below it in the LUT-RAM).
 """
 
 
@@ -21,7 +26,8 @@ from xpfilt.compiler import Cluster, SourceKind
 
 from .frontend import ErrorFlags
 
-__all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack", "match_flags"]
+__all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack", "level_stack",
+           "match_flags"]
 
 
 class DecodedEventLayout(data.StructLayout):
@@ -92,9 +98,9 @@ class StackBank(wiring.Component):
         n_columns = len(cluster.columns)
         width = max(1, n_columns)
 
-        top = Signal(width)
+        top = Signal(width)     # the parent's row (valid on a push)
         new = Signal(width)
-        packed_stack(m, ev, top, new, self.max_depth, addr=ev.addr)
+        level_stack(m, ev, top, new, self.max_depth)
 
         # the tag of the new element and of its parent arrive one-hot: tag id t is bit t - 1
         is_tag = {t: ev.tag[t - 1] for t in {n.tag for n in cluster.nodes} if t}
@@ -144,18 +150,42 @@ class StackBank(wiring.Component):
                 terms.append(top[c])
             m.d.comb += new[c].eq(Cat(*terms).any())
 
-        match_flags(m, ev, self.clear, Cat(*(fires[q.node] for q in cluster.queries)),
-                    self.matches)
+        # a node with a tag fires only on a push (the event's tag is 0 on every other cycle):
+        # only '*' nodes need the push term, the other flags save a LUT input
+        hits = [fires[q.node] if cluster.nodes[q.node].tag else fires[q.node] & ev.push
+                for q in cluster.queries]
+        match_flags(m, ev, self.clear, Cat(*hits), self.matches, gated=False)
         return m
 
 
-def match_flags(m: Module, ev, clear, hits, matches) -> None:
+def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> None:
     """Sticky match flags, a register: ``matches`` shows the flags of the pushes before this
     cycle; ``clear`` (the readout's capture) empties them, this cycle's ``hits`` (on a push)
-    then belong to the next readout."""
+    then belong to the next readout. ``gated``: ``hits`` count on a push only (False: the
+    caller's hits are 0 on other cycles already)."""
     flags = Signal(len(matches))
     m.d.comb += matches.eq(flags)
-    m.d.sync += flags.eq(Mux(clear, 0, flags) | Mux(ev.push, hits, 0))
+    m.d.sync += flags.eq(Mux(clear, 0, flags) | (Mux(ev.push, hits, 0) if gated else hits))
+
+
+def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int) -> None:
+    """The stack memory of a custom cluster, one row per level: ``parent`` shows row
+    ``ev.level - 1`` (asynchronous read; on a push, the row of the new element's parent), and
+    a push to level ``L`` writes ``new`` to row ``L`` unless ``L`` is ``max_depth`` (no push
+    reads that row). Row 0 is zeros from configuration on and never written. No register per
+    column: on the ECP5 the row register and its push/pop multiplexer were ~1 flip-flop and
+    ~2 LUTs per column, more than the LUT-RAM itself."""
+    mem = Memory(shape=len(new), depth=max_depth, init=[])
+    m.submodules.stack = mem
+    write = mem.write_port()
+    read = mem.read_port(domain="comb")
+    m.d.comb += [
+        read.addr.eq(ev.addr),
+        parent.eq(read.data),
+        write.addr.eq(ev.level),
+        write.data.eq(new),
+        write.en.eq(ev.push & (ev.level != max_depth)),
+    ]
 
 
 
