@@ -141,3 +141,17 @@ def test_verilog_cache_key_follows_the_loaded_rtl_code(monkeypatch):
         return None
     monkeypatch.setattr(xpfilt.hdl.stacks.StackBank, "elaborate", elaborate)
     assert _hdl_fingerprint() != before
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(data):
+    """`xpfilt filter ... | head -1`: no "Broken pipe" line, exit code 0 (fails on the old
+    code: "xpfilt filter: [Errno 32] Broken pipe", exit 1)."""
+    import subprocess
+    import sys
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xpfilt.cli", "filter", "-q",
+         str(data / "queries" / "nitf-d8-p15-n2000.txt"), str(data / "nitf" / "docs")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()                 # the reader is gone before the first line
+    _out, err = process.communicate(timeout=120)
+    assert (process.returncode, err.decode()) == (0, "")

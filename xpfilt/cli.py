@@ -5,6 +5,7 @@ regressions, sweeps and reports; the board commands (build, host, sim-board) are
 from __future__ import annotations
 
 import gc
+import os
 import re
 import sys
 from pathlib import Path
@@ -134,6 +135,11 @@ class _Main(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.Abort, click.UsageError):
             raise
+        except BrokenPipeError:
+            # the reader went away (`xpfilt filter ... | head`): stop quietly, as Unix tools
+            # do; stdout goes to /dev/null so that the interpreter's last flush cannot fail
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except Exception as error:
             if ctx.params.get("debug"):
                 raise
