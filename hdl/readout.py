@@ -15,7 +15,7 @@ out while the next document streams in; the formats are described in :mod:`xpfil
 from functools import reduce
 from operator import or_
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -86,19 +86,7 @@ class Readout(wiring.Component):
             new.first.eq(count == self.width),
             new.last.eq(count == 1),
         ]
-        m.d.sync += level.eq(level + push - pop)
-        with m.Switch(level):
-            with m.Case(0):
-                with m.If(push):
-                    m.d.sync += head.eq(new)
-            with m.Case(1):
-                with m.If(pop & push):
-                    m.d.sync += head.eq(new)
-                with m.Elif(push):
-                    m.d.sync += second.eq(new)
-            with m.Case(2):
-                with m.If(pop):
-                    m.d.sync += head.eq(second)
+        _two_entry_queue(m, level, head, second, new, push, pop)
 
         with m.If(self.capture):
             m.d.sync += [
@@ -144,6 +132,24 @@ class Readout(wiring.Component):
                 with m.Elif(wave[k - 1]):
                     m.d.sync += chunk.eq(chunks[k + 1] if k + 1 < n else 0)
         return m
+
+
+def _two_entry_queue(m: Module, level, head, second, new, push, pop) -> None:
+    """The output queue both readouts end in: ``level`` (0-2) entries, ``head`` shown first;
+    ``push`` adds ``new`` and ``pop`` removes ``head`` in the same cycle if both are set."""
+    m.d.sync += level.eq(level + push - pop)
+    with m.Switch(level):
+        with m.Case(0):
+            with m.If(push):
+                m.d.sync += head.eq(new)
+        with m.Case(1):
+            with m.If(pop & push):
+                m.d.sync += head.eq(new)
+            with m.Elif(push):
+                m.d.sync += second.eq(new)
+        with m.Case(2):
+            with m.If(pop):
+                m.d.sync += head.eq(second)
 
 
 def _id_width(width: int) -> int:
@@ -367,19 +373,7 @@ class SparseReadout(wiring.Component):
                          new.count.eq(count + 1)]
         with m.If(leaf["adv"]):
             m.d.sync += count.eq(count + 1)
-        m.d.sync += level.eq(level + push - pop)
-        with m.Switch(level):
-            with m.Case(0):
-                with m.If(push):
-                    m.d.sync += head.eq(new)
-            with m.Case(1):
-                with m.If(pop & push):
-                    m.d.sync += head.eq(new)
-                with m.Elif(push):
-                    m.d.sync += second.eq(new)
-            with m.Case(2):
-                with m.If(pop):
-                    m.d.sync += head.eq(second)
+        _two_entry_queue(m, level, head, second, new, push, pop)
         with m.If(pop & head.last):
             m.d.sync += active.eq(0)
 

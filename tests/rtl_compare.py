@@ -32,6 +32,48 @@ def shown_beat(ctx, port):
     return Beat(p.bit, p.first, p.last, p.doc, errors)
 
 
+def compare_readout_with_model(dut, model, documents: Sequence[int], *, seed: int,
+                                p_ready: float, p_capture: float = 0.7,
+                                max_cycles: int = 1_000_000, idle: int = 20) -> dict:
+    """Drive a readout (serial or sparse) and its register model with the same inputs every
+    cycle: capture ``documents`` (match flags) when the readout is free, with probability
+    ``p_capture``, random ``out.ready``, random flags and errors on the cycles that do not
+    capture (they must be ignored), then ``idle`` quiet cycles (nothing more may come out).
+    Returns ``{"mismatch": first differing cycle or None, "beats": the RTL's accepted beats}``."""
+    rng = random.Random(seed)
+    width = len(dut.flags)
+    error_bits = len(dut.errors.as_value())
+    result = {"mismatch": None, "beats": []}
+
+    async def testbench(ctx):
+        pending = list(documents)
+        cycle = quiet = 0
+        while quiet < idle and cycle < max_cycles:
+            capture = bool(pending) and not ctx.get(dut.busy) and rng.random() < p_capture
+            flags = pending[0] if capture else rng.getrandbits(width)
+            errors = rng.getrandbits(error_bits)
+            out_ready = rng.random() < p_ready
+            ctx.set(dut.capture, capture)
+            ctx.set(dut.flags, flags)
+            ctx.set(dut.errors.as_value(), errors)
+            ctx.set(dut.out.ready, out_ready)
+            got = (bool(ctx.get(dut.busy)), shown_beat(ctx, dut.out))
+            want = (model.busy, model.beat())
+            if got != want and result["mismatch"] is None:
+                result["mismatch"] = {"cycle": cycle, "rtl": got, "model": want}
+            model.step(capture, flags, errors, out_ready)
+            if got[1] is not None and out_ready:
+                result["beats"].append(got[1])
+            if capture:
+                pending.pop(0)
+            quiet = quiet + 1 if not (pending or model.busy) else 0
+            cycle += 1
+            await ctx.tick()
+
+    simulate(dut, testbench)
+    return result
+
+
 def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: int = 0,
                               p_valid: float = 0.8, p_ready: float = 0.8,
                               extra_cycles: int = 400, max_name: int = 32) -> dict:

@@ -10,42 +10,13 @@ from xpfilt.hdl.readout import Readout
 from xpfilt.model.readout import SerialReadoutModel
 from xpfilt.readout import collect_readout
 
-from .rtl_compare import shown_beat, simulate
+from .rtl_compare import compare_readout_with_model
 from .test_sparse_readout import random_flags
 
 
 def run_serial(width, documents, *, seed, p_ready, p_capture=0.7):
-    rng = random.Random(seed)
-    dut = Readout(width)
-    model = SerialReadoutModel(width)
-    result = {"mismatch": None, "beats": []}
-
-    async def testbench(ctx):
-        pending = list(documents)
-        cycle = 0
-        while pending or model.busy:
-            capture = bool(pending) and not ctx.get(dut.busy) and rng.random() < p_capture
-            flags = pending[0] if capture else rng.getrandbits(width)   # ignored unless capture
-            errors = rng.randrange(8) if capture else 0
-            out_ready = rng.random() < p_ready
-            ctx.set(dut.capture, capture)
-            ctx.set(dut.flags, flags)
-            ctx.set(dut.errors.as_value(), errors)
-            ctx.set(dut.out.ready, out_ready)
-            got = (bool(ctx.get(dut.busy)), shown_beat(ctx, dut.out))
-            want = (model.busy, model.beat())
-            if got != want and result["mismatch"] is None:
-                result["mismatch"] = {"cycle": cycle, "rtl": got, "model": want}
-            model.step(capture, flags, errors, out_ready)
-            if got[1] is not None and out_ready:
-                result["beats"].append(got[1])
-            if capture:
-                pending.pop(0)
-            cycle += 1
-            await ctx.tick()
-
-    simulate(dut, testbench)
-    return result
+    return compare_readout_with_model(Readout(width), SerialReadoutModel(width), documents,
+                                      seed=seed, p_ready=p_ready, p_capture=p_capture)
 
 
 @pytest.mark.parametrize("width,p_ready,p_capture", [

@@ -14,7 +14,7 @@ from xpfilt.readout import (ReadoutKind, SparseBeat, collect_readout, readout_cy
                             sparse_latency, sparse_levels)
 from xpfilt.xpath import parse_query
 
-from .rtl_compare import compare_engine_with_model, shown_beat, simulate
+from .rtl_compare import compare_engine_with_model, compare_readout_with_model
 
 
 def random_flags(rng, width):
@@ -31,36 +31,9 @@ def random_flags(rng, width):
 
 def run_sparse(width, documents, *, seed, p_ready):
     """Capture ``documents`` (flags) as soon as the readout is free, with random ready; return
-    the RTL's and the model's beats and the first differing cycle."""
-    rng = random.Random(seed)
-    dut = SparseReadout(width)
-    model = SparseReadoutModel(width)
-    result = {"mismatch": None, "beats": []}
-
-    async def testbench(ctx):
-        pending = list(documents)
-        for cycle in range(40 * (len(documents) + 1) + 2 * width * len(documents)):
-            capture = bool(pending) and not ctx.get(dut.busy) and rng.random() < 0.7
-            flags = pending[0] if capture else 0
-            errors = rng.randrange(8) if capture else 0
-            out_ready = rng.random() < p_ready
-            ctx.set(dut.capture, capture)
-            ctx.set(dut.flags, flags)
-            ctx.set(dut.errors.as_value(), errors)
-            ctx.set(dut.out.ready, out_ready)
-            got = (bool(ctx.get(dut.busy)), shown_beat(ctx, dut.out))
-            want = (model.busy, model.beat())
-            if got != want and result["mismatch"] is None:
-                result["mismatch"] = {"cycle": cycle, "rtl": got, "model": want}
-            model.step(capture, flags, errors, out_ready)
-            if got[1] is not None and out_ready:
-                result["beats"].append(got[1])
-            if capture:
-                pending.pop(0)
-            await ctx.tick()
-
-    simulate(dut, testbench)
-    return result
+    the RTL's beats and the first cycle where RTL and model differ."""
+    return compare_readout_with_model(SparseReadout(width), SparseReadoutModel(width),
+                                      documents, seed=seed, p_ready=p_ready)
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 8, 9, 63, 64, 65, 200, 520, 700])

@@ -67,6 +67,14 @@ def _as_written(name: str, _kind: str) -> str:
     return name
 
 
+class _Written:
+    """A node of the AST: ``str()`` is its text in the language (:meth:`render` with every name
+    as written)."""
+
+    def __str__(self) -> str:
+        return self.render(_as_written)
+
+
 class Axis(enum.Enum):
     """How a step relates to the step before it (or to the document root)."""
     CHILD = "/"
@@ -74,35 +82,26 @@ class Axis(enum.Enum):
 
 
 @dataclass(frozen=True)
-class AttributeTarget:
+class AttributeTarget(_Written):
     """``@name`` in a predicate: the value of that attribute of the context element."""
     name: str
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         return "@" + qname(self.name, "attribute")
 
 
 @dataclass(frozen=True)
-class TextTarget:
+class TextTarget(_Written):
     """``text()`` in a predicate: each text node child of the context element."""
-
-    def __str__(self) -> str:
-        return "text()"
 
     def render(self, _qname: QName) -> str:
         return "text()"
 
 
 @dataclass(frozen=True)
-class PositionTarget:
+class PositionTarget(_Written):
     """``position()`` in a predicate: the element's position among the siblings the step's name
     test and earlier predicates select (1 for the first)."""
-
-    def __str__(self) -> str:
-        return "position()"
 
     def render(self, _qname: QName) -> str:
         return "position()"
@@ -119,15 +118,12 @@ def _literal_text(literal: Union[float, str]) -> str:
 
 
 @dataclass(frozen=True)
-class Predicate:
+class Predicate(_Written):
     """A comparison ``target op literal``. ``literal`` is a float for an unquoted number, else a
     str."""
     target: Target
     op: str
     literal: Union[float, str]
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         return f"{self.target.render(qname)}{self.op}{_literal_text(self.literal)}"
@@ -143,26 +139,20 @@ class Predicate:
 
 
 @dataclass(frozen=True)
-class Exists:
+class Exists(_Written):
     """``@name`` or ``text()`` alone: the attribute exists / the element has a text child."""
     target: Union[AttributeTarget, TextTarget]
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         return self.target.render(qname)
 
 
 @dataclass(frozen=True)
-class RelativePath:
+class RelativePath(_Written):
     """A nested path in a predicate (a twig branch): it holds when it selects a node, starting
     from the step's element; its first step's axis says child (``c``) or descendant
     (``.//c``)."""
     steps: tuple
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         first, rest = self.steps[0], self.steps[1:]
@@ -172,12 +162,9 @@ class RelativePath:
 
 
 @dataclass(frozen=True)
-class And:
+class And(_Written):
     """Every operand holds (in a predicate: conditions; in a profile: paths)."""
     operands: tuple
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         return " and ".join(f"({o.render(qname)})" if isinstance(o, Or) else o.render(qname)
@@ -185,24 +172,18 @@ class And:
 
 
 @dataclass(frozen=True)
-class Or:
+class Or(_Written):
     """Some operand holds."""
     operands: tuple
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         return " or ".join(o.render(qname) for o in self.operands)
 
 
 @dataclass(frozen=True)
-class Not:
+class Not(_Written):
     """The operand does not hold."""
     operand: object
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         return f"not({self.operand.render(qname)})"
@@ -237,7 +218,7 @@ def evaluate(node, leaf: Callable[[object], bool]) -> bool:
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(_Written):
     """One location step: its axis, its name test (``'*'`` for any element), its predicates."""
     axis: Axis
     name: str
@@ -261,9 +242,6 @@ class Step:
     def matches_name(self, tag: str) -> bool:
         return self.name == "*" or self.name == tag
 
-    def __str__(self) -> str:
-        return self.render(_as_written)
-
     def render(self, qname: QName) -> str:
         name = "*" if self.is_wildcard else qname(self.name, "element")
         return (self.axis.value + name
@@ -271,7 +249,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Query:
+class Query(_Written):
     """A parsed profile. ``number`` is its 1-based line number in the query file (0 if none).
 
     A path profile has its ``steps``; a boolean combination of paths has ``clause`` (an
@@ -306,9 +284,6 @@ class Query:
 
     def __len__(self) -> int:
         return len(self.steps)
-
-    def __str__(self) -> str:
-        return self.render(_as_written)
 
     def render(self, qname: QName) -> str:
         if self.clause is not None:
