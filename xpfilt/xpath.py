@@ -49,7 +49,7 @@ import enum
 import math
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
@@ -633,6 +633,7 @@ _XPATH_NUMBER = re.compile(r"[ \t\r\n]*(-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
                            r"(?:[eE]([+-]?)([0-9]*))?[ \t\r\n]*\Z")
 
 
+@lru_cache(maxsize=4096)
 def xpath_number(s: str) -> float:
     """``number()`` of a string: NaN unless it is a plain decimal number (XPath 1.0), which may
     carry an exponent (``1e2``, ``1e`` = 1), as libxml2 (lxml) and YFilter's Java parse it."""
