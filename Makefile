@@ -34,7 +34,7 @@ fuzz: $(STAMP)
 
 ## bench: software, model, compile-time and simulation benchmarks; numbers land in bench/results/
 bench: $(STAMP)
-	cd bench && for script in reference_throughput profile_language software_vs_yfilter model_throughput compile_time cocotb_speed sweep_speedup spark_filter_speedup; do ../$(BIN)/python $$script.py || exit 1; done
+	cd bench && for script in reference_throughput profile_language wide_front_end_bound software_vs_yfilter model_throughput compile_time cocotb_speed sweep_speedup spark_filter_speedup; do ../$(BIN)/python $$script.py || exit 1; done
 
 ## bench-synth: synthesis and place-and-route benchmarks (Yosys, nextpnr; tens of minutes cold)
 bench-synth: $(STAMP)
