@@ -7,11 +7,14 @@
 4. Generate a fresh workload from the NITF DTD (profiles and a ~220 KB document) and filter it.
 5. Compile the profiles into custom hardware (plan, Verilog, report) and run the cycle-accurate
    model of that hardware over the documents: same answers, one byte per cycle.
-6. Generate programmable hardware once, then load two different profile sets into it as
+6. The profile language: generated profiles with value predicates, clauses and nested paths
+   (fast = reference = lxml), and the shared predicate set through the fast engine and through
+   the model of the custom hardware, which evaluates attribute predicates as the bytes stream.
+7. Generate programmable hardware once, then load two different profile sets into it as
    configuration streams and filter with each, without regenerating anything.
-7. A small design-space sweep on Spark (``local[*]``): 4 custom-engine points compiled and run
+8. A small design-space sweep on Spark (``local[*]``): 4 custom-engine points compiled and run
    through the model in parallel, saved as Parquet, summarized in a report with plots.
-8. A bitstream: a custom engine for 16 of the profiles, behind the UART host link, built for
+9. A bitstream: a custom engine for 16 of the profiles, behind the UART host link, built for
    the iCEBreaker (iCE40 UP5K) with Yosys and nextpnr (about a minute; ``xpfilt host`` talks to
    the board, ``xpfilt sim-board`` simulates it).
 
@@ -101,13 +104,16 @@ def main(argv=None) -> int:
     heading("5. Custom hardware: compile to Verilog, run the cycle-accurate model")
     ok &= _custom_hardware(queries, docs, expected, args.out)
 
-    heading("6. Programmable hardware: generate once, load two profile sets")
+    heading("6. Value predicates, clauses and nested paths (software and hardware)")
+    ok &= _profile_language(data, docs)
+
+    heading("7. Programmable hardware: generate once, load two profile sets")
     ok &= _programmable_hardware(data, docs, args.out)
 
-    heading("7. A design-space sweep on Spark (compile + model; synthesis is a sweep option)")
+    heading("8. A design-space sweep on Spark (compile + model; synthesis is a sweep option)")
     ok &= _sweep(args.out)
 
-    heading("8. A bitstream for a real board (iCEBreaker, iCE40 UP5K)")
+    heading("9. A bitstream for a real board (iCEBreaker, iCE40 UP5K)")
     ok &= _bitstream(queries[:16], args.out)
 
     heading("Result")
@@ -149,6 +155,54 @@ def _custom_hardware(queries, docs, expected, out: Path) -> bool:
     print(f"  at 100 MHz that is {size / model.cycle * 100:.0f} MB/s; the model simulates "
           f"{model.cycle / elapsed:,.0f} cycles/s")
     return agree == len(docs)
+
+
+def _profile_language(data: Path, docs) -> bool:
+    """Generated profiles with predicates, clauses and twigs: fast = reference = lxml; the shared
+    predicate set: the fast engine and the hardware model (attribute predicates in hardware)
+    against the shared expected answer."""
+    from . import workloads
+    from .compiler import CompileOptions, compile_queries, hardware_queries
+    from .fast import FastFilter
+    from .model.engine import EngineModel, run_documents
+
+    schema = workloads.DtdSchema.load(data / "nitf/nitf-2-5.dtd")
+    axes = workloads.PredicateGenConfig(count=1, p_text=0.3, operators=("=", "!=", "<", ">="),
+                                        p_clause=0.3, nested_paths=1)
+    texts = workloads.generate_queries(schema, workloads.QueryGenConfig(
+        count=500, max_depth=6, seed=1, predicates=axes))
+    generated = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    engines = [FastFilter(generated), ReferenceFilter(generated), LxmlFilter(generated)]
+    answers = [[engine.filter(d) for d in docs] for engine in engines]
+    same = answers[0] == answers[1] == answers[2]
+    print(f"{len(generated)} generated profiles with a predicate and a nested path each "
+          f"(e.g. {texts[1]}): {sum(map(len, answers[0])):,} matches; fast == reference == "
+          f"lxml: {same}")
+
+    name = "nitf-d6-p15-pred1-n1000"
+    queries = load_queries(data / "queries" / f"{name}.txt").queries
+    expected = read_expected(data / "expected" / f"nitf-docs--{name}.tsv")
+    fast = FastFilter(queries)
+    numbers = [q.number for q in queries]
+    agree = sum(tuple(sorted(numbers[i] for i in fast.filter(d))) == expected[d.name]
+                for d in docs)
+    print(f"queries/{name}.txt (e.g. {queries[0]}): fast engine {agree}/{len(docs)} documents "
+          "as expected")
+    accepted, refused = hardware_queries(queries)
+    plan = compile_queries(accepted, CompileOptions())
+    model = EngineModel(plan)
+    readouts = run_documents(model, [d.data for d in docs])
+    kept = set(plan.query_numbers)
+    hardware_agree = sum(
+        tuple(sorted(plan.query_numbers[i] for i in range(model.width) if r.bits >> i & 1))
+        == tuple(n for n in expected[d.name] if n in kept) and not r.errors
+        for d, r in zip(docs, readouts))
+    print(f"  in hardware (the model of the custom engine): {len(accepted)} of {len(queries)} "
+          f"profiles, {len(plan.conditions)} attribute conditions evaluated as the bytes stream; "
+          f"{hardware_agree}/{len(docs)} documents as expected")
+    if refused:
+        print(f"  refused, with the reason: {refused[0]} ...")
+    return same and agree == len(docs) and hardware_agree == len(docs)
 
 
 def _programmable_hardware(data: Path, docs, out: Path) -> bool:
