@@ -6,7 +6,7 @@ bench/results/fmax.json has a place-and-route row for that size and readout.
 Bytes/cycle comes from the cycle-accurate model (readout always ready, a byte offered every
 cycle): ``streaming`` counts cycles until the last byte is accepted, ``total`` until the last
 readout beat. Saved to bench/results/throughput.{json,md}.
-Usage: python throughput.py [--queries 1000,4000,8000,12000,16000]
+Usage: python throughput.py [--queries 1024,4000,8000,12000,16000]  (1,024: the size bench/fmax.py places and routes)
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def fmax_for(rows: list[dict], queries: int, readout: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--queries", default="1000,4000,8000,12000,16000")
+    parser.add_argument("--queries", default="1024,4000,8000,12000,16000")
     args = parser.parse_args()
     sizes = [int(n) for n in args.queries.split(",")]
     data = shared_data()
