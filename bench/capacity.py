@@ -29,10 +29,26 @@ sends a document, then waits for its readout frame (``ceil(width / 8) + 7`` byte
 Runs are capped: ``--budget`` seconds in all (default 2,400), each tool run by the time left
 and each place and route by :data:`PNR_CAP`.
 A point whose confirmation does not finish in time is reported as predicted only. Results are
-cached per build in ``--work`` (default /tmp/board_capacity) so an interrupted run resumes.
-Saved to bench/results/capacity.{json,md}.
+cached per build and RTL digest in ``--work`` (default /tmp/board_capacity) so an interrupted
+run resumes; every row carries the digest of the RTL sources it was built from.
+Saved to bench/results/capacity.{json,md}; with ``--point``, only those rows are measured and the
+other rows of the saved results are kept.
+
+Why large custom designs failed on the ECP5-85F (issue 13, measured at 12,000 depth-8 queries
+on the RTL before 74123db): nextpnr's pre-packing count was 80,123 of 83,640 LUT positions
+(96 %): 63,289 logic LUTs, 11,112 LUT-RAM LUTs and 5,556 LUTs of the RAM write-port slices
+(TRELLIS_RAMW: each TRELLIS_DPR16X4 takes three slices of a PFU, the third one's LUTs cannot hold
+logic), which the fit check did not count (it said 89 %), so the predicted sizes were past the
+device. Control sets were not the cause (157 clock/LSR/CE sets, 122 LSR nets, median 106
+flip-flops each). A third of the LUTs and 9,201 flip-flops were each cluster's current-row
+register and its push/pop multiplexer; the stacks now keep every row in the LUT-RAM
+(74123db, :func:`xpfilt.hdl.stacks.level_stack`): 12,000 queries need 67,992 LUT positions
+(81 %). Board builds also cluster queries in text order (0ce9b76,
+:func:`xpfilt.boards.build.prefix_order`), so common prefixes share nodes and columns: 4,463
+columns instead of 10,910 at 12,000 queries.
 
 Usage: python bench/capacity.py [--budget S] [--work DIR] [--only icebreaker|ulx3s-85f]
+       [--point ulx3s-85f-custom-d8 --sizes 12000,16000] [--readout serial|sparse]
 """
 
 from __future__ import annotations
@@ -44,7 +60,7 @@ import shutil
 import time
 from pathlib import Path
 
-from common import save
+from common import RESULTS, save
 
 from xpfilt.boards import get_board
 from xpfilt.boards.build import BuildConfig, build_board, custom_design, programmable_design
@@ -58,10 +74,9 @@ from xpfilt.xpath import parse_query
 
 FILL = 0.9
 #: Where place and route starts confirming: at FILL on the iCE40 (a run takes a minute); much
-#: lower on the ECP5, where nextpnr's placer spends half an hour and then fails to legalise
-#: designs whose LUT count alone would fit: 13,935 depth-8 queries (96 % of the logic cells,
-#: 1,612 s) and 12,336 (84 %, 1,802 s) ended in "Unable to find legal placement" (the stacks'
-#: LUT-RAM (DPR16X4) occupies three of a PFU's four slices; LUT5/6 muxes pair slices too).
+#: lower on the ECP5, where a run takes half an hour or more: 13,935 depth-8 queries and 12,336
+#: ended in "Unable to find legal placement" after 27 and 30 min (the LUT positions that the
+#: LUT-RAM write-port slices block were not counted: those designs needed ~100 % of them).
 CONFIRM_FILL = {"ice40": FILL, "ecp5": 0.5}
 #: Longest place and route per family: a nearly full UP5K can spend many minutes legalising
 #: (6 programmable columns, 96 % of the cells: > 8 min); such a size counts as not fitting.
@@ -100,6 +115,15 @@ class Budget:
 
 
 _QUERIES: dict = {}
+_DIGEST: list = []
+
+
+def rtl_digest() -> str:
+    """The digest of the RTL sources (as bench/fmax.py notes it), computed once."""
+    if not _DIGEST:
+        from resources import source_digest
+        _DIGEST.append(source_digest())
+    return _DIGEST[0]
 
 
 def query_texts(depth: int, count: int) -> list[str]:
@@ -127,15 +151,19 @@ def spec_for(board: str, columns: int) -> HardwareSpec:
     return HardwareSpec(clusters=max(1, columns // per), columns=per, **PROG)
 
 
+READOUT = ["serial"]     # the readout of the custom designs (--readout)
+
+
 def design_for(board: str, kind: str, depth, size: int):
     if kind == "custom":
         queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(depth, size))]
-        return custom_design(queries, CompileOptions())
+        return custom_design(queries, CompileOptions(readout=READOUT[0]))
     return programmable_design(spec_for(board, size))
 
 
 def point_name(board: str, kind: str, depth) -> str:
-    return f"{board}-{kind}-d{depth or 'x'}"
+    sparse = "-sparse" if kind == "custom" and READOUT[0] == "sparse" else ""
+    return f"{board}-{kind}-d{depth or 'x'}{sparse}"
 
 
 def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
@@ -143,7 +171,7 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
     """One build (cached by name in ``work``); a dict with counts, P&R results or the error.
     With ``budget.cached_only``, a build not in the cache is not run."""
     name = f"{point_name(board, kind, depth)}-{size}-{'pnr' if pnr else 'synth'}"
-    cache = work / f"{name}.json"
+    cache = work / f"{name}-{rtl_digest()}.json"
     if cache.exists():
         row = json.loads(cache.read_text())
         log(f"{name}: cached ({row.get('error') or 'ok'})")
@@ -156,7 +184,7 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         return {"name": name, "size": size, "error": "time budget used up", "skipped": True}
     out = work / name
     start = time.perf_counter()
-    row = {"name": name, "size": size}
+    row = {"name": name, "size": size, "rtl_digest": rtl_digest()}
     try:
         design = design_for(board, kind, depth, size)
         row.update(queries=design.queries, units=design.units, width=design.width)
@@ -184,7 +212,7 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
     if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
     else:                                           # ... but listed among the runs
-        (work / f"{name}.attempt.json").write_text(json.dumps(row, indent=1))
+        (work / f"{name}-{rtl_digest()}.attempt.json").write_text(json.dumps(row, indent=1))
     shutil.rmtree(out, ignore_errors=True)     # keep the disk small; the row has the numbers
     log(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)")
     return row
@@ -218,13 +246,23 @@ def round_size(kind: str, board: str, size: int) -> int:
     return max(2, size // 2 * 2) if per is None else max(per, size // per * per)
 
 
-def throughput(board: str, width: int, clock_mhz: float, fmax_mhz, docs: list[int]) -> dict:
+def throughput(board: str, width: int, clock_mhz: float, fmax_mhz, docs: list[int],
+               matches: list[int] = None) -> dict:
+    """Serial readout (``matches`` None): ``width`` cycles and ``ceil(width / 8) + 7`` frame
+    bytes per document; sparse: a header and one id per match (``matches[i]`` for document
+    i), ids of ``ceil(bits(width) / 8)`` bytes in the frame."""
     total = sum(docs)
-    per_cycle = total / sum(max(n, width) for n in docs)
+    if matches is None:
+        beats, frames = [width] * len(docs), [(width + 7) // 8 + 7] * len(docs)
+    else:
+        id_bytes = (max(1, width.bit_length()) + 7) // 8
+        beats = [1 + k for k in matches]
+        frames = [7 + id_bytes * k for k in matches]
+    per_cycle = total / sum(max(n, b) for n, b in zip(docs, beats))
     out = {"bytes_per_cycle": round(per_cycle, 3),
            "mb_s_board_clock": round(per_cycle * clock_mhz, 2),
            "mb_s_fmax": round(per_cycle * fmax_mhz, 2) if fmax_mhz else None}
-    line = sum(n + 4 + (width + 7) // 8 + 7 for n in docs)   # frames both ways, one by one
+    line = sum(n + 4 + f for n, f in zip(docs, frames))   # frames both ways, one by one
     out["uart_115200_mb_s"] = round(total / line * 115_200 / 10 / 1e6, 4)
     out["fastest_baud"] = FASTEST_BAUD[board]
     out["uart_fastest_mb_s"] = round(total / line * FASTEST_BAUD[board] / 10 / 1e6, 4)
@@ -233,9 +271,10 @@ def throughput(board: str, width: int, clock_mhz: float, fmax_mhz, docs: list[in
 
 def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
     """Every place and route of this point in the cache (this run's and earlier runs'), by
-    size: ``ok`` with the share of logic cells, or why it failed."""
+    size: ``ok`` with the share of logic cells, or why it failed; runs of other RTL say
+    their digest."""
     out = []
-    for path in work.glob(f"{point_name(board, kind, depth)}-*-pnr*.json"):
+    for path in work.glob(f"{point_name(board, kind, depth)}-[0-9]*-pnr*.json"):
         row = json.loads(path.read_text())
         if row.get("error"):
             reason = ("no legal placement" if "legal placement" in row["error"] else
@@ -243,7 +282,10 @@ def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
                       "stopped at the time cap" if "took longer" in row["error"] else
                       row["error"][:60])
         else:
-            reason = f"ok, {row['cells'] / row['cells_available']:.0%} of the cells"
+            reason = (f"ok, {row['cells'] / row['cells_available']:.0%} of the cells, "
+                      f"{row.get('fmax_mhz') or 0:.1f} MHz")
+        if row.get("rtl_digest", "") != rtl_digest():
+            reason += f", RTL {row.get('rtl_digest') or 'unknown'}"
         out.append((row["size"], f"{row['size']}: {reason}, {row.get('seconds', 0):.0f} s"))
     return "; ".join(text for _, text in sorted(out))
 
@@ -260,12 +302,33 @@ def main() -> None:
     parser.add_argument("--only", choices=["icebreaker", "ulx3s-85f"])
     parser.add_argument("--cached-only", action="store_true",
                         help="Report from the builds cached in --work; run none.")
+    parser.add_argument("--point", action="append", default=[],
+                        help="Measure only this point (board-kind-dDEPTH, e.g. "
+                             "ulx3s-85f-custom-d8; repeatable); the saved rows of the others "
+                             "are kept.")
+    parser.add_argument("--sizes", default="",
+                        help="Comma-separated sizes that place and route confirms, in order, "
+                             "instead of the predicted ones (with --point); a size smaller "
+                             "than one confirmed already is skipped (16000,12000: a fallback).")
+    parser.add_argument("--readout", choices=["serial", "sparse"], default="serial",
+                        help="Readout of the custom designs (default serial).")
     args = parser.parse_args()
+    READOUT[0] = args.readout
     args.work.mkdir(parents=True, exist_ok=True)
     budget = Budget(args.budget, args.cached_only)
     started = time.perf_counter()
-    docs = [p.stat().st_size for p in load_documents([shared_data() / "nitf/docs"])]
+    doc_paths = load_documents([shared_data() / "nitf/docs"])
+    docs = [p.stat().st_size for p in doc_paths]
     points = [p for p in POINTS if args.only in (None, p[0])]
+    names = {f"{b}-{k}-d{d or 'x'}": (b, k, d) for b, k, d, _ in POINTS}
+    unknown = [name for name in args.point if name not in names]
+    if unknown:
+        parser.error(f"--point must be one of {sorted(names)}, not {unknown}")
+    if args.point:
+        points = [p for p in points if f"{p[0]}-{p[1]}-d{p[2] or 'x'}" in args.point]
+    sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
+    if sizes and not args.point:
+        parser.error("--sizes needs --point")
 
     # phase 1: the two sizes of every point (cheap); phase 2: confirmations, cheapest first
     measured = {}
@@ -278,6 +341,8 @@ def main() -> None:
         small, large = measured[(board, kind, depth)]
         spec = get_board(board)
         row = {"board": board, "kind": kind, "depth": depth,
+               "readout": args.readout if kind == "custom" else "serial",
+               "rtl_digest": rtl_digest(),
                "clock_mhz": spec.clock_hz / 1e6, "probes": f"{small['size']} (P&R), "
                f"{large['size']} (synth)"}
         if small.get("error") or large.get("error") or not small.get("cells"):
@@ -290,7 +355,7 @@ def main() -> None:
         confirmed, tries = None, []
         candidate = round_size(kind, board, predict(board, small, large,
                                                     CONFIRM_FILL[spec.family])[0])
-        for attempt in range(3):
+        for attempt in range(3 if not sizes else 0):
             result = run_build(args.work, board, kind, depth, candidate, pnr=True, budget=budget)
             outcome = result.get("error", "ok")[:80]
             tries.append(f"{candidate}: {outcome}")
@@ -300,6 +365,15 @@ def main() -> None:
             if result.get("timeout") or result.get("skipped"):
                 break
             candidate = round_size(kind, board, int(candidate * 0.88))
+        for size_asked in sizes:           # --sizes: these, in order; the largest that works
+            if confirmed is not None and size_asked < confirmed["size"]:
+                continue                   # a fallback size, not needed
+            result = run_build(args.work, board, kind, depth, size_asked, pnr=True,
+                               budget=budget)
+            tries.append(f"{size_asked}: {result.get('error', 'ok')[:80]}")
+            if not result.get("error") and (confirmed is None
+                                            or size_asked > confirmed["size"]):
+                confirmed = result
         for _ in range(4 if confirmed and spec.family == "ice40" else 0):
             up = round_size(kind, board, int(confirmed["size"] * 1.08) + 1)
             if up <= confirmed["size"]:       # a few columns: the next even size
@@ -323,23 +397,39 @@ def main() -> None:
                        cells_available=best.get("cells_available"),
                        cell_share=round(best["cells"] / best["cells_available"], 3),
                        pnr_seconds=(best.get("times") or {}).get("nextpnr"))
+        matches = None
         if kind == "custom":
             row["queries"] = best["size"]
             width = best["size"]
+            if args.readout == "sparse":
+                from xpfilt.fast import FastFilter
+                engine = FastFilter([parse_query(t, i + 1) for i, t in
+                                     enumerate(query_texts(depth, width))])
+                matches = [len(engine.filter(path.read_bytes())) for path in doc_paths]
         else:
             hw = spec_for(board, best["size"])
             width = hw.clusters * hw.columns
             row.update(columns=width, clusters=hw.clusters,
                        queries_d4=configured(hw, 4), queries_d8=configured(hw, 8))
-        row.update(throughput(board, width, row["clock_mhz"], row.get("fmax_mhz"), docs))
+        row.update(throughput(board, width, row["clock_mhz"], row.get("fmax_mhz"), docs,
+                              matches))
         rows.append(row)
         log(f"{board} {kind} d{depth}: {row['status']} at {best['size']}")
 
     total = time.perf_counter() - started
     tool_time = sum(json.loads(path.read_text()).get("seconds", 0)
                     for path in args.work.glob("*.json"))
+    if args.point or args.only:      # keep the saved rows of the points not measured now
+        saved = json.loads((RESULTS / "capacity.json").read_text())["rows"] \
+            if (RESULTS / "capacity.json").exists() else []
+        key = lambda r: (r["board"], r["kind"], r.get("depth"), r.get("readout", "serial"))
+        fresh = {key(r) for r in rows}
+        rows = [r for r in saved if key(r) not in fresh] + rows
+        order = {(b, k, d): i for i, (b, k, d, _) in enumerate(POINTS)}
+        rows.sort(key=lambda r: (order.get((r["board"], r["kind"], r.get("depth")), 99),
+                                 r.get("readout", "serial") != "serial"))
     columns = [("board", "board"), ("kind", "engine"), ("depth", "query depth"),
-               ("queries", "queries"), ("columns", "columns"), ("queries_d4", "d4 queries held"),
+               ("readout", "readout"), ("queries", "queries"), ("columns", "columns"), ("queries_d4", "d4 queries held"),
                ("queries_d8", "d8 queries held"), ("status", "status"),
                ("predicted", "predicted"), ("cells", "logic cells"),
                ("cell_share", "of device"), ("fmax_mhz", "Fmax MHz"),
@@ -351,20 +441,22 @@ def main() -> None:
                ("limit", "limited by"),
                ("luts_per_unit", "LUTs per query/column"), ("packing_ratio", "cells/LUT"),
                ("probes", "probes"), ("all_tries", "all P&R runs (size: result, s)"),
-               ("pnr_seconds", "nextpnr s"),
+               ("pnr_seconds", "nextpnr s"), ("rtl_digest", "RTL digest"),
                ("error", "error")]
     notes = (f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
              "(ECP5: --router router2, faster on large designs, lower Fmax than router1); "
              f"prediction at {FILL:.0%} of the logic cells from two probe sizes, confirmed by "
              "place and route (iCE40: from the prediction, then up 8 % until one fails; ECP5: from "
-             "the size for 50 % of the device, 12 % down on failure: nearly full ECP5 designs "
-             "fail to legalise after ~30 min). "
+             "the size for 50 % of the device, 12 % down on failure; or the sizes asked for "
+             "with --sizes). ECP5 LUT counts include the 2 LUT positions of each LUT-RAM's "
+             "write-port slice (before 0d068af they did not, and the prediction overshot). "
              "Custom: NITF p15 queries, stacks 16 deep; programmable: tags up to 16 bytes, 16 "
              "deep, clusters of 128 columns on the ECP5 (one cluster on the iCE40); 'd4/d8 "
              "queries held' = how many shared-file queries `xpfilt configure` places. "
              "bytes/cycle = sum(len) / sum(max(len, readout width)) over the 100 NITF documents; "
              "UART MB/s = the documents' bytes over the line time of xpfilt host's frames "
-             "(document, then its readout; 10 bits per byte). The UART is the bottleneck: the "
+             "(document, then its readout; 10 bits per byte; sparse: a 7-byte frame plus "
+             "one id per match, approximated). The UART is the bottleneck: the "
              f"engine could take 10-100x more. This run: budget {args.budget:.0f} s, "
              f"{total:.0f} s{' (from the cache)' if args.cached_only else ''}; all builds in "
              f"the cache took {tool_time / 60:.0f} min.")
