@@ -3,16 +3,18 @@ the custom engine on the same query set, and Fmax on an ECP5-85F.
 
 * Configuration bits for 256 ... 32,768 columns (clusters of 128, tags up to 24 bytes) from
   depth-8 NITF queries generated from the DTD. Goal: a full device of 32,768 columns in <= 1 s.
-* Yosys synth_xilinx of the programmable engine (1 and 2 clusters of 128 columns, tags up to 16
-  bytes) and of the custom engine compiled for exactly the queries configured into it; the
-  paper: the programmable engine needs ~7x the resources of the custom one (up to 12x); goal <= 5x.
-* nextpnr Fmax of the 1 x 128 programmable engine on an ECP5-85F.
+* Yosys synth_xilinx of the programmable engine (1 and 8 clusters of 128 columns, tags up to 16
+  bytes, the default 31 tags per cluster; 1 x 128 with 15 tags too) and of the custom engine
+  compiled for exactly the queries configured into it; the paper: the programmable engine needs
+  ~7x the resources of the custom one (up to 12x); goal (issue 16) <= 2x.
+* nextpnr Fmax of the 1 x 128 programmable engine on an ECP5-85F (``--no-fmax``: skipped).
 
 Saved to bench/results/programmable.{json,md}. Reuses resources.py / fmax.py's cached tool runs.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 from common import publish
@@ -50,43 +52,52 @@ def main() -> None:
                      "load_ms_at_100MHz": round(len(stream) * 8 / 100e6 * 1e3, 2)})
         log(f"configure {columns} columns: {seconds:.3f} s, {len(stream) * 8} bits")
 
-    for clusters in (1, 2):
-        spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16)
+    for clusters, tags in ((1, 31), (8, 31), (1, 15)):
+        spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16,
+                            tags_per_cluster=tags)
         configuration = configure(queries, spec)
         placed = [q for q in queries if q.number in configuration.readout_bit]
         nodes = sum(len(q) for q in placed)
         prog = xilinx_counts(yosys_synth(emit_programmable_verilog(spec), TOP_NAME, XILINX,
-                                         label=f"programmable {clusters}x128")["cells"])
+                                         label=f"programmable {clusters}x128, {tags} tags")
+                             ["cells"])
         plan = compile_queries(placed)
         custom = xilinx_counts(yosys_synth(emit_verilog(plan), TOP_NAME, XILINX,
                                            label=f"custom for the same {len(placed)} queries")
                                ["cells"])
-        row = {"what": "resources", "columns": clusters * 128, "queries_configured": len(placed),
+        row = {"what": "resources", "columns": clusters * 128, "tags_per_cluster": tags,
+               "queries_configured": len(placed),
                "query_nodes": nodes, "prog_lut6_eq": prog["lut6_eq"], "prog_ff": prog["ffs"],
                "prog_lut6_eq_per_column": round(prog["lut6_eq"] / (clusters * 128), 2),
                "custom_lut6_eq": custom["lut6_eq"], "custom_ff": custom["ffs"],
                "ratio": round(prog["lut6_eq"] / custom["lut6_eq"], 2)}
         rows.append(row)
-        log(f"{clusters}x128: programmable {prog['lut6_eq']} LUT6-eq vs custom "
+        log(f"{clusters}x128, {tags} tags: programmable {prog['lut6_eq']} LUT6-eq vs custom "
             f"{custom['lut6_eq']} -> {row['ratio']}x")
 
-    spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16)
-    point = run_point("ecp5", 128, emit_programmable_verilog(spec),
-                      {"query_nodes": 0, "columns": 128, "clusters": 1})
-    rows.append({"what": "fmax", "columns": 128, "fmax_mhz": point.get("fmax_mhz"),
-                 "lut4": point.get("lut4"), "ff": point.get("ff"), "error": point.get("error")})
+    if "--no-fmax" not in sys.argv:
+        spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16)
+        point = run_point("ecp5", 128, emit_programmable_verilog(spec),
+                          {"query_nodes": 0, "columns": 128, "clusters": 1})
+        rows.append({"what": "fmax", "columns": 128, "fmax_mhz": point.get("fmax_mhz"),
+                     "lut4": point.get("lut4"), "ff": point.get("ff"),
+                     "error": point.get("error")})
     publish("programmable", rows, [
-        ("what", "measure"), ("columns", "columns"), ("queries_configured", "queries"),
+        ("what", "measure"), ("columns", "columns"), ("tags_per_cluster", "tags per cluster"),
+        ("queries_configured", "queries"),
         ("bits", "config bits"), ("seconds", "generation s"),
         ("load_ms_at_100MHz", "load ms @100 MHz"), ("query_nodes", "query nodes"),
         ("prog_lut6_eq", "programmable LUT6-eq"), ("prog_lut6_eq_per_column", "per column"),
         ("custom_lut6_eq", "custom LUT6-eq (same queries)"), ("ratio", "ratio"),
         ("fmax_mhz", "Fmax MHz (ECP5-85F)"), ("lut4", "LUT4"), ("ff", "FF"), ("error", "error")],
         "Programmable engine: configuration time, resources vs custom, Fmax",
-        "Configuration: queries placed on clusters of 128 columns (tags up to 24 bytes), stream "
-        "with header and CRC-32. Resources: Yosys synth_xilinx, LUT6-eq as in resources.md, "
-        "tags up to 16 bytes; the custom engine is compiled for exactly the queries the "
-        "programmable one holds. Paper: ~7x (up to 12x); goal <= 5x. "
+        "Configuration: queries placed on clusters of 128 columns (tags up to 24 bytes, 31 per "
+        "cluster), stream with header and CRC-32. Resources: Yosys synth_xilinx, LUT6-eq as in "
+        "resources.md, tags up to 16 bytes; the custom engine is compiled for exactly the "
+        "queries the programmable one holds. Paper: ~7x (up to 12x); goal (issue 16) <= 2x. "
+        "Stream format 2: a tag dictionary and a tag matrix per cluster (a tag entry per "
+        "column before: 24.8 LUT6-eq per column, 3.74x at 1 x 128; 22.5, 5.41x at 2 x 128). "
+        + ("Fmax not run (--no-fmax). " if "--no-fmax" in sys.argv else "") +
         f"Total {time.perf_counter() - start_all:.0f} s.")
 
 

@@ -35,7 +35,9 @@ def _board_design_options(fn):
         click.option("--clusters", type=click.IntRange(1), default=1, show_default=True,
                      help="Programmable: number of clusters."),
         click.option("--max-tag-len", type=click.IntRange(1), default=16, show_default=True,
-                     help="Programmable: longest tag a column entry holds."),
+                     help="Programmable: longest tag a dictionary entry holds."),
+        click.option("--tags-per-cluster", type=click.IntRange(1), default=31, show_default=True,
+                     help="Programmable: distinct tags the queries of one cluster may name."),
     ]
     for option in reversed(options):
         fn = option(fn)

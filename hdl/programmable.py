@@ -2,19 +2,24 @@
 
 One front end without a built-in dictionary serves every cluster; each cluster registers its
 copy of the events and of the front end's name tap, which drives the cluster's programmable
-tag decoder. Per cluster: ``columns`` generic columns in a chain and the packed stack memory
-shared with the custom engine. The stream format and the meaning of
-each configuration bit are in :mod:`xpfilt.programmable`.
+tag decoder. Per cluster: a tag dictionary of ``tags_per_cluster`` entries, ``columns`` generic
+columns in a chain and the packed stack memory shared with the custom engine. The stream format
+and the meaning of each configuration bit are in :mod:`xpfilt.programmable`.
 
-Tag entries live in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
-column's entry, so one asynchronous read at the name position gives every column the byte to
-compare. A configuration stream writes the *inactive* bank row by row and the flags into a
-staging shift register; only when the header, length and CRC-32 check out does ``commit`` flip
-the bank and copy the flags, between two documents: after the last event of the document in
+The dictionary lives in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
+entry, so one asynchronous read at the name position gives every entry the byte to compare (a
+streaming CAM of ``tags_per_cluster`` entries). At the end of a name the decoder registers the
+tag index of the entry it equals (0: none); that index reads a row of the *tag matrix* (a
+second LUT-RAM, one bit per column), which gives every column its tag match at once: no
+comparator per column. A configuration stream writes the *inactive* banks row by row and the
+column flags into a staging shift register; only when the header, length and CRC-32 check out
+does ``commit`` flip the banks and copy the flags, between two documents: after the last event of the document in
 progress has reached the clusters, with the input held meanwhile (so the document whose first
 byte is accepted after the stream's last bit is the first one the new configuration answers). A
 rejected stream changes nothing.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
@@ -30,7 +35,7 @@ from .cluster import ERROR_WIDTH
 from .engine import EngineFrame
 from .frontend import ByteLayout, EventLayout, NameTapLayout
 from .readout import readout_layout
-from .stacks import match_flags, packed_stack
+from .stacks import level_stack, match_flags
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "ProgrammableCluster",
            "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
@@ -59,13 +64,19 @@ class _CfgPort(data.Struct):
     """What the loader tells every cluster in a cycle."""
     bit: 1
     row_shift: 1      # ``bit`` enters the row register of the selected cluster
-    row_write: 1      # ... and completes row ``row`` (written to the inactive bank)
+    row_write: 1      # ... and completes dictionary row ``row`` (written to the inactive bank)
+    matrix_write: 1   # ... and completes tag-matrix row ``row`` (written to the inactive bank)
     flag_shift: 1     # ``bit`` enters the flag staging register of the selected cluster
     commit: 1         # switch every cluster to the loaded configuration
 
 
 def _width(n: int) -> int:
     return max(1, (n - 1).bit_length())
+
+
+def _rows(spec: HardwareSpec) -> int:
+    """Rows the loader counts in a section: dictionary rows, then tag-matrix rows."""
+    return max(spec.max_tag_len, spec.matrix_rows)
 
 
 class ConfigLoader(wiring.Component):
@@ -83,24 +94,24 @@ class ConfigLoader(wiring.Component):
             "idle": In(1),
             "cfg": Out(_CfgPort),
             "cluster": Out(range(spec.clusters)),
-            "row": Out(range(spec.max_tag_len)),
+            "row": Out(range(_rows(spec))),
             "status": Out(ConfigStatus),
         })
 
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        row_bits = 8 * spec.columns
+        entry_bits = 8 * spec.tags_per_cluster
         flag_bits = FLAG_BITS * spec.columns
         cfg, port = self.cfg, self.config
 
         header = Signal(HEADER_BITS)
         crc = Signal(32, init=0xFFFFFFFF)
         received_crc = Signal(CRC_BITS)
-        count = Signal(range(max(HEADER_BITS, CRC_BITS) + 1))   # bits of the current section
-        in_row = Signal(range(row_bits))
+        count = Signal(range(max(HEADER_BITS, CRC_BITS, spec.pad_bits) + 1))   # in a section
+        in_row = Signal(range(max(entry_bits, spec.columns)))
         in_flags = Signal(range(flag_bits))
-        in_rows = Signal()                                        # rows, then flags, per cluster
+        section = Signal(range(3))     # per cluster: 0 dictionary rows, 1 matrix rows, 2 flags
         pending = Signal()
         generation = Signal(8)
         loaded = Signal()
@@ -137,7 +148,7 @@ class ConfigLoader(wiring.Component):
                         m.d.sync += rejected.eq(0)
                     with m.If(count == HEADER_BITS - 1):
                         m.d.sync += [count.eq(0), in_row.eq(0), in_flags.eq(0),
-                                     in_rows.eq(1), self.cluster.eq(0), self.row.eq(0)]
+                                     section.eq(0), self.cluster.eq(0), self.row.eq(0)]
                         with m.If((header_next != expected) | last):
                             reject()
                         with m.Else():
@@ -148,26 +159,44 @@ class ConfigLoader(wiring.Component):
                 with m.If(take):
                     m.d.sync += crc.eq(crc_next)
                     m.d.comb += cfg.bit.eq(bit)
-                    with m.If(in_rows):
+                    with m.If(section == 0):
                         m.d.comb += cfg.row_shift.eq(1)
                         m.d.sync += in_row.eq(in_row + 1)
-                        with m.If(in_row == row_bits - 1):
+                        with m.If(in_row == entry_bits - 1):
                             m.d.comb += cfg.row_write.eq(1)
                             m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
                             with m.If(self.row == spec.max_tag_len - 1):
-                                m.d.sync += [in_rows.eq(0), self.row.eq(0)]
+                                m.d.sync += [section.eq(1), self.row.eq(0)]
+                    with m.Elif(section == 1):
+                        m.d.comb += cfg.row_shift.eq(1)
+                        m.d.sync += in_row.eq(in_row + 1)
+                        with m.If(in_row == spec.columns - 1):
+                            m.d.comb += cfg.matrix_write.eq(1)
+                            m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
+                            with m.If(self.row == spec.matrix_rows - 1):
+                                m.d.sync += [section.eq(2), self.row.eq(0)]
                     with m.Else():
                         m.d.comb += cfg.flag_shift.eq(1)
                         m.d.sync += in_flags.eq(in_flags + 1)
                         with m.If(in_flags == flag_bits - 1):
-                            m.d.sync += [in_flags.eq(0), in_rows.eq(1),
+                            m.d.sync += [in_flags.eq(0), section.eq(0),
                                          self.cluster.eq(self.cluster + 1)]
                             with m.If(self.cluster == spec.clusters - 1):
                                 m.d.sync += self.cluster.eq(0)
-                                m.next = "CRC"
+                                m.next = "PAD" if spec.pad_bits else "CRC"
                     with m.If(last):                     # truncated: no CRC (or less)
                         m.d.sync += rejected.eq(1)
                         m.next = "HEADER"
+            if spec.pad_bits:
+                with m.State("PAD"):                     # zero bits to a whole byte
+                    with m.If(take):
+                        m.d.sync += [crc.eq(crc_next), count.eq(count + 1)]
+                        with m.If(count == spec.pad_bits - 1):
+                            m.d.sync += count.eq(0)
+                            m.next = "CRC"
+                        with m.If(last):
+                            m.d.sync += [rejected.eq(1), count.eq(0)]
+                            m.next = "HEADER"
             with m.State("CRC"):
                 with m.If(take):
                     m.d.sync += [received_crc.eq(received_next), count.eq(count + 1)]
@@ -215,70 +244,91 @@ class ProgrammableCluster(wiring.Component):
             "errors": Out(ERROR_WIDTH),
             "cfg": In(_CfgPort),
             "selected": In(1),
-            "row": In(range(spec.max_tag_len)),
+            "row": In(range(_rows(spec))),
         })
 
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        n, length = spec.columns, spec.max_tag_len
+        n, length, tags = spec.columns, spec.max_tag_len, spec.tags_per_cluster
+        index_bits = spec.index_bits
         ev = Signal.like(self.events)           # this cluster's registered copies
         tap = Signal.like(self.name_tap)
         m.d.sync += [ev.eq(self.events), tap.eq(self.name_tap)]
         m.d.comb += [self.doc_end.eq(ev.doc_end), self.errors.eq(ev.errors)]
 
-        # --- configuration: tag entries in two LUT-RAM banks, flags staged then active ---
+        # --- configuration: the dictionary and the tag matrix in two LUT-RAM banks each
+        # (``bank`` is active, the other one is loaded), flags staged then active ---
         row_width = _width(length)
         bank = Signal()
-        entries = Memory(shape=8 * n, depth=2 << row_width, init=[])
+        entries = Memory(shape=8 * tags, depth=2 << row_width, init=[])
+        matrix = Memory(shape=n, depth=2 * spec.matrix_rows, init=[])
         m.submodules.entries = entries
+        m.submodules.matrix = matrix
         read = entries.read_port(domain="comb")
         write = entries.write_port()
-        row_reg = Signal(8 * n)
-        row_next = Cat(row_reg[1:], self.cfg.bit)
+        matrix_read = matrix.read_port(domain="comb")
+        matrix_write = matrix.write_port()
+        shift = Signal(max(8 * tags, n))         # dictionary and matrix rows come in here
+        shift_next = Cat(shift[1:], self.cfg.bit)
         staged = Signal(FLAG_BITS * n)
         active = Signal(FLAG_BITS * n)
         with m.If(self.selected & self.cfg.row_shift):
-            m.d.sync += row_reg.eq(row_next)
+            m.d.sync += shift.eq(shift_next)
         with m.If(self.selected & self.cfg.flag_shift):
             m.d.sync += staged.eq(Cat(staged[1:], self.cfg.bit))
-        row = Signal(row_width)   # ``self.row`` widened: with one row it has no bits at all
+        row = Signal(max(row_width, index_bits))   # ``self.row`` widened (one row: no bits)
         m.d.comb += [
             row.eq(self.row),
-            write.addr.eq(Cat(row, ~bank)),
-            write.data.eq(row_next),
+            write.addr.eq(Cat(row[:row_width], ~bank)),
+            write.data.eq(shift_next[len(shift) - 8 * tags:]),
             write.en.eq(self.selected & self.cfg.row_write),
+            matrix_write.addr.eq(Cat(row[:index_bits], ~bank)),
+            matrix_write.data.eq(shift_next[len(shift) - n:]),
+            matrix_write.en.eq(self.selected & self.cfg.matrix_write),
         ]
         with m.If(self.cfg.commit):
             m.d.sync += [bank.eq(~bank), active.eq(staged)]
 
         def flag(k):
             return Cat(*(active[FLAG_BITS * j + k] for j in range(n)))
-        first, first_any, wildcard, descendant = (flag(k) for k in range(FLAG_BITS))
+        first, first_any, descendant = (flag(k) for k in range(FLAG_BITS))
 
-        # --- programmable tag decoder: each column follows the name byte by byte ---
+        # --- programmable tag decoder: each dictionary entry follows the name byte by byte ---
         in_entry = tap.pos < length
         m.d.comb += read.addr.eq(Cat(tap.pos[:row_width], bank))
         expected = read.data
-        same = Cat(*(expected[8 * j:8 * j + 8] == tap.data for j in range(n)))
-        ends = Cat(*(expected[8 * j:8 * j + 8] == 0 for j in range(n)))
-        still = Signal(n, init=(1 << n) - 1)     # the name so far equals the entry's start
-        hit = Signal(n)                          # the name that just ended equals the entry
+        # One comparator per entry: with the name byte on ``advance``, else with 0 (the entry
+        # ends where the name does; a push is never registered on a name byte).
+        byte = Mux(tap.advance, tap.data, 0)
+        same = Cat(*(expected[8 * d:8 * d + 8] == byte for d in range(tags)))
+        still = Signal(tags, init=(1 << tags) - 1)   # the name so far equals the entry's start
+        equal = Signal(tags)                         # the name ending here equals the entry
+        m.d.comb += equal.eq(still & Mux(in_entry, same, Mux(tap.pos == length,
+                                                             (1 << tags) - 1, 0)))
+        index = Signal(index_bits)                   # the entry the last name equals, 1 + d
         with m.If(tap.restart):
             m.d.sync += still.eq(still.init)
         with m.Elif(tap.advance):
             m.d.sync += still.eq(Mux(in_entry, still & same, 0))
-        with m.If(tap.load):
-            m.d.sync += hit.eq(still & Mux(in_entry, ends, Mux(tap.pos == length,
-                                                                  (1 << n) - 1, 0)))
+        with m.If(tap.load):    # OR of the equal entries' indices (one, in a stream we write)
+            m.d.sync += index.eq(Cat(*(
+                Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
+                for b in range(index_bits))))
+        # the tag matrix's row of that index: the columns the pushed element's name matches
+        m.d.comb += matrix_read.addr.eq(Cat(index, bank))
+        hit = matrix_read.data
 
-        # --- the chain of columns and its packed stack ---
-        top = Signal(n)
+        # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
+        parent = Signal(n)                           # the row of the pushed element's parent
         new = Signal(n)
         level1 = (ev.level == 1).replicate(n)
-        source = (first & (first_any | level1)) | (~first & (top << 1)[:n])
-        m.d.comb += new.eq(((wildcard | hit) & source) | (descendant & top))
-        packed_stack(m, ev, top, new, spec.max_depth)
+        source = (first & (first_any | level1)) | (~first & (parent << 1)[:n])
+        m.d.comb += new.eq((hit & source) | (descendant & parent))
+        addr = Signal(range(max(2, spec.max_depth)))
+        m.d.comb += addr.eq(ev.level - 1)
+        level_stack(m, SimpleNamespace(addr=addr, level=ev.level, push=ev.push), parent, new,
+                    spec.max_depth)
 
         match_flags(m, ev, self.clear, new, self.matches)
         return m

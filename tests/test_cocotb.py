@@ -291,22 +291,24 @@ def test_regress_random_documents_shrink_to_a_replay(docs, seed, build_dir):
 
 # --- the programmable engine: configuration loading and reconfiguration -----------------------
 
-PROG_SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=32)
+PROG_SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=32,
+                         tags_per_cluster=4)
 PROG_A = ["/a/b", "//b", "/a//c", "/*/b/c"]
 PROG_B = ["//c", "/a/*/c", "//x/c", "/nitf/head", "//toolong/b"]   # "toolong" does not fit
 
 
 def prog_items():
     """Documents before any configuration, load A, a corrupt stream, load B, a truncated
-    stream, a foreign one, A and B back to back (B waits for A's commit), documents between
-    each."""
+    stream, a foreign one, A completing while a document streams and B right after that
+    document (B waits for A's commit at the document boundary), documents between each."""
     good = [Document(name, data) for name, data in GOOD.items()]
     bad = [Document(name, data) for name, (data, _) in BAD.items()]
     nitf = Document.from_path(DATA / "nitf/docs" / NITF[0])
     return [("documents", [good[1], bad[0]]), ("config", 0), ("documents", [good[0], good[1]]),
             ("corrupt", 1), ("documents", [good[4], bad[1], good[1]]), ("config", 1),
             ("documents", [good[1], nitf, good[2]]), ("truncated", 0),
-            ("documents", [bad[4], good[5]]), ("foreign", 0), ("config", 0), ("config", 1),
+            ("documents", [bad[4], good[5]]), ("foreign", 0), ("overlapping", 0),
+            ("documents", [nitf]), ("config", 1),
             ("documents", [good[1], good[0]])]
 
 
@@ -325,9 +327,9 @@ def check_clean_programmable_run(summary):
     assert any("toolong" in s for s in summary.skipped_queries)
     assert [(s["label"].split()[0], s["verdict"]) for s in summary.streams] == [
         ("config", "accepted"), ("corrupt", "rejected"), ("config", "accepted"),
-        ("truncated", "rejected"), ("foreign", "rejected"), ("config", "accepted"),
+        ("truncated", "rejected"), ("foreign", "rejected"), ("overlapping", "accepted"),
         ("config", "accepted")]
-    assert summary.config_stalls > 0                     # the second of A, B waited
+    assert summary.config_stalls > 0                     # B waited for A's commit
     # 16-bit readouts rarely fill the frame, so bytes_in seldom stalls here; readout does
     assert summary.readout_stalls > 0, summary.format()
     assert summary.flagged == 3                          # mismatched end, too deep, truncated

@@ -38,23 +38,37 @@ def test_configure_places_queries_on_consecutive_columns():
     spec = HardwareSpec(clusters=2, columns=6, max_tag_len=4)
     config = configure(queries_of("/a/b", "//c/*", "/a//b/c"), spec)
     assert not config.rejected
-    assert config.readout_bit == {3: 2, 1: 4, 2: 7}     # longest first: 3 -> 0..2, 1 -> 3..4
+    assert config.readout_bit == {1: 1, 3: 4, 2: 7}     # in tag order: 1 -> 0..1, 3 -> 2..4
     first, second = config.columns
-    assert [c.tag for c in first[:5]] == [b"a", b"b", b"c", b"a", b"b"]
-    assert (first[0].first, first[0].first_any, first[0].descendant) == (True, False, True)
+    assert [c.tag for c in first[:5]] == [b"a", b"b", b"a", b"b", b"c"]
+    assert (first[2].first, first[2].first_any, first[2].descendant) == (True, False, True)
     assert (second[0].first_any, second[1].wildcard) == (True, True)
+    assert config.tags == ((b"a", b"b", b"c"), (b"c",))
+    assert len(config.stream()) * 8 == spec.stream_bits
+
+
+def test_configure_fits_each_clusters_tags_into_its_dictionary():
+    spec = HardwareSpec(clusters=2, columns=8, max_tag_len=4, tags_per_cluster=2)
+    config = configure(queries_of("/a/b", "/c/d", "/a/a/b", "/c//d", "/x/y/z", "/e"), spec)
+    assert config.tags == ((b"a", b"b"), (b"c", b"d"))
+    assert config.readout_bit == {3: 2, 1: 4, 2: 9, 4: 11}
+    assert config.summary() == (
+        "2 queries are not configured:\n"
+        "  query 5 (/x/y/z): 3 distinct tags do not fit a cluster's 2 tags\n"
+        "  query 6 (/e): no room left (2 clusters x 8 columns, 2 tags each)\n"
+        "at least 1 more columns would be needed (the hardware has 16)")
     assert len(config.stream()) * 8 == spec.stream_bits
 
 
 def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
     spec = HardwareSpec(clusters=1, columns=4, max_tag_len=3)
     config = configure(queries_of("/a/b", "/long/b", "/a[@x=1]", "/a/b/c", "//d"), spec)
-    assert config.readout_bit == {4: 2, 5: 3}
+    assert config.readout_bit == {1: 1, 5: 2}
     assert config.summary() == (
         "3 queries are not configured:\n"
-        "  query 1 (/a/b): no room left (1 clusters x 4 columns)\n"
         "  query 2 (/long/b): tag 'long' is longer than the hardware's max tag length 3\n"
         "  query 3 (/a[@x=1]): value predicates are not supported by the programmable engine yet\n"
+        "  query 4 (/a/b/c): no room left (1 clusters x 4 columns, 31 tags each)\n"
         "at least 2 more columns would be needed (the hardware has 4)")
     with pytest.raises(ConfigurationError):
         configure(queries_of("/long"), spec, strict=True)
@@ -64,6 +78,8 @@ def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
     ({"columns": 0}, "columns must be at least 1, not 0"),
     ({"columns": 3}, "columns must be even, not 3"),
     ({"max_tag_len": 40}, "max tag length must be at most max name (32), not 40"),
+    ({"tags_per_cluster": 0}, "tags per cluster must be at least 1, not 0"),
+    ({"tags_per_cluster": 256}, "tags per cluster must be at most 255, not 256"),
 ])
 def test_spec_is_validated(kwargs, message):
     with pytest.raises(ValueError) as info:
@@ -74,8 +90,9 @@ def test_spec_is_validated(kwargs, message):
 def test_fingerprint_changes_with_every_parameter():
     base = HardwareSpec()
     others = [HardwareSpec(clusters=2), HardwareSpec(columns=64), HardwareSpec(max_tag_len=8),
-              HardwareSpec(max_depth=12), HardwareSpec(max_name=24)]
-    assert len({base.fingerprint, *(o.fingerprint for o in others)}) == 6
+              HardwareSpec(max_depth=12), HardwareSpec(max_name=24),
+              HardwareSpec(tags_per_cluster=16)]
+    assert len({base.fingerprint, *(o.fingerprint for o in others)}) == 7
 
 
 # --- the model ------------------------------------------------------------------------------
@@ -84,14 +101,15 @@ def test_fingerprint_changes_with_every_parameter():
                          ids=[c[0] for c in STRUCTURAL])
 def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
     queries = load_queries(queries_path).queries
-    spec = HardwareSpec(clusters=24, columns=512, max_tag_len=24)
+    spec = HardwareSpec(clusters=24, columns=512, max_tag_len=24, tags_per_cluster=128)
     engine = ProgrammableModelEngine(queries, spec)
     assert not engine.configuration.rejected
     results = {r.name: r.matches for r in filter_batch(engine, load_documents([folder]))}
     assert results == read_expected(tsv)
 
 
-SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=3, max_depth=6, max_name=8)
+SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=3, max_depth=6, max_name=8,
+                    tags_per_cluster=4)
 SET_A = queries_of("/a/b", "//b", "/a//c", "/*/b/c")
 SET_B = queries_of("//c", "/a/*/c", "//x/c")
 DOCS = [b"<a><b><c/></b></a>", b"<a><x><c/></x></a>", b"<b/>"]
@@ -155,8 +173,9 @@ def test_rtl_equals_model_through_loads_rejections_and_documents():
 
 
 def model_state(model):
-    return ([(c.bank, c.rows, c.row_reg, c.staged, c.first, c.first_any, c.wildcard,
-              c.descendant, c.names) for c in model.clusters], model.status, model.header,
+    return ([(c.bank, c.rows, c.matrix, c.shift, c.staged, c.first, c.first_any,
+              c.descendant, c.names, c.unknown) for c in model.clusters], model.status,
+            model.header,
             model.received, model.cfg_count, model.state)
 
 
@@ -223,13 +242,20 @@ def edge_case_items(spec: HardwareSpec):
 
 
 @pytest.mark.parametrize("spec", [
-    HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=1, max_name=1),
-    HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=4, max_name=4),
-    HardwareSpec(clusters=2, columns=4, max_tag_len=2, max_depth=2, max_name=2),
-    HardwareSpec(clusters=3, columns=6, max_tag_len=3, max_depth=3, max_name=5),
-    HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8),
-    HardwareSpec(clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32),
-], ids=lambda s: f"k{s.clusters}-c{s.columns}-t{s.max_tag_len}-d{s.max_depth}-n{s.max_name}")
+    HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=1, max_name=1,
+                 tags_per_cluster=1),
+    HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=4, max_name=4,
+                 tags_per_cluster=2),
+    HardwareSpec(clusters=2, columns=4, max_tag_len=2, max_depth=2, max_name=2,
+                 tags_per_cluster=3),
+    HardwareSpec(clusters=3, columns=6, max_tag_len=3, max_depth=3, max_name=5,
+                 tags_per_cluster=5),
+    HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8,
+                 tags_per_cluster=8),
+    HardwareSpec(clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32,
+                 tags_per_cluster=16),
+], ids=lambda s: f"k{s.clusters}-c{s.columns}-t{s.max_tag_len}-d{s.max_depth}-n{s.max_name}"
+                 f"-g{s.tags_per_cluster}")
 @pytest.mark.parametrize("readout", ["serial", "sparse"])
 def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec, readout):
     """Issue 11, defect 3 (``max_tag_len`` 1 never matched in the RTL): every parameter at 1,

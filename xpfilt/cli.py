@@ -295,7 +295,10 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, option
 @click.option("--clusters", type=click.IntRange(1), default=1, show_default=True,
               help="Programmable: number of clusters.")
 @click.option("--max-tag-len", type=click.IntRange(1), default=16, show_default=True,
-              help="Programmable: longest tag a column entry holds.")
+              help="Programmable: longest tag a dictionary entry holds.")
+@click.option("--tags-per-cluster", type=click.IntRange(1), default=31, show_default=True,
+              help="Programmable: distinct tags the queries of one cluster may name (its tag "
+                   "dictionary).")
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
 def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len, output_dir,
@@ -363,7 +366,8 @@ def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
     try:
         return HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
                             max_depth=kwargs["max_depth"], max_name=max_name,
-                            readout=kwargs["readout"])
+                            readout=kwargs["readout"],
+                            tags_per_cluster=kwargs.pop("tags_per_cluster", 31))
     except ValueError as exc:
         raise click.ClickException(str(exc))
 

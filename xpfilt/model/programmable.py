@@ -3,9 +3,11 @@
 The frame (input copy, front end, flow control, capture, readout) is :class:`FrameModel`; this
 module adds the configuration loader (header, payload routing, CRC-32, commit at a document
 boundary) and the clusters of generic columns, each a Python integer with one bit per column.
-Tag entries are modelled by name: at each commit the active bank's entries become a dictionary
-``name -> columns``, looked up with the name the front end model reports on each push, in the
-cycle the clusters register the event (as the hardware's decoders register their result).
+The tag dictionary is modelled by name: at each commit the active banks' entries and tag
+matrix become a lookup ``name -> columns`` (the matrix row of the OR of the indices of the
+entries equal to the name, as the hardware's decoder encodes it; row 0 for any other name),
+looked up with the name the front end model reports on each push, in the cycle the clusters
+register the event (as the hardware's decoders register their result).
 """
 
 from __future__ import annotations
@@ -24,39 +26,43 @@ from .frontend import FrontEndModel
 __all__ = ["ProgrammableModel", "ProgrammableModelEngine", "load_configuration",
            "preload_configuration"]
 
-HEADER, PAYLOAD, CRC, DRAIN = range(4)
+HEADER, PAYLOAD, CRC, DRAIN, PAD = range(5)
 
 
 class _Cluster:
     def __init__(self, spec: HardwareSpec):
         n = spec.columns
         self.all = (1 << n) - 1
-        self.rows = [[0] * spec.max_tag_len for _ in range(2)]   # [bank][row] = 8n bits
+        self.rows = [[0] * spec.max_tag_len for _ in range(2)]   # [bank][row] = 8D bits
+        self.matrix = [[0] * spec.matrix_rows for _ in range(2)]  # [bank][index] = n bits
         self.bank = 0
-        self.row_reg = 0
+        self.shift = 0
         self.staged = 0
-        self.first = self.first_any = self.wildcard = self.descendant = 0
+        self.first = self.first_any = self.descendant = 0
         self.names: dict[bytes, int] = {}
+        self.unknown = 0          # the columns a name in no entry matches (matrix row 0)
         self.stack = [0]
         self.flags = 0
 
     def activate(self, spec: HardwareSpec, staged: int) -> None:
-        """Commit: flip the entry bank, copy the staged flags, rebuild the name lookup."""
+        """Commit: flip the banks, copy the staged flags, rebuild the name lookup."""
         n = spec.columns
         self.bank ^= 1
         flags = [0] * FLAG_BITS
         for j in range(n):
             for k in range(FLAG_BITS):
                 flags[k] |= (staged >> (FLAG_BITS * j + k) & 1) << j
-        self.first, self.first_any, self.wildcard, self.descendant = flags
-        names: dict[bytes, int] = {}
+        self.first, self.first_any, self.descendant = flags
+        matrix = self.matrix[self.bank]
+        indices: dict[bytes, int] = {}
         rows = self.rows[self.bank]
-        for j in range(n):
-            entry = bytes(rows[p] >> (8 * j) & 0xFF for p in range(spec.max_tag_len))
+        for d in range(spec.tags_per_cluster):
+            entry = bytes(rows[p] >> (8 * d) & 0xFF for p in range(spec.max_tag_len))
             entry = entry.split(b"\0", 1)[0]
             if entry:
-                names[entry] = names.get(entry, 0) | 1 << j
-        self.names = names
+                indices[entry] = indices.get(entry, 0) | d + 1
+        self.names = {name: matrix[index] for name, index in indices.items()}
+        self.unknown = matrix[0]
 
 
 class ProgrammableModel(FrameModel):
@@ -83,7 +89,7 @@ class ProgrammableModel(FrameModel):
         self.header = self.cfg_count = self.received = 0
         self.crc = 0xFFFFFFFF
         self.in_row = self.in_flags = 0
-        self.in_rows = 0
+        self.section = 0
         self.cluster = self.row = 0
         self.cfg_pending = self.generation = self.loaded = self.rejected = 0
         self.config_ready = True
@@ -132,7 +138,7 @@ class ProgrammableModel(FrameModel):
                 self.rejected = 0
             if count == HEADER_BITS - 1:
                 self.cfg_count = self.in_row = self.in_flags = 0
-                self.in_rows, self.cluster, self.row = 1, 0, 0
+                self.section, self.cluster, self.row = 0, 0, 0
                 if header_next != self._expected_header or last:
                     self._reject(last)
                 else:
@@ -142,30 +148,47 @@ class ProgrammableModel(FrameModel):
         elif state == PAYLOAD:
             self.crc = crc_next
             cluster = self.clusters[self.cluster]
-            n = spec.columns
-            if self.in_rows:
-                row_next = (cluster.row_reg >> 1) | bit << (8 * n - 1)
-                cluster.row_reg = row_next
+            n, tags = spec.columns, spec.tags_per_cluster
+            width = max(8 * tags, n)
+            if self.section < 2:
+                shift = (cluster.shift >> 1) | bit << (width - 1)
+                cluster.shift = shift
                 self.in_row += 1
-                if self.in_row == 8 * n:
-                    cluster.rows[cluster.bank ^ 1][self.row] = row_next
+                if self.section == 0 and self.in_row == 8 * tags:
+                    cluster.rows[cluster.bank ^ 1][self.row] = shift >> (width - 8 * tags)
                     self.in_row = 0
                     if self.row == spec.max_tag_len - 1:
-                        self.in_rows, self.row = 0, 0
+                        self.section, self.row = 1, 0
+                    else:
+                        self.row += 1
+                elif self.section == 1 and self.in_row == n:
+                    cluster.matrix[cluster.bank ^ 1][self.row] = shift >> (width - n)
+                    self.in_row = 0
+                    if self.row == spec.matrix_rows - 1:
+                        self.section, self.row = 2, 0
                     else:
                         self.row += 1
             else:
                 cluster.staged = (cluster.staged >> 1) | bit << (FLAG_BITS * n - 1)
                 self.in_flags += 1
                 if self.in_flags == FLAG_BITS * n:
-                    self.in_flags, self.in_rows = 0, 1
+                    self.in_flags, self.section = 0, 0
                     if self.cluster == spec.clusters - 1:
                         self.cluster = 0
-                        self.state = CRC
+                        self.state = PAD if spec.pad_bits else CRC
                     else:
                         self.cluster += 1
             if last:
                 self.rejected = 1
+                self.state = HEADER
+        elif state == PAD:
+            self.crc = crc_next
+            self.cfg_count += 1
+            if self.cfg_count == spec.pad_bits:
+                self.cfg_count = 0
+                self.state = CRC
+            if last:
+                self.rejected, self.cfg_count = 1, 0
                 self.state = HEADER
         elif state == CRC:
             received_next = (self.received >> 1) | bit << (CRC_BITS - 1)
@@ -195,7 +218,7 @@ class ProgrammableModel(FrameModel):
 
     def _stage(self, ev):
         if ev.push:   # each decoder registers its result with the cluster's copy of the event
-            self.hits = [c.names.get(ev.name, 0) for c in self.clusters]
+            self.hits = [c.names.get(ev.name, c.unknown) for c in self.clusters]
         return ev
 
     def _push(self, ev) -> None:
@@ -204,7 +227,7 @@ class ProgrammableModel(FrameModel):
             top = c.stack[-1]
             source = (c.first & (c.first_any | (c.all if level1 else 0))) | \
                 (~c.first & (top << 1) & c.all)
-            new = ((c.wildcard | hit) & source) | (c.descendant & top)
+            new = (hit & source) | (c.descendant & top)
             c.stack.append(new)
             c.flags |= new
 
@@ -231,14 +254,21 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
     spec = model.spec
     stream = configuration.stream()
     payload = int.from_bytes(stream[HEADER_BITS // 8:-CRC_BITS // 8], "little")
+    n, row_bits, flags = spec.columns, 8 * spec.tags_per_cluster, FLAG_BITS * spec.columns
+    width = max(row_bits, n)
     for c in model.clusters:
-        rows, payload = payload & ((1 << (8 * spec.columns * spec.max_tag_len)) - 1), \
-            payload >> (8 * spec.columns * spec.max_tag_len)
+        shift = 0
         for p in range(spec.max_tag_len):
-            c.rows[c.bank ^ 1][p] = rows >> (8 * spec.columns * p) & ((1 << 8 * spec.columns) - 1)
-        c.row_reg = c.rows[c.bank ^ 1][spec.max_tag_len - 1]
-        c.staged = payload & ((1 << FLAG_BITS * spec.columns) - 1)
-        payload >>= FLAG_BITS * spec.columns
+            c.rows[c.bank ^ 1][p] = payload & ((1 << row_bits) - 1)
+            shift = (shift >> row_bits) | c.rows[c.bank ^ 1][p] << (width - row_bits)
+            payload >>= row_bits
+        for i in range(spec.matrix_rows):
+            c.matrix[c.bank ^ 1][i] = payload & ((1 << n) - 1)
+            shift = (shift >> n) | c.matrix[c.bank ^ 1][i] << (width - n)
+            payload >>= n
+        c.shift = shift
+        c.staged = payload & ((1 << flags) - 1)
+        payload >>= flags
         c.activate(spec, c.staged)
     model.generation = (model.generation + 1) & 0xFF
     model.loaded, model.rejected = 1, 0
