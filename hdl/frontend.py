@@ -47,13 +47,34 @@ stage P, beside the parser:
 * at the closing quote every condition on ``cur`` is decided from those registers (length
   first, then the first difference; the sign; ``-0`` equals 0) and ORed into the ``conds``
   register; ``conds`` clears at every ``<`` in content and travels with the push (``events.
-  conds``, zero on other events).
+  conds``; a pop carries the text conditions' bits instead, below).
+
+Text conditions (issue 14 part 2; conditions whose ``attribute`` is :data:`xpfilt.hwdefs.TEXT`,
+``[text() op literal]`` and ``[text()]``). A second set of the same comparators (string CAM, number
+lexer, first-difference flags; :meth:`FrontEnd._comparators`) follows the character data of the
+current text node: the bytes of text (inside the root element, not beyond ``max_depth``) and of
+CDATA sections. A text node ends on the byte after a ``<`` unless that byte is ``!`` (then on the
+byte after ``<!`` unless it is ``[``): an element's start or end tag, a comment or a processing
+instruction ends it, a CDATA section continues it (XPath's data model: comments and PIs split
+text nodes, CDATA sections do not). When a node with content ends, its condition bits are ORed
+into its element's row of a small level-addressed memory (``text_stack``, one bit per text
+condition, ``max_depth + 1`` rows; a push zeroes the new element's row, never in the same cycle
+as a node's end), and an element's pop carries its row in ``conds`` (the text conditions' bits;
+a push carries the attribute conditions' bits). So a text condition's bit on a pop says that
+*some* text node child of the element satisfies it, as XPath's ``text() op literal`` does. The
+stacks use it at the close, committing or dropping the matches that waited for it (see
+:mod:`xpfilt.hdl.stacks`).
 
 The front end never answers wrongly: a value of an attribute that has comparisons and contains
 ``&`` (an entity or character reference changes the value) or a carriage return (line-end
 normalisation), and a value of an attribute with number comparisons that has an exponent or
 more than :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, sets ``value_undecided`` (the conditions
-it decides read 0). :func:`xpfilt.hwdefs.condition_value_holds` is the definition the model
+it decides read 0). So does a text node, when there are text conditions that compare values, with
+``&`` or a carriage return, or with a ``]`` inside a CDATA section that does not close it (the
+comparators take one byte per cycle and learn only at the next byte that the ``]`` was text), and,
+for number comparisons, one with an exponent or too many digits. Any text node counts (the front
+end does not know which elements the queries test), so a document with such text in any element
+is flagged. :func:`xpfilt.hwdefs.condition_value_holds` is the definition the model
 uses.
 
 Errors (sticky within a document, reported with ``doc_end``):
@@ -111,8 +132,8 @@ __all__ = [
 
 class EventLayout(data.StructLayout):
     """One front-end event: ``push``, ``pop``, ``tag``, ``parent``, ``level``, ``doc_end``,
-    ``errors`` (LSB first in that order), and ``conds`` (the push's attribute condition bits)
-    when there are conditions."""
+    ``errors`` (LSB first in that order), and ``conds`` when there are conditions (a push's
+    attribute condition bits, a pop's text condition bits, zero on other events)."""
 
     def __init__(self, *, tag_width: int, max_depth: int, n_conds: int = 0):
         self.tag_width = tag_width
@@ -172,6 +193,9 @@ class FrontEnd(wiring.Component):
         the element has the attribute of ``conditions[i]`` and its value satisfies it, as
         :func:`xpfilt.hwdefs.condition_value_holds` defines (0 when undecided: the document
         then gets ``value_undecided``). See "Attribute conditions" in the module docstring.
+        Text conditions (``is_text``) are evaluated on every text node; bit ``i`` of a pop's
+        ``conds`` says some text node of the closing element satisfies ``conditions[i]`` (see
+        "Text conditions").
 
     Members
     -------
@@ -310,10 +334,14 @@ class FrontEnd(wiring.Component):
             return test, target, requests
 
         table = {
-            S.TEXT: [br(ch("<"), S.LT, "tag_start"), br(~is_ws, None, ("bad", at_root_level))],
-            S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen)),
-                   br(ch("/"), S.END_LT), br(ch("!"), S.BANG), br(ch("?"), S.PI),
-                   br(ALWAYS, S.TEXT, "bad")],
+            S.TEXT: [br(ch("<"), S.LT, "tag_start"),
+                     br(~is_ws, None, ("bad", at_root_level), "text_byte"),
+                     br(ALWAYS, None, "text_byte")],
+            # a text node ends at "<" unless a CDATA section follows (decided a byte later)
+            S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen),
+                      "text_end"),
+                   br(ch("/"), S.END_LT, "text_end"), br(ch("!"), S.BANG),
+                   br(ch("?"), S.PI, "text_end"), br(ALWAYS, S.TEXT, "bad", "text_end")],
             # a start tag pushes on the byte that ends it ("/" of "/>", or ">"); inside it the
             # name registers hold the element's name (``name_hold``)
             S.START_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.IN_TAG, "name_hold"),
@@ -347,10 +375,10 @@ class FrontEnd(wiring.Component):
                          br(ch(">"), S.TEXT, "pop_req", "pop_check"), br(ALWAYS, S.TEXT, "bad")],
             S.END_WS: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "pop_req", "pop_check"),
                        br(ALWAYS, S.TEXT, "bad")],
-            S.BANG: [br(ch("-"), S.BANG_DASH),
+            S.BANG: [br(ch("-"), S.BANG_DASH, "text_end"),
                      br(ch("["), S.CDATA_KW, ("bad", at_root_level)),     # CDATA outside the root
-                     br(ch("D"), S.DOCTYPE_KW, ("bad", root_seen)),       # DOCTYPE after the root
-                     br(ALWAYS, S.TEXT, "bad")],
+                     br(ch("D"), S.DOCTYPE_KW, ("bad", root_seen), "text_end"),  # DOCTYPE after
+                     br(ALWAYS, S.TEXT, "bad", "text_end")],                   # the root
             S.BANG_DASH: [br(ch("-"), S.COMMENT), br(ALWAYS, S.TEXT, "bad")],
             S.COMMENT: [br(ch("-"), S.COMMENT_D1)],
             S.COMMENT_D1: [br(ch("-"), S.COMMENT_D2), br(ALWAYS, S.COMMENT)],
@@ -361,9 +389,12 @@ class FrontEnd(wiring.Component):
                      br(~ch("?"), S.PI)],
             S.CDATA_KW: [br(~kw_cdata, S.TEXT, "bad"),
                          br(kw == len(CDATA_KEYWORD) - 1, S.CDATA), br(ALWAYS, None, "kw_inc")],
-            S.CDATA: [br(ch("]"), S.CDATA_B1)],
-            S.CDATA_B1: [br(ch("]"), S.CDATA_B2), br(ALWAYS, S.CDATA)],
-            S.CDATA_B2: [br(ch(">"), S.TEXT), br(~ch("]"), S.CDATA)],
+            # CDATA content is text; a "]" that does not close the section ("text_amb") makes
+            # the text node undecided (the comparators see bytes one at a time)
+            S.CDATA: [br(ch("]"), S.CDATA_B1), br(ALWAYS, None, "text_byte")],
+            S.CDATA_B1: [br(ch("]"), S.CDATA_B2), br(ALWAYS, S.CDATA, "text_amb")],
+            S.CDATA_B2: [br(ch(">"), S.TEXT), br(~ch("]"), S.CDATA, "text_amb"),
+                         br(ALWAYS, None, "text_amb")],
             S.DOCTYPE_KW: [br(~kw_doctype, S.TEXT, "bad"),
                            br(kw == len(DOCTYPE_KEYWORD) - 1, S.DOCTYPE),
                            br(ALWAYS, None, "kw_inc")],
@@ -385,7 +416,8 @@ class FrontEnd(wiring.Component):
         into = {s: [] for s in State}          # next-state bit s: OR of these
         raised = {name: [] for name in ("name_byte", "name_hold", "push_req", "pop_req",
                                         "pop_check", "bad", "kw_inc", "tag_start", "attr_byte",
-                                        "attr_end", "val_start", "val_byte", "val_end")}
+                                        "attr_end", "val_start", "val_byte", "val_end",
+                                        "text_byte", "text_amb", "text_end")}
         for s, branches in table.items():
             here = state[s.value]
             earlier = []                        # the tests of the branches before this one
@@ -449,12 +481,16 @@ class FrontEnd(wiring.Component):
             with m.Else():
                 m.d.comb += [do_pop.eq(1), ev_level.eq(level), nlevel.eq(level - 1)]
 
+        # --- text conditions: the text nodes' comparators and the bits per open element ---
+        tconds, tundecided = self._text_conditions(m, req, valid, last, level, ex_is_zero,
+                                                   do_push, do_pop, eq, registered, member)
+
         found = Signal(ErrorFlags)
         m.d.comb += [
             found.malformed.eq(bad | underflow),
             found.depth_overflow.eq(overflow),
             found.name_too_long.eq(too_long),
-            found.value_undecided.eq(undecided),
+            found.value_undecided.eq(undecided | tundecided),
         ]
 
         tap = Signal.like(self.name_tap)
@@ -512,7 +548,7 @@ class FrontEnd(wiring.Component):
                                        # unfinished")
         e_nroot = Signal()
         e_conds = Signal(max(1, len(self.conditions)))
-        m.d.sync += e_conds.eq(conds)
+        m.d.sync += e_conds.eq(Mux(do_pop, tconds, conds))
         m.d.sync += [
             e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
             e_check.eq(pop_check), e_last.eq(valid & last),
@@ -568,7 +604,7 @@ class FrontEnd(wiring.Component):
             ev.errors.malformed.eq(f_errors.malformed | (f_last & (mismatched | mismatch))),
         ]
         if self.conditions:
-            m.d.comb += ev.conds.eq(Mux(f_push, f_conds, 0))
+            m.d.comb += ev.conds.eq(Mux(f_push | f_pop, f_conds, 0))
         m.d.sync += self.events.eq(ev)
         with m.If(f_valid):
             m.d.sync += mismatched.eq(~f_last & (mismatched | mismatch))
@@ -589,14 +625,15 @@ class FrontEnd(wiring.Component):
 
     def _attribute_conditions(self, m, req, valid, last, eq, registered, member):
         """Stage P's attribute-condition logic: (the condition bits of the start tag being read,
-        a register; this byte makes a compared value undecided)."""
-        conditions = self.conditions
+        a register, full width with zeros for text conditions; this byte makes a compared value
+        undecided)."""
+        conditions = [c for c in self.conditions if not c.is_text]
+        index = [i for i, c in enumerate(self.conditions) if not c.is_text]
         if not conditions:
-            return Const(0, 1), Const(0, 1)
+            return Const(0, max(1, len(self.conditions))), Const(0, 1)
         attrs = list(dict.fromkeys(c.attribute.encode("utf-8") for c in conditions))
         a_of = [attrs.index(c.attribute.encode("utf-8")) for c in conditions]
         n_attr = len(attrs)
-        byte_ok = valid & ~last
 
         # the attribute-name CAM (like the tag CAM), and the attribute whose value streams
         amax = max(len(a) for a in attrs)
@@ -615,6 +652,81 @@ class FrontEnd(wiring.Component):
             with m.Elif(req["attr_end"]):
                 m.d.sync += cur.eq(ahit)
 
+        bits, amp, num_undec = self._comparators(
+            m, conditions, start=valid & (last | req["val_start"]),
+            byte=valid & ~last & req["val_byte"], space_like_tabs=True, name="v",
+            eq=eq, registered=registered, member=member)
+        conds = Signal(len(self.conditions))
+        with m.If(valid):
+            with m.If(last | req["tag_start"]):
+                m.d.sync += conds.eq(0)
+            with m.Elif(req["val_end"]):
+                m.d.sync += conds.eq(conds | Cat(*(
+                    (cur[a_of[index.index(i)]] & bits[index.index(i)]) if i in index
+                    else Const(0, 1) for i in range(len(self.conditions)))))
+        valued = [i for i, a in enumerate(attrs)
+                  if any(c.kind != "exists" and a_of[k] == i for k, c in enumerate(conditions))]
+        numeric = [i for i, a in enumerate(attrs)
+                   if any(c.kind == "number" and a_of[k] == i for k, c in enumerate(conditions))]
+        undecided = req["val_end"] & (
+            (Cat(*(cur[i] for i in valued)).any() & amp if valued else Const(0, 1)) |
+            (Cat(*(cur[i] for i in numeric)).any() & num_undec if numeric else Const(0, 1)))
+        return conds, undecided
+
+    def _text_conditions(self, m, req, valid, last, level, ex_is_zero, do_push, do_pop,
+                         eq, registered, member):
+        """Stage P's text-condition logic: (the text condition bits of the element a pop
+        closes, full width with zeros for attribute conditions; this byte makes a text node
+        undecided)."""
+        conditions = [c for c in self.conditions if c.is_text]
+        index = [i for i, c in enumerate(self.conditions) if c.is_text]
+        width = max(1, len(self.conditions))
+        if not conditions:
+            return Const(0, width), Const(0, 1)
+        inside = (level != 0) & ex_is_zero          # text of a stacked element
+        feed = valid & ~last & inside & req["text_byte"]
+        amb_now = valid & ~last & inside & req["text_amb"]
+        end = valid & ~last & req["text_end"]
+        topen = Signal()                            # the text node has content
+        tamb = Signal()                             # ... and a "]" of a CDATA section
+        bits, amp, num_undec = self._comparators(
+            m, conditions, start=valid & (last | req["text_end"]), byte=feed,
+            space_like_tabs=False, name="t", eq=eq, registered=registered, member=member)
+        with m.If(valid):
+            with m.If(last | req["text_end"]):
+                m.d.sync += [topen.eq(0), tamb.eq(0)]
+            with m.Else():
+                m.d.sync += [topen.eq(topen | feed | amb_now), tamb.eq(tamb | amb_now)]
+        decided = Cat(*((b & ~tamb) if c.kind != "exists" else b
+                        for b, c in zip(bits, conditions)))
+        # the bits per open element, by level: zeroed by the element's push, ORed at the end
+        # of each of its text nodes, read by its pop (never in the same cycle as a push)
+        tstack = Memory(shape=len(conditions), depth=self.max_depth + 1, init=[])
+        m.submodules.text_stack = tstack
+        rd = tstack.read_port(domain="comb")
+        wr = tstack.write_port()
+        decide = end & topen
+        m.d.comb += [
+            rd.addr.eq(level),
+            wr.addr.eq(Mux(do_push, level + 1, level)),
+            wr.data.eq(Mux(do_push, 0, rd.data | decided)),
+            wr.en.eq(valid & ~last & (do_push | decide)),
+        ]
+        out = Cat(*(rd.data[index.index(i)] if i in index else Const(0, 1)
+                    for i in range(len(self.conditions))))
+        valued = any(c.kind != "exists" for c in conditions)
+        numeric = any(c.kind == "number" for c in conditions)
+        undecided = decide & (((amp | tamb) if valued else Const(0, 1)) |
+                              (num_undec if numeric else Const(0, 1)))
+        return Mux(do_pop, out, 0), undecided
+
+    @staticmethod
+    def _comparators(m, conditions, *, start, byte, space_like_tabs, name, eq, registered,
+                     member):
+        """The value comparators over one byte stream (an attribute value, a text node):
+        ``start`` resets them, ``byte`` feeds the current byte. Returns (per condition, its
+        decision over the bytes fed so far, 0 when undecided; ``&`` or CR seen; the number is
+        undecided)."""
         # the value: string literals (a CAM over the value bytes; tab and newline read as space)
         strings = list(dict.fromkeys(c.literal.encode("utf-8") for c in conditions
                                      if c.kind == "string"))
@@ -624,7 +736,7 @@ class FrontEnd(wiring.Component):
         space_like = registered("vspace", member(b" \t\n"))
 
         def same(b):
-            return space_like if b == ord(" ") else eq(b)
+            return space_like if space_like_tabs and b == ord(" ") else eq(b)
         lit_ok = Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any()
                        for t in strings)) if strings else Const(1, 1)
         amp = Signal()                    # "&" or CR in the value: undecided
@@ -672,7 +784,7 @@ class FrontEnd(wiring.Component):
         numbers = list(dict.fromkeys(number_digits(c.number) for c in conditions
                                      if c.kind == "number"))
         n_num = max(1, len(numbers))
-        ilt, igt, flt, fgt = (Signal(n_num, name=n) for n in ("ilt", "igt", "flt", "fgt"))
+        ilt, igt, flt, fgt = (Signal(n_num, name=name + n) for n in ("ilt", "igt", "flt", "fgt"))
         new_ilt, new_igt, new_flt, new_fgt = [], [], [], []
         for _neg, whole, frac in numbers:
             new_ilt.append(Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))).any()
@@ -684,28 +796,27 @@ class FrontEnd(wiring.Component):
             new_fgt.append(Cat(*(fpos[p] & dgt(int(frac[p]) if p < len(frac) else 0)
                                  for p in range(NUMBER_DIGITS + 1))).any())
 
-        with m.If(valid):
-            with m.If(last | req["val_start"]):
-                m.d.sync += [vpos.eq(vpos.init), lit.eq(lit.init), amp.eq(0), lex.eq(lex.init),
-                             neg.eq(0), isig.eq(0), nonzero.eq(0), ndig.eq(0),
-                             ipos.eq(ipos.init), fpos.eq(fpos.init),
-                             ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
-            with m.Elif(req["val_byte"]):
-                m.d.sync += [vpos.eq(vpos << 1), lit.eq(lit & lit_ok),
-                             amp.eq(amp | eq(ord("&")) | eq(ord("\r"))), lex.eq(lex_next),
-                             neg.eq(neg | (lex[LEAD] & minus)), isig.eq(isig | sig_digit),
-                             nonzero.eq(nonzero | ((int_digit | frac_digit) & nz))]
-                with m.If((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1)):
-                    m.d.sync += ndig.eq(ndig + 1)
-                with m.If(sig_digit):
-                    m.d.sync += ipos.eq(ipos << 1)
-                with m.If(frac_digit):
-                    m.d.sync += fpos.eq(fpos << 1)
-                for j in range(len(numbers)):
-                    with m.If(sig_digit & ~ilt[j] & ~igt[j]):
-                        m.d.sync += [ilt[j].eq(new_ilt[j]), igt[j].eq(new_igt[j])]
-                    with m.If(frac_digit & ~flt[j] & ~fgt[j]):
-                        m.d.sync += [flt[j].eq(new_flt[j]), fgt[j].eq(new_fgt[j])]
+        with m.If(start):
+            m.d.sync += [vpos.eq(vpos.init), lit.eq(lit.init), amp.eq(0), lex.eq(lex.init),
+                         neg.eq(0), isig.eq(0), nonzero.eq(0), ndig.eq(0),
+                         ipos.eq(ipos.init), fpos.eq(fpos.init),
+                         ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
+        with m.Elif(byte):
+            m.d.sync += [vpos.eq(vpos << 1), lit.eq(lit & lit_ok),
+                         amp.eq(amp | eq(ord("&")) | eq(ord("\r"))), lex.eq(lex_next),
+                         neg.eq(neg | (lex[LEAD] & minus)), isig.eq(isig | sig_digit),
+                         nonzero.eq(nonzero | ((int_digit | frac_digit) & nz))]
+            with m.If((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1)):
+                m.d.sync += ndig.eq(ndig + 1)
+            with m.If(sig_digit):
+                m.d.sync += ipos.eq(ipos << 1)
+            with m.If(frac_digit):
+                m.d.sync += fpos.eq(fpos << 1)
+            for j in range(len(numbers)):
+                with m.If(sig_digit & ~ilt[j] & ~igt[j]):
+                    m.d.sync += [ilt[j].eq(new_ilt[j]), igt[j].eq(new_igt[j])]
+                with m.If(frac_digit & ~flt[j] & ~fgt[j]):
+                    m.d.sync += [flt[j].eq(new_flt[j]), fgt[j].eq(new_fgt[j])]
 
         # at the closing quote: each condition on the current attribute
         num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
@@ -744,17 +855,4 @@ class FrontEnd(wiring.Component):
                        ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[c.op]
                 bit = bit & ~amp & ~num_undec
             bits.append(bit)
-        conds = Signal(len(conditions))
-        with m.If(valid):
-            with m.If(last | req["tag_start"]):
-                m.d.sync += conds.eq(0)
-            with m.Elif(req["val_end"]):
-                m.d.sync += conds.eq(conds | Cat(*(cur[a] & bit for a, bit in zip(a_of, bits))))
-        valued = [i for i, a in enumerate(attrs)
-                  if any(c.kind != "exists" and a_of[k] == i for k, c in enumerate(conditions))]
-        numeric = [i for i, a in enumerate(attrs)
-                   if any(c.kind == "number" and a_of[k] == i for k, c in enumerate(conditions))]
-        undecided = req["val_end"] & (
-            (Cat(*(cur[i] for i in valued)).any() & amp if valued else Const(0, 1)) |
-            (Cat(*(cur[i] for i in numeric)).any() & num_undec if numeric else Const(0, 1)))
-        return conds, undecided
+        return bits, amp, num_undec

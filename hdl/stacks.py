@@ -12,6 +12,30 @@ packed into one memory row. The custom engine's rows live in a LUT-RAM addressed
 * ``matches`` shows the per-query match flags of the pushes before this cycle (a register);
   ``clear`` (the readout's capture) resets them.
 
+text() chains (issue 14 part 2; ``QueryPlan.chain``, see :mod:`xpfilt.compiler`). A text()
+predicate is known when its element closes (the pop carries the element's text condition bits,
+``events.conds``), after the matches below the element have happened. So a query whose step
+``j`` is the first with a text guard is checked on pops, bottom up, with *pending* bits:
+
+* a cluster with chains keeps ``max_depth + 1`` rows and, on a pop at level ``L``, reads row
+  ``L`` (the closing element's; a push still reads ``L - 1``);
+* per chain step ``k`` before the last one a pending bit ``N_k`` per open element: "below this
+  element, steps ``k+1..n`` held, anchored at it". The current element's bits are a register,
+  its ancestors' are saved by level in a small LUT-RAM on each push (like :func:`packed_stack`);
+  a push starts the new element with none;
+* on the pop of element ``Y``: step ``k`` *holds* at ``Y`` when ``Y``'s row has step ``k``'s column
+  (step ``j``: ``Y`` fired it through the ordinary columns; ``k > j``: ``Y`` passes its name test
+  and attribute guard), its text guard holds on the pop's bits, and (unless ``k`` is the last
+  step) ``N_k(Y)``. Step ``j`` holding is a match (the query's flag is set on the pop); step
+  ``k > j`` holding sets the parent's ``N_(k-1)``; and if step ``k`` is reached by ``//``,
+  ``N_(k-1)(Y)`` passes to the parent too (an ancestor of ``Y`` is an ancestor of what ``Y``
+  contains). The parent's bits = its saved bits OR these.
+
+Each chain costs one column per step from ``j`` on and ``n - j`` pending bits (a flip-flop and a
+LUT-RAM bit each). The backward check anchors every step at exactly one element, so nested
+candidates (``//b[text()=15]/c`` in ``<b>15<b>7<c/></b></b>``) are told apart; a document end that
+shares its cycle with the root's pop still checks the root.
+
 The programmable engine keeps :func:`packed_stack` (the current row in a register, the rows
 below it in the LUT-RAM).
 """
@@ -98,9 +122,14 @@ class StackBank(wiring.Component):
         n_columns = len(cluster.columns)
         width = max(1, n_columns)
 
-        top = Signal(width)     # the parent's row (valid on a push)
-        new = Signal(width)
-        level_stack(m, ev, top, new, self.max_depth)
+        chains = [(i, q.chain) for i, q in enumerate(cluster.queries) if q.chain]
+        top = Signal(width)     # the parent's row on a push; with text() chains, the closing
+        new = Signal(width)     # element's row on a pop
+        if chains:
+            level_stack(m, ev, top, new, self.max_depth, rows=self.max_depth + 1,
+                        read_addr=Mux(ev.pop, ev.level, ev.addr))
+        else:
+            level_stack(m, ev, top, new, self.max_depth)
 
         # the tag of the new element and of its parent arrive one-hot: tag id t is bit t - 1
         is_tag = {t: ev.tag[t - 1] for t in {n.tag for n in cluster.nodes} if t}
@@ -134,7 +163,7 @@ class StackBank(wiring.Component):
             terms = Cat(*(guard(x) for x in g[1:]))
             return terms.all() if g[0] == "and" else terms.any()
 
-        needed = {q.node for q in cluster.queries} | {
+        needed = {q.node for q in cluster.queries if not q.chain} | {
             k for k, n in enumerate(cluster.nodes) if n.column >= 0}
         fires = {}
         for k in sorted(needed):
@@ -152,10 +181,47 @@ class StackBank(wiring.Component):
 
         # a node with a tag fires only on a push (the event's tag is 0 on every other cycle):
         # only '*' nodes need the push term, the other flags save a LUT input
-        hits = [fires[q.node] if cluster.nodes[q.node].tag else fires[q.node] & ev.push
+        hits = [None if q.chain else
+                fires[q.node] if cluster.nodes[q.node].tag else fires[q.node] & ev.push
                 for q in cluster.queries]
+        if chains:
+            self._text_chains(m, ev, top, chains, guard, hits)
         match_flags(m, ev, self.clear, Cat(*hits), self.matches, gated=False)
         return m
+
+    def _text_chains(self, m, ev, row, chains, guard, hits) -> None:
+        """The text() chains, checked on pops (see the module docstring): ``row`` is the
+        closing element's row, ``pending`` its pending bits (a register; the ancestors' in a
+        LUT-RAM by level, saved on a push like :func:`packed_stack`). Sets ``hits`` of the
+        chains' queries."""
+        n_pending = sum(len(chain) - 1 for _, chain in chains)
+        pending = Signal(max(1, n_pending))
+        up = []
+        base = 0
+        for i, chain in chains:
+            last = len(chain) - 1
+            for k, (column, text_guard, _descendant) in enumerate(chain):
+                done = row[column] & guard(text_guard)
+                if k < last:
+                    done = done & pending[base + k]
+                if k == 0:
+                    hits[i] = ev.pop & done
+                else:
+                    before = chain[k - 1][2]
+                    up.append(done | pending[base + k - 1] if before else done)
+            base += last
+        if not n_pending:
+            return
+        mem = Memory(shape=n_pending, depth=self.max_depth, init=[])
+        m.submodules.pending = mem
+        write = mem.write_port()
+        read = mem.read_port(domain="comb")
+        m.d.comb += [read.addr.eq(ev.addr), write.addr.eq(ev.addr), write.data.eq(pending),
+                     write.en.eq(ev.push)]
+        with m.If(ev.doc_end | ev.push):
+            m.d.sync += pending.eq(0)
+        with m.Elif(ev.pop):
+            m.d.sync += pending.eq(read.data | Cat(*up))
 
 
 def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> None:
@@ -168,23 +234,26 @@ def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> N
     m.d.sync += flags.eq(Mux(clear, 0, flags) | (Mux(ev.push, hits, 0) if gated else hits))
 
 
-def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int) -> None:
+def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
+                rows: int = None, read_addr=None) -> None:
     """The stack memory of a custom cluster, one row per level: ``parent`` shows row
     ``ev.level - 1`` (asynchronous read; on a push, the row of the new element's parent), and
     a push to level ``L`` writes ``new`` to row ``L`` unless ``L`` is ``max_depth`` (no push
     reads that row). Row 0 is zeros from configuration on and never written. No register per
     column: on the ECP5 the row register and its push/pop multiplexer were ~1 flip-flop and
-    ~2 LUTs per column, more than the LUT-RAM itself."""
-    mem = Memory(shape=len(new), depth=max_depth, init=[])
+    ~2 LUTs per column, more than the LUT-RAM itself. ``rows`` = ``max_depth + 1`` keeps the
+    deepest level's row too (read on its pop), ``read_addr`` replaces ``ev.addr``."""
+    rows = max_depth if rows is None else rows
+    mem = Memory(shape=len(new), depth=rows, init=[])
     m.submodules.stack = mem
     write = mem.write_port()
     read = mem.read_port(domain="comb")
     m.d.comb += [
-        read.addr.eq(ev.addr),
+        read.addr.eq(ev.addr if read_addr is None else read_addr),
         parent.eq(read.data),
         write.addr.eq(ev.level),
         write.data.eq(new),
-        write.en.eq(ev.push & (ev.level != max_depth)),
+        write.en.eq(ev.push & (ev.level != max_depth) if rows == max_depth else ev.push),
     ]
 
 

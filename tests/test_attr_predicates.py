@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import CompileOptions, compile_queries, hardware_queries, TEXT_REFUSED
+from xpfilt.compiler import (POSITION_REFUSED, TEXT_REFUSED, CompileOptions, compile_queries,
+                             hardware_queries)
 from xpfilt.hwdefs import AttrCondition, Errors, condition_value_holds
 from xpfilt.model.engine import EngineError, ModelEngine
 from xpfilt.reference import ReferenceFilter
@@ -151,10 +152,12 @@ def test_undecided_values_flag_the_document():
 
 
 def test_other_predicates_are_refused_with_the_reason():
-    ok, refused = hardware_queries([parse_query("/a[@x=1]/b[text()=2]", 1),
-                                    parse_query("/a[@x=1]/b[@y]", 2)])
+    ok, refused = hardware_queries([parse_query("/a[@x=1]/b[not(text()=2 and @z)]", 1),
+                                    parse_query("/a[@x=1]/b[@y]", 2),
+                                    parse_query("/a/b[position()=2]", 3)])
     assert [q.number for q in ok] == [2]
-    assert refused == [f"query 1 (/a[@x=1]/b[text()=2]): {TEXT_REFUSED}"]
+    assert refused == [f"query 1 (/a[@x=1]/b[not(text()=2 and @z)]): {TEXT_REFUSED}",
+                       f"query 3 (/a/b[position()=2]): {POSITION_REFUSED}"]
 
 
 def frontend_documents(seed: int, count: int) -> list[bytes]:
@@ -208,7 +211,7 @@ def test_engine_rtl_equals_model_and_reference(seed):
             assert got == sorted(ref.filter(doc)), doc
 
 
-def attribute_only_shared_cases():
+def shared_predicate_cases():
     path = DATA / "queries" / "nitf-d6-p15-pred1-n1000.txt"
     tsv = DATA / "expected" / "nitf-docs--nitf-d6-p15-pred1-n1000.tsv"
     if not tsv.exists():
@@ -216,16 +219,17 @@ def attribute_only_shared_cases():
     return [(path, tsv)]
 
 
-@pytest.mark.parametrize("queries_path, tsv", attribute_only_shared_cases())
-def test_shared_predicate_set_attribute_queries_on_the_model(queries_path, tsv):
+@pytest.mark.parametrize("queries_path, tsv", shared_predicate_cases())
+def test_shared_predicate_set_on_the_model(queries_path, tsv):
     loaded = load_queries(queries_path.read_text().splitlines())
     queries, refused = hardware_queries(loaded.queries)
-    assert len(queries) > 900 and all("text()" in r for r in refused)
+    assert (len(queries), refused) == (1000, [])        # text() ones included
     expected = read_expected(tsv)
     engine = ModelEngine(queries)
     numbers = [q.number for q in queries]
     kept = set(numbers)
-    checked = 0
+    text_queries = {q.number for q in queries if "text()" in str(q)}
+    checked = text_matches = 0
     for doc_path in sorted((DATA / "nitf" / "docs").glob("*.xml")):
         try:
             got = sorted(numbers[p] for p in engine.filter(doc_path.read_bytes()))
@@ -235,4 +239,5 @@ def test_shared_predicate_set_attribute_queries_on_the_model(queries_path, tsv):
         want = sorted(n for n in expected[doc_path.name] if n in kept)
         assert got == want, doc_path.name
         checked += 1
-    assert checked >= 90
+        text_matches += len(set(got) & text_queries)
+    assert checked == 100 and text_matches > 0

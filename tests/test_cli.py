@@ -84,23 +84,23 @@ def test_compile_writes_plan_verilog_and_report(data, tmp_path, monkeypatch):
 
 def test_compile_refuses_predicates_naming_the_query(data, tmp_path):
     queries = tmp_path / "q.txt"
-    queries.write_text("/a/b\n/a[text()=1]\n")
+    queries.write_text("/a/b\n/a[text()=1 or @x]\n")
     result = run("compile", queries, "-o", tmp_path / "out")
     assert result.exit_code == 1      # the query is skipped, named; the others are compiled
-    assert ("skipped: query 2 (/a[text()=1]): text() predicates are not supported by the "
-            "hardware engines yet") in result.output
+    assert ("skipped: query 2 (/a[text()=1 or @x]): a predicate that combines text() and "
+            "attributes with or/not is not supported by the hardware engines yet") in result.output
     from xpfilt.compiler import Plan
     assert Plan.from_json((tmp_path / "out" / "plan.json").read_text()).query_numbers == [1]
 
 
-def test_model_engine_matches_expected_and_skips_predicates(data):
+def test_model_engine_matches_expected_with_predicates(data):
     result = run("filter", "-e", "model", "-q", data / "queries/nitf-d6-p15-pred1-n1000.txt",
                  data / "nitf/docs/outFile1.xml")
-    assert result.exit_code == 1
-    assert "skipped: query 20 (/nitf/body/*//bibliography[text()=15]): text() predicates are " \
-           "not supported by the hardware engines yet" in result.stderr
-    assert "query 1 " not in result.stderr     # attribute predicates run in the custom engine
-    assert result.stdout.startswith("outFile1.xml\t")
+    assert result.exit_code == 0, result.stderr     # attribute and text() predicates run
+    assert "skipped" not in result.stderr
+    expected = [line for line in (data / "expected/nitf-docs--nitf-d6-p15-pred1-n1000.tsv")
+                .read_text().splitlines() if line.startswith("outFile1.xml\t")]
+    assert result.stdout.splitlines() == expected
 
 
 def test_programmable_compile_configure_filter_round_trip(data, tmp_path):

@@ -53,7 +53,7 @@ def test_plan_json_round_trip(data):
 
 
 def test_plan_version_is_checked():
-    with pytest.raises(ValueError, match="plan version must be 3, not 99"):
+    with pytest.raises(ValueError, match="plan version must be 4, not 99"):
         Plan.from_json('{"version": 99}')
 
 
@@ -75,14 +75,24 @@ def test_default_cluster_size_follows_query_length():
     assert len(compile_queries(long_).clusters) == 3
 
 
-def test_text_predicates_are_refused_with_the_query_named():
-    queries = [parse_query("/a", 1), parse_query("/a[@x=1]/b[text()=1]", 2)]
+def test_mixed_text_predicates_are_refused_with_the_query_named():
+    queries = [parse_query("/a", 1), parse_query("/a[@x=1]/b[text()=1 or @y]", 2)]
     with pytest.raises(UnsupportedQueryError) as info:
         compile_queries(queries)
     assert str(info.value) == (
-        "the custom engine supports paths with attribute predicates, not query 2 "
-        "(/a[@x=1]/b[text()=1]) (text() predicates are not supported by the hardware engines "
-        "yet)")
+        "the custom engine supports paths with attribute and text() predicates, not query 2 "
+        "(/a[@x=1]/b[text()=1 or @y]) (a predicate that combines text() and attributes with "
+        "or/not is not supported by the hardware engines yet)")
+
+
+def test_text_chains_round_trip_through_json():
+    queries = [parse_query("/a[@x=1]/b[text()=1 and @y]//c[text()]", 1), parse_query("/a/b", 2)]
+    plan = compile_queries(queries)
+    again = Plan.from_json(plan.to_json())
+    assert again == plan
+    chain = plan.clusters[0].queries[0].chain
+    assert [(g, d) for _c, g, d in chain] == [(("c", 1), True), (("c", 3), False)]
+    assert [c.attribute for c in plan.conditions] == ["x", "text()", "y", "text()"]
 
 
 def test_attribute_predicates_compile_to_conditions_and_guards():

@@ -34,6 +34,24 @@ guarded first step keeps its column (optimization (2) reads the parent's tag, wh
 nothing about its guard). Column sharing (3) stays exact: a member's bit is set only when that
 member fired, guard included.
 
+``text()`` predicates (issue 14 part 2). A text condition (:data:`xpfilt.hwdefs.TEXT` as the
+attribute) is known only when its element closes: the front end sends the closing element's text
+condition bits with its pop. A step's predicates are split at their top-level ``and``s into an
+attribute guard (checked on the push, as above) and a *text guard* (checked on the pop); a part
+that mixes text() and attributes under ``or``/``not`` is refused (:data:`TEXT_REFUSED`). A query
+whose step ``j`` is the first with a text guard becomes a *chain* (``QueryPlan.chain``: per step
+``j..n``, its column, its text guard, and whether the next step is reached by ``//``):
+
+* steps ``1..j`` are ordinary nodes (prefix sharing included); node ``j`` gets a column of its own
+  (no self loop, not shared, kept by (1) and (2)): its bit at level ``L`` says that the element at
+  ``L`` fired step ``j`` (attribute guards included);
+* each step ``k > j`` is a node of its own with source ``any`` and a column of its own: its bit at
+  level ``L`` says that the element there passes step ``k``'s name test and attribute guard;
+* the stacks evaluate the chain bottom up on pops (see :mod:`xpfilt.hdl.stacks`), so a match
+  below step ``j``'s element waits (a *pending* bit of that element) until it closes and its text
+  is known -- ``/a/b[text()=15]//c`` matches when ``b`` closes, whether the text came before or
+  after ``c``.
+
 Column optimizations (each switchable): (1) the last node gets no column; (2) a first step whose
 children are all ``/`` steps gets no column (the global stack knows the parent's tag); (3) nodes
 that are not ``*`` and not followed by ``//`` share columns when their tags differ (the tag on the
@@ -48,7 +66,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-from .hwdefs import AttrCondition, number_digits
+from .hwdefs import TEXT, AttrCondition, number_digits
 from .readout import check_readout
 from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget, Predicate, Query,
                     TextTarget, leaves)
@@ -58,7 +76,7 @@ __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Colu
            "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
            "COMBINATIONS_REFUSED", "TEXT_REFUSED", "POSITION_REFUSED", "guard_holds"]
 
-PLAN_VERSION = 3
+PLAN_VERSION = 4
 
 
 class EngineMode(str, enum.Enum):
@@ -74,7 +92,7 @@ DEEPEST = 4096
 
 
 class UnsupportedQueryError(ValueError):
-    """A query the hardware engines cannot evaluate (predicates, for now)."""
+    """A query the hardware engines cannot evaluate (:func:`hardware_refusal`)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +157,10 @@ class QueryPlan:
     text: str
     node: int                    # the cluster node whose firing means a match
     steps: int
+    # text() predicates: (column, text guard, '//' to the next step) for the query's first step
+    # with a text() predicate and each step after it, checked when elements close (see the
+    # module docstring); () for a query matched on a push
+    chain: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -184,7 +206,8 @@ class Plan:
                                             "kind": SourceKind(n["source"]["kind"])}),
                        n["column"], _tuples(n.get("guard", ()))) for n in c["nodes"]),
             tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
-            tuple(QueryPlan(**q) for q in c["queries"]))
+            tuple(QueryPlan(**{**q, "chain": _tuples(q.get("chain", ()))})
+                  for q in c["queries"]))
 
 
 def _tuples(value):
@@ -208,8 +231,9 @@ def guard_holds(guard: tuple, bits: int) -> bool:
 
 #: Why the programmable engine refuses a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the programmable engine yet"
-#: Why the custom engine refuses a query with text() or position() predicates.
-TEXT_REFUSED = "text() predicates are not supported by the hardware engines yet"
+#: Why the custom engine refuses a predicate that mixes text() and attributes under or/not.
+TEXT_REFUSED = ("a predicate that combines text() and attributes with or/not is not supported by "
+                "the hardware engines yet")
 POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
 #: ... a profile with nested paths (a twig), and one that combines paths with and/or/not.
 TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the hardware engines yet"
@@ -218,9 +242,10 @@ COMBINATIONS_REFUSED = "boolean combinations of paths are not supported by the h
 
 def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Optional[str]:
     """Why the hardware engine of ``mode`` cannot take ``query`` whatever its sizes (None: it
-    can). The custom engine takes paths whose predicates test attributes only (comparisons with
-    numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence, and
-    and/or/not); the programmable engine takes plain paths."""
+    can). The custom engine takes paths whose predicates test attributes and text() (comparisons
+    with numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence, and
+    and/or/not; text() and attributes meet only in top-level ``and``s); the programmable engine
+    takes plain paths."""
     if not query.is_path:
         return COMBINATIONS_REFUSED
     if query.has_nested_paths:
@@ -232,11 +257,12 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
     for step in query.steps:
         for predicate in step.predicates:
             for leaf in leaves(predicate):
-                target = getattr(leaf, "target", None)
-                if isinstance(target, TextTarget):
-                    return TEXT_REFUSED
-                if isinstance(target, PositionTarget):
+                if isinstance(getattr(leaf, "target", None), PositionTarget):
                     return POSITION_REFUSED
+            for part in _conjuncts(predicate):
+                if len({isinstance(getattr(leaf, "target", None), TextTarget)
+                        for leaf in leaves(part)}) > 1:
+                    return TEXT_REFUSED
     for condition in _conditions_of(query):
         if condition.kind == "number" and number_digits(condition.number) is None:
             return (f"number {condition.literal!r} has more than 15 digits, which the hardware "
@@ -245,18 +271,33 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
 
 
 def _condition(leaf) -> AttrCondition:
+    name = TEXT if isinstance(leaf.target, TextTarget) else leaf.target.name
     if isinstance(leaf, Exists):
-        return AttrCondition(leaf.target.name, "exists")
-    return AttrCondition(leaf.target.name, leaf.op, leaf.literal)
+        return AttrCondition(name, "exists")
+    return AttrCondition(name, leaf.op, leaf.literal)
 
 
 def _conditions_of(query: Query) -> list[AttrCondition]:
     return [_condition(leaf) for step in query.steps for p in step.predicates
-            for leaf in leaves(p) if isinstance(getattr(leaf, "target", None), AttributeTarget)]
+            for leaf in leaves(p)
+            if isinstance(getattr(leaf, "target", None), (AttributeTarget, TextTarget))]
 
 
-def _guard(step, index: dict) -> tuple:
-    """The guard of ``step`` over the condition indices ``index`` (() for no predicate)."""
+def _conjuncts(predicate) -> list:
+    """``predicate`` split at its top-level ``and``s."""
+    if isinstance(predicate, And):
+        return [c for o in predicate.operands for c in _conjuncts(o)]
+    return [predicate]
+
+
+def _is_text(predicate) -> bool:
+    return any(isinstance(getattr(leaf, "target", None), TextTarget)
+               for leaf in leaves(predicate))
+
+
+def _guard(step, index: dict, text: bool = False) -> tuple:
+    """The guard of ``step`` over the condition indices ``index`` (() for no predicate): of its
+    attribute predicates, or (``text``) of its text() predicates."""
     def build(node):
         if isinstance(node, And):
             return ("and", *(build(o) for o in node.operands))
@@ -266,10 +307,10 @@ def _guard(step, index: dict) -> tuple:
             return ("not", build(node.operand))
         if isinstance(node, (Predicate, Exists)):
             return ("c", index[_condition(node)])
-        raise TypeError(f"not an attribute condition: {node!r}")
-    if not step.predicates:
+        raise TypeError(f"not a condition: {node!r}")
+    parts = [build(c) for p in step.predicates for c in _conjuncts(p) if _is_text(c) == text]
+    if not parts:
         return ()
-    parts = [build(p) for p in step.predicates]
     return parts[0] if len(parts) == 1 else ("and", *parts)
 
 
@@ -301,7 +342,7 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         listing = ", ".join(f"{q.number} ({q})" for q, _why in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         raise UnsupportedQueryError(
-            f"the custom engine supports paths with attribute predicates, not query "
+            f"the custom engine supports paths with attribute and text() predicates, not query "
             f"{listing}{more} ({bad[0][1]})")
     conditions = tuple(dict.fromkeys(c for q in queries for c in _conditions_of(q)))
     index = {c: i for i, c in enumerate(conditions)}
@@ -336,31 +377,54 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
     guard_of: list = []
     children: list[list[int]] = []
     query_node: list[int] = []
+    fixed: set[int] = set()         # nodes of text() chains: own column, no self loop
+    free: set[int] = set()          # ... after the chain's first step: fire on tag and guard
+    chain_nodes: list = []          # per query: (node, text guard, '//' next) of its chain
     for qi, query in enumerate(queries):
         parent = -1
+        texts = [_guard(step, index, text=True) for step in query.steps]
+        first = next((j for j, t in enumerate(texts) if t), None)
+        chain = []
         for j, step in enumerate(query.steps):
             followed = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
             guard = _guard(step, index)
-            key = (parent, step.axis, step.name, followed, guard) if options.prefix_sharing \
-                else (qi, j)
+            if first is not None and j >= first:
+                followed = False            # the chain's steps are checked at the close
+                key = (parent, step.axis, step.name, "text", guard, texts[j]) if j == first \
+                    else ("free", qi, j)
+                if not options.prefix_sharing:
+                    key = (qi, j)
+            else:
+                key = (parent, step.axis, step.name, followed, guard) \
+                    if options.prefix_sharing else (qi, j)
             node = keys.get(key)
             if node is None:
                 node = keys[key] = len(parent_of)
-                parent_of.append(parent)
+                parent_of.append(parent if first is None or j <= first else -1)
                 steps_of.append((step.axis, step.name, followed))
                 guard_of.append(guard)
                 children.append([])
-                if parent >= 0:
+                if parent >= 0 and (first is None or j <= first):
                     children[parent].append(node)
-            parent = node
+            if first is not None and j >= first:
+                fixed.add(node)
+                if j > first:
+                    free.add(node)
+                nxt = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
+                chain.append((node, texts[j], nxt))
+            if first is None or j <= first:
+                parent = node
         query_node.append(parent)
+        chain_nodes.append(chain)
 
     # 2. which nodes need a column
     count = len(parent_of)
     needs_column = []
     for k in range(count):
         axis, name, followed = steps_of[k]
-        if options.opt_last and not children[k]:
+        if k in fixed:
+            needs_column.append(True)         # read when the element closes
+        elif options.opt_last and not children[k]:
             needs_column.append(False)        # (1): only ever a last node
         elif options.opt_root and parent_of[k] < 0 and not followed and not guard_of[k]:
             needs_column.append(False)        # (2): children read the global stack
@@ -375,7 +439,7 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
         if not needs_column[k]:
             continue
         axis, name, followed = steps_of[k]
-        shareable = options.opt_share and name != "*" and not followed
+        shareable = options.opt_share and name != "*" and not followed and k not in fixed
         placed = False
         if shareable:
             for index, used in open_groups:
@@ -396,7 +460,9 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
     for k in range(count):
         axis, name, followed = steps_of[k]
         parent = parent_of[k]
-        if parent < 0:
+        if k in free:
+            source = Source(SourceKind.ANY)
+        elif parent < 0:
             source = Source(SourceKind.LEVEL1 if axis is Axis.CHILD else SourceKind.ANY)
         elif column_of[parent] >= 0:
             shared = len(columns[column_of[parent]][0]) > 1
@@ -412,4 +478,6 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
     return Cluster(
         tuple(nodes),
         tuple(Column(tuple(members), loop) for members, loop in columns),
-        tuple(QueryPlan(q.number, str(q), query_node[i], len(q)) for i, q in enumerate(queries)))
+        tuple(QueryPlan(q.number, str(q), query_node[i], len(q),
+                        tuple((column_of[k], t, d) for k, t, d in chain_nodes[i]))
+              for i, q in enumerate(queries)))

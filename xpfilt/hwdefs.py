@@ -20,7 +20,7 @@ __all__ = [
     "HASH_POLY", "HASH_INIT", "EXCESS_WIDTH", "LATENCY", "hash_byte", "name_hash", "ErrorFlags",
     "Errors", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
     "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
-    "value_number", "condition_value_holds", "CONDITION_OPS",
+    "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT",
 ]
 
 
@@ -190,15 +190,28 @@ CONDITION_OPS = ("exists", "=", "!=", "<", "<=", ">", ">=")
 NUMBER_DIGITS = 15
 
 
+#: The ``attribute`` of a condition on an element's text nodes (``text()``; not an XML name).
+TEXT = "text()"
+
+
 @dataclass(frozen=True)
 class AttrCondition:
     """One condition the front end evaluates on a start tag's attributes: the element has
     attribute ``attribute`` and (unless ``op`` is ``exists``) its value compares with
     ``literal`` (a float: number; a str: string for ``=``/``!=``, else its number) as XPath 1.0
-    does. Its bit travels with the element's push."""
+    does. Its bit travels with the element's push.
+
+    With ``attribute`` = :data:`TEXT` it is a condition on the element's text-node children
+    instead (``[text() op literal]``, ``[text()]`` for ``exists``): its bit says that *some* text
+    node of the element satisfies it, and travels with the element's pop (see
+    :class:`xpfilt.hdl.frontend.FrontEnd`)."""
     attribute: str
     op: str
     literal: Union[float, str, None] = None
+
+    @property
+    def is_text(self) -> bool:
+        return self.attribute == TEXT
 
     @property
     def kind(self) -> str:
@@ -284,14 +297,18 @@ def condition_value_holds(condition: AttrCondition, raw: bytes) -> Optional[bool
     cannot when the value of a compared attribute holds ``&`` (an entity or character reference
     changes the value) or a carriage return (line-end normalisation), nor for a number
     comparison when :func:`value_number` is None. XML normalises tab and newline in attribute
-    values to spaces: a string comparison reads them as spaces."""
+    values to spaces: a string comparison reads them as spaces.
+
+    For a text condition (``condition.is_text``) ``raw`` is one text node's character data as
+    written (the bytes of the text and of its CDATA sections, markup left out; never empty), and
+    a string comparison reads tab and newline as written."""
     kind = condition.kind
     if kind == "exists":
         return True
     if b"&" in raw or b"\r" in raw:
         return None
     if kind == "string":
-        value = raw.replace(b"\t", b" ").replace(b"\n", b" ")
+        value = raw if condition.is_text else raw.replace(b"\t", b" ").replace(b"\n", b" ")
         return (value == condition.literal.encode("utf-8")) == (condition.op == "=")
     if kind == "nan":
         return condition.op == "!="

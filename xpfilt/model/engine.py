@@ -85,6 +85,8 @@ class FrameModel:
         if capture:
             self.captured_errors = ev.errors if ev.doc_end else self.held_errors
         self.capturing = int(capture)
+        if ev.pop:
+            self._close(ev)
         if ev.doc_end:
             self._restart()
             self.held_errors = ev.errors
@@ -103,6 +105,10 @@ class FrameModel:
     def drained(self) -> bool:
         """Every accepted document end has reached the clusters."""
         return self.pending == self.waiting
+
+    def _close(self, ev) -> None:
+        """An element closes (``ev.pop``, before :meth:`_pop` or :meth:`_restart`): nothing
+        unless the clusters check something on pops."""
 
     def _hold(self) -> bool:
         """The frame's ``hold`` input in this cycle (from registered state)."""
@@ -137,6 +143,10 @@ class EngineModel(FrameModel):
         for stacks in self.stacks:
             stacks.push(ev.tag, ev.parent, ev.level, ev.conds)
 
+    def _close(self, ev) -> None:
+        for stacks in self.stacks:
+            stacks.close(ev.conds)
+
     def _pop(self) -> None:
         for stacks in self.stacks:
             stacks.pop()
@@ -144,6 +154,7 @@ class EngineModel(FrameModel):
     def _restart(self) -> None:
         for stacks in self.stacks:
             stacks.stack = [0]
+            stacks.pending = [0]
 
     def _take_flags(self) -> int:
         flags = 0

@@ -36,7 +36,7 @@ class FrontEndEvent(NamedTuple):
     doc_end: int = 0
     errors: int = 0      # an :class:`xpfilt.hdl.frontend.Errors` bit set, nonzero only on doc_end
     name: bytes = b""    # on push, with ``report_names``: the element's name as written
-    conds: int = 0       # on push: bit i = the element satisfies condition i (see FrontEndModel)
+    conds: int = 0       # push: attribute condition bits; pop: text condition bits (FrontEndModel)
 
 
 #: The ``events`` port in a cycle without an event.
@@ -95,12 +95,16 @@ class FrontEndModel:
         the attribute conditions whose bits pushes carry (``conds``), each evaluated as
         :func:`xpfilt.hwdefs.condition_value_holds` says when the attribute's value ends (a bit
         is 0 when undecided; the document then has ``VALUE_UNDECIDED``); the bits clear at every
-        ``<`` in content."""
+        ``<`` in content. Text conditions (``cond.is_text``) are evaluated on every text node
+        when it ends (the same definition on its character data), ORed per element and carried
+        by the element's pop (see :class:`xpfilt.hdl.frontend.FrontEnd`)."""
         self.report_names = report_names
         self.conditions = tuple(conditions)
         self._by_attribute: dict[bytes, list] = {}
+        self._text = tuple((i, c) for i, c in enumerate(self.conditions) if c.is_text)
         for i, cond in enumerate(self.conditions):
-            self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append((i, cond))
+            if not cond.is_text:
+                self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append((i, cond))
         self.tags = tuple(tags)
         self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
         self.max_depth = max_depth
@@ -168,6 +172,21 @@ class FrontEndModel:
                 conds |= 1 << i
         return conds, undecided
 
+    @staticmethod
+    def _text_end(conditions, node: bytearray, amb: int) -> tuple[int, int]:
+        """A text node ended (``node``: its character data; ``amb``: a "]" of a CDATA section
+        was in it): the bits of the text conditions it satisfies, and 2 if some condition
+        comparing a value is undecided for it (its bit stays 0), else 0."""
+        out = undecided = 0
+        raw = bytes(node)
+        for i, cond in conditions:
+            holds = None if amb and cond.kind != "exists" else condition_value_holds(cond, raw)
+            if holds is None:
+                undecided = 2
+            elif holds:
+                out |= 1 << i
+        return out, undecided
+
     def _run(self):
         WS, NSTART, NCHAR, HASH = _WS, _NSTART, _NCHAR, _HASH
         trie = self._trie
@@ -189,6 +208,11 @@ class FrontEndModel:
         attr_name = bytearray()                # the attribute name being read
         cur_attr = None                        # the conditions on the attribute being read
         value = bytearray()                    # its value so far
+        text_conds = self._text                # text conditions (issue 14): per text node
+        texts = bool(text_conds)
+        tstack = [0] * (max_depth + 1)         # their bits per open element, by level
+        tnode = bytearray()                    # the text node so far (its character data)
+        topen = tamb = 0                       # a text node has content; a CDATA "]" in it
 
         ev = no_event
         while True:
@@ -208,8 +232,12 @@ class FrontEndModel:
                 if c == _LT:
                     ns = LT
                     conds = 0
-                elif not level and not WS[c]:
-                    bad = 1                                 # text outside the root
+                else:
+                    if not level and not WS[c]:
+                        bad = 1                             # text outside the root
+                    if texts and level and not excess:
+                        topen = 1
+                        tnode.append(c)
             elif state == AVAL_DQ:
                 hold = 1
                 if c == _DQ:
@@ -257,6 +285,12 @@ class FrontEndModel:
                 else:
                     bad, ns = 1, TEXT
             elif state == LT:
+                if texts and c != _BANG and topen and not last:
+                    conds_t, undecided = self._text_end(text_conds, tnode, tamb)
+                    tstack[level] |= conds_t
+                    bad |= undecided
+                    tnode.clear()
+                    topen = tamb = 0
                 if NSTART[c]:
                     nb, ns = 1, START_NAME
                     if not level and root_seen:
@@ -356,6 +390,12 @@ class FrontEndModel:
                 elif c != _QM:
                     ns = PI
             elif state == BANG:
+                if texts and c != _LB and topen and not last:
+                    conds_t, undecided = self._text_end(text_conds, tnode, tamb)
+                    tstack[level] |= conds_t
+                    bad |= undecided
+                    tnode.clear()
+                    topen = tamb = 0
                 if c == _DASH:
                     ns = BANG_DASH
                 elif c == _LB:
@@ -376,13 +416,24 @@ class FrontEndModel:
             elif state == CDATA:
                 if c == _RB:
                     ns = CDATA_B1
+                elif texts and level and not excess:
+                    topen = 1
+                    tnode.append(c)
             elif state == CDATA_B1:
-                ns = CDATA_B2 if c == _RB else CDATA
+                if c == _RB:
+                    ns = CDATA_B2
+                else:
+                    ns = CDATA
+                    if texts and level and not excess:
+                        topen = tamb = 1                    # the "]" was text
             elif state == CDATA_B2:
                 if c == _GT:
                     ns = TEXT
-                elif c != _RB:
-                    ns = CDATA
+                else:
+                    if c != _RB:
+                        ns = CDATA
+                    if texts and level and not excess:
+                        topen = tamb = 1                    # a "]" was text
             elif state == CDATA_KW or state == DOCTYPE_KW:
                 word = CDATA_KEYWORD if state == CDATA_KW else DOCTYPE_KEYWORD
                 if c != word[kw]:
@@ -462,6 +513,8 @@ class FrontEndModel:
                     stack_hash[level] = h
                     root_seen = 1
                     self._tos = level
+                    if texts:
+                        tstack[level] = 0
                     ev = Event(1, 0, tid, parent, level, 0, 0, bytes(name), conds) if names \
                         else Event(1, 0, tid, parent, level, 0, 0, b"", conds)
             elif req:                                       # an element closes
@@ -474,7 +527,8 @@ class FrontEndModel:
                         tid = node.get(_END, 0) if node is not None else 0
                         if tid != stack_tag[level] or h != stack_hash[level]:
                             found |= _MALFORMED             # end tag does not match
-                    ev = Event(0, 1, 0, 0, level)
+                    ev = Event(0, 1, 0, 0, level, 0, 0, b"", tstack[level]) if texts \
+                        else Event(0, 1, 0, 0, level)
                     level -= 1
                     self._tos = level
 
@@ -514,6 +568,8 @@ class FrontEndModel:
                 name.clear()
                 conds, cur_attr = 0, None
                 attr_name.clear()
+                tnode.clear()
+                topen = tamb = 0
                 self._tos = 0
             elif found:
                 sticky |= found

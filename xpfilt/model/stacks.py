@@ -5,6 +5,8 @@ column ``c``) and applies the plan's node equations (see :mod:`xpfilt.compiler`)
 The cycle-accurate model calls it on the cycles where the front end emits an event; the plan
 checks in the tests call it on expat's events. Only set bits are visited, so a push costs about
 the number of active columns and firing nodes, not the size of the cluster.
+Queries with text() predicates (``QueryPlan.chain``) are checked by :meth:`ClusterStacks.close`
+on each pop, with pending bits per open element, as :mod:`xpfilt.hdl.stacks` describes.
 """
 
 from __future__ import annotations
@@ -65,14 +67,21 @@ class ClusterStacks:
         self._guarded = sum(1 << k for k in self._guards)
         self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
         self._match_nodes = defaultdict(list)   # node -> readout positions in this cluster
+        self._chains = []                       # (readout position, first pending bit, chain)
+        pending = 0
         for i, q in enumerate(cluster.queries):
-            self._match_nodes[q.node].append(i)
+            if q.chain:
+                self._chains.append((i, pending, q.chain))
+                pending += len(q.chain) - 1
+            else:
+                self._match_nodes[q.node].append(i)
         self._match_mask = sum(1 << k for k in self._match_nodes)
         self.reset()
 
     def reset(self) -> None:
         """Start a document: empty stacks, no matches."""
         self.stack = [0]           # stack[L] = row of level L; stack[0] is all zeros
+        self.pending = [0]         # pending[L]: the text() chains' pending bits of level L
         self.matches = 0           # bit i = query i of the cluster matched
 
     def push(self, tag: int, parent: int, level: int, conds: int = 0) -> None:
@@ -103,14 +112,43 @@ class ClusterStacks:
         for k in _bits(fires):
             row |= column_bit[k]
         self.stack.append(row)
+        if self._chains:
+            self.pending.append(0)
         hits = fires & self._match_mask
         if hits:
             for k in _bits(hits):
                 for i in self._match_nodes[k]:
                     self.matches |= 1 << i
 
+    def close(self, conds: int = 0) -> None:
+        """The element on top closes (before :meth:`pop`, or before a document end that shares
+        the cycle); ``conds``: its text condition bits. Each text() chain checks its steps on
+        the closing element, bottom up (see :mod:`xpfilt.hdl.stacks`): a step holds when the
+        element fired it (its column), its text guard holds and the steps after it held below
+        (pending bit); the first step's holding is a match, the others set the parent's pending
+        bits (and a '//' edge passes the element's own pending bit on)."""
+        if not self._chains or len(self.stack) < 2:
+            return
+        row, mine = self.stack[-1], self.pending[-1]
+        up = 0
+        for i, base, chain in self._chains:
+            last = len(chain) - 1
+            for k, (column, guard, descendant) in enumerate(chain):
+                done = (row >> column & 1 and guard_holds(guard, conds)
+                        and (k == last or mine >> (base + k) & 1))
+                if k == 0:
+                    if done:
+                        self.matches |= 1 << i
+                else:
+                    before = chain[k - 1][2]       # '//' from step k - 1 to step k
+                    if done or (before and mine >> (base + k - 1) & 1):
+                        up |= 1 << (base + k - 1)
+        self.pending[-2] |= up
+
     def pop(self) -> None:
         self.stack.pop()
+        if self._chains:
+            self.pending.pop()
 
     def matched_queries(self) -> list[int]:
         """Positions (in the cluster) of the queries that matched so far."""
