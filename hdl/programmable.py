@@ -2,9 +2,10 @@
 
 One front end without a built-in dictionary serves every cluster; each cluster registers its
 copy of the events and of the front end's name tap, which drives the cluster's programmable
-tag decoder. Per cluster: a tag dictionary of ``tags_per_cluster`` entries, ``columns`` generic
-columns in a chain and the packed stack memory shared with the custom engine. The stream format
-and the meaning of each configuration bit are in :mod:`xpfilt.programmable`.
+tag decoder. Per cluster: a tag dictionary of ``tags_per_cluster`` entries, a tag matrix,
+``columns`` generic columns in a chain and the custom engine's stack memory (one row per level,
+:func:`xpfilt.hdl.stacks.level_stack`). The stream format and the meaning of each configuration
+bit are in :mod:`xpfilt.programmable`.
 
 The dictionary lives in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
 entry, so one asynchronous read at the name position gives every entry the byte to compare (a
@@ -13,10 +14,10 @@ tag index of the entry it equals (0: none); that index reads a row of the *tag m
 second LUT-RAM, one bit per column), which gives every column its tag match at once: no
 comparator per column. A configuration stream writes the *inactive* banks row by row and the
 column flags into a staging shift register; only when the header, length and CRC-32 check out
-does ``commit`` flip the banks and copy the flags, between two documents: after the last event of the document in
-progress has reached the clusters, with the input held meanwhile (so the document whose first
-byte is accepted after the stream's last bit is the first one the new configuration answers). A
-rejected stream changes nothing.
+does ``commit`` flip the banks and copy the flags, between two documents: after the last event
+of the document in progress has reached the clusters, with the input held meanwhile (so the
+document whose first byte is accepted after the stream's last bit is the first one the new
+configuration answers). A rejected stream changes nothing.
 """
 
 from types import SimpleNamespace

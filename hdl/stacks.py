@@ -36,8 +36,8 @@ LUT-RAM bit each). The backward check anchors every step at exactly one element,
 candidates (``//b[text()=15]/c`` in ``<b>15<b>7<c/></b></b>``) are told apart; a document end that
 shares its cycle with the root's pop still checks the root.
 
-The programmable engine keeps :func:`packed_stack` (the current row in a register, the rows
-below it in the LUT-RAM).
+The programmable engine uses :func:`level_stack` too; :func:`packed_stack` (the current row in a
+register, the rows below it in the LUT-RAM) is kept for reference.
 """
 
 
