@@ -282,8 +282,9 @@ def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
                       "stopped at the time cap" if "took longer" in row["error"] else
                       row["error"][:60])
         else:
-            reason = (f"ok, {row['cells'] / row['cells_available']:.0%} of the cells, "
-                      f"{row.get('fmax_mhz') or 0:.1f} MHz")
+            reason = f"ok, {row['cells'] / row['cells_available']:.0%} of the cells"
+            if row.get("fmax_mhz"):
+                reason += f", {row['fmax_mhz']:.1f} MHz"
         if row.get("rtl_digest", "") != rtl_digest():
             reason += f", RTL {row.get('rtl_digest') or 'unknown'}"
         out.append((row["size"], f"{row['size']}: {reason}, {row.get('seconds', 0):.0f} s"))
@@ -312,8 +313,15 @@ def main() -> None:
                              "than one confirmed already is skipped (16000,12000: a fallback).")
     parser.add_argument("--readout", choices=["serial", "sparse"], default="serial",
                         help="Readout of the custom designs (default serial).")
+    parser.add_argument("--rtl-digest", default=None,
+                        help="With --cached-only: report the cached builds of this RTL digest "
+                             "(the sources may have changed since they were built).")
     args = parser.parse_args()
     READOUT[0] = args.readout
+    if args.rtl_digest:
+        if not args.cached_only:
+            parser.error("--rtl-digest needs --cached-only")
+        _DIGEST[:] = [args.rtl_digest]
     args.work.mkdir(parents=True, exist_ok=True)
     budget = Budget(args.budget, args.cached_only)
     started = time.perf_counter()
