@@ -1,0 +1,177 @@
+"""The cost of attribute predicates in the custom engine's hardware (issue 14 part 5).
+
+1,024 depth-8 queries generated from the NITF DTD (``xpfilt gen-queries --dtd nitf-2-5.dtd -n 1024
+-d 8 --predicates P --operators =,!=,<,<=,>,>= --seed 1``) with P = 0, 1 and 2 attribute
+predicates per query (each on a different step; numeric literals 1..20), all optimizations on,
+serial readout. Per P:
+
+* resources: the engine synthesized with Yosys ``synth_xilinx`` (LUT6-eq counted as in
+  ``resources.py``), and the front end alone with the plan's conditions and without them, so that
+  the difference divided by the number of distinct (attribute, operator, literal) conditions is
+  the cost of a comparator (goal <= 8 LUT6-eq); the rest of the engine's growth is the guards in
+  the stacks and the condition bits carried with the events;
+* a query node's cost for comparison: engine LUT6-eq / query nodes at P = 0;
+* Fmax: ``synth_ecp5`` then ``nextpnr-ecp5 --85k`` (default seed, router1, target 100 MHz; see
+  ``fmax.py``), one place and route at a time. Goal: within 10 % of P = 0.
+* bytes per cycle: the model on the 100 shared NITF documents (goal: unchanged, 1.0 per byte
+  offered with the serial readout's beats not in the way).
+
+Saved to bench/results/predicates.{json,md}, each row with the digest of the RTL sources.
+
+Usage: python bench/predicates.py [--predicates 0,1,2] [--fmax 0,1,2] [--cap S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import resources
+from common import RESULTS, publish, stream_documents
+from fmax import run_point
+from resources import XILINX, component_verilog, log, source_digest, yosys_synth
+
+from xpfilt import workloads
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.paths import shared_data
+from xpfilt.synth import xilinx_counts
+from xpfilt.verilog import TOP_NAME, emit_verilog
+from xpfilt.xpath import parse_query
+
+COUNT = 1024
+DEPTH = 8
+OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
+SEED = 1
+
+
+def query_texts(predicates: int, p_text: float = 0.0) -> list[str]:
+    config = workloads.QueryGenConfig(
+        count=COUNT, max_depth=DEPTH, seed=SEED,
+        predicates=workloads.PredicateGenConfig(count=predicates, operators=OPERATORS,
+                                                p_text=p_text))
+    schema = workloads.DtdSchema.load(shared_data() / "nitf" / "nitf-2-5.dtd")
+    return workloads.generate_queries(schema, config)
+
+
+def bytes_per_cycle(plan) -> float:
+    from xpfilt.events import load_documents
+    from xpfilt.model.engine import EngineModel
+    docs = [p.read_bytes() for p in load_documents([shared_data() / "nitf" / "docs"])]
+    model = EngineModel(plan)
+    streaming, _ = stream_documents(model, docs)
+    return sum(map(len, docs)) / streaming
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--predicates", default="0,1,2")
+    parser.add_argument("--fmax", default="0,1,2",
+                        help="the predicate counts to place and route ('' for none)")
+    parser.add_argument("--cap", type=int, default=resources.TIMEOUT)
+    parser.add_argument("--p-text", type=float, default=0.0,
+                        help="probability that a predicate tests text() (gen-queries --p-text)")
+    args = parser.parse_args()
+    resources.TIMEOUT = args.cap
+    digest = source_digest()
+    started = time.perf_counter()
+    from xpfilt.hdl.frontend import FrontEnd
+
+    rows = []
+    for p in (int(x) for x in args.predicates.split(",")):
+        texts = query_texts(p, args.p_text)
+        queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+        plan = compile_queries(queries, CompileOptions())
+        s = plan.stats
+        n_preds = sum(t.count("[") for t in texts)
+        row = {"predicates_per_query": p, "p_text": args.p_text, "queries": len(texts),
+               "predicates": n_preds,
+               "text_conditions": sum(getattr(c, "is_text", False) for c in plan.conditions),
+               "conditions": len(plan.conditions), "query_nodes": s["query_nodes"],
+               "columns": s["columns"], "clusters": s["clusters"], "tags": len(plan.tags),
+               "rtl_digest": digest}
+        label = f"p{p}" + (f" text {args.p_text}" if args.p_text else "")
+        log(f"{label}: {n_preds} predicates, {len(plan.conditions)} conditions, "
+            f"{s['columns']} columns, {s['clusters']} clusters")
+        verilog = emit_verilog(plan)
+        synth = yosys_synth(verilog, TOP_NAME, XILINX, label=f"{label} engine")
+        if synth["error"] is None:
+            row["engine_lut6"] = xilinx_counts(synth["cells"])["lut6_eq"]
+            row["engine_ff"] = xilinx_counts(synth["cells"])["ffs"]
+            row["lut6_per_node"] = round(row["engine_lut6"] / s["query_nodes"], 3)
+        fe = {}
+        for name, conds in (("with", plan.conditions), ("without", ())):
+            component = FrontEnd(plan.tags, max_depth=plan.options.max_depth,
+                                 max_name=32, conditions=conds)
+            result = yosys_synth(component_verilog(component, "part"), "part", XILINX,
+                                 label=f"{label} front end {name} conditions")
+            if result["error"] is None:
+                fe[name] = xilinx_counts(result["cells"])["lut6_eq"]
+        if len(fe) == 2:
+            row["front_end_lut6"] = fe["with"]
+            row["comparators_lut6"] = fe["with"] - fe["without"]
+            if plan.conditions:
+                row["lut6_per_condition"] = round(
+                    row["comparators_lut6"] / len(plan.conditions), 2)
+        row["bytes_per_cycle"] = round(bytes_per_cycle(plan), 4)
+        if str(p) in args.fmax.split(","):
+            ecp5 = run_point("ecp5", COUNT, verilog, s, "serial")
+            for key in ("fmax_mhz", "lut4", "dpr16x4", "ff", "critical_ns", "critical_cells",
+                        "critical_from", "critical_to", "error"):
+                if key in ecp5:
+                    row["ecp5_" + key] = ecp5[key]
+        rows.append(row)
+        log(f"{label}: {row}")
+
+    def key(row):
+        return row["predicates_per_query"], row.get("p_text", 0.0)
+    previous = RESULTS / "predicates.json"
+    if previous.exists():      # rows of other (predicates, p_text) points are kept
+        new = {key(r) for r in rows}
+        rows = [r for r in json.loads(previous.read_text())["rows"] if key(r) not in new] + rows
+        rows.sort(key=key)
+    base = next((r for r in rows if key(r) == (0, 0.0)), None)
+    for row in rows:
+        if "engine_lut6" in row and "front_end_lut6" in row:
+            row["stacks_lut6_per_node"] = round(
+                (row["engine_lut6"] - row["front_end_lut6"]) / row["query_nodes"], 3)
+        if base and row is not base:
+            if "engine_lut6" in row and "engine_lut6" in base:
+                row["engine_growth_lut6"] = row["engine_lut6"] - base["engine_lut6"]
+            if row.get("ecp5_fmax_mhz") and base.get("ecp5_fmax_mhz"):
+                row["fmax_vs_p0"] = round(row["ecp5_fmax_mhz"] / base["ecp5_fmax_mhz"], 3)
+    notes = (f"{COUNT} depth-{DEPTH} NITF queries per row from `xpfilt gen-queries --dtd "
+             f"nitf-2-5.dtd -n {COUNT} -d {DEPTH} --predicates P --operators "
+             f"{','.join(OPERATORS)} --seed {SEED}` (the paths differ between rows: the "
+             f"generator picks steps with attributes for predicates), all optimizations on, "
+             f"serial readout. LUT6-eq: Yosys `synth_xilinx` as in resources.py; 'comparators' = "
+             f"front end with the plan's conditions minus the same front end without them; "
+             f"'per condition' divides that by the distinct (attribute, op, literal) "
+             f"conditions (goal <= 8); 'without the front end' = (engine - front end) / "
+             f"query nodes, the stacks' share, where a guard costs. Fmax: ECP5-85F, "
+             f"nextpnr-ecp5 default seed, router1, target 100 MHz (goal: within 10 % of P = 0); "
+             f"'post-placement estimate' = nextpnr's Max frequency after placement, from its log "
+             f"(filled in by hand where routing did not finish, see 'error'). "
+             f"Bytes/cycle: model, 100 shared NITF documents back to back. RTL digest of this "
+             f"run {digest} (each row's own in 'RTL digest'); this run "
+             f"{time.perf_counter() - started:.0f} s.")
+    publish("predicates", rows, [
+        ("predicates_per_query", "predicates/query"), ("p_text", "p(text())"),
+        ("predicates", "predicates"), ("conditions", "distinct conditions"),
+        ("text_conditions", "of them text()"), ("query_nodes", "query nodes"),
+        ("columns", "columns"), ("clusters", "clusters"), ("engine_lut6", "engine LUT6-eq"),
+        ("lut6_per_node", "LUT6-eq / node"),
+        ("stacks_lut6_per_node", "LUT6-eq / node without the front end"),
+        ("engine_growth_lut6", "growth vs P=0"), ("engine_ff", "FF (Xilinx)"),
+        ("front_end_lut6", "front end LUT6-eq"), ("comparators_lut6", "comparators LUT6-eq"),
+        ("lut6_per_condition", "LUT6-eq / condition"), ("bytes_per_cycle", "bytes/cycle"),
+        ("ecp5_fmax_mhz", "ECP5 Fmax MHz"), ("fmax_vs_p0", "Fmax / P=0"),
+        ("ecp5_placed_mhz", "ECP5 post-placement estimate MHz"),
+        ("ecp5_lut4", "LUT4"), ("ecp5_ff", "FF"), ("ecp5_critical_ns", "critical ns"),
+        ("ecp5_critical_from", "critical from"), ("ecp5_critical_to", "to"),
+        ("rtl_digest", "RTL digest"), ("ecp5_error", "error")],
+        "Attribute predicates in the custom engine: resources and Fmax", notes)
+
+
+if __name__ == "__main__":
+    main()
