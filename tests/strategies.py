@@ -100,3 +100,15 @@ def query_texts(draw) -> str:
             steps.insert(draw(st.integers(0, len(steps))), bad)
         return "".join(steps)
     return draw(st.text(max_size=12))
+
+
+@st.composite
+def predicate_paths(draw, tags, predicate, max_steps: int = 3, per_step=(0, 1, 1, 2)) -> str:
+    """A path of 1..``max_steps`` steps over ``tags`` and ``*``, each step with a number of
+    predicates drawn from ``per_step``, each drawn from the strategy ``predicate``."""
+    text = ""
+    for _ in range(draw(st.integers(1, max_steps))):
+        text += draw(st.sampled_from(["/", "//"])) + draw(st.sampled_from(list(tags) + ["*"]))
+        for _ in range(draw(st.sampled_from(per_step))):
+            text += f"[{draw(predicate)}]"
+    return text

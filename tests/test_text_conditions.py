@@ -21,6 +21,7 @@ from xpfilt.model.frontend import FrontEndModel
 
 from .test_attr_predicates import OPS, _literal
 from .test_frontend import assert_rtl_matches_model, byte_stream
+from .strategies import predicate_paths
 
 TAGS = ["a", "b", "c"]
 #: Text pieces: numbers with whitespace, signs, decimals, exponents, leading zeros, too many
@@ -229,14 +230,8 @@ def text_predicate(draw, depth=0):
     return f"({draw(text_predicate(depth + 1))}{joiner}{draw(text_predicate(depth + 1))})"
 
 
-@st.composite
-def text_path(draw):
-    text = ""
-    for _ in range(draw(st.integers(1, 4))):
-        text += draw(st.sampled_from(["/", "//"])) + draw(st.sampled_from(TAGS + ["*"]))
-        for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
-            text += f"[{draw(text_predicate())}]"
-    return text
+def text_path():
+    return predicate_paths(TAGS, text_predicate(), max_steps=4, per_step=(0, 0, 1, 2))
 
 
 def check_text_model_against_reference(texts, docs, options=CompileOptions()):
