@@ -126,3 +126,26 @@ def test_rtl_equals_model_and_reference_at_every_parameter_edge(cluster_size, ma
         assert readout.bits == bits_of(plan, queries, doc), doc
     assert readouts[5].errors & Errors.DEPTH_OVERFLOW
     assert readouts[7].errors & Errors.NAME_TOO_LONG
+
+
+@pytest.mark.parametrize("p_valid, p_ready, seed", [(1.0, 1.0, 0), (0.6, 0.7, 1)])
+def test_predicate_engine_on_back_to_back_short_documents(p_valid, p_ready, seed):
+    """Attribute and text() predicates (issue 14) under flow control at its extremes: documents
+    of 1-3 bytes between short ones with predicates, valid and ready always 1 or random; RTL =
+    model every cycle, and each readout = the reference (or a flag for a malformed one)."""
+    texts = ["/a[@x=1]", "//b[text()=5]", "/a[@x != 'y']/b[text() > 2]", "//*[@x]", "/a//b"]
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    plan = compile_queries(queries, CompileOptions(cluster_size=2, max_depth=8))
+    short = [b"x", b"<a", b"<a/", b"<a/>", b"<b>"]
+    full = [b'<a x="1"/>', b"<b>5</b>", b'<a x="z"><b>7</b></a>', b'<a x="1"><b> 5 </b></a>']
+    docs = [d for i in range(12) for d in (full[i % len(full)], short[i % len(short)])]
+    result = compare_engine_with_model(plan, docs, seed=seed, p_valid=p_valid, p_ready=p_ready,
+                                       extra_cycles=60)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(queries))
+    assert [r.doc for r in readouts] == list(range(len(docs)))
+    for doc, readout in zip(docs, readouts):
+        if doc in short and doc != b"<a/>":
+            assert readout.errors & Errors.MALFORMED
+        else:
+            assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc), doc
