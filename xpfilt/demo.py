@@ -126,6 +126,12 @@ def main(argv=None) -> int:
     return 0 if ok else 1
 
 
+def _matched(readout, numbers_by_bit) -> tuple[int, ...]:
+    """The query numbers, in order, whose readout bit is set (``numbers_by_bit``: (readout
+    bit, query number) pairs, a plan's or a configuration's readout map)."""
+    return tuple(sorted(n for bit, n in numbers_by_bit if readout.bits >> bit & 1))
+
+
 def _custom_hardware(queries, docs, expected, out: Path) -> bool:
     from .verilog import compile_to_directory
     from .compiler import CompileOptions, Plan
@@ -144,10 +150,8 @@ def _custom_hardware(queries, docs, expected, out: Path) -> bool:
     start = time.perf_counter()
     readouts = run_documents(model, [d.data for d in docs])
     elapsed = time.perf_counter() - start
-    numbers = plan.query_numbers
-    agree = sum(
-        tuple(sorted(numbers[i] for i in range(model.width) if r.bits >> i & 1))
-        == expected[d.name] and not r.errors for d, r in zip(docs, readouts))
+    agree = sum(_matched(r, enumerate(plan.query_numbers)) == expected[d.name] and not r.errors
+                for d, r in zip(docs, readouts))
     size = sum(len(d.data) for d in docs)
     print(f"{agree}/{len(docs)} documents: the model of the generated hardware gives the "
           "expected answer")
@@ -195,7 +199,7 @@ def _profile_language(data: Path, docs) -> bool:
     readouts = run_documents(model, [d.data for d in docs])
     kept = set(plan.query_numbers)
     hardware_agree = sum(
-        tuple(sorted(plan.query_numbers[i] for i in range(model.width) if r.bits >> i & 1))
+        _matched(r, enumerate(plan.query_numbers))
         == tuple(n for n in expected[d.name] if n in kept) and not r.errors
         for d, r in zip(docs, readouts))
     print(f"  in hardware (the model of the custom engine): {len(accepted)} of {len(queries)} "
@@ -229,8 +233,8 @@ def _programmable_hardware(data: Path, docs, out: Path) -> bool:
         reference = ReferenceFilter(placed)
         agree = 0
         for d, r in zip(docs, readouts):
-            got = {n for n, bit in configuration.readout_bit.items() if r.bits >> bit & 1}
-            want = {placed[i].number for i in reference.filter(d)}
+            got = _matched(r, ((bit, n) for n, bit in configuration.readout_bit.items()))
+            want = tuple(sorted(placed[i].number for i in reference.filter(d)))
             agree += got == want
         print(f"  {name}: {len(placed)} of {len(queries)} profiles loaded "
               f"({len(stream) * 8:,} configuration bits, {cycles:,} cycles = "
