@@ -2,12 +2,12 @@
 (:mod:`xpfilt.reference`, :mod:`xpfilt.fast`) share.
 
 An element is judged when it opens, from its attributes and its text-node children (which a first
-pass over the document finds: :func:`child_texts`). ``position()`` also needs the element's
+pass over the document finds: :func:`first_pass`). ``position()`` also needs the element's
 earlier siblings: :class:`Positions` counts them as the document streams, per step and per
 predicate (the k-th predicate of a step counts the siblings that passed the step's name test and
-its predicates before the k-th, as XPath 1.0 does). A nested path (a twig branch) needs the
-element's subtree: the first pass then builds the document's :class:`Node` tree
-(:func:`element_nodes`) and the branch is evaluated on it.
+its predicates before the k-th, as XPath 1.0 does). The first pass builds the document's
+:class:`Node` tree (:func:`element_nodes`): ``text()`` reads a node's text children, a nested
+path (a twig branch) is evaluated on its subtree.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .events import Event, EventKind
 from .xpath import (AttributeTarget, Axis, Exists, PositionTarget, Predicate, RelativePath, Step,
                     TextTarget, evaluate, leaves)
 
-__all__ = ["child_texts", "condition_holds", "step_holds", "needs_text", "needs_tree",
+__all__ = ["condition_holds", "step_holds", "needs_text", "needs_tree",
            "Positions", "Node", "element_nodes", "first_pass"]
 
 
@@ -60,10 +60,8 @@ def first_pass(events: Iterable[Event], text: bool, tree: bool
     if not (text or tree):
         return events, {}, {}
     events = list(events)
-    if tree:
-        nodes = element_nodes(events)
-        return events, {index: node.texts for index, node in nodes.items()}, nodes
-    return events, child_texts(events), {}
+    nodes = element_nodes(events)
+    return events, {index: node.texts for index, node in nodes.items()}, nodes if tree else {}
 
 
 def needs_tree(steps: Iterable[Step]) -> bool:
@@ -108,20 +106,6 @@ def _branch_holds(path: RelativePath, node: Node) -> bool:
                 break
         known = node.branches[id(path)] = bool(contexts)
     return known
-
-
-def child_texts(events: Sequence[Event]) -> dict[int, list[str]]:
-    """For each OPEN event index, the text nodes that are direct children of that element."""
-    texts: dict[int, list[str]] = defaultdict(list)
-    open_indices: list[int] = []
-    for index, (kind, _name, value) in enumerate(events):
-        if kind is EventKind.OPEN:
-            open_indices.append(index)
-        elif kind is EventKind.CLOSE:
-            open_indices.pop()
-        elif open_indices:
-            texts[open_indices[-1]].append(value)
-    return texts
 
 
 def needs_text(steps: Iterable[Step]) -> bool:
