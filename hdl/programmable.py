@@ -12,9 +12,11 @@ entry, so one asynchronous read at the name position gives every entry the byte 
 streaming CAM of ``tags_per_cluster`` entries). At the end of a name the decoder registers the
 tag index of the entry it equals (0: none); that index reads a row of the *tag matrix* (a
 second LUT-RAM, one bit per column), which gives every column its tag match at once: no
-comparator per column. A configuration stream writes the *inactive* banks row by row and the
-column flags into a staging shift register; only when the header, length and CRC-32 check out
-does ``commit`` flip the banks and copy the flags, between two documents: after the last event
+comparator per column. A configuration stream writes the *inactive* banks of the clusters it holds
+(its *present* clusters; a delta stream holds only those that change) row by row and their
+column flags into staging shift registers; only when the header, base id, length and CRC-32
+check out does ``commit`` flip the present clusters' banks and copy their flags, all in the
+same cycle, between two documents: after the last event
 of the document in progress has reached the clusters, with the input held meanwhile (so the
 document whose first byte is accepted after the stream's last bit is the first one the new
 configuration answers). A rejected stream changes nothing.
@@ -27,7 +29,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
+from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
 from xpfilt.hwdefs import CRC32_POLY
 from xpfilt.readout import ReadoutKind
@@ -64,11 +66,13 @@ class ConfigStatus(data.Struct):
 class _CfgPort(data.Struct):
     """What the loader tells every cluster in a cycle."""
     bit: 1
+    start: 1          # the first bit of a stream: no cluster is present yet
+    present: 1        # ``bit`` is the selected cluster's presence bit
     row_shift: 1      # ``bit`` enters the row register of the selected cluster
     row_write: 1      # ... and completes dictionary row ``row`` (written to the inactive bank)
     matrix_write: 1   # ... and completes tag-matrix row ``row`` (written to the inactive bank)
     flag_shift: 1     # ``bit`` enters the flag staging register of the selected cluster
-    commit: 1         # switch every cluster to the loaded configuration
+    commit: 1         # switch every present cluster to its loaded contents
 
 
 def _width(n: int) -> int:
@@ -109,14 +113,16 @@ class ConfigLoader(wiring.Component):
         header = Signal(HEADER_BITS)
         crc = Signal(32, init=0xFFFFFFFF)
         received_crc = Signal(CRC_BITS)
-        count = Signal(range(max(HEADER_BITS, CRC_BITS, spec.pad_bits) + 1))   # in a section
+        count = Signal(range(HEADER_BITS + 1))   # in the header or the CRC
+        payload_count = Signal(range(spec.payload_bits + 1))   # payload bits so far
         in_row = Signal(range(max(entry_bits, spec.columns)))
         in_flags = Signal(range(flag_bits))
-        section = Signal(range(3))     # per cluster: 0 dictionary rows, 1 matrix rows, 2 flags
+        section = Signal(range(4))   # per cluster: 0 presence, 1 dictionary, 2 matrix, 3 flags
         pending = Signal()
         generation = Signal(8)
         loaded = Signal()
         rejected = Signal()
+        active_id = Signal(32)       # the id of the configuration in use (0: none yet)
         m.d.comb += [
             self.status.generation.eq(generation),
             self.status.loaded.eq(loaded),
@@ -129,10 +135,11 @@ class ConfigLoader(wiring.Component):
         take = port.valid & port.ready
         crc_next = Signal(32)
         m.d.comb += crc_next.eq((crc >> 1) ^ Mux(crc[0] ^ bit, CRC32_POLY, 0))
-        expected = spec.header
         header_next = Cat(header[1:], bit)
+        base_id = header_next[88:120]
         received_next = Cat(received_crc[1:], bit)
         final_crc = crc ^ 0xFFFFFFFF
+        whole_byte = (payload_count + 1)[:3] == 0     # after this payload bit
 
         def reject():
             m.d.sync += rejected.eq(1)
@@ -146,11 +153,14 @@ class ConfigLoader(wiring.Component):
                 with m.If(take):
                     m.d.sync += [header.eq(header_next), crc.eq(crc_next), count.eq(count + 1)]
                     with m.If(count == 0):
+                        m.d.comb += cfg.start.eq(1)
                         m.d.sync += rejected.eq(0)
                     with m.If(count == HEADER_BITS - 1):
                         m.d.sync += [count.eq(0), in_row.eq(0), in_flags.eq(0),
-                                     section.eq(0), self.cluster.eq(0), self.row.eq(0)]
-                        with m.If((header_next != expected) | last):
+                                     payload_count.eq(0), section.eq(0), self.cluster.eq(0),
+                                     self.row.eq(0)]
+                        with m.If((header_next[:CHECKED_HEADER_BITS] != spec.header_check)
+                                  | ((base_id != 0) & (base_id != active_id)) | last):
                             reject()
                         with m.Else():
                             m.next = "PAYLOAD"
@@ -158,52 +168,63 @@ class ConfigLoader(wiring.Component):
                         m.d.sync += [rejected.eq(1), count.eq(0), crc.eq(crc.init)]
             with m.State("PAYLOAD"):
                 with m.If(take):
-                    m.d.sync += crc.eq(crc_next)
+                    m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
                     m.d.comb += cfg.bit.eq(bit)
+                    end_of_cluster = Signal()
                     with m.If(section == 0):
+                        m.d.comb += cfg.present.eq(1)
+                        with m.If(bit):
+                            m.d.sync += section.eq(1)
+                        with m.Else():
+                            m.d.comb += end_of_cluster.eq(1)
+                    with m.Elif(section == 1):
                         m.d.comb += cfg.row_shift.eq(1)
                         m.d.sync += in_row.eq(in_row + 1)
                         with m.If(in_row == entry_bits - 1):
                             m.d.comb += cfg.row_write.eq(1)
                             m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
                             with m.If(self.row == spec.max_tag_len - 1):
-                                m.d.sync += [section.eq(1), self.row.eq(0)]
-                    with m.Elif(section == 1):
+                                m.d.sync += [section.eq(2), self.row.eq(0)]
+                    with m.Elif(section == 2):
                         m.d.comb += cfg.row_shift.eq(1)
                         m.d.sync += in_row.eq(in_row + 1)
                         with m.If(in_row == spec.columns - 1):
                             m.d.comb += cfg.matrix_write.eq(1)
                             m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
                             with m.If(self.row == spec.matrix_rows - 1):
-                                m.d.sync += [section.eq(2), self.row.eq(0)]
+                                m.d.sync += [section.eq(3), self.row.eq(0)]
                     with m.Else():
                         m.d.comb += cfg.flag_shift.eq(1)
                         m.d.sync += in_flags.eq(in_flags + 1)
                         with m.If(in_flags == flag_bits - 1):
-                            m.d.sync += [in_flags.eq(0), section.eq(0),
-                                         self.cluster.eq(self.cluster + 1)]
-                            with m.If(self.cluster == spec.clusters - 1):
-                                m.d.sync += self.cluster.eq(0)
-                                m.next = "PAD" if spec.pad_bits else "CRC"
+                            m.d.sync += in_flags.eq(0)
+                            m.d.comb += end_of_cluster.eq(1)
+                    with m.If(end_of_cluster):
+                        m.d.sync += [section.eq(0), self.cluster.eq(self.cluster + 1)]
+                        with m.If(self.cluster == spec.clusters - 1):
+                            m.d.sync += self.cluster.eq(0)
+                            with m.If(whole_byte):
+                                m.next = "CRC"
+                            with m.Else():
+                                m.next = "PAD"
                     with m.If(last):                     # truncated: no CRC (or less)
                         m.d.sync += rejected.eq(1)
                         m.next = "HEADER"
-            if spec.pad_bits:
-                with m.State("PAD"):                     # zero bits to a whole byte
-                    with m.If(take):
-                        m.d.sync += [crc.eq(crc_next), count.eq(count + 1)]
-                        with m.If(count == spec.pad_bits - 1):
-                            m.d.sync += count.eq(0)
-                            m.next = "CRC"
-                        with m.If(last):
-                            m.d.sync += [rejected.eq(1), count.eq(0)]
-                            m.next = "HEADER"
+            with m.State("PAD"):                         # zero bits to a whole byte
+                with m.If(take):
+                    m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
+                    with m.If(whole_byte):
+                        m.next = "CRC"
+                    with m.If(last):
+                        m.d.sync += rejected.eq(1)
+                        m.next = "HEADER"
             with m.State("CRC"):
                 with m.If(take):
                     m.d.sync += [received_crc.eq(received_next), count.eq(count + 1)]
                     with m.If(count == CRC_BITS - 1):
                         m.d.sync += count.eq(0)
-                        with m.If(last & (received_next == final_crc)):
+                        with m.If(last & (received_next == final_crc)
+                                  & (header[56:88] == payload_count)):
                             m.d.sync += pending.eq(1)
                             m.next = "HEADER"
                         with m.Else():
@@ -220,7 +241,8 @@ class ConfigLoader(wiring.Component):
 
         with m.If(pending & self.idle):
             m.d.comb += cfg.commit.eq(1)
-            m.d.sync += [pending.eq(0), loaded.eq(1), generation.eq(generation + 1)]
+            m.d.sync += [pending.eq(0), loaded.eq(1), generation.eq(generation + 1),
+                         active_id.eq(header[120:152])]
         return m
 
 
@@ -288,8 +310,13 @@ class ProgrammableCluster(wiring.Component):
             matrix_write.data.eq(shift_next[len(shift) - n:]),
             matrix_write.en.eq(self.selected & self.cfg.matrix_write),
         ]
-        with m.If(self.cfg.commit):
-            m.d.sync += [bank.eq(~bank), active.eq(staged)]
+        present = Signal()     # the stream being loaded (or waiting to commit) holds this cluster
+        with m.If(self.cfg.start):
+            m.d.sync += present.eq(0)
+        with m.Elif(self.selected & self.cfg.present & self.cfg.bit):
+            m.d.sync += present.eq(1)
+        with m.If(self.cfg.commit & present):
+            m.d.sync += [bank.eq(~bank), active.eq(staged), present.eq(0)]
 
         def flag(k):
             return Cat(*(active[FLAG_BITS * j + k] for j in range(n)))

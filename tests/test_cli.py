@@ -129,6 +129,40 @@ def test_programmable_compile_configure_filter_round_trip(data, tmp_path):
     assert result.stdout == reference.stdout
 
 
+def test_configure_previous_writes_a_delta_of_the_changed_clusters(data, tmp_path):
+    """Issue 16: `configure --previous OLD.bin` keeps OLD's queries in place and writes
+    OUTPUT.delta (and its map); a delta is no --previous."""
+    from xpfilt.programmable import read_stream
+    hw = tmp_path / "hw"
+    assert run("compile", "--mode", "programmable", "--clusters", 4, "--columns", 32,
+               "-o", hw).exit_code == 0
+    lines = (data / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()[:20]
+    (tmp_path / "a.txt").write_text("".join(line + "\n" for line in lines))
+    (tmp_path / "b.txt").write_text("".join(line + "\n" for line in lines[1:] + ["/nitf/x"]))
+    assert run("configure", tmp_path / "a.txt", "--hw", hw, "-o", tmp_path / "a.bin"
+               ).exit_code == 0
+    result = run("configure", tmp_path / "b.txt", "--hw", hw, "-o", tmp_path / "b.bin",
+                 "--previous", tmp_path / "a.bin")
+    assert result.exit_code == 0, result.stderr
+    assert f"bits written to {tmp_path / 'b.bin.delta'}" in result.stderr
+    old = dict(line.split("\t") for line in (tmp_path / "a.bin.map.tsv").read_text().splitlines())
+    new = dict(line.split("\t") for line in (tmp_path / "b.bin.map.tsv").read_text().splitlines())
+    assert all(new[str(n - 1)] == old[str(n)] for n in range(2, 21) if str(n) in old)
+    assert (tmp_path / "b.bin.delta.map.tsv").read_text() == (
+        tmp_path / "b.bin.map.tsv").read_text()
+    from xpfilt.programmable import HardwareSpec
+    spec = HardwareSpec.load(hw)
+    delta = read_stream(spec, (tmp_path / "b.bin.delta").read_bytes())
+    assert not delta.full and delta.base_id == read_stream(
+        spec, (tmp_path / "a.bin").read_bytes()).new_id
+    result = run("configure", tmp_path / "b.txt", "--hw", hw, "-o", tmp_path / "c.bin",
+                 "--previous", tmp_path / "b.bin.delta")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"xpfilt configure: {tmp_path / 'b.bin.delta'} must be a full configuration stream "
+        f"(`xpfilt configure` writes one beside every delta), not a delta")
+
+
 def test_verilog_cache_key_follows_the_loaded_rtl_code(monkeypatch):
     """A process that loaded other RTL code than the files on disk must not reuse (or poison)
     cache entries of that code: the key hashes the code as loaded."""

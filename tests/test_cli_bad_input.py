@@ -121,6 +121,9 @@ CASES = [
                                    "{d}/c.bin"], 1,
      HW_ERR.format(cmd="configure", d="{d}", hw="hw-missing", why="hardware must give columns, "
                    "max_tag_len, max_depth, max_name")),
+    ("configure-previous-not-a-stream", ["configure", "{d}/q.txt", "--hw", "{d}/hw", "-o",
+                                         "{d}/c.bin", "--previous", "{d}/a.xml"], 1,
+     "xpfilt configure: {d}/a.xml must be a configuration stream of at least 23 bytes, not 11"),
     ("gen-queries-from-empty-dir", ["gen-queries", "--from-docs", "{d}/emptydir", "-n", "3"], 1,
      "xpfilt gen-queries: --from-docs {d}/emptydir: no document there (folders give their *.xml "
      "files)"),

@@ -1,6 +1,8 @@
 """The programmable engine: configuration generation and streams, the model against the
 reference, safe reconfiguration, and the RTL against the model in the Amaranth simulator."""
 
+import zlib
+
 import pytest
 
 from xpfilt.engines import filter_batch
@@ -8,7 +10,8 @@ from xpfilt.events import load_documents
 from xpfilt.model.engine import collect_readout, run_documents
 from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
                                        load_configuration)
-from xpfilt.programmable import (ConfigurationError, HardwareSpec, configure)
+from xpfilt.programmable import (ConfigurationError, HardwareSpec, cluster_queries, configure,
+                                 read_stream, reconfigure)
 from xpfilt.reference import ReferenceFilter
 from xpfilt.results import read_expected
 from xpfilt.xpath import load_queries, parse_query
@@ -145,6 +148,102 @@ def test_reconfiguration_between_documents_and_rejected_streams():
         assert readout_matches(config_b, r.bits) == reference_numbers(SET_B, doc)
 
 
+# --- delta streams (issue 16) ----------------------------------------------------------------
+
+def answers(model, configuration_bits, queries, docs):
+    """Per document: (what the model answers, what the reference answers) as query numbers."""
+    return [({n for n, bit in configuration_bits.items() if r.bits >> bit & 1},
+             reference_numbers(queries, doc)) for doc, r in zip(docs, run_documents(model, docs))]
+
+
+def test_read_stream_round_trips_and_names_what_is_wrong():
+    config = configure(SET_A, SPEC)
+    stream = config.stream()
+    contents = read_stream(SPEC, stream)
+    assert contents.full and contents.new_id == config.id and contents.base_id == 0
+    assert [[text for _, text in cluster_queries(SPEC, p)] for p in contents.payloads] == [
+        ["/*/b/c", "/a/b", "/a//c", "//b"], []]
+    old_version = bytearray(stream)
+    old_version[2] = 2
+    old_version[-4:] = zlib.crc32(bytes(old_version[:-4])).to_bytes(4, "little")
+    foreign = configure(SET_A, HardwareSpec(clusters=2, columns=8, max_tag_len=4)).stream()
+    for data, message in [
+            (stream[:10], "s must be a configuration stream of at least 23 bytes, not 10"),
+            (b"<a>" + stream[3:], "s must start with the magic 0x5846, not 0x613c: not a "
+                                  "configuration stream"),
+            (bytes(old_version), "s must be configuration stream format 3, not 2: regenerate "
+                                 "it with `xpfilt configure`"),
+            (foreign, f"s must be generated for this hardware (fingerprint "
+                      f"{SPEC.fingerprint:08x}), not "
+                      f"{int.from_bytes(foreign[3:7], 'little'):08x}"),
+            (corrupt(stream, 200), "s must end with the CRC-32 of its contents: corrupt")]:
+        with pytest.raises(ValueError) as info:
+            read_stream(SPEC, data, "s")
+        assert str(info.value) == message
+
+
+def test_reconfigure_moves_nothing_that_stays_and_rewrites_only_changed_clusters():
+    spec = HardwareSpec(clusters=3, columns=8, max_tag_len=3, max_depth=6, max_name=8,
+                        tags_per_cluster=4)
+    before = configure(queries_of("/a/b", "//b", "/a//c", "/*/b/c", "//x/c", "/x/y"), spec)
+    # the same paths renumbered, one removed (//b), one added (/y/z), one refused
+    after = queries_of("/x/y", "/a/b", "/a//c", "/y/z", "/*/b/c", "//x/c", "/a[@k=1]")
+    update = reconfigure(after, before.stream(), spec)
+    kept = {q.number: before.readout_bit[n] for q in after for n, old in
+            enumerate(["/a/b", "//b", "/a//c", "/*/b/c", "//x/c", "/x/y"], 1) if str(q) == old}
+    assert {n: update.readout_bit[n] for n in kept} == kept
+    assert set(update.readout_bit) == {1, 2, 3, 4, 5, 6}
+    assert update.rejected == ((7, "query 7 (/a[@k=1]): value predicates are not supported by "
+                                   "the programmable engine yet"),)
+    delta = read_stream(spec, update.delta)
+    assert delta.base_id == before.id and delta.new_id == read_stream(spec, update.stream).new_id
+    assert [k for k, p in enumerate(delta.payloads) if p is not None] == list(update.changed)
+    assert len(update.changed) < spec.clusters
+    assert len(update.delta) < len(update.stream)
+    # the full stream of the update is what configure() of the same placement would load:
+    # the model loaded with (before, then the delta) answers as the reference
+    model = ProgrammableModel(spec)
+    load_configuration(model, before.stream())
+    load_configuration(model, update.delta)
+    assert model.status == {"generation": 2, "loaded": 1, "rejected": 0, "pending": 0}
+    docs = [b"<a><b><c/></b></a>", b"<x><y/><c/></x>", b"<y><z/></y>", b"<b/>"]
+    for got, want in answers(model, update.readout_bit, after[:6], docs):
+        assert got == want
+    full = ProgrammableModel(spec)
+    load_configuration(full, update.stream)
+    assert [(c.names, c.unknown, c.first, c.first_any, c.descendant) for c in model.clusters] \
+        == [(c.names, c.unknown, c.first, c.first_any, c.descendant) for c in full.clusters]
+
+
+def test_a_delta_is_refused_unless_its_base_is_the_active_configuration():
+    config_a, config_b = configure(SET_A, SPEC), configure(SET_B, SPEC)
+    on_b = reconfigure(SET_B[:2], config_b.stream(), SPEC)      # a delta whose base is B
+    model = ProgrammableModel(SPEC)
+    load_configuration(model, on_b.delta)                       # nothing loaded yet
+    assert model.status == {"generation": 0, "loaded": 0, "rejected": 1, "pending": 0}
+    load_configuration(model, config_a.stream())
+    load_configuration(model, on_b.delta)                       # A is loaded, not B
+    assert model.status == {"generation": 1, "loaded": 1, "rejected": 1, "pending": 0}
+    for got, want in answers(model, config_a.readout_bit, SET_A, DOCS):
+        assert got == want
+    with pytest.raises(ValueError) as info:
+        reconfigure(SET_A, on_b.delta, SPEC, what="old.bin")
+    assert str(info.value) == ("old.bin must be a full configuration stream (`xpfilt "
+                               "configure` writes one beside every delta), not a delta")
+
+
+def test_reconfigure_reports_what_has_no_room_and_keeps_the_rest():
+    spec = HardwareSpec(clusters=1, columns=6, max_tag_len=3, tags_per_cluster=4)
+    before = configure(queries_of("/a/b", "/c/d"), spec)
+    assert before.readout_bit == {1: 1, 2: 3}
+    update = reconfigure(queries_of("/a/b", "/c/d", "/a/b/c", "/d"), before.stream(), spec)
+    assert update.readout_bit == {1: 1, 2: 3, 4: 4}
+    assert update.summary() == (
+        "1 queries are not configured:\n"
+        "  query 3 (/a/b/c): no room left (1 clusters x 6 columns, 4 tags each)\n"
+        "at least 2 more columns would be needed (the hardware has 6)")
+
+
 # --- the RTL ----------------------------------------------------------------------------------
 
 def test_rtl_equals_model_through_loads_rejections_and_documents():
@@ -223,6 +322,40 @@ def test_a_commit_never_mixes_two_configurations_in_one_document(tail):
     readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
     assert expected_a == 0b01 and readouts[0].bits == expected_a
     assert readout_matches(config_b, readouts[1].bits) == {2}
+
+
+def test_rtl_equals_model_through_deltas_mid_document_truncated_and_stale():
+    """Issue 16: a delta completing while a long document streams commits at its end (that
+    document wholly on the old configuration); a delta cut short mid-document, and one made
+    for another configuration, are refused and the old configuration stays; valid/ready
+    random. RTL = model every cycle, answers = the reference of the active configuration."""
+    spec = HardwareSpec(clusters=3, columns=8, max_tag_len=3, max_depth=6, max_name=8,
+                        tags_per_cluster=4)
+    set_a = queries_of("/a/b", "//b", "/a//c", "/*/b/c", "//x/c")
+    config_a = configure(set_a, spec)
+    set_b = queries_of("/a/b", "/a//c", "/y/z", "/*/b/c", "//x/c")
+    update = reconfigure(set_b, config_a.stream(), spec)
+    assert 0 < len(update.changed) < spec.clusters
+    stale = reconfigure(set_a, configure(set_b, spec).stream(), spec).delta
+    long_doc = b"<a>" + b"<x><c/></x><b><c/></b><y><z/></y>" * 30 + b"</a>"
+    assert len(update.delta) * 8 < len(long_doc)
+    items = [("config", config_a.stream()), DOCS[0],
+             ("config+doc", update.delta[:-5], long_doc),          # cut short: refused
+             ("config", stale), b"<y><z/></y>",                     # another base: refused
+             ("config+doc", update.delta, long_doc),                # commits after it
+             b"<y><z/></y>", DOCS[0]]
+    result = compare_programmable(spec, items, seed=5, p_valid=0.85, p_ready=0.8)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    docs = [DOCS[0], long_doc, b"<y><z/></y>", long_doc, b"<y><z/></y>", DOCS[0]]
+    bits = [config_a.readout_bit] * 4 + [update.readout_bit] * 2
+    sets = [set_a] * 4 + [set_b] * 2
+    assert len(readouts) == len(docs)
+    for doc, readout, where, queries in zip(docs, readouts, bits, sets):
+        assert {n for n, b in where.items() if readout.bits >> b & 1} == reference_numbers(
+            [q for q in queries if q.number in where], doc), doc
+    assert [s["rejected"] for s in result["status"]] == [0, 0, 1, 1, 1, 0, 0, 0, 0]
+    assert result["status"][-1]["generation"] == 2
 
 
 def edge_case_items(spec: HardwareSpec):

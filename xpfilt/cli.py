@@ -390,22 +390,39 @@ def _load_hardware(hw_dir):
               help="The hardware directory from `xpfilt compile --mode programmable`.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="The configuration stream (config.bin); a readout map goes beside it.")
-def configure_command(queries_path, hw_dir, output):
+@click.option("--previous", "previous", type=click.Path(exists=True, dir_okay=False,
+                                                        path_type=Path),
+              help="The full stream loaded now (an earlier OUTPUT): keep its queries where they "
+                   "are and also write OUTPUT.delta, a stream of only the clusters that change.")
+def configure_command(queries_path, hw_dir, output, previous):
     """Generate the configuration stream that loads QUERIES into programmable hardware.
 
     Writes OUTPUT (the bits, LSB first) and OUTPUT.map.tsv (query number -> readout bit).
     Queries that do not fit are listed with the reason and the columns missing; the others are
     configured, and the exit code is 1.
+
+    With --previous OLD.bin, the queries OLD.bin holds keep their columns and readout bits,
+    removed ones free theirs, new ones go into free columns, and OUTPUT.delta (with its own
+    map) rewrites only the clusters that change; the engine takes it only while OLD.bin's
+    configuration is the active one. OUTPUT stays a full stream, the next --previous.
     """
     import time as _time
 
-    from .programmable import configure
+    from .programmable import configure, delta_path, reconfigure
 
     spec = _load_hardware(hw_dir)
     queries, failed = read_queries(queries_path)
     start = _time.perf_counter()
-    configuration = configure(queries, spec)
-    stream = configuration.stream()
+    if previous is None:
+        configuration = configure(queries, spec)
+        stream = configuration.stream()
+    else:
+        try:
+            configuration = reconfigure(queries, previous.read_bytes(), spec,
+                                        what=str(previous))
+        except ValueError as exc:
+            raise click.ClickException(str(exc))
+        stream = configuration.stream
     elapsed = _time.perf_counter() - start
     Path(output).write_bytes(stream)
     configuration.write_readout_map(output)
@@ -414,7 +431,14 @@ def configure_command(queries_path, hw_dir, output):
         failed = True
     click.echo(f"{len(configuration.readout_bit)} queries configured on "
                f"{spec.clusters * spec.columns} columns; {len(stream) * 8} bits written to "
-               f"{output} in {elapsed:.2f} s", err=True)
+               f"{output} in {elapsed:.3f} s", err=True)
+    if previous is not None:
+        delta = delta_path(output)
+        delta.write_bytes(configuration.delta)
+        configuration.write_readout_map(delta)
+        click.echo(f"delta from {previous}: {len(configuration.changed)} of {spec.clusters} "
+                   f"clusters change; {len(configuration.delta) * 8} bits written to {delta}",
+                   err=True)
     sys.exit(1 if failed else 0)
 
 

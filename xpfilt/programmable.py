@@ -19,16 +19,24 @@ distinct tags.
 
 Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
 
-* header, 88 bits: magic ``0x5846`` (16), format version (8), hardware fingerprint (32), payload
-  length in bits (32);
-* payload, per cluster: ``max_tag_len`` rows, row ``p`` holding byte ``p`` of every dictionary
-  entry (entry 0 first, 8 bits each); the tag matrix, row 0 first, ``columns`` bits a row
-  (column 0 first); then per column (column 0 first) its 3 flag bits (first, first_any,
-  descendant); after the last cluster, zero bits up to a whole byte (``pad_bits``);
+* header, 152 bits: magic ``0x5846`` (16), format version (8), hardware fingerprint (32), payload
+  length in bits (32), base configuration id (32), new configuration id (32);
+* payload, per cluster (cluster 0 first): a *presence* bit; when it is 1, the cluster's
+  ``max_tag_len`` dictionary rows, row ``p`` holding byte ``p`` of every dictionary entry (entry
+  0 first, 8 bits each); the tag matrix, row 0 first, ``columns`` bits a row (column 0 first);
+  then per column (column 0 first) its 3 flag bits (first, first_any, descendant); after the
+  last cluster, zero bits up to a whole byte;
 * CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
 
-The engine checks all of it and only then switches to the new configuration, between two
-documents; a truncated, corrupt or foreign stream is rejected and the old configuration stays.
+A *full* stream has every cluster present and base id 0; a *delta* stream
+(:func:`reconfigure`) has only the clusters that change and the base id of the configuration it
+changes: the engine refuses it unless that configuration is the active one. A configuration's
+id (:func:`configuration_id`) is a digest of its full payload, so a delta and the full stream of
+the same configuration carry the same new id. The engine checks all of it (magic, version,
+fingerprint, base id, length, CRC) and only then switches every present cluster to its new
+contents at once, between two documents; a truncated, corrupt, foreign or stale stream is
+rejected and the old configuration stays. Format version 2 streams (no presence bits or ids)
+are refused by the engine (version and fingerprint differ) and by :func:`read_stream`.
 """
 
 from __future__ import annotations
@@ -38,19 +46,24 @@ import json
 import zlib
 from pathlib import Path
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from functools import cached_property
+from typing import Optional, Sequence
 
 from .compiler import DEEPEST
 from .compiler import EngineMode, hardware_refusal
 from .readout import check_readout
 from .xpath import Axis, Query
 
-__all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError",
-           "configure", "MAGIC", "FORMAT_VERSION", "HEADER_BITS", "CRC_BITS", "FLAG_BITS"]
+__all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
+           "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
+           "MAGIC", "FORMAT_VERSION", "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
+           "FLAG_BITS"]
 
 MAGIC = 0x5846            # "XF"
-FORMAT_VERSION = 2       # 2: a tag dictionary and a tag matrix per cluster
-HEADER_BITS = 88
+FORMAT_VERSION = 3       # 2: a tag dictionary and a tag matrix per cluster; 3: delta streams
+HEADER_BITS = 152
+#: The header bits a stream must match exactly (magic, version, fingerprint).
+CHECKED_HEADER_BITS = 56
 CRC_BITS = 32
 FLAG_BITS = 3             # per column: first, first_any, descendant
 #: Most generic columns in one cluster (4,096 take ~20 s and ~0.4 GB to generate).
@@ -122,24 +135,33 @@ class HardwareSpec:
         return (8 * self.max_tag_len * self.tags_per_cluster
                 + (self.matrix_rows + FLAG_BITS) * self.columns)
 
-    @property
-    def pad_bits(self) -> int:
-        """Zero bits after the last cluster that make the payload whole bytes."""
-        return -(self.clusters * self.cluster_bits) % 8
+    def payload_bits_for(self, present: int) -> int:
+        """Payload bits of a stream with ``present`` clusters present (whole bytes)."""
+        bits = self.clusters + present * self.cluster_bits
+        return bits + -bits % 8
 
     @property
     def payload_bits(self) -> int:
-        return self.clusters * self.cluster_bits + self.pad_bits
+        """Payload bits of a full stream (the longest)."""
+        return self.payload_bits_for(self.clusters)
 
     @property
     def stream_bits(self) -> int:
+        """Bits of a full stream."""
         return HEADER_BITS + self.payload_bits + CRC_BITS
 
+    def delta_stream_bits(self, present: int) -> int:
+        """Bits of a delta stream that rewrites ``present`` clusters."""
+        return HEADER_BITS + self.payload_bits_for(present) + CRC_BITS
+
     @property
-    def header(self) -> int:
-        """The 88-bit stream header this hardware accepts (magic, version, fingerprint, length)."""
-        return (MAGIC | FORMAT_VERSION << 16 | self.fingerprint << 24
-                | self.payload_bits << 56)
+    def header_check(self) -> int:
+        """The first :data:`CHECKED_HEADER_BITS` of every stream this hardware accepts."""
+        return MAGIC | FORMAT_VERSION << 16 | self.fingerprint << 24
+
+    def header(self, payload_bits: int, base_id: int, new_id: int) -> int:
+        """A stream header: magic, version, fingerprint, length, base and new id."""
+        return (self.header_check | payload_bits << 56 | base_id << 88 | new_id << 120)
 
     @property
     def fingerprint(self) -> int:
@@ -196,8 +218,36 @@ class ConfigurationError(ValueError):
         super().__init__(message)
 
 
+class _Placed:
+    """What a placement tells its user: ``readout_bit[number]`` (the readout position of query
+    ``number``'s last column), ``rejected`` ((query number, why) pairs), ``missing_columns``."""
+    spec: HardwareSpec
+    readout_bit: dict
+    rejected: tuple
+    missing_columns: int
+
+    def summary(self) -> str:
+        """A readable account of what did not fit (empty when everything did)."""
+        if not self.rejected:
+            return ""
+        lines = [f"{len(self.rejected)} queries are not configured:"]
+        lines += [f"  {reason}" for _, reason in self.rejected[:50]]
+        if len(self.rejected) > 50:
+            lines.append(f"  ... and {len(self.rejected) - 50} more")
+        if self.missing_columns:
+            lines.append(f"at least {self.missing_columns} more columns would be needed "
+                         f"(the hardware has {self.spec.clusters * self.spec.columns})")
+        return "\n".join(lines)
+
+    def write_readout_map(self, stream_path) -> None:
+        """Write ``STREAM.map.tsv`` beside a stream: ``query number<TAB>readout bit`` lines
+        (:func:`read_readout_map` reads them)."""
+        readout_map_path(stream_path).write_text("".join(
+            f"{number}\t{bit}\n" for number, bit in sorted(self.readout_bit.items())))
+
+
 @dataclass(frozen=True)
-class Configuration:
+class Configuration(_Placed):
     """Where every query went: ``columns[k][j]`` configures column ``j`` of cluster ``k``,
     ``tags[k]`` is cluster ``k``'s dictionary (entry ``d`` = tag index ``d + 1``);
     ``readout_bit[number]`` is the readout position of query ``number``'s last column."""
@@ -222,51 +272,77 @@ class Configuration:
                 raise ValueError(f"cluster {k}'s columns must name tags of its dictionary, "
                                  f"not {sorted(unknown)!r}")
 
-    def summary(self) -> str:
-        """A readable account of what did not fit (empty when everything did)."""
-        if not self.rejected:
-            return ""
-        lines = [f"{len(self.rejected)} queries are not configured:"]
-        lines += [f"  {reason}" for _, reason in self.rejected[:50]]
-        if len(self.rejected) > 50:
-            lines.append(f"  ... and {len(self.rejected) - 50} more")
-        if self.missing_columns:
-            lines.append(f"at least {self.missing_columns} more columns would be needed "
-                         f"(the hardware has {self.spec.clusters * self.spec.columns})")
-        return "\n".join(lines)
+    @cached_property
+    def cluster_payloads(self) -> tuple[int, ...]:
+        """Each cluster's payload (``spec.cluster_bits`` bits, without the presence bit)."""
+        return tuple(_cluster_payload(self.spec, tags, cluster)
+                     for tags, cluster in zip(self.tags, self.columns))
 
-    def write_readout_map(self, stream_path) -> None:
-        """Write ``STREAM.map.tsv`` beside a stream: ``query number<TAB>readout bit`` lines
-        (:func:`read_readout_map` reads them)."""
-        readout_map_path(stream_path).write_text("".join(
-            f"{number}\t{bit}\n" for number, bit in sorted(self.readout_bit.items())))
+    @property
+    def id(self) -> int:
+        """This configuration's id (:func:`configuration_id`)."""
+        return configuration_id(_payload_bytes(self.spec, self.cluster_payloads))
 
     def stream(self) -> bytes:
-        """The configuration stream (header, payload, CRC) as bytes, LSB first."""
-        spec = self.spec
-        header = spec.header.to_bytes(HEADER_BITS // 8, "little")
-        clusters = []
-        entry_bits = 8 * spec.tags_per_cluster
-        for tags, cluster in zip(self.tags, self.columns):
-            entries = list(tags) + [b""] * (spec.tags_per_cluster - len(tags))
-            rows = [int.from_bytes(bytes(t[p] if p < len(t) else 0 for t in entries), "little")
-                    for p in range(spec.max_tag_len)]
-            index = {t: d + 1 for d, t in enumerate(tags)}
-            matrix = [0] * spec.matrix_rows
-            wildcards = flags = 0
-            for j, c in enumerate(cluster):
-                if c.wildcard:
-                    wildcards |= 1 << j
-                elif c.tag:
-                    matrix[index[c.tag]] |= 1 << j
-                flags |= (c.first | c.first_any << 1 | c.descendant << 2) << (FLAG_BITS * j)
-            clusters.append(_concat(rows, entry_bits)
-                            | _concat([row | wildcards for row in matrix], spec.columns)
-                            << (entry_bits * spec.max_tag_len)
-                            | flags << (spec.cluster_bits - FLAG_BITS * spec.columns))
-        payload = _concat(clusters, spec.cluster_bits)
-        body = header + payload.to_bytes((spec.payload_bits + 7) // 8, "little")
-        return body + zlib.crc32(body).to_bytes(4, "little")
+        """The full configuration stream (header, payload, CRC) as bytes, LSB first."""
+        return _full_stream(self.spec, self.cluster_payloads)
+
+
+def _cluster_payload(spec: HardwareSpec, tags: Sequence[bytes],
+                     cluster: Sequence[ColumnConfig]) -> int:
+    """One cluster's dictionary rows, tag matrix and flags as an integer (stream order)."""
+    entry_bits = 8 * spec.tags_per_cluster
+    entries = list(tags) + [b""] * (spec.tags_per_cluster - len(tags))
+    rows = [int.from_bytes(bytes(t[p] if p < len(t) else 0 for t in entries), "little")
+            for p in range(spec.max_tag_len)]
+    index = {t: d + 1 for d, t in enumerate(tags)}
+    matrix = [0] * spec.matrix_rows
+    wildcards = flags = 0
+    for j, c in enumerate(cluster):
+        if c.wildcard:
+            wildcards |= 1 << j
+        elif c.tag:
+            matrix[index[c.tag]] |= 1 << j
+        flags |= (c.first | c.first_any << 1 | c.descendant << 2) << (FLAG_BITS * j)
+    return (_concat(rows, entry_bits)
+            | _concat([row | wildcards for row in matrix], spec.columns)
+            << (entry_bits * spec.max_tag_len)
+            | flags << (spec.cluster_bits - FLAG_BITS * spec.columns))
+
+
+def _payload_bytes(spec: HardwareSpec, payloads: Sequence[Optional[int]]) -> bytes:
+    """The stream payload: per cluster a presence bit and, when present (not None), its
+    payload; zero bits to a whole byte."""
+    width = spec.cluster_bits + 1
+    if all(p is not None for p in payloads):
+        value = _concat([1 | p << 1 for p in payloads], width)
+    else:
+        value, shift = 0, 0
+        for p in payloads:
+            if p is None:
+                shift += 1
+            else:
+                value |= (1 | p << 1) << shift
+                shift += width
+    present = sum(p is not None for p in payloads)
+    return value.to_bytes(spec.payload_bits_for(present) // 8, "little")
+
+
+def configuration_id(full_payload: bytes) -> int:
+    """A configuration's 32-bit id: a digest of its full stream's payload (never 0, the base
+    id of a full stream)."""
+    return int.from_bytes(hashlib.sha256(full_payload).digest()[:4], "little") or 1
+
+
+def _framed(spec: HardwareSpec, payload: bytes, base_id: int, new_id: int) -> bytes:
+    body = spec.header(8 * len(payload), base_id, new_id).to_bytes(HEADER_BITS // 8,
+                                                                   "little") + payload
+    return body + zlib.crc32(body).to_bytes(CRC_BITS // 8, "little")
+
+
+def _full_stream(spec: HardwareSpec, payloads: Sequence[int]) -> bytes:
+    payload = _payload_bytes(spec, payloads)
+    return _framed(spec, payload, 0, configuration_id(payload))
 
 
 def _concat(chunks: list[int], width: int) -> int:
@@ -279,6 +355,94 @@ def _concat(chunks: list[int], width: int) -> int:
                   for i in range(0, len(chunks), 2)]
         width *= 2
     return chunks[0]
+
+
+@dataclass(frozen=True)
+class StreamContents:
+    """A configuration stream read back: ``payloads[k]`` is cluster ``k``'s payload, None when
+    the stream leaves that cluster as it is."""
+    base_id: int
+    new_id: int
+    payloads: tuple[Optional[int], ...]
+
+    @property
+    def full(self) -> bool:
+        return self.base_id == 0 and all(p is not None for p in self.payloads)
+
+
+def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> StreamContents:
+    """Check and split a configuration stream for ``spec`` (as the engine checks it);
+    ValueError naming ``what`` and the first thing wrong."""
+    head = HEADER_BITS // 8
+    if len(data) < head + CRC_BITS // 8:
+        raise ValueError(f"{what} must be a configuration stream of at least "
+                         f"{head + CRC_BITS // 8} bytes, not {len(data)}")
+    header = int.from_bytes(data[:head], "little")
+    if header & 0xFFFF != MAGIC:
+        raise ValueError(f"{what} must start with the magic {MAGIC:#06x}, not "
+                         f"{header & 0xFFFF:#06x}: not a configuration stream")
+    if header >> 16 & 0xFF != FORMAT_VERSION:
+        raise ValueError(f"{what} must be configuration stream format {FORMAT_VERSION}, not "
+                         f"{header >> 16 & 0xFF}: regenerate it with `xpfilt configure`")
+    if header & ((1 << CHECKED_HEADER_BITS) - 1) != spec.header_check:
+        raise ValueError(f"{what} must be generated for this hardware (fingerprint "
+                         f"{spec.fingerprint:08x}), not {header >> 24 & 0xFFFFFFFF:08x}")
+    if zlib.crc32(data[:-4]) != int.from_bytes(data[-4:], "little"):
+        raise ValueError(f"{what} must end with the CRC-32 of its contents: corrupt")
+    length = header >> 56 & 0xFFFFFFFF
+    payload = data[head:-4]
+    if length != 8 * len(payload):
+        raise ValueError(f"{what}: payload length must be {8 * len(payload)} bits (the "
+                         f"stream's size), not {length}")
+    value = int.from_bytes(payload, "little")
+    width, mask = spec.cluster_bits, (1 << spec.cluster_bits) - 1
+    payloads, at = [], 0
+    for _ in range(spec.clusters):
+        if value >> at & 1:
+            payloads.append(value >> (at + 1) & mask)
+            at += width + 1
+        else:
+            payloads.append(None)
+            at += 1
+    if at > 8 * len(payload) or at + -at % 8 != 8 * len(payload) or value >> at:
+        raise ValueError(f"{what}: payload must be {at + -at % 8} bits for its clusters, "
+                         f"not {8 * len(payload)}")
+    return StreamContents(header >> 88 & 0xFFFFFFFF, header >> 120 & 0xFFFFFFFF,
+                          tuple(payloads))
+
+
+def cluster_queries(spec: HardwareSpec, payload: int) -> list[tuple[int, str]]:
+    """The queries a cluster's payload holds: (first column, path) pairs, in column order.
+    A query is a run of used columns (a tag or ``*``) from a ``first`` column to the next
+    ``first`` or unused column."""
+    n, tags, length = spec.columns, spec.tags_per_cluster, spec.max_tag_len
+    entry_bits = 8 * tags
+    at = entry_bits * length
+    rows = (payload & ((1 << at) - 1)).to_bytes(at // 8, "little")   # row p = entries' byte p
+    entries = [rows[d::tags].rstrip(b"\0").decode() for d in range(tags)]
+    matrix = [payload >> (at + n * i) & ((1 << n) - 1) for i in range(spec.matrix_rows)]
+    names = ["*" if matrix[0] >> j & 1 else "" for j in range(n)]
+    for i in range(1, spec.matrix_rows):
+        row = matrix[i] & ~matrix[0]
+        while row:
+            j = (row & -row).bit_length() - 1
+            names[j] = entries[i - 1]
+            row &= row - 1
+    flags = format(payload >> (spec.cluster_bits - FLAG_BITS * n), f"0{FLAG_BITS * n}b")[::-1]
+    out, text, start = [], "", 0
+    for j in range(n + 1):
+        ends = j == n or not names[j] or flags[FLAG_BITS * j] == "1"
+        if ends and text:
+            out.append((start, text))
+            text = ""
+        if j == n or not names[j]:
+            continue
+        if flags[FLAG_BITS * j] == "1":
+            start = j
+            text = ("//" if flags[FLAG_BITS * j + 1] == "1" else "/") + names[j]
+        elif text:
+            text += ("//" if flags[FLAG_BITS * (j - 1) + 2] == "1" else "/") + names[j]
+    return out
 
 
 def query_columns(query: Query) -> list[ColumnConfig]:
@@ -294,9 +458,43 @@ def query_columns(query: Query) -> list[ColumnConfig]:
     return out
 
 
+def _path_text(query: Query) -> str:
+    """A path as :func:`cluster_queries` reads it back from a stream (its text, when it has no
+    predicate: the only queries a stream holds)."""
+    return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name for s in query.steps)
+
+
 def query_tags(query: Query) -> frozenset[bytes]:
     """The distinct tags a query's columns name (a cluster's dictionary must hold them)."""
     return frozenset(s.name.encode() for s in query.steps if s.name != "*")
+
+
+def _refusal(q: Query, spec: HardwareSpec) -> str:
+    """Why query ``q`` cannot go on this hardware at all ("" if it can)."""
+    long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
+    why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
+    if why:
+        return f"query {q.number} ({q}): {why}"
+    if long_tags:
+        return (f"query {q.number} ({q}): tag {long_tags[0]!r} is longer than the hardware's "
+                f"max tag length {spec.max_tag_len}")
+    if len(q) > spec.columns:
+        return f"query {q.number} ({q}): {len(q)} steps do not fit in a cluster of " \
+               f"{spec.columns} columns"
+    if len(needs := query_tags(q)) > spec.tags_per_cluster:
+        return (f"query {q.number} ({q}): {len(needs)} distinct tags do not fit a cluster's "
+                f"{spec.tags_per_cluster} tags")
+    return ""
+
+
+def _no_room(q: Query, spec: HardwareSpec) -> str:
+    return (f"query {q.number} ({q}): no room left ({spec.clusters} clusters x "
+            f"{spec.columns} columns, {spec.tags_per_cluster} tags each)")
+
+
+def _tag_order(q: Query) -> list[str]:
+    """The placement order: queries naming the same tags meet in a cluster."""
+    return [s.name for s in q.steps]
 
 
 def configure(queries: Sequence[Query], spec: HardwareSpec, *,
@@ -310,30 +508,18 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     rejected: list[tuple[int, str]] = []
     candidates = []
     for q in queries:
-        long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
-        why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
+        why = _refusal(q, spec)
         if why:
-            rejected.append((q.number, f"query {q.number} ({q}): {why}"))
-        elif long_tags:
-            rejected.append((q.number, f"query {q.number} ({q}): tag {long_tags[0]!r} is "
-                                       f"longer than the hardware's max tag length "
-                                       f"{spec.max_tag_len}"))
-        elif len(q) > spec.columns:
-            rejected.append((q.number, f"query {q.number} ({q}): {len(q)} steps do not fit "
-                                       f"in a cluster of {spec.columns} columns"))
-        elif len(needs := query_tags(q)) > spec.tags_per_cluster:
-            rejected.append((q.number, f"query {q.number} ({q}): {len(needs)} "
-                                       f"distinct tags do not fit a cluster's "
-                                       f"{spec.tags_per_cluster} tags"))
+            rejected.append((q.number, why))
         else:
-            candidates.append((q, needs))
+            candidates.append((q, query_tags(q)))
     free = [spec.columns] * spec.clusters
     tags: list[dict[bytes, None]] = [{} for _ in range(spec.clusters)]   # ordered sets
     placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     no_room = []
     room = spec.tags_per_cluster
     open_clusters = list(range(spec.clusters))     # those with a free column, in order
-    for *_, q, needs in sorted(([s.name for s in q.steps], q.number, i, q, needs)
+    for *_, q, needs in sorted((_tag_order(q), q.number, i, q, needs)
                                for i, (q, needs) in enumerate(candidates)):
         size = len(q)
         for k in open_clusters:
@@ -352,10 +538,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     if no_room:
         needed = sum(len(q) for q in no_room)
         missing = max(1, needed - sum(free))
-        for q in no_room:
-            rejected.append((q.number, f"query {q.number} ({q}): no room left "
-                                       f"({spec.clusters} clusters x {spec.columns} columns, "
-                                       f"{spec.tags_per_cluster} tags each)"))
+        rejected += [(q.number, _no_room(q, spec)) for q in no_room]
     rejected.sort()
     columns = []
     readout_bit = {}
@@ -370,6 +553,112 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     if strict and rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config
+
+
+@dataclass(frozen=True)
+class Update(_Placed):
+    """A configuration changed in place (:func:`reconfigure`): ``stream`` is the new full
+    stream (the ``previous`` of the next update), ``delta`` the stream that turns the previous
+    configuration into it (only the ``changed`` clusters; the engine refuses it on any other
+    configuration)."""
+    spec: HardwareSpec
+    stream: bytes
+    delta: bytes
+    changed: tuple[int, ...]
+    readout_bit: dict
+    rejected: tuple[tuple[int, str], ...] = ()
+    missing_columns: int = 0
+
+
+def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *,
+                what: str = "previous stream") -> Update:
+    """Load ``queries`` where the full stream ``previous`` is loaded, moving nothing that
+    stays: a query of ``previous`` (the same path) keeps its columns and readout bit, a removed
+    one frees its columns, a new one goes to the first cluster with a free run of columns and
+    room in its dictionary (in :func:`configure`'s order). Only the clusters that change are in
+    the delta. ValueError (naming ``what``) when ``previous`` is not a full stream of ``spec``."""
+    old = read_stream(spec, previous, what)
+    if not old.full:
+        raise ValueError(f"{what} must be a full configuration stream (`xpfilt configure` "
+                         f"writes one beside every delta), not a delta")
+    n = spec.columns
+    where: dict[str, list[tuple[int, int]]] = {}     # path -> [(cluster, first column)]
+    for k, payload in enumerate(old.payloads):
+        for start, text in cluster_queries(spec, payload):
+            where.setdefault(text, []).append((k, start))
+    for spots in where.values():
+        spots.reverse()                              # pop() takes them in column order
+    kept: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
+    rejected: list[tuple[int, str]] = []
+    readout_bit = {}
+    new = []
+    for q in queries:
+        spots = where.get(_path_text(q))
+        if spots:                        # it was placed on this hardware: it fits
+            k, start = spots.pop()
+            kept[k].append((start, q))
+            readout_bit[q.number] = k * n + start + len(q) - 1
+        elif why := _refusal(q, spec):
+            rejected.append((q.number, why))
+        else:
+            new.append(q)
+    changed = {k for spots in where.values() for k, _ in spots}     # a query left these
+    held: dict[int, set] = {}            # per cluster looked at: its queries' tags
+    used: dict[int, list] = {}           # ... and the column spans they take
+    no_room = []
+    for q in sorted(new, key=lambda q: (_tag_order(q), q.number)):
+        needs = query_tags(q)
+        for k in range(spec.clusters):
+            if k not in held:
+                held[k] = set().union(*(query_tags(q) for _, q in kept[k]))
+                used[k] = sorted((start, start + len(q)) for start, q in kept[k])
+            if len(held[k] | needs) > spec.tags_per_cluster:
+                continue
+            start = _free_run(used[k], len(q), n)
+            if start is not None:
+                break
+        else:
+            no_room.append(q)
+            continue
+        used[k] = sorted(used[k] + [(start, start + len(q))])
+        held[k] |= needs
+        kept[k].append((start, q))
+        readout_bit[q.number] = k * n + start + len(q) - 1
+        changed.add(k)
+    missing = 0
+    if no_room:
+        free = sum(n - sum(len(q) for _, q in queries) for queries in kept)
+        missing = max(1, sum(len(q) for q in no_room) - free)
+        rejected += [(q.number, _no_room(q, spec)) for q in no_room]
+    payloads = list(old.payloads)
+    for k in changed:
+        row = [ColumnConfig()] * n
+        for start, q in kept[k]:
+            row[start:start + len(q)] = query_columns(q)
+        tags = tuple(dict.fromkeys(c.tag for c in row if c.tag))
+        payloads[k] = _cluster_payload(spec, tags, row)
+    full_payload = _payload_bytes(spec, payloads)
+    new_id = configuration_id(full_payload)
+    delta = _framed(spec, _payload_bytes(
+        spec, [p if k in changed else None for k, p in enumerate(payloads)]), old.new_id,
+        new_id)
+    return Update(spec, _framed(spec, full_payload, 0, new_id), delta, tuple(sorted(changed)),
+                  readout_bit, tuple(sorted(rejected)), missing)
+
+
+def _free_run(spans: list[tuple[int, int]], size: int, columns: int) -> Optional[int]:
+    """The first column of the first ``size`` free columns between the sorted used ``spans``."""
+    at = 0
+    for a, b in spans:
+        if a - at >= size:
+            return at
+        at = max(at, b)
+    return at if columns - at >= size else None
+
+
+def delta_path(stream_path) -> Path:
+    """Where ``xpfilt configure --previous`` writes the delta stream beside ``stream_path``."""
+    return Path(f"{stream_path}.delta")
 
 
 def readout_map_path(stream_path) -> Path:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from xpfilt.programmable import (CRC_BITS, FLAG_BITS, HEADER_BITS,
-                                 Configuration, HardwareSpec)
+from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
+                                 Configuration, HardwareSpec, read_stream)
 
 from ..hwdefs import CRC32_POLY
 from ..readout import ReadoutKind
@@ -38,6 +38,7 @@ class _Cluster:
         self.bank = 0
         self.shift = 0
         self.staged = 0
+        self.present = 0          # the stream being loaded holds this cluster
         self.first = self.first_any = self.descendant = 0
         self.names: dict[bytes, int] = {}
         self.unknown = 0          # the columns a name in no entry matches (matrix row 0)
@@ -45,7 +46,11 @@ class _Cluster:
         self.flags = 0
 
     def activate(self, spec: HardwareSpec, staged: int) -> None:
-        """Commit: flip the banks, copy the staged flags, rebuild the name lookup."""
+        """Commit (when present): flip the banks, copy the staged flags, rebuild the name
+        lookup."""
+        if not self.present:
+            return
+        self.present = 0
         n = spec.columns
         self.bank ^= 1
         flags = [0] * FLAG_BITS
@@ -77,7 +82,7 @@ class ProgrammableModel(FrameModel):
         self.readout_kind = ReadoutKind(spec.readout)
         self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
                                        report_names=True)
-        self._expected_header = spec.header
+        self._header_check = spec.header_check
         self.reset()
 
     def reset(self) -> None:
@@ -88,9 +93,10 @@ class ProgrammableModel(FrameModel):
         self.state = HEADER
         self.header = self.cfg_count = self.received = 0
         self.crc = 0xFFFFFFFF
-        self.in_row = self.in_flags = 0
+        self.in_row = self.in_flags = self.payload_count = 0
         self.section = 0
         self.cluster = self.row = 0
+        self.active_id = 0
         self.cfg_pending = self.generation = self.loaded = self.rejected = 0
         self.config_ready = True
 
@@ -118,6 +124,7 @@ class ProgrammableModel(FrameModel):
                 c.activate(self.spec, s)
             self.cfg_pending = 0
             self.loaded = 1
+            self.active_id = self.header >> 120
             self.generation = (self.generation + 1) & 0xFF
         self.config_ready = cfg_ready
         return ready, beat
@@ -136,10 +143,14 @@ class ProgrammableModel(FrameModel):
             self.cfg_count = count + 1
             if count == 0:
                 self.rejected = 0
+                for c in self.clusters:
+                    c.present = 0
             if count == HEADER_BITS - 1:
-                self.cfg_count = self.in_row = self.in_flags = 0
+                self.cfg_count = self.in_row = self.in_flags = self.payload_count = 0
                 self.section, self.cluster, self.row = 0, 0, 0
-                if header_next != self._expected_header or last:
+                base = header_next >> 88 & 0xFFFFFFFF
+                if (header_next & ((1 << CHECKED_HEADER_BITS) - 1) != self._header_check
+                        or base not in (0, self.active_id) or last):
                     self._reject(last)
                 else:
                     self.state = PAYLOAD
@@ -147,48 +158,58 @@ class ProgrammableModel(FrameModel):
                 self.rejected, self.cfg_count, self.crc = 1, 0, 0xFFFFFFFF
         elif state == PAYLOAD:
             self.crc = crc_next
+            self.payload_count += 1
             cluster = self.clusters[self.cluster]
             n, tags = spec.columns, spec.tags_per_cluster
             width = max(8 * tags, n)
-            if self.section < 2:
+            end_of_cluster = False
+            if self.section == 0:
+                if bit:
+                    cluster.present = 1
+                    self.section = 1
+                else:
+                    end_of_cluster = True
+            elif self.section < 3:
                 shift = (cluster.shift >> 1) | bit << (width - 1)
                 cluster.shift = shift
                 self.in_row += 1
-                if self.section == 0 and self.in_row == 8 * tags:
+                if self.section == 1 and self.in_row == 8 * tags:
                     cluster.rows[cluster.bank ^ 1][self.row] = shift >> (width - 8 * tags)
                     self.in_row = 0
                     if self.row == spec.max_tag_len - 1:
-                        self.section, self.row = 1, 0
+                        self.section, self.row = 2, 0
                     else:
                         self.row += 1
-                elif self.section == 1 and self.in_row == n:
+                elif self.section == 2 and self.in_row == n:
                     cluster.matrix[cluster.bank ^ 1][self.row] = shift >> (width - n)
                     self.in_row = 0
                     if self.row == spec.matrix_rows - 1:
-                        self.section, self.row = 2, 0
+                        self.section, self.row = 3, 0
                     else:
                         self.row += 1
             else:
                 cluster.staged = (cluster.staged >> 1) | bit << (FLAG_BITS * n - 1)
                 self.in_flags += 1
                 if self.in_flags == FLAG_BITS * n:
-                    self.in_flags, self.section = 0, 0
-                    if self.cluster == spec.clusters - 1:
-                        self.cluster = 0
-                        self.state = PAD if spec.pad_bits else CRC
-                    else:
-                        self.cluster += 1
+                    self.in_flags = 0
+                    end_of_cluster = True
+            if end_of_cluster:
+                self.section = 0
+                if self.cluster == spec.clusters - 1:
+                    self.cluster = 0
+                    self.state = CRC if self.payload_count % 8 == 0 else PAD
+                else:
+                    self.cluster += 1
             if last:
                 self.rejected = 1
                 self.state = HEADER
         elif state == PAD:
             self.crc = crc_next
-            self.cfg_count += 1
-            if self.cfg_count == spec.pad_bits:
-                self.cfg_count = 0
+            self.payload_count += 1
+            if self.payload_count % 8 == 0:
                 self.state = CRC
             if last:
-                self.rejected, self.cfg_count = 1, 0
+                self.rejected = 1
                 self.state = HEADER
         elif state == CRC:
             received_next = (self.received >> 1) | bit << (CRC_BITS - 1)
@@ -197,7 +218,8 @@ class ProgrammableModel(FrameModel):
             self.cfg_count = count + 1
             if count == CRC_BITS - 1:
                 self.cfg_count = 0
-                if last and received_next == self.crc ^ 0xFFFFFFFF:
+                if (last and received_next == self.crc ^ 0xFFFFFFFF
+                        and self.header >> 56 & 0xFFFFFFFF == self.payload_count):
                     self.cfg_pending = 1
                     self.state = HEADER
                 else:
@@ -253,10 +275,10 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
     that are not about loading. Tests check that both give the same state."""
     spec = model.spec
     stream = configuration.stream()
-    payload = int.from_bytes(stream[HEADER_BITS // 8:-CRC_BITS // 8], "little")
+    contents = read_stream(spec, stream)
     n, row_bits, flags = spec.columns, 8 * spec.tags_per_cluster, FLAG_BITS * spec.columns
     width = max(row_bits, n)
-    for c in model.clusters:
+    for c, payload in zip(model.clusters, contents.payloads):
         shift = 0
         for p in range(spec.max_tag_len):
             c.rows[c.bank ^ 1][p] = payload & ((1 << row_bits) - 1)
@@ -268,12 +290,14 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
             payload >>= n
         c.shift = shift
         c.staged = payload & ((1 << flags) - 1)
-        payload >>= flags
+        c.present = 1
         c.activate(spec, c.staged)
     model.generation = (model.generation + 1) & 0xFF
     model.loaded, model.rejected = 1, 0
     model.header = int.from_bytes(stream[:HEADER_BITS // 8], "little")
     model.received = int.from_bytes(stream[-CRC_BITS // 8:], "little")
+    model.payload_count = spec.payload_bits
+    model.active_id = contents.new_id
 
 
 def load_configuration(model: ProgrammableModel, stream: bytes) -> int:
