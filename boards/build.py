@@ -48,7 +48,7 @@ from .protocol import Mode
 from .top import BoardCore, BoardTop, EngineInstance
 from .uart import MIN_DIVIDER
 
-__all__ = ["EngineDesign", "custom_design", "prefix_order", "programmable_design", "uart_divider",
+__all__ = ["EngineDesign", "custom_design", "programmable_design", "uart_divider",
            "board_core", "core_verilog", "simulation_verilog", "BuildConfig", "build_board",
            "BOARD_TOP", "fit_estimate", "write_design_files", "load_design"]
 
@@ -114,22 +114,13 @@ class EngineDesign:
             readout=ReadoutKind(spec.readout))
 
 
-def prefix_order(queries: Sequence[Query]) -> list[Query]:
-    """``queries`` ordered by their text, so that the compiler's clusters (consecutive runs of
-    the list) gather queries with common leading steps, which then share nodes and columns
-    (§6.2). The plan maps every readout bit to its query number, so the order is invisible to
-    the host. On 12,000 generated depth-8 NITF queries: 21,012 nodes and 4,463 stack columns
-    instead of 37,797 and 10,910 in file order (issue 13: the design fits the ECP5-85F)."""
-    return sorted(queries, key=lambda q: (str(q), q.number))
-
-
 def custom_design(queries: Sequence[Query], options: CompileOptions, *, max_name: int = 32,
                   log: Callable[[str], None] = lambda _: None) -> EngineDesign:
     """The custom engine of ``queries`` (raises :class:`xpfilt.compiler.UnsupportedQueryError`
-    for predicates), clustered in :func:`prefix_order`."""
+    for predicates); ``options.prefix_clustering`` (default on) clusters them in text order."""
     if not queries:
         raise ToolError("a custom engine needs at least one query, not none")
-    plan = compile_queries(prefix_order(queries), options)
+    plan = compile_queries(queries, options)
     stats = plan.stats
     log(f"plan: {stats['queries']} queries, {stats['query_nodes']} query nodes, "
         f"{stats['columns']} columns, {stats['clusters']} clusters; writing Verilog ...")

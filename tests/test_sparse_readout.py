@@ -141,4 +141,5 @@ def test_sparse_readout_keeps_one_byte_per_cycle_with_thousands_of_queries():
         else:
             assert _stalls(plan, doc) > 0
     readouts = run_documents(EngineModel(plan), [doc])
-    assert readouts[0].bits == 0b11 << 3000
+    bits = readouts[0].bits
+    assert {n for b, n in enumerate(plan.query_numbers) if bits >> b & 1} == {3001, 3002}

@@ -60,6 +60,9 @@ def compile_options(fn):
         click.option("--no-opt3", is_flag=True, help="Never share a column between nodes."),
         click.option("--no-prefix-sharing", is_flag=True,
                      help="Do not share common query prefixes within a cluster."),
+        click.option("--file-order", is_flag=True,
+                     help="Fill the clusters in query file order instead of text order (which "
+                          "gathers common prefixes in one cluster; answers are the same)."),
         click.option("--readout", type=click.Choice(["serial", "sparse"]), default="serial",
                      show_default=True,
                      help="Match readout: the paper's bitmap, one bit per query per document "
@@ -76,7 +79,7 @@ def options_from(kwargs):
         cluster_size=kwargs.pop("cluster_size"), max_depth=kwargs.pop("max_depth"),
         opt_last=not kwargs.pop("no_opt1"), opt_root=not kwargs.pop("no_opt2"),
         opt_share=not kwargs.pop("no_opt3"), prefix_sharing=not kwargs.pop("no_prefix_sharing"),
-        readout=kwargs.pop("readout"))
+        prefix_clustering=not kwargs.pop("file_order"), readout=kwargs.pop("readout"))
 
 
 class CommandFailed(click.ClickException):

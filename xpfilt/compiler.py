@@ -56,7 +56,8 @@ Column optimizations (each switchable): (1) the last node gets no column; (2) a 
 children are all ``/`` steps gets no column (the global stack knows the parent's tag); (3) nodes
 that are not ``*`` and not followed by ``//`` share columns when their tags differ (the tag on the
 global stack tells which member a 1 belongs to). Prefix sharing merges equal leading steps of the
-queries of a cluster into one node.
+queries of a cluster into one node; prefix clustering (:func:`cluster_order`, on by default) fills
+the clusters in text order so that such queries meet in one cluster.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget,
                     TextTarget, leaves)
 
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
-           "compile_queries", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
+           "compile_queries", "cluster_order", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
            "COMBINATIONS_REFUSED", "TEXT_REFUSED", "POSITION_REFUSED", "guard_holds"]
 
@@ -105,6 +106,7 @@ class CompileOptions:
     opt_root: bool = True        # (2) no column for the root node, read the global stack
     opt_share: bool = True       # (3) nodes with different tags share a column
     prefix_sharing: bool = True  # common prefixes share nodes within a cluster
+    prefix_clustering: bool = True  # clusters gather queries in text order (see cluster_order)
     share_limit: int = 8         # most nodes in one shared column (bounds the OR per column)
     readout: str = "serial"      # a xpfilt.readout.ReadoutKind value: "serial" or "sparse"
 
@@ -346,13 +348,12 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
             f"{listing}{more} ({bad[0][1]})")
     conditions = tuple(dict.fromkeys(c for q in queries for c in _conditions_of(q)))
     index = {c: i for i, c in enumerate(conditions)}
-    size = options.cluster_size
-    if size is None:
-        size = 256 if all(len(q) <= 4 for q in queries) else 128
+    size = _cluster_size(queries, options)
     tags = tuple(sorted({s.name for q in queries for s in q.steps if not s.is_wildcard}))
     tag_id = {name: i + 1 for i, name in enumerate(tags)}
-    clusters = tuple(_compile_cluster(queries[i:i + size], options, tag_id, index)
-                     for i in range(0, len(queries), size))
+    ordered = cluster_order(queries, options)
+    clusters = tuple(_compile_cluster(ordered[i:i + size], options, tag_id, index)
+                     for i in range(0, len(ordered), size))
     stats = {
         "queries": len(queries),
         "query_nodes": sum(len(q) for q in queries),
@@ -365,6 +366,28 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
     }
     return Plan(PLAN_VERSION, EngineMode.CUSTOM.value, options, tags, clusters, stats,
                 conditions)
+
+
+def _cluster_size(queries: Sequence[Query], options: CompileOptions) -> int:
+    """Queries per cluster: ``options.cluster_size``, or by default 256 if every query has at
+    most 4 steps, else 128."""
+    if options.cluster_size is not None:
+        return options.cluster_size
+    return 256 if all(len(q) <= 4 for q in queries) else 128
+
+
+def cluster_order(queries: Sequence[Query], options: CompileOptions) -> list[Query]:
+    """The order in which ``queries`` fill the clusters (consecutive runs of
+    :func:`_cluster_size`). With ``options.prefix_clustering`` and more than one cluster: by
+    text (then number), so that queries with common leading steps land in one cluster and share
+    nodes and columns there (§6.2), and each cluster uses fewer tags; else as given (one
+    cluster holds them all in any order). Every readout bit keeps its query's number
+    (:attr:`Plan.query_numbers`), so the order never changes an answer. On 12,000 generated
+    depth-8 NITF queries: 21,012 nodes and 4,463 stack columns instead of 37,797 and 10,910 in
+    file order (issue 13: the design fits the ECP5-85F)."""
+    if not options.prefix_clustering or len(queries) <= _cluster_size(queries, options):
+        return list(queries)
+    return sorted(queries, key=lambda q: (str(q), q.number))
 
 
 def _compile_cluster(queries: Sequence[Query], options: CompileOptions,

@@ -320,7 +320,8 @@ def replay_command(config: RegressionConfig, queries: str, documents: str,
     if o.cluster_size is not None:
         cmd += ["--cluster-size", str(o.cluster_size)]
     for flag, attr in (("--no-opt1", "opt_last"), ("--no-opt2", "opt_root"),
-                       ("--no-opt3", "opt_share"), ("--no-prefix-sharing", "prefix_sharing")):
+                       ("--no-opt3", "opt_share"), ("--no-prefix-sharing", "prefix_sharing"),
+                       ("--file-order", "prefix_clustering")):
         if not getattr(o, attr):
             cmd.append(flag)
     if o.share_limit != defaults.share_limit:

@@ -54,7 +54,8 @@ def _options_args(options: CompileOptions) -> str:
         args += f" --cluster-size {options.cluster_size}"
     for flag, on in (("--no-opt1", options.opt_last), ("--no-opt2", options.opt_root),
                      ("--no-opt3", options.opt_share), ("--no-prefix-sharing",
-                                                        options.prefix_sharing)):
+                                                        options.prefix_sharing),
+                     ("--file-order", options.prefix_clustering)):
         if not on:
             args += " " + flag
     return args
