@@ -14,9 +14,11 @@ go through five registered stages, so that no path is long (one byte per cycle a
 * P: the parser, the tag decoder (a CAM with a one-hot name position) and the name hash; the
   parser's registers; the event so far (push/pop, new level, tag id, hash, the errors this
   byte raised) registered;
-* E: the global stack row of the level before the event is read (a push's parent, the element
-  a pop closes), registered; a push writes its row; the document's errors accumulate;
-* F: the end-tag check (tag id and hash against that row); the ``events`` register.
+* E: the tag id encoded from the CAM's registered one-hot hit; the global stack row of the level
+  before the event is read (a push's parent, the element a pop closes), registered; the
+  document's errors accumulate;
+* F: a push writes its row (no event reads it before two cycles later); the end-tag check (tag
+  id and hash against that row); the ``events`` register.
 
 * ``push``: on the byte that ends a start tag: the ``/`` of ``/>`` or the ``>``, after the
   attributes (so that an element's attribute conditions are known with its push; inside the tag
@@ -305,10 +307,12 @@ class FrontEnd(wiring.Component):
         if n_tags:
             ok = Cat(*(Cat(*(pos_oh[p] & eq(b) for p, b in enumerate(t))).any()
                        for t in self.tag_bytes))
-            hit = Signal(n_tags)   # a Signal, so that hit[i] does not copy the whole Cat
-            m.d.comb += hit.eq(Cat(*(match[i] & pos_oh[len(t)]
-                                     for i, t in enumerate(self.tag_bytes))))
-            tag_id = Cat(*(Cat(*(hit[i] for i in range(n_tags) if (i + 1) >> bit & 1)).any()
+            # the name's tag one-hot, registered into stage E (``e_hit``) before it is encoded
+            # there: the CAM's AND and the encoder's OR tree are in different cycles
+            e_hit = Signal(n_tags)
+            m.d.sync += e_hit.eq(Cat(*(match[i] & pos_oh[len(t)]
+                                       for i, t in enumerate(self.tag_bytes))))
+            tag_id = Cat(*(Cat(*(e_hit[i] for i in range(n_tags) if (i + 1) >> bit & 1)).any()
                            for bit in range(self.tag_width)))
         else:
             ok = Const(0, 1)
@@ -553,20 +557,14 @@ class FrontEnd(wiring.Component):
             e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
             e_check.eq(pop_check), e_last.eq(valid & last),
             e_level.eq(Mux(valid, ev_level, 0)), e_addr.eq(level),
-            e_tag.eq(tag_id), e_hash.eq(hsh), e_found.eq(Mux(valid, found.as_value(), 0)),
+            e_hash.eq(hsh), e_found.eq(Mux(valid, found.as_value(), 0)),
             e_ntext.eq(nstate[S.TEXT.value]), e_nlevel.eq(nlevel), e_nroot.eq(nroot_seen),
         ]
+        m.d.comb += e_tag.eq(tag_id)
         m.submodules.stack = stack = Memory(
             shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
         row = stack.read_port(domain="comb")
-        push_port = stack.write_port()
-        m.d.comb += [
-            row.addr.eq(e_addr),
-            push_port.addr.eq(e_level),
-            push_port.data.tag.eq(e_tag),
-            push_port.data.hash.eq(e_hash),
-            push_port.en.eq(e_push),
-        ]
+        m.d.comb += row.addr.eq(e_addr)
         unfinished = ~e_ntext | (e_nlevel != 0) | ~e_nroot
         sticky = Signal(ErrorFlags)    # the errors of this document's earlier bytes
         with m.If(e_valid):
@@ -587,6 +585,16 @@ class FrontEnd(wiring.Component):
             f_check.eq(e_pop & e_check), f_last.eq(e_last), f_level.eq(e_level),
             f_tag.eq(e_tag), f_hash.eq(e_hash), f_row.eq(row.data),
             f_errors.eq(Mux(e_last, sticky.as_value() | e_found.as_value() | unfinished, 0)),
+        ]
+        # a push writes its row in stage F, from registers only. The next event that reads it
+        # (a push below it, or the end tag that closes it) is at least three bytes later, so it
+        # is in stage E two cycles after the write at the earliest: no bypass is needed
+        push_port = stack.write_port()
+        m.d.comb += [
+            push_port.addr.eq(f_level),
+            push_port.data.tag.eq(f_tag),
+            push_port.data.hash.eq(f_hash),
+            push_port.en.eq(f_push),
         ]
         mismatch = f_check & ((f_row.tag != f_tag) | (f_row.hash != f_hash))
         mismatched = Signal()          # an end tag of this document did not match
