@@ -290,7 +290,7 @@ class ProgrammableCluster(wiring.Component):
         m.submodules.matrix = matrix
         read = entries.read_port(domain="comb")
         write = entries.write_port()
-        matrix_read = matrix.read_port(domain="comb")
+        matrix_read = matrix.read_port()     # synchronous: a block RAM where there is one
         matrix_write = matrix.write_port()
         shift = Signal(max(8 * tags, n))         # dictionary and matrix rows come in here
         shift_next = Cat(shift[1:], self.cfg.bit)
@@ -335,16 +335,21 @@ class ProgrammableCluster(wiring.Component):
         m.d.comb += equal.eq(still & Mux(in_entry, same, Mux(tap.pos == length,
                                                              (1 << tags) - 1, 0)))
         index = Signal(index_bits)                   # the entry the last name equals, 1 + d
+        index_next = Signal(index_bits)
         with m.If(tap.restart):
             m.d.sync += still.eq(still.init)
         with m.Elif(tap.advance):
             m.d.sync += still.eq(Mux(in_entry, still & same, 0))
-        with m.If(tap.load):    # OR of the equal entries' indices (one, in a stream we write)
-            m.d.sync += index.eq(Cat(*(
-                Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
-                for b in range(index_bits))))
-        # the tag matrix's row of that index: the columns the pushed element's name matches
-        m.d.comb += matrix_read.addr.eq(Cat(index, bank))
+        # on ``load``: the OR of the equal entries' indices (one, in a stream we write)
+        m.d.comb += index_next.eq(Mux(tap.load, Cat(*(
+            Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
+            for b in range(index_bits))), index))
+        m.d.sync += index.eq(index_next)
+        # the tag matrix's row of that index: the columns the pushed element's name matches.
+        # Read a cycle ahead (from ``index_next``) so that the row comes with ``index``: the
+        # same timing as an asynchronous read of ``index``, from a block RAM. (The bank flips
+        # only between documents, with no name or push in flight.)
+        m.d.comb += matrix_read.addr.eq(Cat(index_next, bank))
         hit = matrix_read.data
 
         # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
