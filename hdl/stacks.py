@@ -12,29 +12,31 @@ packed into one memory row. The custom engine's rows live in a LUT-RAM addressed
 * ``matches`` shows the per-query match flags of the pushes before this cycle (a register);
   ``clear`` (the readout's capture) resets them.
 
-text() chains (issue 14 part 2; ``QueryPlan.chain``, see :mod:`xpfilt.compiler`). A text()
-predicate is known when its element closes (the pop carries the element's text condition bits,
-``events.conds``), after the matches below the element have happened. So a query whose step
-``j`` is the first with a text guard is checked on pops, bottom up, with *pending* bits:
+Twigs (text() predicates, nested paths: ``QueryPlan.chain``, see :mod:`xpfilt.compiler`). A
+text() predicate is known when its element closes (the pop carries the element's text condition
+bits, ``events.conds``), a nested path when what it selects has closed below the element. So a
+query whose step ``j`` (the anchor) is the first with such a predicate is checked on pops,
+bottom up, with *pending* bits:
 
-* a cluster with chains keeps ``max_depth + 1`` rows and, on a pop at level ``L``, reads row
+* a cluster with twigs keeps ``max_depth + 1`` rows and, on a pop at level ``L``, reads row
   ``L`` (the closing element's; a push still reads ``L - 1``);
-* per chain step ``k`` before the last one a pending bit ``N_k`` per open element: "below this
-  element, steps ``k+1..n`` held, anchored at it". The current element's bits are a register,
-  its ancestors' are saved by level in a small LUT-RAM on each push (like :func:`packed_stack`);
-  a push starts the new element with none;
-* on the pop of element ``Y``: step ``k`` *holds* at ``Y`` when ``Y``'s row has step ``k``'s column
-  (step ``j``: ``Y`` fired it through the ordinary columns; ``k > j``: ``Y`` passes its name test
-  and attribute guard), its text guard holds on the pop's bits, and (unless ``k`` is the last
-  step) ``N_k(Y)``. Step ``j`` holding is a match (the query's flag is set on the pop); step
-  ``k > j`` holding sets the parent's ``N_(k-1)``; and if step ``k`` is reached by ``//``,
-  ``N_(k-1)(Y)`` passes to the parent too (an ancestor of ``Y`` is an ancestor of what ``Y``
-  contains). The parent's bits = its saved bits OR these.
+* per twig entry ``e`` other than the anchor a pending bit ``N_e`` per open element: "below this
+  element, entry ``e`` held" (a child of it, or any descendant when ``e`` is reached by ``//``).
+  The current element's bits are a register, its ancestors' are saved by level in a small
+  LUT-RAM on each push (like :func:`packed_stack`); a push starts the new element with none;
+* on the pop of element ``Y``: entry ``e`` *holds* at ``Y`` when ``Y``'s row has ``e``'s column
+  (the anchor: ``Y`` fired step ``j`` through the ordinary columns; the others: ``Y`` passes the
+  step's name test and attribute guard; column -1: any element) and its condition holds on the
+  pop's text bits, ``Y``'s row and ``Y``'s pending bits. The anchor holding is a match (the
+  query's flag is set on the pop); another entry holding sets the parent's ``N_e``; and if ``e``
+  is reached by ``//``, ``N_e(Y)`` passes to the parent too (an ancestor of ``Y`` is an ancestor
+  of what ``Y`` contains). The parent's bits = its saved bits OR these.
 
-Each chain costs one column per step from ``j`` on and ``n - j`` pending bits (a flip-flop and a
-LUT-RAM bit each). The backward check anchors every step at exactly one element, so nested
-candidates (``//b[text()=15]/c`` in ``<b>15<b>7<c/></b></b>``) are told apart; a document end that
-shares its cycle with the root's pop still checks the root.
+Each twig node below the anchor costs one pending bit (a flip-flop and a LUT-RAM bit) and its
+condition's few LUTs; its column is shared with every entry of the cluster of the same name.
+The bottom-up check anchors every entry at exactly one element, so nested candidates
+(``//b[text()=15]/c`` in ``<b>15<b>7<c/></b></b>``; ``//a[b]/c`` in ``<a><a><c/></a><b/></a>``)
+are told apart; a document end that shares its cycle with the root's pop still checks the root.
 
 The programmable engine uses :func:`level_stack` too; :func:`packed_stack` (the current row in a
 register, the rows below it in the LUT-RAM) is kept for reference.
@@ -123,7 +125,7 @@ class StackBank(wiring.Component):
         width = max(1, n_columns)
 
         chains = [(i, q.chain) for i, q in enumerate(cluster.queries) if q.chain]
-        top = Signal(width)     # the parent's row on a push; with text() chains, the closing
+        top = Signal(width)     # the parent's row on a push; with twigs, the closing
         new = Signal(width)     # element's row on a pop
         if chains:
             level_stack(m, ev, top, new, self.max_depth, rows=self.max_depth + 1,
@@ -185,31 +187,44 @@ class StackBank(wiring.Component):
                 fires[q.node] if cluster.nodes[q.node].tag else fires[q.node] & ev.push
                 for q in cluster.queries]
         if chains:
-            self._text_chains(m, ev, top, chains, guard, hits)
+            self._twigs(m, ev, top, chains, hits)
         match_flags(m, ev, self.clear, Cat(*hits), self.matches, gated=False)
         return m
 
-    def _text_chains(self, m, ev, row, chains, guard, hits) -> None:
-        """The text() chains, checked on pops (see the module docstring): ``row`` is the
+    def _twigs(self, m, ev, row, chains, hits) -> None:
+        """The twig entries, checked on pops (see the module docstring): ``row`` is the
         closing element's row, ``pending`` its pending bits (a register; the ancestors' in a
         LUT-RAM by level, saved on a push like :func:`packed_stack`). Sets ``hits`` of the
-        chains' queries."""
+        checked queries."""
         n_pending = sum(len(chain) - 1 for _, chain in chains)
         pending = Signal(max(1, n_pending))
         up = []
-        base = 0
+        base = -1                       # entry e >= 1 of a query: pending bit base + e
+
+        def holds(cond):
+            """An entry's condition on the pop (leaves: text bits, row columns, pending)."""
+            if not cond:
+                return Const(1)
+            match cond[0]:
+                case "c":
+                    return ev.conds[cond[1]]
+                case "r":
+                    return row[cond[1]]
+                case "n":
+                    return pending[base + cond[1]]
+                case "not":
+                    return ~holds(cond[1])
+            terms = Cat(*(holds(x) for x in cond[1:]))
+            return terms.all() if cond[0] == "and" else terms.any()
+
         for i, chain in chains:
-            last = len(chain) - 1
-            for k, (column, text_guard, _descendant) in enumerate(chain):
-                done = row[column] & guard(text_guard)
-                if k < last:
-                    done = done & pending[base + k]
-                if k == 0:
+            for e, (column, cond, _up, descendant) in enumerate(chain):
+                done = holds(cond) if column < 0 else row[column] & holds(cond)
+                if e == 0:
                     hits[i] = ev.pop & done
                 else:
-                    before = chain[k - 1][2]
-                    up.append(done | pending[base + k - 1] if before else done)
-            base += last
+                    up.append(done | pending[base + e] if descendant else done)
+            base += len(chain) - 1
         if not n_pending:
             return
         mem = Memory(shape=n_pending, depth=self.max_depth, init=[])

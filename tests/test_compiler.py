@@ -53,7 +53,7 @@ def test_plan_json_round_trip(data):
 
 
 def test_plan_version_is_checked():
-    with pytest.raises(ValueError, match="plan version must be 4, not 99"):
+    with pytest.raises(ValueError, match="plan version must be 5, not 99"):
         Plan.from_json('{"version": 99}')
 
 
@@ -75,24 +75,33 @@ def test_default_cluster_size_follows_query_length():
     assert len(compile_queries(long_).clusters) == 3
 
 
-def test_mixed_text_predicates_are_refused_with_the_query_named():
-    queries = [parse_query("/a", 1), parse_query("/a[@x=1]/b[text()=1 or @y]", 2)]
+def test_position_predicates_are_refused_with_the_query_named():
+    queries = [parse_query("/a", 1), parse_query("/a[@x=1]/b[c[2]]", 2)]
     with pytest.raises(UnsupportedQueryError) as info:
         compile_queries(queries)
     assert str(info.value) == (
-        "the custom engine supports paths with attribute and text() predicates, not query 2 "
-        "(/a[@x=1]/b[text()=1 or @y]) (a predicate that combines text() and attributes with "
-        "or/not is not supported by the hardware engines yet)")
+        "the custom engine supports paths with attribute, text() and nested-path predicates, "
+        "not query 2 (/a[@x=1]/b[c[position()=2]]) (position() predicates are not supported by "
+        "the hardware engines)")
 
 
-def test_text_chains_round_trip_through_json():
-    queries = [parse_query("/a[@x=1]/b[text()=1 and @y]//c[text()]", 1), parse_query("/a/b", 2)]
+def test_twig_entries_round_trip_through_json():
+    queries = [parse_query("/a[@x=1]/b[text()=1 and @y]//c[text()]", 1), parse_query("/a/b", 2),
+               parse_query("/a[b[@x=1 or .//c] and not(d)]/e", 3)]
     plan = compile_queries(queries)
     again = Plan.from_json(plan.to_json())
     assert again == plan
     chain = plan.clusters[0].queries[0].chain
-    assert [(g, d) for _c, g, d in chain] == [(("c", 1), True), (("c", 3), False)]
+    assert [(g, up, d) for _c, g, up, d in chain] == [
+        (("and", ("c", 1), ("n", 1)), -1, False), (("c", 3), 0, True)]
     assert [c.attribute for c in plan.conditions] == ["x", "text()", "y", "text()"]
+    twig = plan.clusters[0].queries[2].chain       # a: b (c), d, e
+    assert [(up, d) for _c, _g, up, d in twig] == [(-1, False), (0, False), (1, True),
+                                                    (0, False), (0, False)]
+    op, (read, column), below = twig[1][1]
+    assert (op, read, below) == ("or", "r", ("n", 2))   # b's @x=1: a column read on the pop
+    assert plan.clusters[0].nodes[plan.clusters[0].columns[column].members[0]].guard
+    assert twig[0][1] == ("and", ("n", 1), ("not", ("n", 3)), ("n", 4))
 
 
 def test_attribute_predicates_compile_to_conditions_and_guards():

@@ -35,38 +35,42 @@ def documents(draw) -> bytes:
 
 
 @st.composite
-def relative_paths(draw, depth: int) -> str:
-    """A nested path: ``c``, ``./c``, ``.//c``, several steps, predicates of its own."""
+def relative_paths(draw, depth: int, position: bool = True) -> str:
+    """A nested path: ``c``, ``./c``, ``.//c``, several steps, predicates of its own
+    (``position``: they may call position())."""
     text = draw(st.sampled_from(["", "./", ".//"]))
     for i in range(draw(st.integers(1, 3))):
         if i:
             text += draw(st.sampled_from(["/", "//"]))
         text += draw(st.sampled_from(TAGS + ["*"]))
         if depth < 2 and draw(st.integers(0, 3)) == 0:
-            text += f"[{draw(conditions(depth + 1))}]"
+            text += f"[{draw(conditions(depth + 1, position))}]"
     if draw(st.integers(0, 5)) == 0:
         text += f" {draw(st.sampled_from(OPS))} {draw(st.sampled_from(LITERALS))}"
     return text
 
 
 @st.composite
-def conditions(draw, depth: int = 0) -> str:
+def conditions(draw, depth: int = 0, position: bool = True) -> str:
+    """A predicate's condition (``position``: it may call position())."""
     kind = draw(st.integers(-2, 9 if depth < 2 else 5))
     if kind < 0:
-        return draw(relative_paths(depth))
+        return draw(relative_paths(depth, position))
     if kind <= 2:
         target = draw(st.sampled_from(["@id", "@n", "text()"]))
         return f"{target} {draw(st.sampled_from(OPS))} {draw(st.sampled_from(LITERALS))}"
     if kind == 3:
         return draw(st.sampled_from(["@id", "@n", "text()"]))
     if kind <= 5:
+        if not position:
+            return draw(relative_paths(depth, position))
         return f"position() {draw(st.sampled_from(OPS))} {draw(st.integers(1, 3))}"
     if kind == 6:
-        return f"not({draw(conditions(depth + 1))})"
+        return f"not({draw(conditions(depth + 1, position))})"
     if kind == 7:
-        return f"({draw(conditions(depth + 1))})"
+        return f"({draw(conditions(depth + 1, position))})"
     joiner = " and " if kind == 8 else " or "
-    return joiner.join(draw(st.lists(conditions(depth + 1), min_size=2, max_size=3)))
+    return joiner.join(draw(st.lists(conditions(depth + 1, position), min_size=2, max_size=3)))
 
 
 @st.composite
@@ -166,15 +170,17 @@ def test_profile_cases(profile, xml, matches):
     assert FastFilter(parsed).filter(xml) == expected
 
 
-def test_nested_paths_parse_and_hardware_refuses_them_with_the_reason():
-    from xpfilt.compiler import TWIGS_REFUSED, hardware_queries
+def test_nested_paths_parse_and_the_programmable_engine_refuses_them_with_the_reason():
+    from xpfilt.compiler import TWIGS_REFUSED, EngineMode, hardware_queries
     q = parse_query("/a[c/d[@x=1] and not(.//e)]/f", 2)
     branch = q.steps[0].predicates[0].operands[0]
     assert isinstance(branch, RelativePath) and q.has_nested_paths and not q.is_structural
     assert [s.axis for s in branch.steps] == [Axis.CHILD, Axis.CHILD]
     assert branch.steps[1].predicates == (Predicate(AttributeTarget("x"), "=", 1.0),)
     assert str(parse_query("/a[./c]")) == "/a[c]" and str(parse_query("/a[.//c]")) == "/a[.//c]"
-    assert hardware_queries([q])[1] == [f"query 2 ({q}): {TWIGS_REFUSED}"]
+    assert hardware_queries([q], mode=EngineMode.PROGRAMMABLE)[1] == [
+        f"query 2 ({q}): {TWIGS_REFUSED}"]
+    assert hardware_queries([q])[1] == []
 
 
 def test_the_parser_builds_the_documented_tree():

@@ -34,23 +34,39 @@ guarded first step keeps its column (optimization (2) reads the parent's tag, wh
 nothing about its guard). Column sharing (3) stays exact: a member's bit is set only when that
 member fired, guard included.
 
-``text()`` predicates (issue 14 part 2). A text condition (:data:`xpfilt.hwdefs.TEXT` as the
-attribute) is known only when its element closes: the front end sends the closing element's text
-condition bits with its pop. A step's predicates are split at their top-level ``and``s into an
-attribute guard (checked on the push, as above) and a *text guard* (checked on the pop); a part
-that mixes text() and attributes under ``or``/``not`` is refused (:data:`TEXT_REFUSED`). A query
-whose step ``j`` is the first with a text guard becomes a *chain* (``QueryPlan.chain``: per step
-``j..n``, its column, its text guard, and whether the next step is reached by ``//``):
+Conditions known when the element closes: ``text()`` predicates (issue 14 part 2) and nested
+paths (twigs, issue 15). A text condition (:data:`xpfilt.hwdefs.TEXT` as the attribute) is known
+only at the close: the front end sends the closing element's text condition bits with its pop.
+A nested path ``[b]`` on step ``a`` holds when, below that ``a``, an element held ``b``'s last step
+-- known at the latest when ``a`` closes. A step's predicates are split at their top-level
+``and``s into the parts that test attributes only (its guard, checked on the push, as above) and
+the rest (checked on the pop). A query whose step ``j`` is the first with a pop part is a *twig*
+(``QueryPlan.chain``: its *entries*, one per step from ``j`` on, branches included, each
+``(column, condition, parent entry, reached by '//')``; entry 0 is step ``j``, the *anchor*):
 
-* steps ``1..j`` are ordinary nodes (prefix sharing included); node ``j`` gets a column of its own
-  (no self loop, not shared, kept by (1) and (2)): its bit at level ``L`` says that the element at
-  ``L`` fired step ``j`` (attribute guards included);
-* each step ``k > j`` is a node of its own with source ``any`` and a column of its own: its bit at
-  level ``L`` says that the element there passes step ``k``'s name test and attribute guard;
-* the stacks evaluate the chain bottom up on pops (see :mod:`xpfilt.hdl.stacks`), so a match
-  below step ``j``'s element waits (a *pending* bit of that element) until it closes and its text
-  is known -- ``/a/b[text()=15]//c`` matches when ``b`` closes, whether the text came before or
-  after ``c``.
+* steps ``1..j`` are ordinary nodes (prefix sharing with path profiles included); the anchor gets
+  a column of its own (no self loop, not shared, kept by (1) and (2)): its bit at level ``L``
+  says that the element at ``L`` fired step ``j`` (attribute guards included);
+* every other step (the trunk below ``j`` and every branch step, to any depth) reads a *free*
+  column, fired by a node with source ``any``: its bit at level ``L`` says that the element there
+  passes the step's name test and attribute guard. Free columns are shared by every entry of the
+  cluster with the same name and guard (a ``*`` without a guard needs none: column -1);
+* an entry's condition is its pop parts and, unless it is the last step of its path, the next
+  step: ``("c", i)`` a text condition bit of the pop, ``("n", e)`` entry ``e`` held below this
+  element (a pending bit), ``("r", c)`` an attribute part under or/not (column ``c``, a free
+  ``*`` node guarded by that part, written on the push), with and/or/not;
+* the stacks evaluate the entries bottom up on pops (see :mod:`xpfilt.hdl.stacks`), so a match
+  waits (pending bits of the open elements) until the anchor closes -- ``/a/b[text()=15]//c``
+  matches when ``b`` closes, whether the text came before or after ``c``, and
+  ``/nitf[head//title]/body//hl2`` when ``nitf`` closes, whichever branch came first.
+
+This is the ICDE 2011 twig scheme (Moussalli et al.: a push stack per root-to-leaf path updated
+on opens, a pop stack per path updated on closes, joined at the split nodes) with two savings:
+the part above the first split node is matched once, top down, in the shared trie (no pop
+stack, shared with path profiles), and below it each twig node costs one pending bit (the pop
+stack) plus a name-test column shared by all twig nodes of the cluster with that name, not a
+push column of its own -- top-down context below the anchor is not needed, because every entry
+is anchored bottom up at exactly one element of its parent entry.
 
 Column optimizations (each switchable): (1) the last node gets no column; (2) a first step whose
 children are all ``/`` steps gets no column (the global stack knows the parent's tag); (3) nodes
@@ -69,15 +85,15 @@ from typing import Optional, Sequence
 
 from .hwdefs import TEXT, AttrCondition, number_digits
 from .readout import check_readout
-from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget, Predicate, Query,
-                    TextTarget, leaves)
+from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Query,
+                    RelativePath, TextTarget, leaves)
 
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "cluster_order", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
-           "COMBINATIONS_REFUSED", "TEXT_REFUSED", "POSITION_REFUSED", "guard_holds"]
+           "COMBINATIONS_REFUSED", "POSITION_REFUSED", "guard_holds", "twig_holds"]
 
-PLAN_VERSION = 4
+PLAN_VERSION = 5
 
 
 class EngineMode(str, enum.Enum):
@@ -159,9 +175,9 @@ class QueryPlan:
     text: str
     node: int                    # the cluster node whose firing means a match
     steps: int
-    # text() predicates: (column, text guard, '//' to the next step) for the query's first step
-    # with a text() predicate and each step after it, checked when elements close (see the
-    # module docstring); () for a query matched on a push
+    # a query checked when elements close (text() predicates, nested paths): its twig entries
+    # (column, condition, parent entry, reached by '//'), entry 0 its anchor (see the module
+    # docstring); () for a query matched on a push
     chain: tuple = ()
 
 
@@ -217,59 +233,69 @@ def _tuples(value):
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
+def twig_holds(cond: tuple, conds: int, row: int, pending: int, base: int = -1) -> bool:
+    """Whether a twig entry's condition holds on a pop: ``("c", i)`` is bit ``i`` of the pop's
+    text condition bits ``conds``, ``("r", c)`` column ``c`` of the closing element's ``row``,
+    ``("n", e)`` pending bit ``base + e`` of the element (entry ``e`` held below it)."""
+    if not cond:
+        return True
+    op = cond[0]
+    if op == "c":
+        return bool(conds >> cond[1] & 1)
+    if op == "r":
+        return bool(row >> cond[1] & 1)
+    if op == "n":
+        return bool(pending >> (base + cond[1]) & 1)
+    if op == "and":
+        return all(twig_holds(g, conds, row, pending, base) for g in cond[1:])
+    if op == "or":
+        return any(twig_holds(g, conds, row, pending, base) for g in cond[1:])
+    return not twig_holds(cond[1], conds, row, pending, base)
+
+
 def guard_holds(guard: tuple, bits: int) -> bool:
     """Whether a node's guard holds for a push whose condition bits are ``bits``."""
-    if not guard:
-        return True
-    op = guard[0]
-    if op == "c":
-        return bool(bits >> guard[1] & 1)
-    if op == "and":
-        return all(guard_holds(g, bits) for g in guard[1:])
-    if op == "or":
-        return any(guard_holds(g, bits) for g in guard[1:])
-    return not guard_holds(guard[1], bits)
+    return twig_holds(guard, bits, 0, 0)
 
 
 #: Why the programmable engine refuses a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the programmable engine yet"
-#: Why the custom engine refuses a predicate that mixes text() and attributes under or/not.
-TEXT_REFUSED = ("a predicate that combines text() and attributes with or/not is not supported by "
-                "the hardware engines yet")
 POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
 #: ... a profile with nested paths (a twig), and one that combines paths with and/or/not.
-TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the hardware engines yet"
+TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the programmable engine yet"
 COMBINATIONS_REFUSED = "boolean combinations of paths are not supported by the hardware engines yet"
 
 
 def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Optional[str]:
     """Why the hardware engine of ``mode`` cannot take ``query`` whatever its sizes (None: it
-    can). The custom engine takes paths whose predicates test attributes and text() (comparisons
-    with numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence, and
-    and/or/not; text() and attributes meet only in top-level ``and``s); the programmable engine
-    takes plain paths."""
+    can). The custom engine takes paths whose predicates test attributes, text() (comparisons
+    with numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence) and
+    nested paths (twigs), combined with and/or/not to any depth; the programmable engine takes
+    plain paths."""
     if not query.is_path:
         return COMBINATIONS_REFUSED
-    if query.has_nested_paths:
-        return TWIGS_REFUSED
     if not query.has_predicates:
         return None
     if EngineMode(mode) is EngineMode.PROGRAMMABLE:
-        return PREDICATES_REFUSED
-    for step in query.steps:
-        for predicate in step.predicates:
-            for leaf in leaves(predicate):
-                if isinstance(getattr(leaf, "target", None), PositionTarget):
-                    return POSITION_REFUSED
-            for part in _conjuncts(predicate):
-                if len({isinstance(getattr(leaf, "target", None), TextTarget)
-                        for leaf in leaves(part)}) > 1:
-                    return TEXT_REFUSED
+        return TWIGS_REFUSED if query.has_nested_paths else PREDICATES_REFUSED
+    for step in _all_steps(query.steps):
+        if step.uses_position:
+            return POSITION_REFUSED
     for condition in _conditions_of(query):
         if condition.kind == "number" and number_digits(condition.number) is None:
             return (f"number {condition.literal!r} has more than 15 digits, which the hardware "
                     f"engines cannot compare")
     return None
+
+
+def _all_steps(steps):
+    """``steps`` and the steps of the nested paths in their predicates, to any depth."""
+    for step in steps:
+        yield step
+        for p in step.predicates:
+            for leaf in leaves(p):
+                if isinstance(leaf, RelativePath):
+                    yield from _all_steps(leaf.steps)
 
 
 def _condition(leaf) -> AttrCondition:
@@ -280,7 +306,8 @@ def _condition(leaf) -> AttrCondition:
 
 
 def _conditions_of(query: Query) -> list[AttrCondition]:
-    return [_condition(leaf) for step in query.steps for p in step.predicates
+    """The attribute and text() conditions of every step of ``query``, branches included."""
+    return [_condition(leaf) for step in _all_steps(query.steps) for p in step.predicates
             for leaf in leaves(p)
             if isinstance(getattr(leaf, "target", None), (AttributeTarget, TextTarget))]
 
@@ -292,28 +319,43 @@ def _conjuncts(predicate) -> list:
     return [predicate]
 
 
-def _is_text(predicate) -> bool:
-    return any(isinstance(getattr(leaf, "target", None), TextTarget)
+def _on_push(predicate) -> bool:
+    """Whether ``predicate`` tests attributes only (known when its element opens)."""
+    return all(isinstance(getattr(leaf, "target", None), AttributeTarget)
                for leaf in leaves(predicate))
 
 
-def _guard(step, index: dict, text: bool = False) -> tuple:
-    """The guard of ``step`` over the condition indices ``index`` (() for no predicate): of its
-    attribute predicates, or (``text``) of its text() predicates."""
-    def build(node):
-        if isinstance(node, And):
-            return ("and", *(build(o) for o in node.operands))
-        if isinstance(node, Or):
-            return ("or", *(build(o) for o in node.operands))
-        if isinstance(node, Not):
-            return ("not", build(node.operand))
-        if isinstance(node, (Predicate, Exists)):
-            return ("c", index[_condition(node)])
-        raise TypeError(f"not a condition: {node!r}")
-    parts = [build(c) for p in step.predicates for c in _conjuncts(p) if _is_text(c) == text]
+def _condition_tree(node, index: dict) -> tuple:
+    """An attribute/text condition tree as a guard over the condition indices ``index``."""
+    if isinstance(node, And):
+        return ("and", *(_condition_tree(o, index) for o in node.operands))
+    if isinstance(node, Or):
+        return ("or", *(_condition_tree(o, index) for o in node.operands))
+    if isinstance(node, Not):
+        return ("not", _condition_tree(node.operand, index))
+    if isinstance(node, (Predicate, Exists)):
+        return ("c", index[_condition(node)])
+    raise TypeError(f"not a condition: {node!r}")
+
+
+def _push_guard(step, index: dict) -> tuple:
+    """The guard of ``step``'s predicates checked on the push: the conjuncts (top-level
+    ``and`` parts) that test attributes only; () for none."""
+    parts = [_condition_tree(c, index) for p in step.predicates for c in _conjuncts(p)
+             if _on_push(c)]
+    return _all_of(parts)
+
+
+def _all_of(parts: list) -> tuple:
     if not parts:
         return ()
     return parts[0] if len(parts) == 1 else ("and", *parts)
+
+
+def _pop_conjuncts(step) -> list:
+    """``step``'s predicate conjuncts known only when its element closes (text(), nested
+    paths, and what they are combined with)."""
+    return [c for p in step.predicates for c in _conjuncts(p) if not _on_push(c)]
 
 
 def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAME,
@@ -344,19 +386,21 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         listing = ", ".join(f"{q.number} ({q})" for q, _why in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         raise UnsupportedQueryError(
-            f"the custom engine supports paths with attribute and text() predicates, not query "
+            f"the custom engine supports paths with attribute, text() and nested-path "
+            f"predicates, not query "
             f"{listing}{more} ({bad[0][1]})")
     conditions = tuple(dict.fromkeys(c for q in queries for c in _conditions_of(q)))
     index = {c: i for i, c in enumerate(conditions)}
     size = _cluster_size(queries, options)
-    tags = tuple(sorted({s.name for q in queries for s in q.steps if not s.is_wildcard}))
+    tags = tuple(sorted({s.name for q in queries for s in _all_steps(q.steps)
+                         if not s.is_wildcard}))
     tag_id = {name: i + 1 for i, name in enumerate(tags)}
     ordered = cluster_order(queries, options)
     clusters = tuple(_compile_cluster(ordered[i:i + size], options, tag_id, index)
                      for i in range(0, len(ordered), size))
     stats = {
         "queries": len(queries),
-        "query_nodes": sum(len(q) for q in queries),
+        "query_nodes": sum(1 for q in queries for _ in _all_steps(q.steps)),
         "nodes": sum(len(c.nodes) for c in clusters),
         "columns": sum(len(c.columns) for c in clusters),
         "clusters": len(clusters),
@@ -394,51 +438,92 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
                      tag_id: dict[str, int], index: dict) -> Cluster:
     # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).
     #    A node's identity includes whether it is followed by '//' (its column's self loop).
+    #    A query checked on pops (a twig, see the module docstring) ends its trie at its anchor
+    #    step; the steps below it are twig entries whose columns come from free nodes.
     keys: dict[tuple, int] = {}
-    parent_of: list[int] = []       # -1: a first step
+    parent_of: list[int] = []       # -1: a first step or a free node
     steps_of: list = []             # (axis, name, followed_by_descendant)
     guard_of: list = []
     children: list[list[int]] = []
     query_node: list[int] = []
-    fixed: set[int] = set()         # nodes of text() chains: own column, no self loop
-    free: set[int] = set()          # ... after the chain's first step: fire on tag and guard
-    chain_nodes: list = []          # per query: (node, text guard, '//' next) of its chain
+    fixed: set[int] = set()         # anchors and free nodes: own column, no self loop
+    free: set[int] = set()          # free nodes: fire on their tag and guard (source any)
+    twigs: list = []                # per query: its entries with node references (or ())
+
+    def new_node(key, parent, step_key, guard) -> int:
+        node = keys.get(key)
+        if node is None:
+            node = keys[key] = len(parent_of)
+            parent_of.append(parent)
+            steps_of.append(step_key)
+            guard_of.append(guard)
+            children.append([])
+            if parent >= 0:
+                children[parent].append(node)
+        return node
+
+    def free_node(qi: int, name: str, guard: tuple) -> int:
+        """A node whose column says: this element passes ``name`` and ``guard`` (-1: every
+        element does, no column)."""
+        if name == "*" and not guard:
+            return -1
+        key = ("free", name, guard) if options.prefix_sharing else ("free", qi, len(keys))
+        node = new_node(key, -1, (Axis.DESCENDANT, name, False), guard)
+        fixed.add(node)
+        free.add(node)
+        return node
+
     for qi, query in enumerate(queries):
         parent = -1
-        texts = [_guard(step, index, text=True) for step in query.steps]
-        first = next((j for j, t in enumerate(texts) if t), None)
-        chain = []
-        for j, step in enumerate(query.steps):
-            followed = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
-            guard = _guard(step, index)
-            if first is not None and j >= first:
-                followed = False            # the chain's steps are checked at the close
-                key = (parent, step.axis, step.name, "text", guard, texts[j]) if j == first \
-                    else ("free", qi, j)
-                if not options.prefix_sharing:
-                    key = (qi, j)
+        first = next((j for j, step in enumerate(query.steps) if _pop_conjuncts(step)), None)
+        trunk = query.steps if first is None else query.steps[:first + 1]
+        for j, step in enumerate(trunk):
+            guard = _push_guard(step, index)
+            if j == first:      # the anchor: fired through the trie, read when it closes
+                key = (parent, step.axis, step.name, "anchor", guard)
+                followed = False
             else:
-                key = (parent, step.axis, step.name, followed, guard) \
-                    if options.prefix_sharing else (qi, j)
-            node = keys.get(key)
-            if node is None:
-                node = keys[key] = len(parent_of)
-                parent_of.append(parent if first is None or j <= first else -1)
-                steps_of.append((step.axis, step.name, followed))
-                guard_of.append(guard)
-                children.append([])
-                if parent >= 0 and (first is None or j <= first):
-                    children[parent].append(node)
-            if first is not None and j >= first:
-                fixed.add(node)
-                if j > first:
-                    free.add(node)
-                nxt = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
-                chain.append((node, texts[j], nxt))
-            if first is None or j <= first:
-                parent = node
+                followed = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
+                key = (parent, step.axis, step.name, followed, guard)
+            parent = new_node(key if options.prefix_sharing else (qi, j), parent,
+                              (step.axis, step.name, followed), guard)
         query_node.append(parent)
-        chain_nodes.append(chain)
+        if first is None:
+            twigs.append(())
+            continue
+        fixed.add(parent)
+        entries: list = []
+
+        def entry(steps, up: int, node: int) -> int:
+            """Entry of ``steps[0]`` (the rest of its path below it), under entry ``up``."""
+            e = len(entries)
+            entries.append(None)
+            step = steps[0]
+
+            def pop_tree(c) -> tuple:
+                if _on_push(c):     # attributes inside a pop-time condition: a column
+                    return ("r", free_node(qi, "*", _condition_tree(c, index)))
+                if isinstance(c, And):
+                    return ("and", *(pop_tree(o) for o in c.operands))
+                if isinstance(c, Or):
+                    return ("or", *(pop_tree(o) for o in c.operands))
+                if isinstance(c, Not):
+                    return ("not", pop_tree(c.operand))
+                if isinstance(c, RelativePath):
+                    return ("n", entry(c.steps, e, free_node(qi, c.steps[0].name,
+                                                             _push_guard(c.steps[0], index))))
+                return _condition_tree(c, index)    # a text() condition
+
+            parts = [pop_tree(c) for c in _pop_conjuncts(step)]
+            if len(steps) > 1:
+                nxt = steps[1]
+                parts.append(("n", entry(steps[1:], e, free_node(
+                    qi, nxt.name, _push_guard(nxt, index)))))
+            entries[e] = (node, _all_of(parts), up, step.axis is Axis.DESCENDANT)
+            return e
+
+        entry(query.steps[first:], -1, parent)
+        twigs.append(entries)
 
     # 2. which nodes need a column
     count = len(parent_of)
@@ -465,11 +550,11 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
         shareable = options.opt_share and name != "*" and not followed and k not in fixed
         placed = False
         if shareable:
-            for index, used in open_groups:
-                if name not in used and len(columns[index][0]) < options.share_limit:
+            for group, used in open_groups:
+                if name not in used and len(columns[group][0]) < options.share_limit:
                     used.add(name)
-                    columns[index][0].append(k)
-                    column_of[k] = index
+                    columns[group][0].append(k)
+                    column_of[k] = group
                     placed = True
                     break
         if not placed:
@@ -498,9 +583,18 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
                             level2=p_axis is Axis.CHILD)
         nodes.append(Node(tag_id.get(name, 0), source, column_of[k], guard_of[k]))
 
+    # 5. the twig entries' node references become columns (-1 stays: every element)
+    def columns_in(cond: tuple) -> tuple:
+        if not cond or cond[0] in ("c", "n"):
+            return cond
+        if cond[0] == "r":
+            return ("r", column_of[cond[1]])
+        return (cond[0], *(columns_in(x) for x in cond[1:]))
+
     return Cluster(
         tuple(nodes),
         tuple(Column(tuple(members), loop) for members, loop in columns),
         tuple(QueryPlan(q.number, str(q), query_node[i], len(q),
-                        tuple((column_of[k], t, d) for k, t, d in chain_nodes[i]))
+                        tuple((column_of[node] if node >= 0 else -1, columns_in(cond), up,
+                               descendant) for node, cond, up, descendant in twigs[i]))
               for i, q in enumerate(queries)))

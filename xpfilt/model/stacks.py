@@ -5,15 +5,17 @@ column ``c``) and applies the plan's node equations (see :mod:`xpfilt.compiler`)
 The cycle-accurate model calls it on the cycles where the front end emits an event; the plan
 checks in the tests call it on expat's events. Only set bits are visited, so a push costs about
 the number of active columns and firing nodes, not the size of the cluster.
-Queries with text() predicates (``QueryPlan.chain``) are checked by :meth:`ClusterStacks.close`
-on each pop, with pending bits per open element, as :mod:`xpfilt.hdl.stacks` describes.
+Queries checked on pops (text() predicates, nested paths: ``QueryPlan.chain``) are checked by
+:meth:`ClusterStacks.close` on each pop, with pending bits per open element, as
+:mod:`xpfilt.hdl.stacks` describes; only the entries whose column the closing row holds (or
+that need none) are evaluated.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from ..compiler import Cluster, SourceKind, guard_holds
+from ..compiler import Cluster, SourceKind, guard_holds, twig_holds
 
 __all__ = ["ClusterStacks"]
 
@@ -67,14 +69,24 @@ class ClusterStacks:
         self._guarded = sum(1 << k for k in self._guards)
         self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
         self._match_nodes = defaultdict(list)   # node -> readout positions in this cluster
-        self._chains = []                       # (readout position, first pending bit, chain)
+        # twig entries checked on pops: (readout position or -1, condition, pending bit base,
+        # own pending bit or -1), by their column (-1: every element)
+        self._chains = False
+        self._entries: dict[int, list] = defaultdict(list)
+        self._descendants = 0                   # pending bits that pass on to the parent
         pending = 0
         for i, q in enumerate(cluster.queries):
-            if q.chain:
-                self._chains.append((i, pending, q.chain))
-                pending += len(q.chain) - 1
-            else:
+            if not q.chain:
                 self._match_nodes[q.node].append(i)
+                continue
+            self._chains = True
+            base = pending - 1                  # entry e >= 1 has pending bit base + e
+            for e, (column, cond, _up, descendant) in enumerate(q.chain):
+                self._entries[column].append((i if e == 0 else -1, cond, base,
+                                              base + e if e else -1))
+                if e and descendant:
+                    self._descendants |= 1 << (base + e)
+            pending += len(q.chain) - 1
         self._match_mask = sum(1 << k for k in self._match_nodes)
         self.reset()
 
@@ -122,27 +134,24 @@ class ClusterStacks:
 
     def close(self, conds: int = 0) -> None:
         """The element on top closes (before :meth:`pop`, or before a document end that shares
-        the cycle); ``conds``: its text condition bits. Each text() chain checks its steps on
-        the closing element, bottom up (see :mod:`xpfilt.hdl.stacks`): a step holds when the
-        element fired it (its column), its text guard holds and the steps after it held below
-        (pending bit); the first step's holding is a match, the others set the parent's pending
-        bits (and a '//' edge passes the element's own pending bit on)."""
+        the cycle); ``conds``: its text condition bits. Each twig entry holds at the closing
+        element when its column is set in the element's row (or it has none) and its
+        condition holds on ``conds``, the row and the element's pending bits (what held below
+        it); the anchor's holding is a match, another entry's sets its pending bit in the
+        parent, and a '//' entry's pending bit passes on to the parent too (see
+        :mod:`xpfilt.hdl.stacks`)."""
         if not self._chains or len(self.stack) < 2:
             return
         row, mine = self.stack[-1], self.pending[-1]
-        up = 0
-        for i, base, chain in self._chains:
-            last = len(chain) - 1
-            for k, (column, guard, descendant) in enumerate(chain):
-                done = (row >> column & 1 and guard_holds(guard, conds)
-                        and (k == last or mine >> (base + k) & 1))
-                if k == 0:
-                    if done:
+        up = mine & self._descendants
+        entries = self._entries
+        for column in (-1, *_bits(row)):
+            for i, cond, base, own in entries.get(column, ()):
+                if twig_holds(cond, conds, row, mine, base):
+                    if own < 0:
                         self.matches |= 1 << i
-                else:
-                    before = chain[k - 1][2]       # '//' from step k - 1 to step k
-                    if done or (before and mine >> (base + k - 1) & 1):
-                        up |= 1 << (base + k - 1)
+                    else:
+                        up |= 1 << own
         self.pending[-2] |= up
 
     def pop(self) -> None:
