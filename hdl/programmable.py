@@ -390,7 +390,7 @@ class ProgrammableEngine(wiring.Component):
         m = Module()
         spec = self.spec
         frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.clusters * spec.columns,
-                            tags=(), max_depth=spec.max_depth, max_name=spec.max_name,
+                            segments=[spec.columns] * spec.clusters, tags=(), max_depth=spec.max_depth, max_name=spec.max_name,
                             readout=ReadoutKind(spec.readout))
         m.submodules.loader = loader = ConfigLoader(spec)
         wiring.connect(m, wiring.flipped(self.config), loader.config)

@@ -39,21 +39,49 @@ class ReadoutLayout(data.Struct):
     errors: ErrorFlags
 
 
+def _ports(width: int, segments, payload) -> dict:
+    """The ports both readouts share (see :class:`Readout`)."""
+    if width < 1:
+        raise ValueError(f"readout width must be at least 1, not {width!r}")
+    if segments is not None and sum(segments) != width:
+        raise ValueError(f"readout segments must add up to the width {width}, not "
+                         f"{sum(segments)!r}")
+    ports = {"capture": In(1), "flags": In(width), "errors": In(ErrorFlags), "busy": Out(1),
+             "out": Out(stream.Signature(payload))}
+    if segments is not None:
+        ports["load"] = In(len(segments))
+    return ports
+
+
+def _load_shadow(m: Module, readout, shadow, lo: int) -> None:
+    """``shadow`` (readout bits ``lo`` on) loads the flags: all of it on ``capture``, or with
+    segments, the bits of segment ``i`` on ``load[i]``. Placed after the shadow's other
+    assignments, so that a load wins."""
+    spans = [(readout.capture, 0, readout.width)]
+    if readout.segments is not None:
+        starts = [sum(readout.segments[:i]) for i in range(len(readout.segments))]
+        spans = [(readout.load[i], a, a + n) for i, (a, n) in
+                 enumerate(zip(starts, readout.segments))]
+    hi = min(lo + len(shadow), readout.width)
+    for enable, a, b in spans:
+        a, b = max(a, lo), min(b, hi)
+        if a < b:
+            with m.If(enable):
+                m.d.sync += shadow[a - lo:b - lo].eq(readout.flags[a:b])
+
+
 class Readout(wiring.Component):
     """Ports: ``capture`` + ``flags`` + ``errors`` (load the shadow; only when not ``busy``),
-    ``busy`` (the shadow still holds bits), ``out`` (a stream of :class:`ReadoutLayout`)."""
+    ``busy`` (the shadow still holds bits), ``out`` (a stream of :class:`ReadoutLayout`).
 
-    def __init__(self, width: int):
-        if width < 1:
-            raise ValueError(f"readout width must be at least 1, not {width!r}")
+    ``segments`` (readout bits per segment, e.g. per cluster): the shadow bits of segment ``i``
+    load on ``load[i]`` instead of ``capture`` (the engine raises every ``load`` bit with
+    ``capture``, each from its own register, so that no one net enables the whole shadow)."""
+
+    def __init__(self, width: int, segments=None):
         self.width = width
-        super().__init__({
-            "capture": In(1),
-            "flags": In(width),
-            "errors": In(ErrorFlags),
-            "busy": Out(1),
-            "out": Out(stream.Signature(ReadoutLayout)),
-        })
+        self.segments = None if segments is None else tuple(segments)
+        super().__init__(_ports(width, self.segments, ReadoutLayout))
 
     def elaborate(self, platform):
         m = Module()
@@ -108,9 +136,7 @@ class Readout(wiring.Component):
                   for k in range(n)]
         cur = chunks[0]
         m.d.comb += new.bit.eq(cur[0])
-        with m.If(self.capture):
-            m.d.sync += cur.eq(self.flags[:len(cur)])
-        with m.Elif(push):
+        with m.If(push):        # never while a capture loads (not busy)
             m.d.sync += cur.eq(cur[1:])
         if n > 1:
             pos = Signal(range(_CHUNK))          # bits of ``cur``'s chunk pushed so far
@@ -126,11 +152,10 @@ class Readout(wiring.Component):
                 with m.If(turn):
                     m.d.sync += cur.eq(chunks[1])
             for k in range(1, n):
-                chunk = chunks[k]
-                with m.If(self.capture):
-                    m.d.sync += chunk.eq(self.flags[k * _CHUNK:k * _CHUNK + len(chunk)])
-                with m.Elif(wave[k - 1]):
-                    m.d.sync += chunk.eq(chunks[k + 1] if k + 1 < n else 0)
+                with m.If(wave[k - 1]):
+                    m.d.sync += chunks[k].eq(chunks[k + 1] if k + 1 < n else 0)
+        for k, chunk in enumerate(chunks):
+            _load_shadow(m, self, chunk, k * _CHUNK)
         return m
 
 
@@ -168,9 +193,9 @@ def readout_layout(kind: ReadoutKind, width: int):
     return ReadoutLayout if kind is ReadoutKind.SERIAL else sparse_layout(width)
 
 
-def make_readout(kind: ReadoutKind, width: int):
+def make_readout(kind: ReadoutKind, width: int, segments=None):
     """The readout component for ``kind`` (same ports but the payload of ``out``)."""
-    return Readout(width) if kind is ReadoutKind.SERIAL else SparseReadout(width)
+    return (Readout if kind is ReadoutKind.SERIAL else SparseReadout)(width, segments)
 
 
 def _seen(value):
@@ -225,21 +250,14 @@ class SparseReadout(wiring.Component):
     (FIFO entries + fetches in flight <= ``R + 1 - i``, enough for one child per cycle). The
     leaves' iterator emits ids into a 2-entry output queue. Every cycle's logic looks at one
     node's ``F`` bits, a few registers and one ``F``-way AND-OR, whatever the width. ``busy``
-    from the capture until the ``last`` beat is transferred."""
+    from the capture until the ``last`` beat is transferred. ``segments``: as :class:`Readout`'s."""
 
-    def __init__(self, width: int):
-        if width < 1:
-            raise ValueError(f"readout width must be at least 1, not {width!r}")
+    def __init__(self, width: int, segments=None):
         self.width = width
+        self.segments = None if segments is None else tuple(segments)
         self.fanin = SPARSE_FANIN
         self.sizes = sparse_levels(width)
-        super().__init__({
-            "capture": In(1),
-            "flags": In(width),
-            "errors": In(ErrorFlags),
-            "busy": Out(1),
-            "out": Out(stream.Signature(sparse_layout(width))),
-        })
+        super().__init__(_ports(width, self.segments, sparse_layout(width)))
 
     def elaborate(self, platform):
         m = Module()
@@ -256,12 +274,8 @@ class SparseReadout(wiring.Component):
         count = Signal(count_width)
 
         # level 0: the shadow (captured flags, zero-padded), in chunks; levels above: summaries
-        shadow = Signal(sizes[0] * f)
-        flags = Cat(self.flags, Const(0, sizes[0] * f - width))
-        for lo in range(0, sizes[0] * f, _CHUNK):
-            hi = min(lo + _CHUNK, sizes[0] * f)
-            with m.If(self.capture):
-                m.d.sync += shadow[lo:hi].eq(flags[lo:hi])
+        shadow = Signal(sizes[0] * f)      # bits beyond ``width`` stay 0
+        _load_shadow(m, self, shadow, 0)
         masks = [[shadow[k * f:(k + 1) * f] for k in range(sizes[0])]]
         for n in range(1, R):
             summary = Signal(sizes[n] * f, name=f"summary_{n}")

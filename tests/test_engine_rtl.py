@@ -149,3 +149,19 @@ def test_predicate_engine_on_back_to_back_short_documents(p_valid, p_ready, seed
             assert readout.errors & Errors.MALFORMED
         else:
             assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc), doc
+
+
+@pytest.mark.parametrize("readout", ["serial", "sparse"])
+def test_each_cluster_is_cleared_by_its_own_register(readout):
+    """The capture reaches the clusters' flags (and their shadow segments) through one register
+    per cluster, not one net for all: at 8,000 queries that net had ~16,000 loads."""
+    import re
+
+    from xpfilt.verilog import emit_verilog
+    qs = [parse_query(t, i + 1) for i, t in enumerate(["/a/b", "//c", "/a/d", "//e/f"])]
+    verilog = emit_verilog(compile_queries(qs, CompileOptions(cluster_size=1, readout=readout)))
+    clears = re.findall(r"\.clear\((cluster_\d+__clear)\)", verilog)
+    assert len(set(clears)) == 4
+    assert all(f"reg {name} " in verilog for name in clears)
+    assert re.search(r"assign load = \{ cluster_3__clear, cluster_2__clear, cluster_1__clear, "
+                     r"cluster_0__clear \}", verilog)
