@@ -17,8 +17,8 @@ LEDs, the board's clock and pins; Yosys, nextpnr, pack). Per board and design ki
 Custom engines: NITF queries of depth 4 and 8 (``nitf-d{4,8}-p15-n2000.txt``, then queries
 generated from the NITF DTD with the same settings once 2,000 are not enough), compile options
 as ``xpfilt build`` (all optimizations, stacks 16 deep). Programmable engines: clusters of
-columns (tags up to 16 bytes, 16 deep); the queries of each depth that their columns hold are
-counted with :func:`xpfilt.programmable.configure`.
+columns (tags up to 16 bytes, 16 deep, a dictionary of :data:`PROG_TAGS` tags); the queries of
+each depth that their columns hold are counted with :func:`xpfilt.programmable.configure`.
 
 Throughput: the engine takes one byte per cycle while documents are longer than the readout
 (one cycle per readout bit, double-buffered), so on the 100 NITF documents it sustains
@@ -99,6 +99,9 @@ NEXTPNR = {"icebreaker": (), "ulx3s-85f": ("--router", "router2")}
 #: Programmable engines: columns per cluster on each board (one cluster on the iCE40).
 CLUSTER_COLUMNS = {"icebreaker": None, "ulx3s-85f": 128}
 PROG = dict(max_tag_len=16, max_depth=16)
+#: Programmable engines: the tag dictionary's entries (the NITF DTD names 123 elements; 31 on
+#: the iCE40, whose engines hold a few queries).
+PROG_TAGS = {"icebreaker": 31, "ulx3s-85f": 127}
 
 
 def log(message: str) -> None:
@@ -147,8 +150,9 @@ def query_texts(depth: int, count: int) -> list[str]:
 def spec_for(board: str, columns: int) -> HardwareSpec:
     per = CLUSTER_COLUMNS[board]
     if per is None:
-        return HardwareSpec(clusters=1, columns=columns, **PROG)
-    return HardwareSpec(clusters=max(1, columns // per), columns=per, **PROG)
+        return HardwareSpec(clusters=1, columns=columns, tags=PROG_TAGS[board], **PROG)
+    return HardwareSpec(clusters=max(1, columns // per), columns=per, tags=PROG_TAGS[board],
+                        **PROG)
 
 
 READOUT = ["serial"]     # the readout of the custom designs (--readout)

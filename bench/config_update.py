@@ -4,7 +4,8 @@ stream on the host (parse the profile file, place, stream bytes) + shifting it i
 cycle at the engine's clock, 100 MHz) + waiting for the document in flight to end (the commit
 happens at a document boundary: the longest NITF document, one byte per cycle, is counted).
 
-For 1,024 / 4,096 / 16,384 columns (clusters of 128, tags up to 16 bytes), loaded with the
+For 1,024 / 4,096 / 16,384 columns (clusters of 128, a dictionary of 127 tags up to 16 bytes),
+loaded with the
 generated depth-8 NITF queries :func:`xpfilt.programmable.configure` places (until no room is
 left), then every 64th of them removed in place (``reconfigure``: configure() leaves no column
 free); the added profile is the first generated query not loaded that fits the columns left:
@@ -42,7 +43,7 @@ def main() -> None:
     wait_ms = longest_doc / CLOCK_HZ * 1e3
     rows = []
     for clusters in SIZES:
-        spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16)
+        spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16, tags=127)
         columns = spec.clusters * spec.columns
         # the loaded set: the queries configure() places; the added profile: the first other
         # generated query that fits in the columns left (without moving any loaded one)

@@ -1,10 +1,11 @@
 """The programmable engine: configuration-generation time, resources per column and the ratio to
 the custom engine on the same query set, and Fmax on an ECP5-85F.
 
-* Configuration bits for 256 ... 32,768 columns (clusters of 128, tags up to 24 bytes) from
-  depth-8 NITF queries generated from the DTD. Goal: a full device of 32,768 columns in <= 1 s.
+* Configuration bits for 256 ... 32,768 columns (clusters of 128, a dictionary of 127 tags up to
+  24 bytes) from depth-8 NITF queries generated from the DTD. Goal: a full device of 32,768
+  columns in <= 1 s.
 * Yosys synth_xilinx of the programmable engine (1 and 8 clusters of 128 columns, tags up to 16
-  bytes, the default 31 tags per cluster; 1 x 128 with 15 tags too) and of the custom engine
+  bytes, a dictionary of 31 tags; 8 x 128 with 127 and 1 x 128 with 15 tags too) and of the custom engine
   compiled for exactly the queries configured into it; the paper: the programmable engine needs
   ~7x the resources of the custom one (up to 12x); goal (issue 16) <= 2x.
 * nextpnr Fmax of the 1 x 128 programmable engine on an ECP5-85F (``--no-fmax``: skipped).
@@ -41,7 +42,7 @@ def main() -> None:
     queries = generated_queries(8000)
     rows = []
     for columns in (256, 1024, 4096, 32768):
-        spec = HardwareSpec(clusters=columns // 128, columns=128, max_tag_len=24)
+        spec = HardwareSpec(clusters=columns // 128, columns=128, max_tag_len=24, tags=127)
         start = time.perf_counter()
         configuration = configure(queries, spec)
         stream = configuration.stream()
@@ -52,9 +53,9 @@ def main() -> None:
                      "load_ms_at_100MHz": round(len(stream) * 8 / 100e6 * 1e3, 2)})
         log(f"configure {columns} columns: {seconds:.3f} s, {len(stream) * 8} bits")
 
-    for clusters, tags in ((1, 31), (8, 31), (1, 15)):
+    for clusters, tags in ((1, 31), (8, 31), (8, 127), (1, 15)):
         spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16,
-                            tags_per_cluster=tags)
+                            tags=tags)
         configuration = configure(queries, spec)
         placed = [q for q in queries if q.number in configuration.readout_bit]
         nodes = sum(len(q) for q in placed)
@@ -65,10 +66,11 @@ def main() -> None:
         custom = xilinx_counts(yosys_synth(emit_verilog(plan), TOP_NAME, XILINX,
                                            label=f"custom for the same {len(placed)} queries")
                                ["cells"])
-        row = {"what": "resources", "columns": clusters * 128, "tags_per_cluster": tags,
+        row = {"what": "resources", "columns": clusters * 128, "tags": tags,
                "queries_configured": len(placed),
                "query_nodes": nodes, "prog_lut6_eq": prog["lut6_eq"], "prog_ff": prog["ffs"],
                "prog_lut6_eq_per_column": round(prog["lut6_eq"] / (clusters * 128), 2),
+               "prog_bram": prog["bram"],
                "custom_lut6_eq": custom["lut6_eq"], "custom_ff": custom["ffs"],
                "ratio": round(prog["lut6_eq"] / custom["lut6_eq"], 2)}
         rows.append(row)
@@ -83,20 +85,24 @@ def main() -> None:
                      "lut4": point.get("lut4"), "ff": point.get("ff"),
                      "error": point.get("error")})
     publish("programmable", rows, [
-        ("what", "measure"), ("columns", "columns"), ("tags_per_cluster", "tags per cluster"),
+        ("what", "measure"), ("columns", "columns"), ("tags", "tags"),
         ("queries_configured", "queries"),
         ("bits", "config bits"), ("seconds", "generation s"),
         ("load_ms_at_100MHz", "load ms @100 MHz"), ("query_nodes", "query nodes"),
         ("prog_lut6_eq", "programmable LUT6-eq"), ("prog_lut6_eq_per_column", "per column"),
+        ("prog_bram", "programmable block RAM"),
         ("custom_lut6_eq", "custom LUT6-eq (same queries)"), ("ratio", "ratio"),
         ("fmax_mhz", "Fmax MHz (ECP5-85F)"), ("lut4", "LUT4"), ("ff", "FF"), ("error", "error")],
         "Programmable engine: configuration time, resources vs custom, Fmax",
-        "Configuration: queries placed on clusters of 128 columns (tags up to 24 bytes, 31 per "
-        "cluster), stream with header and CRC-32. Resources: Yosys synth_xilinx, LUT6-eq as in "
+        "Configuration: queries placed on clusters of 128 columns (a dictionary of 127 tags up to "
+        "24 bytes), stream with header and CRC-32. Resources: Yosys synth_xilinx, LUT6-eq as in "
         "resources.md, tags up to 16 bytes; the custom engine is compiled for exactly the "
         "queries the programmable one holds. Paper: ~7x (up to 12x); goal (issue 16) <= 2x. "
-        "Stream format 2: a tag dictionary and a tag matrix per cluster (a tag entry per "
-        "column before: 24.8 LUT6-eq per column, 3.74x at 1 x 128; 22.5, 5.41x at 2 x 128). "
+        "Stream format 4: one tag dictionary for the engine, a tag matrix per cluster (read "
+        "synchronously: block RAM, not counted in LUT6-eq), presence bits (delta streams). "
+        "Before: format 2/3, a dictionary and a LUT-RAM matrix per cluster: 15.5 LUT6-eq per "
+        "column, 3.03x at 1 x 128; 11.2, 6.64x at 8 x 128; a tag entry per column before "
+        "format 2: 24.8, 3.74x at 1 x 128. "
         + ("Fmax not run (--no-fmax). " if "--no-fmax" in sys.argv else "") +
         f"Total {time.perf_counter() - start_all:.0f} s.")
 

@@ -36,8 +36,8 @@ def _board_design_options(fn):
                      help="Programmable: number of clusters."),
         click.option("--max-tag-len", type=click.IntRange(1), default=16, show_default=True,
                      help="Programmable: longest tag a dictionary entry holds."),
-        click.option("--tags-per-cluster", type=click.IntRange(1), default=31, show_default=True,
-                     help="Programmable: distinct tags the queries of one cluster may name."),
+        click.option("--tags", type=click.IntRange(1), default=31, show_default=True,
+                     help="Programmable: distinct tags the loaded queries may name in all."),
     ]
     for option in reversed(options):
         fn = option(fn)

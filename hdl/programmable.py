@@ -1,25 +1,26 @@
 """The programmable filtering engine (§5.3): generic columns, loaded by a configuration stream.
 
-One front end without a built-in dictionary serves every cluster; each cluster registers its
-copy of the events and of the front end's name tap, which drives the cluster's programmable
-tag decoder. Per cluster: a tag dictionary of ``tags_per_cluster`` entries, a tag matrix,
+One front end without a built-in dictionary serves every cluster. Its name tap drives the
+engine's programmable tag decoder (:class:`TagDecoder`: a tag dictionary of ``tags`` entries),
+whose registered tag index goes to every cluster with the events. Per cluster: a tag matrix,
 ``columns`` generic columns in a chain and the custom engine's stack memory (one row per level,
 :func:`xpfilt.hdl.stacks.level_stack`). The stream format and the meaning of each configuration
 bit are in :mod:`xpfilt.programmable`.
 
 The dictionary lives in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
 entry, so one asynchronous read at the name position gives every entry the byte to compare (a
-streaming CAM of ``tags_per_cluster`` entries). At the end of a name the decoder registers the
-tag index of the entry it equals (0: none); that index reads a row of the *tag matrix* (a
-second LUT-RAM, one bit per column), which gives every column its tag match at once: no
-comparator per column. A configuration stream writes the *inactive* banks of the clusters it holds
-(its *present* clusters; a delta stream holds only those that change) row by row and their
+streaming CAM of ``tags`` entries). At the end of a name the decoder registers the tag index of
+the entry it equals (0: none); in each cluster that index reads a row of the *tag matrix* (a
+synchronous memory, a block RAM on the ECP5, one bit per column), which gives every column its
+tag match at once: no comparator per column, and one dictionary for all clusters. A
+configuration stream writes the *inactive* banks of the parts it holds (its *present* parts:
+the dictionary, clusters; a delta stream holds only those that change) row by row and their
 column flags into staging shift registers; only when the header, base id, length and CRC-32
-check out does ``commit`` flip the present clusters' banks and copy their flags, all in the
-same cycle, between two documents: after the last event
-of the document in progress has reached the clusters, with the input held meanwhile (so the
-document whose first byte is accepted after the stream's last bit is the first one the new
-configuration answers). A rejected stream changes nothing.
+check out does ``commit`` flip the present parts' banks and copy their flags, all in the same
+cycle, between two documents: after the last event of the document in progress has reached the
+clusters, with the input held meanwhile (so the document whose first byte is accepted after the
+stream's last bit is the first one the new configuration answers). A rejected stream changes
+nothing.
 """
 
 from types import SimpleNamespace
@@ -40,7 +41,7 @@ from .frontend import ByteLayout, EventLayout, NameTapLayout
 from .readout import readout_layout
 from .stacks import level_stack, match_flags
 
-__all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "ProgrammableCluster",
+__all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "TagDecoder", "ProgrammableCluster",
            "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
 
 CLUSTER_MODULE = "xpfilt_prog_cluster"
@@ -67,12 +68,12 @@ class _CfgPort(data.Struct):
     """What the loader tells every cluster in a cycle."""
     bit: 1
     start: 1          # the first bit of a stream: no cluster is present yet
-    present: 1        # ``bit`` is the selected cluster's presence bit
+    present: 1        # ``bit`` is the selected part's presence bit
     row_shift: 1      # ``bit`` enters the row register of the selected cluster
     row_write: 1      # ... and completes dictionary row ``row`` (written to the inactive bank)
     matrix_write: 1   # ... and completes tag-matrix row ``row`` (written to the inactive bank)
     flag_shift: 1     # ``bit`` enters the flag staging register of the selected cluster
-    commit: 1         # switch every present cluster to its loaded contents
+    commit: 1         # switch every present part to its loaded contents
 
 
 def _width(n: int) -> int:
@@ -84,12 +85,19 @@ def _rows(spec: HardwareSpec) -> int:
     return max(spec.max_tag_len, spec.matrix_rows)
 
 
+def _config_ports(spec: HardwareSpec) -> dict:
+    """The ports a configured part takes from the :class:`ConfigLoader`: ``cfg``,
+    ``selected`` (the payload bit belongs to this part) and ``row``."""
+    return {"cfg": In(_CfgPort), "selected": In(1), "row": In(range(_rows(spec)))}
+
+
 class ConfigLoader(wiring.Component):
     """Checks a configuration stream bit by bit and routes its payload to the clusters.
 
     Ports: ``config`` (the stream; not ready while a checked configuration waits to commit),
-    ``idle`` (no document in progress: a commit may happen), ``cfg`` (to every cluster),
-    ``cluster`` (the cluster the payload bit belongs to), ``row`` (its row), ``status``.
+    ``idle`` (no document in progress: a commit may happen), ``cfg`` (to the decoder and
+    every cluster), ``dictionary`` (the payload bit belongs to the dictionary), else
+    ``cluster`` (the cluster it belongs to), ``row`` (its row), ``status``.
     """
 
     def __init__(self, spec: HardwareSpec):
@@ -98,6 +106,7 @@ class ConfigLoader(wiring.Component):
             "config": In(stream.Signature(ConfigBit)),
             "idle": In(1),
             "cfg": Out(_CfgPort),
+            "dictionary": Out(1),
             "cluster": Out(range(spec.clusters)),
             "row": Out(range(_rows(spec))),
             "status": Out(ConfigStatus),
@@ -106,7 +115,7 @@ class ConfigLoader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        entry_bits = 8 * spec.tags_per_cluster
+        entry_bits = 8 * spec.tags
         flag_bits = FLAG_BITS * spec.columns
         cfg, port = self.cfg, self.config
 
@@ -117,7 +126,7 @@ class ConfigLoader(wiring.Component):
         payload_count = Signal(range(spec.payload_bits + 1))   # payload bits so far
         in_row = Signal(range(max(entry_bits, spec.columns)))
         in_flags = Signal(range(flag_bits))
-        section = Signal(range(4))   # per cluster: 0 presence, 1 dictionary, 2 matrix, 3 flags
+        section = Signal(range(4))   # dictionary: 0 presence, 1 rows; cluster: 0, 2 matrix, 3 flags
         pending = Signal()
         generation = Signal(8)
         loaded = Signal()
@@ -163,9 +172,32 @@ class ConfigLoader(wiring.Component):
                                   | ((base_id != 0) & (base_id != active_id)) | last):
                             reject()
                         with m.Else():
-                            m.next = "PAYLOAD"
+                            m.next = "DICTIONARY"
                     with m.Elif(last):
                         m.d.sync += [rejected.eq(1), count.eq(0), crc.eq(crc.init)]
+            with m.State("DICTIONARY"):
+                m.d.comb += self.dictionary.eq(1)
+                with m.If(take):
+                    m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
+                    m.d.comb += cfg.bit.eq(bit)
+                    with m.If(section == 0):
+                        m.d.comb += cfg.present.eq(1)
+                        with m.If(bit):
+                            m.d.sync += section.eq(1)
+                        with m.Else():
+                            m.next = "PAYLOAD"
+                    with m.Else():
+                        m.d.comb += cfg.row_shift.eq(1)
+                        m.d.sync += in_row.eq(in_row + 1)
+                        with m.If(in_row == entry_bits - 1):
+                            m.d.comb += cfg.row_write.eq(1)
+                            m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
+                            with m.If(self.row == spec.max_tag_len - 1):
+                                m.d.sync += [section.eq(0), self.row.eq(0)]
+                                m.next = "PAYLOAD"
+                    with m.If(last):                     # truncated
+                        m.d.sync += rejected.eq(1)
+                        m.next = "HEADER"
             with m.State("PAYLOAD"):
                 with m.If(take):
                     m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
@@ -174,17 +206,9 @@ class ConfigLoader(wiring.Component):
                     with m.If(section == 0):
                         m.d.comb += cfg.present.eq(1)
                         with m.If(bit):
-                            m.d.sync += section.eq(1)
+                            m.d.sync += section.eq(2)
                         with m.Else():
                             m.d.comb += end_of_cluster.eq(1)
-                    with m.Elif(section == 1):
-                        m.d.comb += cfg.row_shift.eq(1)
-                        m.d.sync += in_row.eq(in_row + 1)
-                        with m.If(in_row == entry_bits - 1):
-                            m.d.comb += cfg.row_write.eq(1)
-                            m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
-                            with m.If(self.row == spec.max_tag_len - 1):
-                                m.d.sync += [section.eq(2), self.row.eq(0)]
                     with m.Elif(section == 2):
                         m.d.comb += cfg.row_shift.eq(1)
                         m.d.sync += in_row.eq(in_row + 1)
@@ -246,83 +270,44 @@ class ConfigLoader(wiring.Component):
         return m
 
 
-class ProgrammableCluster(wiring.Component):
-    """One cluster of generic columns: ``events`` and ``name_tap`` from the front end
-    (registered here), ``clear``/``matches``/``doc_end``/``errors`` as
-    :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
-    :class:`ConfigLoader`."""
+class TagDecoder(wiring.Component):
+    """The engine's programmable tag decoder: follows each name on ``name_tap`` (the front
+    end's) against the dictionary's entries and registers, on ``load``, the index of the entry
+    the name ending there equals (0: none) on ``index``, in step with the front end's
+    ``events``. ``cfg``/``selected``/``row`` from the :class:`ConfigLoader` (``selected``: the
+    payload bit belongs to the dictionary)."""
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
-        super().__init__(self.signature_for(spec))
-
-    @staticmethod
-    def signature_for(spec: HardwareSpec) -> wiring.Signature:
-        return wiring.Signature({
-            "events": In(EventLayout(tag_width=1, max_depth=spec.max_depth)),
+        super().__init__({
             "name_tap": In(NameTapLayout(max_name=spec.max_name)),
-            "clear": In(1),
-            "matches": Out(spec.columns),
-            "doc_end": Out(1),
-            "errors": Out(ERROR_WIDTH),
-            "cfg": In(_CfgPort),
-            "selected": In(1),
-            "row": In(range(_rows(spec))),
+            "index": Out(spec.index_bits),
+            **_config_ports(spec),
         })
 
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        n, length, tags = spec.columns, spec.max_tag_len, spec.tags_per_cluster
-        index_bits = spec.index_bits
-        ev = Signal.like(self.events)           # this cluster's registered copies
-        tap = Signal.like(self.name_tap)
-        m.d.sync += [ev.eq(self.events), tap.eq(self.name_tap)]
-        m.d.comb += [self.doc_end.eq(ev.doc_end), self.errors.eq(ev.errors)]
-
-        # --- configuration: the dictionary and the tag matrix in two LUT-RAM banks each
-        # (``bank`` is active, the other one is loaded), flags staged then active ---
+        length, tags, tap = spec.max_tag_len, spec.tags, self.name_tap
+        # the dictionary in two LUT-RAM banks (``bank`` is active, the other one is loaded)
         row_width = _width(length)
         bank = Signal()
         entries = Memory(shape=8 * tags, depth=2 << row_width, init=[])
-        matrix = Memory(shape=n, depth=2 * spec.matrix_rows, init=[])
         m.submodules.entries = entries
-        m.submodules.matrix = matrix
         read = entries.read_port(domain="comb")
         write = entries.write_port()
-        matrix_read = matrix.read_port()     # synchronous: a block RAM where there is one
-        matrix_write = matrix.write_port()
-        shift = Signal(max(8 * tags, n))         # dictionary and matrix rows come in here
+        shift = Signal(8 * tags)                 # dictionary rows come in here
         shift_next = Cat(shift[1:], self.cfg.bit)
-        staged = Signal(FLAG_BITS * n)
-        active = Signal(FLAG_BITS * n)
         with m.If(self.selected & self.cfg.row_shift):
             m.d.sync += shift.eq(shift_next)
-        with m.If(self.selected & self.cfg.flag_shift):
-            m.d.sync += staged.eq(Cat(staged[1:], self.cfg.bit))
-        row = Signal(max(row_width, index_bits))   # ``self.row`` widened (one row: no bits)
         m.d.comb += [
-            row.eq(self.row),
-            write.addr.eq(Cat(row[:row_width], ~bank)),
-            write.data.eq(shift_next[len(shift) - 8 * tags:]),
+            write.addr.eq(Cat(self.row[:row_width], ~bank)),
+            write.data.eq(shift_next),
             write.en.eq(self.selected & self.cfg.row_write),
-            matrix_write.addr.eq(Cat(row[:index_bits], ~bank)),
-            matrix_write.data.eq(shift_next[len(shift) - n:]),
-            matrix_write.en.eq(self.selected & self.cfg.matrix_write),
         ]
-        present = Signal()     # the stream being loaded (or waiting to commit) holds this cluster
-        with m.If(self.cfg.start):
-            m.d.sync += present.eq(0)
-        with m.Elif(self.selected & self.cfg.present & self.cfg.bit):
-            m.d.sync += present.eq(1)
-        with m.If(self.cfg.commit & present):
-            m.d.sync += [bank.eq(~bank), active.eq(staged), present.eq(0)]
+        _commit_banks(m, self.cfg, self.selected, bank)
 
-        def flag(k):
-            return Cat(*(active[FLAG_BITS * j + k] for j in range(n)))
-        first, first_any, descendant = (flag(k) for k in range(FLAG_BITS))
-
-        # --- programmable tag decoder: each dictionary entry follows the name byte by byte ---
+        # each dictionary entry follows the name byte by byte
         in_entry = tap.pos < length
         m.d.comb += read.addr.eq(Cat(tap.pos[:row_width], bank))
         expected = read.data
@@ -334,22 +319,93 @@ class ProgrammableCluster(wiring.Component):
         equal = Signal(tags)                         # the name ending here equals the entry
         m.d.comb += equal.eq(still & Mux(in_entry, same, Mux(tap.pos == length,
                                                              (1 << tags) - 1, 0)))
-        index = Signal(index_bits)                   # the entry the last name equals, 1 + d
-        index_next = Signal(index_bits)
         with m.If(tap.restart):
             m.d.sync += still.eq(still.init)
         with m.Elif(tap.advance):
             m.d.sync += still.eq(Mux(in_entry, still & same, 0))
-        # on ``load``: the OR of the equal entries' indices (one, in a stream we write)
-        m.d.comb += index_next.eq(Mux(tap.load, Cat(*(
-            Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
-            for b in range(index_bits))), index))
-        m.d.sync += index.eq(index_next)
-        # the tag matrix's row of that index: the columns the pushed element's name matches.
-        # Read a cycle ahead (from ``index_next``) so that the row comes with ``index``: the
-        # same timing as an asynchronous read of ``index``, from a block RAM. (The bank flips
-        # only between documents, with no name or push in flight.)
-        m.d.comb += matrix_read.addr.eq(Cat(index_next, bank))
+        with m.If(tap.load):    # OR of the equal entries' indices (one, in a stream we write)
+            m.d.sync += self.index.eq(Cat(*(
+                Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
+                for b in range(spec.index_bits))))
+        return m
+
+
+def _commit_banks(m, cfg, selected, bank, *also):
+    """A part's commit: ``present`` when the stream being loaded holds it (its presence bit);
+    on ``commit``, a present part flips ``bank`` and performs the ``also`` assignments."""
+    present = Signal()
+    with m.If(cfg.start):
+        m.d.sync += present.eq(0)
+    with m.Elif(selected & cfg.present & cfg.bit):
+        m.d.sync += present.eq(1)
+    with m.If(cfg.commit & present):
+        m.d.sync += [bank.eq(~bank), present.eq(0), *also]
+
+
+class ProgrammableCluster(wiring.Component):
+    """One cluster of generic columns: ``events`` from the front end and ``index`` from the
+    :class:`TagDecoder` (the index is read a cycle ahead of the events, which are registered
+    here), ``clear``/``matches``/``doc_end``/``errors`` as
+    :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
+    :class:`ConfigLoader`."""
+
+    def __init__(self, spec: HardwareSpec):
+        self.spec = spec
+        super().__init__(self.signature_for(spec))
+
+    @staticmethod
+    def signature_for(spec: HardwareSpec) -> wiring.Signature:
+        return wiring.Signature({
+            "events": In(EventLayout(tag_width=1, max_depth=spec.max_depth)),
+            "index": In(spec.index_bits),
+            "clear": In(1),
+            "matches": Out(spec.columns),
+            "doc_end": Out(1),
+            "errors": Out(ERROR_WIDTH),
+            **_config_ports(spec),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        spec = self.spec
+        n, index_bits = spec.columns, spec.index_bits
+        ev = Signal.like(self.events)           # this cluster's registered copy
+        m.d.sync += ev.eq(self.events)
+        m.d.comb += [self.doc_end.eq(ev.doc_end), self.errors.eq(ev.errors)]
+
+        # --- configuration: the tag matrix in two banks (``bank`` is active, the other one is
+        # loaded), flags staged then active ---
+        bank = Signal()
+        matrix = Memory(shape=n, depth=2 * spec.matrix_rows, init=[])
+        m.submodules.matrix = matrix
+        matrix_read = matrix.read_port()     # synchronous: a block RAM where there is one
+        matrix_write = matrix.write_port()
+        shift = Signal(n)                        # tag-matrix rows come in here
+        shift_next = Cat(shift[1:], self.cfg.bit)
+        staged = Signal(FLAG_BITS * n)
+        active = Signal(FLAG_BITS * n)
+        with m.If(self.selected & self.cfg.row_shift):
+            m.d.sync += shift.eq(shift_next)
+        with m.If(self.selected & self.cfg.flag_shift):
+            m.d.sync += staged.eq(Cat(staged[1:], self.cfg.bit))
+        row = Signal(index_bits)                 # ``self.row`` widened (one row: no bits)
+        m.d.comb += [
+            row.eq(self.row),
+            matrix_write.addr.eq(Cat(row, ~bank)),
+            matrix_write.data.eq(shift_next),
+            matrix_write.en.eq(self.selected & self.cfg.matrix_write),
+        ]
+        _commit_banks(m, self.cfg, self.selected, bank, active.eq(staged))
+
+        def flag(k):
+            return Cat(*(active[FLAG_BITS * j + k] for j in range(n)))
+        first, first_any, descendant = (flag(k) for k in range(FLAG_BITS))
+
+        # the tag matrix's row of the decoder's index: the columns the pushed element's name
+        # matches. The decoder's index comes a cycle before the event is registered here, so
+        # the synchronous read lines up with it. (The bank flips only between documents, with
+        # no name or push in flight.)
+        m.d.comb += matrix_read.addr.eq(Cat(self.index, bank))
         hit = matrix_read.data
 
         # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
@@ -404,6 +460,9 @@ class ProgrammableEngine(wiring.Component):
         m.d.comb += [loader.idle.eq(~in_document & frame.drained),
                      frame.hold.eq(loader.status.pending & ~in_document)]
 
+        m.submodules.decoder = decoder = TagDecoder(spec)
+        m.d.comb += [decoder.name_tap.eq(frame.name_tap), decoder.cfg.eq(loader.cfg),
+                     decoder.selected.eq(loader.dictionary), decoder.row.eq(loader.row)]
         cores = []
         for k in range(spec.clusters):
             if self.instances:
@@ -411,15 +470,16 @@ class ProgrammableEngine(wiring.Component):
                     path=(f"cluster_{k}",))
                 m.submodules[f"cluster_{k}"] = Instance(
                     CLUSTER_MODULE, i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_events=core.events, i_name_tap=core.name_tap,
+                    i_events=core.events, i_index=core.index,
                     i_clear=core.clear, o_matches=core.matches, o_doc_end=core.doc_end,
                     o_errors=core.errors, i_cfg=core.cfg, i_selected=core.selected,
                     i_row=core.row)
             else:
                 core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
-            m.d.comb += [core.cfg.eq(loader.cfg), core.selected.eq(loader.cluster == k),
+            m.d.comb += [core.cfg.eq(loader.cfg),
+                         core.selected.eq(~loader.dictionary & (loader.cluster == k)),
                          core.row.eq(loader.row), core.events.eq(frame.events),
-                         core.name_tap.eq(frame.name_tap)]
+                         core.index.eq(decoder.index)]
             cores.append(core)
         frame.connect(cores)
         return m

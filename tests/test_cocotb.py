@@ -293,7 +293,7 @@ def test_regress_random_documents_shrink_to_a_replay(docs, seed, build_dir):
 # --- the programmable engine: configuration loading and reconfiguration -----------------------
 
 PROG_SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=32,
-                         tags_per_cluster=4)
+                         tags=6)     # B names 5 tags
 PROG_A = ["/a/b", "//b", "/a//c", "/*/b/c"]
 PROG_B = ["//c", "/a/*/c", "//x/c", "/nitf/head", "//toolong/b"]   # "toolong" does not fit
 

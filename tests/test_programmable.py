@@ -11,7 +11,7 @@ from xpfilt.model.engine import collect_readout, run_documents
 from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
                                        load_configuration)
 from xpfilt.programmable import (ConfigurationError, HardwareSpec, cluster_queries, configure,
-                                 read_stream, reconfigure)
+                                 dictionary_entries, read_stream, reconfigure)
 from xpfilt.reference import ReferenceFilter
 from xpfilt.results import read_expected
 from xpfilt.xpath import load_queries, parse_query
@@ -46,20 +46,22 @@ def test_configure_places_queries_on_consecutive_columns():
     assert [c.tag for c in first[:5]] == [b"a", b"b", b"a", b"b", b"c"]
     assert (first[2].first, first[2].first_any, first[2].descendant) == (True, False, True)
     assert (second[0].first_any, second[1].wildcard) == (True, True)
-    assert config.tags == ((b"a", b"b", b"c"), (b"c",))
+    assert config.tags == (b"a", b"b", b"c")
     assert len(config.stream()) * 8 == spec.stream_bits
 
 
-def test_configure_fits_each_clusters_tags_into_its_dictionary():
-    spec = HardwareSpec(clusters=2, columns=8, max_tag_len=4, tags_per_cluster=2)
-    config = configure(queries_of("/a/b", "/c/d", "/a/a/b", "/c//d", "/x/y/z", "/e"), spec)
-    assert config.tags == ((b"a", b"b"), (b"c", b"d"))
-    assert config.readout_bit == {3: 2, 1: 4, 2: 9, 4: 11}
+def test_configure_fits_the_queries_tags_into_the_dictionary():
+    spec = HardwareSpec(clusters=2, columns=8, max_tag_len=4, tags=3)
+    config = configure(queries_of("/a/b", "/c/d", "/a/a/b", "/c//d", "/x/y/z", "/e", "/w/x/y/z"),
+                       spec)
+    assert config.tags == (b"a", b"b", b"e")
+    assert config.readout_bit == {3: 2, 1: 4, 6: 5}
     assert config.summary() == (
-        "2 queries are not configured:\n"
-        "  query 5 (/x/y/z): 3 distinct tags do not fit a cluster's 2 tags\n"
-        "  query 6 (/e): no room left (2 clusters x 8 columns, 2 tags each)\n"
-        "at least 1 more columns would be needed (the hardware has 16)")
+        "4 queries are not configured:\n"
+        "  query 2 (/c/d): no room left in the tag dictionary (3 tags)\n"
+        "  query 4 (/c//d): no room left in the tag dictionary (3 tags)\n"
+        "  query 5 (/x/y/z): no room left in the tag dictionary (3 tags)\n"
+        "  query 7 (/w/x/y/z): 4 distinct tags do not fit the dictionary's 3 tags")
     assert len(config.stream()) * 8 == spec.stream_bits
 
 
@@ -71,7 +73,7 @@ def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
         "3 queries are not configured:\n"
         "  query 2 (/long/b): tag 'long' is longer than the hardware's max tag length 3\n"
         "  query 3 (/a[@x=1]): value predicates are not supported by the programmable engine yet\n"
-        "  query 4 (/a/b/c): no room left (1 clusters x 4 columns, 31 tags each)\n"
+        "  query 4 (/a/b/c): no room left (1 clusters x 4 columns)\n"
         "at least 2 more columns would be needed (the hardware has 4)")
     with pytest.raises(ConfigurationError):
         configure(queries_of("/long"), spec, strict=True)
@@ -81,8 +83,8 @@ def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
     ({"columns": 0}, "columns must be at least 1, not 0"),
     ({"columns": 3}, "columns must be even, not 3"),
     ({"max_tag_len": 40}, "max tag length must be at most max name (32), not 40"),
-    ({"tags_per_cluster": 0}, "tags per cluster must be at least 1, not 0"),
-    ({"tags_per_cluster": 256}, "tags per cluster must be at most 255, not 256"),
+    ({"tags": 0}, "tags must be at least 1, not 0"),
+    ({"tags": 256}, "tags must be at most 255, not 256"),
 ])
 def test_spec_is_validated(kwargs, message):
     with pytest.raises(ValueError) as info:
@@ -94,7 +96,7 @@ def test_fingerprint_changes_with_every_parameter():
     base = HardwareSpec()
     others = [HardwareSpec(clusters=2), HardwareSpec(columns=64), HardwareSpec(max_tag_len=8),
               HardwareSpec(max_depth=12), HardwareSpec(max_name=24),
-              HardwareSpec(tags_per_cluster=16)]
+              HardwareSpec(tags=16)]
     assert len({base.fingerprint, *(o.fingerprint for o in others)}) == 7
 
 
@@ -104,7 +106,7 @@ def test_fingerprint_changes_with_every_parameter():
                          ids=[c[0] for c in STRUCTURAL])
 def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
     queries = load_queries(queries_path).queries
-    spec = HardwareSpec(clusters=24, columns=512, max_tag_len=24, tags_per_cluster=128)
+    spec = HardwareSpec(clusters=24, columns=512, max_tag_len=24, tags=128)
     engine = ProgrammableModelEngine(queries, spec)
     assert not engine.configuration.rejected
     results = {r.name: r.matches for r in filter_batch(engine, load_documents([folder]))}
@@ -112,7 +114,7 @@ def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
 
 
 SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=3, max_depth=6, max_name=8,
-                    tags_per_cluster=4)
+                    tags=4)
 SET_A = queries_of("/a/b", "//b", "/a//c", "/*/b/c")
 SET_B = queries_of("//c", "/a/*/c", "//x/c")
 DOCS = [b"<a><b><c/></b></a>", b"<a><x><c/></x></a>", b"<b/>"]
@@ -161,7 +163,9 @@ def test_read_stream_round_trips_and_names_what_is_wrong():
     stream = config.stream()
     contents = read_stream(SPEC, stream)
     assert contents.full and contents.new_id == config.id and contents.base_id == 0
-    assert [[text for _, text in cluster_queries(SPEC, p)] for p in contents.payloads] == [
+    entries = dictionary_entries(SPEC, contents.dictionary)
+    assert [[text for _, text in cluster_queries(SPEC, entries, p)]
+            for p in contents.payloads] == [
         ["/*/b/c", "/a/b", "/a//c", "//b"], []]
     old_version = bytearray(stream)
     old_version[2] = 2
@@ -171,7 +175,7 @@ def test_read_stream_round_trips_and_names_what_is_wrong():
             (stream[:10], "s must be a configuration stream of at least 23 bytes, not 10"),
             (b"<a>" + stream[3:], "s must start with the magic 0x5846, not 0x613c: not a "
                                   "configuration stream"),
-            (bytes(old_version), "s must be configuration stream format 3, not 2: regenerate "
+            (bytes(old_version), "s must be configuration stream format 4, not 2: regenerate "
                                  "it with `xpfilt configure`"),
             (foreign, f"s must be generated for this hardware (fingerprint "
                       f"{SPEC.fingerprint:08x}), not "
@@ -184,7 +188,7 @@ def test_read_stream_round_trips_and_names_what_is_wrong():
 
 def test_reconfigure_moves_nothing_that_stays_and_rewrites_only_changed_clusters():
     spec = HardwareSpec(clusters=3, columns=8, max_tag_len=3, max_depth=6, max_name=8,
-                        tags_per_cluster=4)
+                        tags=6)
     before = configure(queries_of("/a/b", "//b", "/a//c", "/*/b/c", "//x/c", "/x/y"), spec)
     # the same paths renumbered, one removed (//b), one added (/y/z), one refused
     after = queries_of("/x/y", "/a/b", "/a//c", "/y/z", "/*/b/c", "//x/c", "/a[@k=1]")
@@ -198,6 +202,7 @@ def test_reconfigure_moves_nothing_that_stays_and_rewrites_only_changed_clusters
     delta = read_stream(spec, update.delta)
     assert delta.base_id == before.id and delta.new_id == read_stream(spec, update.stream).new_id
     assert [k for k, p in enumerate(delta.payloads) if p is not None] == list(update.changed)
+    assert update.dictionary_changed and delta.dictionary is not None       # a new tag, z
     assert len(update.changed) < spec.clusters
     assert len(update.delta) < len(update.stream)
     # the full stream of the update is what configure() of the same placement would load:
@@ -233,15 +238,29 @@ def test_a_delta_is_refused_unless_its_base_is_the_active_configuration():
 
 
 def test_reconfigure_reports_what_has_no_room_and_keeps_the_rest():
-    spec = HardwareSpec(clusters=1, columns=6, max_tag_len=3, tags_per_cluster=4)
+    spec = HardwareSpec(clusters=1, columns=6, max_tag_len=3, tags=4)
     before = configure(queries_of("/a/b", "/c/d"), spec)
     assert before.readout_bit == {1: 1, 2: 3}
     update = reconfigure(queries_of("/a/b", "/c/d", "/a/b/c", "/d"), before.stream(), spec)
     assert update.readout_bit == {1: 1, 2: 3, 4: 4}
     assert update.summary() == (
         "1 queries are not configured:\n"
-        "  query 3 (/a/b/c): no room left (1 clusters x 6 columns, 4 tags each)\n"
+        "  query 3 (/a/b/c): no room left (1 clusters x 6 columns)\n"
         "at least 2 more columns would be needed (the hardware has 6)")
+
+
+def test_reconfigure_gives_a_new_tag_the_entry_of_one_no_query_names_any_more():
+    spec = HardwareSpec(clusters=2, columns=4, max_tag_len=2, max_depth=4, max_name=4, tags=2)
+    before = configure(queries_of("/a", "//b"), spec)
+    update = reconfigure(queries_of("/a", "/c//a"), before.stream(), spec)
+    assert not update.rejected and update.dictionary_changed
+    assert dictionary_entries(spec, read_stream(spec, update.stream).dictionary) == ["a", "c"]
+    model = ProgrammableModel(spec)
+    load_configuration(model, before.stream())
+    load_configuration(model, update.delta)
+    docs = [b"<a/>", b"<c><x><a/></x></c>", b"<b/>", b"<c><b/></c>"]
+    for got, want in answers(model, update.readout_bit, queries_of("/a", "/c//a"), docs):
+        assert got == want
 
 
 # --- the RTL ----------------------------------------------------------------------------------
@@ -272,10 +291,11 @@ def test_rtl_equals_model_through_loads_rejections_and_documents():
 
 
 def model_state(model):
-    return ([(c.bank, c.rows, c.matrix, c.shift, c.staged, c.first, c.first_any,
-              c.descendant, c.names, c.unknown) for c in model.clusters], model.status,
-            model.header,
-            model.received, model.cfg_count, model.state)
+    d = model.dictionary
+    return ([(c.bank, c.matrix, c.shift, c.staged, c.first, c.first_any,
+              c.descendant, c.names, c.unknown) for c in model.clusters],
+            (d.bank, d.rows, d.shift), model.status, model.header, model.received,
+            model.cfg_count, model.state, model.payload_count, model.active_id)
 
 
 def test_preload_leaves_the_state_a_real_load_leaves():
@@ -330,7 +350,7 @@ def test_rtl_equals_model_through_deltas_mid_document_truncated_and_stale():
     for another configuration, are refused and the old configuration stays; valid/ready
     random. RTL = model every cycle, answers = the reference of the active configuration."""
     spec = HardwareSpec(clusters=3, columns=8, max_tag_len=3, max_depth=6, max_name=8,
-                        tags_per_cluster=4)
+                        tags=6)
     set_a = queries_of("/a/b", "//b", "/a//c", "/*/b/c", "//x/c")
     config_a = configure(set_a, spec)
     set_b = queries_of("/a/b", "/a//c", "/y/z", "/*/b/c", "//x/c")
@@ -376,19 +396,19 @@ def edge_case_items(spec: HardwareSpec):
 
 @pytest.mark.parametrize("spec", [
     HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=1, max_name=1,
-                 tags_per_cluster=1),
+                 tags=1),
     HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=4, max_name=4,
-                 tags_per_cluster=2),
+                 tags=2),
     HardwareSpec(clusters=2, columns=4, max_tag_len=2, max_depth=2, max_name=2,
-                 tags_per_cluster=3),
+                 tags=3),
     HardwareSpec(clusters=3, columns=6, max_tag_len=3, max_depth=3, max_name=5,
-                 tags_per_cluster=5),
+                 tags=5),
     HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8,
-                 tags_per_cluster=8),
+                 tags=8),
     HardwareSpec(clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32,
-                 tags_per_cluster=16),
+                 tags=16),
 ], ids=lambda s: f"k{s.clusters}-c{s.columns}-t{s.max_tag_len}-d{s.max_depth}-n{s.max_name}"
-                 f"-g{s.tags_per_cluster}")
+                 f"-g{s.tags}")
 @pytest.mark.parametrize("readout", ["serial", "sparse"])
 def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec, readout):
     """Issue 11, defect 3 (``max_tag_len`` 1 never matched in the RTL): every parameter at 1,

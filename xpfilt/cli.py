@@ -299,9 +299,9 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, option
               help="Programmable: number of clusters.")
 @click.option("--max-tag-len", type=click.IntRange(1), default=16, show_default=True,
               help="Programmable: longest tag a dictionary entry holds.")
-@click.option("--tags-per-cluster", type=click.IntRange(1), default=31, show_default=True,
-              help="Programmable: distinct tags the queries of one cluster may name (its tag "
-                   "dictionary).")
+@click.option("--tags", type=click.IntRange(1), default=31, show_default=True,
+              help="Programmable: distinct tags the loaded queries may name in all (the tag "
+                   "dictionary's entries).")
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
 def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len, output_dir,
@@ -370,7 +370,7 @@ def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
         return HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
                             max_depth=kwargs["max_depth"], max_name=max_name,
                             readout=kwargs["readout"],
-                            tags_per_cluster=kwargs.pop("tags_per_cluster", 31))
+                            tags=kwargs.pop("tags", 31))
     except ValueError as exc:
         raise click.ClickException(str(exc))
 

@@ -217,7 +217,7 @@ def _programmable_hardware(data: Path, docs, out: Path) -> bool:
     from .model.engine import run_documents
     from .programmable import HardwareSpec, configure
 
-    spec = HardwareSpec(clusters=4, columns=256, max_tag_len=24)
+    spec = HardwareSpec(clusters=4, columns=256, max_tag_len=24, tags=127)
     build_programmable(spec, out / "programmable")
     print(f"hardware: {spec.clusters} clusters x {spec.columns} generic columns "
           f"-> {out / 'programmable'}/xpfilt_engine.v (generated once)")

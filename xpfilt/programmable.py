@@ -1,42 +1,43 @@
 """The programmable engine's hardware description and its configuration streams (§5.3).
 
-The hardware is generated once from a :class:`HardwareSpec` (clusters × columns, tags per
-cluster, longest tag, deepest level); any query set that fits is then loaded as a *configuration
-stream*, one bit per cycle, without regenerating Verilog.
+The hardware is generated once from a :class:`HardwareSpec` (clusters × columns, tags, longest
+tag, deepest level); any query set that fits is then loaded as a *configuration stream*, one bit
+per cycle, without regenerating Verilog.
 
 Columns form a chain inside a cluster: a query of ``n`` steps takes ``n`` consecutive columns;
-column ``j``'s predecessor is column ``j - 1`` unless it is the first column of a query. Each
-cluster has a *tag dictionary* of ``tags_per_cluster`` entries (``max_tag_len`` bytes each,
-zero-padded; all zeros = matches no name) that its tag decoder compares every name with; entry
-``d`` has the tag index ``d + 1``, a name in no entry the index 0 (a name equal to several
-entries: the OR of their indices). A *tag matrix* of ``2 ** index_bits`` rows says which columns
-an index matches: row ``i`` bit ``j`` is set when column ``j``'s tag is entry ``i - 1`` or
-column ``j`` is a wildcard (``*``: set in every row, row 0 too). Per column three flags remain:
-``first`` (a query starts here), ``first_any`` (... with ``//``) and ``descendant`` (followed by
-``//``). Every column has a match flag in the readout; the last column of a query is that
-query's readout bit. The queries placed on a cluster may name at most ``tags_per_cluster``
-distinct tags.
+column ``j``'s predecessor is column ``j - 1`` unless it is the first column of a query. The
+engine has one *tag dictionary* of ``tags`` entries (``max_tag_len`` bytes each, zero-padded;
+all zeros = matches no name) that its tag decoder compares every name with; entry ``d`` has the
+tag index ``d + 1``, a name in no entry the index 0 (a name equal to several entries: the OR of
+their indices). The index goes to every cluster, whose *tag matrix* of ``2 ** index_bits`` rows
+says which of its columns an index matches: row ``i`` bit ``j`` is set when column ``j``'s tag
+is entry ``i - 1`` or column ``j`` is a wildcard (``*``: set in every row, row 0 too). Per
+column three flags remain: ``first`` (a query starts here), ``first_any`` (... with ``//``) and
+``descendant`` (followed by ``//``). Every column has a match flag in the readout; the last
+column of a query is that query's readout bit. The queries loaded may name at most ``tags``
+distinct tags in all.
 
 Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
 
 * header, 152 bits: magic ``0x5846`` (16), format version (8), hardware fingerprint (32), payload
   length in bits (32), base configuration id (32), new configuration id (32);
-* payload, per cluster (cluster 0 first): a *presence* bit; when it is 1, the cluster's
-  ``max_tag_len`` dictionary rows, row ``p`` holding byte ``p`` of every dictionary entry (entry
-  0 first, 8 bits each); the tag matrix, row 0 first, ``columns`` bits a row (column 0 first);
-  then per column (column 0 first) its 3 flag bits (first, first_any, descendant); after the
-  last cluster, zero bits up to a whole byte;
+* payload: the dictionary's *presence* bit; when it is 1, its ``max_tag_len`` rows, row ``p``
+  holding byte ``p`` of every entry (entry 0 first, 8 bits each); then per cluster (cluster 0
+  first) a presence bit; when it is 1, the cluster's tag matrix, row 0 first, ``columns`` bits a
+  row (column 0 first), then per column (column 0 first) its 3 flag bits (first, first_any,
+  descendant); after the last cluster, zero bits up to a whole byte;
 * CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
 
-A *full* stream has every cluster present and base id 0; a *delta* stream
-(:func:`reconfigure`) has only the clusters that change and the base id of the configuration it
+A *full* stream has the dictionary and every cluster present and base id 0; a *delta* stream
+(:func:`reconfigure`) has only the parts that change and the base id of the configuration it
 changes: the engine refuses it unless that configuration is the active one. A configuration's
 id (:func:`configuration_id`) is a digest of its full payload, so a delta and the full stream of
 the same configuration carry the same new id. The engine checks all of it (magic, version,
-fingerprint, base id, length, CRC) and only then switches every present cluster to its new
+fingerprint, base id, length, CRC) and only then switches every present part to its new
 contents at once, between two documents; a truncated, corrupt, foreign or stale stream is
-rejected and the old configuration stays. Format version 2 streams (no presence bits or ids)
-are refused by the engine (version and fingerprint differ) and by :func:`read_stream`.
+rejected and the old configuration stays. Streams of earlier formats (2: a dictionary per
+cluster, no presence bits or ids; 3: a dictionary per cluster) are refused by the engine
+(version and fingerprint differ) and by :func:`read_stream`.
 """
 
 from __future__ import annotations
@@ -56,11 +57,12 @@ from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
            "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
+           "dictionary_entries", "cluster_queries",
            "MAGIC", "FORMAT_VERSION", "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
            "FLAG_BITS"]
 
 MAGIC = 0x5846            # "XF"
-FORMAT_VERSION = 3       # 2: a tag dictionary and a tag matrix per cluster; 3: delta streams
+FORMAT_VERSION = 4       # 2: a dictionary per cluster; 3: delta streams; 4: one dictionary
 HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
@@ -70,8 +72,8 @@ FLAG_BITS = 3             # per column: first, first_any, descendant
 MAX_CLUSTER_COLUMNS = 4096
 #: Most generic columns in all (each is a readout bit per document).
 MAX_COLUMNS = 65536
-#: Most dictionary entries per cluster (an 8-bit tag index; each entry compares every name byte).
-MAX_CLUSTER_TAGS = 255
+#: Most dictionary entries (an 8-bit tag index; each entry compares every name byte).
+MAX_TAGS = 255
 
 
 @dataclass(frozen=True)
@@ -83,18 +85,16 @@ class HardwareSpec:
     max_depth: int = 16
     max_name: int = 32
     readout: str = "serial"   # a xpfilt.readout.ReadoutKind value
-    #: Distinct tags the queries of one cluster may name (its tag dictionary's entries). 31
-    #: (a 5-bit tag index: the tag matrix's two banks are 64 rows, one LUT-RAM deep) holds all
-    #: 467 generated depth-8 NITF queries on 16 x 128 columns filled to 90 % (24: 421).
-    tags_per_cluster: int = 31
+    #: Distinct tags the loaded queries may name in all (the tag dictionary's entries; a
+    #: ``index_bits``-bit index goes to every cluster). The NITF DTD has 123 element names.
+    tags: int = 31
 
     def __post_init__(self):
-        for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name",
-                     "tags_per_cluster"):
+        for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name", "tags"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"{name.replace('_', ' ')} must be an integer, not {value!r}")
-        for name in ("clusters", "columns", "max_tag_len", "max_depth", "tags_per_cluster"):
+        for name in ("clusters", "columns", "max_tag_len", "max_depth", "tags"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', ' ')} must be at least 1, "
                                  f"not {getattr(self, name)!r}")
@@ -112,9 +112,8 @@ class HardwareSpec:
         if self.max_depth > DEEPEST:
             raise ValueError(f"max depth must be at most {DEEPEST} (the rows of every stack "
                              f"memory), not {self.max_depth!r}")
-        if self.tags_per_cluster > MAX_CLUSTER_TAGS:
-            raise ValueError(f"tags per cluster must be at most {MAX_CLUSTER_TAGS:,}, not "
-                             f"{self.tags_per_cluster:,}")
+        if self.tags > MAX_TAGS:
+            raise ValueError(f"tags must be at most {MAX_TAGS:,}, not {self.tags:,}")
         check_readout(self.readout)
         if self.max_tag_len > self.max_name:
             raise ValueError(f"max tag length must be at most max name ({self.max_name}), "
@@ -122,8 +121,8 @@ class HardwareSpec:
 
     @property
     def index_bits(self) -> int:
-        """Width of a tag index (0 = no entry, 1 ... ``tags_per_cluster``)."""
-        return self.tags_per_cluster.bit_length()
+        """Width of a tag index (0 = no entry, 1 ... ``tags``)."""
+        return self.tags.bit_length()
 
     @property
     def matrix_rows(self) -> int:
@@ -131,13 +130,19 @@ class HardwareSpec:
         return 1 << self.index_bits
 
     @property
-    def cluster_bits(self) -> int:
-        return (8 * self.max_tag_len * self.tags_per_cluster
-                + (self.matrix_rows + FLAG_BITS) * self.columns)
+    def dictionary_bits(self) -> int:
+        """The dictionary's payload (without its presence bit)."""
+        return 8 * self.max_tag_len * self.tags
 
-    def payload_bits_for(self, present: int) -> int:
-        """Payload bits of a stream with ``present`` clusters present (whole bytes)."""
-        bits = self.clusters + present * self.cluster_bits
+    @property
+    def cluster_bits(self) -> int:
+        """A cluster's payload (without its presence bit): tag matrix and flags."""
+        return (self.matrix_rows + FLAG_BITS) * self.columns
+
+    def payload_bits_for(self, present: int, dictionary: bool = True) -> int:
+        """Payload bits of a stream with ``present`` clusters (and the ``dictionary``) present,
+        whole bytes."""
+        bits = 1 + dictionary * self.dictionary_bits + self.clusters + present * self.cluster_bits
         return bits + -bits % 8
 
     @property
@@ -150,9 +155,6 @@ class HardwareSpec:
         """Bits of a full stream."""
         return HEADER_BITS + self.payload_bits + CRC_BITS
 
-    def delta_stream_bits(self, present: int) -> int:
-        """Bits of a delta stream that rewrites ``present`` clusters."""
-        return HEADER_BITS + self.payload_bits_for(present) + CRC_BITS
 
     @property
     def header_check(self) -> int:
@@ -195,15 +197,18 @@ class HardwareSpec:
             raise ValueError(f"hardware must give {', '.join(missing)}")
         if raw.get("mode") != "programmable":
             raise ValueError(f"hardware must be programmable, not {raw.get('mode')!r}")
+        if "tags_per_cluster" in raw:
+            raise ValueError("hardware must have one tag dictionary (stream format "
+                             f"{FORMAT_VERSION}), not one per cluster: rebuild it with "
+                             "`xpfilt compile --mode programmable`")
         return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",
                                           "max_name")}, readout=raw.get("readout", "serial"),
-                   **({"tags_per_cluster": raw["tags_per_cluster"]}
-                      if "tags_per_cluster" in raw else {}))
+                   **({"tags": raw["tags"]} if "tags" in raw else {}))
 
 
 @dataclass(frozen=True)
 class ColumnConfig:
-    tag: bytes = b""          # empty: matches no name (unless wildcard); in the cluster's tags
+    tag: bytes = b""          # empty: matches no name (unless wildcard); in the dictionary
     first: bool = False
     first_any: bool = False
     wildcard: bool = False
@@ -249,53 +254,60 @@ class _Placed:
 @dataclass(frozen=True)
 class Configuration(_Placed):
     """Where every query went: ``columns[k][j]`` configures column ``j`` of cluster ``k``,
-    ``tags[k]`` is cluster ``k``'s dictionary (entry ``d`` = tag index ``d + 1``);
+    ``tags`` is the dictionary (entry ``d`` = tag index ``d + 1``; ``b""``: a free entry);
     ``readout_bit[number]`` is the readout position of query ``number``'s last column."""
     spec: HardwareSpec
     columns: tuple[tuple[ColumnConfig, ...], ...]
     readout_bit: dict
     rejected: tuple[tuple[int, str], ...] = ()   # (query number, why it is not configured)
     missing_columns: int = 0                       # columns short for the queries without room
-    tags: tuple[tuple[bytes, ...], ...] = ()     # per cluster; () = the columns' tags in order
+    tags: tuple[bytes, ...] = ()                   # () = the columns' tags in order
 
     def __post_init__(self):
         if not self.tags:
-            object.__setattr__(self, "tags", tuple(
-                tuple(dict.fromkeys(c.tag for c in cluster if c.tag))
-                for cluster in self.columns))
-        for k, (tags, cluster) in enumerate(zip(self.tags, self.columns)):
-            if len(tags) > self.spec.tags_per_cluster:
-                raise ValueError(f"cluster {k}'s tags must be at most "
-                                 f"{self.spec.tags_per_cluster}, not {len(tags)}")
-            unknown = {c.tag for c in cluster if c.tag} - set(tags)
-            if unknown:
-                raise ValueError(f"cluster {k}'s columns must name tags of its dictionary, "
-                                 f"not {sorted(unknown)!r}")
+            object.__setattr__(self, "tags", tuple(dict.fromkeys(
+                c.tag for cluster in self.columns for c in cluster if c.tag)))
+        if len(self.tags) > self.spec.tags:
+            raise ValueError(f"the dictionary's tags must be at most {self.spec.tags}, not "
+                             f"{len(self.tags)}")
+        unknown = {c.tag for cluster in self.columns for c in cluster if c.tag} - set(self.tags)
+        if unknown:
+            raise ValueError(f"columns must name tags of the dictionary, not "
+                             f"{sorted(unknown)!r}")
+
+    @cached_property
+    def dictionary_payload(self) -> int:
+        """The dictionary's payload (``spec.dictionary_bits``, without the presence bit)."""
+        return _dictionary_payload(self.spec, self.tags)
 
     @cached_property
     def cluster_payloads(self) -> tuple[int, ...]:
         """Each cluster's payload (``spec.cluster_bits`` bits, without the presence bit)."""
-        return tuple(_cluster_payload(self.spec, tags, cluster)
-                     for tags, cluster in zip(self.tags, self.columns))
+        index = {t: d + 1 for d, t in enumerate(self.tags) if t}
+        return tuple(_cluster_payload(self.spec, index, cluster) for cluster in self.columns)
 
     @property
     def id(self) -> int:
         """This configuration's id (:func:`configuration_id`)."""
-        return configuration_id(_payload_bytes(self.spec, self.cluster_payloads))
+        return configuration_id(_payload_bytes(self.spec, self.dictionary_payload,
+                                               self.cluster_payloads))
 
     def stream(self) -> bytes:
         """The full configuration stream (header, payload, CRC) as bytes, LSB first."""
-        return _full_stream(self.spec, self.cluster_payloads)
+        return _full_stream(self.spec, self.dictionary_payload, self.cluster_payloads)
 
 
-def _cluster_payload(spec: HardwareSpec, tags: Sequence[bytes],
+def _dictionary_payload(spec: HardwareSpec, tags: Sequence[bytes]) -> int:
+    """The dictionary's rows as an integer (stream order)."""
+    entries = list(tags) + [b""] * (spec.tags - len(tags))
+    return int.from_bytes(b"".join(bytes(t[p] if p < len(t) else 0 for t in entries)
+                                   for p in range(spec.max_tag_len)), "little")
+
+
+def _cluster_payload(spec: HardwareSpec, index: dict,
                      cluster: Sequence[ColumnConfig]) -> int:
-    """One cluster's dictionary rows, tag matrix and flags as an integer (stream order)."""
-    entry_bits = 8 * spec.tags_per_cluster
-    entries = list(tags) + [b""] * (spec.tags_per_cluster - len(tags))
-    rows = [int.from_bytes(bytes(t[p] if p < len(t) else 0 for t in entries), "little")
-            for p in range(spec.max_tag_len)]
-    index = {t: d + 1 for d, t in enumerate(tags)}
+    """One cluster's tag matrix and flags as an integer (stream order); ``index[tag]`` is the
+    tag's index in the dictionary."""
     matrix = [0] * spec.matrix_rows
     wildcards = flags = 0
     for j, c in enumerate(cluster):
@@ -304,15 +316,14 @@ def _cluster_payload(spec: HardwareSpec, tags: Sequence[bytes],
         elif c.tag:
             matrix[index[c.tag]] |= 1 << j
         flags |= (c.first | c.first_any << 1 | c.descendant << 2) << (FLAG_BITS * j)
-    return (_concat(rows, entry_bits)
-            | _concat([row | wildcards for row in matrix], spec.columns)
-            << (entry_bits * spec.max_tag_len)
-            | flags << (spec.cluster_bits - FLAG_BITS * spec.columns))
+    return (_concat([row | wildcards for row in matrix], spec.columns)
+            | flags << (spec.matrix_rows * spec.columns))
 
 
-def _payload_bytes(spec: HardwareSpec, payloads: Sequence[Optional[int]]) -> bytes:
-    """The stream payload: per cluster a presence bit and, when present (not None), its
-    payload; zero bits to a whole byte."""
+def _payload_bytes(spec: HardwareSpec, dictionary: Optional[int],
+                   payloads: Sequence[Optional[int]]) -> bytes:
+    """The stream payload: the dictionary's and each cluster's presence bit and, when present
+    (not None), its payload; zero bits to a whole byte."""
     width = spec.cluster_bits + 1
     if all(p is not None for p in payloads):
         value = _concat([1 | p << 1 for p in payloads], width)
@@ -324,8 +335,10 @@ def _payload_bytes(spec: HardwareSpec, payloads: Sequence[Optional[int]]) -> byt
             else:
                 value |= (1 | p << 1) << shift
                 shift += width
+    value = (1 | dictionary << 1 | value << (spec.dictionary_bits + 1) if dictionary is not None
+             else value << 1)
     present = sum(p is not None for p in payloads)
-    return value.to_bytes(spec.payload_bits_for(present) // 8, "little")
+    return value.to_bytes(spec.payload_bits_for(present, dictionary is not None) // 8, "little")
 
 
 def configuration_id(full_payload: bytes) -> int:
@@ -340,8 +353,8 @@ def _framed(spec: HardwareSpec, payload: bytes, base_id: int, new_id: int) -> by
     return body + zlib.crc32(body).to_bytes(CRC_BITS // 8, "little")
 
 
-def _full_stream(spec: HardwareSpec, payloads: Sequence[int]) -> bytes:
-    payload = _payload_bytes(spec, payloads)
+def _full_stream(spec: HardwareSpec, dictionary: int, payloads: Sequence[int]) -> bytes:
+    payload = _payload_bytes(spec, dictionary, payloads)
     return _framed(spec, payload, 0, configuration_id(payload))
 
 
@@ -359,15 +372,17 @@ def _concat(chunks: list[int], width: int) -> int:
 
 @dataclass(frozen=True)
 class StreamContents:
-    """A configuration stream read back: ``payloads[k]`` is cluster ``k``'s payload, None when
-    the stream leaves that cluster as it is."""
+    """A configuration stream read back: ``dictionary`` is the dictionary's payload and
+    ``payloads[k]`` cluster ``k``'s, None when the stream leaves that part as it is."""
     base_id: int
     new_id: int
+    dictionary: Optional[int]
     payloads: tuple[Optional[int], ...]
 
     @property
     def full(self) -> bool:
-        return self.base_id == 0 and all(p is not None for p in self.payloads)
+        return (self.base_id == 0 and self.dictionary is not None
+                and all(p is not None for p in self.payloads))
 
 
 def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> StreamContents:
@@ -395,8 +410,13 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
         raise ValueError(f"{what}: payload length must be {8 * len(payload)} bits (the "
                          f"stream's size), not {length}")
     value = int.from_bytes(payload, "little")
+    dictionary = None
+    at = 1
+    if value & 1:
+        dictionary = value >> 1 & ((1 << spec.dictionary_bits) - 1)
+        at += spec.dictionary_bits
     width, mask = spec.cluster_bits, (1 << spec.cluster_bits) - 1
-    payloads, at = [], 0
+    payloads = []
     for _ in range(spec.clusters):
         if value >> at & 1:
             payloads.append(value >> (at + 1) & mask)
@@ -405,30 +425,39 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
             payloads.append(None)
             at += 1
     if at > 8 * len(payload) or at + -at % 8 != 8 * len(payload) or value >> at:
-        raise ValueError(f"{what}: payload must be {at + -at % 8} bits for its clusters, "
+        raise ValueError(f"{what}: payload must be {at + -at % 8} bits for its parts, "
                          f"not {8 * len(payload)}")
-    return StreamContents(header >> 88 & 0xFFFFFFFF, header >> 120 & 0xFFFFFFFF,
+    return StreamContents(header >> 88 & 0xFFFFFFFF, header >> 120 & 0xFFFFFFFF, dictionary,
                           tuple(payloads))
 
 
-def cluster_queries(spec: HardwareSpec, payload: int) -> list[tuple[int, str]]:
-    """The queries a cluster's payload holds: (first column, path) pairs, in column order.
-    A query is a run of used columns (a tag or ``*``) from a ``first`` column to the next
-    ``first`` or unused column."""
-    n, tags, length = spec.columns, spec.tags_per_cluster, spec.max_tag_len
-    entry_bits = 8 * tags
-    at = entry_bits * length
-    rows = (payload & ((1 << at) - 1)).to_bytes(at // 8, "little")   # row p = entries' byte p
-    entries = [rows[d::tags].rstrip(b"\0").decode() for d in range(tags)]
-    matrix = [payload >> (at + n * i) & ((1 << n) - 1) for i in range(spec.matrix_rows)]
-    names = ["*" if matrix[0] >> j & 1 else "" for j in range(n)]
+def dictionary_entries(spec: HardwareSpec, dictionary: int) -> list[str]:
+    """The entries a dictionary payload holds (``""``: a free entry), entry 0 first."""
+    rows = dictionary.to_bytes(spec.dictionary_bits // 8, "little")   # row p = entries' byte p
+    return [rows[d::spec.tags].rstrip(b"\0").decode() for d in range(spec.tags)]
+
+
+def cluster_queries(spec: HardwareSpec, entries: Sequence[str],
+                    payload: int) -> list[tuple[int, str]]:
+    """The queries a cluster's payload holds (``entries``: the dictionary's): (first column,
+    path) pairs, in column order. A query is a run of used columns (a tag or ``*``) from a
+    ``first`` column to the next ``first`` or unused column."""
+    n = spec.columns
+    if n % 8:
+        matrix = [payload >> (n * i) & ((1 << n) - 1) for i in range(spec.matrix_rows)]
+    else:                                # whole bytes a row: slices (shifts cost more)
+        data, w = payload.to_bytes(spec.cluster_bits // 8 + 1, "little"), n // 8
+        matrix = [int.from_bytes(data[w * i:w * i + w], "little")
+                  for i in range(spec.matrix_rows)]
+    wild = matrix[0]
+    names = ["*" if wild >> j & 1 else "" for j in range(n)] if wild else [""] * n
     for i in range(1, spec.matrix_rows):
-        row = matrix[i] & ~matrix[0]
+        row = matrix[i] & ~wild
         while row:
             j = (row & -row).bit_length() - 1
             names[j] = entries[i - 1]
             row &= row - 1
-    flags = format(payload >> (spec.cluster_bits - FLAG_BITS * n), f"0{FLAG_BITS * n}b")[::-1]
+    flags = format(payload >> (spec.matrix_rows * n), f"0{FLAG_BITS * n}b")[::-1]
     out, text, start = [], "", 0
     for j in range(n + 1):
         ends = j == n or not names[j] or flags[FLAG_BITS * j] == "1"
@@ -481,15 +510,18 @@ def _refusal(q: Query, spec: HardwareSpec) -> str:
     if len(q) > spec.columns:
         return f"query {q.number} ({q}): {len(q)} steps do not fit in a cluster of " \
                f"{spec.columns} columns"
-    if len(needs := query_tags(q)) > spec.tags_per_cluster:
-        return (f"query {q.number} ({q}): {len(needs)} distinct tags do not fit a cluster's "
-                f"{spec.tags_per_cluster} tags")
+    if len(needs := query_tags(q)) > spec.tags:
+        return (f"query {q.number} ({q}): {len(needs)} distinct tags do not fit the "
+                f"dictionary's {spec.tags} tags")
     return ""
 
 
-def _no_room(q: Query, spec: HardwareSpec) -> str:
+def _no_room(q: Query, spec: HardwareSpec, dictionary: bool = False) -> str:
+    if dictionary:
+        return (f"query {q.number} ({q}): no room left in the tag dictionary ({spec.tags} "
+                f"tags)")
     return (f"query {q.number} ({q}): no room left ({spec.clusters} clusters x "
-            f"{spec.columns} columns, {spec.tags_per_cluster} tags each)")
+            f"{spec.columns} columns)")
 
 
 def _tag_order(q: Query) -> list[str]:
@@ -499,12 +531,12 @@ def _tag_order(q: Query) -> list[str]:
 
 def configure(queries: Sequence[Query], spec: HardwareSpec, *,
               strict: bool = False) -> Configuration:
-    """Place the queries on the columns: in the order of their tag sequences (so that queries
-    naming the same tags meet in a cluster), each on the first cluster with enough free columns
-    whose dictionary has room for the query's new tags. A query that cannot be placed (a
-    predicate, a combination, a tag longer than ``max_tag_len``, more distinct tags than a
-    dictionary holds, no room left) is listed in ``Configuration.rejected`` with the reason, and
-    the rest are configured; with ``strict``, :class:`ConfigurationError` is raised instead."""
+    """Place the queries on the columns: in the order of their tag sequences, each on the first
+    cluster with enough free columns, while the dictionary has room for its new tags. A query
+    that cannot be placed (a predicate, a combination, a tag longer than ``max_tag_len``, more
+    distinct tags than the dictionary holds, no room left) is listed in
+    ``Configuration.rejected`` with the reason, and the rest are configured; with ``strict``,
+    :class:`ConfigurationError` is raised instead."""
     rejected: list[tuple[int, str]] = []
     candidates = []
     for q in queries:
@@ -514,21 +546,21 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
         else:
             candidates.append((q, query_tags(q)))
     free = [spec.columns] * spec.clusters
-    tags: list[dict[bytes, None]] = [{} for _ in range(spec.clusters)]   # ordered sets
+    held: dict[bytes, None] = {}           # the dictionary, in order
     placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     no_room = []
-    room = spec.tags_per_cluster
     open_clusters = list(range(spec.clusters))     # those with a free column, in order
     for *_, q, needs in sorted((_tag_order(q), q.number, i, q, needs)
                                for i, (q, needs) in enumerate(candidates)):
         size = len(q)
+        if len(held) + len(needs.difference(held)) > spec.tags:
+            rejected.append((q.number, _no_room(q, spec, dictionary=True)))
+            continue
         for k in open_clusters:
-            held = tags[k]
-            if free[k] >= size and (len(held) + len(needs) <= room or len(held) + len(
-                    needs.difference(held)) <= room):
+            if free[k] >= size:
                 placed[k].append((spec.columns - free[k], q))
                 free[k] -= size
-                held.update(dict.fromkeys(sorted(needs - held.keys())))
+                held.update(dict.fromkeys(sorted(needs.difference(held))))
                 if not free[k]:
                     open_clusters.remove(k)
                 break
@@ -549,7 +581,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
             readout_bit[q.number] = k * spec.columns + start + len(q) - 1
         columns.append(tuple(row))
     config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing,
-                           tuple(tuple(t) for t in tags))
+                           tuple(held))
     if strict and rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config
@@ -559,12 +591,13 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
 class Update(_Placed):
     """A configuration changed in place (:func:`reconfigure`): ``stream`` is the new full
     stream (the ``previous`` of the next update), ``delta`` the stream that turns the previous
-    configuration into it (only the ``changed`` clusters; the engine refuses it on any other
-    configuration)."""
+    configuration into it (only the ``changed`` clusters, and the dictionary when
+    ``dictionary_changed``; the engine refuses it on any other configuration)."""
     spec: HardwareSpec
     stream: bytes
     delta: bytes
     changed: tuple[int, ...]
+    dictionary_changed: bool
     readout_bit: dict
     rejected: tuple[tuple[int, str], ...] = ()
     missing_columns: int = 0
@@ -573,18 +606,21 @@ class Update(_Placed):
 def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *,
                 what: str = "previous stream") -> Update:
     """Load ``queries`` where the full stream ``previous`` is loaded, moving nothing that
-    stays: a query of ``previous`` (the same path) keeps its columns and readout bit, a removed
-    one frees its columns, a new one goes to the first cluster with a free run of columns and
-    room in its dictionary (in :func:`configure`'s order). Only the clusters that change are in
-    the delta. ValueError (naming ``what``) when ``previous`` is not a full stream of ``spec``."""
+    stays: a query of ``previous`` (the same path) keeps its columns and readout bit, and every
+    dictionary entry in use its index; a removed query frees its columns, a new one goes to the
+    first cluster with a free run of columns (in :func:`configure`'s order), its new tags to
+    free dictionary entries (or ones no remaining query names). Only the parts that change are
+    in the delta. ValueError (naming ``what``) when ``previous`` is not a full stream of
+    ``spec``."""
     old = read_stream(spec, previous, what)
     if not old.full:
         raise ValueError(f"{what} must be a full configuration stream (`xpfilt configure` "
                          f"writes one beside every delta), not a delta")
     n = spec.columns
+    entries = dictionary_entries(spec, old.dictionary)
     where: dict[str, list[tuple[int, int]]] = {}     # path -> [(cluster, first column)]
     for k, payload in enumerate(old.payloads):
-        for start, text in cluster_queries(spec, payload):
+        for start, text in cluster_queries(spec, entries, payload):
             where.setdefault(text, []).append((k, start))
     for spots in where.values():
         spots.reverse()                              # pop() takes them in column order
@@ -603,25 +639,39 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         else:
             new.append(q)
     changed = {k for spots in where.values() for k, _ in spots}     # a query left these
-    held: dict[int, set] = {}            # per cluster looked at: its queries' tags
-    used: dict[int, list] = {}           # ... and the column spans they take
+    tags = [e.encode() for e in entries]
+    index = {t: d + 1 for d, t in enumerate(tags) if t}
+    in_use: Optional[set] = None         # the tags the queries kept name (when needed)
+    dictionary_changed = False
+    used: dict[int, list] = {}           # per cluster looked at: the column spans taken
     no_room = []
     for q in sorted(new, key=lambda q: (_tag_order(q), q.number)):
-        needs = query_tags(q)
-        for k in range(spec.clusters):
-            if k not in held:
-                held[k] = set().union(*(query_tags(q) for _, q in kept[k]))
-                used[k] = sorted((start, start + len(q)) for start, q in kept[k])
-            if len(held[k] | needs) > spec.tags_per_cluster:
+        needs = sorted(t for t in query_tags(q) if t not in index)
+        slots = [d for d, t in enumerate(tags) if not t][:len(needs)]
+        if len(slots) < len(needs):
+            if in_use is None:
+                in_use = set().union(*(query_tags(q) for ks in kept for _, q in ks))
+            slots += [d for d, t in enumerate(tags) if t and t not in in_use][
+                :len(needs) - len(slots)]
+            if len(slots) < len(needs):
+                rejected.append((q.number, _no_room(q, spec, dictionary=True)))
                 continue
+        for k in range(spec.clusters):
+            if k not in used:
+                used[k] = sorted((start, start + len(q)) for start, q in kept[k])
             start = _free_run(used[k], len(q), n)
             if start is not None:
                 break
         else:
             no_room.append(q)
             continue
+        for t, d in zip(needs, slots):
+            index.pop(tags[d], None)
+            tags[d], index[t] = t, d + 1
+            dictionary_changed = True
+        if in_use is not None:
+            in_use |= query_tags(q)
         used[k] = sorted(used[k] + [(start, start + len(q))])
-        held[k] |= needs
         kept[k].append((start, q))
         readout_bit[q.number] = k * n + start + len(q) - 1
         changed.add(k)
@@ -635,15 +685,15 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         row = [ColumnConfig()] * n
         for start, q in kept[k]:
             row[start:start + len(q)] = query_columns(q)
-        tags = tuple(dict.fromkeys(c.tag for c in row if c.tag))
-        payloads[k] = _cluster_payload(spec, tags, row)
-    full_payload = _payload_bytes(spec, payloads)
+        payloads[k] = _cluster_payload(spec, index, row)
+    dictionary = _dictionary_payload(spec, tags) if dictionary_changed else old.dictionary
+    full_payload = _payload_bytes(spec, dictionary, payloads)
     new_id = configuration_id(full_payload)
     delta = _framed(spec, _payload_bytes(
-        spec, [p if k in changed else None for k, p in enumerate(payloads)]), old.new_id,
-        new_id)
+        spec, dictionary if dictionary_changed else None,
+        [p if k in changed else None for k, p in enumerate(payloads)]), old.new_id, new_id)
     return Update(spec, _framed(spec, full_payload, 0, new_id), delta, tuple(sorted(changed)),
-                  readout_bit, tuple(sorted(rejected)), missing)
+                  dictionary_changed, readout_bit, tuple(sorted(rejected)), missing)
 
 
 def _free_run(spans: list[tuple[int, int]], size: int, columns: int) -> Optional[int]:

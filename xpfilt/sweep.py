@@ -181,13 +181,14 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
         model = EngineModel(plan)
     elif point.engine == "programmable":
         from .model.programmable import ProgrammableModel, preload_configuration
-        from .programmable import HardwareSpec, configure
+        from .programmable import MAX_TAGS, HardwareSpec, configure, query_tags
         columns_needed = row["query_nodes"]
+        tags = len(set().union(*(query_tags(q) for q in queries)))
         per_cluster = point.columns_per_cluster
         spec = HardwareSpec(clusters=-(-columns_needed // per_cluster),
                             columns=per_cluster + per_cluster % 2,     # HardwareSpec: an even count
                             max_tag_len=24, max_depth=point.max_depth,
-                            readout=point.readout)
+                            readout=point.readout, tags=max(1, min(MAX_TAGS, tags)))
         configuration = configure(queries, spec)
         row.update(columns=spec.clusters * spec.columns, clusters=spec.clusters,
                    configured=len(configuration.readout_bit),

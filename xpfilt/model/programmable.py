@@ -3,11 +3,11 @@
 The frame (input copy, front end, flow control, capture, readout) is :class:`FrameModel`; this
 module adds the configuration loader (header, payload routing, CRC-32, commit at a document
 boundary) and the clusters of generic columns, each a Python integer with one bit per column.
-The tag dictionary is modelled by name: at each commit the active banks' entries and tag
-matrix become a lookup ``name -> columns`` (the matrix row of the OR of the indices of the
-entries equal to the name, as the hardware's decoder encodes it; row 0 for any other name),
-looked up with the name the front end model reports on each push, in the cycle the clusters
-register the event (as the hardware's decoders register their result).
+The tag dictionary is modelled by name: at each commit the active banks' entries and each
+cluster's tag matrix become a lookup ``name -> columns`` (the matrix row of the OR of the
+indices of the entries equal to the name, as the hardware's decoder encodes it; row 0 for any
+other name), looked up with the name the front end model reports on each push, in the cycle the
+clusters register the event (as they read the tag matrix with the decoder's index).
 """
 
 from __future__ import annotations
@@ -26,14 +26,38 @@ from .frontend import FrontEndModel
 __all__ = ["ProgrammableModel", "ProgrammableModelEngine", "load_configuration",
            "preload_configuration"]
 
-HEADER, PAYLOAD, CRC, DRAIN, PAD = range(5)
+HEADER, PAYLOAD, CRC, DRAIN, PAD, DICTIONARY = range(6)
+
+
+class _Dictionary:
+    def __init__(self, spec: HardwareSpec):
+        self.rows = [[0] * spec.max_tag_len for _ in range(2)]   # [bank][row] = 8 x tags bits
+        self.bank = 0
+        self.shift = 0
+        self.present = 0          # the stream being loaded holds the dictionary
+
+    def activate(self) -> None:
+        """Commit (when present): flip the banks."""
+        if self.present:
+            self.present = 0
+            self.bank ^= 1
+
+    def indices(self, spec: HardwareSpec) -> dict[bytes, int]:
+        """Each name in the active bank -> the OR of the indices of the entries equal to it."""
+        rows = self.rows[self.bank]
+        indices: dict[bytes, int] = {}
+        for d in range(spec.tags):
+            entry = bytes(rows[p] >> (8 * d) & 0xFF for p in range(spec.max_tag_len))
+            entry = entry.split(b"\0", 1)[0]
+            if entry:
+                indices[entry] = indices.get(entry, 0) | d + 1
+        return indices
 
 
 class _Cluster:
     def __init__(self, spec: HardwareSpec):
         n = spec.columns
         self.all = (1 << n) - 1
-        self.rows = [[0] * spec.max_tag_len for _ in range(2)]   # [bank][row] = 8D bits
         self.matrix = [[0] * spec.matrix_rows for _ in range(2)]  # [bank][index] = n bits
         self.bank = 0
         self.shift = 0
@@ -45,27 +69,21 @@ class _Cluster:
         self.stack = [0]
         self.flags = 0
 
-    def activate(self, spec: HardwareSpec, staged: int) -> None:
-        """Commit (when present): flip the banks, copy the staged flags, rebuild the name
-        lookup."""
+    def activate(self, spec: HardwareSpec) -> None:
+        """Commit (when present): flip the banks, copy the staged flags."""
         if not self.present:
             return
         self.present = 0
-        n = spec.columns
         self.bank ^= 1
         flags = [0] * FLAG_BITS
-        for j in range(n):
+        for j in range(spec.columns):
             for k in range(FLAG_BITS):
-                flags[k] |= (staged >> (FLAG_BITS * j + k) & 1) << j
+                flags[k] |= (self.staged >> (FLAG_BITS * j + k) & 1) << j
         self.first, self.first_any, self.descendant = flags
+
+    def look_up(self, indices: dict[bytes, int]) -> None:
+        """Rebuild the name lookup from the dictionary's ``indices`` and the active matrix."""
         matrix = self.matrix[self.bank]
-        indices: dict[bytes, int] = {}
-        rows = self.rows[self.bank]
-        for d in range(spec.tags_per_cluster):
-            entry = bytes(rows[p] >> (8 * d) & 0xFF for p in range(spec.max_tag_len))
-            entry = entry.split(b"\0", 1)[0]
-            if entry:
-                indices[entry] = indices.get(entry, 0) | d + 1
         self.names = {name: matrix[index] for name, index in indices.items()}
         self.unknown = matrix[0]
 
@@ -87,6 +105,7 @@ class ProgrammableModel(FrameModel):
 
     def reset(self) -> None:
         super().reset()
+        self.dictionary = _Dictionary(self.spec)
         self.clusters = [_Cluster(self.spec) for _ in range(self.spec.clusters)]
         self.hits = [0] * self.spec.clusters      # the decoders' registered results
         self.in_document = 0
@@ -119,15 +138,21 @@ class ProgrammableModel(FrameModel):
         if take:
             self._config_bit(int(cfg_bit), bool(cfg_last))
         if commit:
-            staged = [c.staged for c in self.clusters]
-            for c, s in zip(self.clusters, staged):
-                c.activate(self.spec, s)
+            self._commit()
             self.cfg_pending = 0
             self.loaded = 1
             self.active_id = self.header >> 120
             self.generation = (self.generation + 1) & 0xFF
         self.config_ready = cfg_ready
         return ready, beat
+
+    def _commit(self) -> None:
+        """Every present part switches to its loaded contents."""
+        self.dictionary.activate()
+        indices = self.dictionary.indices(self.spec)
+        for c in self.clusters:
+            c.activate(self.spec)
+            c.look_up(indices)
 
     def _hold(self) -> bool:
         return bool(self.cfg_pending) and not self.in_document
@@ -143,6 +168,7 @@ class ProgrammableModel(FrameModel):
             self.cfg_count = count + 1
             if count == 0:
                 self.rejected = 0
+                self.dictionary.present = 0
                 for c in self.clusters:
                     c.present = 0
             if count == HEADER_BITS - 1:
@@ -153,40 +179,40 @@ class ProgrammableModel(FrameModel):
                         or base not in (0, self.active_id) or last):
                     self._reject(last)
                 else:
-                    self.state = PAYLOAD
+                    self.state = DICTIONARY
             elif last:
                 self.rejected, self.cfg_count, self.crc = 1, 0, 0xFFFFFFFF
+        elif state == DICTIONARY:
+            self.crc = crc_next
+            self.payload_count += 1
+            dictionary, width = self.dictionary, 8 * spec.tags
+            if self.section == 0:
+                if bit:
+                    dictionary.present = 1
+                    self.section = 1
+                else:
+                    self.state = PAYLOAD
+            elif self._row_bit(dictionary, dictionary.rows, width, spec.max_tag_len, bit):
+                self.section = 0
+                self.state = PAYLOAD
+            if last:
+                self.rejected = 1
+                self.state = HEADER
         elif state == PAYLOAD:
             self.crc = crc_next
             self.payload_count += 1
             cluster = self.clusters[self.cluster]
-            n, tags = spec.columns, spec.tags_per_cluster
-            width = max(8 * tags, n)
+            n = spec.columns
             end_of_cluster = False
             if self.section == 0:
                 if bit:
                     cluster.present = 1
-                    self.section = 1
+                    self.section = 2
                 else:
                     end_of_cluster = True
-            elif self.section < 3:
-                shift = (cluster.shift >> 1) | bit << (width - 1)
-                cluster.shift = shift
-                self.in_row += 1
-                if self.section == 1 and self.in_row == 8 * tags:
-                    cluster.rows[cluster.bank ^ 1][self.row] = shift >> (width - 8 * tags)
-                    self.in_row = 0
-                    if self.row == spec.max_tag_len - 1:
-                        self.section, self.row = 2, 0
-                    else:
-                        self.row += 1
-                elif self.section == 2 and self.in_row == n:
-                    cluster.matrix[cluster.bank ^ 1][self.row] = shift >> (width - n)
-                    self.in_row = 0
-                    if self.row == spec.matrix_rows - 1:
-                        self.section, self.row = 3, 0
-                    else:
-                        self.row += 1
+            elif self.section == 2:
+                if self._row_bit(cluster, cluster.matrix, n, spec.matrix_rows, bit):
+                    self.section = 3
             else:
                 cluster.staged = (cluster.staged >> 1) | bit << (FLAG_BITS * n - 1)
                 self.in_flags += 1
@@ -232,6 +258,18 @@ class ProgrammableModel(FrameModel):
         if last:
             self.crc = 0xFFFFFFFF
 
+    def _row_bit(self, part, banks, width: int, rows: int, bit: int) -> bool:
+        """``bit`` enters ``part``'s row register (``width`` bits); a complete row goes to row
+        ``self.row`` of the inactive bank of ``banks``. True after the last of ``rows``."""
+        part.shift = (part.shift >> 1) | bit << (width - 1)
+        self.in_row += 1
+        if self.in_row < width:
+            return False
+        banks[part.bank ^ 1][self.row] = part.shift
+        self.in_row = 0
+        self.row = (self.row + 1) % rows
+        return self.row == 0
+
     def _reject(self, last: bool) -> None:
         self.rejected = 1
         self.state = HEADER if last else DRAIN
@@ -276,22 +314,19 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
     spec = model.spec
     stream = configuration.stream()
     contents = read_stream(spec, stream)
-    n, row_bits, flags = spec.columns, 8 * spec.tags_per_cluster, FLAG_BITS * spec.columns
-    width = max(row_bits, n)
+    n, row_bits, flags = spec.columns, 8 * spec.tags, FLAG_BITS * spec.columns
+    dictionary, payload = model.dictionary, contents.dictionary
+    for p in range(spec.max_tag_len):
+        dictionary.rows[dictionary.bank ^ 1][p] = dictionary.shift = (
+            payload >> (row_bits * p) & ((1 << row_bits) - 1))
+    dictionary.present = 1
     for c, payload in zip(model.clusters, contents.payloads):
-        shift = 0
-        for p in range(spec.max_tag_len):
-            c.rows[c.bank ^ 1][p] = payload & ((1 << row_bits) - 1)
-            shift = (shift >> row_bits) | c.rows[c.bank ^ 1][p] << (width - row_bits)
-            payload >>= row_bits
         for i in range(spec.matrix_rows):
-            c.matrix[c.bank ^ 1][i] = payload & ((1 << n) - 1)
-            shift = (shift >> n) | c.matrix[c.bank ^ 1][i] << (width - n)
+            c.matrix[c.bank ^ 1][i] = c.shift = payload & ((1 << n) - 1)
             payload >>= n
-        c.shift = shift
         c.staged = payload & ((1 << flags) - 1)
         c.present = 1
-        c.activate(spec, c.staged)
+    model._commit()
     model.generation = (model.generation + 1) & 0xFF
     model.loaded, model.rejected = 1, 0
     model.header = int.from_bytes(stream[:HEADER_BITS // 8], "little")
