@@ -21,7 +21,8 @@ bottom up, with *pending* bits:
 * a cluster with twigs keeps ``max_depth + 1`` rows and, on a pop at level ``L``, reads row
   ``L`` (the closing element's; a push still reads ``L - 1``);
 * per twig entry ``e`` other than the anchor a pending bit ``N_e`` per open element: "below this
-  element, entry ``e`` held" (a child of it, or any descendant when ``e`` is reached by ``//``).
+  element, entry ``e`` held" (a child of it, or any descendant when ``e`` is reached by ``//``);
+  equal entries of different queries share one (:class:`xpfilt.compiler.TwigChecks`).
   The current element's bits are a register, its ancestors' are saved by level in a small
   LUT-RAM on each push (like :func:`packed_stack`); a push starts the new element with none;
 * on the pop of element ``Y``: entry ``e`` *holds* at ``Y`` when ``Y``'s row has ``e``'s column
@@ -32,8 +33,8 @@ bottom up, with *pending* bits:
   is reached by ``//``, ``N_e(Y)`` passes to the parent too (an ancestor of ``Y`` is an ancestor
   of what ``Y`` contains). The parent's bits = its saved bits OR these.
 
-Each twig node below the anchor costs one pending bit (a flip-flop and a LUT-RAM bit) and its
-condition's few LUTs; its column is shared with every entry of the cluster of the same name.
+Each distinct twig node below an anchor costs one pending bit (a flip-flop and a LUT-RAM bit) and
+its condition's few LUTs; its column is shared with every entry of the cluster of the same name.
 The bottom-up check anchors every entry at exactly one element, so nested candidates
 (``//b[text()=15]/c`` in ``<b>15<b>7<c/></b></b>``; ``//a[b]/c`` in ``<a><a><c/></a><b/></a>``)
 are told apart; a document end that shares its cycle with the root's pop still checks the root.
@@ -48,7 +49,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.compiler import Cluster, SourceKind
+from xpfilt.compiler import Cluster, SourceKind, TwigChecks
 
 from .frontend import ErrorFlags
 
@@ -187,22 +188,21 @@ class StackBank(wiring.Component):
                 fires[q.node] if cluster.nodes[q.node].tag else fires[q.node] & ev.push
                 for q in cluster.queries]
         if chains:
-            self._twigs(m, ev, top, chains, hits)
+            self._twigs(m, ev, top, hits)
         match_flags(m, ev, self.clear, Cat(*hits), self.matches, gated=False)
         return m
 
-    def _twigs(self, m, ev, row, chains, hits) -> None:
-        """The twig entries, checked on pops (see the module docstring): ``row`` is the
-        closing element's row, ``pending`` its pending bits (a register; the ancestors' in a
-        LUT-RAM by level, saved on a push like :func:`packed_stack`). Sets ``hits`` of the
-        checked queries."""
-        n_pending = sum(len(chain) - 1 for _, chain in chains)
+    def _twigs(self, m, ev, row, hits) -> None:
+        """The twig checks (:class:`xpfilt.compiler.TwigChecks`), on pops (see the module
+        docstring): ``row`` is the closing element's row, ``pending`` its pending bits (a
+        register; the ancestors' in a LUT-RAM by level, saved on a push like
+        :func:`packed_stack`). Sets ``hits`` of the twig queries."""
+        checks = TwigChecks.of(self.cluster)
+        n_pending = len(checks.pending)
         pending = Signal(max(1, n_pending))
-        up = []
-        base = -1                       # entry e >= 1 of a query: pending bit base + e
 
         def holds(cond):
-            """An entry's condition on the pop (leaves: text bits, row columns, pending)."""
+            """A condition on the pop (leaves: text bits, row columns, pending bits)."""
             if not cond:
                 return Const(1)
             match cond[0]:
@@ -211,20 +211,19 @@ class StackBank(wiring.Component):
                 case "r":
                     return row[cond[1]]
                 case "n":
-                    return pending[base + cond[1]]
+                    return pending[cond[1]]
                 case "not":
                     return ~holds(cond[1])
             terms = Cat(*(holds(x) for x in cond[1:]))
             return terms.all() if cond[0] == "and" else terms.any()
 
-        for i, chain in chains:
-            for e, (column, cond, _up, descendant) in enumerate(chain):
-                done = holds(cond) if column < 0 else row[column] & holds(cond)
-                if e == 0:
-                    hits[i] = ev.pop & done
-                else:
-                    up.append(done | pending[base + e] if descendant else done)
-            base += len(chain) - 1
+        def done(column, cond):
+            return holds(cond) if column < 0 else row[column] & holds(cond)
+
+        for i, column, cond in checks.anchors:
+            hits[i] = ev.pop & done(column, cond)
+        up = [done(column, cond) | pending[p] if descendant else done(column, cond)
+              for p, (column, cond, descendant) in enumerate(checks.pending)]
         if not n_pending:
             return
         mem = Memory(shape=n_pending, depth=self.max_depth, init=[])

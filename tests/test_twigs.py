@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler import CompileOptions, TwigChecks, compile_queries
 from xpfilt.events import document_depth, parse_events
 from xpfilt.hdl.frontend import Errors
 from xpfilt.model.engine import ModelEngine, collect_readout
@@ -84,6 +84,19 @@ def test_twigs_share_the_prefix_with_path_profiles():
     # new: the anchor b (one for both twigs) and the free columns c and d (shared)
     assert both.stats["nodes"] == paths.stats["nodes"] + 3
     assert both.stats["columns"] == paths.stats["columns"] + 3
+
+
+def test_equal_twig_entries_share_their_pending_bit():
+    """Entries with the same column, axis and condition over the same entries hold at the same
+    elements: ``head`` under ``/nitf``'s anchor is one pending bit for all three twigs, ``title``
+    under it another; ``//title`` and ``[x]`` are bits of their own."""
+    texts = ["/nitf[head]/a", "/nitf[head]/b", "/nitf[head[title]]", "/nitf[head[.//title]]",
+             "/nitf[head/title]/x"]
+    plan = compile_queries([parse_query(t, i + 1) for i, t in enumerate(texts)])
+    checks = TwigChecks.of(plan.clusters[0])
+    # head, a, b, title, head[title], //title, head[//title], x
+    assert len(checks.pending) == 8 and len(checks.anchors) == 5
+    assert sum(len(q.chain) - 1 for q in plan.clusters[0].queries) == 11
 
 
 @pytest.mark.parametrize("p_valid, p_ready, seed", [(1.0, 1.0, 0), (0.6, 0.7, 1)])

@@ -64,8 +64,8 @@ This is the ICDE 2011 twig scheme (Moussalli et al.: a push stack per root-to-le
 on opens, a pop stack per path updated on closes, joined at the split nodes) with two savings:
 the part above the first split node is matched once, top down, in the shared trie (no pop
 stack, shared with path profiles), and below it each twig node costs one pending bit (the pop
-stack) plus a name-test column shared by all twig nodes of the cluster with that name, not a
-push column of its own -- top-down context below the anchor is not needed, because every entry
+stack, shared by equal entries of other queries: :class:`TwigChecks`) plus a name-test column
+shared by all twig nodes of the cluster with that name, not a push column of its own -- top-down context below the anchor is not needed, because every entry
 is anchored bottom up at exactly one element of its parent entry.
 
 Column optimizations (each switchable): (1) the last node gets no column; (2) a first step whose
@@ -91,7 +91,8 @@ from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Quer
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "cluster_order", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
-           "COMBINATIONS_REFUSED", "POSITION_REFUSED", "guard_holds", "twig_holds"]
+           "COMBINATIONS_REFUSED", "POSITION_REFUSED", "guard_holds", "twig_holds",
+           "TwigChecks"]
 
 PLAN_VERSION = 5
 
@@ -233,10 +234,45 @@ def _tuples(value):
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def twig_holds(cond: tuple, conds: int, row: int, pending: int, base: int = -1) -> bool:
-    """Whether a twig entry's condition holds on a pop: ``("c", i)`` is bit ``i`` of the pop's
-    text condition bits ``conds``, ``("r", c)`` column ``c`` of the closing element's ``row``,
-    ``("n", e)`` pending bit ``base + e`` of the element (entry ``e`` held below it)."""
+@dataclass(frozen=True)
+class TwigChecks:
+    """What a cluster checks on pops (derived from its queries' twig entries, the one
+    definition the RTL and the model share): ``pending[p]`` = ``(column, condition, '//')`` of
+    pending bit ``p``, one per distinct entry below an anchor -- entries with the same column,
+    axis and condition over the same distinct entries hold at the same elements, so queries
+    share them (``/nitf[head]/x`` and ``/nitf[head]/y`` share ``head``'s bit); ``anchors`` =
+    ``(readout position, column, condition)`` per twig query. Conditions read ``("n", p)`` as
+    pending bit ``p``."""
+    pending: tuple
+    anchors: tuple
+
+    @staticmethod
+    def of(cluster: "Cluster") -> "TwigChecks":
+        index: dict[tuple, int] = {}
+        anchors = []
+        for i, q in enumerate(cluster.queries):
+            bit: dict[int, int] = {}
+
+            def shared(cond):
+                if not cond or cond[0] in ("c", "r"):
+                    return cond
+                if cond[0] == "n":
+                    return ("n", bit[cond[1]])
+                return (cond[0], *(shared(x) for x in cond[1:]))
+
+            for e in reversed(range(1, len(q.chain))):   # an entry's children come after it
+                column, cond, _up, descendant = q.chain[e]
+                bit[e] = index.setdefault((column, shared(cond), descendant), len(index))
+            if q.chain:
+                column, cond, _up, _d = q.chain[0]
+                anchors.append((i, column, shared(cond)))
+        return TwigChecks(tuple(index), tuple(anchors))
+
+
+def twig_holds(cond: tuple, conds: int, row: int, pending: int) -> bool:
+    """Whether a twig condition holds on a pop: ``("c", i)`` is bit ``i`` of the pop's text
+    condition bits ``conds``, ``("r", c)`` column ``c`` of the closing element's ``row``,
+    ``("n", p)`` pending bit ``p`` of the element (:class:`TwigChecks`)."""
     if not cond:
         return True
     op = cond[0]
@@ -245,12 +281,12 @@ def twig_holds(cond: tuple, conds: int, row: int, pending: int, base: int = -1) 
     if op == "r":
         return bool(row >> cond[1] & 1)
     if op == "n":
-        return bool(pending >> (base + cond[1]) & 1)
+        return bool(pending >> cond[1] & 1)
     if op == "and":
-        return all(twig_holds(g, conds, row, pending, base) for g in cond[1:])
+        return all(twig_holds(g, conds, row, pending) for g in cond[1:])
     if op == "or":
-        return any(twig_holds(g, conds, row, pending, base) for g in cond[1:])
-    return not twig_holds(cond[1], conds, row, pending, base)
+        return any(twig_holds(g, conds, row, pending) for g in cond[1:])
+    return not twig_holds(cond[1], conds, row, pending)
 
 
 def guard_holds(guard: tuple, bits: int) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..compiler import Cluster, SourceKind, guard_holds, twig_holds
+from ..compiler import Cluster, SourceKind, TwigChecks, guard_holds, twig_holds
 
 __all__ = ["ClusterStacks"]
 
@@ -69,24 +69,20 @@ class ClusterStacks:
         self._guarded = sum(1 << k for k in self._guards)
         self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
         self._match_nodes = defaultdict(list)   # node -> readout positions in this cluster
-        # twig entries checked on pops: (readout position or -1, condition, pending bit base,
-        # own pending bit or -1), by their column (-1: every element)
-        self._chains = False
+        # twig checks on pops (TwigChecks): (readout position or -1, condition, pending bit or
+        # -1), by their column (-1: every element)
+        checks = TwigChecks.of(cluster)
+        self._chains = bool(checks.anchors)
         self._entries: dict[int, list] = defaultdict(list)
         self._descendants = 0                   # pending bits that pass on to the parent
-        pending = 0
+        for p, (column, cond, descendant) in enumerate(checks.pending):
+            self._entries[column].append((-1, cond, p))
+            self._descendants |= descendant << p
+        for i, column, cond in checks.anchors:
+            self._entries[column].append((i, cond, -1))
         for i, q in enumerate(cluster.queries):
             if not q.chain:
                 self._match_nodes[q.node].append(i)
-                continue
-            self._chains = True
-            base = pending - 1                  # entry e >= 1 has pending bit base + e
-            for e, (column, cond, _up, descendant) in enumerate(q.chain):
-                self._entries[column].append((i if e == 0 else -1, cond, base,
-                                              base + e if e else -1))
-                if e and descendant:
-                    self._descendants |= 1 << (base + e)
-            pending += len(q.chain) - 1
         self._match_mask = sum(1 << k for k in self._match_nodes)
         self.reset()
 
@@ -146,8 +142,8 @@ class ClusterStacks:
         up = mine & self._descendants
         entries = self._entries
         for column in (-1, *_bits(row)):
-            for i, cond, base, own in entries.get(column, ()):
-                if twig_holds(cond, conds, row, mine, base):
+            for i, cond, own in entries.get(column, ()):
+                if twig_holds(cond, conds, row, mine):
                     if own < 0:
                         self.matches |= 1 << i
                     else:
