@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.compiler import CompileOptions, TwigChecks, compile_queries
-from xpfilt.events import document_depth, parse_events
+from xpfilt.events import Document, document_depth, parse_events
 from xpfilt.hdl.frontend import Errors
 from xpfilt.model.engine import ModelEngine, collect_readout
 from xpfilt.paths import shared_data
@@ -164,3 +164,19 @@ def test_regress_nitf_twigs_on_verilator(build_dir, tmp_path):
     print(summary.format())
     assert summary.ok, summary.format()
     assert sum(map(len, summary.answers.values())) > 1000
+
+
+@pytest.mark.regress
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(texts=st.lists(twigs(), min_size=30, max_size=40),
+       docs=st.lists(documents(), min_size=8, max_size=12), seed=st.integers(0, 1000))
+def test_regress_generated_twigs_on_verilator(texts, docs, seed, build_dir):
+    """Hypothesis twigs (recursion, repeated names, branches before and after the trunk goes
+    on) and documents over the same small alphabet, in clusters of 8: Verilator = model every
+    cycle, answers = the reference."""
+    documents_ = [Document(f"doc{i}.xml", d) for i, d in enumerate(docs)]
+    summary = run_regression(RegressionConfig(
+        queries=texts, documents=documents_, options=CompileOptions(cluster_size=8, max_depth=8),
+        seed=seed, p_valid=0.85, p_ready=0.6, build_dir=build_dir), write_replay=False)
+    assert summary.ok, summary.format()
