@@ -8,9 +8,9 @@
 5. Compile the profiles into custom hardware (plan, Verilog, report) and run the cycle-accurate
    model of that hardware over the documents: same answers, one byte per cycle.
 6. The profile language: generated profiles with value predicates, clauses and nested paths
-   (fast = reference = lxml), and the shared predicate set through the fast engine and through
-   the model of the custom hardware, which evaluates attribute and text() predicates as the
-   bytes stream.
+   (fast = reference = lxml, and the model of the custom hardware = reference: twigs checked as
+   elements close), and the shared predicate set through the fast engine and through the model
+   of the custom hardware, which evaluates attribute and text() predicates as the bytes stream.
 7. Generate programmable hardware once, then load two different profile sets into it as
    configuration streams and filter with each, without regenerating anything.
 8. A small design-space sweep on Spark (``local[*]``): 4 custom-engine points compiled and run
@@ -163,9 +163,9 @@ def _custom_hardware(queries, docs, expected, out: Path) -> bool:
 
 
 def _profile_language(data: Path, docs) -> bool:
-    """Generated profiles with predicates, clauses and twigs: fast = reference = lxml; the shared
-    predicate set: the fast engine and the hardware model (attribute predicates in hardware)
-    against the shared expected answer."""
+    """Generated profiles with predicates, clauses and twigs: fast = reference = lxml = the
+    hardware model; the shared predicate set: the fast engine and the hardware model (attribute
+    predicates in hardware) against the shared expected answer."""
     from . import workloads
     from .compiler import CompileOptions, compile_queries, hardware_queries
     from .fast import FastFilter
@@ -183,6 +183,14 @@ def _profile_language(data: Path, docs) -> bool:
     print(f"{len(generated)} generated profiles with a predicate and a nested path each "
           f"(e.g. {texts[1]}): {sum(map(len, answers[0])):,} matches; fast == reference == "
           f"lxml: {same}")
+    twig_plan = compile_queries(generated, CompileOptions())
+    twig_readouts = run_documents(EngineModel(twig_plan), [d.data for d in docs])
+    twigs_agree = sum(
+        _matched(r, enumerate(twig_plan.query_numbers))
+        == tuple(sorted(generated[i].number for i in a)) and not r.errors
+        for r, a in zip(twig_readouts, answers[1]))
+    print(f"  in hardware (the model of the custom engine, twigs checked as elements close): "
+          f"{twigs_agree}/{len(docs)} documents = reference")
 
     name = "nitf-d6-p15-pred1-n1000"
     queries = load_queries(data / "queries" / f"{name}.txt").queries
@@ -208,7 +216,8 @@ def _profile_language(data: Path, docs) -> bool:
           f"{hardware_agree}/{len(docs)} documents as expected")
     if refused:
         print(f"  refused, with the reason: {refused[0]} ...")
-    return same and agree == len(docs) and hardware_agree == len(docs)
+    return (same and agree == len(docs) and hardware_agree == len(docs)
+            and twigs_agree == len(docs))
 
 
 def _programmable_hardware(data: Path, docs, out: Path) -> bool:
