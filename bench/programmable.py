@@ -5,8 +5,8 @@ the custom engine on the same query set, and Fmax on an ECP5-85F.
   24 bytes) from depth-8 NITF queries generated from the DTD. Goal: a full device of 32,768
   columns in <= 1 s.
 * Yosys synth_xilinx of the programmable engine (1 and 8 clusters of 128 columns, tags up to 16
-  bytes, a dictionary of 31 tags; 8 x 128 with 127 and 1 x 128 with 15 tags too) and of the custom engine
-  compiled for exactly the queries configured into it; the paper: the programmable engine needs
+  bytes, a dictionary of 31 tags; 8 x 128 with 127 and 1 x 128 with 15 tags too) and of the
+  custom engine compiled for exactly the queries configured into it; the paper: the programmable engine needs
   ~7x the resources of the custom one (up to 12x); goal (issue 16) <= 2x.
 * nextpnr Fmax of the 1 x 128 programmable engine on an ECP5-85F (``--no-fmax``: skipped).
 
@@ -99,7 +99,8 @@ def main() -> None:
         "resources.md, tags up to 16 bytes; the custom engine is compiled for exactly the "
         "queries the programmable one holds. Paper: ~7x (up to 12x); goal (issue 16) <= 2x. "
         "Stream format 4: one tag dictionary for the engine, a tag matrix per cluster (read "
-        "synchronously: block RAM, not counted in LUT6-eq), presence bits (delta streams). "
+        "synchronously: block RAM when it is deep enough, as with 127 tags, not counted in "
+        "LUT6-eq; LUT-RAM with 31), presence bits (delta streams). "
         "Before: format 2/3, a dictionary and a LUT-RAM matrix per cluster: 15.5 LUT6-eq per "
         "column, 3.03x at 1 x 128; 11.2, 6.64x at 8 x 128; a tag entry per column before "
         "format 2: 24.8, 3.74x at 1 x 128. "

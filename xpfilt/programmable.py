@@ -458,19 +458,17 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str],
             names[j] = entries[i - 1]
             row &= row - 1
     flags = format(payload >> (spec.matrix_rows * n), f"0{FLAG_BITS * n}b")[::-1]
-    out, text, start = [], "", 0
-    for j in range(n + 1):
-        ends = j == n or not names[j] or flags[FLAG_BITS * j] == "1"
-        if ends and text:
-            out.append((start, text))
-            text = ""
-        if j == n or not names[j]:
-            continue
-        if flags[FLAG_BITS * j] == "1":
-            start = j
-            text = ("//" if flags[FLAG_BITS * j + 1] == "1" else "/") + names[j]
-        elif text:
-            text += ("//" if flags[FLAG_BITS * (j - 1) + 2] == "1" else "/") + names[j]
+    first, first_any, descendant = (flags[k::FLAG_BITS] for k in range(FLAG_BITS))
+    out = []
+    start = first.find("1")
+    while start >= 0:                    # a query: from a first column to the next or a gap
+        end = first.find("1", start + 1)
+        end = n if end < 0 else end
+        gap = names.index("", start, end) if "" in names[start:end] else end
+        out.append((start, "".join(
+            ("//" if (first_any[j] if j == start else descendant[j - 1]) == "1" else "/")
+            + names[j] for j in range(start, gap))))
+        start = first.find("1", end) if end < n else -1
     return out
 
 
