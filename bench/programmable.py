@@ -6,8 +6,8 @@ the custom engine on the same query set, and Fmax on an ECP5-85F.
   columns in <= 1 s.
 * Yosys synth_xilinx of the programmable engine (1 and 8 clusters of 128 columns, tags up to 16
   bytes, a dictionary of 31 tags; 8 x 128 with 127 and 1 x 128 with 15 tags too) and of the
-  custom engine compiled for exactly the queries configured into it; the paper: the programmable engine needs
-  ~7x the resources of the custom one (up to 12x); goal (issue 16) <= 2x.
+  custom engine compiled for exactly the queries configured into it; the paper: the programmable
+  engine needs ~7x the resources of the custom one (up to 12x); goal (issue 16) <= 2x.
 * nextpnr Fmax of the 1 x 128 programmable engine on an ECP5-85F (``--no-fmax``: skipped).
 
 Saved to bench/results/programmable.{json,md}. Reuses resources.py / fmax.py's cached tool runs.
