@@ -40,7 +40,7 @@ from xpfilt.sim.engine_tb import (_BLOCK, Driver, Monitor, PERIOD_NS, _Pattern, 
 from xpfilt.sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
                                       config_payload, decode_status, score_programmable,
                                       stream_bits)
-from xpfilt.programmable import HardwareSpec, configure
+from xpfilt.programmable import HardwareSpec
 from xpfilt.readout import ReadoutKind
 from xpfilt.xpath import parse_query
 
@@ -203,13 +203,13 @@ async def programmable_engine_matches_model_and_reference(dut):
 
     start = time.perf_counter()
     cycles = compare_programmable_with_model(spec, trace, fault=config.fault)
-    # the configuration active for each document, by the host's order of items
+    # the configuration active for each document, by the host's order of items: item "set"
+    # is a placement (query set, [(readout bit, query number)]) the host made
     sets = {}
-    for k, texts in enumerate(query_sets):
-        queries = [parse_query(text, n) for n, text in texts]
-        configuration = configure(queries, spec)
-        placed = [q for q in queries if q.number in configuration.readout_bit]
-        sets[k] = (reference_for(placed), {b: n for n, b in configuration.readout_bit.items()})
+    for i, (k, pairs) in enumerate(config.extra["placements"]):
+        numbers = {n for _, n in pairs}
+        placed = [parse_query(text, n) for n, text in query_sets[k] if n in numbers]
+        sets[i] = (reference_for(placed), dict(pairs))
     empty = reference_for([])
     active, bit_maps, expected, doc_sets, mismatches = None, [], [], [], []
     config_items = []
@@ -245,8 +245,9 @@ async def programmable_engine_matches_model_and_reference(dut):
                 break
     results, doc_mismatches = score_programmable(spec.clusters * spec.columns, names, expected,
                                                  trace.transferred(codec), bit_maps)
-    for r, k in zip(results, doc_sets):
-        r["configuration"] = None if k is None else config.extra["set_labels"][k]
+    for r, i in zip(results, doc_sets):
+        r["configuration"] = None if i is None else config.extra["set_labels"][
+            config.extra["placements"][i][0]]
     # the loader's verdict on each stream, independently of the model
     good = 0
     streams = []

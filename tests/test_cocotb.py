@@ -387,6 +387,8 @@ def test_cli_regress_programmable(build_dir, tmp_path):
     assert "mismatches:  0" in result.output
     assert "mode:        programmable" in result.output
     assert result.output.count("rejected (expected rejected)") == 2
+    assert f"delta {tmp_path / 'b.txt'}" in result.output        # set 2 comes as a delta
+    assert result.output.count("accepted (expected accepted)") == 2
     result = CliRunner().invoke(main, ["regress", str(tmp_path / "a.txt"), str(docs),
                                        "--reconfigure", str(tmp_path / "b.txt")])
     assert result.exit_code == 2 and "--mode programmable" in result.output

@@ -38,25 +38,29 @@ def truncated_stream(stream: bytes) -> bytes:
 
 
 #: What the items of a programmable schedule may be: ``("config", k)`` (the stream of query set
-#: ``k``: 0 = ``queries``, 1.. = ``reconfigure``), ``("corrupt", k)`` (that stream with one
-#: payload bit flipped), ``("truncated", k)`` (cut short), ``("foreign", k)`` (query set ``k``
-#: configured for other hardware: a header with another fingerprint), ``("overlapping", k)``
-#: (the stream of set ``k`` sent while the next documents stream: it completes with documents
-#: in flight) and ``("documents", [sources])``.
-ITEM_KINDS = ("config", "corrupt", "truncated", "foreign", "overlapping", "documents")
+#: ``k``: 0 = ``queries``, 1.. = ``reconfigure``), ``("delta", k)`` (``k`` >= 1: the delta
+#: stream from set ``k - 1``'s full stream to set ``k``, :func:`xpfilt.programmable.reconfigure`;
+#: accepted only while set ``k - 1``'s is the active configuration), ``("corrupt", k)`` (the
+#: stream of set ``k`` with one payload bit flipped), ``("truncated", k)`` (cut short),
+#: ``("foreign", k)`` (query set ``k`` configured for other hardware: a header with another
+#: fingerprint), ``("overlapping", k)`` (the stream of set ``k`` sent while the next documents
+#: stream: it completes with documents in flight) and ``("documents", [sources])``.
+ITEM_KINDS = ("config", "delta", "corrupt", "truncated", "foreign", "overlapping",
+              "documents")
 
 
 def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
     """``config.items`` or the default: the documents split into ``sets`` runs; before run
-    ``k`` the stream of set ``k`` (from the second on, after a corrupt and a truncated copy
-    of it, with ``bad_streams``)."""
+    ``k`` the stream of set ``k`` (from the second on: the delta from set ``k - 1``, after a
+    corrupt and a truncated copy of set ``k``'s stream, with ``bad_streams``)."""
     if config.items is not None:
         for item in config.items:
             if item[0] not in ITEM_KINDS:
                 raise ValueError(f"an item must be one of {', '.join(ITEM_KINDS)}, "
                                  f"not {item[0]!r}")
-            if item[0] != "documents" and not 0 <= item[1] < sets:
-                raise ValueError(f"item {item!r} must name a query set in 0..{sets - 1}")
+            if item[0] != "documents" and not int(item[0] == "delta") <= item[1] < sets:
+                raise ValueError(f"item {item!r} must name a query set in "
+                                 f"{int(item[0] == 'delta')}..{sets - 1}")
         return list(config.items)
     paths: list = []
     for source in config.documents:
@@ -65,7 +69,7 @@ def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
     for k in range(sets):
         if k and config.bad_streams:
             items += [("corrupt", k), ("truncated", k)]
-        items.append(("config", k))
+        items.append(("delta" if k else "config", k))
         chunk = paths[len(paths) * k // sets:len(paths) * (k + 1) // sets]
         if chunk:
             items.append(("documents", chunk))
@@ -78,7 +82,7 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
     from xpfilt.sim.runner import build_design, default_build_root
 
     from .verilog import emit_programmable_verilog
-    from .programmable import configure
+    from .programmable import configure, reconfigure
 
     wall = time.perf_counter()
     spec = config.hardware
@@ -97,6 +101,11 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
         skipped_queries += skipped
         configurations.append(configuration)
         all_lines.append(lines)
+    deltas = [None] + [reconfigure(query_sets[k], configurations[k - 1].stream(), spec)
+                       for k in range(1, len(sources))]
+    for k, update in enumerate(deltas[1:], start=1):
+        skipped_queries += [f"{labels[k]} (delta): {reason}" for _, reason in update.rejected]
+    placements: list = []     # (query set, [(readout bit, query number)]) of each good stream
     build_root = Path(config.build_dir or default_build_root()).resolve()
     run_dir = Path(tempfile.mkdtemp(prefix="cocotb_xpfilt_prog_"))
     try:
@@ -113,7 +122,10 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
                 continue
             kind, k = item
             stream = configurations[k].stream()
-            if kind == "corrupt":
+            readout_bit = configurations[k].readout_bit
+            if kind == "delta":
+                stream, readout_bit = deltas[k].delta, deltas[k].readout_bit
+            elif kind == "corrupt":
                 stream = corrupt_stream(stream)
             elif kind == "truncated":
                 stream = truncated_stream(stream)
@@ -122,8 +134,11 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
                 stream = configure(query_sets[k], other).stream()
             path = run_dir / f"item{j}-{kind}{k}.bin"
             path.write_bytes(stream)
-            good = stream == configurations[k].stream()
-            items.append({"kind": "config", "stream": str(path), "set": k if good else None,
+            good = kind in ("config", "delta", "overlapping")
+            if good:
+                placements.append((k, sorted((b, n) for n, b in readout_bit.items())))
+            items.append({"kind": "config", "stream": str(path),
+                          "set": len(placements) - 1 if good else None,
                           "label": f"{kind} {labels[k]}", "overlap": kind == "overlapping"})
         if not documents:
             raise ValueError("documents must include at least one readable, non-empty "
@@ -141,7 +156,8 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
                       fault=config.fault,
                       extra={"items": items, "set_labels": labels,
                              "query_sets": [[(q.number, str(q)) for q in qs]
-                                            for qs in query_sets]})
+                                            for qs in query_sets],
+                             "placements": placements})
         tb.write(run_dir / "config.json")
         log(f"simulating {len(documents)} documents and "
             f"{sum(i['kind'] == 'config' for i in items)} configuration streams on "
