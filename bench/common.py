@@ -63,15 +63,18 @@ def _fmt(value) -> str:
 
 
 def stream_documents(model, docs: Sequence[bytes]) -> tuple[int, int]:
-    """Stream ``docs`` back to back through an engine model (a byte offered every cycle, the
-    readout always ready): (cycles until the last byte was accepted, cycles until the last
-    readout beat)."""
+    """Stream ``docs`` back to back through an engine model (a byte, or a beat of
+    ``model.bytes_per_cycle`` bytes, offered every cycle, the readout always ready): (cycles
+    until the last byte was accepted, cycles until the last readout beat)."""
+    from xpfilt.model.engine import document_beats
+
     streaming = 0
     ends = 0
     for doc in docs:
+        beats = document_beats(doc, model.bytes_per_cycle)
         i = 0
-        while i < len(doc):
-            ready, beat = model.step(True, doc[i], i == len(doc) - 1)
+        while i < len(beats):
+            ready, beat = model.step(True, *beats[i])
             ends += beat is not None and beat.last
             i += ready
             streaming += 1
@@ -79,3 +82,25 @@ def stream_documents(model, docs: Sequence[bytes]) -> tuple[int, int]:
         _, beat = model.step(False)
         ends += beat is not None and beat.last
     return streaming, model.cycle
+
+
+def wide_workloads() -> list[tuple[str, list[bytes]]]:
+    """The documents of issue 18's bytes-per-cycle goals, as (label, documents): the 100 NITF
+    documents, the two XMark documents, two generated 2.2 MB NITF documents and their compact
+    form (one tag per line, ~5.5 bytes per event: the worst case)."""
+    from xpfilt import workloads
+    from xpfilt.events import Document, load_documents
+    from xpfilt.paths import shared_data
+
+    data = shared_data()
+    schema = workloads.DtdSchema.load(data / "nitf/nitf-2-5.dtd")
+    generated = list(workloads.generate_documents(
+        schema, workloads.DocGenConfig(max_depth=8, target_bytes=2_200_000, seed=1), 2))
+    ids = workloads.tag_ids(sorted(schema.elements))
+    return [("NITF (100 docs)", [Document.from_path(p).data
+                                 for p in load_documents([data / "nitf/docs"])]),
+            ("XMark (2 docs)", [Document.from_path(p).data
+                                for p in load_documents([data / "xmark"])]),
+            ("generated 2.2 MB (2 docs)", generated),
+            ("compact form of the generated (worst case)",
+             [workloads.to_compact(d, ids) for d in generated])]

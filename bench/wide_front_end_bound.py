@@ -19,11 +19,8 @@ import re
 import sys
 from collections import deque
 
-from common import publish
+from common import publish, wide_workloads
 
-from xpfilt import workloads
-from xpfilt.events import Document, load_documents
-from xpfilt.paths import shared_data
 
 #: A start tag (group 1: "/" if self-closing), an end tag, or markup that makes no event.
 _MARKUP = re.compile(rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>"
@@ -67,18 +64,7 @@ def sustained(documents: list[bytes], width: int, depth: int, drain: int) -> flo
 
 
 def main() -> None:
-    data = shared_data()
-    schema = workloads.DtdSchema.load(data / "nitf/nitf-2-5.dtd")
-    generated = list(workloads.generate_documents(
-        schema, workloads.DocGenConfig(max_depth=8, target_bytes=2_200_000, seed=1), 2))
-    ids = workloads.tag_ids(sorted(schema.elements))
-    sets = [("NITF (100 docs)", [Document.from_path(p).data
-                                 for p in load_documents([data / "nitf/docs"])]),
-            ("XMark (2 docs)", [Document.from_path(p).data
-                                for p in load_documents([data / "xmark"])]),
-            ("generated 2.2 MB (2 docs)", generated),
-            ("compact form of the generated (worst case)",
-             [workloads.to_compact(d, ids) for d in generated])]
+    sets = wide_workloads()
     rows = []
     for label, docs in sets:
         events = sum(n for d in docs for _, n in event_ends(d))

@@ -22,11 +22,12 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Plan
-from xpfilt.hwdefs import EVENT_FANOUT, distribution_depth
+from xpfilt.hwdefs import EVENT_FANOUT, check_wide_plan, distribution_depth
 from xpfilt.readout import ReadoutKind
 
 from .cluster import ClusterCore, cluster_signature, copy_register
 from .frontend import ByteLayout, ErrorFlags, FrontEnd
+from .wide_frontend import WideByteLayout, WideFrontEnd
 from .readout import make_readout, readout_layout
 from .stacks import decode_events
 
@@ -58,18 +59,23 @@ class CustomEngine(wiring.Component):
     """Ports: ``bytes_in`` (document bytes, ``last`` on a document's final byte) and ``readout``
     (beats of the plan's readout kind, see :func:`xpfilt.hdl.readout.readout_layout`)."""
 
-    def __init__(self, plan: Plan, *, max_name: int = 32, instances: bool = False):
+    def __init__(self, plan: Plan, *, max_name: int = 32, instances: bool = False,
+                 bytes_per_cycle: int = 1):
         """``instances``: instantiate each cluster as the Verilog module
         ``cluster_module_name(i)`` (converted separately, see :meth:`cluster_core`) instead of
-        elaborating it inline."""
+        elaborating it inline. ``bytes_per_cycle``: W, the bytes of a ``bytes_in`` beat (1: a
+        ``ByteLayout`` stream; 2, 4, 8: a :class:`xpfilt.hdl.wide_frontend.WideByteLayout`
+        stream and the W-byte front end; a plan with value predicates needs 1)."""
         if not plan.clusters:
             raise ValueError("plan must have at least one query, not none")
         self.plan = plan
         self.max_name = max_name
         self.instances = instances
+        self.bytes_per_cycle = check_wide_plan(plan, bytes_per_cycle)
         width = sum(len(c.queries) for c in plan.clusters)
         super().__init__({
-            "bytes_in": In(stream.Signature(ByteLayout)),
+            "bytes_in": In(stream.Signature(ByteLayout if bytes_per_cycle == 1
+                                            else WideByteLayout(bytes_per_cycle))),
             "readout": Out(stream.Signature(readout_layout(ReadoutKind(plan.options.readout),
                                                            width))),
         })
@@ -88,7 +94,7 @@ class CustomEngine(wiring.Component):
                             segments=[len(c.queries) for c in plan.clusters],
                             max_depth=plan.options.max_depth, max_name=self.max_name,
                             readout=ReadoutKind(plan.options.readout),
-                            conditions=plan.conditions)
+                            conditions=plan.conditions, bytes_per_cycle=self.bytes_per_cycle)
         n_conds = len(plan.conditions)
         decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth, n_conds)
         cores = []
@@ -128,8 +134,9 @@ class EngineFrame:
 
     def __init__(self, m: Module, bytes_in, readout_port, *, width: int, segments, tags,
                  max_depth: int, max_name: int, readout: ReadoutKind = ReadoutKind.SERIAL,
-                 conditions=()):
-        """``segments``: the readout bits of each cluster, in order (see :meth:`connect`)."""
+                 conditions=(), bytes_per_cycle: int = 1):
+        """``segments``: the readout bits of each cluster, in order (see :meth:`connect`).
+        ``bytes_per_cycle`` W > 1: the W-byte front end, whose ``room`` also gates ``ready``."""
         self.m = m
         self.bytes_in = bytes_in
         m.submodules.readout = self.readout = make_readout(readout, width, segments)
@@ -147,23 +154,37 @@ class EngineFrame:
         busy_late = Signal()
         capturing_late = Signal()
         m.d.sync += [busy_late.eq(self.readout.busy), capturing_late.eq(self.capturing)]
+        room = Signal() if bytes_per_cycle > 1 else None   # W > 1: room for another beat
         m.d.comb += [
             self.busy.eq(busy_late | capturing_late | self.capturing),
+            bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
+                                            ((self.pending == 1) & ~self.busy)) & room)
+            if bytes_per_cycle > 1 else
             bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
                                             ((self.pending == 1) & ~self.busy))),
             self.accepted.eq(bytes_in.valid & bytes_in.ready),
             self.drained.eq(self.pending == self.waiting),
         ]
-        m.submodules.front_end = front_end = FrontEnd(tags, max_depth=max_depth,
-                                                      max_name=max_name,
-                                                      conditions=conditions)
+        if bytes_per_cycle == 1:
+            m.submodules.front_end = front_end = FrontEnd(tags, max_depth=max_depth,
+                                                          max_name=max_name,
+                                                          conditions=conditions)
+            copy = Signal(ByteLayout)
+            self.name_tap = front_end.name_tap
+        else:
+            if conditions:
+                raise ValueError(f"conditions must be none at {bytes_per_cycle} bytes per "
+                                 f"cycle, not {len(conditions)}")
+            m.submodules.front_end = front_end = WideFrontEnd(
+                tags, width=bytes_per_cycle, max_depth=max_depth, max_name=max_name)
+            copy = Signal(WideByteLayout(bytes_per_cycle))
         copy_valid = Signal()
-        copy = Signal(ByteLayout)
         m.d.sync += [copy_valid.eq(self.accepted), copy.eq(bytes_in.payload)]
         m.d.comb += [front_end.bytes_in.valid.eq(copy_valid),
                      front_end.bytes_in.payload.eq(copy)]
         self.events = front_end.events
-        self.name_tap = front_end.name_tap
+        if bytes_per_cycle > 1:
+            m.d.comb += room.eq(front_end.room)
 
     def connect(self, cores) -> None:
         """Wire the clusters' ``clear`` (flags captured) and read their ``matches``,

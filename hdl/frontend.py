@@ -111,7 +111,7 @@ the dictionary, nor for names of equal length that differ in one byte: CRC burst
 
 from functools import reduce
 from operator import xor
-from typing import Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
@@ -177,6 +177,159 @@ class NameTapLayout(data.StructLayout):
     def __init__(self, *, max_name: int):
         super().__init__({"data": 8, "pos": range(max_name + 2), "advance": 1, "restart": 1,
                           "load": 1})
+
+
+def nibble_member(high, low, members):
+    """The byte (its high and low nibbles one-hot) is in ``members``: an OR of (high nibble AND
+    a set of low nibbles)."""
+    terms = []
+    for h in range(16):
+        lows = [n for n in range(16) if h << 4 | n in members]
+        if len(lows) == 16:
+            terms.append(high[h])
+        elif lows:
+            terms.append(high[h] & Cat(*(low[n] for n in lows)).any())
+    return Cat(*terms).any() if terms else Const(0, 1)
+
+
+class ByteTests(NamedTuple):
+    """One byte's registered classes, as the parser reads them: ``ch(text)`` and ``eq(value)``
+    (the byte is that character), and whitespace, name-start, name and upper-case bytes."""
+    ch: Callable
+    eq: Callable
+    ws: object
+    nstart: object
+    nchar: object
+    upper: object
+
+
+def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subset, kw,
+               prefix: str = ""):
+    """The byte parser's step for one byte: (the one-hot next state, a dict of the requests the
+    byte raises, each a 1-bit Signal named ``prefix + name``). ``state`` is the one-hot state
+    before the byte, ``level``, ``root_seen``, ``in_subset`` and ``kw`` the parser's registers
+    (or, in a W-byte front end, their values after the lane before)."""
+    S = State
+    ch, eq = tests.ch, tests.eq
+    is_ws, is_nstart, is_nchar, is_upper = tests.ws, tests.nstart, tests.nchar, tests.upper
+    at_root_level = level == 0
+    kw_cdata = Cat(*((kw == i) & eq(b) for i, b in enumerate(CDATA_KEYWORD))).any()
+    kw_doctype = Cat(*((kw == i) & eq(b) for i, b in enumerate(DOCTYPE_KEYWORD))).any()
+    ALWAYS = Const(1, 1)
+
+    def br(test, target=None, *requests):
+        """A branch: byte test, next state (None: stay), requests (a name, or (name,
+        condition) for one raised only if the condition holds too)."""
+        return test, target, requests
+
+    table = {
+        S.TEXT: [br(ch("<"), S.LT, "tag_start"),
+                 br(~is_ws, None, ("bad", at_root_level), "text_byte"),
+                 br(ALWAYS, None, "text_byte")],
+        # a text node ends at "<" unless a CDATA section follows (decided a byte later)
+        S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen),
+                  "text_end"),
+               br(ch("/"), S.END_LT, "text_end"), br(ch("!"), S.BANG),
+               br(ch("?"), S.PI, "text_end"), br(ALWAYS, S.TEXT, "bad", "text_end")],
+        # a start tag pushes on the byte that ends it ("/" of "/>", or ">"); inside it the
+        # name registers hold the element's name (``name_hold``)
+        S.START_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.IN_TAG, "name_hold"),
+                       br(ch("/"), S.EMPTY_SLASH, "push_req"),
+                       br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
+        S.IN_TAG: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "push_req"),
+                   br(ch("/"), S.EMPTY_SLASH, "push_req"),
+                   br(is_nstart, S.ATTR_NAME, "name_hold", "attr_byte"),
+                   br(ALWAYS, S.TEXT, "bad")],
+        S.ATTR_NAME: [br(is_nchar, None, "name_hold", "attr_byte"),
+                      br(is_ws, S.ATTR_EQ, "name_hold", "attr_end"),
+                      br(ch("="), S.ATTR_VALUE, "name_hold", "attr_end"),
+                      br(ALWAYS, S.TEXT, "bad")],
+        S.ATTR_EQ: [br(is_ws, None, "name_hold"), br(ch("="), S.ATTR_VALUE, "name_hold"),
+                    br(ALWAYS, S.TEXT, "bad")],
+        S.ATTR_VALUE: [br(is_ws, None, "name_hold"),
+                       br(ch('"'), S.AVAL_DQ, "name_hold", "val_start"),
+                       br(ch("'"), S.AVAL_SQ, "name_hold", "val_start"),
+                       br(ALWAYS, S.TEXT, "bad")],
+        S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL, "name_hold", "val_end"),
+                    br(ch("<"), None, "bad", "name_hold", "val_byte"),
+                    br(ALWAYS, None, "name_hold", "val_byte")],
+        S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL, "name_hold", "val_end"),
+                    br(ch("<"), None, "bad", "name_hold", "val_byte"),
+                    br(ALWAYS, None, "name_hold", "val_byte")],
+        S.AFTER_AVAL: [br(is_ws, S.IN_TAG, "name_hold"), br(ch("/"), S.EMPTY_SLASH, "push_req"),
+                       br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
+        S.EMPTY_SLASH: [br(ch(">"), S.TEXT, "pop_req"), br(ALWAYS, S.TEXT, "bad")],
+        S.END_LT: [br(is_nstart, S.END_NAME, "name_byte"), br(ALWAYS, S.TEXT, "bad")],
+        S.END_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.END_WS, "name_hold"),
+                     br(ch(">"), S.TEXT, "pop_req", "pop_check"), br(ALWAYS, S.TEXT, "bad")],
+        S.END_WS: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "pop_req", "pop_check"),
+                   br(ALWAYS, S.TEXT, "bad")],
+        S.BANG: [br(ch("-"), S.BANG_DASH, "text_end"),
+                 br(ch("["), S.CDATA_KW, ("bad", at_root_level)),     # CDATA outside the root
+                 br(ch("D"), S.DOCTYPE_KW, ("bad", root_seen), "text_end"),  # DOCTYPE after
+                 br(ALWAYS, S.TEXT, "bad", "text_end")],                   # the root
+        S.BANG_DASH: [br(ch("-"), S.COMMENT), br(ALWAYS, S.TEXT, "bad")],
+        S.COMMENT: [br(ch("-"), S.COMMENT_D1)],
+        S.COMMENT_D1: [br(ch("-"), S.COMMENT_D2), br(ALWAYS, S.COMMENT)],
+        S.COMMENT_D2: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
+                       br(ALWAYS, S.COMMENT, "bad")],                 # "--" inside a comment
+        S.PI: [br(ch("?"), S.PI_Q)],
+        S.PI_Q: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
+                 br(~ch("?"), S.PI)],
+        S.CDATA_KW: [br(~kw_cdata, S.TEXT, "bad"),
+                     br(kw == len(CDATA_KEYWORD) - 1, S.CDATA), br(ALWAYS, None, "kw_inc")],
+        # CDATA content is text; a "]" that does not close the section ("text_amb") makes
+        # the text node undecided (the comparators see bytes one at a time)
+        S.CDATA: [br(ch("]"), S.CDATA_B1), br(ALWAYS, None, "text_byte")],
+        S.CDATA_B1: [br(ch("]"), S.CDATA_B2), br(ALWAYS, S.CDATA, "text_amb")],
+        S.CDATA_B2: [br(ch(">"), S.TEXT), br(~ch("]"), S.CDATA, "text_amb"),
+                     br(ALWAYS, None, "text_amb")],
+        S.DOCTYPE_KW: [br(~kw_doctype, S.TEXT, "bad"),
+                       br(kw == len(DOCTYPE_KEYWORD) - 1, S.DOCTYPE),
+                       br(ALWAYS, None, "kw_inc")],
+        S.DOCTYPE: [br(ch('"'), S.DT_DQ), br(ch("'"), S.DT_SQ), br(ch("["), S.SUBSET),
+                    br(ch(">"), S.TEXT)],
+        S.DT_DQ: [br(ch('"'), S.DOCTYPE)],
+        S.DT_SQ: [br(ch("'"), S.DOCTYPE)],
+        S.SUBSET: [br(ch("]"), S.DT_AFTER), br(ch("<"), S.SUB_LT)],
+        S.SUB_LT: [br(ch("!"), S.SUB_BANG), br(ch("?"), S.PI), br(ALWAYS, S.TEXT, "bad")],
+        S.SUB_BANG: [br(ch("-"), S.BANG_DASH), br(is_upper, S.DECL),
+                     br(ALWAYS, S.TEXT, "bad")],
+        S.DECL: [br(ch('"'), S.DECL_DQ), br(ch("'"), S.DECL_SQ), br(ch(">"), S.SUBSET)],
+        S.DECL_DQ: [br(ch('"'), S.DECL)],
+        S.DECL_SQ: [br(ch("'"), S.DECL)],
+        S.DT_AFTER: [br(is_ws), br(ch(">"), S.TEXT), br(ALWAYS, S.TEXT, "bad")],
+    }
+    assert set(table) == set(State)
+
+    into = {s: [] for s in State}          # next-state bit s: OR of these
+    raised = {name: [] for name in ("name_byte", "name_hold", "push_req", "pop_req",
+                                    "pop_check", "bad", "kw_inc", "tag_start", "attr_byte",
+                                    "attr_end", "val_start", "val_byte", "val_end",
+                                    "text_byte", "text_amb", "text_end")}
+    for s, branches in table.items():
+        here = state[s.value]
+        earlier = []                        # the tests of the branches before this one
+        leave = []                          # the branches that leave s
+        for test, target, requests in branches:
+            taken = here & test
+            for e in earlier:
+                taken = taken & ~e
+            if target is not None and target is not s:
+                into[target].append(taken)
+                leave.append(taken)
+            for request in requests:
+                name, cond = request if isinstance(request, tuple) else (request, None)
+                raised[name].append(taken if cond is None else taken & cond)
+            earlier.append(test)
+        into[s].append(here & ~Cat(*leave).any() if leave else here)
+
+    nstate = Signal(len(State), name=f"{prefix}nstate")
+    req = {name: Signal(name=f"{prefix}{name}") for name in raised}
+    m.d.comb += nstate.eq(Cat(*(Cat(*into[s]).any() for s in State)))
+    for name, sig in req.items():
+        m.d.comb += sig.eq(Cat(*raised[name]).any() if raised[name] else 0)
+    return nstate, req
 
 
 class FrontEnd(wiring.Component):
@@ -266,14 +419,7 @@ class FrontEnd(wiring.Component):
             return classes[key][0]
 
         def member(members):
-            terms = []
-            for h in range(16):
-                lows = [n for n in range(16) if h << 4 | n in members]
-                if len(lows) == 16:
-                    terms.append(high[h])
-                elif lows:
-                    terms.append(high[h] & Cat(*(low[n] for n in lows)).any())
-            return Cat(*terms).any() if terms else Const(0, 1)
+            return nibble_member(high, low, members)
 
         is_ws = registered("ws", member(WHITESPACE))
         is_nstart = registered("nstart", member(NAME_START))
@@ -327,126 +473,13 @@ class FrontEnd(wiring.Component):
         # --- byte parser: a one-hot state machine, written as each state's branches in order
         # (the first whose byte test holds is taken; ``None``: stay), each next-state bit and
         # each request an OR of (state bit AND byte test AND no earlier branch) ---
-        at_root_level = level == 0
-        kw_cdata = Cat(*((kw == i) & eq(b) for i, b in enumerate(CDATA_KEYWORD))).any()
-        kw_doctype = Cat(*((kw == i) & eq(b) for i, b in enumerate(DOCTYPE_KEYWORD))).any()
-        ALWAYS = Const(1, 1)
-
-        def br(test, target=None, *requests):
-            """A branch: byte test, next state (None: stay), requests (a name, or (name,
-            condition) for one raised only if the condition holds too)."""
-            return test, target, requests
-
-        table = {
-            S.TEXT: [br(ch("<"), S.LT, "tag_start"),
-                     br(~is_ws, None, ("bad", at_root_level), "text_byte"),
-                     br(ALWAYS, None, "text_byte")],
-            # a text node ends at "<" unless a CDATA section follows (decided a byte later)
-            S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen),
-                      "text_end"),
-                   br(ch("/"), S.END_LT, "text_end"), br(ch("!"), S.BANG),
-                   br(ch("?"), S.PI, "text_end"), br(ALWAYS, S.TEXT, "bad", "text_end")],
-            # a start tag pushes on the byte that ends it ("/" of "/>", or ">"); inside it the
-            # name registers hold the element's name (``name_hold``)
-            S.START_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.IN_TAG, "name_hold"),
-                           br(ch("/"), S.EMPTY_SLASH, "push_req"),
-                           br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
-            S.IN_TAG: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "push_req"),
-                       br(ch("/"), S.EMPTY_SLASH, "push_req"),
-                       br(is_nstart, S.ATTR_NAME, "name_hold", "attr_byte"),
-                       br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_NAME: [br(is_nchar, None, "name_hold", "attr_byte"),
-                          br(is_ws, S.ATTR_EQ, "name_hold", "attr_end"),
-                          br(ch("="), S.ATTR_VALUE, "name_hold", "attr_end"),
-                          br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_EQ: [br(is_ws, None, "name_hold"), br(ch("="), S.ATTR_VALUE, "name_hold"),
-                        br(ALWAYS, S.TEXT, "bad")],
-            S.ATTR_VALUE: [br(is_ws, None, "name_hold"),
-                           br(ch('"'), S.AVAL_DQ, "name_hold", "val_start"),
-                           br(ch("'"), S.AVAL_SQ, "name_hold", "val_start"),
-                           br(ALWAYS, S.TEXT, "bad")],
-            S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL, "name_hold", "val_end"),
-                        br(ch("<"), None, "bad", "name_hold", "val_byte"),
-                        br(ALWAYS, None, "name_hold", "val_byte")],
-            S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL, "name_hold", "val_end"),
-                        br(ch("<"), None, "bad", "name_hold", "val_byte"),
-                        br(ALWAYS, None, "name_hold", "val_byte")],
-            S.AFTER_AVAL: [br(is_ws, S.IN_TAG, "name_hold"), br(ch("/"), S.EMPTY_SLASH, "push_req"),
-                           br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
-            S.EMPTY_SLASH: [br(ch(">"), S.TEXT, "pop_req"), br(ALWAYS, S.TEXT, "bad")],
-            S.END_LT: [br(is_nstart, S.END_NAME, "name_byte"), br(ALWAYS, S.TEXT, "bad")],
-            S.END_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.END_WS, "name_hold"),
-                         br(ch(">"), S.TEXT, "pop_req", "pop_check"), br(ALWAYS, S.TEXT, "bad")],
-            S.END_WS: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "pop_req", "pop_check"),
-                       br(ALWAYS, S.TEXT, "bad")],
-            S.BANG: [br(ch("-"), S.BANG_DASH, "text_end"),
-                     br(ch("["), S.CDATA_KW, ("bad", at_root_level)),     # CDATA outside the root
-                     br(ch("D"), S.DOCTYPE_KW, ("bad", root_seen), "text_end"),  # DOCTYPE after
-                     br(ALWAYS, S.TEXT, "bad", "text_end")],                   # the root
-            S.BANG_DASH: [br(ch("-"), S.COMMENT), br(ALWAYS, S.TEXT, "bad")],
-            S.COMMENT: [br(ch("-"), S.COMMENT_D1)],
-            S.COMMENT_D1: [br(ch("-"), S.COMMENT_D2), br(ALWAYS, S.COMMENT)],
-            S.COMMENT_D2: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
-                           br(ALWAYS, S.COMMENT, "bad")],                 # "--" inside a comment
-            S.PI: [br(ch("?"), S.PI_Q)],
-            S.PI_Q: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
-                     br(~ch("?"), S.PI)],
-            S.CDATA_KW: [br(~kw_cdata, S.TEXT, "bad"),
-                         br(kw == len(CDATA_KEYWORD) - 1, S.CDATA), br(ALWAYS, None, "kw_inc")],
-            # CDATA content is text; a "]" that does not close the section ("text_amb") makes
-            # the text node undecided (the comparators see bytes one at a time)
-            S.CDATA: [br(ch("]"), S.CDATA_B1), br(ALWAYS, None, "text_byte")],
-            S.CDATA_B1: [br(ch("]"), S.CDATA_B2), br(ALWAYS, S.CDATA, "text_amb")],
-            S.CDATA_B2: [br(ch(">"), S.TEXT), br(~ch("]"), S.CDATA, "text_amb"),
-                         br(ALWAYS, None, "text_amb")],
-            S.DOCTYPE_KW: [br(~kw_doctype, S.TEXT, "bad"),
-                           br(kw == len(DOCTYPE_KEYWORD) - 1, S.DOCTYPE),
-                           br(ALWAYS, None, "kw_inc")],
-            S.DOCTYPE: [br(ch('"'), S.DT_DQ), br(ch("'"), S.DT_SQ), br(ch("["), S.SUBSET),
-                        br(ch(">"), S.TEXT)],
-            S.DT_DQ: [br(ch('"'), S.DOCTYPE)],
-            S.DT_SQ: [br(ch("'"), S.DOCTYPE)],
-            S.SUBSET: [br(ch("]"), S.DT_AFTER), br(ch("<"), S.SUB_LT)],
-            S.SUB_LT: [br(ch("!"), S.SUB_BANG), br(ch("?"), S.PI), br(ALWAYS, S.TEXT, "bad")],
-            S.SUB_BANG: [br(ch("-"), S.BANG_DASH), br(is_upper, S.DECL),
-                         br(ALWAYS, S.TEXT, "bad")],
-            S.DECL: [br(ch('"'), S.DECL_DQ), br(ch("'"), S.DECL_SQ), br(ch(">"), S.SUBSET)],
-            S.DECL_DQ: [br(ch('"'), S.DECL)],
-            S.DECL_SQ: [br(ch("'"), S.DECL)],
-            S.DT_AFTER: [br(is_ws), br(ch(">"), S.TEXT), br(ALWAYS, S.TEXT, "bad")],
-        }
-        assert set(table) == set(State)
-
-        into = {s: [] for s in State}          # next-state bit s: OR of these
-        raised = {name: [] for name in ("name_byte", "name_hold", "push_req", "pop_req",
-                                        "pop_check", "bad", "kw_inc", "tag_start", "attr_byte",
-                                        "attr_end", "val_start", "val_byte", "val_end",
-                                        "text_byte", "text_amb", "text_end")}
-        for s, branches in table.items():
-            here = state[s.value]
-            earlier = []                        # the tests of the branches before this one
-            leave = []                          # the branches that leave s
-            for test, target, requests in branches:
-                taken = here & test
-                for e in earlier:
-                    taken = taken & ~e
-                if target is not None and target is not s:
-                    into[target].append(taken)
-                    leave.append(taken)
-                for request in requests:
-                    name, cond = request if isinstance(request, tuple) else (request, None)
-                    raised[name].append(taken if cond is None else taken & cond)
-                earlier.append(test)
-            into[s].append(here & ~Cat(*leave).any() if leave else here)
-
-        nstate = Signal(len(State))
-        req = {name: Signal(name=name) for name in raised}
+        tests = ByteTests(ch=ch, eq=eq, ws=is_ws, nstart=is_nstart, nchar=is_nchar,
+                          upper=is_upper)
+        nstate, req = parse_byte(m, state, tests, level=level, root_seen=root_seen,
+                                 in_subset=in_subset, kw=kw)
         name_byte, name_hold, push_req, pop_req, pop_check, bad, kw_inc = (
             req[name] for name in ("name_byte", "name_hold", "push_req", "pop_req", "pop_check",
                                    "bad", "kw_inc"))
-        m.d.comb += nstate.eq(Cat(*(Cat(*into[s]).any() for s in State)))
-        for name, sig in req.items():
-            m.d.comb += sig.eq(Cat(*raised[name]).any() if raised[name] else 0)
 
         # --- attribute conditions: an attribute-name CAM and the value comparators ---
         conds, undecided = self._attribute_conditions(m, req, valid, last, eq, registered,

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 from xpfilt.hdl.engine import CustomEngine
 from xpfilt.compiler import Plan
-from xpfilt.model.engine import EngineModel
+from xpfilt.model.engine import EngineModel, document_beats
 from xpfilt.readout import Beat, SparseBeat
 
 
@@ -76,23 +76,30 @@ def compare_readout_with_model(dut, model, documents: Sequence[int], *, seed: in
 
 def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: int = 0,
                               p_valid: float = 0.8, p_ready: float = 0.8,
-                              extra_cycles: int = 400, max_name: int = 32) -> dict:
-    """Drive RTL and model with the same random valid/ready pattern; return the first mismatch
-    (None if none), the beats and the cycle count."""
+                              extra_cycles: int = 400, max_name: int = 32,
+                              bytes_per_cycle: int = 1) -> dict:
+    """Drive RTL and model with the same random valid/ready pattern (beats of
+    ``bytes_per_cycle`` bytes); return the first mismatch (None if none), the beats and the
+    cycle count."""
     rng = random.Random(seed)
-    dut = CustomEngine(plan, max_name=max_name)
-    model = EngineModel(plan, max_name=max_name)
-    stream = [(b, i == len(d) - 1) for d in documents for i, b in enumerate(d)]
+    dut = CustomEngine(plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle)
+    model = EngineModel(plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle)
+    stream = [b for d in documents for b in document_beats(d, bytes_per_cycle)]
+    idle_beat = (0, False) if bytes_per_cycle == 1 else (b"", False)
     result = {"mismatch": None, "beats": [], "cycles": 0}
 
     async def testbench(ctx):
         i = idle = 0
         while idle < extra_cycles:
             valid = i < len(stream) and rng.random() < p_valid
-            data, last = stream[i] if i < len(stream) else (0, False)
+            data, last = stream[i] if i < len(stream) else idle_beat
             out_ready = rng.random() < p_ready
             ctx.set(dut.bytes_in.valid, valid)
-            ctx.set(dut.bytes_in.payload.data, data)
+            if bytes_per_cycle == 1:
+                ctx.set(dut.bytes_in.payload.data, data)
+            else:
+                ctx.set(dut.bytes_in.payload.data, int.from_bytes(data, "little"))
+                ctx.set(dut.bytes_in.payload.count, len(data))
             ctx.set(dut.bytes_in.payload.last, last)
             ctx.set(dut.readout.ready, out_ready)
             ready = bool(ctx.get(dut.bytes_in.ready))

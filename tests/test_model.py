@@ -8,7 +8,8 @@ from xpfilt.hdl.frontend import Errors
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.engines import filter_batch
 from xpfilt.events import load_documents
-from xpfilt.model.engine import EngineModel, ModelEngine, collect_readout, run_documents
+from xpfilt.model.engine import (EngineModel, ModelEngine, collect_readout, document_beats,
+                                 run_documents)
 from xpfilt.reference import ReferenceFilter
 from xpfilt.results import read_expected
 from xpfilt.xpath import load_queries, parse_query
@@ -41,24 +42,31 @@ def expected_bits(plan, queries, document):
     return sum(1 << i for i, n in enumerate(plan.query_numbers) if position[n] in ref)
 
 
+def run_with_gaps(model, docs, rng, p_valid: float = 0.7, p_ready: float = 0.3):
+    """The readouts of ``docs`` streamed through an engine model with random input gaps
+    (``valid``) and readout stalls (``ready``), beats of ``model.bytes_per_cycle`` bytes."""
+    stream = [b for d in docs for b in document_beats(d, model.bytes_per_cycle)]
+    idle = (0, False) if model.bytes_per_cycle == 1 else (b"", False)
+    beats, i = [], 0
+    while len(beats) < len(docs) * model.width:
+        valid = i < len(stream) and rng.random() < p_valid
+        data, last = stream[i] if i < len(stream) else idle
+        out_ready = rng.random() < p_ready
+        ready, beat = model.step(valid, data, last, out_ready)
+        if beat is not None and out_ready:
+            beats.append(beat)
+        i += valid and ready
+        assert model.cycle < 20000
+    return collect_readout(beats, model.width)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_random_valid_and_ready_patterns_lose_nothing(seed):
     rng = random.Random(seed)
     plan = compile_queries(QUERIES, CompileOptions(cluster_size=3, max_depth=8))
     model = EngineModel(plan)
     docs = [rng.choice(DOCS) for _ in range(12)]
-    stream = [(b, i == len(d) - 1) for d in docs for i, b in enumerate(d)]
-    beats, i = [], 0
-    while len(beats) < len(docs) * model.width:
-        valid = i < len(stream) and rng.random() < 0.7
-        data, last = stream[i] if i < len(stream) else (0, False)
-        out_ready = rng.random() < 0.3
-        ready, beat = model.step(valid, data, last, out_ready)
-        if beat is not None and out_ready:
-            beats.append(beat)
-        i += valid and ready
-        assert model.cycle < 20000
-    readouts = collect_readout(beats, model.width)
+    readouts = run_with_gaps(model, docs, rng)
     assert [r.doc for r in readouts] == list(range(len(docs)))
     assert [r.bits for r in readouts] == [expected_bits(plan, QUERIES, d) for d in docs]
     assert all(r.errors == Errors(0) for r in readouts)

@@ -20,7 +20,8 @@ __all__ = [
     "HASH_POLY", "HASH_INIT", "EXCESS_WIDTH", "LATENCY", "hash_byte", "name_hash", "ErrorFlags",
     "Errors", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
     "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
-    "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT",
+    "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT", "BYTES_PER_CYCLE",
+    "WIDE_LATENCY", "check_bytes_per_cycle", "queue_depth_for", "check_wide_plan",
 ]
 
 
@@ -53,6 +54,38 @@ EXCESS_WIDTH = 16
 
 #: Cycles from a byte on ``bytes_in`` to its event on ``events`` (stages D1, D2, P, E, F).
 LATENCY = 5
+
+#: The widths a front end may take, in bytes per cycle (issue 18; 1 is the one-byte front end).
+BYTES_PER_CYCLE = (1, 2, 4, 8)
+
+#: Cycles from a beat on a W-byte front end's ``bytes_in`` to its first event on ``events`` when
+#: its event queue is empty (stages D1, D2, P, the queue, E, F).
+WIDE_LATENCY = 6
+
+
+def check_bytes_per_cycle(width: int) -> int:
+    """``width`` if it is one of :data:`BYTES_PER_CYCLE`, else a ValueError."""
+    if width not in BYTES_PER_CYCLE:
+        raise ValueError(f"bytes per cycle must be one of 1, 2, 4, 8, not {width!r}")
+    return width
+
+
+def check_wide_plan(plan, bytes_per_cycle: int) -> int:
+    """``bytes_per_cycle`` if an engine for ``plan`` can take that many bytes per cycle, else a
+    ValueError (the W-byte front end evaluates no value predicates yet)."""
+    check_bytes_per_cycle(bytes_per_cycle)
+    if bytes_per_cycle > 1 and plan.conditions:
+        raise ValueError(f"plan must have no value predicates at {bytes_per_cycle} bytes per "
+                         f"cycle (the W-byte front end does not evaluate them yet), not "
+                         f"{len(plan.conditions)} conditions")
+    return bytes_per_cycle
+
+
+def queue_depth_for(width: int) -> int:
+    """Entries of a W-byte front end's event queue: W for each of the three beats before the
+    queue and for the one being accepted, and 4 more so that a few queued events do not stall
+    the input."""
+    return 4 * width + 4
 
 
 def hash_byte(h: int, byte: int) -> int:

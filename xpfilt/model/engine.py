@@ -19,15 +19,16 @@ from typing import Iterable, Optional, Sequence, Union
 
 from ..compiler import CompileOptions, Plan, compile_queries
 from ..events import Document, DocumentError, utf8_document
-from ..hwdefs import Errors, distribution_depth
+from ..hwdefs import Errors, check_wide_plan, distribution_depth
 from ..readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from ..xpath import Query
 from .frontend import NO_EVENT, FrontEndModel
+from .wide_frontend import WideFrontEndModel
 from .readout import make_readout_model
 from .stacks import ClusterStacks
 
 __all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
-           "run_documents", "readout_positions", "answer_positions"]
+           "run_documents", "readout_positions", "answer_positions", "document_beats"]
 
 
 class FrameModel:
@@ -41,6 +42,10 @@ class FrameModel:
     the clusters register it."""
 
     width: int
+
+    #: Bytes per beat of the input stream (issue 18): 1, or W with a
+    #: :class:`xpfilt.model.wide_frontend.WideFrontEndModel` as ``front_end``.
+    bytes_per_cycle = 1
 
     #: Register levels between the front end's events and the clusters' copies (the RTL's
     #: event distribution tree, :func:`xpfilt.hdl.engine.distribution_depth`).
@@ -65,13 +70,16 @@ class FrameModel:
     def step(self, valid: bool = True, data: int = 0, last: bool = False,
              out_ready: bool = True) -> tuple[bool, Optional[Union[Beat, SparseBeat]]]:
         """Advance one cycle. Returns (``bytes_in.ready``, the readout beat shown or None);
-        the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``."""
+        the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``.
+        With :attr:`bytes_per_cycle` W > 1, ``data`` is a beat: W bytes, 1 to W with ``last``."""
         ev = self.event
         readout = self.readout
         busy = self.busy_late or self.capturing_late or self.capturing
         self.busy_late = readout.busy
         self.capturing_late = self.capturing
         ready = not self._hold() and (self.pending == 0 or (self.pending == 1 and not busy))
+        if ready and self.bytes_per_cycle > 1:
+            ready = self.front_end.room(self.copy[0])
         accepted = bool(valid) and ready
         beat = readout.beat()
 
@@ -121,10 +129,18 @@ class FrameModel:
 class EngineModel(FrameModel):
     """Register-level model of ``CustomEngine(plan, max_name=...)``."""
 
-    def __init__(self, plan: Plan, *, max_name: int = 32):
+    def __init__(self, plan: Plan, *, max_name: int = 32, bytes_per_cycle: int = 1):
+        """``bytes_per_cycle``: W, the input's bytes per beat (see :mod:`xpfilt.model.wide_frontend`;
+        a plan with value predicates needs 1)."""
         self.plan = plan
-        self.front_end = FrontEndModel(plan.tags, max_depth=plan.options.max_depth,
-                                       max_name=max_name, conditions=plan.conditions)
+        self.bytes_per_cycle = check_wide_plan(plan, bytes_per_cycle)
+        if bytes_per_cycle == 1:
+            self.front_end = FrontEndModel(plan.tags, max_depth=plan.options.max_depth,
+                                           max_name=max_name, conditions=plan.conditions)
+        else:
+            self.front_end = WideFrontEndModel(plan.tags, width=bytes_per_cycle,
+                                               max_depth=plan.options.max_depth,
+                                               max_name=max_name)
         self.width = sum(len(c.queries) for c in plan.clusters)
         self.readout_kind = ReadoutKind(plan.options.readout)
         self.tree_depth = distribution_depth(len(plan.clusters))
@@ -164,17 +180,28 @@ class EngineModel(FrameModel):
         return flags
 
 
+def document_beats(data: bytes, bytes_per_cycle: int):
+    """The beats of one document for a ``bytes_per_cycle`` input: (data, last) pairs, ``data``
+    a byte value at 1 byte per cycle, else up to that many bytes (fewer only with last)."""
+    n = len(data)
+    if bytes_per_cycle == 1:
+        return [(b, i == n - 1) for i, b in enumerate(data)]
+    return [(data[i:i + bytes_per_cycle], i + bytes_per_cycle >= n)
+            for i in range(0, n, bytes_per_cycle)]
+
+
 class ModelEngine:
     """Filter engine backed by the cycle-accurate model (a byte every cycle, readout always
     ready). ``filter`` returns 0-based positions into ``queries``; a document whose error flags
     are raised raises :class:`EngineError`."""
 
     def __init__(self, queries: Sequence[Query], options: CompileOptions = CompileOptions(), *,
-                 max_name: int = 32):
+                 max_name: int = 32, bytes_per_cycle: int = 1):
         self.queries = tuple(queries)
         self.plan = compile_queries(self.queries, options)
         # no query, no hardware: every document matches nothing
-        self.model = EngineModel(self.plan, max_name=max_name) if self.queries else None
+        self.model = EngineModel(self.plan, max_name=max_name,
+                                 bytes_per_cycle=bytes_per_cycle) if self.queries else None
         self._bits = readout_positions(enumerate(self.plan.query_numbers), self.queries)
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
@@ -228,12 +255,12 @@ def run_documents(model: EngineModel, documents: Sequence[bytes]) -> list[Docume
     step = model.step
     ends = 0
     for data in documents:
-        n = len(data)
-        if not n:
+        if not data:
             raise ValueError("document must have at least one byte, not none")
+        pieces = document_beats(data, model.bytes_per_cycle)
         i = 0
-        while i < n:
-            ready, beat = step(True, data[i], i == n - 1)
+        while i < len(pieces):
+            ready, beat = step(True, *pieces[i])
             if beat is not None:
                 beats.append(beat)
                 ends += beat.last

@@ -1,0 +1,160 @@
+"""The W-byte front end's model (issue 18): the same events and answers as the one-byte front
+end at every W, only faster, and flow control at its extremes."""
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.engines import filter_batch
+from xpfilt.events import load_documents
+from xpfilt.hwdefs import Errors, queue_depth_for
+from xpfilt.model.engine import EngineModel, ModelEngine, document_beats, run_documents
+from xpfilt.model.frontend import NO_EVENT, FrontEndModel
+from xpfilt.model.wide_frontend import WideFrontEndModel
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+from . import strategies
+from .conftest import expected_cases
+from .test_model import run_with_gaps
+
+WIDTHS = (2, 4, 8)
+STRUCTURAL = [c for c in expected_cases() if "pred" not in c[0]]
+TAGS = strategies.TAGS
+
+
+def wide_events(model: WideFrontEndModel, docs, gaps=None):
+    """Every event of ``docs`` streamed back to back through ``model`` (beats offered whenever
+    it has room, or with ``gaps`` a random.Random that leaves some cycles idle)."""
+    beats = [b for d in docs for b in document_beats(d, model.width)]
+    out, i, incoming = [], 0, False
+    while i < len(beats) or model.queue or model.d1 or model.d2 or incoming \
+            or model.e is not NO_EVENT or model.f is not NO_EVENT:
+        assert len(model.queue) <= model.queue_depth
+        offer = i < len(beats) and model.room(incoming) and not (gaps and gaps.random() < 0.3)
+        ev = model.step(incoming, *(current if incoming else (b"", False)))
+        if offer:
+            current, incoming = beats[i], True
+            i += 1
+        else:
+            incoming = False
+        if ev is not NO_EVENT:
+            out.append(ev)
+    return out
+
+
+def byte_events(model: FrontEndModel, docs):
+    out = []
+    for d in docs:
+        for i, c in enumerate(d):
+            ev = model.step(True, c, i == len(d) - 1)
+            if ev is not NO_EVENT:
+                out.append(ev)
+    for _ in range(8):
+        ev = model.step(False, 0, False)
+        if ev is not NO_EVENT:
+            out.append(ev)
+    return out
+
+
+BAD = [b"<a><b></a>", b"<a>" * 9 + b"</a>" * 9, b"<" + b"a" * 40 + b"/>", b"<a>", b"x", b"<",
+       b"<a/>", b"<a></a>  ", b"<!-- -->"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(st.one_of(strategies.documents(), st.sampled_from(BAD)), min_size=1,
+                     max_size=4),
+       width=st.sampled_from(WIDTHS), seed=st.integers(0, 3))
+def test_wide_front_end_makes_the_one_byte_front_ends_events(docs, width, seed):
+    tags = TAGS + ["a" * 32]
+    want = byte_events(FrontEndModel(tags, max_depth=8), docs)
+    got = wide_events(WideFrontEndModel(tags, width=width, max_depth=8), docs,
+                      random.Random(seed) if seed else None)
+    assert got == want
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_events_of_back_to_back_one_to_three_byte_documents(width):
+    docs = [b"<a/>"[:n] for n in (1, 2, 3)] * 3 + [b"<a/>", b"x", b"  ", b"<b/>"]
+    want = byte_events(FrontEndModel(TAGS, max_depth=8), docs)
+    assert wide_events(WideFrontEndModel(TAGS, width=width, max_depth=8), docs) == want
+    assert sum(ev.doc_end for ev in want) == len(docs)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_queue_is_never_over_full_on_the_densest_input(width):
+    docs = [b"<r>" + b"<a/>" * 300 + b"</r>"]
+    model = WideFrontEndModel(TAGS, width=width, max_depth=8)
+    events = wide_events(model, docs)       # asserts the queue depth every cycle
+    assert sum(ev.push for ev in events) == 301
+
+
+#: Every shared structural set at every W is a long run (make regress); one stays in make test.
+SHARED = [pytest.param(*case, width, id=f"{case[0]}-W{width}",
+                       marks=() if (case is STRUCTURAL[0] and width == 4) else pytest.mark.regress)
+          for case in STRUCTURAL for width in WIDTHS]
+
+
+@pytest.mark.parametrize("name, queries_path, folder, tsv, width", SHARED)
+def test_wide_model_reproduces_shared_expected(name, queries_path, folder, tsv, width):
+    engine = ModelEngine(load_queries(queries_path).queries, bytes_per_cycle=width)
+    results = {r.name: r.matches for r in filter_batch(engine, load_documents([folder]))}
+    assert results == read_expected(tsv)
+
+
+QUERIES = [parse_query(t, i + 1) for i, t in enumerate(
+    ("/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/c/d", "/a/b/c", "//d"))]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("seed", range(3))
+def test_random_gaps_and_readout_stalls_give_the_one_byte_answers(width, seed):
+    rng = random.Random(seed)
+    plan = compile_queries(QUERIES, CompileOptions(cluster_size=3, max_depth=8))
+    docs = [rng.choice([b"<a><b><c/></b><c><d/></c></a>", b"<c><x/></c>", b"<a/>", b"x",
+                        b"<a>", b"<a><b/>\n</a>", b"<d/> "]) for _ in range(20)]
+    want = run_documents(EngineModel(plan), docs)
+    got = run_with_gaps(EngineModel(plan, bytes_per_cycle=width), docs, rng)
+    assert [(r.bits, r.errors) for r in got] == [(r.bits, r.errors) for r in want]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_w_bytes_per_cycle_when_documents_outlast_the_readout(width):
+    model = EngineModel(compile_queries(QUERIES), bytes_per_cycle=width)
+    doc = b"<a>" + (b"<b>" + b"text, " * 8 + b"<c/></b>") * 20 + b"</a>"
+    for data, last in document_beats(doc, width) * 3:
+        ready, _ = model.step(True, data, last)
+        assert ready
+
+
+def test_a_beat_must_be_full_unless_last():
+    model = WideFrontEndModel(TAGS, width=4)
+    model.step(True, b"<a/", True)
+    with pytest.raises(ValueError, match=r"^beat must have 4 bytes \(1 to 4 with last\), not 3$"):
+        model.step(True, b"<a/", False)
+
+
+def test_queue_depth_and_bad_widths():
+    assert [queue_depth_for(w) for w in (2, 4, 8)] == [12, 20, 36]
+    with pytest.raises(ValueError, match=r"^bytes per cycle must be one of 1, 2, 4, 8, not 3$"):
+        EngineModel(compile_queries(QUERIES), bytes_per_cycle=3)
+
+
+def test_value_predicates_are_refused_above_one_byte_per_cycle():
+    plan = compile_queries([parse_query('/a[@n="1"]/b', 1)])
+    with pytest.raises(ValueError, match=r"^plan must have no value predicates at 4 bytes per "
+                       r"cycle \(the W-byte front end does not evaluate them yet\), not 1 "
+                       r"conditions$"):
+        EngineModel(plan, bytes_per_cycle=4)
+
+
+def test_bad_documents_raise_the_same_flags_at_every_width():
+    plan = compile_queries(QUERIES, CompileOptions(max_depth=8))
+    want = run_documents(EngineModel(plan), BAD)
+    assert any(r.errors & Errors.DEPTH_OVERFLOW for r in want)
+    for width in WIDTHS:
+        got = run_documents(EngineModel(plan, bytes_per_cycle=width), BAD)
+        assert [(r.bits, r.errors) for r in got] == [(r.bits, r.errors) for r in want]

@@ -1,0 +1,114 @@
+"""The W-byte engine's RTL (issue 18, Amaranth simulator) against its cycle-accurate model every
+cycle (ready and readout beat) and against the reference per document, at W = 2, 4, 8."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.hwdefs import Errors, queue_depth_for
+from xpfilt.model.engine import collect_readout
+from xpfilt.paths import shared_data
+from xpfilt.xpath import load_queries, parse_query
+
+from .rtl_compare import compare_engine_with_model
+from .strategies import documents, queries
+from .test_engine_rtl import BAD, QUERIES, TRICKY, bits_of, check_tricky_and_bad
+
+WIDTHS = (2, 4, 8)
+
+
+def check(plan, queries, docs, **kwargs):
+    """RTL = model every cycle; every document answered as the reference says, or flagged."""
+    result = compare_engine_with_model(plan, docs, **kwargs)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(queries))
+    assert [r.doc for r in readouts] == list(range(len(docs)))
+    return readouts
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("p_valid, p_ready, seed", [(1.0, 1.0, 0), (0.7, 0.6, 1)])
+def test_tricky_and_bad_documents(width, p_valid, p_ready, seed):
+    plan = compile_queries(QUERIES, CompileOptions(cluster_size=4, max_depth=6))
+    docs = TRICKY + BAD[:3] + TRICKY[:1] + BAD[3:] + TRICKY[1:2]
+    readouts = check(plan, QUERIES, docs, seed=seed, p_valid=p_valid, p_ready=p_ready,
+                     bytes_per_cycle=width)
+    check_tricky_and_bad(plan, docs, readouts)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("p_valid, p_ready, seed", [(1.0, 1.0, 0), (0.6, 0.7, 2)])
+def test_back_to_back_one_to_three_byte_documents(width, p_valid, p_ready, seed):
+    queries = [parse_query("//a", 1), parse_query("//b", 2)]
+    plan = compile_queries(queries)
+    docs = [b"x", b"<a", b"<a/", b"<a/>", b"  ", b"<b/>", b"<a/> ", b"<a><b/></a>"] * 3
+    readouts = check(plan, queries, docs, seed=seed, p_valid=p_valid, p_ready=p_ready,
+                     extra_cycles=40, bytes_per_cycle=width)
+    for doc, readout in zip(docs, readouts):
+        if doc.strip() in (b"<a/>", b"<b/>", b"<a><b/></a>"):
+            assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)
+        else:
+            assert readout.errors & Errors.MALFORMED, doc
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_dense_events_fill_the_queue_and_stall_the_input(width):
+    """Two events every four bytes: the queue fills and ``room`` holds the input back."""
+    queries = [parse_query("/r/a", 1), parse_query("//b", 2)]
+    plan = compile_queries(queries)
+    docs = [b"<r>" + b"<a/>" * 40 + b"<b/></r>", b"<r/>"]
+    result = compare_engine_with_model(plan, docs, p_valid=1.0, p_ready=1.0, extra_cycles=40,
+                                       bytes_per_cycle=width)
+    assert result["mismatch"] is None, result["mismatch"]
+    assert [r.bits for r in collect_readout(result["beats"], 2)] == [3, 0]
+    streaming = result["cycles"] - 40              # until the last beat was accepted
+    events = 1 + 80 + 2 + 1 + 2                     # pushes and pops of both documents
+    assert streaming > -(-len(docs[0]) // width)   # the input stalled ...
+    assert streaming >= events - queue_depth_for(width)   # ... as one event per cycle needs
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(docs=st.lists(documents(), min_size=1, max_size=3),
+       texts=st.lists(queries(), min_size=1, max_size=8),
+       cluster_size=st.integers(1, 4), seed=st.integers(0, 1000),
+       width=st.sampled_from(WIDTHS))
+def test_random_cases(docs, texts, cluster_size, seed, width):
+    parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    plan = compile_queries(parsed, CompileOptions(cluster_size=cluster_size, max_depth=10))
+    readouts = check(plan, parsed, docs, seed=seed, p_valid=0.9, p_ready=0.9,
+                     extra_cycles=len(parsed) * 3 + 10, bytes_per_cycle=width)
+    assert [r.bits for r in readouts] == [bits_of(plan, parsed, d) for d in docs]
+
+
+@pytest.mark.parametrize("width", (4,))
+@pytest.mark.parametrize("max_depth, max_name", [(1, 1), (2, 2), (3, 5), (16, 32)])
+def test_parameter_edges(width, max_depth, max_name):
+    long_tag = "t" * max_name
+    queries = [parse_query(t, i + 1) for i, t in enumerate(
+        ["/a", "//b", f"//{long_tag}", "/a/b", "/*//a", f"/a//{long_tag}", "//*", "/a/*/b"])]
+    plan = compile_queries(queries, CompileOptions(cluster_size=3, max_depth=max_depth))
+    docs = [b"<a/>", b"<b/>", f"<{long_tag}/>".encode(), b"x",
+            b"<a>" * max_depth + b"</a>" * max_depth,
+            b"<a>" * (max_depth + 1) + b"</a>" * (max_depth + 1),
+            b"<a>" + b"<b>" * (max_depth - 1) + b"</b>" * (max_depth - 1) + b"</a>",
+            f"<{long_tag}t/>".encode(), f"<a><{long_tag}/></a>".encode(), b"<b/>"]
+    readouts = check(plan, queries, docs, seed=max_depth, p_valid=0.9, p_ready=0.9,
+                     extra_cycles=len(queries) * 3 + 20, max_name=max_name,
+                     bytes_per_cycle=width)
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout.bits == bits_of(plan, queries, doc), doc
+    assert readouts[5].errors & Errors.DEPTH_OVERFLOW
+    assert readouts[7].errors & Errors.NAME_TOO_LONG
+
+
+def test_real_nitf_documents_at_four_bytes_per_cycle():
+    data = shared_data()
+    queries = load_queries(data / "queries/nitf-d8-p15-n2000.txt").queries[:24]
+    plan = compile_queries(queries, CompileOptions(cluster_size=8))
+    docs = [(data / f"nitf/docs/outFile{i}.xml").read_bytes() for i in (7, 42)]
+    readouts = check(plan, queries, docs, seed=3, p_valid=0.95, p_ready=1.0, extra_cycles=60,
+                     bytes_per_cycle=4)
+    assert [r.bits for r in readouts] == [bits_of(plan, queries, d) for d in docs]

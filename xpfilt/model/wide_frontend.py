@@ -1,0 +1,101 @@
+"""Cycle-accurate model of :class:`xpfilt.hdl.wide_frontend.WideFrontEnd`: the front end that
+takes a beat of W bytes per cycle (issue 18).
+
+``WideFrontEndModel.step(valid, data, last)`` is one clock cycle: ``data`` holds the beat's
+bytes (W of them, fewer only in the last beat of a document), and the result is the value of
+the RTL's ``events`` port in the next cycle. Before calling it, :meth:`room` says whether the
+frame may accept a beat this cycle.
+
+Its registers, in the order a beat meets them (see :mod:`xpfilt.hdl.wide_frontend`):
+
+* D1, D2: the beat and then its byte classes, registered (as in the one-byte front end);
+* P: the parser walks the beat's bytes in lane order, one parser step per byte, all in one
+  cycle; every byte whose parser step makes an event (push, pop, or the document end of the
+  beat with ``last``) appends it to the event queue, in byte order;
+* the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries) hands its oldest event to stage E
+  every cycle, except in the cycle right after it handed over a document end (so that the
+  frame's capture, the cycle after the end reaches the clusters, never meets a push);
+* E, F: the global stack row read and the end-tag check (in the model, delay registers: the
+  parser step already computed the whole event), then the ``events`` register.
+
+So a beat accepted in cycle N shows its first event in cycle N + :data:`WIDE_LATENCY` at the
+earliest. The frame accepts a beat only when the queue has room for W events of it and of every
+beat still before the queue (:meth:`room`), so the queue never overflows and back-pressure
+arises only when events come faster than one per cycle for long.
+
+The parser step is :class:`xpfilt.model.frontend.FrontEndModel`'s, byte for byte, so the events
+of a document (and its error flags) are exactly the one-byte front end's, only timed
+differently. Attribute and text conditions and ``report_names`` are not (yet) widened.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Sequence
+
+from ..hwdefs import WIDE_LATENCY, check_bytes_per_cycle, queue_depth_for
+from .frontend import NO_EVENT, FrontEndModel
+
+__all__ = ["WideFrontEndModel", "WIDE_LATENCY"]
+
+
+class WideFrontEndModel:
+    """Cycle-accurate model of ``WideFrontEnd(tags, width=W, max_depth=..., max_name=...)``."""
+
+    def __init__(self, tags: Sequence[str], *, width: int, max_depth: int = 16,
+                 max_name: int = 32):
+        check_bytes_per_cycle(width)
+        self.width = width
+        self.queue_depth = queue_depth_for(width)
+        self.tags = tuple(tags)
+        self.max_depth = max_depth
+        self.max_name = max_name
+        self._parser = FrontEndModel(tags, max_depth=max_depth, max_name=max_name)
+        self.reset()
+
+    def reset(self) -> None:
+        """Power-on state: no beat in flight, the queue empty, ``events`` all zero."""
+        self._parser.reset()
+        self._parse = self._parser._send
+        self.d1 = self.d2 = None        # (data, last) of the beat in stage D1 / D2, or None
+        self.queue: deque = deque()
+        self.e = self.f = NO_EVENT       # stages E and F
+        self.after_end = False           # stage E took a document end last cycle
+
+    def room(self, incoming: bool) -> bool:
+        """The frame may accept a beat this cycle; ``incoming``: a beat is on ``bytes_in`` now
+        (the frame's input copy). Room for W events of that beat, of the beats in D1 and D2
+        and of the new one, beside the queued events."""
+        flight = bool(incoming) + (self.d1 is not None) + (self.d2 is not None) + 1
+        return len(self.queue) + self.width * flight <= self.queue_depth
+
+    def step(self, valid: bool, data: bytes = b"", last: bool = False):
+        """One clock cycle with these ``bytes_in`` inputs; the ``events`` port of the next
+        cycle."""
+        out = self.f
+        self.f = self.e
+        queue = self.queue
+        if queue and not self.after_end:
+            self.e = queue.popleft()
+            self.after_end = bool(self.e.doc_end)
+        else:
+            self.e = NO_EVENT
+            self.after_end = False
+        beat = self.d2
+        if beat is not None:
+            parse = self._parse
+            data2, last2 = beat
+            final = len(data2) - 1
+            for i, c in enumerate(data2):
+                ev = parse((1, c, last2 and i == final))
+                if ev is not NO_EVENT:
+                    queue.append(ev)
+        self.d2 = self.d1
+        if valid:
+            if not 1 <= len(data) <= self.width or (len(data) != self.width and not last):
+                raise ValueError(f"beat must have {self.width} bytes (1 to {self.width} with "
+                                 f"last), not {len(data)}")
+            self.d1 = (bytes(data), bool(last))
+        else:
+            self.d1 = None
+        return out
