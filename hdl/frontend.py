@@ -48,8 +48,10 @@ stage P, beside the parser:
   compared with the literal's digit at that position, one LUT per flag);
 * at the closing quote every condition on ``cur`` is decided from those registers (length
   first, then the first difference; the sign; ``-0`` equals 0) and ORed into the ``conds``
-  register; ``conds`` clears at every ``<`` in content and travels with the push (``events.
-  conds``; a pop carries the text conditions' bits instead, below).
+  register in the next cycle (the decision is registered); ``conds`` clears on the byte after
+  every ``<`` and travels with the push (``events.conds``, read by stage F straight from
+  ``conds``, which holds still until then: no copy in stages E and F; a pop carries the text
+  conditions' bits instead, below).
 
 Text conditions (issue 14 part 2; conditions whose ``attribute`` is :data:`xpfilt.hwdefs.TEXT`,
 ``[text() op literal]`` and ``[text()]``). A second set of the same comparators (string CAM, number
@@ -584,8 +586,8 @@ class FrontEnd(wiring.Component):
         e_nlevel = Signal.like(level)  # flag: before the reset at the last byte (for "left
                                        # unfinished")
         e_nroot = Signal()
-        e_conds = Signal(max(1, len(self.conditions)))
-        m.d.sync += e_conds.eq(Mux(do_pop, tconds, conds))
+        e_tconds = Signal(max(1, len(self.conditions)))   # a pop's text bits (attribute
+        m.d.sync += e_tconds.eq(tconds)                     # bits: see stage F)
         m.d.sync += [
             e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
             e_check.eq(pop_check), e_last.eq(valid & last),
@@ -611,8 +613,8 @@ class FrontEnd(wiring.Component):
         f_hash = Signal(HASH_WIDTH)
         f_row = Signal(StackEntry(tag_width=self.tag_width))
         f_errors = Signal(ErrorFlags)
-        f_conds = Signal.like(e_conds)
-        m.d.sync += f_conds.eq(e_conds)
+        f_tconds = Signal.like(e_tconds)
+        m.d.sync += f_tconds.eq(e_tconds)
         m.d.sync += [
             f_valid.eq(e_valid), f_push.eq(e_push), f_pop.eq(e_pop),
             f_check.eq(e_pop & e_check), f_last.eq(e_last), f_level.eq(e_level),
@@ -645,7 +647,9 @@ class FrontEnd(wiring.Component):
             ev.errors.malformed.eq(f_errors.malformed | (f_last & (mismatched | mismatch))),
         ]
         if self.conditions:
-            m.d.comb += ev.conds.eq(Mux(f_push | f_pop, f_conds, 0))
+            # a push's attribute bits straight from stage P's ``conds`` (unchanged since the
+            # push's byte: see _attribute_conditions), a pop's text bits through E and F
+            m.d.comb += ev.conds.eq(Mux(f_push, conds, 0) | Mux(f_pop, f_tconds, 0))
         m.d.sync += self.events.eq(ev)
         with m.If(f_valid):
             m.d.sync += mismatched.eq(~f_last & (mismatched | mismatch))
@@ -697,14 +701,25 @@ class FrontEnd(wiring.Component):
             m, conditions, start=valid & (last | req["val_start"]),
             byte=valid & ~last & req["val_byte"], space_like_tabs=True, name="v",
             eq=eq, registered=registered, member=member)
+        # The decision at a closing quote is registered (``decide``) and ORed into ``conds``
+        # in the next cycle (the comparators and ``cur`` hold still until the next value
+        # starts, >= 4 bytes later), so no path runs from the parser's state through the
+        # comparators into every condition bit. ``conds`` clears on the valid byte *after* a
+        # ``<`` or a document's last byte (``clear_next``), so a push's bits stay put for the
+        # two cycles stage F needs to read them (:meth:`elaborate` sends them with the event
+        # straight from here, not through stages E and F).
         conds = Signal(len(self.conditions))
+        decide = Signal()
+        clear_next = Signal()
+        m.d.sync += decide.eq(valid & ~last & req["val_end"])
         with m.If(valid):
-            with m.If(last | req["tag_start"]):
-                m.d.sync += conds.eq(0)
-            with m.Elif(req["val_end"]):
-                m.d.sync += conds.eq(conds | Cat(*(
-                    (cur[a_of[index.index(i)]] & bits[index.index(i)]) if i in index
-                    else Const(0, 1) for i in range(len(self.conditions)))))
+            m.d.sync += clear_next.eq(last | req["tag_start"])
+        with m.If(valid & clear_next):
+            m.d.sync += conds.eq(0)
+        with m.Elif(decide):
+            m.d.sync += conds.eq(conds | Cat(*(
+                (cur[a_of[index.index(i)]] & bits[index.index(i)]) if i in index
+                else Const(0, 1) for i in range(len(self.conditions)))))
         valued = [i for i, a in enumerate(attrs)
                   if any(c.kind != "exists" and a_of[k] == i for k, c in enumerate(conditions))]
         numeric = [i for i, a in enumerate(attrs)
