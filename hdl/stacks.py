@@ -39,6 +39,11 @@ The bottom-up check anchors every entry at exactly one element, so nested candid
 (``//b[text()=15]/c`` in ``<b>15<b>7<c/></b></b>``; ``//a[b]/c`` in ``<a><a><c/></a><b/></a>``)
 are told apart; a document end that shares its cycle with the root's pop still checks the root.
 
+Boolean combinations of paths: a cluster's flags are its queries' then its internal paths'
+(``Cluster.matchers``); a combination's entry of ``matches`` is its expression over its paths'
+flags (a few LUTs between the flag registers and the readout's capture), so ``not`` sees the
+whole document's flags.
+
 The programmable engine uses :func:`level_stack` too; :func:`packed_stack` (the current row in a
 register, the rows below it in the LUT-RAM) is kept for reference.
 """
@@ -54,7 +59,7 @@ from xpfilt.compiler import Cluster, SourceKind, TwigChecks
 from .frontend import ErrorFlags
 
 __all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack", "level_stack",
-           "match_flags"]
+           "match_flags", "boolean"]
 
 
 class DecodedEventLayout(data.StructLayout):
@@ -104,7 +109,8 @@ class StackBank(wiring.Component):
 
     Ports: ``events`` (the front end's events with one-hot tags, see
     :class:`DecodedEventLayout`), ``clear`` (reset the match flags this cycle),
-    ``matches`` (one flag per query of the cluster, in the plan's order, registered).
+    ``matches`` (one flag per query of the cluster, in the plan's order: a register, or for a
+    combination of paths its expression over registers).
     """
 
     def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, n_conds: int = 0):
@@ -125,7 +131,8 @@ class StackBank(wiring.Component):
         n_columns = len(cluster.columns)
         width = max(1, n_columns)
 
-        chains = [(i, q.chain) for i, q in enumerate(cluster.queries) if q.chain]
+        matchers = cluster.matchers       # the queries, then the combinations' paths
+        chains = any(q.chain for q in matchers)
         top = Signal(width)     # the parent's row on a push; with twigs, the closing
         new = Signal(width)     # element's row on a pop
         if chains:
@@ -157,16 +164,9 @@ class StackBank(wiring.Component):
 
         def guard(g):
             """A node's guard over the push's condition bits (Const(1) for none)."""
-            if not g:
-                return Const(1)
-            if g[0] == "c":
-                return ev.conds[g[1]]
-            if g[0] == "not":
-                return ~guard(g[1])
-            terms = Cat(*(guard(x) for x in g[1:]))
-            return terms.all() if g[0] == "and" else terms.any()
+            return boolean(g, lambda i: ev.conds[i])
 
-        needed = {q.node for q in cluster.queries if not q.chain} | {
+        needed = {q.node for q in matchers if not q.chain and not q.combine} | {
             k for k, n in enumerate(cluster.nodes) if n.column >= 0}
         fires = {}
         for k in sorted(needed):
@@ -184,12 +184,18 @@ class StackBank(wiring.Component):
 
         # a node with a tag fires only on a push (the event's tag is 0 on every other cycle):
         # only '*' nodes need the push term, the other flags save a LUT input
-        hits = [None if q.chain else
+        hits = [Const(0, 1) if q.chain or q.combine else
                 fires[q.node] if cluster.nodes[q.node].tag else fires[q.node] & ev.push
-                for q in cluster.queries]
+                for q in matchers]
         if chains:
             self._twigs(m, ev, top, hits)
-        match_flags(m, ev, self.clear, Cat(*hits), self.matches, gated=False)
+        flags = Signal(len(matchers))
+        match_flags(m, ev, self.clear, Cat(*hits), flags, gated=False)
+        # a combination's flag: its expression over its paths' flags (after the queries')
+        paths = len(cluster.queries)
+        m.d.comb += self.matches.eq(Cat(*(
+            boolean(q.combine, lambda p: flags[paths + p]) if q.combine else flags[i]
+            for i, q in enumerate(cluster.queries))))
         return m
 
     def _twigs(self, m, ev, row, hits) -> None:
@@ -203,19 +209,7 @@ class StackBank(wiring.Component):
 
         def holds(cond):
             """A condition on the pop (leaves: text bits, row columns, pending bits)."""
-            if not cond:
-                return Const(1)
-            match cond[0]:
-                case "c":
-                    return ev.conds[cond[1]]
-                case "r":
-                    return row[cond[1]]
-                case "n":
-                    return pending[cond[1]]
-                case "not":
-                    return ~holds(cond[1])
-            terms = Cat(*(holds(x) for x in cond[1:]))
-            return terms.all() if cond[0] == "and" else terms.any()
+            return boolean(cond, lambda i: ev.conds[i], row=row, pending=lambda p: pending[p])
 
         def done(column, cond):
             return holds(cond) if column < 0 else row[column] & holds(cond)
@@ -236,6 +230,25 @@ class StackBank(wiring.Component):
             m.d.sync += pending.eq(0)
         with m.Elif(ev.pop):
             m.d.sync += pending.eq(read.data | Cat(*up))
+
+
+def boolean(expr: tuple, leaf, *, row=None, pending=None):
+    """A guard, twig condition or combination (see :mod:`xpfilt.compiler`) as logic:
+    ``("c", i)`` leaves are ``leaf(i)``, ``("r", c)`` ``row[c]``, ``("n", e)`` ``pending(e)``;
+    Const(1) for ``()``."""
+    if not expr:
+        return Const(1)
+    match expr[0]:
+        case "c":
+            return leaf(expr[1])
+        case "r":
+            return row[expr[1]]
+        case "n":
+            return pending(expr[1])
+        case "not":
+            return ~boolean(expr[1], leaf, row=row, pending=pending)
+    terms = Cat(*(boolean(x, leaf, row=row, pending=pending) for x in expr[1:]))
+    return terms.all() if expr[0] == "and" else terms.any()
 
 
 def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> None:

@@ -112,3 +112,17 @@ def predicate_paths(draw, tags, predicate, max_steps: int = 3, per_step=(0, 1, 1
         for _ in range(draw(st.sampled_from(per_step))):
             text += f"[{draw(predicate)}]"
     return text
+
+
+@st.composite
+def path_combinations(draw, path, depth: int = 0) -> str:
+    """A boolean combination of paths drawn from the strategy ``path`` (``and``, ``or``,
+    ``not(...)``, parentheses), at most two levels deep, so 1..4 paths."""
+    kind = draw(st.integers(0, 3 if depth < 2 else 0))
+    if kind == 0:
+        return draw(path)
+    if kind == 1:
+        return f"not({draw(path_combinations(path, depth + 1))})"
+    joiner = " and " if kind == 2 else " or "
+    return (f"({draw(path_combinations(path, depth + 1))}{joiner}"
+            f"{draw(path_combinations(path, depth + 1))})")

@@ -68,6 +68,15 @@ stack, shared by equal entries of other queries: :class:`TwigChecks`) plus a nam
 shared by all twig nodes of the cluster with that name, not a push column of its own -- top-down context below the anchor is not needed, because every entry
 is anchored bottom up at exactly one element of its parent entry.
 
+Boolean combinations of paths (``/a/b[@x > 2] and not(/a/c)``, issue 14). Each path of a
+combination is compiled like a query of the same cluster, as an internal path
+(``Cluster.paths``: a :class:`QueryPlan` each, not read out); the profile's own entry in
+``Cluster.queries`` has no node and a ``combine`` expression over the paths' positions in
+``Cluster.paths`` (a guard's shape: ``("c", p)`` leaves, and/or/not). The stacks keep a sticky
+match flag per path, and the cluster's match output for the profile is the expression over
+those flags, evaluated when the readout captures them at the document's end (so ``not`` means
+"no match in the whole document").
+
 Column optimizations (each switchable): (1) the last node gets no column; (2) a first step whose
 children are all ``/`` steps gets no column (the global stack knows the parent's tag); (3) nodes
 that are not ``*`` and not followed by ``//`` share columns when their tags differ (the tag on the
@@ -94,7 +103,7 @@ __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Colu
            "COMBINATIONS_REFUSED", "POSITION_REFUSED", "guard_holds", "twig_holds",
            "TwigChecks"]
 
-PLAN_VERSION = 5
+PLAN_VERSION = 6
 
 
 class EngineMode(str, enum.Enum):
@@ -180,13 +189,23 @@ class QueryPlan:
     # (column, condition, parent entry, reached by '//'), entry 0 its anchor (see the module
     # docstring); () for a query matched on a push
     chain: tuple = ()
+    # a boolean combination of paths: its expression over the cluster's paths (Cluster.paths),
+    # node -1; () for a path
+    combine: tuple = ()
 
 
 @dataclass(frozen=True)
 class Cluster:
     nodes: tuple[Node, ...]
     columns: tuple[Column, ...]
-    queries: tuple[QueryPlan, ...]
+    queries: tuple[QueryPlan, ...]      # one per readout bit, in readout order
+    paths: tuple[QueryPlan, ...] = ()   # the paths of the combinations (not read out)
+
+    @property
+    def matchers(self) -> tuple[QueryPlan, ...]:
+        """What has a sticky match flag: the queries (a combination's entry never matches by
+        itself), then the paths; flag ``len(queries) + p`` is path ``p``'s."""
+        return self.queries + self.paths
 
 
 @dataclass(frozen=True)
@@ -225,8 +244,13 @@ class Plan:
                                             "kind": SourceKind(n["source"]["kind"])}),
                        n["column"], _tuples(n.get("guard", ()))) for n in c["nodes"]),
             tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
-            tuple(QueryPlan(**{**q, "chain": _tuples(q.get("chain", ()))})
-                  for q in c["queries"]))
+            tuple(_query_plan(q) for q in c["queries"]),
+            tuple(_query_plan(q) for q in c.get("paths", ())))
+
+
+def _query_plan(q: dict) -> QueryPlan:
+    return QueryPlan(**{**q, "chain": _tuples(q.get("chain", ())),
+                        "combine": _tuples(q.get("combine", ()))})
 
 
 def _tuples(value):
@@ -241,8 +265,8 @@ class TwigChecks:
     pending bit ``p``, one per distinct entry below an anchor -- entries with the same column,
     axis and condition over the same distinct entries hold at the same elements, so queries
     share them (``/nitf[head]/x`` and ``/nitf[head]/y`` share ``head``'s bit); ``anchors`` =
-    ``(readout position, column, condition)`` per twig query. Conditions read ``("n", p)`` as
-    pending bit ``p``."""
+    ``(flag position, column, condition)`` per twig query or path (:attr:`Cluster.matchers`).
+    Conditions read ``("n", p)`` as pending bit ``p``."""
     pending: tuple
     anchors: tuple
 
@@ -250,7 +274,7 @@ class TwigChecks:
     def of(cluster: "Cluster") -> "TwigChecks":
         index: dict[tuple, int] = {}
         anchors = []
-        for i, q in enumerate(cluster.queries):
+        for i, q in enumerate(cluster.matchers):
             bit: dict[int, int] = {}
 
             def shared(cond):
@@ -290,7 +314,8 @@ def twig_holds(cond: tuple, conds: int, row: int, pending: int) -> bool:
 
 
 def guard_holds(guard: tuple, bits: int) -> bool:
-    """Whether a node's guard holds for a push whose condition bits are ``bits``."""
+    """Whether a node's guard holds for a push whose condition bits are ``bits`` (or a
+    combination's expression, for its paths' match flags ``bits``)."""
     return twig_holds(guard, bits, 0, 0)
 
 
@@ -299,22 +324,24 @@ PREDICATES_REFUSED = "value predicates are not supported by the programmable eng
 POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
 #: ... a profile with nested paths (a twig), and one that combines paths with and/or/not.
 TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the programmable engine yet"
-COMBINATIONS_REFUSED = "boolean combinations of paths are not supported by the hardware engines yet"
+COMBINATIONS_REFUSED = ("boolean combinations of paths are not supported by the programmable "
+                        "engine yet")
 
 
 def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Optional[str]:
     """Why the hardware engine of ``mode`` cannot take ``query`` whatever its sizes (None: it
     can). The custom engine takes paths whose predicates test attributes, text() (comparisons
     with numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence) and
-    nested paths (twigs), combined with and/or/not to any depth; the programmable engine takes
-    plain paths."""
-    if not query.is_path:
+    nested paths (twigs), combined with and/or/not to any depth, and boolean combinations of
+    such paths; the programmable engine takes plain paths."""
+    programmable = EngineMode(mode) is EngineMode.PROGRAMMABLE
+    if not query.is_path and programmable:
         return COMBINATIONS_REFUSED
     if not query.has_predicates:
         return None
-    if EngineMode(mode) is EngineMode.PROGRAMMABLE:
+    if programmable:
         return TWIGS_REFUSED if query.has_nested_paths else PREDICATES_REFUSED
-    for step in _all_steps(query.steps):
+    for step in _query_steps(query):
         if step.uses_position:
             return POSITION_REFUSED
     for condition in _conditions_of(query):
@@ -322,6 +349,13 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
             return (f"number {condition.literal!r} has more than 15 digits, which the hardware "
                     f"engines cannot compare")
     return None
+
+
+def _query_steps(query: Query):
+    """Every step of ``query``: of each of its paths (a combination has several), branches
+    included."""
+    for path in query.paths:
+        yield from _all_steps(path.steps)
 
 
 def _all_steps(steps):
@@ -343,7 +377,7 @@ def _condition(leaf) -> AttrCondition:
 
 def _conditions_of(query: Query) -> list[AttrCondition]:
     """The attribute and text() conditions of every step of ``query``, branches included."""
-    return [_condition(leaf) for step in _all_steps(query.steps) for p in step.predicates
+    return [_condition(leaf) for step in _query_steps(query) for p in step.predicates
             for leaf in leaves(p)
             if isinstance(getattr(leaf, "target", None), (AttributeTarget, TextTarget))]
 
@@ -396,12 +430,12 @@ def _pop_conjuncts(step) -> list:
 
 def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAME,
                      mode: EngineMode = EngineMode.CUSTOM) -> tuple[list[Query], list[str]]:
-    """The queries a hardware engine can take, and a message for each other one: a query with
-    value predicates or a combination of paths (:func:`hardware_refusal`), or one with a name longer than the front
+    """The queries a hardware engine can take, and a message for each other one: a query
+    :func:`hardware_refusal` refuses, or one with a name longer than the front
     end's ``max_name`` bytes (it could never be decoded, so never match; None: not checked)."""
     ok, refused = [], []
     for q in queries:
-        long_names = [s.name for s in q.steps
+        long_names = [s.name for s in _query_steps(q)
                       if max_name is not None and len(s.name.encode()) > max_name]
         why = hardware_refusal(q, mode)
         if why:
@@ -422,13 +456,13 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         listing = ", ".join(f"{q.number} ({q})" for q, _why in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         raise UnsupportedQueryError(
-            f"the custom engine supports paths with attribute, text() and nested-path "
-            f"predicates, not query "
+            f"the custom engine supports paths and their combinations with attribute, text() "
+            f"and nested-path predicates, not query "
             f"{listing}{more} ({bad[0][1]})")
     conditions = tuple(dict.fromkeys(c for q in queries for c in _conditions_of(q)))
     index = {c: i for i, c in enumerate(conditions)}
     size = _cluster_size(queries, options)
-    tags = tuple(sorted({s.name for q in queries for s in _all_steps(q.steps)
+    tags = tuple(sorted({s.name for q in queries for s in _query_steps(q)
                          if not s.is_wildcard}))
     tag_id = {name: i + 1 for i, name in enumerate(tags)}
     ordered = cluster_order(queries, options)
@@ -436,7 +470,7 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
                      for i in range(0, len(ordered), size))
     stats = {
         "queries": len(queries),
-        "query_nodes": sum(1 for q in queries for _ in _all_steps(q.steps)),
+        "query_nodes": sum(1 for q in queries for _ in _query_steps(q)),
         "nodes": sum(len(c.nodes) for c in clusters),
         "columns": sum(len(c.columns) for c in clusters),
         "clusters": len(clusters),
@@ -453,7 +487,7 @@ def _cluster_size(queries: Sequence[Query], options: CompileOptions) -> int:
     most 4 steps, else 128."""
     if options.cluster_size is not None:
         return options.cluster_size
-    return 256 if all(len(q) <= 4 for q in queries) else 128
+    return 256 if all(len(p) <= 4 for q in queries for p in q.paths) else 128
 
 
 def cluster_order(queries: Sequence[Query], options: CompileOptions) -> list[Query]:
@@ -470,8 +504,26 @@ def cluster_order(queries: Sequence[Query], options: CompileOptions) -> list[Que
     return sorted(queries, key=lambda q: (str(q), q.number))
 
 
+def _numbered(clause, paths: list) -> tuple:
+    """A combination's clause as an expression over path positions (``("c", p)`` leaves), each
+    leaf path appended to ``paths``."""
+    if isinstance(clause, (And, Or)):
+        return ("and" if isinstance(clause, And) else "or",
+                *(_numbered(o, paths) for o in clause.operands))
+    if isinstance(clause, Not):
+        return ("not", _numbered(clause.operand, paths))
+    paths.append(clause)
+    return ("c", len(paths) - 1)
+
+
 def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
                      tag_id: dict[str, int], index: dict) -> Cluster:
+    # 0. what gets a match flag: the path queries, then the paths of the combinations (None
+    #    stands for a combination's own entry, which has no node)
+    internal: list[Query] = []
+    combine = [() if q.is_path else _numbered(q.clause, internal) for q in queries]
+    walk = [q if q.is_path else None for q in queries] + internal
+
     # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).
     #    A node's identity includes whether it is followed by '//' (its column's self loop).
     #    A query checked on pops (a twig, see the module docstring) ends its trie at its anchor
@@ -509,7 +561,11 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
         free.add(node)
         return node
 
-    for qi, query in enumerate(queries):
+    for qi, query in enumerate(walk):
+        if query is None:
+            query_node.append(-1)
+            twigs.append(())
+            continue
         parent = -1
         first = next((j for j, step in enumerate(query.steps) if _pop_conjuncts(step)), None)
         trunk = query.steps if first is None else query.steps[:first + 1]
@@ -627,10 +683,15 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
             return ("r", column_of[cond[1]])
         return (cond[0], *(columns_in(x) for x in cond[1:]))
 
+    def plan_of(i: int, q: Query) -> QueryPlan:
+        if not q.is_path:
+            return QueryPlan(q.number, str(q), -1, sum(len(p) for p in q.paths), (), combine[i])
+        return QueryPlan(q.number, str(q), query_node[i], len(q),
+                         tuple((column_of[node] if node >= 0 else -1, columns_in(cond), up,
+                                descendant) for node, cond, up, descendant in twigs[i]))
+
     return Cluster(
         tuple(nodes),
         tuple(Column(tuple(members), loop) for members, loop in columns),
-        tuple(QueryPlan(q.number, str(q), query_node[i], len(q),
-                        tuple((column_of[node] if node >= 0 else -1, columns_in(cond), up,
-                               descendant) for node, cond, up, descendant in twigs[i]))
-              for i, q in enumerate(queries)))
+        tuple(plan_of(i, q) for i, q in enumerate(queries)),
+        tuple(plan_of(len(queries) + j, p) for j, p in enumerate(internal)))

@@ -175,7 +175,7 @@ class EngineModel(FrameModel):
     def _take_flags(self) -> int:
         flags = 0
         for stacks, shift in zip(self.stacks, self._shifts):
-            flags |= stacks.matches << shift
+            flags |= stacks.flags() << shift
             stacks.matches = 0
         return flags
 

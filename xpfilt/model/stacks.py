@@ -8,7 +8,9 @@ the number of active columns and firing nodes, not the size of the cluster.
 Queries checked on pops (text() predicates, nested paths: ``QueryPlan.chain``) are checked by
 :meth:`ClusterStacks.close` on each pop, with pending bits per open element, as
 :mod:`xpfilt.hdl.stacks` describes; only the entries whose column the closing row holds (or
-that need none) are evaluated.
+that need none) are evaluated. Combinations of paths: ``matches`` holds a flag per query and
+per internal path (``Cluster.matchers``); :meth:`ClusterStacks.flags` combines them as the
+hardware's capture sees them.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class ClusterStacks:
         self._accept = [a | wild for a in accept]
         self._guarded = sum(1 << k for k in self._guards)
         self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
-        self._match_nodes = defaultdict(list)   # node -> readout positions in this cluster
+        self._match_nodes = defaultdict(list)   # node -> flag positions in this cluster
         # twig checks on pops (TwigChecks): (readout position or -1, condition, pending bit or
         # -1), by their column (-1: every element)
         checks = TwigChecks.of(cluster)
@@ -80,17 +82,22 @@ class ClusterStacks:
             self._descendants |= descendant << p
         for i, column, cond in checks.anchors:
             self._entries[column].append((i, cond, -1))
-        for i, q in enumerate(cluster.queries):
+        for i, q in enumerate(cluster.matchers):
+            if q.combine:
+                continue
             if not q.chain:
                 self._match_nodes[q.node].append(i)
         self._match_mask = sum(1 << k for k in self._match_nodes)
+        # a combination's readout flag: its expression over its paths' flags (after the queries')
+        self._combined = [(i, q.combine) for i, q in enumerate(cluster.queries) if q.combine]
+        self._plain = sum(1 << i for i, q in enumerate(cluster.queries) if not q.combine)
         self.reset()
 
     def reset(self) -> None:
         """Start a document: empty stacks, no matches."""
         self.stack = [0]           # stack[L] = row of level L; stack[0] is all zeros
         self.pending = [0]         # pending[L]: the text() chains' pending bits of level L
-        self.matches = 0           # bit i = query i of the cluster matched
+        self.matches = 0           # bit i: matcher i of the cluster (Cluster.matchers) matched
 
     def push(self, tag: int, parent: int, level: int, conds: int = 0) -> None:
         """An element with ``tag`` opens at ``level``; ``parent`` is its parent's tag (0 at the
@@ -155,6 +162,17 @@ class ClusterStacks:
         if self._chains:
             self.pending.pop()
 
+    def flags(self) -> int:
+        """The readout flags (bit i: query i of the cluster), a combination's from its paths'
+        flags, as the cluster's match output shows them at a capture."""
+        flags = self.matches & self._plain
+        if self._combined:
+            paths = self.matches >> len(self.cluster.queries)
+            for i, expr in self._combined:
+                if guard_holds(expr, paths):
+                    flags |= 1 << i
+        return flags
+
     def matched_queries(self) -> list[int]:
         """Positions (in the cluster) of the queries that matched so far."""
-        return list(_bits(self.matches))
+        return list(_bits(self.flags()))
