@@ -23,15 +23,17 @@ from typing import Optional, Sequence
 from amaranth.lib import data
 
 from xpfilt.hdl.frontend import ByteLayout, Errors
+from xpfilt.hdl.wide_frontend import WideByteLayout
 from xpfilt.hdl.readout import readout_layout
 from xpfilt.compiler import Plan
 from xpfilt.events import MalformedDocumentError, parse_events, EventKind
-from xpfilt.model.engine import EngineModel
+from xpfilt.model.engine import EngineModel, document_beats
 from xpfilt.readout import DOC_WIDTH, Beat, ReadoutKind, SparseBeat, collect_readout
 from xpfilt.reference import ReferenceFilter
 from xpfilt.xpath import Query
 
 __all__ = ["BeatCodec", "SERIAL", "BYTE_FIELDS", "encode_beat", "decode_beat", "byte_payload",
+           "InputCodec",
            "describe_cycle",
            "Trace", "Expectation", "expectation", "compare_with_model", "score_documents",
            "FAULTS", "error_names", "reference_for", "with_reference_fault"]
@@ -103,6 +105,41 @@ def byte_payload(data_byte: int, last: bool) -> int:
     return (data_byte << _DATA_SHIFT) | (int(last) << _LAST_SHIFT)
 
 
+class InputCodec:
+    """The ``bytes_in.payload`` integers of documents for an engine taking ``bytes_per_cycle``
+    bytes per cycle (a byte, :func:`byte_payload`, or a beat of
+    :class:`xpfilt.hdl.wide_frontend.WideByteLayout`), and back to the ``data`` and ``last``
+    :meth:`xpfilt.model.engine.EngineModel.step` takes; ``last_mask``: the ``last`` bit."""
+
+    def __init__(self, bytes_per_cycle: int = 1):
+        self.width = bytes_per_cycle
+        layout = ByteLayout if bytes_per_cycle == 1 else WideByteLayout(bytes_per_cycle)
+        fields = {name: (f.offset, f.width) for name, f in data.Layout.cast(layout)}
+        self.last_mask = 1 << fields["last"][0]
+        self._data = fields["data"]
+        self._count = fields.get("count", (0, 0))
+
+    def payloads(self, documents: Sequence[bytes]) -> list[int]:
+        (d_off, _), (c_off, _) = self._data, self._count
+        last_mask = self.last_mask
+        return [(int.from_bytes(chunk, "little") if self.width > 1 else chunk) << d_off
+                | (len(chunk) << c_off if self.width > 1 else 0) | (last_mask if last else 0)
+                for doc in documents for chunk, last in document_beats(doc, self.width)]
+
+    def decode(self, payload: int) -> tuple:
+        """(data, last) of a payload: a byte value, or the beat's bytes (``count`` of them with
+        ``last``)."""
+        last = bool(payload & self.last_mask)
+        raw = (payload >> self._data[0]) & ((1 << self._data[1]) - 1)
+        if self.width == 1:
+            return raw, last
+        count = (payload >> self._count[0]) & ((1 << self._count[1]) - 1) if last else self.width
+        return raw.to_bytes(self.width, "little")[:count], last
+
+
+_ONE_BYTE = InputCodec(1)
+
+
 def encode_beat(beat: Beat) -> int:
     """A serial :class:`Beat` as the integer the RTL shows on ``readout.payload``."""
     return SERIAL.encode(beat)
@@ -146,36 +183,38 @@ class Trace:
 
 
 def compare_with_model(plan: Plan, trace: Trace, *, max_name: int = 32,
-                       fault: Optional[str] = None) -> dict:
+                       fault: Optional[str] = None, bytes_per_cycle: int = 1) -> dict:
     """Step the model with the trace's inputs; compare ``ready`` and the beat of every cycle.
 
     Returns ``{"cycles", "mismatching_cycles", "first"}``; ``first`` is None or describes the
     first differing cycle (both sides, decoded, and the document in flight)."""
-    model = EngineModel(plan, max_name=max_name)
+    model = EngineModel(plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle)
     codec = BeatCodec.for_plan(plan)
+    inputs = InputCodec(bytes_per_cycle)
+    decode = inputs.decode
     step = model.step
-    last_mask = 1 << _LAST_SHIFT
-    data_mask = (1 << BYTE_FIELDS["data"][1]) - 1
     faulty = fault == "model"
     first = None
     bad = 0
     for c, (valid, payload, out_ready, ready, beat) in enumerate(zip(
             trace.valid, trace.payload, trace.out_ready, trace.ready, trace.beat)):
-        m_ready, m_beat = step(valid, (payload >> _DATA_SHIFT) & data_mask,
-                               bool(payload & last_mask), out_ready)
+        m_ready, m_beat = step(valid, *decode(payload), out_ready)
         expected, m_beat, faulty = codec.expected(m_beat, faulty)
         if m_ready != ready or expected != beat:
             bad += 1
             if first is None:
                 first = describe_cycle(c, trace, codec, ready, beat, m_ready, m_beat,
-                                       valid, payload, out_ready)
+                                       valid, payload, out_ready, inputs)
     return {"cycles": len(trace), "mismatching_cycles": bad, "first": first}
 
 
 def describe_cycle(cycle: int, trace: Trace, codec: BeatCodec, ready, beat: int, m_ready,
-                   m_beat, valid, payload: int, out_ready) -> dict:
+                   m_beat, valid, payload: int, out_ready,
+                   inputs: Optional[InputCodec] = None) -> dict:
     """A cycle where the RTL and the model differ: both sides' ``ready`` and beat (decoded),
-    the inputs, and the document in flight."""
+    the inputs (``inputs``: their codec, one byte per cycle if None), and the document in
+    flight."""
+    data_in, last_in = (inputs or _ONE_BYTE).decode(payload)
     rtl_beat = None if beat < 0 else codec.decode(beat)
     doc = (m_beat.doc if m_beat is not None else
            rtl_beat.doc if rtl_beat is not None else None)
@@ -185,8 +224,8 @@ def describe_cycle(cycle: int, trace: Trace, codec: BeatCodec, ready, beat: int,
         "rtl": {"ready": bool(ready), "beat": None if rtl_beat is None else rtl_beat._asdict()},
         "model": {"ready": bool(m_ready), "beat": None if m_beat is None else m_beat._asdict()},
         "inputs": {"valid": bool(valid),
-                   "data": (payload >> _DATA_SHIFT) & ((1 << BYTE_FIELDS["data"][1]) - 1),
-                   "last": bool(payload >> _LAST_SHIFT & 1), "out_ready": bool(out_ready)},
+                   "data": data_in if isinstance(data_in, int) else data_in.hex(),
+                   "last": last_in, "out_ready": bool(out_ready)},
     }
 
 

@@ -25,6 +25,7 @@ class TbConfig:
     p_valid: float = 0.8                       # bytes_in.valid probability per cycle
     p_ready: float = 0.8                       # readout.ready probability per cycle
     max_name: int = 32
+    bytes_per_cycle: int = 1                   # the engine's input width (beats of W bytes)
     idle_cycles: int = 16                      # checked cycles after the last readout beat
     stall_limit: int = 20_000                  # cycles without progress before giving up
     fault: Optional[str] = None                # test hook, see xpfilt.sim.checker.FAULTS

@@ -2,9 +2,9 @@
 
 Split the usual way:
 
-* :class:`Driver` streams the documents into ``bytes_in`` back to back, a byte offered in a cycle
-  with probability ``p_valid`` (random gaps) and held until the engine takes it
-  (``valid & ready``);
+* :class:`Driver` streams the documents into ``bytes_in`` back to back, a byte (or a beat of W
+  bytes, ``TbConfig.bytes_per_cycle``) offered in a cycle with probability ``p_valid`` (random
+  gaps) and held until the engine takes it (``valid & ready``);
 * :class:`Monitor` drives a random ``readout.ready`` (probability ``p_ready``), records the beat
   the engine shows in every cycle and counts the transferred ones;
 * the model (:class:`xpfilt.model.engine.EngineModel`) is the expected-value source and
@@ -38,7 +38,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
-from xpfilt.sim.checker import (FAULTS, BeatCodec, Trace, byte_payload, compare_with_model,
+from xpfilt.sim.checker import (FAULTS, BeatCodec, InputCodec, Trace, compare_with_model,
                          expectation, reference_for, root_cause_first, score_documents,
                          with_reference_fault)
 from xpfilt.sim.config import CONFIG_ENV, TbConfig
@@ -74,9 +74,10 @@ class _Pattern:
 class Driver:
     """Streams documents into ``bytes_in`` with random valid gaps, honouring ``ready``."""
 
-    def __init__(self, dut, documents: list[bytes], seed: int, p_valid: float):
-        self.stream = [byte_payload(b, i == len(doc) - 1)
-                       for doc in documents for i, b in enumerate(doc)]
+    def __init__(self, dut, documents: list[bytes], seed: int, p_valid: float,
+                 inputs: InputCodec = InputCodec(1)):
+        self.inputs = inputs              # bytes, or beats of W bytes
+        self.stream = inputs.payloads(documents)
         self.position = 0                 # index into stream of the byte offered next
         self.pattern = _Pattern(f"{seed}/valid", p_valid)
         self.valid_h, self.payload_h = dut.bytes_in__valid, dut.bytes_in__payload
@@ -115,7 +116,7 @@ async def run_stimulus(dut, driver: Driver, monitor: Monitor, trace: Trace, *,
     valid_h, payload_h, oready_h = driver.valid_h, driver.payload_h, monitor.ready_h
     t_valid, t_payload, t_oready = trace.valid, trace.payload, trace.out_ready
     t_ready, t_beat, doc_last = trace.ready, trace.beat, trace.doc_last_cycle
-    last_bit = byte_payload(0, True)
+    last_bit = driver.inputs.last_mask
     tick = Timer(PERIOD_NS, unit="ns")
     position = driver.position
     readouts = monitor.readouts
@@ -191,7 +192,8 @@ async def engine_matches_model_and_reference(dut):
     sim_time = time.perf_counter() - start
 
     start = time.perf_counter()
-    cycles = compare_with_model(plan, trace, max_name=config.max_name, fault=config.fault)
+    cycles = compare_with_model(plan, trace, max_name=config.max_name, fault=config.fault,
+                                bytes_per_cycle=config.bytes_per_cycle)
     reference, numbers = reference_for([parse_query(text, n) for n, text in config.queries])
     expected = [expectation(reference, numbers, doc, max_depth=plan.options.max_depth,
                             max_name=config.max_name) for doc in documents]
@@ -200,14 +202,16 @@ async def engine_matches_model_and_reference(dut):
     results, mismatches = score_documents(plan, names, expected, trace.transferred(codec))
     check_time = time.perf_counter() - start
     mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
-    finish_run(dut, config, trace, cycles, len(driver.stream), sim_time, check_time, results,
+    finish_run(dut, config, trace, cycles, sum(map(len, documents)), sim_time, check_time,
+               results,
                mismatches)
 
 
 async def start_engine(dut, config, documents, codec) -> tuple["Driver", "Monitor"]:
     """Start the clock, make the driver (``documents``) and the monitor, and reset."""
     Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
-    driver = Driver(dut, documents, config.seed, config.p_valid)
+    driver = Driver(dut, documents, config.seed, config.p_valid,
+                    InputCodec(config.bytes_per_cycle))
     monitor = Monitor(dut, config.seed, config.p_ready, codec.last_mask)
     dut.rst.value = 1
     await ClockCycles(dut.clk, 2)

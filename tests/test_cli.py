@@ -103,6 +103,29 @@ def test_model_engine_matches_expected_with_predicates(data):
     assert result.stdout.splitlines() == expected
 
 
+def test_compile_at_four_bytes_per_cycle_skips_value_predicates_naming_the_query(tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("XPFILT_CACHE", str(tmp_path / "cache"))
+    queries = tmp_path / "q.txt"
+    queries.write_text('/a/b\n/a[@x="1"]/b\n//c\n')
+    out = tmp_path / "out"
+    result = run("compile", queries, "--bytes-per-cycle", 4, "-o", out)
+    assert result.exit_code == 1, result.output      # the query is skipped and named
+    assert ("skipped: query 2 (/a[@x='1']/b): value predicates need 1 byte per cycle, not 4 "
+            '(the W-byte front end does not evaluate them yet)') in result.output
+    assert "* input: 4 bytes per cycle (beats with a byte count on the last; events queue " \
+           "for the stacks, 20 entries)" in result.stdout
+    verilog = (out / "xpfilt_engine.v").read_text()
+    assert "bytes_in__payload" in verilog and "queue19" in verilog
+    one = run("compile", queries, "-o", tmp_path / "one")
+    assert "* input:" not in one.stdout and "queue0" not in \
+        (tmp_path / "one" / "xpfilt_engine.v").read_text()
+    bad = run("compile", "--mode", "programmable", "--bytes-per-cycle", 2, "-o", out)
+    assert bad.exit_code == 2
+    assert ("--bytes-per-cycle must be 1 with --mode programmable (its W-byte front end is not "
+            "built yet), not 2") in bad.output
+
+
 def test_programmable_compile_configure_filter_round_trip(data, tmp_path):
     hw = tmp_path / "hw"
     result = run("compile", "--mode", "programmable", "--clusters", 2, "--columns", 64,

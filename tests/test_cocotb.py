@@ -92,12 +92,12 @@ def reference_answers(docs) -> dict:
             if d.name in GOOD or d.name in NITF}
 
 
-def check_clean_run(summary, docs):
+def check_clean_run(summary, docs, bytes_per_cycle: int = 1):
     assert summary.mismatches == 0, summary.format()
     assert summary.replay is None
     assert summary.queries == 12 and summary.clusters == 3
     assert summary.documents == len(docs)
-    assert summary.cycles > summary.bytes    # valid gaps and the final readout
+    assert summary.cycles > summary.bytes / bytes_per_cycle   # valid gaps, the final readout
     assert summary.input_stalls > 0 and summary.readout_stalls > 0, summary.format()
     for name, numbers in reference_answers(docs).items():
         assert summary.answers[name] == numbers, name
@@ -465,6 +465,42 @@ def test_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_pa
     assert summary.mismatches == 0, summary.format()
     malformed = sum(1 for d in docs if d.data in (b"x", b"y", b"<>"))
     assert summary.documents == 60 and summary.flagged == malformed == 37
+
+
+# --- the W-byte engine (issue 18) ----------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [4, pytest.param(2, marks=pytest.mark.regress),
+                                   pytest.param(8, marks=pytest.mark.regress)])
+def test_verilator_wide_engine_with_backpressure(build_dir, tmp_path, width):
+    """Beats of W bytes with random gaps and readout backpressure: every cycle = the model,
+    every document = the reference or flagged."""
+    docs = documents()
+    summary = run_regression(config(build_dir, tmp_path, bytes_per_cycle=width))
+    check_clean_run(summary, docs, width)
+
+
+@pytest.mark.parametrize("width", [4, pytest.param(8, marks=pytest.mark.regress)])
+def test_wide_engine_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_path,
+                                                                           width):
+    tiny = [b"<a/>", b"x", b"x", b"<b/>", b"<>", b"x", b"<c/>", b"y", b"<a><b/></a>"]
+    docs = [Document(f"short{i}.xml", tiny[i % len(tiny)]) for i in range(60)]
+    summary = run_regression(config(build_dir, tmp_path, documents=docs, p_valid=1.0,
+                                    p_ready=1.0, bytes_per_cycle=width))
+    assert summary.mismatches == 0, summary.format()
+    malformed = sum(1 for d in docs if d.data in (b"x", b"y", b"<>"))
+    assert summary.documents == 60 and summary.flagged == malformed
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("queries,folder,tsv", structural_cases())
+def test_regress_shared_query_set_on_verilator_at_four_bytes_per_cycle(queries, folder, tsv,
+                                                                        build_dir, tmp_path):
+    summary = run_regression(RegressionConfig(queries=queries, documents=[folder],
+                                              build_dir=build_dir, seed=1, bytes_per_cycle=4,
+                                              replay_dir=tmp_path / "replays"))
+    assert summary.ok, summary.format()
+    expected = {name: list(numbers) for name, numbers in read_expected(tsv).items()}
+    assert summary.answers == expected
 
 
 # --- the sparse readout -------------------------------------------------------------------------

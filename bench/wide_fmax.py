@@ -1,0 +1,112 @@
+"""Resources and Fmax of the W-byte engine (issue 18) against the one-byte engine.
+
+* Front end alone (``FrontEnd`` / ``WideFrontEnd`` with the tags of the 1,024-query plan), W = 1,
+  2, 4, 8: Yosys ``synth_xilinx`` LUT6-equivalents and flip-flops (see resources.py), and the
+  growth over W = 1 (goal: <= 2.5x at W = 4).
+* Whole engine, 1,024 depth-8 NITF queries (serial readout), W = 1, 2, 4: LUT6-eq per query node;
+  with ``--fmax``, ECP5-85F Fmax (Yosys ``synth_ecp5`` + nextpnr, default seed, target 100 MHz,
+  as bench/fmax.py) and MB/s = W x Fmax (the sustained bytes per cycle on NITF are ~W, see
+  wide_throughput.md). Goal: Fmax within 15 % of W = 1.
+
+Every tool run is capped (``--cap``); a failure or timeout is a row with the reason. Run place and
+route under ``flock /tmp/pnr.lock`` on a shared machine. Saved to bench/results/wide_fmax.{json,md}.
+
+Usage: python bench/wide_fmax.py [--fmax] [--widths 1,2,4] [--cap S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import fmax
+import resources
+from capacity import query_texts
+from common import publish
+from resources import XILINX, component_verilog, log, source_digest, yosys_synth
+
+from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.synth import xilinx_counts
+from xpfilt.verilog import TOP_NAME, emit_verilog
+from xpfilt.xpath import parse_query
+
+QUERIES = 1024
+
+
+def front_end(plan, width: int):
+    from xpfilt.hdl.frontend import FrontEnd
+    from xpfilt.hdl.wide_frontend import WideFrontEnd
+    if width == 1:
+        return FrontEnd(plan.tags, max_depth=plan.options.max_depth)
+    return WideFrontEnd(plan.tags, width=width, max_depth=plan.options.max_depth)
+
+
+def xilinx(verilog: str, top: str, label: str) -> dict:
+    synth = yosys_synth(verilog, top, XILINX, label=label)
+    if synth["error"]:
+        return {"error": f"yosys: {synth['error']}"}
+    counts = xilinx_counts(synth["cells"])
+    return {"lut6_eq": counts["lut6_eq"], "ffs": counts["ffs"], "yosys_s": round(synth["seconds"], 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fmax", action="store_true", help="also ECP5 place and route")
+    parser.add_argument("--widths", default="1,2,4", help="engine widths (default 1,2,4)")
+    parser.add_argument("--cap", type=int, default=resources.TIMEOUT,
+                        help="seconds per tool run (default %(default)s)")
+    args = parser.parse_args()
+    resources.TIMEOUT = args.cap
+    started = time.perf_counter()
+    digest = source_digest()
+    queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, QUERIES))]
+    plan = compile_queries(queries, CompileOptions())
+    nodes = plan.stats["query_nodes"]
+    rows = []
+    base = None
+    for width in (1, 2, 4, 8):
+        row = {"part": "front end", "W": width, "queries": QUERIES, "tags": len(plan.tags),
+               **xilinx(component_verilog(front_end(plan, width), "front_end"), "front_end",
+                        f"front end W{width}")}
+        if width == 1:
+            base = row.get("lut6_eq")
+        if base and "lut6_eq" in row:
+            row["growth"] = round(row["lut6_eq"] / base, 2)
+        row["rtl_digest"] = digest
+        rows.append(row)
+        log(f"front end W={width}: {row}")
+    for width in map(int, args.widths.split(",")):
+        verilog = emit_verilog(plan, bytes_per_cycle=width)
+        row = {"part": "engine", "W": width, "queries": QUERIES, "tags": len(plan.tags),
+               "query_nodes": nodes,
+               **xilinx(verilog, TOP_NAME, f"engine n{QUERIES} W{width}")}
+        if "lut6_eq" in row:
+            row["lut6_eq_per_node"] = round(row["lut6_eq"] / nodes, 3)
+        if args.fmax:
+            ecp5 = fmax.run_point("ecp5", QUERIES, verilog, plan.stats)
+            row.update({"ecp5_lut4": ecp5.get("lut4"), "ecp5_ff": ecp5.get("ff"),
+                        "fmax_mhz": ecp5.get("fmax_mhz"), "pnr_s": ecp5.get("pnr_s"),
+                        "critical_from": ecp5.get("critical_from"),
+                        "critical_to": ecp5.get("critical_to")})
+            if ecp5.get("error"):
+                row["error"] = ecp5["error"]
+            if row.get("fmax_mhz"):
+                row["MB_per_s"] = round(width * row["fmax_mhz"], 1)
+        row["rtl_digest"] = digest
+        rows.append(row)
+        log(f"engine W={width}: {row}")
+    publish("wide_fmax", rows, [
+        ("part", "part"), ("W", "W"), ("queries", "queries"), ("tags", "tags"),
+        ("lut6_eq", "LUT6-eq (xilinx)"), ("growth", "growth vs W=1"), ("ffs", "FF"),
+        ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
+        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("MB_per_s", "MB/s (W x Fmax)"),
+        ("critical_from", "critical path from"), ("critical_to", "to"), ("pnr_s", "nextpnr s"),
+        ("rtl_digest", "RTL digest"), ("error", "error")],
+        "The W-byte engine: resources and Fmax (issue 18)",
+        f"1,024 depth-8 NITF queries, all optimizations, serial readout. Yosys synth_xilinx "
+        f"LUT6-eq as resources.py; ECP5 as fmax.py (nextpnr default seed, target 100 MHz). "
+        f"Run took {time.perf_counter() - started:.0f} s.")
+
+
+if __name__ == "__main__":
+    main()
