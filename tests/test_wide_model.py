@@ -158,3 +158,20 @@ def test_bad_documents_raise_the_same_flags_at_every_width():
     for width in WIDTHS:
         got = run_documents(EngineModel(plan, bytes_per_cycle=width), BAD)
         assert [(r.bits, r.errors) for r in got] == [(r.bits, r.errors) for r in want]
+
+
+def test_twigs_and_combinations_without_value_predicates_run_at_every_width(data):
+    """Nested paths and boolean combinations live in the stacks: the W-byte front end serves
+    them as it is (only value predicates are refused)."""
+    from xpfilt.events import Document
+    from xpfilt.reference import ReferenceFilter
+    texts = ["/nitf[head]/body", "//body.head[hedline/hl1]//p",
+             "/nitf/head and not(/nitf/body//table)", "//p or //block[p]", "/nitf[head/title]//*[p]"]
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    docs = [Document.from_path(p) for p in load_documents([data / "nitf/docs"])][:20]
+    reference = ReferenceFilter(queries)
+    want = [reference.filter(d.data) for d in docs]
+    assert any(want)
+    for width in WIDTHS:
+        engine = ModelEngine(queries, bytes_per_cycle=width)
+        assert [engine.filter(d) for d in docs] == want

@@ -112,3 +112,16 @@ def test_real_nitf_documents_at_four_bytes_per_cycle():
     readouts = check(plan, queries, docs, seed=3, p_valid=0.95, p_ready=1.0, extra_cycles=60,
                      bytes_per_cycle=4)
     assert [r.bits for r in readouts] == [bits_of(plan, queries, d) for d in docs]
+
+
+def test_twigs_and_combinations_at_four_bytes_per_cycle():
+    texts = ["/a[b]/c", "//a[c/d]//b", "/a/b and not(//d)", "//c or //a[b/c]"]
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    plan = compile_queries(queries, CompileOptions(cluster_size=2, max_depth=8))
+    docs = [b"<a><b/><c/></a>", b"<a><c><d/></c><b/></a>", b"<a><b><c/></b></a>", b"x",
+            b"<a><b/></a>", b"<a><b/><d/></a>"] * 2
+    readouts = check(plan, queries, docs, seed=4, p_valid=0.8, p_ready=0.7, extra_cycles=40,
+                     bytes_per_cycle=4)
+    for doc, readout in zip(docs, readouts):
+        if doc != b"x":
+            assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)

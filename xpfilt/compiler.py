@@ -458,7 +458,7 @@ def wide_queries(queries: Sequence[Query], bytes_per_cycle: int
         return list(queries), []
     ok, refused = [], []
     for q in queries:
-        if any(s.predicates for s in q.steps) and compile_queries([q]).conditions:
+        if not q.is_structural and compile_queries([q]).conditions:
             refused.append(f"query {q.number} ({q}): value predicates need 1 byte per cycle, "
                            f"not {bytes_per_cycle} (the W-byte front end does not evaluate "
                            f"them yet)")
