@@ -41,7 +41,7 @@ from predicates import bytes_per_cycle
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
 from xpfilt import workloads
-from xpfilt.compiler import CompileOptions, TwigChecks, compile_queries
+from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.paths import shared_data
 from xpfilt.synth import xilinx_counts
 from xpfilt.verilog import TOP_NAME, emit_verilog
@@ -132,12 +132,11 @@ def measure(label: str, queries: list[Query], fmax: bool) -> dict:
     from xpfilt.hdl.frontend import FrontEnd
     plan = compile_queries(queries, CompileOptions())
     s = plan.stats
-    twigs = sum(1 for q in plan.clusters for p in q.queries if p.chain)
-    row = {"set": label, "queries": len(queries), "twig_queries": twigs,
+    row = {"set": label, "queries": len(queries), "twig_queries": s["twigs"],
            "query_nodes": s["query_nodes"], "nodes": s["nodes"], "columns": s["columns"],
            "twig_entries": sum(len(p.chain) - 1 for c in plan.clusters for p in c.queries
                                if p.chain),
-           "pending_bits": sum(len(TwigChecks.of(c).pending) for c in plan.clusters),
+           "pending_bits": s["pending_bits"],
            "clusters": s["clusters"], "tags": len(plan.tags)}
     # the programmable engine's window: how far (in entries, laid out in the plan's order)
     # a twig entry's columns would be from the entry whose condition reads it

@@ -496,6 +496,8 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         "cluster_size": size,
         "tags": len(tags),
         "conditions": len(conditions),
+        "twigs": sum(1 for c in clusters for q in c.queries if q.chain),
+        "pending_bits": sum(len(TwigChecks.of(c).pending) for c in clusters),
     }
     return Plan(PLAN_VERSION, EngineMode.CUSTOM.value, options, tags, clusters, stats,
                 conditions)

@@ -243,6 +243,8 @@ def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out:
         f"({stats['columns'] / max(1, stats['query_nodes']):.2f} per query node)",
         f"* clusters: {stats['clusters']} of up to {stats['cluster_size']} queries, "
         f"{stats['tags']} tag decoder entries in all",
+        f"* profiles checked as elements close (twigs, text()): {stats['twigs']}, with "
+        f"{stats['pending_bits']} pending bits",
         f"* maximum document depth: {options.max_depth}; longest name: {max_name} bytes",
         f"* readout: {stats['queries']} bits per document, in query order "
         f"(bit i = i-th query of the file that parsed)",
