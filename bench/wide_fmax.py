@@ -46,7 +46,8 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
     if synth["error"]:
         return {"error": f"yosys: {synth['error']}"}
     counts = xilinx_counts(synth["cells"])
-    return {"lut6_eq": counts["lut6_eq"], "ffs": counts["ffs"], "yosys_s": round(synth["seconds"], 1)}
+    return {"lut6_eq": counts["lut6_eq"], "ffs": counts["ffs"],
+            "yosys_s": round(synth["seconds"], 1)}
 
 
 def main() -> None:

@@ -40,9 +40,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH, NAME_CHAR, NAME_START, WHITESPACE,
-                           ErrorFlags, State, check_bytes_per_cycle, check_parameters, hash_byte,
-                           queue_depth_for, tag_width_for)
+from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
+                           NAME_CHAR, NAME_START, WHITESPACE, ErrorFlags, State,
+                           check_bytes_per_cycle, check_parameters, hash_byte, queue_depth_for,
+                           tag_width_for)
 
 from .frontend import ByteTests, EventLayout, StackEntry, nibble_member, parse_byte
 

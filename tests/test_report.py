@@ -57,6 +57,20 @@ def test_report_draws_the_three_figures_and_lists_failures(tmp_path):
     assert "<img src='throughput_vs_queries.png'" in html and "<table>" in html
 
 
+def test_report_plots_throughput_against_the_input_width(tmp_path):
+    store = SweepStore(tmp_path)
+    for width in (1, 2, 4):
+        point = DesignPoint(queries=64, depth=4, device="ecp5", beat_bytes=width)
+        store.write({**dataclasses.asdict(point), "key": point.key(), "status": "ok",
+                     "query_nodes": 192, "bytes_per_cycle": 0.99 * width,
+                     "fmax_mhz": 150 - 20 * width,
+                     "throughput_MBps": 0.99 * width * (150 - 20 * width)})
+    report = write_report(tmp_path)
+    assert "throughput_vs_bytes_per_cycle.png" in {p.name for p in report.files}
+    text = (tmp_path / "_report" / "summary.md").read_text()
+    assert "| custom ecp5 64 queries d4 | 4 | 3.96 | 70 | 277 |" in text
+
+
 def test_report_says_which_option_gives_a_missing_metric(tmp_path):
     _fill(tmp_path, with_pnr=False)
     report = write_report(tmp_path, tmp_path / "elsewhere")

@@ -35,6 +35,22 @@ def test_keys_of_stored_rows_stay_valid():
         "programmable-256-8-0.15-0.15-32-True-True-True-True-16-xilinx-4-20000-0-sparse"
 
 
+def test_input_width_is_an_axis_of_custom_points():
+    """Issue 18: ``beat_bytes`` (W) is in the key only when not 1; a W = 4 point sustains
+    about 4 bytes per cycle on generated documents; the programmable engine refuses W > 1."""
+    assert DesignPoint(beat_bytes=4).key() == \
+        "custom-256-8-0.15-0.15-128-True-True-True-True-16-xilinx-4-20000-0-4"
+    point = DesignPoint(queries=12, depth=4, cluster_size=8, documents=2, document_bytes=3_000,
+                        seed=1, beat_bytes=4)
+    row = evaluate(point)
+    assert row["status"] == "ok", row.get("reason")
+    assert 3.0 < row["bytes_per_cycle"] <= 4.0 and row["flagged"] == 0
+    row = evaluate(dataclasses.replace(point, engine="programmable"))
+    assert row["status"] == "failed"
+    assert row["reason"] == ("ValueError: beat_bytes must be 1 for the programmable engine (no "
+                             "W-byte front end yet), not 4")
+
+
 def test_grid_rejects_unknown_fields():
     with pytest.raises(ValueError, match="sweep fields must be among"):
         grid({"depht": [4]})

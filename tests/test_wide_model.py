@@ -166,7 +166,8 @@ def test_twigs_and_combinations_without_value_predicates_run_at_every_width(data
     from xpfilt.events import Document
     from xpfilt.reference import ReferenceFilter
     texts = ["/nitf[head]/body", "//body.head[hedline/hl1]//p",
-             "/nitf/head and not(/nitf/body//table)", "//p or //block[p]", "/nitf[head/title]//*[p]"]
+             "/nitf/head and not(/nitf/body//table)", "//p or //block[p]",
+             "/nitf[head/title]//*[p]"]
     queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     docs = [Document.from_path(p) for p in load_documents([data / "nitf/docs"])][:20]
     reference = ReferenceFilter(queries)

@@ -254,6 +254,29 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
            ("Throughput vs queries", "No point has a throughput (it needs an Fmax): run the "
             "sweep with `place_and_route: true`."))
 
+    # -- issue 18: the input width W (rows stored before the axis existed have W = 1)
+    wide = [r for r in ok if (r.get("beat_bytes") or 1) > 1]
+    if wide:
+        width = lambda r: r.get("beat_bytes") or 1
+        by_design = lambda r: f"{r['engine']} {r['device']} {r['queries']} queries d{r['depth']}"
+
+        def width_table() -> str:
+            return _table(["design", "W", "bytes/cycle", "Fmax MHz", "MB/s"],
+                          [[by_design(r), width(r), r.get("bytes_per_cycle"), r.get("fmax_mhz"),
+                            r.get("throughput_MBps")]
+                           for r in sorted(ok, key=lambda r: (by_design(r), width(r)))])
+
+        figure("throughput_vs_bytes_per_cycle.png", [
+            {"title": "MB/s vs input width W", "xlabel": "W (bytes per cycle offered)",
+             "ylabel": "MB/s (bytes/cycle x Fmax)",
+             "series": _grouped([{**r, "W": width(r)} for r in with_tp], "W",
+                                "throughput_MBps", key=by_design), "logx": True},
+            {"title": "Sustained input vs W (cycle-accurate model)",
+             "xlabel": "W (bytes per cycle offered)", "ylabel": "bytes per cycle",
+             "series": _grouped([{**r, "W": width(r)} for r in ok if r.get("bytes_per_cycle")],
+                                "W", "bytes_per_cycle", key=by_design), "logx": True}],
+            "Throughput vs input width W", width_table)
+
     # -- what the compiler alone says (every point has it, synthesized or not)
     figure("columns_vs_query_nodes.png", [
         {"title": "Stack columns vs query nodes (compiler, no synthesis)",

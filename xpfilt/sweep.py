@@ -61,10 +61,11 @@ class DesignPoint:
     document_bytes: int = 20_000
     seed: int = 0
     readout: str = "serial"                # a xpfilt.readout.ReadoutKind value
+    beat_bytes: int = 1                    # custom engine: input bytes per cycle (W, issue 18)
 
     #: Fields added after sweeps were stored: in the key only when not at their default, so
     #: the keys of earlier rows stay valid.
-    _LATER = ("readout",)
+    _LATER = ("readout", "beat_bytes")
 
     @property
     def queries_per_cluster(self) -> int:
@@ -177,9 +178,12 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
             prefix_sharing=point.prefix_sharing, readout=point.readout))
         row.update(columns=plan.stats["columns"], clusters=plan.stats["clusters"],
                    tags=plan.stats["tags"])
-        verilog = emit_verilog(plan, jobs=jobs)
-        model = EngineModel(plan)
+        verilog = emit_verilog(plan, jobs=jobs, bytes_per_cycle=point.beat_bytes)
+        model = EngineModel(plan, bytes_per_cycle=point.beat_bytes)
     elif point.engine == "programmable":
+        if point.beat_bytes != 1:
+            raise ValueError(f"beat_bytes must be 1 for the programmable engine (no W-byte "
+                             f"front end yet), not {point.beat_bytes!r}")
         from .model.programmable import ProgrammableModel, preload_configuration
         from .programmable import MAX_TAGS, HardwareSpec, configure, query_tags
         columns_needed = row["query_nodes"]

