@@ -16,6 +16,7 @@ from xpfilt.compiler import (POSITION_REFUSED, CompileOptions, Plan, compile_que
                              hardware_queries)
 from xpfilt.events import Document
 from xpfilt.model.engine import EngineError, ModelEngine
+from xpfilt.paths import shared_data
 from xpfilt.reference import ReferenceFilter
 from xpfilt.regress import RegressionConfig, run_regression
 from xpfilt.xpath import parse_query
@@ -132,3 +133,30 @@ def test_regress_combinations_on_verilator(docs, seed, build_dir):
         queries=PROFILES, documents=streamed, options=CompileOptions(cluster_size=3, max_depth=4),
         seed=seed, p_valid=0.85, p_ready=0.6, build_dir=build_dir), write_replay=False)
     assert summary.ok, summary.format()
+
+
+def nitf_combinations(count: int, seed: int) -> list[str]:
+    """``count`` combinations of the shared predicate set's paths (attribute and text()
+    predicates): ``A and not(B)``, ``A or B``, ``not(A)``, ``(A or B) and not(C)``,
+    ``A and B or C``."""
+    rng = random.Random(seed)
+    paths = (shared_data() / "queries" / "nitf-d6-p15-pred1-n1000.txt").read_text().split("\n")
+    paths = [p for p in paths if p]
+    forms = ["{a} and not({b})", "{a} or {b}", "not({a})", "({a} or {b}) and not({c})",
+             "{a} and {b} or {c}"]
+    return [rng.choice(forms).format(**dict(zip("abc", rng.sample(paths, 3))))
+            for _ in range(count)]
+
+
+@pytest.mark.regress
+def test_regress_nitf_combinations_on_verilator(build_dir, tmp_path):
+    """300 combinations of NITF paths with predicates over the 100 shared NITF documents:
+    Verilator = model every cycle, answers = the reference (documents with a value the
+    hardware cannot decide must be flagged)."""
+    summary = run_regression(RegressionConfig(
+        queries=nitf_combinations(300, 14), documents=[shared_data() / "nitf" / "docs"],
+        options=CompileOptions(max_depth=8), build_dir=build_dir, seed=1,
+        replay_dir=tmp_path / "replays"))
+    print(summary.format())
+    assert summary.ok, summary.format()
+    assert summary.matches > 1000
