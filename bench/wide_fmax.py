@@ -11,7 +11,8 @@
 Every tool run is capped (``--cap``); a failure or timeout is a row with the reason. Run place and
 route under ``flock /tmp/pnr.lock`` on a shared machine. Saved to bench/results/wide_fmax.{json,md}.
 
-Usage: python bench/wide_fmax.py [--fmax] [--widths 1,2,4] [--cap S]
+Usage: python bench/wide_fmax.py [--fmax] [--widths 1,2,4] [--cap S]   (--widths '': front ends
+only, small enough to synthesize without the place-and-route lock)
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fmax", action="store_true", help="also ECP5 place and route")
-    parser.add_argument("--widths", default="1,2,4", help="engine widths (default 1,2,4)")
+    parser.add_argument("--widths", default="1,2,4",
+                        help="engine widths (default 1,2,4; '' for the front ends only)")
     parser.add_argument("--cap", type=int, default=resources.TIMEOUT,
                         help="seconds per tool run (default %(default)s)")
     args = parser.parse_args()
@@ -76,7 +78,7 @@ def main() -> None:
         row["rtl_digest"] = digest
         rows.append(row)
         log(f"front end W={width}: {row}")
-    for width in map(int, args.widths.split(",")):
+    for width in [int(w) for w in args.widths.split(",") if w]:
         verilog = emit_verilog(plan, bytes_per_cycle=width)
         row = {"part": "engine", "W": width, "queries": QUERIES, "tags": len(plan.tags),
                "query_nodes": nodes,
