@@ -22,10 +22,12 @@ from xpfilt.regress import RegressionConfig, run_regression
 from xpfilt.xpath import parse_query
 
 from .rtl_compare import compare_engine_with_model
-from .strategies import path_combinations, predicate_paths
+from .strategies import documents, path_combinations, predicate_paths
 from .test_cocotb import build_dir  # noqa: F401  (the fixture)
 from .test_text_conditions import (TAGS, check_text_model_against_reference, text_element,
                                    text_predicate)
+from .test_twigs import DOCS as TWIG_DOCS
+from .test_twigs import TWIGS, twigs
 
 #: Paths with attribute, text() and mixed predicates, some combined.
 PROFILES = ["/a/b[@id > 1] and not(/a/c)", "//b[@id=1 or text()=15]", "/a/b",
@@ -84,6 +86,23 @@ def test_model_equals_reference_on_generated_combinations(texts, docs, cluster_s
     options = CompileOptions(cluster_size=cluster_size, prefix_sharing=share, opt_share=share,
                              max_depth=4)
     check_text_model_against_reference(texts, [d.encode() for d in docs], options)
+
+
+@given(st.lists(path_combinations(twigs()), min_size=1, max_size=5),
+       st.lists(documents(), min_size=1, max_size=3), st.sampled_from([None, 1, 2]))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_model_equals_reference_on_combinations_of_twigs(texts, docs, cluster_size):
+    """Combinations whose paths are twigs (nested paths, text() and attributes under or/not):
+    the paths' pop-time checks set the internal flags the combination reads."""
+    check_text_model_against_reference(texts, docs, CompileOptions(cluster_size=cluster_size,
+                                                                   max_depth=8))
+
+
+def test_engine_rtl_equals_model_on_combinations_of_twigs():
+    rng = random.Random(3)
+    texts = [f"{a} and not({b})" if k % 2 else f"{a} or not({b})"
+             for k, (a, b) in enumerate(zip(TWIGS, rng.sample(TWIGS, len(TWIGS))))]
+    check_rtl(texts, TWIG_DOCS, CompileOptions(cluster_size=4, max_depth=8), 3)
 
 
 def check_rtl(texts, docs, options, seed, p_valid=0.8, p_ready=0.8):
