@@ -60,6 +60,14 @@ def test_model_only_shards_agree_with_the_reference_and_can_fail(query_sets, mon
     assert "MISMATCH:    shard" in broken.format() and "model misses [1]" in broken.format()
 
 
+def test_model_only_shards_at_four_bytes_per_cycle(query_sets):
+    config = RegressionConfig(queries=str(query_sets[0]), documents=[], bytes_per_cycle=4)
+    shards = make_shards(config, query_sets, DOCS, batch_size=3, rtl=False)
+    assert all(s.config.bytes_per_cycle == 4 for s in shards)
+    summary = run_sharded(shards, master="serial", progress=False)
+    assert summary.ok and len(summary.results) == 4, summary.format()
+
+
 def test_cli_regress_spark_runs_rtl_shards_and_reports_a_fault(query_sets, tmp_path):
     build = os.environ.get("XPFILT_SIM_BUILD") or str(repo_root() / "build" / "sim")
     args = ["regress", str(query_sets[0]), *map(str, DOCS), "--spark", "--master", "local[2]",

@@ -266,11 +266,13 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
                             r.get("throughput_MBps")]
                            for r in sorted(ok, key=lambda r: (by_design(r), width(r)))])
 
+        panels = [{"title": "MB/s vs input width W", "xlabel": "W (bytes per cycle offered)",
+                   "ylabel": "MB/s (bytes/cycle x Fmax)",
+                   "series": _grouped([{**r, "W": width(r)} for r in with_tp], "W",
+                                      "throughput_MBps", key=by_design), "logx": True}]
+        panels = [p for p in panels if p["series"]]     # no Fmax: the model's panel only
         figure("throughput_vs_bytes_per_cycle.png", [
-            {"title": "MB/s vs input width W", "xlabel": "W (bytes per cycle offered)",
-             "ylabel": "MB/s (bytes/cycle x Fmax)",
-             "series": _grouped([{**r, "W": width(r)} for r in with_tp], "W",
-                                "throughput_MBps", key=by_design), "logx": True},
+            *panels,
             {"title": "Sustained input vs W (cycle-accurate model)",
              "xlabel": "W (bytes per cycle offered)", "ylabel": "bytes per cycle",
              "series": _grouped([{**r, "W": width(r)} for r in ok if r.get("bytes_per_cycle")],
