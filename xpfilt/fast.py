@@ -45,6 +45,7 @@ from xml.parsers import expat
 import numpy as np
 
 from .events import Document, Event, EventKind, iter_events, parse_events, utf8_document
+from .fast_predicates import PredicateTests, Test
 from .predicates import Positions, first_pass, needs_text, needs_tree
 from .profiles import ProfilePaths
 from .xpath import Axis, Query
@@ -233,6 +234,9 @@ class FastFilter:
         with gc_paused():
             self._nfa = _Nfa(self._profiles.paths)
         self._hits = np.zeros(len(self._profiles.paths), bool)
+        self._predicate_tests = PredicateTests()
+        self._positional_tests: dict = {}
+        self._positions = Positions(())     # the sibling counts of the document being filtered
         self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
                       "dfa_states": 0, "misses": 0, "resets": 0, "memo_bytes": 0}
         self._reset()
@@ -268,7 +272,7 @@ class FastFilter:
     def _states(self, number: int) -> np.ndarray:
         return np.frombuffer(self._sets[number], _STATE)
 
-    def _miss(self, top: int, name: str, attrs: dict, texts, node, positions: Positions) -> int:
+    def _miss(self, top: int, name: str, attrs: dict, texts, node) -> int:
         """The next DFA state from ``top`` on element ``name``; memoized unless guarded steps
         decide it, in which case only the outcome of their predicates is looked up."""
         entry = self._guarded.get((top, name))
@@ -283,23 +287,44 @@ class FastFilter:
                 nxt = self._trans[top][name] = self._intern(nfa.close(kept, targets), targets)
                 self._memo_bytes += _ENTRY_BYTES + len(name)
                 return nxt
-            entry = self._guarded[(top, name)] = (kept, targets, candidates, {})
+            tests, slots = self._tests(candidates)
+            entry = self._guarded[(top, name)] = (kept, targets, candidates, tests, slots, {})
             self._memo_bytes += kept.nbytes + targets.nbytes
-        kept, targets, candidates, outcomes = entry
-        outcome: dict = {}    # per predicate list (by identity: steps share parsed lists)
-        for step, _target in candidates:
-            key = id(step) if step.uses_position else id(step.predicates)
-            if key not in outcome:
-                outcome[key] = positions.holds(step, attrs, texts, node)
-        passed = tuple(outcome[id(step) if step.uses_position else id(step.predicates)]
-                       for step, _target in candidates)
+        kept, targets, candidates, tests, slots, outcomes = entry
+        passed = tuple([test(attrs, texts, node) for test in tests])
         nxt = outcomes.get(passed)
         if nxt is None:
-            entered = np.concatenate(
-                [targets, np.array([t for (_, t), ok in zip(candidates, passed) if ok], _INDEX)])
+            entered = np.concatenate([targets, np.array(
+                [t for (_, t), slot in zip(candidates, slots) if passed[slot]], _INDEX)])
             nxt = outcomes[passed] = self._intern(self._nfa.close(kept, entered), entered)
             self._memo_bytes += _ENTRY_BYTES + len(passed) * 8
         return nxt
+
+    def _tests(self, candidates: list) -> tuple[list, list[int]]:
+        """The distinct tests of guarded transitions ``candidates`` (each evaluated once per
+        element), and the slot of each candidate's test among them."""
+        tests: list = []
+        slot_of: dict = {}
+        slots = []
+        for step, _target in candidates:
+            test = (self._positional(step) if step.uses_position
+                    else self._predicate_tests.test(step.predicates))
+            slot = slot_of.get(test)
+            if slot is None:
+                slot = slot_of[test] = len(tests)
+                tests.append(test)
+            slots.append(slot)
+        return tests, slots
+
+    def _positional(self, step) -> Test:
+        """The test of a step whose predicates call position(): the document's sibling counts
+        (:class:`Positions`, set per document) decided it when the element opened."""
+        test = self._positional_tests.get(step)
+        if test is None:
+            def test(_attrs, _texts, _node):
+                return self._positions.passed[step]
+            self._positional_tests[step] = test
+        return test
 
     def _answer(self, visited: set) -> list[int]:
         accepts = self._accepts
@@ -335,13 +360,12 @@ class FastFilter:
         stack = [self._start]
         visited: set[int] = set()
         push, pop, visit = stack.append, stack.pop, visited.add
-        no_positions = Positions(())
 
         def start(name, attrs):
             top = stack[-1]
             nxt = trans[top].get(name)
             if nxt is None:
-                nxt = miss(top, name, attrs, (), None, no_positions)
+                nxt = miss(top, name, attrs, (), None)
             push(nxt)
             visit(nxt)
 
@@ -365,7 +389,7 @@ class FastFilter:
     def _filter_events(self, events: Iterable[Event]) -> list[int]:
         nfa = self._nfa
         events, texts, nodes = first_pass(events, nfa.needs_text, nfa.needs_tree)
-        positions = Positions(self._nfa.positional)
+        positions = self._positions = Positions(self._nfa.positional)
         trans, miss = self._trans, self._miss
         stack = [self._start]
         visited: set[int] = set()
@@ -377,7 +401,7 @@ class FastFilter:
                 top = stack[-1]
                 nxt = trans[top].get(name)
                 if nxt is None:
-                    nxt = miss(top, name, value, element_texts, node, positions)
+                    nxt = miss(top, name, value, element_texts, node)
                 stack.append(nxt)
                 visited.add(nxt)
             elif kind is EventKind.CLOSE:

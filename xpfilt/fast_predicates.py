@@ -1,0 +1,170 @@
+"""Step predicates compiled for the fast engine (:mod:`xpfilt.fast`): the same answers as
+:func:`xpfilt.predicates.condition_holds` (the oracle), computed with less work.
+
+Each distinct predicate list (equal lists share one) becomes one *test*, a closure
+``test(attrs, texts, node) -> bool`` built once from the condition tree, so an element pays no
+tree walk or type dispatch. A comparison leaf remembers its outcome per string value (documents
+repeat their values: ``@class='x'``, ``text() > 5``) and asks
+:meth:`xpfilt.xpath.Predicate.holds` only for a value it has not seen, so the XPath comparison
+rules keep their one definition. A nested path (a twig branch) is decided by existence with an
+early exit, never building the node-sets the reference's :func:`xpfilt.predicates._select`
+lists; one whose steps call ``position()`` is left to the reference evaluation, which counts
+siblings.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .predicates import Node, _branch_holds
+from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, RelativePath,
+                    TextTarget)
+
+__all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE"]
+
+#: ``test(attrs, texts, node)``: all predicates of a step hold for the element.
+Test = Callable[[dict, Sequence[str], Node], bool]
+
+#: Outcomes a comparison leaf remembers before it forgets them all (bounds memory on documents
+#: whose values never repeat).
+VALUE_MEMO_SIZE = 4096
+
+
+def _always(_attrs, _texts, _node) -> bool:
+    return True
+
+
+class PredicateTests:
+    """Compiles step predicate lists into :data:`Test` closures, one per distinct list and one
+    per distinct comparison leaf (:meth:`test`). Positional predicates are not compiled (the
+    engine asks :class:`xpfilt.predicates.Positions`)."""
+
+    def __init__(self) -> None:
+        self._lists: dict[tuple, Test] = {}
+        self._leaves: dict[object, Test] = {}
+        self._paths: dict[RelativePath, Test] = {}
+
+    def test(self, predicates: tuple) -> Test:
+        """The test of a step's predicate list (none may call ``position()``)."""
+        found = self._lists.get(predicates)
+        if found is None:
+            found = self._lists[predicates] = self._all(
+                [self._condition(p) for p in predicates])
+        return found
+
+    @staticmethod
+    def _all(tests: list) -> Test:
+        if not tests:
+            return _always
+        if len(tests) == 1:
+            return tests[0]
+        if len(tests) == 2:
+            first, second = tests
+
+            def both(attrs, texts, node):
+                return first(attrs, texts, node) and second(attrs, texts, node)
+            return both
+        tests = tuple(tests)
+
+        def every(attrs, texts, node):
+            for t in tests:
+                if not t(attrs, texts, node):
+                    return False
+            return True
+        return every
+
+    def _condition(self, condition) -> Test:
+        if isinstance(condition, And):
+            return self._all([self._condition(o) for o in condition.operands])
+        if isinstance(condition, Or):
+            operands = tuple(self._condition(o) for o in condition.operands)
+
+            def some(attrs, texts, node):
+                for t in operands:
+                    if t(attrs, texts, node):
+                        return True
+                return False
+            return some
+        if isinstance(condition, Not):
+            operand = self._condition(condition.operand)
+            return lambda attrs, texts, node: not operand(attrs, texts, node)
+        if isinstance(condition, RelativePath):
+            found = self._paths.get(condition)
+            if found is None:
+                found = self._paths[condition] = self._path(condition)
+            return found
+        found = self._leaves.get(condition)
+        if found is None:
+            found = self._leaves[condition] = self._leaf(condition)
+        return found
+
+    @staticmethod
+    def _leaf(leaf) -> Test:
+        target = leaf.target
+        if isinstance(leaf, Exists):
+            if isinstance(target, AttributeTarget):
+                name = target.name
+                return lambda attrs, texts, node: name in attrs
+            return lambda attrs, texts, node: bool(texts)
+        if not isinstance(leaf, Predicate) or not isinstance(target, (AttributeTarget,
+                                                                        TextTarget)):
+            raise TypeError(f"not a compilable predicate leaf: {leaf!r}")
+        memo: dict[str, bool] = {}
+        holds = leaf.holds
+
+        def value_holds(value: str) -> bool:
+            known = memo.get(value)
+            if known is None:
+                if len(memo) >= VALUE_MEMO_SIZE:
+                    memo.clear()
+                known = memo[value] = holds((value,))
+            return known
+
+        if isinstance(target, AttributeTarget):
+            name = target.name
+
+            def attribute(attrs, texts, node):
+                value = attrs.get(name)
+                return value is not None and value_holds(value)
+            return attribute
+
+        def text(attrs, texts, node):
+            for value in texts:
+                if value_holds(value):
+                    return True
+            return False
+        return text
+
+    def _path(self, path: RelativePath) -> Test:
+        """A nested path: some node it selects from the element exists."""
+        if any(step.uses_position for step in path.steps):
+            # sibling positions need the node-sets: the reference evaluation
+            return lambda attrs, texts, node: _branch_holds(path, node)
+        steps = tuple((step.axis is Axis.DESCENDANT, None if step.is_wildcard else step.name,
+                       self.test(step.predicates) if step.predicates else None)
+                      for step in path.steps)
+        last = len(steps) - 1
+        key = id(path)          # node.branches: decided per node (the reference's own memo)
+
+        def exists(index: int, context: Node) -> bool:
+            descendant, name, test = steps[index]
+            todo = list(context.children)
+            while todo:
+                child = todo.pop()
+                if ((name is None or child.name == name)
+                        and (test is None or test(child.attrs, child.texts, child))
+                        and (index == last or exists(index + 1, child))):
+                    return True
+                if descendant:
+                    todo.extend(child.children)
+            return False
+
+        def holds(attrs, texts, node):
+            if node is None:
+                raise ValueError("a nested path needs the element's subtree (see element_nodes)")
+            branches = node.branches
+            known = branches.get(key)
+            if known is None:
+                known = branches[key] = exists(0, node)
+            return known
+        return holds
