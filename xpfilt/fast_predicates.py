@@ -25,8 +25,8 @@ __all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE"]
 #: ``test(attrs, texts, node)``: all predicates of a step hold for the element.
 Test = Callable[[dict, Sequence[str], Node], bool]
 
-#: Outcomes a comparison leaf remembers before it forgets them all (bounds memory on documents
-#: whose values never repeat).
+#: Outcomes a comparison leaf remembers by default (bounds memory on documents whose values
+#: never repeat).
 VALUE_MEMO_SIZE = 4096
 
 
@@ -37,9 +37,11 @@ def _always(_attrs, _texts, _node) -> bool:
 class PredicateTests:
     """Compiles step predicate lists into :data:`Test` closures, one per distinct list and one
     per distinct comparison leaf (:meth:`test`). Positional predicates are not compiled (the
-    engine asks :class:`xpfilt.predicates.Positions`)."""
+    engine asks :class:`xpfilt.predicates.Positions`). ``value_memo_size``: outcomes a
+    comparison leaf remembers before it forgets them all."""
 
-    def __init__(self) -> None:
+    def __init__(self, value_memo_size: int = VALUE_MEMO_SIZE) -> None:
+        self.value_memo_size = value_memo_size
         self._lists: dict[tuple, Test] = {}
         self._leaves: dict[object, Test] = {}
         self._paths: dict[RelativePath, Test] = {}
@@ -98,8 +100,7 @@ class PredicateTests:
             found = self._leaves[condition] = self._leaf(condition)
         return found
 
-    @staticmethod
-    def _leaf(leaf) -> Test:
+    def _leaf(self, leaf) -> Test:
         target = leaf.target
         if isinstance(leaf, Exists):
             if isinstance(target, AttributeTarget):
@@ -110,12 +111,12 @@ class PredicateTests:
                                                                         TextTarget)):
             raise TypeError(f"not a compilable predicate leaf: {leaf!r}")
         memo: dict[str, bool] = {}
-        holds = leaf.holds
+        holds, size = leaf.holds, self.value_memo_size
 
         def value_holds(value: str) -> bool:
             known = memo.get(value)
             if known is None:
-                if len(memo) >= VALUE_MEMO_SIZE:
+                if len(memo) >= size:
                     memo.clear()
                 known = memo[value] = holds((value,))
             return known

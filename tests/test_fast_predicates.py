@@ -1,0 +1,76 @@
+"""The fast engine's compiled predicates (:mod:`xpfilt.fast_predicates`) against the oracle,
+:func:`xpfilt.predicates.condition_holds`, on every element of generated documents (one compiled
+set over several documents, so remembered outcomes are reused; a memo of one value, so they are
+also forgotten), and the fast engine on twigs over documents in turn."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xpfilt.events import parse_events
+from xpfilt.fast import FastFilter
+from xpfilt.fast_predicates import PredicateTests
+from xpfilt.predicates import condition_holds, element_nodes
+from xpfilt.reference import ReferenceFilter
+from xpfilt.xpath import parse_query
+
+from .test_profile_language import conditions, documents
+from .test_twigs import twigs
+
+
+def _nodes(document: bytes):
+    return list(element_nodes(list(parse_events(document))).values())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(conditions(position=False), min_size=1, max_size=4),
+       docs=st.lists(documents(), min_size=1, max_size=3))
+def test_compiled_predicates_equal_the_reference_on_every_element(texts, docs):
+    steps = [parse_query(f"//*[{text}]").steps[-1] for text in texts]
+    compiled = [PredicateTests(), PredicateTests(value_memo_size=1)]
+    for doc in docs + docs[:1]:
+        nodes = _nodes(doc)
+        for step in steps:
+            for node in nodes:
+                expected = all(condition_holds(p, node.attrs, node.texts, None, node)
+                               for p in step.predicates)
+                node.branches.clear()   # each side decides its nested paths itself
+                for tests in compiled:
+                    assert tests.test(step.predicates)(node.attrs, node.texts, node) == expected
+                    node.branches.clear()
+
+
+def test_equal_predicate_lists_share_one_test():
+    a, b = (parse_query("/x[@n > 1 and c]").steps[0], parse_query("/y[@n > 1 and c]").steps[0])
+    tests = PredicateTests()
+    assert a.predicates is not b.predicates
+    assert tests.test(a.predicates) is tests.test(b.predicates)
+
+
+@pytest.mark.parametrize("query, xml, matches", [
+    ("/a[b[2]]", b"<a><b/></a>", False),              # a nested step with position():
+    ("/a[b[2]]", b"<a><b/><c/><b/></a>", True),       # the reference's node-sets decide
+    ("/a[.//b[position() = 1]/c]", b"<a><d><b/><b><c/></b></d></a>", False),
+    ("/a[.//b[position() = 1]/c]", b"<a><d><b><c/></b><b/></d></a>", True),
+])
+def test_nested_paths_with_positions(query, xml, matches):
+    parsed = [parse_query(query)]
+    expected = frozenset({0}) if matches else frozenset()
+    assert ReferenceFilter(parsed).filter(xml) == expected
+    assert FastFilter(parsed).filter(xml) == expected
+
+
+def test_a_nested_path_without_the_tree_is_refused():
+    test = PredicateTests().test(parse_query("/a[b]").steps[0].predicates)
+    with pytest.raises(ValueError, match="subtree"):
+        test({}, (), None)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(twigs(), min_size=1, max_size=8),
+       docs=st.lists(documents(), min_size=2, max_size=4))
+def test_fast_equals_reference_on_twigs_over_documents_in_turn(texts, docs):
+    parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    fast, ref = FastFilter(parsed), ReferenceFilter(parsed)
+    for doc in docs + docs[:1]:
+        assert fast.filter(doc) == ref.filter(doc)
