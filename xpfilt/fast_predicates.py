@@ -45,6 +45,8 @@ class PredicateTests:
         self._lists: dict[tuple, Test] = {}
         self._leaves: dict[object, Test] = {}
         self._paths: dict[RelativePath, Test] = {}
+        self._names_of: Node = None         # the last node :meth:`_names` was asked about
+        self._known_names: tuple = ()
 
     def test(self, predicates: tuple) -> Test:
         """The test of a step's predicate list (none may call ``position()``)."""
@@ -137,7 +139,9 @@ class PredicateTests:
         return text
 
     def _path(self, path: RelativePath) -> Test:
-        """A nested path: some node it selects from the element exists."""
+        """A nested path: some node it selects from the element exists. Before any walk, the
+        names its steps test must be among the element's descendants' (and the first step's,
+        if a child step, among its children's): :meth:`_names`, once per element."""
         if any(step.uses_position for step in path.steps):
             # sibling positions need the node-sets: the reference evaluation
             return lambda attrs, texts, node: _branch_holds(path, node)
@@ -145,7 +149,10 @@ class PredicateTests:
                        self.test(step.predicates) if step.predicates else None)
                       for step in path.steps)
         last = len(steps) - 1
-        key = id(path)          # node.branches: decided per node (the reference's own memo)
+        first_descendant, first_name, _ = steps[0]
+        first_child = None if first_descendant else first_name
+        required = frozenset(name for _, name, _ in steps if name is not None)
+        names = self._names
 
         def exists(index: int, context: Node) -> bool:
             descendant, name, test = steps[index]
@@ -163,9 +170,26 @@ class PredicateTests:
         def holds(attrs, texts, node):
             if node is None:
                 raise ValueError("a nested path needs the element's subtree (see element_nodes)")
-            branches = node.branches
-            known = branches.get(key)
-            if known is None:
-                known = branches[key] = exists(0, node)
-            return known
+            if not node.children:
+                return False
+            children, descendants = names(node)
+            if first_child is not None and first_child not in children:
+                return False
+            return required <= descendants and exists(0, node)
         return holds
+
+    def _names(self, node: Node) -> tuple[set, set]:
+        """The names of ``node``'s children and of its descendants (kept for the last node
+        asked: an element's tests are run one after another)."""
+        if self._names_of is not node:
+            children = {child.name for child in node.children}
+            descendants = set(children)
+            todo = [child for child in node.children if child.children]
+            while todo:
+                current = todo.pop()
+                for child in current.children:
+                    descendants.add(child.name)
+                    if child.children:
+                        todo.append(child)
+            self._names_of, self._known_names = node, (children, descendants)
+        return self._known_names
