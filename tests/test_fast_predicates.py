@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from xpfilt.events import parse_events
 from xpfilt.fast import FastFilter
-from xpfilt.fast_predicates import PredicateTests
+from xpfilt.fast_predicates import CHILDREN, TEXT, PredicateTests, needed
 from xpfilt.predicates import condition_holds, element_nodes
 from xpfilt.reference import ReferenceFilter
 from xpfilt.xpath import parse_query
@@ -38,6 +38,36 @@ def test_compiled_predicates_equal_the_reference_on_every_element(texts, docs):
                 for tests in compiled:
                     assert tests.test(step.predicates)(node.attrs, node.texts, node) == expected
                     node.branches.clear()
+
+
+def _has(node, need) -> bool:
+    if need == TEXT:
+        return bool(node.texts)
+    if need == CHILDREN:
+        return bool(node.children)
+    return need in node.attrs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(conditions(), min_size=1, max_size=3), doc=documents())
+def test_an_element_without_what_predicates_need_fails_them(texts, doc):
+    """The engine skips a test on an element that lacks what :func:`needed` names."""
+    step = parse_query("//*" + "".join(f"[{t}]" for t in texts)).steps[-1]
+    need = needed(step.predicates)
+    for position, node in enumerate(_nodes(doc), start=1):
+        if need is not None and not _has(node, need):
+            assert not all(condition_holds(p, node.attrs, node.texts, position, node)
+                           for p in step.predicates)
+
+
+@pytest.mark.parametrize("predicates, need", [
+    ("[@a > 1]", "a"), ("[@a]", "a"), ("[text() = 'x']", TEXT), ("[text()]", TEXT),
+    ("[b/c]", CHILDREN), ("[not(@a)]", None), ("[position() = 1]", None), ("[2]", None),
+    ("[text() = 1 and @a = 2]", "a"), ("[@a = 1 or @a = 2]", "a"), ("[@a = 1 or @b = 2]", None),
+    ("[@a or b]", None), ("[not(@a)][@b]", "b"), ("[b][text()]", CHILDREN), ("[(@a)]", "a"),
+])
+def test_what_predicates_need(predicates, need):
+    assert needed(parse_query("/x" + predicates).steps[0].predicates) == need
 
 
 def test_equal_predicate_lists_share_one_test():

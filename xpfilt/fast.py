@@ -45,7 +45,7 @@ from xml.parsers import expat
 import numpy as np
 
 from .events import Document, Event, EventKind, iter_events, parse_events, utf8_document
-from .fast_predicates import PredicateTests, Test
+from .fast_predicates import CHILDREN, TEXT, PredicateTests, Test, needed
 from .predicates import Positions, first_pass, needs_text, needs_tree
 from .profiles import ProfilePaths
 from .xpath import Axis, Query
@@ -291,7 +291,23 @@ class FastFilter:
             entry = self._guarded[(top, name)] = (kept, targets, candidates, tests, slots, {})
             self._memo_bytes += kept.nbytes + targets.nbytes
         kept, targets, candidates, tests, slots, outcomes = entry
-        passed = tuple([test(attrs, texts, node) for test in tests])
+        always, by_need = tests
+        passed = [False] * len(slots)
+        for slot, test in always:
+            passed[slot] = test(attrs, texts, node)
+        if by_need:
+            for need in attrs:
+                group = by_need.get(need)
+                if group is not None:
+                    for slot, test in group:
+                        passed[slot] = test(attrs, texts, node)
+            if texts:
+                for slot, test in by_need.get(TEXT, ()):
+                    passed[slot] = test(attrs, texts, node)
+            if node is not None and node.children:
+                for slot, test in by_need.get(CHILDREN, ()):
+                    passed[slot] = test(attrs, texts, node)
+        passed = tuple(passed)
         nxt = outcomes.get(passed)
         if nxt is None:
             entered = np.concatenate([targets, np.array(
@@ -300,21 +316,26 @@ class FastFilter:
             self._memo_bytes += _ENTRY_BYTES + len(passed) * 8
         return nxt
 
-    def _tests(self, candidates: list) -> tuple[list, list[int]]:
+    def _tests(self, candidates: list) -> tuple[tuple, list[int]]:
         """The distinct tests of guarded transitions ``candidates`` (each evaluated once per
-        element), and the slot of each candidate's test among them."""
-        tests: list = []
+        element), as ``(always, by_need)``: (slot, test) pairs to run on every element, and
+        per :func:`needed` thing those to run only on an element that has it; and the slot of
+        each candidate's test."""
+        always: list = []
+        by_need: dict = defaultdict(list)
         slot_of: dict = {}
         slots = []
         for step, _target in candidates:
-            test = (self._positional(step) if step.uses_position
+            positional = step.uses_position
+            test = (self._positional(step) if positional
                     else self._predicate_tests.test(step.predicates))
             slot = slot_of.get(test)
             if slot is None:
-                slot = slot_of[test] = len(tests)
-                tests.append(test)
+                slot = slot_of[test] = len(slot_of)
+                need = None if positional else needed(step.predicates)
+                (always if need is None else by_need[need]).append((slot, test))
             slots.append(slot)
-        return tests, slots
+        return (always, dict(by_need)), slots
 
     def _positional(self, step) -> Test:
         """The test of a step whose predicates call position(): the document's sibling counts
@@ -353,8 +374,13 @@ class FastFilter:
         :func:`xpfilt.engines.filter_batch`)."""
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
-        if self._nfa.needs_events:
-            return self._filter_events(parse_events(document))
+        with gc_paused():   # a document's events and tree form no cycle; the memo is large
+            if self._nfa.needs_events:
+                return self._filter_events(parse_events(document))
+            return self._filter_expat(document)
+
+    def _filter_expat(self, document: Document) -> list[int]:
+        """Structural paths only: expat's callbacks step the DFA, no event objects."""
         document = utf8_document(document)   # the one encoding policy (raises like iter_events)
         trans, miss = self._trans, self._miss
         stack = [self._start]

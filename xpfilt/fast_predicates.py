@@ -14,13 +14,13 @@ siblings.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from .predicates import Node, _branch_holds
 from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, RelativePath,
                     TextTarget)
 
-__all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE"]
+__all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE", "TEXT", "CHILDREN", "needed"]
 
 #: ``test(attrs, texts, node)``: all predicates of a step hold for the element.
 Test = Callable[[dict, Sequence[str], Node], bool]
@@ -28,6 +28,36 @@ Test = Callable[[dict, Sequence[str], Node], bool]
 #: Outcomes a comparison leaf remembers by default (bounds memory on documents whose values
 #: never repeat).
 VALUE_MEMO_SIZE = 4096
+
+
+#: What :func:`needed` answers besides an attribute name (neither is a valid XML name).
+TEXT, CHILDREN = "text()", "*"
+
+
+def needed(predicates: tuple) -> Optional[str]:
+    """Something an element must have for all of ``predicates`` to hold (so an element without
+    it fails them unevaluated): an attribute name, :data:`TEXT` (a text child) or
+    :data:`CHILDREN` (an element child); None if nothing is."""
+    return _needed(And(tuple(predicates)))
+
+
+def _needed(condition) -> Optional[str]:
+    if isinstance(condition, And):
+        found = [_needed(o) for o in condition.operands]
+        attribute = next((n for n in found if n not in (None, TEXT, CHILDREN)), None)
+        return attribute or next((n for n in found if n is not None), None)
+    if isinstance(condition, Or):
+        found = {_needed(o) for o in condition.operands}
+        return found.pop() if len(found) == 1 else None
+    if isinstance(condition, RelativePath):
+        return CHILDREN
+    if isinstance(condition, (Predicate, Exists)):
+        target = condition.target
+        if isinstance(target, AttributeTarget):
+            return target.name
+        if isinstance(target, TextTarget):
+            return TEXT
+    return None     # not(...), position()
 
 
 def _always(_attrs, _texts, _node) -> bool:
