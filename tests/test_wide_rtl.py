@@ -125,3 +125,19 @@ def test_twigs_and_combinations_at_four_bytes_per_cycle():
     for doc, readout in zip(docs, readouts):
         if doc != b"x":
             assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)
+
+
+def test_one_byte_per_cycle_is_the_one_byte_engine():
+    """W = 1 builds exactly the engine of before issue 18 (the same Verilog as without the
+    parameter, no event queue, the one-byte ``bytes_in`` layout); W = 2 adds the queue."""
+    from amaranth.back import verilog
+
+    from xpfilt.hdl.engine import CustomEngine
+    plan = compile_queries(QUERIES, CompileOptions(cluster_size=4, max_depth=6))
+    default = verilog.convert(CustomEngine(plan), name="top")
+    one = verilog.convert(CustomEngine(plan, bytes_per_cycle=1), name="top")
+    assert one == default and "queue0" not in one
+    assert "input [8:0] bytes_in__payload;" in one            # data, last
+    two = verilog.convert(CustomEngine(plan, bytes_per_cycle=2), name="top")
+    assert "queue11" in two and "queue12" not in two
+    assert "input [18:0] bytes_in__payload;" in two           # 2 x data, count, last
