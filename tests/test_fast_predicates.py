@@ -104,3 +104,17 @@ def test_fast_equals_reference_on_twigs_over_documents_in_turn(texts, docs):
     fast, ref = FastFilter(parsed), ReferenceFilter(parsed)
     for doc in docs + docs[:1]:
         assert fast.filter(doc) == ref.filter(doc)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(documents(), min_size=2, max_size=4),
+       texts=st.lists(conditions(), min_size=1, max_size=10))
+def test_fast_equals_reference_when_values_are_forgotten_after_each(docs, texts):
+    """Value tables and comparison memos of one value: every value is judged again."""
+    parsed = [parse_query(f"//*[{t}]", i + 1) for i, t in enumerate(texts)]
+    fast, small, ref = (FastFilter(parsed), FastFilter(parsed, value_memo_size=1),
+                        ReferenceFilter(parsed))
+    for doc in docs + docs[:1]:
+        expected = ref.filter(doc)
+        assert fast.filter(doc) == expected
+        assert small.filter(doc) == expected

@@ -45,7 +45,7 @@ from xml.parsers import expat
 import numpy as np
 
 from .events import Document, Event, EventKind, iter_events, parse_events, utf8_document
-from .fast_predicates import CHILDREN, TEXT, PredicateTests, Test, needed
+from .fast_predicates import CHILDREN, TEXT, VALUE_MEMO_SIZE, PredicateTests, Test, needed
 from .predicates import Positions, first_pass, needs_text, needs_tree
 from .profiles import ProfilePaths
 from .xpath import Axis, Query
@@ -227,14 +227,15 @@ class FastFilter:
     """Filters documents against a fixed list of queries; results are 0-based query positions
     (the same as :class:`xpfilt.reference.ReferenceFilter`, which it must always agree with)."""
 
-    def __init__(self, queries: Sequence[Query], cache_bytes: int = DEFAULT_CACHE_BYTES):
+    def __init__(self, queries: Sequence[Query], cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 value_memo_size: int = VALUE_MEMO_SIZE):
         self.queries = tuple(queries)
         self.cache_bytes = cache_bytes
         self._profiles = ProfilePaths(self.queries)
         with gc_paused():
             self._nfa = _Nfa(self._profiles.paths)
         self._hits = np.zeros(len(self._profiles.paths), bool)
-        self._predicate_tests = PredicateTests()
+        self._predicate_tests = PredicateTests(value_memo_size)
         self._positional_tests: dict = {}
         self._positions = Positions(())     # the sibling counts of the document being filtered
         self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
@@ -296,16 +297,16 @@ class FastFilter:
         for slot, test in always:
             passed[slot] = test(attrs, texts, node)
         if by_need:
-            for need in attrs:
+            for need, value in attrs.items():
                 group = by_need.get(need)
                 if group is not None:
-                    for slot, test in group:
-                        passed[slot] = test(attrs, texts, node)
+                    self._run(group, (value,), passed, attrs, texts, node)
             if texts:
-                for slot, test in by_need.get(TEXT, ()):
-                    passed[slot] = test(attrs, texts, node)
+                group = by_need.get(TEXT)
+                if group is not None:
+                    self._run(group, texts, passed, attrs, texts, node)
             if node is not None and node.children:
-                for slot, test in by_need.get(CHILDREN, ()):
+                for slot, test in by_need.get(CHILDREN, ((), (), {}))[0]:
                     passed[slot] = test(attrs, texts, node)
         passed = tuple(passed)
         nxt = outcomes.get(passed)
@@ -316,26 +317,53 @@ class FastFilter:
             self._memo_bytes += _ENTRY_BYTES + len(passed) * 8
         return nxt
 
+    def _run(self, group: tuple, values: Sequence[str], passed: list, attrs, texts, node) -> None:
+        """Runs the tests of one :func:`needed` group on an element that has the thing needed
+        (``values``: the attribute's value, or the text children). The group's single
+        comparisons are read from its table: value -> the slots of those it satisfies."""
+        others, comparisons, table = group
+        for slot, test in others:
+            passed[slot] = test(attrs, texts, node)
+        if comparisons:
+            for value in values:
+                holding = table.get(value)
+                if holding is None:
+                    if len(table) >= self._predicate_tests.value_memo_size:
+                        table.clear()
+                    holding = table[value] = tuple(
+                        slot for slot, value_holds in comparisons if value_holds(value))
+                    self._memo_bytes += _ENTRY_BYTES + len(value) + 8 * len(holding)
+                for slot in holding:
+                    passed[slot] = True
+
     def _tests(self, candidates: list) -> tuple[tuple, list[int]]:
         """The distinct tests of guarded transitions ``candidates`` (each evaluated once per
         element), as ``(always, by_need)``: (slot, test) pairs to run on every element, and
-        per :func:`needed` thing those to run only on an element that has it; and the slot of
-        each candidate's test."""
+        per :func:`needed` thing a group to run only on an element that has it (see
+        :meth:`_run`); and the slot of each candidate's test."""
         always: list = []
-        by_need: dict = defaultdict(list)
+        by_need: dict = {}
         slot_of: dict = {}
         slots = []
+        tests = self._predicate_tests
         for step, _target in candidates:
             positional = step.uses_position
-            test = (self._positional(step) if positional
-                    else self._predicate_tests.test(step.predicates))
+            test = self._positional(step) if positional else tests.test(step.predicates)
             slot = slot_of.get(test)
             if slot is None:
                 slot = slot_of[test] = len(slot_of)
                 need = None if positional else needed(step.predicates)
-                (always if need is None else by_need[need]).append((slot, test))
+                if need is None:
+                    always.append((slot, test))
+                else:
+                    others, comparisons, _table = by_need.setdefault(need, ([], [], {}))
+                    value_holds = None if need == CHILDREN else tests.comparison(step.predicates)
+                    if value_holds is None:
+                        others.append((slot, test))
+                    else:
+                        comparisons.append((slot, value_holds))
             slots.append(slot)
-        return (always, dict(by_need)), slots
+        return (always, by_need), slots
 
     def _positional(self, step) -> Test:
         """The test of a step whose predicates call position(): the document's sibling counts

@@ -75,6 +75,7 @@ class PredicateTests:
         self._lists: dict[tuple, Test] = {}
         self._leaves: dict[object, Test] = {}
         self._paths: dict[RelativePath, Test] = {}
+        self._values: dict[Predicate, Callable[[str], bool]] = {}   # comparison -> value test
         self._names_of: Node = None         # the last node :meth:`_names` was asked about
         self._known_names: tuple = ()
 
@@ -85,6 +86,14 @@ class PredicateTests:
             found = self._lists[predicates] = self._all(
                 [self._condition(p) for p in predicates])
         return found
+
+    def comparison(self, predicates: tuple) -> Optional[Callable[[str], bool]]:
+        """If ``predicates`` is one comparison of an attribute or of ``text()``: whether one
+        value (the attribute's, or one text child's) satisfies it. Else None."""
+        if len(predicates) != 1:
+            return None
+        self.test(predicates)
+        return self._values.get(predicates[0])
 
     @staticmethod
     def _all(tests: list) -> Test:
@@ -152,6 +161,7 @@ class PredicateTests:
                     memo.clear()
                 known = memo[value] = holds((value,))
             return known
+        self._values[leaf] = value_holds
 
         if isinstance(target, AttributeTarget):
             name = target.name
