@@ -51,11 +51,27 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
             "yosys_s": round(synth["seconds"], 1)}
 
 
+def save(rows: list[dict], started: float) -> None:
+    """Publish the rows so far (after every engine, so a run cut short keeps what it measured)."""
+    publish("wide_fmax", rows, [
+        ("part", "part"), ("W", "W"), ("queries", "queries"), ("tags", "tags"),
+        ("lut6_eq", "LUT6-eq (xilinx)"), ("growth", "growth vs W=1"), ("ffs", "FF"),
+        ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
+        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("MB_per_s", "MB/s (W x Fmax)"),
+        ("critical_from", "critical path from"), ("critical_to", "to"), ("pnr_s", "nextpnr s"),
+        ("rtl_digest", "RTL digest"), ("error", "error")],
+        "The W-byte engine: resources and Fmax (issue 18)",
+        f"1,024 depth-8 NITF queries, all optimizations, serial readout. Yosys synth_xilinx "
+        f"LUT6-eq as resources.py; ECP5 as fmax.py (nextpnr default seed, target 100 MHz). "
+        f"Run took {time.perf_counter() - started:.0f} s so far.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fmax", action="store_true", help="also ECP5 place and route")
-    parser.add_argument("--widths", default="1,2,4",
-                        help="engine widths (default 1,2,4; '' for the front ends only)")
+    parser.add_argument("--widths", default="4,1,2",
+                        help="engine widths, in this order (default 4,1,2; '' for the front "
+                             "ends only)")
     parser.add_argument("--cap", type=int, default=resources.TIMEOUT,
                         help="seconds per tool run (default %(default)s)")
     args = parser.parse_args()
@@ -98,17 +114,8 @@ def main() -> None:
         row["rtl_digest"] = digest
         rows.append(row)
         log(f"engine W={width}: {row}")
-    publish("wide_fmax", rows, [
-        ("part", "part"), ("W", "W"), ("queries", "queries"), ("tags", "tags"),
-        ("lut6_eq", "LUT6-eq (xilinx)"), ("growth", "growth vs W=1"), ("ffs", "FF"),
-        ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
-        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("MB_per_s", "MB/s (W x Fmax)"),
-        ("critical_from", "critical path from"), ("critical_to", "to"), ("pnr_s", "nextpnr s"),
-        ("rtl_digest", "RTL digest"), ("error", "error")],
-        "The W-byte engine: resources and Fmax (issue 18)",
-        f"1,024 depth-8 NITF queries, all optimizations, serial readout. Yosys synth_xilinx "
-        f"LUT6-eq as resources.py; ECP5 as fmax.py (nextpnr default seed, target 100 MHz). "
-        f"Run took {time.perf_counter() - started:.0f} s.")
+        save(rows, started)
+    save(rows, started)
 
 
 if __name__ == "__main__":
