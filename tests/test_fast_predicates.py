@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from xpfilt.events import parse_events
 from xpfilt.fast import FastFilter
-from xpfilt.fast_predicates import CHILDREN, TEXT, PredicateTests, needed
+from xpfilt.fast_predicates import CHILD, CHILDREN, TEXT, PredicateTests, needed
 from xpfilt.predicates import condition_holds, element_nodes
 from xpfilt.reference import ReferenceFilter
 from xpfilt.xpath import parse_query
@@ -45,6 +45,8 @@ def _has(node, need) -> bool:
         return bool(node.texts)
     if need == CHILDREN:
         return bool(node.children)
+    if need.startswith(CHILD):
+        return any(child.name == need[len(CHILD):] for child in node.children)
     return need in node.attrs
 
 
@@ -62,9 +64,9 @@ def test_an_element_without_what_predicates_need_fails_them(texts, doc):
 
 @pytest.mark.parametrize("predicates, need", [
     ("[@a > 1]", "a"), ("[@a]", "a"), ("[text() = 'x']", TEXT), ("[text()]", TEXT),
-    ("[b/c]", CHILDREN), ("[not(@a)]", None), ("[position() = 1]", None), ("[2]", None),
+    ("[b/c]", "/b"), ("[*/c]", CHILDREN), ("[.//c]", CHILDREN), ("[@a][b]", "a"), ("[text()][b]", "/b"), ("[not(@a)]", None), ("[position() = 1]", None), ("[2]", None),
     ("[text() = 1 and @a = 2]", "a"), ("[@a = 1 or @a = 2]", "a"), ("[@a = 1 or @b = 2]", None),
-    ("[@a or b]", None), ("[not(@a)][@b]", "b"), ("[b][text()]", CHILDREN), ("[(@a)]", "a"),
+    ("[@a or b]", None), ("[not(@a)][@b]", "b"), ("[b][text()]", "/b"), ("[*][text()]", TEXT), ("[(@a)]", "a"),
 ])
 def test_what_predicates_need(predicates, need):
     assert needed(parse_query("/x" + predicates).steps[0].predicates) == need

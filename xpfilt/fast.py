@@ -45,7 +45,7 @@ from xml.parsers import expat
 import numpy as np
 
 from .events import Document, Event, EventKind, iter_events, parse_events, utf8_document
-from .fast_predicates import CHILDREN, TEXT, VALUE_MEMO_SIZE, PredicateTests, Test, needed
+from .fast_predicates import CHILD, CHILDREN, TEXT, VALUE_MEMO_SIZE, PredicateTests, Test, needed
 from .predicates import Positions, first_pass, needs_text, needs_tree
 from .profiles import ProfilePaths
 from .xpath import Axis, Query
@@ -292,11 +292,11 @@ class FastFilter:
             entry = self._guarded[(top, name)] = (kept, targets, candidates, tests, slots, {})
             self._memo_bytes += kept.nbytes + targets.nbytes
         kept, targets, candidates, tests, slots, outcomes = entry
-        always, by_need = tests
+        always, by_need, by_child = tests
         passed = [False] * len(slots)
         for slot, test in always:
             passed[slot] = test(attrs, texts, node)
-        if by_need:
+        if by_need or by_child:
             for need, value in attrs.items():
                 group = by_need.get(need)
                 if group is not None:
@@ -308,6 +308,10 @@ class FastFilter:
             if node is not None and node.children:
                 for slot, test in by_need.get(CHILDREN, ((), (), {}))[0]:
                     passed[slot] = test(attrs, texts, node)
+                if by_child:
+                    for name in {child.name for child in node.children}:
+                        for slot, test in by_child.get(name, ()):
+                            passed[slot] = test(attrs, texts, node)
         passed = tuple(passed)
         nxt = outcomes.get(passed)
         if nxt is None:
@@ -338,11 +342,13 @@ class FastFilter:
 
     def _tests(self, candidates: list) -> tuple[tuple, list[int]]:
         """The distinct tests of guarded transitions ``candidates`` (each evaluated once per
-        element), as ``(always, by_need)``: (slot, test) pairs to run on every element, and
-        per :func:`needed` thing a group to run only on an element that has it (see
-        :meth:`_run`); and the slot of each candidate's test."""
+        element), as ``(always, by_need, by_child)``: (slot, test) pairs to run on every
+        element; per :func:`needed` thing a group to run only on an element that has it (see
+        :meth:`_run`); per child name the (slot, test) pairs to run only on an element with
+        such a child; and the slot of each candidate's test."""
         always: list = []
         by_need: dict = {}
+        by_child: dict = defaultdict(list)
         slot_of: dict = {}
         slots = []
         tests = self._predicate_tests
@@ -355,6 +361,8 @@ class FastFilter:
                 need = None if positional else needed(step.predicates)
                 if need is None:
                     always.append((slot, test))
+                elif need.startswith(CHILD):
+                    by_child[need[len(CHILD):]].append((slot, test))
                 else:
                     others, comparisons, _table = by_need.setdefault(need, ([], [], {}))
                     value_holds = None if need == CHILDREN else tests.comparison(step.predicates)
@@ -363,7 +371,7 @@ class FastFilter:
                     else:
                         comparisons.append((slot, value_holds))
             slots.append(slot)
-        return (always, by_need), slots
+        return (always, by_need, dict(by_child)), slots
 
     def _positional(self, step) -> Test:
         """The test of a step whose predicates call position(): the document's sibling counts

@@ -20,7 +20,7 @@ from .predicates import Node, _branch_holds
 from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, RelativePath,
                     TextTarget)
 
-__all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE", "TEXT", "CHILDREN", "needed"]
+__all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE", "TEXT", "CHILDREN", "CHILD", "needed"]
 
 #: ``test(attrs, texts, node)``: all predicates of a step hold for the element.
 Test = Callable[[dict, Sequence[str], Node], bool]
@@ -30,26 +30,30 @@ Test = Callable[[dict, Sequence[str], Node], bool]
 VALUE_MEMO_SIZE = 4096
 
 
-#: What :func:`needed` answers besides an attribute name (neither is a valid XML name).
-TEXT, CHILDREN = "text()", "*"
+#: What :func:`needed` answers besides an attribute name (none is a valid XML name): a text
+#: child, an element child, and (``CHILD + name``) a child element named ``name``.
+TEXT, CHILDREN, CHILD = "text()", "*", "/"
 
 
 def needed(predicates: tuple) -> Optional[str]:
     """Something an element must have for all of ``predicates`` to hold (so an element without
-    it fails them unevaluated): an attribute name, :data:`TEXT` (a text child) or
-    :data:`CHILDREN` (an element child); None if nothing is."""
+    it fails them unevaluated): an attribute name, :data:`TEXT` (a text child),
+    :data:`CHILDREN` (an element child) or ``CHILD + name`` (a child named ``name``); None if
+    nothing is. An attribute is preferred, then a named child (the rarer things)."""
     return _needed(And(tuple(predicates)))
 
 
 def _needed(condition) -> Optional[str]:
     if isinstance(condition, And):
-        found = [_needed(o) for o in condition.operands]
-        attribute = next((n for n in found if n not in (None, TEXT, CHILDREN)), None)
-        return attribute or next((n for n in found if n is not None), None)
+        found = [n for n in map(_needed, condition.operands) if n is not None]
+        return min(found, key=_rarity, default=None)
     if isinstance(condition, Or):
         found = {_needed(o) for o in condition.operands}
         return found.pop() if len(found) == 1 else None
     if isinstance(condition, RelativePath):
+        first = condition.steps[0]
+        if first.axis is Axis.CHILD and not first.is_wildcard:
+            return CHILD + first.name
         return CHILDREN
     if isinstance(condition, (Predicate, Exists)):
         target = condition.target
@@ -58,6 +62,12 @@ def _needed(condition) -> Optional[str]:
         if isinstance(target, TextTarget):
             return TEXT
     return None     # not(...), position()
+
+
+def _rarity(need: str) -> int:
+    if need in (TEXT, CHILDREN):
+        return 2 + (need == CHILDREN)
+    return need.startswith(CHILD)
 
 
 def _always(_attrs, _texts, _node) -> bool:
@@ -192,6 +202,8 @@ class PredicateTests:
         first_descendant, first_name, _ = steps[0]
         first_child = None if first_descendant else first_name
         required = frozenset(name for _, name, _ in steps if name is not None)
+        # one step without predicates: the names decide (``c``, ``.//c``, ``*``)
+        decided_by_names = len(steps) == 1 and steps[0][2] is None
         names = self._names
 
         def exists(index: int, context: Node) -> bool:
@@ -215,7 +227,7 @@ class PredicateTests:
             children, descendants = names(node)
             if first_child is not None and first_child not in children:
                 return False
-            return required <= descendants and exists(0, node)
+            return required <= descendants and (decided_by_names or exists(0, node))
         return holds
 
     def _names(self, node: Node) -> tuple[set, set]:
