@@ -19,9 +19,12 @@ a document's answer is the union over the sets it visited.
 
 Predicates are transitions of their own, never shared with an unguarded step. A set whose
 transition on a tag passes through guarded steps is not memoized as one entry: the guarded
-steps are tested on the element (with :mod:`xpfilt.predicates`, the reference filter's own
-predicate evaluation, so both engines share one definition of XPath comparisons) and the outcome
-picks the memoized next set. ``text()`` needs the element's text children, ``position()`` its
+steps are tested on the element and the outcome picks the memoized next set. The tests are
+:mod:`xpfilt.fast_predicates` closures, compiled once per distinct predicate list, which ask
+:meth:`xpfilt.xpath.Predicate.holds` (the one definition of XPath comparisons) once per distinct
+value; each distinct test runs once per element, and only on an element that has what it needs
+(the attribute, a text child, a child of the name its nested path starts with): single
+comparisons are read from a per-transition table, value -> the tests it satisfies. ``text()`` needs the element's text children, ``position()`` its
 earlier siblings and a nested path (twig) its subtree, so a query set with any of them runs over
 :func:`xpfilt.events.parse_events` and the predicates' first pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
 paths' answers (:class:`xpfilt.profiles.ProfilePaths`).
