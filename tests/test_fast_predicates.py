@@ -120,3 +120,13 @@ def test_fast_equals_reference_when_values_are_forgotten_after_each(docs, texts)
         expected = ref.filter(doc)
         assert fast.filter(doc) == expected
         assert small.filter(doc) == expected
+
+
+def test_remembered_comparisons_stay_within_one_budget_for_all_leaves():
+    tests = PredicateTests(value_memo_size=3)
+    step = parse_query("/x[@a > 1 or text() = 'v']").steps[0]
+    test = tests.test(step.predicates)
+    for i in range(20):
+        value = str(i)
+        assert test({"a": value}, [value, "v" if i % 2 else "w"], None) == (i > 1 or i % 2 == 1)
+        assert sum(map(len, tests._memos)) <= 3

@@ -25,9 +25,10 @@ __all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE", "TEXT", "CHILDREN", "CHI
 #: ``test(attrs, texts, node)``: all predicates of a step hold for the element.
 Test = Callable[[dict, Sequence[str], Node], bool]
 
-#: Outcomes a comparison leaf remembers by default (bounds memory on documents whose values
-#: never repeat).
-VALUE_MEMO_SIZE = 4096
+#: Comparison outcomes remembered by default, all leaves together (and per value table of the
+#: engine): past it they are all forgotten, which bounds memory on documents whose values
+#: never repeat, whatever the number of queries.
+VALUE_MEMO_SIZE = 1 << 16
 
 
 #: What :func:`needed` answers besides an attribute name (none is a valid XML name): a text
@@ -77,8 +78,8 @@ def _always(_attrs, _texts, _node) -> bool:
 class PredicateTests:
     """Compiles step predicate lists into :data:`Test` closures, one per distinct list and one
     per distinct comparison leaf (:meth:`test`). Positional predicates are not compiled (the
-    engine asks :class:`xpfilt.predicates.Positions`). ``value_memo_size``: outcomes a
-    comparison leaf remembers before it forgets them all."""
+    engine asks :class:`xpfilt.predicates.Positions`). ``value_memo_size``: outcomes the
+    comparison leaves remember together before they forget them all."""
 
     def __init__(self, value_memo_size: int = VALUE_MEMO_SIZE) -> None:
         self.value_memo_size = value_memo_size
@@ -88,6 +89,8 @@ class PredicateTests:
         self._values: dict[Predicate, Callable[[str], bool]] = {}   # comparison -> value test
         self._names_of: Node = None         # the last node :meth:`_names` was asked about
         self._known_names: tuple = ()
+        self._memos: list[dict] = []        # each comparison leaf's value -> outcome
+        self._remembered = 0                # outcomes in them
 
     def test(self, predicates: tuple) -> Test:
         """The test of a step's predicate list (none may call ``position()``)."""
@@ -162,13 +165,13 @@ class PredicateTests:
                                                                         TextTarget)):
             raise TypeError(f"not a compilable predicate leaf: {leaf!r}")
         memo: dict[str, bool] = {}
-        holds, size = leaf.holds, self.value_memo_size
+        self._memos.append(memo)
+        holds = leaf.holds
 
         def value_holds(value: str) -> bool:
             known = memo.get(value)
             if known is None:
-                if len(memo) >= size:
-                    memo.clear()
+                self._remember()
                 known = memo[value] = holds((value,))
             return known
         self._values[leaf] = value_holds
@@ -187,6 +190,14 @@ class PredicateTests:
                     return True
             return False
         return text
+
+    def _remember(self) -> None:
+        """Counts one more remembered outcome; past the budget, forgets them all."""
+        self._remembered += 1
+        if self._remembered > self.value_memo_size:
+            for memo in self._memos:
+                memo.clear()
+            self._remembered = 1
 
     def _path(self, path: RelativePath) -> Test:
         """A nested path: some node it selects from the element exists. Before any walk, the
