@@ -240,6 +240,7 @@ class FastFilter:
         self._hits = np.zeros(len(self._profiles.paths), bool)
         self._predicate_tests = PredicateTests(value_memo_size)
         self._positional_tests: dict = {}
+        self._step_tests: dict[int, tuple] = {}   # id of a guarded NFA step -> _step_test
         self._positions = Positions(())     # the sibling counts of the document being filtered
         self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
                       "dfa_states": 0, "misses": 0, "resets": 0, "memo_bytes": 0}
@@ -354,27 +355,41 @@ class FastFilter:
         by_child: dict = defaultdict(list)
         slot_of: dict = {}
         slots = []
-        tests = self._predicate_tests
         for step, _target in candidates:
-            positional = step.uses_position
-            test = self._positional(step) if positional else tests.test(step.predicates)
+            test, need, value_holds = self._step_test(step)
             slot = slot_of.get(test)
             if slot is None:
                 slot = slot_of[test] = len(slot_of)
-                need = None if positional else needed(step.predicates)
                 if need is None:
                     always.append((slot, test))
                 elif need.startswith(CHILD):
                     by_child[need[len(CHILD):]].append((slot, test))
                 else:
                     others, comparisons, _table = by_need.setdefault(need, ([], [], {}))
-                    value_holds = None if need == CHILDREN else tests.comparison(step.predicates)
                     if value_holds is None:
                         others.append((slot, test))
                     else:
                         comparisons.append((slot, value_holds))
             slots.append(slot)
         return (always, by_need, dict(by_child)), slots
+
+    def _step_test(self, step) -> tuple:
+        """A guarded step's test, what it :func:`needed`, and its value test if it is one
+        comparison (:meth:`PredicateTests.comparison`); once per step of the NFA (by identity:
+        hashing predicate trees is costly and 10,000 queries put hundreds of steps on one
+        transition)."""
+        found = self._step_tests.get(id(step))
+        if found is None:
+            if step.uses_position:
+                found = (self._positional(step), None, None)
+            else:
+                tests = self._predicate_tests
+                need = needed(step.predicates)
+                found = (tests.test(step.predicates), need,
+                         None if need in (None, CHILDREN) or need.startswith(CHILD)
+                         else tests.comparison(step.predicates))
+            self._step_tests[id(step)] = found
+        return found
 
     def _positional(self, step) -> Test:
         """The test of a step whose predicates call position(): the document's sibling counts
