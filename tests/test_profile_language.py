@@ -31,7 +31,9 @@ def documents(draw) -> bytes:
     root = draw(elements(max_depth=5, values=tuple(VALUES)))
     style = draw(st.integers(0, 11))
     doctype = '<!DOCTYPE a [<!ENTITY two "2">]>\n'
-    return (doctype + serialize(root, style)).encode()
+    # no empty CDATA section: libxml2 (lxml) makes it an empty text node, XPath 1.0 and the
+    # reference do not (a documented difference, README "the fuzz counts it apart")
+    return (doctype + serialize(root, style).replace("<![CDATA[]]>", "")).encode()
 
 
 @st.composite
