@@ -473,19 +473,20 @@ class FastFilter:
         trans, miss = self._trans, self._miss
         stack = [self._start]
         visited: set[int] = set()
+        push, pop, visit = stack.append, stack.pop, visited.add
+        open_kind, close_kind = EventKind.OPEN, EventKind.CLOSE
         for index, (kind, name, value) in enumerate(events):
-            if kind is EventKind.OPEN:
-                element_texts, node = texts.get(index, ()), nodes.get(index)
+            if kind is open_kind:
                 if positions:
-                    positions.open(name, value, element_texts, node)
+                    positions.open(name, value, texts.get(index, ()), nodes.get(index))
                 top = stack[-1]
                 nxt = trans[top].get(name)
-                if nxt is None:
-                    nxt = miss(top, name, value, element_texts, node)
-                stack.append(nxt)
-                visited.add(nxt)
-            elif kind is EventKind.CLOSE:
-                stack.pop()
+                if nxt is None:     # only guarded steps or a miss read the texts and the node
+                    nxt = miss(top, name, value, texts.get(index, ()), nodes.get(index))
+                push(nxt)
+                visit(nxt)
+            elif kind is close_kind:
+                pop()
                 if positions:
                     positions.close()
         return self._answer(visited)
