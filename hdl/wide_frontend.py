@@ -11,7 +11,9 @@ cycle:
 * P: W parser steps in a chain, lane 0 first (:func:`xpfilt.hdl.frontend.parse_byte` for each
   byte, with the tag decoder's CAM, the name hash, the depth and the error bookkeeping of each
   lane feeding the next); every lane whose byte makes an event (a push, a pop, or the document
-  end on the beat's last byte) writes it into the queue, in lane order, in that cycle;
+  end on the beat's last byte) gives it to P2;
+* P2: the lanes' events registered (so that the queue's write positions, a sum over the lanes,
+  are off the parser's paths), written into the queue in lane order in the next cycle;
 * the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries, registers) hands its oldest event
   to stage E every cycle, except in the cycle after it handed over a document end (the frame
   captures the match flags then: no push may reach the clusters in that cycle);
@@ -21,7 +23,7 @@ cycle:
 
 A beat accepted in cycle N shows its first event in cycle N + :data:`xpfilt.hwdefs.WIDE_LATENCY`
 when the queue is empty. ``room`` tells the frame it may accept a beat: the queue has room for W
-events of each beat not yet parsed (on ``bytes_in``, in D1, in D2) and of one more. Events,
+events of each beat not yet in the queue (on ``bytes_in``, in D1, D2, P2) and of one more. Events,
 their order and their fields, the error flags included, are exactly the one-byte front end's;
 :class:`xpfilt.model.wide_frontend.WideFrontEndModel` is the cycle-accurate model.
 
@@ -257,6 +259,15 @@ class WideFrontEnd(wiring.Component):
                 m.d.sync += [reg.eq(new) for reg, new in zip(regs, cur)]
                 m.d.sync += sticky.eq(sticky.as_value() | found_all)
 
+        # === stage P2: the lanes' events, registered ===
+        p2_valid = Signal()
+        p2_has = Signal(W)
+        p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
+        m.d.sync += [p2_valid.eq(valid), p2_has.eq(Mux(valid, Cat(*has), 0))]
+        for i in range(W):
+            m.d.sync += p2_records[i].eq(records[i])
+            m.d.sync += p2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
+
         # === the event queue ===
         Q = self.queue_depth
         queue = [Signal(entry_layout, name=f"queue{j}") for j in range(Q)]
@@ -269,14 +280,13 @@ class WideFrontEnd(wiring.Component):
             slot = Signal(range(2 * Q), name=f"lane{i}_slot")
             m.d.comb += slot.eq(tail + offset)
             at = Mux(slot >= Q, slot - Q, slot)
-            with m.If(valid & has[i]):
+            with m.If(p2_has[i]):
                 for j in range(Q):
                     with m.If(at == j):
-                        m.d.sync += queue[j].eq(records[i])
-                        m.d.sync += queue[j].errors.eq(Mux(records[i].last, doc_errors, 0))
-            offset = offset + has[i]
+                        m.d.sync += queue[j].eq(p2_records[i])
+            offset = offset + p2_has[i]
         added = Signal(range(W + 1))
-        m.d.comb += added.eq(Mux(valid, offset, 0))
+        m.d.comb += added.eq(offset)
         take = Signal()
         m.d.comb += take.eq((occupied != 0) & ~after_end)
         head_entry = Signal(entry_layout)
@@ -291,7 +301,7 @@ class WideFrontEnd(wiring.Component):
                      after_end.eq(take & head_entry.last)]
         with m.If(take):
             m.d.sync += head.eq(Mux(head == Q - 1, 0, head + 1))
-        flight = self.bytes_in.valid + valid1 + valid + 1
+        flight = self.bytes_in.valid + valid1 + valid + p2_valid + 1
         m.d.comb += self.room.eq(occupied + W * flight <= Q)
 
         # === stage E: the global stack row of the level before the event ===

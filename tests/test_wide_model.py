@@ -32,7 +32,7 @@ def wide_events(model: WideFrontEndModel, docs, gaps=None):
     beats = [b for d in docs for b in document_beats(d, model.width)]
     out, i, incoming = [], 0, False
     while i < len(beats) or model.queue or model.d1 or model.d2 or incoming \
-            or model.e is not NO_EVENT or model.f is not NO_EVENT:
+            or model.p2 is not None or model.e is not NO_EVENT or model.f is not NO_EVENT:
         assert len(model.queue) <= model.queue_depth
         offer = i < len(beats) and model.room(incoming) and not (gaps and gaps.random() < 0.3)
         ev = model.step(incoming, *(current if incoming else (b"", False)))
@@ -138,7 +138,7 @@ def test_a_beat_must_be_full_unless_last():
 
 
 def test_queue_depth_and_bad_widths():
-    assert [queue_depth_for(w) for w in (2, 4, 8)] == [12, 20, 36]
+    assert [queue_depth_for(w) for w in (2, 4, 8)] == [14, 24, 44]
     with pytest.raises(ValueError, match=r"^bytes per cycle must be one of 1, 2, 4, 8, not 3$"):
         EngineModel(compile_queries(QUERIES), bytes_per_cycle=3)
 

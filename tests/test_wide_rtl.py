@@ -58,11 +58,11 @@ def test_dense_events_fill_the_queue_and_stall_the_input(width):
     queries = [parse_query("/r/a", 1), parse_query("//b", 2)]
     plan = compile_queries(queries)
     docs = [b"<r>" + b"<a/>" * 40 + b"<b/></r>", b"<r/>"]
-    result = compare_engine_with_model(plan, docs, p_valid=1.0, p_ready=1.0, extra_cycles=40,
+    result = compare_engine_with_model(plan, docs, p_valid=1.0, p_ready=1.0, extra_cycles=100,
                                        bytes_per_cycle=width)
     assert result["mismatch"] is None, result["mismatch"]
     assert [r.bits for r in collect_readout(result["beats"], 2)] == [3, 0]
-    streaming = result["cycles"] - 40              # until the last beat was accepted
+    streaming = result["cycles"] - 100             # until the last beat was accepted
     events = 1 + 80 + 2 + 1 + 2                     # pushes and pops of both documents
     assert streaming > -(-len(docs[0]) // width)   # the input stalled ...
     assert streaming >= events - queue_depth_for(width)   # ... as one event per cycle needs
@@ -78,7 +78,7 @@ def test_random_cases(docs, texts, cluster_size, seed, width):
     parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     plan = compile_queries(parsed, CompileOptions(cluster_size=cluster_size, max_depth=10))
     readouts = check(plan, parsed, docs, seed=seed, p_valid=0.9, p_ready=0.9,
-                     extra_cycles=len(parsed) * 3 + 10, bytes_per_cycle=width)
+                     extra_cycles=len(parsed) * 3 + 80, bytes_per_cycle=width)
     assert [r.bits for r in readouts] == [bits_of(plan, parsed, d) for d in docs]
 
 
@@ -139,5 +139,5 @@ def test_one_byte_per_cycle_is_the_one_byte_engine():
     assert one == default and "queue0" not in one
     assert "input [8:0] bytes_in__payload;" in one            # data, last
     two = verilog.convert(CustomEngine(plan, bytes_per_cycle=2), name="top")
-    assert "queue11" in two and "queue12" not in two
+    assert "queue13" in two and "queue14" not in two
     assert "input [18:0] bytes_in__payload;" in two           # 2 x data, count, last

@@ -59,8 +59,8 @@ LATENCY = 5
 BYTES_PER_CYCLE = (1, 2, 4, 8)
 
 #: Cycles from a beat on a W-byte front end's ``bytes_in`` to its first event on ``events`` when
-#: its event queue is empty (stages D1, D2, P, the queue, E, F).
-WIDE_LATENCY = 6
+#: its event queue is empty (stages D1, D2, P, P2, the queue, E, F).
+WIDE_LATENCY = 7
 
 
 def check_bytes_per_cycle(width: int) -> int:
@@ -82,10 +82,10 @@ def check_wide_plan(plan, bytes_per_cycle: int) -> int:
 
 
 def queue_depth_for(width: int) -> int:
-    """Entries of a W-byte front end's event queue: W for each of the three beats before the
-    queue and for the one being accepted, and 4 more so that a few queued events do not stall
-    the input."""
-    return 4 * width + 4
+    """Entries of a W-byte front end's event queue: W for each of the four beats before the
+    queue (on ``bytes_in``, in D1, D2, P2) and for the one being accepted, and 4 more so that a
+    few queued events do not stall the input."""
+    return 5 * width + 4
 
 
 def hash_byte(h: int, byte: int) -> int:

@@ -11,7 +11,8 @@ Its registers, in the order a beat meets them (see :mod:`xpfilt.hdl.wide_fronten
 * D1, D2: the beat and then its byte classes, registered (as in the one-byte front end);
 * P: the parser walks the beat's bytes in lane order, one parser step per byte, all in one
   cycle; every byte whose parser step makes an event (push, pop, or the document end of the
-  beat with ``last``) appends it to the event queue, in byte order;
+  beat with ``last``) gives it, in byte order, to the P2 register;
+* P2: the beat's events, registered, written into the event queue in the next cycle;
 * the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries) hands its oldest event to stage E
   every cycle, except in the cycle right after it handed over a document end (so that the
   frame's capture, the cycle after the end reaches the clusters, never meets a push);
@@ -58,6 +59,7 @@ class WideFrontEndModel:
         self._parser.reset()
         self._parse = self._parser._send
         self.d1 = self.d2 = None        # (data, last) of the beat in stage D1 / D2, or None
+        self.p2 = None                   # stage P2: the events of the beat P parsed, or None
         self.queue: deque = deque()
         self.e = self.f = NO_EVENT       # stages E and F
         self.after_end = False           # stage E took a document end last cycle
@@ -66,7 +68,8 @@ class WideFrontEndModel:
         """The frame may accept a beat this cycle; ``incoming``: a beat is on ``bytes_in`` now
         (the frame's input copy). Room for W events of that beat, of the beats in D1 and D2
         and of the new one, beside the queued events."""
-        flight = bool(incoming) + (self.d1 is not None) + (self.d2 is not None) + 1
+        flight = (bool(incoming) + (self.d1 is not None) + (self.d2 is not None)
+                  + (self.p2 is not None) + 1)
         return len(self.queue) + self.width * flight <= self.queue_depth
 
     def step(self, valid: bool, data: bytes = b"", last: bool = False):
@@ -81,15 +84,19 @@ class WideFrontEndModel:
         else:
             self.e = NO_EVENT
             self.after_end = False
+        if self.p2 is not None:
+            queue.extend(self.p2)
         beat = self.d2
+        self.p2 = None
         if beat is not None:
+            self.p2 = []
             parse = self._parse
             data2, last2 = beat
             final = len(data2) - 1
             for i, c in enumerate(data2):
                 ev = parse((1, c, last2 and i == final))
                 if ev is not NO_EVENT:
-                    queue.append(ev)
+                    self.p2.append(ev)
         self.d2 = self.d1
         if valid:
             if not 1 <= len(data) <= self.width or (len(data) != self.width and not last):
