@@ -163,9 +163,10 @@ def measure(label: str, queries: list[Query], fmax: bool) -> dict:
     if fmax:
         ecp5 = run_point("ecp5", COUNT, verilog, s, "serial")
         for key in ("fmax_mhz", "lut4", "dpr16x4", "ff", "critical_ns", "critical_from",
-                    "critical_to", "error"):
+                    "critical_to"):
             if key in ecp5:
                 row["ecp5_" + key] = ecp5[key]
+        row["ecp5_error"] = ecp5.get("error")      # None replaces an earlier run's reason
     log(f"{label}: {row}")
     return row
 
