@@ -78,6 +78,8 @@ class DecodedEventLayout(data.StructLayout):
             "errors": ErrorFlags,
             # decoded from ``level``: the stack memory's row (level - 1), level 1, level 2, >= 2
             "addr": range(max(2, max_depth)),
+            # the row a twig cluster reads: the closing element's on a pop, else the parent's
+            "read_addr": range(max_depth + 1),
             "level1": 1,
             "level2": 1,
             "nested": 1,
@@ -95,6 +97,7 @@ def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int =
         m.d.comb += out.conds.eq(events.conds)
     m.d.comb += [
         out.addr.eq(events.level - 1), out.level1.eq(events.level == 1),
+        out.read_addr.eq(Mux(events.pop, events.level, events.level - 1)),
         out.level2.eq(events.level == 2), out.nested.eq(events.level >= 2),
         out.push.eq(events.push), out.pop.eq(events.pop), out.level.eq(events.level),
         out.doc_end.eq(events.doc_end), out.errors.eq(events.errors),
@@ -137,7 +140,7 @@ class StackBank(wiring.Component):
         new = Signal(width)     # element's row on a pop
         if chains:
             level_stack(m, ev, top, new, self.max_depth, rows=self.max_depth + 1,
-                        read_addr=Mux(ev.pop, ev.level, ev.addr))
+                        read_addr=ev.read_addr)
         else:
             level_stack(m, ev, top, new, self.max_depth)
 
