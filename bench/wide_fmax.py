@@ -59,7 +59,7 @@ def save(rows: list[dict], started: float) -> None:
         ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
         ("fmax_mhz", "ECP5-85F Fmax MHz"), ("MB_per_s", "MB/s (W x Fmax)"),
         ("critical_from", "critical path from"), ("critical_to", "to"), ("pnr_s", "nextpnr s"),
-        ("rtl_digest", "RTL digest"), ("error", "error")],
+        ("rtl_digest", "RTL digest"), ("note", "note"), ("error", "error")],
         "The W-byte engine: resources and Fmax (issue 18)",
         f"1,024 depth-8 NITF queries, all optimizations, serial readout. Yosys synth_xilinx "
         f"LUT6-eq as resources.py; ECP5 as fmax.py (nextpnr default seed, target 100 MHz). "
