@@ -167,10 +167,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="64 queries only")
     parser.add_argument("--points", type=parse_points, default=None,
                         help="family:queries[:readout],... instead of the default points")
-    parser.add_argument("--cap", type=int, default=resources.TIMEOUT,
-                        help="seconds per tool run (default %(default)s)")
-    args = parser.parse_args()
-    resources.TIMEOUT = args.cap
+    args = resources.parse_args_with_cap(parser)
     started = time.perf_counter()
     digest = source_digest()
     points = args.points or [p for p in POINTS if not (args.quick and p[1] > 64)]

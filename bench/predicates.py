@@ -77,11 +77,9 @@ def main() -> None:
     parser.add_argument("--predicates", default="0,1,2")
     parser.add_argument("--fmax", default="0,1,2",
                         help="the predicate counts to place and route ('' for none)")
-    parser.add_argument("--cap", type=int, default=resources.TIMEOUT)
     parser.add_argument("--p-text", type=float, default=0.0,
                         help="probability that a predicate tests text() (gen-queries --p-text)")
-    args = parser.parse_args()
-    resources.TIMEOUT = args.cap
+    args = resources.parse_args_with_cap(parser)
     digest = source_digest()
     started = time.perf_counter()
     from xpfilt.hdl.frontend import FrontEnd

@@ -49,7 +49,19 @@ from xpfilt.synth import tool, xilinx_counts  # noqa: F401  (re-exported to fmax
 from xpfilt.xpath import load_queries
 
 CACHE = Path(os.environ.get("XPFILT_SYNTH_CACHE", "/tmp/synth_cache"))
+
 TIMEOUT = 900   # seconds per tool run
+
+
+def parse_args_with_cap(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Add ``--cap`` (seconds per Yosys / nextpnr run) to a bench script's parser, parse the
+    command line and apply the cap to :data:`TIMEOUT`."""
+    global TIMEOUT
+    parser.add_argument("--cap", type=int, default=TIMEOUT,
+                        help="seconds per tool run (default %(default)s)")
+    args = parser.parse_args()
+    TIMEOUT = args.cap
+    return args
 
 
 ALL_ON = CompileOptions()

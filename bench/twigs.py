@@ -180,9 +180,7 @@ def main() -> None:
     parser.add_argument("--split-windows", default="2,4,8,16",
                         help="windows of the programmable split-node prototype ('' for none)")
     parser.add_argument("--split-columns", type=int, default=128)
-    parser.add_argument("--cap", type=int, default=resources.TIMEOUT)
-    args = parser.parse_args()
-    resources.TIMEOUT = args.cap
+    args = resources.parse_args_with_cap(parser)
     digest = source_digest()
     started = time.perf_counter()
     fmax = set(filter(None, args.fmax.split(",")))

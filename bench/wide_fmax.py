@@ -72,10 +72,7 @@ def main() -> None:
     parser.add_argument("--widths", default="4,1,2",
                         help="engine widths, in this order (default 4,1,2; '' for the front "
                              "ends only)")
-    parser.add_argument("--cap", type=int, default=resources.TIMEOUT,
-                        help="seconds per tool run (default %(default)s)")
-    args = parser.parse_args()
-    resources.TIMEOUT = args.cap
+    args = resources.parse_args_with_cap(parser)
     started = time.perf_counter()
     digest = source_digest()
     queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, QUERIES))]
