@@ -15,11 +15,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Cluster
+from xpfilt.hwdefs import EVENT_FANOUT, distribution_depth
 
 from .frontend import ErrorFlags
 from .stacks import DecodedEventLayout, StackBank
 
-__all__ = ["ClusterCore", "cluster_signature", "copy_register", "ERROR_WIDTH"]
+__all__ = ["ClusterCore", "cluster_signature", "copy_register", "distribute", "ERROR_WIDTH"]
 
 ERROR_WIDTH = ErrorFlags.as_shape().size
 
@@ -47,6 +48,23 @@ def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
     with m.If(chain[variant - 1]):
         m.d.sync += reg.eq(value)
     return reg
+
+
+def distribute(m: Module, value, leaves: int, *, name: str) -> list:
+    """``leaves`` copies of ``value``, each :func:`distribution_depth` registers later: a tree
+    whose registers each drive at most :data:`EVENT_FANOUT` registers of the level below (each
+    leaf registers its copy itself, leaf ``index`` in form ``index % EVENT_FANOUT`` of
+    :func:`copy_register`), so every leaf sees the value on the same cycle and no net's load
+    grows with the number of leaves. Leaves: the engine's clusters (its events), the sparse
+    readout's select copies (:func:`xpfilt.readout.sparse_spread`)."""
+    value = Value.cast(value)
+    depth = distribution_depth(leaves)
+    level = [value]
+    for d in range(depth, 0, -1):            # d: levels left above the clusters
+        level = [copy_register(m, level[k // EVENT_FANOUT], k % EVENT_FANOUT,
+                               name=f"{name}_tree{depth - d}_{k}")
+                 for k in range(-(-leaves // EVENT_FANOUT ** d))]
+    return [level[i // EVENT_FANOUT] for i in range(leaves)] if depth else [value] * leaves
 
 
 def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int,

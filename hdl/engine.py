@@ -25,7 +25,7 @@ from xpfilt.compiler import Plan
 from xpfilt.hwdefs import EVENT_FANOUT, check_wide_plan, distribution_depth
 from xpfilt.readout import ReadoutKind
 
-from .cluster import ClusterCore, cluster_signature, copy_register
+from .cluster import ClusterCore, cluster_signature, copy_register, distribute
 from .frontend import ByteLayout, ErrorFlags, FrontEnd
 from .wide_frontend import WideByteLayout, WideFrontEnd
 from .readout import make_readout, readout_layout
@@ -37,22 +37,6 @@ __all__ = ["CustomEngine", "EngineFrame", "cluster_module_name", "EVENT_FANOUT",
 
 def cluster_module_name(index: int) -> str:
     return f"xpfilt_cluster_{index}"
-
-
-def distribute(m: Module, value, leaves: int, *, name: str) -> list:
-    """``leaves`` copies of ``value``, each :func:`distribution_depth` registers later: a tree
-    whose registers each drive at most :data:`EVENT_FANOUT` registers of the level below (the
-    clusters register their copy themselves, each in form ``index % EVENT_FANOUT`` of
-    :func:`xpfilt.hdl.cluster.copy_register`), so every cluster sees every event on the same cycle and no net's
-    load grows with the number of clusters."""
-    value = Value.cast(value)
-    depth = distribution_depth(leaves)
-    level = [value]
-    for d in range(depth, 0, -1):            # d: levels left above the clusters
-        level = [copy_register(m, level[k // EVENT_FANOUT], k % EVENT_FANOUT,
-                               name=f"{name}_tree{depth - d}_{k}")
-                 for k in range(-(-leaves // EVENT_FANOUT ** d))]
-    return [level[i // EVENT_FANOUT] for i in range(leaves)] if depth else [value] * leaves
 
 
 class CustomEngine(wiring.Component):

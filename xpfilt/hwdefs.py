@@ -191,7 +191,7 @@ def check_parameters(tags: Sequence[str], max_depth: int, max_name: int) -> list
 
 
 
-# --- the event distribution tree (xpfilt.hdl.engine.distribute) ---------------------------------------
+# --- the registered distribution trees (xpfilt.hdl.cluster.distribute) ----------------------------------
 
 #: At most this many registers (clusters, or tree registers) load from one register of the
 #: event distribution tree.
