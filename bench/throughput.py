@@ -95,8 +95,8 @@ def main() -> None:
         "cycle-accurate model with a byte offered every cycle and the readout always ready. "
         "Serial: a document's readout takes one cycle per query, so documents shorter than the "
         "query count stall the input. Sparse: L + 1 + latency + matches cycles for L tree "
-        "levels (xpfilt.readout.readout_cycles: matches + 17 from 513 to 4,096 queries, "
-        "matches + 24 up to 32,768). Engine MB/s = Fmax (nextpnr, "
+        "levels (xpfilt.readout.readout_cycles: matches + 17 from 513 to 1,024 queries, + 19 "
+        "to 4,096, + 27 to 8,192, + 29 to 16,384). Engine MB/s = Fmax (nextpnr, "
         "bench/results/fmax.json, the row for that size and readout; blank: not placed and "
         "routed) x bytes/cycle (streaming).")
     print(f"saved {path}", file=sys.stderr)

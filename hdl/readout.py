@@ -20,8 +20,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.readout import DOC_WIDTH, SPARSE_FANIN, ReadoutKind, sparse_levels
+from xpfilt.hwdefs import EVENT_FANOUT
+from xpfilt.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
+                            sparse_levels, sparse_spread)
 
+from .cluster import copy_register, distribute
 from .frontend import ErrorFlags
 
 __all__ = ["ReadoutLayout", "Readout", "SparseReadout", "sparse_layout", "readout_layout",
@@ -247,7 +250,11 @@ class SparseReadout(wiring.Component):
     emitted child's mask is fetched by a pipeline of ``R - 1 - i`` registered ``F``-way AND-OR
     stages (the child's position in its parent, then the parent's in its parent, ...) into a
     small FIFO the level's iterator loads from; the parent issues only while it has a credit
-    (FIFO entries + fetches in flight <= ``R + 1 - i``, enough for one child per cycle). The
+    (FIFO entries + fetches in flight <= ``R + 1 - i + S``, enough for one child per cycle).
+    Where the first stage has many groups (wide readouts), the parent's one-hot select reaches
+    them through ``S`` = :func:`xpfilt.readout.sparse_spread` registers (a distribution tree to
+    one registered copy per :data:`xpfilt.readout.SPARSE_GROUPS_PER_COPY` groups), the fetch's
+    other fields through ``S`` plain registers. The
     leaves' iterator emits ids into a 2-entry output queue. Every cycle's logic looks at one
     node's ``F`` bits, a few registers and one ``F``-way AND-OR, whatever the width. ``busy``
     from the capture until the ``last`` beat is transferred. ``segments``: as :class:`Readout`'s."""
@@ -257,11 +264,12 @@ class SparseReadout(wiring.Component):
         self.segments = None if segments is None else tuple(segments)
         self.fanin = SPARSE_FANIN
         self.sizes = sparse_levels(width)
+        self.spread = sparse_spread(width)
         super().__init__(_ports(width, self.segments, sparse_layout(width)))
 
     def elaborate(self, platform):
         m = Module()
-        width, f, sizes = self.width, self.fanin, self.sizes
+        width, f, sizes, spread = self.width, self.fanin, self.sizes, self.spread
         R = len(sizes)
         dbits = f.bit_length() - 1
         id_width = _id_width(width)
@@ -313,13 +321,14 @@ class SparseReadout(wiring.Component):
         queues = [None] * R
         credits = [None] * R
         for i in range(R - 1):
-            depth = R + 1 - i
+            depth = R + 1 - i + spread[i]
             queue_layout[i] = data.StructLayout({"cur": f, "low": f, "cl": 1,
                                                  "pre": pre_width(i), "fin": 1})
             queues[i] = SyncFIFO(width=queue_layout[i].size, depth=depth)
             m.submodules[f"queue_{i}"] = queues[i]
         for i in range(1, R):
-            credits[i] = Signal(range(R + 3 - i), init=R + 2 - i, name=f"credits_{i}")
+            credits[i] = Signal(range(R + 3 - i + spread[i - 1]), init=R + 2 - i + spread[i - 1],
+                                name=f"credits_{i}")
 
         for i, it in enumerate(its):
             ok = room if i == 0 else (credits[i] != 0)
@@ -353,10 +362,24 @@ class SparseReadout(wiring.Component):
             valid = parent["adv"]
             node = Cat(_encode(parent["low"], dbits), parent["pre"])[:dbits * stages]
             fin = parent["fin"] & parent["cl"]
-            onehot = parent["low"]
+            selects = [parent["low"]]
+            if spread[i]:
+                # The copies of ``copy_register``'s forms 1-3 load from the 1st-3rd cycle after
+                # reset on; a fetch comes R >= 4 cycles after a capture at the earliest.
+                copies = -(-sizes[i + 1] // SPARSE_GROUPS_PER_COPY)
+                tree = distribute(m, parent["low"], copies, name=f"select_{i}")
+                selects = [copy_register(m, tree[c], c % EVENT_FANOUT, name=f"select_{i}_{c}")
+                           for c in range(copies)]
+                for k in range(spread[i]):
+                    regs = (Signal(name=f"spread_{i}_{k}_valid"),
+                            Signal(len(node), name=f"spread_{i}_{k}_node"),
+                            Signal(name=f"spread_{i}_{k}_fin"))
+                    m.d.sync += [r.eq(v) for r, v in zip(regs, (valid, node, fin))]
+                    valid, node, fin = regs
             for s in range(stages):
-                groups = [_select(onehot, array[g * f:(g + 1) * f])
-                          for g in range(-(-len(array) // f))]
+                n = -(-len(array) // f)      # groups, each spread evenly over the selects
+                groups = [_select(selects[g * len(selects) // n], array[g * f:(g + 1) * f])
+                          for g in range(n)]
                 reg_array = [Signal(f, name=f"fetch_{i}_{s}_{g}") for g in range(len(groups))]
                 reg_valid = Signal(name=f"fetch_{i}_{s}_valid")
                 reg_node = Signal(len(node), name=f"fetch_{i}_{s}_node")
@@ -367,7 +390,7 @@ class SparseReadout(wiring.Component):
                 if s + 1 < stages:
                     array = array + [Const(0, f)] * (-(-len(array) // f) * f - len(array))
                     digit = node[dbits * (s + 1):dbits * (s + 2)]
-                    onehot = Cat(*(digit == j for j in range(f)))
+                    selects = [Cat(*(digit == j for j in range(f)))]
             mask = array[0]
             written = Signal(queue_layout[i], name=f"write_{i}")
             m.d.comb += [written.cur.eq(mask), written.low.eq(_lowest(mask)),

@@ -22,13 +22,17 @@ import enum
 from typing import Iterable, NamedTuple, Optional, Union
 
 __all__ = ["ReadoutKind", "check_readout", "DOC_WIDTH", "SPARSE_FANIN", "sparse_levels",
-           "sparse_latency", "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
+           "SPARSE_GROUPS_PER_COPY", "sparse_spread", "sparse_latency", "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
 
 #: Width of the wrapping document sequence number every readout carries.
 DOC_WIDTH = 16
 #: Fan-in of the sparse readout's tree: a leaf holds this many flags, every node above it this many
 #: children; each cycle's logic looks at one node's bits (a power of two).
 SPARSE_FANIN = 8
+
+#: Groups of :data:`SPARSE_FANIN` masks that one copy of a fetch's select drives in the sparse
+#: readout's first fetch stage (each select bit then has ``SPARSE_FANIN`` loads per group).
+SPARSE_GROUPS_PER_COPY = 16
 
 
 class ReadoutKind(enum.Enum):
@@ -56,11 +60,29 @@ def sparse_levels(width: int) -> list[int]:
     return levels
 
 
+def sparse_spread(width: int) -> list[int]:
+    """Per level below the root of the sparse readout's tree (leaves first): the registers that
+    spread the parent's select to the groups of the level's first fetch stage (one group per
+    parent node, :data:`SPARSE_FANIN` masks each). 0 when one select drives at most
+    :data:`SPARSE_GROUPS_PER_COPY` groups; else one registered copy per that many groups, fed
+    by a distribution tree (:func:`xpfilt.hdl.cluster.distribute`), so no select bit drives more
+    than ``SPARSE_FANIN * SPARSE_GROUPS_PER_COPY`` loads however wide the readout (8,000 flags:
+    1,000 without)."""
+    from .hwdefs import distribution_depth   # imported late (Amaranth)
+    sizes = sparse_levels(width)
+    spread = []
+    for groups in sizes[1:]:
+        copies = -(-groups // SPARSE_GROUPS_PER_COPY)
+        spread.append(distribution_depth(copies) + 1 if copies > 1 else 0)
+    return spread
+
+
 def sparse_latency(width: int) -> int:
     """Idle cycles between the sparse readout's header and its first id (ready always 1): each
-    level below the root adds the cycles its fetch takes (one per level above it) plus two."""
+    level below the root adds the cycles its fetch takes (one per level above it, and its
+    :func:`sparse_spread`) plus two."""
     levels = len(sparse_levels(width))
-    return levels * (levels - 1) // 2 + 2 * (levels - 1)
+    return levels * (levels - 1) // 2 + 2 * (levels - 1) + sum(sparse_spread(width))
 
 
 class Beat(NamedTuple):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional, Union
 
 from ..readout import (DOC_WIDTH, SPARSE_FANIN, Beat, ReadoutKind, SparseBeat,
-                       sparse_levels)
+                       sparse_levels, sparse_spread)
 
 __all__ = ["SerialReadoutModel", "SparseReadoutModel", "make_readout_model"]
 
@@ -61,9 +61,9 @@ class _Iterator:
 
 class SparseReadoutModel:
     """Level ``i`` of the tree (0 = leaves, ``R - 1`` = root) has an iterator; below the root,
-    a fetch pipeline of ``R - 1 - i`` stages from the parent's iterator into a queue of
-    ``R + 1 - i`` entries (credits) that feeds it; the leaf iterator feeds a 2-entry output
-    queue. The root loads ``R`` cycles after a capture, together with the header."""
+    a fetch pipeline of ``R - 1 - i + S`` stages (``S``: the level's :func:`sparse_spread`)
+    from the parent's iterator into a queue of ``R + 1 - i + S`` entries (credits) that feeds
+    it; the leaf iterator feeds a 2-entry output queue. The root loads ``R`` cycles after a capture, together with the header."""
 
     def __init__(self, width: int):
         self.width = width
@@ -74,8 +74,9 @@ class SparseReadoutModel:
         self.masks: list[list[int]] = [[0] * n for n in self.sizes]   # per level, per node
         self.its = [_Iterator() for _ in range(R)]
         self.queues: list[list[tuple[int, int, int]]] = [[] for _ in range(R - 1)]
-        self.pipes: list[list] = [[None] * (R - 1 - i) for i in range(R - 1)]
-        self.credits = [0] + [R + 2 - i for i in range(1, R)]   # queue i - 1 + its pipe
+        spread = sparse_spread(width)
+        self.pipes: list[list] = [[None] * (R - 1 - i + spread[i]) for i in range(R - 1)]
+        self.credits = [0] + [R + 2 - i + spread[i - 1] for i in range(1, R)]  # queue i - 1 + pipe
         self.p = [0] * R                  # the capture, 1..R cycles ago
         self.outq: list[SparseBeat] = []  # at most 2 (doc and errors from the registers)
         self.active = self.doc = self.started = self.errors = self.count = 0
