@@ -10,7 +10,7 @@ A cluster is self-contained, so the engine's Verilog can be written one cluster 
 each converts on its own, in parallel, and an unchanged cluster is not converted again.
 """
 
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Cat, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -99,10 +99,15 @@ class ClusterCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
-                                               max_depth=self.max_depth, n_conds=self.n_conds)
+                                               max_depth=self.max_depth, n_conds=self.n_conds,
+                                               paired=True)
         events = Signal.like(self.events)
         m.d.comb += events.eq(copy_register(m, self.events.as_value(), self.variant,
                                             name="events_copy"))
+        if bank.tag_pairs:    # each (tag, parent) AND registered with the events
+            pairs = Cat(*(self.events.tag[t - 1] & self.events.parent[p - 1]
+                          for t, p in bank.tag_pairs))
+            m.d.comb += bank.pairs.eq(copy_register(m, pairs, self.variant, name="pairs_copy"))
         m.d.comb += [
             bank.events.eq(events),
             bank.clear.eq(self.clear),

@@ -59,7 +59,7 @@ from xpfilt.compiler import Cluster, SourceKind, TwigChecks
 from .frontend import ErrorFlags
 
 __all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack", "level_stack",
-           "match_flags", "boolean"]
+           "match_flags", "boolean", "tag_pairs"]
 
 
 class DecodedEventLayout(data.StructLayout):
@@ -107,26 +107,49 @@ def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int =
     return out
 
 
+def _needed_nodes(cluster: Cluster) -> set[int]:
+    """The nodes whose firing a cluster computes: its queries' last nodes and column nodes."""
+    return {q.node for q in cluster.matchers if not q.chain and not q.combine} | {
+        k for k, n in enumerate(cluster.nodes) if n.column >= 0}
+
+
+def tag_pairs(cluster: Cluster) -> list[tuple[int, int]]:
+    """The (tag, parent tag) ids of the cluster's nodes that fire from a column under a named
+    parent. A cluster registers each pair's AND (:class:`xpfilt.hdl.cluster.ClusterCore`), so
+    such a node's term is 2 inputs (column bit, pair) instead of 3: a column shared by 8 nodes
+    is an OR of 16 inputs, not 24 (at 1,024 queries its 5 LUTs were the ECP5 critical path)."""
+    nodes = (cluster.nodes[k] for k in _needed_nodes(cluster))
+    return sorted({(n.tag, n.source.tag) for n in nodes
+                   if n.tag and n.source.kind is SourceKind.COLUMN and n.source.tag})
+
+
 class StackBank(wiring.Component):
     """The stacks and match flags of one cluster.
 
     Ports: ``events`` (the front end's events with one-hot tags, see
     :class:`DecodedEventLayout`), ``clear`` (reset the match flags this cycle),
     ``matches`` (one flag per query of the cluster, in the plan's order: a register, or for a
-    combination of paths its expression over registers).
+    combination of paths its expression over registers). With ``paired``: ``pairs``, bit ``i``
+    = tag AND parent of :func:`tag_pairs` entry ``i`` on the cycle of ``events`` (registered
+    by the caller alongside the events).
     """
 
-    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, n_conds: int = 0):
+    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, n_conds: int = 0,
+                 paired: bool = False):
         if not cluster.queries:
             raise ValueError(f"cluster must have at least one query, not {len(cluster.queries)}")
         self.cluster = cluster
         self.max_depth = max_depth
-        super().__init__({
+        self.tag_pairs = tag_pairs(cluster) if paired else []
+        ports = {
             "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth,
                                             n_conds=n_conds)),
             "clear": In(1),
             "matches": Out(len(cluster.queries)),
-        })
+        }
+        if self.tag_pairs:
+            ports["pairs"] = In(len(self.tag_pairs))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -169,14 +192,17 @@ class StackBank(wiring.Component):
             """A node's guard over the push's condition bits (Const(1) for none)."""
             return boolean(g, lambda i: ev.conds[i])
 
-        needed = {q.node for q in matchers if not q.chain and not q.combine} | {
-            k for k, n in enumerate(cluster.nodes) if n.column >= 0}
+        pair = {p: self.pairs[i] for i, p in enumerate(self.tag_pairs)}
         fires = {}
-        for k in sorted(needed):
+        for k in sorted(_needed_nodes(cluster)):
             node = cluster.nodes[k]
             fire = Signal(name=f"fires_{k}")
-            accept = is_tag[node.tag] if node.tag else Const(1)
-            m.d.comb += fire.eq(accept & source(node.source) & guard(node.guard))
+            src = node.source
+            if (node.tag, src.tag) in pair and src.kind is SourceKind.COLUMN:
+                term = top[src.column] & pair[node.tag, src.tag]
+            else:
+                term = (is_tag[node.tag] if node.tag else Const(1)) & source(src)
+            m.d.comb += fire.eq(term & guard(node.guard))
             fires[k] = fire
 
         for c, column in enumerate(cluster.columns):
