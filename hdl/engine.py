@@ -118,9 +118,11 @@ class EngineFrame:
 
     def __init__(self, m: Module, bytes_in, readout_port, *, width: int, segments, tags,
                  max_depth: int, max_name: int, readout: ReadoutKind = ReadoutKind.SERIAL,
-                 conditions=(), bytes_per_cycle: int = 1):
+                 conditions=(), bytes_per_cycle: int = 1, slots: int = 0,
+                 slot_name_len: int = 16):
         """``segments``: the readout bits of each cluster, in order (see :meth:`connect`).
-        ``bytes_per_cycle`` W > 1: the W-byte front end, whose ``room`` also gates ``ready``."""
+        ``bytes_per_cycle`` W > 1: the W-byte front end, whose ``room`` also gates ``ready``.
+        ``slots``: the front end's comparator slots (``slot_load``, the programmable engine's)."""
         self.m = m
         self.bytes_in = bytes_in
         m.submodules.readout = self.readout = make_readout(readout, width, segments)
@@ -152,7 +154,9 @@ class EngineFrame:
         if bytes_per_cycle == 1:
             m.submodules.front_end = front_end = FrontEnd(tags, max_depth=max_depth,
                                                           max_name=max_name,
-                                                          conditions=conditions)
+                                                          conditions=conditions, slots=slots,
+                                                          slot_name_len=slot_name_len)
+            self.slot_load = front_end.slot_load if slots else None
             copy = Signal(ByteLayout)
             self.name_tap = front_end.name_tap
         else:

@@ -113,6 +113,7 @@ the dictionary, nor for names of equal length that differ in one byte: CRC burst
 
 from functools import reduce
 from operator import xor
+from types import SimpleNamespace
 from typing import Callable, NamedTuple, Sequence
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -120,6 +121,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .slots import SlotLoadLayout, comparator_slots
 from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_POLY,
                            HASH_WIDTH, LATENCY, NAME_CHAR, NAME_START, NUMBER_DIGITS, WHITESPACE,
                            AttrCondition, ErrorFlags, Errors, State, check_parameters, hash_byte,
@@ -367,7 +369,15 @@ class FrontEnd(wiring.Component):
     """
 
     def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32,
-                 conditions: Sequence[AttrCondition] = ()):
+                 conditions: Sequence[AttrCondition] = (), slots: int = 0,
+                 slot_name_len: int = 16):
+        """``slots``: comparator slots loaded at run time instead of ``conditions`` (the
+        programmable engine's; see :mod:`xpfilt.hdl.slots`), through the ``slot_load`` port;
+        names and strings of at most ``slot_name_len`` bytes."""
+        if slots and conditions:
+            raise ValueError("conditions must be none with comparator slots")
+        self.slots = slots
+        self.slot_name_len = slot_name_len
         self.tags = tuple(tags)
         self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
         self.max_depth = max_depth
@@ -378,13 +388,15 @@ class FrontEnd(wiring.Component):
                 raise ValueError(f"number must have at most {NUMBER_DIGITS} digits, not "
                                  f"{cond.literal!r}")
         self.tag_width = tag_width_for(len(self.tags))
+        self.n_conds = len(self.conditions) or slots
         self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth,
-                                        n_conds=len(self.conditions))
+                                        n_conds=self.n_conds)
         super().__init__({
             "bytes_in": In(stream.Signature(ByteLayout)),
             "events": Out(self.event_layout),
             "tos": Out(range(max_depth + 1)),
             "name_tap": Out(NameTapLayout(max_name=max_name)),
+            **({"slot_load": In(SlotLoadLayout(slot_name_len))} if slots else {}),
         })
 
     def elaborate(self, platform):
@@ -484,8 +496,12 @@ class FrontEnd(wiring.Component):
                                    "bad", "kw_inc"))
 
         # --- attribute conditions: an attribute-name CAM and the value comparators ---
-        conds, undecided = self._attribute_conditions(m, req, valid, last, eq, registered,
-                                                      member)
+        if self.slots:
+            conds, undecided = self._slot_conditions(m, req, valid, last, c, eq, registered,
+                                                     member)
+        else:
+            conds, undecided = self._attribute_conditions(m, req, valid, last, eq, registered,
+                                                          member)
 
         # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
@@ -586,7 +602,7 @@ class FrontEnd(wiring.Component):
         e_nlevel = Signal.like(level)  # flag: before the reset at the last byte (for "left
                                        # unfinished")
         e_nroot = Signal()
-        e_tconds = Signal(max(1, len(self.conditions)))   # a pop's text bits (attribute
+        e_tconds = Signal(max(1, self.n_conds))   # a pop's text bits (attribute
         m.d.sync += e_tconds.eq(tconds)                     # bits: see stage F)
         m.d.sync += [
             e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
@@ -646,7 +662,7 @@ class FrontEnd(wiring.Component):
             ev.errors.eq(f_errors),
             ev.errors.malformed.eq(f_errors.malformed | (f_last & (mismatched | mismatch))),
         ]
-        if self.conditions:
+        if self.n_conds:
             # a push's attribute bits straight from stage P's ``conds`` (unchanged since the
             # push's byte: see _attribute_conditions), a pop's text bits through E and F
             m.d.comb += ev.conds.eq(Mux(f_push, conds, 0) | Mux(f_pop, f_tconds, 0))
@@ -708,18 +724,9 @@ class FrontEnd(wiring.Component):
         # ``<`` or a document's last byte (``clear_next``), so a push's bits stay put for the
         # two cycles stage F needs to read them (:meth:`elaborate` sends them with the event
         # straight from here, not through stages E and F).
-        conds = Signal(len(self.conditions))
-        decide = Signal()
-        clear_next = Signal()
-        m.d.sync += decide.eq(valid & ~last & req["val_end"])
-        with m.If(valid):
-            m.d.sync += clear_next.eq(last | req["tag_start"])
-        with m.If(valid & clear_next):
-            m.d.sync += conds.eq(0)
-        with m.Elif(decide):
-            m.d.sync += conds.eq(conds | Cat(*(
-                (cur[a_of[index.index(i)]] & bits[index.index(i)]) if i in index
-                else Const(0, 1) for i in range(len(self.conditions)))))
+        conds = self._condition_register(m, req, valid, last, Cat(*(
+            (cur[a_of[index.index(i)]] & bits[index.index(i)]) if i in index
+            else Const(0, 1) for i in range(len(self.conditions)))))
         valued = [i for i, a in enumerate(attrs)
                   if any(c.kind != "exists" and a_of[k] == i for k, c in enumerate(conditions))]
         numeric = [i for i, a in enumerate(attrs)
@@ -729,6 +736,37 @@ class FrontEnd(wiring.Component):
             (Cat(*(cur[i] for i in numeric)).any() & num_undec if numeric else Const(0, 1)))
         return conds, undecided
 
+    @staticmethod
+    def _condition_register(m, req, valid, last, decided):
+        """The ``conds`` register of a start tag: ``decided`` (the bits of the attribute value
+        that just ended, from registers that hold still until the next value starts) is ORed
+        in a cycle after the closing quote; cleared on the valid byte after a ``<`` or a
+        document's last byte (see :meth:`_attribute_conditions`)."""
+        conds = Signal(len(decided))
+        decide = Signal()
+        clear_next = Signal()
+        m.d.sync += decide.eq(valid & ~last & req["val_end"])
+        with m.If(valid):
+            m.d.sync += clear_next.eq(last | req["tag_start"])
+        with m.If(valid & clear_next):
+            m.d.sync += conds.eq(0)
+        with m.Elif(decide):
+            m.d.sync += conds.eq(conds | decided)
+        return conds
+
+    def _slot_conditions(self, m, req, valid, last, byte, eq, registered, member):
+        """Stage P's comparator slots (:func:`xpfilt.hdl.slots.comparator_slots`): (the slot
+        bits of the start tag being read, a register; this byte makes a compared value
+        undecided)."""
+        lexer = self._value_lexer(m, start=valid & (last | req["val_start"]),
+                                  byte=valid & ~last & req["val_byte"], eq=eq,
+                                  registered=registered, member=member)
+        decided, undecided = comparator_slots(
+            m, self.slot_load, slots=self.slots, max_tag_len=self.slot_name_len, req=req,
+            valid=valid, last=last, byte=byte, lexer=lexer, registered=registered,
+            member=member)
+        return self._condition_register(m, req, valid, last, decided), undecided
+
     def _text_conditions(self, m, req, valid, last, level, ex_is_zero, do_push, do_pop,
                          eq, registered, member):
         """Stage P's text-condition logic: (the text condition bits of the element a pop
@@ -736,7 +774,7 @@ class FrontEnd(wiring.Component):
         undecided)."""
         conditions = [c for c in self.conditions if c.is_text]
         index = [i for i, c in enumerate(self.conditions) if c.is_text]
-        width = max(1, len(self.conditions))
+        width = max(1, self.n_conds)
         if not conditions:
             return Const(0, width), Const(0, 1)
         inside = (level != 0) & ex_is_zero          # text of a stacked element
@@ -795,8 +833,73 @@ class FrontEnd(wiring.Component):
             return space_like if space_like_tabs and b == ord(" ") else eq(b)
         lit_ok = Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any()
                        for t in strings)) if strings else Const(1, 1)
-        amp = Signal()                    # "&" or CR in the value: undecided
+        lx = FrontEnd._value_lexer(m, start=start, byte=byte, eq=eq, registered=registered,
+                                   member=member)
+        amp, lex, ipos, fpos, digit = lx.amp, lx.lex, lx.ipos, lx.fpos, lx.digit
+        sig_digit, frac_digit, dlt, dgt = lx.sig_digit, lx.frac_digit, lx.dlt, lx.dgt
 
+        # per distinct number: the first difference from its digits, integer and fraction part
+        numbers = list(dict.fromkeys(number_digits(c.number) for c in conditions
+                                     if c.kind == "number"))
+        n_num = max(1, len(numbers))
+        ilt, igt, flt, fgt = (Signal(n_num, name=name + n) for n in ("ilt", "igt", "flt", "fgt"))
+        new_ilt, new_igt, new_flt, new_fgt = [], [], [], []
+        for _neg, whole, frac in numbers:
+            new_ilt.append(Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))).any()
+                           if whole else Const(0, 1))
+            new_igt.append(Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))).any()
+                           if whole else Const(0, 1))
+            new_flt.append(Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))).any()
+                           if frac else Const(0, 1))
+            new_fgt.append(Cat(*(fpos[p] & dgt(int(frac[p]) if p < len(frac) else 0)
+                                 for p in range(NUMBER_DIGITS + 1))).any())
+
+        with m.If(start):
+            m.d.sync += [vpos.eq(vpos.init), lit.eq(lit.init),
+                         ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
+        with m.Elif(byte):
+            m.d.sync += [vpos.eq(vpos << 1), lit.eq(lit & lit_ok)]
+            for j in range(len(numbers)):
+                with m.If(sig_digit & ~ilt[j] & ~igt[j]):
+                    m.d.sync += [ilt[j].eq(new_ilt[j]), igt[j].eq(new_igt[j])]
+                with m.If(frac_digit & ~flt[j] & ~fgt[j]):
+                    m.d.sync += [flt[j].eq(new_flt[j]), fgt[j].eq(new_fgt[j])]
+
+        # at the closing quote: each condition on the current attribute
+        relation = {}
+        for j, (kneg, whole, frac) in enumerate(numbers):
+            lw, lf = len(whole), len(frac)
+            relation[numbers[j]] = lx.relation(
+                kneg, i_shorter=ipos[:lw].any() if lw else Const(0, 1), i_same=ipos[lw],
+                i_longer=ipos[lw + 1:].any(), f_shorter=fpos[:lf].any() if lf else Const(0, 1),
+                ilt=ilt[j], igt=igt[j], flt=flt[j], fgt=fgt[j])
+        ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
+        bits = []
+        for c in conditions:
+            kind = c.kind
+            if kind == "exists":
+                bit = Const(1, 1)
+            elif kind == "string":
+                ok = ends[strings.index(c.literal.encode("utf-8"))]
+                bit = (ok if c.op == "=" else ~ok) & ~amp
+            elif kind == "nan":
+                bit = Const(int(c.op == "!="), 1) & ~amp
+            else:
+                bit = lx.number_bit(c.op, *relation[number_digits(c.number)])
+            bits.append(bit)
+        return bits, amp, lx.num_undec
+
+    @staticmethod
+    def _value_lexer(m, *, start, byte, eq, registered, member) -> SimpleNamespace:
+        """What every value comparator shares over one byte stream (``start`` resets it,
+        ``byte`` feeds the current byte): ``amp`` (``&`` or CR seen: undecided), the number
+        lexer (one-hot, see :func:`xpfilt.hwdefs.value_number`: ``lex``, ``num_valid``,
+        ``num_nan``, ``num_undec``, the sign ``vneg``) and its digits (``sig_digit`` /
+        ``frac_digit``: this byte is a significant integer / a fraction digit; ``ipos`` /
+        ``fpos``: one-hot counts of those so far; ``dlt(k)`` / ``dgt(k)``: the byte is a digit
+        below / above ``k``); ``relation`` and ``number_bit`` decide a comparison from the
+        first differences with a literal's digits."""
+        amp = Signal()                    # "&" or CR in the value: undecided
         # the number lexer (one-hot; see xpfilt.hwdefs.value_number) and its digit positions
         LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
         lex = Signal(8, init=1 << LEAD)
@@ -836,30 +939,12 @@ class FrontEnd(wiring.Component):
         frac_digit = digit & (lex[DOT] | lex[FRAC])
         sig_digit = int_digit & (isig | nz)
 
-        # per distinct number: the first difference from its digits, integer and fraction part
-        numbers = list(dict.fromkeys(number_digits(c.number) for c in conditions
-                                     if c.kind == "number"))
-        n_num = max(1, len(numbers))
-        ilt, igt, flt, fgt = (Signal(n_num, name=name + n) for n in ("ilt", "igt", "flt", "fgt"))
-        new_ilt, new_igt, new_flt, new_fgt = [], [], [], []
-        for _neg, whole, frac in numbers:
-            new_ilt.append(Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))).any()
-                           if whole else Const(0, 1))
-            new_igt.append(Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))).any()
-                           if whole else Const(0, 1))
-            new_flt.append(Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))).any()
-                           if frac else Const(0, 1))
-            new_fgt.append(Cat(*(fpos[p] & dgt(int(frac[p]) if p < len(frac) else 0)
-                                 for p in range(NUMBER_DIGITS + 1))).any())
 
         with m.If(start):
-            m.d.sync += [vpos.eq(vpos.init), lit.eq(lit.init), amp.eq(0), lex.eq(lex.init),
-                         neg.eq(0), isig.eq(0), nonzero.eq(0), ndig.eq(0),
-                         ipos.eq(ipos.init), fpos.eq(fpos.init),
-                         ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
+            m.d.sync += [amp.eq(0), lex.eq(lex.init), neg.eq(0), isig.eq(0), nonzero.eq(0),
+                         ndig.eq(0), ipos.eq(ipos.init), fpos.eq(fpos.init)]
         with m.Elif(byte):
-            m.d.sync += [vpos.eq(vpos << 1), lit.eq(lit & lit_ok),
-                         amp.eq(amp | eq(ord("&")) | eq(ord("\r"))), lex.eq(lex_next),
+            m.d.sync += [amp.eq(amp | eq(ord("&")) | eq(ord("\r"))), lex.eq(lex_next),
                          neg.eq(neg | (lex[LEAD] & minus)), isig.eq(isig | sig_digit),
                          nonzero.eq(nonzero | ((int_digit | frac_digit) & nz))]
             with m.If((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1)):
@@ -868,47 +953,31 @@ class FrontEnd(wiring.Component):
                 m.d.sync += ipos.eq(ipos << 1)
             with m.If(frac_digit):
                 m.d.sync += fpos.eq(fpos << 1)
-            for j in range(len(numbers)):
-                with m.If(sig_digit & ~ilt[j] & ~igt[j]):
-                    m.d.sync += [ilt[j].eq(new_ilt[j]), igt[j].eq(new_igt[j])]
-                with m.If(frac_digit & ~flt[j] & ~fgt[j]):
-                    m.d.sync += [flt[j].eq(new_flt[j]), fgt[j].eq(new_fgt[j])]
-
-        # at the closing quote: each condition on the current attribute
         num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
         num_nan = ~num_valid & ~lex[UNDEC]
         num_undec = lex[UNDEC] | (num_valid & (ndig == NUMBER_DIGITS + 1))
         vneg = neg & nonzero
-        relation = {}
-        for j, (kneg, whole, frac) in enumerate(numbers):
-            lw, lf = len(whole), len(frac)
-            i_shorter = ipos[:lw].any() if lw else Const(0, 1)
-            i_same = ipos[lw]
-            i_longer = ipos[lw + 1:].any()
-            f_shorter = fpos[:lf].any() if lf else Const(0, 1)
-            mag_lt = i_shorter | (i_same & (ilt[j] | (~igt[j] & (flt[j] | (~fgt[j] & f_shorter)))))
-            mag_gt = i_longer | (i_same & (igt[j] | (~ilt[j] & fgt[j])))
+
+        def relation(kneg, *, i_shorter, i_same, i_longer, f_shorter, ilt, igt, flt, fgt):
+            """(value < literal, =, >) from the lengths and first differences; ``kneg``: the
+            literal is negative (a bool or a signal)."""
+            mag_lt = i_shorter | (i_same & (ilt | (~igt & (flt | (~fgt & f_shorter)))))
+            mag_gt = i_longer | (i_same & (igt | (~ilt & fgt)))
             mag_eq = ~mag_lt & ~mag_gt
-            if kneg:
-                relation[numbers[j]] = (vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt)
-            else:
-                relation[numbers[j]] = (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt)
-        ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
-        bits = []
-        for c in conditions:
-            kind = c.kind
-            if kind == "exists":
-                bit = Const(1, 1)
-            elif kind == "string":
-                ok = ends[strings.index(c.literal.encode("utf-8"))]
-                bit = (ok if c.op == "=" else ~ok) & ~amp
-            elif kind == "nan":
-                bit = Const(int(c.op == "!="), 1) & ~amp
-            else:
-                lt, eq_, gt = relation[number_digits(c.number)]
-                bit = {"=": num_valid & eq_, "!=": num_nan | (num_valid & ~eq_),
-                       "<": num_valid & lt, "<=": num_valid & (lt | eq_),
-                       ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[c.op]
-                bit = bit & ~amp & ~num_undec
-            bits.append(bit)
-        return bits, amp, num_undec
+            if isinstance(kneg, bool):
+                return ((vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt) if kneg else
+                        (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt))
+            return (Mux(kneg, vneg & mag_gt, vneg | mag_lt), mag_eq & (vneg == kneg),
+                    Mux(kneg, ~vneg | mag_lt, ~vneg & mag_gt))
+
+        def number_bit(op, lt, eq_, gt):
+            """A number comparison ``op`` decided (0 when undecided)."""
+            bit = {"=": num_valid & eq_, "!=": num_nan | (num_valid & ~eq_),
+                   "<": num_valid & lt, "<=": num_valid & (lt | eq_),
+                   ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[op]
+            return bit & ~amp & ~num_undec
+
+        return SimpleNamespace(amp=amp, lex=lex, ipos=ipos, fpos=fpos, digit=digit,
+                               sig_digit=sig_digit, frac_digit=frac_digit, dlt=dlt, dgt=dgt,
+                               num_valid=num_valid, num_nan=num_nan, num_undec=num_undec,
+                               vneg=vneg, relation=relation, number_bit=number_bit)

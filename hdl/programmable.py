@@ -25,13 +25,14 @@ nothing.
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
+from xpfilt.slots import SLOT_FLAG_BITS, slot_rows
 from xpfilt.hwdefs import CRC32_POLY
 from xpfilt.readout import ReadoutKind
 
@@ -74,6 +75,9 @@ class _CfgPort(data.Struct):
     matrix_write: 1   # ... and completes tag-matrix row ``row`` (written to the inactive bank)
     flag_shift: 1     # ``bit`` enters the flag staging register of the selected cluster
     commit: 1         # switch every present part to its loaded contents
+    slot_shift: 1     # ``bit`` enters the comparator slots' row register
+    slot_row_write: 1  # ... and completes slot row ``row``
+    slot_flag_shift: 1  # ``bit`` enters the slots' flag staging register
 
 
 def _width(n: int) -> int:
@@ -81,8 +85,9 @@ def _width(n: int) -> int:
 
 
 def _rows(spec: HardwareSpec) -> int:
-    """Rows the loader counts in a section: dictionary rows, then tag-matrix rows."""
-    return max(spec.max_tag_len, spec.matrix_rows)
+    """Rows the loader counts in a section: dictionary rows, slot rows, tag-matrix rows."""
+    return max(spec.max_tag_len, spec.matrix_rows,
+               slot_rows(spec.max_tag_len) if spec.slots else 1)
 
 
 def _config_ports(spec: HardwareSpec) -> dict:
@@ -116,7 +121,9 @@ class ConfigLoader(wiring.Component):
         m = Module()
         spec = self.spec
         entry_bits = 8 * spec.tags
-        flag_bits = FLAG_BITS * spec.columns
+        flag_bits = spec.column_flag_bits * spec.columns
+        slot_row_bits = 8 * spec.slots
+        slot_flag_bits = SLOT_FLAG_BITS * spec.slots
         cfg, port = self.cfg, self.config
 
         header = Signal(HEADER_BITS)
@@ -124,9 +131,10 @@ class ConfigLoader(wiring.Component):
         received_crc = Signal(CRC_BITS)
         count = Signal(range(HEADER_BITS + 1))   # in the header or the CRC
         payload_count = Signal(range(spec.payload_bits + 1))   # payload bits so far
-        in_row = Signal(range(max(entry_bits, spec.columns)))
-        in_flags = Signal(range(flag_bits))
-        section = Signal(range(4))   # dictionary: 0 presence, 1 rows; cluster: 0, 2 matrix, 3 flags
+        in_row = Signal(range(max(entry_bits, spec.columns, slot_row_bits)))
+        in_flags = Signal(range(max(flag_bits, slot_flag_bits)))
+        # dictionary: 0 presence, 1 rows, 2 slot rows, 3 slot flags; cluster: 0, 2 matrix, 3 flags
+        section = Signal(range(4))
         pending = Signal()
         generation = Signal(8)
         loaded = Signal()
@@ -186,15 +194,21 @@ class ConfigLoader(wiring.Component):
                             m.d.sync += section.eq(1)
                         with m.Else():
                             m.next = "PAYLOAD"
-                    with m.Else():
+                    with m.Elif(section == 1):
                         m.d.comb += cfg.row_shift.eq(1)
                         m.d.sync += in_row.eq(in_row + 1)
                         with m.If(in_row == entry_bits - 1):
                             m.d.comb += cfg.row_write.eq(1)
                             m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
                             with m.If(self.row == spec.max_tag_len - 1):
-                                m.d.sync += [section.eq(0), self.row.eq(0)]
-                                m.next = "PAYLOAD"
+                                m.d.sync += self.row.eq(0)
+                                if spec.slots:
+                                    m.d.sync += section.eq(2)
+                                else:
+                                    m.d.sync += section.eq(0)
+                                    m.next = "PAYLOAD"
+                    if spec.slots:
+                        _load_slots(m, spec, cfg, section, in_row, in_flags, self.row)
                     with m.If(last):                     # truncated
                         m.d.sync += rejected.eq(1)
                         m.next = "HEADER"
@@ -282,6 +296,8 @@ class TagDecoder(wiring.Component):
         super().__init__({
             "name_tap": In(NameTapLayout(max_name=spec.max_name)),
             "index": Out(spec.index_bits),
+            "bank": Out(1),      # the active bank (the comparator slots follow it)
+            "flip": Out(1),      # the banks flip (a commit with the dictionary present)
             **_config_ports(spec),
         })
 
@@ -305,7 +321,8 @@ class TagDecoder(wiring.Component):
             write.data.eq(shift_next),
             write.en.eq(self.selected & self.cfg.row_write),
         ]
-        _commit_banks(m, self.cfg, self.selected, bank)
+        present = _commit_banks(m, self.cfg, self.selected, bank)
+        m.d.comb += [self.bank.eq(bank), self.flip.eq(self.cfg.commit & present)]
 
         # each dictionary entry follows the name byte by byte
         in_entry = tap.pos < length
@@ -330,6 +347,35 @@ class TagDecoder(wiring.Component):
         return m
 
 
+def _load_slots(m, spec: HardwareSpec, cfg, section, in_row, in_flags, row) -> None:
+    """The loader's DICTIONARY state after the tag rows: the comparator slots' rows (section
+    2), then their flags (section 3), then on to the clusters (see :mod:`xpfilt.slots`)."""
+    with m.If(section == 2):
+        m.d.comb += cfg.slot_shift.eq(1)
+        m.d.sync += in_row.eq(in_row + 1)
+        with m.If(in_row == 8 * spec.slots - 1):
+            m.d.comb += cfg.slot_row_write.eq(1)
+            m.d.sync += [in_row.eq(0), row.eq(row + 1)]
+            with m.If(row == slot_rows(spec.max_tag_len) - 1):
+                m.d.sync += [section.eq(3), row.eq(0)]
+    with m.If(section == 3):
+        m.d.comb += cfg.slot_flag_shift.eq(1)
+        m.d.sync += in_flags.eq(in_flags + 1)
+        with m.If(in_flags == SLOT_FLAG_BITS * spec.slots - 1):
+            m.d.sync += [in_flags.eq(0), section.eq(0)]
+            m.next = "PAYLOAD"
+
+
+def _connect_slots(m, load, loader, decoder) -> None:
+    """The front end's comparator slots load from the loader's DICTIONARY state and switch
+    banks with the tag decoder."""
+    cfg = loader.cfg
+    m.d.comb += [load.bit.eq(cfg.bit), load.shift.eq(cfg.slot_shift),
+                 load.row_write.eq(cfg.slot_row_write), load.flag_shift.eq(cfg.slot_flag_shift),
+                 load.row.eq(loader.row), load.bank.eq(decoder.bank),
+                 load.flip.eq(decoder.flip)]
+
+
 def _commit_banks(m, cfg, selected, bank, *also):
     """A part's commit: ``present`` when the stream being loaded holds it (its presence bit);
     on ``commit``, a present part flips ``bank`` and performs the ``also`` assignments."""
@@ -340,6 +386,7 @@ def _commit_banks(m, cfg, selected, bank, *also):
         m.d.sync += present.eq(1)
     with m.If(cfg.commit & present):
         m.d.sync += [bank.eq(~bank), present.eq(0), *also]
+    return present
 
 
 class ProgrammableCluster(wiring.Component):
@@ -356,7 +403,8 @@ class ProgrammableCluster(wiring.Component):
     @staticmethod
     def signature_for(spec: HardwareSpec) -> wiring.Signature:
         return wiring.Signature({
-            "events": In(EventLayout(tag_width=1, max_depth=spec.max_depth)),
+            "events": In(EventLayout(tag_width=1, max_depth=spec.max_depth,
+                                     n_conds=spec.slots)),
             "index": In(spec.index_bits),
             "clear": In(1),
             "matches": Out(spec.columns),
@@ -382,8 +430,9 @@ class ProgrammableCluster(wiring.Component):
         matrix_write = matrix.write_port()
         shift = Signal(n)                        # tag-matrix rows come in here
         shift_next = Cat(shift[1:], self.cfg.bit)
-        staged = Signal(FLAG_BITS * n)
-        active = Signal(FLAG_BITS * n)
+        w = spec.column_flag_bits
+        staged = Signal(w * n)
+        active = Signal(w * n)
         with m.If(self.selected & self.cfg.row_shift):
             m.d.sync += shift.eq(shift_next)
         with m.If(self.selected & self.cfg.flag_shift):
@@ -398,8 +447,9 @@ class ProgrammableCluster(wiring.Component):
         _commit_banks(m, self.cfg, self.selected, bank, active.eq(staged))
 
         def flag(k):
-            return Cat(*(active[FLAG_BITS * j + k] for j in range(n)))
+            return Cat(*(active[w * j + k] for j in range(n)))
         first, first_any, descendant = (flag(k) for k in range(FLAG_BITS))
+        passing = _passing(spec, active, ev)
 
         # the tag matrix's row of the decoder's index: the columns the pushed element's name
         # matches. The decoder's index comes a cycle before the event is registered here, so
@@ -413,7 +463,7 @@ class ProgrammableCluster(wiring.Component):
         new = Signal(n)
         level1 = (ev.level == 1).replicate(n)
         source = (first & (first_any | level1)) | (~first & (parent << 1)[:n])
-        m.d.comb += new.eq((hit & source) | (descendant & parent))
+        m.d.comb += new.eq((hit & source & passing) | (descendant & parent))
         addr = Signal(range(max(2, spec.max_depth)))
         m.d.comb += addr.eq(ev.level - 1)
         level_stack(m, SimpleNamespace(addr=addr, level=ev.level, push=ev.push), parent, new,
@@ -421,6 +471,16 @@ class ProgrammableCluster(wiring.Component):
 
         match_flags(m, ev, self.clear, new, self.matches)
         return m
+
+
+def _passing(spec: HardwareSpec, active, ev):
+    """The columns whose comparator slot holds for the event's ``conds`` (all that have no
+    slot: select 0): column ``j``'s select picks its slot's bit."""
+    n, w = spec.columns, spec.column_flag_bits
+    if not spec.slots:
+        return Const((1 << n) - 1, n)
+    holds = Cat(Const(1, 1), ev.conds)       # select 0: no predicate
+    return Cat(*(holds.bit_select(active[w * j + FLAG_BITS:w * j + w], 1) for j in range(n)))
 
 
 class ProgrammableEngine(wiring.Component):
@@ -447,7 +507,8 @@ class ProgrammableEngine(wiring.Component):
         spec = self.spec
         frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.clusters * spec.columns,
                             segments=[spec.columns] * spec.clusters, tags=(), max_depth=spec.max_depth, max_name=spec.max_name,
-                            readout=ReadoutKind(spec.readout))
+                            readout=ReadoutKind(spec.readout), slots=spec.slots,
+                            slot_name_len=spec.max_tag_len)
         m.submodules.loader = loader = ConfigLoader(spec)
         wiring.connect(m, wiring.flipped(self.config), loader.config)
         m.d.comb += self.config_status.eq(loader.status)
@@ -463,6 +524,8 @@ class ProgrammableEngine(wiring.Component):
         m.submodules.decoder = decoder = TagDecoder(spec)
         m.d.comb += [decoder.name_tap.eq(frame.name_tap), decoder.cfg.eq(loader.cfg),
                      decoder.selected.eq(loader.dictionary), decoder.row.eq(loader.row)]
+        if spec.slots:
+            _connect_slots(m, frame.slot_load, loader, decoder)
         cores = []
         for k in range(spec.clusters):
             if self.instances:

@@ -51,9 +51,11 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 from .compiler import DEEPEST
-from .compiler import EngineMode, hardware_refusal
+from .compiler import POSITION_REFUSED, PREDICATES_REFUSED, EngineMode, hardware_refusal
+from .hwdefs import AttrCondition
 from .readout import check_readout
-from .xpath import Axis, Query
+from .slots import SLOT_FLAG_BITS, decode_slots, encode_slots, slot_key, slot_refusal, slot_rows
+from .xpath import AttributeTarget, Axis, Exists, Predicate, Query, TextTarget
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
            "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
@@ -62,7 +64,8 @@ __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError"
            "FLAG_BITS"]
 
 MAGIC = 0x5846            # "XF"
-FORMAT_VERSION = 4       # 2: a dictionary per cluster; 3: delta streams; 4: one dictionary
+#: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots
+FORMAT_VERSION = 5
 HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
@@ -74,6 +77,8 @@ MAX_CLUSTER_COLUMNS = 4096
 MAX_COLUMNS = 65536
 #: Most dictionary entries (an 8-bit tag index; each entry compares every name byte).
 MAX_TAGS = 255
+#: Most comparator slots (each decides one attribute condition on every attribute value).
+MAX_SLOTS = 63
 
 
 @dataclass(frozen=True)
@@ -88,9 +93,13 @@ class HardwareSpec:
     #: Distinct tags the loaded queries may name in all (the tag dictionary's entries; a
     #: ``index_bits``-bit index goes to every cluster). The NITF DTD has 123 element names.
     tags: int = 31
+    #: Comparator slots: distinct attribute conditions (attribute, operator, constant) the
+    #: loaded queries may test in all (0: no value predicates; see :mod:`.slots`).
+    slots: int = 0
 
     def __post_init__(self):
-        for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name", "tags"):
+        for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name", "tags",
+                     "slots"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"{name.replace('_', ' ')} must be an integer, not {value!r}")
@@ -114,6 +123,8 @@ class HardwareSpec:
                              f"memory), not {self.max_depth!r}")
         if self.tags > MAX_TAGS:
             raise ValueError(f"tags must be at most {MAX_TAGS:,}, not {self.tags:,}")
+        if not 0 <= self.slots <= MAX_SLOTS:
+            raise ValueError(f"slots must be 0 to {MAX_SLOTS}, not {self.slots:,}")
         check_readout(self.readout)
         if self.max_tag_len > self.max_name:
             raise ValueError(f"max tag length must be at most max name ({self.max_name}), "
@@ -130,14 +141,30 @@ class HardwareSpec:
         return 1 << self.index_bits
 
     @property
+    def select_bits(self) -> int:
+        """A column's comparator select (0: no predicate, ``s + 1``: slot ``s``)."""
+        return self.slots.bit_length()
+
+    @property
+    def column_flag_bits(self) -> int:
+        """Flag bits per column: first, first_any, descendant, the slot select."""
+        return FLAG_BITS + self.select_bits
+
+    @property
+    def slot_bits(self) -> int:
+        """The comparator slots' part of the dictionary's payload."""
+        return self.slots * (8 * slot_rows(self.max_tag_len) + SLOT_FLAG_BITS)
+
+    @property
     def dictionary_bits(self) -> int:
-        """The dictionary's payload (without its presence bit)."""
-        return 8 * self.max_tag_len * self.tags
+        """The dictionary's payload (without its presence bit): tag entries, then the
+        comparator slots."""
+        return 8 * self.max_tag_len * self.tags + self.slot_bits
 
     @property
     def cluster_bits(self) -> int:
         """A cluster's payload (without its presence bit): tag matrix and flags."""
-        return (self.matrix_rows + FLAG_BITS) * self.columns
+        return (self.matrix_rows + self.column_flag_bits) * self.columns
 
     def payload_bits_for(self, present: int, dictionary: bool = True) -> int:
         """Payload bits of a stream with ``present`` clusters (and the ``dictionary``) present,
@@ -203,7 +230,7 @@ class HardwareSpec:
                              "`xpfilt compile --mode programmable`")
         return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",
                                           "max_name")}, readout=raw.get("readout", "serial"),
-                   **({"tags": raw["tags"]} if "tags" in raw else {}))
+                   **{k: raw[k] for k in ("tags", "slots") if k in raw})
 
 
 @dataclass(frozen=True)
@@ -213,6 +240,7 @@ class ColumnConfig:
     first_any: bool = False
     wildcard: bool = False
     descendant: bool = False
+    slot: int = 0             # 0: no predicate; s + 1: gated by comparator slot s
 
 
 class ConfigurationError(ValueError):
@@ -262,6 +290,7 @@ class Configuration(_Placed):
     rejected: tuple[tuple[int, str], ...] = ()   # (query number, why it is not configured)
     missing_columns: int = 0                       # columns short for the queries without room
     tags: tuple[bytes, ...] = ()                   # () = the columns' tags in order
+    conditions: tuple[AttrCondition, ...] = ()     # the comparator slots (slot s: [s])
 
     def __post_init__(self):
         if not self.tags:
@@ -278,7 +307,7 @@ class Configuration(_Placed):
     @cached_property
     def dictionary_payload(self) -> int:
         """The dictionary's payload (``spec.dictionary_bits``, without the presence bit)."""
-        return _dictionary_payload(self.spec, self.tags)
+        return _dictionary_payload(self.spec, self.tags, self.conditions)
 
     @cached_property
     def cluster_payloads(self) -> tuple[int, ...]:
@@ -297,11 +326,28 @@ class Configuration(_Placed):
         return _full_stream(self.spec, self.dictionary_payload, self.cluster_payloads)
 
 
-def _dictionary_payload(spec: HardwareSpec, tags: Sequence[bytes]) -> int:
-    """The dictionary's rows as an integer (stream order)."""
+def _dictionary_payload(spec: HardwareSpec, tags: Sequence[bytes],
+                        conditions: Sequence[AttrCondition] = ()) -> int:
+    """The dictionary's rows, then the comparator slots' rows and flags, as an integer
+    (stream order)."""
     entries = list(tags) + [b""] * (spec.tags - len(tags))
-    return int.from_bytes(b"".join(bytes(t[p] if p < len(t) else 0 for t in entries)
-                                   for p in range(spec.max_tag_len)), "little")
+    value = int.from_bytes(b"".join(bytes(t[p] if p < len(t) else 0 for t in entries)
+                                    for p in range(spec.max_tag_len)), "little")
+    if spec.slots:
+        rows, flags = encode_slots(conditions, spec.slots, spec.max_tag_len)
+        value |= (_concat(rows, 8 * spec.slots) | flags << (8 * spec.slots * len(rows))) \
+            << (8 * spec.max_tag_len * spec.tags)
+    return value
+
+
+def dictionary_conditions(spec: HardwareSpec, dictionary: int) -> list[Optional[AttrCondition]]:
+    """The comparator slots a dictionary payload holds (None: a free slot), slot 0 first."""
+    if not spec.slots:
+        return []
+    value = dictionary >> (8 * spec.max_tag_len * spec.tags)
+    width, count = 8 * spec.slots, slot_rows(spec.max_tag_len)
+    rows = [value >> (width * r) & ((1 << width) - 1) for r in range(count)]
+    return decode_slots(rows, value >> (width * count), spec.slots, spec.max_tag_len)
 
 
 def _cluster_payload(spec: HardwareSpec, index: dict,
@@ -315,7 +361,8 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
             wildcards |= 1 << j
         elif c.tag:
             matrix[index[c.tag]] |= 1 << j
-        flags |= (c.first | c.first_any << 1 | c.descendant << 2) << (FLAG_BITS * j)
+        flags |= (c.first | c.first_any << 1 | c.descendant << 2
+                  | c.slot << FLAG_BITS) << (spec.column_flag_bits * j)
     return (_concat([row | wildcards for row in matrix], spec.columns)
             | flags << (spec.matrix_rows * spec.columns))
 
@@ -433,15 +480,17 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
 
 def dictionary_entries(spec: HardwareSpec, dictionary: int) -> list[str]:
     """The entries a dictionary payload holds (``""``: a free entry), entry 0 first."""
-    rows = dictionary.to_bytes(spec.dictionary_bits // 8, "little")   # row p = entries' byte p
+    rows = (dictionary & ((1 << 8 * spec.max_tag_len * spec.tags) - 1)).to_bytes(
+        spec.max_tag_len * spec.tags, "little")                  # row p = entries' byte p
     return [rows[d::spec.tags].rstrip(b"\0").decode() for d in range(spec.tags)]
 
 
-def cluster_queries(spec: HardwareSpec, entries: Sequence[str],
-                    payload: int) -> list[tuple[int, str]]:
-    """The queries a cluster's payload holds (``entries``: the dictionary's): (first column,
-    path) pairs, in column order. A query is a run of used columns (a tag or ``*``) from a
-    ``first`` column to the next ``first`` or unused column."""
+def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
+                    conditions: Sequence[Optional[AttrCondition]] = ()) -> list[tuple[int, str]]:
+    """The queries a cluster's payload holds (``entries``: the dictionary's, ``conditions``:
+    its slots): (first column, path) pairs, in column order, a path as :func:`_path_text`
+    writes it. A query is a run of used columns (a tag or ``*``) from a ``first`` column to
+    the next ``first`` or unused column."""
     n = spec.columns
     if n % 8:
         matrix = [payload >> (n * i) & ((1 << n) - 1) for i in range(spec.matrix_rows)]
@@ -457,8 +506,11 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str],
             j = (row & -row).bit_length() - 1
             names[j] = entries[i - 1]
             row &= row - 1
-    flags = format(payload >> (spec.matrix_rows * n), f"0{FLAG_BITS * n}b")[::-1]
-    first, first_any, descendant = (flags[k::FLAG_BITS] for k in range(FLAG_BITS))
+    w = spec.column_flag_bits
+    flags = format(payload >> (spec.matrix_rows * n), f"0{w * n}b")[::-1]
+    first, first_any, descendant = (flags[k::w] for k in range(FLAG_BITS))
+    slot = [int(flags[w * j + FLAG_BITS:w * j + w][::-1] or "0", 2) for j in range(n)] \
+        if spec.select_bits else [0] * n
     out = []
     start = first.find("1")
     while start >= 0:                    # a query: from a first column to the next or a gap
@@ -467,28 +519,60 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str],
         gap = names.index("", start, end) if "" in names[start:end] else end
         out.append((start, "".join(
             ("//" if (first_any[j] if j == start else descendant[j - 1]) == "1" else "/")
-            + names[j] for j in range(start, gap))))
+            + names[j] + _slot_text(conditions[slot[j] - 1] if slot[j] else None)
+            for j in range(start, gap))))
         start = first.find("1", end) if end < n else -1
     return out
 
 
-def query_columns(query: Query) -> list[ColumnConfig]:
-    """The chain of columns one query occupies."""
+def query_columns(query: Query, slot_of: Optional[dict] = None) -> list[ColumnConfig]:
+    """The chain of columns one query occupies (``slot_of``: slot key -> slot, for its steps'
+    conditions)."""
     steps = query.steps
     out = []
     for j, step in enumerate(steps):
         followed = j + 1 < len(steps) and steps[j + 1].axis is Axis.DESCENDANT
+        cond = step_condition(step)
         out.append(ColumnConfig(
             tag=b"" if step.is_wildcard else step.name.encode(),
             first=j == 0, first_any=j == 0 and step.axis is Axis.DESCENDANT,
-            wildcard=step.is_wildcard, descendant=followed))
+            wildcard=step.is_wildcard, descendant=followed,
+            slot=slot_of[slot_key(cond)] + 1 if cond else 0))
     return out
 
 
+def step_condition(step) -> Optional[AttrCondition]:
+    """The one attribute condition of a step whose predicates a comparator slot decides (None:
+    no predicate); ValueError saying why the step's predicates do not fit one slot."""
+    if not step.predicates:
+        return None
+    leaf = step.predicates[0]
+    if len(step.predicates) > 1 or not isinstance(leaf, (Predicate, Exists)):
+        raise ValueError(f"step {step.name!r}: the programmable engine takes one comparison "
+                         f"per step (no and/or/not, no second predicate)")
+    if isinstance(leaf.target, TextTarget):
+        raise ValueError("text() predicates are not supported by the programmable engine yet")
+    if not isinstance(leaf.target, AttributeTarget):
+        raise ValueError(POSITION_REFUSED)
+    if isinstance(leaf, Exists):
+        return AttrCondition(leaf.target.name, "exists")
+    return AttrCondition(leaf.target.name, leaf.op, leaf.literal)
+
+
+def query_conditions(query: Query) -> frozenset:
+    """The slot keys of a query's conditions (the slots must hold them)."""
+    return frozenset(slot_key(c) for s in query.steps if (c := step_condition(s)))
+
+
+def _slot_text(cond: Optional[AttrCondition]) -> str:
+    return f"[{slot_key(cond)!r}]" if cond else ""
+
+
 def _path_text(query: Query) -> str:
-    """A path as :func:`cluster_queries` reads it back from a stream (its text, when it has no
-    predicate: the only queries a stream holds)."""
-    return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name for s in query.steps)
+    """A path as :func:`cluster_queries` reads it back from a stream (a step's condition as
+    its slot key)."""
+    return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
+                   + _slot_text(step_condition(s)) for s in query.steps)
 
 
 def query_tags(query: Query) -> frozenset[bytes]:
@@ -500,6 +584,8 @@ def _refusal(q: Query, spec: HardwareSpec) -> str:
     """Why query ``q`` cannot go on this hardware at all ("" if it can)."""
     long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
     why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
+    if why == PREDICATES_REFUSED:
+        why = _predicate_refusal(q, spec)
     if why:
         return f"query {q.number} ({q}): {why}"
     if long_tags:
@@ -511,15 +597,43 @@ def _refusal(q: Query, spec: HardwareSpec) -> str:
     if len(needs := query_tags(q)) > spec.tags:
         return (f"query {q.number} ({q}): {len(needs)} distinct tags do not fit the "
                 f"dictionary's {spec.tags} tags")
+    if len(conds := query_conditions(q)) > spec.slots:
+        return (f"query {q.number} ({q}): {len(conds)} distinct conditions do not fit the "
+                f"{spec.slots} comparator slots")
     return ""
 
 
-def _no_room(q: Query, spec: HardwareSpec, dictionary: bool = False) -> str:
+def _predicate_refusal(q: Query, spec: HardwareSpec) -> str:
+    """Why the predicates of path ``q`` do not fit comparator slots ("" if they do)."""
+    if not spec.slots:
+        return ("value predicates need comparator slots (this hardware has none: "
+                "`xpfilt compile --mode programmable --slots N`)")
+    for step in q.steps:
+        try:
+            cond = step_condition(step)
+        except ValueError as exc:
+            return str(exc)
+        if cond and (why := slot_refusal(cond, spec.max_tag_len)):
+            return why
+    return ""
+
+
+def _no_room(q: Query, spec: HardwareSpec, dictionary: bool = False,
+             slots: bool = False) -> str:
+    if slots:
+        return (f"query {q.number} ({q}): no room left in the comparator slots ({spec.slots} "
+                f"slots)")
     if dictionary:
         return (f"query {q.number} ({q}): no room left in the tag dictionary ({spec.tags} "
                 f"tags)")
     return (f"query {q.number} ({q}): no room left ({spec.clusters} clusters x "
             f"{spec.columns} columns)")
+
+
+def _new_conditions(q: Query, slot_of: dict) -> dict:
+    """The conditions of ``q`` no slot holds yet: slot key -> condition, in step order."""
+    return {key: c for s in q.steps if (c := step_condition(s))
+            and (key := slot_key(c)) not in slot_of}
 
 
 def _tag_order(q: Query) -> list[str]:
@@ -545,6 +659,8 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
             candidates.append((q, query_tags(q)))
     free = [spec.columns] * spec.clusters
     held: dict[bytes, None] = {}           # the dictionary, in order
+    slot_of: dict[tuple, int] = {}         # the comparator slots: key -> slot
+    conditions: list[AttrCondition] = []
     placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     no_room = []
     open_clusters = list(range(spec.clusters))     # those with a free column, in order
@@ -554,11 +670,18 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
         if len(held) + len(needs.difference(held)) > spec.tags:
             rejected.append((q.number, _no_room(q, spec, dictionary=True)))
             continue
+        new_conditions = _new_conditions(q, slot_of)
+        if len(slot_of) + len(new_conditions) > spec.slots:
+            rejected.append((q.number, _no_room(q, spec, slots=True)))
+            continue
         for k in open_clusters:
             if free[k] >= size:
                 placed[k].append((spec.columns - free[k], q))
                 free[k] -= size
                 held.update(dict.fromkeys(sorted(needs.difference(held))))
+                for key, cond in new_conditions.items():
+                    slot_of[key] = len(conditions)
+                    conditions.append(cond)
                 if not free[k]:
                     open_clusters.remove(k)
                 break
@@ -575,11 +698,11 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     for k in range(spec.clusters):
         row = [ColumnConfig()] * spec.columns
         for start, q in placed[k]:
-            row[start:start + len(q)] = query_columns(q)
+            row[start:start + len(q)] = query_columns(q, slot_of)
             readout_bit[q.number] = k * spec.columns + start + len(q) - 1
         columns.append(tuple(row))
     config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing,
-                           tuple(held))
+                           tuple(held), tuple(conditions))
     if strict and rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config

@@ -89,7 +89,8 @@ class FrontEndModel:
     """Cycle-accurate model of ``FrontEnd(tags, max_depth=..., max_name=...)``."""
 
     def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32,
-                 report_names: bool = False, conditions: Sequence[AttrCondition] = ()):
+                 report_names: bool = False, conditions: Sequence[AttrCondition] = (),
+                 slots: bool = False):
         """``report_names``: pushes also carry the element's name (for decoders outside the
         front end, like the programmable engine's); it costs a little speed. ``conditions``:
         the attribute conditions whose bits pushes carry (``conds``), each evaluated as
@@ -97,8 +98,11 @@ class FrontEndModel:
         is 0 when undecided; the document then has ``VALUE_UNDECIDED``); the bits clear at every
         ``<`` in content. Text conditions (``cond.is_text``) are evaluated on every text node
         when it ends (the same definition on its character data), ORed per element and carried
-        by the element's pop (see :class:`xpfilt.hdl.frontend.FrontEnd`)."""
+        by the element's pop (see :class:`xpfilt.hdl.frontend.FrontEnd`). ``slots``: the
+        attribute conditions are loaded later, between documents (:meth:`load_conditions`:
+        the programmable engine's comparator slots)."""
         self.report_names = report_names
+        self.slots = slots
         self.conditions = tuple(conditions)
         self._by_attribute: dict[bytes, list] = {}
         self._text = tuple((i, c) for i, c in enumerate(self.conditions) if c.is_text)
@@ -117,6 +121,15 @@ class FrontEndModel:
                 node = node.setdefault(b, {})
             node[_END] = i + 1
         self.reset()
+
+    def load_conditions(self, conditions: Sequence) -> None:
+        """The attribute conditions from the next document on (``None``: a free slot; with
+        ``slots`` only)."""
+        self._by_attribute.clear()
+        for i, cond in enumerate(conditions):
+            if cond is not None:
+                self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append(
+                    (i, cond))
 
     def reset(self) -> None:
         """Power-on state: no document in progress, empty stack, ``events`` all zero."""
@@ -203,7 +216,7 @@ class FrontEndModel:
         names = self.report_names
         name = bytearray()                     # the name so far (with report_names)
         by_attribute = self._by_attribute
-        attrs = bool(by_attribute)             # attribute conditions to evaluate
+        attrs = bool(by_attribute) or self.slots   # attribute conditions to evaluate
         conds = 0                              # their bits for the start tag being read
         attr_name = bytearray()                # the attribute name being read
         cur_attr = None                        # the conditions on the attribute being read

@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  Configuration, HardwareSpec, read_stream)
+from xpfilt.slots import SLOT_FLAG_BITS, decode_slots, slot_rows
 
 from ..hwdefs import CRC32_POLY
 from ..readout import ReadoutKind
@@ -35,12 +36,21 @@ class _Dictionary:
         self.bank = 0
         self.shift = 0
         self.present = 0          # the stream being loaded holds the dictionary
+        # the comparator slots: rows (8 x slots bits) in two banks, flags staged then active
+        self.slot_rows = [[0] * slot_rows(spec.max_tag_len) for _ in range(2)]
+        self.slot_shift = self.slot_staged = self.slot_flags = 0
 
     def activate(self) -> None:
-        """Commit (when present): flip the banks."""
+        """Commit (when present): flip the banks, copy the staged slot flags."""
         if self.present:
             self.present = 0
             self.bank ^= 1
+            self.slot_flags = self.slot_staged
+
+    def conditions(self, spec: HardwareSpec) -> list:
+        """The active comparator slots' conditions (None: a free slot)."""
+        return decode_slots(self.slot_rows[self.bank], self.slot_flags, spec.slots,
+                            spec.max_tag_len)
 
     def indices(self, spec: HardwareSpec) -> dict[bytes, int]:
         """Each name in the active bank -> the OR of the indices of the entries equal to it."""
@@ -64,6 +74,7 @@ class _Cluster:
         self.staged = 0
         self.present = 0          # the stream being loaded holds this cluster
         self.first = self.first_any = self.descendant = 0
+        self.gated: list[int] = []   # per comparator slot: the columns it gates
         self.names: dict[bytes, int] = {}
         self.unknown = 0          # the columns a name in no entry matches (matrix row 0)
         self.stack = [0]
@@ -76,10 +87,23 @@ class _Cluster:
         self.present = 0
         self.bank ^= 1
         flags = [0] * FLAG_BITS
+        w = spec.column_flag_bits
+        self.gated = [0] * spec.slots
         for j in range(spec.columns):
             for k in range(FLAG_BITS):
-                flags[k] |= (self.staged >> (FLAG_BITS * j + k) & 1) << j
+                flags[k] |= (self.staged >> (w * j + k) & 1) << j
+            select = self.staged >> (w * j + FLAG_BITS) & ((1 << spec.select_bits) - 1)
+            if 0 < select <= spec.slots:
+                self.gated[select - 1] |= 1 << j
         self.first, self.first_any, self.descendant = flags
+
+    def passing(self, conds: int) -> int:
+        """The columns whose comparator slot holds (or that have none) for a push's bits."""
+        out = self.all
+        for s, columns in enumerate(self.gated):
+            if not conds >> s & 1:
+                out &= ~columns
+        return out
 
     def look_up(self, indices: dict[bytes, int]) -> None:
         """Rebuild the name lookup from the dictionary's ``indices`` and the active matrix."""
@@ -99,13 +123,14 @@ class ProgrammableModel(FrameModel):
         self.width = spec.clusters * spec.columns
         self.readout_kind = ReadoutKind(spec.readout)
         self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
-                                       report_names=True)
+                                       report_names=True, slots=bool(spec.slots))
         self._header_check = spec.header_check
         self.reset()
 
     def reset(self) -> None:
         super().reset()
         self.dictionary = _Dictionary(self.spec)
+        self.front_end.load_conditions(())
         self.clusters = [_Cluster(self.spec) for _ in range(self.spec.clusters)]
         self.hits = [0] * self.spec.clusters      # the decoders' registered results
         self.in_document = 0
@@ -150,6 +175,8 @@ class ProgrammableModel(FrameModel):
         """Every present part switches to its loaded contents."""
         self.dictionary.activate()
         indices = self.dictionary.indices(self.spec)
+        if self.spec.slots:
+            self.front_end.load_conditions(self.dictionary.conditions(self.spec))
         for c in self.clusters:
             c.activate(self.spec)
             c.look_up(indices)
@@ -192,9 +219,22 @@ class ProgrammableModel(FrameModel):
                     self.section = 1
                 else:
                     self.state = PAYLOAD
-            elif self._row_bit(dictionary, dictionary.rows, width, spec.max_tag_len, bit):
-                self.section = 0
-                self.state = PAYLOAD
+            elif self.section == 1:
+                if self._row_bit(dictionary, dictionary.rows, width, spec.max_tag_len, bit):
+                    self.section = 2 if spec.slots else 0
+                    self.state = DICTIONARY if spec.slots else PAYLOAD
+            elif self.section == 2:
+                if self._row_bit(dictionary, dictionary.slot_rows, 8 * spec.slots,
+                                 slot_rows(spec.max_tag_len), bit, "slot_shift"):
+                    self.section = 3
+            else:
+                n_flags = SLOT_FLAG_BITS * spec.slots
+                dictionary.slot_staged = dictionary.slot_staged >> 1 | bit << (n_flags - 1)
+                self.in_flags += 1
+                if self.in_flags == n_flags:
+                    self.in_flags = 0
+                    self.section = 0
+                    self.state = PAYLOAD
             if last:
                 self.rejected = 1
                 self.state = HEADER
@@ -214,9 +254,9 @@ class ProgrammableModel(FrameModel):
                 if self._row_bit(cluster, cluster.matrix, n, spec.matrix_rows, bit):
                     self.section = 3
             else:
-                cluster.staged = (cluster.staged >> 1) | bit << (FLAG_BITS * n - 1)
+                cluster.staged = (cluster.staged >> 1) | bit << (spec.column_flag_bits * n - 1)
                 self.in_flags += 1
-                if self.in_flags == FLAG_BITS * n:
+                if self.in_flags == spec.column_flag_bits * n:
                     self.in_flags = 0
                     end_of_cluster = True
             if end_of_cluster:
@@ -258,14 +298,17 @@ class ProgrammableModel(FrameModel):
         if last:
             self.crc = 0xFFFFFFFF
 
-    def _row_bit(self, part, banks, width: int, rows: int, bit: int) -> bool:
-        """``bit`` enters ``part``'s row register (``width`` bits); a complete row goes to row
-        ``self.row`` of the inactive bank of ``banks``. True after the last of ``rows``."""
-        part.shift = (part.shift >> 1) | bit << (width - 1)
+    def _row_bit(self, part, banks, width: int, rows: int, bit: int,
+                 shift: str = "shift") -> bool:
+        """``bit`` enters ``part``'s row register (its attribute ``shift``, ``width`` bits); a
+        complete row goes to row ``self.row`` of the inactive bank of ``banks``. True after the
+        last of ``rows``."""
+        value = (getattr(part, shift) >> 1) | bit << (width - 1)
+        setattr(part, shift, value)
         self.in_row += 1
         if self.in_row < width:
             return False
-        banks[part.bank ^ 1][self.row] = part.shift
+        banks[part.bank ^ 1][self.row] = value
         self.in_row = 0
         self.row = (self.row + 1) % rows
         return self.row == 0
@@ -288,6 +331,8 @@ class ProgrammableModel(FrameModel):
             source = (c.first & (c.first_any | (c.all if level1 else 0))) | \
                 (~c.first & (top << 1) & c.all)
             new = (hit & source) | (c.descendant & top)
+            if c.gated:
+                new = (hit & source & c.passing(ev.conds)) | (c.descendant & top)
             c.stack.append(new)
             c.flags |= new
 
@@ -314,11 +359,19 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
     spec = model.spec
     stream = configuration.stream()
     contents = read_stream(spec, stream)
-    n, row_bits, flags = spec.columns, 8 * spec.tags, FLAG_BITS * spec.columns
+    n, row_bits, flags = spec.columns, 8 * spec.tags, spec.column_flag_bits * spec.columns
     dictionary, payload = model.dictionary, contents.dictionary
     for p in range(spec.max_tag_len):
         dictionary.rows[dictionary.bank ^ 1][p] = dictionary.shift = (
             payload >> (row_bits * p) & ((1 << row_bits) - 1))
+    if spec.slots:
+        payload >>= row_bits * spec.max_tag_len
+        width = 8 * spec.slots
+        for r in range(slot_rows(spec.max_tag_len)):
+            dictionary.slot_rows[dictionary.bank ^ 1][r] = dictionary.slot_shift = (
+                payload & ((1 << width) - 1))
+            payload >>= width
+        dictionary.slot_staged = payload
     dictionary.present = 1
     for c, payload in zip(model.clusters, contents.payloads):
         for i in range(spec.matrix_rows):

@@ -1,0 +1,125 @@
+"""The programmable engine's comparator slots (issue 14 part 3): how an attribute condition
+(attribute name, operator, constant) is held in a slot of the configuration stream.
+
+A slot is part of the engine-wide dictionary payload (after the tag entries): ``slot_rows(L)``
+rows of one byte per slot (row ``r`` byte ``s`` = slot ``s``; ``L`` = ``max_tag_len``):
+
+* rows ``0 .. L-1``: the attribute name, zero-padded (all zeros: a free slot);
+* rows ``L .. 2L-1``: a string constant, zero-padded (``=``/``!=`` with a string);
+* rows ``2L .. 2L+15``: the integer digits of a number constant (without leading zeros), one
+  per row in the low nibble; rows ``2L+16 .. 2L+31``: its fraction digits (without trailing
+  zeros), zero beyond them;
+
+then :data:`SLOT_FLAG_BITS` per slot (slot 0 first, LSB first): the kind (2 bits, :data:`KINDS`),
+the operator (3 bits, :data:`OPS`), the number's sign (1), its count of integer digits (4) and
+of fraction digits (4). The front end (:class:`xpfilt.hdl.frontend.FrontEnd` with ``slots``)
+decides every slot on every attribute value, as it decides the custom engine's conditions
+(:func:`xpfilt.hwdefs.condition_value_holds`).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Optional, Sequence
+
+from .hwdefs import NUMBER_DIGITS, AttrCondition, number_digits
+
+__all__ = ["SLOT_FLAG_BITS", "DIGIT_ROWS", "KINDS", "OPS", "slot_rows", "slot_key",
+           "slot_refusal", "encode_slots", "decode_slots"]
+
+DIGIT_ROWS = NUMBER_DIGITS + 1          # integer digit positions (and fraction positions)
+KINDS = ("exists", "string", "number", "nan")
+OPS = ("=", "!=", "<", "<=", ">", ">=")
+SLOT_FLAG_BITS = 14                     # kind 2, op 3, negative 1, integer digits 4, fraction 4
+
+
+def slot_rows(max_tag_len: int) -> int:
+    """Rows of the slot table: attribute names, string constants, integer and fraction digits."""
+    return 2 * max_tag_len + 2 * DIGIT_ROWS
+
+
+def slot_key(cond: AttrCondition) -> tuple:
+    """What a slot holds of ``cond``: equal keys, one slot (and the same condition read back)."""
+    kind = cond.kind
+    if kind == "exists":
+        return cond.attribute, kind
+    if kind == "string":
+        return cond.attribute, kind, cond.op, cond.literal
+    if kind == "nan":
+        return cond.attribute, kind, cond.op
+    return cond.attribute, kind, cond.op, number_digits(cond.number)
+
+
+def slot_refusal(cond: AttrCondition, max_tag_len: int) -> str:
+    """Why a slot of this hardware cannot hold ``cond`` ("" if it can)."""
+    if cond.is_text:
+        return "text() predicates are not supported by the programmable engine yet"
+    if len(cond.attribute.encode("utf-8")) > max_tag_len:
+        return (f"attribute name {cond.attribute!r} is longer than the hardware's max tag "
+                f"length {max_tag_len}")
+    if cond.kind == "string" and len(cond.literal.encode("utf-8")) > max_tag_len:
+        return (f"string {cond.literal!r} is longer than the hardware's max tag length "
+                f"{max_tag_len}")
+    if cond.kind == "number" and number_digits(cond.number) is None:
+        return f"number {cond.literal!r} has more than {NUMBER_DIGITS} digits"
+    return ""
+
+
+def encode_slots(conditions: Sequence[AttrCondition], slots: int,
+                 max_tag_len: int) -> tuple[list[int], int]:
+    """The slot table of ``conditions`` (slot ``s`` = ``conditions[s]``, the rest free): its
+    rows (``8 * slots`` bits each) and its flags (``SLOT_FLAG_BITS * slots`` bits)."""
+    L = max_tag_len
+    rows = [bytearray(slots) for _ in range(slot_rows(L))]
+    flags = 0
+    for s, cond in enumerate(conditions):
+        kind = cond.kind
+        neg, whole, frac = False, "", ""
+        for p, b in enumerate(cond.attribute.encode("utf-8")):
+            rows[p][s] = b
+        if kind == "string":
+            for p, b in enumerate(cond.literal.encode("utf-8")):
+                rows[L + p][s] = b
+        elif kind == "number":
+            neg, whole, frac = number_digits(cond.number)
+            for p, d in enumerate(whole):
+                rows[2 * L + p][s] = int(d)
+            for p, d in enumerate(frac):
+                rows[2 * L + DIGIT_ROWS + p][s] = int(d)
+        op = OPS.index(cond.op) if kind != "exists" else 0
+        flags |= (KINDS.index(kind) | op << 2 | neg << 5 | len(whole) << 6
+                  | len(frac) << 10) << (SLOT_FLAG_BITS * s)
+    return [int.from_bytes(r, "little") for r in rows], flags
+
+
+def decode_slots(rows: Sequence[int], flags: int, slots: int,
+                 max_tag_len: int) -> list[Optional[AttrCondition]]:
+    """The conditions a slot table holds (None: a free slot), slot 0 first."""
+    L = max_tag_len
+    out: list[Optional[AttrCondition]] = []
+
+    def text(first: int, s: int, count: int) -> bytes:
+        return bytes(rows[first + p] >> (8 * s) & 0xFF for p in range(count))
+
+    for s in range(slots):
+        name = text(0, s, L).split(b"\0", 1)[0]
+        if not name:
+            out.append(None)
+            continue
+        f = flags >> (SLOT_FLAG_BITS * s)
+        kind, op = KINDS[f & 3], OPS[min(f >> 2 & 7, len(OPS) - 1)]
+        attribute = name.decode("utf-8", "replace")
+        if kind == "exists":
+            out.append(AttrCondition(attribute, "exists"))
+        elif kind == "string":
+            out.append(AttrCondition(attribute, op, text(L, s, L).split(b"\0", 1)[0]
+                                     .decode("utf-8", "replace")))
+        elif kind == "nan":
+            out.append(AttrCondition(attribute, op, float("nan")))
+        else:
+            whole = "".join(str(rows[2 * L + p] >> (8 * s) & 15) for p in range(f >> 6 & 15))
+            frac = "".join(str(rows[2 * L + DIGIT_ROWS + p] >> (8 * s) & 15)
+                           for p in range(f >> 10 & 15))
+            number = float(Decimal(f"{'-' if f >> 5 & 1 else ''}{whole or '0'}.{frac or '0'}"))
+            out.append(AttrCondition(attribute, op, number))
+    return out
