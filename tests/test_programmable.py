@@ -72,7 +72,8 @@ def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
     assert config.summary() == (
         "3 queries are not configured:\n"
         "  query 2 (/long/b): tag 'long' is longer than the hardware's max tag length 3\n"
-        "  query 3 (/a[@x=1]): value predicates are not supported by the programmable engine yet\n"
+        "  query 3 (/a[@x=1]): value predicates need comparator slots (this hardware has none: "
+        "`xpfilt compile --mode programmable --slots N`)\n"
         "  query 4 (/a/b/c): no room left (1 clusters x 4 columns)\n"
         "at least 2 more columns would be needed (the hardware has 4)")
     with pytest.raises(ConfigurationError):
@@ -175,7 +176,7 @@ def test_read_stream_round_trips_and_names_what_is_wrong():
             (stream[:10], "s must be a configuration stream of at least 23 bytes, not 10"),
             (b"<a>" + stream[3:], "s must start with the magic 0x5846, not 0x613c: not a "
                                   "configuration stream"),
-            (bytes(old_version), "s must be configuration stream format 4, not 2: regenerate "
+            (bytes(old_version), "s must be configuration stream format 5, not 2: regenerate "
                                  "it with `xpfilt configure`"),
             (foreign, f"s must be generated for this hardware (fingerprint "
                       f"{SPEC.fingerprint:08x}), not "
@@ -197,8 +198,9 @@ def test_reconfigure_moves_nothing_that_stays_and_rewrites_only_changed_clusters
             enumerate(["/a/b", "//b", "/a//c", "/*/b/c", "//x/c", "/x/y"], 1) if str(q) == old}
     assert {n: update.readout_bit[n] for n in kept} == kept
     assert set(update.readout_bit) == {1, 2, 3, 4, 5, 6}
-    assert update.rejected == ((7, "query 7 (/a[@k=1]): value predicates are not supported by "
-                                   "the programmable engine yet"),)
+    assert update.rejected == ((7, "query 7 (/a[@k=1]): value predicates need comparator slots "
+                                   "(this hardware has none: `xpfilt compile --mode "
+                                   "programmable --slots N`)"),)
     delta = read_stream(spec, update.delta)
     assert delta.base_id == before.id and delta.new_id == read_stream(spec, update.stream).new_id
     assert [k for k, p in enumerate(delta.payloads) if p is not None] == list(update.changed)

@@ -311,6 +311,10 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, option
 @click.option("--tags", type=click.IntRange(1), default=31, show_default=True,
               help="Programmable: distinct tags the loaded queries may name in all (the tag "
                    "dictionary's entries).")
+@click.option("--slots", type=click.IntRange(0), default=0, show_default=True,
+              help="Programmable: comparator slots, distinct attribute conditions (attribute, "
+                   "operator, constant) the loaded queries may test in all (0: no value "
+                   "predicates).")
 @bytes_per_cycle_option
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
@@ -389,7 +393,7 @@ def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
         return HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
                             max_depth=kwargs["max_depth"], max_name=max_name,
                             readout=kwargs["readout"],
-                            tags=kwargs.pop("tags", 31))
+                            tags=kwargs.pop("tags", 31), slots=kwargs.pop("slots", 0))
     except ValueError as exc:
         raise click.ClickException(str(exc))
 

@@ -739,9 +739,10 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
                          f"writes one beside every delta), not a delta")
     n = spec.columns
     entries = dictionary_entries(spec, old.dictionary)
+    conditions = dictionary_conditions(spec, old.dictionary)
     where: dict[str, list[tuple[int, int]]] = {}     # path -> [(cluster, first column)]
     for k, payload in enumerate(old.payloads):
-        for start, text in cluster_queries(spec, entries, payload):
+        for start, text in cluster_queries(spec, entries, payload, conditions):
             where.setdefault(text, []).append((k, start))
     for spots in where.values():
         spots.reverse()                              # pop() takes them in column order
@@ -762,21 +763,24 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     changed = {k for spots in where.values() for k, _ in spots}     # a query left these
     tags = [e.encode() for e in entries]
     index = {t: d + 1 for d, t in enumerate(tags) if t}
-    in_use: Optional[set] = None         # the tags the queries kept name (when needed)
+    keys = [slot_key(c) if c else None for c in conditions]
+    slot_of = {key: s for s, key in enumerate(keys) if key}
+    in_use = _InUse(query_tags, kept)    # the tags the queries kept name (when needed)
+    slots_in_use = _InUse(query_conditions, kept)
     dictionary_changed = False
     used: dict[int, list] = {}           # per cluster looked at: the column spans taken
     no_room = []
     for q in sorted(new, key=lambda q: (_tag_order(q), q.number)):
         needs = sorted(t for t in query_tags(q) if t not in index)
-        slots = [d for d, t in enumerate(tags) if not t][:len(needs)]
-        if len(slots) < len(needs):
-            if in_use is None:
-                in_use = set().union(*(query_tags(q) for ks in kept for _, q in ks))
-            slots += [d for d, t in enumerate(tags) if t and t not in in_use][
-                :len(needs) - len(slots)]
-            if len(slots) < len(needs):
-                rejected.append((q.number, _no_room(q, spec, dictionary=True)))
-                continue
+        spots = _free_entries(tags, len(needs), in_use)
+        if spots is None:
+            rejected.append((q.number, _no_room(q, spec, dictionary=True)))
+            continue
+        new_conditions = _new_conditions(q, slot_of)
+        slots = _free_entries(keys, len(new_conditions), slots_in_use)
+        if slots is None:
+            rejected.append((q.number, _no_room(q, spec, slots=True)))
+            continue
         for k in range(spec.clusters):
             if k not in used:
                 used[k] = sorted((start, start + len(q)) for start, q in kept[k])
@@ -786,12 +790,16 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         else:
             no_room.append(q)
             continue
-        for t, d in zip(needs, slots):
+        for t, d in zip(needs, spots):
             index.pop(tags[d], None)
             tags[d], index[t] = t, d + 1
             dictionary_changed = True
-        if in_use is not None:
-            in_use |= query_tags(q)
+        for (key, cond), s in zip(new_conditions.items(), slots):
+            slot_of.pop(keys[s], None)
+            keys[s], conditions[s], slot_of[key] = key, cond, s
+            dictionary_changed = True
+        in_use.add(q)
+        slots_in_use.add(q)
         used[k] = sorted(used[k] + [(start, start + len(q))])
         kept[k].append((start, q))
         readout_bit[q.number] = k * n + start + len(q) - 1
@@ -805,9 +813,10 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     for k in changed:
         row = [ColumnConfig()] * n
         for start, q in kept[k]:
-            row[start:start + len(q)] = query_columns(q)
+            row[start:start + len(q)] = query_columns(q, slot_of)
         payloads[k] = _cluster_payload(spec, index, row)
-    dictionary = _dictionary_payload(spec, tags) if dictionary_changed else old.dictionary
+    dictionary = (_dictionary_payload(spec, tags, conditions) if dictionary_changed
+                  else old.dictionary)
     full_payload = _payload_bytes(spec, dictionary, payloads)
     new_id = configuration_id(full_payload)
     delta = _framed(spec, _payload_bytes(
@@ -815,6 +824,31 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         [p if k in changed else None for k, p in enumerate(payloads)]), old.new_id, new_id)
     return Update(spec, _framed(spec, full_payload, 0, new_id), delta, tuple(sorted(changed)),
                   dictionary_changed, readout_bit, tuple(sorted(rejected)), missing)
+
+
+class _InUse:
+    """The entries (of ``needs(query)``) the kept queries use, computed when first asked."""
+
+    def __init__(self, needs, kept):
+        self.needs, self.kept, self.entries = needs, kept, None
+
+    def __contains__(self, entry) -> bool:
+        if self.entries is None:
+            self.entries = set().union(*(self.needs(q) for ks in self.kept for _, q in ks))
+        return entry in self.entries
+
+    def add(self, query) -> None:
+        if self.entries is not None:
+            self.entries |= self.needs(query)
+
+
+def _free_entries(table: list, count: int, in_use: _InUse) -> Optional[list[int]]:
+    """``count`` positions of ``table`` (the dictionary's tags, the comparator slots' keys)
+    for new entries: free ones first, then ones no kept query uses; None if too few."""
+    spots = [d for d, t in enumerate(table) if not t][:count]
+    if len(spots) < count:
+        spots += [d for d, t in enumerate(table) if t and t not in in_use][:count - len(spots)]
+    return spots if len(spots) == count else None
 
 
 def _free_run(spans: list[tuple[int, int]], size: int, columns: int) -> Optional[int]:

@@ -67,12 +67,15 @@ def slot_refusal(cond: AttrCondition, max_tag_len: int) -> str:
 
 def encode_slots(conditions: Sequence[AttrCondition], slots: int,
                  max_tag_len: int) -> tuple[list[int], int]:
-    """The slot table of ``conditions`` (slot ``s`` = ``conditions[s]``, the rest free): its
+    """The slot table of ``conditions`` (slot ``s`` = ``conditions[s]``; None and the rest:
+    free): its
     rows (``8 * slots`` bits each) and its flags (``SLOT_FLAG_BITS * slots`` bits)."""
     L = max_tag_len
     rows = [bytearray(slots) for _ in range(slot_rows(L))]
     flags = 0
     for s, cond in enumerate(conditions):
+        if cond is None:
+            continue
         kind = cond.kind
         neg, whole, frac = False, "", ""
         for p, b in enumerate(cond.attribute.encode("utf-8")):
