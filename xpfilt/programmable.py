@@ -78,7 +78,7 @@ MAX_COLUMNS = 65536
 #: Most dictionary entries (an 8-bit tag index; each entry compares every name byte).
 MAX_TAGS = 255
 #: Most comparator slots (each decides one attribute condition on every attribute value).
-MAX_SLOTS = 63
+MAX_SLOTS = 255
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,291 @@
+# amaranth: UnusedElaboratable=no
+"""Issue 14 part 3, value predicates in the programmable engine: comparator slots in the
+configuration stream (attribute name, operator, constant; one slot per distinct condition),
+``configure``'s reasons for what does not fit, the model against the reference on generated
+attribute-predicate workloads and on the shared predicate set, and the RTL against the model
+every cycle (streams ending mid-document, delta streams, flow control at its extremes, every
+parameter at 1)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xpfilt.hwdefs import AttrCondition, Errors
+from xpfilt.model.engine import EngineError, collect_readout
+from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
+                                       load_configuration, preload_configuration)
+from xpfilt.programmable import (HardwareSpec, cluster_queries, configure,
+                                 dictionary_conditions, dictionary_entries, read_stream,
+                                 reconfigure)
+from xpfilt.reference import ReferenceFilter
+from xpfilt.results import read_expected
+from xpfilt.xpath import load_queries, parse_query
+
+from .conftest import DATA
+from .rtl_compare_programmable import compare_programmable
+from .strategies import predicate_paths
+from .test_attr_predicates import ATTRS, LITERALS, OPS, TAGS, element, frontend_documents
+
+SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=6, max_name=8, tags=5,
+                    slots=6)
+
+
+def queries_of(*texts):
+    return [parse_query(t, i + 1) for i, t in enumerate(texts)]
+
+
+def answers(engine, doc: bytes):
+    try:
+        return sorted(engine.filter(doc))
+    except EngineError as exc:
+        return exc.errors
+
+
+# --- configuration ------------------------------------------------------------------------
+
+def test_configure_shares_slots_and_reports_what_does_not_fit():
+    spec = HardwareSpec(clusters=1, columns=12, max_tag_len=3, tags=5, slots=3)
+    config = configure(queries_of(
+        "/a[@id=1]/b", "//b[@id=1.0]", "/a/b[@n]", "/a[@n='xy']", "/a[text()=1]",
+        "/a[@id=1 and @n]", "/a[@id][@n]", "/a[@id='long']", "/a[@long=1]",
+        "/a[@id=1234567890123456]", "/a[@id<2]", "/b[@n]//a"), spec)
+    assert config.summary() == (
+        "8 queries are not configured:\n"
+        "  query 3 (/a/b[@n]): no room left in the comparator slots (3 slots)\n"
+        "  query 5 (/a[text()=1]): text() predicates are not supported by the programmable "
+        "engine yet\n"
+        "  query 6 (/a[@id=1 and @n]): step 'a': the programmable engine takes one comparison "
+        "per step (no and/or/not, no second predicate)\n"
+        "  query 7 (/a[@id][@n]): step 'a': the programmable engine takes one comparison per "
+        "step (no and/or/not, no second predicate)\n"
+        "  query 8 (/a[@id='long']): string 'long' is longer than the hardware's max tag "
+        "length 3\n"
+        "  query 9 (/a[@long=1]): attribute name 'long' is longer than the hardware's max tag "
+        "length 3\n"
+        "  query 10 (/a[@id=1234567890123456]): number 1234567890123456.0 has more than 15 "
+        "digits\n"
+        "  query 12 (/b[@n]//a): no room left in the comparator slots (3 slots)")
+    # placed in tag order; @id=1 and @id=1.0 share one slot
+    assert config.conditions == (AttrCondition("n", "=", "xy"), AttrCondition("id", "<", 2.0),
+                                 AttrCondition("id", "=", 1.0))
+    assert config.readout_bit == {4: 0, 11: 1, 1: 3, 2: 4}
+    assert [c.slot for c in config.columns[0][:5]] == [1, 2, 3, 0, 3]
+
+
+def test_the_stream_holds_the_slots_and_reads_them_back():
+    queries = queries_of("/a[@id=-1.25]/b", "//b[@n!='q r']", "/a/*[@id]", "//a[@n>=100]",
+                         "/c[@n!='q r']")
+    config = configure(queries, SPEC)
+    assert not config.rejected
+    contents = read_stream(SPEC, config.stream())
+    conditions = dictionary_conditions(SPEC, contents.dictionary)
+    assert conditions == list(config.conditions) + [None] * (SPEC.slots - 4)
+    assert AttrCondition("id", "=", -1.25) in conditions
+    entries = dictionary_entries(SPEC, contents.dictionary)
+    paths = [p for payload in contents.payloads
+             for _, p in cluster_queries(SPEC, entries, payload, conditions)]
+    assert len(paths) == 5 and sum("'n'" in p for p in paths) == 3
+    assert len(config.stream()) * 8 == SPEC.stream_bits
+    # a model loaded bit by bit and one preloaded answer alike
+    loaded, preloaded = ProgrammableModel(SPEC), ProgrammableModel(SPEC)
+    load_configuration(loaded, config.stream())
+    preload_configuration(preloaded, config)
+    assert loaded.dictionary.conditions(SPEC) == preloaded.dictionary.conditions(SPEC)
+    assert [c.gated for c in loaded.clusters] == [c.gated for c in preloaded.clusters]
+
+
+def test_reconfigure_keeps_slots_in_use_and_reuses_free_ones():
+    spec = HardwareSpec(clusters=2, columns=6, max_tag_len=4, tags=5, slots=2)
+    before = configure(queries_of("/a[@id=1]", "/a[@n]/b"), spec)
+    update = reconfigure(queries_of("/a[@id=1]", "/b[@n='x']", "/c[@id=2]"), before.stream(),
+                         spec)
+    assert update.readout_bit[1] == before.readout_bit[1]          # kept where it was
+    assert update.rejected == ((3, "query 3 (/c[@id=2]): no room left in the comparator "
+                                   "slots (2 slots)"),)
+    contents = read_stream(spec, update.stream)
+    assert dictionary_conditions(spec, contents.dictionary) == [
+        AttrCondition("id", "=", 1.0), AttrCondition("n", "=", "x")]
+    assert update.dictionary_changed and read_stream(spec, update.delta).dictionary is not None
+
+
+def test_no_slots_no_predicates():
+    config = configure(queries_of("/a[@x=1]", "/a"), HardwareSpec(columns=4))
+    assert [why for _, why in config.rejected] == [
+        "query 1 (/a[@x=1]): value predicates need comparator slots (this hardware has none: "
+        "`xpfilt compile --mode programmable --slots N`)"]
+
+
+# --- the model against the reference ------------------------------------------------------
+
+@st.composite
+def condition(draw):
+    if draw(st.integers(0, 3)) == 3:
+        return f"@{draw(st.sampled_from(ATTRS))}"
+    return (f"@{draw(st.sampled_from(ATTRS))} {draw(st.sampled_from(OPS))} "
+            f"{draw(st.sampled_from(LITERALS))}")
+
+
+def path():
+    return predicate_paths(TAGS, condition(), max_steps=3, per_step=(0, 1, 1))
+
+
+def check_model(texts, docs, spec):
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    engine = ProgrammableModelEngine(queries, spec)
+    assert not engine.configuration.rejected, engine.configuration.summary()
+    ref = ReferenceFilter(queries)
+    decided = 0
+    for doc in docs:
+        got = answers(engine, doc)
+        if isinstance(got, Errors):
+            assert got == Errors.VALUE_UNDECIDED, (doc, got)
+            continue
+        decided += 1
+        assert got == sorted(ref.filter(doc)), (texts, doc)
+    return decided
+
+
+@given(st.lists(path(), min_size=1, max_size=6), st.lists(element(), min_size=1, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_model_equals_reference_on_generated_attribute_predicates(texts, docs):
+    spec = HardwareSpec(clusters=3, columns=8, max_tag_len=4, max_depth=8, tags=4, slots=18)
+    check_model(texts, [d.encode() for d in docs], spec)
+
+
+def test_model_decides_the_edge_values():
+    texts = ["/a[@id=1]/b", "//b[@n != 2]", "/*[@id]//c[@n='x']", "//a[@id >= -0.5]/*",
+             "/a[@n = ' 2 ']", "//*[@id < 'x']", "//c[@id != 'q']", "/a[@id > 99.99]"]
+    docs = frontend_documents(5, 40)[:-2]
+    assert check_model(texts, docs, HardwareSpec(clusters=2, columns=12, max_tag_len=4,
+                                                 tags=4, slots=9)) > 20
+
+
+def shared_predicate_set():
+    path = DATA / "queries" / "nitf-d6-p15-pred1-n1000.txt"
+    tsv = DATA / "expected" / "nitf-docs--nitf-d6-p15-pred1-n1000.tsv"
+    return [(path, tsv)] if tsv.exists() else []
+
+
+@pytest.mark.parametrize("queries_path, tsv", shared_predicate_set())
+def test_shared_predicate_set_on_the_model(queries_path, tsv):
+    """As many profiles of the shared predicate set as fit 24 x 256 columns and 255 slots (its
+    text() profiles are refused) against the expected answers on the 100 NITF documents."""
+    queries = load_queries(queries_path.read_text().splitlines()).queries
+    spec = HardwareSpec(clusters=24, columns=256, max_tag_len=24, max_depth=16, max_name=32,
+                        tags=127, slots=255)
+    engine = ProgrammableModelEngine(queries, spec)
+    configured = set(engine.configuration.readout_bit)
+    reasons = {why.split("): ", 1)[1] for _, why in engine.configuration.rejected}
+    assert reasons <= {"text() predicates are not supported by the programmable engine yet",
+                       "no room left in the comparator slots (255 slots)"}, reasons
+    assert len(configured) >= 800
+    expected = read_expected(tsv)
+    checked = matches = 0
+    for doc_path in sorted((DATA / "nitf" / "docs").glob("*.xml")):
+        try:
+            got = {queries[p].number for p in engine.filter(doc_path.read_bytes())}
+        except EngineError as exc:
+            assert exc.errors == Errors.VALUE_UNDECIDED
+            continue
+        assert got == {n for n in expected[doc_path.name] if n in configured}, doc_path.name
+        checked += 1
+        matches += len(got)
+    assert checked == 100 and matches > 0
+
+
+# --- the RTL against the model --------------------------------------------------------------
+
+SET_A = queries_of("/a[@id=1]/b", "//b[@n != 2]", "/*[@id]//c[@n='x']", "//a[@id >= -0.5]/*")
+SET_B = queries_of("/a[@id=1]/b", "/a[@n = ' 2 ']", "//*[@id < 'x']", "/c//b[@id > 99.99]")
+
+
+def check_readouts(result, spec, docs, placements):
+    """Every readout = the reference of the configuration that answered it (``placements``:
+    (readout bits, queries) per document; undecided documents are flagged instead)."""
+    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    assert len(readouts) == len(docs)
+    matched = 0
+    for doc, readout, (where, queries) in zip(docs, readouts, placements):
+        if readout.errors:
+            assert readout.errors == Errors.VALUE_UNDECIDED, doc
+            continue
+        want = {queries[i].number for i in ReferenceFilter(queries).filter(doc)}
+        got = {n for n, b in where.items() if readout.bits >> b & 1}
+        assert got == {n for n in want if n in where}, doc
+        matched += bool(got)
+    assert matched >= 2
+
+
+@pytest.mark.parametrize("seed, p_valid, p_ready", [(1, 0.85, 0.8), (2, 1.0, 1.0)])
+def test_rtl_equals_model_through_loads_deltas_and_mid_document_commits(seed, p_valid,
+                                                                       p_ready):
+    config_a = configure(SET_A, SPEC)
+    update = reconfigure(SET_B, config_a.stream(), SPEC)
+    assert not config_a.rejected and not update.rejected and update.dictionary_changed
+    docs = frontend_documents(seed, 6)[:-2]
+    long_doc = b"<a id='1'>" + b"<b n='2'/><c n='x'/><b id='100'/>" * 90 + b"</a>"
+    assert len(update.delta) * 8 < len(long_doc)
+    items = [("config", config_a.stream()), *docs[:3],
+             ("config+doc", update.delta[:-3], long_doc),      # cut short: refused
+             ("config+doc", update.delta, long_doc),           # commits after the document
+             *docs[3:], b"<a/>", b"<c><b id='100'/></c>"]
+    result = compare_programmable(SPEC, items, seed=seed, p_valid=p_valid, p_ready=p_ready)
+    assert result["mismatch"] is None, result["mismatch"]
+    shown = [i if isinstance(i, bytes) else i[2] for i in items[1:]]
+    a, b = (config_a.readout_bit, SET_A), (update.readout_bit, SET_B)
+    check_readouts(result, SPEC, shown, [a] * 5 + [b] * (len(shown) - 5))
+
+
+def test_rtl_equals_model_with_every_parameter_at_one():
+    spec = HardwareSpec(clusters=1, columns=2, max_tag_len=1, max_depth=1, max_name=1, tags=1,
+                        slots=1)
+    config = configure(queries_of("/a[@n=1]"), spec)
+    other = configure(queries_of("/a[@n!='x']"), spec)
+    assert not config.rejected and not other.rejected
+    docs = [b"<a n='1'/>", b"<a n='2'/>", b"<a/>", b"<a n='01.0'></a>", b"<a nn='1'/>",
+            b"<a n='x'/>", b"<a n='&amp;'/>"]
+    items = [("config", config.stream()), *docs, ("config+doc", other.stream(), docs[0]),
+             *docs]
+    result = compare_programmable(spec, items, seed=3, p_valid=1.0, p_ready=1.0)
+    assert result["mismatch"] is None, result["mismatch"]
+    shown = [i if isinstance(i, bytes) else i[2] for i in items[1:]]
+    check_readouts(result, spec, shown,
+                   [(config.readout_bit, queries_of("/a[@n=1]"))] * 8
+                   + [(other.readout_bit, queries_of("/a[@n!='x']"))] * 7)
+
+
+def random_path(rng) -> str:
+    text = ""
+    for _ in range(rng.randint(1, 3)):
+        text += rng.choice(["/", "//"]) + rng.choice(TAGS + ["*"])
+        if rng.random() < 0.6:
+            attr = rng.choice(ATTRS)
+            text += (f"[@{attr}]" if rng.random() < 0.2 else
+                     f"[@{attr} {rng.choice(OPS)} {rng.choice(LITERALS)}]")
+    return text
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_rtl_equals_model_on_random_predicate_workloads(seed):
+    """Random attribute-predicate paths and documents (every value of VALUES, whitespace and
+    quotes varied), random valid/ready: RTL = model every cycle, readouts = reference."""
+    import random
+    rng = random.Random(seed)
+    spec = HardwareSpec(clusters=2, columns=12, max_tag_len=3, max_depth=6, max_name=8,
+                        tags=4, slots=10)
+    queries = queries_of(*(random_path(rng) for _ in range(7)))
+    config = configure(queries, spec)
+    placed = [q for q in queries if q.number in config.readout_bit]
+    assert len(placed) >= 5, config.summary()
+    docs = frontend_documents(seed, 14)
+    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=seed,
+                                  p_valid=0.7, p_ready=0.7)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    assert len(readouts) == len(docs)
+    for doc, readout in zip(docs[:-2], readouts):
+        if not readout.errors:
+            want = {placed[i].number for i in ReferenceFilter(placed).filter(doc)}
+            assert {n for n, b in config.readout_bit.items() if readout.bits >> b & 1} == want
