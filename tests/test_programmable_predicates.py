@@ -99,11 +99,15 @@ def test_the_stream_holds_the_slots_and_reads_them_back():
 def test_reconfigure_keeps_slots_in_use_and_reuses_free_ones():
     spec = HardwareSpec(clusters=2, columns=6, max_tag_len=4, tags=5, slots=2)
     before = configure(queries_of("/a[@id=1]", "/a[@n]/b"), spec)
-    update = reconfigure(queries_of("/a[@id=1]", "/b[@n='x']", "/c[@id=2]"), before.stream(),
-                         spec)
+    update = reconfigure(queries_of("/a[@id=1]", "/b[@n='x']", "/c[@id=2]", "/a[text()=1]",
+                                    "/a[b]"), before.stream(), spec)
     assert update.readout_bit[1] == before.readout_bit[1]          # kept where it was
-    assert update.rejected == ((3, "query 3 (/c[@id=2]): no room left in the comparator "
-                                   "slots (2 slots)"),)
+    assert update.rejected == (
+        (3, "query 3 (/c[@id=2]): no room left in the comparator slots (2 slots)"),
+        (4, "query 4 (/a[text()=1]): text() predicates are not supported by the programmable "
+            "engine yet"),
+        (5, "query 5 (/a[b]): nested paths (twig profiles) are not supported by the "
+            "programmable engine yet"))
     contents = read_stream(spec, update.stream)
     assert dictionary_conditions(spec, contents.dictionary) == [
         AttrCondition("id", "=", 1.0), AttrCondition("n", "=", "x")]

@@ -570,9 +570,12 @@ def _slot_text(cond: Optional[AttrCondition]) -> str:
 
 def _path_text(query: Query) -> str:
     """A path as :func:`cluster_queries` reads it back from a stream (a step's condition as
-    its slot key)."""
-    return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
-                   + _slot_text(step_condition(s)) for s in query.steps)
+    its slot key); "" for a query no stream holds (predicates no slot decides)."""
+    try:
+        return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
+                       + _slot_text(step_condition(s)) for s in query.steps)
+    except ValueError:
+        return ""
 
 
 def query_tags(query: Query) -> frozenset[bytes]:
