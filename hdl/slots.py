@@ -3,10 +3,11 @@
 Like the custom engine's attribute conditions (:meth:`xpfilt.hdl.frontend.FrontEnd.
 _attribute_conditions`), but every constant comes from the configuration stream
 (:mod:`xpfilt.slots` has the layout): the attribute names, the string constants and the number
-digits of ``slots`` slots sit in three LUT-RAMs with two banks each (the active one is read,
+digits of ``slots`` slots sit in LUT-RAMs with two banks each (the active one is read,
 the other one loaded), one byte (a digit: a nibble) per slot a row, so one asynchronous read at
 the current position gives every slot the byte to compare (a streaming CAM, as the tag
-decoder's dictionary). Each slot keeps a "still equal" bit for the attribute name and for the
+decoder's dictionary). Names and strings share a memory and a byte comparator per slot: a name
+and a value never stream at the same time. Each slot keeps a "still equal" bit for the attribute name and for the
 string, and first-difference flags for the integer and fraction digits of a number (the
 custom engine's number lexer, shared by all slots); at the closing quote every slot whose
 attribute name matched is decided from its kind, operator, sign and digit counts (flags
@@ -18,7 +19,7 @@ from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from xpfilt.hwdefs import NUMBER_DIGITS
-from xpfilt.slots import DIGIT_ROWS, KINDS, OPS, SLOT_FLAG_BITS, slot_rows
+from xpfilt.slots import DIGIT_ROWS, KINDS, OUTCOMES, SLOT_FLAG_BITS, slot_rows
 
 __all__ = ["SlotLoadLayout", "comparator_slots"]
 
@@ -48,23 +49,23 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     ones = (1 << S) - 1
     bank = load.bank
 
-    # --- loading: a row register, three banked LUT-RAMs, staged flags ---
+    # --- loading: a row register, two banked LUT-RAMs (names and strings; digits), flags ---
     shift = Signal(8 * S)
     shift_next = Cat(shift[1:], load.bit)
     with m.If(load.shift):
         m.d.sync += shift.eq(shift_next)
     row = load.row
-    names = Memory(shape=8 * S, depth=2 << lw, init=[])
-    strings = Memory(shape=8 * S, depth=2 << lw, init=[])
+    texts = Memory(shape=8 * S, depth=4 << lw, init=[])      # [bank][string?][position]
     digits = Memory(shape=4 * S, depth=4 * DIGIT_ROWS, init=[])
-    m.submodules.slot_names, m.submodules.slot_strings = names, strings
-    m.submodules.slot_digits = digits
+    m.submodules.slot_texts, m.submodules.slot_digits = texts, digits
     low_nibbles = Cat(*(shift_next[8 * s:8 * s + 4] for s in range(S)))
     for memory, first, count, addr_bits, data_ in (
-            (names, 0, L, lw, shift_next), (strings, L, L, lw, shift_next),
+            (texts, 0, L, lw, shift_next), (texts, L, L, lw, shift_next),
             (digits, 2 * L, 2 * DIGIT_ROWS, 5, low_nibbles)):
         port = memory.write_port()
-        m.d.comb += [port.addr.eq(Cat((row - first)[:addr_bits], ~bank)),
+        m.d.comb += [port.addr.eq(Cat((row - first)[:addr_bits], Const(int(first == L), 1), ~bank)
+                                  if memory is texts else
+                                  Cat((row - first)[:addr_bits], ~bank)),
                      port.data.eq(data_),
                      port.en.eq(load.row_write & (row >= first) & (row < first + count))]
     staged = Signal(SLOT_FLAG_BITS * S)
@@ -74,51 +75,50 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     with m.If(load.flip):
         m.d.sync += flags.eq(staged)
 
-    def field(s, at, width):
+    def field(s, at, width=1):
         return flags[SLOT_FLAG_BITS * s + at:SLOT_FLAG_BITS * s + at + width]
-    kind = [field(s, 0, 2) for s in range(S)]
-    op = [field(s, 2, 3) for s in range(S)]
 
-    def per_slot(rd, width=8):
-        return [rd.data[width * s:width * s + width] for s in range(S)]
-
-    # --- the attribute name: each slot's name follows it byte by byte ---
+    # --- one comparator per slot for the name and the string: the memory holds both, read at
+    # the name's position while a name streams, at the value's from its opening quote on ---
     apos = Signal(range(L + 2))          # name bytes so far (saturating)
+    vpos = Signal(range(L + 2))          # value bytes so far (saturating)
+    in_value = Signal()                  # a value (not a name) is read
     astill = Signal(S, init=ones)        # the name so far equals the slot's name's start
+    sstill = Signal(S, init=ones)        # the value so far equals the slot's string's start
     cur = Signal(S)                      # the slots on the attribute whose value comes
-    name_rd = names.read_port(domain="comb")
-    m.d.comb += name_rd.addr.eq(Cat(apos[:lw], bank))
-    in_name = apos < L
-    expected = per_slot(name_rd)
+    text_rd = texts.read_port(domain="comb")
+    reading_value = in_value & ~req["attr_byte"]     # (a name's first byte clears in_value)
+    at = Mux(reading_value, vpos, apos)
+    m.d.comb += text_rd.addr.eq(Cat(at[:lw], reading_value, bank))
+    inside = at < L
+    expected = [text_rd.data[8 * s:8 * s + 8] for s in range(S)]
+    space_like = registered("vspace", member(b" \t\n"))
+    same = Cat(*(e == Mux(space_like, ord(" "), byte) for e in expected))   # names: no spaces
+    ends = Mux(inside, Cat(*(e == 0 for e in expected)), ones)
     with m.If(valid):
+        with m.If(last | req["attr_byte"]):
+            m.d.sync += in_value.eq(0)
+        with m.Elif(req["val_start"]):
+            m.d.sync += in_value.eq(1)
         with m.If(~last & req["attr_byte"]):
             m.d.sync += [apos.eq(Mux(apos == L + 1, apos, apos + 1)),
-                         astill.eq(astill & Mux(in_name, Cat(*(e == byte for e in expected)),
-                                                0))]
+                         astill.eq(astill & Mux(inside, same, 0))]
         with m.Else():
             m.d.sync += [apos.eq(0), astill.eq(ones)]
         with m.If(last):
             m.d.sync += cur.eq(0)
         with m.Elif(req["attr_end"]):
-            m.d.sync += cur.eq(astill & Mux(in_name, Cat(*(e == 0 for e in expected)), ones))
+            m.d.sync += cur.eq(astill & ends)
 
-    # --- the value: a string per slot (tab and newline read as space), number digits ---
+    # --- the value: the string, and the number's digits against each slot's ---
     start = valid & (last | req["val_start"])
     fed = valid & ~last & req["val_byte"]
-    vpos = Signal(range(L + 2))
-    sstill = Signal(S, init=ones)
-    str_rd = strings.read_port(domain="comb")
-    m.d.comb += str_rd.addr.eq(Cat(vpos[:lw], bank))
-    in_string = vpos < L
-    constant = per_slot(str_rd)
-    space_like = registered("vspace", member(b" \t\n"))
-    value_byte = Mux(space_like, ord(" "), byte)
     icount = Signal(range(DIGIT_ROWS + 1))   # significant integer digits so far (saturating)
     fcount = Signal(range(DIGIT_ROWS + 1))   # fraction digits so far (saturating)
     sig, frac = lexer.sig_digit, lexer.frac_digit
     digit_rd = digits.read_port(domain="comb")
     m.d.comb += digit_rd.addr.eq(Cat(Mux(frac, fcount, icount)[:4], frac, bank))
-    literal = per_slot(digit_rd, 4)
+    literal = [digit_rd.data[4 * s:4 * s + 4] for s in range(S)]
     dlt = Cat(*(byte[:4] < d for d in literal))
     dgt = Cat(*(byte[:4] > d for d in literal))
     ilt, igt, flt, fgt = (Signal(S, name=f"slot_{n}") for n in ("ilt", "igt", "flt", "fgt"))
@@ -127,8 +127,7 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
                      ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
     with m.Elif(fed):
         m.d.sync += [vpos.eq(Mux(vpos == L + 1, vpos, vpos + 1)),
-                     sstill.eq(sstill & Mux(in_string,
-                                            Cat(*(k == value_byte for k in constant)), 0))]
+                     sstill.eq(sstill & Mux(inside, same, 0))]
         with m.If(sig & (icount != DIGIT_ROWS)):
             m.d.sync += icount.eq(icount + 1)
         with m.If(frac & (fcount != DIGIT_ROWS)):
@@ -139,27 +138,26 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
             with m.If(frac & ~flt[s] & ~fgt[s]):
                 m.d.sync += [flt[s].eq(dlt[s]), fgt[s].eq(dgt[s])]
 
-    # --- at the closing quote: every slot decided (the caller registers it) ---
-    string_equal = sstill & Mux(in_string, Cat(*(k == 0 for k in constant)), ones)
-    amp = lexer.amp
+    # --- at the closing quote: every slot decided from the outcomes its operator accepts ---
+    equal = sstill & ends
+    amp, valid_number = lexer.amp, lexer.num_valid
+    accept = {name: k + 2 for k, name in enumerate(OUTCOMES)}
     bits = []
     for s in range(S):
-        whole, fraction = field(s, 6, 4), field(s, 10, 4)
+        whole, fraction = field(s, 7, 4), field(s, 11, 4)
         lt, eq_, gt = lexer.relation(
-            field(s, 5, 1), i_shorter=icount < whole, i_same=icount == whole,
+            field(s, 6), i_shorter=icount < whole, i_same=icount == whole,
             i_longer=icount > whole, f_shorter=fcount < fraction,
             ilt=ilt[s], igt=igt[s], flt=flt[s], fgt=fgt[s])
-        number = Const(0, 1)
-        for code, name in enumerate(OPS):
-            number = Mux(op[s] == code, lexer.number_bit(name, lt, eq_, gt), number)
-        is_eq = op[s] == OPS.index("=")
-        bits.append(Mux(kind[s] == KINDS.index("exists"), 1,
-                        Mux(kind[s] == KINDS.index("string"),
-                            Mux(is_eq, string_equal[s], ~string_equal[s]) & ~amp,
-                            Mux(kind[s] == KINDS.index("nan"),
-                                (op[s] == OPS.index("!=")) & ~amp, number))))
-    valued = Cat(*(cur[s] & (kind[s] != KINDS.index("exists")) for s in range(S))).any()
-    numeric = Cat(*(cur[s] & (kind[s] == KINDS.index("number")) for s in range(S))).any()
+        number = ((valid_number & ((lt & field(s, accept["lt"])) | (eq_ & field(s, accept["eq"]))
+                                   | (gt & field(s, accept["gt"]))))
+                  | (lexer.num_nan & field(s, accept["nan"]))) & ~lexer.num_undec
+        string = Mux(equal[s], field(s, accept["eq"]), field(s, accept["lt"]))
+        kind = field(s, 0, 2)
+        bits.append((kind == KINDS.index("exists"))
+                    | (Mux(kind == KINDS.index("number"), number, string) & ~amp))
+    valued = Cat(*(cur[s] & (field(s, 0, 2) != KINDS.index("exists")) for s in range(S))).any()
+    numeric = Cat(*(cur[s] & (field(s, 0, 2) == KINDS.index("number")) for s in range(S))).any()
     undecided = req["val_end"] & ((valued & amp) | (numeric & lexer.num_undec))
     return cur & Cat(*bits), undecided
 

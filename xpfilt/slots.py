@@ -5,14 +5,17 @@ A slot is part of the engine-wide dictionary payload (after the tag entries): ``
 rows of one byte per slot (row ``r`` byte ``s`` = slot ``s``; ``L`` = ``max_tag_len``):
 
 * rows ``0 .. L-1``: the attribute name, zero-padded (all zeros: a free slot);
-* rows ``L .. 2L-1``: a string constant, zero-padded (``=``/``!=`` with a string);
+* rows ``L .. 2L-1``: a string constant, zero-padded (``=``/``!=`` with a string; the front
+  end reads names and strings from one memory: a name and a value never stream together);
 * rows ``2L .. 2L+15``: the integer digits of a number constant (without leading zeros), one
   per row in the low nibble; rows ``2L+16 .. 2L+31``: its fraction digits (without trailing
   zeros), zero beyond them;
 
 then :data:`SLOT_FLAG_BITS` per slot (slot 0 first, LSB first): the kind (2 bits, :data:`KINDS`),
-the operator (3 bits, :data:`OPS`), the number's sign (1), its count of integer digits (4) and
-of fraction digits (4). The front end (:class:`xpfilt.hdl.frontend.FrontEnd` with ``slots``)
+the outcomes the operator accepts (4 bits, :data:`OUTCOMES`: a number below, equal to, above the
+constant, not a number; a string: equal, or "lt" for not equal), the number's sign (1), its
+count of integer digits (4) and of fraction digits (4). A comparison with a constant that is not
+a number (``[@a < 'x']``) is a string slot accepting both outcomes (``!=``) or none. The front end (:class:`xpfilt.hdl.frontend.FrontEnd` with ``slots``)
 decides every slot on every attribute value, as it decides the custom engine's conditions
 (:func:`xpfilt.hwdefs.condition_value_holds`).
 """
@@ -24,13 +27,16 @@ from typing import Optional, Sequence
 
 from .hwdefs import NUMBER_DIGITS, AttrCondition, number_digits
 
-__all__ = ["SLOT_FLAG_BITS", "DIGIT_ROWS", "KINDS", "OPS", "slot_rows", "slot_key",
-           "slot_refusal", "encode_slots", "decode_slots"]
+__all__ = ["SLOT_FLAG_BITS", "DIGIT_ROWS", "KINDS", "OUTCOMES", "NUMBER_ACCEPTS", "slot_rows",
+           "slot_key", "slot_refusal", "encode_slots", "decode_slots"]
 
 DIGIT_ROWS = NUMBER_DIGITS + 1          # integer digit positions (and fraction positions)
-KINDS = ("exists", "string", "number", "nan")
-OPS = ("=", "!=", "<", "<=", ">", ">=")
-SLOT_FLAG_BITS = 14                     # kind 2, op 3, negative 1, integer digits 4, fraction 4
+KINDS = ("exists", "string", "number")
+OUTCOMES = ("lt", "eq", "gt", "nan")
+#: The outcomes each operator accepts, for numbers.
+NUMBER_ACCEPTS = {"=": ("eq",), "!=": ("lt", "gt", "nan"), "<": ("lt",), "<=": ("lt", "eq"),
+                  ">": ("gt",), ">=": ("gt", "eq")}
+SLOT_FLAG_BITS = 15                     # kind 2, outcomes 4, negative 1, integer 4, fraction 4
 
 
 def slot_rows(max_tag_len: int) -> int:
@@ -45,8 +51,8 @@ def slot_key(cond: AttrCondition) -> tuple:
         return cond.attribute, kind
     if kind == "string":
         return cond.attribute, kind, cond.op, cond.literal
-    if kind == "nan":
-        return cond.attribute, kind, cond.op
+    if kind == "nan":                    # only "!=" holds, whatever the value
+        return cond.attribute, kind, cond.op == "!="
     return cond.attribute, kind, cond.op, number_digits(cond.number)
 
 
@@ -89,9 +95,17 @@ def encode_slots(conditions: Sequence[AttrCondition], slots: int,
                 rows[2 * L + p][s] = int(d)
             for p, d in enumerate(frac):
                 rows[2 * L + DIGIT_ROWS + p][s] = int(d)
-        op = OPS.index(cond.op) if kind != "exists" else 0
-        flags |= (KINDS.index(kind) | op << 2 | neg << 5 | len(whole) << 6
-                  | len(frac) << 10) << (SLOT_FLAG_BITS * s)
+        if kind == "number":
+            accepts = NUMBER_ACCEPTS[cond.op]
+        elif kind == "string":
+            accepts = ("eq",) if cond.op == "=" else ("lt",)
+        elif kind == "nan":
+            accepts, kind = (("eq", "lt") if cond.op == "!=" else ()), "string"
+        else:
+            accepts = ()
+        mask = sum(1 << OUTCOMES.index(a) for a in accepts)
+        flags |= (KINDS.index(kind) | mask << 2 | neg << 6 | len(whole) << 7
+                  | len(frac) << 11) << (SLOT_FLAG_BITS * s)
     return [int.from_bytes(r, "little") for r in rows], flags
 
 
@@ -110,19 +124,22 @@ def decode_slots(rows: Sequence[int], flags: int, slots: int,
             out.append(None)
             continue
         f = flags >> (SLOT_FLAG_BITS * s)
-        kind, op = KINDS[f & 3], OPS[min(f >> 2 & 7, len(OPS) - 1)]
+        kind = KINDS[min(f & 3, len(KINDS) - 1)]
+        accepts = tuple(a for k, a in enumerate(OUTCOMES) if f >> (2 + k) & 1)
         attribute = name.decode("utf-8", "replace")
         if kind == "exists":
             out.append(AttrCondition(attribute, "exists"))
-        elif kind == "string":
-            out.append(AttrCondition(attribute, op, text(L, s, L).split(b"\0", 1)[0]
+        elif kind == "string" and accepts in (("eq",), ("lt",)):
+            out.append(AttrCondition(attribute, "=" if accepts == ("eq",) else "!=",
+                                     text(L, s, L).split(b"\0", 1)[0]
                                      .decode("utf-8", "replace")))
-        elif kind == "nan":
-            out.append(AttrCondition(attribute, op, float("nan")))
+        elif kind == "string":           # a constant that is not a number: only != holds
+            out.append(AttrCondition(attribute, "!=" if accepts else "=", float("nan")))
         else:
-            whole = "".join(str(rows[2 * L + p] >> (8 * s) & 15) for p in range(f >> 6 & 15))
+            op = next((o for o, a in NUMBER_ACCEPTS.items() if set(a) == set(accepts)), "=")
+            whole = "".join(str(rows[2 * L + p] >> (8 * s) & 15) for p in range(f >> 7 & 15))
             frac = "".join(str(rows[2 * L + DIGIT_ROWS + p] >> (8 * s) & 15)
-                           for p in range(f >> 10 & 15))
-            number = float(Decimal(f"{'-' if f >> 5 & 1 else ''}{whole or '0'}.{frac or '0'}"))
+                           for p in range(f >> 11 & 15))
+            number = float(Decimal(f"{'-' if f >> 6 & 1 else ''}{whole or '0'}.{frac or '0'}"))
             out.append(AttrCondition(attribute, op, number))
     return out
