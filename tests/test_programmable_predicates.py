@@ -278,3 +278,37 @@ def test_rtl_equals_model_on_random_predicate_workloads(seed):
         if not readout.errors:
             want = {placed[i].number for i in ReferenceFilter(placed).filter(doc)}
             assert {n for n, b in config.readout_bit.items() if readout.bits >> b & 1} == want
+
+
+def test_cli_compiles_slots_configures_predicates_and_filters(tmp_path):
+    """`xpfilt compile --mode programmable --slots N`, then `configure` lists each profile whose
+    predicates do not fit on one line with the reason and configures the rest, and the model
+    engine answers the profiles that fit as the reference does."""
+    from click.testing import CliRunner
+    from xpfilt.cli import main
+
+    def run(*args):
+        return CliRunner().invoke(main, [str(a) for a in args])
+    hw = tmp_path / "hw"
+    assert run("compile", "--mode", "programmable", "--columns", 8, "--max-tag-len", 4,
+               "--tags", 4, "--slots", 2, "-o", hw).exit_code == 0
+    queries = tmp_path / "q.txt"
+    queries.write_text("/a[@id=1]/b\n//b[@n]\n/a[text()='x']\n/a[@id>2]\n/a[@id = 1.0]//c\n")
+    result = run("configure", queries, "--hw", hw, "-o", tmp_path / "c.bin")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[:3] == [
+        "xpfilt: 2 queries are not configured:",
+        "  query 2 (//b[@n]): no room left in the comparator slots (2 slots)",
+        "  query 3 (/a[text()='x']): text() predicates are not supported by the programmable "
+        "engine yet"]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i, doc in enumerate([b"<a id='1'><b n=''/><x><c/></x></a>", b"<a id='01.0'><b/></a>",
+                             b"<a id='2'><b n='1'/></a>"]):
+        (docs / f"d{i}.xml").write_bytes(doc)
+    fits = tmp_path / "fits.txt"
+    fits.write_text("/a[@id=1]/b\n/a[@id>2]\n/a[@id = 1.0]//c\n")
+    got = run("filter", "-e", "model", "--mode", "programmable", "--hw", hw, "-q", fits, docs)
+    want = run("filter", "-q", fits, docs)
+    assert got.exit_code == want.exit_code == 0, got.stderr
+    assert got.stdout == want.stdout and "\t1" in got.stdout
