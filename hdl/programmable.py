@@ -7,12 +7,15 @@ whose registered tag index goes to every cluster with the events. Per cluster: a
 :func:`xpfilt.hdl.stacks.level_stack`). The stream format and the meaning of each configuration
 bit are in :mod:`xpfilt.programmable`.
 
-The dictionary lives in a LUT-RAM with two banks: row ``p`` of a bank holds byte ``p`` of every
+The dictionary lives in LUT-RAMs with two banks: row ``p`` of a bank holds byte ``p`` of every
 entry, so one asynchronous read at the name position gives every entry the byte to compare (a
 streaming CAM of ``tags`` entries). At the end of a name the decoder registers the tag index of
-the entry it equals (0: none); in each cluster that index reads a row of the *tag matrix* (a
-synchronous memory, a block RAM on the ECP5, one bit per column), which gives every column its
-tag match at once: no comparator per column, and one dictionary for all clusters. A
+the entry it equals (0: none), pipelined in :data:`xpfilt.hwdefs.DECODER_STAGES` stages; the
+index and the events (delayed to match) reach every cluster through a registered distribution
+tree (:func:`xpfilt.hdl.engine.distribute`) and the cluster's own copy. In each cluster the
+index reads a row of the *tag matrix* (a synchronous memory, a block RAM on the ECP5, one bit
+per column), which gives every column its tag match at once: no comparator per column, and
+one dictionary for all clusters. A
 configuration stream writes the *inactive* banks of the parts it holds (its *present* parts:
 the dictionary, clusters; a delta stream holds only those that change) row by row and their
 column flags into staging shift registers; only when the header, base id, length and CRC-32
@@ -23,8 +26,6 @@ stream's last bit is the first one the new configuration answers). A rejected st
 nothing.
 """
 
-from types import SimpleNamespace
-
 from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -33,19 +34,26 @@ from amaranth.lib.wiring import In, Out
 from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
 from xpfilt.slots import SLOT_FLAG_BITS, slot_rows
-from xpfilt.hwdefs import CRC32_POLY
+from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, distribution_depth,
+                           programmable_event_delay)
 from xpfilt.readout import ReadoutKind
 
-from .cluster import ERROR_WIDTH
+from .cluster import ERROR_WIDTH, copy_register, distribute
 from .engine import EngineFrame
-from .frontend import ByteLayout, EventLayout, NameTapLayout
+from .frontend import ByteLayout, NameTapLayout
 from .readout import readout_layout
-from .stacks import level_stack, match_flags
+from .stacks import DecodedEventLayout, decode_events, level_stack, match_flags
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "TagDecoder", "ProgrammableCluster",
            "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
 
 CLUSTER_MODULE = "xpfilt_prog_cluster"
+
+#: Dictionary entries per LUT-RAM of the tag decoder, each read from its own copy of the name
+#: position and written from its own copy of the configuration port (one copy for all 127
+#: entries, ECP5: 5.3 ns of routing from the position at 128 columns, 8.6 ns to the write
+#: enables at 1,024).
+DECODER_GROUP = 16
 
 
 
@@ -94,6 +102,20 @@ def _config_ports(spec: HardwareSpec) -> dict:
     """The ports a configured part takes from the :class:`ConfigLoader`: ``cfg``,
     ``selected`` (the payload bit belongs to this part) and ``row``."""
     return {"cfg": In(_CfgPort), "selected": In(1), "row": In(range(_rows(spec)))}
+
+
+def _registered_config(m: Module, part, variant: int = 0, *, name: str = "cfg") -> tuple:
+    """``part``'s ``cfg``, ``selected`` and ``row`` a cycle later, from registers of its own
+    (the loader's decisions reach every part's wide enables from a register nearby), in form
+    ``variant`` of :func:`xpfilt.hdl.cluster.copy_register` (a form k > 0 loads from the k-th
+    cycle after reset on: the first bits of a stream are its header, which no part reads).
+    Every part (the decoder's groups, each cluster: the engine registers their ports) takes
+    the same delay, so the order of writes and commits is the loader's, and a commit still
+    lands before the next document's first name or event."""
+    cfg, selected, row = Signal.like(part.cfg), Signal(), Signal.like(part.row)
+    m.d.comb += Cat(cfg, selected, row).eq(copy_register(
+        m, Cat(part.cfg, part.selected, part.row), variant, name=name))
+    return cfg, selected, row
 
 
 class ConfigLoader(wiring.Component):
@@ -286,9 +308,10 @@ class ConfigLoader(wiring.Component):
 
 class TagDecoder(wiring.Component):
     """The engine's programmable tag decoder: follows each name on ``name_tap`` (the front
-    end's) against the dictionary's entries and registers, on ``load``, the index of the entry
-    the name ending there equals (0: none) on ``index``, in step with the front end's
-    ``events``. ``cfg``/``selected``/``row`` from the :class:`ConfigLoader` (``selected``: the
+    end's) against the dictionary's entries and shows the index of the entry the name ending at
+    a ``load`` equals (0: none) on ``index``, :data:`xpfilt.hwdefs.DECODER_STAGES` cycles after
+    the tap (stages: copies of the tap, one per group of :data:`DECODER_GROUP` entries; each
+    entry's byte comparison; "the name ending here equals the entry"; the index). ``cfg``/``selected``/``row`` from the :class:`ConfigLoader` (``selected``: the
     payload bit belongs to the dictionary)."""
 
     def __init__(self, spec: HardwareSpec):
@@ -304,43 +327,68 @@ class TagDecoder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        length, tags, tap = spec.max_tag_len, spec.tags, self.name_tap
-        # the dictionary in two LUT-RAM banks (``bank`` is active, the other one is loaded)
-        row_width = _width(length)
+        length, tags = spec.max_tag_len, spec.tags
+        # The dictionary in LUT-RAMs of two banks, one per group of DECODER_GROUP entries,
+        # each with its own copies of the configuration port and the tap, its own active bank
+        # (flipped by every group at the same commit) and its part of the register
+        # the dictionary rows come in through.
+        # (the comparator slots, in the front end, load at the loader's timing and follow
+        # ``bank``, which flips in the commit's cycle)
         bank = Signal()
-        entries = Memory(shape=8 * tags, depth=2 << row_width, init=[])
-        m.submodules.entries = entries
-        read = entries.read_port(domain="comb")
-        write = entries.write_port()
-        shift = Signal(8 * tags)                 # dictionary rows come in here
-        shift_next = Cat(shift[1:], self.cfg.bit)
-        with m.If(self.selected & self.cfg.row_shift):
-            m.d.sync += shift.eq(shift_next)
-        m.d.comb += [
-            write.addr.eq(Cat(self.row[:row_width], ~bank)),
-            write.data.eq(shift_next),
-            write.en.eq(self.selected & self.cfg.row_write),
-        ]
         present = _commit_banks(m, self.cfg, self.selected, bank)
         m.d.comb += [self.bank.eq(bank), self.flip.eq(self.cfg.commit & present)]
+        row_width = _width(length)
+        groups = [range(g, min(tags, g + DECODER_GROUP)) for g in range(0, tags, DECODER_GROUP)]
+        shifts = [Signal(8 * len(group), name=f"shift_{k}") for k, group in enumerate(groups)]
+        tap = self.name_tap
+        same = Signal(tags)       # stage 2: each entry's byte at the name position equals it
+        for k, group in enumerate(groups):
+            cfg, selected, cfg_row = _registered_config(m, self, k + 1, name=f"cfg_{k}")
+            group_bank = Signal(name=f"bank_{k}")
+            _commit_banks(m, cfg, selected, group_bank)
+            shift = shifts[k]
+            shift_next = Cat(shift[1:], shifts[k + 1][0] if k + 1 < len(groups) else cfg.bit)
+            with m.If(selected & cfg.row_shift):
+                m.d.sync += shift.eq(shift_next)
+            # stage 1: the group's copy of the tap
+            copy = copy_register(m, Cat(tap.pos, tap.data, tap.advance), k + 1,
+                                 name=f"tap_{k}")
+            pos, data, advance = copy[:len(tap.pos)], copy[len(tap.pos):-1], copy[-1]
+            entries = Memory(shape=8 * len(group), depth=2 << row_width, init=[])
+            m.submodules[f"entries_{k}"] = entries
+            read = entries.read_port(domain="comb")
+            write = entries.write_port()
+            m.d.comb += [
+                write.addr.eq(Cat(cfg_row[:row_width], ~group_bank)),
+                write.data.eq(shift_next),
+                write.en.eq(selected & cfg.row_write),
+                read.addr.eq(Cat(pos[:row_width], group_bank)),
+            ]
+            # with the name byte on ``advance``, else with 0 (the entry ends where the name
+            # does; a push is never registered on a name byte)
+            byte = Mux(advance, data, 0)
+            m.d.sync += same[group.start:group.stop].eq(
+                Cat(*(read.data[8 * d:8 * d + 8] == byte for d in range(len(group)))))
+        control = Signal(NameTapLayout(max_name=spec.max_name))     # stage 1 ...
+        later = Signal.like(control)                                # ... and 2
+        m.d.sync += [control.eq(tap), later.eq(control)]
+        in_entry = Signal()
+        at_end = Signal()         # the name position is just past the longest entry
+        m.d.sync += [in_entry.eq(control.pos < length), at_end.eq(control.pos == length)]
 
-        # each dictionary entry follows the name byte by byte
-        in_entry = tap.pos < length
-        m.d.comb += read.addr.eq(Cat(tap.pos[:row_width], bank))
-        expected = read.data
-        # One comparator per entry: with the name byte on ``advance``, else with 0 (the entry
-        # ends where the name does; a push is never registered on a name byte).
-        byte = Mux(tap.advance, tap.data, 0)
-        same = Cat(*(expected[8 * d:8 * d + 8] == byte for d in range(tags)))
+        # stage 3: each entry follows the name byte by byte
         still = Signal(tags, init=(1 << tags) - 1)   # the name so far equals the entry's start
         equal = Signal(tags)                         # the name ending here equals the entry
-        m.d.comb += equal.eq(still & Mux(in_entry, same, Mux(tap.pos == length,
-                                                             (1 << tags) - 1, 0)))
-        with m.If(tap.restart):
+        loaded = Signal()
+        m.d.sync += loaded.eq(later.load)
+        with m.If(later.restart):
             m.d.sync += still.eq(still.init)
-        with m.Elif(tap.advance):
+        with m.Elif(later.advance):
             m.d.sync += still.eq(Mux(in_entry, still & same, 0))
-        with m.If(tap.load):    # OR of the equal entries' indices (one, in a stream we write)
+        with m.If(later.load):
+            m.d.sync += equal.eq(still & Mux(in_entry, same, Mux(at_end, (1 << tags) - 1, 0)))
+        # stage 4: the OR of the equal entries' indices (one, in a stream we write)
+        with m.If(loaded):
             m.d.sync += self.index.eq(Cat(*(
                 Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
                 for b in range(spec.index_bits))))
@@ -389,12 +437,18 @@ def _commit_banks(m, cfg, selected, bank, *also):
     return present
 
 
+def cluster_events(spec: HardwareSpec) -> DecodedEventLayout:
+    """The events a cluster takes: the front end's, level decoded (no tags)."""
+    return DecodedEventLayout(n_tags=0, max_depth=spec.max_depth, n_conds=spec.slots)
+
+
 class ProgrammableCluster(wiring.Component):
-    """One cluster of generic columns: ``events`` from the front end and ``index`` from the
-    :class:`TagDecoder` (the index is read a cycle ahead of the events, which are registered
-    here), ``clear``/``matches``/``doc_end``/``errors`` as
+    """One cluster of generic columns: ``events`` (the front end's, decoded by
+    :func:`xpfilt.hdl.stacks.decode_events`) and ``index`` from the :class:`TagDecoder`, both
+    the cluster's own registered copies (the index ``MATRIX_READ_CYCLES`` ahead of the
+    events), ``clear``/``matches``/``doc_end``/``errors`` as
     :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
-    :class:`ConfigLoader`."""
+    :class:`ConfigLoader` through registers of the cluster's own."""
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
@@ -403,8 +457,7 @@ class ProgrammableCluster(wiring.Component):
     @staticmethod
     def signature_for(spec: HardwareSpec) -> wiring.Signature:
         return wiring.Signature({
-            "events": In(EventLayout(tag_width=1, max_depth=spec.max_depth,
-                                     n_conds=spec.slots)),
+            "events": In(cluster_events(spec)),
             "index": In(spec.index_bits),
             "clear": In(1),
             "matches": Out(spec.columns),
@@ -417,8 +470,7 @@ class ProgrammableCluster(wiring.Component):
         m = Module()
         spec = self.spec
         n, index_bits = spec.columns, spec.index_bits
-        ev = Signal.like(self.events)           # this cluster's registered copy
-        m.d.sync += ev.eq(self.events)
+        ev = self.events
         m.d.comb += [self.doc_end.eq(ev.doc_end), self.errors.eq(ev.errors)]
 
         # --- configuration: the tag matrix in two banks (``bank`` is active, the other one is
@@ -452,22 +504,19 @@ class ProgrammableCluster(wiring.Component):
         passing = _passing(spec, active, ev)
 
         # the tag matrix's row of the decoder's index: the columns the pushed element's name
-        # matches. The decoder's index comes a cycle before the event is registered here, so
-        # the synchronous read lines up with it. (The bank flips only between documents, with
-        # no name or push in flight.)
+        # matches. The index comes MATRIX_READ_CYCLES before the event, so the read lines up
+        # with it. (The bank flips only between documents, with no name or push in flight.)
         m.d.comb += matrix_read.addr.eq(Cat(self.index, bank))
-        hit = matrix_read.data
+        hit = Signal(n)          # the block RAM's output register (MATRIX_READ_CYCLES)
+        m.d.sync += hit.eq(matrix_read.data)
 
         # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
         parent = Signal(n)                           # the row of the pushed element's parent
         new = Signal(n)
-        level1 = (ev.level == 1).replicate(n)
+        level1 = ev.level1.replicate(n)
         source = (first & (first_any | level1)) | (~first & (parent << 1)[:n])
         m.d.comb += new.eq((hit & source & passing) | (descendant & parent))
-        addr = Signal(range(max(2, spec.max_depth)))
-        m.d.comb += addr.eq(ev.level - 1)
-        level_stack(m, SimpleNamespace(addr=addr, level=ev.level, push=ev.push), parent, new,
-                    spec.max_depth)
+        level_stack(m, ev, parent, new, spec.max_depth)
 
         match_flags(m, ev, self.clear, new, self.matches)
         return m
@@ -526,6 +575,17 @@ class ProgrammableEngine(wiring.Component):
                      decoder.selected.eq(loader.dictionary), decoder.row.eq(loader.row)]
         if spec.slots:
             _connect_slots(m, frame.slot_load, loader, decoder)
+        # The events wait for the decoder's later stages and the tag matrix's read, then both
+        # reach every cluster through a distribution tree and the cluster's own copy (see
+        # xpfilt.hwdefs.programmable_event_delay).
+        events = decode_events(m, frame.events, 0, spec.max_depth, spec.slots)
+        waits = programmable_event_delay(spec.clusters) - distribution_depth(spec.clusters)
+        for k in range(waits):
+            later = Signal.like(events, name=f"events_delay_{k}")
+            m.d.sync += later.eq(events)
+            events = later
+        events = distribute(m, events, spec.clusters, name="events")
+        indices = distribute(m, decoder.index, spec.clusters, name="index")
         cores = []
         for k in range(spec.clusters):
             if self.instances:
@@ -539,10 +599,15 @@ class ProgrammableEngine(wiring.Component):
                     i_row=core.row)
             else:
                 core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
-            m.d.comb += [core.cfg.eq(loader.cfg),
-                         core.selected.eq(~loader.dictionary & (loader.cluster == k)),
-                         core.row.eq(loader.row), core.events.eq(frame.events),
-                         core.index.eq(decoder.index)]
+            # the configuration port from registers of the cluster's own (form k: none is
+            # merged with another cluster's)
+            config = copy_register(m, Cat(loader.cfg, ~loader.dictionary & (loader.cluster == k),
+                                          loader.row), k, name=f"cfg_{k}")
+            m.d.comb += [Cat(core.cfg, core.selected, core.row).eq(config),
+                         core.events.eq(copy_register(m, events[k], k % EVENT_FANOUT,
+                                                      name=f"events_{k}")),
+                         core.index.eq(copy_register(m, indices[k], k % EVENT_FANOUT,
+                                                     name=f"index_{k}"))]
             cores.append(core)
         frame.connect(cores)
         return m

@@ -431,3 +431,24 @@ def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec, readout):
             answered += 1
             assert readout_matches(config, readout.bits) == reference_numbers(placed, doc), doc
     assert answered >= 4 and any(r.bits for r in readouts)
+
+
+def test_rtl_equals_model_with_entries_in_several_decoder_groups_and_a_deep_tree():
+    """The tag decoder reads its entries in groups (``DECODER_GROUP``), and 5 clusters take
+    the events and the index through a two-level distribution tree: names of every group
+    still reach the right columns, cycle for cycle with the model."""
+    from xpfilt.hdl.programmable import DECODER_GROUP
+    tags = 40
+    assert tags > 2 * DECODER_GROUP
+    spec = HardwareSpec(clusters=5, columns=10, max_tag_len=3, max_depth=4, max_name=6,
+                        tags=tags)
+    queries = queries_of(*(f"//n{i}" for i in range(tags - 1)), "/n1/n39", "/*/n38")
+    config = configure(queries, spec)
+    assert len(config.readout_bit) == len(queries)
+    docs = [b"<n1><n39/><n38/></n1>", b"<n0><n33/><n2/></n0>", b"<n38><n38/></n38>",
+            b"<n4/>", b"<x><n37/><n3/><n31/><n32/></x>"]
+    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=3)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    assert [readout_matches(config, r.bits) for r in readouts] == [
+        reference_numbers(queries, doc) for doc in docs]

@@ -207,6 +207,26 @@ def distribution_depth(leaves: int) -> int:
     return depth
 
 
+#: Register stages of the programmable engine's tag decoder between the front end's name tap and
+#: its tag index (:class:`xpfilt.hdl.programmable.TagDecoder`): the tap's copies, the entries'
+#: byte comparisons, the "name ends here" flags, the index.
+DECODER_STAGES = 4
+
+#: Cycles a programmable cluster's tag matrix (a block RAM) takes from the index to the tag hits:
+#: the read address register and the output register (the ECP5's block RAM shows its data
+#: 5.8 ns after the clock without one).
+MATRIX_READ_CYCLES = 2
+
+
+def programmable_event_delay(clusters: int) -> int:
+    """Registers between the front end's events register and a programmable cluster's copy of
+    them, beyond the one a cluster had when its decoder had one stage and its tag matrix read
+    in one cycle: the events wait for the decoder's later stages and the matrix read, then
+    cross the distribution tree (:func:`distribution_depth`) into the cluster's copy, as the
+    index does."""
+    return DECODER_STAGES - 1 + MATRIX_READ_CYCLES + distribution_depth(clusters)
+
+
 # --- configuration streams ------------------------------------------------------------------------
 
 CRC32_POLY = 0xEDB88320   # reflected IEEE polynomial: bit-serial CRC-32 equal to zlib.crc32

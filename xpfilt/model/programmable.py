@@ -7,7 +7,9 @@ The tag dictionary is modelled by name: at each commit the active banks' entries
 cluster's tag matrix become a lookup ``name -> columns`` (the matrix row of the OR of the
 indices of the entries equal to the name, as the hardware's decoder encodes it; row 0 for any
 other name), looked up with the name the front end model reports on each push, in the cycle the
-clusters register the event (as they read the tag matrix with the decoder's index).
+clusters register the event (as they read the tag matrix with the decoder's index). The
+decoder's stages and the distribution tree are a delay line between the front end and the
+clusters (:func:`xpfilt.hwdefs.programmable_event_delay`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADE
                                  Configuration, HardwareSpec, read_stream)
 from xpfilt.slots import SLOT_FLAG_BITS, decode_slots, slot_rows
 
-from ..hwdefs import CRC32_POLY
+from ..hwdefs import CRC32_POLY, programmable_event_delay
 from ..readout import ReadoutKind
 from ..xpath import Query
 from .engine import Beat, FrameModel, filter_with_model, readout_positions
@@ -125,6 +127,7 @@ class ProgrammableModel(FrameModel):
         self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
                                        report_names=True, slots=bool(spec.slots))
         self._header_check = spec.header_check
+        self.tree_depth = programmable_event_delay(spec.clusters)
         self.reset()
 
     def reset(self) -> None:
