@@ -15,7 +15,7 @@ out while the next document streams in; the formats are described in :mod:`xpfil
 from functools import reduce
 from operator import or_
 
-from amaranth.hdl import Cat, Const, Module, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -164,20 +164,16 @@ class Readout(wiring.Component):
 
 def _two_entry_queue(m: Module, level, head, second, new, push, pop) -> None:
     """The output queue both readouts end in: ``level`` (0-2) entries, ``head`` shown first;
-    ``push`` adds ``new`` and ``pop`` removes ``head`` in the same cycle if both are set."""
+    ``push`` adds ``new`` and ``pop`` removes ``head`` in the same cycle if both are set (never
+    ``push`` at ``level`` 2). Only ``level`` depends on ``push``: ``head`` loads whenever it is
+    free or leaving (from ``second`` if that holds an entry, else ``new``) and ``second`` loads
+    ``new`` whenever it is free; an entry loaded without a push lies beyond ``level`` and is
+    never shown. So the registers' enables do not wait for the logic that decides a push."""
     m.d.sync += level.eq(level + push - pop)
-    with m.Switch(level):
-        with m.Case(0):
-            with m.If(push):
-                m.d.sync += head.eq(new)
-        with m.Case(1):
-            with m.If(pop & push):
-                m.d.sync += head.eq(new)
-            with m.Elif(push):
-                m.d.sync += second.eq(new)
-        with m.Case(2):
-            with m.If(pop):
-                m.d.sync += head.eq(second)
+    with m.If((level == 0) | pop):
+        m.d.sync += head.eq(Mux(level == 2, second, new))
+    with m.If(level != 2):
+        m.d.sync += second.eq(new)
 
 
 def _id_width(width: int) -> int:
