@@ -755,17 +755,17 @@ class FrontEnd(wiring.Component):
         return conds
 
     def _slot_conditions(self, m, req, valid, last, byte, eq, registered, member):
-        """Stage P's comparator slots (:func:`xpfilt.hdl.slots.comparator_slots`): (the slot
-        bits of the start tag being read, a register; this byte makes a compared value
+        """Stage P's comparator slots (:func:`xpfilt.hdl.slots.comparator_slots`): (the chain
+        bits of the start tag being read, from a register; this byte makes a compared value
         undecided)."""
         lexer = self._value_lexer(m, start=valid & (last | req["val_start"]),
                                   byte=valid & ~last & req["val_byte"], eq=eq,
                                   registered=registered, member=member)
-        decided, undecided = comparator_slots(
+        decided, undecided, chains = comparator_slots(
             m, self.slot_load, slots=self.slots, max_tag_len=self.slot_name_len, req=req,
             valid=valid, last=last, byte=byte, lexer=lexer, registered=registered,
             member=member)
-        return self._condition_register(m, req, valid, last, decided), undecided
+        return chains(self._condition_register(m, req, valid, last, decided)), undecided
 
     def _text_conditions(self, m, req, valid, last, level, ex_is_zero, do_push, do_pop,
                          eq, registered, member):

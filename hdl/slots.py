@@ -19,7 +19,7 @@ from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from xpfilt.hwdefs import NUMBER_DIGITS
-from xpfilt.slots import DIGIT_ROWS, KINDS, OUTCOMES, SLOT_FLAG_BITS, slot_rows
+from xpfilt.slots import DIGIT_ROWS, KINDS, MAX_CHAIN, OUTCOMES, SLOT_FLAG_BITS, slot_rows
 
 __all__ = ["SlotLoadLayout", "comparator_slots"]
 
@@ -42,7 +42,7 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
                      lexer, registered, member):
     """Stage P's slot logic: (per slot, whether the attribute value just decided satisfies it,
     ``slots`` bits, 0 when undecided or another attribute; this byte makes a compared value
-    undecided). ``load``: a :class:`SlotLoadLayout` signal; ``byte``: the parser's byte;
+    undecided; a function from the slots' bits of a start tag to their chains' bits). ``load``: a :class:`SlotLoadLayout` signal; ``byte``: the parser's byte;
     ``lexer``: :meth:`FrontEnd._value_lexer` over the attribute values."""
     S, L = slots, max_tag_len
     lw = _width(L)
@@ -159,7 +159,24 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     valued = Cat(*(cur[s] & (field(s, 0, 2) != KINDS.index("exists")) for s in range(S))).any()
     numeric = Cat(*(cur[s] & (field(s, 0, 2) == KINDS.index("number")) for s in range(S))).any()
     undecided = req["val_end"] & ((valued & amp) | (numeric & lexer.num_undec))
-    return cur & Cat(*bits), undecided
+
+    def chains(conds):
+        """Each slot's chain bit from the slots' ``conds`` (see :func:`xpfilt.slots.
+        chain_bits`): the and (``any``: the or) of the negated-as-linked bits of the slot and
+        the next ones it continues into, at most ``MAX_CHAIN``."""
+        out = []
+        for s in range(S):
+            run = range(s, min(s + MAX_CHAIN, S))
+            is_or = field(s, 17)
+            bit = Const(0, 1)
+            for t in reversed(run):             # from the chain's last possible slot back
+                lit = conds[t] ^ field(t, 15)
+                more = field(t, 16) if t != run[-1] else Const(0, 1)
+                bit = Mux(is_or, lit | (more & bit), lit & (~more | bit))
+            out.append(bit)
+        return Cat(*out)
+
+    return cur & Cat(*bits), undecided, chains
 
 
 assert DIGIT_ROWS == NUMBER_DIGITS + 1 and DIGIT_ROWS <= 16   # a digit row address is 4 bits

@@ -16,9 +16,9 @@ from xpfilt.hwdefs import AttrCondition, Errors
 from xpfilt.model.engine import EngineError, collect_readout
 from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
                                        load_configuration, preload_configuration)
-from xpfilt.programmable import (HardwareSpec, cluster_queries, configure,
-                                 dictionary_conditions, dictionary_entries, read_stream,
-                                 reconfigure)
+from xpfilt.programmable import (HardwareSpec, cluster_queries, configure, dictionary_entries,
+                                 dictionary_links, read_stream, reconfigure)
+from xpfilt.slots import SlotLink, chains_of
 from xpfilt.reference import ReferenceFilter
 from xpfilt.results import read_expected
 from xpfilt.xpath import load_queries, parse_query
@@ -30,7 +30,7 @@ from .test_attr_predicates import (ATTRS, LITERALS, OPS, TAGS, count_agreeing, e
                                    frontend_documents)
 
 SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=6, max_name=8, tags=5,
-                    slots=6)
+                    slots=7)
 
 
 def queries_of(*texts):
@@ -40,71 +40,80 @@ def queries_of(*texts):
 # --- configuration ------------------------------------------------------------------------
 
 def test_configure_shares_slots_and_reports_what_does_not_fit():
-    spec = HardwareSpec(clusters=1, columns=12, max_tag_len=3, tags=5, slots=3)
+    spec = HardwareSpec(clusters=1, columns=16, max_tag_len=3, tags=5, slots=6)
     config = configure(queries_of(
-        "/a[@id=1]/b", "//b[@id=1.0]", "/a/b[@n]", "/a[@n='xy']", "/a[text()=1]",
-        "/a[@id=1 and @n]", "/a[@id][@n]", "/a[@id='long']", "/a[@long=1]",
-        "/a[@id=1234567890123456]", "/a[@id<2]", "/b[@n]//a"), spec)
+        "/a[@id=1]/b", "//b[@id=1.0]", "/a[text()=1]", "/a[@id=1 and @n]", "/a[@id][@n]",
+        "/a[@id=1 or @n=2 and @x]", "/a[@id='long']", "/a[@long=1]",
+        "/a[@id=1234567890123456]", "/a[@a or @b or @c or @d or @e]", "/a[not(@id=1)]",
+        "/b[@n]//a", "/a[b]", "/a[position()=2]"), spec)
     assert config.summary() == (
-        "8 queries are not configured:\n"
-        "  query 3 (/a/b[@n]): no room left in the comparator slots (3 slots)\n"
-        "  query 5 (/a[text()=1]): text() predicates are not supported by the programmable "
+        "9 queries are not configured:\n"
+        "  query 3 (/a[text()=1]): text() predicates are not supported by the programmable "
         "engine yet\n"
-        "  query 6 (/a[@id=1 and @n]): step 'a': the programmable engine takes one comparison "
-        "per step (no and/or/not, no second predicate)\n"
-        "  query 7 (/a[@id][@n]): step 'a': the programmable engine takes one comparison per "
-        "step (no and/or/not, no second predicate)\n"
-        "  query 8 (/a[@id='long']): string 'long' is longer than the hardware's max tag "
+        "  query 6 (/a[@id=1 or @n=2 and @x]): step 'a': the programmable engine takes an "
+        "'and' or an 'or' of comparisons per step, not both\n"
+        "  query 7 (/a[@id='long']): string 'long' is longer than the hardware's max tag "
         "length 3\n"
-        "  query 9 (/a[@long=1]): attribute name 'long' is longer than the hardware's max tag "
+        "  query 8 (/a[@long=1]): attribute name 'long' is longer than the hardware's max tag "
         "length 3\n"
-        "  query 10 (/a[@id=1234567890123456]): number 1234567890123456.0 has more than 15 "
+        "  query 9 (/a[@id=1234567890123456]): number 1234567890123456.0 has more than 15 "
         "digits\n"
-        "  query 12 (/b[@n]//a): no room left in the comparator slots (3 slots)")
-    # placed in tag order; @id=1 and @id=1.0 share one slot
-    assert config.conditions == (AttrCondition("n", "=", "xy"), AttrCondition("id", "<", 2.0),
-                                 AttrCondition("id", "=", 1.0))
-    assert config.readout_bit == {4: 0, 11: 1, 1: 3, 2: 4}
-    assert [c.slot for c in config.columns[0][:5]] == [1, 2, 3, 0, 3]
+        "  query 10 (/a[@a or @b or @c or @d or @e]): step 'a': the programmable engine takes "
+        "at most 4 comparisons per step, not 5\n"
+        "  query 12 (/b[@n]//a): no room left in the comparator slots (6 slots)\n"
+        "  query 13 (/a[b]): nested paths (twig profiles) are not supported by the "
+        "programmable engine yet\n"
+        "  query 14 (/a[position()=2]): position() predicates are not supported by the "
+        "hardware engines")
+    # placed in tag order: a chain of 2 slots, another, a negated one, then @id=1, shared by
+    # queries 1 and 2 (@id=1.0)
+    id1, n, ident = AttrCondition("id", "=", 1.0), AttrCondition("n", "exists"), \
+        AttrCondition("id", "exists")
+    assert config.links == (SlotLink(id1, False, True), SlotLink(n), SlotLink(ident, False, True),
+                            SlotLink(n), SlotLink(id1, True), SlotLink(id1))
+    assert config.readout_bit == {4: 0, 5: 1, 11: 2, 1: 4, 2: 5}
+    assert [c.slot for c in config.columns[0][:6]] == [1, 3, 5, 6, 0, 6]
 
 
 def test_the_stream_holds_the_slots_and_reads_them_back():
-    queries = queries_of("/a[@id=-1.25]/b", "//b[@n!='q r']", "/a/*[@id]", "//a[@n>=100]",
-                         "/c[@n!='q r']")
+    queries = queries_of("/a[@id=-1.25]/b", "//b[@n!='q r' or not(@id)]", "/a/*[@id]",
+                         "//a[@n>=100]", "/c[@n!='q r' or not(@id)]")
     config = configure(queries, SPEC)
     assert not config.rejected
     contents = read_stream(SPEC, config.stream())
-    conditions = dictionary_conditions(SPEC, contents.dictionary)
-    assert conditions == list(config.conditions) + [None] * (SPEC.slots - 4)
-    assert AttrCondition("id", "=", -1.25) in conditions
+    links = dictionary_links(SPEC, contents.dictionary)
+    assert links == list(config.links) + [None] * (SPEC.slots - len(config.links))
+    assert SlotLink(AttrCondition("id", "=", -1.25)) in links
     entries = dictionary_entries(SPEC, contents.dictionary)
     paths = [p for payload in contents.payloads
-             for _, p in cluster_queries(SPEC, entries, payload, conditions)]
+             for _, p in cluster_queries(SPEC, entries, payload, chains_of(links))]
     assert len(paths) == 5 and sum("'n'" in p for p in paths) == 3
     assert len(config.stream()) * 8 == SPEC.stream_bits
     # a model loaded bit by bit and one preloaded answer alike
     loaded, preloaded = ProgrammableModel(SPEC), ProgrammableModel(SPEC)
     load_configuration(loaded, config.stream())
     preload_configuration(preloaded, config)
-    assert loaded.dictionary.conditions(SPEC) == preloaded.dictionary.conditions(SPEC)
+    assert loaded.links == preloaded.links == links
     assert [c.gated for c in loaded.clusters] == [c.gated for c in preloaded.clusters]
 
 
 def test_reconfigure_keeps_slots_in_use_and_reuses_free_ones():
-    spec = HardwareSpec(clusters=2, columns=6, max_tag_len=4, tags=5, slots=2)
-    before = configure(queries_of("/a[@id=1]", "/a[@n]/b"), spec)
-    update = reconfigure(queries_of("/a[@id=1]", "/b[@n='x']", "/c[@id=2]", "/a[text()=1]",
-                                    "/a[b]"), before.stream(), spec)
+    spec = HardwareSpec(clusters=2, columns=6, max_tag_len=4, tags=5, slots=3)
+    before = configure(queries_of("/a[@id=1]", "/a[@n or @x]/b"), spec)
+    update = reconfigure(queries_of("/a[@id=1]", "/b[@n='x' and @id]", "/c[@id=2]",
+                                    "/a[text()=1]", "/a[b]"), before.stream(), spec)
     assert update.readout_bit[1] == before.readout_bit[1]          # kept where it was
     assert update.rejected == (
-        (3, "query 3 (/c[@id=2]): no room left in the comparator slots (2 slots)"),
+        (3, "query 3 (/c[@id=2]): no room left in the comparator slots (3 slots)"),
         (4, "query 4 (/a[text()=1]): text() predicates are not supported by the programmable "
             "engine yet"),
         (5, "query 5 (/a[b]): nested paths (twig profiles) are not supported by the "
             "programmable engine yet"))
     contents = read_stream(spec, update.stream)
-    assert dictionary_conditions(spec, contents.dictionary) == [
-        AttrCondition("id", "=", 1.0), AttrCondition("n", "=", "x")]
+    assert dictionary_links(spec, contents.dictionary) == [
+        SlotLink(AttrCondition("id", "=", 1.0)),
+        SlotLink(AttrCondition("n", "=", "x"), False, True),
+        SlotLink(AttrCondition("id", "exists"))]
     assert update.dictionary_changed and read_stream(spec, update.delta).dictionary is not None
 
 
@@ -125,8 +134,32 @@ def condition(draw):
             f"{draw(st.sampled_from(LITERALS))}")
 
 
+@st.composite
+def chain(draw):
+    """A step's predicates that make one chain of slots: a comparison, ``not`` of one, an
+    ``and`` (one predicate or several), an ``or``, ``not`` of an ``and``/``or``."""
+    literals = draw(st.lists(condition() | condition().map(lambda c: f"not({c})"),
+                             min_size=1, max_size=3))
+    shape = draw(st.integers(0, 4))
+    if shape == 0:
+        return "".join(f"[{c}]" for c in literals)
+    joiner = " and " if shape in (1, 3) else " or "
+    inner = joiner.join(literals)
+    return f"[not({inner})]" if shape >= 3 else f"[{inner}]"
+
+
 def path():
     return predicate_paths(TAGS, condition(), max_steps=3, per_step=(0, 1, 1))
+
+
+@st.composite
+def chain_path(draw):
+    text = ""
+    for _ in range(draw(st.integers(1, 3))):
+        text += draw(st.sampled_from(["/", "//"])) + draw(st.sampled_from(TAGS + ["*"]))
+        if draw(st.booleans()):
+            text += draw(chain())
+    return text
 
 
 def check_model(texts, docs, spec):
@@ -140,6 +173,14 @@ def check_model(texts, docs, spec):
 @settings(max_examples=300, deadline=None)
 def test_model_equals_reference_on_generated_attribute_predicates(texts, docs):
     spec = HardwareSpec(clusters=3, columns=8, max_tag_len=4, max_depth=8, tags=4, slots=18)
+    check_model(texts, [d.encode() for d in docs], spec)
+
+
+@given(st.lists(chain_path(), min_size=1, max_size=5),
+       st.lists(element(), min_size=1, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_model_equals_reference_on_generated_predicate_chains(texts, docs):
+    spec = HardwareSpec(clusters=3, columns=8, max_tag_len=4, max_depth=8, tags=4, slots=45)
     check_model(texts, [d.encode() for d in docs], spec)
 
 
@@ -186,8 +227,10 @@ def test_shared_predicate_set_on_the_model(queries_path, tsv):
 
 # --- the RTL against the model --------------------------------------------------------------
 
-SET_A = queries_of("/a[@id=1]/b", "//b[@n != 2]", "/*[@id]//c[@n='x']", "//a[@id >= -0.5]/*")
-SET_B = queries_of("/a[@id=1]/b", "/a[@n = ' 2 ']", "//*[@id < 'x']", "/c//b[@id > 99.99]")
+SET_A = queries_of("/a[@id=1]/b", "//b[@n != 2 or @id]", "/*[@id]//c[@n='x']",
+                   "//a[@id >= -0.5]/*")
+SET_B = queries_of("/a[@id=1]/b", "/a[not(@n = ' 2 ')]", "//*[@id < 'x'][@n]",
+                   "/c//b[@id > 99.99]")
 
 
 def check_readouts(result, spec, docs, placements):
@@ -246,13 +289,19 @@ def test_rtl_equals_model_with_every_parameter_at_one():
 
 
 def random_path(rng) -> str:
+    def comparison():
+        attr = rng.choice(ATTRS)
+        text = (f"@{attr}" if rng.random() < 0.2 else
+                f"@{attr} {rng.choice(OPS)} {rng.choice(LITERALS)}")
+        return f"not({text})" if rng.random() < 0.2 else text
     text = ""
     for _ in range(rng.randint(1, 3)):
         text += rng.choice(["/", "//"]) + rng.choice(TAGS + ["*"])
         if rng.random() < 0.6:
-            attr = rng.choice(ATTRS)
-            text += (f"[@{attr}]" if rng.random() < 0.2 else
-                     f"[@{attr} {rng.choice(OPS)} {rng.choice(LITERALS)}]")
+            parts = [comparison() for _ in range(rng.choice([1, 1, 2, 3]))]
+            text += rng.choice([
+                lambda: "".join(f"[{p}]" for p in parts), lambda: f"[{' and '.join(parts)}]",
+                lambda: f"[{' or '.join(parts)}]", lambda: f"[not({' or '.join(parts)})]"])()
     return text
 
 
@@ -263,7 +312,7 @@ def test_rtl_equals_model_on_random_predicate_workloads(seed):
     import random
     rng = random.Random(seed)
     spec = HardwareSpec(clusters=2, columns=12, max_tag_len=3, max_depth=6, max_name=8,
-                        tags=4, slots=10)
+                        tags=4, slots=16)
     queries = queries_of(*(random_path(rng) for _ in range(7)))
     config = configure(queries, spec)
     placed = [q for q in queries if q.number in config.readout_bit]

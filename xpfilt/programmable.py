@@ -51,11 +51,12 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 from .compiler import DEEPEST
-from .compiler import POSITION_REFUSED, PREDICATES_REFUSED, EngineMode, hardware_refusal
+from .compiler import PREDICATES_REFUSED, EngineMode, hardware_refusal
 from .hwdefs import AttrCondition
 from .readout import check_readout
-from .slots import SLOT_FLAG_BITS, decode_slots, encode_slots, slot_key, slot_refusal, slot_rows
-from .xpath import AttributeTarget, Axis, Exists, Predicate, Query, TextTarget
+from .slots import (SLOT_FLAG_BITS, Chain, SlotLink, chains_of, decode_slots, encode_slots,
+                    slot_refusal, slot_rows, step_chain)
+from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
            "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
@@ -290,7 +291,7 @@ class Configuration(_Placed):
     rejected: tuple[tuple[int, str], ...] = ()   # (query number, why it is not configured)
     missing_columns: int = 0                       # columns short for the queries without room
     tags: tuple[bytes, ...] = ()                   # () = the columns' tags in order
-    conditions: tuple[AttrCondition, ...] = ()     # the comparator slots (slot s: [s])
+    links: tuple[Optional[SlotLink], ...] = ()     # the comparator slots (slot s: [s])
 
     def __post_init__(self):
         if not self.tags:
@@ -307,7 +308,7 @@ class Configuration(_Placed):
     @cached_property
     def dictionary_payload(self) -> int:
         """The dictionary's payload (``spec.dictionary_bits``, without the presence bit)."""
-        return _dictionary_payload(self.spec, self.tags, self.conditions)
+        return _dictionary_payload(self.spec, self.tags, self.links)
 
     @cached_property
     def cluster_payloads(self) -> tuple[int, ...]:
@@ -327,20 +328,20 @@ class Configuration(_Placed):
 
 
 def _dictionary_payload(spec: HardwareSpec, tags: Sequence[bytes],
-                        conditions: Sequence[AttrCondition] = ()) -> int:
+                        links: Sequence[Optional[SlotLink]] = ()) -> int:
     """The dictionary's rows, then the comparator slots' rows and flags, as an integer
     (stream order)."""
     entries = list(tags) + [b""] * (spec.tags - len(tags))
     value = int.from_bytes(b"".join(bytes(t[p] if p < len(t) else 0 for t in entries)
                                     for p in range(spec.max_tag_len)), "little")
     if spec.slots:
-        rows, flags = encode_slots(conditions, spec.slots, spec.max_tag_len)
+        rows, flags = encode_slots(links, spec.slots, spec.max_tag_len)
         value |= (_concat(rows, 8 * spec.slots) | flags << (8 * spec.slots * len(rows))) \
             << (8 * spec.max_tag_len * spec.tags)
     return value
 
 
-def dictionary_conditions(spec: HardwareSpec, dictionary: int) -> list[Optional[AttrCondition]]:
+def dictionary_links(spec: HardwareSpec, dictionary: int) -> list[Optional[SlotLink]]:
     """The comparator slots a dictionary payload holds (None: a free slot), slot 0 first."""
     if not spec.slots:
         return []
@@ -486,9 +487,10 @@ def dictionary_entries(spec: HardwareSpec, dictionary: int) -> list[str]:
 
 
 def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
-                    conditions: Sequence[Optional[AttrCondition]] = ()) -> list[tuple[int, str]]:
-    """The queries a cluster's payload holds (``entries``: the dictionary's, ``conditions``:
-    its slots): (first column, path) pairs, in column order, a path as :func:`_path_text`
+                    chains: Optional[dict] = None) -> list[tuple[int, str]]:
+    """The queries a cluster's payload holds (``entries``: the dictionary's, ``chains``: its
+    slots' chains by first slot, :func:`xpfilt.slots.chains_of`): (first column, path) pairs,
+    in column order, a path as :func:`_path_text`
     writes it. A query is a run of used columns (a tag or ``*``) from a ``first`` column to
     the next ``first`` or unused column."""
     n = spec.columns
@@ -519,61 +521,47 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
         gap = names.index("", start, end) if "" in names[start:end] else end
         out.append((start, "".join(
             ("//" if (first_any[j] if j == start else descendant[j - 1]) == "1" else "/")
-            + names[j] + _slot_text(conditions[slot[j] - 1] if slot[j] else None)
+            + names[j] + _slot_text(chains.get(slot[j] - 1) if slot[j] and chains else None)
             for j in range(start, gap))))
         start = first.find("1", end) if end < n else -1
     return out
 
 
 def query_columns(query: Query, slot_of: Optional[dict] = None) -> list[ColumnConfig]:
-    """The chain of columns one query occupies (``slot_of``: slot key -> slot, for its steps'
-    conditions)."""
+    """The chain of columns one query occupies (``slot_of``: chain key -> its first slot, for
+    its steps' predicates)."""
     steps = query.steps
     out = []
     for j, step in enumerate(steps):
         followed = j + 1 < len(steps) and steps[j + 1].axis is Axis.DESCENDANT
-        cond = step_condition(step)
+        chain = step_chain(step)
         out.append(ColumnConfig(
             tag=b"" if step.is_wildcard else step.name.encode(),
             first=j == 0, first_any=j == 0 and step.axis is Axis.DESCENDANT,
             wildcard=step.is_wildcard, descendant=followed,
-            slot=slot_of[slot_key(cond)] + 1 if cond else 0))
+            slot=slot_of[chain.key] + 1 if chain else 0))
     return out
 
 
-def step_condition(step) -> Optional[AttrCondition]:
-    """The one attribute condition of a step whose predicates a comparator slot decides (None:
-    no predicate); ValueError saying why the step's predicates do not fit one slot."""
-    if not step.predicates:
-        return None
-    leaf = step.predicates[0]
-    if len(step.predicates) > 1 or not isinstance(leaf, (Predicate, Exists)):
-        raise ValueError(f"step {step.name!r}: the programmable engine takes one comparison "
-                         f"per step (no and/or/not, no second predicate)")
-    if isinstance(leaf.target, TextTarget):
-        raise ValueError("text() predicates are not supported by the programmable engine yet")
-    if not isinstance(leaf.target, AttributeTarget):
-        raise ValueError(POSITION_REFUSED)
-    if isinstance(leaf, Exists):
-        return AttrCondition(leaf.target.name, "exists")
-    return AttrCondition(leaf.target.name, leaf.op, leaf.literal)
+def query_chains(query: Query) -> dict:
+    """The slot chains of a query's steps: key -> chain (the slots must hold them)."""
+    return {c.key: c for s in query.steps if (c := step_chain(s))}
 
 
-def query_conditions(query: Query) -> frozenset:
-    """The slot keys of a query's conditions (the slots must hold them)."""
-    return frozenset(slot_key(c) for s in query.steps if (c := step_condition(s)))
+def _chain_keys(query: Query) -> frozenset:
+    return frozenset(query_chains(query))
 
 
-def _slot_text(cond: Optional[AttrCondition]) -> str:
-    return f"[{slot_key(cond)!r}]" if cond else ""
+def _slot_text(chain: Optional[Chain]) -> str:
+    return f"[{chain.key!r}]" if chain else ""
 
 
 def _path_text(query: Query) -> str:
-    """A path as :func:`cluster_queries` reads it back from a stream (a step's condition as
-    its slot key); "" for a query no stream holds (predicates no slot decides)."""
+    """A path as :func:`cluster_queries` reads it back from a stream (a step's predicates as
+    its chain's key); "" for a query no stream holds (predicates no slot decides)."""
     try:
         return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
-                       + _slot_text(step_condition(s)) for s in query.steps)
+                       + _slot_text(step_chain(s)) for s in query.steps)
     except ValueError:
         return ""
 
@@ -600,8 +588,8 @@ def _refusal(q: Query, spec: HardwareSpec) -> str:
     if len(needs := query_tags(q)) > spec.tags:
         return (f"query {q.number} ({q}): {len(needs)} distinct tags do not fit the "
                 f"dictionary's {spec.tags} tags")
-    if len(conds := query_conditions(q)) > spec.slots:
-        return (f"query {q.number} ({q}): {len(conds)} distinct conditions do not fit the "
+    if (need := sum(len(c.links) for c in query_chains(q).values())) > spec.slots:
+        return (f"query {q.number} ({q}): {need} comparisons do not fit the "
                 f"{spec.slots} comparator slots")
     return ""
 
@@ -613,11 +601,12 @@ def _predicate_refusal(q: Query, spec: HardwareSpec) -> str:
                 "`xpfilt compile --mode programmable --slots N`)")
     for step in q.steps:
         try:
-            cond = step_condition(step)
+            chain = step_chain(step)
         except ValueError as exc:
             return str(exc)
-        if cond and (why := slot_refusal(cond, spec.max_tag_len)):
-            return why
+        for cond, _ in chain.links if chain else ():
+            if why := slot_refusal(cond, spec.max_tag_len):
+                return why
     return ""
 
 
@@ -633,10 +622,9 @@ def _no_room(q: Query, spec: HardwareSpec, dictionary: bool = False,
             f"{spec.columns} columns)")
 
 
-def _new_conditions(q: Query, slot_of: dict) -> dict:
-    """The conditions of ``q`` no slot holds yet: slot key -> condition, in step order."""
-    return {key: c for s in q.steps if (c := step_condition(s))
-            and (key := slot_key(c)) not in slot_of}
+def _new_chains(q: Query, slot_of: dict) -> dict:
+    """The chains of ``q`` no slots hold yet: key -> chain, in step order."""
+    return {key: c for key, c in query_chains(q).items() if key not in slot_of}
 
 
 def _tag_order(q: Query) -> list[str]:
@@ -662,8 +650,8 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
             candidates.append((q, query_tags(q)))
     free = [spec.columns] * spec.clusters
     held: dict[bytes, None] = {}           # the dictionary, in order
-    slot_of: dict[tuple, int] = {}         # the comparator slots: key -> slot
-    conditions: list[AttrCondition] = []
+    slot_of: dict[tuple, int] = {}         # the comparator slots: chain key -> first slot
+    links: list[SlotLink] = []
     placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     no_room = []
     open_clusters = list(range(spec.clusters))     # those with a free column, in order
@@ -673,8 +661,8 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
         if len(held) + len(needs.difference(held)) > spec.tags:
             rejected.append((q.number, _no_room(q, spec, dictionary=True)))
             continue
-        new_conditions = _new_conditions(q, slot_of)
-        if len(slot_of) + len(new_conditions) > spec.slots:
+        new_chains = _new_chains(q, slot_of)
+        if len(links) + sum(len(c.links) for c in new_chains.values()) > spec.slots:
             rejected.append((q.number, _no_room(q, spec, slots=True)))
             continue
         for k in open_clusters:
@@ -682,9 +670,9 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
                 placed[k].append((spec.columns - free[k], q))
                 free[k] -= size
                 held.update(dict.fromkeys(sorted(needs.difference(held))))
-                for key, cond in new_conditions.items():
-                    slot_of[key] = len(conditions)
-                    conditions.append(cond)
+                for key, chain in new_chains.items():
+                    slot_of[key] = len(links)
+                    links += chain.slot_links()
                 if not free[k]:
                     open_clusters.remove(k)
                 break
@@ -705,7 +693,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
             readout_bit[q.number] = k * spec.columns + start + len(q) - 1
         columns.append(tuple(row))
     config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing,
-                           tuple(held), tuple(conditions))
+                           tuple(held), tuple(links))
     if strict and rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config
@@ -742,10 +730,11 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
                          f"writes one beside every delta), not a delta")
     n = spec.columns
     entries = dictionary_entries(spec, old.dictionary)
-    conditions = dictionary_conditions(spec, old.dictionary)
+    links = dictionary_links(spec, old.dictionary)
+    chains = chains_of(links)
     where: dict[str, list[tuple[int, int]]] = {}     # path -> [(cluster, first column)]
     for k, payload in enumerate(old.payloads):
-        for start, text in cluster_queries(spec, entries, payload, conditions):
+        for start, text in cluster_queries(spec, entries, payload, chains):
             where.setdefault(text, []).append((k, start))
     for spots in where.values():
         spots.reverse()                              # pop() takes them in column order
@@ -766,10 +755,12 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     changed = {k for spots in where.values() for k, _ in spots}     # a query left these
     tags = [e.encode() for e in entries]
     index = {t: d + 1 for d, t in enumerate(tags) if t}
-    keys = [slot_key(c) if c else None for c in conditions]
-    slot_of = {key: s for s, key in enumerate(keys) if key}
+    keys: list = [None] * spec.slots     # per slot: the key of the chain it is part of
+    for first, chain in chains.items():
+        keys[first:first + len(chain.links)] = [chain.key] * len(chain.links)
+    slot_of = {chain.key: first for first, chain in chains.items()}
     in_use = _InUse(query_tags, kept)    # the tags the queries kept name (when needed)
-    slots_in_use = _InUse(query_conditions, kept)
+    slots_in_use = _InUse(_chain_keys, kept)
     dictionary_changed = False
     used: dict[int, list] = {}           # per cluster looked at: the column spans taken
     no_room = []
@@ -779,8 +770,8 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         if spots is None:
             rejected.append((q.number, _no_room(q, spec, dictionary=True)))
             continue
-        new_conditions = _new_conditions(q, slot_of)
-        slots = _free_entries(keys, len(new_conditions), slots_in_use)
+        new_chains = _new_chains(q, slot_of)
+        slots = _free_runs(keys, [len(c.links) for c in new_chains.values()], slots_in_use)
         if slots is None:
             rejected.append((q.number, _no_room(q, spec, slots=True)))
             continue
@@ -797,9 +788,16 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
             index.pop(tags[d], None)
             tags[d], index[t] = t, d + 1
             dictionary_changed = True
-        for (key, cond), s in zip(new_conditions.items(), slots):
-            slot_of.pop(keys[s], None)
-            keys[s], conditions[s], slot_of[key] = key, cond, s
+        for (key, chain), first in zip(new_chains.items(), slots):
+            span = range(first, first + len(chain.links))
+            for victim in {keys[t] for t in span} - {None}:   # chains no kept query uses
+                slot_of.pop(victim)
+                for t in range(spec.slots):
+                    if keys[t] == victim:
+                        keys[t] = links[t] = None
+            for t, link in zip(span, chain.slot_links()):
+                keys[t], links[t] = key, link
+            slot_of[key] = first
             dictionary_changed = True
         in_use.add(q)
         slots_in_use.add(q)
@@ -818,7 +816,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         for start, q in kept[k]:
             row[start:start + len(q)] = query_columns(q, slot_of)
         payloads[k] = _cluster_payload(spec, index, row)
-    dictionary = (_dictionary_payload(spec, tags, conditions) if dictionary_changed
+    dictionary = (_dictionary_payload(spec, tags, links) if dictionary_changed
                   else old.dictionary)
     full_payload = _payload_bytes(spec, dictionary, payloads)
     new_id = configuration_id(full_payload)
@@ -852,6 +850,24 @@ def _free_entries(table: list, count: int, in_use: _InUse) -> Optional[list[int]
     if len(spots) < count:
         spots += [d for d, t in enumerate(table) if t and t not in in_use][:count - len(spots)]
     return spots if len(spots) == count else None
+
+
+def _free_runs(keys: list, sizes: list[int], in_use: _InUse) -> Optional[list[int]]:
+    """The first slots of runs of ``sizes`` consecutive slots for new chains (each slot free
+    or part of a chain no kept query uses), first fit; None if they do not all fit."""
+    taken = set()
+    out = []
+    for size in sizes:
+        run = 0
+        for s, key in enumerate(keys):
+            run = run + 1 if s not in taken and (key is None or key not in in_use) else 0
+            if run == size:
+                out.append(s - size + 1)
+                taken.update(range(s - size + 1, s + 1))
+                break
+        else:
+            return None
+    return out
 
 
 def _free_run(spans: list[tuple[int, int]], size: int, columns: int) -> Optional[int]:

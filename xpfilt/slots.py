@@ -14,8 +14,16 @@ rows of one byte per slot (row ``r`` byte ``s`` = slot ``s``; ``L`` = ``max_tag_
 then :data:`SLOT_FLAG_BITS` per slot (slot 0 first, LSB first): the kind (2 bits, :data:`KINDS`),
 the outcomes the operator accepts (4 bits, :data:`OUTCOMES`: a number below, equal to, above the
 constant, not a number; a string: equal, or "lt" for not equal), the number's sign (1), its
-count of integer digits (4) and of fraction digits (4). A comparison with a constant that is not
-a number (``[@a < 'x']``) is a string slot accepting both outcomes (``!=``) or none. The front end (:class:`xpfilt.hdl.frontend.FrontEnd` with ``slots``)
+count of integer digits (4) and of fraction digits (4), then the slot's *link* (3 bits): the
+comparison is negated, the next slot continues this one's chain, the chain is an ``or`` (else an
+``and``). A comparison with a constant that is not a number (``[@a < 'x']``) is a string slot
+accepting both outcomes (``!=``) or none.
+
+A step's predicates are one *chain* of up to :data:`MAX_CHAIN` consecutive slots: the ``and`` (or
+the ``or``) of comparisons, each possibly negated (``[@a=1][@b]``, ``[@a=1 and not(@b)]``,
+``[@a=1 or @a=2]``, ``[not(@a=1 or @b)]``: De Morgan). A chain's bit (:func:`chain_bits`) is
+taken when the element's start tag ends, from its slots' bits (a slot of an absent attribute is
+0, so ``not(...)`` of it holds); the step's column selects the chain's first slot. The front end (:class:`xpfilt.hdl.frontend.FrontEnd` with ``slots``)
 decides every slot on every attribute value, as it decides the custom engine's conditions
 (:func:`xpfilt.hwdefs.condition_value_holds`).
 """
@@ -23,12 +31,15 @@ decides every slot on every attribute value, as it decides the custom engine's c
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
+from .compiler import POSITION_REFUSED
 from .hwdefs import NUMBER_DIGITS, AttrCondition, number_digits
+from .xpath import And, AttributeTarget, Exists, Not, Or, Predicate, TextTarget
 
-__all__ = ["SLOT_FLAG_BITS", "DIGIT_ROWS", "KINDS", "OUTCOMES", "NUMBER_ACCEPTS", "slot_rows",
-           "slot_key", "slot_refusal", "encode_slots", "decode_slots"]
+__all__ = ["SLOT_FLAG_BITS", "DIGIT_ROWS", "KINDS", "OUTCOMES", "NUMBER_ACCEPTS", "MAX_CHAIN",
+           "SlotLink", "Chain", "slot_rows", "slot_key", "slot_refusal", "step_chain",
+           "chain_links", "chains_of", "chain_bits", "encode_slots", "decode_slots"]
 
 DIGIT_ROWS = NUMBER_DIGITS + 1          # integer digit positions (and fraction positions)
 KINDS = ("exists", "string", "number")
@@ -36,7 +47,37 @@ OUTCOMES = ("lt", "eq", "gt", "nan")
 #: The outcomes each operator accepts, for numbers.
 NUMBER_ACCEPTS = {"=": ("eq",), "!=": ("lt", "gt", "nan"), "<": ("lt",), "<=": ("lt", "eq"),
                   ">": ("gt",), ">=": ("gt", "eq")}
-SLOT_FLAG_BITS = 15                     # kind 2, outcomes 4, negative 1, integer 4, fraction 4
+#: kind 2, outcomes 4, negative 1, integer 4, fraction 4, link 3 (negated, continues, or)
+SLOT_FLAG_BITS = 18
+#: Most comparisons in a step's chain (the front end combines that many slots' bits).
+MAX_CHAIN = 4
+
+
+class SlotLink(NamedTuple):
+    """What a slot holds: its comparison and its place in a chain."""
+    condition: AttrCondition
+    negated: bool = False
+    continues: bool = False      # the next slot is the next comparison of this chain
+    any: bool = False            # the chain is an ``or`` (read on its first slot)
+
+
+class Chain(NamedTuple):
+    """A step's predicates as slots: the ``and`` (``any``: the ``or``) of ``links`` ((condition,
+    negated) pairs)."""
+    any: bool
+    links: tuple
+
+    @property
+    def key(self) -> tuple:
+        """Equal keys, one run of slots (and the same chain read back from a stream)."""
+        return (self.any and len(self.links) > 1,
+                tuple((slot_key(c), neg) for c, neg in self.links))
+
+    def slot_links(self) -> list[SlotLink]:
+        """The chain's slots, first to last."""
+        n = len(self.links)
+        return [SlotLink(c, neg, k + 1 < n, self.any and n > 1)
+                for k, (c, neg) in enumerate(self.links)]
 
 
 def slot_rows(max_tag_len: int) -> int:
@@ -71,17 +112,111 @@ def slot_refusal(cond: AttrCondition, max_tag_len: int) -> str:
     return ""
 
 
-def encode_slots(conditions: Sequence[AttrCondition], slots: int,
+def step_chain(step) -> Optional[Chain]:
+    """The chain of slots a step's predicates take (None: no predicate); ValueError saying why
+    they do not fit one (``text()``, ``position()``, a nested path, ``and`` mixed with ``or``,
+    more than :data:`MAX_CHAIN` comparisons)."""
+    if not step.predicates:
+        return None
+    mixed = (f"step {step.name!r}: the programmable engine takes an 'and' or an 'or' of "
+             f"comparisons per step, not both")
+    try:
+        parts = [_chain_of(p, False) for p in step.predicates]
+    except _Mixed:
+        raise ValueError(mixed) from None
+    if len(parts) == 1:
+        chain = parts[0]
+    elif any(any_ and len(links) > 1 for any_, links in parts):
+        raise ValueError(mixed)
+    else:
+        chain = (False, tuple(link for _, links in parts for link in links))
+    if len(chain[1]) > MAX_CHAIN:
+        raise ValueError(f"step {step.name!r}: the programmable engine takes at most "
+                         f"{MAX_CHAIN} comparisons per step, not {len(chain[1])}")
+    return Chain(chain[0] and len(chain[1]) > 1, chain[1])
+
+
+class _Mixed(ValueError):
+    """``and`` and ``or`` in one step's predicates."""
+
+
+def _chain_of(node, negated: bool) -> tuple[bool, tuple]:
+    """(is an ``or``, ((condition, negated), ...)) of a predicate, ``not`` pushed to the
+    comparisons (De Morgan); ValueError when it is not one ``and`` or one ``or``."""
+    if isinstance(node, Not):
+        return _chain_of(node.operand, not negated)
+    if isinstance(node, (And, Or)):
+        any_ = isinstance(node, Or) != negated
+        links = []
+        for operand in node.operands:
+            inner_any, inner = _chain_of(operand, negated)
+            if len(inner) > 1 and inner_any != any_:
+                raise _Mixed()
+            links += inner
+        return any_, tuple(links)
+    if isinstance(node, (Predicate, Exists)) and isinstance(node.target, AttributeTarget):
+        if isinstance(node, Exists):
+            return False, ((AttrCondition(node.target.name, "exists"), negated),)
+        return False, ((AttrCondition(node.target.name, node.op, node.literal), negated),)
+    if isinstance(node, (Predicate, Exists)) and isinstance(node.target, TextTarget):
+        raise ValueError("text() predicates are not supported by the programmable engine yet")
+    if isinstance(node, (Predicate, Exists)):
+        raise ValueError(POSITION_REFUSED)
+    raise ValueError("nested paths (twig profiles) are not supported by the programmable "
+                     "engine yet")
+
+
+def chains_of(links: Sequence[Optional[SlotLink]]) -> dict[int, Chain]:
+    """The chains a slot table holds: first slot -> chain (a slot not continued from the one
+    before starts one; at most :data:`MAX_CHAIN` slots, as the front end reads them)."""
+    out = {}
+    s = 0
+    while s < len(links):
+        if links[s] is None:
+            s += 1
+            continue
+        run = [links[s]]
+        while run[-1].continues and len(run) < MAX_CHAIN and s + len(run) < len(links) \
+                and links[s + len(run)] is not None:
+            run.append(links[s + len(run)])
+        out[s] = Chain(links[s].any, tuple((l.condition, l.negated) for l in run))
+        s += len(run)
+    return out
+
+
+def chain_bits(links: Sequence[Optional[SlotLink]], bits: int) -> int:
+    """Each slot's chain bit from the slots' comparison ``bits`` (the front end's, taken at
+    the push): slot ``s``'s is the ``and`` (its ``any``: the ``or``) of the comparisons, each
+    negated as its link says, of slot ``s`` and the next ones it continues into (at most
+    :data:`MAX_CHAIN`); a free slot's is its bit."""
+    out = 0
+    for s, link in enumerate(links):
+        if link is None:
+            out |= bits & (1 << s)
+            continue
+        lits = []
+        t = s
+        while True:
+            here = links[t]
+            lits.append((bits >> t & 1) ^ (here.negated if here else 0))
+            if not (here and here.continues) or len(lits) == MAX_CHAIN or t + 1 == len(links):
+                break
+            t += 1
+        out |= int(any(lits) if link.any else all(lits)) << s
+    return out
+
+
+def encode_slots(links: Sequence[Optional[SlotLink]], slots: int,
                  max_tag_len: int) -> tuple[list[int], int]:
-    """The slot table of ``conditions`` (slot ``s`` = ``conditions[s]``; None and the rest:
-    free): its
+    """The slot table of ``links`` (slot ``s`` = ``links[s]``; None and the rest: free): its
     rows (``8 * slots`` bits each) and its flags (``SLOT_FLAG_BITS * slots`` bits)."""
     L = max_tag_len
     rows = [bytearray(slots) for _ in range(slot_rows(L))]
     flags = 0
-    for s, cond in enumerate(conditions):
-        if cond is None:
+    for s, link in enumerate(links):
+        if link is None:
             continue
+        cond = link.condition
         kind = cond.kind
         neg, whole, frac = False, "", ""
         for p, b in enumerate(cond.attribute.encode("utf-8")):
@@ -105,15 +240,16 @@ def encode_slots(conditions: Sequence[AttrCondition], slots: int,
             accepts = ()
         mask = sum(1 << OUTCOMES.index(a) for a in accepts)
         flags |= (KINDS.index(kind) | mask << 2 | neg << 6 | len(whole) << 7
-                  | len(frac) << 11) << (SLOT_FLAG_BITS * s)
+                  | len(frac) << 11 | link.negated << 15 | link.continues << 16
+                  | link.any << 17) << (SLOT_FLAG_BITS * s)
     return [int.from_bytes(r, "little") for r in rows], flags
 
 
 def decode_slots(rows: Sequence[int], flags: int, slots: int,
-                 max_tag_len: int) -> list[Optional[AttrCondition]]:
-    """The conditions a slot table holds (None: a free slot), slot 0 first."""
+                 max_tag_len: int) -> list[Optional[SlotLink]]:
+    """What a slot table holds (None: a free slot), slot 0 first."""
     L = max_tag_len
-    out: list[Optional[AttrCondition]] = []
+    out: list = []
 
     def text(first: int, s: int, count: int) -> bytes:
         return bytes(rows[first + p] >> (8 * s) & 0xFF for p in range(count))
@@ -142,4 +278,5 @@ def decode_slots(rows: Sequence[int], flags: int, slots: int,
                            for p in range(f >> 11 & 15))
             number = float(Decimal(f"{'-' if f >> 6 & 1 else ''}{whole or '0'}.{frac or '0'}"))
             out.append(AttrCondition(attribute, op, number))
+        out[-1] = SlotLink(out[-1], bool(f >> 15 & 1), bool(f >> 16 & 1), bool(f >> 17 & 1))
     return out

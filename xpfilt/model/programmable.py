@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  Configuration, HardwareSpec, read_stream)
-from xpfilt.slots import SLOT_FLAG_BITS, decode_slots, slot_rows
+from xpfilt.slots import SLOT_FLAG_BITS, chain_bits, decode_slots, slot_rows
 
 from ..hwdefs import CRC32_POLY, programmable_event_delay
 from ..readout import ReadoutKind
@@ -49,8 +49,8 @@ class _Dictionary:
             self.bank ^= 1
             self.slot_flags = self.slot_staged
 
-    def conditions(self, spec: HardwareSpec) -> list:
-        """The active comparator slots' conditions (None: a free slot)."""
+    def links(self, spec: HardwareSpec) -> list:
+        """The active comparator slots (None: a free slot)."""
         return decode_slots(self.slot_rows[self.bank], self.slot_flags, spec.slots,
                             spec.max_tag_len)
 
@@ -134,6 +134,7 @@ class ProgrammableModel(FrameModel):
         super().reset()
         self.dictionary = _Dictionary(self.spec)
         self.front_end.load_conditions(())
+        self.links: list = []         # the active comparator slots (their chains)
         self.clusters = [_Cluster(self.spec) for _ in range(self.spec.clusters)]
         self.hits = [0] * self.spec.clusters      # the decoders' registered results
         self.in_document = 0
@@ -179,7 +180,8 @@ class ProgrammableModel(FrameModel):
         self.dictionary.activate()
         indices = self.dictionary.indices(self.spec)
         if self.spec.slots:
-            self.front_end.load_conditions(self.dictionary.conditions(self.spec))
+            self.links = self.dictionary.links(self.spec)
+            self.front_end.load_conditions([l and l.condition for l in self.links])
         for c in self.clusters:
             c.activate(self.spec)
             c.look_up(indices)
@@ -329,13 +331,16 @@ class ProgrammableModel(FrameModel):
 
     def _push(self, ev) -> None:
         level1 = ev.level == 1
+        chains = None
         for c, hit in zip(self.clusters, self.hits):
             top = c.stack[-1]
             source = (c.first & (c.first_any | (c.all if level1 else 0))) | \
                 (~c.first & (top << 1) & c.all)
             new = (hit & source) | (c.descendant & top)
             if c.gated:
-                new = (hit & source & c.passing(ev.conds)) | (c.descendant & top)
+                if chains is None:       # the chains' bits, once per push
+                    chains = chain_bits(self.links, ev.conds)
+                new = (hit & source & c.passing(chains)) | (c.descendant & top)
             c.stack.append(new)
             c.flags |= new
 
