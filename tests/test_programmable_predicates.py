@@ -361,3 +361,35 @@ def test_cli_compiles_slots_configures_predicates_and_filters(tmp_path):
     want = run("filter", "-q", fits, docs)
     assert got.exit_code == want.exit_code == 0, got.stderr
     assert got.stdout == want.stdout and "\t1" in got.stdout
+
+
+@pytest.mark.parametrize("slots, texts", [
+    (3, ["/a[@id=1]", "//b[@n or not(@id)]"]),                   # a chain ends at the last slot
+    (4, ["/a[@id and not(@n=2) and @n<3 and @id!='x']"])])       # MAX_CHAIN slots, all of them
+def test_rtl_equals_model_with_chains_at_the_slot_table_edges(slots, texts):
+    spec = HardwareSpec(clusters=1, columns=4, max_tag_len=2, max_depth=3, max_name=4, tags=2,
+                        slots=slots)
+    queries = queries_of(*texts)
+    config = configure(queries, spec)
+    assert not config.rejected and len(config.links) == slots
+    docs = [b"<a id='1'/>", b"<a id='1' n='1'/>", b"<a id='y' n=' 2'/>", b"<b/>",
+            b"<a><b n=''/><b id=''/></a>", b"<a id='x' n='-1'/>", b"<a n='0'/>",
+            b"<a id='z' n='-5.5'/>"]
+    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=slots,
+                                  p_valid=0.8, p_ready=0.8)
+    assert result["mismatch"] is None, result["mismatch"]
+    check_readouts(result, spec, docs, [(config.readout_bit, queries)] * len(docs))
+
+
+@pytest.mark.regress
+def test_rtl_equals_model_with_the_most_slots():
+    """255 slots (the maximum; an 8-bit select per column): ~90 s in the Amaranth simulator."""
+    spec = HardwareSpec(clusters=1, columns=4, max_tag_len=2, max_depth=3, max_name=4, tags=2,
+                        slots=255)
+    queries = queries_of("/a[@n=7 or not(@id)]", "//*[@id]")
+    config = configure(queries, spec)
+    docs = [b"<a n='7'/>", b"<a id='1' n='7.0'/>", b"<a id='2'/>", b"<a/>"]
+    result = compare_programmable(spec, [("config", config.stream()), *docs], p_valid=1.0,
+                                  p_ready=1.0)
+    assert result["mismatch"] is None, result["mismatch"]
+    check_readouts(result, spec, docs, [(config.readout_bit, queries)] * len(docs))
