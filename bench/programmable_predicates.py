@@ -16,15 +16,22 @@ of 128 columns, tags up to 16 bytes, a dictionary of 31 tags, and S comparator s
 The custom engine's comparator costs 1.96 LUT6-eq per condition (bench/results/predicates; a
 constant's bits are folded into LUTs); a programmable slot compares with loaded bytes.
 
+With ``--fmax``: nextpnr-ecp5 (ECP5-85F, default seed, router1, ports on pins as
+``programmable.py``'s row) of the 1 x 128 engine with S = 0 and S = 8 (run it under
+``flock /tmp/pnr.lock``, with ``--cap``).
+
 Saved to bench/results/programmable_predicates.{json,md} with the RTL digest.
-Usage: python bench/programmable_predicates.py
+Usage: python bench/programmable_predicates.py [--fmax] [--cap S]
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
+import resources
 from common import publish
+from fmax import run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
 from xpfilt.hdl.frontend import FrontEnd
@@ -36,6 +43,9 @@ POINTS = ((1, 0), (1, 8), (1, 32), (2, 0), (2, 8))     # (clusters, slots)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fmax", action="store_true", help="place and route S = 0 and 8")
+    args = resources.parse_args_with_cap(parser)
     started = time.perf_counter()
     digest = source_digest()
     lut = {}
@@ -79,6 +89,16 @@ def main() -> None:
                      "per_column_before": round(before, 2), "per_column_after": round(after, 2),
                      "per_column_growth": round(after - before, 2), "rtl_digest": digest})
         log(f"derived: {rows[-1]}")
+    for slots in (0, 8) if args.fmax else ():
+        spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16, tags=31, slots=slots)
+        point = run_point("ecp5", 128, emit_programmable_verilog(spec),
+                          {"query_nodes": 0, "columns": 128, "clusters": 1})
+        rows.append({"what": "fmax", "clusters": 1, "columns": 128, "slots": slots,
+                     "fmax_mhz": point.get("fmax_mhz"), "lut4": point.get("lut4"),
+                     "ff": point.get("ff"), "critical_from": point.get("critical_from"),
+                     "critical_to": point.get("critical_to"), "rtl_digest": digest,
+                     "error": point.get("error")})
+        log(f"fmax {slots} slots: {rows[-1]}")
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
         ("stream_bits", "stream bits"), ("lut6_eq", "LUT6-eq"), ("ff", "FF"),
@@ -87,6 +107,8 @@ def main() -> None:
         ("per_column_before", "LUT6-eq / column, no slots"),
         ("per_column_after", "LUT6-eq / column, with slots"),
         ("per_column_growth", "growth / column"), ("slots_shared", "slots' shared part"),
+        ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"), ("critical_from", "critical from"),
+        ("critical_to", "to"),
         ("rtl_digest", "RTL digest"), ("error", "error")],
         "Value predicates in the programmable engine: LUT6-eq per comparator slot and column",
         "Yosys synth_xilinx (LUT6-eq as in resources.md) of the programmable engine, clusters "
