@@ -5,7 +5,9 @@ bench/results/fmax.json has a place-and-route row for that size and readout.
 
 Bytes/cycle comes from the cycle-accurate model (readout always ready, a byte offered every
 cycle): ``streaming`` counts cycles until the last byte is accepted, ``total`` until the last
-readout beat. Saved to bench/results/throughput.{json,md}.
+readout beat. Saved to bench/results/throughput.{json,md}: the rows of the sizes measured now
+replace theirs, the others stay; each row carries the digest of the RTL sources (the readout's
+latency is shared by RTL and model).
 Usage: python throughput.py [--queries 1024,4000,8000,12000,16000]  (1,024: the size bench/fmax.py places and routes)
 """
 
@@ -17,6 +19,7 @@ import sys
 import time
 
 from common import RESULTS, save, stream_documents
+from resources import source_digest
 
 from xpfilt import workloads
 from xpfilt.compiler import CompileOptions, compile_queries
@@ -61,6 +64,7 @@ def main() -> None:
         count=max(sizes), max_depth=8, p_wildcard=0.15, p_descendant=0.15, seed=1))
     queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     fmax = fmax_rows()
+    digest = source_digest()
     rows = []
     for n in sizes:
         for readout in READOUTS:
@@ -79,7 +83,7 @@ def main() -> None:
                        "bytes_per_cycle_total": size / total,
                        "fmax_mhz": mhz,
                        "engine_MB_per_s": None if mhz is None else mhz * size / streaming,
-                       "compile_s": round(compile_s, 1),
+                       "compile_s": round(compile_s, 1), "rtl_digest": digest,
                        "model_s": round(time.perf_counter() - start, 1)}
                 rows.append(row)
                 print(f"{n:6} queries {readout:6} {label:17} "
@@ -87,11 +91,16 @@ def main() -> None:
                       f"{row['bytes_per_cycle_total']:.3f} total"
                       + ("" if mhz is None else f", {row['engine_MB_per_s']:.0f} MB/s"),
                       file=sys.stderr)
+    previous = RESULTS / "throughput.json"      # rows of the sizes not measured now stay
+    kept = ([r for r in json.loads(previous.read_text())["rows"] if r["queries"] not in sizes]
+            if previous.exists() else [])
+    rows = sorted(kept + rows, key=lambda r: (r["queries"], READOUTS.index(r["readout"])))
     path = save("throughput", rows, [
         ("queries", "queries"), ("readout", "readout"), ("documents", "documents"),
         ("bytes", "bytes"), ("bytes_per_cycle_streaming", "bytes/cycle (streaming)"),
         ("bytes_per_cycle_total", "bytes/cycle (incl. final readout)"),
-        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("engine_MB_per_s", "engine MB/s")],
+        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("engine_MB_per_s", "engine MB/s"),
+        ("rtl_digest", "RTL digest")],
         "Custom engine throughput: serial vs sparse readout, 1 byte per cycle front end",
         "Depth-8 NITF queries (xpfilt gen-queries, seed 1), max depth 16; bytes/cycle from the "
         "cycle-accurate model with a byte offered every cycle and the readout always ready. "
