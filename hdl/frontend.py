@@ -207,12 +207,17 @@ class ByteTests(NamedTuple):
     upper: object
 
 
-def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subset, kw,
-               prefix: str = ""):
-    """The byte parser's step for one byte: (the one-hot next state, a dict of the requests the
-    byte raises, each a 1-bit Signal named ``prefix + name``). ``state`` is the one-hot state
-    before the byte, ``level``, ``root_seen``, ``in_subset`` and ``kw`` the parser's registers
-    (or, in a W-byte front end, their values after the lane before)."""
+#: The requests a parser branch may raise (see :func:`parser_table`).
+REQUESTS = ("name_byte", "name_hold", "push_req", "pop_req", "pop_check", "bad", "kw_inc",
+            "tag_start", "attr_byte", "attr_end", "val_start", "val_byte", "val_end",
+            "text_byte", "text_amb", "text_end")
+
+
+def parser_table(tests: ByteTests, *, level, root_seen, in_subset, kw):
+    """The byte parser, the one definition of it: for each state, its branches in priority
+    order, each (byte test, next state or None to stay, requests). A request is a name of
+    :data:`REQUESTS`, or (name, condition) for one raised only if the condition holds too.
+    ``level``, ``root_seen``, ``in_subset`` and ``kw`` are the parser's registers."""
     S = State
     ch, eq = tests.ch, tests.eq
     is_ws, is_nstart, is_nchar, is_upper = tests.ws, tests.nstart, tests.nchar, tests.upper
@@ -305,12 +310,18 @@ def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subse
         S.DT_AFTER: [br(is_ws), br(ch(">"), S.TEXT), br(ALWAYS, S.TEXT, "bad")],
     }
     assert set(table) == set(State)
+    return table
 
+
+def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subset, kw,
+               prefix: str = ""):
+    """The byte parser's step for one byte: (the one-hot next state, a dict of the requests the
+    byte raises, each a 1-bit Signal named ``prefix + name``). ``state`` is the one-hot state
+    before the byte, ``level``, ``root_seen``, ``in_subset`` and ``kw`` the parser's registers
+    (or, in a W-byte front end, their values after the lane before)."""
+    table = parser_table(tests, level=level, root_seen=root_seen, in_subset=in_subset, kw=kw)
     into = {s: [] for s in State}          # next-state bit s: OR of these
-    raised = {name: [] for name in ("name_byte", "name_hold", "push_req", "pop_req",
-                                    "pop_check", "bad", "kw_inc", "tag_start", "attr_byte",
-                                    "attr_end", "val_start", "val_byte", "val_end",
-                                    "text_byte", "text_amb", "text_end")}
+    raised = {name: [] for name in REQUESTS}
     for s, branches in table.items():
         here = state[s.value]
         earlier = []                        # the tests of the branches before this one
