@@ -47,9 +47,137 @@ from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_IN
                            check_bytes_per_cycle, check_parameters, hash_byte, queue_depth_for,
                            tag_width_for)
 
-from .frontend import ByteTests, EventLayout, StackEntry, nibble_member, parse_byte
+from .frontend import (ByteTests, EventLayout, StackEntry, nibble_member, parse_byte,
+                       parser_table)
 
 __all__ = ["WideByteLayout", "QueueEntry", "WideFrontEnd"]
+
+
+#: A control state of the parallel-prefix parser: (parser state, ``kw``, ``in_subset``), the
+#: parser registers that decide the next state (``level`` and ``root_seen`` only raise errors).
+INITIAL = (State.TEXT, 0, 0)
+KW_MAX = max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD)) - 1
+KW_BITS = KW_MAX.bit_length()
+#: The lane's ``bad`` request for each (level is 0, root seen) before it.
+BAD_CASES = {(False, False): "bad", (True, False): "bad_root", (False, True): "bad_seen",
+             (True, True): "bad_both"}
+
+
+def wire(m: Module, value, name: str):
+    """``value`` in a Signal of its own (so that expressions built on it stay small)."""
+    sig = Signal.like(value, name=name) if isinstance(value, Signal) else Signal(
+        value.shape(), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def _moves(table, control):
+    """The branches of ``table`` from ``control``, in priority order, each (byte test, next
+    control state), and the next control state when no branch is taken."""
+    state, kw, subset = control
+
+    def after(nxt, kw_inc):
+        stays_in_subset = subset and nxt not in (State.TEXT, State.DT_AFTER)
+        return nxt, min(kw + 1, KW_MAX) if kw_inc else 0, int(nxt is State.SUBSET or
+                                                                stays_in_subset)
+    moves = [(test, after(state if target is None else target,
+                          any(r == "kw_inc" for r in requests)))
+             for test, target, requests in table[state]]
+    return moves, after(state, False)
+
+
+def _table(tests, kw, subset):
+    return parser_table(tests, level=Const(1, 1), root_seen=Const(0, 1),
+                        in_subset=Const(subset, 1), kw=Const(kw, KW_BITS))
+
+
+def control_states() -> list:
+    """Every control state the parser can reach from :data:`INITIAL` (tests ignored)."""
+    blank = Const(0, 1)
+    tests = ByteTests(ch=lambda text: blank, eq=lambda b: blank, ws=blank, nstart=blank,
+                      nchar=blank, upper=blank)
+    seen, todo = [INITIAL], [INITIAL]
+    while todo:
+        control = todo.pop()
+        moves, stay = _moves(_table(tests, control[1], control[2]), control)
+        for nxt in [nxt for _, nxt in moves] + [stay]:
+            if nxt not in seen:
+                seen.append(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def lane_transitions(m: Module, tests: ByteTests, states: list, name: str) -> list:
+    """One byte's transition function over the control states, from :func:`parser_table`: for
+    each start state (by index), {next state index: condition on the byte's classes}."""
+    index = {c: n for n, c in enumerate(states)}
+    tables = {}
+    function = []
+    for control in states:
+        key = control[1:]
+        if key not in tables:
+            tables[key] = _table(tests, *key)
+        moves, stay = _moves(tables[key], control)
+        row, earlier = {}, []
+        for test, nxt in moves:
+            taken = test
+            for e in earlier:
+                taken = taken & ~e
+            row.setdefault(index[nxt], []).append(taken)
+            earlier.append(test)
+        row.setdefault(index[stay], []).append(~Cat(*earlier).any() if earlier else Const(1, 1))
+        function.append({u: Cat(*terms).any() for u, terms in row.items()})
+    return wired_function(m, function, name)
+
+
+def compose(m: Module, first: list, second: list, name: str) -> list:
+    """The transition function of ``first`` then ``second``."""
+    out = []
+    for row in first:
+        terms = {}
+        for t, a in row.items():
+            for u, b in second[t].items():
+                terms.setdefault(u, []).append(a & b)
+        out.append({u: Cat(*ts).any() for u, ts in terms.items()})
+    return wired_function(m, out, name)
+
+
+def wired_function(m: Module, function: list, name: str, domain: str = "comb") -> list:
+    """``function`` with its conditions in one wide Signal, driven in ``domain``."""
+    keys = [(c, u) for c, row in enumerate(function) for u in row]
+    reg = Signal(len(keys), name=name)
+    m.d[domain] += reg.eq(Cat(*(function[c][u] for c, u in keys)))
+    out = [{} for _ in function]
+    for bit, (c, u) in enumerate(keys):
+        out[c][u] = reg[bit]
+    return out
+
+
+def apply(state, function: list, n: int):
+    """The one-hot control state after ``function`` from the one-hot ``state``."""
+    into = [[] for _ in range(n)]
+    for c, row in enumerate(function):
+        for u, cond in row.items():
+            into[u].append(state[c] & cond)
+    return Cat(*(Cat(*terms).any() if terms else Const(0, 1) for terms in into))
+
+
+def hash_step(x):
+    """The name hash after one more byte, for ``x`` = hash XOR byte (linear over GF(2))."""
+    return Cat(*(reduce(xor, [x[b] for b in range(8) if hash_byte(0, 1 << b) >> j & 1])
+                 for j in range(HASH_WIDTH)))
+
+
+def _shift_up(t):
+    return Cat(Const(1, 1), t[:-1])
+
+
+def _shift_down(t):
+    return Cat(t[1:], Const(0, 1))
+
+
+def _ones(t):
+    return sum(t[k] for k in range(len(t)))
 
 
 class WideByteLayout(data.StructLayout):
@@ -126,61 +254,219 @@ class WideFrontEnd(wiring.Component):
             raw = beat.data[8 * i:8 * i + 8]
             m.d.sync += [c1[i].eq(raw), high[i].eq(Cat(*(raw[4:] == h for h in range(16)))),
                          low[i].eq(Cat(*(raw[:4] == n for n in range(16))))]
+        classes = []            # (register, value) of every byte class, registered on first use
 
-        # === stage D2: each lane's classes, registered on first use ===
-        valid = Signal()
-        last = Signal()
-        lanes = Signal(W)
-        c = [Signal(8, name=f"d2_byte{i}") for i in range(W)]
-        m.d.sync += [valid.eq(valid1), last.eq(last1), lanes.eq(lanes1)]
-        m.d.sync += [c[i].eq(c1[i]) for i in range(W)]
-        classes = {}
+        def delayed(value, cycles, name):
+            """``value`` as it was ``cycles`` cycles ago (a chain of registers)."""
+            for k in range(cycles):
+                reg = Signal.like(value, name=f"{name}_{k}")
+                m.d.sync += reg.eq(value)
+                value = reg
+            return value
 
-        def lane_tests(i):
-            def registered(key, value):
-                if (i, key) not in classes:
-                    classes[(i, key)] = (Signal(name=f"byte{i}_{key}"), value)
-                return classes[(i, key)][0]
+        def lane_tests(stage, delay):
+            """Each lane's byte classes as a :class:`ByteTests`, registered in stage ``stage``
+            from the nibbles of D1 ``delay`` cycles before."""
+            nibbles = [(delayed(high[i], delay, f"{stage}_high{i}"),
+                        delayed(low[i], delay, f"{stage}_low{i}")) for i in range(W)]
+            tests = []
+            for i, (hi, lo) in enumerate(nibbles):
+                made = {}
 
-            def eq(b):
-                return registered(f"eq_{b:02x}", high[i][b >> 4] & low[i][b & 15])
+                def registered(key, value, made=made, i=i):
+                    if key not in made:
+                        made[key] = Signal(name=f"{stage}_byte{i}_{key}")
+                        classes.append((made[key], value))
+                    return made[key]
 
-            def member(key, members):
-                return registered(key, nibble_member(high[i], low[i], members))
+                def eq(b, hi=hi, lo=lo, registered=registered):
+                    return registered(f"eq_{b:02x}", hi[b >> 4] & lo[b & 15])
 
-            return ByteTests(ch=lambda text: eq(ord(text)), eq=eq,
-                             ws=member("ws", WHITESPACE), nstart=member("nstart", NAME_START),
-                             nchar=member("nchar", NAME_CHAR),
-                             upper=member("upper", range(ord("A"), ord("Z") + 1)))
+                def member(key, members, hi=hi, lo=lo, registered=registered):
+                    return registered(key, nibble_member(hi, lo, members))
 
-        # === stage P: W parser steps in a chain ===
-        state = Signal(len(State), init=1 << S.TEXT.value)
-        level = Signal(range(max_depth + 1))
-        excess = Signal(EXCESS_WIDTH)
-        root_seen = Signal()
-        in_subset = Signal()
-        kw = Signal(range(max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD))))
-        pos = Signal(range(max_name + 2))
-        max_len = max((len(t) for t in self.tag_bytes), default=0)
-        pos_oh = Signal(max_len + 1, init=1)
-        hsh = Signal(HASH_WIDTH, init=HASH_INIT)
-        match = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
-        sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
-        regs = (state, level, excess, root_seen, in_subset, kw, pos, pos_oh, hsh, match)
+                tests.append(ByteTests(ch=lambda text, eq=eq: eq(ord(text)), eq=eq,
+                                       ws=member("ws", WHITESPACE),
+                                       nstart=member("nstart", NAME_START),
+                                       nchar=member("nchar", NAME_CHAR),
+                                       upper=member("upper", range(ord("A"), ord("Z") + 1))))
+            return tests
 
-        entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
+        # === stage D2 (classes) and T + X1..Xk: the parallel-prefix parser ===
+        k_levels = W.bit_length() - 1
+        valids = [valid1]                   # D1, D2, X1..Xk
+        for stage in ["d2"] + [f"x{level + 1}" for level in range(k_levels)]:
+            valids.append(Signal(name=f"{stage}_valid"))
+            m.d.sync += valids[-1].eq(valids[-2])
+        valid_x = valids[-1]
+        last_x = delayed(last1, 1 + k_levels, "last_x")
+        lanes_x = delayed(lanes1, 1 + k_levels, "lanes_x")
+        states = control_states()
+        index = {c: n for n, c in enumerate(states)}
+        functions = [lane_transitions(m, tests, states, f"t_lane{i}")
+                     for i, tests in enumerate(lane_tests("d2", 0))]
+        for level in range(k_levels):       # Sklansky: lane i takes in the block before it
+            span = 1 << level
+            functions = [compose(m, functions[(i // span) * span - 1], f, f"c{level + 1}_lane{i}")
+                         if (i // span) % 2 else f for i, f in enumerate(functions)]
+            functions = [wired_function(m, f, f"x{level + 1}_lane{i}", "sync")
+                         for i, f in enumerate(functions)]
+        # functions[i]: the control state after lane i from the one before lane 0
+
+        # === stage O: each lane's start state (the only loop: s0), its requests ===
+        s0 = Signal(len(states), init=1 << index[INITIAL])
+        starts = [s0] + [wire(m, apply(s0, f, len(states)), f"o_start{i + 1}")
+                         for i, f in enumerate(functions)]
+        with m.If(valid_x):
+            m.d.sync += s0.eq(Mux(last_x, s0.init, starts[W]))
+        o_tests = lane_tests("o", k_levels)
+        o_valid, o_last, o_lanes = Signal(), Signal(), Signal(W)
+        m.d.sync += [o_valid.eq(valid_x), o_last.eq(last_x), o_lanes.eq(lanes_x)]
+        REQ = ("push_req", "pop_req", "pop_check", "name_byte", "name_hold")
+        requests = REQ + tuple(BAD_CASES.values()) + ("text_after",)
+        o_req = [{name: Signal(name=f"o_lane{i}_{name}") for name in requests}
+                 for i in range(W)]
+
+        def of_states(start, which):
+            return Cat(*(start[n] for n, c in enumerate(states) if which(c))).any()
+
+        for i in range(W):
+            start = starts[i]
+            one_hot = wire(m, Cat(*(of_states(start, lambda c: c[0] is st) for st in State)),
+                           f"o_lane{i}_state")
+            subset = wire(m, of_states(start, lambda c: c[2]), f"o_lane{i}_subset")
+            kw = wire(m, Cat(*(of_states(start, lambda c: c[1] >> b & 1)
+                               for b in range(KW_BITS))), f"o_lane{i}_kw")
+            for (at_root, seen), case in BAD_CASES.items():
+                _, req = parse_byte(m, one_hot, o_tests[i], level=Const(int(not at_root), 1),
+                                    root_seen=Const(int(seen), 1), in_subset=subset, kw=kw,
+                                    prefix=f"lane{i}_{case}_")
+                m.d.sync += o_req[i][case].eq(req["bad"])
+            for name in REQ:
+                m.d.sync += o_req[i][name].eq(req[name])
+            m.d.sync += o_req[i]["text_after"].eq(
+                of_states(starts[i + 1], lambda c: c[0] is State.TEXT))
+
+        # === stage N: the lanes' prefixes of the depth, name position and hash steps ===
+        n_valid, n_last = Signal(), Signal()
+        m.d.sync += [n_valid.eq(o_valid), n_last.eq(o_last)]
+        byte = [delayed(c1[i], k_levels + 2, f"n_byte{i}") for i in range(W)]
+        push = [r["push_req"] for r in o_req]
+        pop = [r["pop_req"] for r in o_req]
+        nb = [r["name_byte"] for r in o_req]
+        hold = [r["name_hold"] for r in o_req]
+        # before lane i: the depth steps of lanes < i as v -> min(max(v + A, LO), VMAX - HD)
+        # (v: level + excess); the name bytes since the last name reset (cnt) and whether one
+        # happened (reset); any push; the hash of lanes < i from 0 (the rest is linear in
+        # the hash before lane 0)
+        lo = hd = cnt = Const(0, W)
+        reset, any_push, stuff = Const(0, 1), Const(0, 1), Const(0, HASH_WIDTH)
+        prefix = []
+        for i in range(W):
+            lo = wire(m, Mux(push[i], _shift_up(lo), Mux(pop[i], _shift_down(lo), lo)),
+                      f"n{i + 1}_lo_therm")
+            hd = wire(m, Mux(pop[i], _shift_up(hd), Mux(push[i], _shift_down(hd), hd)),
+                      f"n{i + 1}_hd_therm")
+            cnt = wire(m, Mux(nb[i], _shift_up(cnt), Mux(hold[i], cnt, 0)),
+                       f"n{i + 1}_cnt_therm")
+            reset = reset | ~(nb[i] | hold[i])
+            any_push = any_push | push[i]
+            x = wire(m, stuff ^ byte[i], f"n{i + 1}_x")
+            stuff = wire(m, Mux(nb[i], hash_step(x), Mux(hold[i], stuff, 0)), f"n{i + 1}_hash")
+            regs_i = {"A": Signal(range(-W, W + 1), name=f"n{i + 1}_A"),
+                      "LO": Signal(range(W + 1), name=f"n{i + 1}_LO"),
+                      "HD": Signal(range(W + 1), name=f"n{i + 1}_HD"),
+                      "cnt": Signal(range(W + 1), name=f"n{i + 1}_cnt"),
+                      "reset": Signal(name=f"n{i + 1}_reset"),
+                      "any_push": Signal(name=f"n{i + 1}_any_push"),
+                      "stuff": Signal(HASH_WIDTH, name=f"n{i + 1}_stuff")}
+            m.d.sync += [regs_i["A"].eq(sum(push[:i + 1]) - sum(pop[:i + 1])),
+                         regs_i["LO"].eq(_ones(lo)), regs_i["HD"].eq(_ones(hd)),
+                         regs_i["cnt"].eq(_ones(cnt)), regs_i["reset"].eq(reset),
+                         regs_i["any_push"].eq(any_push), regs_i["stuff"].eq(stuff)]
+            prefix.append(regs_i)
+
+        # === stage L: the depth, name position and hash before each lane (loops v0, pos0, h0,
+        # root0) ===
+        l_valid, l_last = Signal(), Signal()
+        m.d.sync += [l_valid.eq(n_valid), l_last.eq(n_last)]
         ex_max = (1 << EXCESS_WIDTH) - 1
-        cur = regs
+        v_max = max_depth + ex_max
+        p_max = max_name + 1
+        max_len = max((len(t) for t in self.tag_bytes), default=0)
+        v0 = Signal(range(v_max + 1))
+        pos0 = Signal(range(p_max + 1))
+        h0 = Signal(HASH_WIDTH, init=HASH_INIT)
+        root0 = Signal()
+        powers = [h0]
+        for _ in range(W):
+            powers.append(wire(m, hash_step(powers[-1]), f"l_power{len(powers)}"))
+        v, pos, h, root = [v0], [pos0], [h0], [root0]
+        for i in range(W):
+            p = prefix[i]
+            x = Signal(range(-W, v_max + W + 1), name=f"l{i + 1}_x")
+            vi = Signal(range(v_max + 1), name=f"l{i + 1}_v")
+            top = Signal(range(v_max + 1), name=f"l{i + 1}_top")
+            m.d.comb += [x.eq(v0 + p["A"]), top.eq(v_max - p["HD"]),
+                         vi.eq(Mux(x < p["LO"], p["LO"], Mux(x > top, top, x)))]
+            run = Mux(p["reset"], p["cnt"], pos0 + p["cnt"])
+            pi = Signal(range(p_max + 1), name=f"l{i + 1}_pos")
+            m.d.comb += pi.eq(Mux(run > p_max, p_max, run))
+            hi = Signal(HASH_WIDTH, name=f"l{i + 1}_hash")
+            carried = Signal(HASH_WIDTH, name=f"l{i + 1}_carried")
+            with m.Switch(p["cnt"]):
+                for e in range(i + 2):
+                    with m.Case(e):
+                        m.d.comb += carried.eq(powers[e])
+            m.d.comb += hi.eq(p["stuff"] ^ Mux(p["reset"], 0, carried))
+            v.append(vi)
+            pos.append(pi)
+            h.append(hi)
+            root.append(root0 | p["any_push"])
+        with m.If(n_valid):
+            with m.If(n_last):
+                m.d.sync += [v0.eq(0), pos0.eq(0), h0.eq(h0.init), root0.eq(0)]
+            with m.Else():
+                m.d.sync += [v0.eq(v[W]), pos0.eq(pos[W]), h0.eq(h[W]), root0.eq(root[W])]
+        lane = []
+        for i in range(W):
+            regs_i = {"level": Signal(range(max_depth + 1), name=f"l_lane{i}_level"),
+                      "at_max": Signal(name=f"l_lane{i}_at_max"),
+                      "ex_zero": Signal(name=f"l_lane{i}_ex_zero"),
+                      "v_zero": Signal(name=f"l_lane{i}_v_zero"),
+                      "nonzero_after": Signal(name=f"l_lane{i}_nonzero_after"),
+                      "root": Signal(name=f"l_lane{i}_root"),
+                      "root_after": Signal(name=f"l_lane{i}_root_after"),
+                      "pos_oh": Signal(max_len + 1, name=f"l_lane{i}_pos_oh"),
+                      "long": Signal(name=f"l_lane{i}_long"),
+                      "hash": Signal(HASH_WIDTH, name=f"l_lane{i}_hash")}
+            m.d.sync += [
+                regs_i["level"].eq(Mux(v[i] > max_depth, max_depth, v[i])),
+                regs_i["at_max"].eq(v[i] >= max_depth),
+                regs_i["ex_zero"].eq(v[i] <= max_depth),
+                regs_i["v_zero"].eq(v[i] == 0),
+                regs_i["nonzero_after"].eq(v[i + 1] != 0),
+                regs_i["root"].eq(root[i]),
+                regs_i["root_after"].eq(root[i + 1]),
+                regs_i["pos_oh"].eq(Cat(*(pos[i] == q for q in range(max_len + 1)))),
+                regs_i["long"].eq(pos[i] >= max_name),
+                regs_i["hash"].eq(h[i]),
+            ]
+            lane.append(regs_i)
+
+        # === stage M: the tag decoder (loop: match0), each lane's event and errors ===
+        m_lanes = delayed(o_lanes, 2, "m_lanes")
+        m_req = [{name: delayed(sig, 2, f"m_lane{i}_{name}") for name, sig in r.items()}
+                 for i, r in enumerate(o_req)]
+        m_tests = lane_tests("m", k_levels + 3)
+        match0 = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
+        sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
+        entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
+        mt = match0
         records, has, founds, ends = [], [], [], []
         for i in range(W):
-            (st, lv, ex, root, subset, k, p, poh, h, mt) = cur
-            tests = lane_tests(i)
-            nstate, req = parse_byte(m, st, tests, level=lv, root_seen=root, in_subset=subset,
-                                     kw=k, prefix=f"lane{i}_")
-            name_byte, name_hold = req["name_byte"], req["name_hold"]
-            push_req, pop_req = req["push_req"], req["pop_req"]
-
-            # the tag decoder (CAM) and the name hash
+            r, li, tests = m_req[i], lane[i], m_tests[i]
+            poh = li["pos_oh"]
             if n_tags:
                 ok = Cat(*(Cat(*(poh[q] & tests.eq(b) for q, b in enumerate(t))).any()
                            for t in self.tag_bytes))
@@ -192,78 +478,49 @@ class WideFrontEnd(wiring.Component):
             else:
                 ok = Const(0, 1)
                 tag_id = Const(0, self.tag_width)
-            x = h ^ c[i]
-            hash_upd = Cat(*(reduce(xor, [x[b] for b in range(8) if hash_byte(0, 1 << b) >> j & 1])
-                             for j in range(HASH_WIDTH)))
-
-            # depth bookkeeping
-            at_max = lv == max_depth
-            ex_zero = ex == 0
-            overflow = push_req & at_max
-            do_push = push_req & ~at_max
-            underflow = pop_req & ex_zero & (lv == 0)
-            do_pop = pop_req & ex_zero & (lv != 0)
-            n = {name: Signal.like(reg, name=f"lane{i}_n{name}") for name, reg in zip(
-                ("state", "level", "excess", "root", "subset", "kw", "pos", "pos_oh", "hash",
-                 "match"), cur)}
-            m.d.comb += [
-                n["state"].eq(nstate),
-                n["level"].eq(Mux(do_push, lv + 1, Mux(do_pop, lv - 1, lv))),
-                n["excess"].eq(Mux(overflow & (ex != ex_max), ex + 1,
-                                   Mux(pop_req & ~ex_zero, ex - 1, ex))),
-                n["root"].eq(root | do_push),
-                n["subset"].eq(nstate[S.SUBSET.value] |
-                               (subset & ~nstate[S.TEXT.value] & ~nstate[S.DT_AFTER.value])),
-                n["kw"].eq(Mux(req["kw_inc"], k + 1, 0)),
-            ]
-            with m.If(name_byte):
-                m.d.comb += [n["pos"].eq(Mux(p == max_name + 1, p, p + 1)),
-                             n["pos_oh"].eq(poh << 1), n["hash"].eq(hash_upd),
-                             n["match"].eq(mt & ok)]
-            with m.Elif(name_hold):
-                m.d.comb += [n["pos"].eq(p), n["pos_oh"].eq(poh), n["hash"].eq(h),
-                             n["match"].eq(mt)]
-            with m.Else():
-                m.d.comb += [n["pos"].eq(0), n["pos_oh"].eq(poh.init), n["hash"].eq(HASH_INIT),
-                             n["match"].eq(mt.init)]
-
+            mt_next = Signal.like(match0, name=f"lane{i}_match")
+            m.d.comb += mt_next.eq(Mux(r["name_byte"], mt & ok,
+                                       Mux(r["name_hold"], mt, match0.init)))
+            mt = mt_next
+            do_push = r["push_req"] & ~li["at_max"]
+            overflow = r["push_req"] & li["at_max"]
+            do_pop = r["pop_req"] & li["ex_zero"] & ~li["v_zero"]
+            underflow = r["pop_req"] & li["v_zero"]
+            bad = Mux(li["v_zero"], Mux(li["root"], r["bad_both"], r["bad_root"]),
+                      Mux(li["root"], r["bad_seen"], r["bad"]))
             found = Signal(ErrorFlags, name=f"lane{i}_found")
-            m.d.comb += [found.malformed.eq(req["bad"] | underflow),
+            m.d.comb += [found.malformed.eq(bad | underflow),
                          found.depth_overflow.eq(overflow),
-                         found.name_too_long.eq(name_byte & (p >= max_name))]
-            here = lanes[i]
+                         found.name_too_long.eq(r["name_byte"] & li["long"])]
+            here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")     # the document's final byte
-            m.d.comb += end.eq(here & last & (~lanes[i + 1] if i + 1 < W else 1))
-            unfinished = ~nstate[S.TEXT.value] | (n["level"] != 0) | ~n["root"]
+            m.d.comb += end.eq(here & l_last & (~m_lanes[i + 1] if i + 1 < W else 1))
+            unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
             rec = Signal(entry_layout, name=f"lane{i}_event")
             m.d.comb += [rec.push.eq(do_push), rec.pop.eq(do_pop), rec.last.eq(end),
-                         rec.check.eq(req["pop_check"]),
-                         rec.level.eq(Mux(do_push, lv + 1, Mux(do_pop, lv, 0))),
-                         rec.tag.eq(tag_id), rec.hash.eq(h)]
+                         rec.check.eq(r["pop_check"]),
+                         rec.level.eq(Mux(do_push, li["level"] + 1,
+                                          Mux(do_pop, li["level"], 0))),
+                         rec.tag.eq(tag_id), rec.hash.eq(li["hash"])]
             records.append(rec)
             has.append(here & (do_push | do_pop | end))
             founds.append(Mux(here, found.as_value(), 0))
             ends.append((end, unfinished))
-            cur = tuple(n[name] for name in ("state", "level", "excess", "root", "subset", "kw",
-                                             "pos", "pos_oh", "hash", "match"))
-
         found_all = reduce(lambda a, b: a | b, founds)
         doc_errors = Signal(ErrorFlags)
         m.d.comb += doc_errors.eq(sticky.as_value() | found_all |
                                   Cat(*(e & u for e, u in ends)).any())
-        with m.If(valid):
-            with m.If(last):
-                m.d.sync += [reg.eq(reg.init) for reg in regs]
-                m.d.sync += sticky.eq(0)
+        with m.If(l_valid):
+            with m.If(l_last):
+                m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
             with m.Else():
-                m.d.sync += [reg.eq(new) for reg, new in zip(regs, cur)]
-                m.d.sync += sticky.eq(sticky.as_value() | found_all)
+                m.d.sync += [match0.eq(mt), sticky.eq(sticky.as_value() | found_all)]
 
         # === stage P2: the lanes' events, registered ===
         p2_valid = Signal()
         p2_has = Signal(W)
         p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
-        m.d.sync += [p2_valid.eq(valid), p2_has.eq(Mux(valid, Cat(*has), 0))]
+        m.d.sync += [p2_valid.eq(l_valid), p2_has.eq(Mux(l_valid, Cat(*has), 0))]
         for i in range(W):
             m.d.sync += p2_records[i].eq(records[i])
             m.d.sync += p2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
@@ -301,7 +558,8 @@ class WideFrontEnd(wiring.Component):
                      after_end.eq(take & head_entry.last)]
         with m.If(take):
             m.d.sync += head.eq(Mux(head == Q - 1, 0, head + 1))
-        flight = self.bytes_in.valid + valid1 + valid + p2_valid + 1
+        flight = (self.bytes_in.valid + sum(valids) + o_valid + n_valid + l_valid + p2_valid
+                  + 1)
         m.d.comb += self.room.eq(occupied + W * flight <= Q)
 
         # === stage E: the global stack row of the level before the event ===
@@ -350,5 +608,5 @@ class WideFrontEnd(wiring.Component):
             with m.Elif(f.pop):
                 m.d.sync += tos.eq(f.level - 1)
 
-        m.d.sync += [bit.eq(value) for bit, value in classes.values()]
+        m.d.sync += [bit.eq(value) for bit, value in classes]
         return m

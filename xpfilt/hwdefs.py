@@ -21,7 +21,7 @@ __all__ = [
     "Errors", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
     "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
     "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT", "BYTES_PER_CYCLE",
-    "WIDE_LATENCY", "check_bytes_per_cycle", "queue_depth_for", "check_wide_plan",
+    "wide_latency", "wide_parser_stages", "check_bytes_per_cycle", "queue_depth_for", "check_wide_plan",
 ]
 
 
@@ -58,9 +58,18 @@ LATENCY = 5
 #: The widths a front end may take, in bytes per cycle (issue 18; 1 is the one-byte front end).
 BYTES_PER_CYCLE = (1, 2, 4, 8)
 
-#: Cycles from a beat on a W-byte front end's ``bytes_in`` to its first event on ``events`` when
-#: its event queue is empty (stages D1, D2, P, P2, the queue, E, F).
-WIDE_LATENCY = 7
+def wide_parser_stages(width: int) -> int:
+    """Registered stages a beat of a W-byte front end passes from its byte classes (D2) to the
+    event queue: the log2(W) levels of the parallel-prefix parser (X1..Xk), then O (each lane's
+    start state and requests), N (the lanes' depth, name and hash prefixes), L (the depth, name
+    position and hash before each lane) and P2 (the lanes' events)."""
+    return check_bytes_per_cycle(width).bit_length() - 1 + 4
+
+
+def wide_latency(width: int) -> int:
+    """Cycles from a beat on a W-byte front end's ``bytes_in`` to its first event on ``events``
+    when its event queue is empty (D1, D2, the parser stages, the queue, E, F, ``events``)."""
+    return 2 + wide_parser_stages(width) + 4
 
 
 def check_bytes_per_cycle(width: int) -> int:
@@ -82,10 +91,10 @@ def check_wide_plan(plan, bytes_per_cycle: int) -> int:
 
 
 def queue_depth_for(width: int) -> int:
-    """Entries of a W-byte front end's event queue: W for each of the four beats before the
-    queue (on ``bytes_in``, in D1, D2, P2) and for the one being accepted, and 4 more so that a
-    few queued events do not stall the input."""
-    return 5 * width + 4
+    """Entries of a W-byte front end's event queue: W for each beat before the queue (on
+    ``bytes_in``, in D1, D2 and the :func:`wide_parser_stages`) and for the one being accepted,
+    and 4 more so that a few queued events do not stall the input."""
+    return (3 + wide_parser_stages(width) + 1) * width + 4
 
 
 def hash_byte(h: int, byte: int) -> int:

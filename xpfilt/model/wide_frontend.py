@@ -9,17 +9,19 @@ frame may accept a beat this cycle.
 Its registers, in the order a beat meets them (see :mod:`xpfilt.hdl.wide_frontend`):
 
 * D1, D2: the beat and then its byte classes, registered (as in the one-byte front end);
-* P: the parser walks the beat's bytes in lane order, one parser step per byte, all in one
-  cycle; every byte whose parser step makes an event (push, pop, or the document end of the
-  beat with ``last``) gives it, in byte order, to the P2 register;
-* P2: the beat's events, registered, written into the event queue in the next cycle;
+* the parser stages (:func:`xpfilt.hwdefs.wide_parser_stages`: the parallel-prefix levels, O, N,
+  L, P2): in the model the parser walks the beat's bytes in lane order as the beat leaves D2,
+  one parser step per byte, and every byte whose parser step makes an event (push, pop, or the
+  document end of the beat with ``last``) gives it, in byte order, to a delay line that stands
+  for these stages; the last of them (P2) writes the events into the event queue in the next
+  cycle;
 * the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries) hands its oldest event to stage E
   every cycle, except in the cycle right after it handed over a document end (so that the
   frame's capture, the cycle after the end reaches the clusters, never meets a push);
 * E, F: the global stack row read and the end-tag check (in the model, delay registers: the
   parser step already computed the whole event), then the ``events`` register.
 
-So a beat accepted in cycle N shows its first event in cycle N + :data:`WIDE_LATENCY` at the
+So a beat accepted in cycle N shows its first event in cycle N + :func:`wide_latency` at the
 earliest. The frame accepts a beat only when the queue has room for W events of it and of every
 beat still before the queue (:meth:`room`), so the queue never overflows and back-pressure
 arises only when events come faster than one per cycle for long.
@@ -34,10 +36,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Sequence
 
-from ..hwdefs import WIDE_LATENCY, check_bytes_per_cycle, queue_depth_for
+from ..hwdefs import check_bytes_per_cycle, queue_depth_for, wide_latency, wide_parser_stages
 from .frontend import NO_EVENT, FrontEndModel
 
-__all__ = ["WideFrontEndModel", "WIDE_LATENCY"]
+__all__ = ["WideFrontEndModel", "wide_latency"]
 
 
 class WideFrontEndModel:
@@ -59,17 +61,18 @@ class WideFrontEndModel:
         self._parser.reset()
         self._parse = self._parser._send
         self.d1 = self.d2 = None        # (data, last) of the beat in stage D1 / D2, or None
-        self.p2 = None                   # stage P2: the events of the beat P parsed, or None
+        # the parser stages, P2 last: the events of the beat in each, or None
+        self.stages: list = [None] * wide_parser_stages(self.width)
         self.queue: deque = deque()
         self.e = self.f = NO_EVENT       # stages E and F
         self.after_end = False           # stage E took a document end last cycle
 
     def room(self, incoming: bool) -> bool:
         """The frame may accept a beat this cycle; ``incoming``: a beat is on ``bytes_in`` now
-        (the frame's input copy). Room for W events of that beat, of the beats in D1 and D2
-        and of the new one, beside the queued events."""
+        (the frame's input copy). Room for W events of that beat, of the beats in D1, D2 and
+        the parser stages and of the new one, beside the queued events."""
         flight = (bool(incoming) + (self.d1 is not None) + (self.d2 is not None)
-                  + (self.p2 is not None) + 1)
+                  + sum(beat is not None for beat in self.stages) + 1)
         return len(self.queue) + self.width * flight <= self.queue_depth
 
     def step(self, valid: bool, data: bytes = b"", last: bool = False):
@@ -84,19 +87,22 @@ class WideFrontEndModel:
         else:
             self.e = NO_EVENT
             self.after_end = False
-        if self.p2 is not None:
-            queue.extend(self.p2)
+        stages = self.stages
+        if stages[-1] is not None:
+            queue.extend(stages[-1])
         beat = self.d2
-        self.p2 = None
+        events = None
         if beat is not None:
-            self.p2 = []
+            events = []
             parse = self._parse
             data2, last2 = beat
             final = len(data2) - 1
             for i, c in enumerate(data2):
                 ev = parse((1, c, last2 and i == final))
                 if ev is not NO_EVENT:
-                    self.p2.append(ev)
+                    events.append(ev)
+        stages[1:] = stages[:-1]
+        stages[0] = events
         self.d2 = self.d1
         if valid:
             if not 1 <= len(data) <= self.width or (len(data) != self.width and not last):
