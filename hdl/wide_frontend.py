@@ -8,10 +8,22 @@ cycle:
 
 * D1: the beat (its bytes' nibbles one-hot) and the lanes that hold bytes, registered;
 * D2: every lane's byte classes, registered (one flip-flop per test, as in ``FrontEnd``);
-* P: W parser steps in a chain, lane 0 first (:func:`xpfilt.hdl.frontend.parse_byte` for each
-  byte, with the tag decoder's CAM, the name hash, the depth and the error bookkeeping of each
-  lane feeding the next); every lane whose byte makes an event (a push, a pop, or the document
-  end on the beat's last byte) gives it to P2;
+* T, X1..Xk (k = log2 W), the parallel-prefix parser: each lane's transition function over the
+  parser's control states (state, ``kw``, ``in_subset``: :func:`control_states`), taken from
+  :func:`xpfilt.hdl.frontend.parser_table` (:func:`lane_transitions`), then composed in a
+  Sklansky tree, one registered level each, into the function of the lanes up to each lane;
+* O: the control state before the beat (``s0``, the parser's only loop: one AND-OR per state
+  bit from the beat's composed function) gives every lane its start state; each lane's
+  requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of level 0 and root
+  seen, chosen in P2), registered;
+* N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
+  LO), VMAX - HD), v = level + excess), the name bytes since the last name reset, the hash of
+  the lanes from 0 (the hash is linear: the part of the hash before the beat is added in L);
+* L: the depth, name position, hash and "root seen" before each lane and after the beat (their
+  loops: one add and clamp, one power of the hash step), registered;
+* the tag decoder's CAM of every lane (loop: its "still matching" bits) and each lane's event
+  and error flags; every lane whose byte makes an event (a push, a pop, or the document end on
+  the beat's last byte) gives it to P2;
 * P2: the lanes' events registered (so that the queue's write positions, a sum over the lanes,
   are off the parser's paths), written into the queue in lane order in the next cycle;
 * the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries, registers) hands its oldest event
@@ -21,11 +33,13 @@ cycle:
   pop closes); a push writes its row;
 * F: the end-tag check; the ``events`` register.
 
-A beat accepted in cycle N shows its first event in cycle N + :data:`xpfilt.hwdefs.WIDE_LATENCY`
-when the queue is empty. ``room`` tells the frame it may accept a beat: the queue has room for W
-events of each beat not yet in the queue (on ``bytes_in``, in D1, D2, P2) and of one more. Events,
-their order and their fields, the error flags included, are exactly the one-byte front end's;
-:class:`xpfilt.model.wide_frontend.WideFrontEndModel` is the cycle-accurate model.
+No loop runs through the lanes, so the clock does not depend on W; the beat's
+registered stages from D2 to P2 are :func:`xpfilt.hwdefs.wide_parser_stages`. A beat accepted in
+cycle N shows its first event in cycle N + :func:`xpfilt.hwdefs.wide_latency` when the queue is
+empty. ``room`` tells the frame it may accept a beat: the queue has room for W events of each
+beat not yet in the queue (on ``bytes_in``, in D1, D2 and the parser stages) and of one more.
+Events, their order and their fields, the error flags included, are exactly the one-byte front
+end's; :class:`xpfilt.model.wide_frontend.WideFrontEndModel` is the cycle-accurate model.
 
 ``bytes_in``: ``data`` holds W bytes, lane ``i`` in bits ``8i..8i+7`` (the first byte of the beat
 in lane 0); ``count`` (1..W) says how many lanes hold bytes in the beat with ``last`` (every
@@ -462,26 +476,37 @@ class WideFrontEnd(wiring.Component):
         match0 = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
         entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
-        mt = match0
         records, has, founds, ends = [], [], [], []
-        for i in range(W):
+        # the "still matching" bits before lane i: match0 unless a name reset came first (then
+        # all ones), AND the CAM results of the name bytes since, so the loop runs through no lane
+        oks = []
+        for i in range(W + 1):
+            kept = Cat(*(m_req[j]["name_byte"] | m_req[j]["name_hold"] for j in range(i))).all()
+            mt = Mux(kept, match0, match0.init)
+            for j in range(i):
+                if all_since := [m_req[k]["name_byte"] | m_req[k]["name_hold"]
+                                 for k in range(j + 1, i)]:
+                    counts = m_req[j]["name_byte"] & Cat(*all_since).all()
+                else:
+                    counts = m_req[j]["name_byte"]
+                mt = mt & (oks[j] | Mux(counts, 0, match0.init))
+            mt = wire(m, mt, f"lane{i}_match")
+            if i == W:
+                break
             r, li, tests = m_req[i], lane[i], m_tests[i]
             poh = li["pos_oh"]
             if n_tags:
                 ok = Cat(*(Cat(*(poh[q] & tests.eq(b) for q, b in enumerate(t))).any()
                            for t in self.tag_bytes))
+                oks.append(wire(m, ok, f"lane{i}_ok"))
                 hit = Signal(n_tags, name=f"lane{i}_hit")
                 m.d.comb += hit.eq(Cat(*(mt[j] & poh[len(t)]
                                          for j, t in enumerate(self.tag_bytes))))
                 tag_id = Cat(*(Cat(*(hit[j] for j in range(n_tags) if (j + 1) >> bit & 1)).any()
                                for bit in range(self.tag_width)))
             else:
-                ok = Const(0, 1)
+                oks.append(Const(0, 1))
                 tag_id = Const(0, self.tag_width)
-            mt_next = Signal.like(match0, name=f"lane{i}_match")
-            m.d.comb += mt_next.eq(Mux(r["name_byte"], mt & ok,
-                                       Mux(r["name_hold"], mt, match0.init)))
-            mt = mt_next
             do_push = r["push_req"] & ~li["at_max"]
             overflow = r["push_req"] & li["at_max"]
             do_pop = r["pop_req"] & li["ex_zero"] & ~li["v_zero"]
