@@ -11,14 +11,16 @@
 Every tool run is capped (``--cap``); a failure or timeout is a row with the reason. Run place and
 route under ``flock /tmp/pnr.lock`` on a shared machine. Saved to bench/results/wide_fmax.{json,md}.
 
-Usage: python bench/wide_fmax.py [--fmax] [--widths 1,2,4] [--cap S]   (--widths '': front ends
+Usage: python bench/wide_fmax.py [--fmax] [--front-ends 1,2,4,8] [--widths 1,2,4] [--cap S]   (--widths '': front ends
 only, small enough to synthesize without the place-and-route lock)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import fmax
 import resources
@@ -51,6 +53,15 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
             "yosys_s": round(synth["seconds"], 1)}
 
 
+def earlier_rows(digest: str) -> list[dict]:
+    """The saved rows of other RTL versions (each carries its digest): a run adds to them."""
+    path = Path(__file__).parent / "results" / "wide_fmax.json"
+    if not path.exists():
+        return []
+    return [row for row in json.loads(path.read_text())["rows"]
+            if row.get("rtl_digest") != digest]
+
+
 def save(rows: list[dict], started: float) -> None:
     """Publish the rows so far (after every engine, so a run cut short keeps what it measured)."""
     publish("wide_fmax", rows, [
@@ -69,6 +80,8 @@ def save(rows: list[dict], started: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fmax", action="store_true", help="also ECP5 place and route")
+    parser.add_argument("--front-ends", default="1,2,4,8",
+                        help="front-end widths to synthesize alone (default 1,2,4,8; '' for none)")
     parser.add_argument("--widths", default="4,1,2",
                         help="engine widths, in this order (default 4,1,2; '' for the front "
                              "ends only)")
@@ -78,9 +91,9 @@ def main() -> None:
     queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, QUERIES))]
     plan = compile_queries(queries, CompileOptions())
     nodes = plan.stats["query_nodes"]
-    rows = []
+    rows = earlier_rows(digest)
     base = None
-    for width in (1, 2, 4, 8):
+    for width in [int(w) for w in args.front_ends.split(",") if w]:
         row = {"part": "front end", "W": width, "queries": QUERIES, "tags": len(plan.tags),
                **xilinx(component_verilog(front_end(plan, width), "front_end"), "front_end",
                         f"front end W{width}")}

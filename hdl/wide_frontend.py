@@ -373,8 +373,13 @@ class WideFrontEnd(wiring.Component):
         # (v: level + excess); the name bytes since the last name reset (cnt) and whether one
         # happened (reset); any push; the hash of lanes < i from 0 (the rest is linear in
         # the hash before lane 0)
+        powers_of = []                      # L^e(byte) for e = 0..W, each lane
+        for i in range(W):
+            powers_of.append([byte[i]])
+            for e in range(W):
+                powers_of[i].append(wire(m, hash_step(powers_of[i][-1]), f"n_byte{i}_L{e + 1}"))
         lo = hd = cnt = Const(0, W)
-        reset, any_push, stuff = Const(0, 1), Const(0, 1), Const(0, HASH_WIDTH)
+        reset, any_push = Const(0, 1), Const(0, 1)
         prefix = []
         for i in range(W):
             lo = wire(m, Mux(push[i], _shift_up(lo), Mux(pop[i], _shift_down(lo), lo)),
@@ -385,8 +390,16 @@ class WideFrontEnd(wiring.Component):
                        f"n{i + 1}_cnt_therm")
             reset = reset | ~(nb[i] | hold[i])
             any_push = any_push | push[i]
-            x = wire(m, stuff ^ byte[i], f"n{i + 1}_x")
-            stuff = wire(m, Mux(nb[i], hash_step(x), Mux(hold[i], stuff, 0)), f"n{i + 1}_hash")
+            # the hash of lanes < i + 1 from 0: each name byte j with no name reset after it
+            # adds L^e(byte j), e = the name bytes from j on (L: the linear hash step)
+            terms = []
+            for j in range(i + 1):
+                alive = Cat(*(nb[q] | hold[q] for q in range(j + 1, i + 1))).all()
+                later = [nb[q] for q in range(j + 1, i + 1)]
+                for e in range(1, i - j + 2):
+                    exactly = (sum(later) == e - 1) if later else Const(e == 1, 1)
+                    terms.append(Mux(nb[j] & alive & exactly, powers_of[j][e], 0))
+            stuff = wire(m, reduce(xor, terms), f"n{i + 1}_hash")
             regs_i = {"A": Signal(range(-W, W + 1), name=f"n{i + 1}_A"),
                       "LO": Signal(range(W + 1), name=f"n{i + 1}_LO"),
                       "HD": Signal(range(W + 1), name=f"n{i + 1}_HD"),
