@@ -558,44 +558,57 @@ class WideFrontEnd(wiring.Component):
         p2_valid = Signal()
         p2_has = Signal(W)
         p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
+        p2_offset = [Signal(range(W), name=f"p2_offset{i}") for i in range(W)]
+        m.d.sync += [p2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
         m.d.sync += [p2_valid.eq(l_valid), p2_has.eq(Mux(l_valid, Cat(*has), 0))]
         for i in range(W):
             m.d.sync += p2_records[i].eq(records[i])
             m.d.sync += p2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
 
-        # === the event queue ===
+        # === the event queue: W banks (LUT RAM), position p in bank p mod W, row p // W ===
         Q = self.queue_depth
-        queue = [Signal(entry_layout, name=f"queue{j}") for j in range(Q)]
-        head = Signal(range(Q))
-        tail = Signal(range(Q))
+        rows = Q // W
+        head_bank = Signal(range(W))
+        head_row = Signal(range(rows))
+        tail_bank = Signal(range(W))
+        tail_row = Signal(range(rows))
         occupied = Signal(range(Q + 1))
         after_end = Signal()
-        offset = Const(0, range(W + 1))
-        for i in range(W):
-            slot = Signal(range(2 * Q), name=f"lane{i}_slot")
-            m.d.comb += slot.eq(tail + offset)
-            at = Mux(slot >= Q, slot - Q, slot)
-            with m.If(p2_has[i]):
-                for j in range(Q):
-                    with m.If(at == j):
-                        m.d.sync += queue[j].eq(p2_records[i])
-            offset = offset + p2_has[i]
+        head_entry = Signal(entry_layout)
+        reads = []
+        for b in range(W):
+            m.submodules[f"queue_bank{b}"] = bank = Memory(
+                shape=entry_layout, depth=rows, init=[])
+            write, read = bank.write_port(), bank.read_port(domain="comb")
+            k = Signal(range(W), name=f"bank{b}_k")       # its record among the added
+            m.d.comb += [k.eq(b - tail_bank), read.addr.eq(head_row),
+                         write.addr.eq(Mux(b < tail_bank, Mux(tail_row == rows - 1, 0,
+                                                               tail_row + 1), tail_row))]
+            chosen = [p2_has[i] & (p2_offset[i] == k) for i in range(W)]
+            m.d.comb += [write.en.eq(Cat(*chosen).any()),
+                         write.data.eq(reduce(lambda x, y: x | y, [
+                             Mux(c, p2_records[i].as_value(), 0)
+                             for i, c in enumerate(chosen)]))]
+            reads.append(read.data)
+        with m.Switch(head_bank):
+            for b in range(W):
+                with m.Case(b):
+                    m.d.comb += head_entry.eq(reads[b])
         added = Signal(range(W + 1))
-        m.d.comb += added.eq(offset)
+        m.d.comb += added.eq(sum(p2_has[i] for i in range(W)))
         take = Signal()
         m.d.comb += take.eq((occupied != 0) & ~after_end)
-        head_entry = Signal(entry_layout)
-        with m.Switch(head):
-            for j in range(Q):
-                with m.Case(j):
-                    m.d.comb += head_entry.eq(queue[j])
-        new_tail = Signal(range(2 * Q))
-        m.d.comb += new_tail.eq(tail + added)
-        m.d.sync += [tail.eq(Mux(new_tail >= Q, new_tail - Q, new_tail)),
+        new_tail = Signal(range(2 * W))
+        m.d.comb += new_tail.eq(tail_bank + added)
+        m.d.sync += [tail_bank.eq(new_tail[:len(tail_bank)] if W > 1 else 0),
                      occupied.eq(occupied + added - take),
                      after_end.eq(take & head_entry.last)]
+        with m.If(new_tail >= W):
+            m.d.sync += tail_row.eq(Mux(tail_row == rows - 1, 0, tail_row + 1))
         with m.If(take):
-            m.d.sync += head.eq(Mux(head == Q - 1, 0, head + 1))
+            m.d.sync += head_bank.eq(head_bank + 1)
+            with m.If(head_bank == W - 1):
+                m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
         flight = (self.bytes_in.valid + sum(valids) + o_valid + n_valid + l_valid + p2_valid
                   + 1)
         m.d.comb += self.room.eq(occupied + W * flight <= Q)

@@ -139,5 +139,5 @@ def test_one_byte_per_cycle_is_the_one_byte_engine():
     assert one == default and "queue0" not in one
     assert "input [8:0] bytes_in__payload;" in one            # data, last
     two = verilog.convert(CustomEngine(plan, bytes_per_cycle=2), name="top")
-    assert "queue21" in two and "queue22" not in two
+    assert "queue_bank1" in two and "queue_bank2" not in two
     assert "input [18:0] bytes_in__payload;" in two           # 2 x data, count, last

@@ -91,10 +91,11 @@ def check_wide_plan(plan, bytes_per_cycle: int) -> int:
 
 
 def queue_depth_for(width: int) -> int:
-    """Entries of a W-byte front end's event queue: W for each beat before the queue (on
-    ``bytes_in``, in D1, D2 and the :func:`wide_parser_stages`) and for the one being accepted,
-    and 4 more so that a few queued events do not stall the input."""
-    return (3 + wide_parser_stages(width) + 1) * width + 4
+    """Entries of a W-byte front end's event queue, a multiple of W (W banks): W for each beat
+    before the queue (on ``bytes_in``, in D1, D2 and the :func:`wide_parser_stages`) and for the
+    one being accepted, and 4 more (rounded up to W) so that a few queued events do not stall
+    the input."""
+    return (3 + wide_parser_stages(width) + 1) * width + -(-4 // width) * width
 
 
 def hash_byte(h: int, byte: int) -> int:
