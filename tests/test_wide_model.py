@@ -32,7 +32,8 @@ def wide_events(model: WideFrontEndModel, docs, gaps=None):
     beats = [b for d in docs for b in document_beats(d, model.width)]
     out, i, incoming = [], 0, False
     while i < len(beats) or model.queue or model.d1 or model.d2 or incoming \
-            or model.p2 is not None or model.e is not NO_EVENT or model.f is not NO_EVENT:
+            or any(beat is not None for beat in model.stages) or model.e is not NO_EVENT \
+            or model.f is not NO_EVENT:
         assert len(model.queue) <= model.queue_depth
         offer = i < len(beats) and model.room(incoming) and not (gaps and gaps.random() < 0.3)
         ev = model.step(incoming, *(current if incoming else (b"", False)))
