@@ -116,7 +116,7 @@ def test_compile_at_four_bytes_per_cycle_skips_value_predicates_naming_the_query
     assert "* input: 4 bytes per cycle (beats with a byte count on the last; events queue " \
            "for the stacks, 44 entries)" in result.stdout
     verilog = (out / "xpfilt_engine.v").read_text()
-    assert "bytes_in__payload" in verilog and "queue23" in verilog
+    assert "bytes_in__payload" in verilog and "queue_bank3" in verilog
     one = run("compile", queries, "-o", tmp_path / "one")
     assert "* input:" not in one.stdout and "queue0" not in \
         (tmp_path / "one" / "xpfilt_engine.v").read_text()
