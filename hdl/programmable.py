@@ -350,19 +350,19 @@ class TagDecoder(wiring.Component):
             shift_next = Cat(shift[1:], shifts[k + 1][0] if k + 1 < len(groups) else cfg.bit)
             with m.If(selected & cfg.row_shift):
                 m.d.sync += shift.eq(shift_next)
-            # stage 1: the group's copy of the tap
-            copy = copy_register(m, Cat(tap.pos, tap.data, tap.advance), k + 1,
-                                 name=f"tap_{k}")
-            pos, data, advance = copy[:len(tap.pos)], copy[len(tap.pos):-1], copy[-1]
+            # stage 1: the group's row at the name position (a synchronous read: a block RAM
+            # where one fits) and its copy of the tap's byte
+            copy = copy_register(m, Cat(tap.data, tap.advance), k + 1, name=f"tap_{k}")
+            data, advance = copy[:8], copy[8]
             entries = Memory(shape=8 * len(group), depth=2 << row_width, init=[])
             m.submodules[f"entries_{k}"] = entries
-            read = entries.read_port(domain="comb")
+            read = entries.read_port()
             write = entries.write_port()
             m.d.comb += [
                 write.addr.eq(Cat(cfg_row[:row_width], ~group_bank)),
                 write.data.eq(shift_next),
                 write.en.eq(selected & cfg.row_write),
-                read.addr.eq(Cat(pos[:row_width], group_bank)),
+                read.addr.eq(Cat(tap.pos[:row_width], group_bank)),
             ]
             # with the name byte on ``advance``, else with 0 (the entry ends where the name
             # does; a push is never registered on a name byte)
