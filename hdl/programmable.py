@@ -446,7 +446,8 @@ class ProgrammableCluster(wiring.Component):
     """One cluster of generic columns: ``events`` (the front end's, decoded by
     :func:`xpfilt.hdl.stacks.decode_events`) and ``index`` from the :class:`TagDecoder`, both
     the cluster's own registered copies (the index ``MATRIX_READ_CYCLES`` ahead of the
-    events), ``clear``/``matches``/``doc_end``/``errors`` as
+    events; ``next_addr``: the events' ``addr`` a cycle ahead, the stack's read address),
+    ``clear``/``matches``/``doc_end``/``errors`` as
     :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
     :class:`ConfigLoader` through registers of the cluster's own."""
 
@@ -459,6 +460,7 @@ class ProgrammableCluster(wiring.Component):
         return wiring.Signature({
             "events": In(cluster_events(spec)),
             "index": In(spec.index_bits),
+            "next_addr": In(range(max(2, spec.max_depth))),   # the next cycle's events.addr
             "clear": In(1),
             "matches": Out(spec.columns),
             "doc_end": Out(1),
@@ -516,7 +518,7 @@ class ProgrammableCluster(wiring.Component):
         level1 = ev.level1.replicate(n)
         source = (first & (first_any | level1)) | (~first & (parent << 1)[:n])
         m.d.comb += new.eq((hit & source & passing) | (descendant & parent))
-        level_stack(m, ev, parent, new, spec.max_depth)
+        level_stack(m, ev, parent, new, spec.max_depth, early_addr=self.next_addr)
 
         match_flags(m, ev, self.clear, new, self.matches)
         return m
@@ -593,7 +595,7 @@ class ProgrammableEngine(wiring.Component):
                     path=(f"cluster_{k}",))
                 m.submodules[f"cluster_{k}"] = Instance(
                     CLUSTER_MODULE, i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_events=core.events, i_index=core.index,
+                    i_events=core.events, i_index=core.index, i_next_addr=core.next_addr,
                     i_clear=core.clear, o_matches=core.matches, o_doc_end=core.doc_end,
                     o_errors=core.errors, i_cfg=core.cfg, i_selected=core.selected,
                     i_row=core.row)
@@ -606,6 +608,7 @@ class ProgrammableEngine(wiring.Component):
             m.d.comb += [Cat(core.cfg, core.selected, core.row).eq(config),
                          core.events.eq(copy_register(m, events[k], k % EVENT_FANOUT,
                                                       name=f"events_{k}")),
+                         core.next_addr.eq(cluster_events(spec)(events[k]).addr),
                          core.index.eq(copy_register(m, indices[k], k % EVENT_FANOUT,
                                                      name=f"index_{k}"))]
             cores.append(core)

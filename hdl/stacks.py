@@ -291,21 +291,26 @@ def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> N
 
 
 def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
-                rows: int = None, read_addr=None) -> None:
+                rows: int = None, read_addr=None, early_addr=None) -> None:
     """The stack memory of a custom cluster, one row per level: ``parent`` shows row
     ``ev.level - 1`` (asynchronous read; on a push, the row of the new element's parent), and
     a push to level ``L`` writes ``new`` to row ``L`` unless ``L`` is ``max_depth`` (no push
     reads that row). Row 0 is zeros from configuration on and never written. No register per
     column: on the ECP5 the row register and its push/pop multiplexer were ~1 flip-flop and
     ~2 LUTs per column, more than the LUT-RAM itself. ``rows`` = ``max_depth + 1`` keeps the
-    deepest level's row too (read on its pop), ``read_addr`` replaces ``ev.addr``."""
+    deepest level's row too (read on its pop), ``read_addr`` replaces ``ev.addr``.
+    ``early_addr``: the next event's ``addr`` (a cycle ahead of ``ev``): the row is read
+    synchronously, so ``parent`` comes from a register (the memory's output register, the
+    address's fan-out in the cycle before). Exact because no push writes in the cycle before
+    another push (the front end's pushes are at least three bytes apart)."""
     rows = max_depth if rows is None else rows
     mem = Memory(shape=len(new), depth=rows, init=[])
     m.submodules.stack = mem
     write = mem.write_port()
-    read = mem.read_port(domain="comb")
+    read = mem.read_port(domain="comb" if early_addr is None else "sync")
     m.d.comb += [
-        read.addr.eq(ev.addr if read_addr is None else read_addr),
+        read.addr.eq(early_addr if early_addr is not None else
+                     ev.addr if read_addr is None else read_addr),
         parent.eq(read.data),
         write.addr.eq(ev.level),
         write.data.eq(new),
