@@ -310,9 +310,10 @@ class TagDecoder(wiring.Component):
     """The engine's programmable tag decoder: follows each name on ``name_tap`` (the front
     end's) against the dictionary's entries and shows the index of the entry the name ending at
     a ``load`` equals (0: none) on ``index``, :data:`xpfilt.hwdefs.DECODER_STAGES` cycles after
-    the tap (stages: copies of the tap, one per group of :data:`DECODER_GROUP` entries; each
-    entry's byte comparison; "the name ending here equals the entry"; the index). ``cfg``/``selected``/``row`` from the :class:`ConfigLoader` (``selected``: the
-    payload bit belongs to the dictionary)."""
+    the tap (stages: copies of the tap, one per group of :data:`DECODER_GROUP` entries; the
+    group's dictionary row at the name position; each entry's byte comparison; "the name ending
+    here equals the entry"; the index). ``cfg``/``selected``/``row`` from the
+    :class:`ConfigLoader` (``selected``: the payload bit belongs to the dictionary)."""
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
@@ -350,10 +351,15 @@ class TagDecoder(wiring.Component):
             shift_next = Cat(shift[1:], shifts[k + 1][0] if k + 1 < len(groups) else cfg.bit)
             with m.If(selected & cfg.row_shift):
                 m.d.sync += shift.eq(shift_next)
-            # stage 1: the group's row at the name position (a synchronous read: a block RAM
-            # where one fits) and its copy of the tap's byte
-            copy = copy_register(m, Cat(tap.data, tap.advance), k + 1, name=f"tap_{k}")
-            data, advance = copy[:8], copy[8]
+            # stage 1: the group's copy of the tap: the name position and the byte to compare
+            # (the name byte on ``advance``, else 0: the entry ends where the name does; a push
+            # is never registered on a name byte)
+            copy = copy_register(m, Cat(tap.pos, Mux(tap.advance, tap.data, 0)), k + 1,
+                                 name=f"tap_{k}")
+            pos, byte = copy[:len(tap.pos)], Signal(8, name=f"byte_{k}")
+            m.d.sync += byte.eq(copy[len(tap.pos):])
+            # stage 2: the group's row at that position (a synchronous read: a block RAM where
+            # one fits, else LUT-RAM and its output register)
             entries = Memory(shape=8 * len(group), depth=2 << row_width, init=[])
             m.submodules[f"entries_{k}"] = entries
             read = entries.read_port()
@@ -362,21 +368,20 @@ class TagDecoder(wiring.Component):
                 write.addr.eq(Cat(cfg_row[:row_width], ~group_bank)),
                 write.data.eq(shift_next),
                 write.en.eq(selected & cfg.row_write),
-                read.addr.eq(Cat(tap.pos[:row_width], group_bank)),
+                read.addr.eq(Cat(pos[:row_width], group_bank)),
             ]
-            # with the name byte on ``advance``, else with 0 (the entry ends where the name
-            # does; a push is never registered on a name byte)
-            byte = Mux(advance, data, 0)
+            # stage 3: each entry's byte compared
             m.d.sync += same[group.start:group.stop].eq(
                 Cat(*(read.data[8 * d:8 * d + 8] == byte for d in range(len(group)))))
         control = Signal(NameTapLayout(max_name=spec.max_name))     # stage 1 ...
-        later = Signal.like(control)                                # ... and 2
-        m.d.sync += [control.eq(tap), later.eq(control)]
+        between = Signal.like(control)                              # ... 2
+        later = Signal.like(control)                                # ... and 3
+        m.d.sync += [control.eq(tap), between.eq(control), later.eq(between)]
         in_entry = Signal()
         at_end = Signal()         # the name position is just past the longest entry
-        m.d.sync += [in_entry.eq(control.pos < length), at_end.eq(control.pos == length)]
+        m.d.sync += [in_entry.eq(between.pos < length), at_end.eq(between.pos == length)]
 
-        # stage 3: each entry follows the name byte by byte
+        # stage 4: each entry follows the name byte by byte
         still = Signal(tags, init=(1 << tags) - 1)   # the name so far equals the entry's start
         equal = Signal(tags)                         # the name ending here equals the entry
         loaded = Signal()
@@ -387,7 +392,7 @@ class TagDecoder(wiring.Component):
             m.d.sync += still.eq(Mux(in_entry, still & same, 0))
         with m.If(later.load):
             m.d.sync += equal.eq(still & Mux(in_entry, same, Mux(at_end, (1 << tags) - 1, 0)))
-        # stage 4: the OR of the equal entries' indices (one, in a stream we write)
+        # stage 5: the OR of the equal entries' indices (one, in a stream we write)
         with m.If(loaded):
             m.d.sync += self.index.eq(Cat(*(
                 Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
