@@ -7,15 +7,15 @@ whose registered tag index goes to every cluster with the events. Per cluster: a
 :func:`xpfilt.hdl.stacks.level_stack`). The stream format and the meaning of each configuration
 bit are in :mod:`xpfilt.programmable`.
 
-The dictionary lives in LUT-RAMs with two banks: row ``p`` of a bank holds byte ``p`` of every
-entry, so one asynchronous read at the name position gives every entry the byte to compare (a
-streaming CAM of ``tags`` entries). At the end of a name the decoder registers the tag index of
-the entry it equals (0: none), pipelined in :data:`xpfilt.hwdefs.DECODER_STAGES` stages; the
-index and the events (delayed to match) reach every cluster through a registered distribution
-tree (:func:`xpfilt.hdl.engine.distribute`) and the cluster's own copy. In each cluster the
-index reads a row of the *tag matrix* (a synchronous memory, a block RAM on the ECP5, one bit
-per column), which gives every column its tag match at once: no comparator per column, and
-one dictionary for all clusters. A
+The dictionary lives in memories with two banks (LUT-RAM on the ECP5, block RAM on the iCE40):
+row ``p`` of a bank holds byte ``p`` of every entry, so one read at the name position gives
+every entry the byte to compare (a streaming CAM of ``tags`` entries). At the end of a name the
+decoder registers the tag index of the entry it equals (0: none), pipelined in
+:data:`xpfilt.hwdefs.DECODER_STAGES` stages; the index and the events (delayed to match) reach
+every cluster through a registered distribution tree (:func:`xpfilt.hdl.cluster.distribute`)
+and the cluster's own copy. In each cluster the index reads a row of the *tag matrix* (a
+synchronous memory, a block RAM on the ECP5, one bit per column), which gives every column its
+tag match at once: no comparator per column, and one dictionary for all clusters. A
 configuration stream writes the *inactive* banks of the parts it holds (its *present* parts:
 the dictionary, clusters; a delta stream holds only those that change) row by row and their
 column flags into staging shift registers; only when the header, base id, length and CRC-32
