@@ -12,10 +12,10 @@ cycle:
   parser's control states (state, ``kw``, ``in_subset``: :func:`control_states`), taken from
   :func:`xpfilt.hdl.frontend.parser_table` (:func:`lane_transitions`), then composed in a
   Sklansky tree, one registered level each, into the function of the lanes up to each lane;
-* O: the control state before the beat (``s0``, the parser's only loop: one AND-OR per state
-  bit from the beat's composed function) gives every lane its start state; each lane's
-  requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of level 0 and root
-  seen, chosen in P2), registered;
+* S: the control state before the beat (``s0``, the parser's only loop: one AND-OR per state
+  bit from the beat's composed function) gives every lane its start state, registered;
+* O: each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of
+  level 0 and root seen, chosen in P2), registered;
 * N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
   LO), VMAX - HD), v = level + excess), the name bytes since the last name reset, the hash of
   the lanes from 0 (the hash is linear: the part of the hash before the beat is added in L);
@@ -327,15 +327,20 @@ class WideFrontEnd(wiring.Component):
                          for i, f in enumerate(functions)]
         # functions[i]: the control state after lane i from the one before lane 0
 
-        # === stage O: each lane's start state (the only loop: s0), its requests ===
+        # === stage S: each lane's start state (the only loop: s0), registered ===
         s0 = Signal(len(states), init=1 << index[INITIAL])
-        starts = [s0] + [wire(m, apply(s0, f, len(states)), f"o_start{i + 1}")
-                         for i, f in enumerate(functions)]
+        reached = [s0] + [apply(s0, f, len(states)) for f in functions]
         with m.If(valid_x):
-            m.d.sync += s0.eq(Mux(last_x, s0.init, starts[W]))
-        o_tests = lane_tests("o", k_levels)
+            m.d.sync += s0.eq(Mux(last_x, s0.init, reached[W]))
+        starts = [Signal(len(states), name=f"s_start{i}") for i in range(W + 1)]
+        m.d.sync += [start.eq(value) for start, value in zip(starts, reached)]
+        s_valid, s_last, s_lanes = Signal(), Signal(), Signal(W)
+        m.d.sync += [s_valid.eq(valid_x), s_last.eq(last_x), s_lanes.eq(lanes_x)]
+
+        # === stage O: each lane's requests ===
+        o_tests = lane_tests("o", k_levels + 1)
         o_valid, o_last, o_lanes = Signal(), Signal(), Signal(W)
-        m.d.sync += [o_valid.eq(valid_x), o_last.eq(last_x), o_lanes.eq(lanes_x)]
+        m.d.sync += [o_valid.eq(s_valid), o_last.eq(s_last), o_lanes.eq(s_lanes)]
         REQ = ("push_req", "pop_req", "pop_check", "name_byte", "name_hold")
         requests = REQ + tuple(BAD_CASES.values()) + ("text_after",)
         o_req = [{name: Signal(name=f"o_lane{i}_{name}") for name in requests}
@@ -364,7 +369,7 @@ class WideFrontEnd(wiring.Component):
         # === stage N: the lanes' prefixes of the depth, name position and hash steps ===
         n_valid, n_last = Signal(), Signal()
         m.d.sync += [n_valid.eq(o_valid), n_last.eq(o_last)]
-        byte = [delayed(c1[i], k_levels + 2, f"n_byte{i}") for i in range(W)]
+        byte = [delayed(c1[i], k_levels + 3, f"n_byte{i}") for i in range(W)]
         push = [r["push_req"] for r in o_req]
         pop = [r["pop_req"] for r in o_req]
         nb = [r["name_byte"] for r in o_req]
@@ -485,7 +490,7 @@ class WideFrontEnd(wiring.Component):
         m_lanes = delayed(o_lanes, 2, "m_lanes")
         m_req = [{name: delayed(sig, 2, f"m_lane{i}_{name}") for name, sig in r.items()}
                  for i, r in enumerate(o_req)]
-        m_tests = lane_tests("m", k_levels + 3)
+        m_tests = lane_tests("m", k_levels + 4)
         match0 = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
         entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
@@ -609,8 +614,8 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += head_bank.eq(head_bank + 1)
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
-        flight = (self.bytes_in.valid + sum(valids) + o_valid + n_valid + l_valid + p2_valid
-                  + 1)
+        flight = (self.bytes_in.valid + sum(valids) + s_valid + o_valid + n_valid + l_valid
+                  + p2_valid + 1)
         m.d.comb += self.room.eq(occupied + W * flight <= Q)
 
         # === stage E: the global stack row of the level before the event ===

@@ -114,7 +114,7 @@ def test_compile_at_four_bytes_per_cycle_skips_value_predicates_naming_the_query
     assert ("skipped: query 2 (/a[@x='1']/b): value predicates need 1 byte per cycle, not 4 "
             '(the W-byte front end does not evaluate them yet)') in result.output
     assert "* input: 4 bytes per cycle (beats with a byte count on the last; events queue " \
-           "for the stacks, 44 entries)" in result.stdout
+           "for the stacks, 48 entries)" in result.stdout
     verilog = (out / "xpfilt_engine.v").read_text()
     assert "bytes_in__payload" in verilog and "queue_bank3" in verilog
     one = run("compile", queries, "-o", tmp_path / "one")
