@@ -11,7 +11,8 @@
 Every tool run is capped (``--cap``); a failure or timeout is a row with the reason. Run place and
 route under ``flock /tmp/pnr.lock`` on a shared machine. Saved to bench/results/wide_fmax.{json,md}.
 
-Usage: python bench/wide_fmax.py [--fmax] [--front-ends 1,2,4,8] [--widths 1,2,4] [--cap S]   (--widths '': front ends
+Usage: python bench/wide_fmax.py [--fmax] [--front-ends 1,2,4,8] [--widths 1,2,4]
+       [--cap S]   (--widths '': front ends
 only, small enough to synthesize without the place-and-route lock)
 """
 
