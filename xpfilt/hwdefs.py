@@ -21,7 +21,8 @@ __all__ = [
     "Errors", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
     "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
     "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT", "BYTES_PER_CYCLE",
-    "wide_latency", "wide_parser_stages", "check_bytes_per_cycle", "queue_depth_for", "check_wide_plan",
+    "wide_latency", "wide_parser_stages", "check_bytes_per_cycle", "queue_depth_for",
+    "check_wide_plan",
 ]
 
 
