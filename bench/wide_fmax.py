@@ -54,13 +54,14 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
             "yosys_s": round(synth["seconds"], 1)}
 
 
-def earlier_rows(digest: str) -> list[dict]:
-    """The saved rows of other RTL versions (each carries its digest): a run adds to them."""
+def earlier_rows(digest: str, planned: set) -> list[dict]:
+    """The saved rows this run does not measure again (``planned``: its (part, W) pairs on RTL
+    ``digest``; each row carries its digest): a run adds to them."""
     path = Path(__file__).parent / "results" / "wide_fmax.json"
     if not path.exists():
         return []
     return [row for row in json.loads(path.read_text())["rows"]
-            if row.get("rtl_digest") != digest]
+            if row.get("rtl_digest") != digest or (row["part"], row["W"]) not in planned]
 
 
 def save(rows: list[dict], started: float) -> None:
@@ -92,9 +93,12 @@ def main() -> None:
     queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, QUERIES))]
     plan = compile_queries(queries, CompileOptions())
     nodes = plan.stats["query_nodes"]
-    rows = earlier_rows(digest)
+    front_ends = [int(w) for w in args.front_ends.split(",") if w]
+    widths = [int(w) for w in args.widths.split(",") if w]
+    rows = earlier_rows(digest, {("front end", w) for w in front_ends}
+                        | {("engine", w) for w in widths})
     base = None
-    for width in [int(w) for w in args.front_ends.split(",") if w]:
+    for width in front_ends:
         row = {"part": "front end", "W": width, "queries": QUERIES, "tags": len(plan.tags),
                **xilinx(component_verilog(front_end(plan, width), "front_end"), "front_end",
                         f"front end W{width}")}
@@ -105,7 +109,7 @@ def main() -> None:
         row["rtl_digest"] = digest
         rows.append(row)
         log(f"front end W={width}: {row}")
-    for width in [int(w) for w in args.widths.split(",") if w]:
+    for width in widths:
         verilog = emit_verilog(plan, bytes_per_cycle=width)
         row = {"part": "engine", "W": width, "queries": QUERIES, "tags": len(plan.tags),
                "query_nodes": nodes,
