@@ -87,19 +87,22 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     sstill = Signal(S, init=ones)        # the value so far equals the slot's string's start
     cur = Signal(S)                      # the slots on the attribute whose value comes
     text_rd = texts.read_port(domain="comb")
-    reading_value = in_value & ~req["attr_byte"]     # (a name's first byte clears in_value)
-    at = Mux(reading_value, vpos, apos)
-    m.d.comb += text_rd.addr.eq(Cat(at[:lw], reading_value, bank))
+    at = Mux(in_value, vpos, apos)       # from registers only: no parser request in front
+    m.d.comb += text_rd.addr.eq(Cat(at[:lw], in_value, bank))
     inside = at < L
     expected = [text_rd.data[8 * s:8 * s + 8] for s in range(S)]
     space_like = registered("vspace", member(b" \t\n"))
     same = Cat(*(e == Mux(space_like, ord(" "), byte) for e in expected))   # names: no spaces
     ends = Mux(inside, Cat(*(e == 0 for e in expected)), ones)
+    # in_value: from the opening quote to the cycle after the closing one (the value's
+    # decision reads the string there); a name starts two bytes after that at the earliest
+    decided = Signal()
+    m.d.sync += decided.eq(valid & ~last & req["val_end"])
+    with m.If(decided | (valid & last)):
+        m.d.sync += in_value.eq(0)
+    with m.Elif(valid & req["val_start"]):
+        m.d.sync += in_value.eq(1)
     with m.If(valid):
-        with m.If(last | req["attr_byte"]):
-            m.d.sync += in_value.eq(0)
-        with m.Elif(req["val_start"]):
-            m.d.sync += in_value.eq(1)
         with m.If(~last & req["attr_byte"]):
             m.d.sync += [apos.eq(Mux(apos == L + 1, apos, apos + 1)),
                          astill.eq(astill & Mux(inside, same, 0))]
