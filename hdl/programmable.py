@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
 from xpfilt.slots import SLOT_FLAG_BITS, slot_rows
-from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, distribution_depth,
+from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, distribution_depth, index_width,
                            programmable_event_delay)
 from xpfilt.readout import ReadoutKind
 
@@ -86,10 +86,6 @@ class _CfgPort(data.Struct):
     slot_shift: 1     # ``bit`` enters the comparator slots' row register
     slot_row_write: 1  # ... and completes slot row ``row``
     slot_flag_shift: 1  # ``bit`` enters the slots' flag staging register
-
-
-def _width(n: int) -> int:
-    return max(1, (n - 1).bit_length())
 
 
 def _rows(spec: HardwareSpec) -> int:
@@ -338,7 +334,7 @@ class TagDecoder(wiring.Component):
         bank = Signal()
         present = _commit_banks(m, self.cfg, self.selected, bank)
         m.d.comb += [self.bank.eq(bank), self.flip.eq(self.cfg.commit & present)]
-        row_width = _width(length)
+        row_width = index_width(length)
         groups = [range(g, min(tags, g + DECODER_GROUP)) for g in range(0, tags, DECODER_GROUP)]
         shifts = [Signal(8 * len(group), name=f"shift_{k}") for k, group in enumerate(groups)]
         tap = self.name_tap

@@ -20,7 +20,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.hwdefs import EVENT_FANOUT
+from xpfilt.hwdefs import EVENT_FANOUT, index_width
 from xpfilt.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
                             sparse_levels, sparse_spread)
 
@@ -176,14 +176,10 @@ def _two_entry_queue(m: Module, level, head, second, new, push, pop) -> None:
         m.d.sync += second.eq(new)
 
 
-def _id_width(width: int) -> int:
-    return max(1, (width - 1).bit_length())
-
-
 def sparse_layout(width: int) -> data.StructLayout:
     """One sparse readout beat for ``width`` readout bits (see :class:`xpfilt.readout.SparseBeat`)."""
     return data.StructLayout({"header": 1, "last": 1, "doc": DOC_WIDTH, "errors": ErrorFlags,
-                              "id": unsigned(_id_width(width)),
+                              "id": unsigned(index_width(width)),
                               "count": unsigned(width.bit_length())})
 
 
@@ -268,7 +264,7 @@ class SparseReadout(wiring.Component):
         width, f, sizes, spread = self.width, self.fanin, self.sizes, self.spread
         R = len(sizes)
         dbits = f.bit_length() - 1
-        id_width = _id_width(width)
+        id_width = index_width(width)
         count_width = width.bit_length()
 
         doc = Signal(DOC_WIDTH)

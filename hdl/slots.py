@@ -18,7 +18,7 @@ from amaranth.hdl import Cat, Const, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
-from xpfilt.hwdefs import NUMBER_DIGITS
+from xpfilt.hwdefs import NUMBER_DIGITS, index_width
 from xpfilt.slots import DIGIT_ROWS, KINDS, MAX_CHAIN, OUTCOMES, SLOT_FLAG_BITS, slot_rows
 
 __all__ = ["SlotLoadLayout", "comparator_slots"]
@@ -34,10 +34,6 @@ class SlotLoadLayout(data.StructLayout):
                           "row": range(slot_rows(max_tag_len)), "bank": 1, "flip": 1})
 
 
-def _width(n: int) -> int:
-    return max(1, (n - 1).bit_length())
-
-
 def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last, byte,
                      lexer, registered, member):
     """Stage P's slot logic: (per slot, whether the attribute value just decided satisfies it,
@@ -45,7 +41,7 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     undecided; a function from the slots' bits of a start tag to their chains' bits). ``load``: a :class:`SlotLoadLayout` signal; ``byte``: the parser's byte;
     ``lexer``: :meth:`FrontEnd._value_lexer` over the attribute values."""
     S, L = slots, max_tag_len
-    lw = _width(L)
+    lw = index_width(L)
     ones = (1 << S) - 1
     bank = load.bank
 

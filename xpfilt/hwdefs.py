@@ -18,7 +18,7 @@ from amaranth.lib import data, enum
 __all__ = [
     "WHITESPACE", "NAME_START", "NAME_CHAR", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "HASH_WIDTH",
     "HASH_POLY", "HASH_INIT", "EXCESS_WIDTH", "LATENCY", "hash_byte", "name_hash", "ErrorFlags",
-    "Errors", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
+    "Errors", "index_width", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
     "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
     "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT", "BYTES_PER_CYCLE",
     "wide_latency", "wide_parser_stages", "check_bytes_per_cycle", "queue_depth_for",
@@ -129,6 +129,11 @@ class ErrorFlags(data.Struct):
 Errors = py_enum.IntFlag("Errors", {
     name.upper(): 1 << field.offset for name, field in data.Layout.cast(ErrorFlags)})
 Errors.__doc__ = "Error flags of a document, as reported in ``events.errors`` on ``doc_end``."
+
+
+def index_width(n: int) -> int:
+    """Bits of an index over ``n`` things (0..n-1), at least 1."""
+    return max(1, (n - 1).bit_length())
 
 
 def tag_width_for(n_tags: int) -> int:
