@@ -117,10 +117,13 @@ def _registered_config(m: Module, part, variant: int = 0, *, name: str = "cfg") 
 class ConfigLoader(wiring.Component):
     """Checks a configuration stream bit by bit and routes its payload to the clusters.
 
-    Ports: ``config`` (the stream; not ready while a checked configuration waits to commit),
-    ``idle`` (no document in progress: a commit may happen), ``cfg`` (to the decoder and
-    every cluster), ``dictionary`` (the payload bit belongs to the dictionary), else
-    ``cluster`` (the cluster it belongs to), ``row`` (its row), ``status``.
+    Ports: ``config`` (the stream, into an input register: the loader checks and routes a bit
+    the cycle after it is taken; not ready while that register holds a bit and a checked
+    configuration waits to commit), ``idle`` (no document in progress: a commit may happen),
+    ``cfg`` (to the decoder and every cluster), ``dictionary`` (the payload bit belongs to the
+    dictionary), else ``cluster`` (the cluster it belongs to), ``row`` (its row),
+    ``closing`` (the input register holds a stream's last bit: with ``status.pending``, the
+    input of documents holds), ``status``.
     """
 
     def __init__(self, spec: HardwareSpec):
@@ -132,6 +135,7 @@ class ConfigLoader(wiring.Component):
             "dictionary": Out(1),
             "cluster": Out(range(spec.clusters)),
             "row": Out(range(_rows(spec))),
+            "closing": Out(1),
             "status": Out(ConfigStatus),
         })
 
@@ -163,11 +167,21 @@ class ConfigLoader(wiring.Component):
             self.status.loaded.eq(loaded),
             self.status.rejected.eq(rejected),
             self.status.pending.eq(pending),
-            port.ready.eq(~pending),
         ]
 
-        bit, last = port.payload.bit, port.payload.last
-        take = port.valid & port.ready
+        # the input register: ``take`` (the loader consumes its bit) and ``port.ready`` come
+        # from registers only (the host link's serializer is far from the loader at 4,096
+        # columns: 11.2 ns of routing from its bit counter to the loader's state, ECP5)
+        held = Signal(ConfigBit)
+        held_valid = Signal()
+        take = held_valid & ~pending
+        m.d.comb += [port.ready.eq(~(held_valid & pending)),
+                     self.closing.eq(held_valid & held.last)]
+        with m.If(port.valid & port.ready):
+            m.d.sync += [held.eq(port.payload), held_valid.eq(1)]
+        with m.Elif(take):
+            m.d.sync += held_valid.eq(0)
+        bit, last = held.bit, held.last
         crc_next = Signal(32)
         m.d.comb += crc_next.eq((crc >> 1) ^ Mux(crc[0] ^ bit, CRC32_POLY, 0))
         header_next = Cat(header[1:], bit)
@@ -571,7 +585,7 @@ class ProgrammableEngine(wiring.Component):
         with m.If(frame.accepted):
             m.d.sync += in_document.eq(~self.bytes_in.payload.last)
         m.d.comb += [loader.idle.eq(~in_document & frame.drained),
-                     frame.hold.eq(loader.status.pending & ~in_document)]
+                     frame.hold.eq((loader.status.pending | loader.closing) & ~in_document)]
 
         m.submodules.decoder = decoder = TagDecoder(spec)
         m.d.comb += [decoder.name_tap.eq(frame.name_tap), decoder.cfg.eq(loader.cfg),

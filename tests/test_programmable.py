@@ -346,6 +346,30 @@ def test_a_commit_never_mixes_two_configurations_in_one_document(tail):
     assert readout_matches(config_b, readouts[1].bits) == {2}
 
 
+@pytest.mark.parametrize("lead_back, answered_by", [(0, "new"), (1, "old")])
+def test_the_first_document_offered_after_the_last_bit_gets_the_new_configuration(
+        lead_back, answered_by):
+    """``<d/>`` is offered from the cycle after the stream's last bit is taken (``lead_back``
+    = 0) or from that bit's cycle (1), valid and ready always 1: the loader checks that bit a
+    cycle later, in its input register, and the input holds meanwhile, so the document is
+    answered wholly by the new configuration in the first case, by the old one in the second."""
+    config_a = configure(queries_of("/a", "/c"), SPEC)
+    config_b = configure(queries_of("//d", "/c"), SPEC)
+    answers = {}
+    for name, configuration in (("old", config_a), ("new", config_b)):
+        alone = ProgrammableModel(SPEC)
+        load_configuration(alone, configuration.stream())
+        answers[name] = run_documents(alone, [b"<d/>"])[0].bits
+    assert answers["old"] != answers["new"]
+    stream_b = config_b.stream()
+    items = [("config", config_a.stream()),
+             ("config+doc", stream_b, b"<d/>", len(stream_b) * 8 - lead_back), b"<d/>"]
+    result = compare_programmable(SPEC, items, p_valid=1.0, p_ready=1.0)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
+    assert [r.bits for r in readouts] == [answers[answered_by], answers["new"]]
+
+
 def test_rtl_equals_model_through_deltas_mid_document_truncated_and_stale():
     """Issue 16: a delta completing while a long document streams commits at its end (that
     document wholly on the old configuration); a delta cut short mid-document, and one made

@@ -146,6 +146,7 @@ class ProgrammableModel(FrameModel):
         self.cluster = self.row = 0
         self.active_id = 0
         self.cfg_pending = self.generation = self.loaded = self.rejected = 0
+        self.held: Optional[tuple[int, bool]] = None   # the loader's input register (bit, last)
         self.config_ready = True
 
     @property
@@ -158,14 +159,17 @@ class ProgrammableModel(FrameModel):
     def step(self, valid: bool = True, data: int = 0, last: bool = False,
              out_ready: bool = True, cfg_valid: bool = False, cfg_bit: int = 0,
              cfg_last: bool = False) -> tuple[bool, Optional[Beat]]:
-        cfg_ready = not self.cfg_pending
-        take = bool(cfg_valid) and cfg_ready
+        held = self.held
+        cfg_ready = not (held and self.cfg_pending)
         commit = self.cfg_pending and not self.in_document and self.drained
         ready, beat = super().step(valid, data, last, out_ready)
         if valid and ready:
             self.in_document = int(not last)
-        if take:
-            self._config_bit(int(cfg_bit), bool(cfg_last))
+        if held and not self.cfg_pending:      # the loader takes its input register's bit
+            self.held = None
+            self._config_bit(*held)
+        if cfg_valid and cfg_ready:
+            self.held = (int(cfg_bit), bool(cfg_last))
         if commit:
             self._commit()
             self.cfg_pending = 0
@@ -187,7 +191,8 @@ class ProgrammableModel(FrameModel):
             c.look_up(indices)
 
     def _hold(self) -> bool:
-        return bool(self.cfg_pending) and not self.in_document
+        closing = bool(self.held and self.held[1])    # a stream's last bit waits in the register
+        return (bool(self.cfg_pending) or closing) and not self.in_document
 
     def _config_bit(self, bit: int, last: bool) -> None:
         spec = self.spec
@@ -403,11 +408,11 @@ def load_configuration(model: ProgrammableModel, stream: bytes) -> int:
     start = model.cycle
     i = 0
     while i < bits:
-        ready_before = not model.cfg_pending
+        ready_before = not (model.held and model.cfg_pending)
         model.step(False, cfg_valid=True, cfg_bit=stream[i // 8] >> (i % 8) & 1,
                    cfg_last=i == bits - 1)
         i += ready_before
-    while model.cfg_pending:
+    while model.held or model.cfg_pending:
         model.step(False)
     return model.cycle - start
 
