@@ -118,7 +118,7 @@ class ConfigLoader(wiring.Component):
     """Checks a configuration stream bit by bit and routes its payload to the clusters.
 
     Ports: ``config`` (the stream, into an input register: the loader checks and routes a bit
-    the cycle after it is taken; not ready while that register holds a bit and a checked
+    the cycle after it is taken, :data:`xpfilt.hwdefs.CONFIG_INPUT_CYCLES`; not ready while that register holds a bit and a checked
     configuration waits to commit), ``idle`` (no document in progress: a commit may happen),
     ``cfg`` (to the decoder and every cluster), ``dictionary`` (the payload bit belongs to the
     dictionary), else ``cluster`` (the cluster it belongs to), ``row`` (its row),

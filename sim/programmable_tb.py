@@ -40,6 +40,7 @@ from xpfilt.sim.engine_tb import (_BLOCK, Driver, Monitor, PERIOD_NS, _Pattern, 
 from xpfilt.sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
                                       config_payload, decode_status, score_programmable,
                                       stream_bits)
+from xpfilt.hwdefs import CONFIG_INPUT_CYCLES
 from xpfilt.programmable import HardwareSpec
 from xpfilt.readout import ReadoutKind
 from xpfilt.xpath import parse_query
@@ -254,7 +255,7 @@ async def programmable_engine_matches_model_and_reference(dut):
     for k, item in enumerate(config_items):
         if k >= len(trace.cfg_end_cycle):
             break
-        c = trace.cfg_end_cycle[k] + 1
+        c = trace.cfg_end_cycle[k] + 1 + CONFIG_INPUT_CYCLES
         seen = decode_status(trace.status[c]) if c < len(trace.status) else None
         verdict = None if seen is None else ("accepted" if seen["pending"] and not
                                              seen["rejected"] else

@@ -234,6 +234,12 @@ DECODER_STAGES = 5
 MATRIX_READ_CYCLES = 2
 
 
+#: Cycles from a configuration bit's transfer on the programmable engine's ``config`` port to
+#: the loader's checking it (its input register, :class:`xpfilt.hdl.programmable.ConfigLoader`):
+#: the status shows a stream's verdict ``CONFIG_INPUT_CYCLES + 1`` cycles after its last bit.
+CONFIG_INPUT_CYCLES = 1
+
+
 def programmable_event_delay(clusters: int) -> int:
     """Registers between the front end's events register and a programmable cluster's copy of
     them, beyond the one a cluster had when its decoder had one stage and its tag matrix read
