@@ -325,6 +325,23 @@ def test_a_stream_completing_mid_document_commits_at_the_boundary():
     assert readout_matches(config_b, readouts[2].bits) == reference_numbers(SET_B, DOCS[1])
 
 
+def answer_alone(configuration, document: bytes) -> int:
+    """The readout bits of ``document`` on a model with only ``configuration`` loaded."""
+    model = ProgrammableModel(SPEC)
+    load_configuration(model, configuration.stream())
+    return run_documents(model, [document])[0].bits
+
+
+def switch_in_flight(config_a, config_b, document: bytes, lead: int, after: bytes) -> list[int]:
+    """RTL = model with A loaded, then B's stream with ``document`` offered from B's ``lead``-th
+    bit on (valid and ready always 1), then ``after``: the two documents' readout bits."""
+    stream_b = config_b.stream()
+    items = [("config", config_a.stream()), ("config+doc", stream_b, document, lead), after]
+    result = compare_programmable(SPEC, items, p_valid=1.0, p_ready=1.0)
+    assert result["mismatch"] is None, result["mismatch"]
+    return [r.bits for r in collect_readout(result["beats"], SPEC.clusters * SPEC.columns)]
+
+
 @pytest.mark.parametrize("tail", [1, 2, 4, 5, 6, 8, 12])
 def test_a_commit_never_mixes_two_configurations_in_one_document(tail):
     """Issue 11, defect 2: the stream's last ``tail`` bits go in with the document ``<a/>``
@@ -333,17 +350,11 @@ def test_a_commit_never_mixes_two_configurations_in_one_document(tail):
     columns), the next wholly by the new one."""
     config_a = configure(queries_of("/a/a"), SPEC)
     config_b = configure(queries_of("/c", "//d"), SPEC)
-    only_a = ProgrammableModel(SPEC)
-    load_configuration(only_a, config_a.stream())
-    expected_a = run_documents(only_a, [b"<a/>"])[0].bits
-    stream_b = config_b.stream()
-    items = [("config", config_a.stream()),
-             ("config+doc", stream_b, b"<a/>", len(stream_b) * 8 - tail), b"<d/>"]
-    result = compare_programmable(SPEC, items, p_valid=1.0, p_ready=1.0)
-    assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
-    assert expected_a == 0b01 and readouts[0].bits == expected_a
-    assert readout_matches(config_b, readouts[1].bits) == {2}
+    expected_a = answer_alone(config_a, b"<a/>")
+    bits = switch_in_flight(config_a, config_b, b"<a/>", len(config_b.stream()) * 8 - tail,
+                            b"<d/>")
+    assert expected_a == 0b01 and bits[0] == expected_a
+    assert readout_matches(config_b, bits[1]) == {2}
 
 
 @pytest.mark.parametrize("lead_back, answered_by", [(0, "new"), (1, "old")])
@@ -355,19 +366,11 @@ def test_the_first_document_offered_after_the_last_bit_gets_the_new_configuratio
     answered wholly by the new configuration in the first case, by the old one in the second."""
     config_a = configure(queries_of("/a", "/c"), SPEC)
     config_b = configure(queries_of("//d", "/c"), SPEC)
-    answers = {}
-    for name, configuration in (("old", config_a), ("new", config_b)):
-        alone = ProgrammableModel(SPEC)
-        load_configuration(alone, configuration.stream())
-        answers[name] = run_documents(alone, [b"<d/>"])[0].bits
+    answers = {"old": answer_alone(config_a, b"<d/>"), "new": answer_alone(config_b, b"<d/>")}
     assert answers["old"] != answers["new"]
-    stream_b = config_b.stream()
-    items = [("config", config_a.stream()),
-             ("config+doc", stream_b, b"<d/>", len(stream_b) * 8 - lead_back), b"<d/>"]
-    result = compare_programmable(SPEC, items, p_valid=1.0, p_ready=1.0)
-    assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
-    assert [r.bits for r in readouts] == [answers[answered_by], answers["new"]]
+    bits = switch_in_flight(config_a, config_b, b"<d/>",
+                            len(config_b.stream()) * 8 - lead_back, b"<d/>")
+    assert bits == [answers[answered_by], answers["new"]]
 
 
 def test_rtl_equals_model_through_deltas_mid_document_truncated_and_stale():
