@@ -8,6 +8,9 @@ the custom engine on the same query set, and Fmax on an ECP5-85F.
   bytes, a dictionary of 31 tags; 8 x 128 with 127 and 1 x 128 with 15 tags too) and of the
   custom engine compiled for exactly the queries configured into it; the paper: the programmable
   engine needs ~7x the resources of the custom one (up to 12x); goal (issue 16) <= 2x.
+* Where the LUT6-eq go: the same synthesis without -flatten at 1 and 8 clusters of 128 columns
+  (127 tags), Yosys ``stat`` per module (tag decoder, front end, loader, readout, one cluster,
+  the top's trees and glue): ``part`` rows.
 * nextpnr Fmax of the 1 x 128 programmable engine on an ECP5-85F (``--no-fmax``: skipped).
 
 Saved to bench/results/programmable.{json,md}. Reuses resources.py / fmax.py's cached tool runs.
@@ -15,12 +18,13 @@ Saved to bench/results/programmable.{json,md}. Reuses resources.py / fmax.py's c
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
 from common import publish
 from fmax import run_point
-from resources import XILINX, log, xilinx_counts, yosys_synth
+from resources import CACHE, XILINX, log, source_digest, xilinx_counts, yosys_synth
 
 from xpfilt import workloads
 from xpfilt.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
@@ -37,8 +41,35 @@ def generated_queries(count: int):
     return [parse_query(t, i + 1) for i, t in enumerate(texts)]
 
 
+#: The engine's parts (its Verilog modules) for the breakdown rows.
+PARTS = {"xpfilt_engine.decoder": "tag decoder", "xpfilt_engine.front_end": "front end",
+         "xpfilt_engine.loader": "loader", "xpfilt_engine.readout": "readout",
+         "xpfilt_prog_cluster": "cluster (each)"}
+
+
+def part_rows(spec: HardwareSpec) -> list[dict]:
+    """LUT6-eq and flip-flops of each part of the programmable engine (synth_xilinx without
+    -flatten: Yosys ``stat`` per module; the rest is the top's glue and distribution trees)."""
+    label = f"programmable {spec.clusters}x{spec.columns}, {spec.tags} tags, by module"
+    result = yosys_synth(emit_programmable_verilog(spec), TOP_NAME,
+                         XILINX.replace("-flatten ", ""), label=label,
+                         extra_outputs=("stat.json",))
+    modules = json.loads((CACHE / f"{result['key']}.stat.json").read_text())["modules"]
+    rows = []
+    for module, part in [(f"\\{TOP_NAME}", "top (trees, glue)"), *(
+            (f"\\{name}", part) for name, part in PARTS.items())]:
+        counts = xilinx_counts(modules[module]["num_cells_by_type"])
+        rows.append({"what": "part", "columns": spec.clusters * spec.columns, "tags": spec.tags,
+                     "part": part, "prog_lut6_eq": counts["lut6_eq"],
+                     "prog_lut6_eq_per_column": round(counts["lut6_eq"] / spec.columns, 2)
+                     if part == "cluster (each)" else None,
+                     "prog_ff": counts["ffs"], "prog_bram": counts["bram"]})
+    return rows
+
+
 def main() -> None:
     start_all = time.perf_counter()
+    digest = source_digest()
     queries = generated_queries(8000)
     rows = []
     for columns in (256, 1024, 4096, 32768):
@@ -72,10 +103,14 @@ def main() -> None:
                "prog_lut6_eq_per_column": round(prog["lut6_eq"] / (clusters * 128), 2),
                "prog_bram": prog["bram"],
                "custom_lut6_eq": custom["lut6_eq"], "custom_ff": custom["ffs"],
-               "ratio": round(prog["lut6_eq"] / custom["lut6_eq"], 2)}
+               "ratio": round(prog["lut6_eq"] / custom["lut6_eq"], 2), "rtl_digest": digest}
         rows.append(row)
         log(f"{clusters}x128, {tags} tags: programmable {prog['lut6_eq']} LUT6-eq vs custom "
             f"{custom['lut6_eq']} -> {row['ratio']}x")
+
+    for clusters in (1, 8):
+        rows += [{**row, "rtl_digest": digest} for row in part_rows(HardwareSpec(
+            clusters=clusters, columns=128, max_tag_len=16, tags=127))]
 
     if "--no-fmax" not in sys.argv:
         spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16)
@@ -85,14 +120,16 @@ def main() -> None:
                      "lut4": point.get("lut4"), "ff": point.get("ff"),
                      "error": point.get("error")})
     publish("programmable", rows, [
-        ("what", "measure"), ("columns", "columns"), ("tags", "tags"),
+        ("what", "measure"), ("columns", "columns"), ("tags", "tags"), ("part", "part"),
         ("queries_configured", "queries"),
         ("bits", "config bits"), ("seconds", "generation s"),
         ("load_ms_at_100MHz", "load ms @100 MHz"), ("query_nodes", "query nodes"),
         ("prog_lut6_eq", "programmable LUT6-eq"), ("prog_lut6_eq_per_column", "per column"),
         ("prog_bram", "programmable block RAM"),
         ("custom_lut6_eq", "custom LUT6-eq (same queries)"), ("ratio", "ratio"),
-        ("fmax_mhz", "Fmax MHz (ECP5-85F)"), ("lut4", "LUT4"), ("ff", "FF"), ("error", "error")],
+        ("prog_ff", "programmable FF"),
+        ("fmax_mhz", "Fmax MHz (ECP5-85F)"), ("lut4", "LUT4"), ("ff", "FF"), ("error", "error"),
+        ("rtl_digest", "RTL")],
         "Programmable engine: configuration time, resources vs custom, Fmax",
         "Configuration: queries placed on clusters of 128 columns (a dictionary of 127 tags up to "
         "24 bytes), stream with header and CRC-32. Resources: Yosys synth_xilinx, LUT6-eq as in "
@@ -103,7 +140,8 @@ def main() -> None:
         "LUT6-eq; LUT-RAM with 31), presence bits (delta streams). "
         "Before: format 2/3, a dictionary and a LUT-RAM matrix per cluster: 15.5 LUT6-eq per "
         "column, 3.03x at 1 x 128; 11.2, 6.64x at 8 x 128; a tag entry per column before "
-        "format 2: 24.8, 3.74x at 1 x 128. "
+        "format 2: 24.8, 3.74x at 1 x 128. Part rows: synth_xilinx without -flatten (a few "
+        "% more than flattened), per Verilog module; per column of a cluster. "
         + ("Fmax not run (--no-fmax). " if "--no-fmax" in sys.argv else "") +
         f"Total {time.perf_counter() - start_all:.0f} s.")
 
