@@ -100,6 +100,12 @@ def _config_ports(spec: HardwareSpec) -> dict:
     return {"cfg": In(_CfgPort), "selected": In(1), "row": In(range(_rows(spec)))}
 
 
+def _loader_port(spec: HardwareSpec) -> data.StructLayout:
+    """What the :class:`ConfigLoader` sends towards the clusters, in one value."""
+    return data.StructLayout({"cfg": _CfgPort, "dictionary": 1,
+                              "cluster": range(spec.clusters), "row": range(_rows(spec))})
+
+
 def _registered_config(m: Module, part, variant: int = 0, *, name: str = "cfg") -> tuple:
     """``part``'s ``cfg``, ``selected`` and ``row`` a cycle later, from registers of its own
     (the loader's decisions reach every part's wide enables from a register nearby), in form
@@ -603,6 +609,13 @@ class ProgrammableEngine(wiring.Component):
             events = later
         events = distribute(m, events, spec.clusters, name="events")
         indices = distribute(m, decoder.index, spec.clusters, name="index")
+        # The loader's port reaches the clusters through a distribution tree too (its decisions
+        # would otherwise drive a register in every cluster across the device); a commit still
+        # lands long before the next document's first event (the events' tree is as deep, and
+        # they come through the front end and the decoder first: tests/test_programmable's
+        # first-document test still passed with 12 more registers here, not with 20).
+        ports = distribute(m, Cat(loader.cfg, loader.dictionary, loader.cluster, loader.row),
+                           spec.clusters, name="loader")
         cores = []
         for k in range(spec.clusters):
             if self.instances:
@@ -617,9 +630,10 @@ class ProgrammableEngine(wiring.Component):
             else:
                 core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
             # the configuration port from registers of the cluster's own (form k: none is
-            # merged with another cluster's)
-            config = copy_register(m, Cat(loader.cfg, ~loader.dictionary & (loader.cluster == k),
-                                          loader.row), k, name=f"cfg_{k}")
+            # merged with another cluster's), after the loader's distribution tree
+            port = _loader_port(spec)(ports[k])
+            config = copy_register(m, Cat(port.cfg, ~port.dictionary & (port.cluster == k),
+                                          port.row), k, name=f"cfg_{k}")
             m.d.comb += [Cat(core.cfg, core.selected, core.row).eq(config),
                          core.events.eq(copy_register(m, events[k], k % EVENT_FANOUT,
                                                       name=f"events_{k}")),

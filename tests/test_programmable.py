@@ -325,21 +325,22 @@ def test_a_stream_completing_mid_document_commits_at_the_boundary():
     assert readout_matches(config_b, readouts[2].bits) == reference_numbers(SET_B, DOCS[1])
 
 
-def answer_alone(configuration, document: bytes) -> int:
+def answer_alone(configuration, document: bytes, spec=SPEC) -> int:
     """The readout bits of ``document`` on a model with only ``configuration`` loaded."""
-    model = ProgrammableModel(SPEC)
+    model = ProgrammableModel(spec)
     load_configuration(model, configuration.stream())
     return run_documents(model, [document])[0].bits
 
 
-def switch_in_flight(config_a, config_b, document: bytes, lead: int, after: bytes) -> list[int]:
+def switch_in_flight(config_a, config_b, document: bytes, lead: int, after: bytes,
+                     spec=SPEC) -> list[int]:
     """RTL = model with A loaded, then B's stream with ``document`` offered from B's ``lead``-th
     bit on (valid and ready always 1), then ``after``: the two documents' readout bits."""
     stream_b = config_b.stream()
     items = [("config", config_a.stream()), ("config+doc", stream_b, document, lead), after]
-    result = compare_programmable(SPEC, items, p_valid=1.0, p_ready=1.0)
+    result = compare_programmable(spec, items, p_valid=1.0, p_ready=1.0)
     assert result["mismatch"] is None, result["mismatch"]
-    return [r.bits for r in collect_readout(result["beats"], SPEC.clusters * SPEC.columns)]
+    return [r.bits for r in collect_readout(result["beats"], spec.clusters * spec.columns)]
 
 
 @pytest.mark.parametrize("tail", [1, 2, 4, 5, 6, 8, 12])
@@ -357,19 +358,26 @@ def test_a_commit_never_mixes_two_configurations_in_one_document(tail):
     assert readout_matches(config_b, bits[1]) == {2}
 
 
+@pytest.mark.parametrize("spec", [SPEC, HardwareSpec(clusters=17, columns=2, max_tag_len=3,
+                                                     max_depth=6, max_name=8, tags=4)],
+                         ids=["2-clusters", "17-clusters"])
 @pytest.mark.parametrize("lead_back, answered_by", [(0, "new"), (1, "old")])
 def test_the_first_document_offered_after_the_last_bit_gets_the_new_configuration(
-        lead_back, answered_by):
+        spec, lead_back, answered_by):
     """``<d/>`` is offered from the cycle after the stream's last bit is taken (``lead_back``
     = 0) or from that bit's cycle (1), valid and ready always 1: the loader checks that bit a
     cycle later, in its input register, and the input holds meanwhile, so the document is
-    answered wholly by the new configuration in the first case, by the old one in the second."""
-    config_a = configure(queries_of("/a", "/c"), SPEC)
-    config_b = configure(queries_of("//d", "/c"), SPEC)
-    answers = {"old": answer_alone(config_a, b"<d/>"), "new": answer_alone(config_b, b"<d/>")}
+    answered wholly by the new configuration in the first case, by the old one in the second;
+    with 17 clusters, the loader's port reaches them through a three-level tree."""
+    config_a = configure(queries_of("/a/d"), spec)       # the same tags, other columns
+    config_b = configure(queries_of("//d", "/a"), spec)
+    assert dictionary_entries(spec, read_stream(spec, config_a.stream()).dictionary) == \
+        dictionary_entries(spec, read_stream(spec, config_b.stream()).dictionary)
+    answers = {"old": answer_alone(config_a, b"<d/>", spec),
+               "new": answer_alone(config_b, b"<d/>", spec)}
     assert answers["old"] != answers["new"]
     bits = switch_in_flight(config_a, config_b, b"<d/>",
-                            len(config_b.stream()) * 8 - lead_back, b"<d/>")
+                            len(config_b.stream()) * 8 - lead_back, b"<d/>", spec)
     assert bits == [answers[answered_by], answers["new"]]
 
 
