@@ -552,7 +552,8 @@ def _passing(spec: HardwareSpec, active, ev):
     if not spec.slots:
         return Const((1 << n) - 1, n)
     holds = Cat(Const(1, 1), ev.conds)       # select 0: no predicate
-    return Cat(*(holds.bit_select(active[w * j + FLAG_BITS:w * j + w], 1) for j in range(n)))
+    return Cat(*(holds.bit_select(active[w * j + FLAG_BITS:w * j + spec.closes_bit], 1)
+                 for j in range(n)))
 
 
 class ProgrammableEngine(wiring.Component):

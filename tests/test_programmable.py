@@ -176,7 +176,7 @@ def test_read_stream_round_trips_and_names_what_is_wrong():
             (stream[:10], "s must be a configuration stream of at least 23 bytes, not 10"),
             (b"<a>" + stream[3:], "s must start with the magic 0x5846, not 0x613c: not a "
                                   "configuration stream"),
-            (bytes(old_version), "s must be configuration stream format 5, not 2: regenerate "
+            (bytes(old_version), "s must be configuration stream format 6, not 2: regenerate "
                                  "it with `xpfilt configure`"),
             (foreign, f"s must be generated for this hardware (fingerprint "
                       f"{SPEC.fingerprint:08x}), not "

@@ -62,16 +62,19 @@ __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError"
            "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
            "dictionary_entries", "cluster_queries",
            "MAGIC", "FORMAT_VERSION", "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
-           "FLAG_BITS"]
+           "FLAG_BITS", "CLOSE_FLAG_BITS"]
 
 MAGIC = 0x5846            # "XF"
-#: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots
-FORMAT_VERSION = 5
+#: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots;
+#: 6: text() slots and closing columns
+FORMAT_VERSION = 6
 HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
 CRC_BITS = 32
 FLAG_BITS = 3             # per column: first, first_any, descendant
+#: With comparator slots, per column after its slot select: closes, anchor (text() steps).
+CLOSE_FLAG_BITS = 2
 #: Most generic columns in one cluster (4,096 take ~20 s and ~0.4 GB to generate).
 MAX_CLUSTER_COLUMNS = 4096
 #: Most generic columns in all (each is a readout bit per document).
@@ -148,7 +151,13 @@ class HardwareSpec:
 
     @property
     def column_flag_bits(self) -> int:
-        """Flag bits per column: first, first_any, descendant, the slot select."""
+        """Flag bits per column: first, first_any, descendant, the slot select, and with slots
+        closes and anchor."""
+        return FLAG_BITS + self.select_bits + (CLOSE_FLAG_BITS if self.slots else 0)
+
+    @property
+    def closes_bit(self) -> int:
+        """A column's ``closes`` flag in its flags (``anchor`` is the next bit; with slots)."""
         return FLAG_BITS + self.select_bits
 
     @property
@@ -242,6 +251,8 @@ class ColumnConfig:
     wildcard: bool = False
     descendant: bool = False
     slot: int = 0             # 0: no predicate; s + 1: gated by comparator slot s
+    closes: bool = False      # decided when its element closes (a text() step and after it)
+    anchor: bool = False      # ... the first of those: holding there is the query's match
 
 
 class ConfigurationError(ValueError):
@@ -362,8 +373,8 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
             wildcards |= 1 << j
         elif c.tag:
             matrix[index[c.tag]] |= 1 << j
-        flags |= (c.first | c.first_any << 1 | c.descendant << 2
-                  | c.slot << FLAG_BITS) << (spec.column_flag_bits * j)
+        flags |= (c.first | c.first_any << 1 | c.descendant << 2 | c.slot << FLAG_BITS
+                  | (c.closes | c.anchor << 1) << spec.closes_bit) << (spec.column_flag_bits * j)
     return (_concat([row | wildcards for row in matrix], spec.columns)
             | flags << (spec.matrix_rows * spec.columns))
 
@@ -511,7 +522,8 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
     w = spec.column_flag_bits
     flags = format(payload >> (spec.matrix_rows * n), f"0{w * n}b")[::-1]
     first, first_any, descendant = (flags[k::w] for k in range(FLAG_BITS))
-    slot = [int(flags[w * j + FLAG_BITS:w * j + w][::-1] or "0", 2) for j in range(n)] \
+    slot = [int(flags[w * j + FLAG_BITS:w * j + spec.closes_bit][::-1] or "0", 2)
+            for j in range(n)] \
         if spec.select_bits else [0] * n
     out = []
     start = first.find("1")
@@ -529,8 +541,11 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
 
 def query_columns(query: Query, slot_of: Optional[dict] = None) -> list[ColumnConfig]:
     """The chain of columns one query occupies (``slot_of``: chain key -> its first slot, for
-    its steps' predicates)."""
+    its steps' predicates). From the first step with a ``text()`` comparison (the *anchor*)
+    on, the columns close: decided bottom up when their elements close (see
+    :mod:`xpfilt.hdl.programmable`)."""
     steps = query.steps
+    anchor = anchor_step(query)
     out = []
     for j, step in enumerate(steps):
         followed = j + 1 < len(steps) and steps[j + 1].axis is Axis.DESCENDANT
@@ -539,8 +554,22 @@ def query_columns(query: Query, slot_of: Optional[dict] = None) -> list[ColumnCo
             tag=b"" if step.is_wildcard else step.name.encode(),
             first=j == 0, first_any=j == 0 and step.axis is Axis.DESCENDANT,
             wildcard=step.is_wildcard, descendant=followed,
-            slot=slot_of[chain.key] + 1 if chain else 0))
+            slot=slot_of[chain.key] + 1 if chain else 0,
+            closes=anchor is not None and j >= anchor, anchor=j == anchor))
     return out
+
+
+def anchor_step(query: Query) -> Optional[int]:
+    """The first step whose predicates compare text (None: none do)."""
+    return next((j for j, s in enumerate(query.steps) if (c := step_chain(s)) and c.closes),
+                None)
+
+
+def readout_column(query: Query) -> int:
+    """The column of a query (from its first) whose match flag is its readout bit: the
+    anchor's, else the last step's."""
+    anchor = anchor_step(query)
+    return len(query) - 1 if anchor is None else anchor
 
 
 def query_chains(query: Query) -> dict:
@@ -690,7 +719,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
         row = [ColumnConfig()] * spec.columns
         for start, q in placed[k]:
             row[start:start + len(q)] = query_columns(q, slot_of)
-            readout_bit[q.number] = k * spec.columns + start + len(q) - 1
+            readout_bit[q.number] = k * spec.columns + start + readout_column(q)
         columns.append(tuple(row))
     config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing,
                            tuple(held), tuple(links))
@@ -747,7 +776,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         if spots:                        # it was placed on this hardware: it fits
             k, start = spots.pop()
             kept[k].append((start, q))
-            readout_bit[q.number] = k * n + start + len(q) - 1
+            readout_bit[q.number] = k * n + start + readout_column(q)
         elif why := _refusal(q, spec):
             rejected.append((q.number, why))
         else:
@@ -803,7 +832,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         slots_in_use.add(q)
         used[k] = sorted(used[k] + [(start, start + len(q))])
         kept[k].append((start, q))
-        readout_bit[q.number] = k * n + start + len(q) - 1
+        readout_bit[q.number] = k * n + start + readout_column(q)
         changed.add(k)
     missing = 0
     if no_room:

@@ -16,14 +16,21 @@ the outcomes the operator accepts (4 bits, :data:`OUTCOMES`: a number below, equ
 constant, not a number; a string: equal, or "lt" for not equal), the number's sign (1), its
 count of integer digits (4) and of fraction digits (4), then the slot's *link* (3 bits): the
 comparison is negated, the next slot continues this one's chain, the chain is an ``or`` (else an
-``and``). A comparison with a constant that is not a number (``[@a < 'x']``) is a string slot
-accepting both outcomes (``!=``) or none.
+``and``); last the *text* bit: the slot compares the element's text nodes (``[text() op v]``,
+``[text()]``; its name rows are zeros) instead of an attribute value. A comparison with a
+constant that is not a number (``[@a < 'x']``) is a string slot accepting both outcomes
+(``!=``) or none. A free slot has a zero name and a zero text bit.
 
 A step's predicates are one *chain* of up to :data:`MAX_CHAIN` consecutive slots: the ``and`` (or
 the ``or``) of comparisons, each possibly negated (``[@a=1][@b]``, ``[@a=1 and not(@b)]``,
 ``[@a=1 or @a=2]``, ``[not(@a=1 or @b)]``: De Morgan). A chain's bit (:func:`chain_bits`) is
 taken when the element's start tag ends, from its slots' bits (a slot of an absent attribute is
-0, so ``not(...)`` of it holds); the step's column selects the chain's first slot. The front end (:class:`xpfilt.hdl.frontend.FrontEnd` with ``slots``)
+0, so ``not(...)`` of it holds); the step's column selects the chain's first slot. A chain may
+mix attribute and ``text()`` comparisons under ``and`` (an ``or`` takes one kind): it is taken
+twice, in two *phases* (:data:`PHASES`): at the push over the attribute comparisons (the text
+ones read as holding), at the pop over the text ones (the attribute ones read as holding:
+the column's bit says they held at the push). A text slot's bit at the pop says that some
+text node child of the closing element satisfies it (XPath's ``text() op v``). The front end (:class:`xpfilt.hdl.frontend.FrontEnd` with ``slots``)
 decides every slot on every attribute value, as it decides the custom engine's conditions
 (:func:`xpfilt.hwdefs.condition_value_holds`).
 """
@@ -34,12 +41,13 @@ from decimal import Decimal
 from typing import NamedTuple, Optional, Sequence
 
 from .compiler import POSITION_REFUSED
-from .hwdefs import NUMBER_DIGITS, AttrCondition, number_digits
+from .hwdefs import NUMBER_DIGITS, TEXT, AttrCondition, number_digits
 from .xpath import And, AttributeTarget, Exists, Not, Or, Predicate, TextTarget
 
 __all__ = ["SLOT_FLAG_BITS", "DIGIT_ROWS", "KINDS", "OUTCOMES", "NUMBER_ACCEPTS", "MAX_CHAIN",
            "SlotLink", "Chain", "slot_rows", "slot_key", "slot_refusal", "step_chain",
-           "chain_links", "chains_of", "chain_bits", "encode_slots", "decode_slots"]
+           "chains_of", "chain_bits", "encode_slots", "decode_slots", "PHASES",
+           "text_mask"]
 
 DIGIT_ROWS = NUMBER_DIGITS + 1          # integer digit positions (and fraction positions)
 KINDS = ("exists", "string", "number")
@@ -47,8 +55,13 @@ OUTCOMES = ("lt", "eq", "gt", "nan")
 #: The outcomes each operator accepts, for numbers.
 NUMBER_ACCEPTS = {"=": ("eq",), "!=": ("lt", "gt", "nan"), "<": ("lt",), "<=": ("lt", "eq"),
                   ">": ("gt",), ">=": ("gt", "eq")}
-#: kind 2, outcomes 4, negative 1, integer 4, fraction 4, link 3 (negated, continues, or)
-SLOT_FLAG_BITS = 18
+#: kind 2, outcomes 4, negative 1, integer 4, fraction 4, link 3 (negated, continues, or),
+#: text 1
+SLOT_FLAG_BITS = 19
+#: Bit of a slot's flags: it compares text nodes (else an attribute value).
+TEXT_FLAG = 18
+#: When a chain is taken: at the element's push (attribute slots) or at its pop (text slots).
+PHASES = ("push", "pop")
 #: Most comparisons in a step's chain (the front end combines that many slots' bits).
 MAX_CHAIN = 4
 
@@ -66,6 +79,11 @@ class Chain(NamedTuple):
     negated) pairs)."""
     any: bool
     links: tuple
+
+    @property
+    def closes(self) -> bool:
+        """The chain compares text: its step is decided when its element closes."""
+        return any(c.is_text for c, _ in self.links)
 
     @property
     def key(self) -> tuple:
@@ -99,9 +117,7 @@ def slot_key(cond: AttrCondition) -> tuple:
 
 def slot_refusal(cond: AttrCondition, max_tag_len: int) -> str:
     """Why a slot of this hardware cannot hold ``cond`` ("" if it can)."""
-    if cond.is_text:
-        return "text() predicates are not supported by the programmable engine yet"
-    if len(cond.attribute.encode("utf-8")) > max_tag_len:
+    if not cond.is_text and len(cond.attribute.encode("utf-8")) > max_tag_len:
         return (f"attribute name {cond.attribute!r} is longer than the hardware's max tag "
                 f"length {max_tag_len}")
     if cond.kind == "string" and len(cond.literal.encode("utf-8")) > max_tag_len:
@@ -114,8 +130,8 @@ def slot_refusal(cond: AttrCondition, max_tag_len: int) -> str:
 
 def step_chain(step) -> Optional[Chain]:
     """The chain of slots a step's predicates take (None: no predicate); ValueError saying why
-    they do not fit one (``text()``, ``position()``, a nested path, ``and`` mixed with ``or``,
-    more than :data:`MAX_CHAIN` comparisons)."""
+    they do not fit one (``position()``, a nested path, ``and`` mixed with ``or``, an ``or`` of
+    attribute and ``text()`` comparisons, more than :data:`MAX_CHAIN` comparisons)."""
     if not step.predicates:
         return None
     mixed = (f"step {step.name!r}: the programmable engine takes an 'and' or an 'or' of "
@@ -130,6 +146,9 @@ def step_chain(step) -> Optional[Chain]:
         raise ValueError(mixed)
     else:
         chain = (False, tuple(link for _, links in parts for link in links))
+    if chain[0] and len({c.is_text for c, _ in chain[1]}) > 1:
+        raise ValueError(f"step {step.name!r}: the programmable engine takes an 'or' of "
+                         f"attribute comparisons or of text() comparisons per step, not of both")
     if len(chain[1]) > MAX_CHAIN:
         raise ValueError(f"step {step.name!r}: the programmable engine takes at most "
                          f"{MAX_CHAIN} comparisons per step, not {len(chain[1])}")
@@ -154,12 +173,12 @@ def _chain_of(node, negated: bool) -> tuple[bool, tuple]:
                 raise _Mixed()
             links += inner
         return any_, tuple(links)
-    if isinstance(node, (Predicate, Exists)) and isinstance(node.target, AttributeTarget):
+    if isinstance(node, (Predicate, Exists)) and isinstance(node.target, (AttributeTarget,
+                                                                          TextTarget)):
+        name = TEXT if isinstance(node.target, TextTarget) else node.target.name
         if isinstance(node, Exists):
-            return False, ((AttrCondition(node.target.name, "exists"), negated),)
-        return False, ((AttrCondition(node.target.name, node.op, node.literal), negated),)
-    if isinstance(node, (Predicate, Exists)) and isinstance(node.target, TextTarget):
-        raise ValueError("text() predicates are not supported by the programmable engine yet")
+            return False, ((AttrCondition(name, "exists"), negated),)
+        return False, ((AttrCondition(name, node.op, node.literal), negated),)
     if isinstance(node, (Predicate, Exists)):
         raise ValueError(POSITION_REFUSED)
     raise ValueError("nested paths (twig profiles) are not supported by the programmable "
@@ -184,25 +203,31 @@ def chains_of(links: Sequence[Optional[SlotLink]]) -> dict[int, Chain]:
     return out
 
 
-def chain_bits(links: Sequence[Optional[SlotLink]], bits: int) -> int:
-    """Each slot's chain bit from the slots' comparison ``bits`` (the front end's, taken at
-    the push): slot ``s``'s is the ``and`` (its ``any``: the ``or``) of the comparisons, each
-    negated as its link says, of slot ``s`` and the next ones it continues into (at most
-    :data:`MAX_CHAIN`); a free slot's is its bit."""
+def text_mask(links: Sequence[Optional[SlotLink]]) -> int:
+    """The slots that compare text (bit ``s``: slot ``s``)."""
+    return sum(1 << s for s, link in enumerate(links) if link and link.condition.is_text)
+
+
+def chain_bits(links: Sequence[Optional[SlotLink]], bits: int, phase: str = "push") -> int:
+    """Each slot's chain bit from the slots' comparison ``bits`` (the front end's: at the
+    push, a start tag's; at the pop, the closing element's text bits): slot ``s``'s is the
+    ``and`` (its ``any``: the ``or``) of the comparisons, each negated as its link says, of
+    slot ``s`` and the next ones it continues into (at most :data:`MAX_CHAIN`), where the
+    comparisons of the other ``phase`` (text ones at the push, attribute ones at the pop) read
+    as holding; a free slot's is its bit (or 1 at the pop, as an attribute slot's)."""
+    texts = text_mask(links)
+    force = texts if phase == "push" else ~texts
     out = 0
     for s, link in enumerate(links):
-        if link is None:
-            out |= bits & (1 << s)
-            continue
         lits = []
         t = s
         while True:
             here = links[t]
-            lits.append((bits >> t & 1) ^ (here.negated if here else 0))
+            lits.append((bits >> t & 1) ^ (here.negated if here else 0) | force >> t & 1)
             if not (here and here.continues) or len(lits) == MAX_CHAIN or t + 1 == len(links):
                 break
             t += 1
-        out |= int(any(lits) if link.any else all(lits)) << s
+        out |= int(any(lits) if link and link.any else all(lits)) << s
     return out
 
 
@@ -219,7 +244,7 @@ def encode_slots(links: Sequence[Optional[SlotLink]], slots: int,
         cond = link.condition
         kind = cond.kind
         neg, whole, frac = False, "", ""
-        for p, b in enumerate(cond.attribute.encode("utf-8")):
+        for p, b in enumerate(b"" if cond.is_text else cond.attribute.encode("utf-8")):
             rows[p][s] = b
         if kind == "string":
             for p, b in enumerate(cond.literal.encode("utf-8")):
@@ -241,7 +266,7 @@ def encode_slots(links: Sequence[Optional[SlotLink]], slots: int,
         mask = sum(1 << OUTCOMES.index(a) for a in accepts)
         flags |= (KINDS.index(kind) | mask << 2 | neg << 6 | len(whole) << 7
                   | len(frac) << 11 | link.negated << 15 | link.continues << 16
-                  | link.any << 17) << (SLOT_FLAG_BITS * s)
+                  | link.any << 17 | cond.is_text << TEXT_FLAG) << (SLOT_FLAG_BITS * s)
     return [int.from_bytes(r, "little") for r in rows], flags
 
 
@@ -256,13 +281,13 @@ def decode_slots(rows: Sequence[int], flags: int, slots: int,
 
     for s in range(slots):
         name = text(0, s, L).split(b"\0", 1)[0]
-        if not name:
+        f = flags >> (SLOT_FLAG_BITS * s)
+        if not name and not f >> TEXT_FLAG & 1:
             out.append(None)
             continue
-        f = flags >> (SLOT_FLAG_BITS * s)
         kind = KINDS[min(f & 3, len(KINDS) - 1)]
         accepts = tuple(a for k, a in enumerate(OUTCOMES) if f >> (2 + k) & 1)
-        attribute = name.decode("utf-8", "replace")
+        attribute = TEXT if f >> TEXT_FLAG & 1 else name.decode("utf-8", "replace")
         if kind == "exists":
             out.append(AttrCondition(attribute, "exists"))
         elif kind == "string" and accepts in (("eq",), ("lt",)):

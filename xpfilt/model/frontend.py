@@ -105,7 +105,7 @@ class FrontEndModel:
         self.slots = slots
         self.conditions = tuple(conditions)
         self._by_attribute: dict[bytes, list] = {}
-        self._text = tuple((i, c) for i, c in enumerate(self.conditions) if c.is_text)
+        self._text = [(i, c) for i, c in enumerate(self.conditions) if c.is_text]
         for i, cond in enumerate(self.conditions):
             if not cond.is_text:
                 self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append((i, cond))
@@ -123,11 +123,12 @@ class FrontEndModel:
         self.reset()
 
     def load_conditions(self, conditions: Sequence) -> None:
-        """The attribute conditions from the next document on (``None``: a free slot; with
-        ``slots`` only)."""
+        """The attribute and text conditions from the next document on (``None``: a free
+        slot; with ``slots`` only)."""
         self._by_attribute.clear()
+        self._text[:] = [(i, c) for i, c in enumerate(conditions) if c is not None and c.is_text]
         for i, cond in enumerate(conditions):
-            if cond is not None:
+            if cond is not None and not cond.is_text:
                 self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append(
                     (i, cond))
 
@@ -222,7 +223,6 @@ class FrontEndModel:
         cur_attr = None                        # the conditions on the attribute being read
         value = bytearray()                    # its value so far
         text_conds = self._text                # text conditions (issue 14): per text node
-        texts = bool(text_conds)
         tstack = [0] * (max_depth + 1)         # their bits per open element, by level
         tnode = bytearray()                    # the text node so far (its character data)
         topen = tamb = 0                       # a text node has content; a CDATA "]" in it
@@ -248,7 +248,7 @@ class FrontEndModel:
                 else:
                     if not level and not WS[c]:
                         bad = 1                             # text outside the root
-                    if texts and level and not excess:
+                    if text_conds and level and not excess:
                         topen = 1
                         tnode.append(c)
             elif state == AVAL_DQ:
@@ -298,7 +298,7 @@ class FrontEndModel:
                 else:
                     bad, ns = 1, TEXT
             elif state == LT:
-                if texts and c != _BANG and topen and not last:
+                if text_conds and c != _BANG and topen and not last:
                     conds_t, undecided = self._text_end(text_conds, tnode, tamb)
                     tstack[level] |= conds_t
                     bad |= undecided
@@ -403,7 +403,7 @@ class FrontEndModel:
                 elif c != _QM:
                     ns = PI
             elif state == BANG:
-                if texts and c != _LB and topen and not last:
+                if text_conds and c != _LB and topen and not last:
                     conds_t, undecided = self._text_end(text_conds, tnode, tamb)
                     tstack[level] |= conds_t
                     bad |= undecided
@@ -429,7 +429,7 @@ class FrontEndModel:
             elif state == CDATA:
                 if c == _RB:
                     ns = CDATA_B1
-                elif texts and level and not excess:
+                elif text_conds and level and not excess:
                     topen = 1
                     tnode.append(c)
             elif state == CDATA_B1:
@@ -437,7 +437,7 @@ class FrontEndModel:
                     ns = CDATA_B2
                 else:
                     ns = CDATA
-                    if texts and level and not excess:
+                    if text_conds and level and not excess:
                         topen = tamb = 1                    # the "]" was text
             elif state == CDATA_B2:
                 if c == _GT:
@@ -445,7 +445,7 @@ class FrontEndModel:
                 else:
                     if c != _RB:
                         ns = CDATA
-                    if texts and level and not excess:
+                    if text_conds and level and not excess:
                         topen = tamb = 1                    # a "]" was text
             elif state == CDATA_KW or state == DOCTYPE_KW:
                 word = CDATA_KEYWORD if state == CDATA_KW else DOCTYPE_KEYWORD
@@ -526,7 +526,7 @@ class FrontEndModel:
                     stack_hash[level] = h
                     root_seen = 1
                     self._tos = level
-                    if texts:
+                    if text_conds:
                         tstack[level] = 0
                     ev = Event(1, 0, tid, parent, level, 0, 0, bytes(name), conds) if names \
                         else Event(1, 0, tid, parent, level, 0, 0, b"", conds)
@@ -540,7 +540,7 @@ class FrontEndModel:
                         tid = node.get(_END, 0) if node is not None else 0
                         if tid != stack_tag[level] or h != stack_hash[level]:
                             found |= _MALFORMED             # end tag does not match
-                    ev = Event(0, 1, 0, 0, level, 0, 0, b"", tstack[level]) if texts \
+                    ev = Event(0, 1, 0, 0, level, 0, 0, b"", tstack[level]) if text_conds \
                         else Event(0, 1, 0, 0, level)
                     level -= 1
                     self._tos = level

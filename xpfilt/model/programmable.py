@@ -76,10 +76,12 @@ class _Cluster:
         self.staged = 0
         self.present = 0          # the stream being loaded holds this cluster
         self.first = self.first_any = self.descendant = 0
+        self.closes = self.anchor = 0    # the columns decided at the close, their anchors
         self.gated: list[int] = []   # per comparator slot: the columns it gates
         self.names: dict[bytes, int] = {}
         self.unknown = 0          # the columns a name in no entry matches (matrix row 0)
         self.stack = [0]
+        self.pending = [0]        # per open element: the closing columns that held below it
         self.flags = 0
 
     def activate(self, spec: HardwareSpec) -> None:
@@ -98,6 +100,14 @@ class _Cluster:
             if 0 < select <= spec.slots:
                 self.gated[select - 1] |= 1 << j
         self.first, self.first_any, self.descendant = flags
+        self.closes = self.anchor = 0
+        if spec.slots:
+            for j in range(spec.columns):
+                self.closes |= (self.staged >> (w * j + spec.closes_bit) & 1) << j
+                self.anchor |= (self.staged >> (w * j + spec.closes_bit + 1) & 1) << j
+        # a closing column after its anchor: fired by its name alone, checked at the close
+        self.below = self.closes & ~self.anchor
+        self.after = self.below >> 1          # column k: column k + 1 is below (its child)
 
     def passing(self, conds: int) -> int:
         """The columns whose comparator slot holds (or that have none) for a push's bits."""
@@ -346,16 +356,39 @@ class ProgrammableModel(FrameModel):
                 if chains is None:       # the chains' bits, once per push
                     chains = chain_bits(self.links, ev.conds)
                 new = (hit & source & c.passing(chains)) | (c.descendant & top)
+            if c.closes:
+                new = (hit & (source | c.below) & (c.passing(chains) if c.gated else c.all)) \
+                    | (c.descendant & ~c.closes & top)
+                c.pending.append(0)
             c.stack.append(new)
-            c.flags |= new
+            c.flags |= new & ~c.closes
+
+    def _close(self, ev) -> None:
+        """The element on top closes: each closing column whose bit its row holds, whose chain
+        holds on the pop's text bits and whose next column (when that one is below it) held
+        below the element, holds; an anchor holding is a match, another column holding tells
+        the parent, and so does one that held below it when its step is reached by '//'."""
+        chains = None
+        for c in self.clusters:
+            if not c.closes:
+                continue
+            if chains is None:
+                chains = chain_bits(self.links, ev.conds, "pop")
+            mine = c.pending[-1]
+            holds = c.stack[-1] & c.closes & c.passing(chains) & (~c.after | mine >> 1)
+            c.flags |= holds & c.anchor
+            c.pending[-2] |= (holds | (mine & c.descendant << 1)) & c.below
 
     def _pop(self) -> None:
         for c in self.clusters:   # the front end never pops at level 0
             c.stack.pop()
+            if c.closes:
+                c.pending.pop()
 
     def _restart(self) -> None:
         for c in self.clusters:
             c.stack = [0]
+            c.pending = [0]
 
     def _take_flags(self) -> int:
         flags = 0
