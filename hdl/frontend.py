@@ -506,11 +506,9 @@ class FrontEnd(wiring.Component):
             req[name] for name in ("name_byte", "name_hold", "push_req", "pop_req", "pop_check",
                                    "bad", "kw_inc"))
 
-        # --- attribute conditions: an attribute-name CAM and the value comparators ---
-        if self.slots:
-            conds, undecided = self._slot_conditions(m, req, valid, last, c, eq, registered,
-                                                     member)
-        else:
+        # --- attribute conditions: an attribute-name CAM and the value comparators (the
+        # comparator slots: below, with the text nodes) ---
+        if not self.slots:
             conds, undecided = self._attribute_conditions(m, req, valid, last, eq, registered,
                                                           member)
 
@@ -548,8 +546,15 @@ class FrontEnd(wiring.Component):
                 m.d.comb += [do_pop.eq(1), ev_level.eq(level), nlevel.eq(level - 1)]
 
         # --- text conditions: the text nodes' comparators and the bits per open element ---
-        tconds, tundecided = self._text_conditions(m, req, valid, last, level, ex_is_zero,
-                                                   do_push, do_pop, eq, registered, member)
+        if self.slots:
+            conds, undecided, tconds, tundecided, pop_chains = self._slot_conditions(
+                m, req, valid, last, c, eq, registered, member,
+                self._text_nodes(m, req, valid, last, level, ex_is_zero),
+                level=level, do_push=do_push, do_pop=do_pop,
+                enter_text=valid & ~last & nstate[S.TEXT.value])
+        else:
+            tconds, tundecided = self._text_conditions(m, req, valid, last, level, ex_is_zero,
+                                                       do_push, do_pop, eq, registered, member)
 
         found = Signal(ErrorFlags)
         m.d.comb += [
@@ -675,8 +680,10 @@ class FrontEnd(wiring.Component):
         ]
         if self.n_conds:
             # a push's attribute bits straight from stage P's ``conds`` (unchanged since the
-            # push's byte: see _attribute_conditions), a pop's text bits through E and F
-            m.d.comb += ev.conds.eq(Mux(f_push, conds, 0) | Mux(f_pop, f_tconds, 0))
+            # push's byte: see _attribute_conditions), a pop's text bits through E and F (the
+            # slots' chains over them, see xpfilt.slots.PHASES)
+            popped = pop_chains(f_tconds) if self.slots else f_tconds
+            m.d.comb += ev.conds.eq(Mux(f_push, conds, 0) | Mux(f_pop, popped, 0))
         m.d.sync += self.events.eq(ev)
         with m.If(f_valid):
             m.d.sync += mismatched.eq(~f_last & (mismatched | mismatch))
@@ -765,18 +772,65 @@ class FrontEnd(wiring.Component):
             m.d.sync += conds.eq(conds | decided)
         return conds
 
-    def _slot_conditions(self, m, req, valid, last, byte, eq, registered, member):
-        """Stage P's comparator slots (:func:`xpfilt.hdl.slots.comparator_slots`): (the chain
-        bits of the start tag being read, from a register; this byte makes a compared value
-        undecided)."""
-        lexer = self._value_lexer(m, start=valid & (last | req["val_start"]),
-                                  byte=valid & ~last & req["val_byte"], eq=eq,
+    def _slot_conditions(self, m, req, valid, last, byte, eq, registered, member, text, *,
+                         level, do_push, do_pop, enter_text):
+        """Stage P's comparator slots (:func:`xpfilt.hdl.slots.comparator_slots`) over the
+        attribute values and the text nodes (``text``: :meth:`_text_nodes`): (the chain bits
+        of the start tag being read, from a register; this byte makes a compared value
+        undecided; the slots' text bits of the element a pop closes; this byte makes a text
+        node undecided; a function from those to their chains' bits at the pop)."""
+        decided = Signal()                 # the cycle after an attribute value's closing quote
+        m.d.sync += decided.eq(valid & ~last & req["val_end"])
+        lexer = self._value_lexer(m, start=(valid & (last | req["val_start"] | req["text_end"]))
+                                  | decided,
+                                  byte=(valid & ~last & req["val_byte"]) | text.feed, eq=eq,
                                   registered=registered, member=member)
-        decided, undecided, chains = comparator_slots(
+        slots = comparator_slots(
             m, self.slot_load, slots=self.slots, max_tag_len=self.slot_name_len, req=req,
             valid=valid, last=last, byte=byte, lexer=lexer, registered=registered,
-            member=member)
-        return chains(self._condition_register(m, req, valid, last, decided)), undecided
+            member=member, decided=decided, text=text, enter_text=enter_text)
+        conds = slots.chains(self._condition_register(m, req, valid, last, slots.decided),
+                             "push")
+        row = self._text_stack(m, slots.text_bits, text.decide, level, do_push, valid, last)
+        return (conds, slots.undecided, Mux(do_pop, row, 0), slots.text_undecided,
+                lambda bits: slots.chains(bits, "pop"))
+
+    @staticmethod
+    def _text_nodes(m, req, valid, last, level, ex_is_zero) -> SimpleNamespace:
+        """The text node being read: ``feed`` (this byte is its character data: text of a
+        stacked element, or CDATA), ``start`` (it ends or the document does: the comparators
+        restart), ``decide`` (it ends with content: its bits are taken now), ``amb`` (a
+        ``]`` of a CDATA section was in it: a compared value is undecided)."""
+        inside = (level != 0) & ex_is_zero          # text of a stacked element
+        feed = valid & ~last & inside & req["text_byte"]
+        amb_now = valid & ~last & inside & req["text_amb"]
+        end = valid & ~last & req["text_end"]
+        topen = Signal()                            # the text node has content
+        tamb = Signal()                             # ... and a "]" of a CDATA section
+        with m.If(valid):
+            with m.If(last | req["text_end"]):
+                m.d.sync += [topen.eq(0), tamb.eq(0)]
+            with m.Else():
+                m.d.sync += [topen.eq(topen | feed | amb_now), tamb.eq(tamb | amb_now)]
+        return SimpleNamespace(feed=feed, start=valid & (last | req["text_end"]),
+                               decide=end & topen, amb=tamb)
+
+    def _text_stack(self, m, decided, decide, level, do_push, valid, last):
+        """The text bits per open element, by level (``text_stack``): zeroed by the
+        element's push, ORed with ``decided`` at the end of each of its text nodes
+        (``decide``), read (at ``level``, asynchronously) by its pop (never in the same cycle
+        as a push). Returns the row read."""
+        tstack = Memory(shape=len(decided), depth=self.max_depth + 1, init=[])
+        m.submodules.text_stack = tstack
+        rd = tstack.read_port(domain="comb")
+        wr = tstack.write_port()
+        m.d.comb += [
+            rd.addr.eq(level),
+            wr.addr.eq(Mux(do_push, level + 1, level)),
+            wr.data.eq(Mux(do_push, 0, rd.data | decided)),
+            wr.en.eq(valid & ~last & (do_push | decide)),
+        ]
+        return rd.data
 
     def _text_conditions(self, m, req, valid, last, level, ex_is_zero, do_push, do_pop,
                          eq, registered, member):
@@ -788,41 +842,19 @@ class FrontEnd(wiring.Component):
         width = max(1, self.n_conds)
         if not conditions:
             return Const(0, width), Const(0, 1)
-        inside = (level != 0) & ex_is_zero          # text of a stacked element
-        feed = valid & ~last & inside & req["text_byte"]
-        amb_now = valid & ~last & inside & req["text_amb"]
-        end = valid & ~last & req["text_end"]
-        topen = Signal()                            # the text node has content
-        tamb = Signal()                             # ... and a "]" of a CDATA section
+        text = self._text_nodes(m, req, valid, last, level, ex_is_zero)
         bits, amp, num_undec = self._comparators(
-            m, conditions, start=valid & (last | req["text_end"]), byte=feed,
+            m, conditions, start=text.start, byte=text.feed,
             space_like_tabs=False, name="t", eq=eq, registered=registered, member=member)
-        with m.If(valid):
-            with m.If(last | req["text_end"]):
-                m.d.sync += [topen.eq(0), tamb.eq(0)]
-            with m.Else():
-                m.d.sync += [topen.eq(topen | feed | amb_now), tamb.eq(tamb | amb_now)]
-        decided = Cat(*((b & ~tamb) if c.kind != "exists" else b
+        decided = Cat(*((b & ~text.amb) if c.kind != "exists" else b
                         for b, c in zip(bits, conditions)))
-        # the bits per open element, by level: zeroed by the element's push, ORed at the end
-        # of each of its text nodes, read by its pop (never in the same cycle as a push)
-        tstack = Memory(shape=len(conditions), depth=self.max_depth + 1, init=[])
-        m.submodules.text_stack = tstack
-        rd = tstack.read_port(domain="comb")
-        wr = tstack.write_port()
-        decide = end & topen
-        m.d.comb += [
-            rd.addr.eq(level),
-            wr.addr.eq(Mux(do_push, level + 1, level)),
-            wr.data.eq(Mux(do_push, 0, rd.data | decided)),
-            wr.en.eq(valid & ~last & (do_push | decide)),
-        ]
-        out = Cat(*(rd.data[index.index(i)] if i in index else Const(0, 1)
+        row = self._text_stack(m, decided, text.decide, level, do_push, valid, last)
+        out = Cat(*(row[index.index(i)] if i in index else Const(0, 1)
                     for i in range(len(self.conditions))))
         valued = any(c.kind != "exists" for c in conditions)
         numeric = any(c.kind == "number" for c in conditions)
-        undecided = decide & (((amp | tamb) if valued else Const(0, 1)) |
-                              (num_undec if numeric else Const(0, 1)))
+        undecided = text.decide & (((amp | text.amb) if valued else Const(0, 1)) |
+                                   (num_undec if numeric else Const(0, 1)))
         return Mux(do_pop, out, 0), undecided
 
     @staticmethod

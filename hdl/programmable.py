@@ -467,7 +467,8 @@ class ProgrammableCluster(wiring.Component):
     """One cluster of generic columns: ``events`` (the front end's, decoded by
     :func:`xpfilt.hdl.stacks.decode_events`) and ``index`` from the :class:`TagDecoder`, both
     the cluster's own registered copies (the index ``MATRIX_READ_CYCLES`` ahead of the
-    events; ``next_addr``: the events' ``addr`` a cycle ahead, the stack's read address),
+    events; ``next_addr``: the stack's read address a cycle ahead, the events' ``addr``, with
+    slots their ``read_addr``: a pop reads the closing element's row),
     ``clear``/``matches``/``doc_end``/``errors`` as
     :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
     :class:`ConfigLoader` through registers of the cluster's own."""
@@ -481,7 +482,8 @@ class ProgrammableCluster(wiring.Component):
         return wiring.Signature({
             "events": In(cluster_events(spec)),
             "index": In(spec.index_bits),
-            "next_addr": In(range(max(2, spec.max_depth))),   # the next cycle's events.addr
+            "next_addr": In(range(spec.max_depth + 1) if spec.slots  # the next cycle's
+                            else range(max(2, spec.max_depth))),     # events.(read_)addr
             "clear": In(1),
             "matches": Out(spec.columns),
             "doc_end": Out(1),
@@ -534,15 +536,61 @@ class ProgrammableCluster(wiring.Component):
         m.d.sync += hit.eq(matrix_read.data)
 
         # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
-        parent = Signal(n)                           # the row of the pushed element's parent
+        parent = Signal(n)       # the row of the pushed element's parent (a pop: its own)
         new = Signal(n)
         level1 = ev.level1.replicate(n)
         source = (first & (first_any | level1)) | (~first & (parent << 1)[:n])
-        m.d.comb += new.eq((hit & source & passing) | (descendant & parent))
-        level_stack(m, ev, parent, new, spec.max_depth, early_addr=self.next_addr)
-
-        match_flags(m, ev, self.clear, new, self.matches)
+        if not spec.slots:
+            m.d.comb += new.eq((hit & source & passing) | (descendant & parent))
+            level_stack(m, ev, parent, new, spec.max_depth, early_addr=self.next_addr)
+            match_flags(m, ev, self.clear, new, self.matches)
+            return m
+        # the closing columns: a below column fires by its name alone (source any) and none
+        # moves vertically (its descendant flag is the next one's '//')
+        closes, anchor = flag(spec.closes_bit), flag(spec.closes_bit + 1)
+        below = closes & ~anchor
+        m.d.comb += new.eq((hit & (source | below) & passing) | (descendant & ~closes & parent))
+        level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1,
+                    early_addr=self.next_addr, transparent=True)
+        holds = _closing(m, spec, ev, parent, passing, closes, below, descendant)
+        match_flags(m, ev, self.clear, Mux(ev.push, new & ~closes, 0)
+                    | Mux(ev.pop, holds & anchor, 0), self.matches, gated=False)
         return m
+
+
+def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant):
+    """The closing columns on a pop (a text() step and the steps after it, see
+    :func:`xpfilt.programmable.query_columns`), as the custom engine's twig entries
+    (:mod:`xpfilt.hdl.stacks`): a pending bit per column and open element ("below this
+    element, this column held"; the current element's in a register, its ancestors' in a
+    LUT-RAM by level, saved on each push). Column ``k`` holds at the closing element when its
+    ``row`` has ``k``, its chain holds on the pop's text bits (``passing``) and, when column
+    ``k + 1`` is below it, that one held below the element; a below column holding sets the
+    parent's pending bit, and passes the element's on when its step is reached by ``//``
+    (the previous column's ``descendant``). Returns the columns that hold (anchors: a
+    match)."""
+    n = spec.columns
+    pending = Signal(n)
+    after = below[1:]                  # column k: column k + 1 is below it
+    holds = row & closes & passing & (~Cat(after, Const(0, 1)) | Cat(pending[1:], Const(0, 1)))
+    up = (holds | (pending & Cat(Const(0, 1), descendant[:-1]))) & below
+    mem = Memory(shape=n, depth=spec.max_depth, init=[])
+    m.submodules.pending = mem
+    write = mem.write_port()
+    read = mem.read_port(domain="comb")
+    m.d.comb += [read.addr.eq(ev.addr), write.addr.eq(ev.addr), write.data.eq(pending),
+                 write.en.eq(ev.push)]
+    with m.If(ev.doc_end | ev.push):
+        m.d.sync += pending.eq(0)
+    with m.Elif(ev.pop):
+        m.d.sync += pending.eq(read.data | up)
+    return holds
+
+
+def _read_addr(spec: HardwareSpec, events):
+    """The stack row an event reads: the parent's on a push, with slots the closing
+    element's on a pop (:func:`_closing`)."""
+    return events.read_addr if spec.slots else events.addr
 
 
 def _passing(spec: HardwareSpec, active, ev):
@@ -638,7 +686,7 @@ class ProgrammableEngine(wiring.Component):
             m.d.comb += [Cat(core.cfg, core.selected, core.row).eq(config),
                          core.events.eq(copy_register(m, events[k], k % EVENT_FANOUT,
                                                       name=f"events_{k}")),
-                         core.next_addr.eq(cluster_events(spec)(events[k]).addr),
+                         core.next_addr.eq(_read_addr(spec, cluster_events(spec)(events[k]))),
                          core.index.eq(copy_register(m, indices[k], k % EVENT_FANOUT,
                                                      name=f"index_{k}"))]
             cores.append(core)

@@ -12,14 +12,25 @@ string, and first-difference flags for the integer and fraction digits of a numb
 custom engine's number lexer, shared by all slots); at the closing quote every slot whose
 attribute name matched is decided from its kind, operator, sign and digit counts (flags
 loaded with the rows). The bank flips and the flags switch with the tag dictionary's commit.
+
+Text slots (the slot's text flag) use the same comparators on the text nodes: an attribute
+value and a text node never stream together (a text node ends on the byte after a ``<``, an
+attribute value starts after the name that follows). The string half of the memory is read
+from the byte that enters text (``in_text``) to the node's end, where every text slot is
+decided (in that cycle, as the custom engine's text conditions: their bits go to the front
+end's text stack); the comparators restart at a node's end and in the cycle after an
+attribute value's decision. Tab and newline compare as written in text.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from xpfilt.hwdefs import NUMBER_DIGITS, index_width
-from xpfilt.slots import DIGIT_ROWS, KINDS, MAX_CHAIN, OUTCOMES, SLOT_FLAG_BITS, slot_rows
+from xpfilt.slots import (DIGIT_ROWS, KINDS, MAX_CHAIN, OUTCOMES, SLOT_FLAG_BITS, TEXT_FLAG,
+                          slot_rows)
 
 __all__ = ["SlotLoadLayout", "comparator_slots"]
 
@@ -35,11 +46,17 @@ class SlotLoadLayout(data.StructLayout):
 
 
 def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last, byte,
-                     lexer, registered, member):
-    """Stage P's slot logic: (per slot, whether the attribute value just decided satisfies it,
-    ``slots`` bits, 0 when undecided or another attribute; this byte makes a compared value
-    undecided; a function from the slots' bits of a start tag to their chains' bits). ``load``: a :class:`SlotLoadLayout` signal; ``byte``: the parser's byte;
-    ``lexer``: :meth:`FrontEnd._value_lexer` over the attribute values."""
+                     lexer, registered, member, decided, text, enter_text):
+    """Stage P's slot logic: ``decided`` (per slot, whether the attribute value decided in
+    this cycle satisfies it, ``slots`` bits, 0 when undecided or another attribute),
+    ``undecided`` (this byte makes a compared attribute value undecided), ``text_bits`` (per
+    text slot, whether the text node ending now satisfies it), ``text_undecided`` (it ends
+    undecided for a text slot that compares a value) and ``chains(bits, phase)`` (the slots'
+    chain bits, :func:`xpfilt.slots.chain_bits`). ``load``: a :class:`SlotLoadLayout` signal;
+    ``byte``: the parser's byte; ``lexer``: :meth:`FrontEnd._value_lexer` over the attribute
+    values and the text nodes; ``decided``: the cycle after an attribute value's closing
+    quote (its decision); ``text``: :meth:`FrontEnd._text_nodes`; ``enter_text``: this byte
+    enters the parser's text state."""
     S, L = slots, max_tag_len
     lw = index_width(L)
     ones = (1 << S) - 1
@@ -81,23 +98,30 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     in_value = Signal()                  # a value (not a name) is read
     astill = Signal(S, init=ones)        # the name so far equals the slot's name's start
     sstill = Signal(S, init=ones)        # the value so far equals the slot's string's start
+    in_text = Signal()                   # a text node may stream (the text state)
     cur = Signal(S)                      # the slots on the attribute whose value comes
     text_rd = texts.read_port(domain="comb")
-    at = Mux(in_value, vpos, apos)       # from registers only: no parser request in front
-    m.d.comb += text_rd.addr.eq(Cat(at[:lw], in_value, bank))
+    strings = in_value | in_text
+    at = Mux(strings, vpos, apos)        # from registers only: no parser request in front
+    m.d.comb += text_rd.addr.eq(Cat(at[:lw], strings, bank))
     inside = at < L
     expected = [text_rd.data[8 * s:8 * s + 8] for s in range(S)]
     space_like = registered("vspace", member(b" \t\n"))
-    same = Cat(*(e == Mux(space_like, ord(" "), byte) for e in expected))   # names: no spaces
+    same = Cat(*(e == Mux(space_like & ~in_text, ord(" "), byte)    # names: no spaces
+                 for e in expected))
     ends = Mux(inside, Cat(*(e == 0 for e in expected)), ones)
     # in_value: from the opening quote to the cycle after the closing one (the value's
-    # decision reads the string there); a name starts two bytes after that at the earliest
-    decided = Signal()
-    m.d.sync += decided.eq(valid & ~last & req["val_end"])
+    # decision reads the string there); a name starts two bytes after that at the earliest.
+    # in_text: from the byte that enters text to a node's end (decided there); a name starts
+    # after that byte
     with m.If(decided | (valid & last)):
         m.d.sync += in_value.eq(0)
     with m.Elif(valid & req["val_start"]):
         m.d.sync += in_value.eq(1)
+    with m.If(enter_text):
+        m.d.sync += in_text.eq(1)
+    with m.Elif(valid & (last | req["text_end"])):
+        m.d.sync += in_text.eq(0)
     with m.If(valid):
         with m.If(~last & req["attr_byte"]):
             m.d.sync += [apos.eq(Mux(apos == L + 1, apos, apos + 1)),
@@ -109,9 +133,9 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
         with m.Elif(req["attr_end"]):
             m.d.sync += cur.eq(astill & ends)
 
-    # --- the value: the string, and the number's digits against each slot's ---
-    start = valid & (last | req["val_start"])
-    fed = valid & ~last & req["val_byte"]
+    # --- the value (or text node): the string, and the number's digits against each slot's
+    start = (valid & (last | req["val_start"] | req["text_end"])) | decided
+    fed = (valid & ~last & req["val_byte"]) | text.feed
     icount = Signal(range(DIGIT_ROWS + 1))   # significant integer digits so far (saturating)
     fcount = Signal(range(DIGIT_ROWS + 1))   # fraction digits so far (saturating)
     sig, frac = lexer.sig_digit, lexer.frac_digit
@@ -155,27 +179,42 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
         kind = field(s, 0, 2)
         bits.append((kind == KINDS.index("exists"))
                     | (Mux(kind == KINDS.index("number"), number, string) & ~amp))
-    valued = Cat(*(cur[s] & (field(s, 0, 2) != KINDS.index("exists")) for s in range(S))).any()
-    numeric = Cat(*(cur[s] & (field(s, 0, 2) == KINDS.index("number")) for s in range(S))).any()
-    undecided = req["val_end"] & ((valued & amp) | (numeric & lexer.num_undec))
+    is_text = Signal(S)
+    m.d.comb += is_text.eq(Cat(*(field(s, TEXT_FLAG) for s in range(S))))
 
-    def chains(conds):
+    def kinds(on, kind, equal=True):
+        """Whether a slot of ``on`` has (``equal``; else has not) kind ``kind``."""
+        return Cat(*(on[s] & ((field(s, 0, 2) == KINDS.index(kind)) == equal)
+                     for s in range(S))).any()
+    undecided = req["val_end"] & ((kinds(cur, "exists", False) & amp)
+                                  | (kinds(cur, "number") & lexer.num_undec))
+    # a text node: its text slots (a "]" of a CDATA section in it: a value is undecided)
+    text_bits = Cat(*(is_text[s] & (bits[s] & ~(text.amb & (field(s, 0, 2) != KINDS.index(
+        "exists")))) for s in range(S)))
+    text_undecided = text.decide & ((kinds(is_text, "exists", False) & (amp | text.amb))
+                                    | (kinds(is_text, "number") & lexer.num_undec))
+
+    def chains(conds, phase):
         """Each slot's chain bit from the slots' ``conds`` (see :func:`xpfilt.slots.
         chain_bits`): the and (``any``: the or) of the negated-as-linked bits of the slot and
-        the next ones it continues into, at most ``MAX_CHAIN``."""
+        the next ones it continues into, at most ``MAX_CHAIN``; the other ``phase``'s
+        comparisons (text at the push, attributes at the pop) read as holding."""
+        force = Signal(S, name=f"slot_force_{phase}")
+        m.d.comb += force.eq(is_text if phase == "push" else ~is_text)
         out = []
         for s in range(S):
             run = range(s, min(s + MAX_CHAIN, S))
             is_or = field(s, 17)
             bit = Const(0, 1)
             for t in reversed(run):             # from the chain's last possible slot back
-                lit = conds[t] ^ field(t, 15)
+                lit = (conds[t] ^ field(t, 15)) | force[t]
                 more = field(t, 16) if t != run[-1] else Const(0, 1)
                 bit = Mux(is_or, lit | (more & bit), lit & (~more | bit))
             out.append(bit)
         return Cat(*out)
 
-    return cur & Cat(*bits), undecided, chains
+    return SimpleNamespace(decided=cur & Cat(*bits), undecided=undecided, text_bits=text_bits,
+                           text_undecided=text_undecided, chains=chains)
 
 
 assert DIGIT_ROWS == NUMBER_DIGITS + 1 and DIGIT_ROWS <= 16   # a digit row address is 4 bits

@@ -291,7 +291,8 @@ def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> N
 
 
 def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
-                rows: int = None, read_addr=None, early_addr=None) -> None:
+                rows: int = None, read_addr=None, early_addr=None,
+                transparent: bool = False) -> None:
     """The stack memory of a custom cluster, one row per level: ``parent`` shows row
     ``ev.level - 1`` (asynchronous read; on a push, the row of the new element's parent), and
     a push to level ``L`` writes ``new`` to row ``L`` unless ``L`` is ``max_depth`` (no push
@@ -302,12 +303,15 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     ``early_addr``: the next event's ``addr`` (a cycle ahead of ``ev``): the row is read
     synchronously, so ``parent`` comes from a register (the memory's output register, the
     address's fan-out in the cycle before). Exact because no push writes in the cycle before
-    another push (the front end's pushes are at least three bytes apart)."""
+    another push (the front end's pushes are at least three bytes apart). ``transparent``:
+    the synchronous read returns a row written in the same cycle (a pop reading its own row
+    right after the push of ``<a/>``)."""
     rows = max_depth if rows is None else rows
     mem = Memory(shape=len(new), depth=rows, init=[])
     m.submodules.stack = mem
     write = mem.write_port()
-    read = mem.read_port(domain="comb" if early_addr is None else "sync")
+    read = mem.read_port(domain="comb" if early_addr is None else "sync",
+                         transparent_for=(write,) if transparent else ())
     m.d.comb += [
         read.addr.eq(early_addr if early_addr is not None else
                      ev.addr if read_addr is None else read_addr),

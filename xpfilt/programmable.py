@@ -24,8 +24,12 @@ Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
 * payload: the dictionary's *presence* bit; when it is 1, its ``max_tag_len`` rows, row ``p``
   holding byte ``p`` of every entry (entry 0 first, 8 bits each); then per cluster (cluster 0
   first) a presence bit; when it is 1, the cluster's tag matrix, row 0 first, ``columns`` bits a
-  row (column 0 first), then per column (column 0 first) its 3 flag bits (first, first_any,
-  descendant); after the last cluster, zero bits up to a whole byte;
+  row (column 0 first), then per column (column 0 first) its flag bits
+  (:attr:`HardwareSpec.column_flag_bits`: first, first_any, descendant; with comparator slots
+  (:mod:`.slots`, after the tag entries in the dictionary's part) the column's slot select,
+  then *closes* and *anchor*: the query's first ``text()`` step and the steps after it are
+  decided when their elements close, see :func:`query_columns`); after the last cluster, zero
+  bits up to a whole byte;
 * CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
 
 A *full* stream has the dictionary and every cluster present and base id 0; a *delta* stream
