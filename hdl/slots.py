@@ -162,16 +162,25 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
                 m.d.sync += [flt[s].eq(dlt[s]), fgt[s].eq(dgt[s])]
 
     # --- at the closing quote: every slot decided from the outcomes its operator accepts ---
-    equal = sstill & ends
+    # What the decision reads of the position and the digit counts is registered every cycle
+    # (the string's end at the memory row of the position, the counts against the slot's):
+    # a value is decided at least a cycle after its last byte (the cycle after its closing
+    # quote; a text node on the byte after its "<"), so these registers hold the final
+    # value's, and the decision starts from flip-flops, not from the LUT-RAM's read
+    ended = Signal(S)
+    m.d.sync += ended.eq(ends)
+    equal = sstill & ended
     amp, valid_number = lexer.amp, lexer.num_valid
     accept = {name: k + 2 for k, name in enumerate(OUTCOMES)}
     bits = []
     for s in range(S):
         whole, fraction = field(s, 7, 4), field(s, 11, 4)
+        counts = Signal(4, name=f"slot_counts_{s}")   # shorter, same, longer; fraction shorter
+        m.d.sync += counts.eq(Cat(icount < whole, icount == whole, icount > whole,
+                                  fcount < fraction))
         lt, eq_, gt = lexer.relation(
-            field(s, 6), i_shorter=icount < whole, i_same=icount == whole,
-            i_longer=icount > whole, f_shorter=fcount < fraction,
-            ilt=ilt[s], igt=igt[s], flt=flt[s], fgt=fgt[s])
+            field(s, 6), i_shorter=counts[0], i_same=counts[1], i_longer=counts[2],
+            f_shorter=counts[3], ilt=ilt[s], igt=igt[s], flt=flt[s], fgt=fgt[s])
         number = ((valid_number & ((lt & field(s, accept["lt"])) | (eq_ & field(s, accept["eq"]))
                                    | (gt & field(s, accept["gt"]))))
                   | (lexer.num_nan & field(s, accept["nan"]))) & ~lexer.num_undec
