@@ -20,17 +20,20 @@ With ``--fmax``: nextpnr-ecp5 (ECP5-85F, default seed, router1, ports on pins as
 ``programmable.py``'s row) of the 1 x 128 engine with S = 0 and S = 8 (run it under
 ``flock /tmp/pnr.lock``, with ``--cap``).
 
-Saved to bench/results/programmable_predicates.{json,md} with the RTL digest.
-Usage: python bench/programmable_predicates.py [--fmax] [--cap S]
+Saved to bench/results/programmable_predicates.{json,md} with the RTL digest. ``--only
+resources`` / ``--only fmax`` measures that part alone (the P&R part under the lock, the rest
+outside it) and keeps the saved rows of the other part.
+Usage: python bench/programmable_predicates.py [--fmax] [--only resources|fmax] [--cap S]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import resources
-from common import publish
+from common import RESULTS, publish
 from fmax import run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
@@ -45,12 +48,19 @@ POINTS = ((1, 0), (1, 8), (1, 32), (2, 0), (2, 8))     # (clusters, slots)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fmax", action="store_true", help="place and route S = 0 and 8")
+    parser.add_argument("--only", choices=("resources", "fmax"),
+                        help="measure this part alone, keep the saved rows of the other")
     args = resources.parse_args_with_cap(parser)
     started = time.perf_counter()
     digest = source_digest()
     lut = {}
     rows = []
-    for clusters, slots in POINTS:
+    if args.only:
+        saved = RESULTS / "programmable_predicates.json"
+        kept = json.loads(saved.read_text())["rows"] if saved.exists() else []
+        rows = [r for r in kept if (r["what"] == "fmax") == (args.only == "resources")]
+    measure = args.only != "fmax"
+    for clusters, slots in POINTS if measure else ():
         spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16, tags=31,
                             slots=slots)
         result = yosys_synth(emit_programmable_verilog(spec), TOP_NAME, XILINX,
@@ -65,7 +75,7 @@ def main() -> None:
         rows.append(row)
         log(f"{clusters}x128, {slots} slots: {row}")
     front = {}
-    for slots in (0, 8, 32):
+    for slots in (0, 8, 32) if measure else ():
         result = yosys_synth(component_verilog(FrontEnd((), max_depth=16, max_name=32,
                                                         slots=slots, slot_name_len=16), "part"),
                              "part", XILINX, label=f"front end, {slots} slots")
@@ -89,7 +99,7 @@ def main() -> None:
                      "per_column_before": round(before, 2), "per_column_after": round(after, 2),
                      "per_column_growth": round(after - before, 2), "rtl_digest": digest})
         log(f"derived: {rows[-1]}")
-    for slots in (0, 8) if args.fmax else ():
+    for slots in (0, 8) if args.fmax or args.only == "fmax" else ():
         spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16, tags=31, slots=slots)
         point = run_point("ecp5", 128, emit_programmable_verilog(spec),
                           {"query_nodes": 0, "columns": 128, "clusters": 1})
@@ -99,6 +109,7 @@ def main() -> None:
                      "critical_to": point.get("critical_to"), "rtl_digest": digest,
                      "error": point.get("error")})
         log(f"fmax {slots} slots: {rows[-1]}")
+    rows.sort(key=lambda row: row["what"] == "fmax")     # stable: the P&R rows last
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
         ("stream_bits", "stream bits"), ("lut6_eq", "LUT6-eq"), ("ff", "FF"),
