@@ -196,6 +196,13 @@ def nibble_member(high, low, members):
     return Cat(*terms).any() if terms else Const(0, 1)
 
 
+def hash_step(x):
+    """The name hash after one more byte, for ``x`` = hash XOR byte (linear over GF(2): the
+    step of ``hash ^ byte`` is the step of ``hash`` XOR the step of ``byte``)."""
+    return Cat(*(reduce(xor, [x[i] for i in range(8) if hash_byte(0, 1 << i) >> j & 1])
+                 for j in range(HASH_WIDTH)))
+
+
 class ByteTests(NamedTuple):
     """One byte's registered classes, as the parser reads them: ``ch(text)`` and ``eq(value)``
     (the byte is that character), and whitespace, name-start, name and upper-case bytes."""
@@ -469,7 +476,6 @@ class FrontEnd(wiring.Component):
         in_subset = Signal()                           # inside the DOCTYPE internal subset
         kw = Signal(range(max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD))))
         pos = Signal(range(max_name + 2))              # name bytes so far (saturating)
-        hsh = Signal(HASH_WIDTH, init=HASH_INIT)       # running name hash
         match = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)  # CAM "still matching"
 
         # --- tag decoder: a streaming CAM, one name byte per cycle; ``pos`` also one-hot ---
@@ -490,10 +496,6 @@ class FrontEnd(wiring.Component):
             tag_id = Const(0, self.tag_width)
         match_upd = match & ok
 
-        # --- name hash: CRC-8 as an XOR network over (hash ^ byte) ---
-        x = hsh ^ c
-        hash_upd = Cat(*(reduce(xor, [x[i] for i in range(8) if hash_byte(0, 1 << i) >> j & 1])
-                         for j in range(HASH_WIDTH)))
 
         # --- byte parser: a one-hot state machine, written as each state's branches in order
         # (the first whose byte test holds is taken; ``None``: stay), each next-state bit and
@@ -580,7 +582,7 @@ class FrontEnd(wiring.Component):
                     state.eq(state.init), level.eq(0), excess.eq(0), ex_up.eq(0),
                     ex_down.eq(0), root_seen.eq(0),
                     in_subset.eq(0), kw.eq(0), pos.eq(0), pos_oh.eq(pos_oh.init),
-                    hsh.eq(HASH_INIT), match.eq(match.init),
+                    match.eq(match.init),
                 ]
             with m.Else():
                 m.d.sync += [
@@ -596,12 +598,10 @@ class FrontEnd(wiring.Component):
                     m.d.sync += [
                         pos.eq(Mux(pos == max_name + 1, pos, pos + 1)),
                         pos_oh.eq(pos_oh << 1),
-                        hsh.eq(hash_upd),
                         match.eq(match_upd),
                     ]
                 with m.Elif(~name_hold):
-                    m.d.sync += [pos.eq(0), pos_oh.eq(pos_oh.init), hsh.eq(HASH_INIT),
-                                 match.eq(match.init)]
+                    m.d.sync += [pos.eq(0), pos_oh.eq(pos_oh.init), match.eq(match.init)]
 
         # === stage E: the event so far, and the global stack row it reads ===
         # (tag id, name hash) per level; row 0 is the all-zero root sentinel. A push to level L
@@ -612,7 +612,6 @@ class FrontEnd(wiring.Component):
         e_level = Signal(range(max_depth + 1))
         e_addr = Signal(range(max_depth + 1))
         e_tag = Signal(self.tag_width)
-        e_hash = Signal(HASH_WIDTH)
         e_found = Signal(ErrorFlags)   # the errors this byte raised
         e_ntext = Signal()             # the parser's next state is TEXT; its next level and root
         e_nlevel = Signal.like(level)  # flag: before the reset at the last byte (for "left
@@ -624,10 +623,25 @@ class FrontEnd(wiring.Component):
             e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
             e_check.eq(pop_check), e_last.eq(valid & last),
             e_level.eq(Mux(valid, ev_level, 0)), e_addr.eq(level),
-            e_hash.eq(hsh), e_found.eq(Mux(valid, found.as_value(), 0)),
+            e_found.eq(Mux(valid, found.as_value(), 0)),
             e_ntext.eq(nstate[S.TEXT.value]), e_nlevel.eq(nlevel), e_nroot.eq(nroot_seen),
         ]
         m.d.comb += e_tag.eq(tag_id)
+        # the name hash (CRC-8) runs a cycle behind the parser: it folds in the byte stage P
+        # read in the cycle before, with that byte's registered step (advance / keep / restart)
+        # and its registered share of the CRC (the step is linear in hash ^ byte), so that no
+        # path runs from the parser's state decode into the hash. It is the hash stage P would
+        # hold, a cycle later: stage F reads it where it read stage E's copy.
+        hsh = Signal(HASH_WIDTH, init=HASH_INIT)
+        h_adv, h_keep = Signal(), Signal()
+        h_byte = Signal(HASH_WIDTH)
+        m.d.sync += [h_adv.eq(valid & ~last & name_byte),
+                     h_keep.eq(~valid | (~last & name_hold)),
+                     h_byte.eq(hash_step(c))]
+        with m.If(h_adv):
+            m.d.sync += hsh.eq(hash_step(hsh) ^ h_byte)
+        with m.Elif(~h_keep):
+            m.d.sync += hsh.eq(HASH_INIT)
         m.submodules.stack = stack = Memory(
             shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
         row = stack.read_port(domain="comb")
@@ -650,7 +664,7 @@ class FrontEnd(wiring.Component):
         m.d.sync += [
             f_valid.eq(e_valid), f_push.eq(e_push), f_pop.eq(e_pop),
             f_check.eq(e_pop & e_check), f_last.eq(e_last), f_level.eq(e_level),
-            f_tag.eq(e_tag), f_hash.eq(e_hash), f_row.eq(row.data),
+            f_tag.eq(e_tag), f_hash.eq(hsh), f_row.eq(row.data),
             f_errors.eq(Mux(e_last, sticky.as_value() | e_found.as_value() | unfinished, 0)),
         ]
         # a push writes its row in stage F, from registers only. The next event that reads it
