@@ -100,7 +100,7 @@ class ClusterCore(wiring.Component):
         m = Module()
         m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
                                                max_depth=self.max_depth, n_conds=self.n_conds,
-                                               paired=True)
+                                               paired=True, early=True)
         events = Signal.like(self.events)
         m.d.comb += events.eq(copy_register(m, self.events.as_value(), self.variant,
                                             name="events_copy"))
@@ -110,6 +110,7 @@ class ClusterCore(wiring.Component):
             m.d.comb += bank.pairs.eq(copy_register(m, pairs, self.variant, name="pairs_copy"))
         m.d.comb += [
             bank.events.eq(events),
+            bank.next_events.eq(self.events),
             bank.clear.eq(self.clear),
             self.matches.eq(bank.matches),
             self.doc_end.eq(events.doc_end),

@@ -131,11 +131,15 @@ class StackBank(wiring.Component):
     ``matches`` (one flag per query of the cluster, in the plan's order: a register, or for a
     combination of paths its expression over registers). With ``paired``: ``pairs``, bit ``i``
     = tag AND parent of :func:`tag_pairs` entry ``i`` on the cycle of ``events`` (registered
-    by the caller alongside the events).
+    by the caller alongside the events). With ``early``: ``next_events``, the events of the
+    next cycle (the input of the caller's ``events`` register): the stack row is read from
+    their address a cycle early, into the memory's output register, so that the row the node
+    equations read comes from a register, not through the LUT-RAM's read (see
+    :func:`level_stack`).
     """
 
     def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, n_conds: int = 0,
-                 paired: bool = False):
+                 paired: bool = False, early: bool = False):
         if not cluster.queries:
             raise ValueError(f"cluster must have at least one query, not {len(cluster.queries)}")
         self.cluster = cluster
@@ -149,6 +153,9 @@ class StackBank(wiring.Component):
         }
         if self.tag_pairs:
             ports["pairs"] = In(len(self.tag_pairs))
+        self.early = early
+        if early:
+            ports["next_events"] = ports["events"]
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -161,11 +168,15 @@ class StackBank(wiring.Component):
         chains = any(q.chain for q in matchers)
         top = Signal(width)     # the parent's row on a push; with twigs, the closing
         new = Signal(width)     # element's row on a pop
+        early = self.next_events if self.early else None
         if chains:
             level_stack(m, ev, top, new, self.max_depth, rows=self.max_depth + 1,
-                        read_addr=ev.read_addr)
+                        read_addr=ev.read_addr,
+                        early_addr=early.read_addr if self.early else None,
+                        transparent=self.early)
         else:
-            level_stack(m, ev, top, new, self.max_depth)
+            level_stack(m, ev, top, new, self.max_depth,
+                        early_addr=early.addr if self.early else None)
 
         # the tag of the new element and of its parent arrive one-hot: tag id t is bit t - 1
         is_tag = {t: ev.tag[t - 1] for t in {n.tag for n in cluster.nodes} if t}
@@ -300,7 +311,7 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     column: on the ECP5 the row register and its push/pop multiplexer were ~1 flip-flop and
     ~2 LUTs per column, more than the LUT-RAM itself. ``rows`` = ``max_depth + 1`` keeps the
     deepest level's row too (read on its pop), ``read_addr`` replaces ``ev.addr``.
-    ``early_addr``: the next event's ``addr`` (a cycle ahead of ``ev``): the row is read
+    ``early_addr``: the next event's read address (a cycle ahead of ``ev``): the row is read
     synchronously, so ``parent`` comes from a register (the memory's output register, the
     address's fan-out in the cycle before). Exact because no push writes in the cycle before
     another push (the front end's pushes are at least three bytes apart). ``transparent``:
