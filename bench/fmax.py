@@ -27,8 +27,8 @@ pins were not timed at all (nextpnr times only register-to-register paths of the
 
 ``--router router2`` routes with nextpnr's router2 and ``--no-route`` only places (the row's
 router is then ``placed only`` and its ``estimate_mhz`` nextpnr's post-placement estimate, from
-its log: nextpnr reports no critical path then): rows are kept per (family, queries, readout,
-router).
+its log: nextpnr reports no critical path then; the placed netlist is kept in the cache for
+``bench/congestion.py``): rows are kept per (family, queries, readout, router).
 
 Every tool run is capped (``--cap``, 900 s by default); a point that fails or times out becomes a
 row with the reason. Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
@@ -153,7 +153,7 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     router = [] if ROUTER == "router1" else ["--router", ROUTER]
     args = [*part_args, "--json", "synth.json", "--report", "report.json", "--freq", str(FREQ),
             "--timing-allow-fail", unconstrained, *router,
-            *(["--no-route"] if PLACE_ONLY else [])]
+            *(["--no-route", "--write", "placed.json"] if PLACE_ONLY else [])]
     key = cache_key(synth_key, " ".join(args), tool_version(name))
 
     def work(tmp: Path) -> dict:
@@ -163,10 +163,13 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
                   "timeout": bool(error and error.startswith("timeout"))}
         if error is None:
             result["report"] = json.loads((tmp / "report.json").read_text())
+            if PLACE_ONLY:     # the placed netlist, for bench/congestion.py
+                shutil.copy(tmp / "placed.json", CACHE / f"{key}.placed.json")
         return result
 
     result = run_cached(key, work, label=label)
     if PLACE_ONLY:     # the report has no timing then: the estimate is in the log
+        log(f"{label}: placed netlist {CACHE / f'{key}.placed.json'}")
         found = re.findall(r"Max frequency for clock .*?: ([\d.]+) MHz",
                            (CACHE / f"{key}.nextpnr.log").read_text(errors="replace"))
         result["estimate_mhz"] = float(found[-1]) if found else None

@@ -86,13 +86,18 @@ class ClusterCore(wiring.Component):
     ``doc_end`` and ``errors`` (from the registered events)."""
 
     def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, variant: int = 0,
-                 n_conds: int = 0):
+                 n_conds: int = 0, bytes_per_cycle: int = 1):
         """``variant``: the form of the events register (see :func:`copy_register`;
         the engine gives clusters fed by one tree register different forms). ``n_conds``:
-        the plan's attribute conditions (their bits come with the events)."""
+        the plan's attribute conditions (their bits come with the events).
+        ``bytes_per_cycle``: the engine's W. With the one-byte front end (W = 1) pushes are at
+        least three cycles apart, so the stack row is read a cycle early, from the events'
+        input (``StackBank``'s ``early``); the W-byte front end may push on consecutive
+        cycles, and its clusters read the row in the event's cycle."""
         self.cluster, self.n_tags, self.max_depth = cluster, n_tags, max_depth
         self.variant = variant
         self.n_conds = n_conds
+        self.early = bytes_per_cycle == 1
         super().__init__(cluster_signature(len(cluster.queries), n_tags=n_tags,
                                            max_depth=max_depth, n_conds=n_conds))
 
@@ -100,17 +105,18 @@ class ClusterCore(wiring.Component):
         m = Module()
         m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
                                                max_depth=self.max_depth, n_conds=self.n_conds,
-                                               paired=True, early=True)
+                                               paired=True, early=self.early)
         events = Signal.like(self.events)
         m.d.comb += events.eq(copy_register(m, self.events.as_value(), self.variant,
                                             name="events_copy"))
+        if self.early:
+            m.d.comb += bank.next_events.eq(self.events)
         if bank.tag_pairs:    # each (tag, parent) AND registered with the events
             pairs = Cat(*(self.events.tag[t - 1] & self.events.parent[p - 1]
                           for t, p in bank.tag_pairs))
             m.d.comb += bank.pairs.eq(copy_register(m, pairs, self.variant, name="pairs_copy"))
         m.d.comb += [
             bank.events.eq(events),
-            bank.next_events.eq(self.events),
             bank.clear.eq(self.clear),
             self.matches.eq(bank.matches),
             self.doc_end.eq(events.doc_end),

@@ -68,7 +68,8 @@ class CustomEngine(wiring.Component):
         """The component of cluster ``index`` (what ``cluster_module_name(index)`` contains)."""
         return ClusterCore(self.plan.clusters[index], n_tags=len(self.plan.tags),
                            max_depth=self.plan.options.max_depth,
-                           variant=index % EVENT_FANOUT, n_conds=len(self.plan.conditions))
+                           variant=index % EVENT_FANOUT, n_conds=len(self.plan.conditions),
+                           bytes_per_cycle=self.bytes_per_cycle)
 
     def elaborate(self, platform):
         m = Module()

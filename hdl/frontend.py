@@ -1,4 +1,4 @@
-"""The XML front end: a one-byte-per-cycle SAX parser, a streaming tag decoder (CAM) and the
+"""The XML front end: a one-byte-per-cycle SAX parser, a streaming tag decoder (a trie) and the
 global stack, turning document bytes into push/pop events for the path-specific stacks.
 
 Everything the cycle-accurate model (:mod:`xpfilt.model.frontend`) must agree on (the byte
@@ -11,12 +11,13 @@ go through five registered stages, so that no path is long (one byte per cycle a
 
 * D1: the byte and its two nibbles one-hot, registered;
 * D2: the byte's classes (whitespace, name bytes, each byte value compared), registered;
-* P: the parser, the tag decoder (a CAM with a one-hot name position) and the name hash; the
-  parser's registers; the event so far (push/pop, new level, tag id, hash, the errors this
-  byte raised) registered;
-* E: the tag id encoded from the CAM's registered one-hot hit; the global stack row of the level
-  before the event is read (a push's parent, the element a pop closes), registered; the
-  document's errors accumulate;
+* P: the parser and the tag decoder (a trie of the dictionary's names, one flip-flop per
+  prefix); the parser's registers; the event so far (push/pop, new level, the trie's hit, the
+  errors this byte raised) registered;
+* E: the tag id encoded from the trie's registered one-hot hit; the name hash takes in the byte
+  stage P read the cycle before (it runs a cycle behind the parser, off its state decode); the
+  global stack row of the level before the event is read (a push's parent, the element a pop
+  closes), registered; the document's errors accumulate;
 * F: a push writes its row (no event reads it before two cycles later); the end-tag check (tag
   id and hash against that row); the ``events`` register.
 
@@ -35,9 +36,9 @@ go through five registered stages, so that no path is long (one byte per cycle a
 Attribute conditions (issue 14; ``conditions``, see :class:`xpfilt.hwdefs.AttrCondition`). In
 stage P, beside the parser:
 
-* an attribute-name CAM (like the tag CAM, over the conditions' attribute names) follows each
-  attribute name; when the name ends, the one-hot ``cur`` register says which attribute's value
-  comes next (none for other names);
+* an attribute-name CAM (a one-hot name position, over the conditions' attribute names)
+  follows each attribute name; when the name ends, the one-hot ``cur`` register says which
+  attribute's value comes next (none for other names);
 * while the value streams (one byte per cycle, nothing else slows down), shared registers
   follow it: a one-hot byte position and one "still equal" bit per distinct string literal (tab
   and newline read as a space, XML's attribute-value normalisation); a one-hot number lexer
@@ -172,8 +173,9 @@ ByteLayout = data.StructLayout({"data": 8, "last": 1})
 
 class NameTapLayout(data.StructLayout):
     """What an external tag decoder (the programmable engine's) needs to follow names in step
-    with the built-in CAM: ``data`` and ``pos`` (the byte and its position in the name),
-    ``advance`` (a name byte: the CAM compares it at ``pos``), ``restart`` (the CAM returns to
+    with the built-in trie: ``data`` and ``pos`` (the byte and its position in the name),
+    ``advance`` (a name byte: a decoder compares it at ``pos``), ``restart`` (a decoder
+    returns to
     "everything matches"), ``load`` (the ``events`` register loads this cycle: a decoder
     registers its "name ends here" result then, so that it lines up with ``events.push``).
     The tap is registered: it shows a byte two cycles after the parser read it."""
@@ -464,7 +466,7 @@ class FrontEnd(wiring.Component):
         def ch(text):
             return eq(ord(text))
 
-        # === stage P: the byte parser, the tag decoder (CAM) and the name hash ===
+        # === stage P: the byte parser and the tag decoder (a trie) ===
         state = Signal(len(State), init=1 << S.TEXT.value)   # one-hot: bit s.value
         level = Signal(range(max_depth + 1))           # depth after the events parsed so far
         # levels open beyond max_depth: ``excess`` plus the last byte's change (``ex_up``,
@@ -476,25 +478,29 @@ class FrontEnd(wiring.Component):
         in_subset = Signal()                           # inside the DOCTYPE internal subset
         kw = Signal(range(max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD))))
         pos = Signal(range(max_name + 2))              # name bytes so far (saturating)
-        match = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)  # CAM "still matching"
 
-        # --- tag decoder: a streaming CAM, one name byte per cycle; ``pos`` also one-hot ---
-        max_len = max((len(t) for t in self.tag_bytes), default=0)
-        pos_oh = Signal(max_len + 1, init=1)           # bit p: pos == p (none beyond max_len)
+        # --- tag decoder: a trie over the dictionary's names, one flip-flop per prefix:
+        # ``trie[k]`` is 1 when the name read so far is ``prefixes[k]`` (``empty``: no name byte
+        # yet). A name byte passes each bit on to the prefixes one byte longer that end in it
+        # (one LUT per prefix: parent AND byte, no compare over every position); a name's tag
+        # is the bit of its whole name ---
+        prefixes = list(dict.fromkeys(t[:k] for t in self.tag_bytes
+                                      for k in range(1, len(t) + 1)))
+        node = {p: k for k, p in enumerate(prefixes)}
+        empty = Signal(init=1)
+        trie = Signal(max(1, len(prefixes)))
         if n_tags:
-            ok = Cat(*(Cat(*(pos_oh[p] & eq(b) for p, b in enumerate(t))).any()
-                       for t in self.tag_bytes))
+            trie_upd = Cat(*((empty if len(p) == 1 else trie[node[p[:-1]]]) & eq(p[-1])
+                             for p in prefixes))
             # the name's tag one-hot, registered into stage E (``e_hit``) before it is encoded
-            # there: the CAM's AND and the encoder's OR tree are in different cycles
+            # there: the trie's update and the encoder's OR tree are in different cycles
             e_hit = Signal(n_tags)
-            m.d.sync += e_hit.eq(Cat(*(match[i] & pos_oh[len(t)]
-                                       for i, t in enumerate(self.tag_bytes))))
+            m.d.sync += e_hit.eq(Cat(*(trie[node[t]] for t in self.tag_bytes)))
             tag_id = Cat(*(Cat(*(e_hit[i] for i in range(n_tags) if (i + 1) >> bit & 1)).any()
                            for bit in range(self.tag_width)))
         else:
-            ok = Const(0, 1)
+            trie_upd = Const(0, 1)
             tag_id = Const(0, self.tag_width)
-        match_upd = match & ok
 
 
         # --- byte parser: a one-hot state machine, written as each state's branches in order
@@ -574,6 +580,16 @@ class FrontEnd(wiring.Component):
             tap.advance.eq(valid & ~last & name_byte),
             tap.restart.eq(valid & (last | (~name_byte & ~name_hold))),
         ]
+        # The name registers (``pos``, the trie's ``empty`` and ``trie``) advance on a name byte
+        # and restart on the valid byte *after* one that neither extends nor holds the name
+        # (``restart``, registered; a document's last byte restarts them at once), so their
+        # enables do not wait for the parser's state decode of ``name_hold``. Exact: a name's
+        # first byte follows ``<`` (or ``</``), read in state TEXT, which the parser enters only
+        # on a byte that restarts the name; and a push or an end tag's check reads them while
+        # the name is held.
+        restart = Signal()
+        with m.If(valid):
+            m.d.sync += restart.eq(~name_byte & ~name_hold)
 
         # --- stage P registers ---
         with m.If(valid):
@@ -581,8 +597,7 @@ class FrontEnd(wiring.Component):
                 m.d.sync += [
                     state.eq(state.init), level.eq(0), excess.eq(0), ex_up.eq(0),
                     ex_down.eq(0), root_seen.eq(0),
-                    in_subset.eq(0), kw.eq(0), pos.eq(0), pos_oh.eq(pos_oh.init),
-                    match.eq(match.init),
+                    in_subset.eq(0), kw.eq(0), pos.eq(0), empty.eq(1), trie.eq(0),
                 ]
             with m.Else():
                 m.d.sync += [
@@ -597,11 +612,11 @@ class FrontEnd(wiring.Component):
                 with m.If(name_byte):
                     m.d.sync += [
                         pos.eq(Mux(pos == max_name + 1, pos, pos + 1)),
-                        pos_oh.eq(pos_oh << 1),
-                        match.eq(match_upd),
+                        empty.eq(0),
+                        trie.eq(trie_upd),
                     ]
-                with m.Elif(~name_hold):
-                    m.d.sync += [pos.eq(0), pos_oh.eq(pos_oh.init), match.eq(match.init)]
+                with m.Elif(restart):
+                    m.d.sync += [pos.eq(0), empty.eq(1), trie.eq(0)]
 
         # === stage E: the event so far, and the global stack row it reads ===
         # (tag id, name hash) per level; row 0 is the all-zero root sentinel. A push to level L

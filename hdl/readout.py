@@ -292,11 +292,12 @@ class SparseReadout(wiring.Component):
         head = Signal(entry)
         second = Signal(entry)
         level = Signal(range(3))
-        room = Signal()
-        push = Signal()
+        room = Signal(init=1)     # level != 2, a register: the leaves' iterator's enables
+        push = Signal()           # (~40 loads) do not wait for a decode of ``level``
         pop = Signal()
         new = Signal(entry)
-        m.d.comb += [room.eq(level != 2), pop.eq((level != 0) & self.out.ready)]
+        m.d.comb += pop.eq((level != 0) & self.out.ready)
+        m.d.sync += room.eq(level + push - pop != 2)
 
         # the iterators, root first
         def pre_width(i):

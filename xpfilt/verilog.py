@@ -87,7 +87,7 @@ def _store(path: Path, text: str) -> None:
 
 
 def _convert_cluster(args) -> str:
-    cluster_json, index, max_depth, n_tags, n_conds = args
+    cluster_json, index, max_depth, n_tags, n_conds, bytes_per_cycle = args
     from amaranth.back import verilog
 
     from xpfilt.hdl.cluster import ClusterCore
@@ -95,7 +95,8 @@ def _convert_cluster(args) -> str:
     cluster = Plan.cluster_from_dict(json.loads(cluster_json))
     # the form of the cluster's event register, as CustomEngine.cluster_core gives it
     core = ClusterCore(cluster, n_tags=n_tags, max_depth=max_depth,
-                       variant=index % EVENT_FANOUT, n_conds=n_conds)
+                       variant=index % EVENT_FANOUT, n_conds=n_conds,
+                       bytes_per_cycle=bytes_per_cycle)
     return verilog.convert(core, name=cluster_module_name(index))
 
 
@@ -125,13 +126,14 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
         cluster_json = json.dumps(dataclasses.asdict(cluster), sort_keys=True)
         n_conds = len(plan.conditions)
         key = hashlib.sha256(f"{fingerprint}/{i}/{max_depth}/{len(plan.tags)}/{n_conds}/"
-                             f"{cluster_json}".encode()).hexdigest()[:32]
+                             f"{bytes_per_cycle}/{cluster_json}".encode()).hexdigest()[:32]
         path = cache / f"{key}.v"
         if path.exists():
             texts.append(path.read_text())
         else:
             texts.append(None)
-            todo.append((i, path, (cluster_json, i, max_depth, len(plan.tags), n_conds)))
+            todo.append((i, path, (cluster_json, i, max_depth, len(plan.tags), n_conds,
+                                   bytes_per_cycle)))
     done = len(plan.clusters) - len(todo)
     progress(done, len(plan.clusters))
     jobs = jobs or os.cpu_count() or 1
