@@ -6,8 +6,9 @@ Every net except the global clock spreads its estimated wirelength (half the per
 bounding box of its cells' tiles, times a factor that grows with its pin count, as a Steiner tree
 does) evenly over that box. The *hot* tiles are the top ``--hot`` fraction by demand; each net
 group (its name with numbers replaced by ``N``, up to the first ``$``) is charged the demand it
-puts on the hot tiles. Also per hot tile: the logic cells on it. Demand is in wire-tile units:
-compare rows of one design, not with a device's routing capacity.
+puts on the hot tiles, and its share of the whole estimated wirelength. Also: the logic cells
+on the hot tiles. Demand is in wire-tile units: compare rows of one design, not with a device's
+routing capacity.
 
 Usage: python bench/congestion.py PLACED.json [--hot 0.05] [--top 25] [--name NAME]
 (saves bench/results/congestion_NAME.{json,md})
@@ -92,12 +93,16 @@ def analyse(path: Path, hot: float, top: int) -> dict:
     hot_mask = demand >= threshold
     area = np.zeros((height + 1, width + 1))
     area[1:, 1:] = hot_mask.cumsum(0).cumsum(1)
-    charged = Counter()
+    charged = Counter()          # demand on the hot tiles
+    wire = Counter()             # estimated wirelength anywhere
     for name, x0, x1, y0, y1, density in boxes:
+        group = group_of(name)
+        wire[group] += density * (x1 - x0 + 1) * (y1 - y0 + 1)
         tiles = (area[y1 + 1, x1 + 1] - area[y0, x1 + 1] - area[y1 + 1, x0] + area[y0, x0])
         if tiles:
-            charged[group_of(name)] += density * tiles
+            charged[group] += density * tiles
     total = sum(charged.values())
+    total_wire = sum(wire.values())
     hot_cells = Counter()
     for tile in zip(*np.nonzero(hot_mask)):
         hot_cells.update(kinds.get((int(tile[1]), int(tile[0])), {}))
@@ -108,7 +113,9 @@ def analyse(path: Path, hot: float, top: int) -> dict:
         "max_demand": round(float(demand.max()), 2), "hot_tiles": int(hot_mask.sum()),
         "hot_box": f"X {xs.min()}-{xs.max()}, Y {ys.min()}-{ys.max()}",
         "hot_cells": dict(hot_cells.most_common()),
-        "groups": [{"group": g, "hot_demand": round(d, 1), "share": round(d / total, 3)}
+        "groups": [{"group": g, "hot_demand": round(float(d), 1),
+                    "share": round(float(d / total), 3),
+                    "wirelength_share": round(float(wire[g] / total_wire), 3)}
                    for g, d in charged.most_common(top)],
     }
 
@@ -124,13 +131,14 @@ def main() -> None:
     summary = {k: v for k, v in result.items() if k != "groups"}
     print(json.dumps(summary, indent=1))
     for row in result["groups"]:
-        print(f"{row['share']:6.1%} {row['hot_demand']:10.1f}  {row['group']}")
+        print(f"{row['share']:6.1%} {row['hot_demand']:10.1f} {row['wirelength_share']:6.1%}  "
+              f"{row['group']}")
     if args.name:
         notes = (" ".join(f"{k}: {v}." for k, v in summary.items())
                  + " Demand: RUDY wire-tile units (see bench/congestion.py).")
         save(f"congestion_{args.name}", result["groups"],
              [("group", "net group"), ("hot_demand", "demand on hot tiles"),
-              ("share", "share")],
+              ("share", "share of hot demand"), ("wirelength_share", "share of wirelength")],
              f"Placement congestion estimate: {args.name}", notes)
 
 
