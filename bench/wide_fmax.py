@@ -8,11 +8,14 @@
   as bench/fmax.py) and MB/s = W x Fmax (the sustained bytes per cycle on NITF are ~W, see
   wide_throughput.md). Goal: Fmax within 15 % of W = 1.
 
+``--no-route``: place only (nextpnr ``--no-route``); the rows are ``engine (placed only)`` and
+carry nextpnr's post-placement estimate (``estimate_mhz``) and the critical path it names.
+
 Every tool run is capped (``--cap``); a failure or timeout is a row with the reason. Run place and
 route under ``flock /tmp/pnr.lock`` on a shared machine. Saved to bench/results/wide_fmax.{json,md}.
 
-Usage: python bench/wide_fmax.py [--fmax] [--front-ends 1,2,4,8] [--widths 1,2,4]
-       [--cap S]   (--widths '': front ends
+Usage: python bench/wide_fmax.py [--fmax [--no-route]] [--front-ends 1,2,4,8] [--widths 1,2,4]
+       [--queries N] [--cap S]   (--widths '': front ends
 only, small enough to synthesize without the place-and-route lock)
 """
 
@@ -55,13 +58,14 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
 
 
 def earlier_rows(digest: str, planned: set) -> list[dict]:
-    """The saved rows this run does not measure again (``planned``: its (part, W) pairs on RTL
+    """The saved rows this run does not measure again (``planned``: its (part, W, queries) on RTL
     ``digest``; each row carries its digest): a run adds to them."""
     path = Path(__file__).parent / "results" / "wide_fmax.json"
     if not path.exists():
         return []
     return [row for row in json.loads(path.read_text())["rows"]
-            if row.get("rtl_digest") != digest or (row["part"], row["W"]) not in planned]
+            if row.get("rtl_digest") != digest
+            or (row["part"], row["W"], row["queries"]) not in planned]
 
 
 def save(rows: list[dict], started: float) -> None:
@@ -70,7 +74,8 @@ def save(rows: list[dict], started: float) -> None:
         ("part", "part"), ("W", "W"), ("queries", "queries"), ("tags", "tags"),
         ("lut6_eq", "LUT6-eq (xilinx)"), ("growth", "growth vs W=1"), ("ffs", "FF"),
         ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
-        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("MB_per_s", "MB/s (W x Fmax)"),
+        ("fmax_mhz", "ECP5-85F Fmax MHz"), ("estimate_mhz", "post-placement estimate MHz"),
+        ("MB_per_s", "MB/s (W x Fmax)"),
         ("critical_from", "critical path from"), ("critical_to", "to"), ("pnr_s", "nextpnr s"),
         ("rtl_digest", "RTL digest"), ("note", "note"), ("error", "error")],
         "The W-byte engine: resources and Fmax (issue 18)",
@@ -84,22 +89,29 @@ def main() -> None:
     parser.add_argument("--fmax", action="store_true", help="also ECP5 place and route")
     parser.add_argument("--front-ends", default="1,2,4,8",
                         help="front-end widths to synthesize alone (default 1,2,4,8; '' for none)")
+    parser.add_argument("--no-route", action="store_true",
+                        help="with --fmax: place only, nextpnr's post-placement estimate")
+    parser.add_argument("--queries", type=int, default=QUERIES,
+                        help=f"queries of the engines (default {QUERIES})")
     parser.add_argument("--widths", default="4,1,2",
                         help="engine widths, in this order (default 4,1,2; '' for the front "
                              "ends only)")
     args = resources.parse_args_with_cap(parser)
     started = time.perf_counter()
     digest = source_digest()
-    queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, QUERIES))]
+    fmax.PLACE_ONLY = args.no_route
+    n = args.queries
+    engine_part = "engine (placed only)" if args.no_route else "engine"
+    queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, n))]
     plan = compile_queries(queries, CompileOptions())
     nodes = plan.stats["query_nodes"]
     front_ends = [int(w) for w in args.front_ends.split(",") if w]
     widths = [int(w) for w in args.widths.split(",") if w]
-    rows = earlier_rows(digest, {("front end", w) for w in front_ends}
-                        | {("engine", w) for w in widths})
+    rows = earlier_rows(digest, {("front end", w, n) for w in front_ends}
+                        | {(engine_part, w, n) for w in widths})
     base = None
     for width in front_ends:
-        row = {"part": "front end", "W": width, "queries": QUERIES, "tags": len(plan.tags),
+        row = {"part": "front end", "W": width, "queries": n, "tags": len(plan.tags),
                **xilinx(component_verilog(front_end(plan, width), "front_end"), "front_end",
                         f"front end W{width}")}
         if width == 1:
@@ -111,15 +123,17 @@ def main() -> None:
         log(f"front end W={width}: {row}")
     for width in widths:
         verilog = emit_verilog(plan, bytes_per_cycle=width)
-        row = {"part": "engine", "W": width, "queries": QUERIES, "tags": len(plan.tags),
-               "query_nodes": nodes,
-               **xilinx(verilog, TOP_NAME, f"engine n{QUERIES} W{width}")}
+        row = {"part": engine_part, "W": width, "queries": n, "tags": len(plan.tags),
+               "query_nodes": nodes}
+        if not args.no_route:       # (placing only is a quick look at the clock)
+            row.update(xilinx(verilog, TOP_NAME, f"engine n{n} W{width}"))
         if "lut6_eq" in row:
             row["lut6_eq_per_node"] = round(row["lut6_eq"] / nodes, 3)
         if args.fmax:
-            ecp5 = fmax.run_point("ecp5", QUERIES, verilog, plan.stats)
+            ecp5 = fmax.run_point("ecp5", n, verilog, plan.stats)
             row.update({"ecp5_lut4": ecp5.get("lut4"), "ecp5_ff": ecp5.get("ff"),
                         "fmax_mhz": ecp5.get("fmax_mhz"), "pnr_s": ecp5.get("pnr_s"),
+                        "estimate_mhz": ecp5.get("estimate_mhz"),
                         "critical_from": ecp5.get("critical_from"),
                         "critical_to": ecp5.get("critical_to")})
             if ecp5.get("error"):

@@ -176,10 +176,15 @@ def apply(state, function: list, n: int):
     return Cat(*(Cat(*terms).any() if terms else Const(0, 1) for terms in into))
 
 
-def hash_step(x):
-    """The name hash after one more byte, for ``x`` = hash XOR byte (linear over GF(2))."""
-    return Cat(*(reduce(xor, [x[b] for b in range(8) if hash_byte(0, 1 << b) >> j & 1])
-                 for j in range(HASH_WIDTH)))
+def hash_power(x, e: int):
+    """``x`` after ``e`` hash steps with zero bytes (the step is linear over GF(2): each bit of
+    the result is the XOR of the bits of ``x`` its matrix power names, one XOR, not ``e``)."""
+    def power(v):
+        for _ in range(e):
+            v = hash_byte(v, 0)
+        return v
+    return Cat(*(reduce(xor, [x[b] for b in range(HASH_WIDTH) if power(1 << b) >> j & 1],
+                        Const(0, 1)) for j in range(HASH_WIDTH)))
 
 
 def _shift_up(t):
@@ -378,11 +383,8 @@ class WideFrontEnd(wiring.Component):
         # (v: level + excess); the name bytes since the last name reset (cnt) and whether one
         # happened (reset); any push; the hash of lanes < i from 0 (the rest is linear in
         # the hash before lane 0)
-        powers_of = []                      # L^e(byte) for e = 0..W, each lane
-        for i in range(W):
-            powers_of.append([byte[i]])
-            for e in range(W):
-                powers_of[i].append(wire(m, hash_step(powers_of[i][-1]), f"n_byte{i}_L{e + 1}"))
+        powers_of = [[wire(m, hash_power(byte[i], e), f"n_byte{i}_L{e}") for e in range(W + 1)]
+                     for i in range(W)]     # L^e(byte) for e = 0..W, each lane
         lo = hd = cnt = Const(0, W)
         reset, any_push = Const(0, 1), Const(0, 1)
         prefix = []
@@ -418,79 +420,114 @@ class WideFrontEnd(wiring.Component):
                          regs_i["any_push"].eq(any_push), regs_i["stuff"].eq(stuff)]
             prefix.append(regs_i)
 
-        # === stage L: the depth, name position and hash before each lane (loops v0, pos0, h0,
-        # root0) ===
-        l_valid, l_last = Signal(), Signal()
-        m.d.sync += [l_valid.eq(n_valid), l_last.eq(n_last)]
+        # === stage N2: each lane's bounds on the depth before the beat (no loop) ===
+        n2_valid, n2_last = Signal(), Signal()
+        m.d.sync += [n2_valid.eq(n_valid), n2_last.eq(n_last)]
         ex_max = (1 << EXCESS_WIDTH) - 1
         v_max = max_depth + ex_max
         p_max = max_name + 1
         max_len = max((len(t) for t in self.tag_bytes), default=0)
+        bounds = []
+        for i, p in enumerate(prefix):
+            # v -> min(max(v + A, LO), TOP) is LO for v < below, TOP for v > above, else v + A
+            b = {"A": Signal(range(-W, W + 1), name=f"n2_{i + 1}_A"),
+                 "LO": Signal(range(W + 1), name=f"n2_{i + 1}_LO"),
+                 "TOP": Signal(range(v_max + 1), name=f"n2_{i + 1}_TOP"),
+                 "below": Signal(range(-W, 2 * W + 1), name=f"n2_{i + 1}_below"),
+                 "above": Signal(range(v_max - 2 * W, v_max + W + 1), name=f"n2_{i + 1}_above"),
+                 "cnt": Signal(range(W + 1), name=f"n2_{i + 1}_cnt"),
+                 "reset": Signal(name=f"n2_{i + 1}_reset"),
+                 "carry": Signal(i + 2, name=f"n2_{i + 1}_carry"),
+                 "any_push": Signal(name=f"n2_{i + 1}_any_push"),
+                 "stuff": Signal(HASH_WIDTH, name=f"n2_{i + 1}_stuff")}
+            m.d.sync += [b["A"].eq(p["A"]), b["LO"].eq(p["LO"]), b["TOP"].eq(v_max - p["HD"]),
+                         b["below"].eq(p["LO"] - p["A"]),
+                         b["above"].eq(v_max - p["HD"] - p["A"]),
+                         b["cnt"].eq(p["cnt"]), b["reset"].eq(p["reset"]),
+                         # one-hot: the hash before the beat takes e more steps (none: reset)
+                         b["carry"].eq(Cat(*(~p["reset"] & (p["cnt"] == e)
+                                             for e in range(i + 2)))),
+                         b["any_push"].eq(p["any_push"]), b["stuff"].eq(p["stuff"])]
+            bounds.append(b)
+
+        # === stage L: the depth, name position, hash and root seen before each lane and after
+        # the beat (loops v0, pos0, h0, root0), registered ===
+        l_valid, l_last = Signal(), Signal()
+        m.d.sync += [l_valid.eq(n2_valid), l_last.eq(n2_last)]
         v0 = Signal(range(v_max + 1))
         pos0 = Signal(range(p_max + 1))
         h0 = Signal(HASH_WIDTH, init=HASH_INIT)
         root0 = Signal()
-        powers = [h0]
-        for _ in range(W):
-            powers.append(wire(m, hash_step(powers[-1]), f"l_power{len(powers)}"))
+        powers = [wire(m, hash_power(h0, e), f"l_power{e}") for e in range(W + 1)]
         v, pos, h, root = [v0], [pos0], [h0], [root0]
-        for i in range(W):
-            p = prefix[i]
-            x = Signal(range(-W, v_max + W + 1), name=f"l{i + 1}_x")
+        for i, b in enumerate(bounds):
             vi = Signal(range(v_max + 1), name=f"l{i + 1}_v")
-            top = Signal(range(v_max + 1), name=f"l{i + 1}_top")
-            m.d.comb += [x.eq(v0 + p["A"]), top.eq(v_max - p["HD"]),
-                         vi.eq(Mux(x < p["LO"], p["LO"], Mux(x > top, top, x)))]
-            run = Mux(p["reset"], p["cnt"], pos0 + p["cnt"])
+            m.d.comb += vi.eq(Mux(v0 < b["below"], b["LO"],
+                                  Mux(v0 > b["above"], b["TOP"], v0 + b["A"])))
+            run = Mux(b["reset"], b["cnt"], pos0 + b["cnt"])
             pi = Signal(range(p_max + 1), name=f"l{i + 1}_pos")
             m.d.comb += pi.eq(Mux(run > p_max, p_max, run))
-            hi = Signal(HASH_WIDTH, name=f"l{i + 1}_hash")
-            carried = Signal(HASH_WIDTH, name=f"l{i + 1}_carried")
-            with m.Switch(p["cnt"]):
-                for e in range(i + 2):
-                    with m.Case(e):
-                        m.d.comb += carried.eq(powers[e])
-            m.d.comb += hi.eq(p["stuff"] ^ Mux(p["reset"], 0, carried))
+            carried = reduce(lambda x, y: x | y, [Mux(b["carry"][e], powers[e], 0)
+                                                  for e in range(i + 2)])
+            hi = wire(m, b["stuff"] ^ carried, f"l{i + 1}_hash")
             v.append(vi)
             pos.append(pi)
             h.append(hi)
-            root.append(root0 | p["any_push"])
-        with m.If(n_valid):
-            with m.If(n_last):
+            root.append(root0 | b["any_push"])
+        with m.If(n2_valid):
+            with m.If(n2_last):
                 m.d.sync += [v0.eq(0), pos0.eq(0), h0.eq(h0.init), root0.eq(0)]
             with m.Else():
                 m.d.sync += [v0.eq(v[W]), pos0.eq(pos[W]), h0.eq(h[W]), root0.eq(root[W])]
+        l_v = [Signal(range(v_max + 1), name=f"l_v{i}") for i in range(W + 1)]
+        l_pos = [Signal(range(p_max + 1), name=f"l_pos{i}") for i in range(W)]
+        l_hash = [Signal(HASH_WIDTH, name=f"l_hash{i}") for i in range(W)]
+        l_root = [Signal(name=f"l_root{i}") for i in range(W + 1)]
+        m.d.sync += [reg.eq(value) for regs, values in ((l_v, v), (l_pos, pos), (l_hash, h),
+                                                          (l_root, root))
+                     for reg, value in zip(regs, values)]
+
+        # === stage L2: each lane's depth flags, name position one-hot and CAM results ===
+        l2_valid, l2_last = Signal(), Signal()
+        m.d.sync += [l2_valid.eq(l_valid), l2_last.eq(l_last)]
+        m_tests = lane_tests("m", k_levels + 5)
         lane = []
         for i in range(W):
-            regs_i = {"level": Signal(range(max_depth + 1), name=f"l_lane{i}_level"),
-                      "at_max": Signal(name=f"l_lane{i}_at_max"),
-                      "ex_zero": Signal(name=f"l_lane{i}_ex_zero"),
-                      "v_zero": Signal(name=f"l_lane{i}_v_zero"),
-                      "nonzero_after": Signal(name=f"l_lane{i}_nonzero_after"),
-                      "root": Signal(name=f"l_lane{i}_root"),
-                      "root_after": Signal(name=f"l_lane{i}_root_after"),
-                      "pos_oh": Signal(max_len + 1, name=f"l_lane{i}_pos_oh"),
-                      "long": Signal(name=f"l_lane{i}_long"),
-                      "hash": Signal(HASH_WIDTH, name=f"l_lane{i}_hash")}
+            regs_i = {"level": Signal(range(max_depth + 1), name=f"l2_lane{i}_level"),
+                      "at_max": Signal(name=f"l2_lane{i}_at_max"),
+                      "ex_zero": Signal(name=f"l2_lane{i}_ex_zero"),
+                      "v_zero": Signal(name=f"l2_lane{i}_v_zero"),
+                      "nonzero_after": Signal(name=f"l2_lane{i}_nonzero_after"),
+                      "root": Signal(name=f"l2_lane{i}_root"),
+                      "root_after": Signal(name=f"l2_lane{i}_root_after"),
+                      "pos_oh": Signal(max_len + 1, name=f"l2_lane{i}_pos_oh"),
+                      "long": Signal(name=f"l2_lane{i}_long"),
+                      "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash"),
+                      "ok": Signal(max(1, n_tags), name=f"l2_lane{i}_ok")}
+            vi, pi = l_v[i], l_pos[i]
+            poh = wire(m, Cat(*(pi == q for q in range(max_len + 1))), f"l2_lane{i}_poh")
+            # the CAM: the lane's byte is the byte of each tag at the lane's name position
+            ok = (Cat(*(Cat(*(poh[q] & m_tests[i].eq(c) for q, c in enumerate(t))).any()
+                        for t in self.tag_bytes)) if n_tags else Const(0, 1))
             m.d.sync += [
-                regs_i["level"].eq(Mux(v[i] > max_depth, max_depth, v[i])),
-                regs_i["at_max"].eq(v[i] >= max_depth),
-                regs_i["ex_zero"].eq(v[i] <= max_depth),
-                regs_i["v_zero"].eq(v[i] == 0),
-                regs_i["nonzero_after"].eq(v[i + 1] != 0),
-                regs_i["root"].eq(root[i]),
-                regs_i["root_after"].eq(root[i + 1]),
-                regs_i["pos_oh"].eq(Cat(*(pos[i] == q for q in range(max_len + 1)))),
-                regs_i["long"].eq(pos[i] >= max_name),
-                regs_i["hash"].eq(h[i]),
+                regs_i["level"].eq(Mux(vi > max_depth, max_depth, vi)),
+                regs_i["at_max"].eq(vi >= max_depth),
+                regs_i["ex_zero"].eq(vi <= max_depth),
+                regs_i["v_zero"].eq(vi == 0),
+                regs_i["nonzero_after"].eq(l_v[i + 1] != 0),
+                regs_i["root"].eq(l_root[i]),
+                regs_i["root_after"].eq(l_root[i + 1]),
+                regs_i["pos_oh"].eq(poh),
+                regs_i["long"].eq(pi >= max_name),
+                regs_i["hash"].eq(l_hash[i]),
+                regs_i["ok"].eq(ok),
             ]
             lane.append(regs_i)
 
         # === stage M: the tag decoder (loop: match0), each lane's event and errors ===
-        m_lanes = delayed(o_lanes, 2, "m_lanes")
-        m_req = [{name: delayed(sig, 2, f"m_lane{i}_{name}") for name, sig in r.items()}
+        m_lanes = delayed(o_lanes, 4, "m_lanes")
+        m_req = [{name: delayed(sig, 4, f"m_lane{i}_{name}") for name, sig in r.items()}
                  for i, r in enumerate(o_req)]
-        m_tests = lane_tests("m", k_levels + 4)
         match0 = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
         entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
@@ -511,19 +548,16 @@ class WideFrontEnd(wiring.Component):
             mt = wire(m, mt, f"lane{i}_match")
             if i == W:
                 break
-            r, li, tests = m_req[i], lane[i], m_tests[i]
+            r, li = m_req[i], lane[i]
             poh = li["pos_oh"]
+            oks.append(li["ok"])
             if n_tags:
-                ok = Cat(*(Cat(*(poh[q] & tests.eq(b) for q, b in enumerate(t))).any()
-                           for t in self.tag_bytes))
-                oks.append(wire(m, ok, f"lane{i}_ok"))
                 hit = Signal(n_tags, name=f"lane{i}_hit")
                 m.d.comb += hit.eq(Cat(*(mt[j] & poh[len(t)]
                                          for j, t in enumerate(self.tag_bytes))))
                 tag_id = Cat(*(Cat(*(hit[j] for j in range(n_tags) if (j + 1) >> bit & 1)).any()
                                for bit in range(self.tag_width)))
             else:
-                oks.append(Const(0, 1))
                 tag_id = Const(0, self.tag_width)
             do_push = r["push_req"] & ~li["at_max"]
             overflow = r["push_req"] & li["at_max"]
@@ -537,7 +571,7 @@ class WideFrontEnd(wiring.Component):
                          found.name_too_long.eq(r["name_byte"] & li["long"])]
             here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")     # the document's final byte
-            m.d.comb += end.eq(here & l_last & (~m_lanes[i + 1] if i + 1 < W else 1))
+            m.d.comb += end.eq(here & l2_last & (~m_lanes[i + 1] if i + 1 < W else 1))
             unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
             rec = Signal(entry_layout, name=f"lane{i}_event")
             m.d.comb += [rec.push.eq(do_push), rec.pop.eq(do_pop), rec.last.eq(end),
@@ -553,8 +587,8 @@ class WideFrontEnd(wiring.Component):
         doc_errors = Signal(ErrorFlags)
         m.d.comb += doc_errors.eq(sticky.as_value() | found_all |
                                   Cat(*(e & u for e, u in ends)).any())
-        with m.If(l_valid):
-            with m.If(l_last):
+        with m.If(l2_valid):
+            with m.If(l2_last):
                 m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
             with m.Else():
                 m.d.sync += [match0.eq(mt), sticky.eq(sticky.as_value() | found_all)]
@@ -565,7 +599,7 @@ class WideFrontEnd(wiring.Component):
         p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
         p2_offset = [Signal(range(W), name=f"p2_offset{i}") for i in range(W)]
         m.d.sync += [p2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
-        m.d.sync += [p2_valid.eq(l_valid), p2_has.eq(Mux(l_valid, Cat(*has), 0))]
+        m.d.sync += [p2_valid.eq(l2_valid), p2_has.eq(Mux(l2_valid, Cat(*has), 0))]
         for i in range(W):
             m.d.sync += p2_records[i].eq(records[i])
             m.d.sync += p2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
@@ -614,8 +648,8 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += head_bank.eq(head_bank + 1)
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
-        flight = (self.bytes_in.valid + sum(valids) + s_valid + o_valid + n_valid + l_valid
-                  + p2_valid + 1)
+        flight = (self.bytes_in.valid + sum(valids) + s_valid + o_valid + n_valid + n2_valid
+                  + l_valid + l2_valid + p2_valid + 1)
         m.d.comb += self.room.eq(occupied + W * flight <= Q)
 
         # === stage E: the global stack row of the level before the event ===
