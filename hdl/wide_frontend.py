@@ -19,11 +19,18 @@ cycle:
 * N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
   LO), VMAX - HD), v = level + excess), the name bytes since the last name reset, the hash of
   the lanes from 0 (the hash is linear: the part of the hash before the beat is added in L);
+* N2: the clamp's bounds on the depth before the beat (below them the result is LO, above
+  them VMAX - HD, else v + A), registered, so that the depth loop is two compares and an add
+  side by side (v is 17 bits wide);
 * L: the depth, name position, hash and "root seen" before each lane and after the beat (their
-  loops: one add and clamp, one power of the hash step), registered;
-* the tag decoder's CAM of every lane (loop: its "still matching" bits) and each lane's event
-  and error flags; every lane whose byte makes an event (a push, a pop, or the document end on
-  the beat's last byte) gives it to P2;
+  loops: one add and clamp, one XOR matrix per hash power), registered;
+* L2: each lane's depth flags and name position one-hot, registered; the tag decoder's CAM is
+  read: two ROMs in block RAM (one copy per two lanes), addressed by the lane's name position
+  and its byte's high (low) nibble, each row one bit per tag;
+* L3: the CAM rows (the block RAMs' output registers);
+* the tag decoder (loop: its "still matching" bits, ANDed over the lanes' CAM rows) and each
+  lane's event and error flags; every lane whose byte makes an event (a push, a pop, or the
+  document end on the beat's last byte) gives it to P2;
 * P2: the lanes' events registered (so that the queue's write positions, a sum over the lanes,
   are off the parser's paths), written into the queue in lane order in the next cycle;
 * the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries, registers) hands its oldest event
@@ -487,10 +494,29 @@ class WideFrontEnd(wiring.Component):
                                                           (l_root, root))
                      for reg, value in zip(regs, values)]
 
-        # === stage L2: each lane's depth flags, name position one-hot and CAM results ===
+        # === stage L2: each lane's depth flags and name position one-hot; the CAM read ===
         l2_valid, l2_last = Signal(), Signal()
         m.d.sync += [l2_valid.eq(l_valid), l2_last.eq(l_last)]
-        m_tests = lane_tests("m", k_levels + 5)
+        cam_byte = [delayed(byte[i], 3, f"l_byte{i}") for i in range(W)]
+        cam_read = []
+        if n_tags:
+            # the CAM as two ROMs (block RAM), row (name position q, nibble x): for every tag,
+            # whether its byte at q has that high (low) nibble; a lane's byte matches a tag at
+            # its name position where both rows say so (positions from max_len on match none)
+            # (one copy for every two lanes: a block RAM has two read ports)
+            for shift in (4, 0):
+                rows = [sum(1 << j for j, t in enumerate(self.tag_bytes)
+                            if q < len(t) and t[q] >> shift & 15 == x)
+                        for q in range(max_len + 1) for x in range(16)]
+                ports = []
+                for pair in range(0, W, 2):
+                    m.submodules[f"cam_{'high' if shift else 'low'}{pair // 2}"] = rom = Memory(
+                        shape=n_tags, depth=len(rows), init=rows, attrs={"rom_style": "block"})
+                    ports += [rom.read_port() for _ in range(pair, min(pair + 2, W))]
+                for i, port in enumerate(ports):
+                    at = Mux(l_pos[i] > max_len, max_len, l_pos[i])
+                    m.d.comb += port.addr.eq(Cat(cam_byte[i][shift:shift + 4], at))
+                cam_read.append(ports)
         lane = []
         for i in range(W):
             regs_i = {"level": Signal(range(max_depth + 1), name=f"l2_lane{i}_level"),
@@ -502,13 +528,8 @@ class WideFrontEnd(wiring.Component):
                       "root_after": Signal(name=f"l2_lane{i}_root_after"),
                       "pos_oh": Signal(max_len + 1, name=f"l2_lane{i}_pos_oh"),
                       "long": Signal(name=f"l2_lane{i}_long"),
-                      "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash"),
-                      "ok": Signal(max(1, n_tags), name=f"l2_lane{i}_ok")}
+                      "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash")}
             vi, pi = l_v[i], l_pos[i]
-            poh = wire(m, Cat(*(pi == q for q in range(max_len + 1))), f"l2_lane{i}_poh")
-            # the CAM: the lane's byte is the byte of each tag at the lane's name position
-            ok = (Cat(*(Cat(*(poh[q] & m_tests[i].eq(c) for q, c in enumerate(t))).any()
-                        for t in self.tag_bytes)) if n_tags else Const(0, 1))
             m.d.sync += [
                 regs_i["level"].eq(Mux(vi > max_depth, max_depth, vi)),
                 regs_i["at_max"].eq(vi >= max_depth),
@@ -517,16 +538,26 @@ class WideFrontEnd(wiring.Component):
                 regs_i["nonzero_after"].eq(l_v[i + 1] != 0),
                 regs_i["root"].eq(l_root[i]),
                 regs_i["root_after"].eq(l_root[i + 1]),
-                regs_i["pos_oh"].eq(poh),
+                regs_i["pos_oh"].eq(Cat(*(pi == q for q in range(max_len + 1)))),
                 regs_i["long"].eq(pi >= max_name),
                 regs_i["hash"].eq(l_hash[i]),
-                regs_i["ok"].eq(ok),
             ]
             lane.append(regs_i)
 
+        # === stage L3: each lane's two CAM rows (the block RAMs' output registers); the rest
+        # one cycle on ===
+        l3_valid, l3_last = Signal(), Signal()
+        m.d.sync += [l3_valid.eq(l2_valid), l3_last.eq(l2_last)]
+        for i, regs_i in enumerate(lane):
+            for key, reg in list(regs_i.items()):
+                regs_i[key] = delayed(reg, 1, f"l3_lane{i}_{key}")
+            rows = [delayed(read[i].data, 1, f"l3_lane{i}_cam{half}")
+                    for half, read in enumerate(cam_read)]
+            regs_i["ok"] = rows[0] & rows[1] if n_tags else Const(0, 1)
+
         # === stage M: the tag decoder (loop: match0), each lane's event and errors ===
-        m_lanes = delayed(o_lanes, 4, "m_lanes")
-        m_req = [{name: delayed(sig, 4, f"m_lane{i}_{name}") for name, sig in r.items()}
+        m_lanes = delayed(o_lanes, 5, "m_lanes")
+        m_req = [{name: delayed(sig, 5, f"m_lane{i}_{name}") for name, sig in r.items()}
                  for i, r in enumerate(o_req)]
         match0 = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
@@ -571,7 +602,7 @@ class WideFrontEnd(wiring.Component):
                          found.name_too_long.eq(r["name_byte"] & li["long"])]
             here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")     # the document's final byte
-            m.d.comb += end.eq(here & l2_last & (~m_lanes[i + 1] if i + 1 < W else 1))
+            m.d.comb += end.eq(here & l3_last & (~m_lanes[i + 1] if i + 1 < W else 1))
             unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
             rec = Signal(entry_layout, name=f"lane{i}_event")
             m.d.comb += [rec.push.eq(do_push), rec.pop.eq(do_pop), rec.last.eq(end),
@@ -587,8 +618,8 @@ class WideFrontEnd(wiring.Component):
         doc_errors = Signal(ErrorFlags)
         m.d.comb += doc_errors.eq(sticky.as_value() | found_all |
                                   Cat(*(e & u for e, u in ends)).any())
-        with m.If(l2_valid):
-            with m.If(l2_last):
+        with m.If(l3_valid):
+            with m.If(l3_last):
                 m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
             with m.Else():
                 m.d.sync += [match0.eq(mt), sticky.eq(sticky.as_value() | found_all)]
@@ -599,7 +630,7 @@ class WideFrontEnd(wiring.Component):
         p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
         p2_offset = [Signal(range(W), name=f"p2_offset{i}") for i in range(W)]
         m.d.sync += [p2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
-        m.d.sync += [p2_valid.eq(l2_valid), p2_has.eq(Mux(l2_valid, Cat(*has), 0))]
+        m.d.sync += [p2_valid.eq(l3_valid), p2_has.eq(Mux(l3_valid, Cat(*has), 0))]
         for i in range(W):
             m.d.sync += p2_records[i].eq(records[i])
             m.d.sync += p2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
@@ -649,7 +680,7 @@ class WideFrontEnd(wiring.Component):
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
         flight = (self.bytes_in.valid + sum(valids) + s_valid + o_valid + n_valid + n2_valid
-                  + l_valid + l2_valid + p2_valid + 1)
+                  + l_valid + l2_valid + l3_valid + p2_valid + 1)
         m.d.comb += self.room.eq(occupied + W * flight <= Q)
 
         # === stage E: the global stack row of the level before the event ===
