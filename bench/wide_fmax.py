@@ -76,7 +76,8 @@ def save(rows: list[dict], started: float) -> None:
         ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
         ("fmax_mhz", "ECP5-85F Fmax MHz"), ("estimate_mhz", "post-placement estimate MHz"),
         ("MB_per_s", "MB/s (W x Fmax)"),
-        ("critical_from", "critical path from"), ("critical_to", "to"), ("pnr_s", "nextpnr s"),
+        ("critical_from", "critical path from"), ("critical_to", "to"), ("router", "router"),
+        ("pnr_s", "nextpnr s"),
         ("rtl_digest", "RTL digest"), ("note", "note"), ("error", "error")],
         "The W-byte engine: resources and Fmax (issue 18)",
         f"1,024 depth-8 NITF queries, all optimizations, serial readout. Yosys synth_xilinx "
@@ -91,6 +92,10 @@ def main() -> None:
                         help="front-end widths to synthesize alone (default 1,2,4,8; '' for none)")
     parser.add_argument("--no-route", action="store_true",
                         help="with --fmax: place only, nextpnr's post-placement estimate")
+    parser.add_argument("--no-xilinx", action="store_true",
+                        help="no synth_xilinx of the engines (ECP5 only)")
+    parser.add_argument("--router", default=fmax.ROUTER, choices=("router1", "router2"),
+                        help=f"nextpnr's router (default {fmax.ROUTER}; the row says which)")
     parser.add_argument("--queries", type=int, default=QUERIES,
                         help=f"queries of the engines (default {QUERIES})")
     parser.add_argument("--widths", default="4,1,2",
@@ -100,6 +105,7 @@ def main() -> None:
     started = time.perf_counter()
     digest = source_digest()
     fmax.PLACE_ONLY = args.no_route
+    fmax.ROUTER = args.router
     n = args.queries
     engine_part = "engine (placed only)" if args.no_route else "engine"
     queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(8, n))]
@@ -125,7 +131,7 @@ def main() -> None:
         verilog = emit_verilog(plan, bytes_per_cycle=width)
         row = {"part": engine_part, "W": width, "queries": n, "tags": len(plan.tags),
                "query_nodes": nodes}
-        if not args.no_route:       # (placing only is a quick look at the clock)
+        if not (args.no_route or args.no_xilinx):   # (placing only: a quick look at the clock)
             row.update(xilinx(verilog, TOP_NAME, f"engine n{n} W{width}"))
         if "lut6_eq" in row:
             row["lut6_eq_per_node"] = round(row["lut6_eq"] / nodes, 3)
@@ -133,7 +139,7 @@ def main() -> None:
             ecp5 = fmax.run_point("ecp5", n, verilog, plan.stats)
             row.update({"ecp5_lut4": ecp5.get("lut4"), "ecp5_ff": ecp5.get("ff"),
                         "fmax_mhz": ecp5.get("fmax_mhz"), "pnr_s": ecp5.get("pnr_s"),
-                        "estimate_mhz": ecp5.get("estimate_mhz"),
+                        "estimate_mhz": ecp5.get("estimate_mhz"), "router": ecp5.get("router"),
                         "critical_from": ecp5.get("critical_from"),
                         "critical_to": ecp5.get("critical_to")})
             if ecp5.get("error"):
