@@ -1,8 +1,8 @@
 """Resources and Fmax of the W-byte engine (issue 18) against the one-byte engine.
 
 * Front end alone (``FrontEnd`` / ``WideFrontEnd`` with the tags of the 1,024-query plan), W = 1,
-  2, 4, 8: Yosys ``synth_xilinx`` LUT6-equivalents and flip-flops (see resources.py), and the
-  growth over W = 1 (goal: <= 2.5x at W = 4).
+  2, 4, 8: Yosys ``synth_xilinx`` LUT6-equivalents, flip-flops and block RAMs (the W-byte tag
+  CAM's ROMs; see resources.py), and the LUT6-eq growth over W = 1 (goal: <= 2.5x at W = 4).
 * Whole engine, 1,024 depth-8 NITF queries (serial readout), W = 1, 2, 4: LUT6-eq per query node;
   with ``--fmax``, ECP5-85F Fmax (Yosys ``synth_ecp5`` + nextpnr, default seed, target 100 MHz,
   as bench/fmax.py) and MB/s = W x Fmax (the sustained bytes per cycle on NITF are ~W, see
@@ -53,7 +53,7 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
     if synth["error"]:
         return {"error": f"yosys: {synth['error']}"}
     counts = xilinx_counts(synth["cells"])
-    return {"lut6_eq": counts["lut6_eq"], "ffs": counts["ffs"],
+    return {"lut6_eq": counts["lut6_eq"], "ffs": counts["ffs"], "bram": counts["bram"],
             "yosys_s": round(synth["seconds"], 1)}
 
 
@@ -73,6 +73,7 @@ def save(rows: list[dict], started: float) -> None:
     publish("wide_fmax", rows, [
         ("part", "part"), ("W", "W"), ("queries", "queries"), ("tags", "tags"),
         ("lut6_eq", "LUT6-eq (xilinx)"), ("growth", "growth vs W=1"), ("ffs", "FF"),
+        ("bram", "block RAM (xilinx)"),
         ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
         ("fmax_mhz", "ECP5-85F Fmax MHz"), ("estimate_mhz", "post-placement estimate MHz"),
         ("MB_per_s", "MB/s (W x Fmax)"),
