@@ -42,7 +42,7 @@ from .cluster import ERROR_WIDTH, copy_register, distribute
 from .engine import EngineFrame
 from .frontend import ByteLayout, NameTapLayout
 from .readout import readout_layout
-from .stacks import DecodedEventLayout, decode_events, level_stack, match_flags
+from .stacks import DecodedEventLayout, decode_events, level_stack, match_flags, pending_stack
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "TagDecoder", "ProgrammableCluster",
            "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
@@ -574,16 +574,7 @@ def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant)
     after = below[1:]                  # column k: column k + 1 is below it
     holds = row & closes & passing & (~Cat(after, Const(0, 1)) | Cat(pending[1:], Const(0, 1)))
     up = (holds | (pending & Cat(Const(0, 1), descendant[:-1]))) & below
-    mem = Memory(shape=n, depth=spec.max_depth, init=[])
-    m.submodules.pending = mem
-    write = mem.write_port()
-    read = mem.read_port(domain="comb")
-    m.d.comb += [read.addr.eq(ev.addr), write.addr.eq(ev.addr), write.data.eq(pending),
-                 write.en.eq(ev.push)]
-    with m.If(ev.doc_end | ev.push):
-        m.d.sync += pending.eq(0)
-    with m.Elif(ev.pop):
-        m.d.sync += pending.eq(read.data | up)
+    pending_stack(m, ev, pending, up, spec.max_depth)
     return holds
 
 

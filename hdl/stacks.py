@@ -59,7 +59,7 @@ from xpfilt.compiler import Cluster, SourceKind, TwigChecks
 from .frontend import ErrorFlags
 
 __all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack", "level_stack",
-           "match_flags", "boolean", "tag_pairs"]
+           "pending_stack", "match_flags", "boolean", "tag_pairs"]
 
 
 class DecodedEventLayout(data.StructLayout):
@@ -258,18 +258,25 @@ class StackBank(wiring.Component):
             hits[i] = ev.pop & done(column, cond)
         up = [done(column, cond) | pending[p] if descendant else done(column, cond)
               for p, (column, cond, descendant) in enumerate(checks.pending)]
-        if not n_pending:
-            return
-        mem = Memory(shape=n_pending, depth=self.max_depth, init=[])
-        m.submodules.pending = mem
-        write = mem.write_port()
-        read = mem.read_port(domain="comb")
-        m.d.comb += [read.addr.eq(ev.addr), write.addr.eq(ev.addr), write.data.eq(pending),
-                     write.en.eq(ev.push)]
-        with m.If(ev.doc_end | ev.push):
-            m.d.sync += pending.eq(0)
-        with m.Elif(ev.pop):
-            m.d.sync += pending.eq(read.data | Cat(*up))
+        if n_pending:
+            pending_stack(m, ev, pending, Cat(*up), self.max_depth)
+
+
+def pending_stack(m: Module, ev, pending: Signal, up, max_depth: int) -> None:
+    """Pending bits per open element: ``pending`` (a register) holds the current element's,
+    a LUT-RAM by level its ancestors' (saved on each push, which starts the new element with
+    none, like :func:`packed_stack`); a pop gives the parent its saved bits OR ``up``; a
+    document end clears them."""
+    mem = Memory(shape=len(pending), depth=max_depth, init=[])
+    m.submodules.pending = mem
+    write = mem.write_port()
+    read = mem.read_port(domain="comb")
+    m.d.comb += [read.addr.eq(ev.addr), write.addr.eq(ev.addr), write.data.eq(pending),
+                 write.en.eq(ev.push)]
+    with m.If(ev.doc_end | ev.push):
+        m.d.sync += pending.eq(0)
+    with m.Elif(ev.pop):
+        m.d.sync += pending.eq(read.data | up)
 
 
 def boolean(expr: tuple, leaf, *, row=None, pending=None):

@@ -395,16 +395,21 @@ def test_rtl_equals_model_on_random_predicate_workloads(seed):
     spec = HardwareSpec(clusters=2, columns=12, max_tag_len=3, max_depth=6, max_name=8,
                         tags=4, slots=16)
     queries = queries_of(*(random_path(rng) for _ in range(7)))
+    check_random_workload(spec, queries, frontend_documents(seed, 14), seed, checked=-2)
+
+
+def check_random_workload(spec, queries, docs, seed, checked=None):
+    """Configure ``queries`` (at least 5 fit), stream ``docs`` with random valid/ready: RTL =
+    model every cycle, the readouts of ``docs[:checked]`` not flagged = the reference."""
     config = configure(queries, spec)
     placed = [q for q in queries if q.number in config.readout_bit]
     assert len(placed) >= 5, config.summary()
-    docs = frontend_documents(seed, 14)
     result = compare_programmable(spec, [("config", config.stream()), *docs], seed=seed,
                                   p_valid=0.7, p_ready=0.7)
     assert result["mismatch"] is None, result["mismatch"]
     readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
     assert len(readouts) == len(docs)
-    for doc, readout in zip(docs[:-2], readouts):
+    for doc, readout in zip(docs[:checked], readouts):
         if not readout.errors:
             want = {placed[i].number for i in ReferenceFilter(placed).filter(doc)}
             assert {n for n, b in config.readout_bit.items() if readout.bits >> b & 1} == want
@@ -547,16 +552,5 @@ def test_rtl_equals_model_on_random_text_workloads(seed):
     spec = HardwareSpec(clusters=2, columns=12, max_tag_len=4, max_depth=5, max_name=8,
                         tags=4, slots=24)
     queries = queries_of(*(_random_text_path(rng) for _ in range(7)))
-    config = configure(queries, spec)
-    placed = [q for q in queries if q.number in config.readout_bit]
-    assert len(placed) >= 5, config.summary()
     docs = [random_document(rng, hard=rng.random() < 0.2)[0] for _ in range(12)]
-    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=seed,
-                                  p_valid=0.7, p_ready=0.7)
-    assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
-    assert len(readouts) == len(docs)
-    for doc, readout in zip(docs, readouts):
-        if not readout.errors:
-            want = {placed[i].number for i in ReferenceFilter(placed).filter(doc)}
-            assert {n for n, b in config.readout_bit.items() if readout.bits >> b & 1} == want
+    check_random_workload(spec, queries, docs, seed)
