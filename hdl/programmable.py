@@ -7,7 +7,7 @@ whose registered tag index goes to every cluster with the events. Per cluster: a
 :func:`xpfilt.hdl.stacks.level_stack`). The stream format and the meaning of each configuration
 bit are in :mod:`xpfilt.programmable`.
 
-The dictionary lives in memories with two banks (LUT-RAM on the ECP5, block RAM on the iCE40):
+The dictionary lives in block RAMs with two banks:
 row ``p`` of a bank holds byte ``p`` of every entry, so one read at the name position gives
 every entry the byte to compare (a streaming CAM of ``tags`` entries). At the end of a name the
 decoder registers the tag index of the entry it equals (0: none), pipelined in
@@ -49,7 +49,7 @@ __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "TagDecoder", "Programma
 
 CLUSTER_MODULE = "xpfilt_prog_cluster"
 
-#: Dictionary entries per LUT-RAM of the tag decoder, each read from its own copy of the name
+#: Dictionary entries per memory of the tag decoder, each read from its own copy of the name
 #: position and written from its own copy of the configuration port (one copy for all 127
 #: entries, ECP5: 5.3 ns of routing from the position at 128 columns, 8.6 ns to the write
 #: enables at 1,024).
@@ -327,8 +327,8 @@ class TagDecoder(wiring.Component):
     end's) against the dictionary's entries and shows the index of the entry the name ending at
     a ``load`` equals (0: none) on ``index``, :data:`xpfilt.hwdefs.DECODER_STAGES` cycles after
     the tap (stages: copies of the tap, one per group of :data:`DECODER_GROUP` entries; the
-    group's dictionary row at the name position; each entry's byte comparison; "the name ending
-    here equals the entry"; the index). ``cfg``/``selected``/``row`` from the
+    group's dictionary row at the name position, a block RAM's read; its output register; each
+    entry's byte comparison; "the name ending here equals the entry"; the index). ``cfg``/``selected``/``row`` from the
     :class:`ConfigLoader` (``selected``: the payload bit belongs to the dictionary)."""
 
     def __init__(self, spec: HardwareSpec):
@@ -345,7 +345,7 @@ class TagDecoder(wiring.Component):
         m = Module()
         spec = self.spec
         length, tags = spec.max_tag_len, spec.tags
-        # The dictionary in LUT-RAMs of two banks, one per group of DECODER_GROUP entries,
+        # The dictionary in block RAMs of two banks, one per group of DECODER_GROUP entries,
         # each with its own copies of the configuration port and the tap, its own active bank
         # (flipped by every group at the same commit) and its part of the register
         # the dictionary rows come in through.
@@ -358,7 +358,7 @@ class TagDecoder(wiring.Component):
         groups = [range(g, min(tags, g + DECODER_GROUP)) for g in range(0, tags, DECODER_GROUP)]
         shifts = [Signal(8 * len(group), name=f"shift_{k}") for k, group in enumerate(groups)]
         tap = self.name_tap
-        same = Signal(tags)       # stage 2: each entry's byte at the name position equals it
+        same = Signal(tags)       # stage 4: each entry's byte at the name position equals it
         for k, group in enumerate(groups):
             cfg, selected, cfg_row = _registered_config(m, self, k + 1, name=f"cfg_{k}")
             group_bank = Signal(name=f"bank_{k}")
@@ -374,9 +374,10 @@ class TagDecoder(wiring.Component):
                                  name=f"tap_{k}")
             pos, byte = copy[:len(tap.pos)], Signal(8, name=f"byte_{k}")
             m.d.sync += byte.eq(copy[len(tap.pos):])
-            # stage 2: the group's row at that position (a synchronous read: a block RAM where
-            # one fits, else LUT-RAM and its output register)
-            entries = Memory(shape=8 * len(group), depth=2 << row_width, init=[])
+            # stage 2: the group's row at that position, read from a block RAM (as LUT-RAM
+            # the dictionary was 696 of the decoder's 1,638 LUT6-eq at 127 tags, synth_xilinx)
+            entries = Memory(shape=8 * len(group), depth=2 << row_width, init=[],
+                             attrs={"ram_style": "block"})
             m.submodules[f"entries_{k}"] = entries
             read = entries.read_port()
             write = entries.write_port()
@@ -386,18 +387,23 @@ class TagDecoder(wiring.Component):
                 write.en.eq(selected & cfg.row_write),
                 read.addr.eq(Cat(pos[:row_width], group_bank)),
             ]
-            # stage 3: each entry's byte compared
+            # stage 3: the row from a register (a block RAM's data shows late: 5.8 ns after
+            # the clock on the ECP5)
+            row_data, row_byte = Signal.like(read.data, name=f"row_{k}"), Signal.like(byte)
+            m.d.sync += [row_data.eq(read.data), row_byte.eq(byte)]
+            # stage 4: each entry's byte compared
             m.d.sync += same[group.start:group.stop].eq(
-                Cat(*(read.data[8 * d:8 * d + 8] == byte for d in range(len(group)))))
+                Cat(*(row_data[8 * d:8 * d + 8] == row_byte for d in range(len(group)))))
         control = Signal(NameTapLayout(max_name=spec.max_name))     # stage 1 ...
         between = Signal.like(control)                              # ... 2
-        later = Signal.like(control)                                # ... and 3
-        m.d.sync += [control.eq(tap), between.eq(control), later.eq(between)]
+        third = Signal.like(control)                                # ... 3
+        later = Signal.like(control)                                # ... and 4
+        m.d.sync += [control.eq(tap), between.eq(control), third.eq(between), later.eq(third)]
         in_entry = Signal()
         at_end = Signal()         # the name position is just past the longest entry
-        m.d.sync += [in_entry.eq(between.pos < length), at_end.eq(between.pos == length)]
+        m.d.sync += [in_entry.eq(third.pos < length), at_end.eq(third.pos == length)]
 
-        # stage 4: each entry follows the name byte by byte
+        # stage 5: each entry follows the name byte by byte
         still = Signal(tags, init=(1 << tags) - 1)   # the name so far equals the entry's start
         equal = Signal(tags)                         # the name ending here equals the entry
         loaded = Signal()
@@ -408,7 +414,7 @@ class TagDecoder(wiring.Component):
             m.d.sync += still.eq(Mux(in_entry, still & same, 0))
         with m.If(later.load):
             m.d.sync += equal.eq(still & Mux(in_entry, same, Mux(at_end, (1 << tags) - 1, 0)))
-        # stage 5: the OR of the equal entries' indices (one, in a stream we write)
+        # stage 6: the OR of the equal entries' indices (one, in a stream we write)
         with m.If(loaded):
             m.d.sync += self.index.eq(Cat(*(
                 Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()

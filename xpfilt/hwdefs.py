@@ -227,8 +227,9 @@ def distribution_depth(leaves: int) -> int:
 
 #: Register stages of the programmable engine's tag decoder between the front end's name tap and
 #: its tag index (:class:`xpfilt.hdl.programmable.TagDecoder`): the tap's copies, the dictionary
-#: rows' synchronous read, the entries' byte comparisons, the "name ends here" flags, the index.
-DECODER_STAGES = 5
+#: rows' synchronous read (a block RAM), its output register, the entries' byte comparisons, the
+#: "name ends here" flags, the index.
+DECODER_STAGES = 6
 
 #: Cycles a programmable cluster's tag matrix (a block RAM) takes from the index to the tag hits:
 #: the read address register and the output register (the ECP5's block RAM shows its data
