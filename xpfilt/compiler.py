@@ -333,7 +333,8 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
     can). The custom engine takes paths whose predicates test attributes, text() (comparisons
     with numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence) and
     nested paths (twigs), combined with and/or/not to any depth, and boolean combinations of
-    such paths; the programmable engine takes plain paths."""
+    such paths; the programmable engine takes paths (whether their predicates fit its
+    comparator slots is :func:`xpfilt.programmable.configure`'s to say)."""
     programmable = EngineMode(mode) is EngineMode.PROGRAMMABLE
     if not query.is_path and programmable:
         return COMBINATIONS_REFUSED
