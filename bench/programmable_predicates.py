@@ -48,6 +48,8 @@ POINTS = ((1, 0), (1, 8), (1, 32), (2, 0), (2, 8))     # (clusters, slots)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fmax", action="store_true", help="place and route S = 0 and 8")
+    parser.add_argument("--fmax-slots", default="0,8",
+                        help="the S to place and route, comma-separated (default 0,8)")
     parser.add_argument("--only", choices=("resources", "fmax"),
                         help="measure this part alone, keep the saved rows of the other")
     args = resources.parse_args_with_cap(parser)
@@ -95,7 +97,8 @@ def main() -> None:
                      "per_column_before": round(before, 2), "per_column_after": round(after, 2),
                      "per_column_growth": round(after - before, 2), "rtl_digest": digest})
         log(f"derived: {rows[-1]}")
-    for slots in (0, 8) if args.fmax or args.only == "fmax" else ():
+    routed = [int(x) for x in args.fmax_slots.split(",")]
+    for slots in routed if args.fmax or args.only == "fmax" else ():
         spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16, tags=31, slots=slots)
         point = run_point("ecp5", 128, emit_programmable_verilog(spec),
                           {"query_nodes": 0, "columns": 128, "clusters": 1})
@@ -108,7 +111,10 @@ def main() -> None:
     if args.only:     # the other part's saved rows, read now (a run of it may just have ended)
         saved = RESULTS / "programmable_predicates.json"
         kept = json.loads(saved.read_text())["rows"] if saved.exists() else []
-        rows += [r for r in kept if (r["what"] == "fmax") == (args.only == "resources")]
+        if args.only == "resources":
+            rows += [r for r in kept if r["what"] == "fmax"]
+        else:
+            rows += [r for r in kept if r["what"] != "fmax" or r["slots"] not in routed]
     rows.sort(key=lambda row: row["what"] == "fmax")     # stable: the P&R rows last
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
