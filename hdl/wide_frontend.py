@@ -28,10 +28,9 @@ cycle:
   read: two ROMs in block RAM (one copy per two lanes), addressed by the lane's name position
   and its byte's high (low) nibble, each row one bit per tag;
 * L3: the CAM rows (the block RAMs' output registers);
-* M: the tag decoder's "still matching" bits before each lane (loop: the bits before the
-  beat, ANDed over the lanes' CAM rows), registered;
-* M2: each lane's tag id and event and error flags; every lane whose byte makes an event (a
-  push, a pop, or the document end on the beat's last byte) gives it to P2;
+* the tag decoder (loop: its "still matching" bits, ANDed over the lanes' CAM rows) and each
+  lane's event and error flags; every lane whose byte makes an event (a push, a pop, or the
+  document end on the beat's last byte) gives it to P2;
 * P2: the lanes' events registered (so that the queue's write positions, a sum over the lanes,
   are off the parser's paths), written into the queue in lane order in the next cycle;
 * the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries, registers) hands its oldest event
@@ -556,16 +555,17 @@ class WideFrontEnd(wiring.Component):
                     for half, read in enumerate(cam_read)]
             regs_i["ok"] = rows[0] & rows[1] if n_tags else Const(0, 1)
 
-        # === stage M: the tag decoder's "still matching" bits before each lane (loop: match0),
-        # registered ===
+        # === stage M: the tag decoder (loop: match0), each lane's event and errors ===
         m_lanes = delayed(o_lanes, 5, "m_lanes")
         m_req = [{name: delayed(sig, 5, f"m_lane{i}_{name}") for name, sig in r.items()}
                  for i, r in enumerate(o_req)]
         match0 = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
+        sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
+        entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
+        records, has, founds, ends = [], [], [], []
         # the "still matching" bits before lane i: match0 unless a name reset came first (then
         # all ones), AND the CAM results of the name bytes since, so the loop runs through no lane
-        oks = [li["ok"] for li in lane]
-        mts = []
+        oks = []
         for i in range(W + 1):
             kept = Cat(*(m_req[j]["name_byte"] | m_req[j]["name_hold"] for j in range(i))).all()
             mt = Mux(kept, match0, match0.init)
@@ -576,23 +576,12 @@ class WideFrontEnd(wiring.Component):
                 else:
                     counts = m_req[j]["name_byte"]
                 mt = mt & (oks[j] | Mux(counts, 0, match0.init))
-            mts.append(wire(m, mt, f"lane{i}_match"))
-        with m.If(l3_valid):
-            m.d.sync += match0.eq(Mux(l3_last, match0.init, mts[W]))
-
-        # === stage M2: each lane's tag id, event and errors (loop: sticky) ===
-        m2_valid, m2_last = Signal(), Signal()
-        m.d.sync += [m2_valid.eq(l3_valid), m2_last.eq(l3_last)]
-        m2_lanes = delayed(m_lanes, 1, "m2_lanes")
-        sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
-        entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
-        records, has, founds, ends = [], [], [], []
-        for i in range(W):
-            r = {name: delayed(sig, 1, f"m2_lane{i}_{name}") for name, sig in m_req[i].items()}
-            li = {key: delayed(reg, 1, f"m2_lane{i}_{key}") for key, reg in lane[i].items()
-                  if key != "ok"}
-            mt = delayed(mts[i], 1, f"m2_lane{i}_match")
+            mt = wire(m, mt, f"lane{i}_match")
+            if i == W:
+                break
+            r, li = m_req[i], lane[i]
             poh = li["pos_oh"]
+            oks.append(li["ok"])
             if n_tags:
                 hit = Signal(n_tags, name=f"lane{i}_hit")
                 m.d.comb += hit.eq(Cat(*(mt[j] & poh[len(t)]
@@ -611,9 +600,9 @@ class WideFrontEnd(wiring.Component):
             m.d.comb += [found.malformed.eq(bad | underflow),
                          found.depth_overflow.eq(overflow),
                          found.name_too_long.eq(r["name_byte"] & li["long"])]
-            here = m2_lanes[i]
+            here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")     # the document's final byte
-            m.d.comb += end.eq(here & m2_last & (~m2_lanes[i + 1] if i + 1 < W else 1))
+            m.d.comb += end.eq(here & l3_last & (~m_lanes[i + 1] if i + 1 < W else 1))
             unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
             rec = Signal(entry_layout, name=f"lane{i}_event")
             m.d.comb += [rec.push.eq(do_push), rec.pop.eq(do_pop), rec.last.eq(end),
@@ -629,8 +618,11 @@ class WideFrontEnd(wiring.Component):
         doc_errors = Signal(ErrorFlags)
         m.d.comb += doc_errors.eq(sticky.as_value() | found_all |
                                   Cat(*(e & u for e, u in ends)).any())
-        with m.If(m2_valid):
-            m.d.sync += sticky.eq(Mux(m2_last, 0, sticky.as_value() | found_all))
+        with m.If(l3_valid):
+            with m.If(l3_last):
+                m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
+            with m.Else():
+                m.d.sync += [match0.eq(mt), sticky.eq(sticky.as_value() | found_all)]
 
         # === stage P2: the lanes' events, registered ===
         p2_valid = Signal()
@@ -638,7 +630,7 @@ class WideFrontEnd(wiring.Component):
         p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
         p2_offset = [Signal(range(W), name=f"p2_offset{i}") for i in range(W)]
         m.d.sync += [p2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
-        m.d.sync += [p2_valid.eq(m2_valid), p2_has.eq(Mux(m2_valid, Cat(*has), 0))]
+        m.d.sync += [p2_valid.eq(l3_valid), p2_has.eq(Mux(l3_valid, Cat(*has), 0))]
         for i in range(W):
             m.d.sync += p2_records[i].eq(records[i])
             m.d.sync += p2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
@@ -688,8 +680,7 @@ class WideFrontEnd(wiring.Component):
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
         flight = (self.bytes_in.valid + sum(valids) + s_valid + o_valid + n_valid + n2_valid
-                  + l_valid + l2_valid + l3_valid + m2_valid
-                  + p2_valid + 1)
+                  + l_valid + l2_valid + l3_valid + p2_valid + 1)
         m.d.comb += self.room.eq(occupied + W * flight <= Q)
 
         # === stage E: the global stack row of the level before the event ===
