@@ -198,11 +198,15 @@ def nibble_member(high, low, members):
     return Cat(*terms).any() if terms else Const(0, 1)
 
 
-def hash_step(x):
-    """The name hash after one more byte, for ``x`` = hash XOR byte (linear over GF(2): the
-    step of ``hash ^ byte`` is the step of ``hash`` XOR the step of ``byte``)."""
-    return Cat(*(reduce(xor, [x[i] for i in range(8) if hash_byte(0, 1 << i) >> j & 1])
-                 for j in range(HASH_WIDTH)))
+def hash_power(x, e: int):
+    """``x`` after ``e`` hash steps with zero bytes (the step is linear over GF(2): each bit of
+    the result is the XOR of the bits of ``x`` its matrix power names, one XOR, not ``e``)."""
+    def power(v):
+        for _ in range(e):
+            v = hash_byte(v, 0)
+        return v
+    return Cat(*(reduce(xor, [x[b] for b in range(HASH_WIDTH) if power(1 << b) >> j & 1],
+                        Const(0, 1)) for j in range(HASH_WIDTH)))
 
 
 class ByteTests(NamedTuple):
@@ -652,9 +656,9 @@ class FrontEnd(wiring.Component):
         h_byte = Signal(HASH_WIDTH)
         m.d.sync += [h_adv.eq(valid & ~last & name_byte),
                      h_keep.eq(~valid | (~last & name_hold)),
-                     h_byte.eq(hash_step(c))]
+                     h_byte.eq(hash_power(c, 1))]
         with m.If(h_adv):
-            m.d.sync += hsh.eq(hash_step(hsh) ^ h_byte)
+            m.d.sync += hsh.eq(hash_power(hsh, 1) ^ h_byte)
         with m.Elif(~h_keep):
             m.d.sync += hsh.eq(HASH_INIT)
         m.submodules.stack = stack = Memory(
@@ -907,7 +911,7 @@ class FrontEnd(wiring.Component):
                        for t in strings)) if strings else Const(1, 1)
         lx = FrontEnd._value_lexer(m, start=start, byte=byte, eq=eq, registered=registered,
                                    member=member)
-        amp, lex, ipos, fpos, digit = lx.amp, lx.lex, lx.ipos, lx.fpos, lx.digit
+        amp, ipos, fpos = lx.amp, lx.ipos, lx.fpos
         sig_digit, frac_digit, dlt, dgt = lx.sig_digit, lx.frac_digit, lx.dlt, lx.dgt
 
         # per distinct number: the first difference from its digits, integer and fraction part

@@ -65,10 +65,10 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
                            NAME_CHAR, NAME_START, WHITESPACE, ErrorFlags, State,
-                           check_bytes_per_cycle, check_parameters, hash_byte, queue_depth_for,
+                           check_bytes_per_cycle, check_parameters, queue_depth_for,
                            tag_width_for)
 
-from .frontend import (ByteTests, EventLayout, StackEntry, nibble_member, parse_byte,
+from .frontend import (ByteTests, EventLayout, StackEntry, hash_power, nibble_member, parse_byte,
                        parser_table)
 
 __all__ = ["WideByteLayout", "QueueEntry", "WideFrontEnd"]
@@ -183,17 +183,6 @@ def apply(state, function: list, n: int):
     return Cat(*(Cat(*terms).any() if terms else Const(0, 1) for terms in into))
 
 
-def hash_power(x, e: int):
-    """``x`` after ``e`` hash steps with zero bytes (the step is linear over GF(2): each bit of
-    the result is the XOR of the bits of ``x`` its matrix power names, one XOR, not ``e``)."""
-    def power(v):
-        for _ in range(e):
-            v = hash_byte(v, 0)
-        return v
-    return Cat(*(reduce(xor, [x[b] for b in range(HASH_WIDTH) if power(1 << b) >> j & 1],
-                        Const(0, 1)) for j in range(HASH_WIDTH)))
-
-
 def _shift_up(t):
     return Cat(Const(1, 1), t[:-1])
 
@@ -259,7 +248,6 @@ class WideFrontEnd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        S = State
         W = self.width
         n_tags = len(self.tag_bytes)
         max_depth, max_name = self.max_depth, self.max_name
