@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.hwdefs import Errors, queue_depth_for
+from xpfilt.hwdefs import Errors, queue_depth_for, wide_latency
 from xpfilt.model.engine import collect_readout
 from xpfilt.paths import shared_data
 from xpfilt.xpath import load_queries, parse_query
@@ -94,9 +94,10 @@ def test_parameter_edges(width, max_depth, max_name):
             b"<a>" * (max_depth + 1) + b"</a>" * (max_depth + 1),
             b"<a>" + b"<b>" * (max_depth - 1) + b"</b>" * (max_depth - 1) + b"</a>",
             f"<{long_tag}t/>".encode(), f"<a><{long_tag}/></a>".encode(), b"<b/>"]
+    # idle cycles after the last beat: its way to the stacks, then the readout
     readouts = check(plan, queries, docs, seed=max_depth, p_valid=0.9, p_ready=0.9,
-                     extra_cycles=len(queries) * 3 + 20, max_name=max_name,
-                     bytes_per_cycle=width)
+                     extra_cycles=wide_latency(width) + len(queries) * 3 + 20,
+                     max_name=max_name, bytes_per_cycle=width)
     for doc, readout in zip(docs, readouts):
         if not readout.errors:
             assert readout.bits == bits_of(plan, queries, doc), doc
