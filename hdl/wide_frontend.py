@@ -24,13 +24,19 @@ cycle:
   side by side (v is 17 bits wide);
 * L: the depth, name position, hash and "root seen" before each lane and after the beat (their
   loops: one add and clamp, one XOR matrix per hash power), registered;
-* L2: each lane's depth flags and name position one-hot, registered; the tag decoder's CAM is
-  read: two ROMs in block RAM (one copy per two lanes), addressed by the lane's name position
-  and its byte's high (low) nibble, each row one bit per tag;
+* L2: each lane's depth flags, registered; the tag CAM is read: two ROMs in block RAM (one
+  copy per two lanes), addressed by the lane's name position, whether the lane is past the name
+  (no name byte) and its byte's high (low) nibble, each row one bit per tag: the tags with that
+  nibble at that position, or past the name the tags of that length;
 * L3: the CAM rows (the block RAMs' output registers);
-* the tag decoder (loop: its "still matching" bits, ANDed over the lanes' CAM rows) and each
-  lane's event and error flags; every lane whose byte makes an event (a push, a pop, or the
-  document end on the beat's last byte) gives it to P2;
+* M: the shared tag decoders, :func:`tag_decoders` of them (W = 2: 1, 4: 2, 8: 3; a beat holds
+  at most that many tag events, :func:`tag_event_gap` bytes apart): a name's run of lanes (its
+  name bytes, the held lanes after them, the tag event that ends it) is found in stage N from
+  the lanes' requests alone; decoder k ANDs the CAM rows of the run of the beat's k-th tag
+  event (with the name carried into the beat, ``match0``, the only loop) and registers the
+  tags the name may be (at most one, its length checked as a byte); each lane's event and
+  error flags, registered;
+* M2: each decoder's tag id (an OR tree per bit), given to the lanes of its tag event;
 * P2: the lanes' events registered (so that the queue's write positions, a sum over the lanes,
   are off the parser's paths), written into the queue in lane order in the next cycle;
 * the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries, registers) hands its oldest event
@@ -112,11 +118,44 @@ def _table(tests, kw, subset):
                         in_subset=Const(subset, 1), kw=Const(kw, KW_BITS))
 
 
+def _blank_tests() -> ByteTests:
+    """Byte tests that are all 0: for walking :func:`parser_table`'s branches, not their tests."""
+    blank = Const(0, 1)
+    return ByteTests(ch=lambda text: blank, eq=lambda b: blank, ws=blank, nstart=blank,
+                     nchar=blank, upper=blank)
+
+
+#: The requests whose event needs the name's tag id: a push, and the pop of an end tag (its
+#: name is checked against the row it closes).
+TAG_REQUESTS = ("push_req", "pop_check")
+
+
+def tag_event_gap() -> int:
+    """The fewest bytes from one tag event (a byte raising one of :data:`TAG_REQUESTS`) to the
+    next, over the branches of :func:`parser_table` (every branch taken as possible, so a lower
+    bound): 3, ``>`` ``<`` name byte ``>``."""
+    table = _table(_blank_tests(), 0, 0)
+    moves = {s: [(s if target is None else target,
+                  any((r[0] if isinstance(r, tuple) else r) in TAG_REQUESTS for r in requests))
+                 for _, target, requests in branches]
+             for s, branches in table.items()}
+    # to_next[s]: the fewest bytes from state s up to and including the next tag event
+    to_next = {s: len(State) + 1 for s in State}
+    for _ in State:
+        to_next = {s: min(1 if tag else 1 + to_next[t] for t, tag in branches)
+                   for s, branches in moves.items()}
+    return min(to_next[t] for branches in moves.values() for t, tag in branches if tag)
+
+
+def tag_decoders(width: int) -> int:
+    """The tag decoders a W-byte front end shares among its lanes: one for each tag event a beat
+    can hold (W = 2: 1, 4: 2, 8: 3)."""
+    return -(-width // tag_event_gap())
+
+
 def control_states() -> list:
     """Every control state the parser can reach from :data:`INITIAL` (tests ignored)."""
-    blank = Const(0, 1)
-    tests = ByteTests(ch=lambda text: blank, eq=lambda b: blank, ws=blank, nstart=blank,
-                      nchar=blank, upper=blank)
+    tests = _blank_tests()
     seen, todo = [INITIAL], [INITIAL]
     while todo:
         control = todo.pop()
@@ -414,6 +453,30 @@ class WideFrontEnd(wiring.Component):
                          regs_i["cnt"].eq(_ones(cnt)), regs_i["reset"].eq(reset),
                          regs_i["any_push"].eq(any_push), regs_i["stuff"].eq(stuff)]
             prefix.append(regs_i)
+        # the shared tag decoders (stage M) and their lanes: a run of name bytes and held lanes
+        # closes at the first lane that does neither (a name restart); the run of a lane j
+        # goes to decoder k if it closes at a tag event, the k-th of the beat, else to none
+        # (or, if it does not close in the beat, to the name carried into the next beat)
+        K = tag_decoders(W)
+        restart = [~(nb[j] | hold[j]) for j in range(W)]
+        tag_ev = [restart[j] & Cat(*(o_req[j][r] for r in TAG_REQUESTS)).any()
+                  for j in range(W)]
+        n_first = Signal(name="n_first")        # the run before the beat goes to decoder 0
+        n_runs = [Signal(W, name=f"n_dec{k}_lanes") for k in range(K)]
+        n_tsel = [Signal(K, name=f"n_lane{i}_dec") for i in range(W)]   # its event's decoder
+        n_open = Signal(W, name="n_open")       # the lane's run is carried into the next beat
+        closes_at_event = []
+        for j in range(W):
+            ends = [tag_ev[c] & ~Cat(Const(0, 1), *restart[j:c]).any() for c in range(j, W)]
+            closes_at_event.append(Cat(*ends).any())
+        m.d.sync += [n_first.eq(closes_at_event[0]),
+                     n_open.eq(Cat(*(~Cat(*restart[j:]).any() for j in range(W))))]
+        for k in range(K):
+            m.d.sync += n_runs[k].eq(Cat(*(closes_at_event[j] & (sum(tag_ev[:j]) == k)
+                                           for j in range(W))))
+        for i in range(W):
+            m.d.sync += n_tsel[i].eq(Cat(*(tag_ev[i] & (sum(tag_ev[:i]) == k)
+                                           for k in range(K))))
 
         # === stage N2: each lane's bounds on the depth before the beat (no loop) ===
         n2_valid, n2_last = Signal(), Signal()
@@ -488,22 +551,26 @@ class WideFrontEnd(wiring.Component):
         cam_byte = [delayed(byte[i], 3, f"l_byte{i}") for i in range(W)]
         cam_read = []
         if n_tags:
-            # the CAM as two ROMs (block RAM), row (name position q, nibble x): for every tag,
-            # whether its byte at q has that high (low) nibble; a lane's byte matches a tag at
-            # its name position where both rows say so (positions from max_len on match none)
-            # (one copy for every two lanes: a block RAM has two read ports)
+            # the CAM as two ROMs (block RAM), row (name position q, name ended e, nibble x):
+            # for every tag, whether its byte at q has that high (low) nibble (e = 0), or
+            # whether it is q bytes long (e = 1: a lane that is no name byte reads the length
+            # row of its position, so the decoders check a name's length as one more byte);
+            # positions from max_len + 1 match none (one copy for every two lanes: a block
+            # RAM has two read ports)
+            ended = [~delayed(o_req[i]["name_byte"], 3, f"l_lane{i}_name_byte")
+                     for i in range(W)]
             for shift in (4, 0):
                 rows = [sum(1 << j for j, t in enumerate(self.tag_bytes)
-                            if q < len(t) and t[q] >> shift & 15 == x)
-                        for q in range(max_len + 1) for x in range(16)]
+                            if (len(t) == q if e else q < len(t) and t[q] >> shift & 15 == x))
+                        for q in range(max_len + 2) for e in (0, 1) for x in range(16)]
                 ports = []
                 for pair in range(0, W, 2):
                     m.submodules[f"cam_{'high' if shift else 'low'}{pair // 2}"] = rom = Memory(
                         shape=n_tags, depth=len(rows), init=rows, attrs={"rom_style": "block"})
                     ports += [rom.read_port() for _ in range(pair, min(pair + 2, W))]
                 for i, port in enumerate(ports):
-                    at = Mux(l_pos[i] > max_len, max_len, l_pos[i])
-                    m.d.comb += port.addr.eq(Cat(cam_byte[i][shift:shift + 4], at))
+                    at = Mux(l_pos[i] > max_len + 1, max_len + 1, l_pos[i])
+                    m.d.comb += port.addr.eq(Cat(cam_byte[i][shift:shift + 4], ended[i], at))
                 cam_read.append(ports)
         lane = []
         for i in range(W):
@@ -514,7 +581,6 @@ class WideFrontEnd(wiring.Component):
                       "nonzero_after": Signal(name=f"l2_lane{i}_nonzero_after"),
                       "root": Signal(name=f"l2_lane{i}_root"),
                       "root_after": Signal(name=f"l2_lane{i}_root_after"),
-                      "pos_oh": Signal(max_len + 1, name=f"l2_lane{i}_pos_oh"),
                       "long": Signal(name=f"l2_lane{i}_long"),
                       "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash")}
             vi, pi = l_v[i], l_pos[i]
@@ -526,7 +592,6 @@ class WideFrontEnd(wiring.Component):
                 regs_i["nonzero_after"].eq(l_v[i + 1] != 0),
                 regs_i["root"].eq(l_root[i]),
                 regs_i["root_after"].eq(l_root[i + 1]),
-                regs_i["pos_oh"].eq(Cat(*(pi == q for q in range(max_len + 1)))),
                 regs_i["long"].eq(pi >= max_name),
                 regs_i["hash"].eq(l_hash[i]),
             ]
@@ -543,41 +608,37 @@ class WideFrontEnd(wiring.Component):
                     for half, read in enumerate(cam_read)]
             regs_i["ok"] = rows[0] & rows[1] if n_tags else Const(0, 1)
 
-        # === stage M: the tag decoder (loop: match0), each lane's event and errors ===
+        # === stage M: the shared tag decoders (loop: match0), each lane's event and errors ===
         m_lanes = delayed(o_lanes, 5, "m_lanes")
         m_req = [{name: delayed(sig, 5, f"m_lane{i}_{name}") for name, sig in r.items()}
                  for i, r in enumerate(o_req)]
-        match0 = Signal(max(1, n_tags), init=(1 << max(1, n_tags)) - 1)
+        m_first = delayed(n_first, 4, "m_first")
+        m_runs = [delayed(run, 4, f"m_dec{k}_lanes") for k, run in enumerate(n_runs)]
+        m_open = delayed(n_open, 4, "m_open")
+        m_tsel = [delayed(sel, 4, f"m_lane{i}_dec") for i, sel in enumerate(n_tsel)]
+        everything = (1 << max(1, n_tags)) - 1
+        match0 = Signal(max(1, n_tags), init=everything)   # the name carried into the beat
+        # decoder k: the tags its name may be, the CAM rows (the name's bytes, then its length)
+        # of the lanes of its run ANDed (and match0 if its run began before the beat); a lane
+        # of decoder k has k tag events before it, so it is at least (k - 1) gap + 1
+        dec = [Signal(max(1, n_tags), name=f"dec{k}_tags") for k in range(K)]
+        if n_tags:
+            for k, runs in enumerate(m_runs):
+                lowest = max(0, (k - 1) * tag_event_gap() + 1)
+                terms = [Mux(runs[j], lane[j]["ok"], everything) for j in range(lowest, W)]
+                if k == 0:
+                    terms.append(Mux(m_first, match0, everything))
+                m.d.sync += dec[k].eq(reduce(lambda x, y: x & y, terms))
+            carried = reduce(lambda x, y: x & y, [Mux(m_open[j], lane[j]["ok"], everything)
+                                                  for j in range(W)])
+            carried = wire(m, carried, "m_carried")
+        else:
+            carried = match0.init
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
         entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
         records, has, founds, ends = [], [], [], []
-        # the "still matching" bits before lane i: match0 unless a name reset came first (then
-        # all ones), AND the CAM results of the name bytes since, so the loop runs through no lane
-        oks = []
-        for i in range(W + 1):
-            kept = Cat(*(m_req[j]["name_byte"] | m_req[j]["name_hold"] for j in range(i))).all()
-            mt = Mux(kept, match0, match0.init)
-            for j in range(i):
-                if all_since := [m_req[k]["name_byte"] | m_req[k]["name_hold"]
-                                 for k in range(j + 1, i)]:
-                    counts = m_req[j]["name_byte"] & Cat(*all_since).all()
-                else:
-                    counts = m_req[j]["name_byte"]
-                mt = mt & (oks[j] | Mux(counts, 0, match0.init))
-            mt = wire(m, mt, f"lane{i}_match")
-            if i == W:
-                break
+        for i in range(W):
             r, li = m_req[i], lane[i]
-            poh = li["pos_oh"]
-            oks.append(li["ok"])
-            if n_tags:
-                hit = Signal(n_tags, name=f"lane{i}_hit")
-                m.d.comb += hit.eq(Cat(*(mt[j] & poh[len(t)]
-                                         for j, t in enumerate(self.tag_bytes))))
-                tag_id = Cat(*(Cat(*(hit[j] for j in range(n_tags) if (j + 1) >> bit & 1)).any()
-                               for bit in range(self.tag_width)))
-            else:
-                tag_id = Const(0, self.tag_width)
             do_push = r["push_req"] & ~li["at_max"]
             overflow = r["push_req"] & li["at_max"]
             do_pop = r["pop_req"] & li["ex_zero"] & ~li["v_zero"]
@@ -592,12 +653,12 @@ class WideFrontEnd(wiring.Component):
             end = Signal(name=f"lane{i}_end")     # the document's final byte
             m.d.comb += end.eq(here & l3_last & (~m_lanes[i + 1] if i + 1 < W else 1))
             unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
-            rec = Signal(entry_layout, name=f"lane{i}_event")
+            rec = Signal(entry_layout, name=f"lane{i}_event")   # its tag: in stage M2
             m.d.comb += [rec.push.eq(do_push), rec.pop.eq(do_pop), rec.last.eq(end),
                          rec.check.eq(r["pop_check"]),
                          rec.level.eq(Mux(do_push, li["level"] + 1,
                                           Mux(do_pop, li["level"], 0))),
-                         rec.tag.eq(tag_id), rec.hash.eq(li["hash"])]
+                         rec.hash.eq(li["hash"])]
             records.append(rec)
             has.append(here & (do_push | do_pop | end))
             founds.append(Mux(here, found.as_value(), 0))
@@ -610,18 +671,34 @@ class WideFrontEnd(wiring.Component):
             with m.If(l3_last):
                 m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
             with m.Else():
-                m.d.sync += [match0.eq(mt), sticky.eq(sticky.as_value() | found_all)]
+                m.d.sync += [match0.eq(Mux(m_open[0], match0 & carried, carried)),
+                             sticky.eq(sticky.as_value() | found_all)]
+        m2_valid = Signal()
+        m2_has = Signal(W)
+        m2_records = [Signal(entry_layout, name=f"m2_event{i}") for i in range(W)]
+        m2_offset = [Signal(range(W), name=f"m2_offset{i}") for i in range(W)]
+        m.d.sync += [m2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
+        m.d.sync += [m2_valid.eq(l3_valid), m2_has.eq(Mux(l3_valid, Cat(*has), 0))]
+        for i in range(W):
+            m.d.sync += m2_records[i].eq(records[i])
+            m.d.sync += m2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
+        m2_tsel = [delayed(sel, 1, f"m2_lane{i}_dec") for i, sel in enumerate(m_tsel)]
 
-        # === stage P2: the lanes' events, registered ===
+        # === stage M2: each decoder's tag id (a name is at most one tag), each tag event's
+        # from its decoder; stage P2: the lanes' events, registered ===
+        ids = [Cat(*(Cat(*(tags[j] for j in range(n_tags) if (j + 1) >> bit & 1)).any()
+                     for bit in range(self.tag_width))) if n_tags else Const(0, self.tag_width)
+               for tags in dec]
         p2_valid = Signal()
         p2_has = Signal(W)
         p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
         p2_offset = [Signal(range(W), name=f"p2_offset{i}") for i in range(W)]
-        m.d.sync += [p2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
-        m.d.sync += [p2_valid.eq(l3_valid), p2_has.eq(Mux(l3_valid, Cat(*has), 0))]
+        m.d.sync += [p2_offset[i].eq(m2_offset[i]) for i in range(1, W)]
+        m.d.sync += [p2_valid.eq(m2_valid), p2_has.eq(m2_has)]
         for i in range(W):
-            m.d.sync += p2_records[i].eq(records[i])
-            m.d.sync += p2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
+            m.d.sync += p2_records[i].eq(m2_records[i])
+            m.d.sync += p2_records[i].tag.eq(reduce(lambda x, y: x | y, [
+                Mux(m2_tsel[i][k], tag_id, 0) for k, tag_id in enumerate(ids)]))
 
         # === the event queue: W banks (LUT RAM), position p in bank p mod W, row p // W ===
         Q = self.queue_depth
@@ -668,7 +745,7 @@ class WideFrontEnd(wiring.Component):
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
         flight = (self.bytes_in.valid + sum(valids) + s_valid + o_valid + n_valid + n2_valid
-                  + l_valid + l2_valid + l3_valid + p2_valid + 1)
+                  + l_valid + l2_valid + l3_valid + m2_valid + p2_valid + 1)
         m.d.comb += self.room.eq(occupied + W * flight <= Q)
 
         # === stage E: the global stack row of the level before the event ===

@@ -142,3 +142,36 @@ def test_one_byte_per_cycle_is_the_one_byte_engine():
     two = verilog.convert(CustomEngine(plan, bytes_per_cycle=2), name="top")
     assert "queue_bank1" in two and "queue_bank2" not in two
     assert "input [18:0] bytes_in__payload;" in two           # 2 x data, count, last
+
+
+def test_a_beat_holds_at_most_one_tag_event_per_three_bytes():
+    """The shared tag decoders' count: tag events (pushes, end tags' pops) are at least 3
+    bytes apart on every path of the parser table, and ``<a>`` repeated meets that bound."""
+    from xpfilt.hdl.wide_frontend import tag_decoders, tag_event_gap
+    from xpfilt.model.frontend import FrontEndModel
+    assert tag_event_gap() == 3
+    assert [tag_decoders(w) for w in WIDTHS] == [1, 2, 3]
+    parser = FrontEndModel(["a"], max_depth=8)
+    pushes = [i for i, c in enumerate(b" <a><a><a>") if parser._send((1, c, False)).push]
+    assert pushes == [3, 6, 9]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_names_ending_in_every_lane(width):
+    """Tags that are prefixes of each other, names held across beats by attributes and
+    spaces, end tags that differ from their start tag only in length: every name ends in
+    every lane (the documents shifted by 0..W-1 spaces)."""
+    texts = ["//a", "//ab", "/r/abc", "//abc/a", "//b//bc", "/r/*/ab"]
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    plan = compile_queries(queries, CompileOptions(cluster_size=3, max_depth=8))
+    good = [b"<r><a><ab><abc></abc></ab></a><abc x='1'><ab  y=\"22\" ><a/></ab ></abc  ></r>",
+            b"<r><abcd/><ab/><b><bc>t</bc><a/><bcd/><bc/></b><abc><a/></abc></r>"]
+    bad = [b"<r><ab></a></r>", b"<r><a></ab><abc></abcd></r>"]
+    docs = [b" " * shift + doc for shift in range(width) for doc in good + bad]
+    readouts = check(plan, queries, docs, seed=width, p_valid=0.9, p_ready=0.8,
+                     bytes_per_cycle=width)
+    for doc, readout in zip(docs, readouts):
+        if doc.strip() in good:
+            assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)
+        else:
+            assert readout.errors & Errors.MALFORMED, doc

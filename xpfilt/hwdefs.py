@@ -64,9 +64,10 @@ def wide_parser_stages(width: int) -> int:
     event queue: the log2(W) levels of the parallel-prefix parser (X1..Xk), then S (each lane's
     start state), O (each lane's requests), N (the lanes' depth, name and hash prefixes), N2
     (their bounds on the depth before the beat), L (the depth, name position and hash before
-    each lane), L2 (each lane's depth flags; the CAM's block RAM read), L3 (the CAM results)
-    and P2 (the lanes' events)."""
-    return check_bytes_per_cycle(width).bit_length() - 1 + 8
+    each lane), L2 (each lane's depth flags; the CAM's block RAM read), L3 (the CAM results),
+    M (the shared tag decoders' candidate tags, the lanes' events without their tags), M2
+    (each tag event's tag id from its decoder) and P2 (the lanes' events)."""
+    return check_bytes_per_cycle(width).bit_length() - 1 + 9
 
 
 def wide_latency(width: int) -> int:
