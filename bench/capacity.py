@@ -156,6 +156,8 @@ def spec_for(board: str, columns: int) -> HardwareSpec:
 
 
 READOUT = ["serial"]     # the readout of the custom designs (--readout)
+#: The engine clock asked for (--clock-mhz), Hz; None: the board's oscillator.
+ENGINE_CLOCK = [None]
 
 
 def design_for(board: str, kind: str, depth, size: int):
@@ -167,7 +169,13 @@ def design_for(board: str, kind: str, depth, size: int):
 
 def point_name(board: str, kind: str, depth) -> str:
     sparse = "-sparse" if kind == "custom" and READOUT[0] == "sparse" else ""
-    return f"{board}-{kind}-d{depth or 'x'}{sparse}"
+    clock = f"-c{ENGINE_CLOCK[0] / 1e6:g}" if ENGINE_CLOCK[0] else ""
+    return f"{board}-{kind}-d{depth or 'x'}{sparse}{clock}"
+
+
+def engine_clock_mhz(board: str) -> float:
+    """The clock the builds of ``board`` run (and are constrained) at, MHz."""
+    return (ENGINE_CLOCK[0] or get_board(board).clock_hz) / 1e6
 
 
 def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
@@ -194,7 +202,8 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         row.update(queries=design.queries, units=design.units, width=design.width)
         result = build_board(design, BuildConfig(board, out, synthesize_only=not pnr,
                                                  timeout=timeout,
-                                                 nextpnr_args=NEXTPNR[board]), log=log)
+                                                 nextpnr_args=NEXTPNR[board],
+                                                 clock_hz=ENGINE_CLOCK[0]), log=log)
         report = json.loads(result.to_json())
     except ToolError as exc:
         report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() \
@@ -211,7 +220,8 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         cells = util.get("ICESTORM_LC") or util.get("TRELLIS_COMB") or {}
         row.update(cells=cells.get("used"), cells_available=cells.get("available"),
                    pnr_ffs=(util.get("TRELLIS_FF") or {}).get("used"),
-                   fmax_mhz=report.get("fmax_mhz"), meets_timing=report.get("meets_timing"))
+                   fmax_mhz=report.get("fmax_mhz"), meets_timing=report.get("meets_timing"),
+                   constraint_mhz=max(pnr_report["constraints"].values(), default=None))
     row["times"] = report.get("times")
     if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
@@ -317,11 +327,17 @@ def main() -> None:
                              "than one confirmed already is skipped (16000,12000: a fallback).")
     parser.add_argument("--readout", choices=["serial", "sparse"], default="serial",
                         help="Readout of the custom designs (default serial).")
+    parser.add_argument("--clock-mhz", type=float, default=None,
+                        help="Clock the engine and host link from a PLL at this frequency "
+                             "(ECP5) and constrain place and route at it (default: the "
+                             "board's oscillator, 25 MHz on the ULX3S: nextpnr then stops "
+                             "improving paths once they meet 25 MHz).")
     parser.add_argument("--rtl-digest", default=None,
                         help="With --cached-only: report the cached builds of this RTL digest "
                              "(the sources may have changed since they were built).")
     args = parser.parse_args()
     READOUT[0] = args.readout
+    ENGINE_CLOCK[0] = args.clock_mhz * 1e6 if args.clock_mhz else None
     if args.rtl_digest:
         if not args.cached_only:
             parser.error("--rtl-digest needs --cached-only")
@@ -355,7 +371,9 @@ def main() -> None:
         row = {"board": board, "kind": kind, "depth": depth,
                "readout": args.readout if kind == "custom" else "serial",
                "rtl_digest": rtl_digest(),
-               "clock_mhz": spec.clock_hz / 1e6, "probes": f"{small['size']} (P&R), "
+               "clock_mhz": engine_clock_mhz(board),
+               "clock_source": "PLL" if ENGINE_CLOCK[0] else "oscillator",
+               "probes": f"{small['size']} (P&R), "
                f"{large['size']} (synth)"}
         if small.get("error") or large.get("error") or not small.get("cells"):
             row["error"] = small.get("error") or large.get("error") or "no P&R at the small size"
@@ -434,7 +452,8 @@ def main() -> None:
     if args.point or args.only:      # keep the saved rows of the points not measured now
         saved = json.loads((RESULTS / "capacity.json").read_text())["rows"] \
             if (RESULTS / "capacity.json").exists() else []
-        key = lambda r: (r["board"], r["kind"], r.get("depth"), r.get("readout", "serial"))
+        key = lambda r: (r["board"], r["kind"], r.get("depth"), r.get("readout", "serial"),
+                         r.get("clock_source", "oscillator"), r["clock_mhz"])
         fresh = {key(r) for r in rows}
         rows = [r for r in saved if key(r) not in fresh] + rows
         order = {(b, k, d): i for i, (b, k, d, _) in enumerate(POINTS)}
@@ -445,7 +464,7 @@ def main() -> None:
                ("queries_d8", "d8 queries held"), ("status", "status"),
                ("predicted", "predicted"), ("cells", "logic cells"),
                ("cell_share", "of device"), ("fmax_mhz", "Fmax MHz"),
-               ("clock_mhz", "board clock MHz"), ("bytes_per_cycle", "bytes/cycle"),
+               ("clock_mhz", "clock MHz (constraint)"), ("clock_source", "clock from"), ("bytes_per_cycle", "bytes/cycle"),
                ("mb_s_board_clock", "engine MB/s @board clock"),
                ("mb_s_fmax", "engine MB/s @Fmax"),
                ("uart_115200_mb_s", "UART MB/s @115200"),

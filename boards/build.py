@@ -42,6 +42,7 @@ from xpfilt.readout import ReadoutKind
 from xpfilt.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
 from xpfilt.xpath import Query
 
+from .clocks import PLL_FAMILIES, Ecp5Pll, ecp5_pll
 from .host import DEFAULT_BAUD, plan_identity
 from .platforms import Board, get_board
 from .protocol import Mode
@@ -50,7 +51,7 @@ from .uart import MIN_DIVIDER
 
 __all__ = ["EngineDesign", "custom_design", "programmable_design", "uart_divider",
            "board_core", "core_verilog", "simulation_verilog", "BuildConfig", "build_board",
-           "BOARD_TOP", "fit_estimate", "write_design_files", "load_design"]
+           "BOARD_TOP", "fit_estimate", "write_design_files", "load_design", "engine_clock"]
 
 #: Name of the board top (the platform design and the simulated board core).
 BOARD_TOP = "xpfilt_board"
@@ -177,7 +178,10 @@ class BuildConfig:
     """``board``: a name in :data:`xpfilt.boards.BOARDS`. ``run_toolchain``: False writes the files
     only; ``synthesize_only``: stop after synthesis and the fit check (for size estimates).
     ``timeout``: seconds per tool run. ``nextpnr_args``: more nextpnr options (e.g.
-    ``("--router", "router2")``: routes large designs several times faster, at some Fmax)."""
+    ``("--router", "router2")``: routes large designs several times faster, at some Fmax).
+    ``clock_hz``: the engine's (and host link's) clock; None: the board's oscillator; another
+    frequency: a PLL from it (ECP5), and place and route is constrained at that frequency
+    (with the oscillator's, nextpnr stops improving a path once it meets 25 MHz)."""
     board: str
     output: Path
     baud: int = DEFAULT_BAUD
@@ -186,18 +190,35 @@ class BuildConfig:
     timeout: float = 1800.0
     seed: Optional[int] = None
     nextpnr_args: tuple = ()
+    clock_hz: Optional[float] = None
+
+
+def engine_clock(board: Board, clock_hz: Optional[float]) -> Optional[Ecp5Pll]:
+    """The PLL that makes ``clock_hz`` from ``board``'s oscillator; None for the oscillator
+    itself. ValueError for a board without PLL support or a frequency it cannot make."""
+    if clock_hz is None or clock_hz == board.clock_hz:
+        return None
+    if board.family not in PLL_FAMILIES:
+        raise ValueError(f"engine clock must be the board's {board.clock_hz / 1e6:g} MHz on "
+                         f"{board.name} (PLLs only on {', '.join(PLL_FAMILIES)} boards), not "
+                         f"{clock_hz / 1e6:g} MHz")
+    return ecp5_pll(board.clock_hz, clock_hz)
 
 
 def write_design_files(design: EngineDesign, board: Board, output: Path, *, baud: int,
-                       divider: int) -> dict:
-    """``board.json``, the design's description and ``xpfilt_engine.v``; returns board.json."""
+                       divider: int, pll: Optional[Ecp5Pll] = None) -> dict:
+    """``board.json``, the design's description and ``xpfilt_engine.v``; returns board.json.
+    ``clock_hz`` there is the engine's clock (the PLL's output, if any)."""
     output.mkdir(parents=True, exist_ok=True)
     for name, text in design.files.items():
         (output / name).write_text(text)
     (output / f"{TOP_NAME}.v").write_text(design.verilog)
     info = {"board": board.name, "mode": design.mode_name, "width": design.width,
             "identity": f"{design.identity:08x}", "baud": baud, "divider": divider,
-            "clock_hz": board.clock_hz}
+            "clock_hz": pll.output_hz if pll else board.clock_hz}
+    if pll:
+        info["pll"] = {"input_hz": pll.input_hz, "clki_div": pll.clki_div,
+                       "clkfb_div": pll.clkfb_div, "clkop_div": pll.clkop_div}
     (output / "board.json").write_text(json.dumps(info, indent=1) + "\n")
     return info
 
@@ -289,7 +310,9 @@ class BuildResult:
         info = self.info
         lines = [f"# xpfilt on {board.title}", "",
                  f"* device: {board.device}; clock {info['clock_hz'] / 1e6:g} MHz "
-                 f"(the platform's default clock)",
+                 + (f"(PLL EHXPLLL from the board's {board.clock_hz / 1e6:g} MHz; place and "
+                    "route constrained at it)" if info.get("pll")
+                    else "(the platform's default clock)"),
                  f"* {self.design}",
                  f"* readout: {info['width']} bits per document; design identity "
                  f"{info['identity']}",
@@ -338,16 +361,17 @@ def build_board(design: EngineDesign, config: BuildConfig,
     :class:`ToolError` is raised after)."""
     board = get_board(config.board)
     out = Path(config.output)
-    clock = board.clock_hz
     try:
+        pll = engine_clock(board, config.clock_hz)
+        clock = pll.output_hz if pll else board.clock_hz
         divider = uart_divider(clock, config.baud)
     except ValueError as exc:
         raise ToolError(str(exc)) from None
-    info = write_design_files(design, board, out, baud=config.baud, divider=divider)
+    info = write_design_files(design, board, out, baud=config.baud, divider=divider, pll=pll)
     result = BuildResult(board.name, out, info, design.summary,
                          files=["board.json", *design.files, f"{TOP_NAME}.v"])
     try:
-        _build(design, board, config, divider, result, log)
+        _build(design, board, config, divider, pll, result, log)
     except ToolError as exc:
         result.error = str(exc)
         result.write()
@@ -357,17 +381,17 @@ def build_board(design: EngineDesign, config: BuildConfig,
 
 
 def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int,
-           result: BuildResult, log: Callable[[str], None]) -> None:
+           pll: Optional[Ecp5Pll], result: BuildResult, log: Callable[[str], None]) -> None:
     out = Path(config.output)
     gateware = out / "gateware"
     if gateware.exists():
         shutil.rmtree(gateware)
-    clock = board.clock_hz
+    clock = pll.output_hz if pll else board.clock_hz
     platform = board.create_platform()
     platform.add_file(f"{TOP_NAME}.v", design.verilog)
     core = board_core(design, divider=divider, heartbeat=max(1, int(clock // 2)),
                       busy_stretch=max(1, int(clock // 20)))
-    top = BoardTop(core, board.leds)
+    top = BoardTop(core, board.leds, pll)
     overrides = {}
     if board.runs_toolchain:
         nextpnr = [f"--report {BOARD_TOP}.report.json", "--timing-allow-fail"]
@@ -429,7 +453,7 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
     result.bitstream = bitstream
     result.files.append(bitstream)
     if result.meets_timing is False:
-        result.notes.append(f"WARNING: Fmax {result.fmax_mhz:.1f} MHz is below the board "
+        result.notes.append(f"WARNING: Fmax {result.fmax_mhz:.1f} MHz is below the engine "
                             f"clock {clock / 1e6:g} MHz: the bitstream may not work")
 
 

@@ -7,7 +7,8 @@ the engine's ``readout`` and the status -> :class:`xpfilt.boards.hostlink.Respon
 transmitter. The protocol is described in :mod:`xpfilt.boards.protocol`.
 
 :class:`BoardTop` puts a core on a platform (amaranth-boards): ``uart`` 0 and the LEDs named
-by the board description; the ``sync`` domain is the platform's default clock.
+by the board description; the ``sync`` domain is the platform's default clock, or a PLL from it
+(:mod:`xpfilt.boards.clocks`).
 
 LEDs (:class:`LedLayout`): ``heartbeat`` (blinks at 1 Hz: the bitstream runs), ``busy`` (a
 document or a response is moving; stretched so a short one is visible), ``error`` (a link
@@ -15,7 +16,7 @@ error not yet reported by a status frame, or the last document was flagged), ``l
 (programmable: a configuration is active; custom: always on).
 """
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import data, io, wiring
@@ -24,6 +25,7 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.readout import ReadoutKind
 
+from .clocks import Ecp5Pll, PLLDomain
 from .hostlink import CommandDecoder, ConfigSerializer, ResponseEncoder
 from .protocol import PROTOCOL_VERSION, LinkErrors, Mode
 from .uart import UARTRx, UARTTx
@@ -193,19 +195,25 @@ class BoardCore(wiring.Component):
 
 class BoardTop(wiring.Component):
     """A :class:`BoardCore` on a platform: ``uart`` 0 and ``leds`` = (function, resource name,
-    resource number) for each LED used (function: a field of :class:`LedLayout`)."""
+    resource number) for each LED used (function: a field of :class:`LedLayout`). ``pll``:
+    None clocks everything from the platform's default clock; an
+    :class:`xpfilt.boards.clocks.Ecp5Pll` clocks it (engine and host link) from that PLL."""
 
-    def __init__(self, core: BoardCore, leds: Sequence[tuple[str, str, int]]):
+    def __init__(self, core: BoardCore, leds: Sequence[tuple[str, str, int]],
+                 pll: Optional[Ecp5Pll] = None):
         for function, _, _ in leds:
             if function not in LED_FUNCTIONS:
                 raise ValueError(f"LED function must be one of {', '.join(LED_FUNCTIONS)}, "
                                  f"not {function!r}")
         self.core = core
         self.led_map = tuple(leds)
+        self.pll = pll
         super().__init__({})
 
     def elaborate(self, platform):
         m = Module()
+        if self.pll is not None:
+            m.submodules.clock = PLLDomain(self.pll)
         m.submodules.core = core = self.core
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)

@@ -1,0 +1,121 @@
+"""The engine's clock on a board: the board's oscillator, or a PLL from it.
+
+:func:`ecp5_pll` picks the dividers of an ECP5 ``EHXPLLL`` (feedback from CLKOP) for a wanted
+frequency: output = input x ``clkfb_div`` / ``clki_div``, the VCO = output x ``clkop_div``
+within :data:`ECP5_VCO_HZ`, the phase detector = input / ``clki_div`` within
+:data:`ECP5_PFD_HZ` (the ECP5 family data sheet's sysCLOCK PLL limits, as Lattice's and
+prjtrellis' ``ecppll`` use them). :class:`PLLDomain` makes the ``sync`` domain from it on a
+platform, constrained at the PLL's output frequency, so nextpnr's timing-driven placement and
+routing aim at the engine's clock rather than at the board's oscillator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from amaranth.hdl import ClockDomain, ClockSignal, Instance, Module, Signal
+from amaranth.lib import io, wiring
+from amaranth.lib.cdc import ResetSynchronizer
+
+__all__ = ["ECP5_VCO_HZ", "ECP5_PFD_HZ", "PLL_FAMILIES", "Ecp5Pll", "ecp5_pll", "PLLDomain"]
+
+#: The VCO's range and the phase detector's (input / CLKI_DIV) range, Hz.
+ECP5_VCO_HZ = (400e6, 800e6)
+ECP5_PFD_HZ = (3.125e6, 400e6)
+#: Output frequencies the CLKOP output takes, Hz.
+ECP5_OUT_HZ = (3.125e6, 400e6)
+#: Largest divider values: CLKI_DIV, CLKFB_DIV, CLKOP_DIV.
+ECP5_DIV_MAX = (128, 80, 128)
+#: The output may miss the wanted frequency by this share at most.
+TOLERANCE = 0.01
+#: FPGA families whose board builds can clock the engine from a PLL.
+PLL_FAMILIES = ("ecp5",)
+
+
+@dataclass(frozen=True)
+class Ecp5Pll:
+    """An EHXPLLL with its feedback from CLKOP: ``input_hz`` in, CLKOP out."""
+    input_hz: float
+    clki_div: int
+    clkfb_div: int
+    clkop_div: int
+
+    @property
+    def output_hz(self) -> float:
+        return self.input_hz * self.clkfb_div / self.clki_div
+
+    @property
+    def vco_hz(self) -> float:
+        return self.output_hz * self.clkop_div
+
+    @property
+    def clkop_cphase(self) -> int:
+        """The coarse phase of CLKOP in VCO cycles: half its divider (0 degrees, as ecppll)."""
+        return (self.clkop_div - 1) // 2
+
+
+def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
+    """The dividers whose output is nearest ``output_hz`` (ties: the VCO nearest the middle of
+    its range); ValueError when nothing comes within :data:`TOLERANCE`."""
+    low, high = ECP5_OUT_HZ
+    if not low <= output_hz <= high:
+        raise ValueError(f"engine clock must be between {low / 1e6:g} and {high / 1e6:g} MHz "
+                         f"on an ECP5 PLL, not {output_hz / 1e6:g} MHz")
+    middle = sum(ECP5_VCO_HZ) / 2
+    best, best_key = None, None
+    max_i, max_fb, max_op = ECP5_DIV_MAX
+    for clki_div in range(1, max_i + 1):
+        pfd = input_hz / clki_div
+        if not ECP5_PFD_HZ[0] <= pfd <= ECP5_PFD_HZ[1]:
+            continue
+        for clkfb_div in range(1, max_fb + 1):
+            out = pfd * clkfb_div
+            first = max(1, math.ceil(ECP5_VCO_HZ[0] / out))
+            for clkop_div in range(first, min(max_op, int(ECP5_VCO_HZ[1] // out)) + 1):
+                if ECP5_OUT_HZ[0] <= out <= ECP5_OUT_HZ[1]:
+                    key = (abs(out - output_hz), abs(out * clkop_div - middle))
+                    if best_key is None or key < best_key:
+                        best = Ecp5Pll(input_hz, clki_div, clkfb_div, clkop_div)
+                        best_key = key
+    if best is None or abs(best.output_hz - output_hz) > TOLERANCE * output_hz:
+        nearest = f" (nearest {best.output_hz / 1e6:g} MHz)" if best else ""
+        raise ValueError(f"engine clock must be within {TOLERANCE:.0%} of what an ECP5 PLL "
+                         f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz"
+                         f"{nearest}")
+    return best
+
+
+class PLLDomain(wiring.Component):
+    """The ``sync`` domain at ``pll.output_hz``: the platform's default clock into an ECP5
+    EHXPLLL, the domain held in reset until the PLL locks (a reset synchronizer), and a clock
+    constraint on its output for place and route."""
+
+    def __init__(self, pll: Ecp5Pll):
+        self.pll = pll
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        pll = self.pll
+        m.domains.sync = sync = ClockDomain("sync")
+        clk_in = platform.request(platform.default_clk, dir="-")
+        m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_in)
+        locked = Signal()
+        mhz = lambda hz: f"{hz / 1e6:g}"        # noqa: E731
+        m.submodules.pll = Instance(
+            "EHXPLLL",
+            a_FREQUENCY_PIN_CLKI=mhz(pll.input_hz), a_FREQUENCY_PIN_CLKOP=mhz(pll.output_hz),
+            a_ICP_CURRENT="12", a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1",
+            a_MFG_GMCREF_SEL="2",
+            p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
+            p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_CLKOP_ENABLE="ENABLED",
+            p_CLKI_DIV=pll.clki_div, p_CLKFB_DIV=pll.clkfb_div, p_CLKOP_DIV=pll.clkop_div,
+            p_CLKOP_CPHASE=pll.clkop_cphase, p_CLKOP_FPHASE=0, p_FEEDBK_PATH="CLKOP",
+            i_CLKI=clk_buf.i, i_CLKFB=ClockSignal("sync"), i_RST=0, i_STDBY=0,
+            i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1,
+            i_PLLWAKESYNC=0, i_ENCLKOP=0,
+            o_CLKOP=ClockSignal("sync"), o_LOCK=locked)
+        m.submodules.reset_sync = ResetSynchronizer(~locked, domain="sync")
+        platform.add_clock_constraint(sync.clk, pll.output_hz)
+        return m
