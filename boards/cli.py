@@ -78,10 +78,13 @@ def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, 
 @click.option("--timeout", type=click.FloatRange(1), default=1800, show_default=True,
               help="Seconds each tool (Yosys, nextpnr, pack) may run.")
 @click.option("--seed", type=int, default=None, help="nextpnr placement seed.")
+@click.option("--clock-mhz", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Clock the engine and host link at this frequency from a PLL (ECP5) and "
+                   "constrain place and route at it [default: the board's oscillator].")
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
 def build_command(board_name, queries_path, mode, max_name, columns, clusters, max_tag_len,
-                  baud, no_toolchain, timeout, seed, output_dir, **kwargs):
+                  baud, no_toolchain, timeout, seed, clock_mhz, output_dir, **kwargs):
     """Build a bitstream: the engine behind a UART host link on a board.
 
     Writes into OUTPUT_DIR: board.json and plan.json / hardware.json (for `xpfilt host
@@ -102,7 +105,8 @@ def build_command(board_name, queries_path, mode, max_name, columns, clusters, m
     design, skipped = _board_design(queries_path, mode, max_name, columns, clusters,
                                     max_tag_len, kwargs)
     config = BuildConfig(board_name, output_dir, baud=baud, run_toolchain=not no_toolchain,
-                         timeout=timeout, seed=seed)
+                         timeout=timeout, seed=seed,
+                         clock_hz=clock_mhz * 1e6 if clock_mhz else None)
     try:
         result = build_board(design, config, log=lambda message: click.echo(message, err=True))
     except ToolError as exc:

@@ -4,21 +4,21 @@
 frequency: output = input x ``clkfb_div`` / ``clki_div``, the VCO = output x ``clkop_div``
 within :data:`ECP5_VCO_HZ`, the phase detector = input / ``clki_div`` within
 :data:`ECP5_PFD_HZ` (the ECP5 family data sheet's sysCLOCK PLL limits, as Lattice's and
-prjtrellis' ``ecppll`` use them). :class:`PLLDomain` makes the ``sync`` domain from it on a
-platform, constrained at the PLL's output frequency, so nextpnr's timing-driven placement and
-routing aim at the engine's clock rather than at the board's oscillator.
+prjtrellis' ``ecppll`` use them). :class:`Ecp5PllClock` is that PLL on the platform's default
+clock; :class:`xpfilt.boards.top.BoardTop` makes its ``sync`` domain from it, constrained at the
+PLL's output frequency, so nextpnr's timing-driven placement and routing aim at the engine's
+clock rather than at the board's oscillator.
 """
 
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from amaranth.hdl import ClockDomain, ClockSignal, Instance, Module, Signal
+from amaranth.hdl import Instance, Module
 from amaranth.lib import io, wiring
-from amaranth.lib.cdc import ResetSynchronizer
+from amaranth.lib.wiring import Out
 
-__all__ = ["ECP5_VCO_HZ", "ECP5_PFD_HZ", "PLL_FAMILIES", "Ecp5Pll", "ecp5_pll", "PLLDomain"]
+__all__ = ["ECP5_VCO_HZ", "ECP5_PFD_HZ", "PLL_FAMILIES", "Ecp5Pll", "ecp5_pll", "Ecp5PllClock"]
 
 #: The VCO's range and the phase detector's (input / CLKI_DIV) range, Hz.
 ECP5_VCO_HZ = (400e6, 800e6)
@@ -86,22 +86,22 @@ def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
     return best
 
 
-class PLLDomain(wiring.Component):
-    """The ``sync`` domain at ``pll.output_hz``: the platform's default clock into an ECP5
-    EHXPLLL, the domain held in reset until the PLL locks (a reset synchronizer), and a clock
-    constraint on its output for place and route."""
+class Ecp5PllClock(wiring.Component):
+    """The platform's default clock into an ECP5 EHXPLLL: ``clk`` at ``pll.output_hz``
+    (CLKOP, fed back), ``locked`` once it is stable."""
+
+    clk: Out(1)
+    locked: Out(1)
 
     def __init__(self, pll: Ecp5Pll):
         self.pll = pll
-        super().__init__({})
+        super().__init__()
 
     def elaborate(self, platform):
         m = Module()
         pll = self.pll
-        m.domains.sync = sync = ClockDomain("sync")
         clk_in = platform.request(platform.default_clk, dir="-")
         m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_in)
-        locked = Signal()
         mhz = lambda hz: f"{hz / 1e6:g}"        # noqa: E731
         m.submodules.pll = Instance(
             "EHXPLLL",
@@ -112,10 +112,8 @@ class PLLDomain(wiring.Component):
             p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_CLKOP_ENABLE="ENABLED",
             p_CLKI_DIV=pll.clki_div, p_CLKFB_DIV=pll.clkfb_div, p_CLKOP_DIV=pll.clkop_div,
             p_CLKOP_CPHASE=pll.clkop_cphase, p_CLKOP_FPHASE=0, p_FEEDBK_PATH="CLKOP",
-            i_CLKI=clk_buf.i, i_CLKFB=ClockSignal("sync"), i_RST=0, i_STDBY=0,
+            i_CLKI=clk_buf.i, i_CLKFB=self.clk, i_RST=0, i_STDBY=0,
             i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1,
             i_PLLWAKESYNC=0, i_ENCLKOP=0,
-            o_CLKOP=ClockSignal("sync"), o_LOCK=locked)
-        m.submodules.reset_sync = ResetSynchronizer(~locked, domain="sync")
-        platform.add_clock_constraint(sync.clk, pll.output_hz)
+            o_CLKOP=self.clk, o_LOCK=self.locked)
         return m

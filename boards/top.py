@@ -18,14 +18,15 @@ error not yet reported by a status frame, or the last document was flagged), ``l
 
 from typing import Optional, Sequence
 
-from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
+from amaranth.hdl import ClockDomain, ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import data, io, wiring
+from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.readout import ReadoutKind
 
-from .clocks import Ecp5Pll, PLLDomain
+from .clocks import Ecp5Pll, Ecp5PllClock
 from .hostlink import CommandDecoder, ConfigSerializer, ResponseEncoder
 from .protocol import PROTOCOL_VERSION, LinkErrors, Mode
 from .uart import UARTRx, UARTTx
@@ -212,8 +213,12 @@ class BoardTop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if self.pll is not None:
-            m.submodules.clock = PLLDomain(self.pll)
+        if self.pll is not None:       # sync from the PLL, in reset until it locks
+            m.domains.sync = sync = ClockDomain("sync")
+            m.submodules.pll = pll = Ecp5PllClock(self.pll)
+            m.d.comb += sync.clk.eq(pll.clk)
+            m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="sync")
+            platform.add_clock_constraint(sync.clk, self.pll.output_hz)
         m.submodules.core = core = self.core
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)

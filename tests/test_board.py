@@ -29,6 +29,7 @@ from click.testing import CliRunner
 from xpfilt.boards import BOARDS, get_board
 from xpfilt.boards.build import (BuildConfig, build_board, custom_design, fit_estimate,
                           programmable_design, uart_divider)
+from xpfilt.boards.clocks import ECP5_PFD_HZ, ECP5_VCO_HZ, Ecp5Pll, ecp5_pll
 from xpfilt.boards.host import plan_identity
 from xpfilt.boards.protocol import (EOF, ESC, PROTOCOL_VERSION, SOF, STATUS_BYTES, BoardStatus, Command,
                              FrameReader, LinkError, Mode, decode_matches, decode_readout,
@@ -384,6 +385,56 @@ def test_every_board_gets_verilog_and_constraints(name, small_design, tmp_path):
         assert "Vivado" in report and (gateware / "xpfilt_board.tcl").exists()
     else:
         assert "toolchain not run" in report
+
+
+def test_ecp5_pll_dividers_are_in_range_and_exact():
+    pll = ecp5_pll(25e6, 100e6)
+    assert (pll.clki_div, pll.clkfb_div, pll.clkop_div, pll.clkop_cphase) == (1, 4, 6, 2)
+    assert pll.output_hz == 100e6 and pll.vco_hz == 600e6
+    # what prjtrellis' ecppll -i 25 -o 50 writes
+    assert ecp5_pll(25e6, 50e6) == Ecp5Pll(25e6, 1, 2, 12)
+    for mhz in range(10, 401, 5):           # 25 MHz x FB / CLKI, the phase detector >= 3.125
+        pll = ecp5_pll(25e6, mhz * 1e6)
+        assert abs(pll.output_hz - mhz * 1e6) <= 0.01 * mhz * 1e6
+        assert ECP5_VCO_HZ[0] <= pll.vco_hz <= ECP5_VCO_HZ[1]
+        assert ECP5_PFD_HZ[0] <= 25e6 / pll.clki_div <= ECP5_PFD_HZ[1]
+    with pytest.raises(ValueError, match=r"^engine clock must be between 3.125 and 400 MHz on "
+                                         r"an ECP5 PLL, not 500 MHz$"):
+        ecp5_pll(25e6, 500e6)
+    with pytest.raises(ValueError, match=r"^engine clock must be within 1% of what an ECP5 PLL "
+                                         r"makes from 25 MHz, not 17 MHz \(nearest 16.6667 "
+                                         r"MHz\)$"):
+        ecp5_pll(25e6, 17e6)
+
+
+def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
+    """ULX3S at 100 MHz: a PLL from the 25 MHz oscillator clocks the engine and the host link
+    (the UART divider follows), and the constraints say 100 MHz for place and route."""
+    design = programmable_design(HardwareSpec(clusters=1, columns=8, tags=7, max_tag_len=8,
+                                              max_depth=8))
+    result = run_cli("build", "--board", "ulx3s-85f", "--mode", "programmable", "--clusters",
+                     1, "--columns", 8, "--tags", 7, "--max-tag-len", 8, "--clock-mhz", 100,
+                     "--no-toolchain", "-o", tmp_path)
+    assert result.exit_code == 0, result.output
+    info = json.loads((tmp_path / "board.json").read_text())
+    assert info["clock_hz"] == 100e6 and info["divider"] == round(100e6 / 115_200)
+    assert info["pll"] == {"input_hz": 25e6, "clki_div": 1, "clkfb_div": 4, "clkop_div": 6}
+    lpf = (tmp_path / "gateware/xpfilt_board.lpf").read_text()
+    assert re.search(r'FREQUENCY NET "[\w.]+" 100000000(\.0)? HZ;', lpf), lpf
+    top = (tmp_path / "xpfilt_board.v").read_text()
+    pll = top[top.index("EHXPLLL #("):]
+    assert ".CLKFB_DIV(32'd4)" in pll and ".CLKOP_DIV(32'd6)" in pll
+    assert re.search(r"\.CLKOP\((\w+)\).*\.CLKFB\(\1\)|\.CLKFB\((\w+)\).*\.CLKOP\(\2\)",
+                     pll[:pll.index(");")], re.S)
+    assert "PLL EHXPLLL from the board's 25 MHz" in (tmp_path / "report.md").read_text()
+    # the oscillator's own frequency: no PLL
+    build_board(design, BuildConfig("ulx3s-85f", tmp_path / "osc", run_toolchain=False,
+                                    clock_hz=25e6))
+    assert "EHXPLLL" not in (tmp_path / "osc/xpfilt_board.v").read_text()
+    with pytest.raises(ToolError, match=r"^engine clock must be the board's 12 MHz on "
+                                        r"icebreaker \(PLLs only on ecp5 boards\), not 48 MHz$"):
+        build_board(design, BuildConfig("icebreaker", tmp_path / "ib", run_toolchain=False,
+                                        clock_hz=48e6))
 
 
 def fake_tool(path: Path, script: str) -> str:
