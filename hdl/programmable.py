@@ -34,8 +34,8 @@ from amaranth.lib.wiring import In, Out
 from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
 from xpfilt.slots import SLOT_FLAG_BITS, slot_rows
-from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, distribution_depth, index_width,
-                           programmable_event_delay)
+from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, MATRIX_READ_CYCLES, distribution_depth,
+                           index_width, programmable_event_delay)
 from xpfilt.readout import ReadoutKind
 
 from .cluster import ERROR_WIDTH, copy_register, distribute
@@ -471,7 +471,8 @@ def cluster_events(spec: HardwareSpec) -> DecodedEventLayout:
 
 class ProgrammableCluster(wiring.Component):
     """One cluster of generic columns: ``events`` (the front end's, decoded by
-    :func:`xpfilt.hdl.stacks.decode_events`) and ``index`` from the :class:`TagDecoder`, both
+    :func:`xpfilt.hdl.stacks.decode_events`) and ``index`` from the :class:`TagDecoder` with
+    the element's level-1 bit above it (the tag matrix's row), both
     the cluster's own registered copies (the index ``MATRIX_READ_CYCLES`` ahead of the
     events; ``next_addr``: the stack's read address a cycle ahead, the events' ``addr``, with
     slots their ``read_addr``: a pop reads the closing element's row),
@@ -487,7 +488,7 @@ class ProgrammableCluster(wiring.Component):
     def signature_for(spec: HardwareSpec) -> wiring.Signature:
         return wiring.Signature({
             "events": In(cluster_events(spec)),
-            "index": In(spec.index_bits),
+            "index": In(spec.index_bits + 1),      # the tag index; above it: level 1
             "next_addr": In(range(spec.max_depth + 1) if spec.slots  # the next cycle's
                             else range(max(2, spec.max_depth))),     # events.(read_)addr
             "clear": In(1),
@@ -520,7 +521,7 @@ class ProgrammableCluster(wiring.Component):
             m.d.sync += shift.eq(shift_next)
         with m.If(self.selected & self.cfg.flag_shift):
             m.d.sync += staged.eq(Cat(staged[1:], self.cfg.bit))
-        row = Signal(index_bits)                 # ``self.row`` widened (one row: no bits)
+        row = Signal(index_bits + 1)             # ``self.row`` widened
         m.d.comb += [
             row.eq(self.row),
             matrix_write.addr.eq(Cat(row, ~bank)),
@@ -531,12 +532,13 @@ class ProgrammableCluster(wiring.Component):
 
         def flag(k):
             return Cat(*(active[w * j + k] for j in range(n)))
-        first, first_any, descendant = (flag(k) for k in range(FLAG_BITS))
+        first, descendant = (flag(k) for k in range(FLAG_BITS))
         passing = _passing(spec, active, ev)
 
-        # the tag matrix's row of the decoder's index: the columns the pushed element's name
-        # matches. The index comes MATRIX_READ_CYCLES before the event, so the read lines up
-        # with it. (The bank flips only between documents, with no name or push in flight.)
+        # the tag matrix's row of the decoder's index and the element's level-1 bit: the
+        # columns the pushed element matches (a first column of a '/' query: at the root
+        # only). They come MATRIX_READ_CYCLES before the event, so the read lines up with it.
+        # (The bank flips only between documents, with no name or push in flight.)
         m.d.comb += matrix_read.addr.eq(Cat(self.index, bank))
         hit = Signal(n)          # the block RAM's output register (MATRIX_READ_CYCLES)
         m.d.sync += hit.eq(matrix_read.data)
@@ -544,22 +546,26 @@ class ProgrammableCluster(wiring.Component):
         # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
         parent = Signal(n)       # the row of the pushed element's parent (a pop: its own)
         new = Signal(n)
-        level1 = ev.level1.replicate(n)
-        source = (first & (first_any | level1)) | (~first & (parent << 1)[:n])
+        source = first | (parent << 1)[:n]
+        # a match flag takes the diagonal move only: a query's readout column is never
+        # followed by '//' (without the vertical term, the flag and the new row are a LUT each)
+        diagonal = Signal(n)
         if not spec.slots:
-            m.d.comb += new.eq((hit & source & passing) | (descendant & parent))
+            m.d.comb += [diagonal.eq(hit & source & passing),
+                         new.eq(diagonal | (descendant & parent))]
             level_stack(m, ev, parent, new, spec.max_depth, early_addr=self.next_addr)
-            match_flags(m, ev, self.clear, new, self.matches)
+            match_flags(m, ev, self.clear, diagonal, self.matches)
             return m
         # the closing columns: a below column fires by its name alone (source any) and none
         # moves vertically (its descendant flag is the next one's '//')
         closes, anchor = flag(spec.closes_bit), flag(spec.closes_bit + 1)
         below = closes & ~anchor
-        m.d.comb += new.eq((hit & (source | below) & passing) | (descendant & ~closes & parent))
+        m.d.comb += [diagonal.eq(hit & (source | below) & passing),
+                     new.eq(diagonal | (descendant & ~closes & parent))]
         level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1,
                     early_addr=self.next_addr, transparent=True)
         holds = _closing(m, spec, ev, parent, passing, closes, below, descendant)
-        match_flags(m, ev, self.clear, Mux(ev.push, new & ~closes, 0)
+        match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
                     | Mux(ev.pop, holds & anchor, 0), self.matches, gated=False)
         return m
 
@@ -647,14 +653,18 @@ class ProgrammableEngine(wiring.Component):
         # The events wait for the decoder's later stages and the tag matrix's read, then both
         # reach every cluster through a distribution tree and the cluster's own copy (see
         # xpfilt.hwdefs.programmable_event_delay).
+        # The index goes with the level-1 bit of its element (the event MATRIX_READ_CYCLES
+        # behind it): together they select the tag matrix's row.
         events = decode_events(m, frame.events, 0, spec.max_depth, spec.slots)
         waits = programmable_event_delay(spec.clusters) - distribution_depth(spec.clusters)
         for k in range(waits):
+            if k == waits - MATRIX_READ_CYCLES:
+                index = Cat(decoder.index, events.level1)
             later = Signal.like(events, name=f"events_delay_{k}")
             m.d.sync += later.eq(events)
             events = later
         events = distribute(m, events, spec.clusters, name="events")
-        indices = distribute(m, decoder.index, spec.clusters, name="index")
+        indices = distribute(m, index, spec.clusters, name="index")
         # The loader's port reaches the clusters through a distribution tree too (its decisions
         # would otherwise drive a register in every cluster across the device); a commit still
         # lands long before the next document's first event (the events' tree is as deep, and

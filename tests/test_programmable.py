@@ -176,7 +176,7 @@ def test_read_stream_round_trips_and_names_what_is_wrong():
             (stream[:10], "s must be a configuration stream of at least 23 bytes, not 10"),
             (b"<a>" + stream[3:], "s must start with the magic 0x5846, not 0x613c: not a "
                                   "configuration stream"),
-            (bytes(old_version), "s must be configuration stream format 6, not 2: regenerate "
+            (bytes(old_version), "s must be configuration stream format 7, not 2: regenerate "
                                  "it with `xpfilt configure`"),
             (foreign, f"s must be generated for this hardware (fingerprint "
                       f"{SPEC.fingerprint:08x}), not "
@@ -218,8 +218,8 @@ def test_reconfigure_moves_nothing_that_stays_and_rewrites_only_changed_clusters
         assert got == want
     full = ProgrammableModel(spec)
     load_configuration(full, update.stream)
-    assert [(c.names, c.unknown, c.first, c.first_any, c.descendant) for c in model.clusters] \
-        == [(c.names, c.unknown, c.first, c.first_any, c.descendant) for c in full.clusters]
+    assert [(c.names, c.unknown, c.first, c.descendant) for c in model.clusters] \
+        == [(c.names, c.unknown, c.first, c.descendant) for c in full.clusters]
 
 
 def test_a_delta_is_refused_unless_its_base_is_the_active_configuration():
@@ -294,7 +294,7 @@ def test_rtl_equals_model_through_loads_rejections_and_documents():
 
 def model_state(model):
     d = model.dictionary
-    return ([(c.bank, c.matrix, c.shift, c.staged, c.first, c.first_any,
+    return ([(c.bank, c.matrix, c.shift, c.staged, c.first,
               c.descendant, c.names, c.unknown) for c in model.clusters],
             (d.bank, d.rows, d.shift), model.status, model.header, model.received,
             model.cfg_count, model.state, model.payload_count, model.active_id)

@@ -9,11 +9,15 @@ column ``j``'s predecessor is column ``j - 1`` unless it is the first column of 
 engine has one *tag dictionary* of ``tags`` entries (``max_tag_len`` bytes each, zero-padded;
 all zeros = matches no name) that its tag decoder compares every name with; entry ``d`` has the
 tag index ``d + 1``, a name in no entry the index 0 (a name equal to several entries: the OR of
-their indices). The index goes to every cluster, whose *tag matrix* of ``2 ** index_bits`` rows
-says which of its columns an index matches: row ``i`` bit ``j`` is set when column ``j``'s tag
-is entry ``i - 1`` or column ``j`` is a wildcard (``*``: set in every row, row 0 too). Per
-column three flags remain: ``first`` (a query starts here), ``first_any`` (... with ``//``) and
-``descendant`` (followed by ``//``). Every column has a match flag in the readout; the last
+their indices). The index goes to every cluster, with whether the element is the root (level
+1), and selects a row of the cluster's *tag matrix* (``2 ** (index_bits + 1)`` rows): the
+columns that element matches. Row ``i`` (an element below the root) and row ``i + 2 **
+index_bits`` (the root) have bit ``j`` set when column ``j``'s tag is entry ``i - 1`` or
+column ``j`` is a wildcard (``*``: set in every row, row 0 too), except that the first column
+of a query starting with ``/`` matches the root only (its bit is clear in the first half).
+Per column two flags remain: ``first`` (a query starts here) and ``descendant`` (followed by
+``//``). (Format 7 moved the first step's ``/`` or ``//`` from a per-column ``first_any``
+flag into the matrix: one LUT fewer per column.) Every column has a match flag in the readout; the last
 column of a query is that query's readout bit. The queries loaded may name at most ``tags``
 distinct tags in all.
 
@@ -25,7 +29,7 @@ Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
   holding byte ``p`` of every entry (entry 0 first, 8 bits each); then per cluster (cluster 0
   first) a presence bit; when it is 1, the cluster's tag matrix, row 0 first, ``columns`` bits a
   row (column 0 first), then per column (column 0 first) its flag bits
-  (:attr:`HardwareSpec.column_flag_bits`: first, first_any, descendant; with comparator slots
+  (:attr:`HardwareSpec.column_flag_bits`: first, descendant; with comparator slots
   (:mod:`.slots`, after the tag entries in the dictionary's part) the column's slot select,
   then *closes* and *anchor*: the query's first ``text()`` step and the steps after it are
   decided when their elements close, see :func:`query_columns`); after the last cluster, zero
@@ -70,13 +74,13 @@ __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError"
 
 MAGIC = 0x5846            # "XF"
 #: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots;
-#: 6: text() slots and closing columns
-FORMAT_VERSION = 6
+#: 6: text() slots and closing columns; 7: the first step's axis in the tag matrix (a root half)
+FORMAT_VERSION = 7
 HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
 CRC_BITS = 32
-FLAG_BITS = 3             # per column: first, first_any, descendant
+FLAG_BITS = 2             # per column: first, descendant
 #: With comparator slots, per column after its slot select: closes, anchor (text() steps).
 CLOSE_FLAG_BITS = 2
 #: Most generic columns in one cluster (4,096 take ~20 s and ~0.4 GB to generate).
@@ -145,8 +149,9 @@ class HardwareSpec:
 
     @property
     def matrix_rows(self) -> int:
-        """Rows of the tag matrix: one per tag index."""
-        return 1 << self.index_bits
+        """Rows of the tag matrix: one per tag index for elements below the root, then one per
+        tag index for the root (level 1)."""
+        return 2 << self.index_bits
 
     @property
     def select_bits(self) -> int:
@@ -155,7 +160,7 @@ class HardwareSpec:
 
     @property
     def column_flag_bits(self) -> int:
-        """Flag bits per column: first, first_any, descendant, the slot select, and with slots
+        """Flag bits per column: first, descendant, the slot select, and with slots
         closes and anchor."""
         return FLAG_BITS + self.select_bits + (CLOSE_FLAG_BITS if self.slots else 0)
 
@@ -370,16 +375,20 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
                      cluster: Sequence[ColumnConfig]) -> int:
     """One cluster's tag matrix and flags as an integer (stream order); ``index[tag]`` is the
     tag's index in the dictionary."""
-    matrix = [0] * spec.matrix_rows
-    wildcards = flags = 0
+    half = spec.matrix_rows // 2
+    matrix = [0] * half
+    wildcards = flags = root_only = 0
     for j, c in enumerate(cluster):
         if c.wildcard:
             wildcards |= 1 << j
         elif c.tag:
             matrix[index[c.tag]] |= 1 << j
-        flags |= (c.first | c.first_any << 1 | c.descendant << 2 | c.slot << FLAG_BITS
+        if c.first and not c.first_any:
+            root_only |= 1 << j
+        flags |= (c.first | c.descendant << 1 | c.slot << FLAG_BITS
                   | (c.closes | c.anchor << 1) << spec.closes_bit) << (spec.column_flag_bits * j)
-    return (_concat([row | wildcards for row in matrix], spec.columns)
+    rows = [row | wildcards for row in matrix]
+    return (_concat([row & ~root_only for row in rows] + rows, spec.columns)
             | flags << (spec.matrix_rows * spec.columns))
 
 
@@ -515,9 +524,14 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
         data, w = payload.to_bytes(spec.cluster_bits // 8 + 1, "little"), n // 8
         matrix = [int.from_bytes(data[w * i:w * i + w], "little")
                   for i in range(spec.matrix_rows)]
+    half = spec.matrix_rows // 2
+    below = 0                            # the columns an element below the root can match
+    for row in matrix[:half]:
+        below |= row
+    matrix = matrix[half:]               # the root's rows name every used column
     wild = matrix[0]
     names = ["*" if wild >> j & 1 else "" for j in range(n)] if wild else [""] * n
-    for i in range(1, spec.matrix_rows):
+    for i in range(1, half):
         row = matrix[i] & ~wild
         while row:
             j = (row & -row).bit_length() - 1
@@ -525,7 +539,7 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
             row &= row - 1
     w = spec.column_flag_bits
     flags = format(payload >> (spec.matrix_rows * n), f"0{w * n}b")[::-1]
-    first, first_any, descendant = (flags[k::w] for k in range(FLAG_BITS))
+    first, descendant = (flags[k::w] for k in range(FLAG_BITS))
     slot = [int(flags[w * j + FLAG_BITS:w * j + spec.closes_bit][::-1] or "0", 2)
             for j in range(n)] \
         if spec.select_bits else [0] * n
@@ -536,7 +550,7 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
         end = n if end < 0 else end
         gap = names.index("", start, end) if "" in names[start:end] else end
         out.append((start, "".join(
-            ("//" if (first_any[j] if j == start else descendant[j - 1]) == "1" else "/")
+            ("//" if (below >> j & 1 if j == start else descendant[j - 1] == "1") else "/")
             + names[j] + _slot_text(chains.get(slot[j] - 1) if slot[j] and chains else None)
             for j in range(start, gap))))
         start = first.find("1", end) if end < n else -1

@@ -75,11 +75,12 @@ class _Cluster:
         self.shift = 0
         self.staged = 0
         self.present = 0          # the stream being loaded holds this cluster
-        self.first = self.first_any = self.descendant = 0
+        self.first = self.descendant = 0
         self.closes = self.anchor = 0    # the columns decided at the close, their anchors
+        self.below = self.after = 0
         self.gated: list[int] = []   # per comparator slot: the columns it gates
         self.names: dict[bytes, int] = {}
-        self.unknown = 0          # the columns a name in no entry matches (matrix row 0)
+        self.unknown = (0, 0)     # the columns a name in no entry matches (rows 0): below, root
         self.stack = [0]
         self.pending = [0]        # per open element: the closing columns that held below it
         self.flags = 0
@@ -99,13 +100,14 @@ class _Cluster:
             select = self.staged >> (w * j + FLAG_BITS) & ((1 << spec.select_bits) - 1)
             if 0 < select <= spec.slots:
                 self.gated[select - 1] |= 1 << j
-        self.first, self.first_any, self.descendant = flags
+        self.first, self.descendant = flags
         self.closes = self.anchor = 0
         if spec.slots:
             for j in range(spec.columns):
                 self.closes |= (self.staged >> (w * j + spec.closes_bit) & 1) << j
                 self.anchor |= (self.staged >> (w * j + spec.closes_bit + 1) & 1) << j
         # a closing column after its anchor: fired by its name alone, checked at the close
+        # (none without slots)
         self.below = self.closes & ~self.anchor
         self.after = self.below >> 1          # column k: column k + 1 is below (its child)
 
@@ -118,10 +120,13 @@ class _Cluster:
         return out
 
     def look_up(self, indices: dict[bytes, int]) -> None:
-        """Rebuild the name lookup from the dictionary's ``indices`` and the active matrix."""
+        """Rebuild the name lookup from the dictionary's ``indices`` and the active matrix:
+        a name's rows (below the root, the root)."""
         matrix = self.matrix[self.bank]
-        self.names = {name: matrix[index] for name, index in indices.items()}
-        self.unknown = matrix[0]
+        root = len(matrix) // 2
+        self.names = {name: (matrix[index], matrix[root + index])
+                      for name, index in indices.items()}
+        self.unknown = (matrix[0], matrix[root])
 
 
 class ProgrammableModel(FrameModel):
@@ -341,27 +346,22 @@ class ProgrammableModel(FrameModel):
 
     def _stage(self, ev):
         if ev.push:   # each decoder registers its result with the cluster's copy of the event
-            self.hits = [c.names.get(ev.name, c.unknown) for c in self.clusters]
+            self.hits = [c.names.get(ev.name, c.unknown)[ev.level == 1] for c in self.clusters]
         return ev
 
     def _push(self, ev) -> None:
-        level1 = ev.level == 1
         chains = None
-        for c, hit in zip(self.clusters, self.hits):
+        for c, hit in zip(self.clusters, self.hits):   # a root-only first column: by the row
             top = c.stack[-1]
-            source = (c.first & (c.first_any | (c.all if level1 else 0))) | \
-                (~c.first & (top << 1) & c.all)
-            new = (hit & source) | (c.descendant & top)
-            if c.gated:
-                if chains is None:       # the chains' bits, once per push
-                    chains = chain_bits(self.links, ev.conds)
-                new = (hit & source & c.passing(chains)) | (c.descendant & top)
+            source = c.first | (top << 1) & c.all
+            if c.gated and chains is None:       # the chains' bits, once per push
+                chains = chain_bits(self.links, ev.conds)
+            diagonal = hit & (source | c.below) & (c.passing(chains) if c.gated else c.all)
+            new = diagonal | (c.descendant & ~c.closes & top)
             if c.closes:
-                new = (hit & (source | c.below) & (c.passing(chains) if c.gated else c.all)) \
-                    | (c.descendant & ~c.closes & top)
                 c.pending.append(0)
             c.stack.append(new)
-            c.flags |= new & ~c.closes
+            c.flags |= diagonal & ~c.closes      # a readout column has no vertical move
 
     def _close(self, ev) -> None:
         """The element on top closes: each closing column whose bit its row holds, whose chain
