@@ -5,9 +5,11 @@ frequency: output = input x ``clkfb_div`` / ``clki_div``, the VCO = output x ``c
 within :data:`ECP5_VCO_HZ`, the phase detector = input / ``clki_div`` within
 :data:`ECP5_PFD_HZ` (the ECP5 family data sheet's sysCLOCK PLL limits, as Lattice's and
 prjtrellis' ``ecppll`` use them). :class:`Ecp5PllClock` is that PLL on the platform's default
-clock; :class:`xpfilt.boards.top.BoardTop` makes its ``sync`` domain from it, constrained at the
-PLL's output frequency, so nextpnr's timing-driven placement and routing aim at the engine's
-clock rather than at the board's oscillator.
+clock; :class:`xpfilt.boards.top.BoardTop` makes its ``sync`` domain from it. nextpnr-ecp5
+derives the PLL output's constraint from the oscillator's (``FREQUENCY PORT`` in the LPF) and
+the dividers, so its timing-driven placement and routing aim at the engine's clock rather than
+at the board's oscillator (a ``FREQUENCY NET`` on the output is not needed, and Amaranth's name
+for that net did not survive Yosys' flattening: nextpnr ignored it).
 """
 
 

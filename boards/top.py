@@ -218,7 +218,6 @@ class BoardTop(wiring.Component):
             m.submodules.pll = pll = Ecp5PllClock(self.pll)
             m.d.comb += sync.clk.eq(pll.clk)
             m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="sync")
-            platform.add_clock_constraint(sync.clk, self.pll.output_hz)
         m.submodules.core = core = self.core
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)

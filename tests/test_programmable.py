@@ -50,6 +50,31 @@ def test_configure_places_queries_on_consecutive_columns():
     assert len(config.stream()) * 8 == spec.stream_bits
 
 
+def test_the_first_steps_axis_is_in_the_tag_matrix_root_half():
+    """Format 7: a cluster's matrix rows are selected by tag index and level 1; the first
+    column of a '/' query matches the root only (clear in the first half), of a '//' query any
+    element; the other columns match by tag in both halves; two flags per column."""
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=4, tags=3)
+    queries = queries_of("/a/b", "//a", "/*", "//*/b")
+    config = configure(queries, spec)
+    contents = read_stream(spec, config.stream())
+    entries = dictionary_entries(spec, contents.dictionary)
+    half, n = spec.matrix_rows // 2, spec.columns
+    assert (spec.matrix_rows, spec.column_flag_bits) == (8, 2)
+    payload = contents.payloads[0]
+    rows = [payload >> (n * i) & (1 << n) - 1 for i in range(spec.matrix_rows)]
+    a, b = entries.index("a") + 1, entries.index("b") + 1
+    slash_a, any_a, slash_star, any_star = (config.readout_bit[q.number] - len(q) + 1
+                                            for q in queries)     # their first columns
+    for row, root in [(rows[a], False), (rows[half + a], True)]:
+        assert (row >> slash_a & 1, row >> slash_a + 1 & 1, row >> any_a & 1) == (root, 0, 1)
+    assert rows[half + b] >> slash_a + 1 & 1 and rows[b] >> slash_a + 1 & 1
+    assert all(rows[half + i] >> slash_star & 1 and not rows[i] >> slash_star & 1
+               and rows[i] >> any_star & 1 for i in range(half))
+    assert sorted(text for _, text in cluster_queries(spec, entries, payload)) == sorted(
+        ["/a/b", "//a", "/*", "//*/b"])
+
+
 def test_configure_fits_the_queries_tags_into_the_dictionary():
     spec = HardwareSpec(clusters=2, columns=8, max_tag_len=4, tags=3)
     config = configure(queries_of("/a/b", "/c/d", "/a/a/b", "/c//d", "/x/y/z", "/e", "/w/x/y/z"),
