@@ -43,7 +43,7 @@ LATIN1_QUERIES = ("{d}/latin1.txt: line 2, column 6: a query file must be UTF-8 
 BINARY_QUERIES = ("{d}/binary.bin: line 2, column 118: a query file must be UTF-8 text, not "
                   "byte 0x80")
 HUGE_ENGINE = ("clusters x columns must be at most 65,536, not 12,800,000: that engine would need "
-               "a 12,800,000-bit readout per document and a 56 MB configuration stream")
+               "a 12,800,000-bit readout per document and a 106 MB configuration stream")
 NO_DIRECTORY = "{d}/file/{out}: Not a directory"
 CASES = [
     # (id, argv, exit code, the line standard error must hold)
