@@ -18,7 +18,7 @@ from xpfilt.compiler import Cluster
 from xpfilt.hwdefs import EVENT_FANOUT, distribution_depth
 
 from .frontend import ErrorFlags
-from .stacks import DecodedEventLayout, StackBank
+from .stacks import StackBank, TreeEventLayout, widen_events
 
 __all__ = ["ClusterCore", "cluster_signature", "copy_register", "distribute", "ERROR_WIDTH"]
 
@@ -71,7 +71,7 @@ def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int,
                       n_conds: int = 0) -> wiring.Signature:
     """The ports of a cluster (see :class:`ClusterCore`)."""
     return wiring.Signature({
-        "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds)),
+        "events": In(TreeEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds)),
         "clear": In(1),
         "matches": Out(n_queries),
         "doc_end": Out(1),
@@ -80,8 +80,9 @@ def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int,
 
 
 class ClusterCore(wiring.Component):
-    """Ports: ``events`` (the front end's, tags one-hot, registered here; only the tag bits the
-    cluster uses are kept), ``clear`` (the readout captured
+    """Ports: ``events`` (the front end's, tag and parent ids as two one-hot digits each,
+    :class:`xpfilt.hdl.stacks.TreeEventLayout`; the cluster decodes the tags it uses and
+    registers them, one-hot, with the rest), ``clear`` (the readout captured
     the flags), ``matches`` (one flag per query of the cluster, a register),
     ``doc_end`` and ``errors`` (from the registered events)."""
 
@@ -106,14 +107,14 @@ class ClusterCore(wiring.Component):
         m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
                                                max_depth=self.max_depth, n_conds=self.n_conds,
                                                paired=True, early=self.early)
-        events = Signal.like(self.events)
-        m.d.comb += events.eq(copy_register(m, self.events.as_value(), self.variant,
+        wide = widen_events(m, self.events, self.n_tags, self.max_depth, self.n_conds)
+        events = Signal.like(wide)
+        m.d.comb += events.eq(copy_register(m, wide.as_value(), self.variant,
                                             name="events_copy"))
         if self.early:
-            m.d.comb += bank.next_events.eq(self.events)
+            m.d.comb += bank.next_events.eq(wide)
         if bank.tag_pairs:    # each (tag, parent) AND registered with the events
-            pairs = Cat(*(self.events.tag[t - 1] & self.events.parent[p - 1]
-                          for t, p in bank.tag_pairs))
+            pairs = Cat(*(wide.tag[t - 1] & wide.parent[p - 1] for t, p in bank.tag_pairs))
             m.d.comb += bank.pairs.eq(copy_register(m, pairs, self.variant, name="pairs_copy"))
         m.d.comb += [
             bank.events.eq(events),

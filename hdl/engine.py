@@ -1,8 +1,9 @@
 """The custom filtering engine: a plan's clusters behind one byte stream and one serial readout.
 
 Data path: the accepted byte is registered once and parsed by one front end (parser, tag
-decoder, global stack); its events are decoded once (tag and parent one-hot) and reach the
-clusters through a registered distribution tree (:func:`distribute`: ``distribution_depth``
+decoder, global stack); its events are decoded once (the level's flags; tag and parent ids as
+two one-hot digits each, :class:`xpfilt.hdl.stacks.TreeEventLayout`, which each cluster decodes
+to the one-hot bits it uses) and reach the clusters through a registered distribution tree (:func:`distribute`: ``distribution_depth``
 levels, each register driving at most :data:`EVENT_FANOUT` others, every cluster on the same
 cycle); every cluster registers its own copy of the bits it uses and updates its stack bank. At the end of a document every
 cluster's match flags are captured into the readout's shadow register in plan order (cluster 0's
@@ -81,7 +82,8 @@ class CustomEngine(wiring.Component):
                             readout=ReadoutKind(plan.options.readout),
                             conditions=plan.conditions, bytes_per_cycle=self.bytes_per_cycle)
         n_conds = len(plan.conditions)
-        decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth, n_conds)
+        decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth, n_conds,
+                                tree=True)
         cores = []
         for i, cluster in enumerate(plan.clusters):
             if self.instances:   # only the ports: the module comes from its own file

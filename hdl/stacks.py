@@ -58,7 +58,8 @@ from xpfilt.compiler import Cluster, SourceKind, TwigChecks
 
 from .frontend import ErrorFlags
 
-__all__ = ["StackBank", "DecodedEventLayout", "decode_events", "packed_stack", "level_stack",
+__all__ = ["StackBank", "DecodedEventLayout", "TreeEventLayout", "tag_digit_base",
+           "widen_events", "decode_events", "packed_stack", "level_stack",
            "pending_stack", "match_flags", "boolean", "tag_pairs"]
 
 
@@ -89,10 +90,39 @@ class DecodedEventLayout(data.StructLayout):
         super().__init__(fields)
 
 
-def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int = 0):
-    """A signal carrying ``events`` (an ``EventLayout``) with one-hot tag and parent and the
-    level decoded (so that the clusters take registers straight into their logic)."""
-    out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds))
+def tag_digit_base(n_tags: int) -> int:
+    """The base ``B`` of the two one-hot digits that carry a tag id ``t`` (0 to ``n_tags``)
+    down the event distribution tree: ``t = hi * B + lo`` (the smallest ``B`` with
+    ``B * B > n_tags``, so both digits are about ``sqrt(n_tags)`` bits wide)."""
+    base = 1
+    while base * base < n_tags + 1:
+        base += 1
+    return base
+
+
+class TreeEventLayout(data.StructLayout):
+    """:class:`DecodedEventLayout` as the event distribution tree carries it: the tag and the
+    parent id each as two one-hot digits (``tag_hi`` bit ``t // B``, ``tag_lo`` bit ``t % B``,
+    ``B`` = :func:`tag_digit_base`; an unknown name, id 0, sets bit 0 of both, which no tag
+    decodes to). 123 tags: 23 bits per id instead of 123. A cluster decodes the tags it uses
+    (:func:`widen_events`: one 2-input AND each, before its own event register)."""
+
+    def __init__(self, *, n_tags: int, max_depth: int, n_conds: int = 0):
+        base = tag_digit_base(n_tags)
+        high = n_tags // base + 1
+        fields = {}
+        for name, field in DecodedEventLayout(n_tags=n_tags, max_depth=max_depth,
+                                              n_conds=n_conds):
+            if name in ("tag", "parent"):
+                fields[f"{name}_hi"], fields[f"{name}_lo"] = high, base
+            else:
+                fields[name] = field.shape
+        super().__init__(fields)
+
+
+def _decode_level(m: Module, out, events, n_conds: int) -> None:
+    """The fields of ``out`` (a :class:`DecodedEventLayout` or :class:`TreeEventLayout`) other
+    than the tag and parent ids, from ``events`` (an ``EventLayout``)."""
     if n_conds:
         m.d.comb += out.conds.eq(events.conds)
     m.d.comb += [
@@ -101,9 +131,48 @@ def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int =
         out.level2.eq(events.level == 2), out.nested.eq(events.level >= 2),
         out.push.eq(events.push), out.pop.eq(events.pop), out.level.eq(events.level),
         out.doc_end.eq(events.doc_end), out.errors.eq(events.errors),
-        out.tag.eq(Cat(*(events.tag == t for t in range(1, n_tags + 1)))),
-        out.parent.eq(Cat(*(events.parent == t for t in range(1, n_tags + 1)))),
     ]
+
+
+def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int = 0, *,
+                  tree: bool = False):
+    """A signal carrying ``events`` (an ``EventLayout``) with one-hot tag and parent and the
+    level decoded (so that the clusters take registers straight into their logic); with
+    ``tree``, a :class:`TreeEventLayout` (the ids as two one-hot digits each)."""
+    if tree:
+        out = Signal(TreeEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds))
+        base = tag_digit_base(n_tags)
+        for name in ("tag", "parent"):
+            value = getattr(events, name)
+            hi, lo = getattr(out, f"{name}_hi"), getattr(out, f"{name}_lo")
+            m.d.comb += [
+                hi.eq(Cat(*((value >= h * base) & (value < (h + 1) * base)
+                            for h in range(len(hi))))),
+                lo.eq(Cat(*(Cat(*(value == t for t in range(d, n_tags + 1, base))).any()
+                            for d in range(base)))),
+            ]
+    else:
+        out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds))
+        m.d.comb += [
+            out.tag.eq(Cat(*(events.tag == t for t in range(1, n_tags + 1)))),
+            out.parent.eq(Cat(*(events.parent == t for t in range(1, n_tags + 1)))),
+        ]
+    _decode_level(m, out, events, n_conds)
+    return out
+
+
+def widen_events(m: Module, narrow, n_tags: int, max_depth: int, n_conds: int = 0):
+    """``narrow`` (a :class:`TreeEventLayout`) as a :class:`DecodedEventLayout` (combinational:
+    tag ``t``'s bit is ``hi[t // B] & lo[t % B]``)."""
+    out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds))
+    base = tag_digit_base(n_tags)
+    for name, field in out.shape():
+        if name in ("tag", "parent"):
+            hi, lo = getattr(narrow, f"{name}_hi"), getattr(narrow, f"{name}_lo")
+            m.d.comb += getattr(out, name).eq(
+                Cat(*(hi[t // base] & lo[t % base] for t in range(1, n_tags + 1))))
+        else:
+            m.d.comb += getattr(out, name).eq(getattr(narrow, name))
     return out
 
 
