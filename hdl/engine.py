@@ -32,7 +32,7 @@ from .wide_frontend import WideByteLayout, WideFrontEnd
 from .readout import make_readout, readout_layout
 from .stacks import decode_events
 
-__all__ = ["CustomEngine", "EngineFrame", "cluster_module_name", "EVENT_FANOUT",
+__all__ = ["CustomEngine", "EngineFrame", "cluster_module_name", "control_copy", "EVENT_FANOUT",
            "distribution_depth", "distribute", "copy_register"]
 
 
@@ -100,8 +100,22 @@ class CustomEngine(wiring.Component):
             cores.append(core)
         for core, copy in zip(cores, distribute(m, decoded, len(cores), name="events")):
             m.d.comb += core.events.eq(copy)
-        frame.connect(cores)
+        frame.connect(cores, control=control_copy(m, decoded,
+                                                  distribution_depth(len(cores)) + 1))
         return m
+
+
+def control_copy(m: Module, events, cycles: int) -> tuple[Value, Value]:
+    """``events.doc_end`` and ``events.errors``, ``cycles`` registers later: the flow control's
+    own copy of what a cluster's event register shows (see :meth:`EngineFrame.connect`). The
+    first register has no reset (it loads the front end's reset events during a reset), so that
+    synthesis does not merge the chain with the distribution tree's path to cluster 0."""
+    value = Cat(events.doc_end, events.errors)
+    for k in range(cycles):
+        reg = Signal(len(value), name=f"control_{k}", reset_less=k == 0)
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value[0], value[1:]
 
 
 class EngineFrame:
@@ -177,9 +191,11 @@ class EngineFrame:
         if bytes_per_cycle > 1:
             m.d.comb += room.eq(front_end.room)
 
-    def connect(self, cores) -> None:
+    def connect(self, cores, control=None) -> None:
         """Wire the clusters' ``clear`` (flags captured) and read their ``matches``,
         ``doc_end`` and ``errors`` (every cluster sees the same events on the same cycles).
+        ``control``: (``doc_end``, ``errors``) on the cycles the clusters see them, from
+        registers of the flow control's own (:func:`control_copy`); else cluster 0's.
 
         The capture is decided in the cycle a document end reaches the clusters (or, if the
         readout was busy then, the cycle it frees up) and performed in the next one
@@ -189,11 +205,11 @@ class EngineFrame:
         Each cluster decides from its own ``doc_end`` into its own register (``capturing_i``),
         which clears its flags and loads its segment of the readout's shadow: no net reaches
         more than one cluster's flags (one ``capturing`` for all was a net of ~16,000 loads at
-        8,000 queries). ``capturing`` (cluster 0's decision) drives the readout's control."""
+        8,000 queries). ``capturing`` (the decision from ``control``, or cluster 0's) drives the readout's control."""
         m, readout, waiting, busy = self.m, self.readout, self.waiting, self.busy
         held_errors = Signal(ErrorFlags)
-        doc_end = cores[0].doc_end
-        errors = cores[0].errors
+        doc_end, errors = control if control is not None else (cores[0].doc_end,
+                                                               cores[0].errors)
         capture = Signal()
         captured_errors = Signal(ErrorFlags)
         m.d.comb += [

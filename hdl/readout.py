@@ -281,10 +281,15 @@ class SparseReadout(wiring.Component):
             summary = Signal(sizes[n] * f, name=f"summary_{n}")
             m.d.sync += summary.eq(Cat(*(mask.any() for mask in masks[-1])))
             masks.append([summary[k * f:(k + 1) * f] for k in range(sizes[n])])
-        # p[k]: the capture was k + 1 cycles ago
-        p = Signal(R)
-        m.d.sync += p.eq(Cat(self.capture, p[:-1]))
-        load = p[R - 1]
+        # The control (``active``, ``doc``, ``count``, the root's load) takes the
+        # capture from a register of its own, ``captured`` (the capture was a cycle ago), so
+        # that the engine's capture decision drives one load here; ``busy`` covers that cycle.
+        captured = Signal()
+        m.d.sync += captured.eq(self.capture)
+        # p[k]: the capture was k + 2 cycles ago; the root loads R cycles after it
+        p = Signal(max(1, R - 1))
+        m.d.sync += p.eq(Cat(captured, p[:-1]))
+        load = p[R - 2] if R > 1 else captured
         root = masks[R - 1][0]
 
         # the output queue (as the serial readout's): header, last, id, count
@@ -379,11 +384,19 @@ class SparseReadout(wiring.Component):
                 reg_fin = Signal(name=f"fetch_{i}_{s}_fin")
                 m.d.sync += [r.eq(g) for r, g in zip(reg_array, groups)]
                 m.d.sync += [reg_valid.eq(valid), reg_node.eq(node), reg_fin.eq(fin)]
+                if s + 1 < stages:
+                    # the next stage's select, decoded here and registered: one copy per
+                    # SPARSE_GROUPS_PER_COPY of its groups (at most EVENT_FANOUT, in
+                    # copy_register's forms so that synthesis keeps them apart)
+                    digit = node[dbits * (s + 1):dbits * (s + 2)]
+                    onehot = Cat(*(digit == j for j in range(f)))
+                    groups_next = -(-len(reg_array) // f)
+                    copies = min(EVENT_FANOUT, -(-groups_next // SPARSE_GROUPS_PER_COPY))
+                    selects = [copy_register(m, onehot, c, name=f"fetch_{i}_{s}_select_{c}")
+                               for c in range(copies)]
                 array, valid, node, fin = reg_array, reg_valid, reg_node, reg_fin
                 if s + 1 < stages:
                     array = array + [Const(0, f)] * (-(-len(array) // f) * f - len(array))
-                    digit = node[dbits * (s + 1):dbits * (s + 2)]
-                    selects = [Cat(*(digit == j for j in range(f)))]
             mask = array[0]
             written = Signal(queue_layout[i], name=f"write_{i}")
             m.d.comb += [written.cur.eq(mask), written.low.eq(_lowest(mask)),
@@ -416,12 +429,13 @@ class SparseReadout(wiring.Component):
             payload.errors.eq(errors),
             payload.id.eq(head.id),
             payload.count.eq(head.count),
-            self.busy.eq(active),
+            self.busy.eq(active | captured),
         ]
-        with m.If(self.capture):     # only when not busy: nothing above is active then
+        with m.If(self.capture):     # ``errors`` is valid with the capture only
+            m.d.sync += errors.eq(self.errors)
+        with m.If(captured):     # only when not busy: nothing above is active then
             m.d.sync += [
                 active.eq(1),
-                errors.eq(self.errors),
                 doc.eq(doc + started),
                 started.eq(1),
                 count.eq(0),

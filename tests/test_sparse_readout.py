@@ -134,7 +134,7 @@ def test_sparse_readout_keeps_one_byte_per_cycle_with_thousands_of_queries():
     queries, plan = sparse_plan(texts)
     clusters = len(plan.clusters)
     need = readout_cycles(ReadoutKind.SPARSE, len(texts), 2) + 9 + distribution_depth(clusters)
-    assert need == 32                        # 21 readout (2 of them spread) + 9 + 2 (12 clusters)
+    assert need == 35                        # 24 readout (5 of them spread) + 9 + 2 (12 clusters)
     for size, stalls in ((need, 0), (need - 1, None)):
         doc = b"<a>" + b" " * (size - 11) + b"<b/></a>"      # 2 matches
         assert len(doc) == size

@@ -32,7 +32,7 @@ SPARSE_FANIN = 8
 
 #: Groups of :data:`SPARSE_FANIN` masks that one copy of a fetch's select drives in the sparse
 #: readout's first fetch stage (each select bit then has ``SPARSE_FANIN`` loads per group).
-SPARSE_GROUPS_PER_COPY = 16
+SPARSE_GROUPS_PER_COPY = 4
 
 
 class ReadoutKind(enum.Enum):
