@@ -56,6 +56,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -223,6 +225,11 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
                    fmax_mhz=report.get("fmax_mhz"), meets_timing=report.get("meets_timing"),
                    constraint_mhz=max(pnr_report["constraints"].values(), default=None))
     row["times"] = report.get("times")
+    pnr_log = out / "gateware" / f"nextpnr-{get_board(board).family}.log"
+    if pnr_log.exists():        # kept: a timed-out route still has its placement's estimate
+        kept = work / f"{name}-{rtl_digest()}.nextpnr.log"
+        shutil.copy(pnr_log, kept)
+        row["placement_estimate_mhz"] = placement_estimate(kept.read_text(errors="replace"))
     if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
     else:                                           # ... but listed among the runs
@@ -230,6 +237,14 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
     shutil.rmtree(out, ignore_errors=True)     # keep the disk small; the row has the numbers
     log(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)")
     return row
+
+
+def placement_estimate(text: str):
+    """nextpnr's Fmax estimate after placement (the last "Max frequency" before routing starts;
+    the log is verbose: ``AMARANTH_verbose``), MHz, or None."""
+    placed = re.split(r"\n.*(?:Routing|router2)", text, maxsplit=1)[0]
+    found = re.findall(r"Max frequency for clock .*?: ([\d.]+) MHz", placed)
+    return float(found[-1]) if found else None
 
 
 def predict(board: str, small: dict, large: dict, fill: float = FILL) -> tuple[int, dict]:
@@ -295,6 +310,8 @@ def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
                       "no BELs left" if "no BELs" in row["error"] else
                       "stopped at the time cap" if "took longer" in row["error"] else
                       row["error"][:60])
+            if row.get("placement_estimate_mhz"):
+                reason += f" (placed: {row['placement_estimate_mhz']:.1f} MHz estimated)"
         else:
             reason = f"ok, {row['cells'] / row['cells_available']:.0%} of the cells"
             if row.get("fmax_mhz"):
@@ -337,6 +354,7 @@ def main() -> None:
                              "(the sources may have changed since they were built).")
     args = parser.parse_args()
     READOUT[0] = args.readout
+    os.environ.setdefault("AMARANTH_verbose", "1")     # nextpnr's log with its estimates
     ENGINE_CLOCK[0] = args.clock_mhz * 1e6 if args.clock_mhz else None
     if args.rtl_digest:
         if not args.cached_only:
@@ -472,7 +490,7 @@ def main() -> None:
                ("limit", "limited by"),
                ("luts_per_unit", "LUTs per query/column"), ("packing_ratio", "cells/LUT"),
                ("probes", "probes"), ("all_tries", "all P&R runs (size: result, s)"),
-               ("pnr_seconds", "nextpnr s"), ("rtl_digest", "RTL digest"),
+               ("pnr_seconds", "nextpnr s"), ("placement_estimate_mhz", "post-placement MHz"), ("rtl_digest", "RTL digest"),
                ("error", "error")]
     notes = (f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
              "(ECP5: --router router2, faster on large designs, lower Fmax than router1); "
