@@ -2,7 +2,9 @@
 
 * Front end alone (``FrontEnd`` / ``WideFrontEnd`` with the tags of the 1,024-query plan), W = 1,
   2, 4, 8: Yosys ``synth_xilinx`` LUT6-equivalents, flip-flops and block RAMs (the W-byte tag
-  CAM's ROMs; see resources.py), and the LUT6-eq growth over W = 1 (goal: <= 2.5x at W = 4).
+  CAM's ROMs; see resources.py), and the LUT6-eq growth over W = 1 (goal: <= 2.5x at W = 4);
+  ``--no-tags``: also with no tag dictionary (part ``front end (no tags)``), so that what the
+  tag decoder costs is the difference.
 * Whole engine, 1,024 depth-8 NITF queries (serial readout), W = 1, 2, 4: LUT6-eq per query node;
   with ``--fmax``, ECP5-85F Fmax (Yosys ``synth_ecp5`` + nextpnr, default seed, target 100 MHz,
   as bench/fmax.py) and MB/s = W x Fmax (the sustained bytes per cycle on NITF are ~W, see
@@ -14,8 +16,8 @@ carry nextpnr's post-placement estimate (``estimate_mhz``) and the critical path
 Every tool run is capped (``--cap``); a failure or timeout is a row with the reason. Run place and
 route under ``flock /tmp/pnr.lock`` on a shared machine. Saved to bench/results/wide_fmax.{json,md}.
 
-Usage: python bench/wide_fmax.py [--fmax [--no-route]] [--front-ends 1,2,4,8] [--widths 1,2,4]
-       [--queries N] [--cap S]   (--widths '': front ends
+Usage: python bench/wide_fmax.py [--fmax [--no-route]] [--front-ends 1,2,4,8] [--no-tags]
+       [--widths 1,2,4] [--queries N] [--cap S]   (--widths '': front ends
 only, small enough to synthesize without the place-and-route lock)
 """
 
@@ -40,12 +42,15 @@ from xpfilt.xpath import parse_query
 QUERIES = 1024
 
 
-def front_end(plan, width: int):
+def front_end(plan, width: int, tags: bool = True):
+    """The front end of ``plan`` at ``width`` bytes per cycle (``tags``: with its tag
+    dictionary, else with none: no tag decoder, the rest as it is)."""
     from xpfilt.hdl.frontend import FrontEnd
     from xpfilt.hdl.wide_frontend import WideFrontEnd
+    names = plan.tags if tags else []
     if width == 1:
-        return FrontEnd(plan.tags, max_depth=plan.options.max_depth)
-    return WideFrontEnd(plan.tags, width=width, max_depth=plan.options.max_depth)
+        return FrontEnd(names, max_depth=plan.options.max_depth)
+    return WideFrontEnd(names, width=width, max_depth=plan.options.max_depth)
 
 
 def xilinx(verilog: str, top: str, label: str) -> dict:
@@ -91,6 +96,9 @@ def main() -> None:
     parser.add_argument("--fmax", action="store_true", help="also ECP5 place and route")
     parser.add_argument("--front-ends", default="1,2,4,8",
                         help="front-end widths to synthesize alone (default 1,2,4,8; '' for none)")
+    parser.add_argument("--no-tags", action="store_true",
+                        help="front ends also without tags (part 'front end (no tags)': what "
+                             "the tag decoder costs is the difference)")
     parser.add_argument("--no-route", action="store_true",
                         help="with --fmax: place only, nextpnr's post-placement estimate")
     parser.add_argument("--no-xilinx", action="store_true",
@@ -114,20 +122,22 @@ def main() -> None:
     nodes = plan.stats["query_nodes"]
     front_ends = [int(w) for w in args.front_ends.split(",") if w]
     widths = [int(w) for w in args.widths.split(",") if w]
-    rows = earlier_rows(digest, {("front end", w, n) for w in front_ends}
+    parts = [("front end", True)] + ([("front end (no tags)", False)] if args.no_tags else [])
+    rows = earlier_rows(digest, {(part, w, n) for part, _ in parts for w in front_ends}
                         | {(engine_part, w, n) for w in widths})
-    base = None
-    for width in front_ends:
-        row = {"part": "front end", "W": width, "queries": n, "tags": len(plan.tags),
-               **xilinx(component_verilog(front_end(plan, width), "front_end"), "front_end",
-                        f"front end W{width}")}
-        if width == 1:
-            base = row.get("lut6_eq")
-        if base and "lut6_eq" in row:
-            row["growth"] = round(row["lut6_eq"] / base, 2)
-        row["rtl_digest"] = digest
-        rows.append(row)
-        log(f"front end W={width}: {row}")
+    for part, tags in parts:
+        base = None
+        for width in front_ends:
+            row = {"part": part, "W": width, "queries": n, "tags": len(plan.tags) if tags else 0,
+                   **xilinx(component_verilog(front_end(plan, width, tags), "front_end"),
+                            "front_end", f"{part} W{width}")}
+            if width == 1:
+                base = row.get("lut6_eq")
+            if base and "lut6_eq" in row:
+                row["growth"] = round(row["lut6_eq"] / base, 2)
+            row["rtl_digest"] = digest
+            rows.append(row)
+            log(f"{part} W={width}: {row}")
     for width in widths:
         verilog = emit_verilog(plan, bytes_per_cycle=width)
         row = {"part": engine_part, "W": width, "queries": n, "tags": len(plan.tags),
