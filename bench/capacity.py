@@ -324,7 +324,7 @@ def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
 
 def configured(spec: HardwareSpec, depth: int) -> int:
     queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(depth, 2000))]
-    return len(configure(queries, spec).readout_bit)
+    return len(configure(queries, spec).answers)
 
 
 def main() -> None:

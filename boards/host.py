@@ -251,7 +251,7 @@ def compare_with_plan(plan: Plan, queries: Sequence[Query]) -> list[str]:
 
 
 def configuration_pairs(configuration: Configuration) -> list[tuple[int, int]]:
-    return [(bit, number) for number, bit in configuration.readout_bit.items()]
+    return [(where, number) for number, where in configuration.answers.items()]
 
 
 def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,

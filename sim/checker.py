@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from amaranth.lib import data
 
@@ -270,23 +270,24 @@ def expectation(reference: ReferenceFilter, numbers: Sequence[int], document: by
 
 
 def score_documents(plan: Plan, names: Sequence[str], expected: Sequence[Expectation],
-                    beats: Sequence, *, masks: Optional[Sequence[Optional[int]]] = None
+                    beats: Sequence, *,
+                    decode: Optional[Callable[[int, int], tuple[int, ...]]] = None
                     ) -> tuple[list[dict], list[dict]]:
     """Group transferred readout beats (either kind) into documents and compare each with its
-    expectation; ``masks[i]``, when given and not None, keeps only those readout bits of
-    document ``i``.
+    expectation; ``decode(i, bits)`` gives the query numbers of document ``i``'s readout bits
+    (default: the bits set, in ``plan``'s readout order).
 
     Returns (per-document results, mismatches). A result: name, the engine's query numbers
     (None when it raised flags), its flags, and the expectation."""
     order = plan.query_numbers
     width = len(order)
+    if decode is None:
+        def decode(_i, bits):
+            return tuple(sorted(order[j] for j in range(width) if bits >> j & 1))
     results, mismatches = [], []
     framing: list[str] = []
     readouts = [(r.doc, int(r.errors), r.bits)
                 for r in collect_readout(beats, width, problems=framing)]
-    if masks is not None:
-        readouts = [(doc, errors, bits if i >= len(masks) or masks[i] is None
-                     else bits & masks[i]) for i, (doc, errors, bits) in enumerate(readouts)]
     if framing:
         mismatches.append({"kind": "framing", "document": len(readouts),
                            "detail": framing[0]})
@@ -297,7 +298,7 @@ def score_documents(plan: Plan, names: Sequence[str], expected: Sequence[Expecta
         if i >= len(readouts):
             break
         doc, errors, bits = readouts[i]
-        numbers = tuple(sorted(order[j] for j in range(width) if bits >> j & 1))
+        numbers = decode(i, bits)
         result = {"document": i, "name": name, "flags": error_names(errors),
                   "numbers": None if errors else list(numbers),
                   "expected": None if exp.numbers is None else list(exp.numbers),

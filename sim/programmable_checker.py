@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 from amaranth.lib import data
 
 from xpfilt.hdl.programmable import ConfigBit, ConfigStatus
+from xpfilt.model.engine import answer_holds
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec
 
@@ -122,38 +123,28 @@ def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
 
 
 def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expectation],
-                       beats, bit_maps: Sequence[Optional[dict]]
+                       beats, answer_maps: Sequence[Optional[Sequence[tuple]]]
                        ) -> tuple[list[dict], list[dict]]:
-    """Score documents whose readout bits mean different queries: ``bit_maps[i]`` maps readout
-    bit -> query number for document ``i`` (the configuration active when it streamed), or is
-    None when no configuration was loaded (then every readout bit must be 0).
+    """Score documents whose readout bits mean different queries: ``answer_maps[i]`` holds
+    (where, query number) pairs for document ``i`` (the configuration active when it streamed;
+    where: a readout bit or a combination's expression, decoded by
+    :func:`xpfilt.model.engine.answer_holds` as every host does), or is None when no
+    configuration was loaded (then every readout bit must be 0, and the bits set are reported
+    as numbers). Columns that are no query's answer also raise their match flag; the decoding
+    reads only the answers' bits. The framing, sequence numbers and error flags are checked by
+    :func:`xpfilt.sim.checker.score_documents`. Returns (results, mismatches) with query
+    numbers."""
+    def decode(i: int, bits: int) -> tuple[int, ...]:
+        pairs = answer_maps[i] if i < len(answer_maps) else None
+        if pairs is None:
+            return tuple(j for j in range(width) if bits >> j & 1)
+        return tuple(sorted(n for where, n in pairs if answer_holds(where, bits)))
 
-    Columns that are not the last column of a query also raise their match flag, so in a
-    configured document only the bits in ``bit_maps[i]`` are scored (the others are cleared
-    first); the framing, sequence numbers and error flags are checked by
-    :func:`xpfilt.sim.checker.score_documents`. Returns (results, mismatches) with query numbers."""
-    masks = [None if bits is None else sum(1 << b for b in bits) for bits in bit_maps]
-    positions = []
-    for exp, bits in zip(expected, bit_maps):
-        if exp.numbers is None:
-            positions.append(exp)
-            continue
-        where = {} if bits is None else {n: b for b, n in bits.items()}
-        positions.append(Expectation(tuple(sorted(where[n] for n in exp.numbers)),
-                                     exp.must_flag, exp.reason))
     order = SimpleNamespace(query_numbers=list(range(width)))
-    results, mismatches = score_documents(order, names, positions, beats, masks=masks)
+    results, mismatches = score_documents(order, names, expected, beats, decode=decode)
     for result in results:
-        bits = bit_maps[result["document"]]
-        for key in ("numbers", "expected"):
-            if result[key] is not None and bits is not None:
-                result[key] = sorted(bits[b] for b in result[key])
-        result["configured"] = bits is not None
+        result["configured"] = answer_maps[result["document"]] is not None
     for m in mismatches:
-        if m["kind"] == "document":
-            i = m["document"]
-            r = results[i]
-            m["detail"] += (f" (readout bit positions; engine says queries {r['numbers']}, "
-                            f"the reference {r['expected']})" if bit_maps[i] is not None else
-                            " (readout bit positions; no configuration loaded: all must be 0)")
+        if m["kind"] == "document" and answer_maps[m["document"]] is None:
+            m["detail"] += " (readout bit positions; no configuration loaded: all must be 0)"
     return results, mismatches

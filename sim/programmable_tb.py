@@ -205,14 +205,14 @@ async def programmable_engine_matches_model_and_reference(dut):
     start = time.perf_counter()
     cycles = compare_programmable_with_model(spec, trace, fault=config.fault)
     # the configuration active for each document, by the host's order of items: item "set"
-    # is a placement (query set, [(readout bit, query number)]) the host made
+    # is a placement (query set, [(where, query number)]) the host made
     sets = {}
     for i, (k, pairs) in enumerate(config.extra["placements"]):
         numbers = {n for _, n in pairs}
         placed = [parse_query(text, n) for n, text in query_sets[k] if n in numbers]
-        sets[i] = (reference_for(placed), dict(pairs))
+        sets[i] = (reference_for(placed), pairs)
     empty = reference_for([])
-    active, bit_maps, expected, doc_sets, mismatches = None, [], [], [], []
+    active, answer_maps, expected, doc_sets, mismatches = None, [], [], [], []
     config_items = []
     switch = None    # (set, cycle of its last bit): an overlapping good stream not yet active
     for item in items:
@@ -232,20 +232,21 @@ async def programmable_engine_matches_model_and_reference(dut):
             if switch is not None and d < len(trace.doc_first_cycle) and \
                     trace.doc_first_cycle[d] > switch[1]:
                 active, switch = switch[0], None
-            (reference, numbers), bits = sets[active] if active is not None else (empty, None)
+            (reference, numbers), answers = (sets[active] if active is not None
+                                             else (empty, None))
             expected.append(expectation(reference, numbers, documents[d],
                                         max_depth=spec.max_depth, max_name=spec.max_name))
-            bit_maps.append(bits)
+            answer_maps.append(answers)
             doc_sets.append(active)
     if config.fault == "reference":
         for i, exp in enumerate(expected):
-            if exp.numbers is not None and bit_maps[i]:
-                victim = min(bit_maps[i].values())
+            if exp.numbers is not None and answer_maps[i]:
+                victim = min(n for _, n in answer_maps[i])
                 expected[i] = type(exp)(tuple(sorted(set(exp.numbers) ^ {victim})),
                                         exp.must_flag, "fault injected: reference answer changed")
                 break
     results, doc_mismatches = score_programmable(spec.clusters * spec.columns, names, expected,
-                                                 trace.transferred(codec), bit_maps)
+                                                 trace.transferred(codec), answer_maps)
     for r, i in zip(results, doc_sets):
         r["configuration"] = None if i is None else config.extra["set_labels"][
             config.extra["placements"][i][0]]

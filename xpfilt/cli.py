@@ -455,7 +455,7 @@ def configure_command(queries_path, hw_dir, output, previous):
     if configuration.rejected:
         click.echo(f"xpfilt: {configuration.summary()}", err=True)
         failed = True
-    click.echo(f"{len(configuration.readout_bit)} queries configured on "
+    click.echo(f"{len(configuration.answers)} queries configured on "
                f"{spec.clusters * spec.columns} columns; {len(stream) * 8} bits written to "
                f"{output} in {elapsed:.3f} s", err=True)
     if previous is not None:

@@ -100,7 +100,7 @@ from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Quer
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "cluster_order", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "hardware_refusal", "wide_queries", "PREDICATES_REFUSED", "TWIGS_REFUSED",
-           "COMBINATIONS_REFUSED", "POSITION_REFUSED", "guard_holds", "twig_holds",
+           "POSITION_REFUSED", "guard_holds", "twig_holds", "clause_expression",
            "TwigChecks"]
 
 PLAN_VERSION = 6
@@ -322,10 +322,8 @@ def guard_holds(guard: tuple, bits: int) -> bool:
 #: Why the programmable engine refuses a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the programmable engine yet"
 POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
-#: ... a profile with nested paths (a twig), and one that combines paths with and/or/not.
+#: ... a profile with nested paths (a twig).
 TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the programmable engine yet"
-COMBINATIONS_REFUSED = ("boolean combinations of paths are not supported by the programmable "
-                        "engine yet")
 
 
 def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Optional[str]:
@@ -333,11 +331,10 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
     can). The custom engine takes paths whose predicates test attributes, text() (comparisons
     with numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence) and
     nested paths (twigs), combined with and/or/not to any depth, and boolean combinations of
-    such paths; the programmable engine takes paths (whether their predicates fit its
-    comparator slots is :func:`xpfilt.programmable.configure`'s to say)."""
+    such paths; the programmable engine takes paths without nested paths and boolean
+    combinations of them (whether their predicates fit its comparator slots is
+    :func:`xpfilt.programmable.configure`'s to say)."""
     programmable = EngineMode(mode) is EngineMode.PROGRAMMABLE
-    if not query.is_path and programmable:
-        return COMBINATIONS_REFUSED
     if not query.has_predicates:
         return None
     if programmable:
@@ -526,14 +523,14 @@ def cluster_order(queries: Sequence[Query], options: CompileOptions) -> list[Que
     return sorted(queries, key=lambda q: (str(q), q.number))
 
 
-def _numbered(clause, paths: list) -> tuple:
-    """A combination's clause as an expression over path positions (``("c", p)`` leaves), each
-    leaf path appended to ``paths``."""
+def clause_expression(clause, paths: list) -> tuple:
+    """A combination's clause as an expression over path positions (``("c", p)`` leaves, the
+    shape :func:`guard_holds` evaluates), each leaf path appended to ``paths``."""
     if isinstance(clause, (And, Or)):
         return ("and" if isinstance(clause, And) else "or",
-                *(_numbered(o, paths) for o in clause.operands))
+                *(clause_expression(o, paths) for o in clause.operands))
     if isinstance(clause, Not):
-        return ("not", _numbered(clause.operand, paths))
+        return ("not", clause_expression(clause.operand, paths))
     paths.append(clause)
     return ("c", len(paths) - 1)
 
@@ -543,7 +540,7 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
     # 0. what gets a match flag: the path queries, then the paths of the combinations (None
     #    stands for a combination's own entry, which has no node)
     internal: list[Query] = []
-    combine = [() if q.is_path else _numbered(q.clause, internal) for q in queries]
+    combine = [() if q.is_path else clause_expression(q.clause, internal) for q in queries]
     walk = [q if q.is_path else None for q in queries] + internal
 
     # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).

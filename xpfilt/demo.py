@@ -129,7 +129,8 @@ def main(argv=None) -> int:
 def _matched(readout, numbers_by_bit) -> tuple[int, ...]:
     """The query numbers, in order, whose readout bit is set (``numbers_by_bit``: (readout
     bit, query number) pairs, a plan's or a configuration's readout map)."""
-    return tuple(sorted(n for bit, n in numbers_by_bit if readout.bits >> bit & 1))
+    from .model.engine import answer_holds
+    return tuple(sorted(n for where, n in numbers_by_bit if answer_holds(where, readout.bits)))
 
 
 def _custom_hardware(queries, docs, expected, out: Path) -> bool:
@@ -237,12 +238,12 @@ def _programmable_hardware(data: Path, docs, out: Path) -> bool:
         configuration = configure(queries, spec)
         stream = configuration.stream()
         cycles = load_configuration(model, stream)
-        placed = [q for q in queries if q.number in configuration.readout_bit]
+        placed = [q for q in queries if q.number in configuration.answers]
         readouts = run_documents(model, [d.data for d in docs])
         reference = ReferenceFilter(placed)
         agree = 0
         for d, r in zip(docs, readouts):
-            got = _matched(r, ((bit, n) for n, bit in configuration.readout_bit.items()))
+            got = _matched(r, ((where, n) for n, where in configuration.answers.items()))
             want = tuple(sorted(placed[i].number for i in reference.filter(d)))
             agree += got == want
         print(f"  {name}: {len(placed)} of {len(queries)} profiles loaded "

@@ -54,12 +54,12 @@ import hashlib
 import json
 import zlib
 from pathlib import Path
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Optional, Sequence
 
 from .compiler import DEEPEST
-from .compiler import PREDICATES_REFUSED, EngineMode, hardware_refusal
+from .compiler import PREDICATES_REFUSED, EngineMode, clause_expression, hardware_refusal
 from .hwdefs import AttrCondition
 from .readout import check_readout
 from .slots import (SLOT_FLAG_BITS, Chain, SlotLink, chains_of, decode_slots, encode_slots,
@@ -68,7 +68,7 @@ from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
            "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
-           "dictionary_entries", "cluster_queries",
+           "dictionary_entries", "cluster_queries", "query_width", "profile_answer",
            "MAGIC", "FORMAT_VERSION", "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
            "FLAG_BITS", "CLOSE_FLAG_BITS"]
 
@@ -273,12 +273,22 @@ class ConfigurationError(ValueError):
 
 
 class _Placed:
-    """What a placement tells its user: ``readout_bit[number]`` (the readout position of query
-    ``number``'s last column), ``rejected`` ((query number, why) pairs), ``missing_columns``."""
+    """What a placement tells its user: ``readout_bit[number]`` (the readout position of path
+    profile ``number``'s readout column), ``combined[number]`` (a boolean combination of paths:
+    its and/or/not over its paths' readout bits, ``("c", bit)`` leaves; the paths are placed
+    as internal queries without a number of their own, see :func:`profile_answer`),
+    ``rejected`` ((query number, why) pairs), ``missing_columns``."""
     spec: HardwareSpec
     readout_bit: dict
     rejected: tuple
     missing_columns: int
+    combined: dict
+
+    @property
+    def answers(self) -> dict:
+        """Where each configured profile's answer is: number -> a readout bit or a combination's
+        expression over readout bits (:func:`xpfilt.model.engine.answer_holds` decides it)."""
+        return {**self.readout_bit, **self.combined}
 
     def summary(self) -> str:
         """A readable account of what did not fit (empty when everything did)."""
@@ -294,17 +304,18 @@ class _Placed:
         return "\n".join(lines)
 
     def write_readout_map(self, stream_path) -> None:
-        """Write ``STREAM.map.tsv`` beside a stream: ``query number<TAB>readout bit`` lines
-        (:func:`read_readout_map` reads them)."""
+        """Write ``STREAM.map.tsv`` beside a stream: ``query number<TAB>readout bit`` lines, for
+        a combination of paths ``query number<TAB>expression`` (JSON: ``["and", ["c", 3],
+        ["not", ["c", 5]]]`` over readout bits) (:func:`read_readout_map` reads them)."""
         readout_map_path(stream_path).write_text("".join(
-            f"{number}\t{bit}\n" for number, bit in sorted(self.readout_bit.items())))
+            f"{number}\t{json.dumps(where)}\n" for number, where in sorted(self.answers.items())))
 
 
 @dataclass(frozen=True)
 class Configuration(_Placed):
     """Where every query went: ``columns[k][j]`` configures column ``j`` of cluster ``k``,
     ``tags`` is the dictionary (entry ``d`` = tag index ``d + 1``; ``b""``: a free entry);
-    ``readout_bit[number]`` is the readout position of query ``number``'s last column."""
+    ``readout_bit`` and ``combined`` say where each profile's answer is (:class:`_Placed`)."""
     spec: HardwareSpec
     columns: tuple[tuple[ColumnConfig, ...], ...]
     readout_bit: dict
@@ -312,6 +323,7 @@ class Configuration(_Placed):
     missing_columns: int = 0                       # columns short for the queries without room
     tags: tuple[bytes, ...] = ()                   # () = the columns' tags in order
     links: tuple[Optional[SlotLink], ...] = ()     # the comparator slots (slot s: [s])
+    combined: dict = field(default_factory=dict)   # combinations of paths: number -> expression
 
     def __post_init__(self):
         if not self.tags:
@@ -559,9 +571,13 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
 
 def query_columns(query: Query, slot_of: Optional[dict] = None) -> list[ColumnConfig]:
     """The chain of columns one query occupies (``slot_of``: chain key -> its first slot, for
-    its steps' predicates). From the first step with a ``text()`` comparison (the *anchor*)
-    on, the columns close: decided bottom up when their elements close (see
-    :mod:`xpfilt.hdl.programmable`)."""
+    its steps' predicates); a combination of paths: its paths' chains one after the other.
+    From the first step with a ``text()`` comparison (the *anchor*) on, the columns close:
+    decided bottom up when their elements close (see :mod:`xpfilt.hdl.programmable`)."""
+    return [c for path in query.paths for c in _path_columns(path, slot_of)]
+
+
+def _path_columns(query: Query, slot_of: Optional[dict]) -> list[ColumnConfig]:
     steps = query.steps
     anchor = anchor_step(query)
     out = []
@@ -584,15 +600,47 @@ def anchor_step(query: Query) -> Optional[int]:
 
 
 def readout_column(query: Query) -> int:
-    """The column of a query (from its first) whose match flag is its readout bit: the
+    """The column of a path (from its first) whose match flag is its readout bit: the
     anchor's, else the last step's."""
     anchor = anchor_step(query)
     return len(query) - 1 if anchor is None else anchor
 
 
+def query_width(query: Query) -> int:
+    """The columns a profile takes: a path's steps, a combination's paths' steps."""
+    return sum(len(path) for path in query.paths)
+
+
+def profile_answer(query: Query, bit: int):
+    """Where profile ``query``'s answer is when its columns start at readout bit ``bit``: a
+    path's readout column's bit; a combination's clause over its paths' readout bits (an
+    and/or/not expression with ``("c", readout bit)`` leaves, decided at the document's end
+    from the match flags, so ``not`` is "matched nowhere in the document")."""
+    bits = []
+    for path in query.paths:
+        bits.append(bit + readout_column(path))
+        bit += len(path)
+    if query.is_path:
+        return bits[0]
+    return _on_bits(clause_expression(query.clause, []), bits)
+
+
+def _on_bits(expression: tuple, bits: list[int]) -> tuple:
+    if expression[0] == "c":
+        return ("c", bits[expression[1]])
+    return (expression[0], *(_on_bits(e, bits) for e in expression[1:]))
+
+
+def _record(readout_bit: dict, combined: dict, query: Query, bit: int) -> None:
+    """Note where ``query``, placed from readout bit ``bit`` on, is answered."""
+    where = profile_answer(query, bit)
+    (readout_bit if query.is_path else combined)[query.number] = where
+
+
 def query_chains(query: Query) -> dict:
-    """The slot chains of a query's steps: key -> chain (the slots must hold them)."""
-    return {c.key: c for s in query.steps if (c := step_chain(s))}
+    """The slot chains of a query's steps (every path's): key -> chain (the slots must hold
+    them)."""
+    return {c.key: c for p in query.paths for s in p.steps if (c := step_chain(s))}
 
 
 def _chain_keys(query: Query) -> frozenset:
@@ -615,12 +663,13 @@ def _path_text(query: Query) -> str:
 
 def query_tags(query: Query) -> frozenset[bytes]:
     """The distinct tags a query's columns name (a cluster's dictionary must hold them)."""
-    return frozenset(s.name.encode() for s in query.steps if s.name != "*")
+    return frozenset(s.name.encode() for p in query.paths for s in p.steps if s.name != "*")
 
 
 def _refusal(q: Query, spec: HardwareSpec) -> str:
     """Why query ``q`` cannot go on this hardware at all ("" if it can)."""
-    long_tags = [s.name for s in q.steps if len(s.name.encode()) > spec.max_tag_len]
+    long_tags = [s.name for p in q.paths for s in p.steps
+                 if len(s.name.encode()) > spec.max_tag_len]
     why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
     if why == PREDICATES_REFUSED:
         why = _predicate_refusal(q, spec)
@@ -629,9 +678,10 @@ def _refusal(q: Query, spec: HardwareSpec) -> str:
     if long_tags:
         return (f"query {q.number} ({q}): tag {long_tags[0]!r} is longer than the hardware's "
                 f"max tag length {spec.max_tag_len}")
-    if len(q) > spec.columns:
-        return f"query {q.number} ({q}): {len(q)} steps do not fit in a cluster of " \
-               f"{spec.columns} columns"
+    if query_width(q) > spec.columns:
+        paths = "" if q.is_path else f" (of its {len(q.paths)} paths)"
+        return f"query {q.number} ({q}): {query_width(q)} steps{paths} do not fit in a " \
+               f"cluster of {spec.columns} columns"
     if len(needs := query_tags(q)) > spec.tags:
         return (f"query {q.number} ({q}): {len(needs)} distinct tags do not fit the "
                 f"dictionary's {spec.tags} tags")
@@ -646,7 +696,7 @@ def _predicate_refusal(q: Query, spec: HardwareSpec) -> str:
     if not spec.slots:
         return ("value predicates need comparator slots (this hardware has none: "
                 "`xpfilt compile --mode programmable --slots N`)")
-    for step in q.steps:
+    for step in (s for p in q.paths for s in p.steps):
         try:
             chain = step_chain(step)
         except ValueError as exc:
@@ -676,17 +726,18 @@ def _new_chains(q: Query, slot_of: dict) -> dict:
 
 def _tag_order(q: Query) -> list[str]:
     """The placement order: queries naming the same tags meet in a cluster."""
-    return [s.name for s in q.steps]
+    return [s.name for p in q.paths for s in p.steps]
 
 
 def configure(queries: Sequence[Query], spec: HardwareSpec, *,
               strict: bool = False) -> Configuration:
     """Place the queries on the columns: in the order of their tag sequences, each on the first
     cluster with enough free columns, while the dictionary has room for its new tags. A query
-    that cannot be placed (a predicate, a combination, a tag longer than ``max_tag_len``, more
-    distinct tags than the dictionary holds, no room left) is listed in
+    that cannot be placed (a predicate no slot decides, a nested path, a tag longer than
+    ``max_tag_len``, more distinct tags than the dictionary holds, no room left) is listed in
     ``Configuration.rejected`` with the reason, and the rest are configured; with ``strict``,
-    :class:`ConfigurationError` is raised instead."""
+    :class:`ConfigurationError` is raised instead. A boolean combination of paths takes
+    consecutive columns of one cluster, its paths' chains one after the other."""
     rejected: list[tuple[int, str]] = []
     candidates = []
     for q in queries:
@@ -704,7 +755,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     open_clusters = list(range(spec.clusters))     # those with a free column, in order
     for *_, q, needs in sorted((_tag_order(q), q.number, i, q, needs)
                                for i, (q, needs) in enumerate(candidates)):
-        size = len(q)
+        size = query_width(q)
         if len(held) + len(needs.difference(held)) > spec.tags:
             rejected.append((q.number, _no_room(q, spec, dictionary=True)))
             continue
@@ -727,20 +778,20 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
             no_room.append(q)
     missing = 0
     if no_room:
-        needed = sum(len(q) for q in no_room)
+        needed = sum(query_width(q) for q in no_room)
         missing = max(1, needed - sum(free))
         rejected += [(q.number, _no_room(q, spec)) for q in no_room]
     rejected.sort()
     columns = []
-    readout_bit = {}
+    readout_bit, combined = {}, {}
     for k in range(spec.clusters):
         row = [ColumnConfig()] * spec.columns
         for start, q in placed[k]:
-            row[start:start + len(q)] = query_columns(q, slot_of)
-            readout_bit[q.number] = k * spec.columns + start + readout_column(q)
+            row[start:start + query_width(q)] = query_columns(q, slot_of)
+            _record(readout_bit, combined, q, k * spec.columns + start)
         columns.append(tuple(row))
     config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing,
-                           tuple(held), tuple(links))
+                           tuple(held), tuple(links), combined)
     if strict and rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config
@@ -760,6 +811,7 @@ class Update(_Placed):
     readout_bit: dict
     rejected: tuple[tuple[int, str], ...] = ()
     missing_columns: int = 0
+    combined: dict = field(default_factory=dict)
 
 
 def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *,
@@ -768,7 +820,8 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     stays: a query of ``previous`` (the same path) keeps its columns and readout bit, and every
     dictionary entry in use its index; a removed query frees its columns, a new one goes to the
     first cluster with a free run of columns (in :func:`configure`'s order), its new tags to
-    free dictionary entries (or ones no remaining query names). Only the parts that change are
+    free dictionary entries (or ones no remaining query names); a combination of paths stays
+    where its paths' columns are, one after the other. Only the parts that change are
     in the delta. ValueError (naming ``what``) when ``previous`` is not a full stream of
     ``spec``."""
     old = read_stream(spec, previous, what)
@@ -787,14 +840,15 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         spots.reverse()                              # pop() takes them in column order
     kept: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     rejected: list[tuple[int, str]] = []
-    readout_bit = {}
+    readout_bit, combined = {}, {}
     new = []
-    for q in queries:
-        spots = where.get(_path_text(q))
-        if spots:                        # it was placed on this hardware: it fits
-            k, start = spots.pop()
+    # combinations first: a path profile equal to one of their paths takes another copy
+    for q in sorted(queries, key=lambda q: q.is_path):
+        spot = _take(where, q)
+        if spot:                         # it was placed on this hardware: it fits
+            k, start = spot
             kept[k].append((start, q))
-            readout_bit[q.number] = k * n + start + readout_column(q)
+            _record(readout_bit, combined, q, k * n + start)
         elif why := _refusal(q, spec):
             rejected.append((q.number, why))
         else:
@@ -824,8 +878,8 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
             continue
         for k in range(spec.clusters):
             if k not in used:
-                used[k] = sorted((start, start + len(q)) for start, q in kept[k])
-            start = _free_run(used[k], len(q), n)
+                used[k] = sorted((start, start + query_width(q)) for start, q in kept[k])
+            start = _free_run(used[k], query_width(q), n)
             if start is not None:
                 break
         else:
@@ -848,20 +902,20 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
             dictionary_changed = True
         in_use.add(q)
         slots_in_use.add(q)
-        used[k] = sorted(used[k] + [(start, start + len(q))])
+        used[k] = sorted(used[k] + [(start, start + query_width(q))])
         kept[k].append((start, q))
-        readout_bit[q.number] = k * n + start + readout_column(q)
+        _record(readout_bit, combined, q, k * n + start)
         changed.add(k)
     missing = 0
     if no_room:
-        free = sum(n - sum(len(q) for _, q in queries) for queries in kept)
-        missing = max(1, sum(len(q) for q in no_room) - free)
+        free = sum(n - sum(query_width(q) for _, q in queries) for queries in kept)
+        missing = max(1, sum(query_width(q) for q in no_room) - free)
         rejected += [(q.number, _no_room(q, spec)) for q in no_room]
     payloads = list(old.payloads)
     for k in changed:
         row = [ColumnConfig()] * n
         for start, q in kept[k]:
-            row[start:start + len(q)] = query_columns(q, slot_of)
+            row[start:start + query_width(q)] = query_columns(q, slot_of)
         payloads[k] = _cluster_payload(spec, index, row)
     dictionary = (_dictionary_payload(spec, tags, links) if dictionary_changed
                   else old.dictionary)
@@ -871,7 +925,26 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         spec, dictionary if dictionary_changed else None,
         [p if k in changed else None for k, p in enumerate(payloads)]), old.new_id, new_id)
     return Update(spec, _framed(spec, full_payload, 0, new_id), delta, tuple(sorted(changed)),
-                  dictionary_changed, readout_bit, tuple(sorted(rejected)), missing)
+                  dictionary_changed, readout_bit, tuple(sorted(rejected)), missing, combined)
+
+
+def _take(where: dict, q: Query) -> Optional[tuple[int, int]]:
+    """The (cluster, first column) of profile ``q``'s columns in a previous stream (``where``:
+    path text -> spots, last in column order first), taken out of ``where``; None when it holds
+    no such run (a combination's paths must be on consecutive columns, in order)."""
+    texts = [_path_text(p) for p in q.paths]
+    for k, start in reversed(where.get(texts[0], ())):
+        run, at = [], start
+        for p, text in zip(q.paths, texts):
+            if (k, at) not in where.get(text, ()):
+                break
+            run.append((text, (k, at)))
+            at += len(p)
+        else:
+            for text, spot in run:
+                where[text].remove(spot)
+            return k, start
+    return None
 
 
 class _InUse:
@@ -937,9 +1010,10 @@ def readout_map_path(stream_path) -> Path:
     return Path(f"{stream_path}.map.tsv")
 
 
-def read_readout_map(stream_path) -> list[tuple[int, int]]:
-    """(readout bit, query number) pairs of the stream ``stream_path``'s readout map (see
-    :meth:`Configuration.write_readout_map`); ValueError naming the file and line."""
+def read_readout_map(stream_path) -> list[tuple]:
+    """(where, query number) pairs of the stream ``stream_path``'s readout map (see
+    :meth:`Configuration.write_readout_map`; where: a readout bit, or a combination's
+    expression over readout bits); ValueError naming the file and line."""
     path = readout_map_path(stream_path)
     try:
         text = path.read_text()
@@ -949,9 +1023,25 @@ def read_readout_map(stream_path) -> list[tuple[int, int]]:
     pairs = []
     for line_number, line in enumerate(text.splitlines(), start=1):
         try:
-            number, bit = (int(x) for x in line.split("\t"))
-        except ValueError:
+            number, where = line.split("\t")
+            pairs.append((_where(json.loads(where)), int(number)))
+        except (ValueError, TypeError, IndexError):
             raise ValueError(f"{path}: line {line_number} must be 'query number<TAB>readout "
-                             f"bit', not {line!r}") from None
-        pairs.append((bit, number))
+                             f"bit' (or a combination's expression over readout bits), not "
+                             f"{line!r}") from None
     return pairs
+
+
+def _where(value, top: bool = True):
+    """A readout map's where (JSON) checked: a readout bit (``top``), or and/or/not over
+    ``["c", bit]`` leaves, as tuples; ValueError otherwise."""
+    def bit(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    if top and bit(value):
+        return value
+    if isinstance(value, list) and value:
+        if value[0] == "c" and len(value) == 2 and bit(value[1]):
+            return ("c", value[1])
+        if value[0] in ("and", "or") and len(value) > 2 or value[0] == "not" and len(value) == 2:
+            return (value[0], *(_where(v, False) for v in value[1:]))
+    raise ValueError(f"not a readout bit or expression: {value!r}")

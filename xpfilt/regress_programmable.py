@@ -94,7 +94,7 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
         queries, skipped, lines = load_query_source(source)
         configuration = configure(queries, spec)
         skipped += [f"{label}: {reason}" for _, reason in configuration.rejected]
-        if not configuration.readout_bit:
+        if not configuration.answers:
             raise ValueError(f"{label} must give at least one query that fits the hardware, "
                              "not none")
         query_sets.append(queries)
@@ -122,9 +122,9 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
                 continue
             kind, k = item
             stream = configurations[k].stream()
-            readout_bit = configurations[k].readout_bit
+            answers = configurations[k].answers
             if kind == "delta":
-                stream, readout_bit = deltas[k].delta, deltas[k].readout_bit
+                stream, answers = deltas[k].delta, deltas[k].answers
             elif kind == "corrupt":
                 stream = corrupt_stream(stream)
             elif kind == "truncated":
@@ -136,7 +136,7 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
             path.write_bytes(stream)
             good = kind in ("config", "delta", "overlapping")
             if good:
-                placements.append((k, sorted((b, n) for n, b in readout_bit.items())))
+                placements.append((k, [(where, n) for n, where in sorted(answers.items())]))
             items.append({"kind": "config", "stream": str(path),
                           "set": len(placements) - 1 if good else None,
                           "label": f"{kind} {labels[k]}", "overlap": kind == "overlapping"})
@@ -166,7 +166,7 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
                                                  test_module="xpfilt.sim.programmable_tb")
         summary = RegressionSummary.from_report(
             report, mismatches, design, simulator=config.simulator, documents=len(documents),
-            queries=sum(len(c.readout_bit) for c in configurations), clusters=spec.clusters,
+            queries=sum(len(c.answers) for c in configurations), clusters=spec.clusters,
             verilog_time=verilog_time, skipped_queries=skipped_queries,
             skipped_documents=skipped_documents, mode=EngineMode.PROGRAMMABLE.value,
             config_bits=report["config_bits"], config_stalls=report["config_stalls"],

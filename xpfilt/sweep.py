@@ -195,7 +195,7 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
                             readout=point.readout, tags=max(1, min(MAX_TAGS, tags)))
         configuration = configure(queries, spec)
         row.update(columns=spec.clusters * spec.columns, clusters=spec.clusters,
-                   configured=len(configuration.readout_bit),
+                   configured=len(configuration.answers),
                    config_bits=len(configuration.stream()) * 8)
         verilog = emit_programmable_verilog(spec)
         model = ProgrammableModel(spec)

@@ -117,7 +117,7 @@ class _Slot:
             return
         self.numbers = [q.number for q in self.queries]
         if isinstance(self.engine, ProgrammableModelEngine):
-            self.scope = frozenset(self.engine.configuration.readout_bit)
+            self.scope = frozenset(self.engine.configuration.answers)
         else:
             self.scope = frozenset(self.numbers)
 

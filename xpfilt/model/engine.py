@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Optional, Sequence, Union
 
-from ..compiler import CompileOptions, Plan, compile_queries
+from ..compiler import CompileOptions, Plan, compile_queries, guard_holds
 from ..events import Document, DocumentError, utf8_document
 from ..hwdefs import Errors, check_wide_plan, distribution_depth
 from ..readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
@@ -28,7 +28,8 @@ from .readout import make_readout_model
 from .stacks import ClusterStacks
 
 __all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
-           "run_documents", "readout_positions", "answer_positions", "document_beats"]
+           "run_documents", "readout_positions", "answer_holds", "answer_positions",
+           "document_beats"]
 
 
 class FrameModel:
@@ -210,22 +211,31 @@ class ModelEngine:
         return filter_with_model(self.model, document, self._bits)
 
 
-def readout_positions(numbers_by_bit: Iterable[tuple[int, int]], queries: Sequence[Query]
-                      ) -> list[tuple[int, int]]:
-    """(readout bit, query position in ``queries``) pairs from (readout bit, query number)
-    pairs -- a plan's readout order (``enumerate(plan.query_numbers)``) or a programmable
-    configuration's readout map. Readout bits of queries not in ``queries`` are dropped."""
+def readout_positions(numbers_by_bit: Iterable[tuple], queries: Sequence[Query]
+                      ) -> list[tuple]:
+    """(where, query position in ``queries``) pairs from (where, query number) pairs -- a
+    plan's readout order (``enumerate(plan.query_numbers)``) or a programmable configuration's
+    readout map (where: a readout bit, or an expression, :func:`answer_holds`). Those of
+    queries not in ``queries`` are dropped."""
     position = {q.number: i for i, q in enumerate(queries)}
-    return [(bit, position[n]) for bit, n in numbers_by_bit if n in position]
+    return [(where, position[n]) for where, n in numbers_by_bit if n in position]
 
 
-def answer_positions(name: str, readout: DocumentReadout, bits: Sequence[tuple[int, int]]
+def answer_holds(where, bits: int) -> bool:
+    """Whether a profile's answer is yes in a document's readout ``bits``: ``where`` is its
+    readout bit, or (a boolean combination of paths on the programmable engine, whose paths
+    each have a readout bit) an and/or/not expression over ``("c", readout bit)`` leaves
+    (:func:`xpfilt.programmable.profile_answer`). The one decoding every host path shares."""
+    return bool(bits >> where & 1) if isinstance(where, int) else guard_holds(where, bits)
+
+
+def answer_positions(name: str, readout: DocumentReadout, bits: Sequence[tuple]
                      ) -> frozenset[int]:
-    """The query positions whose readout bit is set (``bits`` from :func:`readout_positions`);
-    a flagged document raises :class:`EngineError`."""
+    """The query positions whose answer holds in the readout (``bits`` from
+    :func:`readout_positions`); a flagged document raises :class:`EngineError`."""
     if readout.errors:
         raise EngineError(name, readout.errors)
-    return frozenset(p for bit, p in bits if readout.bits >> bit & 1)
+    return frozenset(p for where, p in bits if answer_holds(where, readout.bits))
 
 
 def filter_with_model(model: FrameModel, document: Union[Document, bytes],

@@ -460,7 +460,7 @@ class ProgrammableModelEngine:
         self.model = ProgrammableModel(spec)
         preload_configuration(self.model, self.configuration)
         self._bits = readout_positions(
-            ((bit, number) for number, bit in self.configuration.readout_bit.items()),
+            ((where, number) for number, where in self.configuration.answers.items()),
             self.queries)
 
     def filter(self, document) -> frozenset[int]:

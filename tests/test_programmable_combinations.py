@@ -1,0 +1,229 @@
+# amaranth: UnusedElaboratable=no
+"""Issue 14 in the programmable engine: profiles that combine paths with and/or/not
+(``/a/b[@x > 2] and not(/a/c)``). Each path is an internal query on consecutive columns of one
+cluster with its own readout bit; the host decodes the profile's answer from those bits at the
+document's end (``xpfilt.model.engine.answer_holds``, shared by the model engine, the board host,
+the regression's checker), so ``not`` means "no match in the whole document". ``configure``
+reports the combination's expression over readout bits in the readout map. The model = the
+reference on hypothesis workloads; the RTL = the model every cycle with decoded readouts = the
+reference; the Verilator regression with combinations."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from xpfilt.compiler import TWIGS_REFUSED
+from xpfilt.events import Document
+from xpfilt.model.engine import answer_holds, collect_readout
+from xpfilt.model.programmable import ProgrammableModelEngine
+from xpfilt.programmable import (HardwareSpec, cluster_queries, configure, dictionary_entries,
+                                 dictionary_links, read_readout_map, read_stream, reconfigure)
+from xpfilt.reference import ReferenceFilter
+from xpfilt.regress import RegressionConfig, run_regression
+from xpfilt.slots import chains_of
+from xpfilt.xpath import parse_query
+
+from .rtl_compare_programmable import compare_programmable
+from .strategies import path_combinations
+from .test_attr_predicates import element
+from .test_cocotb import build_dir  # noqa: F401  (the fixture)
+from .test_programmable_predicates import (chain_path, check_model, queries_of,
+                                           text_chain_path)
+from .test_text_conditions import text_element
+
+#: Combinations of paths with attribute and text() predicates, and plain paths beside them.
+PROFILES = ["/a/b[@id > 1] and not(/a/c)", "//b[text()=15]", "/a/b",
+            "/a/c or //b[text()=' 15 ' or not(text()=7)]", "not(/a)",
+            "(//c or //b[text()=15]//c) and not(/a[@id=2])", "/a/b and /a/b[@id=1]",
+            "not(//b[text()=15] or //c[@id])"]
+DOCUMENTS = [b'<a><b id="3"/></a>', b'<a><b id="3"/><c/></a>', b'<a><b id="1"/></a>',
+             b"<a><b>15</b></a>", b'<a><b id="2">15<c/></b><b> 15 </b></a>',
+             b'<a id="2">7<b/></a>', b'<a id="2">4<b n="x"/></a>', b"<b/>",
+             b"<c><b>15<c/></b></c>", b"<a><b>1<!-- -->5</b></a>",
+             b"<a><b>1<![CDATA[5]]><c/></b></a>", b'<c id="1"/>']
+SPEC = HardwareSpec(clusters=2, columns=12, max_tag_len=4, max_depth=5, max_name=8, tags=4,
+                    slots=12)
+
+
+def decoded(configuration, bits: int) -> set[int]:
+    return {n for n, where in configuration.answers.items() if answer_holds(where, bits)}
+
+
+# --- configuration ------------------------------------------------------------------------
+
+def test_a_combination_takes_consecutive_columns_and_its_expression_is_the_answer(tmp_path):
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=4, tags=4, slots=2)
+    config = configure(queries_of("/a/b[@x > 2] and not(/a/c)", "/a/b", "/c[b] or /a",
+                                  "/a/c/b/a/c or /a/b/c/a/b"), spec)
+    assert [why for _, why in config.rejected] == [
+        f"query 3 (/c[b] or /a): {TWIGS_REFUSED}",
+        "query 4 (/a/c/b/a/c or /a/b/c/a/b): 10 steps (of its 2 paths) do not fit in a "
+        "cluster of 8 columns"]
+    # in tag order: /a/b (columns 0-1), then the combination's paths /a/b[@x > 2], /a/c
+    assert config.readout_bit == {2: 1}
+    assert config.combined == {1: ("and", ("c", 3), ("not", ("c", 5)))}
+    assert config.answers == {2: 1, 1: ("and", ("c", 3), ("not", ("c", 5)))}
+    assert [(c.tag, c.first, c.slot) for c in config.columns[0][:6]] == [
+        (b"a", True, 0), (b"b", False, 0), (b"a", True, 0), (b"b", False, 1), (b"a", True, 0),
+        (b"c", False, 0)]
+    # the stream holds the paths; the readout map says how the profile is decoded
+    contents = read_stream(spec, config.stream())
+    entries = dictionary_entries(spec, contents.dictionary)
+    chains = chains_of(dictionary_links(spec, contents.dictionary))
+    held = cluster_queries(spec, entries, contents.payloads[0], chains)
+    assert [(start, text[:5]) for start, text in held] == [(0, "/a/b"), (2, "/a/b["), (4, "/a/c")]
+    config.write_readout_map(tmp_path / "c.bin")
+    assert (tmp_path / "c.bin.map.tsv").read_text() == \
+        '1\t["and", ["c", 3], ["not", ["c", 5]]]\n2\t1\n'
+    assert read_readout_map(tmp_path / "c.bin") == [
+        (("and", ("c", 3), ("not", ("c", 5))), 1), (1, 2)]
+
+
+@pytest.mark.parametrize("line", ['1\t["and", ["c", 3]]', '1\t["c", -1]', '1\t["x", 2]',
+                                  '1\t[["c", 1]]', "1\ttrue", '1\t["not", 3]'])
+def test_a_bad_readout_map_expression_is_one_clear_line(tmp_path, line):
+    (tmp_path / "c.bin.map.tsv").write_text(f"2\t1\n{line}\n")
+    with pytest.raises(ValueError) as info:
+        read_readout_map(tmp_path / "c.bin")
+    assert str(info.value) == (
+        f"{tmp_path / 'c.bin.map.tsv'}: line 2 must be 'query number<TAB>readout bit' (or a "
+        f"combination's expression over readout bits), not {line!r}")
+
+
+def test_reconfigure_keeps_a_combination_where_it_is():
+    spec = HardwareSpec(clusters=2, columns=8, max_tag_len=4, tags=4, slots=4)
+    before = configure(queries_of("/a/b", "/a/b[@x > 2] and not(/a/c)", "//c or /b"), spec)
+    assert not before.rejected
+    # the path /a/b equal to the combination's first path: the combination keeps its run, the
+    # path its own columns; a new combination goes to free columns
+    update = reconfigure(queries_of("//c or /b", "/a/b[@x > 2] and not(/a/c)", "/a/b",
+                                    "not(/c/a)"), before.stream(), spec)
+    assert not update.rejected
+    assert update.combined[2] == before.combined[2] and update.combined[1] == before.combined[3]
+    assert update.readout_bit[3] == before.readout_bit[1]
+    assert update.combined[4] == ("not", ("c", 9))
+    assert update.changed == (1,) and not update.dictionary_changed
+    # a combination whose run was split (its first path kept alone) is placed anew
+    again = reconfigure(queries_of("/a/b[@x > 2]", "/a/c and /a/b[@x > 2]"), update.stream,
+                        spec)
+    assert not again.rejected and again.changed == (0, 1)     # /c/a left cluster 1
+    assert again.readout_bit[1] == 3 and again.combined[2] == ("and", ("c", 5), ("c", 7))
+
+
+# --- the model against the reference ------------------------------------------------------
+
+def test_model_answers_combinations_as_the_reference():
+    assert check_model(PROFILES, DOCUMENTS, SPEC) == len(DOCUMENTS)
+    engine = ProgrammableModelEngine(queries_of(*PROFILES), SPEC)
+    assert sorted(engine.filter(DOCUMENTS[0])) == [0, 2, 3, 7]  # not(/a/c), not(... or ...)
+    assert 0 not in engine.filter(DOCUMENTS[1])
+    assert 4 in engine.filter(b"<b/>") and 4 not in engine.filter(b"<a/>")
+
+
+@given(st.lists(path_combinations(chain_path()), min_size=1, max_size=4),
+       st.lists(element(), min_size=1, max_size=4))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_model_equals_reference_on_generated_attribute_combinations(texts, docs):
+    spec = HardwareSpec(clusters=3, columns=12, max_tag_len=4, max_depth=8, tags=4, slots=96)
+    check_model(texts, [d.encode() for d in docs], spec)
+
+
+@given(st.lists(path_combinations(text_chain_path()), min_size=1, max_size=4),
+       st.lists(text_element(), min_size=1, max_size=4))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_model_equals_reference_on_generated_text_combinations(texts, docs):
+    spec = HardwareSpec(clusters=3, columns=16, max_tag_len=4, max_depth=4, tags=4, slots=160)
+    check_model(texts, [d.encode() for d in docs], spec)
+
+
+# --- the RTL against the model --------------------------------------------------------------
+
+def check_rtl(spec, texts, docs, seed, p_valid=0.8, p_ready=0.7, fits=None):
+    """RTL = model every cycle; every decoded readout not flagged = the reference. ``fits``:
+    what to do when the profiles do not all fit (default: fail)."""
+    queries = queries_of(*texts)
+    config = configure(queries, spec)
+    (fits or (lambda ok: None))(not config.rejected)
+    assert not config.rejected, config.summary()
+    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=seed,
+                                  p_valid=p_valid, p_ready=p_ready)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    assert len(readouts) == len(docs)
+    reference = ReferenceFilter(queries)
+    checked = 0
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert decoded(config, readout.bits) == {
+                queries[i].number for i in reference.filter(doc)}, doc
+            checked += 1
+    return checked
+
+
+def test_rtl_equals_model_on_combinations():
+    assert check_rtl(SPEC, PROFILES, DOCUMENTS, seed=5) == len(DOCUMENTS)
+    rng = random.Random(6)
+    short = [bytes([b]) for b in rng.choices(b"<a/>", k=3)] + [b"<a/>", b"<b/>", b"<c/>"]
+    check_rtl(SPEC, PROFILES, short + DOCUMENTS[:3], seed=7, p_valid=1.0, p_ready=1.0)
+
+
+@pytest.mark.regress
+@given(st.lists(path_combinations(text_chain_path()), min_size=1, max_size=3),
+       st.lists(text_element(), min_size=1, max_size=3), st.integers(0, 1000))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+def test_rtl_equals_model_on_generated_combinations(texts, docs, seed):
+    """(~40 s an example in the Amaranth simulator: the 32 slots' comparators.)"""
+    spec = HardwareSpec(clusters=2, columns=24, max_tag_len=4, max_depth=4, max_name=8, tags=4,
+                        slots=32)
+    check_rtl(spec, texts, [d.encode() for d in docs], seed, fits=assume)
+
+
+# --- Verilator ------------------------------------------------------------------------------
+
+def test_regress_programmable_combinations_on_verilator(build_dir, tmp_path):
+    """The profiles above in Verilator, a delta to another set of combinations between the
+    documents: every cycle = the model, every document's decoded answers = the reference of
+    the set that answered it."""
+    other = ["/a/b or //c[text()=15]", "not(/a/b[@id > 1]) and //b", "/a/b and /a/b[@id=1]"]
+    streamed = [Document(f"doc{i}.xml", d) for i, d in enumerate(DOCUMENTS)]
+    summary = run_regression(RegressionConfig(
+        queries=PROFILES, reconfigure=[other], documents=streamed, mode="programmable",
+        hardware=SPEC, seed=2, p_valid=0.8, p_ready=0.6, build_dir=build_dir,
+        replay_dir=tmp_path / "replays"))
+    assert summary.ok, summary.format()
+    assert summary.queries == len(PROFILES) + len(other) and summary.matches > 10
+
+
+def test_cli_configures_combinations_and_filters_them(tmp_path):
+    """`xpfilt configure` writes a combination's expression over readout bits in the readout
+    map, and `xpfilt filter -e model --mode programmable` answers under the profile numbers as
+    the reference does."""
+    from click.testing import CliRunner
+    from xpfilt.cli import main
+
+    def run(*args):
+        return CliRunner().invoke(main, [str(a) for a in args])
+    hw = tmp_path / "hw"
+    assert run("compile", "--mode", "programmable", "--columns", 12, "--clusters", 2,
+               "--max-tag-len", 4, "--tags", 4, "--slots", 12, "-o", hw).exit_code == 0
+    queries = tmp_path / "q.txt"
+    queries.write_text("".join(p + "\n" for p in PROFILES))
+    result = run("configure", queries, "--hw", hw, "-o", tmp_path / "c.bin")
+    assert result.exit_code == 0, result.stderr
+    assert "8 queries configured" in result.stderr
+    lines = (tmp_path / "c.bin.map.tsv").read_text().splitlines()
+    assert lines[0].startswith('1\t["and", ["c", ') and lines[2].startswith("3\t")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i, doc in enumerate(DOCUMENTS):
+        (docs / f"d{i:02d}.xml").write_bytes(doc)
+    got = run("filter", "-e", "model", "--mode", "programmable", "--hw", hw, "-q", queries,
+              docs)
+    want = run("filter", "-q", queries, docs)
+    assert got.exit_code == want.exit_code == 0, got.stderr
+    assert got.stdout == want.stdout and "\t1 " in got.stdout
