@@ -172,17 +172,22 @@ def test_profile_cases(profile, xml, matches):
     assert FastFilter(parsed).filter(xml) == expected
 
 
-def test_nested_paths_parse_and_the_programmable_engine_refuses_them_with_the_reason():
-    from xpfilt.compiler import TWIGS_REFUSED, EngineMode, hardware_queries
+def test_nested_paths_parse_and_the_programmable_engine_refuses_those_below_the_root():
+    from xpfilt.compiler import PREDICATES_REFUSED, TWIGS_REFUSED, EngineMode, hardware_queries
     q = parse_query("/a[c/d[@x=1] and not(.//e)]/f", 2)
     branch = q.steps[0].predicates[0].operands[0]
     assert isinstance(branch, RelativePath) and q.has_nested_paths and not q.is_structural
     assert [s.axis for s in branch.steps] == [Axis.CHILD, Axis.CHILD]
     assert branch.steps[1].predicates == (Predicate(AttributeTarget("x"), "=", 1.0),)
     assert str(parse_query("/a[./c]")) == "/a[c]" and str(parse_query("/a[.//c]")) == "/a[.//c]"
+    # the programmable engine takes it rewritten into paths (the root element is unique; its
+    # predicates are then configure's to place in slots), not a twig below the root
     assert hardware_queries([q], mode=EngineMode.PROGRAMMABLE)[1] == [
-        f"query 2 ({q}): {TWIGS_REFUSED}"]
-    assert hardware_queries([q])[1] == []
+        f"query 2 ({q}): {PREDICATES_REFUSED}"]
+    below = parse_query("/x/a[c/d[@x=1] and not(.//e)]/f", 3)
+    assert hardware_queries([below], mode=EngineMode.PROGRAMMABLE)[1] == [
+        f"query 3 ({below}): {TWIGS_REFUSED}"]
+    assert hardware_queries([q, below])[1] == []
 
 
 def test_the_parser_builds_the_documented_tree():

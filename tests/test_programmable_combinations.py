@@ -186,10 +186,11 @@ def test_rtl_equals_model_on_generated_combinations(texts, docs, seed):
 # --- Verilator ------------------------------------------------------------------------------
 
 def test_regress_programmable_combinations_on_verilator(build_dir, tmp_path):
-    """The profiles above in Verilator, a delta to another set of combinations between the
-    documents: every cycle = the model, every document's decoded answers = the reference of
+    """The profiles above in Verilator, a delta to another set of combinations (twigs among
+    them) between the documents: every cycle = the model, every document's decoded answers = the reference of
     the set that answered it."""
-    other = ["/a/b or //c[text()=15]", "not(/a/b[@id > 1]) and //b", "/a/b and /a/b[@id=1]"]
+    other = ["/a/b or //c[text()=15]", "not(/a/b[@id > 1]) and //b", "/a/b and /a/b[@id=1]",
+             "/a[b[@id=3] or not(c)]/b", "/a/b[c = 15]"]
     streamed = [Document(f"doc{i}.xml", d) for i, d in enumerate(DOCUMENTS)]
     summary = run_regression(RegressionConfig(
         queries=PROFILES, reconfigure=[other], documents=streamed, mode="programmable",
@@ -227,3 +228,58 @@ def test_cli_configures_combinations_and_filters_them(tmp_path):
     want = run("filter", "-q", queries, docs)
     assert got.exit_code == want.exit_code == 0, got.stderr
     assert got.stdout == want.stdout and "\t1 " in got.stdout
+
+
+# --- twigs the paths and combinations express ------------------------------------------------
+
+from xpfilt.compiler import without_nested_paths  # noqa: E402
+
+from .strategies import documents  # noqa: E402
+from .test_twigs import DOCS as TWIG_DOCS  # noqa: E402
+from .test_twigs import TWIGS, twigs  # noqa: E402
+
+#: TWIGS rewritten (None: a nested path elsewhere, refused by the programmable engine).
+LOWERED = ["/a/c and /a/b", None, None, "/a/c and /a//b", "/a and /a/b/c and /a/b/d", None,
+           "/a and /a/b/c/d", "/a and not(/a/b)", "/a/c and (/a[@x=1] or /a/b)", None, None,
+           "/* and /*/*[@x=1]/c", None, "/a and /a/b and /a/c", None]
+
+
+def test_twigs_on_the_root_step_and_the_last_step_become_combinations():
+    got = [without_nested_paths(parse_query(t, 1)) for t in TWIGS]
+    assert [None if q is None else str(q) for q in got] == LOWERED
+    assert str(without_nested_paths(parse_query("/a/b[@x=1][.//c[d = 5]]"))) == \
+        "/a/b[@x=1]//c/d[text()=5]"
+    assert str(without_nested_paths(parse_query("/n[h//t]/b//p or not(/n[x]/y)"))) == \
+        "/n/b//p and /n/h//t or not(/n/y and /n/x)"
+    assert without_nested_paths(parse_query("/a[b][1]")) is None      # position() counts
+
+
+@given(twigs().map(lambda t: "/" + t.lstrip("/")), st.lists(documents(), min_size=1,
+                                                            max_size=3))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_rewritten_twig_answers_as_the_twig(text, docs):
+    """The rewrite keeps every answer (the reference filter on both; twigs from the root)."""
+    twig = parse_query(text, 1)
+    lowered = without_nested_paths(twig)
+    if lowered is not None:
+        assert not lowered.has_nested_paths
+        for doc in docs:
+            assert ReferenceFilter([twig]).filter(doc) == ReferenceFilter([lowered]).filter(doc)
+
+
+def test_model_answers_the_twigs_it_takes_as_the_reference():
+    spec = HardwareSpec(clusters=3, columns=16, max_tag_len=4, max_depth=6, tags=4, slots=8)
+    config = configure(queries_of(*TWIGS), spec)
+    assert [why.split(": ", 1)[1].startswith("nested paths") for _, why in config.rejected] \
+        == [True] * LOWERED.count(None)
+    placed = [t for t, lowered in zip(TWIGS, LOWERED) if lowered is not None]
+    assert check_model(placed, TWIG_DOCS, spec) == len(TWIG_DOCS)
+    # the rejection names the twig as written
+    assert config.rejected[0] == (2, f"query 2 (//a[b]/c): {TWIGS_REFUSED}")
+
+
+def test_rtl_equals_model_on_twigs():
+    placed = [t for t, lowered in zip(TWIGS, LOWERED) if lowered is not None]
+    spec = HardwareSpec(clusters=2, columns=20, max_tag_len=4, max_depth=5, max_name=8,
+                        tags=4, slots=4)
+    assert check_rtl(spec, placed, TWIG_DOCS, seed=9) == len(TWIG_DOCS)

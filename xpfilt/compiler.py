@@ -95,12 +95,13 @@ from typing import Optional, Sequence
 from .hwdefs import TEXT, AttrCondition, check_bytes_per_cycle, number_digits
 from .readout import check_readout
 from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Query,
-                    RelativePath, TextTarget, leaves)
+                    RelativePath, Step, TextTarget, leaves)
 
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "cluster_order", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
            "hardware_queries", "hardware_refusal", "wide_queries", "PREDICATES_REFUSED", "TWIGS_REFUSED",
            "POSITION_REFUSED", "guard_holds", "twig_holds", "clause_expression",
+           "without_nested_paths",
            "TwigChecks"]
 
 PLAN_VERSION = 6
@@ -322,8 +323,10 @@ def guard_holds(guard: tuple, bits: int) -> bool:
 #: Why the programmable engine refuses a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the programmable engine yet"
 POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
-#: ... a profile with nested paths (a twig).
-TWIGS_REFUSED = "nested paths (twig profiles) are not supported by the programmable engine yet"
+#: ... a profile with nested paths (a twig) that :func:`without_nested_paths` cannot rewrite.
+TWIGS_REFUSED = ("nested paths (twig profiles) are supported by the programmable engine only on "
+                 "the first step of a path from the root (/a[b]/c) and as the one nested path "
+                 "of a last step (/a/b[c]), not elsewhere yet")
 
 
 def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Optional[str]:
@@ -331,14 +334,16 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
     can). The custom engine takes paths whose predicates test attributes, text() (comparisons
     with numbers of at most :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, strings, existence) and
     nested paths (twigs), combined with and/or/not to any depth, and boolean combinations of
-    such paths; the programmable engine takes paths without nested paths and boolean
-    combinations of them (whether their predicates fit its comparator slots is
-    :func:`xpfilt.programmable.configure`'s to say)."""
+    such paths; the programmable engine takes paths and boolean combinations of them, twigs
+    where :func:`without_nested_paths` rewrites them into those (whether their predicates fit
+    its comparator slots is :func:`xpfilt.programmable.configure`'s to say)."""
     programmable = EngineMode(mode) is EngineMode.PROGRAMMABLE
     if not query.has_predicates:
         return None
     if programmable:
-        return TWIGS_REFUSED if query.has_nested_paths else PREDICATES_REFUSED
+        if query.has_nested_paths and without_nested_paths(query) is None:
+            return TWIGS_REFUSED
+        return PREDICATES_REFUSED
     for step in _query_steps(query):
         if step.uses_position:
             return POSITION_REFUSED
@@ -347,6 +352,72 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
             return (f"number {condition.literal!r} has more than 15 digits, which the hardware "
                     f"engines cannot compare")
     return None
+
+
+def without_nested_paths(query: Query) -> Optional[Query]:
+    """``query`` with its nested paths rewritten into paths and boolean combinations of paths
+    (the same answers on every document), where XPath's meaning allows it; None where it does
+    not (those twigs need split nodes in hardware). Two rules, applied until no nested path is
+    left:
+
+    * on the first step of a path from the root (``/a[P]/rest``): a document has one root
+      element, so every path starting ``/a`` speaks of the same element, and
+      ``/a[P]/rest`` = ``/a/rest and P'``, P' being P with each nested path ``r`` as the path
+      ``/a/r`` and each other condition ``c`` as ``/a[c]`` (and/or/not kept);
+    * a last step whose conjuncts hold one nested path ``r``, not under or/not
+      (``/p/x[c][r]``): = ``/p/x[c]/r`` (``.//r``: ``//r``).
+
+    A query that calls ``position()`` is left alone (the conditions' order counts there)."""
+    if not query.has_nested_paths:
+        return query
+    if any(s.uses_position for s in _query_steps(query)):
+        return None
+    lowered = _lowered(query.clause if query.clause is not None else query)
+    if lowered is None or isinstance(lowered, Query):
+        return lowered
+    return Query((), query.number, lowered)
+
+
+def _lowered(node):
+    """A profile's clause (or path) with every path's nested paths rewritten; None if one
+    cannot be."""
+    if isinstance(node, (And, Or)):
+        operands = [_lowered(o) for o in node.operands]
+        return None if None in operands else type(node)(tuple(operands))
+    if isinstance(node, Not):
+        operand = _lowered(node.operand)
+        return None if operand is None else Not(operand)
+    if not node.has_nested_paths:
+        return node
+    first, last = node.steps[0], node.steps[-1]
+    if first.axis is Axis.CHILD and first.has_nested_paths:
+        kept = tuple(p for p in first.predicates if not _has_nested_path(p))
+        trunk = Query((Step(Axis.CHILD, first.name, kept), *node.steps[1:]), node.number)
+        return _lowered(And((trunk, *(_lifted(p, first.name, node.number)
+                                      for p in first.predicates if _has_nested_path(p)))))
+    if any(s.has_nested_paths for s in node.steps[:-1]):
+        return None
+    parts = [c for p in last.predicates for c in _conjuncts(p)]
+    nested = [c for c in parts if _has_nested_path(c)]
+    if len(nested) != 1 or not isinstance(nested[0], RelativePath):
+        return None
+    step = Step(last.axis, last.name, tuple(c for c in parts if c is not nested[0]))
+    return _lowered(Query((*node.steps[:-1], step, *nested[0].steps), node.number))
+
+
+def _lifted(condition, root: str, number: int):
+    """A condition on the root element ``root`` as a combination of paths from the root."""
+    if isinstance(condition, (And, Or)):
+        return type(condition)(tuple(_lifted(o, root, number) for o in condition.operands))
+    if isinstance(condition, Not):
+        return Not(_lifted(condition.operand, root, number))
+    if isinstance(condition, RelativePath):
+        return Query((Step(Axis.CHILD, root), *condition.steps), number)
+    return Query((Step(Axis.CHILD, root, (condition,)),), number)
+
+
+def _has_nested_path(condition) -> bool:
+    return any(isinstance(leaf, RelativePath) for leaf in leaves(condition))
 
 
 def _query_steps(query: Query):

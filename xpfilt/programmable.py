@@ -59,7 +59,8 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 from .compiler import DEEPEST
-from .compiler import PREDICATES_REFUSED, EngineMode, clause_expression, hardware_refusal
+from .compiler import (PREDICATES_REFUSED, EngineMode, clause_expression, hardware_refusal,
+                       without_nested_paths)
 from .hwdefs import AttrCondition
 from .readout import check_readout
 from .slots import (SLOT_FLAG_BITS, Chain, SlotLink, chains_of, decode_slots, encode_slots,
@@ -740,6 +741,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     consecutive columns of one cluster, its paths' chains one after the other."""
     rejected: list[tuple[int, str]] = []
     candidates = []
+    queries, written = _lowered(queries)
     for q in queries:
         why = _refusal(q, spec)
         if why:
@@ -781,7 +783,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
         needed = sum(query_width(q) for q in no_room)
         missing = max(1, needed - sum(free))
         rejected += [(q.number, _no_room(q, spec)) for q in no_room]
-    rejected.sort()
+    rejected = sorted(_as_written(rejected, written))
     columns = []
     readout_bit, combined = {}, {}
     for k in range(spec.clusters):
@@ -842,6 +844,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     rejected: list[tuple[int, str]] = []
     readout_bit, combined = {}, {}
     new = []
+    queries, written = _lowered(queries)
     # combinations first: a path profile equal to one of their paths takes another copy
     for q in sorted(queries, key=lambda q: q.is_path):
         spot = _take(where, q)
@@ -925,7 +928,35 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         spec, dictionary if dictionary_changed else None,
         [p if k in changed else None for k, p in enumerate(payloads)]), old.new_id, new_id)
     return Update(spec, _framed(spec, full_payload, 0, new_id), delta, tuple(sorted(changed)),
-                  dictionary_changed, readout_bit, tuple(sorted(rejected)), missing, combined)
+                  dictionary_changed, readout_bit, tuple(sorted(_as_written(rejected, written))),
+                  missing, combined)
+
+
+def _lowered(queries: Sequence[Query]) -> tuple[list[Query], dict]:
+    """The queries as the engine takes them: nested paths rewritten into paths and
+    combinations where they can be (:func:`xpfilt.compiler.without_nested_paths`), and per
+    number the rewritten ones' (text, text as written)."""
+    out, written = [], {}
+    for q in queries:
+        lowered = without_nested_paths(q) if q.has_nested_paths else None
+        if lowered is None:
+            out.append(q)
+        else:
+            out.append(lowered)
+            written.setdefault(q.number, []).append((str(lowered), str(q)))
+    return out, written
+
+
+def _as_written(rejected: list, written: dict) -> list[tuple[int, str]]:
+    """``rejected``'s reasons naming each rewritten query as it was written."""
+    out = []
+    for number, why in rejected:
+        for text, original in written.get(number, ()):
+            head = f"query {number} ({text})"
+            if why.startswith(head):
+                why = f"query {number} ({original}){why[len(head):]}"
+        out.append((number, why))
+    return out
 
 
 def _take(where: dict, q: Query) -> Optional[tuple[int, int]]:
