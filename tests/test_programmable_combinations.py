@@ -216,7 +216,8 @@ def test_cli_configures_combinations_and_filters_them(tmp_path):
     queries.write_text("".join(p + "\n" for p in PROFILES))
     result = run("configure", queries, "--hw", hw, "-o", tmp_path / "c.bin")
     assert result.exit_code == 0, result.stderr
-    assert "8 queries configured" in result.stderr
+    assert (f"8 queries configured (6 of them combinations of paths, decoded from the readout "
+            f"bits of their 12 paths as {tmp_path / 'c.bin.map.tsv'} says)") in result.stderr
     lines = (tmp_path / "c.bin.map.tsv").read_text().splitlines()
     assert lines[0].startswith('1\t["and", ["c", ') and lines[2].startswith("3\t")
     docs = tmp_path / "docs"

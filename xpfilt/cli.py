@@ -423,7 +423,9 @@ def _load_hardware(hw_dir):
 def configure_command(queries_path, hw_dir, output, previous):
     """Generate the configuration stream that loads QUERIES into programmable hardware.
 
-    Writes OUTPUT (the bits, LSB first) and OUTPUT.map.tsv (query number -> readout bit).
+    Writes OUTPUT (the bits, LSB first) and OUTPUT.map.tsv (query number -> readout bit; for a
+    boolean combination of paths, whose paths each get a readout bit, its and/or/not over those
+    bits as JSON, e.g. ["and", ["c", 3], ["not", ["c", 5]]]).
     Queries that do not fit are listed with the reason and the columns missing; the others are
     configured, and the exit code is 1.
 
@@ -434,7 +436,7 @@ def configure_command(queries_path, hw_dir, output, previous):
     """
     import time as _time
 
-    from .programmable import configure, delta_path, reconfigure
+    from .programmable import configure, delta_path, readout_map_path, reconfigure
 
     spec = _load_hardware(hw_dir)
     queries, failed = read_queries(queries_path)
@@ -455,7 +457,12 @@ def configure_command(queries_path, hw_dir, output, previous):
     if configuration.rejected:
         click.echo(f"xpfilt: {configuration.summary()}", err=True)
         failed = True
-    click.echo(f"{len(configuration.answers)} queries configured on "
+    combined = configuration.combined
+    paths = sum(str(where).count("'c'") for where in combined.values())
+    internal = (f" ({len(combined)} of them combinations of paths, decoded from the readout "
+                f"bits of their {paths} paths as {readout_map_path(output)} says)"
+                if combined else "")
+    click.echo(f"{len(configuration.answers)} queries configured{internal} on "
                f"{spec.clusters * spec.columns} columns; {len(stream) * 8} bits written to "
                f"{output} in {elapsed:.3f} s", err=True)
     if previous is not None:
