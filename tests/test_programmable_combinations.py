@@ -57,10 +57,10 @@ def decoded(configuration, bits: int) -> set[int]:
 
 def test_a_combination_takes_consecutive_columns_and_its_expression_is_the_answer(tmp_path):
     spec = HardwareSpec(clusters=1, columns=8, max_tag_len=4, tags=4, slots=2)
-    config = configure(queries_of("/a/b[@x > 2] and not(/a/c)", "/a/b", "/c[b] or /a",
+    config = configure(queries_of("/a/b[@x > 2] and not(/a/c)", "/a/b", "//c[b]/d or /a",
                                   "/a/c/b/a/c or /a/b/c/a/b"), spec)
     assert [why for _, why in config.rejected] == [
-        f"query 3 (/c[b] or /a): {TWIGS_REFUSED}",
+        f"query 3 (//c[b]/d or /a): {TWIGS_REFUSED}",
         "query 4 (/a/c/b/a/c or /a/b/c/a/b): 10 steps (of its 2 paths) do not fit in a "
         "cluster of 8 columns"]
     # in tag order: /a/b (columns 0-1), then the combination's paths /a/b[@x > 2], /a/c
