@@ -18,12 +18,14 @@ constant's bits are folded into LUTs); a programmable slot compares with loaded 
 
 With ``--fmax``: nextpnr-ecp5 (ECP5-85F, default seed, router1, ports on pins as
 ``programmable.py``'s row) of the 1 x 128 engine with S = 0 and S = 8 (run it under
-``flock /tmp/pnr.lock``, with ``--cap``).
+``flock /tmp/pnr.lock``, with ``--cap``); ``--router router2`` routes with nextpnr's router2 (the
+row says which; rows are kept per slots and router).
 
 Saved to bench/results/programmable_predicates.{json,md} with the RTL digest. ``--only
 resources`` / ``--only fmax`` measures that part alone (the P&R part under the lock, the rest
 outside it) and keeps the saved rows of the other part.
 Usage: python bench/programmable_predicates.py [--fmax] [--only resources|fmax] [--cap S]
+[--router router2]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import json
 import time
 
+import fmax
 import resources
 from common import RESULTS, publish
 from fmax import run_point
@@ -52,7 +55,10 @@ def main() -> None:
                         help="the S to place and route, comma-separated (default 0,8)")
     parser.add_argument("--only", choices=("resources", "fmax"),
                         help="measure this part alone, keep the saved rows of the other")
+    parser.add_argument("--router", default=fmax.ROUTER, choices=("router1", "router2"),
+                        help=f"nextpnr's router (default {fmax.ROUTER}; the row says which)")
     args = resources.parse_args_with_cap(parser)
+    fmax.ROUTER = args.router
     started = time.perf_counter()
     digest = source_digest()
     lut = {}
@@ -103,7 +109,7 @@ def main() -> None:
         point = run_point("ecp5", 128, emit_programmable_verilog(spec),
                           {"query_nodes": 0, "columns": 128, "clusters": 1})
         rows.append({"what": "fmax", "clusters": 1, "columns": 128, "slots": slots,
-                     "fmax_mhz": point.get("fmax_mhz"), "lut4": point.get("lut4"),
+                     "router": args.router, "fmax_mhz": point.get("fmax_mhz"), "lut4": point.get("lut4"),
                      "ff": point.get("ff"), "critical_from": point.get("critical_from"),
                      "critical_to": point.get("critical_to"), "rtl_digest": digest,
                      "error": point.get("error")})
@@ -111,10 +117,14 @@ def main() -> None:
     if args.only:     # the other part's saved rows, read now (a run of it may just have ended)
         saved = RESULTS / "programmable_predicates.json"
         kept = json.loads(saved.read_text())["rows"] if saved.exists() else []
+        for row in kept:
+            if row["what"] == "fmax":
+                row.setdefault("router", "router1")     # rows from before --router
         if args.only == "resources":
             rows += [r for r in kept if r["what"] == "fmax"]
         else:
-            rows += [r for r in kept if r["what"] != "fmax" or r["slots"] not in routed]
+            rows += [r for r in kept if r["what"] != "fmax" or r["slots"] not in routed
+                     or r.get("router", "router1") != args.router]
     rows.sort(key=lambda row: row["what"] == "fmax")     # stable: the P&R rows last
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
@@ -124,7 +134,7 @@ def main() -> None:
         ("per_column_before", "LUT6-eq / column, no slots"),
         ("per_column_after", "LUT6-eq / column, with slots"),
         ("per_column_growth", "growth / column"), ("slots_shared", "slots' shared part"),
-        ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"), ("critical_from", "critical from"),
+        ("router", "router"), ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"), ("critical_from", "critical from"),
         ("critical_to", "to"),
         ("rtl_digest", "RTL digest"), ("error", "error")],
         "Value predicates in the programmable engine: LUT6-eq per comparator slot and column",
