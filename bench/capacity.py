@@ -49,6 +49,7 @@ prefixes share nodes and columns: 4,463 columns instead of 10,910 at 12,000 quer
 
 Usage: python bench/capacity.py [--budget S] [--work DIR] [--only icebreaker|ulx3s-85f]
        [--point ulx3s-85f-custom-d8 --sizes 12000,16000] [--readout serial|sparse]
+       [--clock-mhz 100]   (ECP5: the engine from the PLL, timed at 100 MHz; the rows say so)
 """
 
 from __future__ import annotations
