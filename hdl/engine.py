@@ -125,9 +125,9 @@ class EngineFrame:
 
     ``bytes_in.ready`` is 1 when no document end is in flight (accepted, not yet captured), or
     exactly one is and the readout is free (``busy`` is 0: so that end will be captured when it
-    reaches the clusters), and ``hold`` is 0. ``busy`` comes from registers only: the readout's
-    busy one cycle late, or a load of the readout this cycle or the last; it is never 0 while
-    the readout is busy. Hence at most two document ends are in flight and at most one
+    reaches the clusters), and ``hold`` is 0. ``busy`` is a register: the readout's busy one
+    cycle late, or a load of the readout this cycle or the last; it is never 0 while the
+    readout is busy. Hence at most two document ends are in flight and at most one
     waits (``waiting``) for a busy readout: none can merge with another.
     ``drained``: every accepted document end has reached the clusters (a configuration may
     change between documents).
@@ -150,16 +150,12 @@ class EngineFrame:
         self.hold = Signal()               # input: stop accepting bytes
         self.drained = Signal()
         self.capturing = Signal()          # the readout loads the clusters' flags this cycle
-        self.busy = Signal()               # the readout is (or may be) busy or about to be
-        # From registers only, so that the readout's own logic is not in the input's paths:
-        # the readout's busy one cycle late, and a load this cycle or the last one (a readout
-        # busy now was busy a cycle ago or has just been loaded).
-        busy_late = Signal()
-        capturing_late = Signal()
-        m.d.sync += [busy_late.eq(self.readout.busy), capturing_late.eq(self.capturing)]
+        # The readout is (or may be) busy or about to be: a register (see :meth:`connect`), so
+        # that neither the readout's logic nor the capture decision is in the input's paths or
+        # in the clusters' own capture decisions.
+        self.busy = Signal()
         room = Signal() if bytes_per_cycle > 1 else None   # W > 1: room for another beat
         m.d.comb += [
-            self.busy.eq(busy_late | capturing_late | self.capturing),
             bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
                                             ((self.pending == 1) & ~self.busy)) & room)
             if bytes_per_cycle > 1 else
@@ -225,7 +221,11 @@ class EngineFrame:
             m.d.comb += core.clear.eq(own)
             loads.append(own)
         m.d.comb += readout.load.eq(Cat(*loads))
+        # busy = the readout's busy a cycle ago, or a load this cycle or the last one (a
+        # readout busy now was busy a cycle ago or has just been loaded): ``capture`` is this
+        # cycle's decision, the next cycle's load
         m.d.sync += [self.capturing.eq(capture),
+                     busy.eq(readout.busy | self.capturing | capture),
                      waiting.eq((doc_end | waiting) & busy)]
         with m.If(capture):
             m.d.sync += captured_errors.eq(Mux(doc_end, errors, held_errors))
