@@ -284,3 +284,42 @@ def test_rtl_equals_model_on_twigs():
     spec = HardwareSpec(clusters=2, columns=20, max_tag_len=4, max_depth=5, max_name=8,
                         tags=4, slots=4)
     assert check_rtl(spec, placed, TWIG_DOCS, seed=9) == len(TWIG_DOCS)
+
+
+@pytest.mark.regress
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(path_combinations(text_chain_path()), min_size=1, max_size=5),
+       docs=st.lists(text_element().filter(lambda d: "e1" not in d and "&" not in d),
+                     min_size=1, max_size=6), seed=st.integers(0, 1000))
+def test_regress_generated_combinations_on_verilator(texts, docs, seed, build_dir):
+    """Hypothesis profiles (combinations of attribute/text() paths) and documents (none with a
+    value the hardware flags as undecided) in Verilator: the hardware is built once, every
+    example loads its own profiles. Every cycle = the model, every decoded answer = the
+    reference (profiles that do not fit are skipped by configure)."""
+    spec = HardwareSpec(clusters=2, columns=32, max_tag_len=4, max_depth=4, max_name=8, tags=4,
+                        slots=48)
+    assume(configure(queries_of(*texts), spec).answers)
+    streamed = [Document(f"doc{i}.xml", d) for i, d in
+                enumerate(DOCUMENTS + [d.encode() for d in docs])]
+    summary = run_regression(RegressionConfig(
+        queries=texts, documents=streamed, mode="programmable", hardware=spec, seed=seed,
+        p_valid=0.85, p_ready=0.6, build_dir=build_dir), write_replay=False)
+    assert summary.ok, summary.format()
+
+
+@pytest.mark.regress
+def test_regress_nitf_combinations_on_verilator(build_dir, tmp_path):
+    """120 combinations of the shared predicate set's paths (test_combinations' forms) over the
+    100 shared NITF documents on 8 x 256 programmable columns with 255 slots: Verilator = model
+    every cycle, decoded answers = the reference."""
+    from xpfilt.paths import shared_data
+    from .test_combinations import nitf_combinations
+    spec = HardwareSpec(clusters=8, columns=256, max_tag_len=24, max_depth=16, tags=127,
+                        slots=255)
+    summary = run_regression(RegressionConfig(
+        queries=nitf_combinations(120, 14), documents=[shared_data() / "nitf" / "docs"],
+        mode="programmable", hardware=spec, build_dir=build_dir, seed=1,
+        replay_dir=tmp_path / "replays"))
+    print(summary.format())
+    assert summary.ok, summary.format()
+    assert summary.queries == 120 and summary.matches > 1000
