@@ -307,6 +307,17 @@ def test_regress_generated_combinations_on_verilator(texts, docs, seed, build_di
     assert summary.ok, summary.format()
 
 
+def test_model_answers_nitf_combinations_as_expected():
+    """120 combinations of the shared predicate set's paths on the model against the
+    reference, over the 100 shared NITF documents."""
+    from xpfilt.paths import shared_data
+    from .test_combinations import nitf_combinations
+    spec = HardwareSpec(clusters=8, columns=256, max_tag_len=24, max_depth=16, tags=127,
+                        slots=255)
+    docs = [p.read_bytes() for p in sorted((shared_data() / "nitf" / "docs").glob("*.xml"))]
+    assert check_model(nitf_combinations(120, 14), docs, spec) == len(docs)
+
+
 @pytest.mark.regress
 def test_regress_nitf_combinations_on_verilator(build_dir, tmp_path):
     """120 combinations of the shared predicate set's paths (test_combinations' forms) over the
