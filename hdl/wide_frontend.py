@@ -735,8 +735,9 @@ class WideFrontEnd(wiring.Component):
         m.d.comb += take.eq((occupied != 0) & ~after_end)
         new_tail = Signal(range(2 * W))
         m.d.comb += new_tail.eq(tail_bank + added)
+        next_occupied = occupied + added - take
         m.d.sync += [tail_bank.eq(new_tail[:len(tail_bank)] if W > 1 else 0),
-                     occupied.eq(occupied + added - take),
+                     occupied.eq(next_occupied),
                      after_end.eq(take & head_entry.last)]
         with m.If(new_tail >= W):
             m.d.sync += tail_row.eq(Mux(tail_row == rows - 1, 0, tail_row + 1))
@@ -744,9 +745,16 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += head_bank.eq(head_bank + 1)
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
-        flight = (self.bytes_in.valid + sum(valids) + s_valid + o_valid + n_valid + n2_valid
-                  + l_valid + l2_valid + l3_valid + m2_valid + p2_valid + 1)
-        m.d.comb += self.room.eq(occupied + W * flight <= Q)
+        # room: occupied + W (the beats in D1..P2 + the one on bytes_in + 1) <= Q, from two
+        # flags registered a cycle ahead (without and with the beat on bytes_in), so that no
+        # sum over the stages' valid bits lies on the way to ``ready``
+        in_flight = Signal(range(len(valids) + 10), name="in_flight")   # beats in D1..P2
+        next_flight = in_flight + self.bytes_in.valid - p2_valid
+        room_idle, room_busy = Signal(init=1), Signal(init=1)
+        m.d.sync += [in_flight.eq(next_flight),
+                     room_idle.eq(next_occupied + W * next_flight <= Q - W),
+                     room_busy.eq(next_occupied + W * next_flight <= Q - 2 * W)]
+        m.d.comb += self.room.eq(Mux(self.bytes_in.valid, room_busy, room_idle))
 
         # === stage E: the global stack row of the level before the event ===
         e = Signal(entry_layout)
