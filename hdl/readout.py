@@ -100,9 +100,11 @@ class Readout(wiring.Component):
         head = Signal(entry)
         second = Signal(entry)
         level = Signal(range(3))
+        room = Signal(init=1)     # level != 2, a register (as the sparse readout's)
         push = Signal()
         pop = Signal()
         new = Signal(entry)
+        m.d.sync += room.eq(level + push - pop != 2)
 
         m.d.comb += [
             self.busy.eq(nonzero | (level != 0)),
@@ -112,7 +114,7 @@ class Readout(wiring.Component):
             self.out.payload.last.eq(head.last),
             self.out.payload.doc.eq(doc),
             self.out.payload.errors.eq(errors),
-            push.eq(nonzero & (level != 2)),
+            push.eq(nonzero & room),
             pop.eq(self.out.valid & self.out.ready),
             new.first.eq(count == self.width),
             new.last.eq(count == 1),
@@ -143,15 +145,16 @@ class Readout(wiring.Component):
             m.d.sync += cur.eq(cur[1:])
         if n > 1:
             pos = Signal(range(_CHUNK))          # bits of ``cur``'s chunk pushed so far
+            at_end = Signal()                    # pos == _CHUNK - 1, a register
             wave = Signal(n - 1)                 # wave[k]: chunk k + 1 moves down this cycle
             turn = Signal()
-            m.d.comb += turn.eq(push & (pos == _CHUNK - 1))
+            m.d.comb += turn.eq(push & at_end)
             with m.If(self.capture):
-                m.d.sync += [pos.eq(0), wave.eq(0)]
+                m.d.sync += [pos.eq(0), at_end.eq(0), wave.eq(0)]
             with m.Else():
                 m.d.sync += wave.eq(Cat(turn, wave[:-1]))
                 with m.If(push):
-                    m.d.sync += pos.eq(pos + 1)
+                    m.d.sync += [pos.eq(pos + 1), at_end.eq(pos == _CHUNK - 2)]
                 with m.If(turn):
                     m.d.sync += cur.eq(chunks[1])
             for k in range(1, n):
