@@ -63,14 +63,14 @@ def xilinx(verilog: str, top: str, label: str) -> dict:
 
 
 def earlier_rows(digest: str, planned: set) -> list[dict]:
-    """The saved rows this run does not measure again (``planned``: its (part, W, queries) on RTL
-    ``digest``; each row carries its digest): a run adds to them."""
+    """The saved rows this run does not measure again (``planned``: its (part, W, queries,
+    router) on RTL ``digest``; each row carries its digest and router): a run adds to them."""
     path = Path(__file__).parent / "results" / "wide_fmax.json"
     if not path.exists():
         return []
     return [row for row in json.loads(path.read_text())["rows"]
             if row.get("rtl_digest") != digest
-            or (row["part"], row["W"], row["queries"]) not in planned]
+            or (row["part"], row["W"], row["queries"], row.get("router")) not in planned]
 
 
 def save(rows: list[dict], started: float) -> None:
@@ -123,8 +123,9 @@ def main() -> None:
     front_ends = [int(w) for w in args.front_ends.split(",") if w]
     widths = [int(w) for w in args.widths.split(",") if w]
     parts = [("front end", True)] + ([("front end (no tags)", False)] if args.no_tags else [])
-    rows = earlier_rows(digest, {(part, w, n) for part, _ in parts for w in front_ends}
-                        | {(engine_part, w, n) for w in widths})
+    router = "placed only" if args.no_route else args.router if args.fmax else None
+    rows = earlier_rows(digest, {(part, w, n, None) for part, _ in parts for w in front_ends}
+                        | {(engine_part, w, n, router) for w in widths})
     for part, tags in parts:
         base = None
         for width in front_ends:
