@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 from amaranth.lib import data
 
 from xpfilt.hdl.programmable import ConfigBit, ConfigStatus
-from xpfilt.model.engine import answer_holds
+from xpfilt.model.engine import answers_in
 from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.programmable import HardwareSpec
 
@@ -128,7 +128,7 @@ def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expe
     """Score documents whose readout bits mean different queries: ``answer_maps[i]`` holds
     (where, query number) pairs for document ``i`` (the configuration active when it streamed;
     where: a readout bit or a combination's expression, decoded by
-    :func:`xpfilt.model.engine.answer_holds` as every host does), or is None when no
+    :func:`xpfilt.model.engine.answers_in` as every host does), or is None when no
     configuration was loaded (then every readout bit must be 0, and the bits set are reported
     as numbers). Columns that are no query's answer also raise their match flag; the decoding
     reads only the answers' bits. The framing, sequence numbers and error flags are checked by
@@ -138,7 +138,7 @@ def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expe
         pairs = answer_maps[i] if i < len(answer_maps) else None
         if pairs is None:
             return tuple(j for j in range(width) if bits >> j & 1)
-        return tuple(sorted(n for where, n in pairs if answer_holds(where, bits)))
+        return answers_in(pairs, bits)
 
     order = SimpleNamespace(query_numbers=list(range(width)))
     results, mismatches = score_documents(order, names, expected, beats, decode=decode)

@@ -129,8 +129,8 @@ def main(argv=None) -> int:
 def _matched(readout, numbers_by_bit) -> tuple[int, ...]:
     """The query numbers, in order, whose readout bit is set (``numbers_by_bit``: (readout
     bit, query number) pairs, a plan's or a configuration's readout map)."""
-    from .model.engine import answer_holds
-    return tuple(sorted(n for where, n in numbers_by_bit if answer_holds(where, readout.bits)))
+    from .model.engine import answers_in
+    return answers_in(numbers_by_bit, readout.bits)
 
 
 def _custom_hardware(queries, docs, expected, out: Path) -> bool:

@@ -28,7 +28,7 @@ from .readout import make_readout_model
 from .stacks import ClusterStacks
 
 __all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
-           "run_documents", "readout_positions", "answer_holds", "answer_positions",
+           "run_documents", "readout_positions", "answer_holds", "answers_in", "answer_positions",
            "document_beats"]
 
 
@@ -229,13 +229,19 @@ def answer_holds(where, bits: int) -> bool:
     return bool(bits >> where & 1) if isinstance(where, int) else guard_holds(where, bits)
 
 
+def answers_in(pairs: Sequence[tuple], bits: int) -> tuple[int, ...]:
+    """The numbers, in order, of the ``(where, number)`` pairs whose answer holds in a
+    document's readout ``bits`` (:func:`answer_holds`)."""
+    return tuple(sorted(n for where, n in pairs if answer_holds(where, bits)))
+
+
 def answer_positions(name: str, readout: DocumentReadout, bits: Sequence[tuple]
                      ) -> frozenset[int]:
     """The query positions whose answer holds in the readout (``bits`` from
     :func:`readout_positions`); a flagged document raises :class:`EngineError`."""
     if readout.errors:
         raise EngineError(name, readout.errors)
-    return frozenset(p for where, p in bits if answer_holds(where, readout.bits))
+    return frozenset(answers_in(bits, readout.bits))
 
 
 def filter_with_model(model: FrameModel, document: Union[Document, bytes],
