@@ -563,7 +563,7 @@ class ProgrammableCluster(wiring.Component):
         m.d.comb += [diagonal.eq(hit & (source | below) & passing),
                      new.eq(diagonal | (descendant & ~closes & parent))]
         level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1,
-                    early_addr=self.next_addr, transparent=True)
+                    early_addr=self.next_addr, transparent=True, row_register=True)
         holds = _closing(m, spec, ev, parent, passing, closes, below, descendant)
         match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
                     | Mux(ev.pop, holds & anchor, 0), self.matches, gated=False)

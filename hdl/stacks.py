@@ -379,7 +379,7 @@ def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> N
 
 def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
                 rows: int = None, read_addr=None, early_addr=None,
-                transparent: bool = False) -> None:
+                transparent: bool = False, row_register: bool = False) -> None:
     """The stack memory of a custom cluster, one row per level: ``parent`` shows row
     ``ev.level - 1`` (asynchronous read; on a push, the row of the new element's parent), and
     a push to level ``L`` writes ``new`` to row ``L`` unless ``L`` is ``max_depth`` (no push
@@ -392,21 +392,42 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     address's fan-out in the cycle before). Exact because no push writes in the cycle before
     another push (the front end's pushes are at least three bytes apart). ``transparent``:
     the synchronous read returns a row written in the same cycle (a pop reading its own row
-    right after the push of ``<a/>``)."""
+    right after the push of ``<a/>``). ``row_register`` (with ``transparent``): the same rows
+    every cycle from an asynchronous read into a register of ``parent``'s own, the row
+    written in the same cycle chosen explicitly, see :func:`_row_register`."""
     rows = max_depth if rows is None else rows
     mem = Memory(shape=len(new), depth=rows, init=[])
     m.submodules.stack = mem
     write = mem.write_port()
+    m.d.comb += [write.addr.eq(ev.level), write.data.eq(new),
+                 write.en.eq(ev.push & (ev.level != max_depth) if rows == max_depth
+                             else ev.push)]
+    if row_register:
+        assert transparent and early_addr is not None
+        _row_register(m, mem, write, parent, new, early_addr)
+        return
     read = mem.read_port(domain="comb" if early_addr is None else "sync",
                          transparent_for=(write,) if transparent else ())
     m.d.comb += [
         read.addr.eq(early_addr if early_addr is not None else
                      ev.addr if read_addr is None else read_addr),
         parent.eq(read.data),
-        write.addr.eq(ev.level),
-        write.data.eq(new),
-        write.en.eq(ev.push & (ev.level != max_depth) if rows == max_depth else ev.push),
     ]
+
+
+def _row_register(m: Module, mem, write, parent: Signal, new: Signal, early_addr) -> None:
+    """A transparent synchronous read of ``mem`` at ``early_addr`` into ``parent``, built as an
+    asynchronous read into a register: ``parent`` takes ``new`` when this cycle's write goes to
+    that row, else the row read. Yosys maps a transparent synchronous read on LUT-RAM to an
+    address register instead (a read-after-write from the registered address), which puts the
+    address's fan-out to every RAM cell, the read and the new row's logic back into the RAM's
+    write data in one cycle (the programmable engine with slots: 82.8 MHz, critical path
+    ``next_addr`` -> stack LUT-RAM); here that cycle ends at ``parent``'s register."""
+    read = mem.read_port(domain="comb")
+    written = Signal()        # this cycle's push writes the row the next event reads
+    m.d.comb += [read.addr.eq(early_addr),
+                 written.eq(write.en & (write.addr == early_addr))]
+    m.d.sync += parent.eq(Mux(written, new, read.data))
 
 
 

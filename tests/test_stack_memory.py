@@ -25,3 +25,57 @@ def test_a_stack_bank_keeps_no_row_register():
     assert len(cluster.columns) >= 4
     dut = StackBank(cluster, n_tags=len(plan.tags), max_depth=16)
     assert flip_flop_bits(dut) == len(cluster.queries)
+
+
+def test_the_row_register_reads_as_the_transparent_synchronous_read():
+    """``level_stack(..., row_register=True)`` (the programmable engine with slots) shows the
+    rows a transparent synchronous read shows, every cycle, on any writes and read addresses
+    (a pop's read of the row its push wrote in the cycle before included)."""
+    import random
+
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import data, wiring
+    from amaranth.lib.wiring import In, Out
+    from amaranth.sim import Simulator
+
+    from xpfilt.hdl.stacks import level_stack
+
+    depth, width = 3, 5
+    event = data.StructLayout({"push": 1, "level": range(depth + 1)})
+
+    class Both(wiring.Component):
+        ev: In(event)
+        early: In(range(depth + 1))
+        new: In(width)
+        synchronous: Out(width)
+        registered: Out(width)
+
+        def elaborate(self, platform):
+            m = Module()
+            for name, port in (("a", self.synchronous), ("b", self.registered)):
+                m.submodules[name] = inner = Module()
+                level_stack(inner, self.ev, port, self.new, depth, rows=depth + 1,
+                            early_addr=self.early, transparent=True,
+                            row_register=name == "b")
+            return m
+
+    dut = Both()
+    rng = random.Random(5)
+    seen = {"written_then_read": 0}
+
+    async def bench(ctx):
+        for _ in range(600):
+            push, level, early = rng.random() < 0.5, rng.randrange(depth + 1), rng.randrange(
+                depth + 1)
+            ctx.set(dut.ev, {"push": push, "level": level})
+            ctx.set(dut.early, early)
+            ctx.set(dut.new, rng.randrange(1 << width))
+            await ctx.tick()
+            assert ctx.get(dut.registered) == ctx.get(dut.synchronous)
+            seen["written_then_read"] += push and level == early
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen["written_then_read"] > 50
