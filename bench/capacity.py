@@ -50,6 +50,8 @@ prefixes share nodes and columns: 4,463 columns instead of 10,910 at 12,000 quer
 Usage: python bench/capacity.py [--budget S] [--work DIR] [--only icebreaker|ulx3s-85f]
        [--point ulx3s-85f-custom-d8 --sizes 12000,16000] [--readout serial|sparse]
        [--clock-mhz 100]   (ECP5: the engine from the PLL, timed at 100 MHz; the rows say so)
+       [--router router1|router2]   (nextpnr's router; default :data:`NEXTPNR`'s; the rows and
+       the cached builds' names say which)
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ POINTS = [
 #: nextpnr options per board: router2 routes the large ECP5 designs ~3x faster than the
 #: default router1 (2,000 queries: 50 s instead of 172 s) at a lower Fmax (62 vs 84 MHz).
 NEXTPNR = {"icebreaker": (), "ulx3s-85f": ("--router", "router2")}
+#: nextpnr's own default router.
+DEFAULT_ROUTER = "router1"
 #: Programmable engines: columns per cluster on each board (one cluster on the iCE40).
 CLUSTER_COLUMNS = {"icebreaker": None, "ulx3s-85f": 128}
 PROG = dict(max_tag_len=16, max_depth=16)
@@ -161,6 +165,21 @@ def spec_for(board: str, columns: int) -> HardwareSpec:
 READOUT = ["serial"]     # the readout of the custom designs (--readout)
 #: The engine clock asked for (--clock-mhz), Hz; None: the board's oscillator.
 ENGINE_CLOCK = [None]
+#: The router asked for (--router); None: the board's in :data:`NEXTPNR`.
+ROUTER = [None]
+
+
+def router_for(board: str) -> str:
+    """The nextpnr router of ``board``'s builds in this run."""
+    return ROUTER[0] or router_for_default(board)
+
+
+def nextpnr_args(board: str) -> tuple:
+    """:data:`NEXTPNR`'s options for ``board`` with the router of this run."""
+    args = list(NEXTPNR[board])
+    if "--router" in args:
+        del args[args.index("--router"):args.index("--router") + 2]
+    return (*args, "--router", router_for(board))
 
 
 def design_for(board: str, kind: str, depth, size: int):
@@ -173,7 +192,15 @@ def design_for(board: str, kind: str, depth, size: int):
 def point_name(board: str, kind: str, depth) -> str:
     sparse = "-sparse" if kind == "custom" and READOUT[0] == "sparse" else ""
     clock = f"-c{ENGINE_CLOCK[0] / 1e6:g}" if ENGINE_CLOCK[0] else ""
-    return f"{board}-{kind}-d{depth or 'x'}{sparse}{clock}"
+    router = f"-{ROUTER[0]}" if ROUTER[0] and ROUTER[0] != router_for_default(board) else ""
+    return f"{board}-{kind}-d{depth or 'x'}{sparse}{clock}{router}"
+
+
+def router_for_default(board: str) -> str:
+    """The router :data:`NEXTPNR` gives ``board`` (builds with it carry no router in their
+    names, as before --router)."""
+    args = NEXTPNR[board]
+    return args[args.index("--router") + 1] if "--router" in args else DEFAULT_ROUTER
 
 
 def engine_clock_mhz(board: str) -> float:
@@ -205,7 +232,7 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         row.update(queries=design.queries, units=design.units, width=design.width)
         result = build_board(design, BuildConfig(board, out, synthesize_only=not pnr,
                                                  timeout=timeout,
-                                                 nextpnr_args=NEXTPNR[board],
+                                                 nextpnr_args=nextpnr_args(board),
                                                  clock_hz=ENGINE_CLOCK[0]), log=log)
         report = json.loads(result.to_json())
     except ToolError as exc:
@@ -350,6 +377,9 @@ def main() -> None:
                              "(ECP5) and constrain place and route at it (default: the "
                              "board's oscillator, 25 MHz on the ULX3S: nextpnr then stops "
                              "improving paths once they meet 25 MHz).")
+    parser.add_argument("--router", choices=["router1", "router2"], default=None,
+                        help="nextpnr's router (default: router2 on the ULX3S, nextpnr's "
+                             "router1 on the iCEBreaker); the rows say which.")
     parser.add_argument("--rtl-digest", default=None,
                         help="With --cached-only: report the cached builds of this RTL digest "
                              "(the sources may have changed since they were built).")
@@ -357,6 +387,7 @@ def main() -> None:
     READOUT[0] = args.readout
     os.environ.setdefault("AMARANTH_verbose", "1")     # nextpnr's log with its estimates
     ENGINE_CLOCK[0] = args.clock_mhz * 1e6 if args.clock_mhz else None
+    ROUTER[0] = args.router
     if args.rtl_digest:
         if not args.cached_only:
             parser.error("--rtl-digest needs --cached-only")
@@ -392,6 +423,7 @@ def main() -> None:
                "rtl_digest": rtl_digest(),
                "clock_mhz": engine_clock_mhz(board),
                "clock_source": "PLL" if ENGINE_CLOCK[0] else "oscillator",
+               "router": router_for(board),
                "probes": f"{small['size']} (P&R), "
                f"{large['size']} (synth)"}
         if small.get("error") or large.get("error") or not small.get("cells"):
@@ -472,7 +504,8 @@ def main() -> None:
         saved = json.loads((RESULTS / "capacity.json").read_text())["rows"] \
             if (RESULTS / "capacity.json").exists() else []
         key = lambda r: (r["board"], r["kind"], r.get("depth"), r.get("readout", "serial"),
-                         r.get("clock_source", "oscillator"), r["clock_mhz"])
+                         r.get("clock_source", "oscillator"), r["clock_mhz"],
+                         r.get("router") or router_for_default(r["board"]))
         fresh = {key(r) for r in rows}
         rows = [r for r in saved if key(r) not in fresh] + rows
         order = {(b, k, d): i for i, (b, k, d, _) in enumerate(POINTS)}
@@ -483,7 +516,8 @@ def main() -> None:
                ("queries_d8", "d8 queries held"), ("status", "status"),
                ("predicted", "predicted"), ("cells", "logic cells"),
                ("cell_share", "of device"), ("fmax_mhz", "Fmax MHz"),
-               ("clock_mhz", "clock MHz (constraint)"), ("clock_source", "clock from"), ("bytes_per_cycle", "bytes/cycle"),
+               ("clock_mhz", "clock MHz (constraint)"), ("clock_source", "clock from"),
+               ("router", "router"), ("bytes_per_cycle", "bytes/cycle"),
                ("mb_s_board_clock", "engine MB/s @board clock"),
                ("mb_s_fmax", "engine MB/s @Fmax"),
                ("uart_115200_mb_s", "UART MB/s @115200"),
@@ -494,7 +528,8 @@ def main() -> None:
                ("pnr_seconds", "nextpnr s"), ("placement_estimate_mhz", "post-placement MHz"), ("rtl_digest", "RTL digest"),
                ("error", "error")]
     notes = (f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
-             "(ECP5: --router router2, faster on large designs, lower Fmax than router1); "
+             "(ECP5: router2 unless the router column says router1: router2 is faster on large "
+             "designs, at a lower Fmax); "
              f"prediction at {FILL:.0%} of the logic cells from two probe sizes, confirmed by "
              "place and route (iCE40: from the prediction, then up 8 % until one fails; ECP5: from "
              "the size for 50 % of the device, 12 % down on failure; or the sizes asked for "
