@@ -18,11 +18,12 @@ from operator import or_
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.hwdefs import EVENT_FANOUT, index_width
 from xpfilt.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
-                            sparse_levels, sparse_spread)
+                            sparse_levels, sparse_queue_depth, sparse_spread)
 
 from .cluster import copy_register, distribute
 from .frontend import ErrorFlags
@@ -297,11 +298,8 @@ class SparseReadout(wiring.Component):
         id_width = index_width(width)
         count_width = width.bit_length()
 
-        doc = Signal(DOC_WIDTH)
-        started = Signal()
         errors = Signal(ErrorFlags)
         active = Signal()
-        count = Signal(count_width)
 
         # level 0: the shadow (captured flags, zero-padded), in chunks; levels above: summaries
         shadow = Signal(sizes[0] * f)      # bits beyond ``width`` stay 0
@@ -322,21 +320,32 @@ class SparseReadout(wiring.Component):
         load = p[R - 2] if R > 1 else captured
         root = masks[R - 1][0]
 
-        # the output queue (as the serial readout's): header, last, id, count
-        entry = data.StructLayout({"header": 1, "last": 1, "id": id_width, "count": count_width})
-        head = Signal(entry)
-        second = Signal(entry)
-        level = Signal(range(3))
-        room = Signal(init=1)     # level != 2, a register: the leaves' iterator's enables
-        push = Signal()           # (~40 loads) do not wait for a decode of ``level``
-        pop = Signal()
-        new = Signal(entry)
-        m.d.comb += pop.eq((level != 0) & self.out.ready)
-        m.d.sync += room.eq(level + push - pop != 2)
-
         # the iterators, root first
         def pre_width(i):
             return max(1, dbits * (R - 1 - i))
+
+        # the output queue (block RAM): words of a header or a whole leaf, written by the root's
+        # load and the leaves' iterator, read a word ahead into the read port's register
+        # (a leaf's lowest flag and whether it is single travel with it, from the iterator's
+        # registers, so that the read side takes a word without logic after the block RAM)
+        word = data.StructLayout({"header": 1, "fin": 1, "mask": f, "low": f, "cl": 1,
+                                  "index": pre_width(0), "errors": ErrorFlags})
+        depth = sparse_queue_depth(width)
+        m.submodules.out_queue = queue_mem = Memory(shape=word, depth=depth, init=[])
+        write, read = queue_mem.write_port(), queue_mem.read_port()
+        push = Signal()
+        new = Signal(word)
+        wp = Signal(range(depth))
+        rp = Signal(range(depth))
+        level = Signal(range(depth + 1))    # words written and not yet read
+        room = Signal(init=1)     # level != depth, a register: the leaves' iterator's enables
+        filled = Signal()         # level != 0, a register
+        reading = Signal()
+        m.d.comb += [write.en.eq(push), write.addr.eq(wp), write.data.eq(new),
+                     read.en.eq(reading), read.addr.eq(rp)]
+        after = level + push - reading
+        m.d.sync += [wp.eq(wp + push), rp.eq(rp + reading), level.eq(after),
+                     room.eq(after != depth), filled.eq(after != 0)]
 
         its = []
         for i in range(R):
@@ -361,6 +370,8 @@ class SparseReadout(wiring.Component):
         for i, it in enumerate(its):
             ok = room if i == 0 else (credits[i] != 0)
             m.d.comb += it["adv"].eq(it["cv"] & ok)
+            # the leaves' iterator emits its whole node, the others their lowest child
+            done = it["adv"] if i == 0 else it["adv"] & it["cl"]
             rest = it["cur"] & ~it["low"]
             with m.If(it["adv"]):
                 m.d.sync += [it["cur"].eq(rest), it["low"].eq(_lowest(rest)),
@@ -370,13 +381,13 @@ class SparseReadout(wiring.Component):
                     m.d.sync += [it["cur"].eq(root), it["low"].eq(_lowest(root)),
                                  it["cl"].eq(_single(root)), it["cv"].eq(root.any()),
                                  it["pre"].eq(0), it["fin"].eq(1)]
-                with m.Elif(it["adv"] & it["cl"]):
+                with m.Elif(done):
                     m.d.sync += it["cv"].eq(0)
             else:
                 queue = queues[i]
                 head_entry = Signal(queue_layout[i], name=f"head_{i}")
                 m.d.comb += head_entry.eq(queue.r_data)
-                with m.If(~it["cv"] | (it["adv"] & it["cl"])):
+                with m.If(~it["cv"] | done):
                     m.d.comb += queue.r_en.eq(1)
                     m.d.sync += it["cv"].eq(queue.r_rdy)
                     m.d.sync += [it[k].eq(head_entry[k]) for k in ("cur", "low", "cl", "pre", "fin")]
@@ -435,39 +446,71 @@ class SparseReadout(wiring.Component):
             m.d.sync += credits[i + 1].eq(credits[i + 1] - parent["adv"]
                                           + (queues[i].r_en & queues[i].r_rdy))
 
-        # the leaves' iterator and the header feed the output queue
+        # the root's load writes the header, the leaves' iterator a whole leaf; ``busy`` ends
+        # with the document's last word (the flags are free for the next capture), and lasts
+        # while the queue has no room (the next document's header must fit)
         leaf = its[0]
-        m.d.comb += push.eq(load | leaf["adv"])
+        m.d.comb += [push.eq(load | leaf["adv"]), new.errors.eq(errors)]
         with m.If(load):
-            m.d.comb += [new.header.eq(1), new.last.eq(~root.any())]
+            m.d.comb += [new.header.eq(1), new.fin.eq(~root.any())]
         with m.Else():
-            m.d.comb += [new.last.eq(leaf["fin"] & leaf["cl"]),
-                         new.id.eq(Cat(_encode(leaf["low"], dbits), leaf["pre"])[:id_width]),
-                         new.count.eq(count + 1)]
-        with m.If(leaf["adv"]):
-            m.d.sync += count.eq(count + 1)
-        _two_entry_queue(m, level, head, second, new, push, pop)
-        with m.If(pop & head.last):
-            m.d.sync += active.eq(0)
-
-        payload = self.out.payload
-        m.d.comb += [
-            self.out.valid.eq(level != 0),
-            payload.header.eq(head.header),
-            payload.last.eq(head.last),
-            payload.doc.eq(doc),
-            payload.errors.eq(errors),
-            payload.id.eq(head.id),
-            payload.count.eq(head.count),
-            self.busy.eq(active | captured),
-        ]
+            m.d.comb += [new.fin.eq(leaf["fin"]), new.mask.eq(leaf["cur"]),
+                         new.low.eq(leaf["low"]), new.cl.eq(leaf["cl"]),
+                         new.index.eq(leaf["pre"])]
         with m.If(self.capture):     # ``errors`` is valid with the capture only
             m.d.sync += errors.eq(self.errors)
         with m.If(captured):     # only when not busy: nothing above is active then
-            m.d.sync += [
-                active.eq(1),
-                doc.eq(doc + started),
-                started.eq(1),
-                count.eq(0),
-            ]
+            m.d.sync += active.eq(1)
+        with m.If(push & new.fin):   # (with one level, the load comes with ``captured``)
+            m.d.sync += active.eq(0)
+        m.d.comb += self.busy.eq(active | captured | ~room)
+
+        # the read side: ``ahead`` (the read port's register holds a word) feeds an iterator
+        # over the word's flags, one beat per transfer; it numbers the documents and keeps
+        # their errors and id count
+        ahead = Signal()
+        nxt = Signal(word)
+        m.d.comb += nxt.eq(read.data)
+        shown = Signal()
+        o = {"header": Signal(name="out_header"), "fin": Signal(name="out_fin"),
+             "mask": Signal(f, name="out_mask"), "low": Signal(f, name="out_low"),
+             "cl": Signal(name="out_cl"), "index": Signal(pre_width(0), name="out_index")}
+        doc = Signal(DOC_WIDTH)
+        started = Signal()
+        out_errors = Signal(ErrorFlags)
+        count = Signal(count_width)
+        pop = Signal()
+        take = Signal()
+        ends = o["header"] | o["cl"]          # the word's last beat
+        m.d.comb += [pop.eq(shown & self.out.ready),
+                     take.eq(ahead & (~shown | (pop & ends))),
+                     reading.eq(filled & (~ahead | take))]
+        m.d.sync += ahead.eq(reading | (ahead & ~take))
+        rest = o["mask"] & ~o["low"]
+        with m.If(take):
+            m.d.sync += [shown.eq(1), o["header"].eq(nxt.header), o["fin"].eq(nxt.fin),
+                         o["mask"].eq(nxt.mask), o["low"].eq(nxt.low), o["cl"].eq(nxt.cl),
+                         o["index"].eq(nxt.index)]
+            with m.If(nxt.header):
+                m.d.sync += [doc.eq(doc + started), started.eq(1), out_errors.eq(nxt.errors),
+                             count.eq(0)]
+            with m.Else():
+                m.d.sync += count.eq(count + 1)
+        with m.Elif(pop):
+            with m.If(ends):
+                m.d.sync += shown.eq(0)
+            with m.Else():
+                m.d.sync += [o["mask"].eq(rest), o["low"].eq(_lowest(rest)),
+                             o["cl"].eq(_single(rest)), count.eq(count + 1)]
+
+        payload = self.out.payload
+        m.d.comb += [
+            self.out.valid.eq(shown),
+            payload.header.eq(o["header"]),
+            payload.last.eq(o["fin"] & ends),
+            payload.doc.eq(doc),
+            payload.errors.eq(out_errors),
+            payload.id.eq(Cat(_encode(o["low"], dbits), o["index"])[:id_width]),
+            payload.count.eq(count),
+        ]
         return m

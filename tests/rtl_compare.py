@@ -38,12 +38,14 @@ def compare_readout_with_model(dut, model, documents: Sequence[int], *, seed: in
     """Drive a readout (serial or sparse) and its register model with the same inputs every
     cycle: capture ``documents`` (match flags) when the readout is free, with probability
     ``p_capture``, random ``out.ready``, random flags and errors on the cycles that do not
-    capture (they must be ignored), then ``idle`` quiet cycles (nothing more may come out).
-    Returns ``{"mismatch": first differing cycle or None, "beats": the RTL's accepted beats}``."""
+    capture (they must be ignored), then, once the model is free and holds no beat, ``idle``
+    quiet cycles (nothing more may come out). Returns ``{"mismatch": first differing cycle or
+    None, "beats": the RTL's accepted beats, "queue_filled": the model's output queue was ever
+    full}``."""
     rng = random.Random(seed)
     width = len(dut.flags)
     error_bits = len(dut.errors.as_value())
-    result = {"mismatch": None, "beats": []}
+    result = {"mismatch": None, "beats": [], "queue_filled": False}
 
     async def testbench(ctx):
         pending = list(documents)
@@ -59,14 +61,16 @@ def compare_readout_with_model(dut, model, documents: Sequence[int], *, seed: in
             ctx.set(dut.out.ready, out_ready)
             got = (bool(ctx.get(dut.busy)), shown_beat(ctx, dut.out))
             want = (model.busy, model.beat())
-            if got != want and result["mismatch"] is None:
+            if got != want:
                 result["mismatch"] = {"cycle": cycle, "rtl": got, "model": want}
+                return
             model.step(capture, flags, errors, out_ready)
             if got[1] is not None and out_ready:
                 result["beats"].append(got[1])
             if capture:
                 pending.pop(0)
-            quiet = quiet + 1 if not (pending or model.busy) else 0
+            result["queue_filled"] |= model.queue_full
+            quiet = quiet + 1 if not (pending or model.busy or model.holds_beats) else 0
             cycle += 1
             await ctx.tick()
 
@@ -79,7 +83,8 @@ def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: i
                               extra_cycles: int = 400, max_name: int = 32,
                               bytes_per_cycle: int = 1) -> dict:
     """Drive RTL and model with the same random valid/ready pattern (beats of
-    ``bytes_per_cycle`` bytes); return the first mismatch (None if none), the beats and the
+    ``bytes_per_cycle`` bytes) until ``extra_cycles`` cycles after the input and the readout
+    went quiet; return the first mismatch (None if none), the beats and the
     cycle count."""
     rng = random.Random(seed)
     dut = CustomEngine(plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle)
@@ -111,7 +116,7 @@ def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: i
             if beat is not None and out_ready:
                 result["beats"].append(beat)
             i += valid and ready
-            idle = idle + 1 if i >= len(stream) else 0
+            idle = idle + 1 if i >= len(stream) and beat is None else 0
             result["cycles"] += 1
             await ctx.tick()
 

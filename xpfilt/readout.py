@@ -7,8 +7,10 @@
   readout bit (its position ``id``), in increasing order; the last beat of a document has
   ``last`` set and its ``count`` is the number of ids of that document. The flags are scanned by
   a tree of :data:`SPARSE_FANIN`-way nodes (:func:`sparse_levels`): empty subtrees are skipped,
-  so a document takes one cycle per match plus :func:`sparse_latency` and the header, whatever
-  the number of queries (see :func:`readout_cycles`). The count travels on the last beat rather
+  and each non-empty leaf (:data:`SPARSE_FANIN` flags) goes whole into an output queue that sends
+  its ids one per cycle, so the flags are free for the next document after one cycle per
+  non-empty leaf plus :func:`sparse_latency` and the header, whatever the number of queries
+  (see :func:`readout_cycles`), and the ids follow one per cycle. The count travels on the last beat rather
   than the header: it is known only once the flags have been scanned (a header count would need
   a population count over all flags at capture, about one LUT per query).
 
@@ -22,13 +24,18 @@ import enum
 from typing import Iterable, NamedTuple, Optional, Union
 
 __all__ = ["ReadoutKind", "check_readout", "DOC_WIDTH", "SPARSE_FANIN", "sparse_levels",
-           "SPARSE_GROUPS_PER_COPY", "sparse_spread", "sparse_latency", "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
+           "SPARSE_GROUPS_PER_COPY", "SPARSE_SHOW_DELAY", "sparse_spread", "sparse_latency",
+           "sparse_queue_depth", "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
 
 #: Width of the wrapping document sequence number every readout carries.
 DOC_WIDTH = 16
 #: Fan-in of the sparse readout's tree: a leaf holds this many flags, every node above it this many
 #: children; each cycle's logic looks at one node's bits (a power of two).
 SPARSE_FANIN = 8
+
+#: Cycles from a word's write into the sparse readout's output queue (block RAM) to its first
+#: beat on the port (ready always 1): the write, the read, the read side's iterator.
+SPARSE_SHOW_DELAY = 3
 
 #: Groups of :data:`SPARSE_FANIN` masks that one copy of a fetch's select drives in the sparse
 #: readout's first fetch stage (each select bit then has ``SPARSE_FANIN`` loads per group).
@@ -159,13 +166,23 @@ def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
     return out
 
 
-def readout_cycles(kind: ReadoutKind, width: int, matches: int) -> int:
-    """Cycles one document's readout is busy after its capture (readout always ready): the
-    input streams at a byte per cycle whenever each document has more bytes than the previous
-    one's readout. Sparse: the root of the tree is known ``len(sparse_levels(width))`` cycles
-    after the capture, the header shows in the next one, then :func:`sparse_latency` idle
-    cycles and one cycle per id."""
+def sparse_queue_depth(width: int) -> int:
+    """Words in the sparse readout's output queue (a header or a leaf's :data:`SPARSE_FANIN`
+    flags each): a power of two that holds one document's header and every leaf."""
+    return 1 << sparse_levels(width)[0].bit_length()
+
+
+def readout_cycles(kind: ReadoutKind, width: int, flags: int) -> int:
+    """Cycles one document's readout is busy after the capture of ``flags`` (readout always
+    ready): the input streams at a byte per cycle whenever each document has more bytes than
+    the previous one's readout. Serial: one per readout bit. Sparse: the root of the tree is
+    known and the header enters the output queue ``len(sparse_levels(width))`` cycles after
+    the capture, then :func:`sparse_latency` idle cycles and one cycle per non-empty leaf (:data:`SPARSE_FANIN` flags), whatever its number of matches: the output
+    queue takes a leaf a cycle and sends its ids one per cycle while the next document's
+    flags are scanned (as long as it has room, :func:`sparse_queue_depth`)."""
     if kind is ReadoutKind.SERIAL:
         return width
     levels = len(sparse_levels(width))
-    return levels + 1 + (sparse_latency(width) + matches if matches else 0)
+    mask = (1 << SPARSE_FANIN) - 1
+    leaves = sum(1 for k in range(0, width, SPARSE_FANIN) if flags >> k & mask)
+    return levels + (sparse_latency(width) + leaves if leaves else 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional, Union
 
 from ..readout import (DOC_WIDTH, SPARSE_FANIN, Beat, ReadoutKind, SparseBeat,
-                       sparse_levels, sparse_spread)
+                       sparse_levels, sparse_queue_depth, sparse_spread)
 
 __all__ = ["SerialReadoutModel", "SparseReadoutModel", "make_readout_model"]
 
@@ -24,6 +24,14 @@ class SerialReadoutModel:
     @property
     def busy(self) -> bool:
         return bool(self.count or self.queue)
+
+    @property
+    def queue_full(self) -> bool:
+        return len(self.queue) == 2
+
+    @property
+    def holds_beats(self) -> bool:
+        return bool(self.queue)
 
     def beat(self) -> Optional[Beat]:
         if not self.queue:
@@ -63,7 +71,10 @@ class SparseReadoutModel:
     """Level ``i`` of the tree (0 = leaves, ``R - 1`` = root) has an iterator; below the root,
     a fetch pipeline of ``R - 1 - i + S`` stages (``S``: the level's :func:`sparse_spread`)
     from the parent's iterator into a queue of ``R + 1 - i + S`` entries (credits) that feeds
-    it; the leaf iterator feeds a 2-entry output queue. The root loads ``R`` cycles after a capture, together with the header."""
+    it. The root loads ``R`` cycles after a capture and writes the header into the output
+    queue (:func:`sparse_queue_depth` words); the leaves' iterator writes a whole leaf a
+    cycle. The read side (the queue's read register ``nxt``, then an iterator over the leaf's
+    flags) sends one beat per transfer and keeps the document number and errors."""
 
     def __init__(self, width: int):
         self.width = width
@@ -78,17 +89,36 @@ class SparseReadoutModel:
         self.pipes: list[list] = [[None] * (R - 1 - i + spread[i]) for i in range(R - 1)]
         self.credits = [0] + [R + 2 - i + spread[i - 1] for i in range(1, R)]  # queue i - 1 + pipe
         self.p = [0] * R                  # the capture, 1..R cycles ago
-        self.outq: list[SparseBeat] = []  # at most 2 (doc and errors from the registers)
-        self.active = self.doc = self.started = self.errors = self.count = 0
+        self.active = self.errors = 0
+        # the output queue: words (header, fin, mask, index, errors) written, not yet read
+        self.depth = sparse_queue_depth(width)
+        self.mem: list[tuple[int, int, int, int, int]] = []
+        self.nxt: Optional[tuple[int, int, int, int, int]] = None   # the read register
+        # the read side's iterator: the word it sends (flags not yet sent), doc, count
+        self.out: Optional[list[int]] = None   # [header, fin, mask, index]
+        self.doc = self.started = self.out_errors = self.count = 0
 
     @property
     def busy(self) -> bool:
-        return bool(self.active)
+        return bool(self.active) or self.queue_full
+
+    @property
+    def queue_full(self) -> bool:
+        return len(self.mem) == self.depth
+
+    @property
+    def holds_beats(self) -> bool:
+        return bool(self.mem) or self.nxt is not None or self.out is not None
 
     def beat(self) -> Optional[SparseBeat]:
-        if not self.outq:
+        if self.out is None:
             return None
-        return self.outq[0]._replace(doc=self.doc, errors=self.errors)
+        header, fin, mask, index = self.out
+        if header:
+            return SparseBeat(1, fin, self.doc, self.out_errors, 0, 0)
+        low = mask & -mask
+        return SparseBeat(0, int(fin and mask == low), self.doc, self.out_errors,
+                          (index << self.shift) | (low.bit_length() - 1), self.count)
 
     def _load_masks(self, flags: int) -> None:
         f, shift = self.fanin, self.shift
@@ -104,25 +134,54 @@ class SparseReadoutModel:
             self.masks[n] = level
 
     def step(self, capture: bool, flags: int, errors: int, out_ready: bool) -> None:
+        room = not self.queue_full        # a register: the queue's level before this cycle
+        self._send(out_ready)             # reads the words written before this cycle
         if self.active:                   # (a capture comes only when not busy)
-            self._advance(out_ready)
+            self._advance(room)
             self.p.pop()
             self.p.insert(0, 0)
         elif capture:                     # p is all 0 while not busy
             self._load_masks(flags)
             self.errors = errors
-            self.doc = (self.doc + self.started) & _DOC_MASK
-            self.started = self.active = 1
-            self.count = 0
+            self.active = 1
             self.p[0] = 1
 
-    def _advance(self, out_ready: bool) -> None:
+    def _send(self, out_ready: bool) -> None:
+        """The read side: the beat shown moves on ``out_ready``; the iterator takes the read
+        register's word when it is free or sends its word's last beat; the queue is read when
+        the read register is free or taken."""
+        out, nxt = self.out, self.nxt
+        pop = out is not None and out_ready
+        done = out is not None and (out[0] or _single(out[2]))
+        take = nxt is not None and (out is None or (pop and done))
+        read = bool(self.mem) and (nxt is None or take)
+        if take:
+            header, fin, mask, index, errors = nxt
+            self.out = [header, fin, mask, index]
+            if header:
+                self.doc = (self.doc + self.started) & _DOC_MASK
+                self.started = 1
+                self.out_errors = errors
+                self.count = 0
+            else:
+                self.count += 1
+        elif pop:
+            if done:
+                self.out = None
+            else:
+                out[2] &= out[2] - 1
+                self.count += 1
+        if read:
+            self.nxt = self.mem.pop(0)
+        elif take:
+            self.nxt = None
+
+    def _advance(self, room: bool) -> None:
         R, shift, its, queues = self.R, self.shift, self.its, self.queues
-        outq = self.outq
-        room = len(outq) != 2
         load = self.p[R - 1]
         adv = [it.cv and (room if i == 0 else self.credits[i] != 0) for i, it in enumerate(its)]
-        # what each level emits (before any register changes)
+        # the leaves' iterator emits its whole node, the others one child per cycle
+        whole = [i == 0 or it.cur & (it.cur - 1) == 0 for i, it in enumerate(its)]
         emits = []
         for i, it in enumerate(its):
             if adv[i]:
@@ -134,32 +193,31 @@ class SparseReadoutModel:
         r_en = [False] * R
         for i in range(R - 1):
             it = its[i]
-            reload = not it.cv or (adv[i] and it.cur & (it.cur - 1) == 0)
+            reload = not it.cv or (adv[i] and whole[i])
             r_en[i] = reload and bool(queues[i])
         # the output queue
-        if outq and out_ready:
-            if outq.pop(0).last:
-                self.active = 0
         if load:
             root = self.masks[R - 1][0]
-            outq.append(SparseBeat(1, int(root == 0), 0, 0, 0, 0))
-        if emits[0] is not None:
-            ident, last = emits[0]
-            self.count += 1
-            outq.append(SparseBeat(0, int(last), 0, 0, ident, self.count))
+            self.mem.append((1, int(root == 0), 0, 0, self.errors))
+            if not root:
+                self.active = 0
+        if adv[0]:
+            leaf = its[0]
+            self.mem.append((0, leaf.fin, leaf.cur, leaf.pre, self.errors))
+            if leaf.fin:
+                self.active = 0
         # the iterators
         for i, it in enumerate(its):
-            single = it.cur & (it.cur - 1) == 0
             if i == R - 1:
                 if load:
                     root = self.masks[R - 1][0]
                     it.cv, it.cur, it.pre, it.fin = int(root != 0), root, 0, 1
                 elif adv[i]:
-                    if single:
+                    if whole[i]:
                         it.cv = 0
                     else:
                         it.cur &= it.cur - 1
-            elif not it.cv or (adv[i] and single):
+            elif not it.cv or (adv[i] and whole[i]):
                 if r_en[i]:
                     it.cur, it.pre, it.fin = queues[i].pop(0)
                     it.cv = 1
