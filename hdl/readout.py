@@ -9,7 +9,8 @@ out while the next document streams in; the formats are described in :mod:`xpfil
   bit, and carries the document's error flags.
 * :class:`SparseReadout` sends a header beat, then the position of every set flag: a tree of
   registered 8-way priority encoders over the shadow register that skips empty subtrees, one
-  level per pipeline stage (see the class), one id per cycle however dense the matches.
+  level per pipeline stage (see the class), a non-empty leaf of 8 flags per cycle into a
+  block-RAM queue that sends one id per cycle however dense the matches.
 """
 
 from functools import reduce
@@ -278,9 +279,14 @@ class SparseReadout(wiring.Component):
     them through ``S`` = :func:`xpfilt.readout.sparse_spread` registers (a distribution tree to
     one registered copy per :data:`xpfilt.readout.SPARSE_GROUPS_PER_COPY` groups), the fetch's
     other fields through ``S`` plain registers. The
-    leaves' iterator emits ids into a 2-entry output queue. Every cycle's logic looks at one
-    node's ``F`` bits, a few registers and one ``F``-way AND-OR, whatever the width. ``busy``
-    from the capture until the ``last`` beat is transferred. ``segments``: as :class:`Readout`'s."""
+    leaves' iterator writes a whole leaf (its ``F`` flags and index) a cycle into the output
+    queue, a block RAM of :func:`xpfilt.readout.sparse_queue_depth` words (the root's load
+    writes the header word, with the errors); its read side reads a word ahead into the read
+    port's register and sends a word's ids one per transfer, numbering the documents itself.
+    Every cycle's logic looks at one node's ``F`` bits, a few registers and one ``F``-way
+    AND-OR, whatever the width. ``busy`` from the capture until the document's last word is
+    written (the flags are then free for the next capture, while the queue still sends), and
+    while the queue is full. ``segments``: as :class:`Readout`'s."""
 
     def __init__(self, width: int, segments=None):
         self.width = width
