@@ -489,7 +489,7 @@ class ProgrammableCluster(wiring.Component):
         return wiring.Signature({
             "events": In(cluster_events(spec)),
             "index": In(spec.index_bits + 1),      # the tag index; above it: level 1
-            "next_addr": In(range(spec.max_depth + 1) if spec.slots  # the next cycle's
+            "next_addr": In(range(spec.max_depth + 1) if spec.closing  # the next cycle's
                             else range(max(2, spec.max_depth))),     # events.(read_)addr
             "clear": In(1),
             "matches": Out(spec.columns),
@@ -550,7 +550,7 @@ class ProgrammableCluster(wiring.Component):
         # a match flag takes the diagonal move only: a query's readout column is never
         # followed by '//' (without the vertical term, the flag and the new row are a LUT each)
         diagonal = Signal(n)
-        if not spec.slots:
+        if not spec.closing:
             m.d.comb += [diagonal.eq(hit & source & passing),
                          new.eq(diagonal | (descendant & parent))]
             level_stack(m, ev, parent, new, spec.max_depth, early_addr=self.next_addr)
@@ -564,36 +564,56 @@ class ProgrammableCluster(wiring.Component):
                      new.eq(diagonal | (descendant & ~closes & parent))]
         level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1,
                     early_addr=self.next_addr, transparent=True, row_register=True)
-        holds = _closing(m, spec, ev, parent, passing, closes, below, descendant)
+        holds = _closing(m, spec, ev, parent, passing, closes, below, descendant,
+                         _children_held(spec, active, below))
         match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
                     | Mux(ev.pop, holds & anchor, 0), self.matches, gated=False)
         return m
 
 
-def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant):
+def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant,
+             children_held):
     """The closing columns on a pop (a text() step and the steps after it, see
     :func:`xpfilt.programmable.query_columns`), as the custom engine's twig entries
     (:mod:`xpfilt.hdl.stacks`): a pending bit per column and open element ("below this
     element, this column held"; the current element's in a register, its ancestors' in a
     LUT-RAM by level, saved on each push). Column ``k`` holds at the closing element when its
     ``row`` has ``k``, its chain holds on the pop's text bits (``passing``) and, when column
-    ``k + 1`` is below it, that one held below the element; a below column holding sets the
-    parent's pending bit, and passes the element's on when its step is reached by ``//``
+    ``k + 1`` is below it (with split nodes: each of its children), that one held below the
+    element (``children_held(pending)``, :func:`_children_held`); a below column holding sets
+    the parent's pending bit, and passes the element's on when its step is reached by ``//``
     (the previous column's ``descendant``). Returns the columns that hold (anchors: a
     match)."""
     n = spec.columns
     pending = Signal(n)
-    after = below[1:]                  # column k: column k + 1 is below it
-    holds = row & closes & passing & (~Cat(after, Const(0, 1)) | Cat(pending[1:], Const(0, 1)))
+    holds = row & closes & passing & children_held(pending)
     up = (holds | (pending & Cat(Const(0, 1), descendant[:-1]))) & below
     pending_stack(m, ev, pending, up, spec.max_depth)
     return holds
 
 
+def _children_held(spec: HardwareSpec, active, below):
+    """A function of the pending bits (the closing element's): per column, whether every
+    child of it held below the element. Without a twig width a column's child is column
+    ``k + 1`` when that one is below; with one, the columns its children mask names among
+    the next ``twig_width`` (an AND over their pending bits: the split nodes)."""
+    n, width = spec.columns, spec.twig_width
+    if not width:
+        after = Cat(below[1:], Const(0, 1))       # column k: column k + 1 is below it
+        return lambda pending: ~after | Cat(pending[1:], Const(0, 1))
+    w = spec.column_flag_bits
+
+    def held(pending):
+        beyond = Cat(pending, Const(0, width))    # no column past the last: none held
+        return Cat(*(Cat(*(~active[w * j + spec.children_bit + i] | beyond[j + 1 + i]
+                           for i in range(width))).all() for j in range(n)))
+    return held
+
+
 def _read_addr(spec: HardwareSpec, events):
-    """The stack row an event reads: the parent's on a push, with slots the closing
-    element's on a pop (:func:`_closing`)."""
-    return events.read_addr if spec.slots else events.addr
+    """The stack row an event reads: the parent's on a push, with closing columns the
+    closing element's on a pop (:func:`_closing`)."""
+    return events.read_addr if spec.closing else events.addr
 
 
 def _passing(spec: HardwareSpec, active, ev):

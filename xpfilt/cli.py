@@ -315,6 +315,11 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, option
               help="Programmable: comparator slots, distinct attribute conditions (attribute, "
                    "operator, constant) the loaded queries may test in all (0: no value "
                    "predicates).")
+@click.option("--twig-width", type=click.IntRange(0), default=0, show_default=True,
+              help="Programmable: split nodes for twigs such as //a[b]/c and /a/b[c]/d, a "
+                   "column's children among the next N columns (0: none, the hardware "
+                   "without split nodes; twigs rewritable into combinations of paths need "
+                   "none).")
 @bytes_per_cycle_option
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
@@ -393,7 +398,8 @@ def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
         return HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
                             max_depth=kwargs["max_depth"], max_name=max_name,
                             readout=kwargs["readout"],
-                            tags=kwargs.pop("tags", 31), slots=kwargs.pop("slots", 0))
+                            tags=kwargs.pop("tags", 31), slots=kwargs.pop("slots", 0),
+                            twig_width=kwargs.pop("twig_width", 0))
     except ValueError as exc:
         raise click.ClickException(str(exc))
 

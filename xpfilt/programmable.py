@@ -31,9 +31,10 @@ Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
   row (column 0 first), then per column (column 0 first) its flag bits
   (:attr:`HardwareSpec.column_flag_bits`: first, descendant; with comparator slots
   (:mod:`.slots`, after the tag entries in the dictionary's part) the column's slot select,
-  then *closes* and *anchor*: the query's first ``text()`` step and the steps after it are
-  decided when their elements close, see :func:`query_columns`); after the last cluster, zero
-  bits up to a whole byte;
+  then (also with a twig width) *closes* and *anchor*: the query's first ``text()`` step and the steps after it are
+  decided when their elements close, see :func:`query_columns`; with a twig width, then
+  ``twig_width`` children bits, the split nodes of stream format 8, :mod:`.split_nodes`);
+  after the last cluster, zero bits up to a whole byte;
 * CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
 
 A *full* stream has the dictionary and every cluster present and base id 0; a *delta* stream
@@ -59,12 +60,13 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 from .compiler import DEEPEST
-from .compiler import (PREDICATES_REFUSED, EngineMode, clause_expression, hardware_refusal,
-                       without_nested_paths)
+from .compiler import (POSITION_REFUSED, PREDICATES_REFUSED, TWIGS_REFUSED, EngineMode,
+                       clause_expression, hardware_refusal, without_nested_paths)
 from .hwdefs import AttrCondition
 from .readout import check_readout
 from .slots import (SLOT_FLAG_BITS, Chain, SlotLink, chains_of, decode_slots, encode_slots,
                     slot_refusal, slot_rows, step_chain)
+from .split_nodes import children_span, twig_anchor, twig_nodes
 from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
@@ -75,8 +77,11 @@ __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError"
 
 MAGIC = 0x5846            # "XF"
 #: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots;
-#: 6: text() slots and closing columns; 7: the first step's axis in the tag matrix (a root half)
+#: 6: text() slots and closing columns; 7: the first step's axis in the tag matrix (a root half);
+#: 8: split nodes (hardware with a twig width: each closing column's children, see
+#: :mod:`.split_nodes`); hardware without them keeps format 7, bit for bit
 FORMAT_VERSION = 7
+SPLIT_FORMAT_VERSION = 8
 HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
@@ -92,6 +97,8 @@ MAX_COLUMNS = 65536
 MAX_TAGS = 255
 #: Most comparator slots (each decides one attribute condition on every attribute value).
 MAX_SLOTS = 255
+#: Widest twig width (a closing column's children among the next this many columns).
+MAX_TWIG_WIDTH = 16
 
 
 @dataclass(frozen=True)
@@ -109,10 +116,15 @@ class HardwareSpec:
     #: Comparator slots: distinct attribute conditions (attribute, operator, constant) the
     #: loaded queries may test in all (0: no value predicates; see :mod:`.slots`).
     slots: int = 0
+    #: Split nodes: each closing column's children are any of the next ``twig_width`` columns
+    #: (a mask of that many bits in its flags; twigs such as ``//a[b]/c``, ``/a/b[c]/d``, see
+    #: :mod:`.split_nodes`). 0: a closing column's child is the next column, the hardware
+    #: before split nodes bit for bit.
+    twig_width: int = 0
 
     def __post_init__(self):
         for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name", "tags",
-                     "slots"):
+                     "slots", "twig_width"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"{name.replace('_', ' ')} must be an integer, not {value!r}")
@@ -138,6 +150,9 @@ class HardwareSpec:
             raise ValueError(f"tags must be at most {MAX_TAGS:,}, not {self.tags:,}")
         if not 0 <= self.slots <= MAX_SLOTS:
             raise ValueError(f"slots must be 0 to {MAX_SLOTS}, not {self.slots:,}")
+        if not 0 <= self.twig_width <= MAX_TWIG_WIDTH:
+            raise ValueError(f"twig width must be 0 to {MAX_TWIG_WIDTH}, not "
+                             f"{self.twig_width:,}")
         check_readout(self.readout)
         if self.max_tag_len > self.max_name:
             raise ValueError(f"max tag length must be at most max name ({self.max_name}), "
@@ -160,10 +175,28 @@ class HardwareSpec:
         return self.slots.bit_length()
 
     @property
+    def closing(self) -> bool:
+        """The columns can be decided when their elements close (``text()`` slots, split
+        nodes): they have closes and anchor flags and pending bits."""
+        return bool(self.slots or self.twig_width)
+
+    @property
     def column_flag_bits(self) -> int:
-        """Flag bits per column: first, descendant, the slot select, and with slots
-        closes and anchor."""
-        return FLAG_BITS + self.select_bits + (CLOSE_FLAG_BITS if self.slots else 0)
+        """Flag bits per column: first, descendant, the slot select, with closing columns
+        closes and anchor, then ``twig_width`` children bits."""
+        return (FLAG_BITS + self.select_bits + (CLOSE_FLAG_BITS if self.closing else 0)
+                + self.twig_width)
+
+    @property
+    def children_bit(self) -> int:
+        """A column's first children bit in its flags (with a twig width): bit ``i`` set when
+        column ``j + 1 + i`` is a child of column ``j``."""
+        return self.closes_bit + CLOSE_FLAG_BITS
+
+    @property
+    def format_version(self) -> int:
+        """The stream format this hardware takes."""
+        return SPLIT_FORMAT_VERSION if self.twig_width else FORMAT_VERSION
 
     @property
     def closes_bit(self) -> int:
@@ -206,7 +239,7 @@ class HardwareSpec:
     @property
     def header_check(self) -> int:
         """The first :data:`CHECKED_HEADER_BITS` of every stream this hardware accepts."""
-        return MAGIC | FORMAT_VERSION << 16 | self.fingerprint << 24
+        return MAGIC | self.format_version << 16 | self.fingerprint << 24
 
     def header(self, payload_bits: int, base_id: int, new_id: int) -> int:
         """A stream header: magic, version, fingerprint, length, base and new id."""
@@ -215,11 +248,19 @@ class HardwareSpec:
     @property
     def fingerprint(self) -> int:
         """32 bits that change with every parameter (and the stream format)."""
-        text = json.dumps([FORMAT_VERSION, asdict(self)], sort_keys=True).encode()
+        text = json.dumps([self.format_version, self._fields()], sort_keys=True).encode()
         return int.from_bytes(hashlib.sha256(text).digest()[:4], "little")
 
+    def _fields(self) -> dict:
+        """The parameters (``twig_width`` only when set: hardware without split nodes keeps
+        its fingerprint and ``hardware.json``)."""
+        fields = asdict(self)
+        if not self.twig_width:
+            del fields["twig_width"]
+        return fields
+
     def to_json(self) -> str:
-        return json.dumps({"mode": "programmable", **asdict(self),
+        return json.dumps({"mode": "programmable", **self._fields(),
                            "fingerprint": f"{self.fingerprint:08x}"}, indent=1)
 
     @classmethod
@@ -250,7 +291,7 @@ class HardwareSpec:
                              "`xpfilt compile --mode programmable`")
         return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",
                                           "max_name")}, readout=raw.get("readout", "serial"),
-                   **{k: raw[k] for k in ("tags", "slots") if k in raw})
+                   **{k: raw[k] for k in ("tags", "slots", "twig_width") if k in raw})
 
 
 @dataclass(frozen=True)
@@ -263,6 +304,7 @@ class ColumnConfig:
     slot: int = 0             # 0: no predicate; s + 1: gated by comparator slot s
     closes: bool = False      # decided when its element closes (a text() step and after it)
     anchor: bool = False      # ... the first of those: holding there is the query's match
+    children: int = 0         # closing: its children, bit i = column j + 1 + i (twig width)
 
 
 class ConfigurationError(ValueError):
@@ -399,7 +441,9 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
         if c.first and not c.first_any:
             root_only |= 1 << j
         flags |= (c.first | c.descendant << 1 | c.slot << FLAG_BITS
-                  | (c.closes | c.anchor << 1) << spec.closes_bit) << (spec.column_flag_bits * j)
+                  | (c.closes | c.anchor << 1) << spec.closes_bit
+                  | (c.children << spec.children_bit if spec.twig_width else 0)
+                  ) << (spec.column_flag_bits * j)
     rows = [row | wildcards for row in matrix]
     return (_concat([row & ~root_only for row in rows] + rows, spec.columns)
             | flags << (spec.matrix_rows * spec.columns))
@@ -481,8 +525,8 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
     if header & 0xFFFF != MAGIC:
         raise ValueError(f"{what} must start with the magic {MAGIC:#06x}, not "
                          f"{header & 0xFFFF:#06x}: not a configuration stream")
-    if header >> 16 & 0xFF != FORMAT_VERSION:
-        raise ValueError(f"{what} must be configuration stream format {FORMAT_VERSION}, not "
+    if header >> 16 & 0xFF != spec.format_version:
+        raise ValueError(f"{what} must be configuration stream format {spec.format_version}, not "
                          f"{header >> 16 & 0xFF}: regenerate it with `xpfilt configure`")
     if header & ((1 << CHECKED_HEADER_BITS) - 1) != spec.header_check:
         raise ValueError(f"{what} must be generated for this hardware (fingerprint "
@@ -556,6 +600,9 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
     slot = [int(flags[w * j + FLAG_BITS:w * j + spec.closes_bit][::-1] or "0", 2)
             for j in range(n)] \
         if spec.select_bits else [0] * n
+    marks = [_children_mark(flags[w * j + spec.closes_bit] == "1",
+                            int(flags[w * j + spec.children_bit:w * (j + 1)][::-1], 2))
+             for j in range(n)] if spec.twig_width else [""] * n
     out = []
     start = first.find("1")
     while start >= 0:                    # a query: from a first column to the next or a gap
@@ -565,7 +612,7 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
         out.append((start, "".join(
             ("//" if (below >> j & 1 if j == start else descendant[j - 1] == "1") else "/")
             + names[j] + _slot_text(chains.get(slot[j] - 1) if slot[j] and chains else None)
-            for j in range(start, gap))))
+            + marks[j] for j in range(start, gap))))
         start = first.find("1", end) if end < n else -1
     return out
 
@@ -579,8 +626,9 @@ def query_columns(query: Query, slot_of: Optional[dict] = None) -> list[ColumnCo
 
 
 def _path_columns(query: Query, slot_of: Optional[dict]) -> list[ColumnConfig]:
-    steps = query.steps
+    steps = column_steps(query)
     anchor = anchor_step(query)
+    children = _children(query)
     out = []
     for j, step in enumerate(steps):
         followed = j + 1 < len(steps) and steps[j + 1].axis is Axis.DESCENDANT
@@ -590,12 +638,40 @@ def _path_columns(query: Query, slot_of: Optional[dict]) -> list[ColumnConfig]:
             first=j == 0, first_any=j == 0 and step.axis is Axis.DESCENDANT,
             wildcard=step.is_wildcard, descendant=followed,
             slot=slot_of[chain.key] + 1 if chain else 0,
-            closes=anchor is not None and j >= anchor, anchor=j == anchor))
+            closes=anchor is not None and j >= anchor, anchor=j == anchor,
+            children=children[j]))
     return out
 
 
+def _children(path: Query) -> list[int]:
+    """Each column's children mask (closing columns): a twig's split nodes, else the next
+    column for each closing column but the last."""
+    if path.has_nested_paths:
+        return [n.mask for n in twig_nodes(path)]
+    anchor, width = anchor_step(path), len(path)
+    return [int(anchor is not None and anchor <= j < width - 1) for j in range(width)]
+
+
+def _children_mark(closes: bool, children: int) -> str:
+    """How :func:`cluster_queries` and :func:`_path_text` show a column's closing and
+    children on hardware with a twig width (a twig's columns read as a path otherwise)."""
+    return f"{{{children}}}" if closes else ""
+
+
+def column_steps(path: Query) -> tuple:
+    """The steps a path's columns test, in column order: its steps; a twig's (split nodes,
+    :func:`xpfilt.split_nodes.twig_nodes`) every step of it, branches included, without its
+    nested paths."""
+    if path.has_nested_paths:
+        return tuple(n.step for n in twig_nodes(path))
+    return path.steps
+
+
 def anchor_step(query: Query) -> Optional[int]:
-    """The first step whose predicates compare text (None: none do)."""
+    """The first column decided at the close: of a twig its anchor, else the first step whose
+    predicates compare text (None: none do)."""
+    if query.has_nested_paths:
+        return twig_anchor(query)
     return next((j for j, s in enumerate(query.steps) if (c := step_chain(s)) and c.closes),
                 None)
 
@@ -608,8 +684,14 @@ def readout_column(query: Query) -> int:
 
 
 def query_width(query: Query) -> int:
-    """The columns a profile takes: a path's steps, a combination's paths' steps."""
-    return sum(len(path) for path in query.paths)
+    """The columns a profile takes: a path's steps (a twig's: all of them, branches
+    included), a combination's paths' steps."""
+    return sum(path_width(path) for path in query.paths)
+
+
+def path_width(path: Query) -> int:
+    """The columns one path takes."""
+    return len(column_steps(path))
 
 
 def profile_answer(query: Query, bit: int):
@@ -620,7 +702,7 @@ def profile_answer(query: Query, bit: int):
     bits = []
     for path in query.paths:
         bits.append(bit + readout_column(path))
-        bit += len(path)
+        bit += path_width(path)
     if query.is_path:
         return bits[0]
     return _on_bits(clause_expression(query.clause, []), bits)
@@ -641,7 +723,7 @@ def _record(readout_bit: dict, combined: dict, query: Query, bit: int) -> None:
 def query_chains(query: Query) -> dict:
     """The slot chains of a query's steps (every path's): key -> chain (the slots must hold
     them)."""
-    return {c.key: c for p in query.paths for s in p.steps if (c := step_chain(s))}
+    return {c.key: c for p in query.paths for s in column_steps(p) if (c := step_chain(s))}
 
 
 def _chain_keys(query: Query) -> frozenset:
@@ -652,27 +734,40 @@ def _slot_text(chain: Optional[Chain]) -> str:
     return f"[{chain.key!r}]" if chain else ""
 
 
-def _path_text(query: Query) -> str:
-    """A path as :func:`cluster_queries` reads it back from a stream (a step's predicates as
-    its chain's key); "" for a query no stream holds (predicates no slot decides)."""
+def _path_text(query: Query, twig_width: int = 0) -> str:
+    """A path as :func:`cluster_queries` reads it back from a stream of hardware with
+    ``twig_width`` (a step's predicates as its chain's key; with a twig width each closing
+    column's children); "" for a query no stream holds (predicates no slot decides)."""
     try:
+        steps = column_steps(query)
+        anchor = anchor_step(query)
+        marks = ([_children_mark(anchor is not None and j >= anchor, mask)
+                  for j, mask in enumerate(_children(query))] if twig_width
+                 else [""] * len(steps))
         return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
-                       + _slot_text(step_chain(s)) for s in query.steps)
+                       + _slot_text(step_chain(s)) + mark for s, mark in zip(steps, marks))
     except ValueError:
         return ""
 
 
 def query_tags(query: Query) -> frozenset[bytes]:
     """The distinct tags a query's columns name (a cluster's dictionary must hold them)."""
-    return frozenset(s.name.encode() for p in query.paths for s in p.steps if s.name != "*")
+    return frozenset(s.name.encode() for p in query.paths for s in column_steps(p)
+                     if s.name != "*")
 
 
 def _refusal(q: Query, spec: HardwareSpec) -> str:
     """Why query ``q`` cannot go on this hardware at all ("" if it can)."""
-    long_tags = [s.name for p in q.paths for s in p.steps
-                 if len(s.name.encode()) > spec.max_tag_len]
     why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
-    if why == PREDICATES_REFUSED:
+    if why == TWIGS_REFUSED and spec.twig_width:
+        why = _split_refusal(q, spec)
+    elif why == PREDICATES_REFUSED:        # the slots decide, below
+        why = ""
+    if why:
+        return f"query {q.number} ({q}): {why}"
+    long_tags = [s.name for p in q.paths for s in column_steps(p)
+                 if len(s.name.encode()) > spec.max_tag_len]
+    if any(s.predicates for p in q.paths for s in column_steps(p)):
         why = _predicate_refusal(q, spec)
     if why:
         return f"query {q.number} ({q}): {why}"
@@ -697,7 +792,7 @@ def _predicate_refusal(q: Query, spec: HardwareSpec) -> str:
     if not spec.slots:
         return ("value predicates need comparator slots (this hardware has none: "
                 "`xpfilt compile --mode programmable --slots N`)")
-    for step in (s for p in q.paths for s in p.steps):
+    for step in (s for p in q.paths for s in column_steps(p)):
         try:
             chain = step_chain(step)
         except ValueError as exc:
@@ -705,6 +800,23 @@ def _predicate_refusal(q: Query, spec: HardwareSpec) -> str:
         for cond, _ in chain.links if chain else ():
             if why := slot_refusal(cond, spec.max_tag_len):
                 return why
+    return ""
+
+
+def _split_refusal(q: Query, spec: HardwareSpec) -> str:
+    """Why twig ``q`` cannot take split nodes on this hardware ("" if it can)."""
+    for path in q.paths:
+        if not path.has_nested_paths:
+            continue
+        if any(s.uses_position for s in path.steps):
+            return POSITION_REFUSED
+        try:
+            span = children_span(path)
+        except ValueError as exc:
+            return str(exc)
+        if span > spec.twig_width:
+            return (f"a split node's children spread over {span} columns, more than the "
+                    f"hardware's twig width {spec.twig_width}")
     return ""
 
 
@@ -847,7 +959,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     queries, written = _lowered(queries)
     # combinations first: a path profile equal to one of their paths takes another copy
     for q in sorted(queries, key=lambda q: q.is_path):
-        spot = _take(where, q)
+        spot = _take(where, q, spec.twig_width)
         if spot:                         # it was placed on this hardware: it fits
             k, start = spot
             kept[k].append((start, q))
@@ -959,18 +1071,19 @@ def _as_written(rejected: list, written: dict) -> list[tuple[int, str]]:
     return out
 
 
-def _take(where: dict, q: Query) -> Optional[tuple[int, int]]:
+def _take(where: dict, q: Query, twig_width: int = 0) -> Optional[tuple[int, int]]:
     """The (cluster, first column) of profile ``q``'s columns in a previous stream (``where``:
-    path text -> spots, last in column order first), taken out of ``where``; None when it holds
-    no such run (a combination's paths must be on consecutive columns, in order)."""
-    texts = [_path_text(p) for p in q.paths]
+    path text -> spots, last in column order first; of hardware with ``twig_width``), taken
+    out of ``where``; None when it holds no such run (a combination's paths must be on
+    consecutive columns, in order)."""
+    texts = [_path_text(p, twig_width) for p in q.paths]
     for k, start in reversed(where.get(texts[0], ())):
         run, at = [], start
         for p, text in zip(q.paths, texts):
             if (k, at) not in where.get(text, ()):
                 break
             run.append((text, (k, at)))
-            at += len(p)
+            at += path_width(p)
         else:
             for text, spot in run:
                 where[text].remove(spot)

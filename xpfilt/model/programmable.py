@@ -77,7 +77,8 @@ class _Cluster:
         self.present = 0          # the stream being loaded holds this cluster
         self.first = self.descendant = 0
         self.closes = self.anchor = 0    # the columns decided at the close, their anchors
-        self.below = self.after = 0
+        self.below = 0
+        self.children: list[tuple[int, int]] = []   # (offset, the columns with that child)
         self.gated: list[int] = []   # per comparator slot: the columns it gates
         self.names: dict[bytes, int] = {}
         self.unknown = (0, 0)     # the columns a name in no entry matches (rows 0): below, root
@@ -102,14 +103,19 @@ class _Cluster:
                 self.gated[select - 1] |= 1 << j
         self.first, self.descendant = flags
         self.closes = self.anchor = 0
-        if spec.slots:
+        if spec.closing:
             for j in range(spec.columns):
                 self.closes |= (self.staged >> (w * j + spec.closes_bit) & 1) << j
                 self.anchor |= (self.staged >> (w * j + spec.closes_bit + 1) & 1) << j
         # a closing column after its anchor: fired by its name alone, checked at the close
-        # (none without slots)
+        # (none without slots or split nodes)
         self.below = self.closes & ~self.anchor
-        self.after = self.below >> 1          # column k: column k + 1 is below (its child)
+        # a closing column's children: column k + 1 when that one is below; with split nodes
+        # the columns its mask names among the next twig_width
+        self.children = [(1, self.below >> 1)] if not spec.twig_width else [
+            (i + 1, sum((self.staged >> (w * j + spec.children_bit + i) & 1) << j
+                        for j in range(spec.columns)))
+            for i in range(spec.twig_width)]
 
     def passing(self, conds: int) -> int:
         """The columns whose comparator slot holds (or that have none) for a push's bits."""
@@ -375,7 +381,9 @@ class ProgrammableModel(FrameModel):
             if chains is None:
                 chains = chain_bits(self.links, ev.conds, "pop")
             mine = c.pending[-1]
-            holds = c.stack[-1] & c.closes & c.passing(chains) & (~c.after | mine >> 1)
+            holds = c.stack[-1] & c.closes & c.passing(chains)
+            for offset, columns in c.children:      # every child held below the element
+                holds &= ~columns | mine >> offset
             c.flags |= holds & c.anchor
             c.pending[-2] |= (holds | (mine & c.descendant << 1)) & c.below
 

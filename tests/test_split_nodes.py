@@ -1,0 +1,179 @@
+# amaranth: UnusedElaboratable=no
+"""Issue 14 in the programmable engine: twigs that cannot be rewritten into combinations of
+paths (``//a[b]/c``, ``/a/b[c]/d``) on hardware with a twig width (split nodes,
+:mod:`xpfilt.split_nodes`). Twig width 0 is the hardware before split nodes (same fingerprint,
+same stream); the model = the reference on the twig cases and on hypothesis twigs; the RTL =
+the model every cycle, decoded readouts = the reference."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from xpfilt.compiler import TWIGS_REFUSED
+from xpfilt.model.programmable import ProgrammableModelEngine
+from xpfilt.programmable import HardwareSpec, configure, read_stream
+from xpfilt.reference import ReferenceFilter
+from xpfilt.split_nodes import twig_anchor, twig_nodes
+from xpfilt.xpath import parse_query
+
+from .strategies import documents
+from .test_attr_predicates import count_agreeing
+from .test_programmable_combinations import check_rtl
+from .test_programmable_predicates import check_cli, queries_of
+from .test_twigs import DOCS, TWIGS, twigs
+
+SPEC = HardwareSpec(clusters=3, columns=16, max_tag_len=4, max_depth=6, max_name=8, tags=4,
+                    slots=8, twig_width=4)
+
+
+def test_twig_width_zero_is_the_hardware_before_split_nodes():
+    """Fingerprints (hence the RTL's header check) and hardware.json as before split nodes."""
+    assert HardwareSpec().fingerprint == 0x2921aedb
+    assert HardwareSpec(clusters=2, columns=12, max_tag_len=4, max_depth=5, max_name=8, tags=4,
+                        slots=12).fingerprint == 0xc8ee4b3b
+    assert "twig_width" not in HardwareSpec(slots=8).to_json()
+    wide = HardwareSpec(twig_width=4)
+    assert HardwareSpec.from_json(wide.to_json()) == wide
+    assert wide.column_flag_bits == HardwareSpec(slots=0).column_flag_bits + 2 + 4
+    assert HardwareSpec(slots=3, twig_width=2).column_flag_bits == 2 + 2 + 2 + 2
+    stream = configure(queries_of("//a[b]/c"), wide).stream()
+    assert stream[2] == 8                                     # stream format 8
+    with pytest.raises(ValueError, match="must be configuration stream format 7, not 8"):
+        read_stream(HardwareSpec(), stream)
+    with pytest.raises(ValueError, match="twig width must be 0 to 16, not 17"):
+        HardwareSpec(twig_width=17)
+
+
+def test_a_twig_takes_its_steps_then_a_column_per_step_below_its_anchor():
+    def layout(text):
+        q = parse_query(text, 1)
+        return [(str(n.step), n.children) for n in twig_nodes(q)], twig_anchor(q)
+    assert layout("/a/b[c]/d") == ([("/a", ()), ("/b", (1, 2)), ("/d", ()), ("/c", ())], 1)
+    assert layout("//a[b]/c") == ([("//a", (1, 2)), ("/c", ()), ("/b", ())], 0)
+    # subtrees one after the other, the smallest first; predicates without nested paths stay
+    assert layout("/r/a[@x=1][c/e and .//f]/d[text()=2]") == (
+        [("/r", ()), ("/a[@x=1]", (1, 2, 3)), ("/d[text()=2]", ()), ("//f", ()),
+         ("/c", (1,)), ("/e", ())], 1)
+    # a text() comparison before the first nested path is the anchor
+    assert layout("/a[text()=1]/b[c]") == (
+        [("/a[text()=1]", (1,)), ("/b", (1,)), ("/c", ())], 0)
+    columns = configure(queries_of("/a/b[c]/d"), SPEC).columns[0]
+    assert [(c.tag, c.closes, c.anchor, c.children) for c in columns[:4]] == [
+        (b"a", False, False, 0), (b"b", True, True, 0b11), (b"d", True, False, 0),
+        (b"c", True, False, 0)]
+
+
+def test_configure_reports_the_twigs_split_nodes_do_not_take():
+    texts = ["/a/b[c or d]/e", "/a/b[not(c)]/d", "/a/b[c/d/e/f and g/h/i/j]/k", "//a[b][2]/c",
+             "/a/b[c]/d"]
+    config = configure(queries_of(*texts), HardwareSpec(columns=16, max_tag_len=4,
+                                                        twig_width=4))
+    assert [why for _, why in config.rejected] == [
+        "query 1 (/a/b[c or d]/e): step 'b': split nodes take nested paths under 'and' only, "
+        "not under 'or' or 'not'",
+        "query 2 (/a/b[not(c)]/d): step 'b': split nodes take nested paths under 'and' only, "
+        "not under 'or' or 'not'",
+        "query 3 (/a/b[c/d/e/f and g/h/i/j]/k): a split node's children spread over 6 "
+        "columns, more than the hardware's twig width 4",
+        "query 4 (//a[b][position()=2]/c): position() predicates are not supported by the hardware "
+        "engines"]
+    assert list(config.readout_bit) == [5]
+    # without a twig width: refused as before
+    assert configure(queries_of("/a/b[c]/d"), HardwareSpec()).rejected == (
+        (1, f"query 1 (/a/b[c]/d): {TWIGS_REFUSED}"),)
+
+
+def test_model_answers_every_twig_case_as_the_reference():
+    spec = HardwareSpec(clusters=6, columns=16, max_tag_len=4, max_depth=6, max_name=8,
+                        tags=4, slots=8, twig_width=4)
+    config = configure(queries_of(*TWIGS), spec)
+    assert [n for n, _ in config.rejected] == [10, 11, 13, 15]      # 'or' / 'not' of branches
+    queries = queries_of(*(t for i, t in enumerate(TWIGS) if i + 1 in config.answers))
+    assert count_agreeing(ProgrammableModelEngine(queries, spec), queries, DOCS) == len(DOCS)
+
+
+@given(st.lists(twigs(), min_size=1, max_size=5), st.lists(documents(), min_size=1, max_size=3),
+       st.sampled_from([1, 3, 8]))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_model_equals_reference_on_generated_twigs(texts, docs, width):
+    """Hypothesis twigs (nested paths to any depth, attribute and text() conditions): those
+    the hardware takes answer as the reference."""
+    spec = HardwareSpec(clusters=4, columns=24, max_tag_len=4, max_depth=8, max_name=8,
+                        tags=4, slots=24, twig_width=width)
+    queries = queries_of(*texts)
+    config = configure(queries, spec)
+    taken = [q for q in queries if q.number in config.answers]
+    assume(taken)
+    count_agreeing(ProgrammableModelEngine(taken, spec), taken, docs)
+
+
+#: Twigs only split nodes take (the nested path on an inner or a '//' first step).
+SPLIT = ["//a[b]/c", "//a[b]//c", "/a[.//b]/c", "/a/b[c]/d", "//b[c and .//d]", "/*/b[c][d]",
+         "//a[b/c][text()=5]", "/a//b[@x=1][c]"]
+SPLIT_DOCS = [*DOCS, b"<a><b><c/><d/></b></a>", b"<a><b x='1'><c/></b><b><d/></b></a>",
+              b"<a><a><b><c/></b>5</a></a>", b"<r><a><b><d/><c/></b></a></r>",
+              b"<a><b/><c/><b><c/></b></a>"]
+
+
+@pytest.mark.parametrize("slots, width, seed", [(4, 4, 1), (0, 2, 2), (4, 16, 3)])
+def test_rtl_equals_model_on_split_node_twigs(slots, width, seed):
+    spec = HardwareSpec(clusters=2, columns=18, max_tag_len=4, max_depth=5, max_name=8,
+                        tags=5, slots=slots, twig_width=width)
+    texts = [t for t in SPLIT if slots or "[@" not in t and "text()" not in t]
+    assert check_rtl(spec, texts, SPLIT_DOCS, seed=seed) >= len(SPLIT_DOCS) - 1
+
+
+def test_rtl_equals_model_with_split_nodes_at_the_smallest_parameters():
+    """Every split twig has a column with two children: twig width 2, 4 columns."""
+    spec = HardwareSpec(clusters=1, columns=4, max_tag_len=1, max_depth=2, max_name=1, tags=3,
+                        twig_width=2)
+    docs = [b"<a><b/><c/></a>", b"<a/>", b"<a><c/></a>", b"<a><c/><b/></a>", b"<b><c/></b>",
+            b"<a><a/></a>"]
+    assert check_rtl(spec, ["//a[b]/c"], docs, seed=4, p_valid=1.0, p_ready=1.0) == len(docs)
+
+
+def test_cli_compiles_a_twig_width_and_filters_split_node_twigs(tmp_path):
+    """`xpfilt compile --mode programmable --twig-width N`, `configure` refuses the twigs split
+    nodes do not take with the reason, and the model engine answers the others as the
+    reference does."""
+    out = check_cli(tmp_path, ["--columns", 12, "--max-tag-len", 4, "--tags", 4,
+                               "--twig-width", 3],
+                    "//a[b]/c\n/a/b[c or d]/e\n/a/b[c]/d\n",
+                    ["xpfilt: 1 queries are not configured:",
+                     "  query 2 (/a/b[c or d]/e): step 'b': split nodes take nested paths under "
+                     "'and' only, not under 'or' or 'not'"],
+                    [b"<a><b><c/><d/></b></a>", b"<a><a><c/></a><b/></a>",
+                     b"<x><a><b/><c/></a></x>"],
+                    "//a[b]/c\n/a/b[c]/d\n")
+    assert HardwareSpec.load(tmp_path / "hw").twig_width == 3
+    assert "\t1" in out and "\t2" in out
+
+
+def test_reconfigure_keeps_split_node_twigs_in_place_and_never_reads_them_as_paths():
+    """``configure --previous`` keeps a twig on its columns; a path that reads like its columns
+    (``/a/b/d/c`` beside ``/a/b[c]/d``) gets columns of its own."""
+    from xpfilt.programmable import reconfigure
+    spec = HardwareSpec(clusters=2, columns=12, max_tag_len=4, max_depth=6, max_name=8, tags=6,
+                        slots=2, twig_width=3)
+    old = configure(queries_of("//a[b]/c", "/a/b", "/a/b[c]/d", "/a/b[text()=1]/c"), spec)
+    new = queries_of("//a[b]/c", "/a/b[c]/d", "/a/b/d/c", "/a/b[text()=1]/c")
+    update = reconfigure(new, old.stream(), spec)
+    assert update.readout_bit == {1: old.readout_bit[1], 2: old.readout_bit[3], 3: 15,
+                                  4: old.readout_bit[4]}
+    assert not reconfigure(new, update.stream, spec).changed
+    path = queries_of("/a/b/d/c")
+    alone = reconfigure(path, old.stream(), spec)
+    assert alone.readout_bit != {1: old.readout_bit[3] + 2}     # not on the twig's columns
+    from xpfilt.model.engine import filter_with_model, readout_positions
+    from xpfilt.model.programmable import ProgrammableModel, load_configuration
+    for queries, stream, answers in ((new, update.stream, update.answers),
+                                     (path, alone.stream, alone.answers)):
+        model = ProgrammableModel(spec)
+        load_configuration(model, stream)
+        bits = readout_positions(((w, n) for n, w in answers.items()), queries)
+        reference = ReferenceFilter(queries)
+        for doc in [b"<a><b><d/><c/></b></a>", b"<a><b><d><c/></d></b></a>",
+                    b"<a><b>1<c/></b></a>"]:
+            assert filter_with_model(model, doc, bits) == reference.filter(doc), doc
