@@ -12,13 +12,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.compiler import TWIGS_REFUSED
+from xpfilt.events import Document
 from xpfilt.model.programmable import ProgrammableModelEngine
 from xpfilt.programmable import HardwareSpec, configure, read_stream
 from xpfilt.reference import ReferenceFilter
+from xpfilt.regress import RegressionConfig, run_regression
 from xpfilt.split_nodes import twig_anchor, twig_nodes
 from xpfilt.xpath import parse_query
 
 from .strategies import documents
+from .test_cocotb import build_dir  # noqa: F401  (the fixture)
 from .test_attr_predicates import count_agreeing
 from .test_programmable_combinations import check_rtl
 from .test_programmable_predicates import check_cli, queries_of
@@ -117,6 +120,16 @@ SPLIT_DOCS = [*DOCS, b"<a><b><c/><d/></b></a>", b"<a><b x='1'><c/></b><b><d/></b
               b"<a><b/><c/><b><c/></b></a>"]
 
 
+def test_model_answers_combinations_of_split_node_twigs_as_the_reference():
+    spec = HardwareSpec(clusters=2, columns=16, max_tag_len=4, max_depth=6, max_name=8, tags=6,
+                        slots=4, twig_width=3)
+    queries = queries_of("/a/c and //a[b]/c", "not(/a/b[c]/d) or //b[d]",
+                         "/a[b]/c and //a[b]//c")
+    engine = ProgrammableModelEngine(queries, spec)
+    assert len(engine.configuration.combined) == 3
+    assert count_agreeing(engine, queries, SPLIT_DOCS) == len(SPLIT_DOCS)
+
+
 @pytest.mark.parametrize("slots, width, seed", [(4, 4, 1), (0, 2, 2), (4, 16, 3)])
 def test_rtl_equals_model_on_split_node_twigs(slots, width, seed):
     spec = HardwareSpec(clusters=2, columns=18, max_tag_len=4, max_depth=5, max_name=8,
@@ -177,3 +190,21 @@ def test_reconfigure_keeps_split_node_twigs_in_place_and_never_reads_them_as_pat
         for doc in [b"<a><b><d/><c/></b></a>", b"<a><b><d><c/></d></b></a>",
                     b"<a><b>1<c/></b></a>"]:
             assert filter_with_model(model, doc, bits) == reference.filter(doc), doc
+
+
+@pytest.mark.regress
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(texts=st.lists(twigs(), min_size=30, max_size=40),
+       docs=st.lists(documents(), min_size=8, max_size=12), seed=st.integers(0, 1000))
+def test_regress_split_node_twigs_on_verilator(texts, docs, seed, build_dir):
+    """Hypothesis twigs (those split nodes take, the rewritten ones beside them) and
+    documents on 2 x 64 columns with twig width 4 and 16 slots in Verilator (built once):
+    every cycle = the model, every answer = the reference."""
+    spec = HardwareSpec(clusters=2, columns=64, max_tag_len=4, max_depth=8, max_name=8, tags=4,
+                        slots=16, twig_width=4)
+    streamed = [Document(f"doc{i}.xml", d) for i, d in enumerate([*SPLIT_DOCS, *docs])]
+    summary = run_regression(RegressionConfig(
+        queries=[*SPLIT, *texts], documents=streamed, mode="programmable", hardware=spec,
+        seed=seed, p_valid=0.85, p_ready=0.6, build_dir=build_dir), write_replay=False)
+    assert summary.ok, summary.format()
