@@ -475,7 +475,8 @@ class ProgrammableCluster(wiring.Component):
     the element's level-1 bit above it (the tag matrix's row), both
     the cluster's own registered copies (the index ``MATRIX_READ_CYCLES`` ahead of the
     events; ``next_addr``: the stack's read address a cycle ahead, the events' ``addr``, with
-    slots their ``read_addr``: a pop reads the closing element's row),
+    closing columns (slots, a twig width) their ``read_addr``: a pop reads the closing
+    element's row),
     ``clear``/``matches``/``doc_end``/``errors`` as
     :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
     :class:`ConfigLoader` through registers of the cluster's own."""
