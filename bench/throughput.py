@@ -105,9 +105,12 @@ def main() -> None:
         "Depth-8 NITF queries (xpfilt gen-queries, seed 1), max depth 16; bytes/cycle from the "
         "cycle-accurate model with a byte offered every cycle and the readout always ready. "
         "Serial: a document's readout takes one cycle per query, so documents shorter than the "
-        "query count stall the input. Sparse: L + 1 + latency + matches cycles for L tree "
-        "levels (xpfilt.readout.readout_cycles: matches + 17 from 513 to 1,024 queries, + 19 "
-        "to 4,096, + 27 to 8,192, + 29 to 16,384). Engine MB/s = Fmax (nextpnr, "
+        "query count stall the input. Sparse: the captured flags are held L + latency + "
+        "leaves cycles for L tree levels and the document's non-empty leaves of 8 flags, "
+        "which go whole into a block-RAM output queue that sends one id per cycle "
+        "(xpfilt.readout.readout_cycles: leaves + 18 from 513 to 1,024 queries, + 19 to 21 to "
+        "4,096, + 29 to 8,192, + 30 to 16,384; rows before RTL 4a915ce7de58: L + 1 + latency "
+        "+ matches). Engine MB/s = Fmax (nextpnr, "
         "bench/results/fmax.json, the row for that size and readout; blank: not placed and "
         "routed) x bytes/cycle (streaming).")
     print(f"saved {path}", file=sys.stderr)
