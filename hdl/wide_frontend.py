@@ -746,14 +746,17 @@ class WideFrontEnd(wiring.Component):
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
         # room: occupied + W (the beats in D1..P2 + the one on bytes_in + 1) <= Q, from two
-        # flags registered a cycle ahead (without and with the beat on bytes_in), so that no
-        # sum over the stages' valid bits lies on the way to ``ready``
+        # flags registered a cycle ahead with the load of the cycle before (the queued events
+        # and W for each beat in D1..P2 or on bytes_in), an upper bound on the load they are
+        # used in (a beat's events only move from the stages into the queue, at most W of
+        # them, and ``take`` only lowers it), so that neither ``take`` nor the events added
+        # lie on the way from ``occupied`` to ``ready``
         in_flight = Signal(range(len(valids) + 10), name="in_flight")   # beats in D1..P2
-        next_flight = in_flight + self.bytes_in.valid - p2_valid
-        room_idle, room_busy = Signal(init=1), Signal(init=1)
-        m.d.sync += [in_flight.eq(next_flight),
-                     room_idle.eq(next_occupied + W * next_flight <= Q - W),
-                     room_busy.eq(next_occupied + W * next_flight <= Q - 2 * W)]
+        load = Signal(range(Q + W * (len(valids) + 11)), name="load")
+        m.d.comb += load.eq(occupied + W * (in_flight + self.bytes_in.valid))
+        room_idle, room_busy = Signal(init=1, name="room_idle"), Signal(init=1, name="room_busy")
+        m.d.sync += [in_flight.eq(in_flight + self.bytes_in.valid - p2_valid),
+                     room_idle.eq(load <= Q - W), room_busy.eq(load <= Q - 2 * W)]
         m.d.comb += self.room.eq(Mux(self.bytes_in.valid, room_busy, room_idle))
 
         # === stage E: the global stack row of the level before the event ===

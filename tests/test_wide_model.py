@@ -139,7 +139,7 @@ def test_a_beat_must_be_full_unless_last():
 
 
 def test_queue_depth_and_bad_widths():
-    assert [queue_depth_for(w) for w in (2, 4, 8)] == [32, 64, 136]
+    assert [queue_depth_for(w) for w in (2, 4, 8)] == [34, 68, 144]
     with pytest.raises(ValueError, match=r"^bytes per cycle must be one of 1, 2, 4, 8, not 3$"):
         EngineModel(compile_queries(QUERIES), bytes_per_cycle=3)
 

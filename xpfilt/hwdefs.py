@@ -96,10 +96,11 @@ def check_wide_plan(plan, bytes_per_cycle: int) -> int:
 
 def queue_depth_for(width: int) -> int:
     """Entries of a W-byte front end's event queue, a multiple of W (W banks): W for each beat
-    before the queue (on ``bytes_in``, in D1, D2 and the :func:`wide_parser_stages`) and for the
-    one being accepted, and 4 more (rounded up to W) so that a few queued events do not stall
-    the input."""
-    return (3 + wide_parser_stages(width) + 1) * width + -(-4 // width) * width
+    before the queue (on ``bytes_in``, in D1, D2 and the :func:`wide_parser_stages`), for the
+    one being accepted and for the beat whose events the ``room`` flags, judged from the cycle
+    before, may count twice (in P2 and in the queue), and 4 more (rounded up to W) so that a
+    few queued events do not stall the input."""
+    return (3 + wide_parser_stages(width) + 2) * width + -(-4 // width) * width
 
 
 def hash_byte(h: int, byte: int) -> int:

@@ -23,8 +23,8 @@ Its registers, in the order a beat meets them (see :mod:`xpfilt.hdl.wide_fronten
 
 So a beat accepted in cycle N shows its first event in cycle N + :func:`wide_latency` at the
 earliest. The frame accepts a beat only when the queue has room for W events of it and of every
-beat still before the queue (:meth:`room`), so the queue never overflows and back-pressure
-arises only when events come faster than one per cycle for long.
+beat still before the queue, judged from the cycle before (:meth:`room`), so the queue never
+overflows and back-pressure arises only when events come faster than one per cycle for long.
 
 The parser step is :class:`xpfilt.model.frontend.FrontEndModel`'s, byte for byte, so the events
 of a document (and its error flags) are exactly the one-byte front end's, only timed
@@ -66,18 +66,21 @@ class WideFrontEndModel:
         self.queue: deque = deque()
         self.e = self.f = NO_EVENT       # stages E and F
         self.after_end = False           # stage E took a document end last cycle
+        self.load = 0                    # see room()
 
     def room(self, incoming: bool) -> bool:
         """The frame may accept a beat this cycle; ``incoming``: a beat is on ``bytes_in`` now
-        (the frame's input copy). Room for W events of that beat, of the beats in D1, D2 and
-        the parser stages and of the new one, beside the queued events."""
-        flight = (bool(incoming) + (self.d1 is not None) + (self.d2 is not None)
-                  + sum(beat is not None for beat in self.stages) + 1)
-        return len(self.queue) + self.width * flight <= self.queue_depth
+        (the frame's input copy). Room for W events of that beat and of one more beside the
+        load of the cycle before (:attr:`load`: the queued events and W for each beat then in
+        D1, D2, the parser stages or on ``bytes_in``), an upper bound on the load now."""
+        return self.load + self.width * (bool(incoming) + 1) <= self.queue_depth
 
     def step(self, valid: bool, data: bytes = b"", last: bool = False):
         """One clock cycle with these ``bytes_in`` inputs; the ``events`` port of the next
         cycle."""
+        self.load = len(self.queue) + self.width * (
+            bool(valid) + (self.d1 is not None) + (self.d2 is not None)
+            + sum(beat is not None for beat in self.stages))
         out = self.f
         self.f = self.e
         queue = self.queue
