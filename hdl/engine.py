@@ -23,7 +23,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler import Plan
-from xpfilt.hwdefs import EVENT_FANOUT, check_wide_plan, distribution_depth
+from xpfilt.hwdefs import EVENT_FANOUT, check_bytes_per_cycle, distribution_depth
 from xpfilt.readout import ReadoutKind
 
 from .cluster import ClusterCore, cluster_signature, copy_register, distribute
@@ -50,13 +50,13 @@ class CustomEngine(wiring.Component):
         ``cluster_module_name(i)`` (converted separately, see :meth:`cluster_core`) instead of
         elaborating it inline. ``bytes_per_cycle``: W, the bytes of a ``bytes_in`` beat (1: a
         ``ByteLayout`` stream; 2, 4, 8: a :class:`xpfilt.hdl.wide_frontend.WideByteLayout`
-        stream and the W-byte front end; a plan with value predicates needs 1)."""
+        stream and the W-byte front end)."""
         if not plan.clusters:
             raise ValueError("plan must have at least one query, not none")
         self.plan = plan
         self.max_name = max_name
         self.instances = instances
-        self.bytes_per_cycle = check_wide_plan(plan, bytes_per_cycle)
+        self.bytes_per_cycle = check_bytes_per_cycle(bytes_per_cycle)
         width = sum(len(c.queries) for c in plan.clusters)
         super().__init__({
             "bytes_in": In(stream.Signature(ByteLayout if bytes_per_cycle == 1
@@ -173,11 +173,9 @@ class EngineFrame:
             copy = Signal(ByteLayout)
             self.name_tap = front_end.name_tap
         else:
-            if conditions:
-                raise ValueError(f"conditions must be none at {bytes_per_cycle} bytes per "
-                                 f"cycle, not {len(conditions)}")
             m.submodules.front_end = front_end = WideFrontEnd(
-                tags, width=bytes_per_cycle, max_depth=max_depth, max_name=max_name)
+                tags, width=bytes_per_cycle, max_depth=max_depth, max_name=max_name,
+                conditions=conditions)
             copy = Signal(WideByteLayout(bytes_per_cycle))
         copy_valid = Signal()
         m.d.sync += [copy_valid.eq(self.accepted), copy.eq(bytes_in.payload)]

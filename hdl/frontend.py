@@ -736,56 +736,25 @@ class FrontEnd(wiring.Component):
         return m
 
     def _attribute_conditions(self, m, req, valid, last, eq, registered, member):
-        """Stage P's attribute-condition logic: (the condition bits of the start tag being read,
-        a register, full width with zeros for text conditions; this byte makes a compared value
-        undecided)."""
-        conditions = [c for c in self.conditions if not c.is_text]
-        index = [i for i, c in enumerate(self.conditions) if not c.is_text]
-        if not conditions:
+        """Stage P's attribute-condition logic (:class:`AttributeConditions` in registers): (the
+        condition bits of the start tag being read, a register, full width with zeros for text
+        conditions; this byte makes a compared value undecided)."""
+        attrs = AttributeConditions(self.conditions)
+        if not attrs.conditions:
             return Const(0, max(1, len(self.conditions))), Const(0, 1)
-        attrs = list(dict.fromkeys(c.attribute.encode("utf-8") for c in conditions))
-        a_of = [attrs.index(c.attribute.encode("utf-8")) for c in conditions]
-        n_attr = len(attrs)
-
-        # the attribute-name CAM (like the tag CAM), and the attribute whose value streams
-        amax = max(len(a) for a in attrs)
-        apos = Signal(amax + 1, init=1)
-        amatch = Signal(n_attr, init=(1 << n_attr) - 1)
-        cur = Signal(n_attr)
-        aok = Cat(*(Cat(*(apos[p] & eq(b) for p, b in enumerate(a))).any() for a in attrs))
-        ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
-        with m.If(valid):
-            with m.If(~last & req["attr_byte"]):
-                m.d.sync += [apos.eq(apos << 1), amatch.eq(amatch & aok)]
-            with m.Else():
-                m.d.sync += [apos.eq(apos.init), amatch.eq(amatch.init)]
-            with m.If(last):
-                m.d.sync += cur.eq(0)
-            with m.Elif(req["attr_end"]):
-                m.d.sync += cur.eq(ahit)
-
-        bits, amp, num_undec = self._comparators(
-            m, conditions, start=valid & (last | req["val_start"]),
-            byte=valid & ~last & req["val_byte"], space_like_tabs=True, name="v",
-            eq=eq, registered=registered, member=member)
+        regs = state_registers(attrs.state, "a_")
+        step = attrs.step(regs, req, valid=valid, last=last, eq=eq, registered=registered,
+                          member=member)
+        m.d.sync += [regs[k].eq(v) for k, v in step.next.items()]
         # The decision at a closing quote is registered (``decide``) and ORed into ``conds``
-        # in the next cycle (the comparators and ``cur`` hold still until the next value
+        # in the next cycle (the comparators and the attribute hold still until the next value
         # starts, >= 4 bytes later), so no path runs from the parser's state through the
         # comparators into every condition bit. ``conds`` clears on the valid byte *after* a
         # ``<`` or a document's last byte (``clear_next``), so a push's bits stay put for the
         # two cycles stage F needs to read them (:meth:`elaborate` sends them with the event
         # straight from here, not through stages E and F).
-        conds = self._condition_register(m, req, valid, last, Cat(*(
-            (cur[a_of[index.index(i)]] & bits[index.index(i)]) if i in index
-            else Const(0, 1) for i in range(len(self.conditions)))))
-        valued = [i for i, a in enumerate(attrs)
-                  if any(c.kind != "exists" and a_of[k] == i for k, c in enumerate(conditions))]
-        numeric = [i for i, a in enumerate(attrs)
-                   if any(c.kind == "number" and a_of[k] == i for k, c in enumerate(conditions))]
-        undecided = req["val_end"] & (
-            (Cat(*(cur[i] for i in valued)).any() & amp if valued else Const(0, 1)) |
-            (Cat(*(cur[i] for i in numeric)).any() & num_undec if numeric else Const(0, 1)))
-        return conds, undecided
+        conds = self._condition_register(m, req, valid, last, step.decided)
+        return conds, step.undecided
 
     @staticmethod
     def _condition_register(m, req, valid, last, decided):
@@ -830,23 +799,11 @@ class FrontEnd(wiring.Component):
 
     @staticmethod
     def _text_nodes(m, req, valid, last, level, ex_is_zero) -> SimpleNamespace:
-        """The text node being read: ``feed`` (this byte is its character data: text of a
-        stacked element, or CDATA), ``start`` (it ends or the document does: the comparators
-        restart), ``decide`` (it ends with content: its bits are taken now), ``amb`` (a
-        ``]`` of a CDATA section was in it: a compared value is undecided)."""
-        inside = (level != 0) & ex_is_zero          # text of a stacked element
-        feed = valid & ~last & inside & req["text_byte"]
-        amb_now = valid & ~last & inside & req["text_amb"]
-        end = valid & ~last & req["text_end"]
-        topen = Signal()                            # the text node has content
-        tamb = Signal()                             # ... and a "]" of a CDATA section
-        with m.If(valid):
-            with m.If(last | req["text_end"]):
-                m.d.sync += [topen.eq(0), tamb.eq(0)]
-            with m.Else():
-                m.d.sync += [topen.eq(topen | feed | amb_now), tamb.eq(tamb | amb_now)]
-        return SimpleNamespace(feed=feed, start=valid & (last | req["text_end"]),
-                               decide=end & topen, amb=tamb)
+        """:func:`text_node` in registers (``inside``: text of a stacked element)."""
+        regs = state_registers(TEXT_NODE_STATE, "")
+        node = text_node(regs, req, valid=valid, last=last, inside=(level != 0) & ex_is_zero)
+        m.d.sync += [regs[k].eq(v) for k, v in node.next.items()]
+        return node
 
     def _text_stack(self, m, decided, decide, level, do_push, valid, last):
         """The text bits per open element, by level (``text_stack``): zeroed by the
@@ -867,193 +824,332 @@ class FrontEnd(wiring.Component):
 
     def _text_conditions(self, m, req, valid, last, level, ex_is_zero, do_push, do_pop,
                          eq, registered, member):
-        """Stage P's text-condition logic: (the text condition bits of the element a pop
-        closes, full width with zeros for attribute conditions; this byte makes a text node
-        undecided)."""
-        conditions = [c for c in self.conditions if c.is_text]
-        index = [i for i, c in enumerate(self.conditions) if c.is_text]
-        width = max(1, self.n_conds)
-        if not conditions:
-            return Const(0, width), Const(0, 1)
-        text = self._text_nodes(m, req, valid, last, level, ex_is_zero)
-        bits, amp, num_undec = self._comparators(
-            m, conditions, start=text.start, byte=text.feed,
-            space_like_tabs=False, name="t", eq=eq, registered=registered, member=member)
-        decided = Cat(*((b & ~text.amb) if c.kind != "exists" else b
-                        for b, c in zip(bits, conditions)))
-        row = self._text_stack(m, decided, text.decide, level, do_push, valid, last)
-        out = Cat(*(row[index.index(i)] if i in index else Const(0, 1)
-                    for i in range(len(self.conditions))))
-        valued = any(c.kind != "exists" for c in conditions)
-        numeric = any(c.kind == "number" for c in conditions)
-        undecided = text.decide & (((amp | text.amb) if valued else Const(0, 1)) |
-                                   (num_undec if numeric else Const(0, 1)))
-        return Mux(do_pop, out, 0), undecided
+        """Stage P's text-condition logic (:class:`TextConditions` in registers and the text
+        stack): (the text condition bits of the element a pop closes, full width with zeros
+        for attribute conditions; this byte makes a text node undecided)."""
+        texts = TextConditions(self.conditions)
+        if not texts.conditions:
+            return Const(0, texts.width), Const(0, 1)
+        regs = state_registers(texts.state, "t_")
+        step = texts.step(regs, req, valid=valid, last=last, inside=(level != 0) & ex_is_zero,
+                          eq=eq, registered=registered, member=member)
+        m.d.sync += [regs[k].eq(v) for k, v in step.next.items()]
+        row = self._text_stack(m, step.bits, step.decide, level, do_push, valid, last)
+        return Mux(do_pop, texts.full(row), 0), step.undecided
 
     @staticmethod
     def _comparators(m, conditions, *, start, byte, space_like_tabs, name, eq, registered,
                      member):
-        """The value comparators over one byte stream (an attribute value, a text node):
-        ``start`` resets them, ``byte`` feeds the current byte. Returns (per condition, its
-        decision over the bytes fed so far, 0 when undecided; ``&`` or CR seen; the number is
-        undecided)."""
-        # the value: string literals (a CAM over the value bytes; tab and newline read as space)
-        strings = list(dict.fromkeys(c.literal.encode("utf-8") for c in conditions
-                                     if c.kind == "string"))
-        smax = max((len(t) for t in strings), default=0)
-        vpos = Signal(smax + 1, init=1)
-        lit = Signal(max(1, len(strings)), init=(1 << max(1, len(strings))) - 1)
-        space_like = registered("vspace", member(b" \t\n"))
-
-        def same(b):
-            return space_like if space_like_tabs and b == ord(" ") else eq(b)
-        lit_ok = Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any()
-                       for t in strings)) if strings else Const(1, 1)
-        lx = FrontEnd._value_lexer(m, start=start, byte=byte, eq=eq, registered=registered,
-                                   member=member)
-        amp, ipos, fpos = lx.amp, lx.ipos, lx.fpos
-        sig_digit, frac_digit, dlt, dgt = lx.sig_digit, lx.frac_digit, lx.dlt, lx.dgt
-
-        # per distinct number: the first difference from its digits, integer and fraction part
-        numbers = list(dict.fromkeys(number_digits(c.number) for c in conditions
-                                     if c.kind == "number"))
-        n_num = max(1, len(numbers))
-        ilt, igt, flt, fgt = (Signal(n_num, name=name + n) for n in ("ilt", "igt", "flt", "fgt"))
-        new_ilt, new_igt, new_flt, new_fgt = [], [], [], []
-        for _neg, whole, frac in numbers:
-            new_ilt.append(Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))).any()
-                           if whole else Const(0, 1))
-            new_igt.append(Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))).any()
-                           if whole else Const(0, 1))
-            new_flt.append(Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))).any()
-                           if frac else Const(0, 1))
-            new_fgt.append(Cat(*(fpos[p] & dgt(int(frac[p]) if p < len(frac) else 0)
-                                 for p in range(NUMBER_DIGITS + 1))).any())
-
-        with m.If(start):
-            m.d.sync += [vpos.eq(vpos.init), lit.eq(lit.init),
-                         ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
-        with m.Elif(byte):
-            m.d.sync += [vpos.eq(vpos << 1), lit.eq(lit & lit_ok)]
-            for j in range(len(numbers)):
-                with m.If(sig_digit & ~ilt[j] & ~igt[j]):
-                    m.d.sync += [ilt[j].eq(new_ilt[j]), igt[j].eq(new_igt[j])]
-                with m.If(frac_digit & ~flt[j] & ~fgt[j]):
-                    m.d.sync += [flt[j].eq(new_flt[j]), fgt[j].eq(new_fgt[j])]
-
-        # at the closing quote: each condition on the current attribute
-        relation = {}
-        for j, (kneg, whole, frac) in enumerate(numbers):
-            lw, lf = len(whole), len(frac)
-            relation[numbers[j]] = lx.relation(
-                kneg, i_shorter=ipos[:lw].any() if lw else Const(0, 1), i_same=ipos[lw],
-                i_longer=ipos[lw + 1:].any(), f_shorter=fpos[:lf].any() if lf else Const(0, 1),
-                ilt=ilt[j], igt=igt[j], flt=flt[j], fgt=fgt[j])
-        ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
-        bits = []
-        for c in conditions:
-            kind = c.kind
-            if kind == "exists":
-                bit = Const(1, 1)
-            elif kind == "string":
-                ok = ends[strings.index(c.literal.encode("utf-8"))]
-                bit = (ok if c.op == "=" else ~ok) & ~amp
-            elif kind == "nan":
-                bit = Const(int(c.op == "!="), 1) & ~amp
-            else:
-                bit = lx.number_bit(c.op, *relation[number_digits(c.number)])
-            bits.append(bit)
-        return bits, amp, lx.num_undec
+        """The value comparators over one byte stream (an attribute value, a text node) in
+        registers (:func:`comparators`): ``start`` resets them, ``byte`` feeds the current
+        byte. Returns (per condition, its decision over the bytes fed so far, 0 when
+        undecided; ``&`` or CR seen; the number is undecided)."""
+        spec = comparator_state(conditions)
+        regs = state_registers(spec, name)
+        cmp = comparators(conditions, regs, space_like_tabs=space_like_tabs, eq=eq,
+                          registered=registered, member=member)
+        m.d.sync += [regs[k].eq(v) for k, v in advance(spec, regs, cmp.next, start=start,
+                                                        byte=byte).items()]
+        return cmp.bits, cmp.amp, cmp.num_undec
 
     @staticmethod
     def _value_lexer(m, *, start, byte, eq, registered, member) -> SimpleNamespace:
-        """What every value comparator shares over one byte stream (``start`` resets it,
-        ``byte`` feeds the current byte): ``amp`` (``&`` or CR seen: undecided), the number
-        lexer (one-hot, see :func:`xpfilt.hwdefs.value_number`: ``lex``, ``num_valid``,
-        ``num_nan``, ``num_undec``, the sign ``vneg``) and its digits (``sig_digit`` /
-        ``frac_digit``: this byte is a significant integer / a fraction digit; ``ipos`` /
-        ``fpos``: one-hot counts of those so far; ``dlt(k)`` / ``dgt(k)``: the byte is a digit
-        below / above ``k``); ``relation`` and ``number_bit`` decide a comparison from the
-        first differences with a literal's digits."""
-        amp = Signal()                    # "&" or CR in the value: undecided
-        # the number lexer (one-hot; see xpfilt.hwdefs.value_number) and its digit positions
-        LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
-        lex = Signal(8, init=1 << LEAD)
-        neg, isig, nonzero = Signal(), Signal(), Signal()
-        ndig = Signal(range(NUMBER_DIGITS + 2))
-        ipos = Signal(NUMBER_DIGITS + 1, init=1)    # bit p: p significant integer digits
-        fpos = Signal(NUMBER_DIGITS + 1, init=1)    # bit p: p fraction digits
-        digit = registered("digit", member(range(0x30, 0x3A)))
-        nz = registered("digit_nz", member(range(0x31, 0x3A)))
-        ws = registered("vws", member(b" \t\n"))
-        dot, minus = eq(ord(".")), eq(ord("-"))
-        expo = registered("expo", member(b"eE"))
-
-        def dlt(k):     # the digit byte is below k
-            return registered(f"dlt_{k}", member(range(0x30, 0x30 + k)))
-
-        def dgt(k):     # the digit byte is above k
-            return registered(f"dgt_{k}", member(range(0x31 + k, 0x3A)))
-
-        nxt = [[] for _ in range(8)]
-        for here, branches in (
-                (LEAD, [(ws, LEAD), (minus, SIGN), (digit, INT), (dot, DOT)]),
-                (SIGN, [(digit, INT), (dot, DOT)]),
-                (INT, [(digit, INT), (dot, FRAC), (ws, TRAIL), (expo, UNDEC)]),
-                (DOT, [(digit, FRAC)]),
-                (FRAC, [(digit, FRAC), (ws, TRAIL), (expo, UNDEC)]),
-                (TRAIL, [(ws, TRAIL)])):
-            taken = []
-            for test, target in branches:
-                nxt[target].append(lex[here] & test)
-                taken.append(test)
-            nxt[NAN].append(lex[here] & ~Cat(*taken).any())
-        nxt[NAN].append(lex[NAN])
-        nxt[UNDEC].append(lex[UNDEC])
-        lex_next = Cat(*(Cat(*t).any() for t in nxt))
-        int_digit = digit & (lex[LEAD] | lex[SIGN] | lex[INT])
-        frac_digit = digit & (lex[DOT] | lex[FRAC])
-        sig_digit = int_digit & (isig | nz)
+        """:func:`value_lexer` in registers: ``start`` resets it, ``byte`` feeds the current
+        byte."""
+        regs = state_registers(LEXER_STATE, "lx_")
+        lx = value_lexer(regs, eq=eq, registered=registered, member=member)
+        m.d.sync += [regs[k].eq(v) for k, v in advance(LEXER_STATE, regs, lx.next, start=start,
+                                                        byte=byte).items()]
+        return lx
 
 
-        with m.If(start):
-            m.d.sync += [amp.eq(0), lex.eq(lex.init), neg.eq(0), isig.eq(0), nonzero.eq(0),
-                         ndig.eq(0), ipos.eq(ipos.init), fpos.eq(fpos.init)]
-        with m.Elif(byte):
-            m.d.sync += [amp.eq(amp | eq(ord("&")) | eq(ord("\r"))), lex.eq(lex_next),
-                         neg.eq(neg | (lex[LEAD] & minus)), isig.eq(isig | sig_digit),
-                         nonzero.eq(nonzero | ((int_digit | frac_digit) & nz))]
-            with m.If((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1)):
-                m.d.sync += ndig.eq(ndig + 1)
-            with m.If(sig_digit):
-                m.d.sync += ipos.eq(ipos << 1)
-            with m.If(frac_digit):
-                m.d.sync += fpos.eq(fpos << 1)
-        num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
-        num_nan = ~num_valid & ~lex[UNDEC]
-        num_undec = lex[UNDEC] | (num_valid & (ndig == NUMBER_DIGITS + 1))
-        vneg = neg & nonzero
+def state_registers(spec: dict, prefix: str) -> dict:
+    """A Signal per field of ``spec`` ({name: (shape, reset value)}), reset to its value."""
+    return {k: Signal(shape, init=init, name=prefix + k) for k, (shape, init) in spec.items()}
 
-        def relation(kneg, *, i_shorter, i_same, i_longer, f_shorter, ilt, igt, flt, fgt):
-            """(value < literal, =, >) from the lengths and first differences; ``kneg``: the
-            literal is negative (a bool or a signal)."""
-            mag_lt = i_shorter | (i_same & (ilt | (~igt & (flt | (~fgt & f_shorter)))))
-            mag_gt = i_longer | (i_same & (igt | (~ilt & fgt)))
-            mag_eq = ~mag_lt & ~mag_gt
-            if isinstance(kneg, bool):
-                return ((vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt) if kneg else
-                        (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt))
-            return (Mux(kneg, vneg & mag_gt, vneg | mag_lt), mag_eq & (vneg == kneg),
-                    Mux(kneg, ~vneg | mag_lt, ~vneg & mag_gt))
 
-        def number_bit(op, lt, eq_, gt):
-            """A number comparison ``op`` decided (0 when undecided)."""
-            bit = {"=": num_valid & eq_, "!=": num_nan | (num_valid & ~eq_),
-                   "<": num_valid & lt, "<=": num_valid & (lt | eq_),
-                   ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[op]
-            return bit & ~amp & ~num_undec
+def advance(spec: dict, cur: dict, nxt: dict, *, start, byte) -> dict:
+    """The state after one byte of a comparator's stream: reset by ``start``, ``nxt`` if
+    ``byte`` feeds it, else ``cur``."""
+    return {k: Mux(start, spec[k][1], Mux(byte, nxt[k], cur[k])) if k in nxt
+            else Mux(start, spec[k][1], cur[k]) for k in spec}
 
-        return SimpleNamespace(amp=amp, lex=lex, ipos=ipos, fpos=fpos, digit=digit,
-                               sig_digit=sig_digit, frac_digit=frac_digit, dlt=dlt, dgt=dgt,
-                               num_valid=num_valid, num_nan=num_nan, num_undec=num_undec,
-                               vneg=vneg, relation=relation, number_bit=number_bit)
+
+#: The number lexer's states (one-hot, see :func:`xpfilt.hwdefs.value_number`).
+LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
+#: The value lexer's state ({name: (shape, reset value)}, see :func:`value_lexer`).
+LEXER_STATE = {"amp": (1, 0), "lex": (8, 1 << LEAD), "neg": (1, 0), "isig": (1, 0),
+               "nonzero": (1, 0), "ndig": (range(NUMBER_DIGITS + 2), 0),
+               "ipos": (NUMBER_DIGITS + 1, 1), "fpos": (NUMBER_DIGITS + 1, 1)}
+
+
+def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
+    """What every value comparator shares over one byte stream, from its state ``cur``
+    (:data:`LEXER_STATE`) and the byte's classes: ``next`` (the state after the byte, if it is
+    fed), ``amp`` (``&`` or CR seen: undecided), the number lexer (one-hot, see
+    :func:`xpfilt.hwdefs.value_number`: ``lex``, ``num_valid``, ``num_nan``, ``num_undec``, the
+    sign ``vneg``) and its digits (``sig_digit`` / ``frac_digit``: this byte is a significant
+    integer / a fraction digit; ``ipos`` / ``fpos``: one-hot counts of those so far; ``dlt(k)``
+    / ``dgt(k)``: the byte is a digit below / above ``k``); ``relation`` and ``number_bit``
+    decide a comparison from the first differences with a literal's digits."""
+    amp, lex, neg, isig, nonzero, ndig, ipos, fpos = (cur[k] for k in LEXER_STATE)
+    digit = registered("digit", member(range(0x30, 0x3A)))
+    nz = registered("digit_nz", member(range(0x31, 0x3A)))
+    ws = registered("vws", member(b" \t\n"))
+    dot, minus = eq(ord(".")), eq(ord("-"))
+    expo = registered("expo", member(b"eE"))
+
+    def dlt(k):     # the digit byte is below k
+        return registered(f"dlt_{k}", member(range(0x30, 0x30 + k)))
+
+    def dgt(k):     # the digit byte is above k
+        return registered(f"dgt_{k}", member(range(0x31 + k, 0x3A)))
+
+    nxt = [[] for _ in range(8)]
+    for here, branches in (
+            (LEAD, [(ws, LEAD), (minus, SIGN), (digit, INT), (dot, DOT)]),
+            (SIGN, [(digit, INT), (dot, DOT)]),
+            (INT, [(digit, INT), (dot, FRAC), (ws, TRAIL), (expo, UNDEC)]),
+            (DOT, [(digit, FRAC)]),
+            (FRAC, [(digit, FRAC), (ws, TRAIL), (expo, UNDEC)]),
+            (TRAIL, [(ws, TRAIL)])):
+        taken = []
+        for test, target in branches:
+            nxt[target].append(lex[here] & test)
+            taken.append(test)
+        nxt[NAN].append(lex[here] & ~Cat(*taken).any())
+    nxt[NAN].append(lex[NAN])
+    nxt[UNDEC].append(lex[UNDEC])
+    lex_next = Cat(*(Cat(*t).any() for t in nxt))
+    int_digit = digit & (lex[LEAD] | lex[SIGN] | lex[INT])
+    frac_digit = digit & (lex[DOT] | lex[FRAC])
+    sig_digit = int_digit & (isig | nz)
+    nxt_state = {
+        "amp": amp | eq(ord("&")) | eq(ord("\r")), "lex": lex_next,
+        "neg": neg | (lex[LEAD] & minus), "isig": isig | sig_digit,
+        "nonzero": nonzero | ((int_digit | frac_digit) & nz),
+        "ndig": Mux((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1), ndig + 1, ndig),
+        "ipos": Mux(sig_digit, ipos << 1, ipos), "fpos": Mux(frac_digit, fpos << 1, fpos)}
+    num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
+    num_nan = ~num_valid & ~lex[UNDEC]
+    num_undec = lex[UNDEC] | (num_valid & (ndig == NUMBER_DIGITS + 1))
+    vneg = neg & nonzero
+
+    def relation(kneg, *, i_shorter, i_same, i_longer, f_shorter, ilt, igt, flt, fgt):
+        """(value < literal, =, >) from the lengths and first differences; ``kneg``: the
+        literal is negative (a bool or a signal)."""
+        mag_lt = i_shorter | (i_same & (ilt | (~igt & (flt | (~fgt & f_shorter)))))
+        mag_gt = i_longer | (i_same & (igt | (~ilt & fgt)))
+        mag_eq = ~mag_lt & ~mag_gt
+        if isinstance(kneg, bool):
+            return ((vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt) if kneg else
+                    (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt))
+        return (Mux(kneg, vneg & mag_gt, vneg | mag_lt), mag_eq & (vneg == kneg),
+                Mux(kneg, ~vneg | mag_lt, ~vneg & mag_gt))
+
+    def number_bit(op, lt, eq_, gt):
+        """A number comparison ``op`` decided (0 when undecided)."""
+        bit = {"=": num_valid & eq_, "!=": num_nan | (num_valid & ~eq_),
+               "<": num_valid & lt, "<=": num_valid & (lt | eq_),
+               ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[op]
+        return bit & ~amp & ~num_undec
+
+    return SimpleNamespace(next=nxt_state, amp=amp, lex=lex, ipos=ipos, fpos=fpos, digit=digit,
+                           sig_digit=sig_digit, frac_digit=frac_digit, dlt=dlt, dgt=dgt,
+                           num_valid=num_valid, num_nan=num_nan, num_undec=num_undec,
+                           vneg=vneg, relation=relation, number_bit=number_bit)
+
+
+def _strings(conditions) -> list:
+    return list(dict.fromkeys(c.literal.encode("utf-8") for c in conditions
+                              if c.kind == "string"))
+
+
+def _numbers(conditions) -> list:
+    return list(dict.fromkeys(number_digits(c.number) for c in conditions
+                              if c.kind == "number"))
+
+
+def comparator_state(conditions) -> dict:
+    """The state of :func:`comparators` over ``conditions`` ({name: (shape, reset value)})."""
+    strings, n_num = _strings(conditions), max(1, len(_numbers(conditions)))
+    smax = max((len(t) for t in strings), default=0)
+    return {"vpos": (smax + 1, 1), "lit": (max(1, len(strings)), (1 << max(1, len(strings))) - 1),
+            **{k: (n_num, 0) for k in ("ilt", "igt", "flt", "fgt")}, **LEXER_STATE}
+
+
+def comparators(conditions, cur: dict, *, space_like_tabs, eq, registered, member
+                ) -> SimpleNamespace:
+    """The value comparators over one byte stream (an attribute value, a text node), from their
+    state ``cur`` (:func:`comparator_state`) and the byte's classes: ``next`` (the state after
+    the byte, if it is fed), ``bits`` (per condition, its decision over the bytes fed so far, 0
+    when undecided), ``amp`` (``&`` or CR seen), ``num_undec`` (the number is undecided)."""
+    # the value: string literals (a CAM over the value bytes; tab and newline read as space)
+    strings = _strings(conditions)
+    vpos, lit = cur["vpos"], cur["lit"]
+    space_like = registered("vspace", member(b" \t\n"))
+
+    def same(b):
+        return space_like if space_like_tabs and b == ord(" ") else eq(b)
+    lit_ok = Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any()
+                   for t in strings)) if strings else Const(1, 1)
+    lx = value_lexer({k: cur[k] for k in LEXER_STATE}, eq=eq, registered=registered,
+                     member=member)
+    amp, ipos, fpos = lx.amp, lx.ipos, lx.fpos
+    sig_digit, frac_digit, dlt, dgt = lx.sig_digit, lx.frac_digit, lx.dlt, lx.dgt
+
+    # per distinct number: the first difference from its digits, integer and fraction part
+    numbers = _numbers(conditions)
+    ilt, igt, flt, fgt = (cur[k] for k in ("ilt", "igt", "flt", "fgt"))
+    nxt = {"vpos": vpos << 1, "lit": lit & lit_ok, **lx.next}
+    new = {k: [] for k in ("ilt", "igt", "flt", "fgt")}
+    for j, (_neg, whole, frac) in enumerate(numbers):
+        i_open = sig_digit & ~ilt[j] & ~igt[j]
+        f_open = frac_digit & ~flt[j] & ~fgt[j]
+        new["ilt"].append(Mux(i_open, Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))
+                                          ).any() if whole else 0, ilt[j]))
+        new["igt"].append(Mux(i_open, Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))
+                                          ).any() if whole else 0, igt[j]))
+        new["flt"].append(Mux(f_open, Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))
+                                          ).any() if frac else 0, flt[j]))
+        new["fgt"].append(Mux(f_open, Cat(*(fpos[p] & dgt(int(frac[p]) if p < len(frac) else 0)
+                                            for p in range(NUMBER_DIGITS + 1))).any(), fgt[j]))
+    for k, bits in new.items():
+        nxt[k] = Cat(*bits) if bits else cur[k]
+
+    # at the closing quote: each condition on the current attribute
+    relation = {}
+    for j, (kneg, whole, frac) in enumerate(numbers):
+        lw, lf = len(whole), len(frac)
+        relation[numbers[j]] = lx.relation(
+            kneg, i_shorter=ipos[:lw].any() if lw else Const(0, 1), i_same=ipos[lw],
+            i_longer=ipos[lw + 1:].any(), f_shorter=fpos[:lf].any() if lf else Const(0, 1),
+            ilt=ilt[j], igt=igt[j], flt=flt[j], fgt=fgt[j])
+    ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
+    bits = []
+    for c in conditions:
+        kind = c.kind
+        if kind == "exists":
+            bit = Const(1, 1)
+        elif kind == "string":
+            ok = ends[strings.index(c.literal.encode("utf-8"))]
+            bit = (ok if c.op == "=" else ~ok) & ~amp
+        elif kind == "nan":
+            bit = Const(int(c.op == "!="), 1) & ~amp
+        else:
+            bit = lx.number_bit(c.op, *relation[number_digits(c.number)])
+        bits.append(bit)
+    return SimpleNamespace(next=nxt, bits=bits, amp=amp, num_undec=lx.num_undec)
+
+
+class AttributeConditions:
+    """The attribute conditions of a condition list (``conditions``: those not on ``text()``)
+    and one byte's step of their logic (:meth:`step`): an attribute-name CAM (a one-hot name
+    position and a "still matching" bit per distinct attribute name), the attribute whose value
+    streams (``attr``, one-hot) and the value comparators (:func:`comparators`)."""
+
+    def __init__(self, all_conditions):
+        self.width = max(1, len(all_conditions))
+        self.index = [i for i, c in enumerate(all_conditions) if not c.is_text]
+        self.conditions = [all_conditions[i] for i in self.index]
+        self.attrs = list(dict.fromkeys(c.attribute.encode("utf-8") for c in self.conditions))
+        self.a_of = [self.attrs.index(c.attribute.encode("utf-8")) for c in self.conditions]
+        n_attr = max(1, len(self.attrs))
+        amax = max((len(a) for a in self.attrs), default=0)
+        #: the state ({name: (shape, reset value)}): the CAM's ``apos``, ``amatch``, ``attr``
+        #: and the comparators' state
+        self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
+                      "attr": (n_attr, 0), **comparator_state(self.conditions)}
+
+    def step(self, cur: dict, req, *, valid, last, eq, registered, member) -> SimpleNamespace:
+        """One byte from the state ``cur``: ``next`` (the state after it; ``valid``: the byte
+        is there, ``last``: the document's final byte, ``req``: its parser requests),
+        ``decided`` (the condition bits, full width, of the value that ends at this byte:
+        meaningful with ``val_end``) and ``undecided`` (this byte ends a compared value the
+        comparators cannot decide)."""
+        attrs, a_of = self.attrs, self.a_of
+        apos, amatch, attr = cur["apos"], cur["amatch"], cur["attr"]
+        aok = Cat(*(Cat(*(apos[p] & eq(b) for p, b in enumerate(a))).any() for a in attrs))
+        ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
+        grow = ~last & req["attr_byte"]
+        spec = comparator_state(self.conditions)
+        cmp = comparators(self.conditions, {k: cur[k] for k in spec}, space_like_tabs=True,
+                          eq=eq, registered=registered, member=member)
+        nxt = {"apos": Mux(valid, Mux(grow, apos << 1, 1), apos),
+               "amatch": Mux(valid, Mux(grow, amatch & aok, self.state["amatch"][1]), amatch),
+               "attr": Mux(valid & last, 0, Mux(valid & req["attr_end"], ahit, attr)),
+               **advance(spec, cur, cmp.next, start=valid & (last | req["val_start"]),
+                         byte=valid & ~last & req["val_byte"])}
+        bits = {i: attr[a_of[k]] & cmp.bits[k] for k, i in enumerate(self.index)}
+        decided = Cat(*(bits.get(i, Const(0, 1)) for i in range(self.width)))
+        kinds = {kind: [i for i in range(len(attrs))
+                        if any(c.kind in kind and a_of[k] == i
+                               for k, c in enumerate(self.conditions))]
+                 for kind in (("string", "number", "nan"), ("number",))}
+        valued, numeric = kinds[("string", "number", "nan")], kinds[("number",)]
+        undecided = req["val_end"] & (
+            (Cat(*(attr[i] for i in valued)).any() & cmp.amp if valued else Const(0, 1)) |
+            (Cat(*(attr[i] for i in numeric)).any() & cmp.num_undec if numeric
+             else Const(0, 1)))
+        return SimpleNamespace(next=nxt, decided=decided, undecided=undecided)
+
+
+#: The state of :func:`text_node` ({name: (shape, reset value)}).
+TEXT_NODE_STATE = {"topen": (1, 0), "tamb": (1, 0)}
+
+
+def text_node(cur: dict, req, *, valid, last, inside) -> SimpleNamespace:
+    """The text node being read, from its state ``cur`` (:data:`TEXT_NODE_STATE`: it has
+    content, ``topen``; a ``]`` of a CDATA section was in it, ``tamb``) and one byte (``valid``,
+    ``last``, its parser requests ``req``; ``inside``: text of a stacked element): ``next``,
+    ``feed`` (this byte is its character data: text of a stacked element, or CDATA),
+    ``start`` (it ends or the document does: the comparators restart), ``decide`` (it ends with
+    content: its bits are taken now), ``amb`` (a compared value is undecided)."""
+    feed = valid & ~last & inside & req["text_byte"]
+    amb_now = valid & ~last & inside & req["text_amb"]
+    start = valid & (last | req["text_end"])
+    nxt = {"topen": Mux(start, 0, cur["topen"] | feed | amb_now),
+           "tamb": Mux(start, 0, cur["tamb"] | amb_now)}
+    return SimpleNamespace(next=nxt, feed=feed, start=start,
+                           decide=valid & ~last & req["text_end"] & cur["topen"],
+                           amb=cur["tamb"])
+
+
+class TextConditions:
+    """The ``text()`` conditions of a condition list and one byte's step of their logic
+    (:meth:`step`): the text node (:func:`text_node`) and the value comparators over its
+    character data (:func:`comparators`)."""
+
+    def __init__(self, all_conditions):
+        self.width = max(1, len(all_conditions))
+        self.index = [i for i, c in enumerate(all_conditions) if c.is_text]
+        self.conditions = [all_conditions[i] for i in self.index]
+        #: the state ({name: (shape, reset value)})
+        self.state = {**TEXT_NODE_STATE, **comparator_state(self.conditions)}
+
+    def full(self, bits):
+        """``bits`` (one per text condition) at their places among all the conditions."""
+        return Cat(*(bits[self.index.index(i)] if i in self.index else Const(0, 1)
+                     for i in range(self.width)))
+
+    def step(self, cur: dict, req, *, valid, last, inside, eq, registered, member
+             ) -> SimpleNamespace:
+        """One byte from the state ``cur``: ``next`` (the state after it), ``decide`` (a text
+        node with content ends), ``bits`` (its condition bits, one per text condition,
+        meaningful with ``decide``) and ``undecided`` (it ends a node the comparators cannot
+        decide)."""
+        node = text_node({k: cur[k] for k in TEXT_NODE_STATE}, req, valid=valid, last=last,
+                         inside=inside)
+        spec = comparator_state(self.conditions)
+        cmp = comparators(self.conditions, {k: cur[k] for k in spec}, space_like_tabs=False,
+                          eq=eq, registered=registered, member=member)
+        bits = Cat(*((b & ~node.amb) if c.kind != "exists" else b
+                     for b, c in zip(cmp.bits, self.conditions)))
+        valued = any(c.kind != "exists" for c in self.conditions)
+        numeric = any(c.kind == "number" for c in self.conditions)
+        undecided = node.decide & (((cmp.amp | node.amb) if valued else Const(0, 1)) |
+                                   (cmp.num_undec if numeric else Const(0, 1)))
+        return SimpleNamespace(
+            next={**node.next, **advance(spec, cur, cmp.next, start=node.start,
+                                         byte=node.feed)},
+            decide=node.decide, bits=bits, undecided=undecided)

@@ -16,6 +16,12 @@ cycle:
   bit from the beat's composed function) gives every lane its start state, registered;
 * O: each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of
   level 0 and root seen, chosen in P2), registered;
+* C (beside N, with attribute conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
+  (the attribute-name CAM, the value comparators and the start tag's condition bits) stepped
+  through the lanes one after the other from registers carried from beat to beat (a loop through
+  the lanes: the price of the conditions, paid only by engines that have them); each lane's
+  bits of its start tag so far (a push carries them in its queue entry) and its
+  ``value_undecided`` flag, registered;
 * N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
   LO), VMAX - HD), v = level + excess), the name bytes since the last name reset, the hash of
   the lanes from 0 (the hash is linear: the part of the hash before the beat is added in L);
@@ -46,7 +52,7 @@ cycle:
   pop closes); a push writes its row;
 * F: the end-tag check; the ``events`` register.
 
-No loop runs through the lanes, so the clock does not depend on W; the beat's
+No loop runs through the lanes (except stage C's), so the clock does not depend on W; the beat's
 registered stages from D2 to P2 are :func:`xpfilt.hwdefs.wide_parser_stages`. A beat accepted in
 cycle N shows its first event in cycle N + :func:`xpfilt.hwdefs.wide_latency` when the queue is
 empty. ``room`` tells the frame it may accept a beat: the queue has room for W events of each
@@ -56,12 +62,15 @@ end's; :class:`xpfilt.model.wide_frontend.WideFrontEndModel` is the cycle-accura
 
 ``bytes_in``: ``data`` holds W bytes, lane ``i`` in bits ``8i..8i+7`` (the first byte of the beat
 in lane 0); ``count`` (1..W) says how many lanes hold bytes in the beat with ``last`` (every
-other beat is full, its ``count`` is ignored). Attribute and text conditions and the name tap of
-the programmable engine are not widened: the engines refuse them above one byte per cycle.
+other beat is full, its ``count`` is ignored). ``conditions``: attribute conditions, as
+:class:`xpfilt.hdl.frontend.FrontEnd`'s (a push's ``conds``); ``text()`` conditions and the name
+tap of the programmable engine are not widened: the engines refuse them above one byte per
+cycle.
 """
 
 from functools import reduce
 from operator import xor
+from types import SimpleNamespace
 from typing import Sequence
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -70,12 +79,12 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
-                           NAME_CHAR, NAME_START, WHITESPACE, ErrorFlags, State,
+                           NAME_CHAR, NAME_START, WHITESPACE, AttrCondition, ErrorFlags, State,
                            check_bytes_per_cycle, check_parameters, queue_depth_for,
                            tag_width_for)
 
-from .frontend import (ByteTests, EventLayout, StackEntry, hash_power, nibble_member, parse_byte,
-                       parser_table)
+from .frontend import (AttributeConditions, ByteTests, EventLayout, StackEntry, TextConditions,
+                       hash_power, nibble_member, parse_byte, parser_table, state_registers)
 
 __all__ = ["WideByteLayout", "QueueEntry", "WideFrontEnd"]
 
@@ -125,6 +134,10 @@ def _blank_tests() -> ByteTests:
                      nchar=blank, upper=blank)
 
 
+#: The requests the attribute conditions follow.
+ATTRIBUTE_REQUESTS = ("tag_start", "attr_byte", "attr_end", "val_start", "val_byte", "val_end")
+#: The requests the text conditions follow.
+TEXT_REQUESTS = ("text_byte", "text_amb", "text_end")
 #: The requests whose event needs the name's tag id: a push, and the pop of an end tag (its
 #: name is checked against the row it closes).
 TAG_REQUESTS = ("push_req", "pop_check")
@@ -246,13 +259,14 @@ class WideByteLayout(data.StructLayout):
 class QueueEntry(data.StructLayout):
     """An event waiting for the global stack: ``push``/``pop``/``last`` (document end), ``check``
     (a pop of an end tag: compare its name with the row), ``level`` (a push's new depth, a
-    pop's depth before it), the name's ``tag`` id and ``hash``, and the document's ``errors``
-    (only with ``last``; the end-tag mismatch is added in stage F)."""
+    pop's depth before it), the name's ``tag`` id and ``hash``, the document's ``errors``
+    (only with ``last``; the end-tag mismatch is added in stage F) and, with conditions, a
+    push's attribute condition bits ``conds``."""
 
-    def __init__(self, *, tag_width: int, max_depth: int):
+    def __init__(self, *, tag_width: int, max_depth: int, n_conds: int = 0):
         super().__init__({"push": 1, "pop": 1, "check": 1, "last": 1,
                           "level": range(max_depth + 1), "tag": tag_width, "hash": HASH_WIDTH,
-                          "errors": ErrorFlags})
+                          "errors": ErrorFlags, **({"conds": n_conds} if n_conds else {})})
 
 
 class WideFrontEnd(wiring.Component):
@@ -269,15 +283,19 @@ class WideFrontEnd(wiring.Component):
     """
 
     def __init__(self, tags: Sequence[str], *, width: int, max_depth: int = 16,
-                 max_name: int = 32):
+                 max_name: int = 32, conditions: Sequence[AttrCondition] = ()):
         self.width = check_bytes_per_cycle(width)
+        self.conditions = tuple(conditions)
+        self.n_conds = len(self.conditions)
+        self.n_text = sum(c.is_text for c in self.conditions)
         self.tags = tuple(tags)
         self.tag_bytes = check_parameters(self.tags, max_depth, max_name)
         self.max_depth = max_depth
         self.max_name = max_name
         self.queue_depth = queue_depth_for(width)
         self.tag_width = tag_width_for(len(self.tags))
-        self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth)
+        self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth,
+                                        n_conds=self.n_conds)
         super().__init__({
             "bytes_in": In(stream.Signature(WideByteLayout(width))),
             "room": Out(1),
@@ -317,12 +335,14 @@ class WideFrontEnd(wiring.Component):
                 value = reg
             return value
 
-        def lane_tests(stage, delay):
-            """Each lane's byte classes as a :class:`ByteTests`, registered in stage ``stage``
-            from the nibbles of D1 ``delay`` cycles before."""
+        def lane_classes(stage, delay):
+            """Each lane's byte classes, registered in stage ``stage`` from the nibbles of D1
+            ``delay`` cycles before (one flip-flop per test, made on first use): a namespace of
+            ``registered(key, value)``, ``eq(byte)``, ``member(members)`` (the unregistered
+            test, for ``registered``) and the parser's :class:`ByteTests` (``tests``)."""
             nibbles = [(delayed(high[i], delay, f"{stage}_high{i}"),
                         delayed(low[i], delay, f"{stage}_low{i}")) for i in range(W)]
-            tests = []
+            lanes = []
             for i, (hi, lo) in enumerate(nibbles):
                 made = {}
 
@@ -335,15 +355,23 @@ class WideFrontEnd(wiring.Component):
                 def eq(b, hi=hi, lo=lo, registered=registered):
                     return registered(f"eq_{b:02x}", hi[b >> 4] & lo[b & 15])
 
-                def member(key, members, hi=hi, lo=lo, registered=registered):
-                    return registered(key, nibble_member(hi, lo, members))
+                def member(members, hi=hi, lo=lo):
+                    return nibble_member(hi, lo, members)
 
-                tests.append(ByteTests(ch=lambda text, eq=eq: eq(ord(text)), eq=eq,
-                                       ws=member("ws", WHITESPACE),
-                                       nstart=member("nstart", NAME_START),
-                                       nchar=member("nchar", NAME_CHAR),
-                                       upper=member("upper", range(ord("A"), ord("Z") + 1))))
-            return tests
+                def test(key, members, registered=registered, member=member):
+                    return registered(key, member(members))
+
+                tests = ByteTests(ch=lambda text, eq=eq: eq(ord(text)), eq=eq,
+                                  ws=test("ws", WHITESPACE), nstart=test("nstart", NAME_START),
+                                  nchar=test("nchar", NAME_CHAR),
+                                  upper=test("upper", range(ord("A"), ord("Z") + 1)))
+                lanes.append(SimpleNamespace(registered=registered, eq=eq, member=member,
+                                             tests=tests))
+            return lanes
+
+        def lane_tests(stage, delay):
+            """Each lane's byte classes as a :class:`ByteTests` (see ``lane_classes``)."""
+            return [lane.tests for lane in lane_classes(stage, delay)]
 
         # === stage D2 (classes) and T + X1..Xk: the parallel-prefix parser ===
         k_levels = W.bit_length() - 1
@@ -380,7 +408,8 @@ class WideFrontEnd(wiring.Component):
         o_tests = lane_tests("o", k_levels + 1)
         o_valid, o_last, o_lanes = Signal(), Signal(), Signal(W)
         m.d.sync += [o_valid.eq(s_valid), o_last.eq(s_last), o_lanes.eq(s_lanes)]
-        REQ = ("push_req", "pop_req", "pop_check", "name_byte", "name_hold")
+        REQ = ("push_req", "pop_req", "pop_check", "name_byte", "name_hold") + (
+            ATTRIBUTE_REQUESTS if self.n_conds else ()) + (TEXT_REQUESTS if self.n_text else ())
         requests = REQ + tuple(BAD_CASES.values()) + ("text_after",)
         o_req = [{name: Signal(name=f"o_lane{i}_{name}") for name in requests}
                  for i in range(W)]
@@ -478,6 +507,12 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += n_tsel[i].eq(Cat(*(tag_ev[i] & (sum(tag_ev[:i]) == k)
                                            for k in range(K))))
 
+        # === stage C (beside N): the attribute conditions, lane after lane (loop: their
+        # state), each lane's condition bits of its start tag so far and its undecided flag ===
+        lane_conds = self._attribute_conditions(
+            m, lane_classes("c", k_levels + 2) if self.n_conds else None, o_req, o_valid,
+            o_last, o_lanes)
+
         # === stage N2: each lane's bounds on the depth before the beat (no loop) ===
         n2_valid, n2_last = Signal(), Signal()
         m.d.sync += [n2_valid.eq(n_valid), n2_last.eq(n_last)]
@@ -544,6 +579,14 @@ class WideFrontEnd(wiring.Component):
         m.d.sync += [reg.eq(value) for regs, values in ((l_v, v), (l_pos, pos), (l_hash, h),
                                                           (l_root, root))
                      for reg, value in zip(regs, values)]
+
+        # === stage T (beside L2): the text conditions, lane after lane (loop: their state),
+        # each lane's text bits since the event before it and its undecided flag ===
+        lane_text = self._text_conditions(
+            m, lane_classes("t", k_levels + 5) if self.n_text else None,
+            [{name: delayed(sig, 3, f"t_lane{i}_{name}") for name, sig in r.items()}
+             for i, r in enumerate(o_req)], l_valid, l_last, delayed(o_lanes, 3, "t_lanes"),
+            l_v)
 
         # === stage L2: each lane's depth flags and name position one-hot; the CAM read ===
         l2_valid, l2_last = Signal(), Signal()
@@ -635,7 +678,12 @@ class WideFrontEnd(wiring.Component):
         else:
             carried = match0.init
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
-        entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth)
+        entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth,
+                                  n_conds=self.n_conds)
+        m_conds = [(delayed(conds, 4, f"m_lane{i}_conds"), delayed(undec, 4, f"m_lane{i}_undec"))
+                   for i, (conds, undec) in enumerate(lane_conds)]
+        m_text = [(delayed(bits, 1, f"m_lane{i}_text"), delayed(undec, 1, f"m_lane{i}_tundec"))
+                  for i, (bits, undec) in enumerate(lane_text)]
         records, has, founds, ends = [], [], [], []
         for i in range(W):
             r, li = m_req[i], lane[i]
@@ -649,6 +697,8 @@ class WideFrontEnd(wiring.Component):
             m.d.comb += [found.malformed.eq(bad | underflow),
                          found.depth_overflow.eq(overflow),
                          found.name_too_long.eq(r["name_byte"] & li["long"])]
+            if self.n_conds:
+                m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1])
             here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")     # the document's final byte
             m.d.comb += end.eq(here & l3_last & (~m_lanes[i + 1] if i + 1 < W else 1))
@@ -659,6 +709,11 @@ class WideFrontEnd(wiring.Component):
                          rec.level.eq(Mux(do_push, li["level"] + 1,
                                           Mux(do_pop, li["level"], 0))),
                          rec.hash.eq(li["hash"])]
+            if self.n_conds:
+                # a push: its attribute bits; a push or a pop: the text bits since the event
+                # before (stage F puts them in the text stack)
+                m.d.comb += rec.conds.eq(Mux(do_push, m_conds[i][0], 0) |
+                                         Mux(do_push | do_pop, m_text[i][0], 0))
             records.append(rec)
             has.append(here & (do_push | do_pop | end))
             founds.append(Mux(here, found.as_value(), 0))
@@ -795,6 +850,30 @@ class WideFrontEnd(wiring.Component):
             ev.errors.eq(f.errors),
             ev.errors.malformed.eq(f.errors.malformed | (f.last & (mismatched | mismatch))),
         ]
+        if self.n_conds:
+            texts = TextConditions(self.conditions)
+            text_mask = texts.full(Const(-1, max(1, self.n_text)))
+            # the text bits per open element (registers, by level): a push ORs the text bits
+            # since the event before into its parent's row and zeroes its own, a pop reads its
+            # row with those bits, a document's end zeroes every row
+            rows = [Signal(self.n_conds, name=f"text_row{level}")
+                    for level in range(max_depth + 1)]
+            row_of = Signal(self.n_conds)
+            with m.Switch(f.level):
+                for level, r in enumerate(rows):
+                    with m.Case(level):
+                        m.d.comb += row_of.eq(r)
+            m.d.comb += ev.conds.eq(Mux(f.push, f.conds & ~text_mask, 0) |
+                                    Mux(f.pop, (row_of | f.conds) & text_mask, 0))
+            if self.n_text:
+                with m.If(f_valid & f.last):
+                    m.d.sync += [r.eq(0) for r in rows]
+                with m.Elif(f_valid & f.push):
+                    for level, r in enumerate(rows):
+                        with m.If(f.level == level):
+                            m.d.sync += r.eq(0)
+                        with m.If(f.level == level + 1):
+                            m.d.sync += r.eq(r | (f.conds & text_mask))
         m.d.sync += self.events.eq(ev)
         with m.If(f_valid):
             m.d.sync += mismatched.eq(~f.last & (mismatched | mismatch))
@@ -807,3 +886,71 @@ class WideFrontEnd(wiring.Component):
 
         m.d.sync += [bit.eq(value) for bit, value in classes]
         return m
+
+    def _attribute_conditions(self, m, lanes, req, valid, last, present):
+        """Stage C: :class:`xpfilt.hdl.frontend.AttributeConditions` stepped through the lanes
+        of the beat in stage O (``lanes``: their byte classes a cycle after O's, ``req``:
+        their requests, ``present``: the lanes holding bytes). Per lane, registered: (the
+        condition bits of the start tag read before the lane, which a push in the lane
+        carries; the lane ends a value that cannot be decided)."""
+        attrs = AttributeConditions(self.conditions)
+        if not attrs.conditions:
+            return [(Const(0, max(1, self.n_conds)), Const(0, 1))] * self.width
+
+        def fold(i, here, final, step, conds):
+            # as the one-byte front end's ``conds``: a value's bits join at its closing quote,
+            # a ``<`` or the document's end clears them (no push reads them in between)
+            return Mux(here & (final | req[i]["tag_start"]), 0,
+                       conds | Mux(here & ~final & req[i]["val_end"], step.decided, 0))
+        return self._through_lanes(m, attrs, "c", lanes, req, valid, last, present,
+                                   lambda i: {}, fold)
+
+    def _text_conditions(self, m, lanes, req, valid, last, present, v):
+        """Stage T: :class:`xpfilt.hdl.frontend.TextConditions` stepped through the lanes of
+        the beat in stage L (``lanes``: their byte classes, ``req``: their requests,
+        ``present``: the lanes holding bytes, ``v``: level + excess before each lane). Per
+        lane, registered: (the text bits of the text nodes that ended since the event before
+        the lane, full width: they all belong to the element open then, and the lane's push or
+        pop carries them; the lane ends a text node that cannot be decided)."""
+        max_depth = self.max_depth
+        texts = TextConditions(self.conditions)
+        if not texts.conditions:
+            return [(Const(0, max(1, self.n_conds)), Const(0, 1))] * self.width
+
+        def fold(i, here, final, step, pending):
+            event = (req[i]["push_req"] & (v[i] < max_depth)) | (
+                req[i]["pop_req"] & (v[i] != 0) & (v[i] <= max_depth))
+            return Mux(here & (final | event), 0, pending) | Mux(
+                step.decide, texts.full(step.bits), 0)
+        # inside: text of a stacked element
+        return self._through_lanes(m, texts, "t", lanes, req, valid, last, present,
+                                   lambda i: {"inside": (v[i] != 0) & (v[i] <= max_depth)},
+                                   fold)
+
+    def _through_lanes(self, m, logic, name, lanes, req, valid, last, present, extra, fold):
+        """``logic`` (whose ``step`` is one byte's, from its ``state``) stepped through the
+        lanes one after the other, from registers carried from beat to beat (reset by a
+        document's last beat), with a value of the conditions' width folded along
+        (``fold(lane, here, final, step, value)``: the value after the lane; ``extra(lane)``:
+        more arguments of ``step``). Per lane, registered: (the value before it, its step's
+        ``undecided``)."""
+        W = self.width
+        carried = state_registers(logic.state, f"{name}_")
+        value0 = Signal(self.n_conds, name=f"{name}_value")    # before the beat
+        cur, value, out = carried, value0, []
+        for i in range(W):
+            here = present[i]
+            final = here & last & (~present[i + 1] if i + 1 < W else 1)   # the last byte
+            tests = lanes[i]
+            step = logic.step(cur, req[i], valid=here, last=final, eq=tests.eq,
+                              registered=tests.registered, member=tests.member, **extra(i))
+            lane = (Signal(self.n_conds, name=f"{name}_lane{i}_value"),
+                    Signal(name=f"{name}_lane{i}_undecided"))
+            m.d.sync += [lane[0].eq(value), lane[1].eq(step.undecided)]
+            out.append(lane)
+            value = wire(m, fold(i, here, final, step, value), f"{name}{i + 1}_value")
+            cur = {k: wire(m, x, f"{name}{i + 1}_{k}") for k, x in step.next.items()}
+        with m.If(valid):
+            m.d.sync += [value0.eq(Mux(last, 0, value))]
+            m.d.sync += [carried[k].eq(Mux(last, logic.state[k][1], x)) for k, x in cur.items()]
+        return out

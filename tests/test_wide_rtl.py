@@ -175,3 +175,42 @@ def test_names_ending_in_every_lane(width):
             assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)
         else:
             assert readout.errors & Errors.MALFORMED, doc
+
+
+#: Attribute values that end in every lane (shifted by 0..W-1 bytes), split over beats,
+#: undecided (an exponent, a reference, too many digits), tiny documents back to back, a value
+#: at the end.
+ATTR_DOCS = [b'<a id="1"><b/></a>', b"<a id='1' n=\"\"><b id='q r'/></a>",
+             b'<a   id = "-0.25"  n="x"><c n="x"/><b n="3" id="1.5"/></a>',
+             b'<a id="1e0"><b/></a>', b'<a n="&amp;"><b/></a>',
+             b'<a id="12345678901234567"><b/></a>', b"<c idx=''/>", b'<a id="1"',
+             b'<a id="1"/>', b'<a n=" 2 "><x/></a>', b"<b n='2'/>"]
+
+
+#: Two of the six runs stay in make test (~1-2 min each); all six in make regress.
+PREDICATE_RUNS = [pytest.param(width, *flow, marks=() if (width, flow[0]) in ((4, 1.0), (2, 0.6))
+                               else pytest.mark.regress, id=f"W{width}-{flow[0]}")
+                  for width in WIDTHS for flow in ((1.0, 1.0, 5), (0.6, 0.7, 6))]
+
+
+@pytest.mark.parametrize("width, p_valid, p_ready, seed", PREDICATE_RUNS)
+def test_value_predicates(width, p_valid, p_ready, seed):
+    """RTL = model every cycle at W = 2, 4, 8 with attribute and text() predicates (every
+    document shifted by 0..W-1 bytes, so that values and text nodes end in every lane); every
+    decided document answered as the reference says, the undecided ones flagged."""
+    from .test_attr_predicates import frontend_documents
+    from .test_wide_model import PREDICATE_DOCS, PREDICATE_TEXTS
+    queries = [parse_query(t, i + 1) for i, t in enumerate(PREDICATE_TEXTS)]
+    plan = compile_queries(queries, CompileOptions(cluster_size=3, max_depth=5))
+    docs = [b" " * shift + doc for shift in range(width) for doc in ATTR_DOCS + PREDICATE_DOCS]
+    docs += frontend_documents(seed, 6)
+    readouts = check(plan, queries, docs, seed=seed, p_valid=p_valid, p_ready=p_ready,
+                     extra_cycles=len(queries) * 3 + 80, bytes_per_cycle=width)
+    flags = [r.errors for r in readouts]
+    assert any(f & Errors.VALUE_UNDECIDED for f in flags)
+    assert any(f & Errors.DEPTH_OVERFLOW for f in flags)
+    text_bits = sum(1 << i for i, n in enumerate(plan.query_numbers) if n > 7)
+    assert any(r.bits & text_bits for r in readouts if not r.errors)   # text() queries matched
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout.bits == bits_of(plan, queries, doc), doc

@@ -343,7 +343,7 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     if not queries_path:
         raise click.UsageError("--mode custom needs QUERIES")
     options = options_from(kwargs)
-    queries, skipped = read_hardware_queries(queries_path, max_name, bytes_per_cycle)
+    queries, skipped = read_hardware_queries(queries_path, max_name)
     from .compiler import UnsupportedQueryError
     try:
         report = compile_to_directory(queries, options, output_dir, max_name=max_name,
@@ -374,17 +374,11 @@ def read_queries(queries_path, refuse=None):
     return queries, bool(loaded.errors or refused)
 
 
-def read_hardware_queries(queries_path, max_name, bytes_per_cycle: int = 1):
+def read_hardware_queries(queries_path, max_name):
     """:func:`read_queries` for a custom engine whose front end takes names of ``max_name``
-    bytes and ``bytes_per_cycle`` bytes per cycle. No query left is an error."""
-    from .compiler import hardware_queries, wide_queries
-
-    def supported(qs):
-        ok, refused = hardware_queries(qs, max_name)
-        ok, wide_refused = wide_queries(ok, bytes_per_cycle)
-        return ok, refused + wide_refused
-
-    queries, skipped = read_queries(queries_path, supported)
+    bytes. No query left is an error."""
+    from .compiler import hardware_queries
+    queries, skipped = read_queries(queries_path, lambda qs: hardware_queries(qs, max_name))
     if not queries:
         raise click.ClickException(f"{queries_path}: no query left to build hardware for")
     return queries, skipped

@@ -99,7 +99,7 @@ from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Quer
 
 __all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
            "compile_queries", "cluster_order", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
-           "hardware_queries", "hardware_refusal", "wide_queries", "PREDICATES_REFUSED", "TWIGS_REFUSED",
+           "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
            "POSITION_REFUSED", "guard_holds", "twig_holds", "clause_expression",
            "without_nested_paths",
            "TwigChecks"]
@@ -512,25 +512,6 @@ def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAM
         elif long_names:
             refused.append(f"query {q.number} ({q}): tag {long_names[0]!r} is longer than the "
                            f"hardware's max name {max_name}")
-        else:
-            ok.append(q)
-    return ok, refused
-
-
-def wide_queries(queries: Sequence[Query], bytes_per_cycle: int
-                 ) -> tuple[list[Query], list[str]]:
-    """The queries a custom engine taking ``bytes_per_cycle`` bytes per cycle can take, and a
-    message for each other one: above 1, a query with value predicates (attribute or text()
-    conditions), which the W-byte front end does not evaluate yet."""
-    check_bytes_per_cycle(bytes_per_cycle)
-    if bytes_per_cycle == 1:
-        return list(queries), []
-    ok, refused = [], []
-    for q in queries:
-        if not q.is_structural and compile_queries([q]).conditions:
-            refused.append(f"query {q.number} ({q}): value predicates need 1 byte per cycle, "
-                           f"not {bytes_per_cycle} (the W-byte front end does not evaluate "
-                           f"them yet)")
         else:
             ok.append(q)
     return ok, refused

@@ -22,7 +22,6 @@ __all__ = [
     "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
     "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT", "BYTES_PER_CYCLE",
     "wide_latency", "wide_parser_stages", "check_bytes_per_cycle", "queue_depth_for",
-    "check_wide_plan",
 ]
 
 
@@ -81,17 +80,6 @@ def check_bytes_per_cycle(width: int) -> int:
     if width not in BYTES_PER_CYCLE:
         raise ValueError(f"bytes per cycle must be one of 1, 2, 4, 8, not {width!r}")
     return width
-
-
-def check_wide_plan(plan, bytes_per_cycle: int) -> int:
-    """``bytes_per_cycle`` if an engine for ``plan`` can take that many bytes per cycle, else a
-    ValueError (the W-byte front end evaluates no value predicates yet)."""
-    check_bytes_per_cycle(bytes_per_cycle)
-    if bytes_per_cycle > 1 and plan.conditions:
-        raise ValueError(f"plan must have no value predicates at {bytes_per_cycle} bytes per "
-                         f"cycle (the W-byte front end does not evaluate them yet), not "
-                         f"{len(plan.conditions)} conditions")
-    return bytes_per_cycle
 
 
 def queue_depth_for(width: int) -> int:

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .compiler import (CompileOptions, EngineMode, compile_queries, hardware_queries,
-                       wide_queries)
+from .compiler import CompileOptions, EngineMode, compile_queries, hardware_queries
 from .events import Document, DocumentError, load_documents, utf8_document
 from .programmable import HardwareSpec
 from .xpath import Query, load_queries, read_query_file
@@ -190,12 +189,10 @@ class RegressionSummary:
         return "\n".join(lines)
 
 
-def load_query_source(source, max_name: Optional[int] = None, bytes_per_cycle: int = 1
-                  ) -> tuple[list[Query], list[str], list[str]]:
+def load_query_source(source, max_name: Optional[int] = None
+                      ) -> tuple[list[Query], list[str], list[str]]:
     """(queries the hardware takes, skip messages, the query file's lines); ``max_name``: skip
-    queries with a longer name (a custom engine's front end could never decode it);
-    ``bytes_per_cycle``: skip what an engine of that width cannot take
-    (:func:`xpfilt.compiler.wide_queries`)."""
+    queries with a longer name (a custom engine's front end could never decode it)."""
     if isinstance(source, (str, Path)):
         path = Path(source)
         lines = read_query_file(path)
@@ -206,8 +203,7 @@ def load_query_source(source, max_name: Optional[int] = None, bytes_per_cycle: i
     loaded = load_queries(lines)
     skipped = [f"{label}: line {e.number}: {e}" for e in loaded.errors]
     queries, refused = hardware_queries(loaded.queries, max_name)
-    queries, wide_refused = wide_queries(queries, bytes_per_cycle)
-    skipped += [f"{label}: {message}" for message in refused + wide_refused]
+    skipped += [f"{label}: {message}" for message in refused]
     return queries, skipped, lines
 
 
@@ -271,8 +267,7 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
         from .regress_programmable import run_programmable
         return run_programmable(config, log=log, write_replay=write_replay)
     wall = time.perf_counter()
-    queries, skipped_queries, query_lines = load_query_source(config.queries, config.max_name,
-                                                              config.bytes_per_cycle)
+    queries, skipped_queries, query_lines = load_query_source(config.queries, config.max_name)
     if not queries:
         raise ValueError("queries must include at least one path query without predicates, "
                          "not none")

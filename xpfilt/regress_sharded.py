@@ -73,7 +73,6 @@ def make_shards(config: RegressionConfig, query_sets: Sequence, documents: Seque
 
 def run_shard(shard: Shard) -> dict:
     """Model vs reference (and RTL in cocotb) on one shard; a dict of plain values."""
-    from .compiler import wide_queries
     from .engines import filter_batch, make_engine, split_supported
     from .model.engine import ModelEngine
     from .xpath import load_queries
@@ -82,7 +81,6 @@ def run_shard(shard: Shard) -> dict:
     loaded = load_queries(shard.queries)
     queries, _ = split_supported("model", loaded.queries)
     width = shard.config.bytes_per_cycle
-    queries, _ = wide_queries(queries, width)
     reference = {r.name: r for r in filter_batch(make_engine("reference", queries),
                                                  shard.documents)}
     engine = (make_engine("model", queries, shard.config.options) if width == 1 else

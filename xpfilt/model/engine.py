@@ -19,7 +19,7 @@ from typing import Iterable, Optional, Sequence, Union
 
 from ..compiler import CompileOptions, Plan, compile_queries, guard_holds
 from ..events import Document, DocumentError, utf8_document
-from ..hwdefs import Errors, check_wide_plan, distribution_depth
+from ..hwdefs import Errors, check_bytes_per_cycle, distribution_depth
 from ..readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from ..xpath import Query
 from .frontend import NO_EVENT, FrontEndModel
@@ -131,17 +131,17 @@ class EngineModel(FrameModel):
     """Register-level model of ``CustomEngine(plan, max_name=...)``."""
 
     def __init__(self, plan: Plan, *, max_name: int = 32, bytes_per_cycle: int = 1):
-        """``bytes_per_cycle``: W, the input's bytes per beat (see :mod:`xpfilt.model.wide_frontend`;
-        a plan with value predicates needs 1)."""
+        """``bytes_per_cycle``: W, the input's bytes per beat (see
+        :mod:`xpfilt.model.wide_frontend`)."""
         self.plan = plan
-        self.bytes_per_cycle = check_wide_plan(plan, bytes_per_cycle)
+        self.bytes_per_cycle = check_bytes_per_cycle(bytes_per_cycle)
         if bytes_per_cycle == 1:
             self.front_end = FrontEndModel(plan.tags, max_depth=plan.options.max_depth,
                                            max_name=max_name, conditions=plan.conditions)
         else:
             self.front_end = WideFrontEndModel(plan.tags, width=bytes_per_cycle,
                                                max_depth=plan.options.max_depth,
-                                               max_name=max_name)
+                                               max_name=max_name, conditions=plan.conditions)
         self.width = sum(len(c.queries) for c in plan.clusters)
         self.readout_kind = ReadoutKind(plan.options.readout)
         self.tree_depth = distribution_depth(len(plan.clusters))

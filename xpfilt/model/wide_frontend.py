@@ -28,7 +28,8 @@ overflows and back-pressure arises only when events come faster than one per cyc
 
 The parser step is :class:`xpfilt.model.frontend.FrontEndModel`'s, byte for byte, so the events
 of a document (and its error flags) are exactly the one-byte front end's, only timed
-differently. Attribute and text conditions and ``report_names`` are not (yet) widened.
+differently, and so are the condition bits (``conds``: a push's attribute conditions, a pop's
+``text()`` conditions) and the ``value_undecided`` flag; ``report_names`` is not widened.
 """
 
 from __future__ import annotations
@@ -46,14 +47,16 @@ class WideFrontEndModel:
     """Cycle-accurate model of ``WideFrontEnd(tags, width=W, max_depth=..., max_name=...)``."""
 
     def __init__(self, tags: Sequence[str], *, width: int, max_depth: int = 16,
-                 max_name: int = 32):
+                 max_name: int = 32, conditions: Sequence = ()):
         check_bytes_per_cycle(width)
+        self.conditions = tuple(conditions)
         self.width = width
         self.queue_depth = queue_depth_for(width)
         self.tags = tuple(tags)
         self.max_depth = max_depth
         self.max_name = max_name
-        self._parser = FrontEndModel(tags, max_depth=max_depth, max_name=max_name)
+        self._parser = FrontEndModel(tags, max_depth=max_depth, max_name=max_name,
+                                     conditions=self.conditions)
         self.reset()
 
     def reset(self) -> None:
