@@ -106,7 +106,7 @@ class EngineDesign:
         columns = spec.clusters * spec.columns
         return cls(
             mode=Mode.PROGRAMMABLE, verilog=verilog,
-            signature=ProgrammableEngine(spec).signature, width=columns,
+            signature=ProgrammableEngine(spec).signature, width=spec.readout_width,
             identity=spec.fingerprint, files={"hardware.json": spec.to_json()}, queries=0,
             units=columns, unit_name="columns",
             summary=f"programmable engine: {spec.clusters} clusters x {spec.columns} columns, "

@@ -26,7 +26,7 @@ stream's last bit is the first one the new configuration answers). A rejected st
 nothing.
 """
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
+from amaranth.hdl import Array, Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -149,7 +149,7 @@ class ConfigLoader(wiring.Component):
         m = Module()
         spec = self.spec
         entry_bits = 8 * spec.tags
-        flag_bits = spec.column_flag_bits * spec.columns
+        flag_bits = spec.cluster_flag_bits
         slot_row_bits = 8 * spec.slots
         slot_flag_bits = SLOT_FLAG_BITS * spec.slots
         cfg, port = self.cfg, self.config
@@ -493,7 +493,7 @@ class ProgrammableCluster(wiring.Component):
             "next_addr": In(range(spec.max_depth + 1) if spec.closing  # the next cycle's
                             else range(max(2, spec.max_depth))),     # events.(read_)addr
             "clear": In(1),
-            "matches": Out(spec.columns),
+            "matches": Out(spec.columns // spec.readout_group),
             "doc_end": Out(1),
             "errors": Out(ERROR_WIDTH),
             **_config_ports(spec),
@@ -516,8 +516,8 @@ class ProgrammableCluster(wiring.Component):
         shift = Signal(n)                        # tag-matrix rows come in here
         shift_next = Cat(shift[1:], self.cfg.bit)
         w = spec.column_flag_bits
-        staged = Signal(w * n)
-        active = Signal(w * n)
+        staged = Signal(spec.cluster_flag_bits)
+        active = Signal(spec.cluster_flag_bits)
         with m.If(self.selected & self.cfg.row_shift):
             m.d.sync += shift.eq(shift_next)
         with m.If(self.selected & self.cfg.flag_shift):
@@ -555,7 +555,18 @@ class ProgrammableCluster(wiring.Component):
             m.d.comb += [diagonal.eq(hit & source & passing),
                          new.eq(diagonal | (descendant & parent))]
             level_stack(m, ev, parent, new, spec.max_depth, early_addr=self.next_addr)
-            match_flags(m, ev, self.clear, diagonal, self.matches)
+            if spec.readout_group == 1:
+                match_flags(m, ev, self.clear, diagonal, self.matches)
+            else:
+                # each group's answer column from a register a cycle after the push (a LUT6
+                # per group; in the same cycle, ABC spread the new rows over ~3 LUTs per
+                # column), which the flags show at once: the same flags every cycle
+                picked, pushed = Signal(n // spec.readout_group), Signal()
+                m.d.sync += [picked.eq(_answers(spec, active, new)), pushed.eq(ev.push)]
+                flags = Signal.like(picked)
+                late = Mux(pushed, picked, 0)
+                m.d.comb += self.matches.eq(flags | late)
+                m.d.sync += flags.eq(Mux(self.clear, 0, flags | late))
             return m
         # the closing columns: a below column fires by its name alone (source any) and none
         # moves vertically (its descendant flag is the next one's '//')
@@ -570,6 +581,16 @@ class ProgrammableCluster(wiring.Component):
         match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
                     | Mux(ev.pop, holds & anchor, 0), self.matches, gated=False)
         return m
+
+
+def _answers(spec: HardwareSpec, active, new):
+    """With readout groups, what their match flags take on a push: each group's answer
+    select's column of ``new`` (its diagonal move: a readout column has no vertical one; a
+    LUT6 per group of 4, where a flag per column took a LUT each)."""
+    group, bits = spec.readout_group, spec.group_select_bits
+    base = spec.column_flag_bits * spec.columns
+    return Cat(*(Array(new[g * group + v] for v in range(group))[
+        active[base + bits * g:base + bits * g + bits]] for g in range(spec.columns // group)))
 
 
 def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant,
@@ -639,7 +660,7 @@ class ProgrammableEngine(wiring.Component):
         elaborating each cluster inline."""
         self.spec = spec
         self.instances = instances
-        layout = readout_layout(ReadoutKind(spec.readout), spec.clusters * spec.columns)
+        layout = readout_layout(ReadoutKind(spec.readout), spec.readout_width)
         super().__init__({
             "bytes_in": In(stream.Signature(ByteLayout)),
             "readout": Out(stream.Signature(layout)),
@@ -650,8 +671,8 @@ class ProgrammableEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.clusters * spec.columns,
-                            segments=[spec.columns] * spec.clusters, tags=(), max_depth=spec.max_depth, max_name=spec.max_name,
+        frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.readout_width,
+                            segments=[spec.columns // spec.readout_group] * spec.clusters, tags=(), max_depth=spec.max_depth, max_name=spec.max_name,
                             readout=ReadoutKind(spec.readout), slots=spec.slots,
                             slot_name_len=spec.max_tag_len)
         m.submodules.loader = loader = ConfigLoader(spec)

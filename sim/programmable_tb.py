@@ -190,7 +190,7 @@ async def programmable_engine_matches_model_and_reference(dut):
     documents = [Path(path).read_bytes() for _, path in config.documents]
     phases = _phases(items, documents)
 
-    codec = BeatCodec(ReadoutKind(spec.readout), spec.clusters * spec.columns)
+    codec = BeatCodec(ReadoutKind(spec.readout), spec.readout_width)
     cfg = ConfigDriver(dut, config.seed, config.p_valid)
     driver, monitor = await start_engine(dut, config, [], codec)
 
@@ -245,7 +245,7 @@ async def programmable_engine_matches_model_and_reference(dut):
                 expected[i] = type(exp)(tuple(sorted(set(exp.numbers) ^ {victim})),
                                         exp.must_flag, "fault injected: reference answer changed")
                 break
-    results, doc_mismatches = score_programmable(spec.clusters * spec.columns, names, expected,
+    results, doc_mismatches = score_programmable(spec.readout_width, names, expected,
                                                  trace.transferred(codec), answer_maps)
     for r, i in zip(results, doc_sets):
         r["configuration"] = None if i is None else config.extra["set_labels"][

@@ -111,6 +111,16 @@ def test_configure_reports_what_does_not_fit_and_keeps_the_rest():
     ({"max_tag_len": 40}, "max tag length must be at most max name (32), not 40"),
     ({"tags": 0}, "tags must be at least 1, not 0"),
     ({"tags": 256}, "tags must be at most 255, not 256"),
+    ({"readout_group": 3}, "readout group must be a power of two dividing the columns (128), "
+                           "not 3"),
+    ({"columns": 4, "readout_group": 8}, "readout group must be a power of two dividing the "
+                                         "columns (4), not 8"),
+    ({"readout_group": 2, "slots": 1}, "readout group must be 1 with closing columns "
+                                       "(comparator slots or a twig width: they set their "
+                                       "match flags on pops), not 2"),
+    ({"readout_group": 2, "twig_width": 2}, "readout group must be 1 with closing columns "
+                                            "(comparator slots or a twig width: they set their "
+                                            "match flags on pops), not 2"),
 ])
 def test_spec_is_validated(kwargs, message):
     with pytest.raises(ValueError) as info:
@@ -122,8 +132,38 @@ def test_fingerprint_changes_with_every_parameter():
     base = HardwareSpec()
     others = [HardwareSpec(clusters=2), HardwareSpec(columns=64), HardwareSpec(max_tag_len=8),
               HardwareSpec(max_depth=12), HardwareSpec(max_name=24),
-              HardwareSpec(tags=16)]
-    assert len({base.fingerprint, *(o.fingerprint for o in others)}) == 7
+              HardwareSpec(tags=16), HardwareSpec(readout_group=4)]
+    assert len({base.fingerprint, *(o.fingerprint for o in others)}) == 8
+
+
+@pytest.mark.parametrize("group", [2, 4, 8])
+def test_readout_groups_hold_one_readout_column_each(group):
+    """With readout groups, every placed path's readout column is alone in its group of
+    ``group`` columns (short queries skip columns), its readout bit is that group's, and the
+    stream's answer select names it; reconfigure keeps that for the queries it adds."""
+    spec = HardwareSpec(clusters=2, columns=16, max_tag_len=4, tags=16, readout_group=group)
+    texts = ["/a", "//b", "/a/b", "/c", "/a/b/c/d/e", "//d", "/e//f", "/*"]
+    config = configure(queries_of(*texts), spec)
+    assert len(config.readout_bit) >= min(5, spec.readout_width)
+    columns = {}          # readout column (of the engine) -> query
+    for k, cluster in enumerate(config.columns):
+        for j, c in enumerate(cluster):
+            if c.answer:
+                columns[k * spec.columns + j] = c
+    groups = [col // group for col in columns]
+    assert len(set(groups)) == len(groups)
+    assert sorted(config.readout_bit.values()) == sorted(groups)
+    contents = read_stream(spec, config.stream())
+    selects = contents.payloads[0] >> (spec.matrix_rows * spec.columns
+                                       + spec.column_flag_bits * spec.columns)
+    bits = spec.group_select_bits
+    for col in columns:
+        if col < spec.columns:
+            assert selects >> (bits * (col // group)) & (group - 1) == col % group
+    update = reconfigure(queries_of(*texts, "/g", "//h/i"), config.stream(), spec)
+    kept = {n: b for n, b in update.readout_bit.items() if n in config.readout_bit}
+    assert kept == config.readout_bit
+    assert len(set(update.readout_bit.values())) == len(update.readout_bit)
 
 
 # --- the model ------------------------------------------------------------------------------
@@ -365,7 +405,7 @@ def switch_in_flight(config_a, config_b, document: bytes, lead: int, after: byte
     items = [("config", config_a.stream()), ("config+doc", stream_b, document, lead), after]
     result = compare_programmable(spec, items, p_valid=1.0, p_ready=1.0)
     assert result["mismatch"] is None, result["mismatch"]
-    return [r.bits for r in collect_readout(result["beats"], spec.clusters * spec.columns)]
+    return [r.bits for r in collect_readout(result["beats"], spec.readout_width)]
 
 
 @pytest.mark.parametrize("tail", [1, 2, 4, 5, 6, 8, 12])
@@ -428,7 +468,7 @@ def test_rtl_equals_model_through_deltas_mid_document_truncated_and_stale():
              b"<y><z/></y>", DOCS[0]]
     result = compare_programmable(spec, items, seed=5, p_valid=0.85, p_ready=0.8)
     assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    readouts = collect_readout(result["beats"], spec.readout_width)
     docs = [DOCS[0], long_doc, b"<y><z/></y>", long_doc, b"<y><z/></y>", DOCS[0]]
     bits = [config_a.readout_bit] * 4 + [update.readout_bit] * 2
     sets = [set_a] * 4 + [set_b] * 2
@@ -469,8 +509,14 @@ def edge_case_items(spec: HardwareSpec):
                  tags=8),
     HardwareSpec(clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32,
                  tags=16),
+    HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8, tags=8,
+                 readout_group=2),
+    HardwareSpec(clusters=3, columns=16, max_tag_len=3, max_depth=4, max_name=5, tags=5,
+                 readout_group=4),
+    HardwareSpec(clusters=1, columns=32, max_tag_len=2, max_depth=3, max_name=2, tags=3,
+                 readout_group=8),
 ], ids=lambda s: f"k{s.clusters}-c{s.columns}-t{s.max_tag_len}-d{s.max_depth}-n{s.max_name}"
-                 f"-g{s.tags}")
+                 f"-g{s.tags}" + (f"-r{s.readout_group}" if s.readout_group > 1 else ""))
 @pytest.mark.parametrize("readout", ["serial", "sparse"])
 def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec, readout):
     """Issue 11, defect 3 (``max_tag_len`` 1 never matched in the RTL): every parameter at 1,
@@ -482,7 +528,7 @@ def test_rtl_equals_model_and_reference_at_every_parameter_edge(spec, readout):
     result = compare_programmable(spec, [("config", config.stream()), *docs], seed=2,
                                   p_valid=0.9, p_ready=0.9)
     assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    readouts = collect_readout(result["beats"], spec.readout_width)
     assert len(readouts) == len(docs)
     placed = [q for q in queries if q.number in config.readout_bit]
     answered = 0
@@ -509,6 +555,30 @@ def test_rtl_equals_model_with_entries_in_several_decoder_groups_and_a_deep_tree
             b"<n4/>", b"<x><n37/><n3/><n31/><n32/></x>"]
     result = compare_programmable(spec, [("config", config.stream()), *docs], seed=3)
     assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    readouts = collect_readout(result["beats"], spec.readout_width)
     assert [readout_matches(config, r.bits) for r in readouts] == [
         reference_numbers(queries, doc) for doc in docs]
+
+
+@pytest.mark.parametrize("readout", ["serial", "sparse"])
+@pytest.mark.parametrize("p", [1.0, 0.6])
+def test_readout_groups_answer_back_to_back_short_documents(readout, p):
+    """A readout group's flag takes its answer column a cycle after the push (a register
+    between the 4:1 multiplexer and the flag): 1-3 byte documents back to back (a push, its
+    pop and the capture as close as they come), valid and ready always 1 or random, still
+    answer as the model and the reference, every document."""
+    spec = HardwareSpec(clusters=2, columns=4, max_tag_len=1, max_depth=2, max_name=2,
+                        tags=3, readout_group=2, readout=readout)
+    queries = queries_of("/a", "//b", "/*", "/a/b")
+    config = configure(queries, spec)
+    assert len(config.readout_bit) == 4
+    docs = [b"<a/>", b"<b/>", b"<a/>", b"<c/>", b"<a>", b"<", b"<a><b/></a>", b"<b/>",
+            b"<a/>", b"<a><a/></a>", b"<b/>", b"x", b"<a/>"]
+    result = compare_programmable(spec, [("config", config.stream()), *docs], seed=11,
+                                  p_valid=p, p_ready=p)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], spec.readout_width)
+    assert len(readouts) == len(docs)
+    for doc, r in zip(docs, readouts):
+        if not r.errors:
+            assert readout_matches(config, r.bits) == reference_numbers(queries, doc), doc

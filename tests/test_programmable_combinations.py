@@ -152,7 +152,7 @@ def check_rtl(spec, texts, docs, seed, p_valid=0.8, p_ready=0.7, fits=None):
     result = compare_programmable(spec, [("config", config.stream()), *docs], seed=seed,
                                   p_valid=p_valid, p_ready=p_ready)
     assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    readouts = collect_readout(result["beats"], spec.readout_width)
     assert len(readouts) == len(docs)
     reference = ReferenceFilter(queries)
     checked = 0

@@ -308,7 +308,7 @@ def check_readouts(result, spec, docs, placements, flags=Errors.VALUE_UNDECIDED,
     """Every readout = the reference of the configuration that answered it (``placements``:
     (readout bits, queries) per document; documents the engine flags instead raise only
     ``flags``); at least ``least`` documents match something."""
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    readouts = collect_readout(result["beats"], spec.readout_width)
     assert len(readouts) == len(docs)
     matched = 0
     for doc, readout, (where, queries) in zip(docs, readouts, placements):
@@ -408,7 +408,7 @@ def check_random_workload(spec, queries, docs, seed, checked=None):
     result = compare_programmable(spec, [("config", config.stream()), *docs], seed=seed,
                                   p_valid=0.7, p_ready=0.7)
     assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    readouts = collect_readout(result["beats"], spec.readout_width)
     assert len(readouts) == len(docs)
     for doc, readout in zip(docs[:checked], readouts):
         if not readout.errors:
@@ -548,7 +548,7 @@ def test_rtl_equals_model_with_text_and_every_parameter_at_one():
     result = compare_programmable(spec, [("config", config.stream()), *docs], seed=6,
                                   p_valid=1.0, p_ready=1.0)
     assert result["mismatch"] is None, result["mismatch"]
-    readouts = collect_readout(result["beats"], spec.clusters * spec.columns)
+    readouts = collect_readout(result["beats"], spec.readout_width)
     got = [bool(r.bits >> config.readout_bit[1] & 1) if not r.errors else r.errors
            for r in readouts]
     assert got == [True, False, False, True, True, True, Errors.VALUE_UNDECIDED,

@@ -320,6 +320,10 @@ def _filter_on_spark(queries_path, engine, documents, spark, master, out, option
                    "column's children among the next N columns (0: none, the hardware "
                    "without split nodes; twigs rewritable into combinations of paths need "
                    "none).")
+@click.option("--readout-group", type=click.IntRange(1), default=1, show_default=True,
+              help="Programmable: columns per readout bit (a power of two; each group's bit is "
+                   "the match flag of the column its configuration selects, one query ending "
+                   "per group; needs --slots 0).")
 @bytes_per_cycle_option
 @click.option("-o", "--output-dir", required=True,
               type=click.Path(file_okay=False, path_type=Path))
@@ -393,7 +397,8 @@ def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
                             max_depth=kwargs["max_depth"], max_name=max_name,
                             readout=kwargs["readout"],
                             tags=kwargs.pop("tags", 31), slots=kwargs.pop("slots", 0),
-                            twig_width=kwargs.pop("twig_width", 0))
+                            twig_width=kwargs.pop("twig_width", 0),
+                            readout_group=kwargs.pop("readout_group", 1))
     except ValueError as exc:
         raise click.ClickException(str(exc))
 

@@ -18,7 +18,11 @@ of a query starting with ``/`` matches the root only (its bit is clear in the fi
 Per column two flags remain: ``first`` (a query starts here) and ``descendant`` (followed by
 ``//``). (Format 7 moved the first step's ``/`` or ``//`` from a per-column ``first_any``
 flag into the matrix: one LUT fewer per column.) Every column has a match flag in the readout; the last
-column of a query is that query's readout bit. The queries loaded may name at most ``tags``
+column of a query is that query's readout bit. With *readout groups*
+(:attr:`HardwareSpec.readout_group` > 1) a group of that many consecutive columns has one match
+flag and readout bit instead, taking on each push the new row's bit of the column its *answer
+select* names (a query's readout column: at most one per group, :func:`configure` skips
+columns to place them so). The queries loaded may name at most ``tags``
 distinct tags in all.
 
 Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
@@ -34,7 +38,8 @@ Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
   then (also with a twig width) *closes* and *anchor*: the query's first ``text()`` step and the steps after it are
   decided when their elements close, see :func:`query_columns`; with a twig width, then
   ``twig_width`` children bits, the split nodes of stream format 8, :mod:`.split_nodes`);
-  after the last cluster, zero bits up to a whole byte;
+  with readout groups then each group's answer select (:attr:`HardwareSpec.group_select_bits`,
+  group 0 first); after the last cluster, zero bits up to a whole byte;
 * CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
 
 A *full* stream has the dictionary and every cluster present and base id 0; a *delta* stream
@@ -121,19 +126,32 @@ class HardwareSpec:
     #: :mod:`.split_nodes`). 0: a closing column's child is the next column, the hardware
     #: before split nodes bit for bit.
     twig_width: int = 0
+    #: Columns per readout bit (a power of two): each group of that many consecutive columns
+    #: has one match flag, whose column the configuration selects (its *answer select*), so
+    #: at most one readout column per group (:func:`configure` places queries so); 1: a flag
+    #: per column. Needs no closing columns (no slots, no twig width: they set their flags on
+    #: pops).
+    readout_group: int = 1
 
     def __post_init__(self):
         for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name", "tags",
-                     "slots", "twig_width"):
+                     "slots", "twig_width", "readout_group"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"{name.replace('_', ' ')} must be an integer, not {value!r}")
-        for name in ("clusters", "columns", "max_tag_len", "max_depth", "tags"):
+        for name in ("clusters", "columns", "max_tag_len", "max_depth", "tags", "readout_group"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', ' ')} must be at least 1, "
                                  f"not {getattr(self, name)!r}")
         if self.columns % 2:
             raise ValueError(f"columns must be even, not {self.columns!r}")
+        group = self.readout_group
+        if group & (group - 1) or self.columns % group:
+            raise ValueError(f"readout group must be a power of two dividing the columns "
+                             f"({self.columns}), not {group!r}")
+        if group > 1 and (self.slots or self.twig_width):
+            raise ValueError(f"readout group must be 1 with closing columns (comparator slots or "
+                             f"a twig width: they set their match flags on pops), not {group!r}")
         if self.columns > MAX_CLUSTER_COLUMNS:
             raise ValueError(f"columns must be at most {MAX_CLUSTER_COLUMNS:,} per cluster (use "
                              f"more clusters), not {self.columns:,}")
@@ -199,6 +217,23 @@ class HardwareSpec:
         return SPLIT_FORMAT_VERSION if self.twig_width else FORMAT_VERSION
 
     @property
+    def group_select_bits(self) -> int:
+        """A readout group's answer select: the group's column whose flag is its bit."""
+        return (self.readout_group - 1).bit_length()
+
+    @property
+    def readout_width(self) -> int:
+        """Readout bits per document: one per group of :attr:`readout_group` columns."""
+        return self.clusters * self.columns // self.readout_group
+
+    @property
+    def cluster_flag_bits(self) -> int:
+        """A cluster's flags in its payload: each column's, then each readout group's answer
+        select."""
+        return (self.column_flag_bits * self.columns
+                + self.group_select_bits * (self.columns // self.readout_group))
+
+    @property
     def closes_bit(self) -> int:
         """A column's ``closes`` flag in its flags (``anchor`` is the next bit; with slots)."""
         return FLAG_BITS + self.select_bits
@@ -217,7 +252,7 @@ class HardwareSpec:
     @property
     def cluster_bits(self) -> int:
         """A cluster's payload (without its presence bit): tag matrix and flags."""
-        return (self.matrix_rows + self.column_flag_bits) * self.columns
+        return self.matrix_rows * self.columns + self.cluster_flag_bits
 
     def payload_bits_for(self, present: int, dictionary: bool = True) -> int:
         """Payload bits of a stream with ``present`` clusters (and the ``dictionary``) present,
@@ -252,11 +287,13 @@ class HardwareSpec:
         return int.from_bytes(hashlib.sha256(text).digest()[:4], "little")
 
     def _fields(self) -> dict:
-        """The parameters (``twig_width`` only when set: hardware without split nodes keeps
-        its fingerprint and ``hardware.json``)."""
+        """The parameters (``twig_width`` and ``readout_group`` only when set: hardware
+        without split nodes or readout groups keeps its fingerprint and ``hardware.json``)."""
         fields = asdict(self)
         if not self.twig_width:
             del fields["twig_width"]
+        if self.readout_group == 1:
+            del fields["readout_group"]
         return fields
 
     def to_json(self) -> str:
@@ -291,7 +328,8 @@ class HardwareSpec:
                              "`xpfilt compile --mode programmable`")
         return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",
                                           "max_name")}, readout=raw.get("readout", "serial"),
-                   **{k: raw[k] for k in ("tags", "slots", "twig_width") if k in raw})
+                   **{k: raw[k] for k in ("tags", "slots", "twig_width", "readout_group")
+                      if k in raw})
 
 
 @dataclass(frozen=True)
@@ -305,6 +343,7 @@ class ColumnConfig:
     closes: bool = False      # decided when its element closes (a text() step and after it)
     anchor: bool = False      # ... the first of those: holding there is the query's match
     children: int = 0         # closing: its children, bit i = column j + 1 + i (twig width)
+    answer: bool = False      # its path's readout column (the answer select of its group)
 
 
 class ConfigurationError(ValueError):
@@ -432,8 +471,11 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
     tag's index in the dictionary."""
     half = spec.matrix_rows // 2
     matrix = [0] * half
-    wildcards = flags = root_only = 0
+    wildcards = flags = root_only = selects = 0
     for j, c in enumerate(cluster):
+        if c.answer:
+            selects |= (j % spec.readout_group) << (spec.group_select_bits
+                                                    * (j // spec.readout_group))
         if c.wildcard:
             wildcards |= 1 << j
         elif c.tag:
@@ -445,6 +487,7 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
                   | (c.children << spec.children_bit if spec.twig_width else 0)
                   ) << (spec.column_flag_bits * j)
     rows = [row | wildcards for row in matrix]
+    flags |= selects << (spec.column_flag_bits * spec.columns)
     return (_concat([row & ~root_only for row in rows] + rows, spec.columns)
             | flags << (spec.matrix_rows * spec.columns))
 
@@ -629,6 +672,7 @@ def _path_columns(query: Query, slot_of: Optional[dict]) -> list[ColumnConfig]:
     steps = column_steps(query)
     anchor = anchor_step(query)
     children = _children(query)
+    answer = readout_column(query)
     out = []
     for j, step in enumerate(steps):
         followed = j + 1 < len(steps) and steps[j + 1].axis is Axis.DESCENDANT
@@ -639,7 +683,7 @@ def _path_columns(query: Query, slot_of: Optional[dict]) -> list[ColumnConfig]:
             wildcard=step.is_wildcard, descendant=followed,
             slot=slot_of[chain.key] + 1 if chain else 0,
             closes=anchor is not None and j >= anchor, anchor=j == anchor,
-            children=children[j]))
+            children=children[j], answer=j == answer))
     return out
 
 
@@ -683,6 +727,35 @@ def readout_column(query: Query) -> int:
     return len(query) - 1 if anchor is None else anchor
 
 
+def answer_offsets(query: Query) -> list[int]:
+    """The readout columns of a profile's paths, counted from its first column."""
+    out, at = [], 0
+    for path in query.paths:
+        out.append(at + readout_column(path))
+        at += path_width(path)
+    return out
+
+
+def _group_fit(spec: HardwareSpec, query: Query, taken: set, lo: int, hi: int) -> Optional[int]:
+    """The first column from ``lo`` on where ``query`` fits before column ``hi`` with each of
+    its readout columns in a readout group of its own that is not in ``taken``; None if none
+    does. (Readout groups of one column: ``lo`` when the query fits.)"""
+    size, group = query_width(query), spec.readout_group
+    if group == 1:
+        return lo if hi - lo >= size else None
+    offsets = answer_offsets(query)
+    for start in range(lo, hi - size + 1):
+        groups = {(start + o) // group for o in offsets}
+        if len(groups) == len(offsets) and not groups & taken:
+            return start
+    return None
+
+
+def _answer_groups(spec: HardwareSpec, query: Query, start: int) -> set:
+    """The readout groups (of its cluster) whose answer selects ``query`` from ``start`` takes."""
+    return {(start + o) // spec.readout_group for o in answer_offsets(query)}
+
+
 def query_width(query: Query) -> int:
     """The columns a profile takes: a path's steps (a twig's: all of them, branches
     included), a combination's paths' steps."""
@@ -694,15 +767,13 @@ def path_width(path: Query) -> int:
     return len(column_steps(path))
 
 
-def profile_answer(query: Query, bit: int):
-    """Where profile ``query``'s answer is when its columns start at readout bit ``bit``: a
-    path's readout column's bit; a combination's clause over its paths' readout bits (an
-    and/or/not expression with ``("c", readout bit)`` leaves, decided at the document's end
-    from the match flags, so ``not`` is "matched nowhere in the document")."""
-    bits = []
-    for path in query.paths:
-        bits.append(bit + readout_column(path))
-        bit += path_width(path)
+def profile_answer(query: Query, column: int, group: int = 1):
+    """Where profile ``query``'s answer is when its columns start at column ``column`` (of the
+    engine; ``group``: :attr:`HardwareSpec.readout_group`): a path's readout column's bit; a
+    combination's clause over its paths' readout bits (an and/or/not expression with
+    ``("c", readout bit)`` leaves, decided at the document's end from the match flags, so
+    ``not`` is "matched nowhere in the document")."""
+    bits = [(column + offset) // group for offset in answer_offsets(query)]
     if query.is_path:
         return bits[0]
     return _on_bits(clause_expression(query.clause, []), bits)
@@ -714,9 +785,10 @@ def _on_bits(expression: tuple, bits: list[int]) -> tuple:
     return (expression[0], *(_on_bits(e, bits) for e in expression[1:]))
 
 
-def _record(readout_bit: dict, combined: dict, query: Query, bit: int) -> None:
-    """Note where ``query``, placed from readout bit ``bit`` on, is answered."""
-    where = profile_answer(query, bit)
+def _record(readout_bit: dict, combined: dict, query: Query, column: int,
+            group: int = 1) -> None:
+    """Note where ``query``, placed from column ``column`` of the engine on, is answered."""
+    where = profile_answer(query, column, group)
     (readout_bit if query.is_path else combined)[query.number] = where
 
 
@@ -867,6 +939,8 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     no_room = []
     open_clusters = list(range(spec.clusters))     # those with a free column, in order
+    groups: list[set] = [set() for _ in range(spec.clusters)]   # readout groups in use
+    grouped = spec.readout_group > 1
     for *_, q, needs in sorted((_tag_order(q), q.number, i, q, needs)
                                for i, (q, needs) in enumerate(candidates)):
         size = query_width(q)
@@ -878,9 +952,13 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
             rejected.append((q.number, _no_room(q, spec, slots=True)))
             continue
         for k in open_clusters:
-            if free[k] >= size:
-                placed[k].append((spec.columns - free[k], q))
-                free[k] -= size
+            start = (_group_fit(spec, q, groups[k], spec.columns - free[k], spec.columns)
+                     if grouped else spec.columns - free[k] if free[k] >= size else None)
+            if start is not None:
+                placed[k].append((start, q))
+                free[k] = spec.columns - start - size
+                if grouped:
+                    groups[k] |= _answer_groups(spec, q, start)
                 held.update(dict.fromkeys(sorted(needs.difference(held))))
                 for key, chain in new_chains.items():
                     slot_of[key] = len(links)
@@ -902,7 +980,7 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
         row = [ColumnConfig()] * spec.columns
         for start, q in placed[k]:
             row[start:start + query_width(q)] = query_columns(q, slot_of)
-            _record(readout_bit, combined, q, k * spec.columns + start)
+            _record(readout_bit, combined, q, k * spec.columns + start, spec.readout_group)
         columns.append(tuple(row))
     config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing,
                            tuple(held), tuple(links), combined)
@@ -963,7 +1041,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         if spot:                         # it was placed on this hardware: it fits
             k, start = spot
             kept[k].append((start, q))
-            _record(readout_bit, combined, q, k * n + start)
+            _record(readout_bit, combined, q, k * n + start, spec.readout_group)
         elif why := _refusal(q, spec):
             rejected.append((q.number, why))
         else:
@@ -979,6 +1057,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     slots_in_use = _InUse(_chain_keys, kept)
     dictionary_changed = False
     used: dict[int, list] = {}           # per cluster looked at: the column spans taken
+    taken: dict[int, set] = {}           # ... and the readout groups
     no_room = []
     for q in sorted(new, key=lambda q: (_tag_order(q), q.number)):
         needs = sorted(t for t in query_tags(q) if t not in index)
@@ -994,7 +1073,9 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         for k in range(spec.clusters):
             if k not in used:
                 used[k] = sorted((start, start + query_width(q)) for start, q in kept[k])
-            start = _free_run(used[k], query_width(q), n)
+                taken[k] = set().union(*(_answer_groups(spec, q, start)
+                                         for start, q in kept[k]))
+            start = _free_run(spec, used[k], q, taken[k])
             if start is not None:
                 break
         else:
@@ -1018,8 +1099,9 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         in_use.add(q)
         slots_in_use.add(q)
         used[k] = sorted(used[k] + [(start, start + query_width(q))])
+        taken[k] |= _answer_groups(spec, q, start)
         kept[k].append((start, q))
-        _record(readout_bit, combined, q, k * n + start)
+        _record(readout_bit, combined, q, k * n + start, spec.readout_group)
         changed.add(k)
     missing = 0
     if no_room:
@@ -1134,14 +1216,17 @@ def _free_runs(keys: list, sizes: list[int], in_use: _InUse) -> Optional[list[in
     return out
 
 
-def _free_run(spans: list[tuple[int, int]], size: int, columns: int) -> Optional[int]:
-    """The first column of the first ``size`` free columns between the sorted used ``spans``."""
+def _free_run(spec: HardwareSpec, spans: list[tuple[int, int]], query: Query,
+              taken: set) -> Optional[int]:
+    """The first column of the first free columns between the sorted used ``spans`` where
+    ``query`` fits (:func:`_group_fit`, ``taken``: the readout groups in use)."""
     at = 0
-    for a, b in spans:
-        if a - at >= size:
-            return at
+    for a, b in [*spans, (spec.columns, spec.columns)]:
+        start = _group_fit(spec, query, taken, at, a)
+        if start is not None:
+            return start
         at = max(at, b)
-    return at if columns - at >= size else None
+    return None
 
 
 def delta_path(stream_path) -> Path:

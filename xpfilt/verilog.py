@@ -188,7 +188,8 @@ def build_programmable(spec, out: Path, log: Callable[[str], None] = lambda _: N
         f"* configuration stream: {spec.stream_bits} bits "
         f"({spec.stream_bits / 100e6 * 1e3:.2f} ms at 100 MHz, one bit per cycle)",
         f"* hardware fingerprint: {spec.fingerprint:08x}",
-        f"* readout: {spec.clusters * spec.columns} bits per document (one per column)",
+        f"* readout: {spec.readout_width} bits per document (one per "
+        + (f"group of {spec.readout_group} columns)" if spec.readout_group > 1 else "column)"),
         f"* time: Verilog {elapsed:.2f} s",
         "",
         "Load queries with: xpfilt configure QUERIES.txt --hw THIS_DIR -o config.bin",

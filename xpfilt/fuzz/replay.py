@@ -65,7 +65,7 @@ def _replay_stream(folder: Path, case: dict) -> int:
         k += ndocs
     run = run_stream(kind, design, segments, seed=case["seed"], p_valid=case["p_valid"],
                      p_ready=case["p_ready"], rtl=case.get("rtl", True))
-    width = (design.clusters * design.columns if kind == "programmable"
+    width = (design.readout_width if kind == "programmable"
              else len(design.query_numbers))
     print(f"{kind} engine, {len(docs)} documents, {run.cycles} cycles")
     if run.mismatch:

@@ -460,7 +460,7 @@ def _check_readouts(cat: str, kind: str, design, segments: list[Segment], run, r
     """Count readouts per document and check each one: ``expect[i]`` is ("bits", value) for a
     well-formed document within limits, ("flag",) for one that must be flagged, ("any",) else;
     for a programmable engine, ``config_of_doc[i]`` lists the acceptable (old, new) answers."""
-    width = (design.clusters * design.columns if kind == "programmable"
+    width = (design.readout_width if kind == "programmable"
              else len(design.query_numbers))
     ndocs = sum(len(s.documents) for s in segments)
     failed = False

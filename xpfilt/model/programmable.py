@@ -85,6 +85,11 @@ class _Cluster:
         self.stack = [0]
         self.pending = [0]        # per open element: the closing columns that held below it
         self.flags = 0
+        # readout groups (None: a flag per column): per answer select v, the columns whose
+        # group selects them (v columns above the group's first: its flag's position here)
+        group = spec.readout_group
+        self.answers = [sum(1 << g * group for g in range(n // group))] + [0] * (group - 1) \
+            if group > 1 else None
 
     def activate(self, spec: HardwareSpec) -> None:
         """Commit (when present): flip the banks, copy the staged flags."""
@@ -116,6 +121,30 @@ class _Cluster:
             (i + 1, sum((self.staged >> (w * j + spec.children_bit + i) & 1) << j
                         for j in range(spec.columns)))
             for i in range(spec.twig_width)]
+        group, bits = spec.readout_group, spec.group_select_bits
+        selects = self.staged >> (w * spec.columns)
+        if group > 1:
+            self.answers = [0] * group
+            for g in range(spec.columns // group):
+                v = selects >> (bits * g) & ((1 << bits) - 1)
+                self.answers[v] |= 1 << (g * group + v)
+
+    def answer(self, new: int) -> int:
+        """Per readout group, its answer select's bit of ``new`` (at the group's first column)."""
+        out = 0
+        for v, columns in enumerate(self.answers):
+            out |= (new & columns) >> v
+        return out
+
+    def take(self) -> int:
+        """The readout bits of the flags (one per readout group), which are cleared."""
+        flags, self.flags = self.flags, 0
+        if self.answers is None:
+            return flags
+        group, out = len(self.answers), 0
+        for g in range(self.all.bit_length() // group):
+            out |= (flags >> (g * group) & 1) << g
+        return out
 
     def passing(self, conds: int) -> int:
         """The columns whose comparator slot holds (or that have none) for a push's bits."""
@@ -143,7 +172,7 @@ class ProgrammableModel(FrameModel):
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
-        self.width = spec.clusters * spec.columns
+        self.width = spec.readout_width
         self.readout_kind = ReadoutKind(spec.readout)
         self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
                                        report_names=True, slots=bool(spec.slots))
@@ -285,9 +314,9 @@ class ProgrammableModel(FrameModel):
                 if self._row_bit(cluster, cluster.matrix, n, spec.matrix_rows, bit):
                     self.section = 3
             else:
-                cluster.staged = (cluster.staged >> 1) | bit << (spec.column_flag_bits * n - 1)
+                cluster.staged = (cluster.staged >> 1) | bit << (spec.cluster_flag_bits - 1)
                 self.in_flags += 1
-                if self.in_flags == spec.column_flag_bits * n:
+                if self.in_flags == spec.cluster_flag_bits:
                     self.in_flags = 0
                     end_of_cluster = True
             if end_of_cluster:
@@ -367,7 +396,9 @@ class ProgrammableModel(FrameModel):
             if c.closes:
                 c.pending.append(0)
             c.stack.append(new)
-            c.flags |= diagonal & ~c.closes      # a readout column has no vertical move
+            # a readout column has no vertical move; a readout group's flag takes its answer
+            # column's new row (the same there, one LUT fewer)
+            c.flags |= diagonal & ~c.closes if c.answers is None else c.answer(new)
 
     def _close(self, ev) -> None:
         """The element on top closes: each closing column whose bit its row holds, whose chain
@@ -400,9 +431,9 @@ class ProgrammableModel(FrameModel):
 
     def _take_flags(self) -> int:
         flags = 0
+        per = self.spec.columns // self.spec.readout_group
         for k, c in enumerate(self.clusters):
-            flags |= c.flags << (k * self.spec.columns)
-            c.flags = 0
+            flags |= c.take() << (k * per)
         return flags
 
 
@@ -413,7 +444,7 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
     spec = model.spec
     stream = configuration.stream()
     contents = read_stream(spec, stream)
-    n, row_bits, flags = spec.columns, 8 * spec.tags, spec.column_flag_bits * spec.columns
+    n, row_bits, flags = spec.columns, 8 * spec.tags, spec.cluster_flag_bits
     dictionary, payload = model.dictionary, contents.dictionary
     for p in range(spec.max_tag_len):
         dictionary.rows[dictionary.bank ^ 1][p] = dictionary.shift = (
