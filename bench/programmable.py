@@ -50,7 +50,8 @@ PARTS = {"xpfilt_engine.decoder": "tag decoder", "xpfilt_engine.front_end": "fro
 def part_rows(spec: HardwareSpec) -> list[dict]:
     """LUT6-eq and flip-flops of each part of the programmable engine (synth_xilinx without
     -flatten: Yosys ``stat`` per module; the rest is the top's glue and distribution trees)."""
-    label = f"programmable {spec.clusters}x{spec.columns}, {spec.tags} tags, by module"
+    label = (f"programmable {spec.clusters}x{spec.columns}, {spec.tags} tags, readout group "
+             f"{spec.readout_group}, by module")
     result = yosys_synth(emit_programmable_verilog(spec), TOP_NAME,
                          XILINX.replace("-flatten ", ""), label=label,
                          extra_outputs=("stat.json",))
@@ -60,6 +61,7 @@ def part_rows(spec: HardwareSpec) -> list[dict]:
             (f"\\{name}", part) for name, part in PARTS.items())]:
         counts = xilinx_counts(modules[module]["num_cells_by_type"])
         rows.append({"what": "part", "columns": spec.clusters * spec.columns, "tags": spec.tags,
+                     "readout_group": spec.readout_group,
                      "part": part, "prog_lut6_eq": counts["lut6_eq"],
                      "prog_lut6_eq_per_column": round(counts["lut6_eq"] / spec.columns, 2)
                      if part == "cluster (each)" else None,
@@ -84,20 +86,23 @@ def main() -> None:
                      "load_ms_at_100MHz": round(len(stream) * 8 / 100e6 * 1e3, 2)})
         log(f"configure {columns} columns: {seconds:.3f} s, {len(stream) * 8} bits")
 
-    for clusters, tags in ((1, 31), (8, 31), (8, 127), (1, 15)):
+    for clusters, tags, group in ((1, 31, 1), (8, 31, 1), (8, 127, 1), (1, 15, 1),
+                                  (1, 31, 4), (8, 127, 2), (8, 127, 4), (8, 127, 8)):
         spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16,
-                            tags=tags)
+                            tags=tags, readout_group=group)
         configuration = configure(queries, spec)
         placed = [q for q in queries if q.number in configuration.readout_bit]
         nodes = sum(len(q) for q in placed)
         prog = xilinx_counts(yosys_synth(emit_programmable_verilog(spec), TOP_NAME, XILINX,
-                                         label=f"programmable {clusters}x128, {tags} tags")
+                                         label=f"programmable {clusters}x128, {tags} tags, "
+                                               f"readout group {group}")
                              ["cells"])
         plan = compile_queries(placed)
         custom = xilinx_counts(yosys_synth(emit_verilog(plan), TOP_NAME, XILINX,
                                            label=f"custom for the same {len(placed)} queries")
                                ["cells"])
         row = {"what": "resources", "columns": clusters * 128, "tags": tags,
+               "readout_group": group,
                "queries_configured": len(placed),
                "query_nodes": nodes, "prog_lut6_eq": prog["lut6_eq"], "prog_ff": prog["ffs"],
                "prog_lut6_eq_per_column": round(prog["lut6_eq"] / (clusters * 128), 2),
@@ -105,12 +110,12 @@ def main() -> None:
                "custom_lut6_eq": custom["lut6_eq"], "custom_ff": custom["ffs"],
                "ratio": round(prog["lut6_eq"] / custom["lut6_eq"], 2), "rtl_digest": digest}
         rows.append(row)
-        log(f"{clusters}x128, {tags} tags: programmable {prog['lut6_eq']} LUT6-eq vs custom "
+        log(f"{clusters}x128, {tags} tags, readout group {group}: programmable {prog['lut6_eq']} LUT6-eq vs custom "
             f"{custom['lut6_eq']} -> {row['ratio']}x")
 
-    for clusters in (1, 8):
+    for clusters, group in ((1, 1), (8, 1), (8, 4)):
         rows += [{**row, "rtl_digest": digest} for row in part_rows(HardwareSpec(
-            clusters=clusters, columns=128, max_tag_len=16, tags=127))]
+            clusters=clusters, columns=128, max_tag_len=16, tags=127, readout_group=group))]
 
     if "--no-fmax" not in sys.argv:
         spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16)
@@ -120,7 +125,8 @@ def main() -> None:
                      "lut4": point.get("lut4"), "ff": point.get("ff"),
                      "error": point.get("error")})
     publish("programmable", rows, [
-        ("what", "measure"), ("columns", "columns"), ("tags", "tags"), ("part", "part"),
+        ("what", "measure"), ("columns", "columns"), ("tags", "tags"),
+        ("readout_group", "columns per readout bit"), ("part", "part"),
         ("queries_configured", "queries"),
         ("bits", "config bits"), ("seconds", "generation s"),
         ("load_ms_at_100MHz", "load ms @100 MHz"), ("query_nodes", "query nodes"),
@@ -146,6 +152,14 @@ def main() -> None:
         "column, 3.03x at 1 x 128; 11.2, 6.64x at 8 x 128; a tag entry per column before "
         "format 2: 24.8, 3.74x at 1 x 128. Part rows: synth_xilinx without -flatten (a few "
         "% more than flattened), per Verilog module; per column of a cluster. "
+        "Issue 16, third session: the serial readout's chunks load from the flags only and the "
+        "next chunk comes through a registered tree of 4:1 multiplexers (1,024-bit readout "
+        "1,121 -> 490 LUT6-eq; the custom engine's readout is the same component); readout "
+        "groups ('columns per readout bit' N > 1, HardwareSpec.readout_group): one match flag "
+        "and readout bit per N columns, the column chosen by a configured answer select "
+        "(128-column cluster 352 -> 289 LUT6-eq at N = 4, readout 490 -> 226 at 1,024 "
+        "columns), at most one query ending per group, so short queries skip columns and at "
+        "most columns / N queries fit (the custom engine is then compiled for fewer queries). "
         + ("Fmax not run (--no-fmax). " if "--no-fmax" in sys.argv else "") +
         f"Total {time.perf_counter() - start_all:.0f} s.")
 
