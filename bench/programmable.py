@@ -152,7 +152,7 @@ def main() -> None:
         "column, 3.03x at 1 x 128; 11.2, 6.64x at 8 x 128; a tag entry per column before "
         "format 2: 24.8, 3.74x at 1 x 128. Part rows: synth_xilinx without -flatten (a few "
         "% more than flattened), per Verilog module; per column of a cluster. "
-        "Issue 16, third session: the serial readout's chunks load from the flags only and the "
+        "Issue 16, fourth session: the serial readout's chunks load from the flags only and the "
         "next chunk comes through a registered tree of 4:1 multiplexers (1,024-bit readout "
         "1,121 -> 490 LUT6-eq; the custom engine's readout is the same component); readout "
         "groups ('columns per readout bit' N > 1, HardwareSpec.readout_group): one match flag "
