@@ -9,7 +9,9 @@ indices of the entries equal to the name, as the hardware's decoder encodes it; 
 other name), looked up with the name the front end model reports on each push, in the cycle the
 clusters register the event (as they read the tag matrix with the decoder's index). The
 decoder's stages and the distribution tree are a delay line between the front end and the
-clusters (:func:`xpfilt.hwdefs.programmable_event_delay`).
+clusters (:func:`xpfilt.hwdefs.programmable_event_delay`). With readout groups a cluster's flags
+hold, per group, its answer select's bit of each push's new row at the group's first column
+(:meth:`_Cluster.answer`), compacted to one bit per group when the readout takes them.
 """
 
 from __future__ import annotations
