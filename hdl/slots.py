@@ -62,19 +62,26 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     ones = (1 << S) - 1
     bank = load.bank
 
-    # --- loading: a row register, two banked LUT-RAMs (names and strings; digits), flags ---
+    # --- loading: a row register, banked LUT-RAMs (names and strings; integer digits,
+    # fraction digits), flags ---
     shift = Signal(8 * S)
     shift_next = Cat(shift[1:], load.bit)
     with m.If(load.shift):
         m.d.sync += shift.eq(shift_next)
     row = load.row
     texts = Memory(shape=8 * S, depth=4 << lw, init=[])      # [bank][string?][position]
-    digits = Memory(shape=4 * S, depth=4 * DIGIT_ROWS, init=[])
-    m.submodules.slot_texts, m.submodules.slot_digits = texts, digits
+    # the integer and the fraction digits in memories of their own, each read at its count
+    # (registers): the one compared is chosen after the read, so the lexer's decision
+    # whether a byte is a fraction digit is not in front of the address (it was: lexer ->
+    # address -> LUT-RAM -> comparison, the critical path of 1 x 128 with 8 slots, 82.3 MHz)
+    idigits, fdigits = (Memory(shape=4 * S, depth=2 * DIGIT_ROWS, init=[]) for _ in range(2))
+    m.submodules.slot_texts = texts
+    m.submodules.slot_idigits, m.submodules.slot_fdigits = idigits, fdigits
     low_nibbles = Cat(*(shift_next[8 * s:8 * s + 4] for s in range(S)))
     for memory, first, count, addr_bits, data_ in (
             (texts, 0, L, lw, shift_next), (texts, L, L, lw, shift_next),
-            (digits, 2 * L, 2 * DIGIT_ROWS, 5, low_nibbles)):
+            (idigits, 2 * L, DIGIT_ROWS, 4, low_nibbles),
+            (fdigits, 2 * L + DIGIT_ROWS, DIGIT_ROWS, 4, low_nibbles)):
         port = memory.write_port()
         m.d.comb += [port.addr.eq(Cat((row - first)[:addr_bits], Const(int(first == L), 1), ~bank)
                                   if memory is texts else
@@ -139,9 +146,10 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     icount = Signal(range(DIGIT_ROWS + 1))   # significant integer digits so far (saturating)
     fcount = Signal(range(DIGIT_ROWS + 1))   # fraction digits so far (saturating)
     sig, frac = lexer.sig_digit, lexer.frac_digit
-    digit_rd = digits.read_port(domain="comb")
-    m.d.comb += digit_rd.addr.eq(Cat(Mux(frac, fcount, icount)[:4], frac, bank))
-    literal = [digit_rd.data[4 * s:4 * s + 4] for s in range(S)]
+    irow, frow = idigits.read_port(domain="comb"), fdigits.read_port(domain="comb")
+    m.d.comb += [irow.addr.eq(Cat(icount[:4], bank)), frow.addr.eq(Cat(fcount[:4], bank))]
+    digit_row = Mux(frac, frow.data, irow.data)
+    literal = [digit_row[4 * s:4 * s + 4] for s in range(S)]
     dlt = Cat(*(byte[:4] < d for d in literal))
     dgt = Cat(*(byte[:4] > d for d in literal))
     ilt, igt, flt, fgt = (Signal(S, name=f"slot_{n}") for n in ("ilt", "igt", "flt", "fgt"))
