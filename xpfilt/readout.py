@@ -34,8 +34,9 @@ DOC_WIDTH = 16
 SPARSE_FANIN = 8
 
 #: Cycles from a word's write into the sparse readout's output queue (block RAM) to its first
-#: beat on the port (ready always 1): the write, the read, the read side's iterator.
-SPARSE_SHOW_DELAY = 3
+#: beat on the port (ready always 1): the write, the read, a register (the block RAM's output
+#: is slow), the read side's iterator.
+SPARSE_SHOW_DELAY = 4
 
 #: Groups of :data:`SPARSE_FANIN` masks that one copy of a fetch's select drives in the sparse
 #: readout's first fetch stage (each select bit then has ``SPARSE_FANIN`` loads per group).

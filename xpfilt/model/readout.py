@@ -73,8 +73,8 @@ class SparseReadoutModel:
     from the parent's iterator into a queue of ``R + 1 - i + S`` entries (credits) that feeds
     it. The root loads ``R`` cycles after a capture and writes the header into the output
     queue (:func:`sparse_queue_depth` words); the leaves' iterator writes a whole leaf a
-    cycle. The read side (the queue's read register ``nxt``, then an iterator over the leaf's
-    flags) sends one beat per transfer and keeps the document number and errors."""
+    cycle. The read side (the read port's register, a register ``nxt``, then an iterator over
+    the leaf's flags) sends one beat per transfer and keeps the document number and errors."""
 
     def __init__(self, width: int):
         self.width = width
@@ -93,7 +93,8 @@ class SparseReadoutModel:
         # the output queue: words (header, fin, mask, index, errors) written, not yet read
         self.depth = sparse_queue_depth(width)
         self.mem: list[tuple[int, int, int, int, int]] = []
-        self.nxt: Optional[tuple[int, int, int, int, int]] = None   # the read register
+        self.ahead: Optional[tuple[int, int, int, int, int]] = None   # the read port's register
+        self.nxt: Optional[tuple[int, int, int, int, int]] = None     # the register after it
         # the read side's iterator: the word it sends (flags not yet sent), doc, count
         self.out: Optional[list[int]] = None   # [header, fin, mask, index]
         self.doc = self.started = self.out_errors = self.count = 0
@@ -108,7 +109,8 @@ class SparseReadoutModel:
 
     @property
     def holds_beats(self) -> bool:
-        return bool(self.mem) or self.nxt is not None or self.out is not None
+        return (bool(self.mem) or self.ahead is not None or self.nxt is not None
+                or self.out is not None)
 
     def beat(self) -> Optional[SparseBeat]:
         if self.out is None:
@@ -147,14 +149,16 @@ class SparseReadoutModel:
             self.p[0] = 1
 
     def _send(self, out_ready: bool) -> None:
-        """The read side: the beat shown moves on ``out_ready``; the iterator takes the read
-        register's word when it is free or sends its word's last beat; the queue is read when
-        the read register is free or taken."""
-        out, nxt = self.out, self.nxt
+        """The read side: the beat shown moves on ``out_ready``; the iterator takes ``nxt``'s
+        word when it is free or sends its word's last beat; ``nxt`` takes the read port's word
+        when it is free or taken; the queue is read when the read port's word is gone or
+        moves."""
+        out, nxt, ahead = self.out, self.nxt, self.ahead
         pop = out is not None and out_ready
         done = out is not None and (out[0] or _single(out[2]))
         take = nxt is not None and (out is None or (pop and done))
-        read = bool(self.mem) and (nxt is None or take)
+        move = ahead is not None and (nxt is None or take)
+        read = bool(self.mem) and (ahead is None or move)
         if take:
             header, fin, mask, index, errors = nxt
             self.out = [header, fin, mask, index]
@@ -171,10 +175,14 @@ class SparseReadoutModel:
             else:
                 out[2] &= out[2] - 1
                 self.count += 1
-        if read:
-            self.nxt = self.mem.pop(0)
+        if move:
+            self.nxt = ahead
         elif take:
             self.nxt = None
+        if read:
+            self.ahead = self.mem.pop(0)
+        elif move:
+            self.ahead = None
 
     def _advance(self, room: bool) -> None:
         R, shift, its, queues = self.R, self.shift, self.its, self.queues
