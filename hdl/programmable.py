@@ -687,9 +687,16 @@ class ProgrammableEngine(wiring.Component):
         m.d.comb += [loader.idle.eq(~in_document & frame.drained),
                      frame.hold.eq((loader.status.pending | loader.closing) & ~in_document)]
 
+        # The loader's port from a register beside it, for the decoder and the clusters' tree
+        # alike (the same delay for every part): at 1,024 columns on the ECP5 the placer put
+        # the loader's row counter beside the decoder's groups that copy it, 31 tiles from the
+        # state machine it feeds back to (bench/placed_paths.py: the worst paths, 78 MHz).
+        loader_port = Signal(_loader_port(spec))
+        m.d.sync += loader_port.eq(Cat(loader.cfg, loader.dictionary, loader.cluster, loader.row))
         m.submodules.decoder = decoder = TagDecoder(spec)
-        m.d.comb += [decoder.name_tap.eq(frame.name_tap), decoder.cfg.eq(loader.cfg),
-                     decoder.selected.eq(loader.dictionary), decoder.row.eq(loader.row)]
+        m.d.comb += [decoder.name_tap.eq(frame.name_tap), decoder.cfg.eq(loader_port.cfg),
+                     decoder.selected.eq(loader_port.dictionary),
+                     decoder.row.eq(loader_port.row)]
         if spec.slots:
             _connect_slots(m, frame.slot_load, loader, decoder)
         # The events wait for the decoder's later stages and the tag matrix's read, then both
@@ -712,8 +719,7 @@ class ProgrammableEngine(wiring.Component):
         # lands long before the next document's first event (the events' tree is as deep, and
         # they come through the front end and the decoder first: tests/test_programmable's
         # first-document test still passed with 12 more registers here, not with 20).
-        ports = distribute(m, Cat(loader.cfg, loader.dictionary, loader.cluster, loader.row),
-                           spec.clusters, name="loader")
+        ports = distribute(m, loader_port, spec.clusters, name="loader")
         cores = []
         for k in range(spec.clusters):
             if self.instances:
