@@ -286,7 +286,8 @@ class SparseReadout(wiring.Component):
     Every cycle's logic looks at one node's ``F`` bits, a few registers and one ``F``-way
     AND-OR, whatever the width. ``busy`` from the capture until the document's last word is
     written (the flags are then free for the next capture, while the queue still sends), and
-    while the queue is full. ``segments``: as :class:`Readout`'s."""
+    while the queue is full (its room, ``level < depth - 2`` a cycle ago, is a register).
+    ``segments``: as :class:`Readout`'s."""
 
     def __init__(self, width: int, segments=None):
         self.width = width
@@ -344,14 +345,17 @@ class SparseReadout(wiring.Component):
         wp = Signal(range(depth))
         rp = Signal(range(depth))
         level = Signal(range(depth + 1))    # words written and not yet read
-        room = Signal(init=1)     # level != depth, a register: the leaves' iterator's enables
+        # room: level < depth - 2 a cycle ago (a register of registers: a word may have been
+        # written since), so the leaves' iterator's enables wait neither for a decode of
+        # ``level`` nor for this cycle's push
+        room = Signal(init=1)
         filled = Signal()         # level != 0, a register
         reading = Signal()
         m.d.comb += [write.en.eq(push), write.addr.eq(wp), write.data.eq(new),
                      read.en.eq(reading), read.addr.eq(rp)]
         after = level + push - reading
         m.d.sync += [wp.eq(wp + push), rp.eq(rp + reading), level.eq(after),
-                     room.eq(after != depth), filled.eq(after != 0)]
+                     room.eq(level < depth - 2), filled.eq(after != 0)]
 
         its = []
         for i in range(R):

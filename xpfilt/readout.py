@@ -169,8 +169,9 @@ def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
 
 def sparse_queue_depth(width: int) -> int:
     """Words in the sparse readout's output queue (a header or a leaf's :data:`SPARSE_FANIN`
-    flags each): a power of two that holds one document's header and every leaf."""
-    return 1 << sparse_levels(width)[0].bit_length()
+    flags each): a power of two that holds one document's header and every leaf, and the two
+    words its registered room (``level < depth - 2`` a cycle ago) leaves unused."""
+    return 1 << (sparse_levels(width)[0] + 2).bit_length()
 
 
 def readout_cycles(kind: ReadoutKind, width: int, flags: int) -> int:

@@ -93,6 +93,7 @@ class SparseReadoutModel:
         # the output queue: words (header, fin, mask, index, errors) written, not yet read
         self.depth = sparse_queue_depth(width)
         self.mem: list[tuple[int, int, int, int, int]] = []
+        self.room = True                  # len(mem) < depth - 2 a cycle ago
         self.ahead: Optional[tuple[int, int, int, int, int]] = None   # the read port's register
         self.nxt: Optional[tuple[int, int, int, int, int]] = None     # the register after it
         # the read side's iterator: the word it sends (flags not yet sent), doc, count
@@ -105,7 +106,7 @@ class SparseReadoutModel:
 
     @property
     def queue_full(self) -> bool:
-        return len(self.mem) == self.depth
+        return not self.room
 
     @property
     def holds_beats(self) -> bool:
@@ -136,7 +137,8 @@ class SparseReadoutModel:
             self.masks[n] = level
 
     def step(self, capture: bool, flags: int, errors: int, out_ready: bool) -> None:
-        room = not self.queue_full        # a register: the queue's level before this cycle
+        room = self.room                  # a register: the queue's level a cycle ago
+        self.room = len(self.mem) < self.depth - 2
         self._send(out_ready)             # reads the words written before this cycle
         if self.active:                   # (a capture comes only when not busy)
             self._advance(room)
