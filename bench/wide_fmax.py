@@ -4,7 +4,9 @@
   2, 4, 8: Yosys ``synth_xilinx`` LUT6-equivalents, flip-flops and block RAMs (the W-byte tag
   CAM's ROMs; see resources.py), and the LUT6-eq growth over W = 1 (goal: <= 2.5x at W = 4);
   ``--no-tags``: also with no tag dictionary (part ``front end (no tags)``), so that what the
-  tag decoder costs is the difference.
+  tag decoder costs is the difference; ``--predicates``: also with the tags and the value
+  conditions (attribute and ``text()``) of the shared predicate set's 1,000 profiles (part
+  ``front end (predicates)``).
 * Whole engine, 1,024 depth-8 NITF queries (serial readout), W = 1, 2, 4: LUT6-eq per query node;
   with ``--fmax``, ECP5-85F Fmax (Yosys ``synth_ecp5`` + nextpnr, default seed, target 100 MHz,
   as bench/fmax.py) and MB/s = W x Fmax (the sustained bytes per cycle on NITF are ~W, see
@@ -43,14 +45,25 @@ QUERIES = 1024
 
 
 def front_end(plan, width: int, tags: bool = True):
-    """The front end of ``plan`` at ``width`` bytes per cycle (``tags``: with its tag
-    dictionary, else with none: no tag decoder, the rest as it is)."""
+    """The front end of ``plan`` at ``width`` bytes per cycle, with the plan's value conditions
+    (``tags``: with its tag dictionary, else with none: no tag decoder, the rest as it is)."""
     from xpfilt.hdl.frontend import FrontEnd
     from xpfilt.hdl.wide_frontend import WideFrontEnd
     names = plan.tags if tags else []
     if width == 1:
-        return FrontEnd(names, max_depth=plan.options.max_depth)
-    return WideFrontEnd(names, width=width, max_depth=plan.options.max_depth)
+        return FrontEnd(names, max_depth=plan.options.max_depth, conditions=plan.conditions)
+    return WideFrontEnd(names, width=width, max_depth=plan.options.max_depth,
+                        conditions=plan.conditions)
+
+
+def predicate_plan():
+    """The plan of the shared predicate set (nitf-d6-p15-pred1-n1000: attribute and text()
+    predicates)."""
+    from xpfilt.compiler import hardware_queries
+    from xpfilt.paths import shared_data
+    from xpfilt.xpath import load_queries
+    loaded = load_queries(shared_data() / "queries/nitf-d6-p15-pred1-n1000.txt")
+    return compile_queries(hardware_queries(loaded.queries)[0], CompileOptions())
 
 
 def xilinx(verilog: str, top: str, label: str) -> dict:
@@ -77,6 +90,7 @@ def save(rows: list[dict], started: float) -> None:
     """Publish the rows so far (after every engine, so a run cut short keeps what it measured)."""
     publish("wide_fmax", rows, [
         ("part", "part"), ("W", "W"), ("queries", "queries"), ("tags", "tags"),
+        ("conditions", "value conditions"),
         ("lut6_eq", "LUT6-eq (xilinx)"), ("growth", "growth vs W=1"), ("ffs", "FF"),
         ("bram", "block RAM (xilinx)"),
         ("lut6_eq_per_node", "LUT6-eq per query node"), ("ecp5_lut4", "ECP5 LUT4"),
@@ -99,6 +113,9 @@ def main() -> None:
     parser.add_argument("--no-tags", action="store_true",
                         help="front ends also without tags (part 'front end (no tags)': what "
                              "the tag decoder costs is the difference)")
+    parser.add_argument("--predicates", action="store_true",
+                        help="front ends also for the shared predicate set (part 'front end "
+                             "(predicates)': its 1,000 profiles' tags and value conditions)")
     parser.add_argument("--no-route", action="store_true",
                         help="with --fmax: place only, nextpnr's post-placement estimate")
     parser.add_argument("--no-xilinx", action="store_true",
@@ -122,15 +139,19 @@ def main() -> None:
     nodes = plan.stats["query_nodes"]
     front_ends = [int(w) for w in args.front_ends.split(",") if w]
     widths = [int(w) for w in args.widths.split(",") if w]
-    parts = [("front end", True)] + ([("front end (no tags)", False)] if args.no_tags else [])
+    parts = [("front end", True, plan)] + (
+        [("front end (no tags)", False, plan)] if args.no_tags else []) + (
+        [("front end (predicates)", True, predicate_plan())] if args.predicates else [])
     router = "placed only" if args.no_route else args.router if args.fmax else None
-    rows = earlier_rows(digest, {(part, w, n, None) for part, _ in parts for w in front_ends}
+    rows = earlier_rows(digest, {(part, w, n, None) for part, _, _ in parts for w in front_ends}
                         | {(engine_part, w, n, router) for w in widths})
-    for part, tags in parts:
+    for part, tags, part_plan in parts:
         base = None
         for width in front_ends:
-            row = {"part": part, "W": width, "queries": n, "tags": len(plan.tags) if tags else 0,
-                   **xilinx(component_verilog(front_end(plan, width, tags), "front_end"),
+            row = {"part": part, "W": width, "queries": len(part_plan.query_numbers),
+                   "tags": len(part_plan.tags) if tags else 0,
+                   **({"conditions": len(part_plan.conditions)} if part_plan.conditions else {}),
+                   **xilinx(component_verilog(front_end(part_plan, width, tags), "front_end"),
                             "front_end", f"{part} W{width}")}
             if width == 1:
                 base = row.get("lut6_eq")

@@ -16,12 +16,6 @@ cycle:
   bit from the beat's composed function) gives every lane its start state, registered;
 * O: each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of
   level 0 and root seen, chosen in P2), registered;
-* C (beside N, with attribute conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
-  (the attribute-name CAM, the value comparators and the start tag's condition bits) stepped
-  through the lanes one after the other from registers carried from beat to beat (a loop through
-  the lanes: the price of the conditions, paid only by engines that have them); each lane's
-  bits of its start tag so far (a push carries them in its queue entry) and its
-  ``value_undecided`` flag, registered;
 * N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
   LO), VMAX - HD), v = level + excess), the name bytes since the last name reset, the hash of
   the lanes from 0 (the hash is linear: the part of the hash before the beat is added in L);
@@ -30,6 +24,14 @@ cycle:
   side by side (v is 17 bits wide);
 * L: the depth, name position, hash and "root seen" before each lane and after the beat (their
   loops: one add and clamp, one XOR matrix per hash power), registered;
+* C and T (beside L2, with value conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
+  and :class:`xpfilt.hdl.frontend.TextConditions` (the attribute-name CAM, the value
+  comparators, the text nodes) stepped through the lanes one after the other from registers
+  carried from beat to beat (a loop through the lanes: the price of the conditions, paid only by
+  engines that have them), with each lane's depth from L; each lane's bits of its start tag so
+  far (its push carries them in its queue entry), its text bits since the event before it (its
+  push or pop carries them; stage F keeps them per open element in registers) and its
+  ``value_undecided`` flags, registered;
 * L2: each lane's depth flags, registered; the tag CAM is read: two ROMs in block RAM (one
   copy per two lanes), addressed by the lane's name position, whether the lane is past the name
   (no name byte) and its byte's high (low) nibble, each row one bit per tag: the tags with that
@@ -52,11 +54,12 @@ cycle:
   pop closes); a push writes its row;
 * F: the end-tag check; the ``events`` register.
 
-No loop runs through the lanes (except stage C's), so the clock does not depend on W; the beat's
-registered stages from D2 to P2 are :func:`xpfilt.hwdefs.wide_parser_stages`. A beat accepted in
-cycle N shows its first event in cycle N + :func:`xpfilt.hwdefs.wide_latency` when the queue is
-empty. ``room`` tells the frame it may accept a beat: the queue has room for W events of each
-beat not yet in the queue (on ``bytes_in``, in D1, D2 and the parser stages) and of one more.
+No loop runs through the lanes (except those of stages C and T), so the clock does not depend on
+W; the beat's registered stages from D2 to P2 are :func:`xpfilt.hwdefs.wide_parser_stages`. A
+beat accepted in cycle N shows its first event in cycle N + :func:`xpfilt.hwdefs.wide_latency`
+when the queue is empty. ``room`` tells the frame it may accept a beat: the queue has room for
+W events of each beat not yet in the queue (on ``bytes_in``, in D1, D2 and the parser stages)
+and of one more, judged from the load of the cycle before (an upper bound on the load now).
 Events, their order and their fields, the error flags included, are exactly the one-byte front
 end's; :class:`xpfilt.model.wide_frontend.WideFrontEndModel` is the cycle-accurate model.
 
@@ -507,12 +510,6 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += n_tsel[i].eq(Cat(*(tag_ev[i] & (sum(tag_ev[:i]) == k)
                                            for k in range(K))))
 
-        # === stage C (beside N): the attribute conditions, lane after lane (loop: their
-        # state), each lane's condition bits of its start tag so far and its undecided flag ===
-        lane_conds = self._attribute_conditions(
-            m, lane_classes("c", k_levels + 2) if self.n_conds else None, o_req, o_valid,
-            o_last, o_lanes)
-
         # === stage N2: each lane's bounds on the depth before the beat (no loop) ===
         n2_valid, n2_last = Signal(), Signal()
         m.d.sync += [n2_valid.eq(n_valid), n2_last.eq(n_last)]
@@ -580,13 +577,19 @@ class WideFrontEnd(wiring.Component):
                                                           (l_root, root))
                      for reg, value in zip(regs, values)]
 
-        # === stage T (beside L2): the text conditions, lane after lane (loop: their state),
-        # each lane's text bits since the event before it and its undecided flag ===
-        lane_text = self._text_conditions(
-            m, lane_classes("t", k_levels + 5) if self.n_text else None,
-            [{name: delayed(sig, 3, f"t_lane{i}_{name}") for name, sig in r.items()}
-             for i, r in enumerate(o_req)], l_valid, l_last, delayed(o_lanes, 3, "t_lanes"),
-            l_v)
+        # === stages C and T (beside L2): the attribute and the text conditions, lane after
+        # lane (loops: their states), with each lane's requests and byte classes of stage L:
+        # each lane's condition bits of its start tag so far, its text bits since the event
+        # before it, and its undecided flags ===
+        if self.n_conds:
+            c_lanes = lane_classes("c", k_levels + 5)
+            c_req = [{name: delayed(sig, 3, f"c_lane{i}_{name}") for name, sig in r.items()}
+                     for i, r in enumerate(o_req)]
+            c_present = delayed(o_lanes, 3, "c_lanes")
+        else:
+            c_lanes = c_req = c_present = None
+        lane_conds = self._attribute_conditions(m, c_lanes, c_req, l_valid, l_last, c_present)
+        lane_text = self._text_conditions(m, c_lanes, c_req, l_valid, l_last, c_present, l_v)
 
         # === stage L2: each lane's depth flags and name position one-hot; the CAM read ===
         l2_valid, l2_last = Signal(), Signal()
@@ -680,7 +683,7 @@ class WideFrontEnd(wiring.Component):
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
         entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth,
                                   n_conds=self.n_conds)
-        m_conds = [(delayed(conds, 4, f"m_lane{i}_conds"), delayed(undec, 4, f"m_lane{i}_undec"))
+        m_conds = [(delayed(conds, 1, f"m_lane{i}_conds"), delayed(undec, 1, f"m_lane{i}_undec"))
                    for i, (conds, undec) in enumerate(lane_conds)]
         m_text = [(delayed(bits, 1, f"m_lane{i}_text"), delayed(undec, 1, f"m_lane{i}_tundec"))
                   for i, (bits, undec) in enumerate(lane_text)]
@@ -889,8 +892,8 @@ class WideFrontEnd(wiring.Component):
 
     def _attribute_conditions(self, m, lanes, req, valid, last, present):
         """Stage C: :class:`xpfilt.hdl.frontend.AttributeConditions` stepped through the lanes
-        of the beat in stage O (``lanes``: their byte classes a cycle after O's, ``req``:
-        their requests, ``present``: the lanes holding bytes). Per lane, registered: (the
+        of the beat in stage L (``lanes``: their byte classes, ``req``: their requests,
+        ``present``: the lanes holding bytes). Per lane, registered: (the
         condition bits of the start tag read before the lane, which a push in the lane
         carries; the lane ends a value that cannot be decided)."""
         attrs = AttributeConditions(self.conditions)
