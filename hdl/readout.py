@@ -478,8 +478,8 @@ class SparseReadout(wiring.Component):
         # the read side: ``ahead`` (the read port's register holds a word) feeds ``nxt``, a
         # register loaded from the block RAM without logic (its output, unregistered in the
         # ECP5 flow, takes ~5.8 ns), which feeds an iterator
-        # over the word's flags, one beat per transfer; it numbers the documents and keeps
-        # their errors and id count
+        # over the word's flags, one beat per cycle into the port's 2-entry queue while it has
+        # room; it numbers the documents and keeps their errors and id count
         ahead = Signal()
         nxt = Signal(word)
         held = Signal()           # ``nxt`` holds a word
@@ -495,7 +495,9 @@ class SparseReadout(wiring.Component):
         pop = Signal()
         take = Signal()
         ends = o["header"] | o["cl"]          # the word's last beat
-        m.d.comb += [pop.eq(shown & self.out.ready),
+        room2 = Signal(init=1)    # the port's 2-entry queue has room, a register
+        port_pop = Signal()
+        m.d.comb += [pop.eq(shown & room2),
                      take.eq(held & (~shown | (pop & ends))),
                      move.eq(ahead & (~held | take)),
                      reading.eq(filled & (~ahead | move))]
@@ -519,14 +521,22 @@ class SparseReadout(wiring.Component):
                 m.d.sync += [o["mask"].eq(rest), o["low"].eq(_lowest(rest)),
                              o["cl"].eq(_single(rest)), count.eq(count + 1)]
 
-        payload = self.out.payload
+        # the iterator's beat goes into a 2-entry queue before the port (as the serial
+        # readout's), so ``out.ready`` reaches only the queue's level, not the read side
+        beat = Signal(self.out.payload.shape())
         m.d.comb += [
-            self.out.valid.eq(shown),
-            payload.header.eq(o["header"]),
-            payload.last.eq(o["fin"] & ends),
-            payload.doc.eq(doc),
-            payload.errors.eq(out_errors),
-            payload.id.eq(Cat(_encode(o["low"], dbits), o["index"])[:id_width]),
-            payload.count.eq(count),
+            beat.header.eq(o["header"]),
+            beat.last.eq(o["fin"] & ends),
+            beat.doc.eq(doc),
+            beat.errors.eq(out_errors),
+            beat.id.eq(Cat(_encode(o["low"], dbits), o["index"])[:id_width]),
+            beat.count.eq(count),
         ]
+        head = Signal(beat.shape())
+        second = Signal(beat.shape())
+        level2 = Signal(range(3))
+        m.d.sync += room2.eq(level2 + pop - port_pop != 2)
+        m.d.comb += [port_pop.eq((level2 != 0) & self.out.ready),
+                     self.out.valid.eq(level2 != 0), self.out.payload.eq(head)]
+        _two_entry_queue(m, level2, head, second, beat, pop, port_pop)
         return m

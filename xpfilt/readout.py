@@ -35,8 +35,8 @@ SPARSE_FANIN = 8
 
 #: Cycles from a word's write into the sparse readout's output queue (block RAM) to its first
 #: beat on the port (ready always 1): the write, the read, a register (the block RAM's output
-#: is slow), the read side's iterator.
-SPARSE_SHOW_DELAY = 4
+#: is slow), the read side's iterator, the port's 2-entry queue.
+SPARSE_SHOW_DELAY = 5
 
 #: Groups of :data:`SPARSE_FANIN` masks that one copy of a fetch's select drives in the sparse
 #: readout's first fetch stage (each select bit then has ``SPARSE_FANIN`` loads per group).

@@ -99,6 +99,7 @@ class SparseReadoutModel:
         # the read side's iterator: the word it sends (flags not yet sent), doc, count
         self.out: Optional[list[int]] = None   # [header, fin, mask, index]
         self.doc = self.started = self.out_errors = self.count = 0
+        self.outq: list[SparseBeat] = []  # the port's 2-entry queue
 
     @property
     def busy(self) -> bool:
@@ -111,11 +112,13 @@ class SparseReadoutModel:
     @property
     def holds_beats(self) -> bool:
         return (bool(self.mem) or self.ahead is not None or self.nxt is not None
-                or self.out is not None)
+                or self.out is not None or bool(self.outq))
 
     def beat(self) -> Optional[SparseBeat]:
-        if self.out is None:
-            return None
+        return self.outq[0] if self.outq else None
+
+    def _beat(self) -> SparseBeat:
+        """The beat of the read side's iterator (``out`` holds a word)."""
         header, fin, mask, index = self.out
         if header:
             return SparseBeat(1, fin, self.doc, self.out_errors, 0, 0)
@@ -151,12 +154,18 @@ class SparseReadoutModel:
             self.p[0] = 1
 
     def _send(self, out_ready: bool) -> None:
-        """The read side: the beat shown moves on ``out_ready``; the iterator takes ``nxt``'s
+        """The read side: the port's 2-entry queue shows a beat, which moves on ``out_ready``;
+        the iterator sends a beat into it while it has room, and takes ``nxt``'s
         word when it is free or sends its word's last beat; ``nxt`` takes the read port's word
         when it is free or taken; the queue is read when the read port's word is gone or
         moves."""
         out, nxt, ahead = self.out, self.nxt, self.ahead
-        pop = out is not None and out_ready
+        pop = out is not None and len(self.outq) != 2     # (room: a register)
+        sent = self._beat() if pop else None
+        if self.outq and out_ready:
+            self.outq.pop(0)
+        if sent is not None:
+            self.outq.append(sent)
         done = out is not None and (out[0] or _single(out[2]))
         take = nxt is not None and (out is None or (pop and done))
         move = ahead is not None and (nxt is None or take)
