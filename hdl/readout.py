@@ -24,7 +24,8 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.hwdefs import EVENT_FANOUT, index_width
 from xpfilt.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
-                            sparse_levels, sparse_queue_depth, sparse_spread)
+                            sparse_levels, sparse_queue_depth, sparse_spread,
+                            SPARSE_QUEUE_LUT_RAM_WORDS)
 
 from .cluster import copy_register, distribute
 from .frontend import ErrorFlags
@@ -280,7 +281,8 @@ class SparseReadout(wiring.Component):
     one registered copy per :data:`xpfilt.readout.SPARSE_GROUPS_PER_COPY` groups), the fetch's
     other fields through ``S`` plain registers. The
     leaves' iterator writes a whole leaf (its ``F`` flags and index) a cycle into the output
-    queue, a block RAM of :func:`xpfilt.readout.sparse_queue_depth` words (the root's load
+    queue of :func:`xpfilt.readout.sparse_queue_depth` words (LUT RAM up to
+    :data:`xpfilt.readout.SPARSE_QUEUE_LUT_RAM_WORDS`, block RAM above; the root's load
     writes the header word, with the errors); its read side reads words ahead into the read
     port's register and a register behind it, and sends a word's ids one per transfer, numbering the documents itself.
     Every cycle's logic looks at one node's ``F`` bits, a few registers and one ``F``-way
@@ -331,14 +333,17 @@ class SparseReadout(wiring.Component):
         def pre_width(i):
             return max(1, dbits * (R - 1 - i))
 
-        # the output queue (block RAM): words of a header or a whole leaf, written by the root's
-        # load and the leaves' iterator, read a word ahead into the read port's register
-        # (a leaf's lowest flag and whether it is single travel with it, from the iterator's
-        # registers, so that the read side takes a word without logic after the block RAM)
+        # the output queue (LUT RAM up to SPARSE_QUEUE_LUT_RAM_WORDS words, block RAM above):
+        # words of a header or a whole leaf, written by the root's load and the leaves'
+        # iterator, read a word ahead into the read port's register (a leaf's lowest flag and
+        # whether it is single travel with it, from the iterator's registers, so that the read
+        # side takes a word without logic after the memory)
         word = data.StructLayout({"header": 1, "fin": 1, "mask": f, "low": f, "cl": 1,
                                   "index": pre_width(0), "errors": ErrorFlags})
         depth = sparse_queue_depth(width)
-        m.submodules.out_queue = queue_mem = Memory(shape=word, depth=depth, init=[])
+        style = "distributed" if depth <= SPARSE_QUEUE_LUT_RAM_WORDS else "block"
+        m.submodules.out_queue = queue_mem = Memory(shape=word, depth=depth, init=[],
+                                                    attrs={"ram_style": style})
         write, read = queue_mem.write_port(), queue_mem.read_port()
         push = Signal()
         new = Signal(word)

@@ -4,14 +4,16 @@ both against the flags they were given; then whole engines with the sparse reado
 import random
 
 import pytest
+from amaranth.back import rtlil
 
 from xpfilt.hdl.readout import SparseReadout
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.hwdefs import distribution_depth
 from xpfilt.model.engine import EngineModel, run_documents
 from xpfilt.model.readout import SparseReadoutModel
-from xpfilt.readout import (SPARSE_SHOW_DELAY as SHOW_DELAY, ReadoutKind, SparseBeat,
-                            collect_readout, readout_cycles, sparse_latency, sparse_levels)
+from xpfilt.readout import (SPARSE_QUEUE_LUT_RAM_WORDS, SPARSE_SHOW_DELAY as SHOW_DELAY,
+                            ReadoutKind, SparseBeat, collect_readout, readout_cycles,
+                            sparse_latency, sparse_levels, sparse_queue_depth)
 from xpfilt.xpath import parse_query
 
 from .rtl_compare import compare_engine_with_model, compare_readout_with_model
@@ -218,3 +220,13 @@ def test_engine_short_documents_with_many_matches_back_to_back(p_valid, p_ready)
     for doc, readout in zip(docs, readouts):
         if not readout.errors:
             assert readout.bits == bits_of(plan, queries, doc), doc
+
+
+@pytest.mark.parametrize("width", [1024, 2048, 8000])
+def test_output_queue_memory_kind(width):
+    """The output queue asks synthesis for LUT RAM up to SPARSE_QUEUE_LUT_RAM_WORDS words (a
+    block RAM's unregistered clock-to-out limited 1,024 sparse to 130.8 MHz), block RAM above."""
+    text = rtlil.convert(SparseReadout(width))
+    small = sparse_queue_depth(width) <= SPARSE_QUEUE_LUT_RAM_WORDS
+    assert ('attribute \\ram_style "distributed"' in text) == small
+    assert ('attribute \\ram_style "block"' in text) == (not small)

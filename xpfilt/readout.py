@@ -167,6 +167,12 @@ def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
     return out
 
 
+#: The sparse readout's output queue is LUT RAM up to this many words (1,024 queries and fewer:
+#: a block RAM's 5.8 ns clock-to-out without its output register, which Yosys does not use,
+#: limited 1,024 sparse to 130.8 MHz), block RAM above.
+SPARSE_QUEUE_LUT_RAM_WORDS = 256
+
+
 def sparse_queue_depth(width: int) -> int:
     """Words in the sparse readout's output queue (a header or a leaf's :data:`SPARSE_FANIN`
     flags each): a power of two that holds one document's header and every leaf, and the two
