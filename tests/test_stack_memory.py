@@ -33,7 +33,7 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read():
     (a pop's read of the row its push wrote in the cycle before included)."""
     import random
 
-    from amaranth.hdl import Module, Signal
+    from amaranth.hdl import Module
     from amaranth.lib import data, wiring
     from amaranth.lib.wiring import In, Out
     from amaranth.sim import Simulator

@@ -30,7 +30,7 @@ def wide_events(model: WideFrontEndModel, docs, gaps=None):
     """Every event of ``docs`` streamed back to back through ``model`` (beats offered whenever
     it has room, or with ``gaps`` a random.Random that leaves some cycles idle)."""
     beats = [b for d in docs for b in document_beats(d, model.width)]
-    out, i, incoming = [], 0, False
+    out, i, incoming, current = [], 0, False, (b"", False)
     while i < len(beats) or model.queue or model.d1 or model.d2 or incoming \
             or any(beat is not None for beat in model.stages) or model.e is not NO_EVENT \
             or model.f is not NO_EVENT:

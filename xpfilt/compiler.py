@@ -92,7 +92,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-from .hwdefs import TEXT, AttrCondition, check_bytes_per_cycle, number_digits
+from .hwdefs import TEXT, AttrCondition, number_digits
 from .readout import check_readout
 from .xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Query,
                     RelativePath, Step, TextTarget, leaves)

@@ -67,7 +67,6 @@ from typing import Optional, Sequence
 from .compiler import DEEPEST
 from .compiler import (POSITION_REFUSED, PREDICATES_REFUSED, TWIGS_REFUSED, EngineMode,
                        clause_expression, hardware_refusal, without_nested_paths)
-from .hwdefs import AttrCondition
 from .readout import check_readout
 from .slots import (SLOT_FLAG_BITS, Chain, SlotLink, chains_of, decode_slots, encode_slots,
                     slot_refusal, slot_rows, step_chain)
