@@ -33,9 +33,10 @@ DOC_WIDTH = 16
 #: children; each cycle's logic looks at one node's bits (a power of two).
 SPARSE_FANIN = 8
 
-#: Cycles from a word's write into the sparse readout's output queue (block RAM) to its first
-#: beat on the port (ready always 1): the write, the read, a register (the block RAM's output
-#: is slow), the read side's iterator, the port's 2-entry queue.
+#: Cycles from a word's write into the sparse readout's output queue (LUT or block RAM,
+#: :data:`SPARSE_QUEUE_LUT_RAM_WORDS`) to its first beat on the port (ready always 1): the write,
+#: the read, a register (a block RAM's output is slow), the read side's iterator, the port's
+#: 2-entry queue.
 SPARSE_SHOW_DELAY = 5
 
 #: Groups of :data:`SPARSE_FANIN` masks that one copy of a fetch's select drives in the sparse
