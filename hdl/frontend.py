@@ -326,6 +326,23 @@ def parser_table(tests: ByteTests, *, level, root_seen, in_subset, kw):
     return table
 
 
+def first_branch_states(table, request: str) -> list[tuple[object, list]]:
+    """The states that raise ``request`` in ``table`` (:func:`parser_table`), grouped by their
+    byte test: [(test, [states])], when each raises it in its first branch and unconditionally
+    (so that ``request`` is exactly the OR over the groups of (in a state of the group AND the
+    test)); ValueError otherwise."""
+    groups = {}
+    for s, branches in table.items():
+        for k, (test, _, requests) in enumerate(branches):
+            if request in requests and k == 0:
+                groups.setdefault(id(test), (test, []))[1].append(s)
+            elif any(r == request or isinstance(r, tuple) and r[0] == request
+                     for r in requests):
+                raise ValueError(f"{request} must be raised by first branches only, not by "
+                                 f"branch {k} of {s.name}")
+    return list(groups.values())
+
+
 def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subset, kw,
                prefix: str = ""):
     """The byte parser's step for one byte: (the one-hot next state, a dict of the requests the
@@ -518,6 +535,28 @@ class FrontEnd(wiring.Component):
             req[name] for name in ("name_byte", "name_hold", "push_req", "pop_req", "pop_check",
                                    "bad", "kw_inc"))
 
+        # --- the name registers' step off the parser's state decode: ``name_byte`` is raised
+        # by first branches only (:func:`first_branch_states`), so it is an OR over groups of
+        # states of (in the group AND the group's byte class). Each group's membership is a
+        # register beside ``state`` (``in_<class>``), and each class is registered once more
+        # with the byte's ``valid & ~last`` folded in (``byte_<class>_go``): ``name_go`` (=
+        # valid & ~last & name_byte, exactly) is then one LUT from registers, and it drives
+        # every bit of the trie ---
+        group_regs = []
+        name_go = Const(0, 1)
+        for test, states in first_branch_states(
+                parser_table(tests, level=level, root_seen=root_seen, in_subset=in_subset,
+                             kw=kw), "name_byte"):
+            key = next((k for k, (sig, _) in classes.items() if sig is test), None)
+            if key is None:
+                raise ValueError(f"name_byte's tests must be registered byte classes, not "
+                                 f"{test!r}")
+            in_group = Signal(name=f"in_{key}",
+                              init=any(state.init >> s.value & 1 for s in states))
+            group_regs.append((in_group, Cat(*(nstate[s.value] for s in states)).any()))
+            go = registered(f"{key}_go", classes[key][1] & valid1 & ~last1)
+            name_go = name_go | (in_group & go)
+
         # --- attribute conditions: an attribute-name CAM and the value comparators (the
         # comparator slots: below, with the text nodes) ---
         if not self.slots:
@@ -581,7 +620,7 @@ class FrontEnd(wiring.Component):
             tap.data.eq(c),
             tap.pos.eq(pos),
             tap.load.eq(valid),
-            tap.advance.eq(valid & ~last & name_byte),
+            tap.advance.eq(name_go),
             tap.restart.eq(valid & (last | (~name_byte & ~name_hold))),
         ]
         # The name registers (``pos``, the trie's ``empty`` and ``trie``) advance on a name byte
@@ -601,7 +640,8 @@ class FrontEnd(wiring.Component):
                 m.d.sync += [
                     state.eq(state.init), level.eq(0), excess.eq(0), ex_up.eq(0),
                     ex_down.eq(0), root_seen.eq(0),
-                    in_subset.eq(0), kw.eq(0), pos.eq(0), empty.eq(1), trie.eq(0),
+                    in_subset.eq(0), kw.eq(0),
+                    *(g.eq(g.init) for g, _ in group_regs),
                 ]
             with m.Else():
                 m.d.sync += [
@@ -612,15 +652,16 @@ class FrontEnd(wiring.Component):
                                  (in_subset & ~nstate[S.TEXT.value] &
                                   ~nstate[S.DT_AFTER.value])),
                     kw.eq(Mux(kw_inc, kw + 1, 0)),
+                    *(g.eq(value) for g, value in group_regs),
                 ]
-                with m.If(name_byte):
-                    m.d.sync += [
-                        pos.eq(Mux(pos == max_name + 1, pos, pos + 1)),
-                        empty.eq(0),
-                        trie.eq(trie_upd),
-                    ]
-                with m.Elif(restart):
-                    m.d.sync += [pos.eq(0), empty.eq(1), trie.eq(0)]
+        with m.If(name_go):
+            m.d.sync += [
+                pos.eq(Mux(pos == max_name + 1, pos, pos + 1)),
+                empty.eq(0),
+                trie.eq(trie_upd),
+            ]
+        with m.Elif(valid & (last | restart)):
+            m.d.sync += [pos.eq(0), empty.eq(1), trie.eq(0)]
 
         # === stage E: the event so far, and the global stack row it reads ===
         # (tag id, name hash) per level; row 0 is the all-zero root sentinel. A push to level L
@@ -654,7 +695,7 @@ class FrontEnd(wiring.Component):
         hsh = Signal(HASH_WIDTH, init=HASH_INIT)
         h_adv, h_keep = Signal(), Signal()
         h_byte = Signal(HASH_WIDTH)
-        m.d.sync += [h_adv.eq(valid & ~last & name_byte),
+        m.d.sync += [h_adv.eq(name_go),
                      h_keep.eq(~valid | (~last & name_hold)),
                      h_byte.eq(hash_power(c, 1))]
         with m.If(h_adv):

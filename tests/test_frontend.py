@@ -9,14 +9,15 @@ import random
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Fragment
+from amaranth.hdl import Const, Fragment, Signal
 from amaranth.lib import data
 from amaranth.sim import Simulator
 from hypothesis import given, settings
 
-from xpfilt.hdl.frontend import LATENCY, Errors, ErrorFlags, FrontEnd, name_hash, tag_width_for
+from xpfilt.hdl.frontend import (LATENCY, ByteTests, Errors, ErrorFlags, FrontEnd,
+                                  first_branch_states, name_hash, parser_table, tag_width_for)
 from xpfilt.events import EventKind, MalformedDocumentError, parse_events
-from xpfilt.hwdefs import AttrCondition
+from xpfilt.hwdefs import AttrCondition, State
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
 
 from .conftest import DATA
@@ -390,6 +391,22 @@ def test_parameters_are_checked():
                        match=r"^tag must be at most max_name=3 bytes long, not 'abcd'$"):
         FrontEnd(["abcd"], max_name=3)
 
+
+
+def test_name_byte_is_raised_by_first_branches():
+    """The trie's step reads ``name_byte`` as (group register AND byte class): exact only while
+    every branch raising it is its state's first, unconditional one."""
+    tests = ByteTests(ch=lambda text: Const(0, 1), eq=lambda b: Const(0, 1), ws=Signal(),
+                      nstart=Signal(), nchar=Signal(), upper=Signal())
+    table = parser_table(tests, level=Signal(4), root_seen=Signal(), in_subset=Signal(),
+                         kw=Signal(3))
+    groups = {id(test): set(states) for test, states in first_branch_states(table, "name_byte")}
+    assert groups == {id(tests.nstart): {State.LT, State.END_LT},
+                      id(tests.nchar): {State.START_NAME, State.END_NAME}}
+    table[State.TEXT] = [(tests.ws, None, ()), (tests.nchar, None, ("name_byte",))]
+    with pytest.raises(ValueError, match=r"^name_byte must be raised by first branches only, "
+                                         r"not by branch 1 of TEXT$"):
+        first_branch_states(table, "name_byte")
 
 # --- the RTL against the model ----------------------------------------------------------------
 
