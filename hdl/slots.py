@@ -4,9 +4,10 @@ Like the custom engine's attribute conditions (:meth:`xpfilt.hdl.frontend.FrontE
 _attribute_conditions`), but every constant comes from the configuration stream
 (:mod:`xpfilt.slots` has the layout): the attribute names, the string constants and the number
 digits of ``slots`` slots sit in LUT-RAMs with two banks each (the active one is read,
-the other one loaded), one byte (a digit: a nibble) per slot a row, so one asynchronous read at
-the current position gives every slot the byte to compare (a streaming CAM, as the tag
-decoder's dictionary). Names and strings share a memory and a byte comparator per slot: a name
+the other one loaded), one byte (a digit: a nibble) per slot a row, so one read at the
+current position gives every slot the byte to compare (a streaming CAM, as the tag decoder's
+dictionary); each memory is read a cycle ahead into a register (:func:`_row_ahead`), so the
+comparisons start from flip-flops. Names and strings share a byte comparator per slot: a name
 and a value never stream at the same time. Each slot keeps a "still equal" bit for the attribute name and for the
 string, and first-difference flags for the integer and fraction digits of a number (the
 custom engine's number lexer, shared by all slots); at the closing quote every slot whose
@@ -69,25 +70,24 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     with m.If(load.shift):
         m.d.sync += shift.eq(shift_next)
     row = load.row
-    texts = Memory(shape=8 * S, depth=4 << lw, init=[])      # [bank][string?][position]
-    # the integer and the fraction digits in memories of their own, each read at its count
-    # (registers): the one compared is chosen after the read, so the lexer's decision
-    # whether a byte is a fraction digit is not in front of the address (it was: lexer ->
-    # address -> LUT-RAM -> comparison, the critical path of 1 x 128 with 8 slots, 82.3 MHz)
+    # one LUT-RAM each for the names, the strings, the integer and the fraction digits,
+    # [bank][position]; each is read a cycle ahead into a register (:func:`_row_ahead`)
+    names, strings_ = (Memory(shape=8 * S, depth=2 << lw, init=[]) for _ in range(2))
     idigits, fdigits = (Memory(shape=4 * S, depth=2 * DIGIT_ROWS, init=[]) for _ in range(2))
-    m.submodules.slot_texts = texts
+    m.submodules.slot_names, m.submodules.slot_strings = names, strings_
     m.submodules.slot_idigits, m.submodules.slot_fdigits = idigits, fdigits
     low_nibbles = Cat(*(shift_next[8 * s:8 * s + 4] for s in range(S)))
-    for memory, first, count, addr_bits, data_ in (
-            (texts, 0, L, lw, shift_next), (texts, L, L, lw, shift_next),
-            (idigits, 2 * L, DIGIT_ROWS, 4, low_nibbles),
-            (fdigits, 2 * L + DIGIT_ROWS, DIGIT_ROWS, 4, low_nibbles)):
+    tables = {}
+    for key, memory, first, count, addr_bits, data_ in (
+            ("name", names, 0, L, lw, shift_next), ("string", strings_, L, L, lw, shift_next),
+            ("idigit", idigits, 2 * L, DIGIT_ROWS, 4, low_nibbles),
+            ("fdigit", fdigits, 2 * L + DIGIT_ROWS, DIGIT_ROWS, 4, low_nibbles)):
         port = memory.write_port()
-        m.d.comb += [port.addr.eq(Cat((row - first)[:addr_bits], Const(int(first == L), 1), ~bank)
-                                  if memory is texts else
-                                  Cat((row - first)[:addr_bits], ~bank)),
+        m.d.comb += [port.addr.eq(Cat((row - first)[:addr_bits], ~bank)),
                      port.data.eq(data_),
                      port.en.eq(load.row_write & (row >= first) & (row < first + count))]
+        tables[key] = SimpleNamespace(memory=memory, addr_bits=addr_bits, data=data_,
+                                      first_write=load.row_write & (row == first))
     staged = Signal(SLOT_FLAG_BITS * S)
     flags = Signal(SLOT_FLAG_BITS * S)
     with m.If(load.flag_shift):
@@ -98,8 +98,8 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     def field(s, at, width=1):
         return flags[SLOT_FLAG_BITS * s + at:SLOT_FLAG_BITS * s + at + width]
 
-    # --- one comparator per slot for the name and the string: the memory holds both, read at
-    # the name's position while a name streams, at the value's from its opening quote on ---
+    # --- one comparator per slot for the name and the string: the name's row while a name
+    # streams, the string's from the value's opening quote on ---
     apos = Signal(range(L + 2))          # name bytes so far (saturating)
     vpos = Signal(range(L + 2))          # value bytes so far (saturating)
     in_value = Signal()                  # a value (not a name) is read
@@ -107,12 +107,18 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     sstill = Signal(S, init=ones)        # the value so far equals the slot's string's start
     in_text = Signal()                   # a text node may stream (the text state)
     cur = Signal(S)                      # the slots on the attribute whose value comes
-    text_rd = texts.read_port(domain="comb")
     strings = in_value | in_text
-    at = Mux(strings, vpos, apos)        # from registers only: no parser request in front
-    m.d.comb += text_rd.addr.eq(Cat(at[:lw], strings, bank))
+    at = Mux(strings, vpos, apos)
     inside = at < L
-    expected = [text_rd.data[8 * s:8 * s + 8] for s in range(S)]
+    name_inc = valid & ~last & req["attr_byte"]
+    name_row = _row_ahead(m, tables["name"], bank=bank, flip=load.flip,
+                          reset=valid & ~name_inc, inc=name_inc)
+    start = (valid & (last | req["val_start"] | req["text_end"])) | decided
+    fed = (valid & ~last & req["val_byte"]) | text.feed
+    string_row = _row_ahead(m, tables["string"], bank=bank, flip=load.flip,
+                            reset=start, inc=fed & ~start)
+    row_now = Mux(strings, string_row, name_row)         # registers and a multiplexer
+    expected = [row_now[8 * s:8 * s + 8] for s in range(S)]
     space_like = registered("vspace", member(b" \t\n"))
     same = Cat(*(e == Mux(space_like & ~in_text, ord(" "), byte)    # names: no spaces
                  for e in expected))
@@ -141,14 +147,13 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
             m.d.sync += cur.eq(astill & ends)
 
     # --- the value (or text node): the string, and the number's digits against each slot's
-    start = (valid & (last | req["val_start"] | req["text_end"])) | decided
-    fed = (valid & ~last & req["val_byte"]) | text.feed
     icount = Signal(range(DIGIT_ROWS + 1))   # significant integer digits so far (saturating)
     fcount = Signal(range(DIGIT_ROWS + 1))   # fraction digits so far (saturating)
     sig, frac = lexer.sig_digit, lexer.frac_digit
-    irow, frow = idigits.read_port(domain="comb"), fdigits.read_port(domain="comb")
-    m.d.comb += [irow.addr.eq(Cat(icount[:4], bank)), frow.addr.eq(Cat(fcount[:4], bank))]
-    digit_row = Mux(frac, frow.data, irow.data)
+    irow, frow = (_row_ahead(m, tables[key], bank=bank, flip=load.flip,
+                             reset=start, inc=fed & ~start & digit & (count != DIGIT_ROWS))
+                  for key, count, digit in (("idigit", icount, sig), ("fdigit", fcount, frac)))
+    digit_row = Mux(frac, frow, irow)
     literal = [digit_row[4 * s:4 * s + 4] for s in range(S)]
     dlt = Cat(*(byte[:4] < d for d in literal))
     dgt = Cat(*(byte[:4] > d for d in literal))
@@ -232,6 +237,37 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
 
     return SimpleNamespace(decided=cur & Cat(*bits), undecided=undecided, text_bits=text_bits,
                            text_undecided=text_undecided, chains=chains)
+
+
+def _row_ahead(m, table, *, bank, flip, reset, inc):
+    """The row of ``table`` (its memory: [bank][position]) at a position register's value in
+    the active ``bank``, from a register: the position next returns to 0 (``reset``), steps
+    by one (``inc``) or holds, so the row is read a cycle ahead at position + 1 (a register,
+    ``ahead``) and
+    row 0 of each bank is kept in registers (written with the memory's). Positions are 0 when
+    the banks ``flip`` (between documents). Rows past the table (a saturated position) read
+    as the memory's at the position's low bits wrapped (the comparisons ignore them or, for
+    the digits, read row 0 there, as the direct read did).
+    Measured: the direct read (position -> LUT-RAM -> byte comparison -> still-equal bit) was
+    the routed critical path of 1 x 128 with 8 slots, 81.2 MHz (RTL 256ca2ce68ae)."""
+    bits, data_ = table.addr_bits, table.data
+    ahead = Signal(bits, init=1)
+    zero_staged, zero_active, row = (Signal(len(data_)) for _ in range(3))
+    read = table.memory.read_port(domain="comb")
+    m.d.comb += read.addr.eq(Cat(ahead, bank))
+    with m.If(table.first_write):
+        m.d.sync += zero_staged.eq(data_)
+    with m.If(flip):
+        m.d.sync += [zero_active.eq(zero_staged), row.eq(zero_staged)]
+    with m.Elif(reset):
+        m.d.sync += row.eq(zero_active)
+    with m.Elif(inc):
+        m.d.sync += row.eq(read.data)
+    with m.If(reset):
+        m.d.sync += ahead.eq(1)
+    with m.Elif(inc):
+        m.d.sync += ahead.eq(ahead + 1)
+    return row
 
 
 assert DIGIT_ROWS == NUMBER_DIGITS + 1 and DIGIT_ROWS <= 16   # a digit row address is 4 bits

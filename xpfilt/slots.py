@@ -6,7 +6,8 @@ rows of one byte per slot (row ``r`` byte ``s`` = slot ``s``; ``L`` = ``max_tag_
 
 * rows ``0 .. L-1``: the attribute name, zero-padded (all zeros: a free slot);
 * rows ``L .. 2L-1``: a string constant, zero-padded (``=``/``!=`` with a string; the front
-  end reads names and strings from one memory: a name and a value never stream together);
+  end compares names and strings with one comparator: a name and a value never stream
+  together);
 * rows ``2L .. 2L+15``: the integer digits of a number constant (without leading zeros), one
   per row in the low nibble; rows ``2L+16 .. 2L+31``: its fraction digits (without trailing
   zeros), zero beyond them;
