@@ -619,7 +619,8 @@ def _children_held(spec: HardwareSpec, active, below):
     """A function of the pending bits (the closing element's): per column, whether every
     child of it held below the element. Without a twig width a column's child is column
     ``k + 1`` when that one is below; with one, the columns its children mask names among
-    the next ``twig_width`` (an AND over their pending bits: the split nodes)."""
+    the next ``twig_width`` (an AND over their pending bits, each inverted where the column's
+    negated mask says: the split nodes)."""
     n, width = spec.columns, spec.twig_width
     if not width:
         after = Cat(below[1:], Const(0, 1))       # column k: column k + 1 is below it
@@ -628,7 +629,8 @@ def _children_held(spec: HardwareSpec, active, below):
 
     def held(pending):
         beyond = Cat(pending, Const(0, width))    # no column past the last: none held
-        return Cat(*(Cat(*(~active[w * j + spec.children_bit + i] | beyond[j + 1 + i]
+        return Cat(*(Cat(*(~active[w * j + spec.children_bit + i]
+                           | (beyond[j + 1 + i] ^ active[w * j + spec.negated_bit + i])
                            for i in range(width))).all() for j in range(n)))
     return held
 

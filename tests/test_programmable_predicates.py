@@ -49,18 +49,17 @@ def test_configure_shares_slots_and_reports_what_does_not_fit():
         "/b[@n]//a", "/a/x[b][c]", "/a[position()=2]"), spec)
     assert config.summary() == (
         "9 queries are not configured:\n"
-        "  query 3 (/a[@n or text()=1]): step 'a': the programmable engine takes an 'or' of "
-        "attribute comparisons or of text() comparisons per step, not of both\n"
-        "  query 6 (/a[@id=1 or @n=2 and @x]): step 'a': the programmable engine takes an "
-        "'and' or an 'or' of comparisons per step, not both\n"
+        "  query 3 (/a[@n or text()=1]): no room left in the comparator slots (6 slots)\n"
+        "  query 6 (/a[@id=1 or @n=2 and @x]): no room left in the comparator slots (6 "
+        "slots)\n"
         "  query 7 (/a[@id='long']): string 'long' is longer than the hardware's max tag "
         "length 3\n"
         "  query 8 (/a[@long=1]): attribute name 'long' is longer than the hardware's max tag "
         "length 3\n"
         "  query 9 (/a[@id=1234567890123456]): number 1234567890123456.0 has more than 15 "
         "digits\n"
-        "  query 10 (/a[@a or @b or @c or @d or @e]): step 'a': the programmable engine takes "
-        "at most 4 comparisons per step, not 5\n"
+        "  query 10 (/a[@a or @b or @c or @d or @e]): no room left in the comparator slots (6 "
+        "slots)\n"
         "  query 12 (/b[@n]//a): no room left in the comparator slots (6 slots)\n"
         "  query 13 (/a/x[b][c]): nested paths (twig profiles) are supported by the "
         "programmable engine only on the first step of a path from the root (/a[b]/c) and as "
@@ -103,12 +102,13 @@ def test_reconfigure_keeps_slots_in_use_and_reuses_free_ones():
     spec = HardwareSpec(clusters=2, columns=6, max_tag_len=4, tags=5, slots=3)
     before = configure(queries_of("/a[@id=1]", "/a[@n or @x]/b"), spec)
     update = reconfigure(queries_of("/a[@id=1]", "/b[@n='x' and @id]", "/c[@id=2]",
-                                    "/a[@n or text()=1]", "/x/a[b]/c"), before.stream(), spec)
+                                    "/a[@n and @a and @b and @c and @d]", "/x/a[b]/c"),
+                         before.stream(), spec)
     assert update.readout_bit[1] == before.readout_bit[1]          # kept where it was
     assert update.rejected == (
         (3, "query 3 (/c[@id=2]): no room left in the comparator slots (3 slots)"),
-        (4, "query 4 (/a[@n or text()=1]): step 'a': the programmable engine takes an 'or' of "
-            "attribute comparisons or of text() comparisons per step, not of both"),
+        (4, "query 4 (/a[@n and @a and @b and @c and @d]): step 'a': the programmable engine "
+            "takes at most 4 comparisons per step, not 5"),
         (5, f"query 5 (/x/a[b]/c): {TWIGS_REFUSED}"))
     contents = read_stream(spec, update.stream)
     assert dictionary_links(spec, contents.dictionary) == [
@@ -424,9 +424,8 @@ def test_cli_compiles_slots_configures_predicates_and_filters(tmp_path):
                     "/a[@id=1]/b\n//b[@n]\n/a[@id or text()='x']\n/a[@id>2]\n/a[@id = 1.0]//c\n",
                     ["xpfilt: 2 queries are not configured:",
                      "  query 2 (//b[@n]): no room left in the comparator slots (2 slots)",
-                     "  query 3 (/a[@id or text()='x']): step 'a': the programmable engine "
-                     "takes an 'or' of attribute comparisons or of text() comparisons per "
-                     "step, not of both"],
+                     "  query 3 (/a[@id or text()='x']): no room left in the comparator slots "
+                     "(2 slots)"],
                     [b"<a id='1'><b n=''/><x><c/></x></a>", b"<a id='01.0'><b/></a>",
                      b"<a id='2'><b n='1'/></a>"],
                     "/a[@id=1]/b\n/a[@id>2]\n/a[@id = 1.0]//c\n")

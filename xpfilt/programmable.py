@@ -37,7 +37,8 @@ Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
   (:mod:`.slots`, after the tag entries in the dictionary's part) the column's slot select,
   then (also with a twig width) *closes* and *anchor*: the query's first ``text()`` step and the steps after it are
   decided when their elements close, see :func:`query_columns`; with a twig width, then
-  ``twig_width`` children bits, the split nodes of stream format 8, :mod:`.split_nodes`);
+  ``twig_width`` children bits and ``twig_width`` negated bits, the split nodes of stream
+  format 9, :mod:`.split_nodes`);
   with readout groups then each group's answer select (:attr:`HardwareSpec.group_select_bits`,
   group 0 first); after the last cluster, zero bits up to a whole byte;
 * CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
@@ -70,7 +71,8 @@ from .compiler import (POSITION_REFUSED, PREDICATES_REFUSED, TWIGS_REFUSED, Engi
 from .readout import check_readout
 from .slots import (SLOT_FLAG_BITS, Chain, SlotLink, chains_of, decode_slots, encode_slots,
                     slot_refusal, slot_rows, step_chain)
-from .split_nodes import children_span, twig_anchor, twig_nodes
+from .split_nodes import (MAX_ALTERNATIVES, children_span, fits_as_written, or_distributed,
+                          twig_anchor, twig_nodes)
 from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
@@ -83,9 +85,10 @@ MAGIC = 0x5846            # "XF"
 #: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots;
 #: 6: text() slots and closing columns; 7: the first step's axis in the tag matrix (a root half);
 #: 8: split nodes (hardware with a twig width: each closing column's children, see
-#: :mod:`.split_nodes`); hardware without them keeps format 7, bit for bit
+#: :mod:`.split_nodes`); hardware without them keeps format 7, bit for bit; 9: split nodes'
+#: negated children (a nested path under ``not``)
 FORMAT_VERSION = 7
-SPLIT_FORMAT_VERSION = 8
+SPLIT_FORMAT_VERSION = 9
 HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
@@ -200,15 +203,21 @@ class HardwareSpec:
     @property
     def column_flag_bits(self) -> int:
         """Flag bits per column: first, descendant, the slot select, with closing columns
-        closes and anchor, then ``twig_width`` children bits."""
+        closes and anchor, then ``twig_width`` children bits and as many negated bits."""
         return (FLAG_BITS + self.select_bits + (CLOSE_FLAG_BITS if self.closing else 0)
-                + self.twig_width)
+                + 2 * self.twig_width)
 
     @property
     def children_bit(self) -> int:
         """A column's first children bit in its flags (with a twig width): bit ``i`` set when
         column ``j + 1 + i`` is a child of column ``j``."""
         return self.closes_bit + CLOSE_FLAG_BITS
+
+    @property
+    def negated_bit(self) -> int:
+        """A column's first negated bit (with a twig width): bit ``i`` set when its child
+        ``j + 1 + i`` must have held below the element nowhere (a nested path under ``not``)."""
+        return self.children_bit + self.twig_width
 
     @property
     def format_version(self) -> int:
@@ -342,6 +351,7 @@ class ColumnConfig:
     closes: bool = False      # decided when its element closes (a text() step and after it)
     anchor: bool = False      # ... the first of those: holding there is the query's match
     children: int = 0         # closing: its children, bit i = column j + 1 + i (twig width)
+    negated: int = 0          # ... those of them under a 'not' (held nowhere below)
     answer: bool = False      # its path's readout column (the answer select of its group)
 
 
@@ -483,7 +493,8 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
             root_only |= 1 << j
         flags |= (c.first | c.descendant << 1 | c.slot << FLAG_BITS
                   | (c.closes | c.anchor << 1) << spec.closes_bit
-                  | (c.children << spec.children_bit if spec.twig_width else 0)
+                  | (c.children << spec.children_bit | c.negated << spec.negated_bit
+                     if spec.twig_width else 0)
                   ) << (spec.column_flag_bits * j)
     rows = [row | wildcards for row in matrix]
     flags |= selects << (spec.column_flag_bits * spec.columns)
@@ -643,7 +654,9 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
             for j in range(n)] \
         if spec.select_bits else [0] * n
     marks = [_children_mark(flags[w * j + spec.closes_bit] == "1",
-                            int(flags[w * j + spec.children_bit:w * (j + 1)][::-1], 2))
+                            (int(flags[w * j + spec.children_bit:w * j + spec.negated_bit][::-1],
+                                 2),
+                             int(flags[w * j + spec.negated_bit:w * (j + 1)][::-1], 2)))
              for j in range(n)] if spec.twig_width else [""] * n
     out = []
     start = first.find("1")
@@ -682,23 +695,25 @@ def _path_columns(query: Query, slot_of: Optional[dict]) -> list[ColumnConfig]:
             wildcard=step.is_wildcard, descendant=followed,
             slot=slot_of[chain.key] + 1 if chain else 0,
             closes=anchor is not None and j >= anchor, anchor=j == anchor,
-            children=children[j], answer=j == answer))
+            children=children[j][0], negated=children[j][1], answer=j == answer))
     return out
 
 
-def _children(path: Query) -> list[int]:
-    """Each column's children mask (closing columns): a twig's split nodes, else the next
-    column for each closing column but the last."""
+def _children(path: Query) -> list[tuple[int, int]]:
+    """Each column's (children mask, negated mask) (closing columns): a twig's split nodes,
+    else the next column for each closing column but the last."""
     if path.has_nested_paths:
-        return [n.mask for n in twig_nodes(path)]
+        return [(n.mask, n.negated_mask) for n in twig_nodes(path)]
     anchor, width = anchor_step(path), len(path)
-    return [int(anchor is not None and anchor <= j < width - 1) for j in range(width)]
+    return [(int(anchor is not None and anchor <= j < width - 1), 0) for j in range(width)]
 
 
-def _children_mark(closes: bool, children: int) -> str:
+def _children_mark(closes: bool, masks: tuple[int, int]) -> str:
     """How :func:`cluster_queries` and :func:`_path_text` show a column's closing and
-    children on hardware with a twig width (a twig's columns read as a path otherwise)."""
-    return f"{{{children}}}" if closes else ""
+    (children, negated) masks on hardware with a twig width (a twig's columns read as a path
+    otherwise)."""
+    children, negated = masks
+    return (f"{{{children}!{negated}}}" if negated else f"{{{children}}}") if closes else ""
 
 
 def column_steps(path: Query) -> tuple:
@@ -830,7 +845,11 @@ def query_tags(query: Query) -> frozenset[bytes]:
 def _refusal(q: Query, spec: HardwareSpec) -> str:
     """Why query ``q`` cannot go on this hardware at all ("" if it can)."""
     why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
-    if why == TWIGS_REFUSED and spec.twig_width:
+    if why and not fits_as_written(q) and or_distributed(q) is None:
+        why = (f"its 'or's spread a path into more than {MAX_ALTERNATIVES} paths (the "
+               f"programmable engine takes an 'or' of comparisons per step, and nested paths "
+               f"under 'and')")
+    elif why == TWIGS_REFUSED and spec.twig_width:
         why = _split_refusal(q, spec)
     elif why == PREDICATES_REFUSED:        # the slots decide, below
         why = ""
@@ -1127,15 +1146,21 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
 
 def _lowered(queries: Sequence[Query]) -> tuple[list[Query], dict]:
     """The queries as the engine takes them: nested paths rewritten into paths and
-    combinations where they can be (:func:`xpfilt.compiler.without_nested_paths`), and per
-    number the rewritten ones' (text, text as written)."""
+    combinations where they can be (:func:`xpfilt.compiler.without_nested_paths`), a step
+    that does not fit as written with its ``or``s moved out first
+    (:func:`xpfilt.split_nodes.or_distributed`), and per number the rewritten ones' (text,
+    text as written)."""
     out, written = [], {}
     for q in queries:
-        lowered = without_nested_paths(q) if q.has_nested_paths else None
-        if lowered is None:
-            out.append(q)
-        else:
-            out.append(lowered)
+        lowered = without_nested_paths(q) if q.has_nested_paths else q
+        if lowered is None or not fits_as_written(lowered):
+            spread = or_distributed(q)
+            lowered = q if spread is None else spread       # None: _refusal says why
+            if lowered.has_nested_paths:
+                rewritten = without_nested_paths(lowered)
+                lowered = lowered if rewritten is None else rewritten
+        out.append(lowered)
+        if lowered is not q:
             written.setdefault(q.number, []).append((str(lowered), str(q)))
     return out, written
 

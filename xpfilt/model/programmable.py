@@ -80,7 +80,8 @@ class _Cluster:
         self.first = self.descendant = 0
         self.closes = self.anchor = 0    # the columns decided at the close, their anchors
         self.below = 0
-        self.children: list[tuple[int, int]] = []   # (offset, the columns with that child)
+        # (offset, the columns with that child, those whose child there is negated)
+        self.children: list[tuple[int, int, int]] = []
         self.gated: list[int] = []   # per comparator slot: the columns it gates
         self.names: dict[bytes, int] = {}
         self.unknown = (0, 0)     # the columns a name in no entry matches (rows 0): below, root
@@ -118,10 +119,11 @@ class _Cluster:
         # (none without slots or split nodes)
         self.below = self.closes & ~self.anchor
         # a closing column's children: column k + 1 when that one is below; with split nodes
-        # the columns its mask names among the next twig_width
-        self.children = [(1, self.below >> 1)] if not spec.twig_width else [
-            (i + 1, sum((self.staged >> (w * j + spec.children_bit + i) & 1) << j
-                        for j in range(spec.columns)))
+        # the columns its mask names among the next twig_width (and those it negates)
+        def columns(bit):
+            return sum((self.staged >> (w * j + bit) & 1) << j for j in range(spec.columns))
+        self.children = [(1, self.below >> 1, 0)] if not spec.twig_width else [
+            (i + 1, columns(spec.children_bit + i), columns(spec.negated_bit + i))
             for i in range(spec.twig_width)]
         group, bits = spec.readout_group, spec.group_select_bits
         selects = self.staged >> (w * spec.columns)
@@ -404,8 +406,8 @@ class ProgrammableModel(FrameModel):
 
     def _close(self, ev) -> None:
         """The element on top closes: each closing column whose bit its row holds, whose chain
-        holds on the pop's text bits and whose next column (when that one is below it) held
-        below the element, holds; an anchor holding is a match, another column holding tells
+        holds on the pop's text bits and whose next column (when that one is below it; with
+        split nodes each child) held below the element (a negated child: did not), holds; an anchor holding is a match, another column holding tells
         the parent, and so does one that held below it when its step is reached by '//'."""
         chains = None
         for c in self.clusters:
@@ -415,8 +417,8 @@ class ProgrammableModel(FrameModel):
                 chains = chain_bits(self.links, ev.conds, "pop")
             mine = c.pending[-1]
             holds = c.stack[-1] & c.closes & c.passing(chains)
-            for offset, columns in c.children:      # every child held below the element
-                holds &= ~columns | mine >> offset
+            for offset, columns, negated in c.children:    # every child held below the
+                holds &= ~columns | (mine >> offset ^ negated)  # element (negated: nowhere)
             c.flags |= holds & c.anchor
             c.pending[-2] |= (holds | (mine & c.descendant << 1)) & c.below
 
