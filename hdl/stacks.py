@@ -396,16 +396,16 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     every cycle from an asynchronous read into a register of ``parent``'s own, the row
     written in the same cycle chosen explicitly, see :func:`_row_register`."""
     rows = max_depth if rows is None else rows
+    if row_register:
+        assert transparent and early_addr is not None and rows == max_depth + 1
+        _row_register(m, ev, parent, new, max_depth, early_addr)
+        return
     mem = Memory(shape=len(new), depth=rows, init=[])
     m.submodules.stack = mem
     write = mem.write_port()
     m.d.comb += [write.addr.eq(ev.level), write.data.eq(new),
                  write.en.eq(ev.push & (ev.level != max_depth) if rows == max_depth
                              else ev.push)]
-    if row_register:
-        assert transparent and early_addr is not None
-        _row_register(m, mem, write, parent, new, early_addr)
-        return
     read = mem.read_port(domain="comb" if early_addr is None else "sync",
                          transparent_for=(write,) if transparent else ())
     m.d.comb += [
@@ -415,19 +415,32 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     ]
 
 
-def _row_register(m: Module, mem, write, parent: Signal, new: Signal, early_addr) -> None:
-    """A transparent synchronous read of ``mem`` at ``early_addr`` into ``parent``, built as an
-    asynchronous read into a register: ``parent`` takes ``new`` when this cycle's write goes to
-    that row, else the row read. Yosys maps a transparent synchronous read on LUT-RAM to an
-    address register instead (a read-after-write from the registered address), which puts the
-    address's fan-out to every RAM cell, the read and the new row's logic back into the RAM's
-    write data in one cycle (the programmable engine with slots: 82.8 MHz, critical path
-    ``next_addr`` -> stack LUT-RAM); here that cycle ends at ``parent``'s register."""
+def _row_register(m: Module, ev, parent: Signal, new: Signal, max_depth: int,
+                  early_addr) -> None:
+    """The stack of ``max_depth + 1`` rows (level ``L`` in row ``L``) read transparently and
+    synchronously at ``early_addr`` into ``parent``, built as an asynchronous read into a
+    register: ``parent`` takes ``new`` when this cycle's push writes that row, else the row
+    read. Yosys maps a transparent synchronous read on LUT-RAM to an address register instead
+    (a read-after-write from the registered address), which puts the address's fan-out to
+    every RAM cell, the read and the new row's logic back into the RAM's write data in one
+    cycle (the programmable engine with slots: 82.8 MHz, critical path ``next_addr`` -> stack
+    LUT-RAM); here that cycle ends at ``parent``'s register. When ``max_depth`` is a power of
+    two the memory has ``max_depth`` rows, the deepest level's in row 0: level 0's row is
+    never written and reads as zeros (the other row count needs a second bank of 16-row
+    LUT-RAMs and a multiplexer after them; 1 x 128 with 8 slots: 89.6 MHz, critical path
+    ``next_addr`` -> the 17-row stack -> ``parent``)."""
+    folded = max_depth & (max_depth - 1) == 0 and max_depth > 1
+    bits = (max_depth - 1).bit_length() if folded else len(early_addr)
+    mem = Memory(shape=len(new), depth=max_depth if folded else max_depth + 1, init=[])
+    m.submodules.stack = mem
+    write = mem.write_port()
     read = mem.read_port(domain="comb")
     written = Signal()        # this cycle's push writes the row the next event reads
-    m.d.comb += [read.addr.eq(early_addr),
-                 written.eq(write.en & (write.addr == early_addr))]
-    m.d.sync += parent.eq(Mux(written, new, read.data))
+    m.d.comb += [write.addr.eq(ev.level[:bits]), write.data.eq(new), write.en.eq(ev.push),
+                 read.addr.eq(early_addr[:bits]),
+                 written.eq(ev.push & (ev.level == early_addr))]
+    row = Mux(early_addr == 0, 0, read.data) if folded else read.data
+    m.d.sync += parent.eq(Mux(written, new, row))
 
 
 

@@ -566,3 +566,16 @@ def test_rtl_equals_model_on_random_text_workloads(seed):
     queries = queries_of(*(_random_text_path(rng) for _ in range(7)))
     docs = [random_document(rng, hard=rng.random() < 0.2)[0] for _ in range(12)]
     check_random_workload(spec, queries, docs, seed)
+
+
+def test_rtl_equals_model_at_the_deepest_level_of_a_folded_stack():
+    """max_depth 16 (a power of two: the closing stack's 16 rows hold level 16 in row 0, read
+    as zeros at level 0): documents 15 to 17 levels deep, text() decided at the deepest."""
+    from .test_programmable_combinations import check_rtl
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=2, max_depth=16, max_name=4, tags=3,
+                        slots=4)
+    def nest(depth, inner=b"5"):
+        return b"<a>" * (depth - 1) + b"<b>" + inner + b"</b>" + b"</a>" * (depth - 1)
+    docs = [nest(15), nest(16), nest(17), nest(16, b"4"), b"<a><b>5</b></a>", nest(16)]
+    assert check_rtl(spec, ["//a/b[text()=5]", "/a//a[b]", "//b[text()!=4]"], docs, seed=9,
+                     p_valid=1.0, p_ready=1.0) >= len(docs) - 1

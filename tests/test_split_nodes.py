@@ -186,9 +186,11 @@ SPREAD_RTL = ["//a[b or c]/c", "/a/b[c or @x=1]", "//b[text()=5 or c]", "//a[b o
 
 
 def test_rtl_equals_model_on_twigs_with_or_and_not():
-    spec = HardwareSpec(clusters=2, columns=24, max_tag_len=4, max_depth=5, max_name=8,
-                        tags=5, slots=8, twig_width=4)
-    docs = [*SPLIT_DOCS, b"<a x='1'><b y='2'/><c/></a>", b"<a><b>5</b><b><c/></b></a>"]
+    spec = HardwareSpec(clusters=2, columns=24, max_tag_len=4, max_depth=4, max_name=8,
+                        tags=5, slots=8, twig_width=4)       # a power of two: a folded stack
+    docs = [*SPLIT_DOCS, b"<a x='1'><b y='2'/><c/></a>", b"<a><b>5</b><b><c/></b></a>",
+            b"<a><b><c><d/></c></b><b><c><d>5</d></c><c/></b></a>",
+            b"<a><b><c><d><e/></d></c></b></a>", b"<b><c/><d><a><b/></a></d></b>"]
     assert check_rtl(spec, SPREAD_RTL, docs, seed=7) >= len(docs) - 1
 
 

@@ -4,6 +4,8 @@ flip-flops are its match flags (on the ECP5 the row register and its push/pop mu
 
 import re
 
+import pytest
+
 from amaranth.back import rtlil
 
 from xpfilt.compiler import CompileOptions, compile_queries
@@ -27,10 +29,13 @@ def test_a_stack_bank_keeps_no_row_register():
     assert flip_flop_bits(dut) == len(cluster.queries)
 
 
-def test_the_row_register_reads_as_the_transparent_synchronous_read():
+@pytest.mark.parametrize("depth", [3, 4])
+def test_the_row_register_reads_as_the_transparent_synchronous_read(depth):
     """``level_stack(..., row_register=True)`` (the programmable engine with slots) shows the
-    rows a transparent synchronous read shows, every cycle, on any writes and read addresses
-    (a pop's read of the row its push wrote in the cycle before included)."""
+    rows a transparent synchronous read shows, every cycle, on any pushes (to levels 1 to
+    ``depth``: level 0's row is never written) and read addresses (a pop's read of the row its
+    push wrote in the cycle before included); at a power-of-two depth the deepest level's row
+    shares row 0 with level 0's, which reads as zeros."""
     import random
 
     from amaranth.hdl import Module
@@ -40,7 +45,7 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read():
 
     from xpfilt.hdl.stacks import level_stack
 
-    depth, width = 3, 5
+    width = 5
     event = data.StructLayout({"push": 1, "level": range(depth + 1)})
 
     class Both(wiring.Component):
@@ -61,11 +66,11 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read():
 
     dut = Both()
     rng = random.Random(5)
-    seen = {"written_then_read": 0}
+    seen = {"written_then_read": 0, "deepest": 0}
 
     async def bench(ctx):
         for _ in range(600):
-            push, level, early = rng.random() < 0.5, rng.randrange(depth + 1), rng.randrange(
+            push, level, early = rng.random() < 0.5, rng.randrange(1, depth + 1), rng.randrange(
                 depth + 1)
             ctx.set(dut.ev, {"push": push, "level": level})
             ctx.set(dut.early, early)
@@ -73,9 +78,10 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read():
             await ctx.tick()
             assert ctx.get(dut.registered) == ctx.get(dut.synchronous)
             seen["written_then_read"] += push and level == early
+            seen["deepest"] += early == depth
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
-    assert seen["written_then_read"] > 50
+    assert seen["written_then_read"] > 50 and seen["deepest"] > 20
