@@ -86,7 +86,7 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
         m.d.comb += [port.addr.eq(Cat((row - first)[:addr_bits], ~bank)),
                      port.data.eq(data_),
                      port.en.eq(load.row_write & (row >= first) & (row < first + count))]
-        tables[key] = SimpleNamespace(memory=memory, addr_bits=addr_bits, data=data_,
+        tables[key] = SimpleNamespace(key=key, memory=memory, addr_bits=addr_bits, data=data_,
                                       first_write=load.row_write & (row == first))
     staged = Signal(SLOT_FLAG_BITS * S)
     flags = Signal(SLOT_FLAG_BITS * S)
@@ -250,9 +250,10 @@ def _row_ahead(m, table, *, bank, flip, reset, inc):
     the digits, read row 0 there, as the direct read did).
     Measured: the direct read (position -> LUT-RAM -> byte comparison -> still-equal bit) was
     the routed critical path of 1 x 128 with 8 slots, 81.2 MHz (RTL 256ca2ce68ae)."""
-    bits, data_ = table.addr_bits, table.data
-    ahead = Signal(bits, init=1)
-    zero_staged, zero_active, row = (Signal(len(data_)) for _ in range(3))
+    bits, data_, key = table.addr_bits, table.data, table.key
+    ahead = Signal(bits, init=1, name=f"slot_{key}_ahead")
+    zero_staged, zero_active, row = (Signal(len(data_), name=f"slot_{key}_{n}")
+                                     for n in ("zero_staged", "zero_active", "row"))
     read = table.memory.read_port(domain="comb")
     m.d.comb += read.addr.eq(Cat(ahead, bank))
     with m.If(table.first_write):
