@@ -9,8 +9,9 @@
   ``front end (predicates)``).
 * Whole engine, 1,024 depth-8 NITF queries (serial readout), W = 1, 2, 4: LUT6-eq per query node;
   with ``--fmax``, ECP5-85F Fmax (Yosys ``synth_ecp5`` + nextpnr, default seed, target 100 MHz,
-  as bench/fmax.py) and MB/s = W x Fmax (the sustained bytes per cycle on NITF are ~W, see
-  wide_throughput.md). Goal: Fmax within 15 % of W = 1.
+  as bench/fmax.py; elaborated for the ECP5: the tag CAM in DP16KDs with their output
+  registers, ``xpfilt.hdl.bram``) and MB/s = W x Fmax (the sustained bytes per cycle on NITF
+  are ~W, see wide_throughput.md). Goal: Fmax within 15 % of W = 1.
 
 ``--no-route``: place only (nextpnr ``--no-route``); the rows are ``engine (placed only)`` and
 carry nextpnr's post-placement estimate (``estimate_mhz``) and the critical path it names.
@@ -37,6 +38,7 @@ from common import publish
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
 from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.hdl.bram import ECP5
 from xpfilt.synth import xilinx_counts
 from xpfilt.verilog import TOP_NAME, emit_verilog
 from xpfilt.xpath import parse_query
@@ -168,8 +170,9 @@ def main() -> None:
             row.update(xilinx(verilog, TOP_NAME, f"engine n{n} W{width}"))
         if "lut6_eq" in row:
             row["lut6_eq_per_node"] = round(row["lut6_eq"] / nodes, 3)
-        if args.fmax:
-            ecp5 = fmax.run_point("ecp5", n, verilog, plan.stats)
+        if args.fmax:     # the tag CAM as DP16KDs with their output registers (hdl/bram.py)
+            ecp5 = fmax.run_point("ecp5", n, emit_verilog(plan, bytes_per_cycle=width,
+                                                          platform=ECP5), plan.stats)
             row.update({"ecp5_lut4": ecp5.get("lut4"), "ecp5_ff": ecp5.get("ff"),
                         "fmax_mhz": ecp5.get("fmax_mhz"), "pnr_s": ecp5.get("pnr_s"),
                         "estimate_mhz": ecp5.get("estimate_mhz"), "router": ecp5.get("router"),

@@ -36,7 +36,8 @@ cycle:
   copy per two lanes), addressed by the lane's name position, whether the lane is past the name
   (no name byte) and its byte's high (low) nibble, each row one bit per tag: the tags with that
   nibble at that position, or past the name the tags of that length;
-* L3: the CAM rows (the block RAMs' output registers);
+* L3: the CAM rows (the block RAMs' output registers: :class:`xpfilt.hdl.bram.RegisteredROM`,
+  in the DP16KDs themselves when elaborated for the ECP5);
 * M: the shared tag decoders, :func:`tag_decoders` of them (W = 2: 1, 4: 2, 8: 3; a beat holds
   at most that many tag events, :func:`tag_event_gap` bytes apart): a name's run of lanes (its
   name bytes, the held lanes after them, the tag event that ends it) is found in stage N from
@@ -86,6 +87,7 @@ from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_IN
                            check_bytes_per_cycle, check_parameters, queue_depth_for,
                            tag_width_for)
 
+from .bram import RegisteredROM
 from .frontend import (AttributeConditions, ByteTests, EventLayout, StackEntry, TextConditions,
                        hash_power, nibble_member, parse_byte, parser_table, state_registers)
 
@@ -611,9 +613,9 @@ class WideFrontEnd(wiring.Component):
                         for q in range(max_len + 2) for e in (0, 1) for x in range(16)]
                 ports = []
                 for pair in range(0, W, 2):
-                    m.submodules[f"cam_{'high' if shift else 'low'}{pair // 2}"] = rom = Memory(
-                        shape=n_tags, depth=len(rows), init=rows, attrs={"rom_style": "block"})
-                    ports += [rom.read_port() for _ in range(pair, min(pair + 2, W))]
+                    m.submodules[f"cam_{'high' if shift else 'low'}{pair // 2}"] = rom = \
+                        RegisteredROM(rows, width=n_tags, ports=min(2, W - pair))
+                    ports += list(rom.read)
                 for i, port in enumerate(ports):
                     at = Mux(l_pos[i] > max_len + 1, max_len + 1, l_pos[i])
                     m.d.comb += port.addr.eq(Cat(cam_byte[i][shift:shift + 4], ended[i], at))
@@ -643,15 +645,14 @@ class WideFrontEnd(wiring.Component):
             ]
             lane.append(regs_i)
 
-        # === stage L3: each lane's two CAM rows (the block RAMs' output registers); the rest
-        # one cycle on ===
+        # === stage L3: each lane's two CAM rows (the ROMs' output registers, in the block
+        # RAMs on the ECP5: hdl/bram.py); the rest one cycle on ===
         l3_valid, l3_last = Signal(), Signal()
         m.d.sync += [l3_valid.eq(l2_valid), l3_last.eq(l2_last)]
         for i, regs_i in enumerate(lane):
             for key, reg in list(regs_i.items()):
                 regs_i[key] = delayed(reg, 1, f"l3_lane{i}_{key}")
-            rows = [delayed(read[i].data, 1, f"l3_lane{i}_cam{half}")
-                    for half, read in enumerate(cam_read)]
+            rows = [read[i].data for read in cam_read]
             regs_i["ok"] = rows[0] & rows[1] if n_tags else Const(0, 1)
 
         # === stage M: the shared tag decoders (loop: match0), each lane's event and errors ===

