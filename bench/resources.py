@@ -184,6 +184,61 @@ def yosys_synth(verilog: str, top: str, synth_cmd: str, *, label: str,
 XILINX = "synth_xilinx -flatten -noiopad -noclkbuf -top {top}"
 
 
+def lut6_eq_by_register(module: dict) -> dict[str, float]:
+    """Where a flattened ``synth_xilinx`` netlist's LUT6-equivalents go (``module``: one module
+    of Yosys ``write_json``): each LUT (and carry, wide mux, INV) goes to the registers, memories
+    and output ports its output reaches through logic alone, in equal shares; a register or
+    memory counts by the shortest public name of its output (a LUT-RAM cell's LUTs go to its
+    own name, ``ram:`` before it). Keys: those names; the values add up to the LUT6-eq."""
+    from xpfilt.synth import lut6_eq_of
+    cells = module["cells"]
+    named: dict[int, str] = {}
+    for name, net in sorted(module["netnames"].items(), key=lambda item: -len(item[0])):
+        if not net.get("hide_name"):
+            named.update({bit: name for bit in net["bits"]})
+    readers: dict = {}
+    for cname, cell in cells.items():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"].get(port) == "input":
+                for bit in bits:
+                    readers.setdefault(bit, []).append(cname)
+
+    def outputs(cell):
+        return [bit for port, bits in cell["connections"].items()
+                if cell["port_directions"].get(port) == "output" for bit in bits]
+
+    def logic(cell):
+        return cell["type"].startswith(("LUT", "CARRY", "MUXF", "INV"))
+
+    def label(cell, cname):
+        name = next((named[b] for b in outputs(cell) if b in named), cname)
+        return ("ram:" if lut6_eq_of(cell["type"]) and not logic(cell) else "") + name
+
+    reached: dict[str, frozenset] = {}
+
+    def ends(cname):       # the registers, memories and ports a logic cell's output reaches
+        if cname not in reached:
+            reached[cname] = frozenset()
+            found = set()
+            for bit in outputs(cells[cname]):
+                for reader in readers.get(bit, ()):
+                    cell = cells[reader]
+                    found |= ends(reader) if logic(cell) else {label(cell, reader)}
+                if bit not in readers:
+                    found.add("(output port)")
+            reached[cname] = frozenset(found)
+        return reached[cname]
+
+    shares: dict[str, float] = {}     # (the recursion is as deep as the logic between registers)
+    for cname, cell in cells.items():
+        weight = lut6_eq_of(cell["type"])
+        if weight:
+            targets = ends(cname) if logic(cell) else {label(cell, cname)}
+            for target in targets or {"(nothing)"}:
+                shares[target] = shares.get(target, 0) + weight / max(1, len(targets))
+    return shares
+
+
 def component_verilog(component, name: str) -> str:
     from amaranth.back import verilog
     return verilog.convert(component, name=name)

@@ -6,7 +6,8 @@
   ``--no-tags``: also with no tag dictionary (part ``front end (no tags)``), so that what the
   tag decoder costs is the difference; ``--predicates``: also with the tags and the value
   conditions (attribute and ``text()``) of the shared predicate set's 1,000 profiles (part
-  ``front end (predicates)``).
+  ``front end (predicates)``); ``--stages``: also where each front end's LUT6-eq go, stage by
+  stage (:data:`STAGES`; saved to bench/results/wide_stages.{json,md}).
 * Whole engine, 1,024 depth-8 NITF queries (serial readout), W = 1, 2, 4: LUT6-eq per query node;
   with ``--fmax``, ECP5-85F Fmax (Yosys ``synth_ecp5`` + nextpnr, default seed, target 100 MHz,
   as bench/fmax.py; elaborated for the ECP5: the tag CAM in DP16KDs with their output
@@ -19,7 +20,7 @@ carry nextpnr's post-placement estimate (``estimate_mhz``) and the critical path
 Every tool run is capped (``--cap``); a failure or timeout is a row with the reason. Run place and
 route under ``flock /tmp/pnr.lock`` on a shared machine. Saved to bench/results/wide_fmax.{json,md}.
 
-Usage: python bench/wide_fmax.py [--fmax [--no-route]] [--front-ends 1,2,4,8] [--no-tags]
+Usage: python bench/wide_fmax.py [--fmax [--no-route]] [--front-ends 1,2,4,8] [--no-tags] [--stages]
        [--widths 1,2,4] [--queries N] [--cap S]   (--widths '': front ends
 only, small enough to synthesize without the place-and-route lock)
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from pathlib import Path
 
@@ -35,7 +37,8 @@ import fmax
 import resources
 from capacity import query_texts
 from common import publish
-from resources import XILINX, component_verilog, log, source_digest, yosys_synth
+from resources import (CACHE, XILINX, component_verilog, log, lut6_eq_by_register, source_digest,
+                       yosys_synth)
 
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.hdl.bram import ECP5
@@ -68,13 +71,46 @@ def predicate_plan():
     return compile_queries(hardware_queries(loaded.queries)[0], CompileOptions())
 
 
-def xilinx(verilog: str, top: str, label: str) -> dict:
-    synth = yosys_synth(verilog, top, XILINX, label=label)
+#: The front end's stages (the first part of a register's name, as hdl/wide_frontend.py and,
+#: for W = 1, hdl/frontend.py name them), for ``--stages``; the rest is ``other``.
+STAGES = (
+    ("D1, D2: beat, byte classes", r"d1|d2|c1|valid1|last1|lanes1"),
+    ("X: composed transition functions", r"x\d+"),
+    ("S: lane start states (loop s0)", r"s0|s"),
+    ("O: lane requests", r"o"),
+    ("N, N2: depth/name/hash prefixes, bounds", r"n\d*"),
+    ("L, L2, L3: depth, name position, hash per lane", r"l\d*|v0|pos0|h0|root0"),
+    ("tag decoder (CAM rows, M, M2; W = 1: trie)", r"dec\d+|match0|m\d*|ram:cam.*|trie"),
+    ("P2, event queue", r"p2|ram:queue.*|occupied|head|tail|in|load|room|after|bank\d+"),
+    ("E, F: global stack, end check, events", r"e|f|tos|events|mismatched|sticky|ram:stack"),
+    ("parser (W = 1)", r"state|kw|byte|excess|ex|low|high|h|hsh|pos|level|root|restart|tap"),
+)
+
+
+def stage_of(register: str) -> str:
+    """The stage of :data:`STAGES` that the register (or memory) named ``register`` is in."""
+    first = re.split(r"[_.$]", register.lstrip("\\"))[0]
+    return next((stage for stage, pattern in STAGES if re.fullmatch(pattern, first)), "other")
+
+
+def xilinx(verilog: str, top: str, label: str, stages: bool = False) -> dict:
+    """``synth_xilinx`` counts; ``stages``: also the LUT6-eq of each of :data:`STAGES`
+    (``by_stage``, from :func:`resources.lut6_eq_by_register` on the netlist)."""
+    synth = yosys_synth(verilog, top, XILINX + ("; write_json synth.json" if stages else ""),
+                        label=label, extra_outputs=("synth.json",) if stages else ())
     if synth["error"]:
         return {"error": f"yosys: {synth['error']}"}
     counts = xilinx_counts(synth["cells"])
-    return {"lut6_eq": counts["lut6_eq"], "ffs": counts["ffs"], "bram": counts["bram"],
-            "yosys_s": round(synth["seconds"], 1)}
+    row = {"lut6_eq": counts["lut6_eq"], "ffs": counts["ffs"], "bram": counts["bram"],
+           "yosys_s": round(synth["seconds"], 1)}
+    if stages:
+        netlist = json.loads((CACHE / f"{synth['key']}.synth.json").read_text())
+        by_stage: dict[str, float] = {}
+        for register, share in lut6_eq_by_register(netlist["modules"][top]).items():
+            by_stage[stage_of(register)] = by_stage.get(stage_of(register), 0) + share
+        row["by_stage"] = {stage: round(v) for stage, v in sorted(by_stage.items(),
+                                                                   key=lambda kv: -kv[1])}
+    return row
 
 
 def earlier_rows(digest: str, planned: set) -> list[dict]:
@@ -118,6 +154,9 @@ def main() -> None:
     parser.add_argument("--predicates", action="store_true",
                         help="front ends also for the shared predicate set (part 'front end "
                              "(predicates)': its 1,000 profiles' tags and value conditions)")
+    parser.add_argument("--stages", action="store_true",
+                        help="front ends: also where their LUT6-eq go, stage by stage "
+                             "(bench/results/wide_stages.{json,md})")
     parser.add_argument("--no-route", action="store_true",
                         help="with --fmax: place only, nextpnr's post-placement estimate")
     parser.add_argument("--no-xilinx", action="store_true",
@@ -147,6 +186,7 @@ def main() -> None:
     router = "placed only" if args.no_route else args.router if args.fmax else None
     rows = earlier_rows(digest, {(part, w, n, None) for part, _, _ in parts for w in front_ends}
                         | {(engine_part, w, n, router) for w in widths})
+    stage_rows: list[dict] = []
     for part, tags, part_plan in parts:
         base = None
         for width in front_ends:
@@ -154,7 +194,10 @@ def main() -> None:
                    "tags": len(part_plan.tags) if tags else 0,
                    **({"conditions": len(part_plan.conditions)} if part_plan.conditions else {}),
                    **xilinx(component_verilog(front_end(part_plan, width, tags), "front_end"),
-                            "front_end", f"{part} W{width}")}
+                            "front_end", f"{part} W{width}", stages=args.stages)}
+            stage_rows += [{"part": part, "W": width, "stage": stage, "lut6_eq": v,
+                            "share": round(v / row["lut6_eq"], 3), "rtl_digest": digest}
+                           for stage, v in row.pop("by_stage", {}).items()]
             if width == 1:
                 base = row.get("lut6_eq")
             if base and "lut6_eq" in row:
@@ -162,6 +205,18 @@ def main() -> None:
             row["rtl_digest"] = digest
             rows.append(row)
             log(f"{part} W={width}: {row}")
+    if stage_rows:     # added to the saved rows of other RTL
+        saved = Path(__file__).parent / "results" / "wide_stages.json"
+        stage_rows = [row for row in (json.loads(saved.read_text())["rows"]
+                                      if saved.exists() else [])
+                      if row["rtl_digest"] != digest] + stage_rows
+        publish("wide_stages", stage_rows, [
+            ("part", "part"), ("W", "W"), ("stage", "stage"), ("lut6_eq", "LUT6-eq (xilinx)"),
+            ("share", "share of the front end"), ("rtl_digest", "RTL digest")],
+            "Where the W-byte front end's LUTs go (issue 18)",
+            "Yosys synth_xilinx -flatten; each LUT shared equally among the registers, "
+            "memories and ports it reaches through logic alone, grouped by the register names' "
+            "stage (bench/wide_fmax.py STAGES, resources.lut6_eq_by_register).")
     for width in widths:
         verilog = emit_verilog(plan, bytes_per_cycle=width)
         row = {"part": engine_part, "W": width, "queries": n, "tags": len(plan.tags),

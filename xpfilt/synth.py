@@ -25,7 +25,7 @@ from typing import Optional
 
 __all__ = ["Device", "DEVICES", "ToolError", "tool", "run_logged", "run_tool", "tool_failure",
            "NO_FIT", "synthesize", "place_and_route", "count_cells", "xilinx_counts",
-           "summarize_nextpnr_report", "LUTRAM_LUTS"]
+           "summarize_nextpnr_report", "LUTRAM_LUTS", "lut6_eq_of"]
 
 
 class ToolError(RuntimeError):
@@ -187,6 +187,16 @@ def count_cells(device: str, cells: dict) -> dict:
     raise ToolError(f"device must be one of {sorted(DEVICES)}, not {device!r}")
 
 
+def lut6_eq_of(cell: str) -> int:
+    """The LUT6-equivalents one ``synth_xilinx`` cell of type ``cell`` counts for: 1 for a LUT,
+    an INV or an SRL, :data:`LUTRAM_LUTS` for a LUT-RAM cell, else 0 (see :func:`xilinx_counts`)."""
+    if re.fullmatch(r"LUT[1-6]|INV", cell) or cell in SRL_CELLS:
+        return 1
+    if cell in LUTRAM_LUTS or re.fullmatch(r"RAM\d+(M\d*|X\d+[SD])", cell):
+        return LUTRAM_LUTS.get(cell, 4)
+    return 0
+
+
 def xilinx_counts(cells: dict) -> dict:
     """Summarize a ``synth_xilinx`` cell histogram. LUT6-equivalents = LUT1..LUT6 + INV + the
     LUTs each LUT-RAM cell occupies (:data:`LUTRAM_LUTS`) + SRLs; CARRY4/8 and MUXF7/8 sit beside
@@ -215,7 +225,7 @@ def xilinx_counts(cells: dict) -> dict:
         "bram_cells": sum(bram.values()),
         "carry": carry, "muxf": muxf,
         "other": ", ".join(f"{k} {v}" for k, v in sorted(other.items())) or "-",
-        "lut6_eq": luts + inv + lutram_luts + srl,
+        "lut6_eq": sum(lut6_eq_of(k) * v for k, v in cells.items()),
     }
 
 
