@@ -23,8 +23,8 @@ cycle:
   LO), VMAX - HD), v = level + excess), the name bytes since the last name reset, the hash of
   the lanes from 0 (the hash is linear: the part of the hash before the beat is added in L);
 * N2: the clamp's bounds on the depth before the beat (below them the result is LO, above
-  them VMAX - HD, else v + A), registered, so that the depth loop is two compares and an add
-  side by side (v is 17 bits wide);
+  them VMAX - HD, else v + A) and on the name position before it, registered, so that the
+  depth and position loops are compares and an add side by side (v is 17 bits wide);
 * L: the depth, name position, hash and "root seen" before each lane and after the beat (their
   loops: one add and clamp, one XOR matrix per hash power), registered;
 * C and T (beside L2, with value conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
@@ -541,6 +541,10 @@ class WideFrontEnd(wiring.Component):
                  "below": Signal(range(-W, 2 * W + 1), name=f"n2_{i + 1}_below"),
                  "above": Signal(range(v_max - 2 * W, v_max + W + 1), name=f"n2_{i + 1}_above"),
                  "cnt": Signal(range(W + 1), name=f"n2_{i + 1}_cnt"),
+                 # the name position: cnt clamped (after a reset), and the most pos0 may be
+                 # for pos0 + cnt not to be clamped (a compare beside the add, not after it)
+                 "fresh": Signal(range(p_max + 1), name=f"n2_{i + 1}_fresh"),
+                 "room": Signal(range(-W, p_max + 1), name=f"n2_{i + 1}_room"),
                  "reset": Signal(name=f"n2_{i + 1}_reset"),
                  "carry": Signal(i + 2, name=f"n2_{i + 1}_carry"),
                  "any_push": Signal(name=f"n2_{i + 1}_any_push"),
@@ -549,6 +553,8 @@ class WideFrontEnd(wiring.Component):
                          b["below"].eq(p["LO"] - p["A"]),
                          b["above"].eq(v_max - p["HD"] - p["A"]),
                          b["cnt"].eq(p["cnt"]), b["reset"].eq(p["reset"]),
+                         b["fresh"].eq(Mux(p["cnt"] > p_max, p_max, p["cnt"])),
+                         b["room"].eq(p_max - p["cnt"]),
                          # one-hot: the hash before the beat takes e more steps (none: reset)
                          b["carry"].eq(Cat(*(~p["reset"] & (p["cnt"] == e)
                                              for e in range(i + 2)))),
@@ -569,9 +575,9 @@ class WideFrontEnd(wiring.Component):
             vi = Signal(range(v_max + 1), name=f"l{i + 1}_v")
             m.d.comb += vi.eq(Mux(v0 < b["below"], b["LO"],
                                   Mux(v0 > b["above"], b["TOP"], v0 + b["A"])))
-            run = Mux(b["reset"], b["cnt"], pos0 + b["cnt"])
             pi = Signal(range(p_max + 1), name=f"l{i + 1}_pos")
-            m.d.comb += pi.eq(Mux(run > p_max, p_max, run))
+            m.d.comb += pi.eq(Mux(b["reset"], b["fresh"],
+                                  Mux(pos0 > b["room"], p_max, pos0 + b["cnt"])))
             carried = reduce(lambda x, y: x | y, [Mux(b["carry"][e], powers[e], 0)
                                                   for e in range(i + 2)])
             hi = wire(m, b["stuff"] ^ carried, f"l{i + 1}_hash")
