@@ -7,9 +7,12 @@ whose registered tag index goes to every cluster with the events. Per cluster: a
 :func:`xpfilt.hdl.stacks.level_stack`). The stream format and the meaning of each configuration
 bit are in :mod:`xpfilt.programmable`.
 
-The dictionary lives in block RAMs with two banks:
-row ``p`` of a bank holds byte ``p`` of every entry, so one read at the name position gives
-every entry the byte to compare (a streaming CAM of ``tags`` entries). At the end of a name the
+The dictionary lives in block RAMs with two banks, as nibble rows (stream format 10,
+:func:`xpfilt.programmable.dictionary_row`): per name position, a row per value of a byte's
+high nibble and one per value of its low nibble, each with a bit per entry (that entry's byte
+there has this nibble), so two reads at the name position and the name byte's nibbles give
+every entry its byte comparison as the AND of two bits (a streaming CAM of ``tags`` entries,
+a LUT3 per entry). At the end of a name the
 decoder registers the tag index of the entry it equals (0: none), pipelined in
 :data:`xpfilt.hwdefs.DECODER_STAGES` stages; the index and the events (delayed to match) reach
 every cluster through a registered distribution tree (:func:`xpfilt.hdl.cluster.distribute`)
@@ -90,7 +93,7 @@ class _CfgPort(data.Struct):
 
 def _rows(spec: HardwareSpec) -> int:
     """Rows the loader counts in a section: dictionary rows, slot rows, tag-matrix rows."""
-    return max(spec.max_tag_len, spec.matrix_rows,
+    return max(spec.dictionary_rows, spec.matrix_rows,
                slot_rows(spec.max_tag_len) if spec.slots else 1)
 
 
@@ -148,7 +151,7 @@ class ConfigLoader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        entry_bits = 8 * spec.tags
+        entry_bits = spec.tags
         flag_bits = spec.cluster_flag_bits
         slot_row_bits = 8 * spec.slots
         slot_flag_bits = SLOT_FLAG_BITS * spec.slots
@@ -238,7 +241,7 @@ class ConfigLoader(wiring.Component):
                         with m.If(in_row == entry_bits - 1):
                             m.d.comb += cfg.row_write.eq(1)
                             m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
-                            with m.If(self.row == spec.max_tag_len - 1):
+                            with m.If(self.row == spec.dictionary_rows - 1):
                                 m.d.sync += self.row.eq(0)
                                 if spec.slots:
                                     m.d.sync += section.eq(2)
@@ -327,9 +330,11 @@ class TagDecoder(wiring.Component):
     end's) against the dictionary's entries and shows the index of the entry the name ending at
     a ``load`` equals (0: none) on ``index``, :data:`xpfilt.hwdefs.DECODER_STAGES` cycles after
     the tap (stages: copies of the tap, one per group of :data:`DECODER_GROUP` entries; the
-    group's dictionary row at the name position, a block RAM's read; its output register; each
-    entry's byte comparison; "the name ending here equals the entry"; the index). ``cfg``/``selected``/``row`` from the
-    :class:`ConfigLoader` (``selected``: the payload bit belongs to the dictionary)."""
+    group's two nibble rows of the name byte at its position, block RAM reads; their output
+    registers; per entry "the name so far equals the entry's start" and "the name ending here
+    equals the entry", the AND of its two nibble bits with the first; the index).
+    ``cfg``/``selected``/``row`` from the :class:`ConfigLoader` (``selected``: the payload bit
+    belongs to the dictionary)."""
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
@@ -345,20 +350,29 @@ class TagDecoder(wiring.Component):
         m = Module()
         spec = self.spec
         length, tags = spec.max_tag_len, spec.tags
-        # The dictionary in block RAMs of two banks, one per group of DECODER_GROUP entries,
-        # each with its own copies of the configuration port and the tap, its own active bank
-        # (flipped by every group at the same commit) and its part of the register
-        # the dictionary rows come in through.
+        # The dictionary in block RAMs of two banks, per group of DECODER_GROUP entries one for
+        # the high nibbles' rows and one for the low nibbles' (xpfilt.programmable.
+        # dictionary_row), each group with its own copies of the configuration port and the
+        # tap, its own active bank (flipped by every group at the same commit) and its part of
+        # the register the dictionary rows come in through.
         # (the comparator slots, in the front end, load at the loader's timing and follow
         # ``bank``, which flips in the commit's cycle)
         bank = Signal()
         present = _commit_banks(m, self.cfg, self.selected, bank)
         m.d.comb += [self.bank.eq(bank), self.flip.eq(self.cfg.commit & present)]
-        row_width = index_width(length)
+        # positions 0 ... length - 1 from the stream; at ``length`` (just past the longest
+        # entry) every entry's byte is 0: rows of nibble 0 all ones, fixed; past it (the name
+        # is longer than any entry) rows all zero, fixed
+        position_bits = (length + 1).bit_length()
+        rows = 2 << (position_bits + 4)           # two banks of (position, nibble value) rows
+        ends = [(bank << position_bits | length) << 4 for bank in (0, 1)]
         groups = [range(g, min(tags, g + DECODER_GROUP)) for g in range(0, tags, DECODER_GROUP)]
-        shifts = [Signal(8 * len(group), name=f"shift_{k}") for k, group in enumerate(groups)]
+        shifts = [Signal(len(group), name=f"shift_{k}") for k, group in enumerate(groups)]
         tap = self.name_tap
-        same = Signal(tags)       # stage 4: each entry's byte at the name position equals it
+        # the tap's position, past the entries: the position after the longest
+        position = Signal(position_bits)
+        m.d.comb += position.eq(Mux(tap.pos > length, length + 1, tap.pos))
+        high, low = Signal(tags), Signal(tags)   # stage 3: each entry's nibble bits
         for k, group in enumerate(groups):
             cfg, selected, cfg_row = _registered_config(m, self, k + 1, name=f"cfg_{k}")
             group_bank = Signal(name=f"bank_{k}")
@@ -367,54 +381,51 @@ class TagDecoder(wiring.Component):
             shift_next = Cat(shift[1:], shifts[k + 1][0] if k + 1 < len(groups) else cfg.bit)
             with m.If(selected & cfg.row_shift):
                 m.d.sync += shift.eq(shift_next)
-            # stage 1: the group's copy of the tap: the name position and the byte to compare
-            # (the name byte on ``advance``, else 0: the entry ends where the name does; a push
-            # is never registered on a name byte)
-            copy = copy_register(m, Cat(tap.pos, Mux(tap.advance, tap.data, 0)), k + 1,
+            row = Signal(5 + position_bits, name=f"row_{k}")    # ``cfg_row`` widened:
+            m.d.comb += row.eq(cfg_row)                          # value, low, position
+            # stage 1: the group's copy of the tap: the position and the byte to compare (the
+            # name byte on ``advance``, else 0: the entry ends where the name does; a push is
+            # never registered on a name byte)
+            copy = copy_register(m, Cat(position, Mux(tap.advance, tap.data, 0)), k + 1,
                                  name=f"tap_{k}")
-            pos, byte = copy[:len(tap.pos)], Signal(8, name=f"byte_{k}")
-            m.d.sync += byte.eq(copy[len(tap.pos):])
-            # stage 2: the group's row at that position, read from a block RAM (as LUT-RAM
-            # the dictionary was 696 of the decoder's 1,638 LUT6-eq at 127 tags, synth_xilinx)
-            entries = Memory(shape=8 * len(group), depth=2 << row_width, init=[],
-                             attrs={"ram_style": "block"})
-            m.submodules[f"entries_{k}"] = entries
-            read = entries.read_port()
-            write = entries.write_port()
-            m.d.comb += [
-                write.addr.eq(Cat(cfg_row[:row_width], ~group_bank)),
-                write.data.eq(shift_next),
-                write.en.eq(selected & cfg.row_write),
-                read.addr.eq(Cat(pos[:row_width], group_bank)),
-            ]
-            # stage 3: the row from a register (a block RAM's data shows late: 5.8 ns after
-            # the clock on the ECP5)
-            row_data, row_byte = Signal.like(read.data, name=f"row_{k}"), Signal.like(byte)
-            m.d.sync += [row_data.eq(read.data), row_byte.eq(byte)]
-            # stage 4: each entry's byte compared
-            m.d.sync += same[group.start:group.stop].eq(
-                Cat(*(row_data[8 * d:8 * d + 8] == row_byte for d in range(len(group)))))
+            pos, byte = copy[:position_bits], copy[position_bits:]
+            for is_low, nibble, bits in ((0, byte[4:], high), (1, byte[:4], low)):
+                # stage 2: the group's row of this nibble at that position, a block RAM's read
+                ones = (1 << len(group)) - 1
+                table = Memory(shape=len(group), depth=rows,
+                               init=[ones if r in ends else 0 for r in range(rows)],
+                               attrs={"ram_style": "block"})
+                m.submodules[f"entries_{k}_{'low' if is_low else 'high'}"] = table
+                read = table.read_port()
+                write = table.write_port()
+                m.d.comb += [
+                    write.addr.eq(Cat(row[:4], row[5:], ~group_bank)),
+                    write.data.eq(shift_next),
+                    write.en.eq(selected & cfg.row_write & (row[4] == is_low)),
+                    read.addr.eq(Cat(nibble, pos, group_bank)),
+                ]
+                # stage 3: the row from a register (a block RAM's data shows late: 5.8 ns
+                # after the clock on the ECP5)
+                m.d.sync += bits[group.start:group.stop].eq(read.data)
         control = Signal(NameTapLayout(max_name=spec.max_name))     # stage 1 ...
         between = Signal.like(control)                              # ... 2
-        third = Signal.like(control)                                # ... 3
-        later = Signal.like(control)                                # ... and 4
-        m.d.sync += [control.eq(tap), between.eq(control), third.eq(between), later.eq(third)]
-        in_entry = Signal()
-        at_end = Signal()         # the name position is just past the longest entry
-        m.d.sync += [in_entry.eq(third.pos < length), at_end.eq(third.pos == length)]
+        later = Signal.like(control)                                # ... and 3
+        m.d.sync += [control.eq(tap), between.eq(control), later.eq(between)]
 
-        # stage 5: each entry follows the name byte by byte
+        # stage 4: each entry follows the name byte by byte (a LUT3 per entry: the still
+        # flags' restart and advance are a flip-flop's set and enable)
         still = Signal(tags, init=(1 << tags) - 1)   # the name so far equals the entry's start
         equal = Signal(tags)                         # the name ending here equals the entry
+        same = still & high & low
         loaded = Signal()
         m.d.sync += loaded.eq(later.load)
         with m.If(later.restart):
             m.d.sync += still.eq(still.init)
         with m.Elif(later.advance):
-            m.d.sync += still.eq(Mux(in_entry, still & same, 0))
+            m.d.sync += still.eq(same)
         with m.If(later.load):
-            m.d.sync += equal.eq(still & Mux(in_entry, same, Mux(at_end, (1 << tags) - 1, 0)))
-        # stage 6: the OR of the equal entries' indices (one, in a stream we write)
+            m.d.sync += equal.eq(same)
+        # stage 5: the OR of the equal entries' indices (one, in a stream we write)
         with m.If(loaded):
             m.d.sync += self.index.eq(Cat(*(
                 Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()

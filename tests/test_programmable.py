@@ -10,8 +10,9 @@ from xpfilt.events import load_documents
 from xpfilt.model.engine import collect_readout, run_documents
 from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
                                        load_configuration)
-from xpfilt.programmable import (ConfigurationError, HardwareSpec, cluster_queries, configure,
-                                 dictionary_entries, read_stream, reconfigure)
+from xpfilt.programmable import (NIBBLE_ROWS, ConfigurationError, HardwareSpec, cluster_queries,
+                                 configure, dictionary_entries, dictionary_row, dictionary_rows,
+                                 read_stream, reconfigure)
 from xpfilt.reference import ReferenceFilter
 from xpfilt.results import read_expected
 from xpfilt.xpath import load_queries, parse_query
@@ -73,6 +74,52 @@ def test_the_first_steps_axis_is_in_the_tag_matrix_root_half():
                and rows[i] >> any_star & 1 for i in range(half))
     assert sorted(text for _, text in cluster_queries(spec, entries, payload)) == sorted(
         ["/a/b", "//a", "/*", "//*/b"])
+
+
+def test_the_dictionary_holds_each_entry_byte_as_two_nibble_rows():
+    """Format 10: per name position, 16 rows by the byte's high nibble, then 16 by its low
+    one, ``tags`` bits each; an entry's bit is set in exactly one of each (0 past its end;
+    a free entry: 0 everywhere)."""
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=2, tags=3)
+    contents = read_stream(spec, configure(queries_of("/a/bc"), spec).stream())
+    assert spec.format_version == 10 and spec.dictionary_bits == NIBBLE_ROWS * 2 * 3
+    rows = dictionary_rows(spec, contents.dictionary)
+    assert len(rows) == 64
+    want = {(0, False, 6): 0b011, (0, True, 1): 0b001, (0, True, 2): 0b010,   # "a", "bc"
+            (0, False, 0): 0b100, (0, True, 0): 0b100,                        # a free entry
+            (1, False, 0): 0b101, (1, True, 0): 0b101, (1, False, 6): 0b010,
+            (1, True, 3): 0b010}
+    assert {(p, low, v): rows[dictionary_row(p, low, v)] for p in range(2)
+            for low in (False, True) for v in range(16)
+            if rows[dictionary_row(p, low, v)]} == want
+    assert dictionary_entries(spec, contents.dictionary) == ["a", "bc", ""]
+
+
+def test_the_decoder_follows_any_nibble_rows_as_the_model_does():
+    """The rows need not spell one name per entry: entry 0 takes 'a' or 'q' (both high
+    nibbles) then 'b' or 'c'; entry 1 equals entry 0's 'ab' (a name equal to two entries: the
+    OR of their indices); an empty entry (all rows clear) matches nothing, a name longer than
+    max_tag_len nothing. RTL and model agree cycle for cycle, and the model's index follows
+    the rows."""
+    from xpfilt.programmable import _full_stream
+    spec = HardwareSpec(clusters=1, columns=4, max_tag_len=2, max_depth=4, max_name=4, tags=3)
+    config = configure(queries_of("//ab", "//qc", "/x"), spec)
+    rows = dictionary_rows(spec, config.dictionary_payload)
+    for v in (6, 7):            # entry 0 ('ab'): high nibble 6 or 7 at position 0 ...
+        rows[dictionary_row(0, False, v)] |= 0b001
+    for v in (1, 2):
+        rows[dictionary_row(0, True, v)] |= 0b001
+    rows[dictionary_row(1, True, 3)] |= 0b001       # ... and 'b' or 'c' at position 1
+    stream = _full_stream(spec, sum(r << (spec.tags * k) for k, r in enumerate(rows)),
+                          config.cluster_payloads)
+    model = ProgrammableModel(spec)
+    load_configuration(model, stream)
+    index = model.dictionary.index
+    assert [index(spec, n) for n in (b"ab", b"ac", b"qb", b"qc", b"aa", b"x", b"xx",
+                                     b"abc", b"")] == [1, 1, 1, 1 | 2, 0, 3, 0, 0, 0]
+    docs = [b"<ab/>", b"<qc/>", b"<x><ab/></x>", b"<ac><abc/></ac>", b"<qb/>"]
+    result = compare_programmable(spec, [("config", stream), *docs], seed=5)
+    assert result["mismatch"] is None, result["mismatch"]
 
 
 def test_configure_fits_the_queries_tags_into_the_dictionary():
@@ -252,7 +299,7 @@ def test_read_stream_round_trips_and_names_what_is_wrong():
             (stream[:10], "s must be a configuration stream of at least 23 bytes, not 10"),
             (b"<a>" + stream[3:], "s must start with the magic 0x5846, not 0x613c: not a "
                                   "configuration stream"),
-            (bytes(old_version), "s must be configuration stream format 7, not 2: regenerate "
+            (bytes(old_version), "s must be configuration stream format 10, not 2: regenerate "
                                  "it with `xpfilt configure`"),
             (foreign, f"s must be generated for this hardware (fingerprint "
                       f"{SPEC.fingerprint:08x}), not "
@@ -294,8 +341,10 @@ def test_reconfigure_moves_nothing_that_stays_and_rewrites_only_changed_clusters
         assert got == want
     full = ProgrammableModel(spec)
     load_configuration(full, update.stream)
-    assert [(c.names, c.unknown, c.first, c.descendant) for c in model.clusters] \
-        == [(c.names, c.unknown, c.first, c.descendant) for c in full.clusters]
+    assert [(c.matrix[c.bank], c.first, c.descendant) for c in model.clusters] \
+        == [(c.matrix[c.bank], c.first, c.descendant) for c in full.clusters]
+    assert model.dictionary.rows[model.dictionary.bank] == full.dictionary.rows[
+        full.dictionary.bank]
 
 
 def test_a_delta_is_refused_unless_its_base_is_the_active_configuration():
@@ -371,7 +420,7 @@ def test_rtl_equals_model_through_loads_rejections_and_documents():
 def model_state(model):
     d = model.dictionary
     return ([(c.bank, c.matrix, c.shift, c.staged, c.first,
-              c.descendant, c.names, c.unknown) for c in model.clusters],
+              c.descendant) for c in model.clusters],
             (d.bank, d.rows, d.shift), model.status, model.header, model.received,
             model.cfg_count, model.state, model.payload_count, model.active_id)
 
@@ -470,8 +519,8 @@ def test_rtl_equals_model_through_deltas_mid_document_truncated_and_stale():
     update = reconfigure(set_b, config_a.stream(), spec)
     assert 0 < len(update.changed) < spec.clusters
     stale = reconfigure(set_a, configure(set_b, spec).stream(), spec).delta
-    long_doc = b"<a>" + b"<x><c/></x><b><c/></b><y><z/></y>" * 30 + b"</a>"
-    assert len(update.delta) * 8 < len(long_doc)
+    long_doc = b"<a>" + b"<x><c/></x><b><c/></b><y><z/></y>" * 40 + b"</a>"
+    assert len(update.delta) * 8 < len(long_doc)    # (format 10's dictionary: 1,056 bits)
     items = [("config", config_a.stream()), DOCS[0],
              ("config+doc", update.delta[:-5], long_doc),          # cut short: refused
              ("config", stale), b"<y><z/></y>",                     # another base: refused

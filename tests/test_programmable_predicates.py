@@ -330,7 +330,7 @@ def check_through_a_delta(spec, set_a, set_b, docs, split, long_doc, *, seed, p_
     config_a = configure(set_a, spec)
     update = reconfigure(set_b, config_a.stream(), spec)
     assert not config_a.rejected and not update.rejected and update.dictionary_changed
-    assert len(update.delta) * 8 < len(long_doc)
+    assert len(update.delta) * 8 < len(long_doc)      # (stream format 10: 4x the dictionary)
     items = [("config", config_a.stream()), *docs[:split],
              ("config+doc", update.delta[:-3], long_doc),      # cut short: refused
              ("config+doc", update.delta, long_doc),           # commits after the document
@@ -347,7 +347,7 @@ def check_through_a_delta(spec, set_a, set_b, docs, split, long_doc, *, seed, p_
 def test_rtl_equals_model_through_loads_deltas_and_mid_document_commits(seed, p_valid,
                                                                        p_ready):
     docs = frontend_documents(seed, 6)[:-2]
-    long_doc = b"<a id='1'>" + b"<b n='2'/><c n='x'/><b id='100'/>" * 90 + b"</a>"
+    long_doc = b"<a id='1'>" + b"<b n='2'/><c n='x'/><b id='100'/>" * 110 + b"</a>"
     check_through_a_delta(SPEC, SET_A, SET_B, [*docs, b"<a/>", b"<c><b id='100'/></c>"], 3,
                           long_doc, seed=seed, p_valid=p_valid, p_ready=p_ready)
 
@@ -531,7 +531,7 @@ def test_rtl_equals_model_with_text_through_deltas_and_mid_document_commits(seed
     docs += [b"<a><b><c><a><b>15<c/></b></a></c></b></a>",        # beyond max_depth 4
              b"<a><b id='1'>15<c/><c>x</c></b></a>", b"<a><b/><b>15<c/></b></a>"]
     check_through_a_delta(spec, TEXT_A, TEXT_B, docs, 5,
-                          b"<a>" + b"<b>15<c/></b><b>7</b>" * 240 + b"</a>", seed=seed,
+                          b"<a>" + b"<b>15<c/></b><b>7</b>" * 260 + b"</a>", seed=seed,
                           p_valid=p_valid, p_ready=p_ready,
                           flags=Errors.VALUE_UNDECIDED | Errors.DEPTH_OVERFLOW, least=4)
 

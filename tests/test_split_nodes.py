@@ -32,18 +32,19 @@ SPEC = HardwareSpec(clusters=3, columns=16, max_tag_len=4, max_depth=6, max_name
 
 
 def test_twig_width_zero_is_the_hardware_before_split_nodes():
-    """Fingerprints (hence the RTL's header check) and hardware.json as before split nodes."""
-    assert HardwareSpec().fingerprint == 0x2921aedb
+    """Fingerprints (hence the RTL's header check) and hardware.json as without split nodes
+    (values of stream format 10; format 7's: 0x2921aedb, 0xc8ee4b3b)."""
+    assert HardwareSpec().fingerprint == 0xdb1ef532
     assert HardwareSpec(clusters=2, columns=12, max_tag_len=4, max_depth=5, max_name=8, tags=4,
-                        slots=12).fingerprint == 0xc8ee4b3b
+                        slots=12).fingerprint == 0xfb9771e6
     assert "twig_width" not in HardwareSpec(slots=8).to_json()
     wide = HardwareSpec(twig_width=4)
     assert HardwareSpec.from_json(wide.to_json()) == wide
     assert wide.column_flag_bits == HardwareSpec(slots=0).column_flag_bits + 2 + 4 + 4
     assert HardwareSpec(slots=3, twig_width=2).column_flag_bits == 2 + 2 + 2 + 2 + 2
     stream = configure(queries_of("//a[b]/c"), wide).stream()
-    assert stream[2] == 9                                     # stream format 9
-    with pytest.raises(ValueError, match="must be configuration stream format 7, not 9"):
+    assert stream[2] == 11                                    # stream format 11
+    with pytest.raises(ValueError, match="must be configuration stream format 10, not 11"):
         read_stream(HardwareSpec(), stream)
     with pytest.raises(ValueError, match="twig width must be 0 to 16, not 17"):
         HardwareSpec(twig_width=17)

@@ -216,10 +216,11 @@ def distribution_depth(leaves: int) -> int:
 
 
 #: Register stages of the programmable engine's tag decoder between the front end's name tap and
-#: its tag index (:class:`xpfilt.hdl.programmable.TagDecoder`): the tap's copies, the dictionary
-#: rows' synchronous read (a block RAM), its output register, the entries' byte comparisons, the
-#: "name ends here" flags, the index.
-DECODER_STAGES = 6
+#: its tag index (:class:`xpfilt.hdl.programmable.TagDecoder`): the tap's copies, the dictionary's
+#: nibble rows' synchronous read (block RAMs), their output registers, the entries' "name so far"
+#: and "name ends here" flags, the index. (6 before stream format 10: a stage compared each
+#: entry's byte.)
+DECODER_STAGES = 5
 
 #: Cycles a programmable cluster's tag matrix (a block RAM) takes from the index to the tag hits:
 #: the read address register and the output register (the ECP5's block RAM shows its data

@@ -29,8 +29,12 @@ Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
 
 * header, 152 bits: magic ``0x5846`` (16), format version (8), hardware fingerprint (32), payload
   length in bits (32), base configuration id (32), new configuration id (32);
-* payload: the dictionary's *presence* bit; when it is 1, its ``max_tag_len`` rows, row ``p``
-  holding byte ``p`` of every entry (entry 0 first, 8 bits each); then per cluster (cluster 0
+* payload: the dictionary's *presence* bit; when it is 1, its :attr:`HardwareSpec.dictionary_rows`
+  rows of ``tags`` bits (entry 0 first), :data:`NIBBLE_ROWS` per name position ``p``: row
+  :func:`dictionary_row` ``(p, low, v)`` has bit ``d`` set when byte ``p`` of entry ``d`` (0
+  past its end) has ``v`` as its high (``low``: low) nibble (format 10: the decoder reads the two
+  rows of a name byte's nibbles from block RAMs and ANDs a bit of each per entry, where it
+  compared 8 bits per entry; 4x the bits of format 7's rows, byte ``p`` of every entry); then per cluster (cluster 0
   first) a presence bit; when it is 1, the cluster's tag matrix, row 0 first, ``columns`` bits a
   row (column 0 first), then per column (column 0 first) its flag bits
   (:attr:`HardwareSpec.column_flag_bits`: first, descendant; with comparator slots
@@ -38,7 +42,7 @@ Stream layout (bit ``i`` is bit ``i % 8`` of byte ``i // 8`` of ``config.bin``):
   then (also with a twig width) *closes* and *anchor*: the query's first ``text()`` step and the steps after it are
   decided when their elements close, see :func:`query_columns`; with a twig width, then
   ``twig_width`` children bits and ``twig_width`` negated bits, the split nodes of stream
-  format 9, :mod:`.split_nodes`);
+  format 9 (11 with nibble rows), :mod:`.split_nodes`);
   with readout groups then each group's answer select (:attr:`HardwareSpec.group_select_bits`,
   group 0 first); after the last cluster, zero bits up to a whole byte;
 * CRC-32 (IEEE, as zlib computes it) of header and payload, 32 bits.
@@ -77,18 +81,21 @@ from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
            "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
-           "dictionary_entries", "cluster_queries", "query_width", "profile_answer",
-           "MAGIC", "FORMAT_VERSION", "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
+           "dictionary_entries", "dictionary_row", "dictionary_rows", "cluster_queries",
+           "query_width", "profile_answer", "MAGIC", "FORMAT_VERSION", "NIBBLE_ROWS",
+           "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
            "FLAG_BITS", "CLOSE_FLAG_BITS"]
 
 MAGIC = 0x5846            # "XF"
 #: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots;
 #: 6: text() slots and closing columns; 7: the first step's axis in the tag matrix (a root half);
 #: 8: split nodes (hardware with a twig width: each closing column's children, see
-#: :mod:`.split_nodes`); hardware without them keeps format 7, bit for bit; 9: split nodes'
-#: negated children (a nested path under ``not``)
-FORMAT_VERSION = 7
-SPLIT_FORMAT_VERSION = 9
+#: :mod:`.split_nodes`); 9: split nodes' negated children (a nested path under ``not``);
+#: 10 and 11 (with split nodes): the dictionary as nibble rows (:func:`dictionary_row`)
+FORMAT_VERSION = 10
+SPLIT_FORMAT_VERSION = 11
+#: Dictionary rows per name position: one per value of the byte's high nibble, then of its low.
+NIBBLE_ROWS = 32
 HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
@@ -255,7 +262,12 @@ class HardwareSpec:
     def dictionary_bits(self) -> int:
         """The dictionary's payload (without its presence bit): tag entries, then the
         comparator slots."""
-        return 8 * self.max_tag_len * self.tags + self.slot_bits
+        return self.dictionary_rows * self.tags + self.slot_bits
+
+    @property
+    def dictionary_rows(self) -> int:
+        """The tag entries' rows (``tags`` bits each, :func:`dictionary_row`)."""
+        return NIBBLE_ROWS * self.max_tag_len
 
     @property
     def cluster_bits(self) -> int:
@@ -454,21 +466,45 @@ def _dictionary_payload(spec: HardwareSpec, tags: Sequence[bytes],
                         links: Sequence[Optional[SlotLink]] = ()) -> int:
     """The dictionary's rows, then the comparator slots' rows and flags, as an integer
     (stream order)."""
-    entries = list(tags) + [b""] * (spec.tags - len(tags))
-    value = int.from_bytes(b"".join(bytes(t[p] if p < len(t) else 0 for t in entries)
-                                    for p in range(spec.max_tag_len)), "little")
+    entries = [t.ljust(spec.max_tag_len, b"\0") for t in tags] + [bytes(spec.max_tag_len)] * (
+        spec.tags - len(tags))
+    rows = [0] * spec.dictionary_rows
+    for p, column in enumerate(zip(*entries)):        # byte p of every entry
+        for low, nibbles in ((False, bytes(b >> 4 for b in column)),
+                             (True, bytes(b & 15 for b in column))):
+            for v in set(nibbles):                     # entry 0 is the row's bit 0
+                rows[dictionary_row(p, low, v)] = int(nibbles[::-1].translate(
+                    _ONE_WHERE[v]), 2)
+    value = _concat(rows, spec.tags)
     if spec.slots:
-        rows, flags = encode_slots(links, spec.slots, spec.max_tag_len)
-        value |= (_concat(rows, 8 * spec.slots) | flags << (8 * spec.slots * len(rows))) \
-            << (8 * spec.max_tag_len * spec.tags)
+        slots, flags = encode_slots(links, spec.slots, spec.max_tag_len)
+        value |= (_concat(slots, 8 * spec.slots) | flags << (8 * spec.slots * len(slots))) \
+            << (spec.dictionary_rows * spec.tags)
     return value
+
+
+#: Per nibble value v, a bytes.translate table: v -> "1", any other byte -> "0".
+_ONE_WHERE = [bytes(b"1"[0] if n == v else b"0"[0] for n in range(256)) for v in range(16)]
+
+
+def dictionary_row(position: int, low: bool, value: int) -> int:
+    """The dictionary row of the entries whose byte ``position`` has ``value`` as its high
+    (``low``: low) nibble: its bits 0-3 the value, bit 4 ``low``, the bits above the position
+    (the tag decoder's write address is these fields)."""
+    return NIBBLE_ROWS * position + 16 * low + value
+
+
+def dictionary_rows(spec: HardwareSpec, dictionary: int) -> list[int]:
+    """The tag entries' rows of a dictionary payload, row 0 first."""
+    mask = (1 << spec.tags) - 1
+    return [dictionary >> (spec.tags * r) & mask for r in range(spec.dictionary_rows)]
 
 
 def dictionary_links(spec: HardwareSpec, dictionary: int) -> list[Optional[SlotLink]]:
     """The comparator slots a dictionary payload holds (None: a free slot), slot 0 first."""
     if not spec.slots:
         return []
-    value = dictionary >> (8 * spec.max_tag_len * spec.tags)
+    value = dictionary >> (spec.dictionary_rows * spec.tags)
     width, count = 8 * spec.slots, slot_rows(spec.max_tag_len)
     rows = [value >> (width * r) & ((1 << width) - 1) for r in range(count)]
     return decode_slots(rows, value >> (width * count), spec.slots, spec.max_tag_len)
@@ -614,10 +650,20 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
 
 
 def dictionary_entries(spec: HardwareSpec, dictionary: int) -> list[str]:
-    """The entries a dictionary payload holds (``""``: a free entry), entry 0 first."""
-    rows = (dictionary & ((1 << 8 * spec.max_tag_len * spec.tags) - 1)).to_bytes(
-        spec.max_tag_len * spec.tags, "little")                  # row p = entries' byte p
-    return [rows[d::spec.tags].rstrip(b"\0").decode() for d in range(spec.tags)]
+    """The entries a dictionary payload holds (``""``: a free entry), entry 0 first (each byte
+    the OR of the nibble values whose rows have the entry: one each in a stream we write)."""
+    size = spec.dictionary_rows * spec.tags
+    bits = format(dictionary & ((1 << size) - 1), f"0{size}b")[::-1]   # bit i at [i]
+    entries = [bytearray(spec.max_tag_len) for _ in range(spec.tags)]
+    for r in range(spec.dictionary_rows):          # a value's bits into its entries' bytes
+        value = r & 15 if r >> 4 & 1 else (r & 15) << 4
+        if value:
+            row, position = bits[r * spec.tags:(r + 1) * spec.tags], r // NIBBLE_ROWS
+            d = row.find("1")
+            while d >= 0:
+                entries[d][position] |= value
+                d = row.find("1", d + 1)
+    return [bytes(e).split(b"\0", 1)[0].decode() for e in entries]
 
 
 def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,

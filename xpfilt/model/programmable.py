@@ -3,11 +3,11 @@
 The frame (input copy, front end, flow control, capture, readout) is :class:`FrameModel`; this
 module adds the configuration loader (header, payload routing, CRC-32, commit at a document
 boundary) and the clusters of generic columns, each a Python integer with one bit per column.
-The tag dictionary is modelled by name: at each commit the active banks' entries and each
-cluster's tag matrix become a lookup ``name -> columns`` (the matrix row of the OR of the
-indices of the entries equal to the name, as the hardware's decoder encodes it; row 0 for any
-other name), looked up with the name the front end model reports on each push, in the cycle the
-clusters register the event (as they read the tag matrix with the decoder's index). The
+The tag dictionary is modelled by name: the name the front end model reports on each push
+gets the index the hardware's decoder gives it from the active bank's nibble rows (the OR of
+the indices of the entries whose rows hold each of its bytes, then its end; kept per name until
+the next commit), whose tag-matrix row each cluster takes, in the cycle the clusters register
+the event (as they read the tag matrix with the decoder's index). The
 decoder's stages and the distribution tree are a delay line between the front end and the
 clusters (:func:`xpfilt.hwdefs.programmable_event_delay`). With readout groups a cluster's flags
 hold, per group, its answer select's bit of each push's new row at the group's first column
@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
-                                 Configuration, HardwareSpec, read_stream)
+                                 Configuration, HardwareSpec, dictionary_row, dictionary_rows,
+                                 read_stream)
 from xpfilt.slots import SLOT_FLAG_BITS, chain_bits, decode_slots, slot_rows
 
 from ..hwdefs import CRC32_POLY, programmable_event_delay
@@ -36,7 +37,8 @@ HEADER, PAYLOAD, CRC, DRAIN, PAD, DICTIONARY = range(6)
 
 class _Dictionary:
     def __init__(self, spec: HardwareSpec):
-        self.rows = [[0] * spec.max_tag_len for _ in range(2)]   # [bank][row] = 8 x tags bits
+        self.rows = [[0] * spec.dictionary_rows for _ in range(2)]   # [bank][row] = tags bits
+        self.indices: dict[bytes, int] = {}    # names looked up since the last commit
         self.bank = 0
         self.shift = 0
         self.present = 0          # the stream being loaded holds the dictionary
@@ -50,22 +52,31 @@ class _Dictionary:
             self.present = 0
             self.bank ^= 1
             self.slot_flags = self.slot_staged
+            self.indices = {}
 
     def links(self, spec: HardwareSpec) -> list:
         """The active comparator slots (None: a free slot)."""
         return decode_slots(self.slot_rows[self.bank], self.slot_flags, spec.slots,
                             spec.max_tag_len)
 
-    def indices(self, spec: HardwareSpec) -> dict[bytes, int]:
-        """Each name in the active bank -> the OR of the indices of the entries equal to it."""
-        rows = self.rows[self.bank]
-        indices: dict[bytes, int] = {}
-        for d in range(spec.tags):
-            entry = bytes(rows[p] >> (8 * d) & 0xFF for p in range(spec.max_tag_len))
-            entry = entry.split(b"\0", 1)[0]
-            if entry:
-                indices[entry] = indices.get(entry, 0) | d + 1
-        return indices
+    def index(self, spec: HardwareSpec, name: bytes) -> int:
+        """The decoder's index for ``name``: the OR of the indices of the entries whose rows
+        in the active bank hold each of its bytes and, when it is shorter than
+        ``max_tag_len``, a zero byte after it (0: none; a longer name: 0)."""
+        if name not in self.indices:
+            rows, entries = self.rows[self.bank], (1 << spec.tags) - 1
+            if len(name) > spec.max_tag_len:
+                entries = 0
+            for p, byte in enumerate(name[:spec.max_tag_len] + bytes(
+                    len(name) < spec.max_tag_len)):
+                entries &= (rows[dictionary_row(p, False, byte >> 4)]
+                            & rows[dictionary_row(p, True, byte & 15)])
+            index = 0
+            for d in range(spec.tags):
+                if entries >> d & 1:
+                    index |= d + 1
+            self.indices[name] = index
+        return self.indices[name]
 
 
 class _Cluster:
@@ -83,8 +94,6 @@ class _Cluster:
         # (offset, the columns with that child, those whose child there is negated)
         self.children: list[tuple[int, int, int]] = []
         self.gated: list[int] = []   # per comparator slot: the columns it gates
-        self.names: dict[bytes, int] = {}
-        self.unknown = (0, 0)     # the columns a name in no entry matches (rows 0): below, root
         self.stack = [0]
         self.pending = [0]        # per open element: the closing columns that held below it
         self.flags = 0
@@ -158,14 +167,11 @@ class _Cluster:
                 out &= ~columns
         return out
 
-    def look_up(self, indices: dict[bytes, int]) -> None:
-        """Rebuild the name lookup from the dictionary's ``indices`` and the active matrix:
-        a name's rows (below the root, the root)."""
+    def hit(self, index: int, root: bool) -> int:
+        """The columns an element with tag ``index`` matches (``root``: at level 1): its row
+        of the active tag matrix."""
         matrix = self.matrix[self.bank]
-        root = len(matrix) // 2
-        self.names = {name: (matrix[index], matrix[root + index])
-                      for name, index in indices.items()}
-        self.unknown = (matrix[0], matrix[root])
+        return matrix[root * len(matrix) // 2 + index]
 
 
 class ProgrammableModel(FrameModel):
@@ -236,13 +242,11 @@ class ProgrammableModel(FrameModel):
     def _commit(self) -> None:
         """Every present part switches to its loaded contents."""
         self.dictionary.activate()
-        indices = self.dictionary.indices(self.spec)
         if self.spec.slots:
             self.links = self.dictionary.links(self.spec)
             self.front_end.load_conditions([l and l.condition for l in self.links])
         for c in self.clusters:
             c.activate(self.spec)
-            c.look_up(indices)
 
     def _hold(self) -> bool:
         closing = bool(self.held and self.held[1])    # a stream's last bit waits in the register
@@ -276,7 +280,7 @@ class ProgrammableModel(FrameModel):
         elif state == DICTIONARY:
             self.crc = crc_next
             self.payload_count += 1
-            dictionary, width = self.dictionary, 8 * spec.tags
+            dictionary, width = self.dictionary, spec.tags
             if self.section == 0:
                 if bit:
                     dictionary.present = 1
@@ -284,7 +288,7 @@ class ProgrammableModel(FrameModel):
                 else:
                     self.state = PAYLOAD
             elif self.section == 1:
-                if self._row_bit(dictionary, dictionary.rows, width, spec.max_tag_len, bit):
+                if self._row_bit(dictionary, dictionary.rows, width, spec.dictionary_rows, bit):
                     self.section = 2 if spec.slots else 0
                     self.state = DICTIONARY if spec.slots else PAYLOAD
             elif self.section == 2:
@@ -385,7 +389,8 @@ class ProgrammableModel(FrameModel):
 
     def _stage(self, ev):
         if ev.push:   # each decoder registers its result with the cluster's copy of the event
-            self.hits = [c.names.get(ev.name, c.unknown)[ev.level == 1] for c in self.clusters]
+            index = self.dictionary.index(self.spec, ev.name)
+            self.hits = [c.hit(index, ev.level == 1) for c in self.clusters]
         return ev
 
     def _push(self, ev) -> None:
@@ -448,13 +453,13 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
     spec = model.spec
     stream = configuration.stream()
     contents = read_stream(spec, stream)
-    n, row_bits, flags = spec.columns, 8 * spec.tags, spec.cluster_flag_bits
+    n, flags = spec.columns, spec.cluster_flag_bits
     dictionary, payload = model.dictionary, contents.dictionary
-    for p in range(spec.max_tag_len):
-        dictionary.rows[dictionary.bank ^ 1][p] = dictionary.shift = (
-            payload >> (row_bits * p) & ((1 << row_bits) - 1))
+    rows = dictionary.rows[dictionary.bank ^ 1]
+    rows[:] = dictionary_rows(spec, payload)
+    dictionary.shift = rows[-1]
     if spec.slots:
-        payload >>= row_bits * spec.max_tag_len
+        payload >>= spec.tags * spec.dictionary_rows
         width = 8 * spec.slots
         for r in range(slot_rows(spec.max_tag_len)):
             dictionary.slot_rows[dictionary.bank ^ 1][r] = dictionary.slot_shift = (
