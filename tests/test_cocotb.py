@@ -300,8 +300,9 @@ PROG_B = ["//c", "/a/*/c", "//x/c", "/nitf/head", "//toolong/b"]   # "toolong" d
 
 def prog_items():
     """Documents before any configuration, load A, a corrupt stream, load B, a truncated
-    stream, a foreign one, A completing while a document streams and B right after that
-    document (B waits for A's commit at the document boundary), documents between each."""
+    stream, a foreign one, A completing while two documents stream (A's stream, 1,248 bits
+    since format 9's nibble rows, is longer than one) and B right after them (B waits for A's
+    commit at the document boundary), documents between each."""
     good = [Document(name, data) for name, data in GOOD.items()]
     bad = [Document(name, data) for name, (data, _) in BAD.items()]
     nitf = Document.from_path(DATA / "nitf/docs" / NITF[0])
@@ -309,7 +310,7 @@ def prog_items():
             ("corrupt", 1), ("documents", [good[4], bad[1], good[1]]), ("config", 1),
             ("documents", [good[1], nitf, good[2]]), ("truncated", 0),
             ("documents", [bad[4], good[5]]), ("foreign", 0), ("overlapping", 0),
-            ("documents", [nitf]), ("config", 1),
+            ("documents", [nitf, nitf]), ("config", 1),
             ("documents", [good[1], good[0]])]
 
 
