@@ -243,27 +243,31 @@ def _row_ahead(m, table, *, bank, flip, reset, inc):
     """The row of ``table`` (its memory: [bank][position]) at a position register's value in
     the active ``bank``, from a register: the position next returns to 0 (``reset``), steps
     by one (``inc``) or holds, so the row is read a cycle ahead at position + 1 (a register,
-    ``ahead``) and
-    row 0 of each bank is kept in registers (written with the memory's). Positions are 0 when
-    the banks ``flip`` (between documents). Rows past the table (a saturated position) read
+    ``ahead``) and row 0 of each bank is kept in registers (written with the memory's).
+    Positions are 0 when the banks ``flip`` (between documents). Rows past the table (a saturated position) read
     as the memory's at the position's low bits wrapped (the comparisons ignore them or, for
     the digits, read row 0 there, as the direct read did).
+    The choice is made after registers: the row read ahead, the row shown in the cycle before
+    and row 0 are registered as they are, the choice (from the parser's request) beside them.
     Measured: the direct read (position -> LUT-RAM -> byte comparison -> still-equal bit) was
-    the routed critical path of 1 x 128 with 8 slots, 81.2 MHz (RTL 256ca2ce68ae)."""
+    the routed critical path of 1 x 128 with 8 slots, 81.2 MHz (RTL 256ca2ce68ae); with the
+    choice in front of one row register, the request -> that choice (fanned out to every
+    bit of the row), 92.2 MHz (RTL d1f492903f1f)."""
     bits, data_, key = table.addr_bits, table.data, table.key
     ahead = Signal(bits, init=1, name=f"slot_{key}_ahead")
-    zero_staged, zero_active, row = (Signal(len(data_), name=f"slot_{key}_{n}")
-                                     for n in ("zero_staged", "zero_active", "row"))
+    zero_staged, zero_active, fresh, held, row = (
+        Signal(len(data_), name=f"slot_{key}_{n}")
+        for n in ("zero_staged", "zero_active", "fresh", "held", "row"))
+    to_zero, to_fresh = Signal(name=f"slot_{key}_to_zero"), Signal(name=f"slot_{key}_to_fresh")
     read = table.memory.read_port(domain="comb")
-    m.d.comb += read.addr.eq(Cat(ahead, bank))
+    m.d.comb += [read.addr.eq(Cat(ahead, bank)),
+                 row.eq(Mux(to_zero, zero_active, Mux(to_fresh, fresh, held)))]
+    m.d.sync += [fresh.eq(read.data), held.eq(row), to_zero.eq(flip | reset),
+                 to_fresh.eq(~flip & ~reset & inc)]
     with m.If(table.first_write):
         m.d.sync += zero_staged.eq(data_)
     with m.If(flip):
-        m.d.sync += [zero_active.eq(zero_staged), row.eq(zero_staged)]
-    with m.Elif(reset):
-        m.d.sync += row.eq(zero_active)
-    with m.Elif(inc):
-        m.d.sync += row.eq(read.data)
+        m.d.sync += zero_active.eq(zero_staged)
     with m.If(reset):
         m.d.sync += ahead.eq(1)
     with m.Elif(inc):
