@@ -10,13 +10,10 @@ cycle:
 * D2: every lane's byte classes, registered (one flip-flop per test, as in ``FrontEnd``);
 * T, X1..Xk (k = log2 W), the parallel-prefix parser: each lane's transition function over the
   parser's control states (state, ``kw``, ``in_subset``: :func:`control_states`), taken from
-  :func:`xpfilt.hdl.frontend.parser_table` (:func:`lane_transitions`), then composed, one
-  registered level each, into the functions of the aligned blocks of 2, 4 .. W/2 lanes (never
-  of more: a dense function of the 52 states over 4 lanes cost 760 LUT6-eq);
-* S: the control state before the beat (``s0``, the parser's only loop: s0 -> the first W/2
-  lanes' function -> the last W/2 lanes', one AND-OR per state bit each) gives every lane its
-  start state (the state before lane i from the one before lane i without its lowest bit, by
-  the block between them), registered;
+  :func:`xpfilt.hdl.frontend.parser_table` (:func:`lane_transitions`), then composed in a
+  Sklansky tree, one registered level each, into the function of the lanes up to each lane;
+* S: the control state before the beat (``s0``, the parser's only loop: one AND-OR per state
+  bit from the beat's composed function) gives every lane its start state, registered;
 * O: each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of
   level 0 and root seen, chosen in P2), registered;
 * N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
@@ -392,29 +389,19 @@ class WideFrontEnd(wiring.Component):
         lanes_x = delayed(lanes1, 1 + k_levels, "lanes_x")
         states = control_states()
         index = {c: n for n, c in enumerate(states)}
-        # the blocks of lanes whose functions stage S applies: the state before lane i comes
-        # from the one before lane j (j: i without its lowest bit, or W/2 if i = W)
-        steps = [(i - (i & -i) if (i & -i) <= W // 2 else W // 2, i) for i in range(1, W + 1)]
-        blocks = {(i, i + 1): f for i, f in enumerate(
-            lane_transitions(m, tests, states, f"t_lane{i}")
-            for i, tests in enumerate(lane_tests("d2", 0)))}
-        for level in range(k_levels):       # aligned blocks of 2^(level + 1) lanes, up to W/2
-            size = 1 << level
-            if 2 * size <= W // 2:
-                for a in range(0, W, 2 * size):
-                    blocks[a, a + 2 * size] = compose(m, blocks[a, a + size],
-                                                      blocks[a + size, a + 2 * size],
-                                                      f"c{level + 1}_lanes{a}_{a + 2 * size}")
-            blocks = {(a, b): wired_function(m, f, f"x{level + 1}_lanes{a}_{b}", "sync")
-                      for (a, b), f in blocks.items()
-                      if (a, b) in steps or (b - a > size and 2 * (b - a) <= W // 2)}
+        functions = [lane_transitions(m, tests, states, f"t_lane{i}")
+                     for i, tests in enumerate(lane_tests("d2", 0))]
+        for level in range(k_levels):       # Sklansky: lane i takes in the block before it
+            span = 1 << level
+            functions = [compose(m, functions[(i // span) * span - 1], f, f"c{level + 1}_lane{i}")
+                         if (i // span) % 2 else f for i, f in enumerate(functions)]
+            functions = [wired_function(m, f, f"x{level + 1}_lane{i}", "sync")
+                         for i, f in enumerate(functions)]
+        # functions[i]: the control state after lane i from the one before lane 0
 
-        # === stage S: each lane's start state (the only loop: s0, through two blocks of W/2
-        # lanes), registered ===
+        # === stage S: each lane's start state (the only loop: s0), registered ===
         s0 = Signal(len(states), init=1 << index[INITIAL])
-        reached = [s0]
-        for j, i in steps:
-            reached.append(wire(m, apply(reached[j], blocks[j, i], len(states)), f"s_reach{i}"))
+        reached = [s0] + [apply(s0, f, len(states)) for f in functions]
         with m.If(valid_x):
             m.d.sync += s0.eq(Mux(last_x, s0.init, reached[W]))
         starts = [Signal(len(states), name=f"s_start{i}") for i in range(W + 1)]
