@@ -358,9 +358,11 @@ class SparseReadout(wiring.Component):
         reading = Signal()
         m.d.comb += [write.en.eq(push), write.addr.eq(wp), write.data.eq(new),
                      read.en.eq(reading), read.addr.eq(rp)]
-        after = level + push - reading
-        m.d.sync += [wp.eq(wp + push), rp.eq(rp + reading), level.eq(after),
-                     room.eq(level < depth - 2), filled.eq(after != 0)]
+        # ``filled`` next without the level's adder (off the read side's decision): the level
+        # ends at 0 only without a push, from 0, or from 1 with a read (a read needs a word)
+        m.d.sync += [wp.eq(wp + push), rp.eq(rp + reading), level.eq(level + push - reading),
+                     room.eq(level < depth - 2),
+                     filled.eq(push | (filled & ~(reading & (level == 1))))]
 
         its = []
         for i in range(R):
