@@ -16,7 +16,7 @@ out while the next document streams in; the formats are described in :mod:`xpfil
 from functools import reduce
 from operator import or_
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In, Out
 from xpfilt.hwdefs import EVENT_FANOUT, index_width
 from xpfilt.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
                             sparse_levels, sparse_queue_depth, sparse_spread,
-                            SPARSE_QUEUE_LUT_RAM_WORDS)
+                            SPARSE_QUEUE_BANK_WORDS, SPARSE_QUEUE_LUT_RAM_WORDS)
 
 from .cluster import copy_register, distribute
 from .frontend import ErrorFlags
@@ -195,6 +195,34 @@ def _fetch_chunk(m: Module, chunks, index):
     return level[0]
 
 
+def _queue_memory(m: Module, word, depth: int, *, push, wp, data, reading, rp) -> Value:
+    """The sparse readout's output queue memory: ``data`` written at ``wp`` on ``push``, the
+    word at ``rp`` read on ``reading`` into a register (the value returned, as a read port's
+    ``data``). Block RAM above :data:`SPARSE_QUEUE_LUT_RAM_WORDS` words; LUT RAM up to it, in
+    banks of :data:`SPARSE_QUEUE_BANK_WORDS` words, each read into its own register, the
+    word chosen among those registers by the read's bank, registered with them (the same
+    value, with a bank's multiplexer before the registers instead of the whole memory's)."""
+    style = "distributed" if depth <= SPARSE_QUEUE_LUT_RAM_WORDS else "block"
+    banks = max(1, depth // SPARSE_QUEUE_BANK_WORDS) if style == "distributed" else 1
+    words = depth // banks
+    low = (words - 1).bit_length()
+    outs = []
+    for b in range(banks):
+        mem = Memory(shape=word, depth=words, init=[], attrs={"ram_style": style})
+        m.submodules[f"out_queue_{b}" if banks > 1 else "out_queue"] = mem
+        write, read = mem.write_port(), mem.read_port()
+        here = wp[low:] == b if banks > 1 else 1
+        m.d.comb += [write.en.eq(push & here), write.addr.eq(wp[:low]), write.data.eq(data),
+                     read.en.eq(reading), read.addr.eq(rp[:low])]
+        outs.append(read.data.as_value())
+    if banks == 1:
+        return outs[0]
+    bank = Signal(range(banks))    # the bank of the word read last
+    with m.If(reading):
+        m.d.sync += bank.eq(rp[low:])
+    return Array(outs)[bank]
+
+
 def _two_entry_queue(m: Module, level, head, second, new, push, pop) -> None:
     """The output queue both readouts end in: ``level`` (0-2) entries, ``head`` shown first;
     ``push`` adds ``new`` and ``pop`` removes ``head`` in the same cycle if both are set (never
@@ -341,10 +369,6 @@ class SparseReadout(wiring.Component):
         word = data.StructLayout({"header": 1, "fin": 1, "mask": f, "low": f, "cl": 1,
                                   "index": pre_width(0), "errors": ErrorFlags})
         depth = sparse_queue_depth(width)
-        style = "distributed" if depth <= SPARSE_QUEUE_LUT_RAM_WORDS else "block"
-        m.submodules.out_queue = queue_mem = Memory(shape=word, depth=depth, init=[],
-                                                    attrs={"ram_style": style})
-        write, read = queue_mem.write_port(), queue_mem.read_port()
         push = Signal()
         new = Signal(word)
         wp = Signal(range(depth))
@@ -356,8 +380,8 @@ class SparseReadout(wiring.Component):
         room = Signal(init=1)
         filled = Signal()         # level != 0, a register
         reading = Signal()
-        m.d.comb += [write.en.eq(push), write.addr.eq(wp), write.data.eq(new),
-                     read.en.eq(reading), read.addr.eq(rp)]
+        read_data = _queue_memory(m, word, depth, push=push, wp=wp, data=new, reading=reading,
+                                  rp=rp)
         # ``filled`` next without the level's adder (off the read side's decision): the level
         # ends at 0 only without a push, from 0, or from 1 with a read (a read needs a word)
         m.d.sync += [wp.eq(wp + push), rp.eq(rp + reading), level.eq(level + push - reading),
@@ -510,7 +534,7 @@ class SparseReadout(wiring.Component):
                      reading.eq(filled & (~ahead | move))]
         m.d.sync += [ahead.eq(reading | (ahead & ~move)), held.eq(move | (held & ~take))]
         with m.If(move):
-            m.d.sync += nxt.eq(read.data)
+            m.d.sync += nxt.eq(read_data)
         rest = o["mask"] & ~o["low"]
         with m.If(take):
             m.d.sync += [shown.eq(1), o["header"].eq(nxt.header), o["fin"].eq(nxt.fin),

@@ -2,6 +2,7 @@
 both against the flags they were given; then whole engines with the sparse readout."""
 
 import random
+import re
 
 import pytest
 from amaranth.back import rtlil
@@ -11,7 +12,8 @@ from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.hwdefs import distribution_depth
 from xpfilt.model.engine import EngineModel, run_documents
 from xpfilt.model.readout import SparseReadoutModel
-from xpfilt.readout import (SPARSE_QUEUE_LUT_RAM_WORDS, SPARSE_SHOW_DELAY as SHOW_DELAY,
+from xpfilt.readout import (SPARSE_QUEUE_BANK_WORDS, SPARSE_QUEUE_LUT_RAM_WORDS,
+                            SPARSE_SHOW_DELAY as SHOW_DELAY,
                             ReadoutKind, SparseBeat, collect_readout, readout_cycles,
                             sparse_latency, sparse_levels, sparse_queue_depth)
 from xpfilt.xpath import parse_query
@@ -230,3 +232,19 @@ def test_output_queue_memory_kind(width):
     small = sparse_queue_depth(width) <= SPARSE_QUEUE_LUT_RAM_WORDS
     assert ('attribute \\ram_style "distributed"' in text) == small
     assert ('attribute \\ram_style "block"' in text) == (not small)
+
+
+@pytest.mark.parametrize("width", [64, 1024, 8000])
+def test_lut_ram_output_queue_in_banks(width):
+    """A LUT-RAM output queue is read from banks of SPARSE_QUEUE_BANK_WORDS words, each into
+    its own register, the word chosen among those registers after them (one 256-word memory's
+    16-to-1 read multiplexer before its register limited 1,024 sparse to 145.1 MHz); a
+    block-RAM queue is one memory."""
+    text = rtlil.convert(SparseReadout(width))
+    sizes = [int(n) for n in re.findall(r"memory width \d+ size (\d+) \\out_queue", text)]
+    depth = sparse_queue_depth(width)
+    if depth > SPARSE_QUEUE_LUT_RAM_WORDS:
+        assert sizes == [depth]
+    else:
+        bank = min(depth, SPARSE_QUEUE_BANK_WORDS)
+        assert sizes == [bank] * (depth // bank)

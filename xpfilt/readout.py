@@ -172,6 +172,9 @@ def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
 #: a block RAM's 5.8 ns clock-to-out without its output register, which Yosys does not use,
 #: limited 1,024 sparse to 130.8 MHz), block RAM above.
 SPARSE_QUEUE_LUT_RAM_WORDS = 256
+#: ... in banks of this many words, each read into its own register (a 256-word memory's 16-to-1
+#: read multiplexer before its register limited 1,024 sparse to 145.1 MHz).
+SPARSE_QUEUE_BANK_WORDS = 64
 
 
 def sparse_queue_depth(width: int) -> int:
