@@ -382,20 +382,11 @@ class SparseReadout(wiring.Component):
         reading = Signal()
         read_data = _queue_memory(m, word, depth, push=push, wp=wp, data=new, reading=reading,
                                   rp=rp)
-        # the read side's decision (``reading``) and the push only choose among values made
-        # from registers (the pointers' and the level's +1 / -1 off their paths): ``filled``
-        # needs no adder (the level ends at 0 only without a push, from 0, or from 1 with a
-        # read, which needs a word)
-        m.d.sync += [room.eq(level < depth - 2),
+        # ``filled`` next without the level's adder (off the read side's decision): the level
+        # ends at 0 only without a push, from 0, or from 1 with a read (a read needs a word)
+        m.d.sync += [wp.eq(wp + push), rp.eq(rp + reading), level.eq(level + push - reading),
+                     room.eq(level < depth - 2),
                      filled.eq(push | (filled & ~(reading & (level == 1))))]
-        with m.If(push):
-            m.d.sync += wp.eq(wp + 1)
-        with m.If(reading):
-            m.d.sync += rp.eq(rp + 1)
-        with m.If(push & ~reading):
-            m.d.sync += level.eq(level + 1)
-        with m.Elif(reading & ~push):
-            m.d.sync += level.eq(level - 1)
 
         its = []
         for i in range(R):
