@@ -185,7 +185,7 @@ class EngineFrame:
         if bytes_per_cycle > 1:
             m.d.comb += room.eq(front_end.room)
 
-    def connect(self, cores, control=None) -> None:
+    def connect(self, cores, control=None, *, readout_registers: bool = False) -> None:
         """Wire the clusters' ``clear`` (flags captured) and read their ``matches``,
         ``doc_end`` and ``errors`` (every cluster sees the same events on the same cycles).
         ``control``: (``doc_end``, ``errors``) on the cycles the clusters see them, from
@@ -199,7 +199,12 @@ class EngineFrame:
         Each cluster decides from its own ``doc_end`` into its own register (``capturing_i``),
         which clears its flags and loads its segment of the readout's shadow: no net reaches
         more than one cluster's flags (one ``capturing`` for all was a net of ~16,000 loads at
-        8,000 queries). ``capturing`` (the decision from ``control``, or cluster 0's) drives the readout's control."""
+        8,000 queries). ``capturing`` (the decision from ``control``, or cluster 0's) drives the readout's control.
+
+        ``readout_registers``: the readout's ``capture`` and ``load`` bits from registers of their
+        own (form 1 of :func:`copy_register`, the same values on the same cycles), not from the
+        clusters' ``capturing_i`` (which synthesis merges with ``capturing`` without
+        ``control``): placed beside the readout, not beside the cluster's flags they clear."""
         m, readout, waiting, busy = self.m, self.readout, self.waiting, self.busy
         held_errors = Signal(ErrorFlags)
         doc_end, errors = control if control is not None else (cores[0].doc_end,
@@ -208,16 +213,19 @@ class EngineFrame:
         captured_errors = Signal(ErrorFlags)
         m.d.comb += [
             capture.eq((doc_end | waiting) & ~busy),
-            readout.capture.eq(self.capturing),
+            readout.capture.eq(copy_register(m, capture, 1, name="readout_capture")
+                               if readout_registers else self.capturing),
             readout.flags.eq(Cat(*(core.matches for core in cores))),
             readout.errors.eq(captured_errors),
         ]
         loads = []
         for i, core in enumerate(cores):
+            decision = (core.doc_end | waiting) & ~busy
             own = Signal(name=f"capturing_{i}")
-            m.d.sync += own.eq((core.doc_end | waiting) & ~busy)
+            m.d.sync += own.eq(decision)
             m.d.comb += core.clear.eq(own)
-            loads.append(own)
+            loads.append(copy_register(m, decision, 1, name=f"readout_load_{i}")
+                         if readout_registers else own)
         m.d.comb += readout.load.eq(Cat(*loads))
         # busy = the readout's busy a cycle ago, or a load this cycle or the last one (a
         # readout busy now was busy a cycle ago or has just been loaded): ``capture`` is this
