@@ -774,6 +774,8 @@ def column_steps(path: Query) -> tuple:
 def anchor_step(query: Query) -> Optional[int]:
     """The first column decided at the close: of a twig its anchor, else the first step whose
     predicates compare text (None: none do)."""
+    if not query.has_predicates:
+        return None
     if query.has_nested_paths:
         return twig_anchor(query)
     return next((j for j, s in enumerate(query.steps) if (c := step_chain(s)) and c.closes),
@@ -870,6 +872,8 @@ def _path_text(query: Query, twig_width: int = 0) -> str:
     """A path as :func:`cluster_queries` reads it back from a stream of hardware with
     ``twig_width`` (a step's predicates as its chain's key; with a twig width each closing
     column's children); "" for a query no stream holds (predicates no slot decides)."""
+    if not query.has_predicates:         # no chains, no closing columns
+        return "".join(s.axis.value + s.name for s in query.steps)
     try:
         steps = column_steps(query)
         anchor = anchor_step(query)
@@ -1198,6 +1202,9 @@ def _lowered(queries: Sequence[Query]) -> tuple[list[Query], dict]:
     text as written)."""
     out, written = [], {}
     for q in queries:
+        if not q.has_predicates:                        # as written (most profiles)
+            out.append(q)
+            continue
         lowered = without_nested_paths(q) if q.has_nested_paths else q
         if lowered is None or not fits_as_written(lowered):
             spread = or_distributed(q)

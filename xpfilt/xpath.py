@@ -268,11 +268,11 @@ class Query(_Written):
         """The paths the profile is made of (itself, for a path)."""
         return (self,) if self.clause is None else tuple(leaves(self.clause))
 
-    @property
+    @cached_property
     def has_predicates(self) -> bool:
         return any(step.predicates for path in self.paths for step in path.steps)
 
-    @property
+    @cached_property
     def has_nested_paths(self) -> bool:
         """Some step's predicate holds a relative path (a twig profile)."""
         return any(step.has_nested_paths for path in self.paths for step in path.steps)
