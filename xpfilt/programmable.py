@@ -1235,6 +1235,9 @@ def _take(where: dict, q: Query, twig_width: int = 0) -> Optional[tuple[int, int
     path text -> spots, last in column order first; of hardware with ``twig_width``), taken
     out of ``where``; None when it holds no such run (a combination's paths must be on
     consecutive columns, in order)."""
+    if q.is_path:                        # its own run: the first in column order
+        spots = where.get(_path_text(q, twig_width))
+        return spots.pop() if spots else None
     texts = [_path_text(p, twig_width) for p in q.paths]
     for k, start in reversed(where.get(texts[0], ())):
         run, at = [], start
