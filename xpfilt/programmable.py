@@ -576,6 +576,16 @@ def _full_stream(spec: HardwareSpec, dictionary: int, payloads: Sequence[int]) -
     return _framed(spec, payload, 0, configuration_id(payload))
 
 
+def _or_rows(value: int, rows: int, width: int) -> int:
+    """The OR of the ``rows`` rows of ``width`` bits ``value`` holds (row 0 its lowest bits),
+    folded in halves."""
+    while rows > 1:
+        rest = rows - rows // 2
+        value = value & ((1 << width * rest) - 1) | value >> (width * rest)
+        rows = rest
+    return value
+
+
 def _concat(chunks: list[int], width: int) -> int:
     """``chunks[0] | chunks[1] << width | ...``, pairwise (a running OR into one large integer
     costs time quadratic in its length)."""
@@ -674,17 +684,15 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
     writes it. A query is a run of used columns (a tag or ``*``) from a ``first`` column to
     the next ``first`` or unused column."""
     n = spec.columns
-    if n % 8:
-        matrix = [payload >> (n * i) & ((1 << n) - 1) for i in range(spec.matrix_rows)]
+    half = spec.matrix_rows // 2
+    # the columns an element below the root can match: the OR of the first half's rows
+    below = _or_rows(payload & ((1 << n * half) - 1), half, n)
+    if n % 8:                            # the root's rows name every used column
+        matrix = [payload >> (n * i) & ((1 << n) - 1) for i in range(half, 2 * half)]
     else:                                # whole bytes a row: slices (shifts cost more)
         data, w = payload.to_bytes(spec.cluster_bits // 8 + 1, "little"), n // 8
         matrix = [int.from_bytes(data[w * i:w * i + w], "little")
-                  for i in range(spec.matrix_rows)]
-    half = spec.matrix_rows // 2
-    below = 0                            # the columns an element below the root can match
-    for row in matrix[:half]:
-        below |= row
-    matrix = matrix[half:]               # the root's rows name every used column
+                  for i in range(half, 2 * half)]
     wild = matrix[0]
     names = ["*" if wild >> j & 1 else "" for j in range(n)] if wild else [""] * n
     for i in range(1, half):
@@ -704,16 +712,21 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
                                  2),
                              int(flags[w * j + spec.negated_bit:w * (j + 1)][::-1], 2)))
              for j in range(n)] if spec.twig_width else [""] * n
+    # column j's text but its axis, then with the axis it has after column j - 1
+    texts = [names[j] + _slot_text(chains.get(slot[j] - 1) if slot[j] and chains else None)
+             + marks[j] if names[j] else "" for j in range(n)]
+    after = [""] + [("//" if d == "1" else "/") + t for d, t in zip(descendant, texts[1:])]
     out = []
     start = first.find("1")
     while start >= 0:                    # a query: from a first column to the next or a gap
         end = first.find("1", start + 1)
         end = n if end < 0 else end
         gap = names.index("", start, end) if "" in names[start:end] else end
-        out.append((start, "".join(
-            ("//" if (below >> j & 1 if j == start else descendant[j - 1] == "1") else "/")
-            + names[j] + _slot_text(chains.get(slot[j] - 1) if slot[j] and chains else None)
-            + marks[j] for j in range(start, gap))))
+        if gap > start:
+            out.append((start, ("//" if below >> start & 1 else "/") + texts[start]
+                        + "".join(after[start + 1:gap])))
+        else:
+            out.append((start, ""))
         start = first.find("1", end) if end < n else -1
     return out
 
@@ -873,7 +886,8 @@ def _path_text(query: Query, twig_width: int = 0) -> str:
     ``twig_width`` (a step's predicates as its chain's key; with a twig width each closing
     column's children); "" for a query no stream holds (predicates no slot decides)."""
     if not query.has_predicates:         # no chains, no closing columns
-        return "".join(s.axis.value + s.name for s in query.steps)
+        return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
+                       for s in query.steps)
     try:
         steps = column_steps(query)
         anchor = anchor_step(query)
@@ -1142,7 +1156,8 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
             if k not in used:
                 used[k] = sorted((start, start + query_width(q)) for start, q in kept[k])
                 taken[k] = set().union(*(_answer_groups(spec, q, start)
-                                         for start, q in kept[k]))
+                                         for start, q in kept[k])) \
+                    if spec.readout_group > 1 else set()     # groups of one: no constraint
             start = _free_run(spec, used[k], q, taken[k])
             if start is not None:
                 break

@@ -272,10 +272,10 @@ class Query(_Written):
     def has_predicates(self) -> bool:
         return any(step.predicates for path in self.paths for step in path.steps)
 
-    @cached_property
+    @property
     def has_nested_paths(self) -> bool:
         """Some step's predicate holds a relative path (a twig profile)."""
-        return any(step.has_nested_paths for path in self.paths for step in path.steps)
+        return self.has_predicates and any(step.has_nested_paths for path in self.paths for step in path.steps)
 
     @property
     def is_structural(self) -> bool:
