@@ -637,22 +637,26 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
     if length != 8 * len(payload):
         raise ValueError(f"{what}: payload length must be {8 * len(payload)} bits (the "
                          f"stream's size), not {length}")
-    value = int.from_bytes(payload, "little")
+    def bits(at: int, count: int) -> int:    # payload bits at ... at + count - 1 (0 past it)
+        return int.from_bytes(payload[at // 8:(at + count + 7) // 8], "little") \
+            >> at % 8 & ((1 << count) - 1)
+
     dictionary = None
     at = 1
-    if value & 1:
-        dictionary = value >> 1 & ((1 << spec.dictionary_bits) - 1)
+    if bits(0, 1):
+        dictionary = bits(1, spec.dictionary_bits)
         at += spec.dictionary_bits
-    width, mask = spec.cluster_bits, (1 << spec.cluster_bits) - 1
+    width = spec.cluster_bits
     payloads = []
     for _ in range(spec.clusters):
-        if value >> at & 1:
-            payloads.append(value >> (at + 1) & mask)
+        if bits(at, 1):
+            payloads.append(bits(at + 1, width))
             at += width + 1
         else:
             payloads.append(None)
             at += 1
-    if at > 8 * len(payload) or at + -at % 8 != 8 * len(payload) or value >> at:
+    if (at > 8 * len(payload) or at + -at % 8 != 8 * len(payload)
+            or bits(at, 8 * len(payload) - at)):
         raise ValueError(f"{what}: payload must be {at + -at % 8} bits for its parts, "
                          f"not {8 * len(payload)}")
     return StreamContents(header >> 88 & 0xFFFFFFFF, header >> 120 & 0xFFFFFFFF, dictionary,
@@ -691,8 +695,10 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
         matrix = [payload >> (n * i) & ((1 << n) - 1) for i in range(half, 2 * half)]
     else:                                # whole bytes a row: slices (shifts cost more)
         data, w = payload.to_bytes(spec.cluster_bits // 8 + 1, "little"), n // 8
-        matrix = [int.from_bytes(data[w * i:w * i + w], "little")
-                  for i in range(half, 2 * half)]
+        rows = [data[w * i:w * i + w] for i in range(half, 2 * half)]
+        matrix = [0 if row == rows[0] else int.from_bytes(row, "little")  # 0: no tag
+                  for row in rows]
+        matrix[0] = int.from_bytes(rows[0], "little")
     wild = matrix[0]
     names = ["*" if wild >> j & 1 else "" for j in range(n)] if wild else [""] * n
     for i in range(1, half):
