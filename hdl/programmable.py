@@ -38,7 +38,7 @@ from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADE
                                  HardwareSpec)
 from xpfilt.slots import SLOT_FLAG_BITS, slot_rows
 from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, MATRIX_READ_CYCLES, distribution_depth,
-                           index_width, programmable_event_delay)
+                           programmable_event_delay)
 from xpfilt.readout import ReadoutKind
 
 from .cluster import ERROR_WIDTH, copy_register, distribute

@@ -11,8 +11,8 @@ from xpfilt.model.engine import collect_readout, run_documents
 from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
                                        load_configuration)
 from xpfilt.programmable import (NIBBLE_ROWS, ConfigurationError, HardwareSpec, cluster_queries,
-                                 configure, dictionary_entries, dictionary_row, dictionary_rows,
-                                 read_stream, reconfigure)
+                                 configure, dictionary_entries, dictionary_row,
+                                 dictionary_row_fields, dictionary_rows, read_stream, reconfigure)
 from xpfilt.reference import ReferenceFilter
 from xpfilt.results import read_expected
 from xpfilt.xpath import load_queries, parse_query
@@ -93,6 +93,13 @@ def test_the_dictionary_holds_each_entry_byte_as_two_nibble_rows():
             for low in (False, True) for v in range(16)
             if rows[dictionary_row(p, low, v)]} == want
     assert dictionary_entries(spec, contents.dictionary) == ["a", "bc", ""]
+
+
+def test_a_dictionary_row_gives_back_its_fields():
+    """dictionary_row_fields inverts dictionary_row over every row of a position range."""
+    fields = [(p, low, v) for p in range(3) for low in (False, True) for v in range(16)]
+    assert [dictionary_row(*f) for f in fields] == list(range(NIBBLE_ROWS * 3))
+    assert [dictionary_row_fields(dictionary_row(*f)) for f in fields] == fields
 
 
 def test_the_decoder_follows_any_nibble_rows_as_the_model_does():

@@ -81,9 +81,9 @@ from .xpath import Axis, Query
 
 __all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
            "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
-           "dictionary_entries", "dictionary_row", "dictionary_rows", "cluster_queries",
-           "query_width", "profile_answer", "MAGIC", "FORMAT_VERSION", "NIBBLE_ROWS",
-           "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
+           "dictionary_entries", "dictionary_row", "dictionary_row_fields", "dictionary_rows",
+           "cluster_queries", "query_width", "profile_answer", "MAGIC", "FORMAT_VERSION",
+           "NIBBLE_ROWS", "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
            "FLAG_BITS", "CLOSE_FLAG_BITS"]
 
 MAGIC = 0x5846            # "XF"
@@ -494,6 +494,12 @@ def dictionary_row(position: int, low: bool, value: int) -> int:
     return NIBBLE_ROWS * position + 16 * low + value
 
 
+def dictionary_row_fields(row: int) -> tuple[int, bool, int]:
+    """The ``(position, low, value)`` of a dictionary row: the inverse of :func:`dictionary_row`."""
+    position, nibble = divmod(row, NIBBLE_ROWS)
+    return position, bool(nibble >> 4), nibble & 15
+
+
 def dictionary_rows(spec: HardwareSpec, dictionary: int) -> list[int]:
     """The tag entries' rows of a dictionary payload, row 0 first."""
     mask = (1 << spec.tags) - 1
@@ -670,9 +676,10 @@ def dictionary_entries(spec: HardwareSpec, dictionary: int) -> list[str]:
     bits = format(dictionary & ((1 << size) - 1), f"0{size}b")[::-1]   # bit i at [i]
     entries = [bytearray(spec.max_tag_len) for _ in range(spec.tags)]
     for r in range(spec.dictionary_rows):          # a value's bits into its entries' bytes
-        value = r & 15 if r >> 4 & 1 else (r & 15) << 4
+        position, low, nibble = dictionary_row_fields(r)
+        value = nibble if low else nibble << 4
         if value:
-            row, position = bits[r * spec.tags:(r + 1) * spec.tags], r // NIBBLE_ROWS
+            row = bits[r * spec.tags:(r + 1) * spec.tags]
             d = row.find("1")
             while d >= 0:
                 entries[d][position] |= value
