@@ -190,7 +190,9 @@ class ResponseEncoder(wiring.Component):
     ``kind`` for ``width`` readout bits: one ``R`` frame (serial) or ``M`` frame (sparse) per
     document), ``status_request`` (pulse: send an ``S`` frame with ``status`` as it is when the
     frame starts), ``status``, ``status_sent`` (pulse: the status was latched, sticky flags may
-    clear), ``bytes_out`` (escaped line bytes, to the UART)."""
+    clear), ``bytes_out`` (escaped line bytes, to the UART). Each frame byte passes through a
+    register, so a byte reaches ``bytes_out`` a cycle after its state (the line keeps the
+    pace: the register refills while the UART sends)."""
 
     def __init__(self, kind: ReadoutKind = ReadoutKind.SERIAL, width: int = 1):
         self.kind, self.width = kind, width
@@ -206,8 +208,14 @@ class ResponseEncoder(wiring.Component):
         m = Module()
         m.submodules.escaper = escaper = Escaper()
         wiring.connect(m, wiring.flipped(self.bytes_out), escaper.bytes_out)
-        frame = escaper.bytes_in
-        moved = frame.valid & frame.ready
+        # the next frame byte waits in a register: the states below move on from registers
+        # only (``full``), never from the line's ``ready`` or the escaper's decision
+        frame = Signal(_Escapable)
+        full = Signal()
+        moved = Signal()                   # this state's byte goes into the register
+        m.d.comb += [escaper.bytes_in.valid.eq(full), escaper.bytes_in.payload.eq(frame)]
+        with m.If(escaper.bytes_in.ready):
+            m.d.sync += full.eq(0)
         sparse = self.kind is ReadoutKind.SPARSE
 
         wanted = Signal(range(4))          # status frames asked for and not yet started
@@ -221,8 +229,9 @@ class ResponseEncoder(wiring.Component):
         id_size = id_bytes(self.width)
 
         def send(value, raw=False, then=None):
-            m.d.comb += [frame.valid.eq(1), frame.payload.data.eq(value),
-                         frame.payload.raw.eq(raw)]
+            m.d.comb += moved.eq(~full)
+            with m.If(~full):
+                m.d.sync += [full.eq(1), frame.data.eq(value), frame.raw.eq(raw)]
             if then is not None:
                 with m.If(moved):
                     m.next = then

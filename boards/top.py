@@ -8,7 +8,8 @@ transmitter. The protocol is described in :mod:`xpfilt.boards.protocol`.
 
 :class:`BoardTop` puts a core on a platform (amaranth-boards): ``uart`` 0 and the LEDs named
 by the board description; the ``sync`` domain is the platform's default clock, or a PLL from it
-(:mod:`xpfilt.boards.clocks`).
+(:mod:`xpfilt.boards.clocks`), then held in reset until the PLL locks (the reset synchronised to
+the PLL's clock, through a DCCA onto a global net).
 
 LEDs (:class:`LedLayout`): ``heartbeat`` (blinks at 1 Hz: the bitstream runs), ``busy`` (a
 document or a response is moving; stretched so a short one is visible), ``error`` (a link
@@ -174,11 +175,13 @@ class BoardCore(wiring.Component):
             m.d.sync += [beat.eq(0), self.leds.heartbeat.eq(~self.leds.heartbeat)]
         with m.Else():
             m.d.sync += beat.eq(beat + 1)
-        stretch = Signal(range(self.busy_stretch + 1))
-        active = (doc_in.valid & doc_in.ready) | engine.readout.valid | tx.busy
+        # from registers: the activity a cycle late, the count's sign bit (no compare)
+        active = Signal()
+        m.d.sync += active.eq((doc_in.valid & doc_in.ready) | engine.readout.valid | tx.busy)
+        stretch = Signal(range(-1, self.busy_stretch), init=-1)     # lit while >= 0
         with m.If(active):
-            m.d.sync += stretch.eq(self.busy_stretch)
-        with m.Elif(stretch != 0):
+            m.d.sync += stretch.eq(self.busy_stretch - 1)
+        with m.Elif(~stretch[-1]):
             m.d.sync += stretch.eq(stretch - 1)
         flagged = Signal()                 # the last document read out raised error flags
         readout = engine.readout
@@ -187,7 +190,7 @@ class BoardCore(wiring.Component):
         with m.If(readout.valid & readout.ready & opens):
             m.d.sync += flagged.eq(readout.payload.errors.as_value() != 0)
         m.d.comb += [
-            self.leds.busy.eq(stretch != 0),
+            self.leds.busy.eq(~stretch[-1]),
             self.leds.error.eq((errors.as_value() != 0) | flagged),
             self.leds.loaded.eq(config_status.loaded if config_status is not None else 1),
         ]
@@ -215,9 +218,13 @@ class BoardTop(wiring.Component):
         m = Module()
         if self.pll is not None:       # sync from the PLL, in reset until it locks
             m.domains.sync = sync = ClockDomain("sync")
+            m.domains.lock = lock = ClockDomain("lock", local=True)
             m.submodules.pll = pll = Ecp5PllClock(self.pll)
-            m.d.comb += sync.clk.eq(pll.clk)
-            m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="sync")
+            m.d.comb += [sync.clk.eq(pll.clk), lock.clk.eq(pll.clk)]
+            m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="lock")
+            # the reset reaches every flip-flop (thousands) on a global net, not the fabric's
+            m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1,
+                                                 o_CLKO=sync.rst)
         m.submodules.core = core = self.core
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)

@@ -256,17 +256,23 @@ BOARD_QUERIES = ["/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/a//b", "//x", "/
                  "//d", "/a/c", "//b/c", "/x"]          # 12: a readout of two bytes
 
 
+async def send_line(ctx, rx, line: bytes, divider: int):
+    """Drive ``line`` into the UART pin ``rx`` (8N1, ``divider`` cycles a bit) after 8 idle
+    cycles."""
+    ctx.set(rx, 1)
+    await ctx.tick().repeat(8)
+    for byte in line:
+        for bit in [0] + [byte >> i & 1 for i in range(8)] + [1]:
+            ctx.set(rx, bit)
+            await ctx.tick().repeat(divider)
+
+
 def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 4000) -> list:
     """Send ``line`` into ``rx``; return the frames that come out of ``tx``."""
     received = bytearray()
 
     async def drive(ctx):
-        ctx.set(core.rx, 1)
-        await ctx.tick().repeat(8)
-        for byte in line:
-            for bit in [0] + [byte >> i & 1 for i in range(8)] + [1]:
-                ctx.set(core.rx, bit)
-                await ctx.tick().repeat(divider)
+        await send_line(ctx, core.rx, line, divider)
         await ctx.tick().repeat(tail)
 
     async def listen(ctx):
@@ -332,6 +338,54 @@ def test_board_core_answers_documents_status_and_link_errors(readout):
         assert readout.errors == 0
         got = sorted(order[i] for i in range(12) if readout.bits >> i & 1)
         assert got == sorted(i + 1 for i in reference.filter(doc)), doc
+
+
+def test_board_core_sends_frames_back_to_back_and_stretches_busy():
+    """Within a response frame each byte starts as soon as the line has sent the previous one
+    (10 bit times and the transmitter's load cycle, escaped bytes too); the busy LED comes on
+    while a document or its response moves and stays on ``busy_stretch`` cycles after the
+    line goes quiet (give or take the registers in between: 2 cycles)."""
+    queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
+    plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8))
+    divider, stretch = 4, 60
+    core = BoardCore(CustomEngine(plan), mode=Mode.CUSTOM, width=12,
+                     identity=plan_identity(plan), divider=divider, heartbeat=50,
+                     busy_stretch=stretch)
+    line = encode_frame(Command.STATUS.value) + encode_frame(Command.DOCUMENT.value,
+                                                             b"<a>\xc0<b/></a>")
+    trace = []                                    # (tx, busy LED) per cycle
+
+    async def drive(ctx):
+        await send_line(ctx, core.rx, line, divider)
+
+    async def watch(ctx):
+        async for _, _, tx, busy in ctx.tick().sample(core.tx, core.leds.busy):
+            trace.append((tx, busy))
+
+    sim = Simulator(core)
+    sim.add_clock(1e-6)
+    sim.add_testbench(drive)
+    sim.add_process(watch)
+    sim.run_until(1e-6 * 40 * divider * (len(line) + 60))
+    starts, t = [], 0                             # the cycles where a start bit begins
+    while t < len(trace):
+        if trace[t][0] == 0:
+            starts.append(t)
+            t += 10 * divider
+        else:
+            t += 1
+    sent = [sum(trace[s + divider // 2 + divider * (i + 1)][0] << i for i in range(8))
+            for s in starts]
+    frames = FrameReader().feed(bytes(sent))
+    assert "".join(chr(f.kind) for f in frames) == "SR"
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    frame_ends = [i for i, byte in enumerate(sent) if byte == EOF]
+    inside = [g for i, g in enumerate(gaps) if i not in frame_ends]
+    assert set(inside) == {10 * divider + 1}, inside
+    quiet = starts[-1] + 10 * divider + 1         # the line is idle from here on
+    assert all(busy for _, busy in trace[starts[0] + 2:quiet])
+    assert all(busy for _, busy in trace[quiet:quiet + stretch - 2])
+    assert not any(busy for _, busy in trace[quiet + stretch + 2:])
 
 
 def test_board_core_checks_its_engine():
@@ -409,7 +463,8 @@ def test_ecp5_pll_dividers_are_in_range_and_exact():
 
 def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
     """ULX3S at 100 MHz: a PLL from the 25 MHz oscillator clocks the engine and the host link
-    (the UART divider follows), and the constraints say 100 MHz for place and route."""
+    (the UART divider follows), and the constraints say 100 MHz for place and route; the reset
+    that holds the logic until the PLL locks is on a global net (a DCCA)."""
     design = programmable_design(HardwareSpec(clusters=1, columns=8, tags=7, max_tag_len=8,
                                               max_depth=8))
     result = run_cli("build", "--board", "ulx3s-85f", "--mode", "programmable", "--clusters",
@@ -429,6 +484,9 @@ def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
     assert re.search(r"\.CLKOP\((\w+)\).*\.CLKFB\(\1\)|\.CLKFB\((\w+)\).*\.CLKOP\(\2\)",
                      pll[:pll.index(");")], re.S)
     assert "PLL EHXPLLL from the board's 25 MHz" in (tmp_path / "report.md").read_text()
+    # the reset from the PLL's lock reaches every flip-flop through a global buffer
+    buffer = top[top.index("DCCA "):]
+    assert re.search(r"\.CE\(1'h1\)", buffer[:buffer.index(");")])
     # the oscillator's own frequency: no PLL
     build_board(design, BuildConfig("ulx3s-85f", tmp_path / "osc", run_toolchain=False,
                                     clock_hz=25e6))
