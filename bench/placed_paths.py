@@ -6,8 +6,10 @@ Each path's delay is estimated as nextpnr-ecp5 predicts an unrouted arc (``Arch:
 120 ps x (6 + max(dx - 5, 0) + max(dy - 5, 0) + 2 (min(dx, 5) + min(dy, 5))) for a distance of
 dx, dy tiles; 0 along a carry chain) plus :data:`LUT_NS` per logic cell and :data:`CLK_Q_NS` at
 the start. The scale is rougher than nextpnr's (it ignores the cells' own timing), so compare the
-paths of one design, not the ns with nextpnr's estimate. Paths are grouped by (start, end) net
-group (as in ``congestion.py``); the worst of each group is printed with its cells' tiles. Paths
+paths of one design, not the ns with nextpnr's estimate. A DCCA's net (a global: the clock,
+the boards' reset) costs nothing, as nextpnr times a routed global. Paths are grouped by
+(start, end) net group (as in ``congestion.py``); the worst of each group is printed with its
+cells' tiles. Paths
 from I/O pins and constant drivers are skipped (nextpnr does not time them against the clock).
 
 Usage: python bench/placed_paths.py PLACED.json [--top 25] [--min-ns 0]
@@ -65,7 +67,7 @@ def rank(path: Path, top: int, min_ns: float) -> list[dict]:
                         driver[bit] = name
 
     def delay(src: str, dst: str, port: str) -> float:
-        if port in ("FCI", "FXA", "FXB"):
+        if port in ("FCI", "FXA", "FXB") or cells[src]["type"] == "DCCA":
             return 0.0
         return arc_ns(where.get(src, (0, 0)), where.get(dst, (0, 0)))
 
