@@ -9,8 +9,8 @@ the start. The scale is rougher than nextpnr's (it ignores the cells' own timing
 paths of one design, not the ns with nextpnr's estimate. A DCCA's net (a global: the clock,
 the boards' reset) costs nothing, as nextpnr times a routed global. Paths are grouped by
 (start, end) net group (as in ``congestion.py``); the worst of each group is printed with its
-cells' tiles. Paths
-from I/O pins and constant drivers are skipped (nextpnr does not time them against the clock).
+cells' tiles. Paths from I/O pins and constant drivers are skipped (nextpnr does not time them
+against the clock).
 
 Usage: python bench/placed_paths.py PLACED.json [--top 25] [--min-ns 0]
 """
