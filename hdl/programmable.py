@@ -45,7 +45,8 @@ from .cluster import ERROR_WIDTH, copy_register, distribute
 from .engine import EngineFrame
 from .frontend import ByteLayout, NameTapLayout
 from .readout import readout_layout
-from .stacks import DecodedEventLayout, decode_events, level_stack, match_flags, pending_stack
+from .stacks import (DecodedEventLayout, RowAheadLayout, decode_events, level_stack,
+                     match_flags, pending_stack, row_ahead)
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "TagDecoder", "ProgrammableCluster",
            "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
@@ -57,6 +58,10 @@ CLUSTER_MODULE = "xpfilt_prog_cluster"
 #: entries, ECP5: 5.3 ns of routing from the position at 128 columns, 8.6 ns to the write
 #: enables at 1,024).
 DECODER_GROUP = 16
+
+#: Groups of columns per cluster with closing columns, each with its own registers of the next
+#: event's stack row and its own LUT-RAM (:func:`xpfilt.hdl.stacks._row_register`).
+STACK_READ_COPIES = 1
 
 
 
@@ -485,9 +490,11 @@ class ProgrammableCluster(wiring.Component):
     :func:`xpfilt.hdl.stacks.decode_events`) and ``index`` from the :class:`TagDecoder` with
     the element's level-1 bit above it (the tag matrix's row), both
     the cluster's own registered copies (the index ``MATRIX_READ_CYCLES`` ahead of the
-    events; ``next_addr``: the stack's read address a cycle ahead, the events' ``addr``, with
-    closing columns (slots, a twig width) their ``read_addr``: a pop reads the closing
-    element's row),
+    events; ``next_addr``: the stack's read address a cycle ahead, the events' ``addr``; with
+    closing columns (slots, a twig width) instead ``row_ahead``, the
+    :class:`xpfilt.hdl.stacks.RowAheadLayout` of the events' ``read_addr`` (a pop reads the
+    closing element's row) two cycles ahead, which the cluster registers per group of
+    columns),
     ``clear``/``matches``/``doc_end``/``errors`` as
     :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
     :class:`ConfigLoader` through registers of the cluster's own."""
@@ -501,8 +508,8 @@ class ProgrammableCluster(wiring.Component):
         return wiring.Signature({
             "events": In(cluster_events(spec)),
             "index": In(spec.index_bits + 1),      # the tag index; above it: level 1
-            "next_addr": In(range(spec.max_depth + 1) if spec.closing  # the next cycle's
-                            else range(max(2, spec.max_depth))),     # events.(read_)addr
+            **({"row_ahead": In(RowAheadLayout(spec.max_depth))} if spec.closing
+               else {"next_addr": In(range(max(2, spec.max_depth)))}),  # next events.addr
             **({"next_conds": In(spec.slots)} if spec.slots else {}),  # ... and events.conds
             "clear": In(1),
             "matches": Out(spec.columns // spec.readout_group),
@@ -586,8 +593,10 @@ class ProgrammableCluster(wiring.Component):
         below = closes & ~anchor
         m.d.comb += [diagonal.eq(hit & (source | below) & passing),
                      new.eq(diagonal | (descendant & ~closes & parent))]
-        level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1,
-                    early_addr=self.next_addr, transparent=True, row_register=True)
+        ahead = [RowAheadLayout(spec.max_depth)(copy_register(
+            m, self.row_ahead.as_value(), g, name=f"row_ahead_{g}"))
+            for g in range(STACK_READ_COPIES)]
+        level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1, ahead=ahead)
         holds = _closing(m, spec, ev, parent, passing, closes, below, descendant,
                          _children_held(spec, active, below))
         match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
@@ -644,12 +653,6 @@ def _children_held(spec: HardwareSpec, active, below):
                            | (beyond[j + 1 + i] ^ active[w * j + spec.negated_bit + i])
                            for i in range(width))).all() for j in range(n)))
     return held
-
-
-def _read_addr(spec: HardwareSpec, events):
-    """The stack row an event reads: the parent's on a push, with closing columns the
-    closing element's on a pop (:func:`_closing`)."""
-    return events.read_addr if spec.closing else events.addr
 
 
 def _passing(m, spec: HardwareSpec, active, next_conds):
@@ -733,7 +736,10 @@ class ProgrammableEngine(wiring.Component):
                 index = Cat(decoder.index, events.level1)
             later = Signal.like(events, name=f"events_delay_{k}")
             m.d.sync += later.eq(events)
-            events = later
+            following, events = events, later
+        if spec.closing:     # the stack rows' compares from the events a cycle ahead
+            aheads = distribute(m, row_ahead(m, events, following, spec.max_depth),
+                                spec.clusters, name="row_ahead")
         events = distribute(m, events, spec.clusters, name="events")
         indices = distribute(m, index, spec.clusters, name="index")
         # The loader's port reaches the clusters through a distribution tree too (its decisions
@@ -749,7 +755,9 @@ class ProgrammableEngine(wiring.Component):
                     path=(f"cluster_{k}",))
                 m.submodules[f"cluster_{k}"] = Instance(
                     CLUSTER_MODULE, i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_events=core.events, i_index=core.index, i_next_addr=core.next_addr,
+                    i_events=core.events, i_index=core.index,
+                    **({"i_row_ahead": core.row_ahead} if spec.closing
+                       else {"i_next_addr": core.next_addr}),
                     **({"i_next_conds": core.next_conds} if spec.slots else {}),
                     i_clear=core.clear, o_matches=core.matches, o_doc_end=core.doc_end,
                     o_errors=core.errors, i_cfg=core.cfg, i_selected=core.selected,
@@ -764,7 +772,8 @@ class ProgrammableEngine(wiring.Component):
             m.d.comb += [Cat(core.cfg, core.selected, core.row).eq(config),
                          core.events.eq(copy_register(m, events[k], k % EVENT_FANOUT,
                                                       name=f"events_{k}")),
-                         core.next_addr.eq(_read_addr(spec, cluster_events(spec)(events[k]))),
+                         (core.row_ahead.eq(aheads[k]) if spec.closing else
+                          core.next_addr.eq(cluster_events(spec)(events[k]).addr)),
                          *([core.next_conds.eq(cluster_events(spec)(events[k]).conds)]
                            if spec.slots else []),
                          core.index.eq(copy_register(m, indices[k], k % EVENT_FANOUT,

@@ -60,7 +60,8 @@ from .frontend import ErrorFlags
 
 __all__ = ["StackBank", "DecodedEventLayout", "TreeEventLayout", "tag_digit_base",
            "widen_events", "decode_events", "packed_stack", "level_stack",
-           "pending_stack", "match_flags", "boolean", "tag_pairs"]
+           "pending_stack", "match_flags", "boolean", "tag_pairs", "RowAheadLayout",
+           "row_ahead"]
 
 
 class DecodedEventLayout(data.StructLayout):
@@ -378,8 +379,8 @@ def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> N
 
 
 def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
-                rows: int = None, read_addr=None, early_addr=None,
-                transparent: bool = False, row_register: bool = False) -> None:
+                rows: int = None, read_addr=None, early_addr=None, transparent: bool = False,
+                ahead=None) -> None:
     """The stack memory of a custom cluster, one row per level: ``parent`` shows row
     ``ev.level - 1`` (asynchronous read; on a push, the row of the new element's parent), and
     a push to level ``L`` writes ``new`` to row ``L`` unless ``L`` is ``max_depth`` (no push
@@ -392,13 +393,14 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     address's fan-out in the cycle before). Exact because no push writes in the cycle before
     another push (the front end's pushes are at least three bytes apart). ``transparent``:
     the synchronous read returns a row written in the same cycle (a pop reading its own row
-    right after the push of ``<a/>``). ``row_register`` (with ``transparent``): the same rows
-    every cycle from an asynchronous read into a register of ``parent``'s own, the row
-    written in the same cycle chosen explicitly, see :func:`_row_register`."""
+    right after the push of ``<a/>``). ``ahead`` (instead of ``early_addr``, with ``rows`` =
+    ``max_depth + 1``): registers of the next event's row (:class:`RowAheadLayout`), one per
+    group of columns: the same rows every cycle as a transparent read a cycle ahead, see
+    :func:`_row_register`."""
     rows = max_depth if rows is None else rows
-    if row_register:
-        assert transparent and early_addr is not None and rows == max_depth + 1
-        _row_register(m, ev, parent, new, max_depth, early_addr)
+    if ahead is not None:
+        assert rows == max_depth + 1
+        _row_register(m, ev, parent, new, max_depth, ahead)
         return
     mem = Memory(shape=len(new), depth=rows, init=[])
     m.submodules.stack = mem
@@ -415,33 +417,56 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     ]
 
 
-def _row_register(m: Module, ev, parent: Signal, new: Signal, max_depth: int,
-                  early_addr) -> None:
-    """The stack of ``max_depth + 1`` rows (level ``L`` in row ``L``) read transparently and
-    synchronously at ``early_addr`` into ``parent``, built as an asynchronous read into a
-    register: ``parent`` takes ``new`` when this cycle's push writes that row, else the row
-    read. Yosys maps a transparent synchronous read on LUT-RAM to an address register instead
-    (a read-after-write from the registered address), which puts the address's fan-out to
-    every RAM cell, the read and the new row's logic back into the RAM's write data in one
-    cycle (the programmable engine with slots: 82.8 MHz, critical path ``next_addr`` -> stack
-    LUT-RAM); here that cycle ends at ``parent``'s register. When ``max_depth`` is a power of
-    two the memory has ``max_depth`` rows, the deepest level's in row 0: level 0's row is
-    never written and reads as zeros (the other row count needs a second bank of 16-row
-    LUT-RAMs and a multiplexer after them; 1 x 128 with 8 slots: 89.6 MHz, critical path
-    ``next_addr`` -> the 17-row stack -> ``parent``)."""
-    folded = max_depth & (max_depth - 1) == 0 and max_depth > 1
-    bits = (max_depth - 1).bit_length() if folded else len(early_addr)
-    mem = Memory(shape=len(new), depth=max_depth if folded else max_depth + 1, init=[])
-    m.submodules.stack = mem
-    write = mem.write_port()
-    read = mem.read_port(domain="comb")
-    written = Signal()        # this cycle's push writes the row the next event reads
-    m.d.comb += [write.addr.eq(ev.level[:bits]), write.data.eq(new), write.en.eq(ev.push),
-                 read.addr.eq(early_addr[:bits]),
-                 written.eq(ev.push & (ev.level == early_addr))]
-    row = Mux(early_addr == 0, 0, read.data) if folded else read.data
-    m.d.sync += parent.eq(Mux(written, new, row))
+class RowAheadLayout(data.StructLayout):
+    """What a stack read a cycle ahead needs of the next event, computed a cycle before the
+    event registers that hold it (:func:`row_ahead`): ``addr``, the row it reads; ``written``,
+    the current event's push writes that row; ``root``, the row is level 0's."""
 
+    def __init__(self, max_depth: int):
+        super().__init__({"addr": range(max_depth + 1), "written": 1, "root": 1})
+
+
+def row_ahead(m: Module, events, following, max_depth: int):
+    """A :class:`RowAheadLayout` signal from ``events`` and ``following`` (the events a cycle
+    later: ``events``' register input), both :class:`DecodedEventLayout`, for the register
+    stage that takes ``events``: its ``written`` and ``root`` are the compares of the stack's
+    read address, made here from registers a cycle before."""
+    out = Signal(RowAheadLayout(max_depth))
+    m.d.comb += [out.addr.eq(following.read_addr),
+                 out.written.eq(events.push & (events.level == following.read_addr)),
+                 out.root.eq(following.read_addr == 0)]
+    return out
+
+
+def _row_register(m: Module, ev, parent: Signal, new: Signal, max_depth: int, ahead) -> None:
+    """The stack of ``max_depth + 1`` rows (level ``L`` in row ``L``) read transparently and
+    synchronously at the next event's row into ``parent``, built as an asynchronous read into
+    a register: ``parent`` takes ``new`` when this cycle's push writes that row, else the row
+    read. ``ahead``: registers of the next event's row (:class:`RowAheadLayout`, the compares
+    made a cycle before), one per group of consecutive columns, each with a LUT-RAM of its own
+    (the address's fan-out from one register to every column's RAM was the critical path).
+    Yosys maps a transparent synchronous read on LUT-RAM to an address register instead (a
+    read-after-write from the registered address), which puts the address's fan-out to every
+    RAM cell, the read and the new row's logic back into the RAM's write data in one cycle
+    (the programmable engine with slots: 82.8 MHz); here that cycle ends at ``parent``'s
+    register. When ``max_depth`` is a power of two the memory has ``max_depth`` rows, the
+    deepest level's in row 0: level 0's row is never written and reads as zeros (the other row
+    count needs a second bank of 16-row LUT-RAMs and a multiplexer after them; 1 x 128 with 8
+    slots: 89.6 MHz, critical path ``next_addr`` -> the 17-row stack -> ``parent``)."""
+    folded = max_depth & (max_depth - 1) == 0 and max_depth > 1
+    bits = (max_depth - 1).bit_length() if folded else len(ahead[0].addr)
+    size = -(-len(new) // len(ahead))
+    for g, row in enumerate(ahead):
+        part = slice(g * size, min(len(new), (g + 1) * size))
+        mem = Memory(shape=len(new[part]), depth=max_depth if folded else max_depth + 1,
+                     init=[])
+        m.submodules[f"stack_{g}"] = mem
+        write = mem.write_port()
+        read = mem.read_port(domain="comb")
+        m.d.comb += [write.addr.eq(ev.level[:bits]), write.data.eq(new[part]),
+                     write.en.eq(ev.push), read.addr.eq(row.addr[:bits])]
+        stored = Mux(row.root, 0, read.data) if folded else read.data
+        m.d.sync += parent[part].eq(Mux(row.written, new[part], stored))
 
 
 def packed_stack(m: Module, ev, top: Signal, new: Signal, max_depth: int, *,
