@@ -11,7 +11,11 @@ of 128 columns, tags up to 16 bytes, a dictionary of 31 tags, and S comparator s
   number lexer, positions) = S = 8 - S = 0 - 8 slots;
 * per column = the second cluster's cost per column, with and without slots: (2 x 128 - 1 x 128)
   / 128 at S = 0 (before) and at S = 8 (after: the column's slot select, an (S + 1):1
-  multiplexer, and its gate).
+  multiplexer, and its gate);
+* the negated-child mask (split nodes: a nested path under ``not``) at twig width W = 4, 8
+  slots: :func:`xpfilt.hdl.programmable.children_held` for 128 columns with the negated bits
+  as inputs and tied to 0 (the logic without them), per column; its flip-flops are counted:
+  each flag bit is a staged and an active flip-flop, 2 W per column (and W stream bits).
 
 The custom engine's comparator costs 1.96 LUT6-eq per condition (bench/results/predicates; a
 constant's bits are folded into LUTs); a programmable slot compares with loaded bytes.
@@ -34,6 +38,10 @@ import argparse
 import json
 import time
 
+from amaranth.hdl import Cat, Const, Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
 import fmax
 import resources
 from common import RESULTS, publish
@@ -41,11 +49,35 @@ from fmax import run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
 from xpfilt.hdl.frontend import FrontEnd
+from xpfilt.hdl.programmable import children_held
 from xpfilt.programmable import HardwareSpec
 from xpfilt.synth import xilinx_counts
 from xpfilt.verilog import TOP_NAME, emit_programmable_verilog
 
 POINTS = ((1, 0), (1, 8), (1, 32), (2, 0), (2, 8))     # (clusters, slots)
+NEGATED_SPEC = HardwareSpec(clusters=1, columns=128, max_tag_len=16, tags=31, slots=8,
+                            twig_width=4)
+
+
+class ChildrenHeld(wiring.Component):
+    """:func:`children_held` of ``spec``'s columns as a component (``active``: the cluster's
+    flags, ``pending``: the closing element's pending bits, ``held`` per column);
+    ``negated=False`` ties every negated bit to 0."""
+
+    def __init__(self, spec: HardwareSpec, negated: bool):
+        self.spec, self.negated = spec, negated
+        super().__init__({"active": In(spec.cluster_flag_bits), "pending": In(spec.columns),
+                          "held": Out(spec.columns)})
+
+    def elaborate(self, platform):
+        m = Module()
+        spec, w = self.spec, self.spec.column_flag_bits
+        negated = range(spec.negated_bit, spec.negated_bit + spec.twig_width)
+        active = self.active if self.negated else Cat(*(
+            Const(0, 1) if b < w * spec.columns and b % w in negated else self.active[b]
+            for b in range(len(self.active))))
+        m.d.comb += self.held.eq(children_held(spec, active, None)(self.pending))
+        return m
 
 
 def main() -> None:
@@ -90,6 +122,26 @@ def main() -> None:
             row.update(lut6_eq=counts["lut6_eq"], ff=counts["ffs"])
             front[slots] = counts
         rows.append(row)
+    held = {}
+    for negated in (True, False) if measure else ():
+        result = yosys_synth(component_verilog(ChildrenHeld(NEGATED_SPEC, negated), "part"),
+                             "part", XILINX, label=f"children held, negated {negated}")
+        row = {"what": "children held" + ("" if negated else ", no negated mask"),
+               "columns": NEGATED_SPEC.columns, "slots": NEGATED_SPEC.slots,
+               "twig_width": NEGATED_SPEC.twig_width, "rtl_digest": digest,
+               "error": result["error"]}
+        if result["error"] is None:
+            row["lut6_eq"] = held[negated] = xilinx_counts(result["cells"])["lut6_eq"]
+        rows.append(row)
+    if len(held) == 2:
+        rows.append({"what": "negated mask", "columns": NEGATED_SPEC.columns,
+                     "slots": NEGATED_SPEC.slots, "twig_width": NEGATED_SPEC.twig_width,
+                     "negated_lut6_per_column": round((held[True] - held[False])
+                                                      / NEGATED_SPEC.columns, 2),
+                     "negated_ff_per_column": 2 * NEGATED_SPEC.twig_width,
+                     "negated_stream_bits_per_column": NEGATED_SPEC.twig_width,
+                     "rtl_digest": digest})
+        log(f"negated mask: {rows[-1]}")
     if len(lut) == len(POINTS) and len(front) == 3:
         per_slot = (front[32]["lut6_eq"] - front[8]["lut6_eq"]) / 24
         before = (lut[2, 0] - lut[1, 0]) / 128
@@ -134,6 +186,9 @@ def main() -> None:
         ("per_column_before", "LUT6-eq / column, no slots"),
         ("per_column_after", "LUT6-eq / column, with slots"),
         ("per_column_growth", "growth / column"), ("slots_shared", "slots' shared part"),
+        ("twig_width", "twig width W"), ("negated_lut6_per_column", "negated mask LUT6-eq / column"),
+        ("negated_ff_per_column", "negated mask FF / column"),
+        ("negated_stream_bits_per_column", "negated mask stream bits / column"),
         ("router", "router"), ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"), ("critical_from", "critical from"),
         ("critical_to", "to"),
         ("rtl_digest", "RTL digest"), ("error", "error")],
@@ -144,7 +199,10 @@ def main() -> None:
         "/ 128 at S = 0 (before) and S = 8 (after: slot select and gate). Shared part: the "
         "number lexer and positions (front end S = 8 - S = 0 - 8 slots). Before the names and "
         "strings shared a memory and operators were loaded as accepted outcomes (RTL "
-        "66df7bd8a2ad): 75.8 LUT6-eq per slot in the front end. Custom engine for comparison: "
+        "66df7bd8a2ad): 75.8 LUT6-eq per slot in the front end. Negated mask (split nodes' "
+        "negated children, W = 4): children_held for 128 columns with the negated bits and "
+        "with them tied to 0, per column; its FF counted (a staged and an active flip-flop "
+        "per flag bit). Custom engine for comparison: "
         "1.96 "
         "LUT6-eq per condition (constants folded into LUTs; bench/results/predicates). "
         f"This run {time.perf_counter() - started:.0f} s.")

@@ -59,8 +59,9 @@ CLUSTER_MODULE = "xpfilt_prog_cluster"
 #: enables at 1,024).
 DECODER_GROUP = 16
 
-#: Groups of columns per cluster with closing columns, each with its own registers of the next
-#: event's stack row and its own LUT-RAM (:func:`xpfilt.hdl.stacks._row_register`).
+#: Groups of columns per cluster with closing columns (at most one per column), each with its
+#: own registers of the next event's stack row and its own LUT-RAM
+#: (:func:`xpfilt.hdl.stacks._row_register`).
 STACK_READ_COPIES = 1
 
 
@@ -595,10 +596,10 @@ class ProgrammableCluster(wiring.Component):
                      new.eq(diagonal | (descendant & ~closes & parent))]
         ahead = [RowAheadLayout(spec.max_depth)(copy_register(
             m, self.row_ahead.as_value(), g, name=f"row_ahead_{g}"))
-            for g in range(STACK_READ_COPIES)]
+            for g in range(min(STACK_READ_COPIES, n))]
         level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1, ahead=ahead)
         holds = _closing(m, spec, ev, parent, passing, closes, below, descendant,
-                         _children_held(spec, active, below))
+                         children_held(spec, active, below))
         match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
                     | Mux(ev.pop, holds & anchor, 0), self.matches, gated=False)
         return m
@@ -614,8 +615,7 @@ def _answers(spec: HardwareSpec, active, new):
         active[base + bits * g:base + bits * g + bits]] for g in range(spec.columns // group)))
 
 
-def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant,
-             children_held):
+def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant, held):
     """The closing columns on a pop (a text() step and the steps after it, see
     :func:`xpfilt.programmable.query_columns`), as the custom engine's twig entries
     (:mod:`xpfilt.hdl.stacks`): a pending bit per column and open element ("below this
@@ -623,19 +623,19 @@ def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant,
     LUT-RAM by level, saved on each push). Column ``k`` holds at the closing element when its
     ``row`` has ``k``, its chain holds on the pop's text bits (``passing``) and, when column
     ``k + 1`` is below it (with split nodes: each of its children), that one held below the
-    element (``children_held(pending)``, :func:`_children_held`); a below column holding sets
+    element (``held(pending)``, :func:`children_held`); a below column holding sets
     the parent's pending bit, and passes the element's on when its step is reached by ``//``
     (the previous column's ``descendant``). Returns the columns that hold (anchors: a
     match)."""
     n = spec.columns
     pending = Signal(n)
-    holds = row & closes & passing & children_held(pending)
+    holds = row & closes & passing & held(pending)
     up = (holds | (pending & Cat(Const(0, 1), descendant[:-1]))) & below
     pending_stack(m, ev, pending, up, spec.max_depth)
     return holds
 
 
-def _children_held(spec: HardwareSpec, active, below):
+def children_held(spec: HardwareSpec, active, below):
     """A function of the pending bits (the closing element's): per column, whether every
     child of it held below the element. Without a twig width a column's child is column
     ``k + 1`` when that one is below; with one, the columns its children mask names among

@@ -443,7 +443,8 @@ def _row_register(m: Module, ev, parent: Signal, new: Signal, max_depth: int, ah
     synchronously at the next event's row into ``parent``, built as an asynchronous read into
     a register: ``parent`` takes ``new`` when this cycle's push writes that row, else the row
     read. ``ahead``: registers of the next event's row (:class:`RowAheadLayout`, the compares
-    made a cycle before), one per group of consecutive columns, each with a LUT-RAM of its own
+    made a cycle before), one per group of consecutive columns (as even as they divide), each
+    with a LUT-RAM of its own
     (the address's fan-out from one register to every column's RAM was the critical path).
     Yosys maps a transparent synchronous read on LUT-RAM to an address register instead (a
     read-after-write from the registered address), which puts the address's fan-out to every
@@ -455,11 +456,12 @@ def _row_register(m: Module, ev, parent: Signal, new: Signal, max_depth: int, ah
     slots: 89.6 MHz, critical path ``next_addr`` -> the 17-row stack -> ``parent``)."""
     folded = max_depth & (max_depth - 1) == 0 and max_depth > 1
     bits = (max_depth - 1).bit_length() if folded else len(ahead[0].addr)
-    size = -(-len(new) // len(ahead))
+    assert len(ahead) <= len(new)
+    bounds = [g * len(new) // len(ahead) for g in range(len(ahead) + 1)]
     for g, row in enumerate(ahead):
-        part = slice(g * size, min(len(new), (g + 1) * size))
-        mem = Memory(shape=len(new[part]), depth=max_depth if folded else max_depth + 1,
-                     init=[])
+        part = slice(bounds[g], bounds[g + 1])
+        mem = Memory(shape=bounds[g + 1] - bounds[g],
+                     depth=max_depth if folded else max_depth + 1, init=[])
         m.submodules[f"stack_{g}"] = mem
         write = mem.write_port()
         read = mem.read_port(domain="comb")
