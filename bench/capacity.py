@@ -86,6 +86,8 @@ CONFIRM_FILL = {"ice40": FILL, "ecp5": 0.5}
 #: Longest place and route per family: a nearly full UP5K can spend many minutes legalising
 #: (6 programmable columns, 96 % of the cells: > 8 min); such a size counts as not fitting.
 PNR_CAP = {"ice40": 300, "ecp5": 2700}
+#: --pnr-cap: the cap of every place and route of this run, seconds (None: :data:`PNR_CAP`).
+PNR_CAP_ASKED = [None]
 #: The fastest UART rate each board's clock divides to within 2 % that its FTDI chip takes
 #: (3 Mbaud at most): 12 MHz / 4; 25 MHz / 25.
 FASTEST_BAUD = {"icebreaker": 3_000_000, "ulx3s-85f": 1_000_000}
@@ -220,7 +222,7 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         return row
     if budget.cached_only:
         return {"name": name, "size": size, "error": "not run (--cached-only)", "skipped": True}
-    cap = PNR_CAP[get_board(board).family] if pnr else math.inf
+    cap = (PNR_CAP_ASKED[0] or PNR_CAP[get_board(board).family]) if pnr else math.inf
     timeout = min(budget.left(), cap)
     if timeout < 60:
         return {"name": name, "size": size, "error": "time budget used up", "skipped": True}
@@ -380,11 +382,18 @@ def main() -> None:
     parser.add_argument("--router", choices=["router1", "router2"], default=None,
                         help="nextpnr's router (default: router2 on the ULX3S, nextpnr's "
                              "router1 on the iCEBreaker); the rows say which.")
+    parser.add_argument("--pnr-cap", type=float, default=None,
+                        help="Seconds each place and route may take (default: 300 on the "
+                             "iCE40, 2,700 on the ECP5); the --budget still caps the run.")
+    parser.add_argument("--no-probes", action="store_true",
+                        help="With --sizes: place and route only those sizes, without the two "
+                             "probe builds and the prediction (the rows then have none).")
     parser.add_argument("--rtl-digest", default=None,
                         help="With --cached-only: report the cached builds of this RTL digest "
                              "(the sources may have changed since they were built).")
     args = parser.parse_args()
     READOUT[0] = args.readout
+    PNR_CAP_ASKED[0] = args.pnr_cap
     os.environ.setdefault("AMARANTH_verbose", "1")     # nextpnr's log with its estimates
     ENGINE_CLOCK[0] = args.clock_mhz * 1e6 if args.clock_mhz else None
     ROUTER[0] = args.router
@@ -407,16 +416,21 @@ def main() -> None:
     sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
     if sizes and not args.point:
         parser.error("--sizes needs --point")
+    if args.no_probes and not sizes:
+        parser.error("--no-probes needs --sizes")
 
     # phase 1: the two sizes of every point (cheap); phase 2: confirmations, cheapest first
     measured = {}
     for board, kind, depth, (s1, s2) in points:
+        if args.no_probes:
+            measured[(board, kind, depth)] = None
+            continue
         small = run_build(args.work, board, kind, depth, s1, pnr=True, budget=budget)
         large = run_build(args.work, board, kind, depth, s2, pnr=False, budget=budget)
         measured[(board, kind, depth)] = (small, large)
     rows = []
     for board, kind, depth, _ in points:
-        small, large = measured[(board, kind, depth)]
+        small, large = measured[(board, kind, depth)] or ({}, {})
         spec = get_board(board)
         row = {"board": board, "kind": kind, "depth": depth,
                "readout": args.readout if kind == "custom" else "serial",
@@ -424,18 +438,20 @@ def main() -> None:
                "clock_mhz": engine_clock_mhz(board),
                "clock_source": "PLL" if ENGINE_CLOCK[0] else "oscillator",
                "router": router_for(board),
-               "probes": f"{small['size']} (P&R), "
-               f"{large['size']} (synth)"}
-        if small.get("error") or large.get("error") or not small.get("cells"):
-            row["error"] = small.get("error") or large.get("error") or "no P&R at the small size"
-            rows.append(row)
-            continue
-        size, model = predict(board, small, large)
-        size = round_size(kind, board, size)
-        row.update(predicted=size, **model)
+               "probes": "none (--no-probes)" if args.no_probes else
+               f"{small['size']} (P&R), {large['size']} (synth)"}
         confirmed, tries = None, []
-        candidate = round_size(kind, board, predict(board, small, large,
-                                                    CONFIRM_FILL[spec.family])[0])
+        if not args.no_probes:
+            if small.get("error") or large.get("error") or not small.get("cells"):
+                row["error"] = (small.get("error") or large.get("error")
+                                or "no P&R at the small size")
+                rows.append(row)
+                continue
+            size, model = predict(board, small, large)
+            size = round_size(kind, board, size)
+            row.update(predicted=size, **model)
+            candidate = round_size(kind, board, predict(board, small, large,
+                                                        CONFIRM_FILL[spec.family])[0])
         for attempt in range(3 if not sizes else 0):
             result = run_build(args.work, board, kind, depth, candidate, pnr=True, budget=budget)
             outcome = result.get("error", "ok")[:80]
@@ -446,11 +462,12 @@ def main() -> None:
             if result.get("timeout") or result.get("skipped"):
                 break
             candidate = round_size(kind, board, int(candidate * 0.88))
+        last = None
         for size_asked in sizes:           # --sizes: these, in order; the largest that works
             if confirmed is not None and size_asked < confirmed["size"]:
                 continue                   # a fallback size, not needed
-            result = run_build(args.work, board, kind, depth, size_asked, pnr=True,
-                               budget=budget)
+            result = last = run_build(args.work, board, kind, depth, size_asked, pnr=True,
+                                      budget=budget)
             tries.append(f"{size_asked}: {result.get('error', 'ok')[:80]}")
             if not result.get("error") and (confirmed is None
                                             or size_asked > confirmed["size"]):
@@ -467,12 +484,17 @@ def main() -> None:
         row["tries"] = "; ".join(tries)
         row["all_tries"] = earlier_tries(args.work, board, kind, depth)
         best = confirmed
-        if best is None:                 # the largest that did place and route: the probe
+        if best is None and args.no_probes:   # no probe to fall back on: the last size tried
+            best = last
+            row.update(status=f"not placed and routed: {best.get('error', '?')[:120]}",
+                       error=best.get("error"))
+        elif best is None:               # the largest that did place and route: the probe
             row["status"] = (f"predicted {size}; not confirmed: largest placed and routed is "
                              "the small probe")
             best = small
         else:
             row["status"] = "placed and routed"
+        row["placement_estimate_mhz"] = best.get("placement_estimate_mhz")
         if best.get("cells"):
             row.update(fmax_mhz=best.get("fmax_mhz"), cells=best.get("cells"),
                        cells_available=best.get("cells_available"),
