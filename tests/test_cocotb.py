@@ -238,9 +238,12 @@ def structural_cases():
 
 
 @pytest.mark.regress
+@pytest.mark.parametrize("readout", ["serial", "sparse"])
 @pytest.mark.parametrize("queries,folder,tsv", structural_cases())
-def test_regress_shared_query_set_on_verilator(queries, folder, tsv, build_dir, tmp_path):
+def test_regress_shared_query_set_on_verilator(queries, folder, tsv, readout, build_dir,
+                                               tmp_path):
     summary = run_regression(RegressionConfig(queries=queries, documents=[folder],
+                                              options=CompileOptions(readout=readout),
                                               build_dir=build_dir, seed=1,
                                               replay_dir=tmp_path / "replays"))
     print(summary.format())
