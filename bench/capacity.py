@@ -52,6 +52,8 @@ Usage: python bench/capacity.py [--budget S] [--work DIR] [--only icebreaker|ulx
        [--clock-mhz 100]   (ECP5: the engine from the PLL, timed at 100 MHz; the rows say so)
        [--router router1|router2]   (nextpnr's router; default :data:`NEXTPNR`'s; the rows and
        the cached builds' names say which)
+       [--place-only]   (place, do not route: the post-placement estimate; the placed netlist in
+       WORK/placed/ for bench/placed_paths.py)  [--no-probes] (with --sizes)  [--pnr-cap S]
 """
 
 from __future__ import annotations
@@ -169,6 +171,9 @@ READOUT = ["serial"]     # the readout of the custom designs (--readout)
 ENGINE_CLOCK = [None]
 #: The router asked for (--router); None: the board's in :data:`NEXTPNR`.
 ROUTER = [None]
+#: --place-only: place without routing (nextpnr's post-placement estimate; the placed netlist
+#: kept in --work for bench/placed_paths.py).
+PLACE_ONLY = [False]
 
 
 def router_for(board: str) -> str:
@@ -195,7 +200,8 @@ def point_name(board: str, kind: str, depth) -> str:
     sparse = "-sparse" if kind == "custom" and READOUT[0] == "sparse" else ""
     clock = f"-c{ENGINE_CLOCK[0] / 1e6:g}" if ENGINE_CLOCK[0] else ""
     router = f"-{ROUTER[0]}" if ROUTER[0] and ROUTER[0] != router_for_default(board) else ""
-    return f"{board}-{kind}-d{depth or 'x'}{sparse}{clock}{router}"
+    placed = "-placed" if PLACE_ONLY[0] else ""
+    return f"{board}-{kind}-d{depth or 'x'}{sparse}{clock}{router}{placed}"
 
 
 def router_for_default(board: str) -> str:
@@ -235,7 +241,8 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         result = build_board(design, BuildConfig(board, out, synthesize_only=not pnr,
                                                  timeout=timeout,
                                                  nextpnr_args=nextpnr_args(board),
-                                                 clock_hz=ENGINE_CLOCK[0]), log=log)
+                                                 clock_hz=ENGINE_CLOCK[0],
+                                                 place_only=PLACE_ONLY[0] and pnr), log=log)
         report = json.loads(result.to_json())
     except ToolError as exc:
         report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() \
@@ -260,6 +267,11 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         kept = work / f"{name}-{rtl_digest()}.nextpnr.log"
         shutil.copy(pnr_log, kept)
         row["placement_estimate_mhz"] = placement_estimate(kept.read_text(errors="replace"))
+    placed = out / "gateware" / "placed.json"
+    if placed.exists():             # --place-only: for bench/placed_paths.py (not *.json in work)
+        (work / "placed").mkdir(exist_ok=True)
+        row["placed_netlist"] = str(shutil.copy(placed, work / "placed" /
+                                                f"{name}-{rtl_digest()}.json"))
     if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
     else:                                           # ... but listed among the runs
@@ -385,6 +397,10 @@ def main() -> None:
     parser.add_argument("--pnr-cap", type=float, default=None,
                         help="Seconds each place and route may take (default: 300 on the "
                              "iCE40, 2,700 on the ECP5); the --budget still caps the run.")
+    parser.add_argument("--place-only", action="store_true",
+                        help="Place without routing (ECP5): the rows give nextpnr's "
+                             "post-placement estimate, and the placed netlist stays in --work "
+                             "for bench/placed_paths.py.")
     parser.add_argument("--no-probes", action="store_true",
                         help="With --sizes: place and route only those sizes, without the two "
                              "probe builds and the prediction (the rows then have none).")
@@ -394,6 +410,7 @@ def main() -> None:
     args = parser.parse_args()
     READOUT[0] = args.readout
     PNR_CAP_ASKED[0] = args.pnr_cap
+    PLACE_ONLY[0] = args.place_only
     os.environ.setdefault("AMARANTH_verbose", "1")     # nextpnr's log with its estimates
     ENGINE_CLOCK[0] = args.clock_mhz * 1e6 if args.clock_mhz else None
     ROUTER[0] = args.router
@@ -437,7 +454,7 @@ def main() -> None:
                "rtl_digest": rtl_digest(),
                "clock_mhz": engine_clock_mhz(board),
                "clock_source": "PLL" if ENGINE_CLOCK[0] else "oscillator",
-               "router": router_for(board),
+               "router": "placed only" if PLACE_ONLY[0] else router_for(board),
                "probes": "none (--no-probes)" if args.no_probes else
                f"{small['size']} (P&R), {large['size']} (synth)"}
         confirmed, tries = None, []
@@ -493,7 +510,8 @@ def main() -> None:
                              "the small probe")
             best = small
         else:
-            row["status"] = "placed and routed"
+            row["status"] = ("placed, not routed (--place-only)" if PLACE_ONLY[0]
+                             else "placed and routed")
         row["placement_estimate_mhz"] = best.get("placement_estimate_mhz")
         if best.get("cells"):
             row.update(fmax_mhz=best.get("fmax_mhz"), cells=best.get("cells"),

@@ -181,7 +181,9 @@ class BuildConfig:
     ``("--router", "router2")``: routes large designs several times faster, at some Fmax).
     ``clock_hz``: the engine's (and host link's) clock; None: the board's oscillator; another
     frequency: a PLL from it (ECP5), and place and route is constrained at that frequency
-    (with the oscillator's, nextpnr stops improving a path once it meets 25 MHz)."""
+    (with the oscillator's, nextpnr stops improving a path once it meets 25 MHz).
+    ``place_only``: nextpnr places without routing and writes ``gateware/placed.json`` (for
+    ``bench/placed_paths.py``; its post-placement estimate is in its log); nothing is packed."""
     board: str
     output: Path
     baud: int = DEFAULT_BAUD
@@ -191,6 +193,7 @@ class BuildConfig:
     seed: Optional[int] = None
     nextpnr_args: tuple = ()
     clock_hz: Optional[float] = None
+    place_only: bool = False
 
 
 def engine_clock(board: Board, clock_hz: Optional[float]) -> Optional[Ecp5Pll]:
@@ -398,6 +401,8 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
         if config.seed is not None:
             nextpnr.append(f"--seed {config.seed}")
         nextpnr += config.nextpnr_args
+        if config.place_only:
+            nextpnr += ["--no-route", "--write", "placed.json"]
         overrides = {"debug_verilog": True, "nextpnr_opts": " ".join(nextpnr),
                      "script_after_synth": f"tee -q -o {BOARD_TOP}.stat.json stat -json"}
     start = time.perf_counter()
@@ -447,6 +452,11 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
         elif name.startswith("nextpnr"):
             report = json.loads((gateware / f"{BOARD_TOP}.report.json").read_text())
             result.pnr = summarize_nextpnr_report(report)
+            if config.place_only:
+                result.notes.append("placed, not routed (place_only): gateware/placed.json; "
+                                    "the post-placement estimate is in the nextpnr log")
+                log(f"{board.name}: placed, not routed ({seconds:.0f} s)")
+                return
             log(f"{board.name}: Fmax {result.fmax_mhz:.1f} MHz ({seconds:.0f} s)")
     bitstream = f"{BOARD_TOP}.{board.bitstream}"
     shutil.copy(gateware / bitstream, out / bitstream)

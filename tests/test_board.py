@@ -528,6 +528,31 @@ def test_too_large_a_design_stops_after_synthesis_with_a_size_estimate(small_des
     assert "DOES NOT FIT" in (out / "report.md").read_text()
 
 
+def test_place_only_build_keeps_the_placed_netlist_and_packs_nothing(small_design, tmp_path,
+                                                                    monkeypatch):
+    """``place_only``: nextpnr places without routing and writes ``placed.json`` (for
+    bench/placed_paths.py), the report keeps its utilization, no bitstream is packed."""
+    cells = {"design": {"num_cells_by_type": {"LUT4": 900, "TRELLIS_FF": 700}}}
+    monkeypatch.setenv("YOSYS", fake_tool(
+        tmp_path / "yosys", f"echo '{json.dumps(cells)}' > xpfilt_board.stat.json\n"))
+    monkeypatch.chdir(tmp_path)   # Amaranth also calls $YOSYS (for its debug Verilog) here
+    report = {"utilization": {"TRELLIS_COMB": {"used": 1800, "available": 83640}}}
+    monkeypatch.setenv("NEXTPNR_ECP5", fake_tool(
+        tmp_path / "nextpnr", f"echo \"$@\" > {tmp_path}/pnr-args\n"
+        "echo \"Info: Max frequency for clock 'clk': 56.60 MHz (FAIL at 100.00 MHz)\"\n"
+        f"echo '{json.dumps(report)}' > xpfilt_board.report.json\necho {{}} > placed.json\n"))
+    monkeypatch.setenv("ECPPACK", fake_tool(tmp_path / "pack", f"touch {tmp_path}/pack-ran\n"))
+    out = tmp_path / "out"
+    result = build_board(small_design, BuildConfig("ulx3s-85f", out, place_only=True,
+                                                   clock_hz=100e6))
+    args = (tmp_path / "pnr-args").read_text().split()
+    assert "--no-route" in args and args[args.index("--write") + 1] == "placed.json"
+    assert (out / "gateware/placed.json").exists() and not (tmp_path / "pack-ran").exists()
+    assert result.bitstream is None and result.fmax_mhz is None
+    assert result.pnr["utilization"] == {"TRELLIS_COMB": "1800/83640"}
+    assert any("placed, not routed" in note for note in result.notes)
+
+
 def test_place_and_route_failure_is_a_clear_error(tmp_path):
     tool = fake_tool(tmp_path / "pnr", "echo 'Info: placing'\n"
                      "echo 'ERROR: Unable to place cell x, no BELs remaining to implement "
