@@ -548,57 +548,69 @@ class WideFrontEnd(wiring.Component):
                          b["any_push"].eq(p["any_push"]), b["stuff"].eq(p["stuff"])]
             bounds.append(b)
 
-        # === stage L: the depth, name position, hash and root seen before each lane and after
-        # the beat (loops v0, pos0, h0, root0), registered ===
+        # === stage L: the depth after the beat (loop v0, through the beat's bounds alone), the
+        # name position, hash and root seen before each lane and after the beat (loops pos0,
+        # h0, root0), registered; the depth before the beat and the lanes' bounds registered
+        # for stage L2 (so that v0 drives one clamp, not one per lane) ===
         l_valid, l_last = Signal(), Signal()
         m.d.sync += [l_valid.eq(n2_valid), l_last.eq(n2_last)]
         v0 = Signal(range(v_max + 1))
         pos0 = Signal(range(p_max + 1))
         h0 = Signal(HASH_WIDTH, init=HASH_INIT)
         root0 = Signal()
+
+        def clamp(v, b, name):
+            """min(max(v + A, LO), TOP) from the bounds ``b`` (stage N2's), in a Signal."""
+            return wire(m, Mux(v < b["below"], b["LO"], Mux(v > b["above"], b["TOP"], v + b["A"])),
+                        name)
+
         powers = [wire(m, hash_power(h0, e), f"l_power{e}") for e in range(W + 1)]
-        v, pos, h, root = [v0], [pos0], [h0], [root0]
+        pos, h, root = [pos0], [h0], [root0]
         for i, b in enumerate(bounds):
-            vi = Signal(range(v_max + 1), name=f"l{i + 1}_v")
-            m.d.comb += vi.eq(Mux(v0 < b["below"], b["LO"],
-                                  Mux(v0 > b["above"], b["TOP"], v0 + b["A"])))
             pi = Signal(range(p_max + 1), name=f"l{i + 1}_pos")
             m.d.comb += pi.eq(Mux(b["reset"], b["fresh"],
                                   Mux(pos0 > b["room"], p_max, pos0 + b["cnt"])))
             carried = reduce(lambda x, y: x | y, [Mux(b["carry"][e], powers[e], 0)
                                                   for e in range(i + 2)])
             hi = wire(m, b["stuff"] ^ carried, f"l{i + 1}_hash")
-            v.append(vi)
             pos.append(pi)
             h.append(hi)
             root.append(root0 | b["any_push"])
+        v_after = clamp(v0, bounds[W - 1], f"l{W}_v")
         with m.If(n2_valid):
             with m.If(n2_last):
                 m.d.sync += [v0.eq(0), pos0.eq(0), h0.eq(h0.init), root0.eq(0)]
             with m.Else():
-                m.d.sync += [v0.eq(v[W]), pos0.eq(pos[W]), h0.eq(h[W]), root0.eq(root[W])]
-        l_v = [Signal(range(v_max + 1), name=f"l_v{i}") for i in range(W + 1)]
+                m.d.sync += [v0.eq(v_after), pos0.eq(pos[W]), h0.eq(h[W]), root0.eq(root[W])]
+        l_v0 = Signal(range(v_max + 1), name="l_v0")          # the depth before the beat
+        l_vW = Signal(range(v_max + 1), name=f"l_v{W}")       # and after it
+        m.d.sync += [l_v0.eq(v0), l_vW.eq(v_after)]
+        l_bounds = [{k: delayed(b[k], 1, f"l_{i + 1}_{k}") for k in ("below", "above", "LO",
+                                                                       "TOP", "A")}
+                    for i, b in enumerate(bounds[:W - 1])]
         l_pos = [Signal(range(p_max + 1), name=f"l_pos{i}") for i in range(W)]
         l_hash = [Signal(HASH_WIDTH, name=f"l_hash{i}") for i in range(W)]
         l_root = [Signal(name=f"l_root{i}") for i in range(W + 1)]
-        m.d.sync += [reg.eq(value) for regs, values in ((l_v, v), (l_pos, pos), (l_hash, h),
+        m.d.sync += [reg.eq(value) for regs, values in ((l_pos, pos), (l_hash, h),
                                                           (l_root, root))
                      for reg, value in zip(regs, values)]
 
-        # === stages C and T (beside L2): the attribute and the text conditions, lane after
-        # lane (loops: their states), with each lane's requests and byte classes of stage L:
-        # each lane's condition bits of its start tag so far, its text bits since the event
-        # before it, and its undecided flags ===
+        # === stage L2 (depth): the depth before each lane, from the depth before the beat ===
+        l2_v = [delayed(l_v0, 1, "l2_v0")] + [
+            delayed(clamp(l_v0, b, f"l2_{i + 1}_v"), 1, f"l2_v{i + 1}")
+            for i, b in enumerate(l_bounds)] + [delayed(l_vW, 1, f"l2_v{W}")]
+
+        # === stages C and T (beside L3): the attribute and the text conditions, lane after
+        # lane (loops: their states), with each lane's requests and byte classes of stage L2
+        # and its depth: each lane's condition bits of its start tag so far, its text bits
+        # since the event before it, and its undecided flags ===
         if self.n_conds:
-            c_lanes = lane_classes("c", k_levels + 5)
-            c_req = [{name: delayed(sig, 3, f"c_lane{i}_{name}") for name, sig in r.items()}
+            c_lanes = lane_classes("c", k_levels + 6)
+            c_req = [{name: delayed(sig, 4, f"c_lane{i}_{name}") for name, sig in r.items()}
                      for i, r in enumerate(o_req)]
-            c_present = delayed(o_lanes, 3, "c_lanes")
+            c_present = delayed(o_lanes, 4, "c_lanes")
         else:
             c_lanes = c_req = c_present = None
-        lane_conds = self._attribute_conditions(m, c_lanes, c_req, l_valid, l_last, c_present)
-        lane_text = self._text_conditions(m, c_lanes, c_req, l_valid, l_last, c_present, l_v)
-
         # === stage L2: each lane's depth flags and name position one-hot; the CAM read ===
         l2_valid, l2_last = Signal(), Signal()
         m.d.sync += [l2_valid.eq(l_valid), l2_last.eq(l_last)]
@@ -628,31 +640,20 @@ class WideFrontEnd(wiring.Component):
                 cam_read.append(ports)
         lane = []
         for i in range(W):
-            regs_i = {"level": Signal(range(max_depth + 1), name=f"l2_lane{i}_level"),
-                      "at_max": Signal(name=f"l2_lane{i}_at_max"),
-                      "ex_zero": Signal(name=f"l2_lane{i}_ex_zero"),
-                      "v_zero": Signal(name=f"l2_lane{i}_v_zero"),
-                      "nonzero_after": Signal(name=f"l2_lane{i}_nonzero_after"),
-                      "root": Signal(name=f"l2_lane{i}_root"),
+            regs_i = {"root": Signal(name=f"l2_lane{i}_root"),
                       "root_after": Signal(name=f"l2_lane{i}_root_after"),
                       "long": Signal(name=f"l2_lane{i}_long"),
                       "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash")}
-            vi, pi = l_v[i], l_pos[i]
             m.d.sync += [
-                regs_i["level"].eq(Mux(vi > max_depth, max_depth, vi)),
-                regs_i["at_max"].eq(vi >= max_depth),
-                regs_i["ex_zero"].eq(vi <= max_depth),
-                regs_i["v_zero"].eq(vi == 0),
-                regs_i["nonzero_after"].eq(l_v[i + 1] != 0),
                 regs_i["root"].eq(l_root[i]),
                 regs_i["root_after"].eq(l_root[i + 1]),
-                regs_i["long"].eq(pi >= max_name),
+                regs_i["long"].eq(l_pos[i] >= max_name),
                 regs_i["hash"].eq(l_hash[i]),
             ]
             lane.append(regs_i)
 
         # === stage L3: each lane's two CAM rows (the ROMs' output registers, in the block
-        # RAMs on the ECP5: hdl/bram.py); the rest one cycle on ===
+        # RAMs on the ECP5: hdl/bram.py) and depth flags; the rest one cycle on ===
         l3_valid, l3_last = Signal(), Signal()
         m.d.sync += [l3_valid.eq(l2_valid), l3_last.eq(l2_last)]
         for i, regs_i in enumerate(lane):
@@ -660,6 +661,17 @@ class WideFrontEnd(wiring.Component):
                 regs_i[key] = delayed(reg, 1, f"l3_lane{i}_{key}")
             rows = [read[i].data for read in cam_read]
             regs_i["ok"] = rows[0] & rows[1] if n_tags else Const(0, 1)
+            vi = l2_v[i]
+            level = Signal(range(max_depth + 1), name=f"l3_lane{i}_level")
+            m.d.sync += level.eq(Mux(vi > max_depth, max_depth, vi))
+            regs_i["level"] = level
+            flags = {"at_max": vi >= max_depth,
+                     "ex_zero": vi <= max_depth, "v_zero": vi == 0,
+                     "nonzero_after": l2_v[i + 1] != 0}
+            for key, value in flags.items():
+                regs_i[key] = delayed(value, 1, f"l3_lane{i}_{key}")
+        lane_conds = self._attribute_conditions(m, c_lanes, c_req, l2_valid, l2_last, c_present)
+        lane_text = self._text_conditions(m, c_lanes, c_req, l2_valid, l2_last, c_present, l2_v)
 
         # === stage M: the shared tag decoders (loop: match0), each lane's event and errors ===
         m_lanes = delayed(o_lanes, 5, "m_lanes")
@@ -690,10 +702,7 @@ class WideFrontEnd(wiring.Component):
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
         entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth,
                                   n_conds=self.n_conds)
-        m_conds = [(delayed(conds, 1, f"m_lane{i}_conds"), delayed(undec, 1, f"m_lane{i}_undec"))
-                   for i, (conds, undec) in enumerate(lane_conds)]
-        m_text = [(delayed(bits, 1, f"m_lane{i}_text"), delayed(undec, 1, f"m_lane{i}_tundec"))
-                  for i, (bits, undec) in enumerate(lane_text)]
+        m_conds, m_text = lane_conds, lane_text
         records, has, founds, ends = [], [], [], []
         for i in range(W):
             r, li = m_req[i], lane[i]
