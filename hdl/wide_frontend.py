@@ -10,10 +10,15 @@ cycle:
 * D2: every lane's byte classes, registered (one flip-flop per test, as in ``FrontEnd``);
 * T, X1..Xk (k = log2 W), the parallel-prefix parser: each lane's transition function over the
   parser's control states (state, ``kw``, ``in_subset``: :func:`control_states`), taken from
-  :func:`xpfilt.hdl.frontend.parser_table` (:func:`lane_transitions`), then composed in a
-  Sklansky tree, one registered level each, into the function of the lanes up to each lane;
+  :func:`xpfilt.hdl.frontend.parser_table` (:func:`lane_transitions`), then composed in
+  Brent-Kung's up-sweep, one registered level each: lane i ends up with the function of its
+  block, the lowbit(i + 1) lanes up to it (W - 1 compositions; Sklansky's tree, which gives
+  every lane the function from lane 0, takes k W / 2, the widest of them twice as many);
 * S: the control state before the beat (``s0``, the parser's only loop: one AND-OR per state
-  bit from the beat's composed function) gives every lane its start state, registered;
+  bit from the beat's composed function) and from it the state after each lane whose block
+  begins at lane 0, registered; S2.. (the down-sweep, :func:`xpfilt.hwdefs.down_sweep_stages`
+  of them: k - 1): the state after every other lane from the state before its block, one
+  AND-OR a stage; every lane's start state, registered;
 * O: each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of
   level 0 and root seen, chosen in P2), registered;
 * N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
@@ -22,22 +27,28 @@ cycle:
 * N2: the clamp's bounds on the depth before the beat (below them the result is LO, above
   them VMAX - HD, else v + A) and on the name position before it, registered, so that the
   depth and position loops are compares and an add side by side (v is 17 bits wide);
-* L: the depth, name position, hash and "root seen" before each lane and after the beat (their
-  loops: one add and clamp, one XOR matrix per hash power), registered;
-* C and T (beside L2, with value conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
+* L: the depth after the beat (its loop: one add and clamp, from the beat's bounds alone), the
+  name position, hash and "root seen" before each lane and after the beat (their loops: one add
+  and clamp, one XOR matrix per hash power), registered, with the depth before the beat and
+  each lane's bounds;
+* L2 (depth): the depth before each lane (an add and clamp each, off the loop), registered;
+* C and T (beside L3, with value conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
   and :class:`xpfilt.hdl.frontend.TextConditions` (the attribute-name CAM, the value
   comparators, the text nodes) stepped through the lanes one after the other from registers
   carried from beat to beat (a loop through the lanes: the price of the conditions, paid only by
-  engines that have them), with each lane's depth from L; each lane's bits of its start tag so
+  engines that have them), with each lane's depth from L2; each lane's bits of its start tag so
   far (its push carries them in its queue entry), its text bits since the event before it (its
   push or pop carries them; stage F keeps them per open element in registers) and its
   ``value_undecided`` flags, registered;
-* L2: each lane's depth flags, registered; the tag CAM is read: two ROMs in block RAM (one
+* L2 (CAM): the tag CAM is read: two ROMs in block RAM (one
   copy per two lanes), addressed by the lane's name position, whether the lane is past the name
   (no name byte) and its byte's high (low) nibble, each row one bit per tag: the tags with that
   nibble at that position, or past the name the tags of that length;
 * L3: the CAM rows (the block RAMs' output registers: :class:`xpfilt.hdl.bram.RegisteredROM`,
-  in the DP16KDs themselves when elaborated for the ECP5);
+  in the DP16KDs themselves when elaborated for the ECP5); each lane's depth flags, registered;
+* L4: each lane's CAM result (its two rows ANDed), registered: the decoders' AND trees start
+  at fabric registers (from the block RAMs' outputs they took 7.5 ns: 3.8 ns to leave the
+  block RAM and reach the fabric, then four LUT levels into ``match0``);
 * M: the shared tag decoders, :func:`tag_decoders` of them (W = 2: 1, 4: 2, 8: 3; a beat holds
   at most that many tag events, :func:`tag_event_gap` bytes apart): a name's run of lanes (its
   name bytes, the held lanes after them, the tag event that ends it) is found in stage N from
@@ -84,8 +95,8 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
                            NAME_CHAR, NAME_START, WHITESPACE, AttrCondition, ErrorFlags, State,
-                           check_bytes_per_cycle, check_parameters, queue_depth_for,
-                           tag_width_for)
+                           check_bytes_per_cycle, check_parameters, down_sweep_stages,
+                           queue_depth_for, tag_width_for)
 
 from .bram import RegisteredROM
 from .frontend import (AttributeConditions, ByteTests, EventLayout, StackEntry, TextConditions,
@@ -229,6 +240,11 @@ def wired_function(m: Module, function: list, name: str, domain: str = "comb") -
     for bit, (c, u) in enumerate(keys):
         out[c][u] = reg[bit]
     return out
+
+
+def block_start(lane: int) -> int:
+    """The first lane of the block of Brent-Kung's up-sweep that ends at ``lane``."""
+    return lane + 1 - ((lane + 1) & -(lane + 1))
 
 
 def apply(state, function: list, n: int):
@@ -391,26 +407,39 @@ class WideFrontEnd(wiring.Component):
         index = {c: n for n, c in enumerate(states)}
         functions = [lane_transitions(m, tests, states, f"t_lane{i}")
                      for i, tests in enumerate(lane_tests("d2", 0))]
-        for level in range(k_levels):       # Sklansky: lane i takes in the block before it
+        for level in range(k_levels):       # Brent-Kung's up-sweep: the blocks of 2 span lanes
             span = 1 << level
-            functions = [compose(m, functions[(i // span) * span - 1], f, f"c{level + 1}_lane{i}")
-                         if (i // span) % 2 else f for i, f in enumerate(functions)]
+            functions = [compose(m, functions[i - span], f, f"c{level + 1}_lane{i}")
+                         if (i + 1) % (2 * span) == 0 else f for i, f in enumerate(functions)]
             functions = [wired_function(m, f, f"x{level + 1}_lane{i}", "sync")
                          for i, f in enumerate(functions)]
-        # functions[i]: the control state after lane i from the one before lane 0
+        # functions[i]: the control state after lane i from the one before lane
+        # block_start(i) (lane i ends a block of lowbit(i + 1) lanes)
 
-        # === stage S: each lane's start state (the only loop: s0), registered ===
+        # === stage S: the control state after each lane of a block from lane 0 (i + 1 a power
+        # of two; the beat's: the only loop, s0); stages S2..: the down-sweep, the state after
+        # each other lane from the one before its block, :func:`down_sweep_stages` of them;
+        # each lane's start state, registered ===
         s0 = Signal(len(states), init=1 << index[INITIAL])
-        reached = [s0] + [apply(s0, f, len(states)) for f in functions]
+        after = {-1: s0} | {i: apply(s0, f, len(states)) for i, f in enumerate(functions)
+                            if block_start(i) == 0}
         with m.If(valid_x):
-            m.d.sync += s0.eq(Mux(last_x, s0.init, reached[W]))
-        starts = [Signal(len(states), name=f"s_start{i}") for i in range(W + 1)]
-        m.d.sync += [start.eq(value) for start, value in zip(starts, reached)]
-        s_valid, s_last, s_lanes = Signal(), Signal(), Signal(W)
-        m.d.sync += [s_valid.eq(valid_x), s_last.eq(last_x), s_lanes.eq(lanes_x)]
+            m.d.sync += s0.eq(Mux(last_x, s0.init, after[W - 1]))
+        s_valid, s_last, s_lanes = valid_x, last_x, lanes_x
+        for down in range(down_sweep_stages(W) + 1):
+            after = {i: delayed(a, 1, f"s_{down + 1}_after{i}") for i, a in after.items()}
+            s_valid, s_last, s_lanes = (delayed(x, 1, f"s_{down + 1}_{name}") for x, name in (
+                (s_valid, "valid"), (s_last, "last"), (s_lanes, "lanes")))
+            if len(after) < W + 1:
+                functions = [wired_function(m, f, f"s_{down + 1}_lane{i}", "sync")
+                             for i, f in enumerate(functions)]
+                after |= {i: apply(after[block_start(i) - 1], f, len(states))
+                          for i, f in enumerate(functions)
+                          if i not in after and block_start(i) - 1 in after}
+        starts = [after[i - 1] for i in range(W + 1)]
 
         # === stage O: each lane's requests ===
-        o_tests = lane_tests("o", k_levels + 1)
+        o_tests = lane_tests("o", k_levels + 1 + down_sweep_stages(W))
         o_valid, o_last, o_lanes = Signal(), Signal(), Signal(W)
         m.d.sync += [o_valid.eq(s_valid), o_last.eq(s_last), o_lanes.eq(s_lanes)]
         REQ = ("push_req", "pop_req", "pop_check", "name_byte", "name_hold") + (
@@ -442,7 +471,7 @@ class WideFrontEnd(wiring.Component):
         # === stage N: the lanes' prefixes of the depth, name position and hash steps ===
         n_valid, n_last = Signal(), Signal()
         m.d.sync += [n_valid.eq(o_valid), n_last.eq(o_last)]
-        byte = [delayed(c1[i], k_levels + 3, f"n_byte{i}") for i in range(W)]
+        byte = [delayed(c1[i], k_levels + 3 + down_sweep_stages(W), f"n_byte{i}") for i in range(W)]
         push = [r["push_req"] for r in o_req]
         pop = [r["pop_req"] for r in o_req]
         nb = [r["name_byte"] for r in o_req]
@@ -605,13 +634,13 @@ class WideFrontEnd(wiring.Component):
         # and its depth: each lane's condition bits of its start tag so far, its text bits
         # since the event before it, and its undecided flags ===
         if self.n_conds:
-            c_lanes = lane_classes("c", k_levels + 6)
+            c_lanes = lane_classes("c", k_levels + 6 + down_sweep_stages(W))
             c_req = [{name: delayed(sig, 4, f"c_lane{i}_{name}") for name, sig in r.items()}
                      for i, r in enumerate(o_req)]
             c_present = delayed(o_lanes, 4, "c_lanes")
         else:
             c_lanes = c_req = c_present = None
-        # === stage L2: each lane's depth flags and name position one-hot; the CAM read ===
+        # === stage L2: the CAM read ===
         l2_valid, l2_last = Signal(), Signal()
         m.d.sync += [l2_valid.eq(l_valid), l2_last.eq(l_last)]
         cam_byte = [delayed(byte[i], 3, f"l_byte{i}") for i in range(W)]
@@ -673,14 +702,26 @@ class WideFrontEnd(wiring.Component):
         lane_conds = self._attribute_conditions(m, c_lanes, c_req, l2_valid, l2_last, c_present)
         lane_text = self._text_conditions(m, c_lanes, c_req, l2_valid, l2_last, c_present, l2_v)
 
+        # === stage L4: each lane's CAM result (its two rows ANDed), registered, so that the
+        # decoders' AND trees start at fabric registers, not at the block RAMs; the rest and
+        # the conditions' bits one cycle on ===
+        l4_valid, l4_last = Signal(), Signal()
+        m.d.sync += [l4_valid.eq(l3_valid), l4_last.eq(l3_last)]
+        lane = [{key: delayed(reg, 1, f"l4_lane{i}_{key}") for key, reg in regs_i.items()}
+                for i, regs_i in enumerate(lane)]
+        m_conds, m_text = ([(delayed(bits, 1, f"l4_{kind}{i}"), delayed(undec, 1,
+                                                                          f"l4_{kind}{i}_undec"))
+                            for i, (bits, undec) in enumerate(lanes)]
+                           for kind, lanes in (("conds", lane_conds), ("text", lane_text)))
+
         # === stage M: the shared tag decoders (loop: match0), each lane's event and errors ===
-        m_lanes = delayed(o_lanes, 5, "m_lanes")
-        m_req = [{name: delayed(sig, 5, f"m_lane{i}_{name}") for name, sig in r.items()}
+        m_lanes = delayed(o_lanes, 6, "m_lanes")
+        m_req = [{name: delayed(sig, 6, f"m_lane{i}_{name}") for name, sig in r.items()}
                  for i, r in enumerate(o_req)]
-        m_first = delayed(n_first, 4, "m_first")
-        m_runs = [delayed(run, 4, f"m_dec{k}_lanes") for k, run in enumerate(n_runs)]
-        m_open = delayed(n_open, 4, "m_open")
-        m_tsel = [delayed(sel, 4, f"m_lane{i}_dec") for i, sel in enumerate(n_tsel)]
+        m_first = delayed(n_first, 5, "m_first")
+        m_runs = [delayed(run, 5, f"m_dec{k}_lanes") for k, run in enumerate(n_runs)]
+        m_open = delayed(n_open, 5, "m_open")
+        m_tsel = [delayed(sel, 5, f"m_lane{i}_dec") for i, sel in enumerate(n_tsel)]
         everything = (1 << max(1, n_tags)) - 1
         match0 = Signal(max(1, n_tags), init=everything)   # the name carried into the beat
         # decoder k: the tags its name may be, the CAM rows (the name's bytes, then its length)
@@ -702,7 +743,6 @@ class WideFrontEnd(wiring.Component):
         sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
         entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth,
                                   n_conds=self.n_conds)
-        m_conds, m_text = lane_conds, lane_text
         records, has, founds, ends = [], [], [], []
         for i in range(W):
             r, li = m_req[i], lane[i]
@@ -720,7 +760,7 @@ class WideFrontEnd(wiring.Component):
                 m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1])
             here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")     # the document's final byte
-            m.d.comb += end.eq(here & l3_last & (~m_lanes[i + 1] if i + 1 < W else 1))
+            m.d.comb += end.eq(here & l4_last & (~m_lanes[i + 1] if i + 1 < W else 1))
             unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
             rec = Signal(entry_layout, name=f"lane{i}_event")   # its tag: in stage M2
             m.d.comb += [rec.push.eq(do_push), rec.pop.eq(do_pop), rec.last.eq(end),
@@ -741,8 +781,8 @@ class WideFrontEnd(wiring.Component):
         doc_errors = Signal(ErrorFlags)
         m.d.comb += doc_errors.eq(sticky.as_value() | found_all |
                                   Cat(*(e & u for e, u in ends)).any())
-        with m.If(l3_valid):
-            with m.If(l3_last):
+        with m.If(l4_valid):
+            with m.If(l4_last):
                 m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
             with m.Else():
                 m.d.sync += [match0.eq(Mux(m_open[0], match0 & carried, carried)),
@@ -752,7 +792,7 @@ class WideFrontEnd(wiring.Component):
         m2_records = [Signal(entry_layout, name=f"m2_event{i}") for i in range(W)]
         m2_offset = [Signal(range(W), name=f"m2_offset{i}") for i in range(W)]
         m.d.sync += [m2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
-        m.d.sync += [m2_valid.eq(l3_valid), m2_has.eq(Mux(l3_valid, Cat(*has), 0))]
+        m.d.sync += [m2_valid.eq(l4_valid), m2_has.eq(Mux(l4_valid, Cat(*has), 0))]
         for i in range(W):
             m.d.sync += m2_records[i].eq(records[i])
             m.d.sync += m2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from xpfilt.compiler import CompileOptions, compile_queries
 from xpfilt.engines import filter_batch
 from xpfilt.events import load_documents
-from xpfilt.hwdefs import Errors, queue_depth_for
+from xpfilt.hwdefs import Errors, down_sweep_stages, queue_depth_for, wide_parser_stages
 from xpfilt.model.engine import EngineModel, ModelEngine, document_beats, run_documents
 from xpfilt.model.frontend import NO_EVENT, FrontEndModel
 from xpfilt.model.wide_frontend import WideFrontEndModel
@@ -138,8 +138,15 @@ def test_a_beat_must_be_full_unless_last():
         model.step(True, b"<a/", False)
 
 
+def test_parser_stages_are_the_up_sweep_the_down_sweep_and_ten_more():
+    """log2(W) up-sweep levels, log2(W) - 1 down-sweep stages, and S, O, N, N2, L, L2, L3, L4
+    (the CAM result), M, M2, P2."""
+    assert [down_sweep_stages(w) for w in (2, 4, 8)] == [0, 1, 2]
+    assert [wide_parser_stages(w) for w in (2, 4, 8)] == [11, 13, 15]
+
+
 def test_queue_depth_and_bad_widths():
-    assert [queue_depth_for(w) for w in (2, 4, 8)] == [34, 68, 144]
+    assert [queue_depth_for(w) for w in (2, 4, 8)] == [36, 76, 168]
     with pytest.raises(ValueError, match=r"^bytes per cycle must be one of 1, 2, 4, 8, not 3$"):
         EngineModel(compile_queries(QUERIES), bytes_per_cycle=3)
 

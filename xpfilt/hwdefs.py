@@ -21,7 +21,8 @@ __all__ = [
     "Errors", "index_width", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
     "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
     "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT", "BYTES_PER_CYCLE",
-    "wide_latency", "wide_parser_stages", "check_bytes_per_cycle", "queue_depth_for",
+    "wide_latency", "wide_parser_stages", "down_sweep_stages", "check_bytes_per_cycle",
+    "queue_depth_for",
 ]
 
 
@@ -58,15 +59,25 @@ LATENCY = 5
 #: The widths a front end may take, in bytes per cycle (issue 18; 1 is the one-byte front end).
 BYTES_PER_CYCLE = (1, 2, 4, 8)
 
+def down_sweep_stages(width: int) -> int:
+    """Registered stages of a W-byte front end's down-sweep (after stage S): the control state
+    after each lane whose block of the parallel-prefix up-sweep does not begin at lane 0, from
+    the state before that block, one apply a stage (W = 2: 0, 4: 1, 8: 2)."""
+    return max(check_bytes_per_cycle(width).bit_length() - 2, 0)
+
+
 def wide_parser_stages(width: int) -> int:
     """Registered stages a beat of a W-byte front end passes from its byte classes (D2) to the
-    event queue: the log2(W) levels of the parallel-prefix parser (X1..Xk), then S (each lane's
-    start state), O (each lane's requests), N (the lanes' depth, name and hash prefixes), N2
-    (their bounds on the depth before the beat), L (the depth, name position and hash before
-    each lane), L2 (each lane's depth flags; the CAM's block RAM read), L3 (the CAM results),
-    M (the shared tag decoders' candidate tags, the lanes' events without their tags), M2
-    (each tag event's tag id from its decoder) and P2 (the lanes' events)."""
-    return check_bytes_per_cycle(width).bit_length() - 1 + 9
+    event queue: the log2(W) levels of the parallel-prefix parser's up-sweep (X1..Xk), then S
+    (the control state after each lane of a block from lane 0), :func:`down_sweep_stages`
+    (the state after every other lane), O (each lane's requests), N (the lanes' depth, name
+    and hash prefixes), N2 (their bounds on the depth before the beat), L (the depth after the
+    beat, the name position and hash before each lane), L2 (the depth before each lane; the
+    CAM's block RAM read), L3 (the CAM rows, each lane's depth flags), L4 (each lane's CAM
+    result: its rows ANDed), M (the shared tag
+    decoders' candidate tags, the lanes' events without their tags), M2 (each tag event's tag
+    id from its decoder) and P2 (the lanes' events)."""
+    return check_bytes_per_cycle(width).bit_length() - 1 + down_sweep_stages(width) + 10
 
 
 def wide_latency(width: int) -> int:
