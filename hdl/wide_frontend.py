@@ -96,7 +96,7 @@ from amaranth.lib.wiring import In, Out
 from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
                            NAME_CHAR, NAME_START, WHITESPACE, AttrCondition, ErrorFlags, State,
                            check_bytes_per_cycle, check_parameters, down_sweep_stages,
-                           queue_depth_for, tag_width_for)
+                           queue_depth_for, tag_width_for, wide_parser_stages)
 
 from .bram import RegisteredROM
 from .frontend import (AttributeConditions, ByteTests, EventLayout, StackEntry, TextConditions,
@@ -865,8 +865,9 @@ class WideFrontEnd(wiring.Component):
         # used in (a beat's events only move from the stages into the queue, at most W of
         # them, and ``take`` only lowers it), so that neither ``take`` nor the events added
         # lie on the way from ``occupied`` to ``ready``
-        in_flight = Signal(range(len(valids) + 10), name="in_flight")   # beats in D1..P2
-        load = Signal(range(Q + W * (len(valids) + 11)), name="load")
+        before_queue = 2 + wide_parser_stages(W)                        # D1, D2, .., P2
+        in_flight = Signal(range(before_queue + 1), name="in_flight")   # beats in D1..P2
+        load = Signal(range(Q + W * (before_queue + 1) + 1), name="load")
         m.d.comb += load.eq(occupied + W * (in_flight + self.bytes_in.valid))
         room_idle, room_busy = Signal(init=1, name="room_idle"), Signal(init=1, name="room_busy")
         m.d.sync += [in_flight.eq(in_flight + self.bytes_in.valid - p2_valid),
