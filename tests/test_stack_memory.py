@@ -31,19 +31,22 @@ def test_a_stack_bank_keeps_no_row_register():
 
 @pytest.mark.parametrize("depth", [3, 4])
 def test_the_row_register_reads_as_the_transparent_synchronous_read(depth):
-    """``level_stack(..., row_register=True)`` (the programmable engine with slots) shows the
-    rows a transparent synchronous read shows, every cycle, on any pushes (to levels 1 to
-    ``depth``: level 0's row is never written) and read addresses (a pop's read of the row its
-    push wrote in the cycle before included); at a power-of-two depth the deepest level's row
-    shares row 0 with level 0's, which reads as zeros."""
+    """``level_stack(..., ahead=...)`` (the programmable engine with closing columns: the next
+    row's compares made a cycle ahead, :func:`row_ahead`, registered per group of columns)
+    shows the rows a transparent synchronous read shows, every cycle, on any pushes (to levels
+    1 to ``depth``: level 0's row is never written) and read addresses (a pop's read of the
+    row its push wrote in the cycle before included), with one group and with a group per
+    column; at a power-of-two depth the deepest level's row shares row 0 with level 0's,
+    which reads as zeros."""
     import random
+    from types import SimpleNamespace
 
-    from amaranth.hdl import Module
+    from amaranth.hdl import Module, Signal
     from amaranth.lib import data, wiring
     from amaranth.lib.wiring import In, Out
     from amaranth.sim import Simulator
 
-    from xpfilt.hdl.stacks import level_stack
+    from xpfilt.hdl.stacks import RowAheadLayout, level_stack, row_ahead
 
     width = 5
     event = data.StructLayout({"push": 1, "level": range(depth + 1)})
@@ -54,14 +57,23 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read(depth):
         new: In(width)
         synchronous: Out(width)
         registered: Out(width)
+        grouped: Out(width)
 
         def elaborate(self, platform):
+            # the inputs are the events a cycle ahead: the stacks see them a cycle later
             m = Module()
-            for name, port in (("a", self.synchronous), ("b", self.registered)):
+            ev, early, new = Signal(event), Signal(range(depth + 1)), Signal(width)
+            ahead = Signal(RowAheadLayout(depth))
+            m.d.sync += [ev.eq(self.ev), early.eq(self.early), new.eq(self.new),
+                         ahead.eq(row_ahead(m, self.ev, SimpleNamespace(read_addr=self.early),
+                                            depth))]
+            m.submodules.a = inner = Module()
+            level_stack(inner, ev, self.synchronous, new, depth, rows=depth + 1,
+                        early_addr=early, transparent=True)
+            for name, port, groups in (("b", self.registered, 1), ("c", self.grouped, width)):
                 m.submodules[name] = inner = Module()
-                level_stack(inner, self.ev, port, self.new, depth, rows=depth + 1,
-                            early_addr=self.early, transparent=True,
-                            row_register=name == "b")
+                level_stack(inner, ev, port, new, depth, rows=depth + 1,
+                            ahead=[ahead] * groups)
             return m
 
     dut = Both()
@@ -77,6 +89,7 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read(depth):
             ctx.set(dut.new, rng.randrange(1 << width))
             await ctx.tick()
             assert ctx.get(dut.registered) == ctx.get(dut.synchronous)
+            assert ctx.get(dut.grouped) == ctx.get(dut.synchronous)
             seen["written_then_read"] += push and level == early
             seen["deepest"] += early == depth
 
