@@ -27,23 +27,31 @@ ERROR_WIDTH = ErrorFlags.as_shape().size
 
 def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
     """``value`` registered, in one of four forms told apart by ``variant`` (0-3): form 0 is a
-    plain register, form k > 0 loads only while ``on_k`` is 1, a flip-flop of a chain
-    (``on_1`` <= 1, ``on_k`` <= ``on_(k-1)``, all 0 at power-up and in reset) that is 1 from
-    the k-th cycle after reset on. Synthesis merges flip-flops with the same input, type and
-    enable, which would fold the copies of a distribution tree back into one register driving
-    every load; copies of one parent in different forms stay apart (no event reaches a copy in
-    the first cycles after reset, so the forms behave alike). The chain needs its reset: the
-    ECP5 flow drops initial values, and a reset-less chain would be a constant 1."""
+    plain register, form k > 0 loads only while ``on_k`` is 1, a flip-flop of ``m``'s chain
+    (``on_k`` <= ``on_(k-1)``, all 0 at power-up and in reset) that is 1 from the k-th cycle
+    after reset on. Synthesis merges flip-flops with the same input, type and enable, which
+    would fold the copies of a distribution tree back into one register driving every load;
+    copies of one parent in different forms stay apart (no event reaches a copy in the first
+    cycles after reset, so the forms behave alike).
+
+    Each module keeps its own chain: ``on_1`` <= ``on_1 | ~on_2`` (1 in every state the chain
+    reaches, as ``on_1`` <= 1 would be) feeds back into itself, so the chains of two modules
+    never have the same inputs and Yosys (``opt_merge``) cannot fold the chains of all the
+    clusters into one flip-flop per form with thousands of clock enables across the die. The
+    chain needs its reset: the ECP5 flow drops initial values, and a reset-less chain would be
+    a constant 1."""
     reg = Signal(len(value), name=name)
     if variant == 0:
         m.d.sync += reg.eq(value)
         return reg
     chain = getattr(m, "_copy_enables", None)
     if chain is None:
-        chain = m._copy_enables = []
+        chain = m._copy_enables = [Signal(name="copy_on_1"), Signal(name="copy_on_2")]
+        m.d.sync += chain[0].eq(chain[0] | ~chain[1])
+        m.d.sync += chain[1].eq(chain[0])
     while len(chain) < variant:
         on = Signal(name=f"copy_on_{len(chain) + 1}")
-        m.d.sync += on.eq(chain[-1] if chain else 1)
+        m.d.sync += on.eq(chain[-1])
         chain.append(on)
     with m.If(chain[variant - 1]):
         m.d.sync += reg.eq(value)
