@@ -193,7 +193,7 @@ def design_for(board: str, kind: str, depth, size: int):
     if kind == "custom":
         queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(depth, size))]
         return custom_design(queries, CompileOptions(readout=READOUT[0]))
-    return programmable_design(spec_for(board, size))
+    return programmable_design(spec_for(board, size), family=get_board(board).family)
 
 
 def point_name(board: str, kind: str, depth) -> str:

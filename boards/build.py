@@ -35,6 +35,7 @@ from typing import Callable, Optional, Sequence
 
 from amaranth.lib import wiring
 
+from xpfilt.hdl.bram import Target
 from xpfilt.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
 from xpfilt.compiler import CompileOptions, Plan, compile_queries
 from xpfilt.programmable import HardwareSpec
@@ -129,11 +130,15 @@ def custom_design(queries: Sequence[Query], options: CompileOptions, *, max_name
                                  max_name=max_name)
 
 
-def programmable_design(spec: HardwareSpec, *,
+def programmable_design(spec: HardwareSpec, *, family: Optional[str] = None,
                         log: Callable[[str], None] = lambda _: None) -> EngineDesign:
+    """The programmable engine of ``spec`` elaborated for a board of ``family`` (``"ecp5"``:
+    its block RAMs as primitives with their output registers, :mod:`xpfilt.hdl.bram`; None:
+    the generic form, for simulation)."""
     log(f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
         "writing Verilog ...")
-    return EngineDesign.for_spec(spec, emit_programmable_verilog(spec))
+    platform = Target(family) if family else None
+    return EngineDesign.for_spec(spec, emit_programmable_verilog(spec, platform=platform))
 
 
 def uart_divider(clock_hz: float, baud: int) -> int:

@@ -44,7 +44,8 @@ def _board_design_options(fn):
     return fn
 
 
-def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs):
+def _board_design(family, queries_path, mode, max_name, columns, clusters, max_tag_len,
+                  kwargs):
     from xpfilt.compiler import UnsupportedQueryError
 
     from .build import custom_design, programmable_design
@@ -55,7 +56,7 @@ def _board_design(queries_path, mode, max_name, columns, clusters, max_tag_len, 
             raise click.UsageError("--mode programmable takes no --queries: load them on the "
                                    "board with `xpfilt host --queries`")
         spec = spec_from_options(clusters, columns, max_tag_len, max_name, kwargs)
-        return programmable_design(spec, log=log), False
+        return programmable_design(spec, family=family, log=log), False
     if not queries_path:
         raise click.UsageError("--mode custom needs --queries QUERIES")
     options = options_from(kwargs)
@@ -99,10 +100,10 @@ def build_command(board_name, queries_path, mode, max_name, columns, clusters, m
     from .platforms import get_board
 
     try:
-        get_board(board_name)
+        board = get_board(board_name)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--board")
-    design, skipped = _board_design(queries_path, mode, max_name, columns, clusters,
+    design, skipped = _board_design(board.family, queries_path, mode, max_name, columns, clusters,
                                     max_tag_len, kwargs)
     config = BuildConfig(board_name, output_dir, baud=baud, run_toolchain=not no_toolchain,
                          timeout=timeout, seed=seed,
@@ -229,7 +230,8 @@ def sim_board_command(build_dir, board_name, queries_path, mode, max_name, colum
         if not board_name or not output_dir:
             raise click.UsageError("give --build DIR, or --board NAME, the design options and "
                                    "-o DIR")
-        design, _ = _board_design(queries_path, mode, max_name, columns, clusters,
+        # simulated: the generic form of the block RAMs (family None)
+        design, _ = _board_design(None, queries_path, mode, max_name, columns, clusters,
                                   max_tag_len, kwargs)
         try:
             build_board(design, BuildConfig(board_name, output_dir, run_toolchain=False))

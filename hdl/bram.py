@@ -1,4 +1,8 @@
-"""A read-only block RAM with its output register: the one home of the block RAM primitives.
+"""Block RAMs with their output registers: the one home of the block RAM primitives.
+
+:class:`RegisteredRAM` (one write port, one read port) reads ``data[addr]`` two cycles after
+``addr`` the same way, as a synchronous ``Memory`` read port and a fabric register would; on the
+ECP5 it is made of :func:`dp16kd` primitives 36 bits wide (pseudo dual port, up to 512 words).
 
 :class:`RegisteredROM` reads ``rows[addr]`` two cycles after ``addr`` (the address registered by
 the block RAM, then its output register), on as many read ports as asked. Elaborated for an
@@ -19,8 +23,8 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Target", "ECP5", "is_ecp5", "RegisteredROM", "DP16KD_WORDS", "DP16KD_WIDTH",
-           "dp16kd_initvals"]
+__all__ = ["Target", "ECP5", "is_ecp5", "RegisteredROM", "RegisteredRAM", "DP16KD_WORDS",
+           "DP16KD_WIDTH", "DP16KD_WIDE_WORDS", "DP16KD_WIDE_WIDTH", "dp16kd", "dp16kd_initvals"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ ECP5 = Target("ecp5")
 #: is cut into slices of 18 bits, one DP16KD each; deeper ROMs keep the generic form).
 DP16KD_WORDS = 1024
 DP16KD_WIDTH = 18
+#: In its pseudo-dual-port mode (port A writes, port B reads, both 36 bits) a DP16KD holds 512
+#: words of 36 bits (the :class:`RegisteredRAM` form).
+DP16KD_WIDE_WORDS = 512
+DP16KD_WIDE_WIDTH = 36
 #: Words of one ``INITVAL_xx`` parameter (each 18 bits in a slot of 20).
 INITVAL_WORDS = 16
 INITVAL_SLOT = 20
@@ -61,6 +69,24 @@ def dp16kd_initvals(words: Sequence[int]) -> dict[str, Const]:
         value = sum(word << (i * INITVAL_SLOT) for i, word in enumerate(chunk))
         params[f"INITVAL_{k:02X}"] = Const(value, INITVAL_WORDS * INITVAL_SLOT)
     return params
+
+
+def dp16kd(*, width_a: int, width_b: int, **ports) -> Instance:
+    """A DP16KD with ``DATA_WIDTH_A``/``_B`` ``width_a``/``width_b`` and both output registers on
+    (``REGMODE_A``/``_B`` ``OUTREG``: the data shows two clock edges after its address), clocked,
+    clock-enabled and (synchronously) reset by the ``sync`` domain, chip selects off;
+    ``ports``: the rest as ``Instance`` arguments (``i_WEA``, ``i_ADA0`` ... ``i_ADA13``,
+    ``i_DIA0`` ..., ``o_DOA0`` ..., ``p_INITVAL_00`` ...)."""
+    return Instance(
+        "DP16KD", p_DATA_WIDTH_A=width_a, p_DATA_WIDTH_B=width_b,
+        p_REGMODE_A="OUTREG", p_REGMODE_B="OUTREG",
+        p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
+        p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
+        p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="AUTO",
+        **{f"i_{name}": value for side in "AB" for name, value in (
+            (f"CLK{side}", ClockSignal()), (f"CE{side}", Const(1)), (f"OCE{side}", Const(1)),
+            (f"RST{side}", ResetSignal()), *((f"CS{side}{j}", Const(0)) for j in range(3)))},
+        **ports)
 
 
 class RegisteredROM(wiring.Component):
@@ -102,12 +128,7 @@ class RegisteredROM(wiring.Component):
         for s, lo in enumerate(range(0, self.width, DP16KD_WIDTH)):
             bits = min(DP16KD_WIDTH, self.width - lo)
             words = [row >> lo & ((1 << bits) - 1) for row in self.rows]
-            args = {"p_DATA_WIDTH_A": DP16KD_WIDTH, "p_DATA_WIDTH_B": DP16KD_WIDTH,
-                    "p_REGMODE_A": "OUTREG", "p_REGMODE_B": "OUTREG",
-                    "p_RESETMODE": "SYNC", "p_ASYNC_RESET_RELEASE": "SYNC",
-                    "p_CSDECODE_A": "0b000", "p_CSDECODE_B": "0b000",
-                    "p_WRITEMODE_A": "NORMAL", "p_WRITEMODE_B": "NORMAL", "p_GSR": "AUTO",
-                    **{f"p_{name}": value for name, value in dp16kd_initvals(words).items()}}
+            args = {f"p_{name}": value for name, value in dp16kd_initvals(words).items()}
             for k, name in enumerate(names):
                 port = self.read[k] if k < self.ports else None
                 out = Signal(DP16KD_WIDTH, name=f"slice{s}_do{name.lower()}")
@@ -117,11 +138,67 @@ class RegisteredROM(wiring.Component):
                 if port is not None:
                     m.d.comb += [addr[4:4 + len(port.addr)].eq(port.addr),
                                  port.data[lo:lo + bits].eq(out[:bits])]
-                args.update({f"i_CLK{name}": ClockSignal(), f"i_CE{name}": Const(1),
-                             f"i_OCE{name}": Const(1), f"i_RST{name}": ResetSignal(),
-                             f"i_WE{name}": Const(0),
-                             **{f"i_CS{name}{j}": Const(0) for j in range(3)},
+                args.update({f"i_WE{name}": Const(0),
                              **{f"i_AD{name}{j}": addr[j] for j in range(14)},
                              **{f"i_DI{name}{j}": Const(0) for j in range(DP16KD_WIDTH)},
                              **{f"o_DO{name}{j}": out[j] for j in range(DP16KD_WIDTH)}})
-            m.submodules[f"slice{s}"] = Instance("DP16KD", **args)
+            m.submodules[f"slice{s}"] = dp16kd(width_a=DP16KD_WIDTH, width_b=DP16KD_WIDTH,
+                                               **args)
+
+
+class RegisteredRAM(wiring.Component):
+    """``depth`` words of ``width`` bits, all 0 at first: ``write.data`` is stored at
+    ``write.addr`` on a clock edge where ``write.en`` is 1; ``read.data`` is the word at
+    ``read.addr`` two cycles before (the word before a write to it in the cycle after that
+    address: the read does not see a write of the same edge), 0 after a reset until then."""
+
+    def __init__(self, *, width: int, depth: int):
+        if width < 1:
+            raise ValueError(f"RAM width must be at least 1, not {width!r}")
+        if depth < 1:
+            raise ValueError(f"RAM depth must be at least 1, not {depth!r}")
+        self.width, self.depth = width, depth
+        abits = max(1, (depth - 1).bit_length())
+        super().__init__({
+            "write": Out(wiring.Signature({"addr": In(abits), "data": In(width), "en": In(1)})),
+            "read": Out(wiring.Signature({"addr": In(abits), "data": Out(width)})),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        if is_ecp5(platform) and self.depth <= DP16KD_WIDE_WORDS:
+            self._dp16kd(m)
+            return m
+        m.submodules.memory = memory = Memory(shape=self.width, depth=self.depth, init=[])
+        read, write = memory.read_port(), memory.write_port()
+        data = Signal(self.width)                # the fabric's output register
+        m.d.comb += [read.addr.eq(self.read.addr), self.read.data.eq(data),
+                     write.addr.eq(self.write.addr), write.data.eq(self.write.data),
+                     write.en.eq(self.write.en)]
+        m.d.sync += data.eq(read.data)
+        return m
+
+    def _dp16kd(self, m: Module) -> None:
+        """The RAM as DP16KDs in their 512 x 36 mode (port A writes, port B reads)."""
+        # x36: ADx13..ADx5 the word, ADx4 zero; ADA3..ADA0 the byte enables, ADB3..ADB0 zero.
+        # DIA/DOA carry bits 0..17, DIB/DOB bits 18..35 (Yosys's brams_map_16kd.v, PDPW16KD).
+        half = DP16KD_WIDE_WIDTH // 2
+        waddr, raddr = Signal(14), Signal(14)
+        m.d.comb += [waddr[5:5 + len(self.write.addr)].eq(self.write.addr),
+                     waddr[:4].eq(self.write.en.replicate(4)),
+                     raddr[5:5 + len(self.read.addr)].eq(self.read.addr)]
+        for s, lo in enumerate(range(0, self.width, DP16KD_WIDE_WIDTH)):
+            bits = min(DP16KD_WIDE_WIDTH, self.width - lo)
+            din = Signal(DP16KD_WIDE_WIDTH, name=f"slice{s}_di")
+            dout = Signal(DP16KD_WIDE_WIDTH, name=f"slice{s}_do")
+            m.d.comb += [din[:bits].eq(self.write.data[lo:lo + bits]),
+                         self.read.data[lo:lo + bits].eq(dout[:bits])]
+            m.submodules[f"slice{s}"] = dp16kd(
+                width_a=DP16KD_WIDE_WIDTH, width_b=DP16KD_WIDE_WIDTH,
+                i_WEA=Const(1), i_WEB=Const(0),
+                **{f"i_ADA{j}": waddr[j] for j in range(14)},
+                **{f"i_ADB{j}": raddr[j] for j in range(14)},
+                **{f"i_DI{side}{j}": din[k * half + j] for k, side in enumerate("AB")
+                   for j in range(half)},
+                **{f"o_DO{side}{j}": dout[k * half + j] for k, side in enumerate("AB")
+                   for j in range(half)})

@@ -41,6 +41,7 @@ from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, MATRIX_READ_CYCLES, distrib
                            programmable_event_delay)
 from xpfilt.readout import ReadoutKind
 
+from .bram import RegisteredRAM
 from .cluster import ERROR_WIDTH, copy_register, distribute
 from .engine import EngineFrame
 from .frontend import ByteLayout, NameTapLayout
@@ -529,10 +530,10 @@ class ProgrammableCluster(wiring.Component):
         # --- configuration: the tag matrix in two banks (``bank`` is active, the other one is
         # loaded), flags staged then active ---
         bank = Signal()
-        matrix = Memory(shape=n, depth=2 * spec.matrix_rows, init=[])
-        m.submodules.matrix = matrix
-        matrix_read = matrix.read_port()     # synchronous: a block RAM where there is one
-        matrix_write = matrix.write_port()
+        # two cycles from the index to its row: the block RAM's address and output registers
+        # (DP16KDs with REGMODE OUTREG on the ECP5: hdl/bram.py) = MATRIX_READ_CYCLES
+        m.submodules.matrix = matrix = RegisteredRAM(width=n, depth=2 * spec.matrix_rows)
+        matrix_read, matrix_write = matrix.read, matrix.write
         shift = Signal(n)                        # tag-matrix rows come in here
         shift_next = Cat(shift[1:], self.cfg.bit)
         w = spec.column_flag_bits
@@ -561,8 +562,7 @@ class ProgrammableCluster(wiring.Component):
         # only). They come MATRIX_READ_CYCLES before the event, so the read lines up with it.
         # (The bank flips only between documents, with no name or push in flight.)
         m.d.comb += matrix_read.addr.eq(Cat(self.index, bank))
-        hit = Signal(n)          # the block RAM's output register (MATRIX_READ_CYCLES)
-        m.d.sync += hit.eq(matrix_read.data)
+        hit = matrix_read.data
 
         # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
         parent = Signal(n)       # the row of the pushed element's parent (a pop: its own)

@@ -774,3 +774,17 @@ def test_bitstream_builds(board, family_tools, count, tmp_path):
     assert bitstream.stat().st_size > 10_000
     assert report["meets_timing"] and report["fmax_mhz"] >= get_board(board).clock_hz / 1e6
     assert report["pnr"]["utilization"]
+
+
+def test_an_ecp5_board_build_has_the_tag_matrix_in_dp16kds_with_output_registers(tmp_path):
+    """`build --board ulx3s-85f --mode programmable` elaborates the engine for the ECP5: the tag
+    matrix as DP16KD primitives with REGMODE OUTREG (no fabric register after them); the
+    simulated board (`sim-board`) and the iCEBreaker keep the generic memory."""
+    args = ("--mode", "programmable", "--clusters", 1, "--columns", 8, "--tags", 7,
+            "--max-tag-len", 8, "--no-toolchain")
+    for board, primitives in (("ulx3s-85f", True), ("icebreaker", False)):
+        result = run_cli("build", "--board", board, *args, "-o", tmp_path / board)
+        assert result.exit_code == 0, result.output
+        engine = (tmp_path / board / "xpfilt_engine.v").read_text()
+        assert ("DP16KD" in engine) is primitives
+        assert (".REGMODE_B(\"OUTREG\")" in engine) is primitives

@@ -10,7 +10,7 @@ import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
-from xpfilt.hdl.bram import ECP5, RegisteredROM, dp16kd_initvals
+from xpfilt.hdl.bram import ECP5, RegisteredRAM, RegisteredROM, dp16kd_initvals
 from xpfilt.synth import tool
 
 
@@ -99,3 +99,78 @@ def test_the_ecp5_form_holds_and_reads_what_yosys_maps(tmp_path):
             lo = data[k].index(outs[0])
             bits = min(18, 40 - lo)
             assert outs[:bits] == data[k][lo:lo + bits]
+
+
+def test_registered_ram_reads_as_a_synchronous_read_port_and_a_fabric_register():
+    """Cycle by cycle as the memory it replaced in the programmable cluster's tag matrix (a
+    ``Memory`` read port, not transparent, then a register): random writes and reads, the same
+    address often, a read of the word being written included."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib.memory import Memory
+
+    rng = random.Random(11)
+    width, depth, cycles = 7, 12, 300
+    dut = RegisteredRAM(width=width, depth=depth)
+    ref = Module()
+    ref.submodules.dut = dut
+    ref.submodules.memory = memory = Memory(shape=width, depth=depth, init=[])
+    read, write = memory.read_port(), memory.write_port()
+    expected = Signal(width)
+    ref.d.comb += [read.addr.eq(dut.read.addr), write.addr.eq(dut.write.addr),
+                   write.data.eq(dut.write.data), write.en.eq(dut.write.en)]
+    ref.d.sync += expected.eq(read.data)
+    seen = []
+
+    async def bench(ctx):
+        for _ in range(cycles):
+            addr = rng.randrange(depth)
+            ctx.set(dut.write.addr, addr)
+            ctx.set(dut.write.data, rng.getrandbits(width))
+            ctx.set(dut.write.en, rng.random() < 0.4)
+            ctx.set(dut.read.addr, addr if rng.random() < 0.3 else rng.randrange(depth))
+            await ctx.tick()
+            seen.append((ctx.get(dut.read.data), ctx.get(expected)))
+
+    sim = Simulator(ref)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert [got for got, _ in seen] == [want for _, want in seen]
+    assert len({want for _, want in seen}) > 5      # the words written are read back
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(width=0, depth=4), "RAM width must be at least 1, not 0"),
+    (dict(width=4, depth=0), "RAM depth must be at least 1, not 0"),
+])
+def test_registered_ram_refuses_bad_parameters(args, message):
+    with pytest.raises(ValueError) as e:
+        RegisteredRAM(**args)
+    assert str(e.value) == message
+
+
+def test_the_ecp5_ram_is_dp16kds_36_wide_with_their_output_registers(tmp_path):
+    ram = RegisteredRAM(width=40, depth=512)
+    ports, cells = _dp16kds(verilog.convert(ram, name="rom", platform=ECP5),
+                            "hierarchy -top rom; proc; flatten; opt_clean", tmp_path)
+    assert len(cells) == 2
+    waddr, raddr = ports["write__addr"]["bits"], ports["read__addr"]["bits"]
+    wdata, rdata = ports["write__data"]["bits"], ports["read__data"]["bits"]
+    en = ports["write__en"]["bits"]
+    for s, cell in enumerate(cells):
+        params, conn = cell["parameters"], cell["connections"]
+        assert params["REGMODE_A"] == params["REGMODE_B"] == "OUTREG"
+        assert int(params["DATA_WIDTH_A"], 2) == int(params["DATA_WIDTH_B"], 2) == 36
+        # x36: the word on AD13..AD5, AD4 zero; port A's byte enables the write's enable
+        assert [conn[f"ADA{j}"][0] for j in range(5, 14)] == waddr
+        assert [conn[f"ADB{j}"][0] for j in range(5, 14)] == raddr
+        assert [conn[f"ADA{j}"][0] for j in range(4)] == en * 4
+        assert [conn[f"ADB{j}"][0] for j in range(5)] + [conn["ADA4"][0]] == ["0"] * 6
+        assert (conn["WEA"], conn["WEB"]) == (["1"], ["0"])
+        # the data bits in order, DIA/DOA below DIB/DOB; the outputs drive the read port
+        di = [conn[f"DI{side}{j}"][0] for side in "AB" for j in range(18)]
+        do = [conn[f"DO{side}{j}"][0] for side in "AB" for j in range(18)]
+        lo = wdata.index(di[0])
+        bits = min(36, 40 - lo)
+        assert di[:bits] == wdata[lo:lo + bits]
+        assert do[:bits] == rdata[lo:lo + bits]

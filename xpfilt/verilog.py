@@ -161,14 +161,17 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
     return top + "".join(texts)
 
 
-def emit_programmable_verilog(spec) -> str:
+def emit_programmable_verilog(spec, *, platform=None) -> str:
     """Verilog of ``ProgrammableEngine(spec)``: the top module :data:`TOP_NAME` and the one
-    cluster module every cluster instantiates."""
+    cluster module every cluster instantiates, both elaborated for ``platform`` (as
+    :func:`emit_verilog`)."""
     from amaranth.back import verilog
 
     from xpfilt.hdl.programmable import CLUSTER_MODULE, ProgrammableCluster, ProgrammableEngine
-    top = verilog.convert(ProgrammableEngine(spec, instances=True), name=TOP_NAME)
-    return top + verilog.convert(ProgrammableCluster(spec), name=CLUSTER_MODULE)
+    top = verilog.convert(ProgrammableEngine(spec, instances=True), name=TOP_NAME,
+                          platform=platform)
+    return top + verilog.convert(ProgrammableCluster(spec), name=CLUSTER_MODULE,
+                                 platform=platform)
 
 
 def build_programmable(spec, out: Path, log: Callable[[str], None] = lambda _: None) -> str:
