@@ -29,8 +29,9 @@ sends a document, then waits for its readout frame (``ceil(width / 8) + 7`` byte
 Runs are capped: ``--budget`` seconds in all (default 2,400), each tool run by the time left
 and each place and route by :data:`PNR_CAP`.
 A point whose confirmation does not finish in time is reported as predicted only. Results are
-cached per build and RTL digest in ``--work`` (default /tmp/board_capacity) so an interrupted
-run resumes; every row carries the digest of the RTL sources it was built from.
+cached per build, RTL digest and board sources' digest (:func:`build_key`) in ``--work`` (default
+/tmp/board_capacity) so an interrupted run resumes; every row carries the digest of the RTL
+sources it was built from (``rtl_digest``) and its builds that of the board sources.
 Saved to bench/results/capacity.{json,md}; with ``--point``, only those rows are measured and the
 other rows of the saved results are kept.
 
@@ -130,6 +131,7 @@ class Budget:
 
 _QUERIES: dict = {}
 _DIGEST: list = []
+_BOARD_DIGEST: list = []
 
 
 def rtl_digest() -> str:
@@ -138,6 +140,20 @@ def rtl_digest() -> str:
         from resources import source_digest
         _DIGEST.append(source_digest())
     return _DIGEST[0]
+
+
+def board_digest() -> str:
+    """The digest of the board sources (the rows' ``board_digest``), computed once."""
+    if not _BOARD_DIGEST:
+        from resources import board_source_digest
+        _BOARD_DIGEST.append(board_source_digest())
+    return _BOARD_DIGEST[0]
+
+
+def build_key() -> str:
+    """The key of a cached board build: the RTL digest and the board sources' digest, so a
+    change to either builds again (the RTL digest alone once reused a stale build)."""
+    return f"{rtl_digest()}-b{board_digest()}"
 
 
 def query_texts(depth: int, count: int) -> list[str]:
@@ -221,7 +237,7 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
     """One build (cached by name in ``work``); a dict with counts, P&R results or the error.
     With ``budget.cached_only``, a build not in the cache is not run."""
     name = f"{point_name(board, kind, depth)}-{size}-{'pnr' if pnr else 'synth'}"
-    cache = work / f"{name}-{rtl_digest()}.json"
+    cache = work / f"{name}-{build_key()}.json"
     if cache.exists():
         row = json.loads(cache.read_text())
         log(f"{name}: cached ({row.get('error') or 'ok'})")
@@ -234,7 +250,8 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         return {"name": name, "size": size, "error": "time budget used up", "skipped": True}
     out = work / name
     start = time.perf_counter()
-    row = {"name": name, "size": size, "rtl_digest": rtl_digest()}
+    row = {"name": name, "size": size, "rtl_digest": rtl_digest(),
+           "board_digest": board_digest()}
     try:
         design = design_for(board, kind, depth, size)
         row.update(queries=design.queries, units=design.units, width=design.width)
@@ -264,18 +281,18 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
     row["times"] = report.get("times")
     pnr_log = out / "gateware" / f"nextpnr-{get_board(board).family}.log"
     if pnr_log.exists():        # kept: a timed-out route still has its placement's estimate
-        kept = work / f"{name}-{rtl_digest()}.nextpnr.log"
+        kept = work / f"{name}-{build_key()}.nextpnr.log"
         shutil.copy(pnr_log, kept)
         row["placement_estimate_mhz"] = placement_estimate(kept.read_text(errors="replace"))
     placed = out / "gateware" / "placed.json"
     if placed.exists():             # --place-only: for bench/placed_paths.py (not *.json in work)
         (work / "placed").mkdir(exist_ok=True)
         row["placed_netlist"] = str(shutil.copy(placed, work / "placed" /
-                                                f"{name}-{rtl_digest()}.json"))
+                                                f"{name}-{build_key()}.json"))
     if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
     else:                                           # ... but listed among the runs
-        (work / f"{name}-{rtl_digest()}.attempt.json").write_text(json.dumps(row, indent=1))
+        (work / f"{name}-{build_key()}.attempt.json").write_text(json.dumps(row, indent=1))
     shutil.rmtree(out, ignore_errors=True)     # keep the disk small; the row has the numbers
     log(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)")
     return row
@@ -407,6 +424,9 @@ def main() -> None:
     parser.add_argument("--rtl-digest", default=None,
                         help="With --cached-only: report the cached builds of this RTL digest "
                              "(the sources may have changed since they were built).")
+    parser.add_argument("--board-digest", default=None,
+                        help="With --cached-only: ... and of these board sources (a build's "
+                             "board_digest; default: the current ones).")
     args = parser.parse_args()
     READOUT[0] = args.readout
     PNR_CAP_ASKED[0] = args.pnr_cap
@@ -418,6 +438,10 @@ def main() -> None:
         if not args.cached_only:
             parser.error("--rtl-digest needs --cached-only")
         _DIGEST[:] = [args.rtl_digest]
+    if args.board_digest:
+        if not args.cached_only:
+            parser.error("--board-digest needs --cached-only")
+        _BOARD_DIGEST[:] = [args.board_digest]
     args.work.mkdir(parents=True, exist_ok=True)
     budget = Budget(args.budget, args.cached_only)
     started = time.perf_counter()

@@ -98,8 +98,19 @@ def source_digest() -> str:
     so the digest matches what this process converts."""
     import xpfilt.hdl.engine  # noqa: F401
     import xpfilt
-    files = sorted(Path(xpfilt.hdl.engine.__file__).parent.glob("*.py")) + [
-        Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")]
+    return files_digest(sorted(Path(xpfilt.hdl.engine.__file__).parent.glob("*.py")) + [
+        Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")])
+
+
+def board_source_digest() -> str:
+    """Short hash of the board sources (:mod:`xpfilt.boards`: the board top, host link, clocks,
+    build flow) a board build comes from besides the RTL of :func:`source_digest`."""
+    import xpfilt.boards
+    return files_digest(sorted(Path(xpfilt.boards.__file__).parent.glob("*.py")))
+
+
+def files_digest(files) -> str:
+    """Short hash of ``files``' names and contents, in that order."""
     h = hashlib.sha256()
     for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes())

@@ -1,0 +1,30 @@
+"""bench/capacity.py's build cache: a board build is reused only if the RTL and the board
+sources it was built from are unchanged (a board change once reused a stale cached build)."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import capacity  # noqa: E402
+
+
+def _cached(work: Path, key: str) -> dict:
+    name = f"{capacity.point_name('ulx3s-85f', 'programmable', None)}-128-pnr"
+    (work / f"{name}-{key}.json").write_text(json.dumps({"name": name, "size": 128,
+                                                         "fmax_mhz": 1.0}))
+    return capacity.run_build(work, "ulx3s-85f", "programmable", None, 128, pnr=True,
+                              budget=capacity.Budget(0, cached_only=True))
+
+
+def test_a_build_of_other_board_sources_is_not_reused(tmp_path):
+    # the RTL digest alone (the cache key before the board sources were in it)
+    assert _cached(tmp_path, capacity.rtl_digest()).get("skipped")
+    assert _cached(tmp_path, f"{capacity.rtl_digest()}-b000000000000").get("skipped")
+    assert _cached(tmp_path, capacity.build_key())["fmax_mhz"] == 1.0
+
+
+def test_the_build_key_covers_the_rtl_and_the_board_sources():
+    from resources import board_source_digest, source_digest
+    assert capacity.build_key() == f"{source_digest()}-b{board_source_digest()}"
