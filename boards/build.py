@@ -7,7 +7,9 @@
 
 * ``board.json`` (what the host needs: board, mode, readout width, design identity, baud),
   ``plan.json`` (custom) or ``hardware.json`` (programmable), ``xpfilt_engine.v`` (the engine,
-  exactly as ``xpfilt compile`` writes it) and ``xpfilt_board.v`` (the board top around it);
+  exactly as ``xpfilt compile`` writes it; a programmable engine on the ECP5 with its block
+  RAMs as DP16KD primitives, and beside it :data:`SIMULATION_ENGINE`, the generic form that
+  ``xpfilt sim-board`` simulates) and ``xpfilt_board.v`` (the board top around it);
 * ``gateware/``: the platform's build files (RTLIL, Yosys script, pin and clock constraints,
   ``build_xpfilt_board.sh``), and the tools' logs and outputs when they run;
 * iCE40: ``xpfilt_board.bin``; ECP5: ``xpfilt_board.bit``; Xilinx: no bitstream -- the Vivado
@@ -51,13 +53,17 @@ from .top import BoardCore, BoardTop, EngineInstance
 from .uart import MIN_DIVIDER
 
 __all__ = ["EngineDesign", "custom_design", "programmable_design", "uart_divider",
-           "board_core", "core_verilog", "simulation_verilog", "BuildConfig", "build_board",
+           "SIMULATION_ENGINE", "board_core", "core_verilog", "simulation_verilog", "BuildConfig", "build_board",
            "BOARD_TOP", "fit_estimate", "write_design_files", "load_design", "engine_clock"]
 
 #: Name of the board top (the platform design and the simulated board core).
 BOARD_TOP = "xpfilt_board"
 #: Share of the device's LUTs a design may use and still be expected to place and route.
 FILL = 0.9
+#: The engine's Verilog for simulation in a build directory whose ``xpfilt_engine.v`` has
+#: primitives without a simulation model (an ECP5 programmable engine's DP16KDs): the same
+#: engine with generic memories, cycle for cycle the same (:mod:`xpfilt.hdl.bram`).
+SIMULATION_ENGINE = f"{TOP_NAME}_sim.v"
 
 
 @dataclass(frozen=True)
@@ -137,8 +143,12 @@ def programmable_design(spec: HardwareSpec, *, family: Optional[str] = None,
     the generic form, for simulation)."""
     log(f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
         "writing Verilog ...")
-    platform = Target(family) if family else None
-    return EngineDesign.for_spec(spec, emit_programmable_verilog(spec, platform=platform))
+    verilog = emit_programmable_verilog(spec, platform=Target(family) if family else None)
+    design = EngineDesign.for_spec(spec, verilog)
+    generic = emit_programmable_verilog(spec) if family else verilog
+    if generic != verilog:           # primitives without a simulation model: for sim-board
+        design.files[SIMULATION_ENGINE] = generic
+    return design
 
 
 def uart_divider(clock_hz: float, baud: int) -> int:
@@ -497,13 +507,15 @@ def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig, di
 
 
 def load_design(directory: Path) -> EngineDesign:
-    """The :class:`EngineDesign` a build directory holds (read by
-    :meth:`xpfilt.boards.host.BoardDesign.load`, plus ``xpfilt_engine.v``), without regenerating
-    anything."""
+    """The :class:`EngineDesign` a build directory holds, to simulate (read by
+    :meth:`xpfilt.boards.host.BoardDesign.load`, plus :data:`SIMULATION_ENGINE` where the build
+    wrote one, else ``xpfilt_engine.v``), without regenerating anything."""
     from .host import BoardDesign
     board = BoardDesign.load(directory)
+    simulated = Path(directory) / SIMULATION_ENGINE
     try:
-        verilog = (Path(directory) / f"{TOP_NAME}.v").read_text()
+        verilog = (simulated if simulated.exists() else Path(directory) / f"{TOP_NAME}.v"
+                   ).read_text()
     except OSError as exc:
         raise ToolError(f"{directory} must hold the {TOP_NAME}.v that `xpfilt build` wrote, "
                         f"not lack it: {exc}") from None

@@ -28,7 +28,7 @@ from click.testing import CliRunner
 
 from xpfilt.boards import BOARDS, get_board
 from xpfilt.boards.build import (BuildConfig, build_board, custom_design, fit_estimate,
-                          programmable_design, uart_divider)
+                          programmable_design, uart_divider, SIMULATION_ENGINE)
 from xpfilt.boards.clocks import ECP5_PFD_HZ, ECP5_VCO_HZ, Ecp5Pll, ecp5_pll
 from xpfilt.boards.host import plan_identity
 from xpfilt.boards.protocol import (EOF, ESC, PROTOCOL_VERSION, SOF, STATUS_BYTES, BoardStatus, Command,
@@ -778,8 +778,8 @@ def test_bitstream_builds(board, family_tools, count, tmp_path):
 
 def test_an_ecp5_board_build_has_the_tag_matrix_in_dp16kds_with_output_registers(tmp_path):
     """`build --board ulx3s-85f --mode programmable` elaborates the engine for the ECP5: the tag
-    matrix as DP16KD primitives with REGMODE OUTREG (no fabric register after them); the
-    simulated board (`sim-board`) and the iCEBreaker keep the generic memory."""
+    matrix as DP16KD primitives with REGMODE OUTREG (no fabric register after them), and the
+    generic form beside it for `sim-board`; the iCEBreaker keeps the generic memory."""
     args = ("--mode", "programmable", "--clusters", 1, "--columns", 8, "--tags", 7,
             "--max-tag-len", 8, "--no-toolchain")
     for board, primitives in (("ulx3s-85f", True), ("icebreaker", False)):
@@ -788,3 +788,5 @@ def test_an_ecp5_board_build_has_the_tag_matrix_in_dp16kds_with_output_registers
         engine = (tmp_path / board / "xpfilt_engine.v").read_text()
         assert ("DP16KD" in engine) is primitives
         assert (".REGMODE_B(\"OUTREG\")" in engine) is primitives
+        # what sim-board simulates instead (Verilator has no DP16KD)
+        assert (tmp_path / board / SIMULATION_ENGINE).exists() is primitives
