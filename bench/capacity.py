@@ -381,6 +381,20 @@ def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
     return "; ".join(text for _, text in sorted(out))
 
 
+def merge_rows(saved: list, fresh: list, *, by_size: bool) -> list:
+    """``saved`` rows but those ``fresh`` ones measure again, then ``fresh``: a row replaces the
+    saved row of its point (board, engine, depth, readout, clock, router) or, ``by_size``
+    (--sizes: measurements of the sizes asked for), only the saved row of its point at its
+    size."""
+    def key(r):
+        return (r["board"], r["kind"], r.get("depth"), r.get("readout", "serial"),
+                r.get("clock_source", "oscillator"), r["clock_mhz"],
+                r.get("router") or router_for_default(r["board"]),
+                *((r.get("queries"), r.get("columns")) if by_size else ()))
+    keys = {key(r) for r in fresh}
+    return [r for r in saved if key(r) not in keys] + fresh
+
+
 def configured(spec: HardwareSpec, depth: int) -> int:
     queries = [parse_query(t, i + 1) for i, t in enumerate(query_texts(depth, 2000))]
     return len(configure(queries, spec).answers)
@@ -567,11 +581,7 @@ def main() -> None:
     if args.point or args.only:      # keep the saved rows of the points not measured now
         saved = json.loads((RESULTS / "capacity.json").read_text())["rows"] \
             if (RESULTS / "capacity.json").exists() else []
-        key = lambda r: (r["board"], r["kind"], r.get("depth"), r.get("readout", "serial"),
-                         r.get("clock_source", "oscillator"), r["clock_mhz"],
-                         r.get("router") or router_for_default(r["board"]))
-        fresh = {key(r) for r in rows}
-        rows = [r for r in saved if key(r) not in fresh] + rows
+        rows = merge_rows(saved, rows, by_size=bool(sizes))
         order = {(b, k, d): i for i, (b, k, d, _) in enumerate(POINTS)}
         rows.sort(key=lambda r: (order.get((r["board"], r["kind"], r.get("depth")), 99),
                                  r.get("readout", "serial") != "serial"))

@@ -28,3 +28,20 @@ def test_a_build_of_other_board_sources_is_not_reused(tmp_path):
 def test_the_build_key_covers_the_rtl_and_the_board_sources():
     from resources import board_source_digest, source_digest
     assert capacity.build_key() == f"{source_digest()}-b{board_source_digest()}"
+
+
+def _row(columns, fmax, router="router1"):
+    return {"board": "ulx3s-85f", "kind": "programmable", "depth": None, "readout": "serial",
+            "clock_source": "PLL", "clock_mhz": 100.0, "router": router, "columns": columns,
+            "fmax_mhz": fmax}
+
+
+def test_rows_of_sizes_asked_for_replace_only_the_saved_rows_of_those_sizes():
+    """--sizes 1024 once replaced the saved 4,096-column row of the same point."""
+    saved = [_row(4096, 95.2), _row(1024, 109.6), _row(128, 120.0, router="router2")]
+    merged = capacity.merge_rows(saved, [_row(1024, 111.0)], by_size=True)
+    assert sorted((r["columns"], r["fmax_mhz"]) for r in merged) == [
+        (128, 120.0), (1024, 111.0), (4096, 95.2)]
+    # a search for the largest size replaces its point's row whatever the size
+    merged = capacity.merge_rows(saved, [_row(2048, 100.0)], by_size=False)
+    assert sorted((r["columns"], r["fmax_mhz"]) for r in merged) == [(128, 120.0), (2048, 100.0)]
