@@ -234,8 +234,9 @@ def distribution_depth(leaves: int) -> int:
 DECODER_STAGES = 5
 
 #: Cycles a programmable cluster's tag matrix (a block RAM) takes from the index to the tag hits:
-#: the read address register and the output register (the ECP5's block RAM shows its data
-#: 5.8 ns after the clock without one).
+#: the read address register and the output register (on the ECP5 the DP16KD's own, REGMODE
+#: OUTREG: :class:`xpfilt.hdl.bram.RegisteredRAM`; without it the data shows 5.8 ns after the
+#: clock).
 MATRIX_READ_CYCLES = 2
 
 
