@@ -2,7 +2,8 @@
 
 :class:`RegisteredRAM` (one write port, one read port) reads ``data[addr]`` two cycles after
 ``addr`` the same way, as a synchronous ``Memory`` read port and a fabric register would; on the
-ECP5 it is made of :func:`dp16kd` primitives 36 bits wide (pseudo dual port, up to 512 words).
+ECP5 it is made of :func:`dp16kd` primitives 36 bits wide (pseudo dual port, up to 512 words
+all 0 at first) or 18 bits wide (up to 1,024 words).
 
 :class:`RegisteredROM` reads ``rows[addr]`` two cycles after ``addr`` (the address registered by
 the block RAM, then its output register), on as many read ports as asked. Elaborated for an
@@ -147,17 +148,23 @@ class RegisteredROM(wiring.Component):
 
 
 class RegisteredRAM(wiring.Component):
-    """``depth`` words of ``width`` bits, all 0 at first: ``write.data`` is stored at
-    ``write.addr`` on a clock edge where ``write.en`` is 1; ``read.data`` is the word at
-    ``read.addr`` two cycles before (the word before a write to it in the cycle after that
-    address: the read does not see a write of the same edge), 0 after a reset until then."""
+    """``depth`` words of ``width`` bits, ``init`` at first (the rest 0): ``write.data`` is
+    stored at ``write.addr`` on a clock edge where ``write.en`` is 1; ``read.data`` is the word
+    at ``read.addr`` two cycles before (the word before a write to it in the cycle after that
+    address: the read does not see a write of the same edge), 0 after a reset until then.
+    ``ram_style``: the generic form's Yosys attribute (``"block"``: block RAM, never LUTs)."""
 
-    def __init__(self, *, width: int, depth: int):
+    def __init__(self, *, width: int, depth: int, init: Sequence[int] = (),
+                 ram_style: str | None = None):
         if width < 1:
             raise ValueError(f"RAM width must be at least 1, not {width!r}")
         if depth < 1:
             raise ValueError(f"RAM depth must be at least 1, not {depth!r}")
+        if len(init) > depth:
+            raise ValueError(f"RAM init must have at most {depth} words, not {len(init)}")
         self.width, self.depth = width, depth
+        self.init = list(init) + [0] * (depth - len(init))
+        self.ram_style = ram_style
         abits = max(1, (depth - 1).bit_length())
         super().__init__({
             "write": Out(wiring.Signature({"addr": In(abits), "data": In(width), "en": In(1)})),
@@ -166,10 +173,15 @@ class RegisteredRAM(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if is_ecp5(platform) and self.depth <= DP16KD_WIDE_WORDS:
+        if is_ecp5(platform) and self.depth <= DP16KD_WIDE_WORDS and not any(self.init):
             self._dp16kd(m)
             return m
-        m.submodules.memory = memory = Memory(shape=self.width, depth=self.depth, init=[])
+        if is_ecp5(platform) and self.depth <= DP16KD_WORDS:
+            self._dp16kd_x18(m)
+            return m
+        m.submodules.memory = memory = Memory(
+            shape=self.width, depth=self.depth, init=self.init,
+            attrs={"ram_style": self.ram_style} if self.ram_style else {})
         read, write = memory.read_port(), memory.write_port()
         data = Signal(self.width)                # the fabric's output register
         m.d.comb += [read.addr.eq(self.read.addr), self.read.data.eq(data),
@@ -177,6 +189,29 @@ class RegisteredRAM(wiring.Component):
                      write.en.eq(self.write.en)]
         m.d.sync += data.eq(read.data)
         return m
+
+    def _dp16kd_x18(self, m: Module) -> None:
+        """The RAM as DP16KDs in their 1,024 x 18 mode (port A writes, port B reads)."""
+        # x18: ADx13..ADx4 the word, ADx3..ADx2 zero; ADA1..ADA0 the byte enables (both)
+        waddr, raddr = Signal(14), Signal(14)
+        m.d.comb += [waddr[4:4 + len(self.write.addr)].eq(self.write.addr), waddr[:2].eq(0b11),
+                     raddr[4:4 + len(self.read.addr)].eq(self.read.addr)]
+        for s, lo in enumerate(range(0, self.width, DP16KD_WIDTH)):
+            bits = min(DP16KD_WIDTH, self.width - lo)
+            din = Signal(DP16KD_WIDTH, name=f"slice{s}_di")
+            dout = Signal(DP16KD_WIDTH, name=f"slice{s}_do")
+            m.d.comb += [din[:bits].eq(self.write.data[lo:lo + bits]),
+                         self.read.data[lo:lo + bits].eq(dout[:bits])]
+            words = [word >> lo & ((1 << bits) - 1) for word in self.init]
+            m.submodules[f"slice{s}"] = dp16kd(
+                width_a=DP16KD_WIDTH, width_b=DP16KD_WIDTH,
+                i_WEA=self.write.en, i_WEB=Const(0),
+                **{f"i_ADA{j}": waddr[j] for j in range(14)},
+                **{f"i_ADB{j}": raddr[j] for j in range(14)},
+                **{f"i_DIA{j}": din[j] for j in range(DP16KD_WIDTH)},
+                **{f"i_DIB{j}": Const(0) for j in range(DP16KD_WIDTH)},
+                **{f"o_DOB{j}": dout[j] for j in range(DP16KD_WIDTH)},
+                **{f"p_{name}": value for name, value in dp16kd_initvals(words).items()})
 
     def _dp16kd(self, m: Module) -> None:
         """The RAM as DP16KDs in their 512 x 36 mode (port A writes, port B reads)."""

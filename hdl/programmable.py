@@ -399,21 +399,20 @@ class TagDecoder(wiring.Component):
             for is_low, nibble, bits in ((0, byte[4:], high), (1, byte[:4], low)):
                 # stage 2: the group's row of this nibble at that position, a block RAM's read
                 ones = (1 << len(group)) - 1
-                table = Memory(shape=len(group), depth=rows,
-                               init=[ones if r in ends else 0 for r in range(rows)],
-                               attrs={"ram_style": "block"})
+                # stage 3: the row from its output register (on the ECP5 the DP16KD's own:
+                # without it the data shows 5.8 ns after the clock, hdl/bram.py)
+                table = RegisteredRAM(width=len(group), depth=rows,
+                                      init=[ones if r in ends else 0 for r in range(rows)],
+                                      ram_style="block")
                 m.submodules[f"entries_{k}_{'low' if is_low else 'high'}"] = table
-                read = table.read_port()
-                write = table.write_port()
+                read, write = table.read, table.write
                 m.d.comb += [
                     write.addr.eq(Cat(row[:4], row[5:], ~group_bank)),
                     write.data.eq(shift_next),
                     write.en.eq(selected & cfg.row_write & (row[4] == is_low)),
                     read.addr.eq(Cat(nibble, pos, group_bank)),
+                    bits[group.start:group.stop].eq(read.data),
                 ]
-                # stage 3: the row from a register (a block RAM's data shows late: 5.8 ns
-                # after the clock on the ECP5)
-                m.d.sync += bits[group.start:group.stop].eq(read.data)
         control = Signal(NameTapLayout(max_name=spec.max_name))     # stage 1 ...
         between = Signal.like(control)                              # ... 2
         later = Signal.like(control)                                # ... and 3

@@ -110,10 +110,11 @@ def test_registered_ram_reads_as_a_synchronous_read_port_and_a_fabric_register()
 
     rng = random.Random(11)
     width, depth, cycles = 7, 12, 300
-    dut = RegisteredRAM(width=width, depth=depth)
+    init = [rng.getrandbits(width) for _ in range(depth - 2)]
+    dut = RegisteredRAM(width=width, depth=depth, init=init)
     ref = Module()
     ref.submodules.dut = dut
-    ref.submodules.memory = memory = Memory(shape=width, depth=depth, init=[])
+    ref.submodules.memory = memory = Memory(shape=width, depth=depth, init=init)
     read, write = memory.read_port(), memory.write_port()
     expected = Signal(width)
     ref.d.comb += [read.addr.eq(dut.read.addr), write.addr.eq(dut.write.addr),
@@ -142,6 +143,7 @@ def test_registered_ram_reads_as_a_synchronous_read_port_and_a_fabric_register()
 @pytest.mark.parametrize("args, message", [
     (dict(width=0, depth=4), "RAM width must be at least 1, not 0"),
     (dict(width=4, depth=0), "RAM depth must be at least 1, not 0"),
+    (dict(width=4, depth=2, init=[1, 2, 3]), "RAM init must have at most 2 words, not 3"),
 ])
 def test_registered_ram_refuses_bad_parameters(args, message):
     with pytest.raises(ValueError) as e:
@@ -174,3 +176,31 @@ def test_the_ecp5_ram_is_dp16kds_36_wide_with_their_output_registers(tmp_path):
         bits = min(36, 40 - lo)
         assert di[:bits] == wdata[lo:lo + bits]
         assert do[:bits] == rdata[lo:lo + bits]
+
+
+def test_the_ecp5_ram_with_contents_is_dp16kds_18_wide_with_their_output_registers(tmp_path):
+    rng = random.Random(13)
+    init = [rng.getrandbits(20) for _ in range(1000)]
+    ram = RegisteredRAM(width=20, depth=1024, init=init)
+    ports, cells = _dp16kds(verilog.convert(ram, name="rom", platform=ECP5),
+                            "hierarchy -top rom; proc; flatten; opt_clean", tmp_path)
+    assert len(cells) == 2
+    waddr, raddr = ports["write__addr"]["bits"], ports["read__addr"]["bits"]
+    wdata, rdata = ports["write__data"]["bits"], ports["read__data"]["bits"]
+    for cell in cells:
+        params, conn = cell["parameters"], cell["connections"]
+        assert params["REGMODE_A"] == params["REGMODE_B"] == "OUTREG"
+        assert int(params["DATA_WIDTH_A"], 2) == int(params["DATA_WIDTH_B"], 2) == 18
+        # x18: the word on AD13..AD4; port A writes both bytes, port B reads
+        assert [conn[f"ADA{j}"][0] for j in range(4, 14)] == waddr
+        assert [conn[f"ADB{j}"][0] for j in range(4, 14)] == raddr
+        assert [conn[f"ADA{j}"][0] for j in range(4)] == ["1", "1", "0", "0"]
+        assert [conn[f"ADB{j}"][0] for j in range(4)] == ["0"] * 4
+        assert conn["WEA"] == ports["write__en"]["bits"] and conn["WEB"] == ["0"]
+        lo = wdata.index(conn["DIA0"][0])
+        bits = min(18, 20 - lo)
+        assert [conn[f"DIA{j}"][0] for j in range(bits)] == wdata[lo:lo + bits]
+        assert [conn[f"DOB{j}"][0] for j in range(bits)] == rdata[lo:lo + bits]
+        words = [w >> lo & ((1 << bits) - 1) for w in init + [0] * 24]
+        assert all(int(params[f"INITVAL_{k:02X}"], 2) == value.value
+                   for k, value in enumerate(dp16kd_initvals(words).values()))
