@@ -173,11 +173,8 @@ class RegisteredRAM(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if is_ecp5(platform) and self.depth <= DP16KD_WIDE_WORDS and not any(self.init):
-            self._dp16kd(m)
-            return m
         if is_ecp5(platform) and self.depth <= DP16KD_WORDS:
-            self._dp16kd_x18(m)
+            self._dp16kds(m, wide=self.depth <= DP16KD_WIDE_WORDS and not any(self.init))
             return m
         m.submodules.memory = memory = Memory(
             shape=self.width, depth=self.depth, init=self.init,
@@ -190,50 +187,36 @@ class RegisteredRAM(wiring.Component):
         m.d.sync += data.eq(read.data)
         return m
 
-    def _dp16kd_x18(self, m: Module) -> None:
-        """The RAM as DP16KDs in their 1,024 x 18 mode (port A writes, port B reads)."""
-        # x18: ADx13..ADx4 the word, ADx3..ADx2 zero; ADA1..ADA0 the byte enables (both)
+    def _dp16kds(self, m: Module, *, wide: bool) -> None:
+        """The RAM as DP16KDs, port A writing, port B reading: ``wide``, 512 x 36 (pseudo dual
+        port: DIA/DOA carry bits 0..17, DIB/DOB bits 18..35, as Yosys's ``brams_map_16kd.v``
+        maps a PDPW16KD; the byte enables ADA3..ADA0 are the write's enable), else 1,024 x 18
+        (WEA the write's enable, both byte enables ADA1..ADA0 on; DOB the data) holding
+        ``init``. The word address is on ADx13..ADx5 (x36) or ADx13..ADx4 (x18), the bits
+        below it 0 but the byte enables."""
+        width = DP16KD_WIDE_WIDTH if wide else DP16KD_WIDTH
+        shift, half = (5, width // 2) if wide else (4, width)
         waddr, raddr = Signal(14), Signal(14)
-        m.d.comb += [waddr[4:4 + len(self.write.addr)].eq(self.write.addr), waddr[:2].eq(0b11),
-                     raddr[4:4 + len(self.read.addr)].eq(self.read.addr)]
-        for s, lo in enumerate(range(0, self.width, DP16KD_WIDTH)):
-            bits = min(DP16KD_WIDTH, self.width - lo)
-            din = Signal(DP16KD_WIDTH, name=f"slice{s}_di")
-            dout = Signal(DP16KD_WIDTH, name=f"slice{s}_do")
+        m.d.comb += [waddr[shift:shift + len(self.write.addr)].eq(self.write.addr),
+                     raddr[shift:shift + len(self.read.addr)].eq(self.read.addr),
+                     waddr[:4 if wide else 2].eq(self.write.en.replicate(4) if wide else 0b11)]
+        sides = "AB" if wide else "A"
+        for s, lo in enumerate(range(0, self.width, width)):
+            bits = min(width, self.width - lo)
+            din = Signal(width, name=f"slice{s}_di")
+            dout = Signal(width, name=f"slice{s}_do")
             m.d.comb += [din[:bits].eq(self.write.data[lo:lo + bits]),
                          self.read.data[lo:lo + bits].eq(dout[:bits])]
+            outs = sides if wide else "B"
             words = [word >> lo & ((1 << bits) - 1) for word in self.init]
             m.submodules[f"slice{s}"] = dp16kd(
-                width_a=DP16KD_WIDTH, width_b=DP16KD_WIDTH,
-                i_WEA=self.write.en, i_WEB=Const(0),
-                **{f"i_ADA{j}": waddr[j] for j in range(14)},
-                **{f"i_ADB{j}": raddr[j] for j in range(14)},
-                **{f"i_DIA{j}": din[j] for j in range(DP16KD_WIDTH)},
-                **{f"i_DIB{j}": Const(0) for j in range(DP16KD_WIDTH)},
-                **{f"o_DOB{j}": dout[j] for j in range(DP16KD_WIDTH)},
-                **{f"p_{name}": value for name, value in dp16kd_initvals(words).items()})
-
-    def _dp16kd(self, m: Module) -> None:
-        """The RAM as DP16KDs in their 512 x 36 mode (port A writes, port B reads)."""
-        # x36: ADx13..ADx5 the word, ADx4 zero; ADA3..ADA0 the byte enables, ADB3..ADB0 zero.
-        # DIA/DOA carry bits 0..17, DIB/DOB bits 18..35 (Yosys's brams_map_16kd.v, PDPW16KD).
-        half = DP16KD_WIDE_WIDTH // 2
-        waddr, raddr = Signal(14), Signal(14)
-        m.d.comb += [waddr[5:5 + len(self.write.addr)].eq(self.write.addr),
-                     waddr[:4].eq(self.write.en.replicate(4)),
-                     raddr[5:5 + len(self.read.addr)].eq(self.read.addr)]
-        for s, lo in enumerate(range(0, self.width, DP16KD_WIDE_WIDTH)):
-            bits = min(DP16KD_WIDE_WIDTH, self.width - lo)
-            din = Signal(DP16KD_WIDE_WIDTH, name=f"slice{s}_di")
-            dout = Signal(DP16KD_WIDE_WIDTH, name=f"slice{s}_do")
-            m.d.comb += [din[:bits].eq(self.write.data[lo:lo + bits]),
-                         self.read.data[lo:lo + bits].eq(dout[:bits])]
-            m.submodules[f"slice{s}"] = dp16kd(
-                width_a=DP16KD_WIDE_WIDTH, width_b=DP16KD_WIDE_WIDTH,
-                i_WEA=Const(1), i_WEB=Const(0),
-                **{f"i_ADA{j}": waddr[j] for j in range(14)},
-                **{f"i_ADB{j}": raddr[j] for j in range(14)},
-                **{f"i_DI{side}{j}": din[k * half + j] for k, side in enumerate("AB")
-                   for j in range(half)},
-                **{f"o_DO{side}{j}": dout[k * half + j] for k, side in enumerate("AB")
-                   for j in range(half)})
+                width_a=width, width_b=width,
+                i_WEA=Const(1) if wide else self.write.en, i_WEB=Const(0),
+                **{f"i_AD{side}{j}": addr[j] for side, addr in (("A", waddr), ("B", raddr))
+                   for j in range(14)},
+                **{f"i_DI{side}{j}": din[k * half + j] if side in sides else Const(0)
+                   for k, side in enumerate("AB") for j in range(DP16KD_WIDTH)},
+                **{f"o_DO{side}{j}": dout[k * half + j] for k, side in enumerate(outs)
+                   for j in range(DP16KD_WIDTH)},
+                **({} if wide else {f"p_{name}": value
+                                    for name, value in dp16kd_initvals(words).items()}))
