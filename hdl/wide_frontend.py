@@ -280,13 +280,16 @@ class WideByteLayout(data.StructLayout):
 class QueueEntry(data.StructLayout):
     """An event waiting for the global stack: ``push``/``pop``/``last`` (document end), ``check``
     (a pop of an end tag: compare its name with the row), ``level`` (a push's new depth, a
-    pop's depth before it), the name's ``tag`` id and ``hash``, the document's ``errors``
+    pop's depth before it), ``row`` (the global stack row stage E reads: the depth before
+    the event for a push or a pop, else 0; kept so that no subtraction lies between stage E's
+    register and the stack's LUT RAM), the name's ``tag`` id and ``hash``, the document's ``errors``
     (only with ``last``; the end-tag mismatch is added in stage F) and, with conditions, a
     push's attribute condition bits ``conds``."""
 
     def __init__(self, *, tag_width: int, max_depth: int, n_conds: int = 0):
         super().__init__({"push": 1, "pop": 1, "check": 1, "last": 1,
-                          "level": range(max_depth + 1), "tag": tag_width, "hash": HASH_WIDTH,
+                          "level": range(max_depth + 1), "row": range(max_depth + 1),
+                          "tag": tag_width, "hash": HASH_WIDTH,
                           "errors": ErrorFlags, **({"conds": n_conds} if n_conds else {})})
 
 
@@ -767,6 +770,7 @@ class WideFrontEnd(wiring.Component):
                          rec.check.eq(r["pop_check"]),
                          rec.level.eq(Mux(do_push, li["level"] + 1,
                                           Mux(do_pop, li["level"], 0))),
+                         rec.row.eq(Mux(do_push | do_pop, li["level"], 0)),
                          rec.hash.eq(li["hash"])]
             if self.n_conds:
                 # a push: its attribute bits; a push or a pop: the text bits since the event
@@ -888,7 +892,7 @@ class WideFrontEnd(wiring.Component):
         row = stack.read_port(domain="comb")
         push_port = stack.write_port()
         m.d.comb += [
-            row.addr.eq(Mux(e.push, e.level - 1, e.level)),
+            row.addr.eq(e.row),
             push_port.addr.eq(e.level),
             push_port.data.tag.eq(e.tag),
             push_port.data.hash.eq(e.hash),
