@@ -68,7 +68,7 @@ import shutil
 import time
 from pathlib import Path
 
-from common import RESULTS, save
+from common import RESULTS, replace_rows, save
 
 from xpfilt.boards import get_board
 from xpfilt.boards.build import BuildConfig, build_board, custom_design, programmable_design
@@ -391,8 +391,7 @@ def merge_rows(saved: list, fresh: list, *, by_size: bool) -> list:
                 r.get("clock_source", "oscillator"), r["clock_mhz"],
                 r.get("router") or router_for_default(r["board"]),
                 *((r.get("queries"), r.get("columns")) if by_size else ()))
-    keys = {key(r) for r in fresh}
-    return [r for r in saved if key(r) not in keys] + fresh
+    return replace_rows(saved, fresh, key)
 
 
 def configured(spec: HardwareSpec, depth: int) -> int:

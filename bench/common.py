@@ -31,6 +31,14 @@ def machine() -> dict:
             "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
 
 
+def replace_rows(saved: Sequence[dict], fresh: Sequence[dict],
+                 key: Callable[[dict], object]) -> list[dict]:
+    """The ``saved`` rows whose ``key`` no ``fresh`` row has, then ``fresh``: a run's rows replace
+    the saved rows of the points it measured again and keep the others."""
+    measured = {key(row) for row in fresh}
+    return [row for row in saved if key(row) not in measured] + list(fresh)
+
+
 def save(name: str, rows: Sequence[dict], columns: Sequence[tuple[str, str]], title: str,
          notes: str = "") -> Path:
     """Write ``results/NAME.json`` (rows + machine) and ``results/NAME.md`` (a table)."""

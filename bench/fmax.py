@@ -52,7 +52,7 @@ from pathlib import Path
 
 import resources
 from capacity import query_texts
-from common import RESULTS, save
+from common import RESULTS, replace_rows, save
 from resources import (CACHE, cache_key, log, run_cached, run_tool, source_digest, tool,
                        tool_version, yosys_synth)
 
@@ -265,8 +265,7 @@ def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: st
         row.setdefault("readout", "serial")    # rows from before the readout option
         row.setdefault("io", "pins")           # rows from before the timing harness
         row.setdefault("router", "router1")
-    new_keys = {key(r) for r in measured}
-    rows = [r for r in rows if key(r) not in new_keys] + measured
+    rows = replace_rows(rows, measured, key)
     rows.sort(key=lambda r: (r["family"], r.get("readout", "serial") != "serial", r["queries"]))
     notes = (f"Depth-8 NITF queries, all optimizations on, clustered in text order (prefix "
              f"clustering; RTL digests before issue 13's prefix clustering: file order); "

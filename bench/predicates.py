@@ -28,7 +28,7 @@ import json
 import time
 
 import resources
-from common import RESULTS, publish, stream_documents
+from common import RESULTS, publish, replace_rows, stream_documents
 from fmax import run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
@@ -134,8 +134,7 @@ def main() -> None:
         return row["predicates_per_query"], row.get("p_text", 0.0)
     previous = RESULTS / "predicates.json"
     if previous.exists():      # rows of other (predicates, p_text) points are kept
-        new = {key(r) for r in rows}
-        rows = [r for r in json.loads(previous.read_text())["rows"] if key(r) not in new] + rows
+        rows = replace_rows(json.loads(previous.read_text())["rows"], rows, key)
         rows.sort(key=key)
     base = next((r for r in rows if key(r) == (0, 0.0)), None)
     for row in rows:

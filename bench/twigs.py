@@ -35,7 +35,7 @@ import json
 import time
 
 import resources
-from common import RESULTS, publish
+from common import RESULTS, publish, replace_rows
 from fmax import run_point
 from predicates import bytes_per_cycle
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
@@ -204,8 +204,7 @@ def main() -> None:
         for i, row in enumerate(rows):
             if old.get(row["set"], {}).get("rtl_digest") == row["rtl_digest"]:
                 rows[i] = {**old[row["set"]], **row}
-        new = {r["set"] for r in rows}
-        rows = [r for r in old.values() if r["set"] not in new] + rows
+        rows = replace_rows(list(old.values()), rows, key=lambda r: r["set"])
 
     for twig in rows:          # each point against its trunks (this run's or an earlier one's)
         base = next((r for r in rows if r["set"] == f"trunks {twig['set']}"), None)
