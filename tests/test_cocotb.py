@@ -497,11 +497,16 @@ def test_wide_engine_back_to_back_short_documents_valid_and_ready_always_1(build
 
 @pytest.mark.regress
 @pytest.mark.parametrize("queries,folder,tsv", structural_cases())
-def test_regress_shared_query_set_on_verilator_at_four_bytes_per_cycle(queries, folder, tsv,
-                                                                        build_dir, tmp_path):
+@pytest.mark.parametrize("width", [2, 4, 8], ids=lambda w: f"W{w}")
+def test_regress_shared_query_set_on_verilator_at_bytes_per_cycle(width, queries, folder, tsv,
+                                                                   build_dir, tmp_path):
+    """Issue 18's done-when: the W-byte engine (W = 2, 4, 8) agrees with the model every cycle
+    and with the shared expected answers on every shared structural set (ids W<w>-<set>)."""
     summary = run_regression(RegressionConfig(queries=queries, documents=[folder],
-                                              build_dir=build_dir, seed=1, bytes_per_cycle=4,
+                                              build_dir=build_dir, seed=1,
+                                              bytes_per_cycle=width,
                                               replay_dir=tmp_path / "replays"))
+    print(summary.format())
     assert summary.ok, summary.format()
     expected = {name: list(numbers) for name, numbers in read_expected(tsv).items()}
     assert summary.answers == expected
