@@ -46,7 +46,7 @@ class SlotLoadLayout(data.StructLayout):
                           "row": range(slot_rows(max_tag_len)), "bank": 1, "flip": 1})
 
 
-def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last, byte,
+def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid, last, byte,
                      lexer, registered, member, decided, text, enter_text):
     """Stage P's slot logic: ``decided`` (per slot, whether the attribute value decided in
     this cycle satisfies it, ``slots`` bits, 0 when undecided or another attribute),
@@ -54,7 +54,9 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     text slot, whether the text node ending now satisfies it), ``text_undecided`` (it ends
     undecided for a text slot that compares a value) and ``chains(bits, phase)`` (the slots'
     chain bits, :func:`xpfilt.slots.chain_bits`). ``load``: a :class:`SlotLoadLayout` signal;
-    ``byte``: the parser's byte; ``lexer``: :meth:`FrontEnd._value_lexer` over the attribute
+    ``ahead``: the parser's requests the slots step on, from registers (:meth:`xpfilt.hdl.
+    frontend.FrontEnd._slot_requests`: ``start``, ``fed``, ``attr_byte``, ``attr_end``,
+    ``val_start``); ``byte``: the parser's byte; ``lexer``: :meth:`FrontEnd._value_lexer` over the attribute
     values and the text nodes; ``decided``: the cycle after an attribute value's closing
     quote (its decision); ``text``: :meth:`FrontEnd._text_nodes`; ``enter_text``: this byte
     enters the parser's text state."""
@@ -76,18 +78,27 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     idigits, fdigits = (Memory(shape=4 * S, depth=2 * DIGIT_ROWS, init=[]) for _ in range(2))
     m.submodules.slot_names, m.submodules.slot_strings = names, strings_
     m.submodules.slot_idigits, m.submodules.slot_fdigits = idigits, fdigits
-    low_nibbles = Cat(*(shift_next[8 * s:8 * s + 4] for s in range(S)))
+    # A row is written in the cycle after the one that completes it, from registers (the
+    # write enable, the address) and the row register itself (which holds the completed row in
+    # that cycle: a row is 8 * slots bits, more than one cycle). Not visible: the written bank
+    # is the inactive one, and the flags (section 3) come between a row's write and the flip.
+    # Measured: the loader's section -> the name LUT-RAM's write enable was the next routed
+    # critical path after the parser's requests (1 x 128 with 8 slots, 10.37 ns).
+    low_nibbles = Cat(*(shift[8 * s:8 * s + 4] for s in range(S)))
     tables = {}
     for key, memory, first, count, addr_bits, data_ in (
-            ("name", names, 0, L, lw, shift_next), ("string", strings_, L, L, lw, shift_next),
+            ("name", names, 0, L, lw, shift), ("string", strings_, L, L, lw, shift),
             ("idigit", idigits, 2 * L, DIGIT_ROWS, 4, low_nibbles),
             ("fdigit", fdigits, 2 * L + DIGIT_ROWS, DIGIT_ROWS, 4, low_nibbles)):
         port = memory.write_port()
-        m.d.comb += [port.addr.eq(Cat((row - first)[:addr_bits], ~bank)),
-                     port.data.eq(data_),
-                     port.en.eq(load.row_write & (row >= first) & (row < first + count))]
+        write, first_write = Signal(name=f"slot_{key}_we"), Signal(name=f"slot_{key}_we0")
+        addr = Signal(addr_bits + 1, name=f"slot_{key}_waddr")
+        m.d.sync += [addr.eq(Cat((row - first)[:addr_bits], ~bank)),
+                     write.eq(load.row_write & (row >= first) & (row < first + count)),
+                     first_write.eq(load.row_write & (row == first))]
+        m.d.comb += [port.addr.eq(addr), port.data.eq(data_), port.en.eq(write)]
         tables[key] = SimpleNamespace(key=key, memory=memory, addr_bits=addr_bits, data=data_,
-                                      first_write=load.row_write & (row == first))
+                                      first_write=first_write)
     staged = Signal(SLOT_FLAG_BITS * S)
     flags = Signal(SLOT_FLAG_BITS * S)
     with m.If(load.flag_shift):
@@ -110,11 +121,10 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     strings = in_value | in_text
     at = Mux(strings, vpos, apos)
     inside = at < L
-    name_inc = valid & ~last & req["attr_byte"]
+    name_inc = ahead.attr_byte
     name_row = _row_ahead(m, tables["name"], bank=bank, flip=load.flip,
                           reset=valid & ~name_inc, inc=name_inc)
-    start = (valid & (last | req["val_start"] | req["text_end"])) | decided
-    fed = (valid & ~last & req["val_byte"]) | text.feed
+    start, fed = ahead.start, ahead.fed
     string_row = _row_ahead(m, tables["string"], bank=bank, flip=load.flip,
                             reset=start, inc=fed & ~start)
     row_now = Mux(strings, string_row, name_row)         # registers and a multiplexer
@@ -129,22 +139,21 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, valid, last,
     # after that byte
     with m.If(decided | (valid & last)):
         m.d.sync += in_value.eq(0)
-    with m.Elif(valid & req["val_start"]):
+    with m.Elif(ahead.val_start):
         m.d.sync += in_value.eq(1)
     with m.If(enter_text):
         m.d.sync += in_text.eq(1)
     with m.Elif(valid & (last | req["text_end"])):
         m.d.sync += in_text.eq(0)
-    with m.If(valid):
-        with m.If(~last & req["attr_byte"]):
-            m.d.sync += [apos.eq(Mux(apos == L + 1, apos, apos + 1)),
-                         astill.eq(astill & Mux(inside, same, 0))]
-        with m.Else():
-            m.d.sync += [apos.eq(0), astill.eq(ones)]
-        with m.If(last):
-            m.d.sync += cur.eq(0)
-        with m.Elif(req["attr_end"]):
-            m.d.sync += cur.eq(astill & ends)
+    with m.If(name_inc):
+        m.d.sync += [apos.eq(Mux(apos == L + 1, apos, apos + 1)),
+                     astill.eq(astill & Mux(inside, same, 0))]
+    with m.Elif(valid):
+        m.d.sync += [apos.eq(0), astill.eq(ones)]
+    with m.If(valid & last):
+        m.d.sync += cur.eq(0)
+    with m.Elif(ahead.attr_end):
+        m.d.sync += cur.eq(astill & ends)
 
     # --- the value (or text node): the string, and the number's digits against each slot's
     icount = Signal(range(DIGIT_ROWS + 1))   # significant integer digits so far (saturating)
