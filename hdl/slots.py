@@ -127,7 +127,10 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
     start, fed = ahead.start, ahead.fed
     string_row = _row_ahead(m, tables["string"], bank=bank, flip=load.flip,
                             reset=start, inc=fed & ~start)
-    row_now = Mux(strings, string_row, name_row)         # registers and a multiplexer
+    # the choice into a signal of its own: a slice of an unnamed expression elaborates the
+    # whole expression again (Amaranth), so S slices of the Mux were S * 8S bits
+    row_now = Signal(8 * S, name="slot_row_now")         # registers and a multiplexer
+    m.d.comb += row_now.eq(Mux(strings, string_row, name_row))
     expected = [row_now[8 * s:8 * s + 8] for s in range(S)]
     space_like = registered("vspace", member(b" \t\n"))
     same = Cat(*(e == Mux(space_like & ~in_text, ord(" "), byte)    # names: no spaces
@@ -162,7 +165,8 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
     irow, frow = (_row_ahead(m, tables[key], bank=bank, flip=load.flip,
                              reset=start, inc=fed & ~start & digit & (count != DIGIT_ROWS))
                   for key, count, digit in (("idigit", icount, sig), ("fdigit", fcount, frac)))
-    digit_row = Mux(frac, frow, irow)
+    digit_row = Signal(4 * S, name="slot_digit_row")     # a signal: see row_now
+    m.d.comb += digit_row.eq(Mux(frac, frow, irow))
     literal = [digit_row[4 * s:4 * s + 4] for s in range(S)]
     dlt = Cat(*(byte[:4] < d for d in literal))
     dgt = Cat(*(byte[:4] > d for d in literal))
