@@ -128,12 +128,17 @@ class RegisteredPorts(wiring.Component):
         return m
 
 
+def harnessed(engine_verilog: str, engine) -> str:
+    """``engine_verilog`` (top module :data:`TOP_NAME`, the Verilog of ``engine``) in the
+    timing harness (top module :data:`HARNESS_NAME`)."""
+    engine._MustUse__silence = True     # only its signature is used here
+    harness = RegisteredPorts(engine.signature, TOP_NAME)
+    return engine_verilog + amaranth_verilog.convert(harness, name=HARNESS_NAME)
+
+
 def harnessed_verilog(plan) -> str:
     """Verilog of ``plan``'s engine in the timing harness (top module :data:`HARNESS_NAME`)."""
-    engine = CustomEngine(plan, instances=True)
-    engine._MustUse__silence = True     # only its signature is used here (emit_verilog builds it)
-    harness = RegisteredPorts(engine.signature, TOP_NAME)
-    return emit_verilog(plan) + amaranth_verilog.convert(harness, name=HARNESS_NAME)
+    return harnessed(emit_verilog(plan), CustomEngine(plan, instances=True))
 
 
 SYNTH = {"ecp5": "synth_ecp5 -top {top} -json synth.json",

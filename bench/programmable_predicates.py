@@ -21,15 +21,17 @@ The custom engine's comparator costs 1.96 LUT6-eq per condition (bench/results/p
 constant's bits are folded into LUTs); a programmable slot compares with loaded bytes.
 
 With ``--fmax``: nextpnr-ecp5 (ECP5-85F, default seed, router1, ports on pins as
-``programmable.py``'s row) of the 1 x 128 engine with S = 0 and S = 8 (run it under
-``flock /tmp/pnr.lock``, with ``--cap``); ``--router router2`` routes with nextpnr's router2 (the
-row says which; rows are kept per slots and router).
+``programmable.py``'s row) of the 1 x 128 engine (``--fmax-clusters N``: N x 128) with S = 0
+and S = 8 (run it under ``flock /tmp/pnr.lock``, with ``--cap``); ``--router router2`` routes
+with nextpnr's router2 (the row says which); ``--io registered`` puts the engine in
+``fmax.py``'s harness (every port bit through flip-flops, as the custom engine's rows) instead
+of its ports on pins. Rows are kept per slots, router, clusters and io.
 
 Saved to bench/results/programmable_predicates.{json,md} with the RTL digest. ``--only
 resources`` / ``--only fmax`` measures that part alone (the P&R part under the lock, the rest
 outside it) and keeps the saved rows of the other part.
 Usage: python bench/programmable_predicates.py [--fmax] [--only resources|fmax] [--cap S]
-[--router router2]
+[--router router2] [--fmax-clusters N] [--io registered]
 """
 
 from __future__ import annotations
@@ -45,11 +47,11 @@ from amaranth.lib.wiring import In, Out
 import fmax
 import resources
 from common import RESULTS, publish
-from fmax import run_point
+from fmax import HARNESS_NAME, harnessed, run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
 from xpfilt.hdl.frontend import FrontEnd
-from xpfilt.hdl.programmable import children_held
+from xpfilt.hdl.programmable import ProgrammableEngine, children_held
 from xpfilt.programmable import HardwareSpec
 from xpfilt.synth import xilinx_counts
 from xpfilt.verilog import TOP_NAME, emit_programmable_verilog
@@ -85,6 +87,11 @@ def main() -> None:
     parser.add_argument("--fmax", action="store_true", help="place and route S = 0 and 8")
     parser.add_argument("--fmax-slots", default="0,8",
                         help="the S to place and route, comma-separated (default 0,8)")
+    parser.add_argument("--io", choices=("pins", "registered"), default="pins",
+                        help="the engine's ports on pins (default) or through fmax.py's "
+                             "registered harness, as fmax.py's rows")
+    parser.add_argument("--fmax-clusters", type=int, default=1,
+                        help="clusters of 128 columns of the engine placed and routed (default 1)")
     parser.add_argument("--only", choices=("resources", "fmax"),
                         help="measure this part alone, keep the saved rows of the other")
     parser.add_argument("--router", default=fmax.ROUTER, choices=("router1", "router2"),
@@ -156,11 +163,19 @@ def main() -> None:
                      "per_column_growth": round(after - before, 2), "rtl_digest": digest})
         log(f"derived: {rows[-1]}")
     routed = [int(x) for x in args.fmax_slots.split(",")]
+    routed_clusters = args.fmax_clusters
     for slots in routed if args.fmax or args.only == "fmax" else ():
-        spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16, tags=31, slots=slots)
-        point = run_point("ecp5", 128, emit_programmable_verilog(spec),
-                          {"query_nodes": 0, "columns": 128, "clusters": 1})
-        rows.append({"what": "fmax", "clusters": 1, "columns": 128, "slots": slots,
+        spec = HardwareSpec(clusters=routed_clusters, columns=128, max_tag_len=16, tags=31,
+                            slots=slots)
+        verilog = emit_programmable_verilog(spec)
+        if args.io == "registered":
+            verilog = harnessed(verilog, ProgrammableEngine(spec, instances=True))
+        point = run_point("ecp5", 128 * routed_clusters, verilog,
+                          {"query_nodes": 0, "columns": 128 * routed_clusters,
+                           "clusters": routed_clusters},
+                          top=HARNESS_NAME if args.io == "registered" else TOP_NAME)
+        rows.append({"what": "fmax", "clusters": routed_clusters, "columns": 128, "slots": slots,
+                     "io": args.io,
                      "router": args.router, "fmax_mhz": point.get("fmax_mhz"), "lut4": point.get("lut4"),
                      "ff": point.get("ff"), "critical_from": point.get("critical_from"),
                      "critical_to": point.get("critical_to"), "rtl_digest": digest,
@@ -172,11 +187,12 @@ def main() -> None:
         for row in kept:
             if row["what"] == "fmax":
                 row.setdefault("router", "router1")     # rows from before --router
+                row.setdefault("io", "pins")            # rows from before --io
         if args.only == "resources":
             rows += [r for r in kept if r["what"] == "fmax"]
         else:
             rows += [r for r in kept if r["what"] != "fmax" or r["slots"] not in routed
-                     or r.get("router", "router1") != args.router]
+                     or r.get("router", "router1") != args.router or r["clusters"] != routed_clusters or r["io"] != args.io]
     rows.sort(key=lambda row: row["what"] == "fmax")     # stable: the P&R rows last
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
@@ -189,7 +205,7 @@ def main() -> None:
         ("twig_width", "twig width W"), ("negated_lut6_per_column", "negated mask LUT6-eq / column"),
         ("negated_ff_per_column", "negated mask FF / column"),
         ("negated_stream_bits_per_column", "negated mask stream bits / column"),
-        ("router", "router"), ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"), ("critical_from", "critical from"),
+        ("router", "router"), ("io", "I/O"), ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"), ("critical_from", "critical from"),
         ("critical_to", "to"),
         ("rtl_digest", "RTL digest"), ("error", "error")],
         "Value predicates in the programmable engine: LUT6-eq per comparator slot and column",
