@@ -192,7 +192,8 @@ def main() -> None:
             rows += [r for r in kept if r["what"] == "fmax"]
         else:
             rows += [r for r in kept if r["what"] != "fmax" or r["slots"] not in routed
-                     or r.get("router", "router1") != args.router or r["clusters"] != routed_clusters or r["io"] != args.io]
+                     or r.get("router", "router1") != args.router
+                     or r["clusters"] != routed_clusters or r["io"] != args.io]
     rows.sort(key=lambda row: row["what"] == "fmax")     # stable: the P&R rows last
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
