@@ -51,7 +51,9 @@ HISTORY = ("Before the front end sent the attribute bits straight from its conds
            "overused wires after 25 min; post-placement estimate 104.7 MHz vs 136.7 at P = 0). "
            "P = 0 re-run on RTL 2d3ae1ed7e14 (the P = 1 row's): router1 did not finish in "
            "1,800 s (~500 arcs left, congestion), post-placement estimate 123.0 MHz vs 115.2 at "
-           "P = 1 (0.937); the P = 0 row kept is the routed one on 05c90f61aa5c.")
+           "P = 1 (0.937); the P = 0 row kept is the routed one on 05c90f61aa5c. On RTL "
+           "d1dc3adf5635 (the P = 2 row's) P = 0 did not finish routing with router1 in "
+           "1,800 s either (the P = 0 row kept is still the one on 05c90f61aa5c).")
 
 
 def query_texts(predicates: int, p_text: float = 0.0) -> list[str]:
