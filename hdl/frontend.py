@@ -50,9 +50,10 @@ stage P, beside the parser:
 * at the closing quote every condition on ``cur`` is decided from those registers (length
   first, then the first difference; the sign; ``-0`` equals 0) and ORed into the ``conds``
   register in the next cycle (the decision is registered); ``conds`` clears on the byte after
-  every ``<`` and travels with the push (``events.conds``, read by stage F straight from
-  ``conds``, which holds still until then: no copy in stages E and F; a pop carries the text
-  conditions' bits instead, below).
+  every ``<`` (not at a document's end: a push on the last byte keeps its bits) and travels
+  with the push (``events.conds``, read by stage F straight from ``conds``, which holds still
+  until then: no copy in stages E and F; a pop carries the text conditions' bits instead,
+  below).
 
 Text conditions (issue 14 part 2; conditions whose ``attribute`` is :data:`xpfilt.hwdefs.TEXT`,
 ``[text() op literal]`` and ``[text()]``). A second set of the same comparators (string CAM, number
@@ -795,9 +796,10 @@ class FrontEnd(wiring.Component):
         # in the next cycle (the comparators and the attribute hold still until the next value
         # starts, >= 4 bytes later), so no path runs from the parser's state through the
         # comparators into every condition bit. ``conds`` clears on the valid byte *after* a
-        # ``<`` or a document's last byte (``clear_next``), so a push's bits stay put for the
-        # two cycles stage F needs to read them (:meth:`elaborate` sends them with the event
-        # straight from here, not through stages E and F).
+        # ``<`` (``clear_next``), so a push's bits stay put for the two cycles stage F needs to
+        # read them (:meth:`elaborate` sends them with the event straight from here, not
+        # through stages E and F), also a push on a document's last byte with the next
+        # document right behind it; every start tag of the next document follows a ``<``.
         conds = self._condition_register(m, req, valid, last, step.decided)
         return conds, step.undecided
 
@@ -805,14 +807,14 @@ class FrontEnd(wiring.Component):
     def _condition_register(m, req, valid, last, decided):
         """The ``conds`` register of a start tag: ``decided`` (the bits of the attribute value
         that just ended, from registers that hold still until the next value starts) is ORed
-        in a cycle after the closing quote; cleared on the valid byte after a ``<`` or a
-        document's last byte (see :meth:`_attribute_conditions`)."""
+        in a cycle after the closing quote; cleared on the valid byte after a ``<`` (see
+        :meth:`_attribute_conditions`)."""
         conds = Signal(len(decided))
         decide = Signal()
         clear_next = Signal()
         m.d.sync += decide.eq(valid & ~last & req["val_end"])
         with m.If(valid):
-            m.d.sync += clear_next.eq(last | req["tag_start"])
+            m.d.sync += clear_next.eq(req["tag_start"])
         with m.If(valid & clear_next):
             m.d.sync += conds.eq(0)
         with m.Elif(decide):

@@ -183,6 +183,12 @@ def frontend_documents(seed: int, count: int) -> list[bytes]:
     return docs
 
 
+#: The tightest timings of a decision, to send back to back: the push on the byte after the
+#: closing quote, on a document's last byte (the element left open), the last byte right after
+#: a quote.
+TIGHT_DOCUMENTS = [b'<a id="1"/>', b'<b n="x">', b'<a id="0"', b'<a n="x"><b id="1"/></a>']
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_frontend_rtl_equals_model_with_conditions(seed):
     conditions = [AttrCondition(a, op, _literal(lit)) for a in ATTRS
@@ -190,7 +196,7 @@ def test_frontend_rtl_equals_model_with_conditions(seed):
                                   ("=", "'x'"), ("!=", "' 2 '"), ("=", "'q r'"),
                                   ("<", "'x'"), (">", "99.99"), ("<=", "100"), ("=", "0"))]
     conditions += [AttrCondition("id", "exists"), AttrCondition("idx", "=", "")]
-    docs = frontend_documents(seed, 25)
+    docs = frontend_documents(seed, 25) + TIGHT_DOCUMENTS
     events = assert_rtl_matches_model(TAGS, byte_stream(docs, gap_seed=seed),
                                       conditions=conditions)
     assert any(e.conds for e in events)
