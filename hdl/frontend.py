@@ -48,8 +48,9 @@ stage P, beside the parser:
   two first-difference flags for the integer part and two for the fraction part (a digit
   compared with the literal's digit at that position, one LUT per flag);
 * at the closing quote every condition on ``cur`` is decided from those registers (length
-  first, then the first difference; the sign; ``-0`` equals 0) and ORed into the ``conds``
-  register in the next cycle (the decision is registered); ``conds`` clears on the byte after
+  first, then the first difference; the sign; ``-0`` equals 0): each distinct comparison and
+  ``cur`` are registered in the next cycle, and their AND per condition is ORed into the
+  ``conds`` register in the cycle after (two registered steps); ``conds`` clears on the byte after
   every ``<`` (not at a document's end: a push on the last byte keeps its bits) and travels
   with the push (``events.conds``, read by stage F straight from ``conds``, which holds still
   until then: no copy in stages E and F; a pop carries the text conditions' bits instead,
@@ -789,30 +790,41 @@ class FrontEnd(wiring.Component):
         if not attrs.conditions:
             return Const(0, max(1, len(self.conditions))), Const(0, 1)
         regs = state_registers(attrs.state, "a_")
+
+        def stage(value):
+            staged = Signal(len(value))
+            m.d.sync += staged.eq(value)
+            return staged
         step = attrs.step(regs, req, valid=valid, last=last, eq=eq, registered=registered,
-                          member=member)
+                          member=member, stage=stage)
         m.d.sync += [regs[k].eq(v) for k, v in step.next.items()]
-        # The decision at a closing quote is registered (``decide``) and ORed into ``conds``
-        # in the next cycle (the comparators and the attribute hold still until the next value
-        # starts, >= 4 bytes later), so no path runs from the parser's state through the
-        # comparators into every condition bit. ``conds`` clears on the valid byte *after* a
+        # The decision at a closing quote is taken in two registered steps (``step``'s
+        # ``decided`` with ``stage``) and ORed into ``conds`` two cycles after the quote, so no
+        # path runs from the parser's state or the comparators' registers through the
+        # comparisons into every condition bit (measured: a_lex -> conds, 8.7 ns, the routed
+        # critical path of 1,024 queries with 2 predicates each, RTL d1dc3adf5635). A push is
+        # at least a byte after the quote and stage F reads its bits two cycles after the
+        # push: in time. ``conds`` clears on the valid byte *after* a
         # ``<`` (``clear_next``), so a push's bits stay put for the two cycles stage F needs to
         # read them (:meth:`elaborate` sends them with the event straight from here, not
         # through stages E and F), also a push on a document's last byte with the next
         # document right behind it; every start tag of the next document follows a ``<``.
-        conds = self._condition_register(m, req, valid, last, step.decided)
+        conds = self._condition_register(m, req, valid, last, step.decided, delay=2)
         return conds, step.undecided
 
     @staticmethod
-    def _condition_register(m, req, valid, last, decided):
+    def _condition_register(m, req, valid, last, decided, delay=1):
         """The ``conds`` register of a start tag: ``decided`` (the bits of the attribute value
-        that just ended, from registers that hold still until the next value starts) is ORed
-        in a cycle after the closing quote; cleared on the valid byte after a ``<`` (see
-        :meth:`_attribute_conditions`)."""
+        that just ended, meaningful ``delay`` cycles after its closing quote and until the next
+        value starts) is ORed in ``delay`` cycles after the quote; cleared on the valid byte
+        after a ``<`` (see :meth:`_attribute_conditions`)."""
         conds = Signal(len(decided))
-        decide = Signal()
         clear_next = Signal()
-        m.d.sync += decide.eq(valid & ~last & req["val_end"])
+        decide = valid & ~last & req["val_end"]
+        for k in range(delay):
+            later = Signal(name=f"decide_{k + 1}")
+            m.d.sync += later.eq(decide)
+            decide = later
         with m.If(valid):
             m.d.sync += clear_next.eq(req["tag_start"])
         with m.If(valid & clear_next):
@@ -1148,12 +1160,19 @@ class AttributeConditions:
         self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
                       "attr": (n_attr, 0), **comparator_state(self.conditions)}
 
-    def step(self, cur: dict, req, *, valid, last, eq, registered, member) -> SimpleNamespace:
+    def step(self, cur: dict, req, *, valid, last, eq, registered, member, stage=None
+             ) -> SimpleNamespace:
         """One byte from the state ``cur``: ``next`` (the state after it; ``valid``: the byte
         is there, ``last``: the document's final byte, ``req``: its parser requests),
         ``decided`` (the condition bits, full width, of the value that ends at this byte:
         meaningful with ``val_end``) and ``undecided`` (this byte ends a compared value the
-        comparators cannot decide)."""
+        comparators cannot decide).
+
+        With ``stage`` (``stage(value)``: ``value`` registered), ``decided`` is two steps of
+        logic with registers between, meaningful two cycles after ``val_end``: each distinct
+        comparison (kind, operator, literal) over the value and the attribute are registered
+        (the comparators and the attribute hold still until the next value starts, >= 4 bytes
+        later), and ``decided`` is one AND per condition of those registers."""
         attrs, a_of = self.attrs, self.a_of
         apos, amatch, attr = cur["apos"], cur["amatch"], cur["attr"]
         aok = Cat(*(Cat(*(apos[p] & eq(b) for p, b in enumerate(a))).any() for a in attrs))
@@ -1167,7 +1186,14 @@ class AttributeConditions:
                "attr": Mux(valid & last, 0, Mux(valid & req["attr_end"], ahit, attr)),
                **advance(spec, cur, cmp.next, start=valid & (last | req["val_start"]),
                          byte=valid & ~last & req["val_byte"])}
-        bits = {i: attr[a_of[k]] & cmp.bits[k] for k, i in enumerate(self.index)}
+        stage = stage or (lambda value: value)
+        compared = {}          # each distinct comparison's bit (staged once)
+        for c, bit in zip(self.conditions, cmp.bits):
+            if (c.kind, c.op, c.literal) not in compared:
+                compared[c.kind, c.op, c.literal] = stage(bit)
+        attr_now = stage(attr)
+        bits = {i: attr_now[a_of[k]] & compared[c.kind, c.op, c.literal]
+                for k, (i, c) in enumerate(zip(self.index, self.conditions))}
         decided = Cat(*(bits.get(i, Const(0, 1)) for i in range(self.width)))
         kinds = {kind: [i for i in range(len(attrs))
                         if any(c.kind in kind and a_of[k] == i
