@@ -46,7 +46,7 @@ from amaranth.lib.wiring import In, Out
 
 import fmax
 import resources
-from common import RESULTS, publish
+from common import RESULTS, publish, replace_rows
 from fmax import HARNESS_NAME, harnessed, run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
@@ -176,7 +176,8 @@ def main() -> None:
                           top=HARNESS_NAME if args.io == "registered" else TOP_NAME)
         rows.append({"what": "fmax", "clusters": routed_clusters, "columns": 128, "slots": slots,
                      "io": args.io,
-                     "router": args.router, "fmax_mhz": point.get("fmax_mhz"), "lut4": point.get("lut4"),
+                     "router": args.router, "fmax_mhz": point.get("fmax_mhz"),
+                     "lut4": point.get("lut4"),
                      "ff": point.get("ff"), "critical_from": point.get("critical_from"),
                      "critical_to": point.get("critical_to"), "rtl_digest": digest,
                      "error": point.get("error")})
@@ -191,9 +192,8 @@ def main() -> None:
         if args.only == "resources":
             rows += [r for r in kept if r["what"] == "fmax"]
         else:
-            rows += [r for r in kept if r["what"] != "fmax" or r["slots"] not in routed
-                     or r.get("router", "router1") != args.router
-                     or r["clusters"] != routed_clusters or r["io"] != args.io]
+            rows = replace_rows(kept, rows, key=lambda r: (
+                r["what"], r.get("slots"), r.get("router"), r.get("clusters"), r.get("io")))
     rows.sort(key=lambda row: row["what"] == "fmax")     # stable: the P&R rows last
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
@@ -206,8 +206,8 @@ def main() -> None:
         ("twig_width", "twig width W"), ("negated_lut6_per_column", "negated mask LUT6-eq / column"),
         ("negated_ff_per_column", "negated mask FF / column"),
         ("negated_stream_bits_per_column", "negated mask stream bits / column"),
-        ("router", "router"), ("io", "I/O"), ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"), ("critical_from", "critical from"),
-        ("critical_to", "to"),
+        ("router", "router"), ("io", "I/O"), ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"),
+        ("critical_from", "critical from"), ("critical_to", "to"),
         ("rtl_digest", "RTL digest"), ("error", "error")],
         "Value predicates in the programmable engine: LUT6-eq per comparator slot and column",
         "Yosys synth_xilinx (LUT6-eq as in resources.md) of the programmable engine, clusters "
