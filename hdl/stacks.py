@@ -332,18 +332,19 @@ class StackBank(wiring.Component):
             pending_stack(m, ev, pending, Cat(*up), self.max_depth)
 
 
-def pending_stack(m: Module, ev, pending: Signal, up, max_depth: int) -> None:
+def pending_stack(m: Module, ev, pending: Signal, up, max_depth: int, clear=None) -> None:
     """Pending bits per open element: ``pending`` (a register) holds the current element's,
     a LUT-RAM by level its ancestors' (saved on each push, which starts the new element with
     none, like :func:`packed_stack`); a pop gives the parent its saved bits OR ``up``; a
-    document end clears them."""
+    document end clears them. ``clear``: ``ev.push | ev.doc_end`` from a register, if the
+    caller has one (every pending bit's reset)."""
     mem = Memory(shape=len(pending), depth=max_depth, init=[])
     m.submodules.pending = mem
     write = mem.write_port()
     read = mem.read_port(domain="comb")
     m.d.comb += [read.addr.eq(ev.addr), write.addr.eq(ev.addr), write.data.eq(pending),
                  write.en.eq(ev.push)]
-    with m.If(ev.doc_end | ev.push):
+    with m.If((ev.doc_end | ev.push) if clear is None else clear):
         m.d.sync += pending.eq(0)
     with m.Elif(ev.pop):
         m.d.sync += pending.eq(read.data | up)
