@@ -18,7 +18,7 @@ serial readout. Per P:
 
 Saved to bench/results/predicates.{json,md}, each row with the digest of the RTL sources.
 
-Usage: python bench/predicates.py [--predicates 0,1,2] [--fmax 0,1,2] [--cap S]
+Usage: python bench/predicates.py [--predicates 0,1,2] [--fmax 0,1,2] [--router router2] [--cap S]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import argparse
 import json
 import time
 
+import fmax
 import resources
 from common import RESULTS, publish, replace_rows, stream_documents
 from fmax import run_point
@@ -53,7 +54,15 @@ HISTORY = ("Before the front end sent the attribute bits straight from its conds
            "1,800 s (~500 arcs left, congestion), post-placement estimate 123.0 MHz vs 115.2 at "
            "P = 1 (0.937); the P = 0 row kept is the routed one on 05c90f61aa5c. On RTL "
            "d1dc3adf5635 (the P = 2 row's) P = 0 did not finish routing with router1 in "
-           "1,800 s either (the P = 0 row kept is still the one on 05c90f61aa5c).")
+           "1,800 s either (the P = 0 row kept is still the one on 05c90f61aa5c). With the "
+           "attribute decision in two registered steps (RTL 8be2aa9dd618 on, which cut the "
+           "P = 2 row's a_lex -> conds path): P = 2's post-placement estimate 99.35 MHz (87.07 "
+           "before, the same placer), but router1 did not finish routing in 1,800 s (~570 "
+           "overused wires at iteration 114,000), so the router1 P = 2 row kept is the one on "
+           "d1dc3adf5635; router2 stopped at the clock pad's arc (the unconstrained clk pin "
+           "to the global network, the 'error' of its row); a hand run with clk on a clock pin "
+           "(G2) routed at 70.8 MHz, one net of 13.6 ns routing across the device "
+           "(cluster_1.copy_on_1).")
 
 
 def query_texts(predicates: int, p_text: float = 0.0) -> list[str]:
@@ -81,7 +90,11 @@ def main() -> None:
                         help="the predicate counts to place and route ('' for none)")
     parser.add_argument("--p-text", type=float, default=0.0,
                         help="probability that a predicate tests text() (gen-queries --p-text)")
+    parser.add_argument("--router", default=fmax.ROUTER, choices=("router1", "router2"),
+                        help=f"nextpnr's router (default {fmax.ROUTER}; the row says which, and "
+                             f"'Fmax / P=0' compares rows of one router)")
     args = resources.parse_args_with_cap(parser)
+    fmax.ROUTER = args.router
     digest = source_digest()
     started = time.perf_counter()
     from xpfilt.hdl.frontend import FrontEnd
@@ -125,7 +138,7 @@ def main() -> None:
         row["bytes_per_cycle"] = round(bytes_per_cycle(plan), 4)
         if str(p) in args.fmax.split(","):
             ecp5 = run_point("ecp5", COUNT, verilog, s, "serial")
-            for key in ("fmax_mhz", "lut4", "dpr16x4", "ff", "critical_ns", "critical_cells",
+            for key in ("router", "fmax_mhz", "lut4", "dpr16x4", "ff", "critical_ns", "critical_cells",
                         "critical_from", "critical_to", "error"):
                 if key in ecp5:
                     row["ecp5_" + key] = ecp5[key]
@@ -133,13 +146,14 @@ def main() -> None:
         log(f"{label}: {row}")
 
     def key(row):
-        return row["predicates_per_query"], row.get("p_text", 0.0)
+        return (row["predicates_per_query"], row.get("p_text", 0.0),
+                row.get("ecp5_router", "router1"))
     previous = RESULTS / "predicates.json"
     if previous.exists():      # rows of other (predicates, p_text) points are kept
         rows = replace_rows(json.loads(previous.read_text())["rows"], rows, key)
         rows.sort(key=key)
-    base = next((r for r in rows if key(r) == (0, 0.0)), None)
     for row in rows:
+        base = next((r for r in rows if key(r) == (0, 0.0, key(row)[2])), None)
         if "engine_lut6" in row and "front_end_lut6" in row:
             row["stacks_lut6_per_node"] = round(
                 (row["engine_lut6"] - row["front_end_lut6"]) / row["query_nodes"], 3)
@@ -157,7 +171,7 @@ def main() -> None:
              f"'per condition' divides that by the distinct (attribute, op, literal) "
              f"conditions (goal <= 8); 'without the front end' = (engine - front end) / "
              f"query nodes, the stacks' share, where a guard costs. Fmax: ECP5-85F, "
-             f"nextpnr-ecp5 default seed, router1, target 100 MHz (goal: within 10 % of P = 0); "
+             f"nextpnr-ecp5 default seed, router1 unless 'router' says otherwise, target 100 MHz (goal: within 10 % of P = 0); "
              f"'post-placement estimate' = nextpnr's Max frequency after placement, from its log "
              f"(filled in by hand where routing did not finish, see 'error'). "
              f"Bytes/cycle: model, 100 shared NITF documents back to back. RTL digest of this "
@@ -173,7 +187,7 @@ def main() -> None:
         ("engine_growth_lut6", "growth vs P=0"), ("engine_ff", "FF (Xilinx)"),
         ("front_end_lut6", "front end LUT6-eq"), ("comparators_lut6", "comparators LUT6-eq"),
         ("lut6_per_condition", "LUT6-eq / condition"), ("bytes_per_cycle", "bytes/cycle"),
-        ("ecp5_fmax_mhz", "ECP5 Fmax MHz"), ("fmax_vs_p0", "Fmax / P=0"),
+        ("ecp5_router", "router"), ("ecp5_fmax_mhz", "ECP5 Fmax MHz"), ("fmax_vs_p0", "Fmax / P=0"),
         ("ecp5_placed_mhz", "ECP5 post-placement estimate MHz"),
         ("ecp5_lut4", "LUT4"), ("ecp5_ff", "FF"), ("ecp5_critical_ns", "critical ns"),
         ("ecp5_critical_from", "critical from"), ("ecp5_critical_to", "to"),
