@@ -138,7 +138,8 @@ def main() -> None:
         row["bytes_per_cycle"] = round(bytes_per_cycle(plan), 4)
         if str(p) in args.fmax.split(","):
             ecp5 = run_point("ecp5", COUNT, verilog, s, "serial")
-            for key in ("router", "fmax_mhz", "lut4", "dpr16x4", "ff", "critical_ns", "critical_cells",
+            for key in ("router", "fmax_mhz", "lut4", "dpr16x4", "ff", "critical_ns",
+                        "critical_cells",
                         "critical_from", "critical_to", "error"):
                 if key in ecp5:
                     row["ecp5_" + key] = ecp5[key]
@@ -171,7 +172,8 @@ def main() -> None:
              f"'per condition' divides that by the distinct (attribute, op, literal) "
              f"conditions (goal <= 8); 'without the front end' = (engine - front end) / "
              f"query nodes, the stacks' share, where a guard costs. Fmax: ECP5-85F, "
-             f"nextpnr-ecp5 default seed, router1 unless 'router' says otherwise, target 100 MHz (goal: within 10 % of P = 0); "
+             f"nextpnr-ecp5 default seed, router1 unless 'router' says otherwise, target "
+             f"100 MHz (goal: within 10 % of P = 0); "
              f"'post-placement estimate' = nextpnr's Max frequency after placement, from its log "
              f"(filled in by hand where routing did not finish, see 'error'). "
              f"Bytes/cycle: model, 100 shared NITF documents back to back. RTL digest of this "
@@ -187,7 +189,8 @@ def main() -> None:
         ("engine_growth_lut6", "growth vs P=0"), ("engine_ff", "FF (Xilinx)"),
         ("front_end_lut6", "front end LUT6-eq"), ("comparators_lut6", "comparators LUT6-eq"),
         ("lut6_per_condition", "LUT6-eq / condition"), ("bytes_per_cycle", "bytes/cycle"),
-        ("ecp5_router", "router"), ("ecp5_fmax_mhz", "ECP5 Fmax MHz"), ("fmax_vs_p0", "Fmax / P=0"),
+        ("ecp5_router", "router"), ("ecp5_fmax_mhz", "ECP5 Fmax MHz"),
+        ("fmax_vs_p0", "Fmax / P=0"),
         ("ecp5_placed_mhz", "ECP5 post-placement estimate MHz"),
         ("ecp5_lut4", "LUT4"), ("ecp5_ff", "FF"), ("ecp5_critical_ns", "critical ns"),
         ("ecp5_critical_from", "critical from"), ("ecp5_critical_to", "to"),
