@@ -198,11 +198,12 @@ def test_value_predicates(width, p_valid, p_ready, seed):
     """RTL = model every cycle at W = 2, 4, 8 with attribute and text() predicates (every
     document shifted by 0..W-1 bytes, so that values and text nodes end in every lane); every
     decided document answered as the reference says, the undecided ones flagged."""
-    from .test_attr_predicates import frontend_documents
+    from .test_attr_predicates import TIGHT_DOCUMENTS, frontend_documents
     from .test_wide_model import PREDICATE_DOCS, PREDICATE_TEXTS
     queries = [parse_query(t, i + 1) for i, t in enumerate(PREDICATE_TEXTS)]
     plan = compile_queries(queries, CompileOptions(cluster_size=3, max_depth=5))
-    docs = [b" " * shift + doc for shift in range(width) for doc in ATTR_DOCS + PREDICATE_DOCS]
+    docs = [b" " * shift + doc for shift in range(width)
+            for doc in ATTR_DOCS + PREDICATE_DOCS + TIGHT_DOCUMENTS]
     docs += frontend_documents(seed, 6)
     readouts = check(plan, queries, docs, seed=seed, p_valid=p_valid, p_ready=p_ready,
                      extra_cycles=len(queries) * 3 + 80, bytes_per_cycle=width)
