@@ -149,6 +149,12 @@ SYNTH = {"ecp5": "synth_ecp5 -top {top} -json synth.json",
 ROUTER = "router1"
 #: ``--no-route``: place only; the row's Fmax is nextpnr's post-placement estimate.
 PLACE_ONLY = False
+#: nextpnr's ``--seed`` (None: its default seed); rows placed with another seed say which.
+SEED = None
+#: ECP5 only: the ball the ``clk`` port is locked to (None: unconstrained, as every row before
+#: it); a clock pin gives the clock a dedicated path to the global network (router2 could not
+#: route an unconstrained clock pad's arc at 1,024 queries with 2 predicates each).
+CLOCK_PIN = None
 
 
 def place_and_route(family: str, synth_key: str, part_args: list[str], *, label: str) -> dict:
@@ -158,11 +164,18 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     router = [] if ROUTER == "router1" else ["--router", ROUTER]
     args = [*part_args, "--json", "synth.json", "--report", "report.json", "--freq", str(FREQ),
             "--timing-allow-fail", unconstrained, *router,
-            *(["--no-route", "--write", "placed.json"] if PLACE_ONLY else [])]
-    key = cache_key(synth_key, " ".join(args), tool_version(name))
+            *(["--no-route", "--write", "placed.json"] if PLACE_ONLY else []),
+            *(["--seed", str(SEED)] if SEED is not None else [])]
+    lpf = None
+    if CLOCK_PIN and family == "ecp5":
+        lpf = f'LOCATE COMP "clk" SITE "{CLOCK_PIN}";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'
+        args += ["--lpf", "clk.lpf"]
+    key = cache_key(synth_key, " ".join(args), *([lpf] if lpf else []), tool_version(name))
 
     def work(tmp: Path) -> dict:
         shutil.copy(CACHE / f"{synth_key}.synth.json", tmp / "synth.json")
+        if lpf:
+            (tmp / "clk.lpf").write_text(lpf)
         seconds, error = run_tool([tool(name), *args], tmp, "nextpnr", key)
         result = {"seconds": seconds, "error": error,
                   "timeout": bool(error and error.startswith("timeout"))}
@@ -192,6 +205,8 @@ def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "se
     row = {"family": family, "queries": n, "readout": readout,
            "io": "registered" if top == HARNESS_NAME else "pins",
            "router": "placed only" if PLACE_ONLY else ROUTER,
+           **({"seed": SEED} if SEED is not None else {}),
+           **({"clock_pin": CLOCK_PIN} if CLOCK_PIN and family == "ecp5" else {}),
            "query_nodes": stats["query_nodes"], "columns": stats["columns"],
            "clusters": stats["clusters"]}
     synth = yosys_synth(verilog, top, SYNTH[family], label=label,
@@ -244,6 +259,11 @@ def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "se
         errors.append(f"{part}: {error}")
         row["error"] = "; ".join(errors)
     return row
+
+
+def parse_seeds(text: str) -> list:
+    """``default,1,2``: nextpnr seeds for :data:`SEED` (``default``: None, nextpnr's own)."""
+    return [None if x == "default" else int(x) for x in text.split(",") if x]
 
 
 def parse_points(text: str) -> list[tuple[str, int, str]]:

@@ -12,13 +12,16 @@ serial readout. Per P:
   the stacks and the condition bits carried with the events;
 * a query node's cost for comparison: engine LUT6-eq / query nodes at P = 0;
 * Fmax: ``synth_ecp5`` then ``nextpnr-ecp5 --85k`` (default seed, router1, target 100 MHz; see
-  ``fmax.py``), one place and route at a time. Goal: within 10 % of P = 0.
+  ``fmax.py``), one place and route at a time. Goal: within 10 % of P = 0. ``--router``,
+  ``--clock-pin G2`` (clk locked to a clock ball) and ``--seeds default,1,2`` change that; the
+  rows say so and 'Fmax / P=0' compares rows of the same router, pin and seed.
 * bytes per cycle: the model on the 100 shared NITF documents (goal: unchanged, 1.0 per byte
   offered with the serial readout's beats not in the way).
 
 Saved to bench/results/predicates.{json,md}, each row with the digest of the RTL sources.
 
 Usage: python bench/predicates.py [--predicates 0,1,2] [--fmax 0,1,2] [--router router2] [--cap S]
+[--clock-pin G2] [--seeds default,1,2]
 """
 
 from __future__ import annotations
@@ -93,8 +96,14 @@ def main() -> None:
     parser.add_argument("--router", default=fmax.ROUTER, choices=("router1", "router2"),
                         help=f"nextpnr's router (default {fmax.ROUTER}; the row says which, and "
                              f"'Fmax / P=0' compares rows of one router)")
+    parser.add_argument("--clock-pin", default=None,
+                        help="lock clk to this ECP5 ball, e.g. G2, a clock pin (the row says "
+                             "which; 'Fmax / P=0' compares rows with the same pin)")
+    parser.add_argument("--seeds", default="default",
+                        help="nextpnr seeds, comma-separated ('default': its own): a row each")
     args = resources.parse_args_with_cap(parser)
     fmax.ROUTER = args.router
+    fmax.CLOCK_PIN = args.clock_pin
     digest = source_digest()
     started = time.perf_counter()
     from xpfilt.hdl.frontend import FrontEnd
@@ -136,25 +145,28 @@ def main() -> None:
                 row["lut6_per_condition"] = round(
                     row["comparators_lut6"] / len(plan.conditions), 2)
         row["bytes_per_cycle"] = round(bytes_per_cycle(plan), 4)
-        if str(p) in args.fmax.split(","):
+        routed = []
+        for seed in fmax.parse_seeds(args.seeds) if str(p) in args.fmax.split(",") else ():
+            fmax.SEED = seed
             ecp5 = run_point("ecp5", COUNT, verilog, s, "serial")
-            for key in ("router", "fmax_mhz", "lut4", "dpr16x4", "ff", "critical_ns",
-                        "critical_cells",
-                        "critical_from", "critical_to", "error"):
-                if key in ecp5:
-                    row["ecp5_" + key] = ecp5[key]
-        rows.append(row)
-        log(f"{label}: {row}")
+            routed.append({**row, **{"ecp5_" + key: ecp5[key] for key in (
+                "router", "clock_pin", "seed", "fmax_mhz", "lut4", "dpr16x4", "ff",
+                "critical_ns", "critical_cells", "critical_from", "critical_to", "error")
+                if key in ecp5}})
+        for row in routed or [row]:
+            rows.append(row)
+            log(f"{label}: {row}")
 
     def key(row):
         return (row["predicates_per_query"], row.get("p_text", 0.0),
-                row.get("ecp5_router", "router1"))
+                row.get("ecp5_router", "router1"), row.get("ecp5_clock_pin", ""),
+                row.get("ecp5_seed", -1))
     previous = RESULTS / "predicates.json"
     if previous.exists():      # rows of other (predicates, p_text) points are kept
         rows = replace_rows(json.loads(previous.read_text())["rows"], rows, key)
         rows.sort(key=key)
     for row in rows:
-        base = next((r for r in rows if key(r) == (0, 0.0, key(row)[2])), None)
+        base = next((r for r in rows if key(r) == (0, 0.0, *key(row)[2:])), None)
         if "engine_lut6" in row and "front_end_lut6" in row:
             row["stacks_lut6_per_node"] = round(
                 (row["engine_lut6"] - row["front_end_lut6"]) / row["query_nodes"], 3)
@@ -189,7 +201,8 @@ def main() -> None:
         ("engine_growth_lut6", "growth vs P=0"), ("engine_ff", "FF (Xilinx)"),
         ("front_end_lut6", "front end LUT6-eq"), ("comparators_lut6", "comparators LUT6-eq"),
         ("lut6_per_condition", "LUT6-eq / condition"), ("bytes_per_cycle", "bytes/cycle"),
-        ("ecp5_router", "router"), ("ecp5_fmax_mhz", "ECP5 Fmax MHz"),
+        ("ecp5_router", "router"), ("ecp5_clock_pin", "clk pin"), ("ecp5_seed", "seed"),
+        ("ecp5_fmax_mhz", "ECP5 Fmax MHz"),
         ("fmax_vs_p0", "Fmax / P=0"),
         ("ecp5_placed_mhz", "ECP5 post-placement estimate MHz"),
         ("ecp5_lut4", "LUT4"), ("ecp5_ff", "FF"), ("ecp5_critical_ns", "critical ns"),

@@ -25,19 +25,23 @@ With ``--fmax``: nextpnr-ecp5 (ECP5-85F, default seed, router1, ports on pins as
 and S = 8 (run it under ``flock /tmp/pnr.lock``, with ``--cap``); ``--router router2`` routes
 with nextpnr's router2 (the row says which); ``--io registered`` puts the engine in
 ``fmax.py``'s harness (every port bit through flip-flops, as the custom engine's rows) instead
-of its ports on pins. Rows are kept per slots, router, clusters and io.
+of its ports on pins; ``--seeds default,1,2,3,4`` places and routes each engine with those
+nextpnr seeds (a row each, and a median row: one seed's Fmax moves by several percent with any
+change to the netlist). Rows are kept per slots, router, clusters, io and seed; 'Fmax / 0
+slots' compares a row with the slot-free one of the same kind, seed and RTL.
 
 Saved to bench/results/programmable_predicates.{json,md} with the RTL digest. ``--only
 resources`` / ``--only fmax`` measures that part alone (the P&R part under the lock, the rest
 outside it) and keeps the saved rows of the other part.
 Usage: python bench/programmable_predicates.py [--fmax] [--only resources|fmax] [--cap S]
-[--router router2] [--fmax-clusters N] [--io registered]
+[--router router2] [--fmax-clusters N] [--io registered] [--seeds default,1,2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 
 from amaranth.hdl import Cat, Const, Module
@@ -96,6 +100,9 @@ def main() -> None:
                         help="measure this part alone, keep the saved rows of the other")
     parser.add_argument("--router", default=fmax.ROUTER, choices=("router1", "router2"),
                         help=f"nextpnr's router (default {fmax.ROUTER}; the row says which)")
+    parser.add_argument("--seeds", default="default",
+                        help="nextpnr seeds, comma-separated ('default': its own; default "
+                             "%(default)s): a row per seed, and with several a median row")
     args = resources.parse_args_with_cap(parser)
     fmax.ROUTER = args.router
     started = time.perf_counter()
@@ -164,37 +171,46 @@ def main() -> None:
         log(f"derived: {rows[-1]}")
     routed = [int(x) for x in args.fmax_slots.split(",")]
     routed_clusters = args.fmax_clusters
+    seeds = fmax.parse_seeds(args.seeds)
     for slots in routed if args.fmax or args.only == "fmax" else ():
         spec = HardwareSpec(clusters=routed_clusters, columns=128, max_tag_len=16, tags=31,
                             slots=slots)
         verilog = emit_programmable_verilog(spec)
         if args.io == "registered":
             verilog = harnessed(verilog, ProgrammableEngine(spec, instances=True))
-        point = run_point("ecp5", 128 * routed_clusters, verilog,
-                          {"query_nodes": 0, "columns": 128 * routed_clusters,
-                           "clusters": routed_clusters},
-                          top=HARNESS_NAME if args.io == "registered" else TOP_NAME)
-        rows.append({"what": "fmax", "clusters": routed_clusters, "columns": 128, "slots": slots,
-                     "io": args.io,
-                     "router": args.router, "fmax_mhz": point.get("fmax_mhz"),
-                     "lut4": point.get("lut4"),
-                     "ff": point.get("ff"), "critical_from": point.get("critical_from"),
-                     "critical_to": point.get("critical_to"), "rtl_digest": digest,
-                     "error": point.get("error")})
-        log(f"fmax {slots} slots: {rows[-1]}")
+        for seed in seeds:
+            fmax.SEED = seed
+            point = run_point("ecp5", 128 * routed_clusters, verilog,
+                              {"query_nodes": 0, "columns": 128 * routed_clusters,
+                               "clusters": routed_clusters},
+                              top=HARNESS_NAME if args.io == "registered" else TOP_NAME)
+            rows.append({"what": "fmax", "clusters": routed_clusters, "columns": 128,
+                         "slots": slots, "io": args.io, "router": args.router,
+                         "seed": "default" if seed is None else seed,
+                         "fmax_mhz": point.get("fmax_mhz"), "lut4": point.get("lut4"),
+                         "ff": point.get("ff"), "critical_from": point.get("critical_from"),
+                         "critical_to": point.get("critical_to"), "rtl_digest": digest,
+                         "error": point.get("error")})
+            log(f"fmax {slots} slots seed {rows[-1]['seed']}: {rows[-1]}")
+        if len(seeds) > 1:
+            rows.append(_median_row(rows[-len(seeds):], args.seeds))
+            log(f"fmax {slots} slots: {rows[-1]}")
     if args.only:     # the other part's saved rows, read now (a run of it may just have ended)
         saved = RESULTS / "programmable_predicates.json"
         kept = json.loads(saved.read_text())["rows"] if saved.exists() else []
         for row in kept:
-            if row["what"] == "fmax":
+            if row["what"].startswith("fmax"):
                 row.setdefault("router", "router1")     # rows from before --router
                 row.setdefault("io", "pins")            # rows from before --io
+                row.setdefault("seed", "default")       # rows from before --seeds
         if args.only == "resources":
-            rows += [r for r in kept if r["what"] == "fmax"]
+            rows += [r for r in kept if r["what"].startswith("fmax")]
         else:
             rows = replace_rows(kept, rows, key=lambda r: (
-                r["what"], r.get("slots"), r.get("router"), r.get("clusters"), r.get("io")))
-    rows.sort(key=lambda row: row["what"] == "fmax")     # stable: the P&R rows last
+                r["what"], r.get("slots"), r.get("router"), r.get("clusters"), r.get("io"),
+                r.get("seed", "default")))
+    _compare_with_slot_free(rows)
+    rows.sort(key=lambda row: row["what"].startswith("fmax"))  # stable: the P&R rows last
     publish("programmable_predicates", rows, [
         ("what", "row"), ("clusters", "clusters"), ("columns", "columns"), ("slots", "slots"),
         ("stream_bits", "stream bits"), ("lut6_eq", "LUT6-eq"), ("ff", "FF"),
@@ -206,7 +222,8 @@ def main() -> None:
         ("twig_width", "twig width W"), ("negated_lut6_per_column", "negated mask LUT6-eq / column"),
         ("negated_ff_per_column", "negated mask FF / column"),
         ("negated_stream_bits_per_column", "negated mask stream bits / column"),
-        ("router", "router"), ("io", "I/O"), ("fmax_mhz", "ECP5 Fmax MHz"), ("lut4", "LUT4"),
+        ("router", "router"), ("io", "I/O"), ("seed", "seed"), ("fmax_mhz", "ECP5 Fmax MHz"),
+        ("fmax_vs_no_slots", "Fmax / 0 slots"), ("lut4", "LUT4"),
         ("critical_from", "critical from"), ("critical_to", "to"),
         ("rtl_digest", "RTL digest"), ("error", "error")],
         "Value predicates in the programmable engine: LUT6-eq per comparator slot and column",
@@ -223,6 +240,31 @@ def main() -> None:
         "1.96 "
         "LUT6-eq per condition (constants folded into LUTs; bench/results/predicates). "
         f"This run {time.perf_counter() - started:.0f} s.")
+
+
+def _median_row(rows: list[dict], seeds: str) -> dict:
+    """The median Fmax of one engine's rows over the nextpnr seeds ``seeds``."""
+    routed = sorted(r["fmax_mhz"] for r in rows if r.get("fmax_mhz"))
+    first = rows[0]
+    return {**{k: first[k] for k in ("clusters", "columns", "slots", "io", "router",
+                                      "rtl_digest")},
+            "what": "fmax median", "seed": seeds,
+            "fmax_mhz": statistics.median(routed) if routed else None,
+            "error": None if routed else "no seed routed"}
+
+
+def _compare_with_slot_free(rows: list[dict]) -> None:
+    """``fmax_vs_no_slots`` on every P&R row with slots: its Fmax over that of the row with 0
+    slots of the same kind, router, clusters, I/O, seed and RTL (the goal: >= 0.9)."""
+    def kind(row):
+        return (row["what"], row.get("router"), row.get("clusters"), row.get("io"),
+                row.get("seed", "default"), row.get("rtl_digest"))
+    free = {kind(r): r.get("fmax_mhz") for r in rows
+            if r["what"].startswith("fmax") and r.get("slots") == 0}
+    for row in rows:
+        base = free.get(kind(row))
+        if row["what"].startswith("fmax") and row.get("slots") and base and row.get("fmax_mhz"):
+            row["fmax_vs_no_slots"] = round(row["fmax_mhz"] / base, 3)
 
 
 if __name__ == "__main__":
