@@ -468,16 +468,23 @@ def _connect_slots(m, load, loader, decoder) -> None:
                  load.flip.eq(decoder.flip)]
 
 
-def _commit_banks(m, cfg, selected, bank, *also):
+def _commit_banks(m, cfg, selected, bank, *also, late=False):
     """A part's commit: ``present`` when the stream being loaded holds it (its presence bit);
-    on ``commit``, a present part flips ``bank`` and performs the ``also`` assignments."""
+    on ``commit``, a present part flips ``bank`` and performs the ``also`` assignments (with
+    ``late``, a cycle after, from a register: a cluster's flags take it as their enable)."""
     present = Signal()
     with m.If(cfg.start):
         m.d.sync += present.eq(0)
     with m.Elif(selected & cfg.present & cfg.bit):
         m.d.sync += present.eq(1)
     with m.If(cfg.commit & present):
-        m.d.sync += [bank.eq(~bank), present.eq(0), *also]
+        m.d.sync += present.eq(0)
+    flip = cfg.commit & present
+    if late:
+        flip = Signal(name="commit_late")
+        m.d.sync += flip.eq(cfg.commit & present)
+    with m.If(flip):
+        m.d.sync += [bank.eq(~bank), *also]
     return present
 
 
@@ -487,9 +494,10 @@ def cluster_events(spec: HardwareSpec) -> DecodedEventLayout:
 
 
 class ClosingAheadLayout(data.StructLayout):
-    """What a cluster with closing columns gets of the events two cycles ahead: ``row``, the
-    stack's read (:class:`xpfilt.hdl.stacks.RowAheadLayout`), and ``clear``, the event is a
-    push or a document's end (the pending bits' reset, from a register of the cluster's own:
+    """What a cluster with closing columns gets ahead of its events: ``row``, the stack's read
+    two cycles ahead (:class:`xpfilt.hdl.stacks.RowAheadLayout`), and ``clear``, a cycle
+    ahead, the event is a push or a document's end (the pending bits' reset, from a register
+    of the cluster's own:
     measured, events.push -> a LUT -> every pending bit's reset was the routed critical path
     of 1 x 128 with 8 slots, 94.6 MHz router2, RTL 8be2aa9dd618, 9.4 of 10.6 ns routing)."""
 
@@ -504,9 +512,9 @@ class ProgrammableCluster(wiring.Component):
     the cluster's own registered copies (the index ``MATRIX_READ_CYCLES`` ahead of the
     events; ``next_addr``: the stack's read address a cycle ahead, the events' ``addr``; with
     closing columns (slots, a twig width) instead ``row_ahead``, a
-    :class:`ClosingAheadLayout` two cycles ahead (the stack's read of the events'
-    ``read_addr``, a pop reads the closing element's row, which the cluster registers per
-    group of columns; the pending bits' reset),
+    :class:`ClosingAheadLayout` (the stack's read of the events' ``read_addr`` two cycles
+    ahead: a pop reads the closing element's row, which the cluster registers per group of
+    columns; the pending bits' reset a cycle ahead),
     ``clear``/``matches``/``doc_end``/``errors`` as
     :class:`xpfilt.hdl.cluster.ClusterCore`, and ``cfg``/``selected``/``row`` from the
     :class:`ConfigLoader` through registers of the cluster's own."""
@@ -560,7 +568,10 @@ class ProgrammableCluster(wiring.Component):
             matrix_write.data.eq(shift_next),
             matrix_write.en.eq(self.selected & self.cfg.matrix_write),
         ]
-        _commit_banks(m, self.cfg, self.selected, bank, active.eq(staged))
+        # (a cycle after the commit: cluster_0.present -> the ~1,000 flags' enable was the
+        # routed critical path of 1 x 128 with 8 slots, 99.2 MHz router2, RTL 280db976cfec;
+        # the next document's first event comes many cycles after a commit)
+        _commit_banks(m, self.cfg, self.selected, bank, active.eq(staged), late=True)
 
         def flag(k):
             return Cat(*(active[w * j + k] for j in range(n)))
@@ -608,10 +619,10 @@ class ProgrammableCluster(wiring.Component):
             m, self.row_ahead.row.as_value(), g, name=f"row_ahead_{g}"))
             for g in range(min(STACK_READ_COPIES, n))]
         level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1, ahead=ahead)
-        # the pending bits' reset: the events' push or document end, two cycles ahead
-        # through two registers of the cluster's own
-        clear_soon, clear_now = Signal(name="pending_clear_soon"), Signal(name="pending_clear")
-        m.d.sync += [clear_soon.eq(self.row_ahead.clear), clear_now.eq(clear_soon)]
+        # the pending bits' reset: the events' push or document end, a cycle ahead through a
+        # register of the cluster's own
+        clear_now = Signal(name="pending_clear")
+        m.d.sync += clear_now.eq(self.row_ahead.clear)
         holds = _closing(m, spec, ev, parent, passing, closes, below, descendant,
                          children_held(spec, active, below), clear_now)
         match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
@@ -755,7 +766,7 @@ class ProgrammableEngine(wiring.Component):
         if spec.closing:     # the stack rows' compares from the events a cycle ahead
             ahead = Signal(ClosingAheadLayout(spec.max_depth))
             m.d.comb += [ahead.row.eq(row_ahead(m, events, following, spec.max_depth)),
-                         ahead.clear.eq(following.push | following.doc_end)]
+                         ahead.clear.eq(events.push | events.doc_end)]
             aheads = distribute(m, ahead, spec.clusters, name="row_ahead")
         events = distribute(m, events, spec.clusters, name="events")
         indices = distribute(m, index, spec.clusters, name="index")
