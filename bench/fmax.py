@@ -28,7 +28,10 @@ pins were not timed at all (nextpnr times only register-to-register paths of the
 ``--router router2`` routes with nextpnr's router2 and ``--no-route`` only places (the row's
 router is then ``placed only`` and its ``estimate_mhz`` nextpnr's post-placement estimate, from
 its log: nextpnr reports no critical path then; the placed netlist is kept in the cache for
-``bench/congestion.py``): rows are kept per (family, queries, readout, router).
+``bench/congestion.py``): rows are kept per (family, queries, readout, router, clock pin).
+``--clock-pin G2`` locks ``clk`` to that ECP5 ball (G2: the ULX3S-85F's clock input, a clock
+pin, so the clock reaches the global network on its dedicated path; unconstrained, the placer
+may put it on any pad).
 
 Every tool run is capped (``--cap``, 900 s by default); a point that fails or times out becomes a
 row with the reason. Results are cached under /tmp/synth_cache (see ``resources.py``). Saved to
@@ -36,7 +39,7 @@ bench/results/fmax.{json,md}: the rows measured now replace those of the same (f
 readout), the others are kept; every row carries the digest of the RTL sources it was built from.
 
 Usage: python bench/fmax.py [--jobs N] [--quick] [--points ecp5:8000:sparse,...] [--cap S]
-[--router router2] [--no-route]
+[--router router2] [--no-route] [--clock-pin G2]
 (--quick: 64 queries only)
 """
 
@@ -282,7 +285,7 @@ def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: st
     (family, queries, readout, router); the others are kept."""
     def key(row):
         return (row["family"], row["queries"], row.get("readout", "serial"),
-                row.get("router", "router1"))
+                row.get("router", "router1"), row.get("clock_pin", ""))
 
     previous = RESULTS / "fmax.json"
     rows = json.loads(previous.read_text())["rows"] if previous.exists() else []
@@ -320,14 +323,14 @@ def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: st
         ("critical_logic_ns", "logic ns"), ("critical_route_ns", "routing ns"),
         ("critical_cells", "cells on path"),
         ("critical_from", "critical path from"), ("critical_to", "to"),
-        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("rtl_digest", "RTL digest"),
-        ("error", "error")],
+        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("clock_pin", "clk pin"),
+        ("rtl_digest", "RTL digest"), ("error", "error")],
         "Custom engine Fmax after place and route (Yosys + nextpnr)", notes)
     log(f"saved {path} ({seconds:.0f} s in all)")
 
 
 def main() -> None:
-    global ROUTER, PLACE_ONLY
+    global ROUTER, PLACE_ONLY, CLOCK_PIN
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1,
                         help="points run in parallel (one place and route at a time: 1)")
@@ -338,8 +341,10 @@ def main() -> None:
                         help="nextpnr's router (default %(default)s)")
     parser.add_argument("--no-route", action="store_true",
                         help="place only: the post-placement estimate and its critical path")
+    parser.add_argument("--clock-pin", default=None,
+                        help="ECP5: lock clk to this ball, e.g. G2, a clock pin (rows of their own)")
     args = resources.parse_args_with_cap(parser)
-    ROUTER, PLACE_ONLY = args.router, args.no_route
+    ROUTER, PLACE_ONLY, CLOCK_PIN = args.router, args.no_route, args.clock_pin
     started = time.perf_counter()
     digest = source_digest()
     points = args.points or [p for p in POINTS if not (args.quick and p[1] > 64)]

@@ -28,13 +28,14 @@ with nextpnr's router2 (the row says which); ``--io registered`` puts the engine
 of its ports on pins; ``--seeds default,1,2,3,4`` places and routes each engine with those
 nextpnr seeds (a row each, and a median row: one seed's Fmax moves by several percent with any
 change to the netlist). Rows are kept per slots, router, clusters, io and seed; 'Fmax / 0
-slots' compares a row with the slot-free one of the same kind, seed and RTL.
+slots' compares a row with the slot-free one of the same kind, seed, clock pin and RTL;
+``--clock-pin G2`` locks clk to that ball (a clock pin), as ``predicates.py``.
 
 Saved to bench/results/programmable_predicates.{json,md} with the RTL digest. ``--only
 resources`` / ``--only fmax`` measures that part alone (the P&R part under the lock, the rest
 outside it) and keeps the saved rows of the other part.
 Usage: python bench/programmable_predicates.py [--fmax] [--only resources|fmax] [--cap S]
-[--router router2] [--fmax-clusters N] [--io registered] [--seeds default,1,2]
+[--router router2] [--fmax-clusters N] [--io registered] [--seeds default,1,2] [--clock-pin G2]
 """
 
 from __future__ import annotations
@@ -103,8 +104,11 @@ def main() -> None:
     parser.add_argument("--seeds", default="default",
                         help="nextpnr seeds, comma-separated ('default': its own; default "
                              "%(default)s): a row per seed, and with several a median row")
+    parser.add_argument("--clock-pin", default=None,
+                        help="lock clk to this ECP5 ball, e.g. G2, a clock pin (the row says so)")
     args = resources.parse_args_with_cap(parser)
     fmax.ROUTER = args.router
+    fmax.CLOCK_PIN = args.clock_pin
     started = time.perf_counter()
     digest = source_digest()
     lut = {}
@@ -187,6 +191,7 @@ def main() -> None:
             rows.append({"what": "fmax", "clusters": routed_clusters, "columns": 128,
                          "slots": slots, "io": args.io, "router": args.router,
                          "seed": "default" if seed is None else seed,
+                         "clock_pin": args.clock_pin or "",
                          "fmax_mhz": point.get("fmax_mhz"), "lut4": point.get("lut4"),
                          "ff": point.get("ff"), "critical_from": point.get("critical_from"),
                          "critical_to": point.get("critical_to"), "rtl_digest": digest,
@@ -203,12 +208,13 @@ def main() -> None:
                 row.setdefault("router", "router1")     # rows from before --router
                 row.setdefault("io", "pins")            # rows from before --io
                 row.setdefault("seed", "default")       # rows from before --seeds
+                row.setdefault("clock_pin", "")         # rows from before --clock-pin
         if args.only == "resources":
             rows += [r for r in kept if r["what"].startswith("fmax")]
         else:
             rows = replace_rows(kept, rows, key=lambda r: (
                 r["what"], r.get("slots"), r.get("router"), r.get("clusters"), r.get("io"),
-                r.get("seed", "default")))
+                r.get("seed", "default"), r.get("clock_pin", "")))
     _compare_with_slot_free(rows)
     rows.sort(key=lambda row: row["what"].startswith("fmax"))  # stable: the P&R rows last
     publish("programmable_predicates", rows, [
@@ -222,7 +228,7 @@ def main() -> None:
         ("twig_width", "twig width W"), ("negated_lut6_per_column", "negated mask LUT6-eq / column"),
         ("negated_ff_per_column", "negated mask FF / column"),
         ("negated_stream_bits_per_column", "negated mask stream bits / column"),
-        ("router", "router"), ("io", "I/O"), ("seed", "seed"), ("fmax_mhz", "ECP5 Fmax MHz"),
+        ("router", "router"), ("io", "I/O"), ("clock_pin", "clk pin"), ("seed", "seed"), ("fmax_mhz", "ECP5 Fmax MHz"),
         ("fmax_vs_no_slots", "Fmax / 0 slots"), ("lut4", "LUT4"),
         ("critical_from", "critical from"), ("critical_to", "to"),
         ("rtl_digest", "RTL digest"), ("error", "error")],
@@ -247,7 +253,7 @@ def _median_row(rows: list[dict], seeds: str) -> dict:
     routed = sorted(r["fmax_mhz"] for r in rows if r.get("fmax_mhz"))
     first = rows[0]
     return {**{k: first[k] for k in ("clusters", "columns", "slots", "io", "router",
-                                      "rtl_digest")},
+                                      "clock_pin", "rtl_digest")},
             "what": "fmax median", "seed": seeds,
             "fmax_mhz": statistics.median(routed) if routed else None,
             "error": None if routed else "no seed routed"}
@@ -258,7 +264,7 @@ def _compare_with_slot_free(rows: list[dict]) -> None:
     slots of the same kind, router, clusters, I/O, seed and RTL (the goal: >= 0.9)."""
     def kind(row):
         return (row["what"], row.get("router"), row.get("clusters"), row.get("io"),
-                row.get("seed", "default"), row.get("rtl_digest"))
+                row.get("seed", "default"), row.get("clock_pin", ""), row.get("rtl_digest"))
     free = {kind(r): r.get("fmax_mhz") for r in rows
             if r["what"].startswith("fmax") and r.get("slots") == 0}
     for row in rows:
