@@ -12,16 +12,18 @@ serial readout. Per P:
   the stacks and the condition bits carried with the events;
 * a query node's cost for comparison: engine LUT6-eq / query nodes at P = 0;
 * Fmax: ``synth_ecp5`` then ``nextpnr-ecp5 --85k`` (default seed, router1, target 100 MHz; see
-  ``fmax.py``), one place and route at a time. Goal: within 10 % of P = 0. ``--router``,
-  ``--clock-pin G2`` (clk locked to a clock ball) and ``--seeds default,1,2`` change that; the
-  rows say so and 'Fmax / P=0' compares rows of the same router, pin and seed.
+  ``fmax.py``), one place and route at a time, ``clk`` locked to the ULX3S-85F's clock ball
+  (:data:`CLOCK_PIN`; rows before it left it unconstrained, and at 1,024 queries neither router
+  then finished: router2 failed the clock pad's arc, router1 ran out of its cap, P = 0 included).
+  Goal: within 10 % of P = 0. ``--router``, ``--clock-pin ''`` and ``--seeds default,1,2``
+  change that; the rows say so and 'Fmax / P=0' compares rows of the same router, pin and seed.
 * bytes per cycle: the model on the 100 shared NITF documents (goal: unchanged, 1.0 per byte
   offered with the serial readout's beats not in the way).
 
 Saved to bench/results/predicates.{json,md}, each row with the digest of the RTL sources.
 
 Usage: python bench/predicates.py [--predicates 0,1,2] [--fmax 0,1,2] [--router router2] [--cap S]
-[--clock-pin G2] [--seeds default,1,2]
+[--clock-pin ''] [--seeds default,1,2]
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ COUNT = 1024
 DEPTH = 8
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
 SEED = 1
+#: The ball ``clk`` is locked to: the ULX3S-85F's clock input (``boards``' ECP5 board).
+CLOCK_PIN = "G2"
 
 #: Runs whose rows were replaced, and what they measured.
 HISTORY = ("Before the front end sent the attribute bits straight from its conds register and "
@@ -96,14 +100,15 @@ def main() -> None:
     parser.add_argument("--router", default=fmax.ROUTER, choices=("router1", "router2"),
                         help=f"nextpnr's router (default {fmax.ROUTER}; the row says which, and "
                              f"'Fmax / P=0' compares rows of one router)")
-    parser.add_argument("--clock-pin", default=None,
-                        help="lock clk to this ECP5 ball, e.g. G2, a clock pin (the row says "
-                             "which; 'Fmax / P=0' compares rows with the same pin)")
+    parser.add_argument("--clock-pin", default=CLOCK_PIN,
+                        help="lock clk to this ECP5 ball (default %(default)s, a clock pin; "
+                             "'' leaves it unconstrained; 'Fmax / P=0' compares rows with the "
+                             "same pin)")
     parser.add_argument("--seeds", default="default",
                         help="nextpnr seeds, comma-separated ('default': its own): a row each")
     args = resources.parse_args_with_cap(parser)
     fmax.ROUTER = args.router
-    fmax.CLOCK_PIN = args.clock_pin
+    fmax.CLOCK_PIN = args.clock_pin or None
     digest = source_digest()
     started = time.perf_counter()
     from xpfilt.hdl.frontend import FrontEnd
@@ -184,8 +189,10 @@ def main() -> None:
              f"'per condition' divides that by the distinct (attribute, op, literal) "
              f"conditions (goal <= 8); 'without the front end' = (engine - front end) / "
              f"query nodes, the stacks' share, where a guard costs. Fmax: ECP5-85F, "
-             f"nextpnr-ecp5 default seed, router1 unless 'router' says otherwise, target "
-             f"100 MHz (goal: within 10 % of P = 0); "
+             f"nextpnr-ecp5 default seed unless 'seed' says otherwise, router1 unless "
+             f"'router' does, clk on the ball in 'clk pin' ({CLOCK_PIN}: the ULX3S-85F's "
+             f"clock input; empty: unconstrained, as every row before it), target "
+             f"100 MHz (goal: within 10 % of P = 0 of the same router, pin and seed); "
              f"'post-placement estimate' = nextpnr's Max frequency after placement, from its log "
              f"(filled in by hand where routing did not finish, see 'error'). "
              f"Bytes/cycle: model, 100 shared NITF documents back to back. RTL digest of this "
