@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,6 +38,17 @@ def replace_rows(saved: Sequence[dict], fresh: Sequence[dict],
     the saved rows of the points it measured again and keep the others."""
     measured = {key(row) for row in fresh}
     return [row for row in saved if key(row) not in measured] + list(fresh)
+
+
+def median_row(rows: Sequence[dict], seeds: str, *, fmax: str, seed: str, error: str,
+               per_seed: Sequence[str] = ()) -> dict:
+    """One engine's rows placed and routed with each nextpnr seed of ``seeds`` folded into one:
+    the first row with ``fmax`` the median of the routed ones, ``seed`` = ``seeds``, ``error``
+    None (or "no seed routed") and the ``per_seed`` fields (a critical path) None."""
+    routed = sorted(r[fmax] for r in rows if r.get(fmax))
+    return {**rows[0], **{k: None for k in per_seed}, seed: seeds,
+            fmax: statistics.median(routed) if routed else None,
+            error: None if routed else "no seed routed"}
 
 
 def save(name: str, rows: Sequence[dict], columns: Sequence[tuple[str, str]], title: str,

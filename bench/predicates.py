@@ -34,7 +34,7 @@ import time
 
 import fmax
 import resources
-from common import RESULTS, publish, replace_rows, stream_documents
+from common import RESULTS, median_row, publish, replace_rows, stream_documents
 from fmax import run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
@@ -105,7 +105,8 @@ def main() -> None:
                              "'' leaves it unconstrained; 'Fmax / P=0' compares rows with the "
                              "same pin)")
     parser.add_argument("--seeds", default="default",
-                        help="nextpnr seeds, comma-separated ('default': its own): a row each")
+                        help="nextpnr seeds, comma-separated ('default': its own): a row each "
+                             "and, with several, a median row")
     args = resources.parse_args_with_cap(parser)
     fmax.ROUTER = args.router
     fmax.CLOCK_PIN = args.clock_pin or None
@@ -151,13 +152,19 @@ def main() -> None:
                     row["comparators_lut6"] / len(plan.conditions), 2)
         row["bytes_per_cycle"] = round(bytes_per_cycle(plan), 4)
         routed = []
-        for seed in fmax.parse_seeds(args.seeds) if str(p) in args.fmax.split(",") else ():
+        seeds = fmax.parse_seeds(args.seeds)
+        for seed in seeds if str(p) in args.fmax.split(",") else ():
             fmax.SEED = seed
             ecp5 = run_point("ecp5", COUNT, verilog, s, "serial")
             routed.append({**row, **{"ecp5_" + key: ecp5[key] for key in (
                 "router", "clock_pin", "seed", "fmax_mhz", "lut4", "dpr16x4", "ff",
                 "critical_ns", "critical_cells", "critical_from", "critical_to", "error")
                 if key in ecp5}})
+        if len(routed) > 1:      # and a row of the median over the seeds
+            routed.append(median_row(routed, args.seeds, fmax="ecp5_fmax_mhz",
+                                     seed="ecp5_seed", error="ecp5_error", per_seed=(
+                                         "ecp5_critical_ns", "ecp5_critical_cells",
+                                         "ecp5_critical_from", "ecp5_critical_to")))
         for row in routed or [row]:
             rows.append(row)
             log(f"{label}: {row}")
@@ -165,7 +172,7 @@ def main() -> None:
     def key(row):
         return (row["predicates_per_query"], row.get("p_text", 0.0),
                 row.get("ecp5_router", "router1"), row.get("ecp5_clock_pin", ""),
-                row.get("ecp5_seed", -1))
+                str(row.get("ecp5_seed", "default")))
     previous = RESULTS / "predicates.json"
     if previous.exists():      # rows of other (predicates, p_text) points are kept
         rows = replace_rows(json.loads(previous.read_text())["rows"], rows, key)

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 from amaranth.hdl import Cat, Const, Module
@@ -51,7 +50,7 @@ from amaranth.lib.wiring import In, Out
 
 import fmax
 import resources
-from common import RESULTS, publish, replace_rows
+from common import RESULTS, median_row, publish, replace_rows
 from fmax import HARNESS_NAME, harnessed, run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
@@ -198,7 +197,10 @@ def main() -> None:
                          "error": point.get("error")})
             log(f"fmax {slots} slots seed {rows[-1]['seed']}: {rows[-1]}")
         if len(seeds) > 1:
-            rows.append(_median_row(rows[-len(seeds):], args.seeds))
+            rows.append(median_row(rows[-len(seeds):], args.seeds, fmax="fmax_mhz",
+                                   seed="seed", error="error",
+                                   per_seed=("critical_from", "critical_to"))
+                        | {"what": "fmax median"})
             log(f"fmax {slots} slots: {rows[-1]}")
     if args.only:     # the other part's saved rows, read now (a run of it may just have ended)
         saved = RESULTS / "programmable_predicates.json"
@@ -246,17 +248,6 @@ def main() -> None:
         "1.96 "
         "LUT6-eq per condition (constants folded into LUTs; bench/results/predicates). "
         f"This run {time.perf_counter() - started:.0f} s.")
-
-
-def _median_row(rows: list[dict], seeds: str) -> dict:
-    """The median Fmax of one engine's rows over the nextpnr seeds ``seeds``."""
-    routed = sorted(r["fmax_mhz"] for r in rows if r.get("fmax_mhz"))
-    first = rows[0]
-    return {**{k: first[k] for k in ("clusters", "columns", "slots", "io", "router",
-                                      "clock_pin", "rtl_digest")},
-            "what": "fmax median", "seed": seeds,
-            "fmax_mhz": statistics.median(routed) if routed else None,
-            "error": None if routed else "no seed routed"}
 
 
 def _compare_with_slot_free(rows: list[dict]) -> None:
