@@ -817,7 +817,7 @@ class FrontEnd(wiring.Component):
         """The ``conds`` register of a start tag: ``decided`` (the bits of the attribute value
         that just ended, meaningful ``delay`` cycles after its closing quote and until the next
         value starts) is ORed in ``delay`` cycles after the quote; cleared on the valid byte
-        after a ``<`` (see :meth:`_attribute_conditions`)."""
+        after a ``<`` (with ``delay`` > 1 a cycle after it; see :meth:`_attribute_conditions`)."""
         conds = Signal(len(decided))
         clear_next = Signal()
         decide = valid & ~last & req["val_end"]
@@ -827,7 +827,17 @@ class FrontEnd(wiring.Component):
             decide = later
         with m.If(valid):
             m.d.sync += clear_next.eq(req["tag_start"])
-        with m.If(valid & clear_next):
+        clear = valid & clear_next
+        if delay > 1:
+            # with the decision two cycles late, the clear may come a cycle late too, from a
+            # register of its own (the first decision after it is ~6 bytes away): `valid` ->
+            # every condition bit's reset (1,029 across the die) was the worst non-tap path of
+            # 1,024 queries with 2 predicates each on the placement (placed_paths, 14.5 ns);
+            # routed, 128.5 -> 144.4 MHz (router1, clk on G2). The slots' register (delay 1)
+            # keeps the clear in the byte's cycle.
+            clear = Signal(name="conds_clear")
+            m.d.sync += clear.eq(valid & clear_next)
+        with m.If(clear):
             m.d.sync += conds.eq(0)
         with m.Elif(decide):
             m.d.sync += conds.eq(conds | decided)
