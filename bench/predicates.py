@@ -69,7 +69,12 @@ HISTORY = ("Before the front end sent the attribute bits straight from its conds
            "d1dc3adf5635; router2 stopped at the clock pad's arc (the unconstrained clk pin "
            "to the global network, the 'error' of its row); a hand run with clk on a clock pin "
            "(G2) routed at 70.8 MHz, one net of 13.6 ns routing across the device "
-           "(cluster_1.copy_on_1).")
+           "(cluster_1.copy_on_1)."
+           " With clk on G2 (router1, default seed) P = 2 routed at 128.5 MHz on RTL "
+           "dfcd87ee5742 (critical path byte_nstart_go -> the name tap's restart -> pos, 7.78 "
+           "ns; seeds 1 / 2: 135.2 / 121.5, the median row); its default-seed row is now that "
+           "of the conds register's clear from a register of its own (RTL 551d637ccac4; "
+           "4d1425ddbaf9 differs from it in comments only).")
 
 
 def query_texts(predicates: int, p_text: float = 0.0) -> list[str]:
