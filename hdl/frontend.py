@@ -11,11 +11,11 @@ go through five registered stages, so that no path is long (one byte per cycle a
 
 * D1: the byte and its two nibbles one-hot, registered;
 * D2: the byte's classes (whitespace, name bytes, each byte value compared), registered;
-* P: the parser and the tag decoder (a trie of the dictionary's names, one flip-flop per
-  prefix); the parser's registers; the event so far (push/pop, new level, the trie's hit, the
-  errors this byte raised) registered;
-* E: the tag id encoded from the trie's registered one-hot hit; the name hash takes in the byte
-  stage P read the cycle before (it runs a cycle behind the parser, off its state decode); the
+* P: the parser and its registers; the event so far (push/pop, new level, the errors this byte
+  raised) registered;
+* E: the tag decoder (a trie of the dictionary's names, one flip-flop per prefix) and the name
+  hash take in the byte stage P read the cycle before (they run a cycle behind the parser, off
+  its state decode); the tag id is encoded from the trie's whole-name bits; the
   global stack row of the level before the event is read (a push's parent, the element a pop
   closes), registered; the document's errors accumulate;
 * F: a push writes its row (no event reads it before two cycles later); the end-tag check (tag
@@ -506,20 +506,27 @@ class FrontEnd(wiring.Component):
         # ``trie[k]`` is 1 when the name read so far is ``prefixes[k]`` (``empty``: no name byte
         # yet). A name byte passes each bit on to the prefixes one byte longer that end in it
         # (one LUT per prefix: parent AND byte, no compare over every position); a name's tag
-        # is the bit of its whole name ---
+        # is the bit of its whole name. The trie runs a cycle behind the parser, as the name
+        # hash does (stage E, below): it takes the step stage P took the cycle before
+        # (``t_adv``, ``t_clear``, registered) with that byte's registered tests (``t_eq``),
+        # so that the enable of its hundreds of bits comes from registers, not from the
+        # parser's decode, and it holds in stage E the name before the event's byte: its
+        # whole names' bits are the tag one-hot the encoder reads ---
         prefixes = list(dict.fromkeys(t[:k] for t in self.tag_bytes
                                       for k in range(1, len(t) + 1)))
         node = {p: k for k, p in enumerate(prefixes)}
         empty = Signal(init=1)
         trie = Signal(max(1, len(prefixes)))
+        t_adv, t_clear = Signal(), Signal()
+        t_eq = {}
         if n_tags:
-            trie_upd = Cat(*((empty if len(p) == 1 else trie[node[p[:-1]]]) & eq(p[-1])
+            for b in sorted({p[-1] for p in prefixes}):
+                t_eq[b] = Signal(name=f"t_eq_{b:02x}")
+                m.d.sync += t_eq[b].eq(eq(b))
+            trie_upd = Cat(*((empty if len(p) == 1 else trie[node[p[:-1]]]) & t_eq[p[-1]]
                              for p in prefixes))
-            # the name's tag one-hot, registered into stage E (``e_hit``) before it is encoded
-            # there: the trie's update and the encoder's OR tree are in different cycles
-            e_hit = Signal(n_tags)
-            m.d.sync += e_hit.eq(Cat(*(trie[node[t]] for t in self.tag_bytes)))
-            tag_id = Cat(*(Cat(*(e_hit[i] for i in range(n_tags) if (i + 1) >> bit & 1)).any()
+            tag_id = Cat(*(Cat(*(trie[node[t]] for i, t in enumerate(self.tag_bytes)
+                                 if (i + 1) >> bit & 1)).any()
                            for bit in range(self.tag_width)))
         else:
             trie_upd = Const(0, 1)
@@ -629,13 +636,13 @@ class FrontEnd(wiring.Component):
             tap.advance.eq(name_go),
             tap.restart.eq(valid & (last | (~name_byte & ~name_hold))),
         ]
-        # The name registers (``pos``, the trie's ``empty`` and ``trie``) advance on a name byte
-        # and restart on the valid byte *after* one that neither extends nor holds the name
-        # (``restart``, registered; a document's last byte restarts them at once), so their
-        # enables do not wait for the parser's state decode of ``name_hold``. Exact: a name's
-        # first byte follows ``<`` (or ``</``), read in state TEXT, which the parser enters only
-        # on a byte that restarts the name; and a push or an end tag's check reads them while
-        # the name is held.
+        # The name registers (``pos``; the trie's ``empty`` and ``trie`` a cycle later) advance
+        # on a name byte and restart on the valid byte *after* one that neither extends nor
+        # holds the name (``restart``, registered; a document's last byte restarts them at
+        # once), so their enables do not wait for the parser's state decode of ``name_hold``.
+        # Exact: a name's first byte follows ``<`` (or ``</``), read in state TEXT, which the
+        # parser enters only on a byte that restarts the name; and a push or an end tag's
+        # check reads them while the name is held.
         restart = Signal()
         with m.If(valid):
             m.d.sync += restart.eq(~name_byte & ~name_hold)
@@ -661,13 +668,14 @@ class FrontEnd(wiring.Component):
                     *(g.eq(value) for g, value in group_regs),
                 ]
         with m.If(name_go):
-            m.d.sync += [
-                pos.eq(Mux(pos == max_name + 1, pos, pos + 1)),
-                empty.eq(0),
-                trie.eq(trie_upd),
-            ]
+            m.d.sync += pos.eq(Mux(pos == max_name + 1, pos, pos + 1))
         with m.Elif(valid & (last | restart)):
-            m.d.sync += [pos.eq(0), empty.eq(1), trie.eq(0)]
+            m.d.sync += pos.eq(0)
+        m.d.sync += [t_adv.eq(name_go), t_clear.eq(valid & (last | restart))]
+        with m.If(t_adv):
+            m.d.sync += [empty.eq(0), trie.eq(trie_upd)]
+        with m.Elif(t_clear):
+            m.d.sync += [empty.eq(1), trie.eq(0)]
 
         # === stage E: the event so far, and the global stack row it reads ===
         # (tag id, name hash) per level; row 0 is the all-zero root sentinel. A push to level L
