@@ -70,18 +70,6 @@ def copy_register(m: Module, value: Value, variant: int, *, name: str) -> Value:
         with m.If(chain[variant - 1]):
             m.d.sync += reg[lo:hi].eq(value[lo:hi])
     return reg
-    chain = getattr(m, "_copy_enables", None)
-    if chain is None:
-        chain = m._copy_enables = [Signal(name="copy_on_1"), Signal(name="copy_on_2")]
-        m.d.sync += chain[0].eq(chain[0] | ~chain[1])
-        m.d.sync += chain[1].eq(chain[0])
-    while len(chain) < variant:
-        on = Signal(name=f"copy_on_{len(chain) + 1}")
-        m.d.sync += on.eq(chain[-1])
-        chain.append(on)
-    with m.If(chain[variant - 1]):
-        m.d.sync += reg.eq(value)
-    return reg
 
 
 def distribute(m: Module, value, leaves: int, *, name: str) -> list:
