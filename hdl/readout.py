@@ -111,12 +111,12 @@ class Readout(wiring.Component):
         # next values of their terms (the same signals): the shadow's first chunk loads on
         # them, and as LUTs (nonzero & room & at_end) they were the routed critical path of
         # 1 x 128 with 8 slots (106.1 MHz router2, RTL 92fbdf750e77, 8.17 of 9.43 ns routing).
-        room_next, nonzero_next = Signal(), Signal()
+        room_next, nonzero_next, push_next = Signal(), Signal(), Signal()
         m.d.comb += [room_next.eq(level + push - pop != 2),
                      nonzero_next.eq(Mux(self.capture, 1,
-                                         Mux(push, count != 1, nonzero)))]
-        m.d.sync += [room.eq(room_next), nonzero.eq(nonzero_next),
-                     push.eq(room_next & nonzero_next)]
+                                         Mux(push, count != 1, nonzero))),
+                     push_next.eq(room_next & nonzero_next)]
+        m.d.sync += [room.eq(room_next), nonzero.eq(nonzero_next), push.eq(push_next)]
 
         m.d.comb += [
             self.busy.eq(nonzero | (level != 0)),
@@ -161,7 +161,7 @@ class Readout(wiring.Component):
             at_end_next = Signal()
             m.d.comb += at_end_next.eq(~self.capture & Mux(push, pos == _CHUNK - 2, at_end))
             m.d.sync += [at_end.eq(at_end_next),
-                         turn.eq(room_next & nonzero_next & at_end_next)]
+                         turn.eq(push_next & at_end_next)]
             c = Signal(range(1, n + 1), init=1)  # the chunk ``cur`` loads at the next turn
             following = _fetch_chunk(m, chunks[1:], c - 1)
             with m.If(self.capture):
