@@ -567,10 +567,17 @@ class FrontEnd(wiring.Component):
             name_go = name_go | (in_group & go)
 
         # --- attribute conditions: an attribute-name CAM and the value comparators (the
-        # comparator slots: below, with the text nodes) ---
+        # comparator slots: below, with the text nodes), stepping on the parser's requests a
+        # cycle ahead in registers ---
+        ahead = None
+        if self.slots or AttributeConditions(self.conditions).conditions:
+            ahead = self._requests_ahead(
+                m, req, state=state, nstate=nstate, valid=valid, last=last, valid1=valid1,
+                last1=last1, high=high, low=low,
+                parser=dict(level=level, root_seen=root_seen, in_subset=in_subset, kw=kw))
         if not self.slots:
-            conds, undecided = self._attribute_conditions(m, req, valid, last, eq, registered,
-                                                          member)
+            conds, undecided = self._attribute_conditions(m, req, ahead, valid, last, eq,
+                                                          registered, member)
 
         # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
@@ -607,10 +614,6 @@ class FrontEnd(wiring.Component):
 
         # --- text conditions: the text nodes' comparators and the bits per open element ---
         if self.slots:
-            ahead = self._slot_requests(
-                m, req, state=state, nstate=nstate, valid=valid, last=last, valid1=valid1,
-                last1=last1, high=high, low=low,
-                parser=dict(level=level, root_seen=root_seen, in_subset=in_subset, kw=kw))
             conds, undecided, tconds, tundecided, pop_chains = self._slot_conditions(
                 m, req, ahead, valid, last, c, eq, registered, member,
                 self._text_nodes(m, req, valid, last, level, ex_is_zero),
@@ -790,8 +793,9 @@ class FrontEnd(wiring.Component):
         m.d.sync += [bit.eq(value) for bit, value in classes.values()]
         return m
 
-    def _attribute_conditions(self, m, req, valid, last, eq, registered, member):
-        """Stage P's attribute-condition logic (:class:`AttributeConditions` in registers): (the
+    def _attribute_conditions(self, m, req, ahead, valid, last, eq, registered, member):
+        """Stage P's attribute-condition logic (:class:`AttributeConditions` in registers,
+        stepping on ``ahead``, :meth:`_requests_ahead`): (the
         condition bits of the start tag being read, a register, full width with zeros for text
         conditions; this byte makes a compared value undecided)."""
         attrs = AttributeConditions(self.conditions)
@@ -804,7 +808,7 @@ class FrontEnd(wiring.Component):
             m.d.sync += staged.eq(value)
             return staged
         step = attrs.step(regs, req, valid=valid, last=last, eq=eq, registered=registered,
-                          member=member, stage=stage)
+                          member=member, stage=stage, ahead=ahead)
         m.d.sync += [regs[k].eq(v) for k, v in step.next.items()]
         # The decision at a closing quote is taken in two registered steps (``step``'s
         # ``decided`` with ``stage``) and ORed into ``conds`` two cycles after the quote, so no
@@ -852,11 +856,12 @@ class FrontEnd(wiring.Component):
         return conds
 
     @staticmethod
-    def _slot_requests(m, req, *, state, nstate, valid, last, valid1, last1, high, low,
-                       parser) -> SimpleNamespace:
-        """The parser's requests the comparator slots step on, a cycle ahead into registers
-        (so that the slots' restart, feed and enables, each fanned out to every slot, come
-        from flip-flops): the parser's step (:func:`parse_byte`) once more, on the state it
+    def _requests_ahead(m, req, *, state, nstate, valid, last, valid1, last1, high, low,
+                        parser) -> SimpleNamespace:
+        """The parser's requests the comparator slots (and the custom engine's attribute
+        comparators and name CAM) step on, a cycle ahead into registers (so that their
+        restart, feed and enables, each fanned out to every slot or comparator, come from
+        flip-flops): the parser's step (:func:`parse_byte`) once more, on the state it
         takes for the next byte and on that byte's classes from stage D1's nibbles (what stage
         D2 registers). ``start``: the comparators restart (a value starts, a text node or the
         document ends, or an attribute value was decided in the cycle before); ``fed``: the
@@ -869,7 +874,8 @@ class FrontEnd(wiring.Component):
         the state and the byte: ``parser`` (the parser's registers, for the requests the slots
         do not read) may be this cycle's. Measured: stage P's requests -> ``start``/``fed``
         -> every slot's ``sstill`` was the routed critical path of 1 x 128 with 8 slots,
-        10.46 ns (RTL 025511447e19)."""
+        10.46 ns (RTL 025511447e19); the parser's state -> ``a_igt`` that of 1,024 queries
+        with 1 attribute predicate each (7.35 ns, router1, RTL dfcd87ee5742)."""
         def eq(b):
             return high[b >> 4] & low[b & 15]
         tests = ByteTests(ch=lambda text: eq(ord(text)), eq=eq,
@@ -1178,8 +1184,8 @@ class AttributeConditions:
         self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
                       "attr": (n_attr, 0), **comparator_state(self.conditions)}
 
-    def step(self, cur: dict, req, *, valid, last, eq, registered, member, stage=None
-             ) -> SimpleNamespace:
+    def step(self, cur: dict, req, *, valid, last, eq, registered, member, stage=None,
+             ahead=None) -> SimpleNamespace:
         """One byte from the state ``cur``: ``next`` (the state after it; ``valid``: the byte
         is there, ``last``: the document's final byte, ``req``: its parser requests),
         ``decided`` (the condition bits, full width, of the value that ends at this byte:
@@ -1190,20 +1196,30 @@ class AttributeConditions:
         logic with registers between, meaningful two cycles after ``val_end``: each distinct
         comparison (kind, operator, literal) over the value and the attribute are registered
         (the comparators and the attribute hold still until the next value starts, >= 4 bytes
-        later), and ``decided`` is one AND per condition of those registers."""
+        later), and ``decided`` is one AND per condition of those registers.
+
+        ``ahead`` (:meth:`FrontEnd._requests_ahead`, with ``stage``): the CAM steps on its
+        ``attr_byte`` and ``attr_end``, the comparators restart on ``start`` and take the byte
+        on ``fed`` (which also restart after a decided value and take character data: the
+        staged comparisons read the value in the cycle after its closing quote, before
+        either)."""
         attrs, a_of = self.attrs, self.a_of
         apos, amatch, attr = cur["apos"], cur["amatch"], cur["attr"]
         aok = Cat(*(Cat(*(apos[p] & eq(b) for p, b in enumerate(a))).any() for a in attrs))
         ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
-        grow = ~last & req["attr_byte"]
+        if ahead is None:
+            go = valid & ~last
+            ahead = SimpleNamespace(attr_byte=go & req["attr_byte"], attr_end=go & req["attr_end"],
+                                    start=valid & (last | req["val_start"]),
+                                    fed=go & req["val_byte"])
         spec = comparator_state(self.conditions)
         cmp = comparators(self.conditions, {k: cur[k] for k in spec}, space_like_tabs=True,
                           eq=eq, registered=registered, member=member)
-        nxt = {"apos": Mux(valid, Mux(grow, apos << 1, 1), apos),
-               "amatch": Mux(valid, Mux(grow, amatch & aok, self.state["amatch"][1]), amatch),
-               "attr": Mux(valid & last, 0, Mux(valid & req["attr_end"], ahit, attr)),
-               **advance(spec, cur, cmp.next, start=valid & (last | req["val_start"]),
-                         byte=valid & ~last & req["val_byte"])}
+        nxt = {"apos": Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos)),
+               "amatch": Mux(ahead.attr_byte, amatch & aok,
+                             Mux(valid, self.state["amatch"][1], amatch)),
+               "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
+               **advance(spec, cur, cmp.next, start=ahead.start, byte=ahead.fed)}
         stage = stage or (lambda value: value)
         compared = {}          # each distinct comparison's bit (staged once)
         for c, bit in zip(self.conditions, cmp.bits):

@@ -55,11 +55,11 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
     undecided for a text slot that compares a value) and ``chains(bits, phase)`` (the slots'
     chain bits, :func:`xpfilt.slots.chain_bits`). ``load``: a :class:`SlotLoadLayout` signal;
     ``ahead``: the parser's requests the slots step on, from registers (:meth:`xpfilt.hdl.
-    frontend.FrontEnd._slot_requests`: ``start``, ``fed``, ``attr_byte``, ``attr_end``,
-    ``val_start``); ``byte``: the parser's byte; ``lexer``: :meth:`FrontEnd._value_lexer` over the attribute
-    values and the text nodes; ``decided``: the cycle after an attribute value's closing
-    quote (its decision); ``text``: :meth:`FrontEnd._text_nodes`; ``enter_text``: this byte
-    enters the parser's text state."""
+    frontend.FrontEnd._requests_ahead`: ``start``, ``fed``, ``attr_byte``, ``attr_end``,
+    ``val_start``); ``byte``: the parser's byte; ``lexer``: :meth:`FrontEnd._value_lexer` over
+    the attribute values and the text nodes; ``decided``: the cycle after an attribute value's
+    closing quote (its decision); ``text``: :meth:`FrontEnd._text_nodes`; ``enter_text``: this
+    byte enters the parser's text state."""
     S, L = slots, max_tag_len
     lw = index_width(L)
     ones = (1 << S) - 1
