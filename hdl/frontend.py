@@ -1165,6 +1165,11 @@ def comparators(conditions, cur: dict, *, space_like_tabs, eq, registered, membe
     return SimpleNamespace(next=nxt, bits=bits, amp=amp, num_undec=lx.num_undec)
 
 
+def any_of(bits, among):
+    """1 when one of ``bits[i]`` for ``i`` in ``among`` is (0 for none)."""
+    return Cat(*(bits[i] for i in among)).any() if among else Const(0, 1)
+
+
 class AttributeConditions:
     """The attribute conditions of a condition list (``conditions``: those not on ``text()``)
     and one byte's step of their logic (:meth:`step`): an attribute-name CAM (a one-hot name
@@ -1179,10 +1184,18 @@ class AttributeConditions:
         self.a_of = [self.attrs.index(c.attribute.encode("utf-8")) for c in self.conditions]
         n_attr = max(1, len(self.attrs))
         amax = max((len(a) for a in self.attrs), default=0)
+        #: the attributes (indices into ``attrs``) with a condition that compares a value, and
+        #: those with a numeric one: their values may be undecided
+        self.valued, self.numeric = (
+            [i for i in range(len(self.attrs))
+             if any(c.kind in kinds and a == i for c, a in zip(self.conditions, self.a_of))]
+            for kinds in (("string", "number", "nan"), ("number",)))
         #: the state ({name: (shape, reset value)}): the CAM's ``apos``, ``amatch``, ``attr``
+        #: (and whether ``attr`` is in ``valued``, ``numeric``: ``avalued``, ``anumeric``)
         #: and the comparators' state
         self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
-                      "attr": (n_attr, 0), **comparator_state(self.conditions)}
+                      "attr": (n_attr, 0), "avalued": (1, 0), "anumeric": (1, 0),
+                      **comparator_state(self.conditions)}
 
     def step(self, cur: dict, req, *, valid, last, eq, registered, member, stage=None,
              ahead=None) -> SimpleNamespace:
@@ -1219,6 +1232,9 @@ class AttributeConditions:
                "amatch": Mux(ahead.attr_byte, amatch & aok,
                              Mux(valid, self.state["amatch"][1], amatch)),
                "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
+               **{f"a{kind}": Mux(valid & last, 0, Mux(ahead.attr_end, any_of(ahit, among),
+                                                       cur[f"a{kind}"]))
+                  for kind, among in (("valued", self.valued), ("numeric", self.numeric))},
                **advance(spec, cur, cmp.next, start=ahead.start, byte=ahead.fed)}
         stage = stage or (lambda value: value)
         compared = {}          # each distinct comparison's bit (staged once)
@@ -1229,15 +1245,11 @@ class AttributeConditions:
         bits = {i: attr_now[a_of[k]] & compared[c.kind, c.op, c.literal]
                 for k, (i, c) in enumerate(zip(self.index, self.conditions))}
         decided = Cat(*(bits.get(i, Const(0, 1)) for i in range(self.width)))
-        kinds = {kind: [i for i in range(len(attrs))
-                        if any(c.kind in kind and a_of[k] == i
-                               for k, c in enumerate(self.conditions))]
-                 for kind in (("string", "number", "nan"), ("number",))}
-        valued, numeric = kinds[("string", "number", "nan")], kinds[("number",)]
-        undecided = req["val_end"] & (
-            (Cat(*(attr[i] for i in valued)).any() & cmp.amp if valued else Const(0, 1)) |
-            (Cat(*(attr[i] for i in numeric)).any() & cmp.num_undec if numeric
-             else Const(0, 1)))
+        # (``avalued`` / ``anumeric``: the OR over ``attr``'s bits taken with it, a register:
+        # as that OR, a_attr -> value_undecided was the routed critical path of 1,024 queries
+        # with 2 predicates each, 7.74 ns, router1, clk on G2, RTL 4d1425ddbaf9)
+        undecided = req["val_end"] & ((cur["avalued"] & cmp.amp) |
+                                      (cur["anumeric"] & cmp.num_undec))
         return SimpleNamespace(next=nxt, decided=decided, undecided=undecided)
 
 
