@@ -584,15 +584,20 @@ class FrontEnd(wiring.Component):
         ex_inc = Signal()
         ex_dec = Signal()
         ex_still = ~ex_up & ~ex_down
-        ex_next = Signal(EXCESS_WIDTH)
-        m.d.comb += ex_next.eq(excess + ex_up - ex_down)
         ex_max = (1 << EXCESS_WIDTH) - 1
-        # ``ex_at[v]``: excess == v, registers set with ``excess`` (from its next value), so
-        # that no 16-bit compare is on the parser's paths (measured: excess -> the malformed
-        # flag, 9.23 ns, the routed critical path of 1,024 queries with 2 predicates each,
-        # router1, clk on G2, seed 2, RTL 4d1425ddbaf9)
+        # ``ex_at[v]``: excess == v, registers set with ``excess`` from its compares with v and
+        # its neighbours and the pending change (not through the adder), so that no 16-bit
+        # compare is on the parser's paths (measured: excess -> the malformed flag, 9.23 ns,
+        # the routed critical path of 1,024 queries with 2 predicates each, router1, clk on
+        # G2, seed 2, RTL 4d1425ddbaf9; through the adder, ex_down -> ex_at, 6.75 ns, was
+        # that of the engine without predicates, RTL d0cd34706293)
         ex_at = {v: Signal(name=f"ex_at_{k}", init=v == 0)
                  for k, v in enumerate((0, 1, ex_max - 1, ex_max))}
+        ex_eq = {v: excess == v for v in (0, 1, 2, ex_max - 2, ex_max - 1, ex_max)}
+
+        def ex_at_next(v):      # excess + ex_up - ex_down == v (it never wraps)
+            return Cat(ex_eq[v] & ex_still, ex_eq[v - 1] & ex_up if v > 0 else Const(0, 1),
+                       ex_eq[v + 1] & ex_down if v < ex_max else Const(0, 1)).any()
         ex_is_zero = (ex_at[0] & ex_still) | (ex_at[1] & ex_down)
         ex_is_max = (ex_at[ex_max] & ex_still) | (ex_at[ex_max - 1] & ex_up)
         nroot_seen = Signal()
@@ -670,8 +675,8 @@ class FrontEnd(wiring.Component):
             with m.Else():
                 m.d.sync += [
                     state.eq(nstate), level.eq(nlevel),
-                    excess.eq(ex_next), ex_up.eq(ex_inc), ex_down.eq(ex_dec),
-                    *(at.eq(ex_next == v) for v, at in ex_at.items()),
+                    excess.eq(excess + ex_up - ex_down), ex_up.eq(ex_inc), ex_down.eq(ex_dec),
+                    *(at.eq(ex_at_next(v)) for v, at in ex_at.items()),
                     root_seen.eq(nroot_seen),
                     in_subset.eq(nstate[S.SUBSET.value] |
                                  (in_subset & ~nstate[S.TEXT.value] &

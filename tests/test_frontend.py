@@ -465,6 +465,22 @@ def test_rtl_malformed_documents_and_recovery():
     assert results[1::2] == [(GOOD_EVENTS, OK)] * len(cases)
 
 
+def test_rtl_excess_levels_saturate_as_the_model(monkeypatch):
+    """Levels beyond ``max_depth`` are counted (``excess``) up to the counter's maximum: with
+    the counter narrowed to 2 bits in both the RTL and the model, documents open and close
+    around 0, 1, max - 1 and max excess levels (and past it), back to back and with gaps."""
+    import xpfilt.hdl.frontend
+    import xpfilt.model.frontend
+    monkeypatch.setattr(xpfilt.hdl.frontend, "EXCESS_WIDTH", 2)
+    monkeypatch.setattr(xpfilt.model.frontend, "_EXCESS_MAX", 3)
+    docs = [b"<a>" * n + b"</a>" * k for n in range(1, 9) for k in (n - 1, n, n + 1)]
+    docs += [b"<a>" * 7 + b"<b/>" * 2 + b"</a>" * 7, b"<a><a><a>x</a></a></a>"]
+    for gaps in (None, 11):
+        events = assert_rtl_matches_model(SMALL_TAGS, byte_stream(docs, gap_seed=gaps),
+                                          max_depth=2, max_name=8)
+        assert sum(e.errors & Errors.DEPTH_OVERFLOW != 0 for e in events if e.doc_end) > 10
+
+
 FUZZ_TOKENS = [
     "<", ">", "/", "/>", "</", "!", "?", "-", "--", "[", "]", "]]", "]]>", '"', "'", "=", " ",
     "\n", "r", "a", "b", "ab", "abcdefgh", "abcdefghi", "x1", "1", "&amp;", "\u00e9",
