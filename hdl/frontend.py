@@ -847,26 +847,38 @@ class FrontEnd(wiring.Component):
         conds = Signal(len(decided))
         clear_next = Signal()
         decide = valid & ~last & req["val_end"]
-        for k in range(delay):
+        for k in range(delay - 1 if delay > 1 else delay):
             later = Signal(name=f"decide_{k + 1}")
             m.d.sync += later.eq(decide)
             decide = later
         with m.If(valid):
             m.d.sync += clear_next.eq(req["tag_start"])
-        clear = valid & clear_next
-        if delay > 1:
-            # with the decision two cycles late, the clear may come a cycle late too, from a
-            # register of its own (the first decision after it is ~6 bytes away): `valid` ->
-            # every condition bit's reset (1,029 across the die) was the worst non-tap path of
-            # 1,024 queries with 2 predicates each on the placement (placed_paths, 14.5 ns);
-            # routed, 128.5 -> 144.4 MHz (router1, clk on G2). The slots' register (delay 1)
-            # keeps the clear in the byte's cycle.
-            clear = Signal(name="conds_clear")
-            m.d.sync += clear.eq(valid & clear_next)
-        with m.If(clear):
-            m.d.sync += conds.eq(0)
-        with m.Elif(decide):
-            m.d.sync += conds.eq(conds | decided)
+        if delay == 1:
+            with m.If(valid & clear_next):
+                m.d.sync += conds.eq(0)
+            with m.Elif(decide):
+                m.d.sync += conds.eq(conds | decided)
+            return conds
+        # With the decision two cycles late, the clear may come a cycle late too, from a
+        # register (the first decision after it is ~6 bytes away): `valid` -> every condition
+        # bit's reset (1,029 across the die) was the worst non-tap path of 1,024 queries with
+        # 2 predicates each on the placement (placed_paths, 14.5 ns); routed, 128.5 -> 144.4
+        # MHz (router1, clk on G2). The clear and the decision's last register are copied per
+        # slice of the bits (copy_register's slices, which synthesis keeps apart): as one
+        # register, conds_clear -> the 1,029 resets was the routed critical path after it
+        # (7.20 ns, 6.02 of it routing, 138.8 MHz, RTL af9a0464f50f). The slots' register
+        # (delay 1) keeps the clear in the byte's cycle.
+        from .cluster import COPY_ENABLE_FANOUT, copy_register    # (cluster imports this)
+        width = len(decided)
+        clears, decides = (copy_register(m, value.replicate(width), 1, name=name)
+                           for value, name in ((valid & clear_next, "conds_clear"),
+                                               (decide, "conds_decide")))
+        for lo in range(0, width, COPY_ENABLE_FANOUT):
+            part = slice(lo, min(lo + COPY_ENABLE_FANOUT, width))
+            with m.If(clears[lo]):
+                m.d.sync += conds[part].eq(0)
+            with m.Elif(decides[lo]):
+                m.d.sync += conds[part].eq(conds[part] | decided[part])
         return conds
 
     @staticmethod
