@@ -847,38 +847,26 @@ class FrontEnd(wiring.Component):
         conds = Signal(len(decided))
         clear_next = Signal()
         decide = valid & ~last & req["val_end"]
-        for k in range(delay - 1 if delay > 1 else delay):
+        for k in range(delay):
             later = Signal(name=f"decide_{k + 1}")
             m.d.sync += later.eq(decide)
             decide = later
         with m.If(valid):
             m.d.sync += clear_next.eq(req["tag_start"])
-        if delay == 1:
-            with m.If(valid & clear_next):
-                m.d.sync += conds.eq(0)
-            with m.Elif(decide):
-                m.d.sync += conds.eq(conds | decided)
-            return conds
-        # With the decision two cycles late, the clear may come a cycle late too, from a
-        # register (the first decision after it is ~6 bytes away): `valid` -> every condition
-        # bit's reset (1,029 across the die) was the worst non-tap path of 1,024 queries with
-        # 2 predicates each on the placement (placed_paths, 14.5 ns); routed, 128.5 -> 144.4
-        # MHz (router1, clk on G2). The clear and the decision's last register are copied per
-        # slice of the bits (copy_register's slices, which synthesis keeps apart): as one
-        # register, conds_clear -> the 1,029 resets was the routed critical path after it
-        # (7.20 ns, 6.02 of it routing, 138.8 MHz, RTL af9a0464f50f). The slots' register
-        # (delay 1) keeps the clear in the byte's cycle.
-        from .cluster import COPY_ENABLE_FANOUT, copy_register    # (cluster imports this)
-        width = len(decided)
-        clears, decides = (copy_register(m, value.replicate(width), 1, name=name)
-                           for value, name in ((valid & clear_next, "conds_clear"),
-                                               (decide, "conds_decide")))
-        for lo in range(0, width, COPY_ENABLE_FANOUT):
-            part = slice(lo, min(lo + COPY_ENABLE_FANOUT, width))
-            with m.If(clears[lo]):
-                m.d.sync += conds[part].eq(0)
-            with m.Elif(decides[lo]):
-                m.d.sync += conds[part].eq(conds[part] | decided[part])
+        clear = valid & clear_next
+        if delay > 1:
+            # with the decision two cycles late, the clear may come a cycle late too, from a
+            # register of its own (the first decision after it is ~6 bytes away): `valid` ->
+            # every condition bit's reset (1,029 across the die) was the worst non-tap path of
+            # 1,024 queries with 2 predicates each on the placement (placed_paths, 14.5 ns);
+            # routed, 128.5 -> 144.4 MHz (router1, clk on G2). The slots' register (delay 1)
+            # keeps the clear in the byte's cycle.
+            clear = Signal(name="conds_clear")
+            m.d.sync += clear.eq(valid & clear_next)
+        with m.If(clear):
+            m.d.sync += conds.eq(0)
+        with m.Elif(decide):
+            m.d.sync += conds.eq(conds | decided)
         return conds
 
     @staticmethod
@@ -1217,8 +1205,7 @@ class AttributeConditions:
              if any(c.kind in kinds and a == i for c, a in zip(self.conditions, self.a_of))]
             for kinds in (("string", "number", "nan"), ("number",)))
         #: the state ({name: (shape, reset value)}): the CAM's ``apos``, ``amatch``, ``attr``
-        #: (and whether it was in ``valued``, ``numeric`` a byte before: ``avalued``,
-        #: ``anumeric``)
+        #: (and whether ``attr`` is in ``valued``, ``numeric``: ``avalued``, ``anumeric``)
         #: and the comparators' state
         self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
                       "attr": (n_attr, 0), "avalued": (1, 0), "anumeric": (1, 0),
@@ -1259,7 +1246,9 @@ class AttributeConditions:
                "amatch": Mux(ahead.attr_byte, amatch & aok,
                              Mux(valid, self.state["amatch"][1], amatch)),
                "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
-               "avalued": any_of(attr, self.valued), "anumeric": any_of(attr, self.numeric),
+               **{f"a{kind}": Mux(valid & last, 0, Mux(ahead.attr_end, any_of(ahit, among),
+                                                       cur[f"a{kind}"]))
+                  for kind, among in (("valued", self.valued), ("numeric", self.numeric))},
                **advance(spec, cur, cmp.next, start=ahead.start, byte=ahead.fed)}
         stage = stage or (lambda value: value)
         compared = {}          # each distinct comparison's bit (staged once)
@@ -1270,12 +1259,9 @@ class AttributeConditions:
         bits = {i: attr_now[a_of[k]] & compared[c.kind, c.op, c.literal]
                 for k, (i, c) in enumerate(zip(self.index, self.conditions))}
         decided = Cat(*(bits.get(i, Const(0, 1)) for i in range(self.width)))
-        # (``avalued`` / ``anumeric``: the OR over ``attr``'s bits a byte late, a register: a
-        # value ends two bytes after its name at the earliest (``="``), and ``attr`` holds from
-        # the name's end to the next one. As that OR, a_attr -> value_undecided was the routed
-        # critical path of 1,024 queries with 2 predicates each, 7.74 ns, router1, clk on G2,
-        # RTL 4d1425ddbaf9; as the OR of the name CAM's hits taken with ``attr``, a_amatch ->
-        # anumeric, 7.30 ns, RTL af9a0464f50f)
+        # (``avalued`` / ``anumeric``: the OR over ``attr``'s bits taken with it, a register:
+        # as that OR, a_attr -> value_undecided was the routed critical path of 1,024 queries
+        # with 2 predicates each, 7.74 ns, router1, clk on G2, RTL 4d1425ddbaf9)
         undecided = req["val_end"] & ((cur["avalued"] & cmp.amp) |
                                       (cur["anumeric"] & cmp.num_undec))
         return SimpleNamespace(next=nxt, decided=decided, undecided=undecided)
