@@ -74,7 +74,18 @@ HISTORY = ("Before the front end sent the attribute bits straight from its conds
            "dfcd87ee5742 (critical path byte_nstart_go -> the name tap's restart -> pos, 7.78 "
            "ns; seeds 1 / 2: 135.2 / 121.5, the median row); its default-seed row is now that "
            "of the conds register's clear from a register of its own (RTL 551d637ccac4; "
-           "4d1425ddbaf9 differs from it in comments only).")
+           "4d1425ddbaf9 differs from it in comments only). On 4d1425ddbaf9 (router1, G2): "
+           "P = 0 170.9 / 165.2 / 162.8 MHz at seeds default / 1 / 2 (median 165.2), P = 2 "
+           "144.4 / 129.2 / 108.4 (median 129.2, 0.78; seed 1's path a_attr -> "
+           "value_undecided 7.74 ns, seed 2's excess -> malformed 9.23 ns). Issue 14's "
+           "session of 2026-11-27 evening, default seed unless said: RTL b7c58d7bc894 (the "
+           "trie a cycle late, the attribute requests ahead, avalued from the CAM's hits) P = 0 "
+           "158.3, P = 1 142.7 (a_ipos -> a staged comparison, 7.01 ns), P = 2 139.1 "
+           "(byte_nchar -> slot_fed, 7.19 ns); RTL d0cd34706293 (ex_at through the adder) "
+           "P = 0 148.1 / 151.0 / 149.7 (ex_down -> ex_at 6.75 ns); RTL ae8d63454463 (conds "
+           "clear copies per 64 bits, avalued a byte late; reverted) P = 2 127.8 (a_ipos -> a "
+           "staged comparison, 7.82 ns), seeds 1 and 2 not routed in 1,200 s (router1 "
+           "congestion).")
 
 
 def query_texts(predicates: int, p_text: float = 0.0) -> list[str]:
