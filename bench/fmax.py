@@ -158,6 +158,10 @@ SEED = None
 #: it); a clock pin gives the clock a dedicated path to the global network (router2 could not
 #: route an unconstrained clock pad's arc at 1,024 queries with 2 predicates each).
 CLOCK_PIN = None
+#: ``--keep-routed``: keep the routed netlist and nextpnr's report with its per-arc net delays
+#: (``--detailed-timing-report``) in the cache as ``{key}.routed.json`` / ``{key}.report.json``,
+#: for ``placed_paths.py --report``: every long path of the routed design, not only the worst.
+KEEP_ROUTED = False
 
 
 def place_and_route(family: str, synth_key: str, part_args: list[str], *, label: str) -> dict:
@@ -168,6 +172,7 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     args = [*part_args, "--json", "synth.json", "--report", "report.json", "--freq", str(FREQ),
             "--timing-allow-fail", unconstrained, *router,
             *(["--no-route", "--write", "placed.json"] if PLACE_ONLY else []),
+            *(["--write", "routed.json", "--detailed-timing-report"] if KEEP_ROUTED else []),
             *(["--seed", str(SEED)] if SEED is not None else [])]
     lpf = None
     if CLOCK_PIN and family == "ecp5":
@@ -186,9 +191,15 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
             result["report"] = json.loads((tmp / "report.json").read_text())
             if PLACE_ONLY:     # the placed netlist, for bench/congestion.py
                 shutil.copy(tmp / "placed.json", CACHE / f"{key}.placed.json")
+            if KEEP_ROUTED:
+                shutil.copy(tmp / "routed.json", CACHE / f"{key}.routed.json")
+                shutil.copy(tmp / "report.json", CACHE / f"{key}.report.json")
         return result
 
     result = run_cached(key, work, label=label)
+    if KEEP_ROUTED and not result["error"]:
+        log(f"{label}: routed netlist {CACHE / f'{key}.routed.json'}, report "
+            f"{CACHE / f'{key}.report.json'}")
     if PLACE_ONLY:     # the report has no timing then: the estimate is in the log
         log(f"{label}: placed netlist {CACHE / f'{key}.placed.json'}")
         found = re.findall(r"Max frequency for clock .*?: ([\d.]+) MHz",

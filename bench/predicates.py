@@ -23,7 +23,7 @@ serial readout. Per P:
 Saved to bench/results/predicates.{json,md}, each row with the digest of the RTL sources.
 
 Usage: python bench/predicates.py [--predicates 0,1,2] [--fmax 0,1,2] [--router router2] [--cap S]
-[--clock-pin ''] [--seeds default,1,2]
+[--clock-pin ''] [--seeds default,1,2] [--keep-routed]
 """
 
 from __future__ import annotations
@@ -123,7 +123,11 @@ def main() -> None:
     parser.add_argument("--seeds", default="default",
                         help="nextpnr seeds, comma-separated ('default': its own): a row each "
                              "and, with several, a median row")
+    parser.add_argument("--keep-routed", action="store_true",
+                        help="keep each routed netlist and its detailed timing report (for "
+                             "placed_paths.py --report)")
     args = resources.parse_args_with_cap(parser)
+    fmax.KEEP_ROUTED = args.keep_routed
     fmax.ROUTER = args.router
     fmax.CLOCK_PIN = args.clock_pin or None
     digest = source_digest()
