@@ -1021,7 +1021,9 @@ LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
 #: The value lexer's state ({name: (shape, reset value)}, see :func:`value_lexer`).
 LEXER_STATE = {"amp": (1, 0), "lex": (8, 1 << LEAD), "neg": (1, 0), "isig": (1, 0),
                "nonzero": (1, 0), "ndig": (range(NUMBER_DIGITS + 2), 0),
-               "ipos": (NUMBER_DIGITS + 1, 1), "fpos": (NUMBER_DIGITS + 1, 1)}
+               "ipos": (NUMBER_DIGITS + 1, 1), "fpos": (NUMBER_DIGITS + 1, 1),
+               "ibelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2),
+               "fbelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2)}
 
 
 def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
@@ -1030,10 +1032,12 @@ def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
     fed), ``amp`` (``&`` or CR seen: undecided), the number lexer (one-hot, see
     :func:`xpfilt.hwdefs.value_number`: ``lex``, ``num_valid``, ``num_nan``, ``num_undec``, the
     sign ``vneg``) and its digits (``sig_digit`` / ``frac_digit``: this byte is a significant
-    integer / a fraction digit; ``ipos`` / ``fpos``: one-hot counts of those so far; ``dlt(k)``
-    / ``dgt(k)``: the byte is a digit below / above ``k``); ``relation`` and ``number_bit``
-    decide a comparison from the first differences with a literal's digits."""
-    amp, lex, neg, isig, nonzero, ndig, ipos, fpos = (cur[k] for k in LEXER_STATE)
+    integer / a fraction digit; ``ipos`` / ``fpos``: one-hot counts of those so far, and
+    ``ibelow`` / ``fbelow`` the same counts as thermometers, bit ``L`` = fewer than ``L``;
+    ``dlt(k)`` / ``dgt(k)``: the byte is a digit below / above ``k``); ``relation`` and
+    ``number_bit`` decide a comparison from the first differences with a literal's digits."""
+    amp, lex, neg, isig, nonzero, ndig, ipos, fpos, ibelow, fbelow = (
+        cur[k] for k in LEXER_STATE)
     digit = registered("digit", member(range(0x30, 0x3A)))
     nz = registered("digit_nz", member(range(0x31, 0x3A)))
     ws = registered("vws", member(b" \t\n"))
@@ -1070,7 +1074,9 @@ def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
         "neg": neg | (lex[LEAD] & minus), "isig": isig | sig_digit,
         "nonzero": nonzero | ((int_digit | frac_digit) & nz),
         "ndig": Mux((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1), ndig + 1, ndig),
-        "ipos": Mux(sig_digit, ipos << 1, ipos), "fpos": Mux(frac_digit, fpos << 1, fpos)}
+        "ipos": Mux(sig_digit, ipos << 1, ipos), "fpos": Mux(frac_digit, fpos << 1, fpos),
+        "ibelow": Mux(sig_digit, ibelow << 1, ibelow),
+        "fbelow": Mux(frac_digit, fbelow << 1, fbelow)}
     num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
     num_nan = ~num_valid & ~lex[UNDEC]
     num_undec = lex[UNDEC] | (num_valid & (ndig == NUMBER_DIGITS + 1))
@@ -1095,7 +1101,8 @@ def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
                ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[op]
         return bit & ~amp & ~num_undec
 
-    return SimpleNamespace(next=nxt_state, amp=amp, lex=lex, ipos=ipos, fpos=fpos, digit=digit,
+    return SimpleNamespace(next=nxt_state, amp=amp, lex=lex, ipos=ipos, fpos=fpos,
+                           ibelow=ibelow, fbelow=fbelow, digit=digit,
                            sig_digit=sig_digit, frac_digit=frac_digit, dlt=dlt, dgt=dgt,
                            num_valid=num_valid, num_nan=num_nan, num_undec=num_undec,
                            vneg=vneg, relation=relation, number_bit=number_bit)
@@ -1158,13 +1165,17 @@ def comparators(conditions, cur: dict, *, space_like_tabs, eq, registered, membe
     for k, bits in new.items():
         nxt[k] = Cat(*bits) if bits else cur[k]
 
-    # at the closing quote: each condition on the current attribute
+    # at the closing quote: each condition on the current attribute (the lengths from the
+    # thermometers: as ORs over ``ipos``, a_ipos -> a staged comparison was the routed
+    # critical path of 1,024 queries with 1 predicate each, 7.01 ns, router1, clk on G2, RTL
+    # b7c58d7bc894)
     relation = {}
+    ibelow, fbelow = lx.ibelow, lx.fbelow
     for j, (kneg, whole, frac) in enumerate(numbers):
         lw, lf = len(whole), len(frac)
         relation[numbers[j]] = lx.relation(
-            kneg, i_shorter=ipos[:lw].any() if lw else Const(0, 1), i_same=ipos[lw],
-            i_longer=ipos[lw + 1:].any(), f_shorter=fpos[:lf].any() if lf else Const(0, 1),
+            kneg, i_shorter=ibelow[lw] if lw else Const(0, 1), i_same=ipos[lw],
+            i_longer=~ibelow[lw + 1], f_shorter=fbelow[lf] if lf else Const(0, 1),
             ilt=ilt[j], igt=igt[j], flt=flt[j], fgt=fgt[j])
     ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
     bits = []
