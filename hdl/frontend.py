@@ -1220,7 +1220,8 @@ class AttributeConditions:
              if any(c.kind in kinds and a == i for c, a in zip(self.conditions, self.a_of))]
             for kinds in (("string", "number", "nan"), ("number",)))
         #: the state ({name: (shape, reset value)}): the CAM's ``apos``, ``amatch``, ``attr``
-        #: (and whether ``attr`` is in ``valued``, ``numeric``: ``avalued``, ``anumeric``)
+        #: (and whether it was in ``valued``, ``numeric`` a byte before: ``avalued``,
+        #: ``anumeric``)
         #: and the comparators' state
         self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
                       "attr": (n_attr, 0), "avalued": (1, 0), "anumeric": (1, 0),
@@ -1261,9 +1262,7 @@ class AttributeConditions:
                "amatch": Mux(ahead.attr_byte, amatch & aok,
                              Mux(valid, self.state["amatch"][1], amatch)),
                "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
-               **{f"a{kind}": Mux(valid & last, 0, Mux(ahead.attr_end, any_of(ahit, among),
-                                                       cur[f"a{kind}"]))
-                  for kind, among in (("valued", self.valued), ("numeric", self.numeric))},
+               "avalued": any_of(attr, self.valued), "anumeric": any_of(attr, self.numeric),
                **advance(spec, cur, cmp.next, start=ahead.start, byte=ahead.fed)}
         stage = stage or (lambda value: value)
         compared = {}          # each distinct comparison's bit (staged once)
@@ -1274,9 +1273,12 @@ class AttributeConditions:
         bits = {i: attr_now[a_of[k]] & compared[c.kind, c.op, c.literal]
                 for k, (i, c) in enumerate(zip(self.index, self.conditions))}
         decided = Cat(*(bits.get(i, Const(0, 1)) for i in range(self.width)))
-        # (``avalued`` / ``anumeric``: the OR over ``attr``'s bits taken with it, a register:
-        # as that OR, a_attr -> value_undecided was the routed critical path of 1,024 queries
-        # with 2 predicates each, 7.74 ns, router1, clk on G2, RTL 4d1425ddbaf9)
+        # (``avalued`` / ``anumeric``: the OR over ``attr``'s bits a byte late, a register: a
+        # value ends two bytes after its name at the earliest (``="``), and ``attr`` holds from
+        # the name's end to the next one. As that OR, a_attr -> value_undecided was the routed
+        # critical path of 1,024 queries with 2 predicates each, 7.74 ns, router1, clk on G2,
+        # RTL 4d1425ddbaf9; as the OR of the name CAM's hits taken with ``attr``, a_amatch ->
+        # anumeric, 7.30 ns, RTL af9a0464f50f)
         undecided = req["val_end"] & ((cur["avalued"] & cmp.amp) |
                                       (cur["anumeric"] & cmp.num_undec))
         return SimpleNamespace(next=nxt, decided=decided, undecided=undecided)
