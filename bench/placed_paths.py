@@ -12,7 +12,12 @@ the boards' reset) costs nothing, as nextpnr times a routed global. Paths are gr
 cells' tiles. Paths from I/O pins and constant drivers are skipped (nextpnr does not time them
 against the clock).
 
-Usage: python bench/placed_paths.py PLACED.json [--top 25] [--min-ns 0]
+With ``--report`` (a routed netlist and nextpnr's report with ``--detailed-timing-report``, as
+``fmax.py`` / ``predicates.py --keep-routed`` keep them): each endpoint's routed arrival from
+the report instead (nextpnr's own times, clock to output included, setup not), the start and
+the hops of its group's worst still traced over the estimates.
+
+Usage: python bench/placed_paths.py PLACED.json [--report REPORT.json] [--top 25] [--min-ns 0]
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ COMB_INPUTS = {"A", "B", "C", "D", "M", "FXA", "FXB", "FCI",
 ENDPOINTS = {"TRELLIS_FF": {"DI", "M", "CE", "LSR"},
              "TRELLIS_COMB": {"WAD0", "WAD1", "WAD2", "WAD3", "WD", "WRE", "DI0", "DI1"}}
 SOURCES = {"TRELLIS_FF", "TRELLIS_IO", "DCCA"}
+#: Setup times added to routed arrivals (nextpnr-ecp5's critical path reports: 0.42 ns for a
+#: flip-flop's LSR, none for DI and M).
+ROUTED_SETUP_NS = {"LSR": 0.424}
 
 
 def arc_ns(a: tuple[int, int], b: tuple[int, int]) -> float:
@@ -43,7 +51,27 @@ def arc_ns(a: tuple[int, int], b: tuple[int, int]) -> float:
     return 0.12 * (6 + max(dx - 5, 0) + max(dy - 5, 0) + 2 * (min(dx, 5) + min(dy, 5)))
 
 
-def rank(path: Path, top: int, min_ns: float) -> list[dict]:
+def routed_arrivals(report: Path) -> dict:
+    """{(cell, port): ns}: each endpoint's latest arrival from the clock in nextpnr's detailed
+    timing report. An endpoint that the reset pin reaches too is listed twice, the clock's
+    launch first (nextpnr 0.11 names only a net's first launch); nets launched by the pins
+    alone (``<async>``) are left out."""
+    arrivals = {}
+    for net in json.loads(report.read_text()).get("detailed_net_timings", []):
+        if net.get("event", "").startswith("<async>"):
+            continue
+        for end in net["endpoints"]:
+            delay = end["delay"]
+            arrivals.setdefault((end["cell"], end["port"]),
+                                float(max(delay) if isinstance(delay, list) else delay))
+    if not arrivals:
+        raise SystemExit(f"{report}: no detailed net timings (nextpnr --detailed-timing-report)")
+    return arrivals
+
+
+def rank(path: Path, top: int, min_ns: float, routed: dict | None = None) -> list[dict]:
+    """The worst path of each (start, end) group, longest first; ``routed``
+    (:func:`routed_arrivals`): the endpoints' arrivals from it, not estimated."""
     design = json.loads(path.read_text())
     module = next(m for m in design["modules"].values()
                   if m.get("attributes", {}).get("top"))
@@ -89,7 +117,8 @@ def rank(path: Path, top: int, min_ns: float) -> list[dict]:
                 continue
             for bit in bits:
                 src = driver.get(bit) if isinstance(bit, int) else None
-                if src is None or src.startswith("$PACKER"):
+                if (src is None or src.startswith("$PACKER")
+                        or cells[src]["type"] == "TRELLIS_IO"):     # not timed from the clock
                     continue
                 t = arrive(src)[0] + delay(src, name, port)
                 if t > best[0]:
@@ -107,7 +136,14 @@ def rank(path: Path, top: int, min_ns: float) -> list[dict]:
                 if (src is None or src.startswith("$PACKER")
                         or cells[src]["type"] == "TRELLIS_IO"):
                     continue
-                ends.append((arrive(src)[0] + delay(src, name, port), name, port, src, bit))
+                if routed is None:
+                    t = arrive(src)[0] + delay(src, name, port)
+                elif (name, port) in routed:
+                    t = routed[name, port] + ROUTED_SETUP_NS.get(port, 0.0)
+                    arrive(src)         # for the trace of its start
+                else:
+                    continue
+                ends.append((t, name, port, src, bit))
     ends.sort(reverse=True)
     groups = Counter()
     worst = {}
@@ -136,10 +172,13 @@ def rank(path: Path, top: int, min_ns: float) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("placed", type=Path)
+    parser.add_argument("--report", type=Path, default=None,
+                        help="nextpnr's report with detailed net timings: routed arrivals")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--min-ns", type=float, default=0.0)
     args = parser.parse_args()
-    for row in rank(args.placed, args.top, args.min_ns):
+    routed = routed_arrivals(args.report) if args.report else None
+    for row in rank(args.placed, args.top, args.min_ns, routed):
         print(f"{row['ns']:6.2f} ns  {row['start']} {row['start_tile']} -> {row['end']} "
               f"{row['end_tile']}  ({row['levels']} logic levels, {row['endpoints']} endpoints "
               f"in this group)")
