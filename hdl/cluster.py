@@ -18,7 +18,7 @@ from xpfilt.compiler import Cluster
 from xpfilt.hwdefs import EVENT_FANOUT, distribution_depth
 
 from .frontend import ErrorFlags
-from .stacks import StackBank, TreeEventLayout, widen_events
+from .stacks import StackBank, TreeEventLayout, boolean, widen_events
 
 __all__ = ["ClusterCore", "cluster_signature", "copy_register", "distribute", "ERROR_WIDTH"]
 
@@ -135,8 +135,9 @@ class ClusterCore(wiring.Component):
                                             name="events_copy"))
         if self.early:
             m.d.comb += bank.next_events.eq(wide)
-        if bank.tag_pairs:    # each (tag, parent) AND registered with the events
-            pairs = Cat(*(wide.tag[t - 1] & wide.parent[p - 1] for t, p in bank.tag_pairs))
+        if bank.tag_pairs:    # each (tag, parent, guard) AND registered with the events
+            pairs = Cat(*(wide.tag[t - 1] & (wide.parent[p - 1] if p else 1)
+                          & boolean(g, lambda i: wide.conds[i]) for t, p, g in bank.tag_pairs))
             m.d.comb += bank.pairs.eq(copy_register(m, pairs, self.variant, name="pairs_copy"))
         m.d.comb += [
             bank.events.eq(events),

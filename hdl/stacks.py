@@ -183,14 +183,19 @@ def _needed_nodes(cluster: Cluster) -> set[int]:
         k for k, n in enumerate(cluster.nodes) if n.column >= 0}
 
 
-def tag_pairs(cluster: Cluster) -> list[tuple[int, int]]:
-    """The (tag, parent tag) ids of the cluster's nodes that fire from a column under a named
-    parent. A cluster registers each pair's AND (:class:`xpfilt.hdl.cluster.ClusterCore`), so
-    such a node's term is 2 inputs (column bit, pair) instead of 3: a column shared by 8 nodes
-    is an OR of 16 inputs, not 24 (at 1,024 queries its 5 LUTs were the ECP5 critical path)."""
+def tag_pairs(cluster: Cluster) -> list[tuple[int, int, tuple]]:
+    """The (tag, parent tag or 0, guard) of the cluster's named nodes that fire from a column
+    under a named parent or with a guard. A cluster registers each one's AND (tag, parent,
+    the guard over the condition bits; :class:`xpfilt.hdl.cluster.ClusterCore`), so such a
+    node's term is 2 inputs (column bit, pair) instead of 3 or more: a column shared by 8
+    nodes is an OR of 16 inputs, not 24 (at 1,024 queries its 5 LUTs were the ECP5 critical
+    path); with the guard in the AND, a cluster's events -> a stack's write data was on the
+    routed critical paths of 1,024 queries with 2 predicates each (7.02-7.10 ns, router1, clk
+    on G2, RTL af9a0464f50f)."""
     nodes = (cluster.nodes[k] for k in _needed_nodes(cluster))
-    return sorted({(n.tag, n.source.tag) for n in nodes
-                   if n.tag and n.source.kind is SourceKind.COLUMN and n.source.tag})
+    return sorted({(n.tag, n.source.tag or 0, n.guard or ()) for n in nodes
+                   if n.tag and n.source.kind is SourceKind.COLUMN and (n.source.tag or n.guard)},
+                  key=lambda p: (p[0], p[1], repr(p[2])))
 
 
 class StackBank(wiring.Component):
@@ -200,8 +205,8 @@ class StackBank(wiring.Component):
     :class:`DecodedEventLayout`), ``clear`` (reset the match flags this cycle),
     ``matches`` (one flag per query of the cluster, in the plan's order: a register, or for a
     combination of paths its expression over registers). With ``paired``: ``pairs``, bit ``i``
-    = tag AND parent of :func:`tag_pairs` entry ``i`` on the cycle of ``events`` (registered
-    by the caller alongside the events). With ``early``: ``next_events``, the events of the
+    = tag AND parent AND guard of :func:`tag_pairs` entry ``i`` on the cycle of ``events``
+    (registered by the caller alongside the events). With ``early``: ``next_events``, the events of the
     next cycle (the input of the caller's ``events`` register): the stack row is read from
     their address a cycle early, into the memory's output register, so that the row the node
     equations read comes from a register, not through the LUT-RAM's read (see
@@ -279,11 +284,12 @@ class StackBank(wiring.Component):
             node = cluster.nodes[k]
             fire = Signal(name=f"fires_{k}")
             src = node.source
-            if (node.tag, src.tag) in pair and src.kind is SourceKind.COLUMN:
-                term = top[src.column] & pair[node.tag, src.tag]
+            key = (node.tag, src.tag or 0, node.guard or ())
+            if key in pair and src.kind is SourceKind.COLUMN:
+                m.d.comb += fire.eq(top[src.column] & pair[key])   # the guard is in the pair
             else:
                 term = (is_tag[node.tag] if node.tag else Const(1)) & source(src)
-            m.d.comb += fire.eq(term & guard(node.guard))
+                m.d.comb += fire.eq(term & guard(node.guard))
             fires[k] = fire
 
         for c, column in enumerate(cluster.columns):
