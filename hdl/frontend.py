@@ -783,13 +783,27 @@ class FrontEnd(wiring.Component):
             ev.errors.eq(f_errors),
             ev.errors.malformed.eq(f_errors.malformed | (f_last & (mismatched | mismatch))),
         ]
+        events = Signal(self.event_layout, name="events_reg")
+        m.d.sync += events.eq(ev)
+        m.d.comb += self.events.eq(events)
         if self.n_conds:
             # a push's attribute bits straight from stage P's ``conds`` (unchanged since the
             # push's byte: see _attribute_conditions), a pop's text bits through E and F (the
-            # slots' chains over them, see xpfilt.slots.PHASES)
+            # slots' chains over them, see xpfilt.slots.PHASES). Their register is not reset:
+            # ``f_none`` (neither a push nor a pop, a register with F's) alone clears it, no
+            # LUT with the domain's reset on its 1,029 resets (f_push -> that LUT -> them was
+            # on the routed critical paths of 1,024 queries with 2 predicates each, 6.87 ns,
+            # router1, clk on G2, RTL af9a0464f50f). After a reset the bits are 0 from the
+            # second cycle on (f_none's reset value is 1).
             popped = pop_chains(f_tconds) if self.slots else f_tconds
-            m.d.comb += ev.conds.eq(Mux(f_push, conds, 0) | Mux(f_pop, popped, 0))
-        m.d.sync += self.events.eq(ev)
+            f_none = Signal(init=1)
+            m.d.sync += f_none.eq(~e_push & ~e_pop)
+            event_conds = Signal(self.n_conds, reset_less=True, name="events_conds")
+            with m.If(f_none):
+                m.d.sync += event_conds.eq(0)
+            with m.Else():
+                m.d.sync += event_conds.eq(Mux(f_push, conds, 0) | Mux(f_pop, popped, 0))
+            m.d.comb += self.events.conds.eq(event_conds)
         with m.If(f_valid):
             m.d.sync += mismatched.eq(~f_last & (mismatched | mismatch))
             with m.If(f_last):
