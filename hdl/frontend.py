@@ -345,6 +345,33 @@ def first_branch_states(table, request: str) -> list[tuple[object, list]]:
     return list(groups.values())
 
 
+def taken_branches(branches):
+    """A state's branches (:func:`parser_table`) as (taken: its test and none before it, next
+    state, [(request, condition or None)])."""
+    earlier = []
+    for test, target, requests in branches:
+        taken = test
+        for e in earlier:
+            taken = taken & ~e
+        earlier.append(test)
+        yield taken, target, [r if isinstance(r, tuple) else (r, None) for r in requests]
+
+
+def requests_by_state(table, names) -> dict:
+    """{name: {state: the byte raises it in that state}} for the requests ``names`` of
+    ``table`` (:func:`parser_table`), each raised unconditionally (ValueError otherwise)."""
+    found = {name: {} for name in names}
+    for s, branches in table.items():
+        for taken, _, requests in taken_branches(branches):
+            for name, cond in requests:
+                if name in found:
+                    if cond is not None:
+                        raise ValueError(f"{name} must be raised unconditionally, not in "
+                                         f"{s.name}")
+                    found[name][s] = found[name][s] | taken if s in found[name] else taken
+    return found
+
+
 def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subset, kw,
                prefix: str = ""):
     """The byte parser's step for one byte: (the one-hot next state, a dict of the requests the
@@ -356,19 +383,14 @@ def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subse
     raised = {name: [] for name in REQUESTS}
     for s, branches in table.items():
         here = state[s.value]
-        earlier = []                        # the tests of the branches before this one
         leave = []                          # the branches that leave s
-        for test, target, requests in branches:
-            taken = here & test
-            for e in earlier:
-                taken = taken & ~e
+        for taken, target, requests in taken_branches(branches):
+            taken = here & taken
             if target is not None and target is not s:
                 into[target].append(taken)
                 leave.append(taken)
-            for request in requests:
-                name, cond = request if isinstance(request, tuple) else (request, None)
+            for name, cond in requests:
                 raised[name].append(taken if cond is None else taken & cond)
-            earlier.append(test)
         into[s].append(here & ~Cat(*leave).any() if leave else here)
 
     nstate = Signal(len(State), name=f"{prefix}nstate")
@@ -456,10 +478,12 @@ class FrontEnd(wiring.Component):
         high = Signal(16)
         low = Signal(16)
         raw = self.bytes_in.payload.data
+        raw_high, raw_low = Signal(16), Signal(16)
+        m.d.comb += [raw_high.eq(Cat(*(raw[4:] == h for h in range(16)))),
+                     raw_low.eq(Cat(*(raw[:4] == n for n in range(16))))]
         m.d.sync += [valid1.eq(self.bytes_in.valid), c1.eq(raw),
                      last1.eq(self.bytes_in.valid & self.bytes_in.payload.last),
-                     high.eq(Cat(*(raw[4:] == h for h in range(16)))),
-                     low.eq(Cat(*(raw[:4] == n for n in range(16))))]
+                     high.eq(raw_high), low.eq(raw_low)]
 
         # === stage D2: the byte registered with its classes (one flip-flop per test), each an
         # AND of two nibble bits or an OR of (high nibble AND a set of low nibbles) ===
@@ -573,7 +597,7 @@ class FrontEnd(wiring.Component):
         if self.slots or AttributeConditions(self.conditions).conditions:
             ahead = self._requests_ahead(
                 m, req, state=state, nstate=nstate, valid=valid, last=last, valid1=valid1,
-                last1=last1, high=high, low=low,
+                last1=last1, high=raw_high, low=raw_low,
                 parser=dict(level=level, root_seen=root_seen, in_subset=in_subset, kw=kw))
         if not self.slots:
             conds, undecided = self._attribute_conditions(
@@ -895,9 +919,14 @@ class FrontEnd(wiring.Component):
         """The parser's requests the comparator slots (and the custom engine's attribute
         comparators and name CAM) step on, a cycle ahead into registers (so that their
         restart, feed and enables, each fanned out to every slot or comparator, come from
-        flip-flops): the parser's step (:func:`parse_byte`) once more, on the state it
-        takes for the next byte and on that byte's classes from stage D1's nibbles (what stage
-        D2 registers). ``start``: the comparators restart (a value starts, a text node or the
+        flip-flops): the parser's step once more, on the state it takes for the next byte and
+        on that byte. Which requests the next byte raises in each state is registered with
+        stage D1, from the byte D1 takes (``high`` / ``low``: its nibbles one-hot, the inputs
+        of D1's registers), so that the step here is one AND-OR of the state it takes with
+        those registers (as a second parse of D1's nibbles after the first, the parser's
+        ``kw`` -> ``slot_fed`` was on the routed critical paths of 1,024 queries with 2
+        predicates each, 6.98-7.10 ns, seeds default and 1, router1, clk on G2, RTL
+        af9a0464f50f). ``start``: the comparators restart (a value starts, a text node or the
         document ends, or an attribute value was decided in the cycle before); ``fed``: the
         byte is an attribute value's or character data; ``attr_byte``: an attribute name's
         byte; ``attr_end``: the name ends; ``val_start``: a value's opening quote. The same
@@ -905,8 +934,9 @@ class FrontEnd(wiring.Component):
         data outside the stacked elements too (before the root, beyond ``max_depth``): such a
         text node is never decided (:func:`text_node`'s ``topen`` stays 0) and ends with a
         restart before any value is read, so no decision differs. These requests read only
-        the state and the byte: ``parser`` (the parser's registers, for the requests the slots
-        do not read) may be this cycle's. Measured: stage P's requests -> ``start``/``fed``
+        the state and the byte (:func:`requests_by_state` checks that they are raised
+        unconditionally, and no state that raises them tests the parser's registers in an
+        earlier branch: ``parser`` serves only the table's other branches). Measured: stage P's requests -> ``start``/``fed``
         -> every slot's ``sstill`` was the routed critical path of 1 x 128 with 8 slots,
         10.46 ns (RTL 025511447e19); the parser's state -> ``a_igt`` that of 1,024 queries
         with 1 attribute predicate each (7.35 ns, router1, RTL dfcd87ee5742)."""
@@ -917,8 +947,16 @@ class FrontEnd(wiring.Component):
                           nstart=nibble_member(high, low, NAME_START),
                           nchar=nibble_member(high, low, NAME_CHAR),
                           upper=nibble_member(high, low, range(ord("A"), ord("Z") + 1)))
+        names = ("val_start", "text_end", "val_byte", "text_byte", "attr_byte", "attr_end")
         following = Mux(valid, Mux(last, state.init, nstate), state)
-        _, nxt = parse_byte(m, following, tests, prefix="slot_next_", **parser)
+        nxt = {}
+        for name, in_state in requests_by_state(parser_table(tests, **parser), names).items():
+            terms = []
+            for s, raised in in_state.items():
+                in_s = Signal(name=f"slot_{name}_in_{s.name.lower()}")
+                m.d.sync += in_s.eq(raised)          # with stage D1: the next byte's
+                terms.append(following[s.value] & in_s)
+            nxt[name] = Cat(*terms).any() if terms else Const(0, 1)
         go = valid1 & ~last1
         regs = SimpleNamespace(**{name: Signal(name=f"slot_{name}") for name in
                                   ("start", "fed", "attr_byte", "attr_end", "val_start")})
