@@ -185,17 +185,25 @@ def _needed_nodes(cluster: Cluster) -> set[int]:
 
 def tag_pairs(cluster: Cluster) -> list[tuple[int, int, tuple]]:
     """The (tag, parent tag or 0, guard) of the cluster's named nodes that fire from a column
-    under a named parent or with a guard. A cluster registers each one's AND (tag, parent,
-    the guard over the condition bits; :class:`xpfilt.hdl.cluster.ClusterCore`), so such a
-    node's term is 2 inputs (column bit, pair) instead of 3 or more: a column shared by 8
+    under a named parent or have a guard (:func:`_pair_key`). A cluster registers each one's
+    AND (tag, parent, the guard over the condition bits; :class:`xpfilt.hdl.cluster.
+    ClusterCore`), so such a node's term is 2 inputs (column bit, pair) instead of 3 or more: a column shared by 8
     nodes is an OR of 16 inputs, not 24 (at 1,024 queries its 5 LUTs were the ECP5 critical
     path); with the guard in the AND, a cluster's events -> a stack's write data was on the
     routed critical paths of 1,024 queries with 2 predicates each (7.02-7.10 ns, router1, clk
     on G2, RTL af9a0464f50f)."""
-    nodes = (cluster.nodes[k] for k in _needed_nodes(cluster))
-    return sorted({(n.tag, n.source.tag or 0, n.guard or ()) for n in nodes
-                   if n.tag and n.source.kind is SourceKind.COLUMN and (n.source.tag or n.guard)},
+    return sorted({_pair_key(cluster.nodes[k]) for k in _needed_nodes(cluster)} - {None},
                   key=lambda p: (p[0], p[1], repr(p[2])))
+
+
+def _pair_key(node):
+    """The :func:`tag_pairs` entry whose register a node's term reads, or None: (tag, parent
+    tag, guard) for a named node from a column under a named parent, (tag, 0, guard) for
+    another guarded named node (its term: that register AND its source)."""
+    column = node.source.kind is SourceKind.COLUMN
+    if node.tag and (column and node.source.tag or node.guard):
+        return node.tag, node.source.tag if column and node.source.tag else 0, node.guard or ()
+    return None
 
 
 class StackBank(wiring.Component):
@@ -284,12 +292,15 @@ class StackBank(wiring.Component):
             node = cluster.nodes[k]
             fire = Signal(name=f"fires_{k}")
             src = node.source
-            key = (node.tag, src.tag or 0, node.guard or ())
-            if key in pair and src.kind is SourceKind.COLUMN:
-                m.d.comb += fire.eq(top[src.column] & pair[key])   # the guard is in the pair
-            else:
+            key = _pair_key(node) if self.tag_pairs else None
+            if key is None:
                 term = (is_tag[node.tag] if node.tag else Const(1)) & source(src)
                 m.d.comb += fire.eq(term & guard(node.guard))
+            elif key[1]:                   # the parent's tag and the guard are in the pair
+                m.d.comb += fire.eq(top[src.column] & pair[key])
+            else:                          # the tag and the guard are
+                m.d.comb += fire.eq(pair[key] & (top[src.column] if src.kind is SourceKind.COLUMN
+                                                 else source(src)))
             fires[k] = fire
 
         for c, column in enumerate(cluster.columns):

@@ -220,6 +220,28 @@ def test_engine_rtl_equals_model_and_reference(seed):
             assert got == sorted(ref.filter(doc)), doc
 
 
+def test_engine_rtl_guarded_steps_of_every_source_kind():
+    """A guarded step fires from the root (``/a[..]``), under a named parent without a column
+    (``/c/a[..]``), anywhere (``//a[..]``) and from a column; the documents put the guard's
+    element where only the source tells a match from none (nested, under another parent)."""
+    texts = ["/a[@id=1]", "/a[@id=1]/b", "/c/a[@id=1]", "/c/a[@n]/b", "//a[@id=1]",
+             "//c/a[@id=1]//b", "/a/a[@id=1]"]
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    options = CompileOptions(cluster_size=3, max_depth=8)
+    plan = compile_queries(queries, options)
+    kinds = {cluster.nodes[k].source.kind for cluster in plan.clusters
+             for k in range(len(cluster.nodes)) if cluster.nodes[k].guard}
+    assert len(kinds) >= 3, kinds
+    docs = [b'<a id="1"><a id="1"><b/></a></a>', b'<b><a id="1"><b/></a></b>',
+            b'<c><a id="1"><b/></a></c>', b'<b><c><a id="1" n=""><b/></a></c></b>',
+            b'<c><b><a id="1" n="x"><b/></a></b></c>', b'<a><a id="2"/><a id="1"><b/></a></a>']
+    result = compare_engine_with_model(plan, docs, seed=5)
+    assert result["mismatch"] is None, result["mismatch"]
+    model, ref = ModelEngine(queries, options), ReferenceFilter(queries)
+    for doc in docs:
+        assert answers(model, doc) == sorted(ref.filter(doc)), doc
+
+
 def shared_predicate_cases():
     path = DATA / "queries" / "nitf-d6-p15-pred1-n1000.txt"
     tsv = DATA / "expected" / "nitf-docs--nitf-d6-p15-pred1-n1000.tsv"
