@@ -936,10 +936,11 @@ class FrontEnd(wiring.Component):
         restart before any value is read, so no decision differs. These requests read only
         the state and the byte (:func:`requests_by_state` checks that they are raised
         unconditionally, and no state that raises them tests the parser's registers in an
-        earlier branch: ``parser`` serves only the table's other branches). Measured: stage P's requests -> ``start``/``fed``
-        -> every slot's ``sstill`` was the routed critical path of 1 x 128 with 8 slots,
-        10.46 ns (RTL 025511447e19); the parser's state -> ``a_igt`` that of 1,024 queries
-        with 1 attribute predicate each (7.35 ns, router1, RTL dfcd87ee5742)."""
+        earlier branch: ``parser`` serves only the table's other branches). Measured: stage
+        P's requests -> ``start``/``fed`` -> every slot's ``sstill`` was the routed critical
+        path of 1 x 128 with 8 slots, 10.46 ns (RTL 025511447e19); the parser's state ->
+        ``a_igt`` that of 1,024 queries with 1 attribute predicate each (7.35 ns, router1, RTL
+        dfcd87ee5742)."""
         def eq(b):
             return high[b >> 4] & low[b & 15]
         tests = ByteTests(ch=lambda text: eq(ord(text)), eq=eq,

@@ -186,12 +186,12 @@ def _needed_nodes(cluster: Cluster) -> set[int]:
 def tag_pairs(cluster: Cluster) -> list[tuple[int, int, tuple]]:
     """The (tag, parent tag or 0, guard) of the cluster's named nodes that fire from a column
     under a named parent or have a guard (:func:`_pair_key`). A cluster registers each one's
-    AND (tag, parent, the guard over the condition bits; :class:`xpfilt.hdl.cluster.
-    ClusterCore`), so such a node's term is 2 inputs (column bit, pair) instead of 3 or more: a column shared by 8
-    nodes is an OR of 16 inputs, not 24 (at 1,024 queries its 5 LUTs were the ECP5 critical
-    path); with the guard in the AND, a cluster's events -> a stack's write data was on the
-    routed critical paths of 1,024 queries with 2 predicates each (7.02-7.10 ns, router1, clk
-    on G2, RTL af9a0464f50f)."""
+    AND (tag, parent, the guard over the condition bits; see ``ClusterCore``), so such a
+    node's term is 2 inputs (column bit or source, pair) instead of 3 or more: a column shared
+    by 8 nodes is an OR of 16 inputs, not 24 (at 1,024 queries its 5 LUTs were the ECP5
+    critical path); with the guard in the AND, a cluster's events -> a stack's write data was
+    on the routed critical paths of 1,024 queries with 2 predicates each (7.02-7.10 ns,
+    router1, clk on G2, RTL af9a0464f50f)."""
     return sorted({_pair_key(cluster.nodes[k]) for k in _needed_nodes(cluster)} - {None},
                   key=lambda p: (p[0], p[1], repr(p[2])))
 
@@ -214,10 +214,10 @@ class StackBank(wiring.Component):
     ``matches`` (one flag per query of the cluster, in the plan's order: a register, or for a
     combination of paths its expression over registers). With ``paired``: ``pairs``, bit ``i``
     = tag AND parent AND guard of :func:`tag_pairs` entry ``i`` on the cycle of ``events``
-    (registered by the caller alongside the events). With ``early``: ``next_events``, the events of the
-    next cycle (the input of the caller's ``events`` register): the stack row is read from
-    their address a cycle early, into the memory's output register, so that the row the node
-    equations read comes from a register, not through the LUT-RAM's read (see
+    (registered by the caller alongside the events). With ``early``: ``next_events``, the
+    events of the next cycle (the input of the caller's ``events`` register): the stack row
+    is read from their address a cycle early, into the memory's output register, so that the
+    row the node equations read comes from a register, not through the LUT-RAM's read (see
     :func:`level_stack`).
     """
 
