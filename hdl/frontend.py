@@ -1284,9 +1284,7 @@ class AttributeConditions:
         #: ``anumeric``)
         #: and the comparators' state
         self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
-                      **{k: (n_attr, 0) for k in ("aok_shift", "aok_first", "aok_hold")},
-                      "apos_shifted": (1, 0), "apos_restarted": (1, 0),
-                      "attr": (n_attr, 0), "avalued": (1, 0),
+                      "aok": (n_attr, 0), "attr": (n_attr, 0), "avalued": (1, 0),
                       "anumeric": (1, 0), **comparator_state(self.conditions)}
 
     def step(self, cur: dict, req, *, valid, last, eq, registered, member, stage=None,
@@ -1308,24 +1306,17 @@ class AttributeConditions:
         on ``fed`` (which also restart after a decided value and take character data: the
         staged comparisons read the value in the cycle after its closing quote, before
         either). ``eq_next`` (the next cycle's ``eq``: the inputs of its registers): the
-        CAM's per-name byte match ``aok`` comes from registers, taken from it for each way
-        ``apos`` may step (shift, restart at 0, hold: three registers per name, ``apos``'s step
-        in two more), so that no path runs through ``apos``'s step into them (as logic over
-        ``apos`` and ``eq``, a byte test -> ``amatch`` was on the routed critical paths of
-        1,024 queries with 2 predicates each, 7.0-7.25 ns, seeds 1 and 2, router1, clk on G2,
-        RTL af9a0464f50f; one register over ``apos``'s next value put ``valid`` -> it there,
-        7.49 ns, default seed, RTL 1cea261aa375)."""
+        CAM's per-name byte match ``aok`` is a register too, taken with ``apos`` from it (as
+        logic over ``apos`` and ``eq``, a byte test -> ``amatch`` was on the routed critical
+        paths of 1,024 queries with 2 predicates each, 7.0-7.25 ns, seeds 1 and 2, router1, clk
+        on G2, RTL af9a0464f50f)."""
         attrs, a_of = self.attrs, self.a_of
         apos, amatch, attr = cur["apos"], cur["amatch"], cur["attr"]
 
         def name_ok(pos, test):   # per attribute name: its byte at position ``pos`` is there
             return Cat(*(Cat(*(pos[p] & test(b) for p, b in enumerate(a))).any()
                          for a in attrs))
-        if eq_next is None:
-            aok = name_ok(apos, eq)
-        else:   # as ``apos`` last stepped: shifted, restarted at 0 or held
-            aok = Mux(cur["apos_shifted"], cur["aok_shift"],
-                      Mux(cur["apos_restarted"], cur["aok_first"], cur["aok_hold"]))
+        aok = cur["aok"] if eq_next is not None else name_ok(apos, eq)
         ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
         if ahead is None:
             go = valid & ~last
@@ -1335,13 +1326,9 @@ class AttributeConditions:
         spec = comparator_state(self.conditions)
         cmp = comparators(self.conditions, {k: cur[k] for k in spec}, space_like_tabs=True,
                           eq=eq, registered=registered, member=member)
-        ahead_cam = {} if eq_next is None else {
-            "aok_shift": name_ok(apos << 1, eq_next), "aok_hold": name_ok(apos, eq_next),
-            "aok_first": Cat(*(eq_next(a[0]) for a in attrs)),
-            "apos_shifted": ahead.attr_byte, "apos_restarted": ~ahead.attr_byte & valid}
-        nxt = {"apos": Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos)),
-               **{k: ahead_cam.get(k, cur[k]) for k in (
-                   "aok_shift", "aok_hold", "aok_first", "apos_shifted", "apos_restarted")},
+        apos_next = Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos))
+        nxt = {"apos": apos_next,
+               "aok": name_ok(apos_next, eq_next) if eq_next is not None else cur["aok"],
                "amatch": Mux(ahead.attr_byte, amatch & aok,
                              Mux(valid, self.state["amatch"][1], amatch)),
                "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
