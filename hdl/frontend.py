@@ -600,9 +600,8 @@ class FrontEnd(wiring.Component):
                 last1=last1, high=raw_high, low=raw_low,
                 parser=dict(level=level, root_seen=root_seen, in_subset=in_subset, kw=kw))
         if not self.slots:
-            conds, undecided = self._attribute_conditions(
-                m, req, ahead, valid, last, eq, registered, member,
-                eq_next=lambda b: high[b >> 4] & low[b & 15])
+            conds, undecided = self._attribute_conditions(m, req, ahead, valid, last, eq,
+                                                          registered, member)
 
         # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
@@ -846,8 +845,7 @@ class FrontEnd(wiring.Component):
         m.d.sync += [bit.eq(value) for bit, value in classes.values()]
         return m
 
-    def _attribute_conditions(self, m, req, ahead, valid, last, eq, registered, member, *,
-                              eq_next):
+    def _attribute_conditions(self, m, req, ahead, valid, last, eq, registered, member):
         """Stage P's attribute-condition logic (:class:`AttributeConditions` in registers,
         stepping on ``ahead``, :meth:`_requests_ahead`): (the
         condition bits of the start tag being read, a register, full width with zeros for text
@@ -862,7 +860,7 @@ class FrontEnd(wiring.Component):
             m.d.sync += staged.eq(value)
             return staged
         step = attrs.step(regs, req, valid=valid, last=last, eq=eq, registered=registered,
-                          member=member, stage=stage, ahead=ahead, eq_next=eq_next)
+                          member=member, stage=stage, ahead=ahead)
         m.d.sync += [regs[k].eq(v) for k, v in step.next.items()]
         # The decision at a closing quote is taken in two registered steps (``step``'s
         # ``decided`` with ``stage``) and ORed into ``conds`` two cycles after the quote, so no
@@ -1284,11 +1282,11 @@ class AttributeConditions:
         #: ``anumeric``)
         #: and the comparators' state
         self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
-                      "aok": (n_attr, 0), "attr": (n_attr, 0), "avalued": (1, 0),
-                      "anumeric": (1, 0), **comparator_state(self.conditions)}
+                      "attr": (n_attr, 0), "avalued": (1, 0), "anumeric": (1, 0),
+                      **comparator_state(self.conditions)}
 
     def step(self, cur: dict, req, *, valid, last, eq, registered, member, stage=None,
-             ahead=None, eq_next=None) -> SimpleNamespace:
+             ahead=None) -> SimpleNamespace:
         """One byte from the state ``cur``: ``next`` (the state after it; ``valid``: the byte
         is there, ``last``: the document's final byte, ``req``: its parser requests),
         ``decided`` (the condition bits, full width, of the value that ends at this byte:
@@ -1305,18 +1303,10 @@ class AttributeConditions:
         ``attr_byte`` and ``attr_end``, the comparators restart on ``start`` and take the byte
         on ``fed`` (which also restart after a decided value and take character data: the
         staged comparisons read the value in the cycle after its closing quote, before
-        either). ``eq_next`` (the next cycle's ``eq``: the inputs of its registers): the
-        CAM's per-name byte match ``aok`` is a register too, taken with ``apos`` from it (as
-        logic over ``apos`` and ``eq``, a byte test -> ``amatch`` was on the routed critical
-        paths of 1,024 queries with 2 predicates each, 7.0-7.25 ns, seeds 1 and 2, router1, clk
-        on G2, RTL af9a0464f50f)."""
+        either)."""
         attrs, a_of = self.attrs, self.a_of
         apos, amatch, attr = cur["apos"], cur["amatch"], cur["attr"]
-
-        def name_ok(pos, test):   # per attribute name: its byte at position ``pos`` is there
-            return Cat(*(Cat(*(pos[p] & test(b) for p, b in enumerate(a))).any()
-                         for a in attrs))
-        aok = cur["aok"] if eq_next is not None else name_ok(apos, eq)
+        aok = Cat(*(Cat(*(apos[p] & eq(b) for p, b in enumerate(a))).any() for a in attrs))
         ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
         if ahead is None:
             go = valid & ~last
@@ -1326,9 +1316,7 @@ class AttributeConditions:
         spec = comparator_state(self.conditions)
         cmp = comparators(self.conditions, {k: cur[k] for k in spec}, space_like_tabs=True,
                           eq=eq, registered=registered, member=member)
-        apos_next = Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos))
-        nxt = {"apos": apos_next,
-               "aok": name_ok(apos_next, eq_next) if eq_next is not None else cur["aok"],
+        nxt = {"apos": Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos)),
                "amatch": Mux(ahead.attr_byte, amatch & aok,
                              Mux(valid, self.state["amatch"][1], amatch)),
                "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
