@@ -85,7 +85,16 @@ HISTORY = ("Before the front end sent the attribute bits straight from its conds
            "P = 0 148.1 / 151.0 / 149.7 (ex_down -> ex_at 6.75 ns); RTL ae8d63454463 (conds "
            "clear copies per 64 bits, avalued a byte late; reverted) P = 2 127.8 (a_ipos -> a "
            "staged comparison, 7.82 ns), seeds 1 and 2 not routed in 1,200 s (router1 "
-           "congestion).")
+           "congestion). RTL af9a0464f50f (router1, G2): P = 0 163.5 / 169.9 / 157.3 MHz at "
+           "seeds default / 1 / 2 (median 163.5), P = 2 138.8 / 136.9 / 124.7 (median 136.9, "
+           "0.837; paths conds_clear -> 1,029 resets 7.20 ns, the CAM's hits -> anumeric "
+           "7.31, the serial readout's count -> push 8.02). Issue 14's session of 2026-11-28, "
+           "P = 2, default seed, each with every endpoint ranked (--keep-routed, "
+           "placed_paths.py --report): RTL 1cea261aa375 (the attribute CAM's byte match aok a "
+           "register over apos's next value) 133.6 MHz (valid -> a_aok, 7.49 ns); RTL "
+           "fd210e09e45d (aok from three registers, one per way apos steps) 123.7 MHz (D1's "
+           "nibbles -> a_aok_shift, 8.08 ns, 158 endpoints past 7 ns; nextpnr 1,215 s); both "
+           "reverted.")
 
 
 def query_texts(predicates: int, p_text: float = 0.0) -> list[str]:
