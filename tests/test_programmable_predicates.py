@@ -583,13 +583,17 @@ def test_rtl_equals_model_at_the_deepest_level_of_a_folded_stack():
 
 
 def test_slot_logic_elaborates_in_time_linear_in_the_slots():
-    """Doubling the comparator slots at most doubles the front end's elaborated netlist
-    (RTLIL text). A slice per slot of an unnamed multiplexer elaborated the whole
+    """The front end's elaborated netlist (RTLIL text) grows about linearly with the
+    comparator slots: from 16 to 32 slots by at most 3 times its growth from 8 to 16 (2 when
+    linear, 4 when quadratic). A slice per slot of an unnamed multiplexer elaborated the whole
     multiplexer per slice (S x 8S bits): 24 x 256 columns with 255 slots ran out of 24 GiB in
-    ``xpfilt compile``, 1 x 64 with 128 slots took 468 s and 11.6 GB (29 s, 0.6 GB since)."""
+    ``xpfilt compile``, 1 x 64 with 128 slots took 468 s and 11.6 GB (29 s, 0.6 GB since).
+    (Until 2026-11-28 the test asked that 32 slots be at most twice 16, which leaned on the
+    fixed part: with the requests ahead's second parse gone, ~0.9 MB less at every size, the
+    same growth, 32 slots were 2.03 times 16; the growth ratio is 2.34 before and after.)"""
     from amaranth.back import rtlil
     from xpfilt.hdl.frontend import FrontEnd
 
     sizes = {s: len(rtlil.convert(FrontEnd(["a", "b"], max_depth=8, slots=s)))
-             for s in (16, 32)}
-    assert sizes[32] <= 2 * sizes[16], sizes
+             for s in (8, 16, 32)}
+    assert sizes[32] - sizes[16] <= 3 * (sizes[16] - sizes[8]), sizes
