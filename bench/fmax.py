@@ -39,7 +39,7 @@ bench/results/fmax.{json,md}: the rows measured now replace those of the same (f
 readout), the others are kept; every row carries the digest of the RTL sources it was built from.
 
 Usage: python bench/fmax.py [--jobs N] [--quick] [--points ecp5:8000:sparse,...] [--cap S]
-[--router router2] [--no-route] [--clock-pin G2]
+[--router router2] [--no-route] [--clock-pin G2] [--keep-routed]
 (--quick: 64 queries only)
 """
 
@@ -158,9 +158,10 @@ SEED = None
 #: it); a clock pin gives the clock a dedicated path to the global network (router2 could not
 #: route an unconstrained clock pad's arc at 1,024 queries with 2 predicates each).
 CLOCK_PIN = None
-#: ``--keep-routed``: keep the routed netlist and nextpnr's report with its per-arc net delays
-#: (``--detailed-timing-report``) in the cache as ``{key}.routed.json`` / ``{key}.report.json``,
-#: for ``placed_paths.py --report``: every long path of the routed design, not only the worst.
+#: ``--keep-routed``: keep the routed netlist and nextpnr's report with every endpoint's routed
+#: arrival (``--detailed-timing-report``) in the cache as ``{key}.routed.json`` /
+#: ``{key}.report.json``, for ``placed_paths.py --report``: every long path of the routed
+#: design, not only the worst.
 KEEP_ROUTED = False
 
 
@@ -341,7 +342,7 @@ def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: st
 
 
 def main() -> None:
-    global ROUTER, PLACE_ONLY, CLOCK_PIN
+    global ROUTER, PLACE_ONLY, CLOCK_PIN, KEEP_ROUTED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1,
                         help="points run in parallel (one place and route at a time: 1)")
@@ -354,8 +355,12 @@ def main() -> None:
                         help="place only: the post-placement estimate and its critical path")
     parser.add_argument("--clock-pin", default=None,
                         help="ECP5: lock clk to this ball, e.g. G2, a clock pin (rows of their own)")
+    parser.add_argument("--keep-routed", action="store_true",
+                        help="keep each routed netlist and its detailed timing report (for "
+                             "placed_paths.py --report)")
     args = resources.parse_args_with_cap(parser)
     ROUTER, PLACE_ONLY, CLOCK_PIN = args.router, args.no_route, args.clock_pin
+    KEEP_ROUTED = args.keep_routed
     started = time.perf_counter()
     digest = source_digest()
     points = args.points or [p for p in POINTS if not (args.quick and p[1] > 64)]
