@@ -116,3 +116,26 @@ def test_a_sweep_folder_with_its_report_reads_as_one_parquet_table(tmp_path):
     table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
     assert table.num_rows == 9
     assert set(table.column("engine").to_pylist()) == {"custom", "programmable"}
+
+
+def test_pareto_front_keeps_only_points_no_other_beats():
+    from xpfilt.report import pareto_front
+
+    points = [(100, 50.0), (80, 40.0), (120, 45.0), (300, 90.0), (300, 70.0), (80, 30.0)]
+    assert pareto_front(points) == [(80, 40.0), (100, 50.0), (300, 90.0)]
+    assert pareto_front([]) == []
+
+
+def test_report_names_the_best_point_per_device_beside_a_pareto_plot(tmp_path):
+    """Issue 38: MB/s against LUTs per device and engine, and the best point per device."""
+    _fill(tmp_path)
+    store = SweepStore(tmp_path)
+    store.write({**_row("custom", 16, 8, luts=900, fmax_mhz=60.0, throughput_MBps=59.4,
+                        bytes_per_cycle=0.99), "device": "ice40", "key": "ice"})
+    report = write_report(tmp_path)
+    assert "pareto_throughput_vs_luts.png" in {p.name for p in report.files}
+    text = (tmp_path / "_report" / "summary.md").read_text()
+    section = text[text.index("## Best point per device"):]
+    # ecp5: the custom engine, 16 queries, cluster size 8 (114 MHz x 0.99) at 1,200 LUTs
+    assert "| ecp5 | custom | 16 | 4 | 8 queries | all on | 1 | 1200 | 114 | 113 |" in section
+    assert "| ice40 | custom | 16 | 4 | 8 queries | all on | 1 | 900 | 60 | 59.4 |" in section

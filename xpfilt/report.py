@@ -14,6 +14,9 @@ pyarrow.dataset, Spark -- skip it, so OUT still reads as one table):
 * ``throughput_vs_queries.png`` -- MB/s (bytes per cycle x Fmax) against the number of queries,
   with the software filters measured by ``bench/reference_throughput.py`` as reference lines
   (Fig. 11);
+* ``pareto_throughput_vs_luts.png`` -- MB/s against LUTs, a colour per device and engine, each
+  with its Pareto front (no other point is both smaller and faster), and the best point per
+  device named in a table: the question a sweep exists to answer;
 * ``summary.md`` and ``index.html`` -- what was swept, how the points ended, the best points per
   engine, the tables behind each plot, and every failure with its reason;
 * ``rows.csv`` -- every row, for a spreadsheet.
@@ -34,7 +37,7 @@ from typing import Optional, Union
 
 from .sweep import CLUSTER_UNIT
 
-__all__ = ["write_report", "Report", "REPORT_FOLDER"]
+__all__ = ["write_report", "Report", "REPORT_FOLDER", "pareto_front", "best_per_device"]
 
 #: The report's folder inside a sweep's output folder (Parquet readers skip ``_`` folders).
 REPORT_FOLDER = "_report"
@@ -91,6 +94,29 @@ def _grouped(rows, x: str, y: str, key=_series_label) -> dict:
             for s, pts in sorted(groups.items())}
 
 
+def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (cost, value) points no other point beats on both (less or equal cost, more value),
+    in increasing cost."""
+    front: list[tuple[float, float]] = []
+    for cost, value in sorted(points, key=lambda p: (p[0], -p[1])):
+        if not front or value > front[-1][1]:
+            front.append((cost, value))
+    return front
+
+
+def best_per_device(rows: list[dict]) -> dict[str, dict]:
+    """{device: the ok row with the highest MB/s (fewer LUTs first among equals)}."""
+    best: dict[str, dict] = {}
+    for row in rows:
+        if row.get("status") != "ok" or not row.get("throughput_MBps"):
+            continue
+        rank = (row["throughput_MBps"], -(row.get("luts") or 0))
+        held = best.get(row["device"])
+        if held is None or rank > (held["throughput_MBps"], -(held.get("luts") or 0)):
+            best[row["device"]] = row
+    return dict(sorted(best.items()))
+
+
 def _software_baselines() -> list[tuple[str, list[tuple[int, float]]]]:
     """(label, [(queries, MB/s)]) from bench/results/reference_throughput.json, if present."""
     from .paths import repo_root
@@ -121,7 +147,12 @@ def _plot(path: Path, panels: list[dict]) -> bool:
     for ax, panel in zip(axes[0], panels):
         for label, points in panel["series"].items():
             xs, ys = zip(*points)
-            ax.plot(xs, ys, marker="o", label=label)
+            if panel.get("scatter"):     # points, and the series' front as a line of its colour
+                dots, = ax.plot(xs, ys, marker="o", linestyle="none", alpha=0.45, label=label)
+                fx, fy = zip(*pareto_front(points))
+                ax.plot(fx, fy, marker="o", color=dots.get_color(), label=f"{label}: front")
+            else:
+                ax.plot(xs, ys, marker="o", label=label)
         for label, points in panel.get("lines", []):
             xs, ys = zip(*points)
             ax.plot(xs, ys, linestyle="--", color="grey", marker="x", label=label)
@@ -253,6 +284,29 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
            "Throughput vs queries (best 10 points)", best_table,
            ("Throughput vs queries", "No point has a throughput (it needs an Fmax): run the "
             "sweep with `place_and_route: true`."))
+
+    # -- the answer: which point is best on each device, and what each LUT buys
+    with_cost = [r for r in with_tp if r.get("luts")]
+
+    def best_points_table() -> str:
+        return ("The best point per device (highest MB/s, fewer LUTs among equals); lines in "
+                "the plot are each device and engine's Pareto front.\n\n" + _table(
+                    ["device", "engine", "queries", "depth", "cluster size", "opts", "W",
+                     "LUTs", "Fmax MHz", "MB/s"],
+                    [[device, r["engine"], r["queries"], r["depth"], _cluster(r), _opts(r),
+                      r.get("beat_bytes") or 1, r["luts"], r["fmax_mhz"], r["throughput_MBps"]]
+                     for device, r in best_per_device(with_cost).items()]))
+
+    scatter: dict = defaultdict(list)
+    for r in with_cost:
+        scatter[f"{r['engine']} {r['device']}"].append((r["luts"], r["throughput_MBps"]))
+    figure("pareto_throughput_vs_luts.png",
+           [{"title": "MB/s vs LUTs: Pareto front per device and engine", "xlabel": "LUTs",
+             "ylabel": "MB/s (bytes/cycle x Fmax)", "series": dict(sorted(scatter.items())),
+             "scatter": True, "logx": True}],
+           "Best point per device", best_points_table,
+           ("Best point per device", "No point has both LUTs and a throughput: run the sweep "
+            "with `synthesize: true` and `place_and_route: true`."))
 
     # -- issue 18: the input width W (rows stored before the axis existed have W = 1)
     wide = [r for r in ok if (r.get("beat_bytes") or 1) > 1]

@@ -5,7 +5,8 @@ expands a specification into points (``itertools.product`` over the listed value
 :func:`evaluate` turns one point into one flat row: it generates the workload, compiles (custom)
 or configures (programmable) the engine, writes its Verilog into a private temporary folder,
 optionally synthesizes it with Yosys and places and routes it with nextpnr
-(:mod:`xpfilt.synth`), runs the cycle-accurate model over a document batch and derives the
+(:mod:`xpfilt.synth`; its nested values, such as the cell histogram, stay dicts: the store
+writes them as JSON text), runs the cycle-accurate model over a document batch and derives the
 throughput (MB/s = bytes per cycle x Fmax in MHz). A point that fails becomes a row with
 ``status = "failed"`` and the reason; nothing raises.
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import tempfile
 import time
 import traceback
@@ -210,15 +210,13 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
                readout_overhead=round(model.cycle / size - 1, 6),
                flagged=sum(1 for r in readouts if r.errors))
 
+    # the tools' nested values (cells, clocks, ...) stay dicts: the store writes them as JSON
     if synthesize:
-        result = synth.synthesize(verilog, TOP_NAME, point.device, tmp, timeout=timeout)
-        result["cells"] = json.dumps(result["cells"], sort_keys=True)
-        row.update(result)
+        row.update(synth.synthesize(verilog, TOP_NAME, point.device, tmp, timeout=timeout))
         row["part"] = synth.DEVICES[point.device].part
     if place_and_route and synth.DEVICES[point.device].nextpnr:
-        result = synth.place_and_route(point.device, tmp, freq_mhz=target_mhz, timeout=timeout)
-        row.update({k: (json.dumps(v, sort_keys=True) if isinstance(v, dict) else v)
-                    for k, v in result.items()})
+        row.update(synth.place_and_route(point.device, tmp, freq_mhz=target_mhz,
+                                         timeout=timeout))
         if row.get("fmax_mhz"):
             # bytes per cycle x million cycles per second = MB/s
             row["throughput_MBps"] = round(row["bytes_per_cycle"] * row["fmax_mhz"], 3)
@@ -356,7 +354,11 @@ def run_sweep(spec: SweepSpec, out: Union[str, Path], *, master: Optional[str] =
             "status": outcome.status, "reason": outcome.reason,
             "seconds": round(outcome.seconds, 3)}
         row["driver_s"] = round(outcome.seconds, 3)
+        known = len(store.extra_fields)
         store.write(row)
+        for name, why in list(store.extra_fields.items())[known:]:
+            log(f"sweep: field {name} {why} (xpfilt.sweep_store.COLUMNS); "
+                f"kept as JSON in column 'extra'")
         summary.computed += 1
         summary.statuses[row["status"]] = summary.statuses.get(row["status"], 0) + 1
         summary.work_s += row.get("seconds") or 0.0

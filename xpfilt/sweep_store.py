@@ -5,17 +5,23 @@ partitioning, so ``spark.read.parquet(OUT)`` and ``pyarrow.dataset`` see ``engin
 ``device`` as columns). A file is written under a temporary name and renamed, so an interrupted
 sweep leaves only whole rows; a point's presence is what makes a resumed sweep skip it. Every
 file has the same schema (:data:`COLUMNS`; missing values are nulls, nested values JSON text),
-so the folder reads as one table.
+so the folder reads as one table (:meth:`SweepStore.table`).
+
+The store is where a row takes that schema, and it never refuses one: a field that is not a
+column, or a value its column's type cannot hold, is kept in the JSON-text column ``extra``
+(``{field: value}``) and named in :attr:`SweepStore.extra_fields`, so a tool that reports a new
+field costs no finished point.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
-__all__ = ["SweepStore", "COLUMNS", "PARTITIONS"]
+__all__ = ["SweepStore", "COLUMNS", "PARTITIONS", "EXTRA"]
 
 PARTITIONS = ("engine", "device")
 
@@ -43,14 +49,23 @@ COLUMNS = {
     "fmax_mhz": "float64", "clocks": "string", "utilization": "string", "util_luts": "float64",
     "critical_from": "string", "critical_to": "string", "critical_cells": "int64",
     "critical_ns": "float64", "critical_logic_ns": "float64", "critical_route_ns": "float64",
-    "pnr_s": "float64", "throughput_MBps": "float64",
+    "pnr_s": "float64", "throughput_MBps": "float64", "constraints": "string",
+    # fields that are not columns, or values their column cannot hold: {field: value} as JSON
+    "extra": "string",
 }
+
+#: The column that keeps what the others cannot (see the module docstring).
+EXTRA = "extra"
+
+
+def _arrow_type(kind: str):
+    import pyarrow as pa
+    return getattr(pa, "bool_" if kind == "bool" else kind)()
 
 
 def _schema():
     import pyarrow as pa
-    return pa.schema([(name, getattr(pa, "bool_" if kind == "bool" else kind)())
-                      for name, kind in COLUMNS.items()])
+    return pa.schema([(name, _arrow_type(kind)) for name, kind in COLUMNS.items()])
 
 
 class SweepStore:
@@ -58,6 +73,9 @@ class SweepStore:
 
     def __init__(self, root: Union[str, Path]):
         self.root = Path(root)
+        #: Fields this store has kept in :data:`EXTRA`, each with why (not a column, or a
+        #: value its column cannot hold), in the order first seen.
+        self.extra_fields: dict[str, str] = {}
 
     def path_for(self, row: dict) -> Path:
         digest = hashlib.sha256(row["key"].encode()).hexdigest()[:20]
@@ -65,36 +83,74 @@ class SweepStore:
         return self.root.joinpath(*parts, f"{digest}.parquet")
 
     def write(self, row: dict) -> Path:
-        """Save one row (replacing an earlier row of the same point). Unknown keys are an
-        error: the schema is the contract with the report and with Spark readers."""
+        """Save one row (replacing an earlier row of the same point). Nested values (the
+        tools' dicts and lists) become JSON text; see the module docstring for fields that
+        are not columns. Only ``key`` and the partition columns are required."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        unknown = sorted(set(row) - set(COLUMNS) - set(PARTITIONS))
-        if unknown:
-            raise ValueError(f"sweep row has columns outside sweep_store.COLUMNS: {unknown}")
         path = self.path_for(row)
         path.parent.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_pylist([{name: row.get(name) for name in COLUMNS}],
-                                     schema=_schema())
+        table = pa.Table.from_pylist([self._columns_of(row)], schema=_schema())
         partial = path.with_suffix(f".{os.getpid()}.partial")
         pq.write_table(table, partial)
         os.replace(partial, path)
         return path
 
+    def _columns_of(self, row: dict) -> dict:
+        """``row`` in the schema's columns, what does not fit them in :data:`EXTRA`."""
+        import pyarrow as pa
+
+        values: dict = {}
+        extra: dict = {}
+        for name, value in row.items():
+            if name in PARTITIONS or name == EXTRA:
+                continue
+            kind = COLUMNS.get(name)
+            if kind is None:
+                extra[name] = value
+                self.extra_fields.setdefault(name, "is not a column of the store")
+                continue
+            if kind == "string" and isinstance(value, (dict, list, tuple)):
+                value = json.dumps(value, sort_keys=True, default=str)
+            try:
+                pa.array([value], type=_arrow_type(kind))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                extra[name] = value
+                self.extra_fields.setdefault(name, f"has a value its column ({kind}) cannot hold")
+                continue
+            values[name] = value
+        if extra:
+            values[EXTRA] = json.dumps(extra, sort_keys=True, default=str)
+        return values
+
+    def table(self):
+        """Every saved row as one ``pyarrow.Table`` in the store's schema (the partition
+        columns included; files written before a column existed read it as nulls)."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        schema = _schema()
+        for name in PARTITIONS:
+            schema = schema.append(pa.field(name, pa.string()))
+        return ds.dataset(self.root, format="parquet", partitioning="hive",
+                          schema=schema).to_table()
+
     def files(self) -> list[Path]:
         return sorted(self.root.glob("/".join(f"{p}=*" for p in PARTITIONS) + "/*.parquet"))
 
     def rows(self) -> list[dict]:
-        """Every saved row, the partition columns included, in file order."""
+        """Every saved row, the partition columns included, in file order (a column a file
+        predates reads as None)."""
         import pyarrow.parquet as pq
 
         rows = []
+        empty = dict.fromkeys(COLUMNS)
         for path in self.files():
             partition = dict(part.split("=", 1) for part in
                              (path.parent.parent.name, path.parent.name))
             for row in pq.read_table(path).to_pylist():
-                rows.append({**partition, **row})
+                rows.append({**partition, **empty, **row})
         return rows
 
     def keys(self, statuses: Optional[Iterable[str]] = None) -> set[str]:
