@@ -30,7 +30,7 @@ regress: $(STAMP)
 ## fuzz: random and hostile input through every engine, the RTL vs the model (~30 min on 2 cores;
 ## FUZZ_ARGS="--cases-scale 0.1" for a shorter run); bench/results/fuzz.md, replays in build/fuzz
 fuzz: $(STAMP)
-	$(BIN)/python -m xpfilt.fuzz $(FUZZ_ARGS)
+	$(BIN)/python -m xpfilt.verify.fuzz $(FUZZ_ARGS)
 
 ## bench: software, model, compile-time and simulation benchmarks; numbers land in bench/results/
 bench: $(STAMP)

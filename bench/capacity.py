@@ -18,7 +18,7 @@ Custom engines: NITF queries of depth 4 and 8 (``nitf-d{4,8}-p15-n2000.txt``, th
 generated from the NITF DTD with the same settings once 2,000 are not enough), compile options
 as ``xpfilt build`` (all optimizations, stacks 16 deep). Programmable engines: clusters of
 columns (tags up to 16 bytes, 16 deep, a dictionary of :data:`PROG_TAGS` tags); the queries of
-each depth that their columns hold are counted with :func:`xpfilt.programmable.configure`.
+each depth that their columns hold are counted with :func:`xpfilt.compiler.programmable.configure`.
 
 Throughput: the engine takes one byte per cycle while documents are longer than the readout
 (one cycle per readout bit, double-buffered), so on the 100 NITF documents it sustains
@@ -45,7 +45,7 @@ flip-flops each). A third of the LUTs and 9,201 flip-flops were each cluster's c
 register and its push/pop multiplexer; the stacks now keep every row in the LUT-RAM
 (74123db, :func:`xpfilt.hdl.stacks.level_stack`): 12,000 queries need 67,992 LUT positions
 (81 %). The compiler also clusters queries in text order (0ce9b76 for board builds, now
-``CompileOptions.prefix_clustering``, :func:`xpfilt.compiler.cluster_order`), so common
+``CompileOptions.prefix_clustering``, :func:`xpfilt.compiler.custom.cluster_order`), so common
 prefixes share nodes and columns: 4,463 columns instead of 10,910 at 12,000 queries.
 
 Usage: python bench/capacity.py [--budget S] [--work DIR] [--only icebreaker|ulx3s-85f]
@@ -73,12 +73,12 @@ from common import RESULTS, replace_rows, save
 from xpfilt.boards import get_board
 from xpfilt.boards.build import BuildConfig, build_board, custom_design, programmable_design
 from xpfilt import workloads
-from xpfilt.synth import ToolError
-from xpfilt.compiler import CompileOptions
-from xpfilt.events import load_documents
+from xpfilt.eda.synth import ToolError
+from xpfilt.compiler.custom import CompileOptions
+from xpfilt.software.events import load_documents
 from xpfilt.paths import shared_data
-from xpfilt.programmable import HardwareSpec, configure
-from xpfilt.xpath import parse_query
+from xpfilt.compiler.programmable import HardwareSpec, configure
+from xpfilt.lang.xpath import parse_query
 
 FILL = 0.9
 #: Where place and route starts confirming: at FILL on the iCE40 (a run takes a minute); much
@@ -560,7 +560,7 @@ def main() -> None:
             row["queries"] = best["size"]
             width = best["size"]
             if args.readout == "sparse":
-                from xpfilt.fast import FastFilter
+                from xpfilt.software.fast import FastFilter
                 engine = FastFilter([parse_query(t, i + 1) for i, t in
                                      enumerate(query_texts(depth, width))])
                 matches = [len(engine.filter(path.read_bytes())) for path in doc_paths]

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from common import publish
 
-from xpfilt.compiler import CompileOptions
-from xpfilt.events import load_documents
+from xpfilt.compiler.custom import CompileOptions
+from xpfilt.software.events import load_documents
 from xpfilt.paths import repo_root, shared_data
-from xpfilt.regress import RegressionConfig, run_regression
+from xpfilt.verify.regress import RegressionConfig, run_regression
 
 ICARUS_DOCS = {256: 20, 2000: 5}
 

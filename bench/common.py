@@ -86,7 +86,7 @@ def stream_documents(model, docs: Sequence[bytes]) -> tuple[int, int]:
     """Stream ``docs`` back to back through an engine model (a byte, or a beat of
     ``model.bytes_per_cycle`` bytes, offered every cycle, the readout always ready): (cycles
     until the last byte was accepted, cycles until the last readout beat)."""
-    from xpfilt.model.engine import document_beats
+    from xpfilt.model.custom import document_beats
 
     streaming = 0
     ends = 0
@@ -109,7 +109,7 @@ def wide_workloads() -> list[tuple[str, list[bytes]]]:
     documents, the two XMark documents, two generated 2.2 MB NITF documents and their compact
     form (one tag per line, ~5.5 bytes per event: the worst case)."""
     from xpfilt import workloads
-    from xpfilt.events import Document, load_documents
+    from xpfilt.software.events import Document, load_documents
     from xpfilt.paths import shared_data
 
     data = shared_data()

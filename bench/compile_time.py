@@ -17,10 +17,10 @@ from pathlib import Path
 from common import publish
 
 from xpfilt import workloads
-from xpfilt.verilog import compile_to_directory
-from xpfilt.compiler import CompileOptions
+from xpfilt.compiler.verilog import compile_to_directory
+from xpfilt.compiler.custom import CompileOptions
 from xpfilt.paths import shared_data
-from xpfilt.xpath import load_queries
+from xpfilt.lang.xpath import load_queries
 
 SIZES = [int(n) for n in os.environ.get("XPFILT_COMPILE_SIZES", "256,2000,32000").split(",")]
 

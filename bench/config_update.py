@@ -6,12 +6,12 @@ happens at a document boundary: the longest NITF document, one byte per cycle, i
 
 For 1,024 / 4,096 / 16,384 columns (clusters of 128, a dictionary of 127 tags up to 16 bytes),
 loaded with the
-generated depth-8 NITF queries :func:`xpfilt.programmable.configure` places (until no room is
+generated depth-8 NITF queries :func:`xpfilt.compiler.programmable.configure` places (until no room is
 left), then every 64th of them removed in place (``reconfigure``: configure() leaves no column
 free); the added profile is the first generated query not loaded that fits the columns left:
 
-* full reload: :func:`xpfilt.programmable.configure` + the full stream;
-* add one profile: ``xpfilt configure --previous`` (:func:`xpfilt.programmable.reconfigure`:
+* full reload: :func:`xpfilt.compiler.programmable.configure` + the full stream;
+* add one profile: ``xpfilt configure --previous`` (:func:`xpfilt.compiler.programmable.reconfigure`:
   parse the new file, read the loaded full stream, keep every query in place, place the new
   one) + its delta stream (only the clusters that change); remove one likewise;
 * for comparison, adding one by regenerating the full stream (before format 3: the only way).
@@ -28,8 +28,8 @@ from common import best_time, publish
 
 from xpfilt import workloads
 from xpfilt.paths import shared_data
-from xpfilt.programmable import HardwareSpec, configure, reconfigure
-from xpfilt.xpath import load_queries
+from xpfilt.compiler.programmable import HardwareSpec, configure, reconfigure
+from xpfilt.lang.xpath import load_queries
 
 CLOCK_HZ = 100e6
 SIZES = (8, 32, 128)          # clusters of 128 columns
@@ -117,8 +117,8 @@ def main() -> None:
         "Programmable engine: time from a changed profile file to the new configuration",
         "Generation = parse the profile file + place + stream bytes (best of 7, CPU time of "
         "one core: the machine is shared); "
-        "full reload: xpfilt.programmable.configure; add/remove one: "
-        "xpfilt.programmable.reconfigure (`xpfilt configure --previous`), whose delta stream "
+        "full reload: xpfilt.compiler.programmable.configure; add/remove one: "
+        "xpfilt.compiler.programmable.reconfigure (`xpfilt configure --previous`), whose delta stream "
         "holds only the changed clusters (format 3). Stream = one bit per cycle at 100 MHz "
         "into the inactive banks; the commit waits for the document in flight (the longest "
         "NITF document at one byte per cycle is counted). Total = generation + stream + wait.")

@@ -65,11 +65,11 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from xpfilt.boards.top import EngineInstance
-from xpfilt.hdl.engine import CustomEngine
-from xpfilt.verilog import TOP_NAME, emit_verilog
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.synth import summarize_nextpnr_report as summarize_report
-from xpfilt.xpath import parse_query
+from xpfilt.hdl.custom import CustomEngine
+from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.eda.synth import summarize_nextpnr_report as summarize_report
+from xpfilt.lang.xpath import parse_query
 
 FREQ = 100   # MHz, nextpnr's target
 
@@ -322,7 +322,7 @@ def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: st
              f"of DPR16X4 RAMs; "
              f"TRELLIS_RAMW = RAM write-port slices). Cap {cap} s per tool run "
              f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
-             f"(hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest} (this run; each "
+             f"(hdl/*.py, xpfilt/compiler/custom.py, verilog.py) digest {digest} (this run; each "
              f"row's own in 'RTL digest'). {BEFORE}")
     path = save("fmax", rows, [
         ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),

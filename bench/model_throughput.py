@@ -14,11 +14,11 @@ import time
 
 from common import publish, stream_documents
 
-from xpfilt.compiler import compile_queries
-from xpfilt.events import load_documents
-from xpfilt.model.engine import EngineModel, run_documents
+from xpfilt.compiler.custom import compile_queries
+from xpfilt.software.events import load_documents
+from xpfilt.model.custom import EngineModel, run_documents
 from xpfilt.paths import shared_data
-from xpfilt.xpath import load_queries
+from xpfilt.lang.xpath import load_queries
 
 
 def main() -> None:

@@ -39,11 +39,11 @@ from fmax import run_point
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
 from xpfilt import workloads
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.paths import shared_data
-from xpfilt.synth import xilinx_counts
-from xpfilt.verilog import TOP_NAME, emit_verilog
-from xpfilt.xpath import parse_query
+from xpfilt.eda.synth import xilinx_counts
+from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.lang.xpath import parse_query
 
 COUNT = 1024
 DEPTH = 8
@@ -107,8 +107,8 @@ def query_texts(predicates: int, p_text: float = 0.0) -> list[str]:
 
 
 def bytes_per_cycle(plan) -> float:
-    from xpfilt.events import load_documents
-    from xpfilt.model.engine import EngineModel
+    from xpfilt.software.events import load_documents
+    from xpfilt.model.custom import EngineModel
     docs = [p.read_bytes() for p in load_documents([shared_data() / "nitf" / "docs"])]
     model = EngineModel(plan)
     streaming, _ = stream_documents(model, docs)

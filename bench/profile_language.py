@@ -17,13 +17,13 @@ import time
 
 from common import best_time, publish
 
-from xpfilt.events import Document, load_documents
-from xpfilt.fast import FastFilter
-from xpfilt.lxml_filter import LxmlFilter
+from xpfilt.software.events import Document, load_documents
+from xpfilt.software.fast import FastFilter
+from xpfilt.software.lxml_filter import LxmlFilter
 from xpfilt.paths import shared_data
-from xpfilt.reference import ReferenceFilter
+from xpfilt.software.reference import ReferenceFilter
 from xpfilt.workloads import DtdSchema, PredicateGenConfig, QueryGenConfig, generate_queries
-from xpfilt.xpath import load_queries
+from xpfilt.lang.xpath import load_queries
 
 GENERATED = {
     "generated: 2 predicates (text, 4 operators, clauses)": PredicateGenConfig(

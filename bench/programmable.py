@@ -27,11 +27,11 @@ from fmax import run_point
 from resources import CACHE, XILINX, log, source_digest, xilinx_counts, yosys_synth
 
 from xpfilt import workloads
-from xpfilt.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
-from xpfilt.compiler import compile_queries
+from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.compiler.custom import compile_queries
 from xpfilt.paths import shared_data
-from xpfilt.programmable import HardwareSpec, configure
-from xpfilt.xpath import parse_query
+from xpfilt.compiler.programmable import HardwareSpec, configure
+from xpfilt.lang.xpath import parse_query
 
 
 def generated_queries(count: int):

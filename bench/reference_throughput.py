@@ -11,11 +11,11 @@ import sys
 
 from common import best_time, publish
 
-from xpfilt.events import Document, load_documents, parse_events
-from xpfilt.lxml_filter import LxmlFilter
+from xpfilt.software.events import Document, load_documents, parse_events
+from xpfilt.software.lxml_filter import LxmlFilter
 from xpfilt.paths import shared_data
-from xpfilt.reference import ReferenceFilter
-from xpfilt.xpath import load_queries
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.lang.xpath import load_queries
 
 WORKLOADS = [
     ("NITF (100 docs)", "nitf/docs", "nitf-d8-p15-n2000.txt"),

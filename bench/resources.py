@@ -42,11 +42,11 @@ from pathlib import Path
 
 from common import save
 
-from xpfilt.verilog import TOP_NAME, emit_verilog
-from xpfilt.compiler import CompileOptions, Plan, compile_queries
+from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
 from xpfilt.paths import shared_data
-from xpfilt.synth import tool, xilinx_counts  # noqa: F401  (re-exported to fmax/programmable)
-from xpfilt.xpath import load_queries
+from xpfilt.eda.synth import tool, xilinx_counts  # noqa: F401  (re-exported to fmax/programmable)
+from xpfilt.lang.xpath import load_queries
 
 CACHE = Path(os.environ.get("XPFILT_SYNTH_CACHE", "/tmp/synth_cache"))
 
@@ -96,9 +96,9 @@ def source_digest() -> str:
     """Short hash of the RTL and compiler sources the Verilog comes from (they change often;
     the digest in a result's notes tells which version was measured). Imports the RTL first,
     so the digest matches what this process converts."""
-    import xpfilt.hdl.engine  # noqa: F401
+    import xpfilt.hdl.custom  # noqa: F401
     import xpfilt
-    return files_digest(sorted(Path(xpfilt.hdl.engine.__file__).parent.glob("*.py")) + [
+    return files_digest(sorted(Path(xpfilt.hdl.custom.__file__).parent.glob("*.py")) + [
         Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")])
 
 
@@ -201,7 +201,7 @@ def lut6_eq_by_register(module: dict) -> dict[str, float]:
     and output ports its output reaches through logic alone, in equal shares; a register or
     memory counts by the shortest public name of its output (a LUT-RAM cell's LUTs go to its
     own name, ``ram:`` before it). Keys: those names; the values add up to the LUT6-eq."""
-    from xpfilt.synth import lut6_eq_of
+    from xpfilt.eda.synth import lut6_eq_of
     cells = module["cells"]
     named: dict[int, str] = {}
     for name, net in sorted(module["netnames"].items(), key=lambda item: -len(item[0])):
@@ -286,7 +286,7 @@ def main() -> None:
         jobs.append((row, verilog, label))
 
     # parts of the all-on engines, synthesized on their own
-    from xpfilt.hdl.engine import CustomEngine
+    from xpfilt.hdl.custom import CustomEngine
     from xpfilt.hdl.frontend import FrontEnd
     from xpfilt.hdl.readout import Readout
     for depth, n in BREAKDOWN:
@@ -409,7 +409,7 @@ def make_notes(rows: list[dict], seconds: float, digest: str) -> str:
                  rest),
         ]
     lines += ["", f"Total run time {seconds:.0f} s (cached synthesis runs count ~0). "
-              f"RTL sources (hdl/*.py, xpfilt/compiler.py, verilog.py) digest {digest}."]
+              f"RTL sources (hdl/*.py, xpfilt/compiler/custom.py, verilog.py) digest {digest}."]
     return "\n".join(lines)
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from common import publish
 
-from xpfilt.events import Document, load_documents, parse_events
+from xpfilt.software.events import Document, load_documents, parse_events
 from xpfilt.paths import shared_data
 
 SIZES = (1000, 10000, 100000)
@@ -83,8 +83,8 @@ def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
                 stream_bytes: float) -> dict:
     """In a fresh process: load, build, filter (cold, then warm), and peak memory."""
     from xpfilt.engines import make_engine
-    from xpfilt.fast import gc_paused
-    from xpfilt.xpath import load_queries
+    from xpfilt.software.fast import gc_paused
+    from xpfilt.lang.xpath import load_queries
 
     docs = [Document.from_path(p) for p in load_documents([folder])]
     if limit:

@@ -107,8 +107,8 @@ def _parquet(docs: Path) -> Path:
 
 def main() -> None:
     from xpfilt.paths import shared_data
-    from xpfilt.results import read_expected
-    from xpfilt.spark_filter import read_results
+    from xpfilt.software.results import read_expected
+    from xpfilt.scale.filter import read_results
 
     queries = workload()["queries"][QUERIES]
     docs = WORK / f"nitf-{DOCUMENT_SIZE}-x{DOCUMENTS}"

@@ -23,9 +23,9 @@ import time
 from common import publish
 from resources import XILINX, log, source_digest, yosys_synth
 
-from xpfilt.programmable import HardwareSpec
-from xpfilt.synth import xilinx_counts
-from xpfilt.verilog import TOP_NAME, emit_programmable_verilog
+from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.eda.synth import xilinx_counts
+from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog
 
 
 def main() -> None:

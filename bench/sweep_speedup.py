@@ -33,7 +33,7 @@ from pathlib import Path
 
 from common import save
 
-from xpfilt.sweep import load_spec, run_sweep
+from xpfilt.scale.sweep import load_spec, run_sweep
 
 SPEC = {"grid": {"engine": "custom", "queries": [128, 256], "depth": [4, 8],
                  "cluster_size": [16, 32, 64, 128], "documents": 8, "document_bytes": 20_000,
@@ -61,7 +61,7 @@ def main() -> None:
                               scratch / "cache-serial2", verilog_jobs=2)
         print(f"serial, 2 Verilog processes: {serial2['wall_s']:.1f} s")
 
-        from xpfilt.spark import spark_context
+        from xpfilt.scale.spark import spark_context
         start = time.perf_counter()
         os.environ["XPFILT_CACHE"] = str(scratch / "cache-spark")   # before the workers start
         context = spark_context("local[2]")

@@ -22,11 +22,11 @@ from common import RESULTS, save, stream_documents
 from resources import source_digest
 
 from xpfilt import workloads
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.events import load_documents
-from xpfilt.model.engine import EngineModel
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.software.events import load_documents
+from xpfilt.model.custom import EngineModel
 from xpfilt.paths import shared_data
-from xpfilt.xpath import parse_query
+from xpfilt.lang.xpath import parse_query
 
 READOUTS = ("serial", "sparse")
 
@@ -108,7 +108,7 @@ def main() -> None:
         "query count stall the input. Sparse: the captured flags are held L + latency + "
         "leaves cycles for L tree levels and the document's non-empty leaves of 8 flags, "
         "which go whole into a block-RAM output queue that sends one id per cycle "
-        "(xpfilt.readout.readout_cycles: leaves + 18 from 513 to 1,024 queries, + 19 to 21 to "
+        "(xpfilt.hwspec.readout.readout_cycles: leaves + 18 from 513 to 1,024 queries, + 19 to 21 to "
         "4,096, + 29 to 8,192, + 30 to 16,384; rows before RTL 4a915ce7de58: L + 1 + latency "
         "+ matches). Engine MB/s = Fmax (nextpnr, "
         "bench/results/fmax.json, the row for that size and readout; blank: not placed and "

@@ -41,11 +41,11 @@ from predicates import bytes_per_cycle
 from resources import XILINX, component_verilog, log, source_digest, yosys_synth
 
 from xpfilt import workloads
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.paths import shared_data
-from xpfilt.synth import xilinx_counts
-from xpfilt.verilog import TOP_NAME, emit_verilog
-from xpfilt.xpath import Query, Step, parse_query
+from xpfilt.eda.synth import xilinx_counts
+from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.lang.xpath import Query, Step, parse_query
 
 COUNT = 1024
 DEPTH = 6

@@ -40,11 +40,11 @@ from common import publish
 from resources import (CACHE, XILINX, component_verilog, log, lut6_eq_by_register, source_digest,
                        yosys_synth)
 
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.hdl.bram import ECP5
-from xpfilt.synth import xilinx_counts
-from xpfilt.verilog import TOP_NAME, emit_verilog
-from xpfilt.xpath import parse_query
+from xpfilt.eda.synth import xilinx_counts
+from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.lang.xpath import parse_query
 
 QUERIES = 1024
 
@@ -64,9 +64,9 @@ def front_end(plan, width: int, tags: bool = True):
 def predicate_plan():
     """The plan of the shared predicate set (nitf-d6-p15-pred1-n1000: attribute and text()
     predicates)."""
-    from xpfilt.compiler import hardware_queries
+    from xpfilt.compiler.custom import hardware_queries
     from xpfilt.paths import shared_data
-    from xpfilt.xpath import load_queries
+    from xpfilt.lang.xpath import load_queries
     loaded = load_queries(shared_data() / "queries/nitf-d6-p15-pred1-n1000.txt")
     return compile_queries(hardware_queries(loaded.queries)[0], CompileOptions())
 

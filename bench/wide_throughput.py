@@ -17,11 +17,11 @@ import sys
 
 from common import publish, stream_documents, wide_workloads
 
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.hwdefs import queue_depth_for
-from xpfilt.model.engine import EngineModel
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.hwspec.contract import queue_depth_for
+from xpfilt.model.custom import EngineModel
 from xpfilt.paths import shared_data
-from xpfilt.xpath import load_queries
+from xpfilt.lang.xpath import load_queries
 
 
 def main() -> None:

@@ -13,6 +13,6 @@
 * :mod:`xpfilt.boards.cli` -- the three commands.
 """
 
-from .platforms import BOARDS, Board, get_board
+from xpfilt.boards.platforms import BOARDS, Board, get_board
 
 __all__ = ["BOARDS", "Board", "get_board"]

@@ -21,7 +21,7 @@
 Tools (YoWASP builds by default) are named by Amaranth's variables: ``YOSYS``,
 ``NEXTPNR_ICE40``, ``ICEPACK``, ``NEXTPNR_ECP5``, ``ECPPACK``. After synthesis the cell counts
 are checked against the device; a design that does not fit stops there with
-:class:`xpfilt.synth.ToolError` saying by how much and about how many queries (or columns)
+:class:`xpfilt.eda.synth.ToolError` saying by how much and about how many queries (or columns)
 would fit, and so does a place-and-route failure.
 """
 
@@ -38,19 +38,19 @@ from typing import Callable, Optional, Sequence
 from amaranth.lib import wiring
 
 from xpfilt.hdl.bram import Target
-from xpfilt.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
-from xpfilt.compiler import CompileOptions, Plan, compile_queries
-from xpfilt.programmable import HardwareSpec
-from xpfilt.readout import ReadoutKind
-from xpfilt.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
-from xpfilt.xpath import Query
+from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
+from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.hwspec.readout import ReadoutKind
+from xpfilt.eda.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
+from xpfilt.lang.xpath import Query
 
-from .clocks import PLL_FAMILIES, Ecp5Pll, ecp5_pll
-from .host import DEFAULT_BAUD, plan_identity
-from .platforms import Board, get_board
-from .protocol import Mode
-from .top import BoardCore, BoardTop, EngineInstance
-from .uart import MIN_DIVIDER
+from xpfilt.boards.clocks import PLL_FAMILIES, Ecp5Pll, ecp5_pll
+from xpfilt.boards.host import DEFAULT_BAUD, plan_identity
+from xpfilt.boards.platforms import Board, get_board
+from xpfilt.boards.protocol import Mode
+from xpfilt.boards.top import BoardCore, BoardTop, EngineInstance
+from xpfilt.boards.uart import MIN_DIVIDER
 
 __all__ = ["EngineDesign", "custom_design", "programmable_design", "uart_divider",
            "SIMULATION_ENGINE", "board_core", "core_verilog", "simulation_verilog", "BuildConfig", "build_board",
@@ -68,7 +68,7 @@ SIMULATION_ENGINE = f"{TOP_NAME}_sim.v"
 
 @dataclass(frozen=True)
 class EngineDesign:
-    """An engine ready for a board: its Verilog (module :data:`xpfilt.verilog.TOP_NAME`), port
+    """An engine ready for a board: its Verilog (module :data:`xpfilt.compiler.verilog.TOP_NAME`), port
     signature, readout width and kind, design identity and the files describing it
     (``plan.json`` or ``hardware.json``). ``units``/``unit_name``: what its size scales with
     (query nodes of a custom engine, columns of a programmable one), for fit estimates. Made by
@@ -92,7 +92,7 @@ class EngineDesign:
     @classmethod
     def for_plan(cls, plan: Plan, verilog: str, *, max_name: int = 32) -> "EngineDesign":
         """The custom engine of ``plan`` whose Verilog is ``verilog``."""
-        from xpfilt.hdl.engine import CustomEngine
+        from xpfilt.hdl.custom import CustomEngine
         stats = plan.stats
         return cls(
             mode=Mode.CUSTOM, verilog=verilog,
@@ -124,7 +124,7 @@ class EngineDesign:
 
 def custom_design(queries: Sequence[Query], options: CompileOptions, *, max_name: int = 32,
                   log: Callable[[str], None] = lambda _: None) -> EngineDesign:
-    """The custom engine of ``queries`` (raises :class:`xpfilt.compiler.UnsupportedQueryError`
+    """The custom engine of ``queries`` (raises :class:`xpfilt.compiler.custom.UnsupportedQueryError`
     for predicates); ``options.prefix_clustering`` (default on) clusters them in text order."""
     if not queries:
         raise ToolError("a custom engine needs at least one query, not none")
@@ -486,7 +486,7 @@ def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig, di
                      result: BuildResult, log: Callable[[str], None]) -> None:
     """Yosys ``synth_xilinx`` of the board core (without the vendor's clock and I/O buffers,
     which Yosys does not model) and the engine: cell counts and a fit estimate."""
-    from xpfilt.synth import synthesize
+    from xpfilt.eda.synth import synthesize
     log(f"{board.name}: estimating the size with Yosys synth_xilinx ...")
     work = Path(config.output) / "gateware" / "estimate"
     work.mkdir(parents=True, exist_ok=True)
@@ -510,7 +510,7 @@ def load_design(directory: Path) -> EngineDesign:
     """The :class:`EngineDesign` a build directory holds, to simulate (read by
     :meth:`xpfilt.boards.host.BoardDesign.load`, plus :data:`SIMULATION_ENGINE` where the build
     wrote one, else ``xpfilt_engine.v``), without regenerating anything."""
-    from .host import BoardDesign
+    from xpfilt.boards.host import BoardDesign
     board = BoardDesign.load(directory)
     simulated = Path(directory) / SIMULATION_ENGINE
     try:

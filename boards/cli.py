@@ -11,9 +11,9 @@ import click
 
 from xpfilt.cli import (compile_options, document_paths, mode_option, options_from,
                         read_hardware_queries, read_queries, spec_from_options)
-from xpfilt.compiler import EngineMode
-from xpfilt.compiler import hardware_queries
-from xpfilt.synth import ToolError
+from xpfilt.compiler.custom import EngineMode
+from xpfilt.compiler.custom import hardware_queries
+from xpfilt.eda.synth import ToolError
 
 __all__ = ["build_command", "host_command", "sim_board_command"]
 
@@ -46,9 +46,9 @@ def _board_design_options(fn):
 
 def _board_design(family, queries_path, mode, max_name, columns, clusters, max_tag_len,
                   kwargs):
-    from xpfilt.compiler import UnsupportedQueryError
+    from xpfilt.compiler.custom import UnsupportedQueryError
 
-    from .build import custom_design, programmable_design
+    from xpfilt.boards.build import custom_design, programmable_design
 
     log = lambda message: click.echo(message, err=True)   # noqa: E731
     if mode is EngineMode.PROGRAMMABLE:
@@ -96,8 +96,8 @@ def build_command(board_name, queries_path, mode, max_name, columns, clusters, m
     queries would. Tools: YoWASP builds, or $YOSYS, $NEXTPNR_ICE40, $ICEPACK, $NEXTPNR_ECP5,
     $ECPPACK.
     """
-    from .build import BuildConfig, build_board
-    from .platforms import get_board
+    from xpfilt.boards.build import BuildConfig, build_board
+    from xpfilt.boards.platforms import get_board
 
     try:
         board = get_board(board_name)
@@ -153,10 +153,10 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
       xpfilt host --port socket://127.0.0.1:PORT --build b -q Q.txt docs/
     """
     from xpfilt.engines import filter_batch
-    from xpfilt.results import format_tsv_line
+    from xpfilt.software.results import format_tsv_line
 
-    from .host import DEFAULT_BAUD, BoardDesign, BoardLink, open_board_engine
-    from .protocol import LinkError
+    from xpfilt.boards.host import DEFAULT_BAUD, BoardDesign, BoardLink, open_board_engine
+    from xpfilt.boards.protocol import LinkError
 
     failed = False
 
@@ -218,8 +218,8 @@ def sim_board_command(build_dir, board_name, queries_path, mode, max_name, colum
     bridged to a TCP socket, so `xpfilt host --port socket://HOST:PORT --build DIR` talks to it
     as to a board. Prints "listening on socket://HOST:PORT" when ready.
     """
-    from .build import BuildConfig, build_board
-    from .sim_server import SimBoardConfig, serve_board
+    from xpfilt.boards.build import BuildConfig, build_board
+    from xpfilt.boards.sim_server import SimBoardConfig, serve_board
 
     try:        # say now, not after building the simulation, that the address cannot be used
         import socket

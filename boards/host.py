@@ -8,7 +8,7 @@
   ``plan.json`` / ``hardware.json``), checked against what the board reports;
 * :class:`BoardEngine`: a filter engine (:class:`xpfilt.engines.Engine`) answering from the
   board, so :func:`xpfilt.engines.filter_batch` and the TSV of ``xpfilt filter`` work unchanged;
-  readout bits become query numbers by :func:`xpfilt.model.engine.readout_positions`, as for
+  readout bits become query numbers by :func:`xpfilt.model.custom.readout_positions`, as for
   the models.
 """
 
@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from xpfilt.compiler import EngineMode, Plan
-from xpfilt.events import Document, utf8_document
-from xpfilt.model.engine import answer_positions, readout_positions
-from xpfilt.programmable import Configuration, HardwareSpec, read_readout_map
-from xpfilt.readout import DocumentReadout
-from xpfilt.xpath import Query, parse_query
+from xpfilt.compiler.custom import EngineMode, Plan
+from xpfilt.software.events import Document, utf8_document
+from xpfilt.model.custom import answer_positions, readout_positions
+from xpfilt.compiler.programmable import Configuration, HardwareSpec, read_readout_map
+from xpfilt.hwspec.readout import DocumentReadout
+from xpfilt.lang.xpath import Query, parse_query
 
-from .protocol import (PROTOCOL_VERSION, BoardStatus, Command, Frame, FrameReader, LinkError,
+from xpfilt.boards.protocol import (PROTOCOL_VERSION, BoardStatus, Command, Frame, FrameReader, LinkError,
                        Mode, Response, decode_matches, decode_readout, encode_frame)
 
 __all__ = ["BoardLink", "BoardDesign", "BoardEngine", "plan_identity", "DEFAULT_BAUD",
@@ -206,7 +206,7 @@ class BoardEngine:
     """A filter engine backed by a board: ``filter(document)`` sends it, waits for its readout
     and returns the 0-based positions of the matching ``queries``. ``numbers_by_bit``:
     (readout bit, query number) pairs -- the plan's readout order or the configuration's
-    readout map. A flagged document raises :class:`xpfilt.model.engine.EngineError`; a link
+    readout map. A flagged document raises :class:`xpfilt.model.custom.EngineError`; a link
     failure raises :class:`LinkError` (which ends the batch)."""
 
     def __init__(self, link: BoardLink, queries: Sequence[Query], numbers_by_bit, width: int,
@@ -300,7 +300,7 @@ def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,
         if design is None or design.spec is None:
             raise LinkError(f"{link.name} runs a programmable engine: configuring --queries "
                             "needs --build DIR (its hardware.json)")
-        from xpfilt.programmable import configure
+        from xpfilt.compiler.programmable import configure
         configuration = configure(queries, design.spec)
         for _, reason in configuration.rejected:
             warn(f"skipped: {reason}")

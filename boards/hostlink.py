@@ -11,9 +11,9 @@ from amaranth.lib.wiring import In, Out
 from xpfilt.hdl.frontend import ByteLayout
 from xpfilt.hdl.programmable import ConfigBit
 from xpfilt.hdl.readout import readout_layout
-from xpfilt.readout import ReadoutKind
+from xpfilt.hwspec.readout import ReadoutKind
 
-from .protocol import (EOF, ESC, ESC_XOR, READOUT_HEADER, SOF, STATUS_BYTES, Command,
+from xpfilt.boards.protocol import (EOF, ESC, ESC_XOR, READOUT_HEADER, SOF, STATUS_BYTES, Command,
                        ReadoutHeader, Response, StatusLayout, id_bytes)
 
 __all__ = ["CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]

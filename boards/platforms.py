@@ -2,7 +2,7 @@
 
 A board is an amaranth-boards platform plus what xpfilt needs to know about it: its FPGA (the
 capacity, for "does this query set fit" answers before place and route, comes from the one
-device table, :data:`xpfilt.synth.DEVICES`), which toolchain runs here (the open-source one for
+device table, :data:`xpfilt.eda.synth.DEVICES`), which toolchain runs here (the open-source one for
 iCE40 and ECP5; for Xilinx only the Vivado project files are generated), the UART to the host
 and which LED shows what (:data:`xpfilt.boards.top.LED_FUNCTIONS`). The clock is the platform's
 default clock, and so are its constraints.
@@ -23,7 +23,7 @@ __all__ = ["Board", "BOARDS", "get_board"]
 @dataclass(frozen=True)
 class Board:
     """A board. ``family``: ``ice40``, ``ecp5`` or ``xilinx``, the key of its FPGA in
-    :data:`xpfilt.synth.DEVICES` (capacity: ``luts``, ``ffs``, ``bram``, ``lutram``);
+    :data:`xpfilt.eda.synth.DEVICES` (capacity: ``luts``, ``ffs``, ``bram``, ``lutram``);
     ``device``: the exact part. ``bitstream``: the file the open toolchain writes (None: tools
     are not run here). ``leds``: (LED function, resource name, number)."""
     name: str
@@ -40,7 +40,7 @@ class Board:
 
     @property
     def capacity(self):
-        from xpfilt.synth import DEVICES
+        from xpfilt.eda.synth import DEVICES
         return DEVICES[self.family]
 
     @property

@@ -57,7 +57,7 @@ from typing import NamedTuple
 from amaranth.lib import data, enum
 
 from xpfilt.hdl.frontend import ErrorFlags, Errors
-from xpfilt.readout import DOC_WIDTH, DocumentReadout
+from xpfilt.hwspec.readout import DOC_WIDTH, DocumentReadout
 
 __all__ = ["SOF", "EOF", "ESC", "ESC_XOR", "SPECIAL", "PROTOCOL_VERSION", "Command",
            "Response", "Mode", "LinkErrors", "StatusLayout", "STATUS_BYTES", "ReadoutHeader",

@@ -41,7 +41,7 @@ class SimBoardConfig:
 
 def serve_board(config: SimBoardConfig, *, on_port: Callable[[int], None] = lambda _: None,
                 log: Callable[[str], None] = lambda _: None) -> TestbenchRun:
-    from .build import BOARD_TOP, load_design, simulation_verilog
+    from xpfilt.boards.build import BOARD_TOP, load_design, simulation_verilog
 
     design = load_design(config.design)
     verilog = simulation_verilog(design, config.divider)

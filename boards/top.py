@@ -25,12 +25,12 @@ from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.readout import ReadoutKind
+from xpfilt.hwspec.readout import ReadoutKind
 
-from .clocks import Ecp5Pll, Ecp5PllClock
-from .hostlink import CommandDecoder, ConfigSerializer, ResponseEncoder
-from .protocol import PROTOCOL_VERSION, LinkErrors, Mode
-from .uart import UARTRx, UARTTx
+from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
+from xpfilt.boards.hostlink import CommandDecoder, ConfigSerializer, ResponseEncoder
+from xpfilt.boards.protocol import PROTOCOL_VERSION, LinkErrors, Mode
+from xpfilt.boards.uart import UARTRx, UARTTx
 
 __all__ = ["LedLayout", "LED_FUNCTIONS", "BoardCore", "EngineInstance", "BoardTop"]
 

@@ -14,11 +14,11 @@ from amaranth.hdl import Cat, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.compiler import Cluster
-from xpfilt.hwdefs import EVENT_FANOUT, distribution_depth
+from xpfilt.compiler.custom import Cluster
+from xpfilt.hwspec.contract import EVENT_FANOUT, distribution_depth
 
-from .frontend import ErrorFlags
-from .stacks import StackBank, TreeEventLayout, boolean, widen_events
+from xpfilt.hdl.frontend import ErrorFlags
+from xpfilt.hdl.stacks import StackBank, TreeEventLayout, boolean, widen_events
 
 __all__ = ["ClusterCore", "cluster_signature", "copy_register", "distribute", "ERROR_WIDTH"]
 
@@ -78,7 +78,7 @@ def distribute(m: Module, value, leaves: int, *, name: str) -> list:
     leaf registers its copy itself, leaf ``index`` in form ``index % EVENT_FANOUT`` of
     :func:`copy_register`), so every leaf sees the value on the same cycle and no net's load
     grows with the number of leaves. Leaves: the engine's clusters (its events), the sparse
-    readout's select copies (:func:`xpfilt.readout.sparse_spread`)."""
+    readout's select copies (:func:`xpfilt.hwspec.readout.sparse_spread`)."""
     value = Value.cast(value)
     depth = distribution_depth(leaves)
     level = [value]

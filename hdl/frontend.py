@@ -3,7 +3,7 @@ global stack, turning document bytes into push/pop events for the path-specific 
 
 Everything the cycle-accurate model (:mod:`xpfilt.model.frontend`) must agree on (the byte
 classes, the name hash, the error flags, the parser states) is defined once in
-:mod:`xpfilt.hwdefs`, which both import; the layouts of the ports are here.
+:mod:`xpfilt.hwspec.contract`, which both import; the layouts of the ports are here.
 
 Timing. A byte accepted in cycle N (``bytes_in.valid``; ``ready`` is always 1) shows its event on
 ``events`` in cycle N + :data:`LATENCY` (5); every other cycle ``events`` is all zeros. The bytes
@@ -33,7 +33,7 @@ go through five registered stages, so that no path is long (one byte per cycle a
   (``errors`` is zero on every other cycle). A pop (the root's ``>``) may share that cycle.
   The parser is back in its initial state for the byte after the one with ``last``.
 
-Attribute conditions (issue 14; ``conditions``, see :class:`xpfilt.hwdefs.AttrCondition`). In
+Attribute conditions (issue 14; ``conditions``, see :class:`xpfilt.hwspec.contract.AttrCondition`). In
 stage P, beside the parser:
 
 * an attribute-name CAM (a one-hot name position, over the conditions' attribute names)
@@ -56,7 +56,7 @@ stage P, beside the parser:
   until then: no copy in stages E and F; a pop carries the text conditions' bits instead,
   below).
 
-Text conditions (issue 14 part 2; conditions whose ``attribute`` is :data:`xpfilt.hwdefs.TEXT`,
+Text conditions (issue 14 part 2; conditions whose ``attribute`` is :data:`xpfilt.hwspec.contract.TEXT`,
 ``[text() op literal]`` and ``[text()]``). A second set of the same comparators (string CAM, number
 lexer, first-difference flags; :meth:`FrontEnd._comparators`) follows the character data of the
 current text node: the bytes of text (inside the root element, not beyond ``max_depth``) and of
@@ -75,13 +75,13 @@ stacks use it at the close, committing or dropping the matches that waited for i
 The front end never answers wrongly: a value of an attribute that has comparisons and contains
 ``&`` (an entity or character reference changes the value) or a carriage return (line-end
 normalisation), and a value of an attribute with number comparisons that has an exponent or
-more than :data:`xpfilt.hwdefs.NUMBER_DIGITS` digits, sets ``value_undecided`` (the conditions
+more than :data:`xpfilt.hwspec.contract.NUMBER_DIGITS` digits, sets ``value_undecided`` (the conditions
 it decides read 0). So does a text node, when there are text conditions that compare values, with
 ``&`` or a carriage return, or with a ``]`` inside a CDATA section that does not close it (the
 comparators take one byte per cycle and learn only at the next byte that the ``]`` was text), and,
 for number comparisons, one with an exponent or too many digits. Any text node counts (the front
 end does not know which elements the queries test), so a document with such text in any element
-is flagged. :func:`xpfilt.hwdefs.condition_value_holds` is the definition the model
+is flagged. :func:`xpfilt.hwspec.contract.condition_value_holds` is the definition the model
 uses.
 
 Errors (sticky within a document, reported with ``doc_end``):
@@ -106,7 +106,7 @@ declarations inside the internal subset (only their quoted literals and ``>`` ar
 repeated DOCTYPE and the DOCTYPE's name (none, ``<!DOCTYPE>``, or malformed, ``<!DOCTYPEa>``,
 ``<!DOCTYPE a$[]>``). A UTF-8 byte
 order mark is non-whitespace text before the root (malformed; the host software drops it, see
-:func:`xpfilt.events.utf8_document`). An
+:func:`xpfilt.software.events.utf8_document`). An
 end tag with a different *unknown* name (both decode to 0) whose 8-bit hash collides with the open
 element's is not noticed (about 1 in 256 for random names; never when one of the two names is in
 the dictionary, nor for names of equal length that differ in one byte: CRC burst detection).
@@ -124,8 +124,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .slots import SlotLoadLayout, comparator_slots
-from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_POLY,
+from xpfilt.hdl.slots import SlotLoadLayout, comparator_slots
+from xpfilt.hwspec.contract import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_POLY,
                            HASH_WIDTH, LATENCY, NAME_CHAR, NAME_START, NUMBER_DIGITS, WHITESPACE,
                            AttrCondition, ErrorFlags, Errors, State, check_parameters, hash_byte,
                            name_hash, number_digits, tag_width_for)
@@ -412,10 +412,10 @@ class FrontEnd(wiring.Component):
         Depth of the global stack (the deepest level that is pushed).
     max_name : int
         Longest element name decoded; longer names decode to 0 and set ``name_too_long``.
-    conditions : sequence of :class:`xpfilt.hwdefs.AttrCondition`
+    conditions : sequence of :class:`xpfilt.hwspec.contract.AttrCondition`
         Attribute conditions evaluated on every start tag; bit ``i`` of a push's ``conds`` says
         the element has the attribute of ``conditions[i]`` and its value satisfies it, as
-        :func:`xpfilt.hwdefs.condition_value_holds` defines (0 when undecided: the document
+        :func:`xpfilt.hwspec.contract.condition_value_holds` defines (0 when undecided: the document
         then gets ``value_undecided``). See "Attribute conditions" in the module docstring.
         Text conditions (``is_text``) are evaluated on every text node; bit ``i`` of a pop's
         ``conds`` says some text node of the closing element satisfies ``conditions[i]`` (see
@@ -813,7 +813,7 @@ class FrontEnd(wiring.Component):
         if self.n_conds:
             # a push's attribute bits straight from stage P's ``conds`` (unchanged since the
             # push's byte: see _attribute_conditions), a pop's text bits through E and F (the
-            # slots' chains over them, see xpfilt.slots.PHASES). Their register is not reset:
+            # slots' chains over them, see xpfilt.hwspec.slots.PHASES). Their register is not reset:
             # ``f_none`` (neither a push nor a pop, a register with F's) alone clears it, no
             # LUT with the domain's reset on its 1,029 resets (f_push -> that LUT -> them was
             # on the routed critical paths of 1,024 queries with 2 predicates each, 6.87 ns,
@@ -1069,7 +1069,7 @@ def advance(spec: dict, cur: dict, nxt: dict, *, start, byte) -> dict:
             else Mux(start, spec[k][1], cur[k]) for k in spec}
 
 
-#: The number lexer's states (one-hot, see :func:`xpfilt.hwdefs.value_number`).
+#: The number lexer's states (one-hot, see :func:`xpfilt.hwspec.contract.value_number`).
 LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
 #: The value lexer's state ({name: (shape, reset value)}, see :func:`value_lexer`).
 LEXER_STATE = {"amp": (1, 0), "lex": (8, 1 << LEAD), "neg": (1, 0), "isig": (1, 0),
@@ -1083,7 +1083,7 @@ def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
     """What every value comparator shares over one byte stream, from its state ``cur``
     (:data:`LEXER_STATE`) and the byte's classes: ``next`` (the state after the byte, if it is
     fed), ``amp`` (``&`` or CR seen: undecided), the number lexer (one-hot, see
-    :func:`xpfilt.hwdefs.value_number`: ``lex``, ``num_valid``, ``num_nan``, ``num_undec``, the
+    :func:`xpfilt.hwspec.contract.value_number`: ``lex``, ``num_valid``, ``num_nan``, ``num_undec``, the
     sign ``vneg``) and its digits (``sig_digit`` / ``frac_digit``: this byte is a significant
     integer / a fraction digit; ``ipos`` / ``fpos``: one-hot counts of those so far, and
     ``ibelow`` / ``fbelow`` the same counts as thermometers, bit ``L`` = fewer than ``L``;

@@ -5,16 +5,16 @@ engine's programmable tag decoder (:class:`TagDecoder`: a tag dictionary of ``ta
 whose registered tag index goes to every cluster with the events. Per cluster: a tag matrix,
 ``columns`` generic columns in a chain and the custom engine's stack memory (one row per level,
 :func:`xpfilt.hdl.stacks.level_stack`). The stream format and the meaning of each configuration
-bit are in :mod:`xpfilt.programmable`.
+bit are in :mod:`xpfilt.compiler.programmable`.
 
 The dictionary lives in block RAMs with two banks, as nibble rows (stream format 10,
-:func:`xpfilt.programmable.dictionary_row`): per name position, a row per value of a byte's
+:func:`xpfilt.compiler.programmable.dictionary_row`): per name position, a row per value of a byte's
 high nibble and one per value of its low nibble, each with a bit per entry (that entry's byte
 there has this nibble), so two reads at the name position and the name byte's nibbles give
 every entry its byte comparison as the AND of two bits (a streaming CAM of ``tags`` entries,
 a LUT3 per entry). At the end of a name the
 decoder registers the tag index of the entry it equals (0: none), pipelined in
-:data:`xpfilt.hwdefs.DECODER_STAGES` stages; the index and the events (delayed to match) reach
+:data:`xpfilt.hwspec.contract.DECODER_STAGES` stages; the index and the events (delayed to match) reach
 every cluster through a registered distribution tree (:func:`xpfilt.hdl.cluster.distribute`)
 and the cluster's own copy. In each cluster the index reads a row of the *tag matrix* (a
 synchronous memory, a block RAM on the ECP5, one bit per column), which gives every column its
@@ -34,19 +34,19 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
+from xpfilt.compiler.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  HardwareSpec)
-from xpfilt.slots import SLOT_FLAG_BITS, slot_rows
-from xpfilt.hwdefs import (CRC32_POLY, EVENT_FANOUT, MATRIX_READ_CYCLES, distribution_depth,
+from xpfilt.hwspec.slots import SLOT_FLAG_BITS, slot_rows
+from xpfilt.hwspec.contract import (CRC32_POLY, EVENT_FANOUT, MATRIX_READ_CYCLES, distribution_depth,
                            programmable_event_delay)
-from xpfilt.readout import ReadoutKind
+from xpfilt.hwspec.readout import ReadoutKind
 
-from .bram import RegisteredRAM
-from .cluster import ERROR_WIDTH, copy_register, distribute
-from .engine import EngineFrame
-from .frontend import ByteLayout, NameTapLayout
-from .readout import readout_layout
-from .stacks import (DecodedEventLayout, RowAheadLayout, decode_events, level_stack,
+from xpfilt.hdl.bram import RegisteredRAM
+from xpfilt.hdl.cluster import ERROR_WIDTH, copy_register, distribute
+from xpfilt.hdl.custom import EngineFrame
+from xpfilt.hdl.frontend import ByteLayout, NameTapLayout
+from xpfilt.hdl.readout import readout_layout
+from xpfilt.hdl.stacks import (DecodedEventLayout, RowAheadLayout, decode_events, level_stack,
                      match_flags, pending_stack, row_ahead)
 
 __all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "TagDecoder", "ProgrammableCluster",
@@ -134,7 +134,7 @@ class ConfigLoader(wiring.Component):
     """Checks a configuration stream bit by bit and routes its payload to the clusters.
 
     Ports: ``config`` (the stream, into an input register: the loader checks and routes a bit
-    the cycle after it is taken, :data:`xpfilt.hwdefs.CONFIG_INPUT_CYCLES`; not ready while that register holds a bit and a checked
+    the cycle after it is taken, :data:`xpfilt.hwspec.contract.CONFIG_INPUT_CYCLES`; not ready while that register holds a bit and a checked
     configuration waits to commit), ``idle`` (no document in progress: a commit may happen),
     ``cfg`` (to the decoder and every cluster), ``dictionary`` (the payload bit belongs to the
     dictionary), else ``cluster`` (the cluster it belongs to), ``row`` (its row),
@@ -335,7 +335,7 @@ class ConfigLoader(wiring.Component):
 class TagDecoder(wiring.Component):
     """The engine's programmable tag decoder: follows each name on ``name_tap`` (the front
     end's) against the dictionary's entries and shows the index of the entry the name ending at
-    a ``load`` equals (0: none) on ``index``, :data:`xpfilt.hwdefs.DECODER_STAGES` cycles after
+    a ``load`` equals (0: none) on ``index``, :data:`xpfilt.hwspec.contract.DECODER_STAGES` cycles after
     the tap (stages: copies of the tap, one per group of :data:`DECODER_GROUP` entries; the
     group's two nibble rows of the name byte at its position, block RAM reads; their output
     registers; per entry "the name so far equals the entry's start" and "the name ending here
@@ -358,7 +358,7 @@ class TagDecoder(wiring.Component):
         spec = self.spec
         length, tags = spec.max_tag_len, spec.tags
         # The dictionary in block RAMs of two banks, per group of DECODER_GROUP entries one for
-        # the high nibbles' rows and one for the low nibbles' (xpfilt.programmable.
+        # the high nibbles' rows and one for the low nibbles' (xpfilt.compiler.programmable.
         # dictionary_row), each group with its own copies of the configuration port and the
         # tap, its own active bank (flipped by every group at the same commit) and its part of
         # the register the dictionary rows come in through.
@@ -441,7 +441,7 @@ class TagDecoder(wiring.Component):
 
 def _load_slots(m, spec: HardwareSpec, cfg, section, in_row, in_flags, row) -> None:
     """The loader's DICTIONARY state after the tag rows: the comparator slots' rows (section
-    2), then their flags (section 3), then on to the clusters (see :mod:`xpfilt.slots`)."""
+    2), then their flags (section 3), then on to the clusters (see :mod:`xpfilt.hwspec.slots`)."""
     with m.If(section == 2):
         m.d.comb += cfg.slot_shift.eq(1)
         m.d.sync += in_row.eq(in_row + 1)
@@ -643,7 +643,7 @@ def _answers(spec: HardwareSpec, active, new):
 def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant, held,
              clear):
     """The closing columns on a pop (a text() step and the steps after it, see
-    :func:`xpfilt.programmable.query_columns`), as the custom engine's twig entries
+    :func:`xpfilt.compiler.programmable.query_columns`), as the custom engine's twig entries
     (:mod:`xpfilt.hdl.stacks`): a pending bit per column and open element ("below this
     element, this column held"; the current element's in a register, its ancestors' in a
     LUT-RAM by level, saved on each push). Column ``k`` holds at the closing element when its
@@ -752,7 +752,7 @@ class ProgrammableEngine(wiring.Component):
             _connect_slots(m, frame.slot_load, loader, decoder)
         # The events wait for the decoder's later stages and the tag matrix's read, then both
         # reach every cluster through a distribution tree and the cluster's own copy (see
-        # xpfilt.hwdefs.programmable_event_delay).
+        # xpfilt.hwspec.contract.programmable_event_delay).
         # The index goes with the level-1 bit of its element (the event MATRIX_READ_CYCLES
         # behind it): together they select the tag matrix's row.
         events = decode_events(m, frame.events, 0, spec.max_depth, spec.slots)

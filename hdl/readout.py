@@ -1,7 +1,7 @@
 """Double-buffered match readouts: the paper's serial bitmap (§5.1) and a sparse list of ids.
 
 At the end of a document the engine's match flags are captured into a shadow register and read
-out while the next document streams in; the formats are described in :mod:`xpfilt.readout`.
+out while the next document streams in; the formats are described in :mod:`xpfilt.hwspec.readout`.
 
 * :class:`Readout` shifts the flags out one bit per transfer (LSB = readout bit 0), through a
   2-entry queue (the first bit shows two cycles after the capture). Each beat says which
@@ -22,13 +22,13 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.hwdefs import EVENT_FANOUT, index_width
-from xpfilt.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
+from xpfilt.hwspec.contract import EVENT_FANOUT, index_width
+from xpfilt.hwspec.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
                             sparse_levels, sparse_queue_depth, sparse_spread,
                             SPARSE_QUEUE_BANK_WORDS, SPARSE_QUEUE_LUT_RAM_WORDS)
 
-from .cluster import copy_register, distribute
-from .frontend import ErrorFlags
+from xpfilt.hdl.cluster import copy_register, distribute
+from xpfilt.hdl.frontend import ErrorFlags
 
 __all__ = ["ReadoutLayout", "Readout", "SparseReadout", "sparse_layout", "readout_layout",
            "make_readout", "DOC_WIDTH"]
@@ -253,7 +253,7 @@ def _two_entry_queue(m: Module, level, head, second, new, push, pop) -> None:
 
 
 def sparse_layout(width: int) -> data.StructLayout:
-    """One sparse readout beat for ``width`` readout bits (see :class:`xpfilt.readout.SparseBeat`)."""
+    """One sparse readout beat for ``width`` readout bits (see :class:`xpfilt.hwspec.readout.SparseBeat`)."""
     return data.StructLayout({"header": 1, "last": 1, "doc": DOC_WIDTH, "errors": ErrorFlags,
                               "id": unsigned(index_width(width)),
                               "count": unsigned(width.bit_length())})
@@ -310,7 +310,7 @@ class SparseReadout(wiring.Component):
     then the position of every set flag in increasing order, ``last`` on the final beat.
 
     The captured flags are the leaves of a tree of :data:`SPARSE_FANIN`-way nodes
-    (:func:`xpfilt.readout.sparse_levels`; level 0 = leaves of ``F`` flags, ``R - 1`` = the
+    (:func:`xpfilt.hwspec.readout.sparse_levels`; level 0 = leaves of ``F`` flags, ``R - 1`` = the
     root); a node's mask says which of its children are non-empty (summary registers, level
     ``n`` from level ``n - 1`` one cycle later, settled ``R`` cycles after the capture). Each
     level has an *iterator* holding one node's mask: per transfer it emits its lowest set bit
@@ -320,12 +320,12 @@ class SparseReadout(wiring.Component):
     small FIFO the level's iterator loads from; the parent issues only while it has a credit
     (FIFO entries + fetches in flight <= ``R + 1 - i + S``, enough for one child per cycle).
     Where the first stage has many groups (wide readouts), the parent's one-hot select reaches
-    them through ``S`` = :func:`xpfilt.readout.sparse_spread` registers (a distribution tree to
-    one registered copy per :data:`xpfilt.readout.SPARSE_GROUPS_PER_COPY` groups), the fetch's
+    them through ``S`` = :func:`xpfilt.hwspec.readout.sparse_spread` registers (a distribution tree to
+    one registered copy per :data:`xpfilt.hwspec.readout.SPARSE_GROUPS_PER_COPY` groups), the fetch's
     other fields through ``S`` plain registers. The
     leaves' iterator writes a whole leaf (its ``F`` flags and index) a cycle into the output
-    queue of :func:`xpfilt.readout.sparse_queue_depth` words (LUT RAM up to
-    :data:`xpfilt.readout.SPARSE_QUEUE_LUT_RAM_WORDS`, block RAM above; the root's load
+    queue of :func:`xpfilt.hwspec.readout.sparse_queue_depth` words (LUT RAM up to
+    :data:`xpfilt.hwspec.readout.SPARSE_QUEUE_LUT_RAM_WORDS`, block RAM above; the root's load
     writes the header word, with the errors); its read side reads words ahead into the read
     port's register and a register behind it, and sends a word's ids one per transfer, numbering the documents itself.
     Every cycle's logic looks at one node's ``F`` bits, a few registers and one ``F``-way

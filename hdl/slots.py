@@ -2,7 +2,7 @@
 
 Like the custom engine's attribute conditions (:meth:`xpfilt.hdl.frontend.FrontEnd.
 _attribute_conditions`), but every constant comes from the configuration stream
-(:mod:`xpfilt.slots` has the layout): the attribute names, the string constants and the number
+(:mod:`xpfilt.hwspec.slots` has the layout): the attribute names, the string constants and the number
 digits of ``slots`` slots sit in LUT-RAMs with two banks each (the active one is read,
 the other one loaded), one byte (a digit: a nibble) per slot a row, so one read at the
 current position gives every slot the byte to compare (a streaming CAM, as the tag decoder's
@@ -29,8 +29,8 @@ from amaranth.hdl import Cat, Const, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
-from xpfilt.hwdefs import NUMBER_DIGITS, index_width
-from xpfilt.slots import (DIGIT_ROWS, KINDS, MAX_CHAIN, OUTCOMES, SLOT_FLAG_BITS, TEXT_FLAG,
+from xpfilt.hwspec.contract import NUMBER_DIGITS, index_width
+from xpfilt.hwspec.slots import (DIGIT_ROWS, KINDS, MAX_CHAIN, OUTCOMES, SLOT_FLAG_BITS, TEXT_FLAG,
                           slot_rows)
 
 __all__ = ["SlotLoadLayout", "comparator_slots"]
@@ -53,7 +53,7 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
     ``undecided`` (this byte makes a compared attribute value undecided), ``text_bits`` (per
     text slot, whether the text node ending now satisfies it), ``text_undecided`` (it ends
     undecided for a text slot that compares a value) and ``chains(bits, phase)`` (the slots'
-    chain bits, :func:`xpfilt.slots.chain_bits`). ``load``: a :class:`SlotLoadLayout` signal;
+    chain bits, :func:`xpfilt.hwspec.slots.chain_bits`). ``load``: a :class:`SlotLoadLayout` signal;
     ``ahead``: the parser's requests the slots step on, from registers (:meth:`xpfilt.hdl.
     frontend.FrontEnd._requests_ahead`: ``start``, ``fed``, ``attr_byte``, ``attr_end``,
     ``val_start``); ``byte``: the parser's byte; ``lexer``: :meth:`FrontEnd._value_lexer` over
@@ -230,7 +230,7 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
                                     | (kinds(is_text, "number") & lexer.num_undec))
 
     def chains(conds, phase):
-        """Each slot's chain bit from the slots' ``conds`` (see :func:`xpfilt.slots.
+        """Each slot's chain bit from the slots' ``conds`` (see :func:`xpfilt.hwspec.slots.
         chain_bits`): the and (``any``: the or) of the negated-as-linked bits of the slot and
         the next ones it continues into, at most ``MAX_CHAIN``; the other ``phase``'s
         comparisons (text at the push, attributes at the pop) read as holding."""

@@ -1,4 +1,4 @@
-"""The path-specific stacks of one cluster, generated from the plan (see :mod:`xpfilt.compiler`).
+"""The path-specific stacks of one cluster, generated from the plan (see :mod:`xpfilt.compiler.custom`).
 
 All columns of the cluster share the top-of-stack pointer (the front end's ``level``), so they are
 packed into one memory row. The custom engine's rows live in a LUT-RAM addressed by level
@@ -12,7 +12,7 @@ packed into one memory row. The custom engine's rows live in a LUT-RAM addressed
 * ``matches`` shows the per-query match flags of the pushes before this cycle (a register);
   ``clear`` (the readout's capture) resets them.
 
-Twigs (text() predicates, nested paths: ``QueryPlan.chain``, see :mod:`xpfilt.compiler`). A
+Twigs (text() predicates, nested paths: ``QueryPlan.chain``, see :mod:`xpfilt.compiler.custom`). A
 text() predicate is known when its element closes (the pop carries the element's text condition
 bits, ``events.conds``), a nested path when what it selects has closed below the element. So a
 query whose step ``j`` (the anchor) is the first with such a predicate is checked on pops,
@@ -22,7 +22,7 @@ bottom up, with *pending* bits:
   ``L`` (the closing element's; a push still reads ``L - 1``);
 * per twig entry ``e`` other than the anchor a pending bit ``N_e`` per open element: "below this
   element, entry ``e`` held" (a child of it, or any descendant when ``e`` is reached by ``//``);
-  equal entries of different queries share one (:class:`xpfilt.compiler.TwigChecks`).
+  equal entries of different queries share one (:class:`xpfilt.compiler.custom.TwigChecks`).
   The current element's bits are a register, its ancestors' are saved by level in a small
   LUT-RAM on each push (like :func:`packed_stack`); a push starts the new element with none;
 * on the pop of element ``Y``: entry ``e`` *holds* at ``Y`` when ``Y``'s row has ``e``'s column
@@ -54,9 +54,9 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.compiler import Cluster, SourceKind, TwigChecks
+from xpfilt.compiler.custom import Cluster, SourceKind, TwigChecks
 
-from .frontend import ErrorFlags
+from xpfilt.hdl.frontend import ErrorFlags
 
 __all__ = ["StackBank", "DecodedEventLayout", "TreeEventLayout", "tag_digit_base",
            "widen_events", "decode_events", "packed_stack", "level_stack",
@@ -326,7 +326,7 @@ class StackBank(wiring.Component):
         return m
 
     def _twigs(self, m, ev, row, hits) -> None:
-        """The twig checks (:class:`xpfilt.compiler.TwigChecks`), on pops (see the module
+        """The twig checks (:class:`xpfilt.compiler.custom.TwigChecks`), on pops (see the module
         docstring): ``row`` is the closing element's row, ``pending`` its pending bits (a
         register; the ancestors' in a LUT-RAM by level, saved on a push like
         :func:`packed_stack`). Sets ``hits`` of the twig queries."""
@@ -368,7 +368,7 @@ def pending_stack(m: Module, ev, pending: Signal, up, max_depth: int, clear=None
 
 
 def boolean(expr: tuple, leaf, *, row=None, pending=None):
-    """A guard, twig condition or combination (see :mod:`xpfilt.compiler`) as logic:
+    """A guard, twig condition or combination (see :mod:`xpfilt.compiler.custom`) as logic:
     ``("c", i)`` leaves are ``leaf(i)``, ``("r", c)`` ``row[c]``, ``("n", e)`` ``pending(e)``;
     Const(1) for ``()``."""
     if not expr:

@@ -16,7 +16,7 @@ cycle:
   every lane the function from lane 0, takes k W / 2, the widest of them twice as many);
 * S: the control state before the beat (``s0``, the parser's only loop: one AND-OR per state
   bit from the beat's composed function) and from it the state after each lane whose block
-  begins at lane 0, registered; S2.. (the down-sweep, :func:`xpfilt.hwdefs.down_sweep_stages`
+  begins at lane 0, registered; S2.. (the down-sweep, :func:`xpfilt.hwspec.contract.down_sweep_stages`
   of them: k - 1): the state after every other lane from the state before its block, one
   AND-OR a stage; every lane's start state, registered;
 * O: each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of
@@ -59,7 +59,7 @@ cycle:
 * M2: each decoder's tag id (an OR tree per bit), given to the lanes of its tag event;
 * P2: the lanes' events registered (so that the queue's write positions, a sum over the lanes,
   are off the parser's paths), written into the queue in lane order in the next cycle;
-* the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries, registers) hands its oldest event
+* the queue (:func:`xpfilt.hwspec.contract.queue_depth_for` entries, registers) hands its oldest event
   to stage E every cycle, except in the cycle after it handed over a document end (the frame
   captures the match flags then: no push may reach the clusters in that cycle);
 * E: the global stack row of the level before the event is read (a push's parent, the element a
@@ -67,8 +67,8 @@ cycle:
 * F: the end-tag check; the ``events`` register.
 
 No loop runs through the lanes (except those of stages C and T), so the clock does not depend on
-W; the beat's registered stages from D2 to P2 are :func:`xpfilt.hwdefs.wide_parser_stages`. A
-beat accepted in cycle N shows its first event in cycle N + :func:`xpfilt.hwdefs.wide_latency`
+W; the beat's registered stages from D2 to P2 are :func:`xpfilt.hwspec.contract.wide_parser_stages`. A
+beat accepted in cycle N shows its first event in cycle N + :func:`xpfilt.hwspec.contract.wide_latency`
 when the queue is empty. ``room`` tells the frame it may accept a beat: the queue has room for
 W events of each beat not yet in the queue (on ``bytes_in``, in D1, D2 and the parser stages)
 and of one more, judged from the load of the cycle before (an upper bound on the load now).
@@ -93,13 +93,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.hwdefs import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
+from xpfilt.hwspec.contract import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
                            NAME_CHAR, NAME_START, WHITESPACE, AttrCondition, ErrorFlags, State,
                            check_bytes_per_cycle, check_parameters, down_sweep_stages,
                            queue_depth_for, tag_width_for, wide_parser_stages)
 
-from .bram import RegisteredROM
-from .frontend import (AttributeConditions, ByteTests, EventLayout, StackEntry, TextConditions,
+from xpfilt.hdl.bram import RegisteredROM
+from xpfilt.hdl.frontend import (AttributeConditions, ByteTests, EventLayout, StackEntry, TextConditions,
                        hash_power, nibble_member, parse_byte, parser_table, state_registers)
 
 __all__ = ["WideByteLayout", "QueueEntry", "WideFrontEnd"]

@@ -4,11 +4,11 @@ The testbench (:mod:`xpfilt.sim.engine_tb`) records, for every clock cycle, what
 engine (``bytes_in`` valid/payload, ``readout.ready``) and what the engine showed
 (``bytes_in.ready``, the ``readout`` beat or none): a :class:`Trace`. After the run:
 
-* :func:`compare_with_model` drives :class:`xpfilt.model.engine.EngineModel` with the very same
+* :func:`compare_with_model` drives :class:`xpfilt.model.custom.EngineModel` with the very same
   inputs, cycle by cycle, and compares ``ready`` and the readout beat of every cycle (the model
   is cycle-exact with the RTL, so any difference is a bug in one of them);
 * :func:`score_documents` groups the transferred readout beats into documents and compares each
-  one with the reference filter (:class:`xpfilt.reference.ReferenceFilter`) and with the error
+  one with the reference filter (:class:`xpfilt.software.reference.ReferenceFilter`) and with the error
   flags the document must raise (see :func:`expectation`).
 
 Both return plain dicts (JSON-ready) describing each mismatch.
@@ -25,12 +25,12 @@ from amaranth.lib import data
 from xpfilt.hdl.frontend import ByteLayout, Errors
 from xpfilt.hdl.wide_frontend import WideByteLayout
 from xpfilt.hdl.readout import readout_layout
-from xpfilt.compiler import Plan
-from xpfilt.events import MalformedDocumentError, parse_events, EventKind
-from xpfilt.model.engine import EngineModel, document_beats
-from xpfilt.readout import DOC_WIDTH, Beat, ReadoutKind, SparseBeat, collect_readout
-from xpfilt.reference import ReferenceFilter
-from xpfilt.xpath import Query
+from xpfilt.compiler.custom import Plan
+from xpfilt.software.events import MalformedDocumentError, parse_events, EventKind
+from xpfilt.model.custom import EngineModel, document_beats
+from xpfilt.hwspec.readout import DOC_WIDTH, Beat, ReadoutKind, SparseBeat, collect_readout
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.lang.xpath import Query
 
 __all__ = ["BeatCodec", "SERIAL", "BYTE_FIELDS", "encode_beat", "decode_beat", "byte_payload",
            "InputCodec",
@@ -109,7 +109,7 @@ class InputCodec:
     """The ``bytes_in.payload`` integers of documents for an engine taking ``bytes_per_cycle``
     bytes per cycle (a byte, :func:`byte_payload`, or a beat of
     :class:`xpfilt.hdl.wide_frontend.WideByteLayout`), and back to the ``data`` and ``last``
-    :meth:`xpfilt.model.engine.EngineModel.step` takes; ``last_mask``: the ``last`` bit."""
+    :meth:`xpfilt.model.custom.EngineModel.step` takes; ``last_mask``: the ``last`` bit."""
 
     def __init__(self, bytes_per_cycle: int = 1):
         self.width = bytes_per_cycle

@@ -1,4 +1,4 @@
-"""cocotb testbench of the custom engine (``xpfilt_engine``, see :class:`xpfilt.hdl.engine.CustomEngine`).
+"""cocotb testbench of the custom engine (``xpfilt_engine``, see :class:`xpfilt.hdl.custom.CustomEngine`).
 
 Split the usual way:
 
@@ -7,7 +7,7 @@ Split the usual way:
   gaps) and held until the engine takes it (``valid & ready``);
 * :class:`Monitor` drives a random ``readout.ready`` (probability ``p_ready``), records the beat
   the engine shows in every cycle and counts the transferred ones;
-* the model (:class:`xpfilt.model.engine.EngineModel`) is the expected-value source and
+* the model (:class:`xpfilt.model.custom.EngineModel`) is the expected-value source and
   :mod:`xpfilt.sim.checker` is the Checker: after the run it steps the model with the very inputs the
   engine got and compares every cycle's ``ready`` and readout beat, then groups the transferred
   beats into documents and scores each against the reference filter and the error flags it
@@ -20,7 +20,7 @@ precomputed and the model and reference run in bulk after the simulation.
 Timing: the engine's outputs (``bytes_in.ready``, ``readout.valid``/``payload``) depend on
 registers only, so the testbench samples them at the falling clock edge and writes the inputs of
 the same cycle right after; the next rising edge takes both, exactly like
-:meth:`EngineModel.step(valid, data, last, out_ready) <xpfilt.model.engine.EngineModel.step>`.
+:meth:`EngineModel.step(valid, data, last, out_ready) <xpfilt.model.custom.EngineModel.step>`.
 
 Run it through :func:`xpfilt.sim.runner.run_testbench` (``$XPFILT_TB_CONFIG`` names a
 :class:`xpfilt.sim.config.TbConfig` JSON file).
@@ -42,8 +42,8 @@ from xpfilt.sim.checker import (FAULTS, BeatCodec, InputCodec, Trace, compare_wi
                          expectation, reference_for, root_cause_first, score_documents,
                          with_reference_fault)
 from xpfilt.sim.config import CONFIG_ENV, TbConfig
-from xpfilt.compiler import Plan
-from xpfilt.xpath import parse_query
+from xpfilt.compiler.custom import Plan
+from xpfilt.lang.xpath import parse_query
 
 PERIOD_NS = 10
 _BLOCK = 1 << 14

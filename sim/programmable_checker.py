@@ -23,11 +23,11 @@ from typing import Optional, Sequence
 from amaranth.lib import data
 
 from xpfilt.hdl.programmable import ConfigBit, ConfigStatus
-from xpfilt.model.engine import answers_in
+from xpfilt.model.custom import answers_in
 from xpfilt.model.programmable import ProgrammableModel
-from xpfilt.programmable import HardwareSpec
+from xpfilt.compiler.programmable import HardwareSpec
 
-from .checker import (BYTE_FIELDS, BeatCodec, Expectation, Trace, describe_cycle,
+from xpfilt.sim.checker import (BYTE_FIELDS, BeatCodec, Expectation, Trace, describe_cycle,
                       score_documents)
 
 __all__ = ["STATUS_FIELDS", "CONFIG_FIELDS", "encode_status", "decode_status",
@@ -128,7 +128,7 @@ def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expe
     """Score documents whose readout bits mean different queries: ``answer_maps[i]`` holds
     (where, query number) pairs for document ``i`` (the configuration active when it streamed;
     where: a readout bit or a combination's expression, decoded by
-    :func:`xpfilt.model.engine.answers_in` as every host does), or is None when no
+    :func:`xpfilt.model.custom.answers_in` as every host does), or is None when no
     configuration was loaded (then every readout bit must be 0, and the bits set are reported
     as numbers). Columns that are no query's answer also raise their match flag; the decoding
     reads only the answers' bits. The framing, sequence numbers and error flags are checked by

@@ -1,7 +1,7 @@
 """cocotb testbench of the programmable engine (``xpfilt_engine`` from
-:func:`xpfilt.verilog.emit_programmable_verilog`, see :class:`xpfilt.hdl.programmable.ProgrammableEngine`).
+:func:`xpfilt.compiler.verilog.emit_programmable_verilog`, see :class:`xpfilt.hdl.programmable.ProgrammableEngine`).
 
-The host (:func:`xpfilt.regress.run_regression` with ``mode="programmable"``) hands a sequence of
+The host (:func:`xpfilt.verify.regress.run_regression` with ``mode="programmable"``) hands a sequence of
 *items* in ``TbConfig.extra["items"]``: runs of documents and configuration streams (good ones,
 and corrupt or truncated ones that the engine must reject). Items are sent in order: a stream is
 sent whole (one bit per ``config`` transfer, random valid gaps with probability ``p_valid``,
@@ -40,10 +40,10 @@ from xpfilt.sim.engine_tb import (_BLOCK, Driver, Monitor, PERIOD_NS, _Pattern, 
 from xpfilt.sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
                                       config_payload, decode_status, score_programmable,
                                       stream_bits)
-from xpfilt.hwdefs import CONFIG_INPUT_CYCLES
-from xpfilt.programmable import HardwareSpec
-from xpfilt.readout import ReadoutKind
-from xpfilt.xpath import parse_query
+from xpfilt.hwspec.contract import CONFIG_INPUT_CYCLES
+from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.hwspec.readout import ReadoutKind
+from xpfilt.lang.xpath import parse_query
 
 
 class ConfigDriver:

@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from xpfilt.verilog import TOP_NAME
+from xpfilt.compiler.verilog import TOP_NAME
 
 __all__ = ["SIMULATORS", "TB_MODULE", "BuiltDesign", "TestbenchRun", "toolchain_version",
            "build_design", "run_testbench", "default_build_root"]
@@ -144,7 +144,7 @@ def build_design(plan_json: str, verilog: str, simulator: str,
                  log: Callable[[str], None] = lambda _: None,
                  toplevel: str = TOP_NAME) -> BuiltDesign:
     """Build (or reuse) the simulation of ``verilog`` (top module ``toplevel``, by default
-    :data:`xpfilt.verilog.TOP_NAME`; ``plan_json`` is any text describing the design, kept
+    :data:`xpfilt.compiler.verilog.TOP_NAME`; ``plan_json`` is any text describing the design, kept
     beside the build)."""
     _check_simulator(simulator)
     root = Path(build_root or default_build_root()).resolve()
@@ -221,7 +221,7 @@ def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path, *,
     the simulation ended abnormally (no results)."""
     from cocotb_tools.check_results import get_results
 
-    from .config import CONFIG_ENV
+    from xpfilt.sim.config import CONFIG_ENV
 
     run_dir = Path(run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)

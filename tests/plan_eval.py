@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from xpfilt.compiler import Plan
-from xpfilt.events import EventKind
+from xpfilt.compiler.custom import Plan
+from xpfilt.software.events import EventKind
 from xpfilt.model.stacks import ClusterStacks
 
 

@@ -7,10 +7,10 @@ from typing import Sequence
 
 from amaranth.sim import Simulator
 
-from xpfilt.hdl.engine import CustomEngine
-from xpfilt.compiler import Plan
-from xpfilt.model.engine import EngineModel, document_beats
-from xpfilt.readout import Beat, SparseBeat
+from xpfilt.hdl.custom import CustomEngine
+from xpfilt.compiler.custom import Plan
+from xpfilt.model.custom import EngineModel, document_beats
+from xpfilt.hwspec.readout import Beat, SparseBeat
 
 
 def simulate(dut, testbench, period: float = 1e-8) -> None:

@@ -9,7 +9,7 @@ from typing import Sequence, Union
 from xpfilt.hdl.programmable import ProgrammableEngine
 from .rtl_compare import shown_beat, simulate
 from xpfilt.model.programmable import ProgrammableModel
-from xpfilt.programmable import HardwareSpec
+from xpfilt.compiler.programmable import HardwareSpec
 
 
 def stream_bits(stream: bytes) -> list[int]:

@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
 """Issue 14, attribute predicates in the custom engine: the front end's condition semantics
-(:func:`xpfilt.hwdefs.condition_value_holds`) against XPath's, the front end's RTL against its
+(:func:`xpfilt.hwspec.contract.condition_value_holds`) against XPath's, the front end's RTL against its
 model with conditions (every cycle, ``conds`` included), the engine's RTL against its model and
 the model against the reference filter on generated attribute-predicate workloads, and the
 attribute-only queries of the shared predicate set against the expected results."""
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import (POSITION_REFUSED, CompileOptions, compile_queries,
+from xpfilt.compiler.custom import (POSITION_REFUSED, CompileOptions, compile_queries,
                              hardware_queries)
-from xpfilt.hwdefs import AttrCondition, Errors, condition_value_holds
-from xpfilt.model.engine import EngineError, ModelEngine
-from xpfilt.reference import ReferenceFilter
-from xpfilt.results import read_expected
-from xpfilt.xpath import AttributeTarget, Predicate, load_queries, parse_query
+from xpfilt.hwspec.contract import AttrCondition, Errors, condition_value_holds
+from xpfilt.model.custom import EngineError, ModelEngine
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import AttributeTarget, Predicate, load_queries, parse_query
 
 from .conftest import DATA
 from .rtl_compare import compare_engine_with_model

@@ -36,16 +36,16 @@ from xpfilt.boards.protocol import (EOF, ESC, PROTOCOL_VERSION, SOF, STATUS_BYTE
                              encode_frame)
 from xpfilt.boards.top import BoardCore
 from xpfilt.boards.uart import UARTRx, UARTTx
-from xpfilt.hdl.engine import CustomEngine
+from xpfilt.hdl.custom import CustomEngine
 from xpfilt.hdl.frontend import Errors
 from xpfilt.cli import main
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.synth import ToolError, run_tool
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.eda.synth import ToolError, run_tool
 from xpfilt.paths import repo_root, shared_data
-from xpfilt.programmable import HardwareSpec
-from xpfilt.reference import ReferenceFilter
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 DATA = shared_data()
 SIM_BUILD = Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")
@@ -299,7 +299,7 @@ def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 4000) ->
 def test_board_core_answers_documents_status_and_link_errors(readout):
     """The board core in the Amaranth simulator, either readout: ``R`` frames carry the
     packed bits, ``M`` frames the positions of the set ones."""
-    from xpfilt.readout import ReadoutKind
+    from xpfilt.hwspec.readout import ReadoutKind
     queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
     plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8,
                                                    readout=readout))

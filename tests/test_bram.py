@@ -11,7 +11,7 @@ from amaranth.back import verilog
 from amaranth.sim import Simulator
 
 from xpfilt.hdl.bram import ECP5, RegisteredRAM, RegisteredROM, dp16kd_initvals
-from xpfilt.synth import tool
+from xpfilt.eda.synth import tool
 
 
 def test_registered_rom_reads_two_cycles_after_the_address():

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from xpfilt.cli import main
-from xpfilt.hwdefs import queue_depth_for
+from xpfilt.hwspec.contract import queue_depth_for
 
 from .conftest import expected_cases
 
@@ -77,7 +77,7 @@ def test_compile_writes_plan_verilog_and_report(data, tmp_path, monkeypatch):
     verilog = (out / "xpfilt_engine.v").read_text()
     assert verilog.count("module xpfilt_cluster_") == 3       # 40 queries, 16 per cluster
     assert "module xpfilt_engine(" in verilog
-    from xpfilt.compiler import Plan
+    from xpfilt.compiler.custom import Plan
     assert len(Plan.from_json((out / "plan.json").read_text()).clusters) == 3
     again = run("compile", queries, "--cluster-size", 16, "-o", out)   # from the cache
     assert (out / "xpfilt_engine.v").read_text() == verilog and again.exit_code == 0
@@ -90,7 +90,7 @@ def test_compile_refuses_predicates_naming_the_query(data, tmp_path):
     assert result.exit_code == 1      # the query is skipped, named; the others are compiled
     assert ("skipped: query 2 (/a[b[position()=1] or @x]): position() predicates are not "
             "supported by the hardware engines") in result.output
-    from xpfilt.compiler import Plan
+    from xpfilt.compiler.custom import Plan
     assert Plan.from_json((tmp_path / "out" / "plan.json").read_text()).query_numbers == [1, 3]
 
 
@@ -154,7 +154,7 @@ def test_programmable_compile_configure_filter_round_trip(data, tmp_path):
 def test_configure_previous_writes_a_delta_of_the_changed_clusters(data, tmp_path):
     """Issue 16: `configure --previous OLD.bin` keeps OLD's queries in place and writes
     OUTPUT.delta (and its map); a delta is no --previous."""
-    from xpfilt.programmable import read_stream
+    from xpfilt.compiler.programmable import read_stream
     hw = tmp_path / "hw"
     assert run("compile", "--mode", "programmable", "--clusters", 4, "--columns", 32,
                "-o", hw).exit_code == 0
@@ -172,7 +172,7 @@ def test_configure_previous_writes_a_delta_of_the_changed_clusters(data, tmp_pat
     assert all(new[str(n - 1)] == old[str(n)] for n in range(2, 21) if str(n) in old)
     assert (tmp_path / "b.bin.delta.map.tsv").read_text() == (
         tmp_path / "b.bin.map.tsv").read_text()
-    from xpfilt.programmable import HardwareSpec
+    from xpfilt.compiler.programmable import HardwareSpec
     spec = HardwareSpec.load(hw)
     delta = read_stream(spec, (tmp_path / "b.bin.delta").read_bytes())
     assert not delta.full and delta.base_id == read_stream(
@@ -189,7 +189,7 @@ def test_verilog_cache_key_follows_the_loaded_rtl_code(monkeypatch):
     """A process that loaded other RTL code than the files on disk must not reuse (or poison)
     cache entries of that code: the key hashes the code as loaded."""
     import xpfilt.hdl.stacks
-    from xpfilt.verilog import _hdl_fingerprint
+    from xpfilt.compiler.verilog import _hdl_fingerprint
     before = _hdl_fingerprint()
     assert _hdl_fingerprint() == before
 

@@ -22,15 +22,15 @@ from xpfilt.hdl.frontend import Errors
 from xpfilt.sim.checker import (Trace, byte_payload, compare_with_model, decode_beat, encode_beat,
                          expectation, reference_for)
 from xpfilt.cli import main
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.events import Document, load_documents
-from xpfilt.model.engine import Beat, EngineModel
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.software.events import Document, load_documents
+from xpfilt.model.custom import Beat, EngineModel
 from xpfilt.paths import repo_root, shared_data
-from xpfilt.programmable import HardwareSpec
-from xpfilt.reference import ReferenceFilter
-from xpfilt.regress import RegressionConfig, run_regression
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.verify.regress import RegressionConfig, run_regression
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 from .strategies import documents as random_documents
@@ -403,7 +403,7 @@ def test_programmable_checker_without_a_simulator():
     from xpfilt.sim.programmable_checker import (ProgTrace, compare_programmable_with_model,
                                           config_payload, encode_status, stream_bits)
     from xpfilt.model.programmable import ProgrammableModel
-    from xpfilt.programmable import configure
+    from xpfilt.compiler.programmable import configure
     stream = configure([parse_query(t, i + 1) for i, t in enumerate(PROG_A)],
                        PROG_SPEC).stream()
     bits = stream_bits(stream)

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import (POSITION_REFUSED, CompileOptions, Plan, compile_queries,
+from xpfilt.compiler.custom import (POSITION_REFUSED, CompileOptions, Plan, compile_queries,
                              hardware_queries)
-from xpfilt.events import Document
-from xpfilt.model.engine import EngineError, ModelEngine
+from xpfilt.software.events import Document
+from xpfilt.model.custom import EngineError, ModelEngine
 from xpfilt.paths import shared_data
-from xpfilt.reference import ReferenceFilter
-from xpfilt.regress import RegressionConfig, run_regression
-from xpfilt.xpath import parse_query
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.verify.regress import RegressionConfig, run_regression
+from xpfilt.lang.xpath import parse_query
 
 from .rtl_compare import compare_engine_with_model
 from .strategies import documents, path_combinations, predicate_paths

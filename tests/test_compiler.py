@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import (CompileOptions, Plan, UnsupportedQueryError, compile_queries)
-from xpfilt.events import load_documents, parse_events
-from xpfilt.reference import ReferenceFilter
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.compiler.custom import (CompileOptions, Plan, UnsupportedQueryError, compile_queries)
+from xpfilt.software.events import load_documents, parse_events
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 from .plan_eval import plan_matches

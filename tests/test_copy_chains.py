@@ -3,10 +3,10 @@
 import json
 import subprocess
 
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.synth import tool
-from xpfilt.verilog import TOP_NAME, emit_verilog
-from xpfilt.xpath import parse_query
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.eda.synth import tool
+from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.lang.xpath import parse_query
 
 
 def _copy_enable_flip_flops(tmp_path, n_clusters: int) -> int:

@@ -5,8 +5,8 @@ per-document errors that never cut a batch short."""
 import pytest
 
 from xpfilt.engines import filter_batch, make_engine
-from xpfilt.events import Document, DocumentError, MalformedDocumentError, utf8_document
-from xpfilt.xpath import load_queries
+from xpfilt.software.events import Document, DocumentError, MalformedDocumentError, utf8_document
+from xpfilt.lang.xpath import load_queries
 
 ENGINES = ["reference", "lxml", "model", "fast"]
 QUERIES = load_queries(["//a", "//a/b", "/a/c", "//b[@x='\u3042\u30a2']"]).queries
@@ -92,7 +92,7 @@ def test_non_text_encoding_is_a_document_error_not_a_lookup_error():
 
 
 def test_regress_streams_utf8_and_skips_what_cannot_be_streamed(tmp_path):
-    from xpfilt.regress import stage_documents
+    from xpfilt.verify.regress import stage_documents
     (tmp_path / "in").mkdir()
     (tmp_path / "in/u16.xml").write_bytes("<a><b/></a>".encode("utf-16"))
     (tmp_path / "in/plain.xml").write_bytes(b"<a/>")

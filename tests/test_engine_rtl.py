@@ -6,11 +6,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.hdl.frontend import Errors
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.model.engine import collect_readout
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.model.custom import collect_readout
 from xpfilt.paths import shared_data
-from xpfilt.reference import ReferenceFilter
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .rtl_compare import compare_engine_with_model
 from .strategies import documents, queries
@@ -162,7 +162,7 @@ def test_each_cluster_is_cleared_by_its_own_register(readout):
     per cluster, not one net for all: at 8,000 queries that net had ~16,000 loads."""
     import re
 
-    from xpfilt.verilog import emit_verilog
+    from xpfilt.compiler.verilog import emit_verilog
     qs = [parse_query(t, i + 1) for i, t in enumerate(["/a/b", "//c", "/a/d", "//e/f"])]
     verilog = emit_verilog(compile_queries(qs, CompileOptions(cluster_size=1, readout=readout)))
     clears = re.findall(r"\.clear\((cluster_\d+__clear)\)", verilog)

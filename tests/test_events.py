@@ -2,7 +2,7 @@
 
 import pytest
 
-from xpfilt.events import (Document, Event, EventKind, MalformedDocumentError, document_depth,
+from xpfilt.software.events import (Document, Event, EventKind, MalformedDocumentError, document_depth,
                            load_documents, parse_events)
 
 O, C, T = EventKind.OPEN, EventKind.CLOSE, EventKind.TEXT

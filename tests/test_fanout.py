@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from xpfilt.fanout import fan_out
+from xpfilt.scale.fanout import fan_out
 
 
 

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.engines import ENGINES, filter_batch, make_engine
-from xpfilt.events import Document, load_documents, parse_events
-from xpfilt.fast import FastFilter
-from xpfilt.reference import ReferenceFilter
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.software.events import Document, load_documents, parse_events
+from xpfilt.software.fast import FastFilter
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 from .strategies import documents, queries

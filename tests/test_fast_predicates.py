@@ -1,5 +1,5 @@
-"""The fast engine's compiled predicates (:mod:`xpfilt.fast_predicates`) against the oracle,
-:func:`xpfilt.predicates.condition_holds`, on every element of generated documents (one compiled
+"""The fast engine's compiled predicates (:mod:`xpfilt.software.fast_predicates`) against the oracle,
+:func:`xpfilt.software.predicates.condition_holds`, on every element of generated documents (one compiled
 set over several documents, so remembered outcomes are reused; a memo of one value, so they are
 also forgotten), and the fast engine on twigs over documents in turn."""
 
@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.events import parse_events
-from xpfilt.fast import FastFilter
-from xpfilt.fast_predicates import CHILD, CHILDREN, TEXT, PredicateTests, needed
-from xpfilt.predicates import condition_holds, element_nodes
-from xpfilt.reference import ReferenceFilter
-from xpfilt.xpath import parse_query
+from xpfilt.software.events import parse_events
+from xpfilt.software.fast import FastFilter
+from xpfilt.software.fast_predicates import CHILD, CHILDREN, TEXT, PredicateTests, needed
+from xpfilt.software.predicates import condition_holds, element_nodes
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.lang.xpath import parse_query
 
 from .test_profile_language import conditions, documents
 from .test_twigs import twigs

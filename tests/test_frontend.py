@@ -16,8 +16,8 @@ from hypothesis import given, settings
 
 from xpfilt.hdl.frontend import (LATENCY, ByteTests, Errors, ErrorFlags, FrontEnd,
                                   first_branch_states, name_hash, parser_table, tag_width_for)
-from xpfilt.events import EventKind, MalformedDocumentError, parse_events
-from xpfilt.hwdefs import AttrCondition, State
+from xpfilt.software.events import EventKind, MalformedDocumentError, parse_events
+from xpfilt.hwspec.contract import AttrCondition, State
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
 
 from .conftest import DATA

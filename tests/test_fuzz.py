@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from xpfilt.fuzz import FuzzConfig, run_fuzz
-from xpfilt.fuzz.outcomes import DOCUMENTED
-from xpfilt.fuzz.report import Recorder, known_defect
-from xpfilt.fuzz.run import (_check_readouts, fuzz_config, fuzz_hostile, fuzz_wellformed)
-from xpfilt.fuzz.rtl import Segment, StreamRun, run_stream
+from xpfilt.verify.fuzz import FuzzConfig, run_fuzz
+from xpfilt.verify.fuzz.outcomes import DOCUMENTED
+from xpfilt.verify.fuzz.report import Recorder, known_defect
+from xpfilt.verify.fuzz.run import (_check_readouts, fuzz_config, fuzz_hostile, fuzz_wellformed)
+from xpfilt.verify.fuzz.rtl import Segment, StreamRun, run_stream
 from xpfilt.model.programmable import load_configuration
-from xpfilt.reference import ReferenceFilter
+from xpfilt.software.reference import ReferenceFilter
 
 SLICE = {"wellformed": 0.01, "hostile": 0.01, "config": 0.15, "rtl": 0.01}
 
@@ -82,8 +82,8 @@ def test_planted_loader_that_accepts_corrupt_streams_is_caught():
 
 
 def test_lost_and_wrong_readouts_are_caught():
-    from xpfilt.compiler import compile_queries
-    from xpfilt.xpath import parse_query
+    from xpfilt.compiler.custom import compile_queries
+    from xpfilt.lang.xpath import parse_query
     plan = compile_queries([parse_query("//a", 1), parse_query("//b", 2)])
     docs = [b"<a/>", b"x", b"<b/>"]
     segments = [Segment(documents=docs)]
@@ -114,7 +114,7 @@ def test_a_hanging_engine_counts_as_a_hang(tmp_path):
             time.sleep(5)
             return frozenset()
 
-    from xpfilt.fuzz.run import EngineSet, compare_document
+    from xpfilt.verify.fuzz.run import EngineSet, compare_document
     es = EngineSet(["//a"], ["slow"], random.Random(0), {"slow": (Slow, False)})
     rec = Recorder(None)
     assert compare_document("hostile", es, b"<a/>", rec, timeout=0.2)
@@ -122,11 +122,11 @@ def test_a_hanging_engine_counts_as_a_hang(tmp_path):
 
 
 def test_rtl_and_config_cases_replay_from_their_folders(tmp_path, capsys):
-    from xpfilt.compiler import compile_queries
-    from xpfilt.fuzz.replay import replay
-    from xpfilt.fuzz.run import _config_files, _rtl_files
-    from xpfilt.programmable import HardwareSpec, configure
-    from xpfilt.xpath import parse_query
+    from xpfilt.compiler.custom import compile_queries
+    from xpfilt.verify.fuzz.replay import replay
+    from xpfilt.verify.fuzz.run import _config_files, _rtl_files
+    from xpfilt.compiler.programmable import HardwareSpec, configure
+    from xpfilt.lang.xpath import parse_query
     plan = compile_queries([parse_query("//a", 1), parse_query("//b", 2)])
     segments = [Segment(documents=[b"<a/>", b"x", b"<b/>"])]
     meta = {"kind": "custom", "seed": 3, "p_valid": 0.7, "p_ready": 0.5, "rtl": True,

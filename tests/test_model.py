@@ -5,14 +5,14 @@ import random
 import pytest
 
 from xpfilt.hdl.frontend import Errors
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.engines import filter_batch
-from xpfilt.events import load_documents
-from xpfilt.model.engine import (EngineModel, ModelEngine, collect_readout, document_beats,
+from xpfilt.software.events import load_documents
+from xpfilt.model.custom import (EngineModel, ModelEngine, collect_readout, document_beats,
                                  run_documents)
-from xpfilt.reference import ReferenceFilter
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 
@@ -112,7 +112,7 @@ def test_bad_documents_raise_flags_and_the_next_is_answered(document, flag):
 
 
 def test_model_engine_reports_flagged_documents_by_name():
-    from xpfilt.events import Document
+    from xpfilt.software.events import Document
     results = list(filter_batch(ModelEngine(QUERIES),
                                 [Document("bad.xml", b"<a></b>"), Document("ok.xml", DOCS[0])]))
     assert results[0].error == "bad.xml: the engine flagged the document: malformed"
@@ -141,11 +141,11 @@ def test_back_to_back_short_documents_each_get_exactly_one_readout():
 
 
 def test_the_models_do_not_import_the_rtl():
-    """What the RTL and the model share lives in xpfilt.hwdefs: the models import no xpfilt.hdl
+    """What the RTL and the model share lives in xpfilt.hwspec.contract: the models import no xpfilt.hdl
     module (no Amaranth elaboration code)."""
     import subprocess
     import sys
-    code = ("import sys, xpfilt.model.engine, xpfilt.model.programmable, xpfilt.readout; "
+    code = ("import sys, xpfilt.model.custom, xpfilt.model.programmable, xpfilt.hwspec.readout; "
             "print(sorted(m for m in sys.modules if m.startswith('xpfilt.hdl')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

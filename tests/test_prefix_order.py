@@ -5,12 +5,12 @@ from click.testing import CliRunner
 
 from xpfilt.boards.build import custom_design
 from xpfilt.cli import main
-from xpfilt.compiler import CompileOptions, Plan, cluster_order, compile_queries
+from xpfilt.compiler.custom import CompileOptions, Plan, cluster_order, compile_queries
 from xpfilt.engines import filter_batch
-from xpfilt.events import load_documents
-from xpfilt.model.engine import ModelEngine
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.software.events import load_documents
+from xpfilt.model.custom import ModelEngine
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 
 def interleaved():

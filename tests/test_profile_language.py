@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import pytest
 
-from xpfilt.fast import FastFilter
-from xpfilt.lxml_filter import LxmlFilter
-from xpfilt.reference import ReferenceFilter
-from xpfilt.xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget, Predicate,
+from xpfilt.software.fast import FastFilter
+from xpfilt.software.lxml_filter import LxmlFilter
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.lang.xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget, Predicate,
                           RelativePath, TextTarget, XPathSyntaxError, parse_query)
 
 from .strategies import TAGS, elements, serialize
@@ -173,7 +173,7 @@ def test_profile_cases(profile, xml, matches):
 
 
 def test_nested_paths_parse_and_the_programmable_engine_refuses_those_below_the_root():
-    from xpfilt.compiler import PREDICATES_REFUSED, TWIGS_REFUSED, EngineMode, hardware_queries
+    from xpfilt.compiler.custom import PREDICATES_REFUSED, TWIGS_REFUSED, EngineMode, hardware_queries
     q = parse_query("/a[c/d[@x=1] and not(.//e)]/f", 2)
     branch = q.steps[0].predicates[0].operands[0]
     assert isinstance(branch, RelativePath) and q.has_nested_paths and not q.is_structural

@@ -6,16 +6,16 @@ import zlib
 import pytest
 
 from xpfilt.engines import filter_batch
-from xpfilt.events import load_documents
-from xpfilt.model.engine import collect_readout, run_documents
+from xpfilt.software.events import load_documents
+from xpfilt.model.custom import collect_readout, run_documents
 from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
                                        load_configuration)
-from xpfilt.programmable import (NIBBLE_ROWS, ConfigurationError, HardwareSpec, cluster_queries,
+from xpfilt.compiler.programmable import (NIBBLE_ROWS, ConfigurationError, HardwareSpec, cluster_queries,
                                  configure, dictionary_entries, dictionary_row,
                                  dictionary_row_fields, dictionary_rows, read_stream, reconfigure)
-from xpfilt.reference import ReferenceFilter
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 from .rtl_compare_programmable import compare_programmable
@@ -108,7 +108,7 @@ def test_the_decoder_follows_any_nibble_rows_as_the_model_does():
     OR of their indices); an empty entry (all rows clear) matches nothing, a name longer than
     max_tag_len nothing. RTL and model agree cycle for cycle, and the model's index follows
     the rows."""
-    from xpfilt.programmable import _full_stream
+    from xpfilt.compiler.programmable import _full_stream
     spec = HardwareSpec(clusters=1, columns=4, max_tag_len=2, max_depth=4, max_name=4, tags=3)
     config = configure(queries_of("//ab", "//qc", "/x"), spec)
     rows = dictionary_rows(spec, config.dictionary_payload)

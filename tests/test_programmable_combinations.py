@@ -2,7 +2,7 @@
 """Issue 14 in the programmable engine: profiles that combine paths with and/or/not
 (``/a/b[@x > 2] and not(/a/c)``). Each path is an internal query on consecutive columns of one
 cluster with its own readout bit; the host decodes the profile's answer from those bits at the
-document's end (``xpfilt.model.engine.answer_holds``, shared by the model engine, the board host,
+document's end (``xpfilt.model.custom.answer_holds``, shared by the model engine, the board host,
 the regression's checker), so ``not`` means "no match in the whole document". ``configure``
 reports the combination's expression over readout bits in the readout map. The model = the
 reference on hypothesis workloads; the RTL = the model every cycle with decoded readouts = the
@@ -16,16 +16,16 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import TWIGS_REFUSED
-from xpfilt.events import Document
-from xpfilt.model.engine import answer_holds, collect_readout
+from xpfilt.compiler.custom import TWIGS_REFUSED
+from xpfilt.software.events import Document
+from xpfilt.model.custom import answer_holds, collect_readout
 from xpfilt.model.programmable import ProgrammableModelEngine
-from xpfilt.programmable import (HardwareSpec, cluster_queries, configure, dictionary_entries,
+from xpfilt.compiler.programmable import (HardwareSpec, cluster_queries, configure, dictionary_entries,
                                  dictionary_links, read_readout_map, read_stream, reconfigure)
-from xpfilt.reference import ReferenceFilter
-from xpfilt.regress import RegressionConfig, run_regression
-from xpfilt.slots import chains_of
-from xpfilt.xpath import parse_query
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.verify.regress import RegressionConfig, run_regression
+from xpfilt.hwspec.slots import chains_of
+from xpfilt.lang.xpath import parse_query
 
 from .rtl_compare_programmable import compare_programmable
 from .strategies import path_combinations
@@ -245,7 +245,7 @@ def test_cli_configures_combinations_and_filters_them(tmp_path):
 
 # --- twigs the paths and combinations express ------------------------------------------------
 
-from xpfilt.compiler import without_nested_paths  # noqa: E402
+from xpfilt.compiler.custom import without_nested_paths  # noqa: E402
 
 from .strategies import documents  # noqa: E402
 from .test_twigs import DOCS as TWIG_DOCS  # noqa: E402

@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import TWIGS_REFUSED
-from xpfilt.hwdefs import AttrCondition, Errors
-from xpfilt.model.engine import EngineError, collect_readout
+from xpfilt.compiler.custom import TWIGS_REFUSED
+from xpfilt.hwspec.contract import AttrCondition, Errors
+from xpfilt.model.custom import EngineError, collect_readout
 from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
                                        load_configuration, preload_configuration)
-from xpfilt.programmable import (HardwareSpec, cluster_queries, configure, dictionary_entries,
+from xpfilt.compiler.programmable import (HardwareSpec, cluster_queries, configure, dictionary_entries,
                                  dictionary_links, read_stream, reconfigure)
-from xpfilt.slots import SlotLink, chains_of
-from xpfilt.reference import ReferenceFilter
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.hwspec.slots import SlotLink, chains_of
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import DATA
 from .rtl_compare_programmable import compare_programmable

@@ -7,8 +7,8 @@ from click.testing import CliRunner
 
 from xpfilt.cli import main
 from xpfilt.engines import filter_batch, make_engine
-from xpfilt.events import Document
-from xpfilt.xpath import XPathSyntaxError, load_queries, parse_query
+from xpfilt.software.events import Document
+from xpfilt.lang.xpath import XPathSyntaxError, load_queries, parse_query
 
 
 @pytest.mark.parametrize("text, message", [

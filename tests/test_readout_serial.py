@@ -9,7 +9,7 @@ import pytest
 
 from xpfilt.hdl.readout import Readout
 from xpfilt.model.readout import SerialReadoutModel
-from xpfilt.readout import collect_readout
+from xpfilt.hwspec.readout import collect_readout
 
 from .rtl_compare import compare_readout_with_model
 from .test_sparse_readout import random_flags

@@ -7,8 +7,8 @@ import pytest
 
 from xpfilt import workloads
 from xpfilt.paths import shared_data
-from xpfilt.programmable import HardwareSpec, configure, reconfigure
-from xpfilt.xpath import load_queries
+from xpfilt.compiler.programmable import HardwareSpec, configure, reconfigure
+from xpfilt.lang.xpath import load_queries
 
 STRUCTURAL = HardwareSpec(clusters=4, columns=128, max_tag_len=16, tags=127)
 GROUPED = HardwareSpec(clusters=4, columns=128, max_tag_len=16, tags=127, readout_group=4)

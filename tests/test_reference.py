@@ -5,11 +5,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.engines import filter_batch
-from xpfilt.events import load_documents
-from xpfilt.lxml_filter import LxmlFilter
-from xpfilt.reference import ReferenceFilter, reference_filter
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.software.events import load_documents
+from xpfilt.software.lxml_filter import LxmlFilter
+from xpfilt.software.reference import ReferenceFilter, reference_filter
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 from .strategies import documents, queries

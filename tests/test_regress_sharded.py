@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from xpfilt import engines
 from xpfilt.cli import main
 from xpfilt.paths import repo_root, shared_data
-from xpfilt.regress import RegressionConfig
-from xpfilt.regress_sharded import make_shards, run_sharded
+from xpfilt.verify.regress import RegressionConfig
+from xpfilt.verify.regress_sharded import make_shards, run_sharded
 
 DATA = shared_data()
 DOCS = sorted((DATA / "nitf/docs").glob("*.xml"))[:4]

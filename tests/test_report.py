@@ -5,9 +5,9 @@ import dataclasses
 from click.testing import CliRunner
 
 from xpfilt.cli import main
-from xpfilt.report import write_report
-from xpfilt.sweep import DesignPoint
-from xpfilt.sweep_store import SweepStore
+from xpfilt.scale.report import write_report
+from xpfilt.scale.sweep import DesignPoint
+from xpfilt.scale.store import SweepStore
 
 
 def _row(engine, queries, cluster, **results):
@@ -119,7 +119,7 @@ def test_a_sweep_folder_with_its_report_reads_as_one_parquet_table(tmp_path):
 
 
 def test_pareto_front_keeps_only_points_no_other_beats():
-    from xpfilt.report import pareto_front
+    from xpfilt.scale.report import pareto_front
 
     points = [(100, 50.0), (80, 40.0), (120, 45.0), (300, 90.0), (300, 70.0), (80, 30.0)]
     assert pareto_front(points) == [(80, 40.0), (100, 50.0), (300, 90.0)]

@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 from xpfilt.cli import main
 from xpfilt.engines import filter_batch, make_engine
-from xpfilt.spark_filter import (_FilterTask, auto_query_shards, expand_documents,
+from xpfilt.scale.filter import (_FilterTask, auto_query_shards, expand_documents,
                                  plan_query_shards, read_results, spark_filter)
-from xpfilt.xpath import load_queries
+from xpfilt.lang.xpath import load_queries
 
 QUERIES = "nitf-d6-p15-pred1-n1000.txt"     # paths and value predicates
 

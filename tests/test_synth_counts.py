@@ -1,6 +1,6 @@
-"""Cell counts of a synthesized design against the device (xpfilt.synth.count_cells)."""
+"""Cell counts of a synthesized design against the device (xpfilt.eda.synth.count_cells)."""
 
-from xpfilt.synth import count_cells
+from xpfilt.eda.synth import count_cells
 
 
 def test_an_ecp5_lutram_takes_the_lut_positions_of_three_slices():

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from xpfilt.hwdefs import TEXT, AttrCondition, Errors, condition_value_holds
+from xpfilt.hwspec.contract import TEXT, AttrCondition, Errors, condition_value_holds
 from xpfilt.model.frontend import FrontEndModel
 
 from .test_attr_predicates import OPS, _literal
@@ -185,10 +185,10 @@ def test_frontend_rtl_equals_model_with_text_conditions(seed):
 
 # --- the engine: text() chains checked at the close ---------------------------------------------
 
-from xpfilt.compiler import CompileOptions, compile_queries, hardware_queries  # noqa: E402
-from xpfilt.model.engine import EngineError, ModelEngine  # noqa: E402
-from xpfilt.reference import ReferenceFilter  # noqa: E402
-from xpfilt.xpath import parse_query  # noqa: E402
+from xpfilt.compiler.custom import CompileOptions, compile_queries, hardware_queries  # noqa: E402
+from xpfilt.model.custom import EngineError, ModelEngine  # noqa: E402
+from xpfilt.software.reference import ReferenceFilter  # noqa: E402
+from xpfilt.lang.xpath import parse_query  # noqa: E402
 
 from .rtl_compare import compare_engine_with_model  # noqa: E402
 

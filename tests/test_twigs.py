@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import CompileOptions, TwigChecks, compile_queries
-from xpfilt.events import Document, document_depth, parse_events
+from xpfilt.compiler.custom import CompileOptions, TwigChecks, compile_queries
+from xpfilt.software.events import Document, document_depth, parse_events
 from xpfilt.hdl.frontend import Errors
-from xpfilt.model.engine import ModelEngine, collect_readout
+from xpfilt.model.custom import ModelEngine, collect_readout
 from xpfilt.paths import shared_data
-from xpfilt.regress import RegressionConfig, run_regression
+from xpfilt.verify.regress import RegressionConfig, run_regression
 from xpfilt.workloads import PredicateGenConfig, QueryGenConfig, generate_queries
-from xpfilt.xpath import parse_query
+from xpfilt.lang.xpath import parse_query
 
 from .rtl_compare import compare_engine_with_model
 from .strategies import TAGS, documents

@@ -5,9 +5,9 @@ import pathlib
 
 import pytest
 
-import xpfilt.verilog as emitter
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.xpath import load_queries
+import xpfilt.compiler.verilog as emitter
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.lang.xpath import load_queries
 
 PLAN = compile_queries(load_queries(["/a/b", "//c", "/a/*/d"]).queries,
                        CompileOptions(cluster_size=2, max_depth=4))

@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import CompileOptions, compile_queries
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.engines import filter_batch
-from xpfilt.events import load_documents
-from xpfilt.hwdefs import Errors, down_sweep_stages, queue_depth_for, wide_parser_stages
-from xpfilt.model.engine import EngineModel, ModelEngine, document_beats, run_documents
+from xpfilt.software.events import load_documents
+from xpfilt.hwspec.contract import Errors, down_sweep_stages, queue_depth_for, wide_parser_stages
+from xpfilt.model.custom import EngineModel, ModelEngine, document_beats, run_documents
 from xpfilt.model.frontend import NO_EVENT, FrontEndModel
 from xpfilt.model.wide_frontend import WideFrontEndModel
-from xpfilt.results import read_expected
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.software.results import read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from . import strategies
 from .conftest import expected_cases
@@ -172,7 +172,7 @@ def test_value_predicates_at_every_width_give_the_reference_answers():
     """Value predicates (attribute and text(), see :data:`PREDICATE_TEXTS`) at W = 2, 4, 8:
     the model's answers are the reference's, document by document, and a value the
     comparators cannot decide flags its document at every W as at W = 1."""
-    from xpfilt.reference import ReferenceFilter
+    from xpfilt.software.reference import ReferenceFilter
     from .test_attr_predicates import frontend_documents
     queries = [parse_query(t, i + 1) for i, t in enumerate(PREDICATE_TEXTS)]
     docs = frontend_documents(5, 40) + PREDICATE_DOCS + [b'<a id="1e0"><b/></a>']
@@ -213,8 +213,8 @@ def test_bad_documents_raise_the_same_flags_at_every_width():
 def test_twigs_and_combinations_without_value_predicates_run_at_every_width(data):
     """Nested paths and boolean combinations live in the stacks: the W-byte front end serves
     them as it is (only value predicates are refused)."""
-    from xpfilt.events import Document
-    from xpfilt.reference import ReferenceFilter
+    from xpfilt.software.events import Document
+    from xpfilt.software.reference import ReferenceFilter
     texts = ["/nitf[head]/body", "//body.head[hedline/hl1]//p",
              "/nitf/head and not(/nitf/body//table)", "//p or //block[p]",
              "/nitf[head/title]//*[p]"]

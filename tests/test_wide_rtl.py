@@ -5,11 +5,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.compiler import CompileOptions, compile_queries
-from xpfilt.hwdefs import Errors, queue_depth_for, wide_latency
-from xpfilt.model.engine import collect_readout
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.hwspec.contract import Errors, queue_depth_for, wide_latency
+from xpfilt.model.custom import collect_readout
 from xpfilt.paths import shared_data
-from xpfilt.xpath import load_queries, parse_query
+from xpfilt.lang.xpath import load_queries, parse_query
 
 from .rtl_compare import compare_engine_with_model
 from .strategies import documents, queries
@@ -133,7 +133,7 @@ def test_one_byte_per_cycle_is_the_one_byte_engine():
     parameter, no event queue, the one-byte ``bytes_in`` layout); W = 2 adds the queue."""
     from amaranth.back import verilog
 
-    from xpfilt.hdl.engine import CustomEngine
+    from xpfilt.hdl.custom import CustomEngine
     plan = compile_queries(QUERIES, CompileOptions(cluster_size=4, max_depth=6))
     default = verilog.convert(CustomEngine(plan), name="top")
     one = verilog.convert(CustomEngine(plan, bytes_per_cycle=1), name="top")

@@ -11,17 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from xpfilt.events import Document, EventKind, document_depth, parse_events
+from xpfilt.software.events import Document, EventKind, document_depth, parse_events
 from xpfilt.paths import shared_data
-from xpfilt.fast import FastFilter
-from xpfilt.lxml_filter import LxmlFilter
-from xpfilt.reference import ReferenceFilter
+from xpfilt.software.fast import FastFilter
+from xpfilt.software.lxml_filter import LxmlFilter
+from xpfilt.software.reference import ReferenceFilter
 from xpfilt.workloads import (DocGenConfig, DtdSchema, ElementDecl, Particle, PredicateGenConfig,
                               QueryGenConfig, compact_query, generate_document,
                               generate_documents, generate_queries, sample_queries, tag_ids,
                               to_compact)
-from xpfilt.xpath import And, Axis, Not, Or, RelativePath, TextTarget, parse_query
-from xpfilt.xpath import leaves as xleaves
+from xpfilt.lang.xpath import And, Axis, Not, Or, RelativePath, TextTarget, parse_query
+from xpfilt.lang.xpath import leaves as xleaves
 
 from .strategies import TAGS, documents, queries
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xpfilt.paths import shared_data
-from xpfilt.xpath import (_PLAIN_PATH, Axis, AttributeTarget, Predicate, Query, Step,
+from xpfilt.lang.xpath import (_PLAIN_PATH, Axis, AttributeTarget, Predicate, Query, Step,
                           TextTarget, XPathSyntaxError, _Parser, load_queries, parse_query,
                           read_query_file, xpath_number)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .compiler import EngineMode
+from xpfilt import __version__
+from xpfilt.compiler.custom import EngineMode
 
 _SIZE = re.compile(r"(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*([kmg]?)i?b?\s*\Z")
 
@@ -83,7 +83,7 @@ def bytes_per_cycle_option(fn):
 
 
 def options_from(kwargs):
-    from .compiler import CompileOptions
+    from xpfilt.compiler.custom import CompileOptions
     return CompileOptions(
         cluster_size=kwargs.pop("cluster_size"), max_depth=kwargs.pop("max_depth"),
         opt_last=not kwargs.pop("no_opt1"), opt_root=not kwargs.pop("no_opt2"),
@@ -221,9 +221,9 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
     gets its answer, and the exit code is 1. With --spark the same answers are written to the
     --out folder as Parquet, one row per document, malformed ones with their error.
     """
-    from .compiler import MAX_NAME
-    from .engines import filter_batch, make_engine, split_supported
-    from .results import format_tsv_line
+    from xpfilt.compiler.custom import MAX_NAME
+    from xpfilt.engines import filter_batch, make_engine, split_supported
+    from xpfilt.software.results import format_tsv_line
 
     options = options_from(kwargs)
     max_name = None if mode is EngineMode.PROGRAMMABLE else MAX_NAME
@@ -235,7 +235,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
         _filter_on_spark(queries_path, engine, documents, spark, master, spark_out,
                          spark_options, failed)
     if engine == "model" and mode is EngineMode.PROGRAMMABLE:
-        from .model.programmable import ProgrammableModelEngine
+        from xpfilt.model.programmable import ProgrammableModelEngine
         filt = ProgrammableModelEngine(queries, _load_hardware(hw_dir))
         for _, reason in filt.configuration.rejected:
             click.echo(f"xpfilt: {queries_path}: skipped: {reason}", err=True)
@@ -256,7 +256,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
 def document_paths(documents):
     """The documents of the DOCUMENTS arguments (folders give their *.xml files); none at all
     is an error, not an empty answer."""
-    from .events import load_documents
+    from xpfilt.software.events import load_documents
 
     paths = load_documents(documents)
     if not paths:
@@ -266,7 +266,7 @@ def document_paths(documents):
 
 
 def _filter_on_spark(queries_path, engine, documents, spark, master, out, options, failed):
-    from .spark_filter import SOFTWARE_ENGINES, TABLE_SUFFIXES, spark_filter
+    from xpfilt.scale.filter import SOFTWARE_ENGINES, TABLE_SUFFIXES, spark_filter
 
     if not (spark and out):
         raise click.UsageError("--spark needs --out FOLDER, and --out, --master, --column, "
@@ -332,7 +332,7 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     """Generate hardware. Custom: compile QUERIES into plan.json, xpfilt_engine.v and
     report.md. Programmable: hardware.json, xpfilt_engine.v and report.md for any query set
     that fits."""
-    from .verilog import build_programmable, compile_to_directory
+    from xpfilt.compiler.verilog import build_programmable, compile_to_directory
 
     if mode is EngineMode.PROGRAMMABLE:
         if queries_path:
@@ -348,7 +348,7 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
         raise click.UsageError("--mode custom needs QUERIES")
     options = options_from(kwargs)
     queries, skipped = read_hardware_queries(queries_path, max_name)
-    from .compiler import UnsupportedQueryError
+    from xpfilt.compiler.custom import UnsupportedQueryError
     try:
         report = compile_to_directory(queries, options, output_dir, max_name=max_name,
                                       log=lambda msg: click.echo(msg, err=True),
@@ -365,8 +365,8 @@ def read_queries(queries_path, refuse=None):
     ``refuse`` (queries -> (kept queries, messages)) turns away, is reported on standard error
     (``xpfilt: QUERIES: ... skipped: ...``) and left out. Returns (queries, whether any was
     left out)."""
-    from .fast import gc_paused
-    from .xpath import load_queries
+    from xpfilt.software.fast import gc_paused
+    from xpfilt.lang.xpath import load_queries
 
     with gc_paused():       # about 10 objects per query, none in a cycle
         loaded = load_queries(queries_path)
@@ -381,7 +381,7 @@ def read_queries(queries_path, refuse=None):
 def read_hardware_queries(queries_path, max_name):
     """:func:`read_queries` for a custom engine whose front end takes names of ``max_name``
     bytes. No query left is an error."""
-    from .compiler import hardware_queries
+    from xpfilt.compiler.custom import hardware_queries
     queries, skipped = read_queries(queries_path, lambda qs: hardware_queries(qs, max_name))
     if not queries:
         raise click.ClickException(f"{queries_path}: no query left to build hardware for")
@@ -391,7 +391,7 @@ def read_hardware_queries(queries_path, max_name):
 def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
     """The programmable hardware the command-line options describe (``kwargs``: the compile
     options' values)."""
-    from .programmable import HardwareSpec
+    from xpfilt.compiler.programmable import HardwareSpec
     try:
         return HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
                             max_depth=kwargs["max_depth"], max_name=max_name,
@@ -404,7 +404,7 @@ def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
 
 
 def _load_hardware(hw_dir):
-    from .programmable import HardwareSpec
+    from xpfilt.compiler.programmable import HardwareSpec
     if hw_dir is None:
         raise click.UsageError("--hw DIR (from `xpfilt compile --mode programmable`) is needed")
     try:
@@ -441,7 +441,7 @@ def configure_command(queries_path, hw_dir, output, previous):
     """
     import time as _time
 
-    from .programmable import configure, delta_path, readout_map_path, reconfigure
+    from xpfilt.compiler.programmable import configure, delta_path, readout_map_path, reconfigure
 
     spec = _load_hardware(hw_dir)
     queries, failed = read_queries(queries_path)
@@ -513,8 +513,8 @@ def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant
     """Generate COUNT distinct queries along the paper's axes (depth, '*', '//') and YFilter's
     predicate axes (predicates per query, attribute or text, operators, clauses, nested
     paths)."""
-    from . import workloads
-    from .events import Document, load_documents
+    from xpfilt import workloads
+    from xpfilt.software.events import Document, load_documents
 
     try:
         predicate_config = workloads.PredicateGenConfig(
@@ -560,7 +560,7 @@ def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 def gen_docs(dtd, root, count, size, max_depth, fanout, p_number_text, seed, compact, output_dir):
     """Generate COUNT random documents from a DTD (ToXgene-like), written as doc-N.xml."""
-    from . import workloads
+    from xpfilt import workloads
 
     schema = workloads.DtdSchema.load(dtd, root=root)
     config = workloads.DocGenConfig(max_depth=max_depth, fanout=fanout, target_bytes=size,
@@ -658,7 +658,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
       xpfilt compile --mode programmable --clusters 2 --columns 64 -o hw
       xpfilt regress A.txt docs/ --mode programmable --hw hw --reconfigure B.txt
     """
-    from .regress import RegressionConfig, run_regression
+    from xpfilt.verify.regress import RegressionConfig, run_regression
 
     if mode is EngineMode.PROGRAMMABLE:
         if bytes_per_cycle != 1:
@@ -684,7 +684,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
         if mode is not EngineMode.CUSTOM:
             raise click.UsageError("--spark shards the custom-engine regression; run "
                                    "--mode programmable without --spark")
-        from .regress_sharded import make_shards, run_sharded
+        from xpfilt.verify.regress_sharded import make_shards, run_sharded
         try:
             shards = make_shards(config, [queries_path, *also_queries], documents,
                                  batch_size=batch_size, rtl=not model_only)
@@ -738,7 +738,7 @@ def sweep_command(spec_path, output_dir, master, retry_failed, limit, make_repor
       target_mhz: 200              # nextpnr's target (set it above the expected Fmax)
       timeout: 900                 # seconds per tool run
     """
-    from .sweep import load_spec, run_sweep
+    from xpfilt.scale.sweep import load_spec, run_sweep
 
     try:
         spec = load_spec(spec_path)
@@ -751,7 +751,7 @@ def sweep_command(spec_path, output_dir, master, retry_failed, limit, make_repor
         raise click.ClickException(str(exc))
     click.echo(summary.line())
     if make_report:
-        from .report import write_report
+        from xpfilt.scale.report import write_report
         report = write_report(output_dir)
         click.echo(f"report: {report.folder / 'index.html'} ({report.folder / 'summary.md'})")
 
@@ -764,7 +764,7 @@ def sweep_command(spec_path, output_dir, master, retry_failed, limit, make_repor
 def report_command(sweep_dir, output_dir):
     """Plots (Fmax vs cluster size, resources and Fmax vs query nodes, throughput vs queries)
     and a Markdown/HTML summary of the sweep in SWEEP_DIR."""
-    from .report import write_report
+    from xpfilt.scale.report import write_report
 
     try:
         report = write_report(sweep_dir, output_dir)

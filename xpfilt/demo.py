@@ -33,13 +33,13 @@ from pathlib import Path
 
 import click
 
-from .engines import filter_batch
-from .events import Document, load_documents, parse_events
-from .lxml_filter import LxmlFilter
-from .paths import shared_data
-from .reference import ReferenceFilter
-from .results import format_tsv_line, read_expected
-from .xpath import load_queries, parse_query
+from xpfilt.engines import filter_batch
+from xpfilt.software.events import Document, load_documents, parse_events
+from xpfilt.software.lxml_filter import LxmlFilter
+from xpfilt.paths import shared_data
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import format_tsv_line, read_expected
+from xpfilt.lang.xpath import load_queries, parse_query
 
 QUERY_SET = "nitf-d8-p15-n2000"
 
@@ -129,14 +129,14 @@ def main(argv=None) -> int:
 def _matched(readout, numbers_by_bit) -> tuple[int, ...]:
     """The query numbers, in order, whose readout bit is set (``numbers_by_bit``: (readout
     bit, query number) pairs, a plan's or a configuration's readout map)."""
-    from .model.engine import answers_in
+    from xpfilt.model.custom import answers_in
     return answers_in(numbers_by_bit, readout.bits)
 
 
 def _custom_hardware(queries, docs, expected, out: Path) -> bool:
-    from .verilog import compile_to_directory
-    from .compiler import CompileOptions, Plan
-    from .model.engine import EngineModel, run_documents
+    from xpfilt.compiler.verilog import compile_to_directory
+    from xpfilt.compiler.custom import CompileOptions, Plan
+    from xpfilt.model.custom import EngineModel, run_documents
 
     start = time.perf_counter()
     report = compile_to_directory(queries, CompileOptions(), out / "custom")
@@ -167,10 +167,10 @@ def _profile_language(data: Path, docs) -> bool:
     """Generated profiles with predicates, clauses and twigs: fast = reference = lxml = the
     hardware model; the shared predicate set: the fast engine and the hardware model (attribute
     predicates in hardware) against the shared expected answer."""
-    from . import workloads
-    from .compiler import CompileOptions, compile_queries, hardware_queries
-    from .fast import FastFilter
-    from .model.engine import EngineModel, run_documents
+    from xpfilt import workloads
+    from xpfilt.compiler.custom import CompileOptions, compile_queries, hardware_queries
+    from xpfilt.software.fast import FastFilter
+    from xpfilt.model.custom import EngineModel, run_documents
 
     schema = workloads.DtdSchema.load(data / "nitf/nitf-2-5.dtd")
     axes = workloads.PredicateGenConfig(count=1, p_text=0.3, operators=("=", "!=", "<", ">="),
@@ -222,10 +222,10 @@ def _profile_language(data: Path, docs) -> bool:
 
 
 def _programmable_hardware(data: Path, docs, out: Path) -> bool:
-    from .verilog import build_programmable
-    from .model.programmable import ProgrammableModel, load_configuration
-    from .model.engine import run_documents
-    from .programmable import HardwareSpec, configure
+    from xpfilt.compiler.verilog import build_programmable
+    from xpfilt.model.programmable import ProgrammableModel, load_configuration
+    from xpfilt.model.custom import run_documents
+    from xpfilt.compiler.programmable import HardwareSpec, configure
 
     spec = HardwareSpec(clusters=4, columns=256, max_tag_len=24, tags=127)
     build_programmable(spec, out / "programmable")
@@ -257,7 +257,7 @@ def _programmable_hardware(data: Path, docs, out: Path) -> bool:
 
 
 def _generated_workload(data: Path, out: Path) -> bool:
-    from . import workloads
+    from xpfilt import workloads
 
     schema = workloads.DtdSchema.load(data / "nitf/nitf-2-5.dtd")
     config = workloads.QueryGenConfig(count=1000, max_depth=6, p_wildcard=0.15,
@@ -278,9 +278,9 @@ def _generated_workload(data: Path, out: Path) -> bool:
 
 
 def _sweep(out: Path) -> bool:
-    from .report import write_report
-    from .sweep import load_spec, run_sweep
-    from .sweep_store import SweepStore
+    from xpfilt.scale.report import write_report
+    from xpfilt.scale.sweep import load_spec, run_sweep
+    from xpfilt.scale.store import SweepStore
 
     spec = load_spec({"grid": {"engine": "custom", "queries": [32, 128], "depth": 8,
                                "cluster_size": [16, 64], "documents": 1,
@@ -310,8 +310,8 @@ def _sweep(out: Path) -> bool:
 
 def _bitstream(queries, out: Path) -> bool:
     from xpfilt.boards.build import BuildConfig, build_board, custom_design
-    from .compiler import CompileOptions
-    from .synth import ToolError
+    from xpfilt.compiler.custom import CompileOptions
+    from xpfilt.eda.synth import ToolError
 
     folder = out / "icebreaker"
     start = time.perf_counter()

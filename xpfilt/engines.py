@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Optional, Protocol, Sequence, Union
 
-from .compiler import MAX_NAME, hardware_queries
-from .events import Document, DocumentError
-from .fast import FastFilter
-from .lxml_filter import LxmlFilter
-from .reference import ReferenceFilter
-from .results import DocumentResult
-from .xpath import Query
+from xpfilt.compiler.custom import MAX_NAME, hardware_queries
+from xpfilt.software.events import Document, DocumentError
+from xpfilt.software.fast import FastFilter
+from xpfilt.software.lxml_filter import LxmlFilter
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import DocumentResult
+from xpfilt.lang.xpath import Query
 
 __all__ = ["Engine", "ENGINES", "HARDWARE_ENGINES", "make_engine", "split_supported", "filter_batch"]
 
@@ -28,7 +28,7 @@ class Engine(Protocol):
 
 
 def _model_engine(queries: Sequence[Query], options=None) -> Engine:
-    from .model.engine import ModelEngine   # imports the RTL definitions: only when asked
+    from xpfilt.model.custom import ModelEngine   # imports the RTL definitions: only when asked
     return ModelEngine(queries, options) if options else ModelEngine(queries)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple, Optional, Sequence
 
-from ..hwdefs import (
+from xpfilt.hwspec.contract import (
     CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, LATENCY, NAME_CHAR, NAME_START,
     WHITESPACE, AttrCondition, Errors, State, check_parameters, condition_value_holds, hash_byte,
     tag_width_for,
@@ -94,7 +94,7 @@ class FrontEndModel:
         """``report_names``: pushes also carry the element's name (for decoders outside the
         front end, like the programmable engine's); it costs a little speed. ``conditions``:
         the attribute conditions whose bits pushes carry (``conds``), each evaluated as
-        :func:`xpfilt.hwdefs.condition_value_holds` says when the attribute's value ends (a bit
+        :func:`xpfilt.hwspec.contract.condition_value_holds` says when the attribute's value ends (a bit
         is 0 when undecided; the document then has ``VALUE_UNDECIDED``); the bits clear at every
         ``<`` in content. Text conditions (``cond.is_text``) are evaluated on every text node
         when it ends (the same definition on its character data), ORed per element and carried

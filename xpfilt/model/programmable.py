@@ -9,7 +9,7 @@ the indices of the entries whose rows hold each of its bytes, then its end; kept
 the next commit), whose tag-matrix row each cluster takes, in the cycle the clusters register
 the event (as they read the tag matrix with the decoder's index). The
 decoder's stages and the distribution tree are a delay line between the front end and the
-clusters (:func:`xpfilt.hwdefs.programmable_event_delay`). With readout groups a cluster's flags
+clusters (:func:`xpfilt.hwspec.contract.programmable_event_delay`). With readout groups a cluster's flags
 hold, per group, its answer select's bit of each push's new row at the group's first column
 (:meth:`_Cluster.answer`), compacted to one bit per group when the readout takes them.
 """
@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from xpfilt.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
+from xpfilt.compiler.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
                                  Configuration, HardwareSpec, dictionary_row, dictionary_rows,
                                  read_stream)
-from xpfilt.slots import SLOT_FLAG_BITS, chain_bits, decode_slots, slot_rows
+from xpfilt.hwspec.slots import SLOT_FLAG_BITS, chain_bits, decode_slots, slot_rows
 
-from ..hwdefs import CRC32_POLY, programmable_event_delay
-from ..readout import ReadoutKind
-from ..xpath import Query
-from .engine import Beat, FrameModel, filter_with_model, readout_positions
-from .frontend import FrontEndModel
+from xpfilt.hwspec.contract import CRC32_POLY, programmable_event_delay
+from xpfilt.hwspec.readout import ReadoutKind
+from xpfilt.lang.xpath import Query
+from xpfilt.model.custom import Beat, FrameModel, filter_with_model, readout_positions
+from xpfilt.model.frontend import FrontEndModel
 
 __all__ = ["ProgrammableModel", "ProgrammableModelEngine", "load_configuration",
            "preload_configuration"]
@@ -502,7 +502,7 @@ class ProgrammableModelEngine:
     """Filter engine backed by the programmable engine's model, configured for ``queries``."""
 
     def __init__(self, queries: Sequence[Query], spec: HardwareSpec):
-        from xpfilt.programmable import configure
+        from xpfilt.compiler.programmable import configure
         self.queries = tuple(queries)
         self.configuration: Configuration = configure(self.queries, spec)
         self.model = ProgrammableModel(spec)

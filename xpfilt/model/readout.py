@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from ..readout import (DOC_WIDTH, SPARSE_FANIN, Beat, ReadoutKind, SparseBeat,
+from xpfilt.hwspec.readout import (DOC_WIDTH, SPARSE_FANIN, Beat, ReadoutKind, SparseBeat,
                        sparse_levels, sparse_queue_depth, sparse_spread)
 
 __all__ = ["SerialReadoutModel", "SparseReadoutModel", "make_readout_model"]

@@ -1,7 +1,7 @@
 """The stacks of one cluster of a plan, evaluated per push/pop event (no clock).
 
 :class:`ClusterStacks` keeps the cluster's packed stack rows as Python integers (bit ``c`` =
-column ``c``) and applies the plan's node equations (see :mod:`xpfilt.compiler`) on each push.
+column ``c``) and applies the plan's node equations (see :mod:`xpfilt.compiler.custom`) on each push.
 The cycle-accurate model calls it on the cycles where the front end emits an event; the plan
 checks in the tests call it on expat's events. Only set bits are visited, so a push costs about
 the number of active columns and firing nodes, not the size of the cluster.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..compiler import Cluster, SourceKind, TwigChecks, guard_holds, twig_holds
+from xpfilt.compiler.custom import Cluster, SourceKind, TwigChecks, guard_holds, twig_holds
 
 __all__ = ["ClusterStacks"]
 

@@ -9,13 +9,13 @@ frame may accept a beat this cycle.
 Its registers, in the order a beat meets them (see :mod:`xpfilt.hdl.wide_frontend`):
 
 * D1, D2: the beat and then its byte classes, registered (as in the one-byte front end);
-* the parser stages (:func:`xpfilt.hwdefs.wide_parser_stages`: the parallel-prefix up-sweep,
+* the parser stages (:func:`xpfilt.hwspec.contract.wide_parser_stages`: the parallel-prefix up-sweep,
   S, the down-sweep, O, N, N2, L, L2, L3, L4, M, M2, P2): in the model the parser walks the
   beat's bytes in lane order as the beat leaves D2, one parser step per byte, and every byte
   whose parser step makes an event (push, pop, or the document end of the beat with ``last``)
   gives it, in byte order, to a delay line that stands for these stages; the last of them (P2)
   writes the events into the event queue in the next cycle;
-* the queue (:func:`xpfilt.hwdefs.queue_depth_for` entries) hands its oldest event to stage E
+* the queue (:func:`xpfilt.hwspec.contract.queue_depth_for` entries) hands its oldest event to stage E
   every cycle, except in the cycle right after it handed over a document end (so that the
   frame's capture, the cycle after the end reaches the clusters, never meets a push);
 * E, F: the global stack row read and the end-tag check (in the model, delay registers: the
@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Sequence
 
-from ..hwdefs import check_bytes_per_cycle, queue_depth_for, wide_latency, wide_parser_stages
-from .frontend import NO_EVENT, FrontEndModel
+from xpfilt.hwspec.contract import check_bytes_per_cycle, queue_depth_for, wide_latency, wide_parser_stages
+from xpfilt.model.frontend import NO_EVENT, FrontEndModel
 
 __all__ = ["WideFrontEndModel", "wide_latency"]
 

@@ -22,10 +22,10 @@ IDREF met before any ID; prefixed element names are written as declared, without
 declarations. NITF and DBLP have none of these, and their documents validate.
 """
 
-from .compact import compact_query, tag_ids, to_compact
-from .documents import DocGenConfig, generate_document, generate_documents
-from .dtd import AttributeDecl, DtdSchema, ElementDecl, Particle
-from .queries import PredicateGenConfig, QueryGenConfig, generate_queries, sample_queries
+from xpfilt.workloads.compact import compact_query, tag_ids, to_compact
+from xpfilt.workloads.documents import DocGenConfig, generate_document, generate_documents
+from xpfilt.workloads.dtd import AttributeDecl, DtdSchema, ElementDecl, Particle
+from xpfilt.workloads.queries import PredicateGenConfig, QueryGenConfig, generate_queries, sample_queries
 
 __all__ = [
     "Particle", "AttributeDecl", "ElementDecl", "DtdSchema",

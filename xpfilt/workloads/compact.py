@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Iterable, Union
 
-from ..events import Document, EventKind, iter_events
-from ..xpath import Axis, parse_query
+from xpfilt.software.events import Document, EventKind, iter_events
+from xpfilt.lang.xpath import Axis, parse_query
 
 
 _ID_FIRST = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"

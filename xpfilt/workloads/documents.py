@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 from xml.sax.saxutils import escape
 
-from .dtd import SKIPPABLE, AttributeDecl, DtdSchema, ElementDecl, Particle
+from xpfilt.workloads.dtd import SKIPPABLE, AttributeDecl, DtdSchema, ElementDecl, Particle
 
 
 @dataclass(frozen=True)

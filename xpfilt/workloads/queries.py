@@ -9,9 +9,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..events import Document, EventKind, iter_events
-from ..xpath import xpath_number
-from .dtd import AttributeDecl, DtdSchema
+from xpfilt.software.events import Document, EventKind, iter_events
+from xpfilt.lang.xpath import xpath_number
+from xpfilt.workloads.dtd import AttributeDecl, DtdSchema
 
 
 _MAX_DESCENDANT_SKIP = 3  # a '//' step passes over at most this many unnamed elements

@@ -1,0 +1,1 @@
+"""Profiles to hardware: the custom compiler (plans), programmable placement and configuration, split nodes, Verilog."""

@@ -1,0 +1,1 @@
+"""The RTL/model contract: parser constants and timing, readout formats, comparator slots."""

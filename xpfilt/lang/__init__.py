@@ -1,0 +1,1 @@
+"""The profile language: XPath fragment parser, typed AST, profile combinations."""

@@ -1,0 +1,1 @@
+"""Software engines: XML events, predicates, the reference oracle, the fast lazy-DFA engine, lxml."""

@@ -1,0 +1,492 @@
+"""The fast software engine: one shared NFA over all queries, run as a lazily built DFA.
+
+The queries become one nondeterministic automaton, YFilter's (Diao & Franklin 2003): a trie of
+location steps shared by every query with the same leading steps. A step ``/x`` is a transition
+on ``x`` (``*``: on any name); a step ``//x`` first takes an epsilon move to a *descendant state*
+that loops on every name, then the transition on ``x``. So ``/a/b``, ``/a/c`` and ``/a//d`` share
+the state after ``/a``: 100,000 generated NITF queries of depth <= 6 make 135,000 states, where
+the reference filter has 590,000 stack columns, all updated on every tag.
+
+Filtering keeps a stack of *active state sets*, one per open element: ``open(tag)`` pushes the set
+reached from the top set on ``tag`` (every trie transition on ``tag`` or ``*``, every descendant
+state kept, and the epsilon moves of the states reached), ``close`` pops. The sets are the states
+of a DFA that is built lazily: each set is interned once (as the bytes of its sorted state
+numbers) and gets a small dict ``tag -> next set``, so a path seen before costs one dict lookup
+per element, whatever the number of queries. Only a miss (a set and tag never seen together)
+touches the NFA, with a few NumPy operations over the set and the tag's transitions, so its
+cost follows the active states, not the query nodes. Each set knows, once, which queries it accepts;
+a document's answer is the union over the sets it visited.
+
+Predicates are transitions of their own, never shared with an unguarded step. A set whose
+transition on a tag passes through guarded steps is not memoized as one entry: the guarded
+steps are tested on the element and the outcome picks the memoized next set. The tests are
+:mod:`xpfilt.software.fast_predicates` closures, compiled once per distinct predicate list, which ask
+:meth:`xpfilt.lang.xpath.Predicate.holds` (the one definition of XPath comparisons) once per distinct
+value; each distinct test runs once per element, and only on an element that has what it needs
+(the attribute, a text child, a child of the name its nested path starts with): single
+comparisons are read from a per-transition table, value -> the tests it satisfies. ``text()`` needs the element's text children, ``position()`` its
+earlier siblings and a nested path (twig) its subtree, so a query set with any of them runs over
+:func:`xpfilt.software.events.parse_events` and the predicates' first pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
+paths' answers (:class:`xpfilt.lang.profiles.ProfilePaths`).
+
+Documents are made UTF-8 by :func:`xpfilt.software.events.utf8_document` (the one encoding policy) and
+parsed by expat directly, without building event objects; a document expat rejects is parsed
+again by :func:`xpfilt.software.events.iter_events`, which raises the error every other engine raises.
+
+The memo is bounded: when its sets, accepted queries and transitions grow past ``cache_bytes``
+it is dropped between two documents and rebuilt on demand (``stats['resets']`` counts it).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Sequence, Union
+from xml.parsers import expat
+
+import numpy as np
+
+from xpfilt.software.events import Document, Event, EventKind, iter_events, parse_events, utf8_document
+from xpfilt.software.fast_predicates import CHILD, CHILDREN, TEXT, VALUE_MEMO_SIZE, PredicateTests, Test, needed
+from xpfilt.software.predicates import Positions, first_pass, needs_text, needs_tree
+from xpfilt.lang.profiles import ProfilePaths
+from xpfilt.lang.xpath import Axis, Query
+
+__all__ = ["FastFilter", "DEFAULT_CACHE_BYTES", "gc_paused"]
+
+#: Memo size before it is dropped: interned sets and their accepted queries (4 bytes per number)
+#: and the transition entries (a document with a million distinct names cannot grow it unseen).
+DEFAULT_CACHE_BYTES = 256 << 20
+
+#: What one memo dict entry costs, besides its key (a CPython dict slot, the key string, an int).
+_ENTRY_BYTES = 100
+
+_STATE = np.int32    # NFA state numbers as stored in the interned sets
+_INDEX = np.intp      # ... and while a miss computes with them (NumPy indexes with intp)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, and restore its state after. Loading 100,000 queries
+    and building their automaton allocate about a million objects that form no cycle, and the
+    collections they trigger cost more than the work itself (measured: parsing 100,000 queries
+    2.0 s -> 0.9 s, building the NFA 1.1 s -> 0.35 s)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Nfa:
+    """The shared automaton of a query list (built once, read-only while filtering).
+
+    State 0 is the document (level 0). ``eps[s]``: the descendant state of ``s`` (-1: none);
+    ``loop[s]``: ``s`` is a descendant state (stays active below its element). Unguarded
+    transitions ``(s, tag id) -> t`` are two arrays per tag id (sources, targets), the ``*`` ones
+    (tag id 0) also one dense array ``wild[s]``; a step marks its states in a scratch array and
+    reads each source's mark, so its cost follows the active states and the tag's transitions.
+    Guarded transitions are listed per ``(s, tag id)`` with the step whose predicates guard them.
+    """
+
+    def __init__(self, queries: Sequence[Query]):
+        eps: list[int] = [-1]                       # state -> its descendant state (-1: none)
+        children: list = [None]                     # state -> {name or '*': target} (or None)
+        loops: list[int] = []                       # the descendant states
+        guarded_index: dict[tuple, int] = {}
+        guarded: dict[tuple[int, str], list] = defaultdict(list)
+        final_of: list[int] = []                    # query position -> its accepting state
+        edge_sources: list[int] = []                # unguarded transitions, in creation order
+        edge_names: list[str] = []
+        edge_targets: list[int] = []
+        descendant = Axis.DESCENDANT
+        for query in queries:
+            state = 0
+            for step in query.steps:
+                if step.axis is descendant:
+                    target = eps[state]
+                    if target < 0:
+                        target = eps[state] = len(eps)
+                        eps.append(-1)
+                        children.append(None)
+                        loops.append(target)
+                    state = target
+                if step.predicates:
+                    key = (state, step.name, step.predicates)
+                    target = guarded_index.get(key)
+                    if target is None:
+                        target = guarded_index[key] = len(eps)
+                        eps.append(-1)
+                        children.append(None)
+                        guarded[(state, step.name)].append((step, target))
+                else:
+                    kids = children[state]
+                    if kids is None:
+                        kids = children[state] = {}
+                    target = kids.get(step.name)
+                    if target is None:
+                        target = kids[step.name] = len(eps)
+                        eps.append(-1)
+                        children.append(None)
+                        edge_sources.append(state)
+                        edge_names.append(step.name)
+                        edge_targets.append(target)
+                state = target
+            final_of.append(state)
+
+        count = len(eps)
+        names = sorted((set(edge_names) | {name for _, name in guarded}) - {"*"})
+        self.tag_ids = tag_ids = {name: i for i, name in enumerate(names, start=1)}
+        tag_ids_or_wild = {**tag_ids, "*": 0}
+        self.guarded = {(s, tag_ids_or_wild[name]): targets
+                        for (s, name), targets in guarded.items()}
+        guarded_steps = [step for targets in guarded.values() for step, _ in targets]
+        self.needs_text = needs_text(guarded_steps)
+        self.needs_tree = needs_tree(guarded_steps)
+        #: the steps whose predicates call position(): every element's siblings are counted
+        self.positional = [step for step in guarded_steps if step.uses_position]
+        #: the documents go through xpfilt.software.events (text children, sibling positions)
+        self.needs_events = self.needs_text or self.needs_tree or bool(self.positional)
+        self.states = count
+        self.width = width = len(tag_ids) + 1
+        self.edges = len(edge_targets) + sum(map(len, guarded.values()))
+        # unguarded transitions grouped by tag id: (sources, targets)
+        sources = np.array(edge_sources, _INDEX)
+        tags = np.array([tag_ids_or_wild[name] for name in edge_names], _INDEX)
+        targets = np.array(edge_targets, _INDEX)
+        order = np.lexsort((sources, tags))
+        sources, tags, targets = sources[order], tags[order], targets[order]
+        bounds = np.searchsorted(tags, np.arange(width + 1))
+        self.by_tag = [(sources[a:b], targets[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        self.member = np.zeros(count, bool)         # scratch: the states of one step
+        # '*' transitions are looked up on every miss: one dense array (-1: none)
+        self.wild = np.full(count, -1, _INDEX)
+        wild_sources, wild_targets = self.by_tag[0]
+        self.wild[wild_sources] = wild_targets
+        self.eps = np.array(eps, _INDEX)
+        self.loop = np.zeros(count, bool)
+        self.loop[loops] = True
+        self.has_guard = np.zeros(count, bool)
+        self.has_guard[[s for s, _ in self.guarded]] = True
+        # the queries state s accepts: positions[accept_start[s]:][:accept_count[s]]
+        final_of_array = np.array(final_of, _INDEX)
+        self.positions = np.argsort(final_of_array, kind="stable").astype(_STATE)
+        self.accept_count = np.bincount(final_of_array, minlength=count).astype(_STATE)
+        self.accept_start = np.cumsum(self.accept_count, dtype=_INDEX) - self.accept_count
+
+    def step(self, states: np.ndarray, tag: int) -> tuple[np.ndarray, np.ndarray]:
+        """The descendant states ``states`` keep, and the targets of their unguarded transitions
+        on tag id ``tag`` (-1: a name no query has) and on ``*``."""
+        states = states.astype(_INDEX)
+        kept = states[self.loop[states]]
+        targets = self.wild[states]
+        targets = targets[targets >= 0]
+        if tag > 0:
+            sources, named = self.by_tag[tag]
+            member = self.member        # all False between calls
+            member[states] = True
+            targets = np.concatenate([targets, named[member[sources]]])
+            member[states] = False
+        return kept, targets
+
+    def close(self, kept: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """The next active set: ``kept``, ``targets`` and their epsilon moves, sorted, unique."""
+        moves = self.eps[targets]
+        moves = moves[moves >= 0]
+        out = np.concatenate([kept, targets, moves])
+        out.sort()
+        if len(moves):        # a descendant state may be both kept and entered again
+            out = out[np.concatenate([[True], out[1:] != out[:-1]])]
+        return out
+
+    def guarded_candidates(self, states: np.ndarray, tag: int) -> list:
+        """(step, target) of every guarded transition from ``states`` on ``tag`` or ``*``."""
+        out = []
+        for s in states[self.has_guard[states]].tolist():
+            out.extend(self.guarded.get((s, 0), ()))
+            if tag > 0:
+                out.extend(self.guarded.get((s, tag), ()))
+        return out
+
+    def accepted(self, states: np.ndarray):
+        """Positions of the queries ``states`` accept (int32 array), None if there are none."""
+        counts = self.accept_count[states]
+        accepting = counts > 0
+        if not accepting.any():
+            return None
+        counts = counts[accepting]
+        starts = self.accept_start[states[accepting]]
+        if (counts == 1).all():
+            return self.positions[starts]
+        ends = np.cumsum(counts)
+        index = np.arange(ends[-1]) - np.repeat(ends - counts - starts, counts)
+        return self.positions[index]
+
+
+class FastFilter:
+    """Filters documents against a fixed list of queries; results are 0-based query positions
+    (the same as :class:`xpfilt.software.reference.ReferenceFilter`, which it must always agree with)."""
+
+    def __init__(self, queries: Sequence[Query], cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 value_memo_size: int = VALUE_MEMO_SIZE):
+        self.queries = tuple(queries)
+        self.cache_bytes = cache_bytes
+        self._profiles = ProfilePaths(self.queries)
+        with gc_paused():
+            self._nfa = _Nfa(self._profiles.paths)
+        self._hits = np.zeros(len(self._profiles.paths), bool)
+        self._predicate_tests = PredicateTests(value_memo_size)
+        self._positional_tests: dict = {}
+        self._step_tests: dict[int, tuple] = {}   # id of a guarded NFA step -> _step_test
+        self._positions = Positions(())     # the sibling counts of the document being filtered
+        self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
+                      "dfa_states": 0, "misses": 0, "resets": 0, "memo_bytes": 0}
+        self._reset()
+
+    # -- the lazy DFA ---------------------------------------------------------------------
+    def _reset(self) -> None:
+        self._sets: list[bytes] = []          # DFA state -> its NFA states (sorted int32 bytes)
+        self._ids: dict[bytes, int] = {}      # the inverse
+        self._trans: list[dict] = []          # DFA state -> {tag name: next DFA state}
+        self._accepts: list = []              # DFA state -> positions it accepts, or None
+        self._guarded: dict = {}              # (DFA state, name) -> (base set, candidates)
+        self._memo_bytes = 0
+        empty = np.zeros(0, _INDEX)
+        document = np.zeros(1, _INDEX)
+        self._start = self._intern(self._nfa.close(empty, document), document)
+
+    def _intern(self, states: np.ndarray, entered: np.ndarray) -> int:
+        """The DFA state of the NFA states ``states``, which ``entered`` (a part) were entered
+        by the transition into it (accepting states are only ever entered, never kept)."""
+        key = states.astype(_STATE).tobytes()
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        number = self._ids[key] = len(self._sets)
+        self._sets.append(key)
+        self._trans.append({})
+        accepts = self._nfa.accepted(entered)
+        self._accepts.append(accepts)
+        self._memo_bytes += len(key) + (0 if accepts is None else accepts.nbytes)
+        self.stats["dfa_states"] += 1
+        return number
+
+    def _states(self, number: int) -> np.ndarray:
+        return np.frombuffer(self._sets[number], _STATE)
+
+    def _miss(self, top: int, name: str, attrs: dict, texts, node) -> int:
+        """The next DFA state from ``top`` on element ``name``; memoized unless guarded steps
+        decide it, in which case only the outcome of their predicates is looked up."""
+        entry = self._guarded.get((top, name))
+        if entry is None:
+            self.stats["misses"] += 1
+            nfa = self._nfa
+            states = self._states(top)
+            tag = nfa.tag_ids.get(name, -1)
+            kept, targets = nfa.step(states, tag)
+            candidates = nfa.guarded_candidates(states, tag) if nfa.guarded else None
+            if not candidates:
+                nxt = self._trans[top][name] = self._intern(nfa.close(kept, targets), targets)
+                self._memo_bytes += _ENTRY_BYTES + len(name)
+                return nxt
+            tests, slots = self._tests(candidates)
+            entry = self._guarded[(top, name)] = (kept, targets, candidates, tests, slots, {})
+            self._memo_bytes += kept.nbytes + targets.nbytes
+        kept, targets, candidates, tests, slots, outcomes = entry
+        always, by_need, by_child = tests
+        passed = [False] * len(slots)
+        for slot, test in always:
+            passed[slot] = test(attrs, texts, node)
+        if by_need or by_child:
+            for need, value in attrs.items():
+                group = by_need.get(need)
+                if group is not None:
+                    self._run(group, (value,), passed, attrs, texts, node)
+            if texts:
+                group = by_need.get(TEXT)
+                if group is not None:
+                    self._run(group, texts, passed, attrs, texts, node)
+            if node is not None and node.children:
+                for slot, test in by_need.get(CHILDREN, ((), (), {}))[0]:
+                    passed[slot] = test(attrs, texts, node)
+                if by_child:
+                    for name in {child.name for child in node.children}:
+                        for slot, test in by_child.get(name, ()):
+                            passed[slot] = test(attrs, texts, node)
+        passed = tuple(passed)
+        nxt = outcomes.get(passed)
+        if nxt is None:
+            entered = np.concatenate([targets, np.array(
+                [t for (_, t), slot in zip(candidates, slots) if passed[slot]], _INDEX)])
+            nxt = outcomes[passed] = self._intern(self._nfa.close(kept, entered), entered)
+            self._memo_bytes += _ENTRY_BYTES + len(passed) * 8
+        return nxt
+
+    def _run(self, group: tuple, values: Sequence[str], passed: list, attrs, texts, node) -> None:
+        """Runs the tests of one :func:`needed` group on an element that has the thing needed
+        (``values``: the attribute's value, or the text children). The group's single
+        comparisons are read from its table: value -> the slots of those it satisfies."""
+        others, comparisons, table = group
+        for slot, test in others:
+            passed[slot] = test(attrs, texts, node)
+        if comparisons:
+            for value in values:
+                holding = table.get(value)
+                if holding is None:
+                    if len(table) >= self._predicate_tests.value_memo_size:
+                        table.clear()
+                    holding = table[value] = tuple(
+                        slot for slot, value_holds in comparisons if value_holds(value))
+                    self._memo_bytes += _ENTRY_BYTES + len(value) + 8 * len(holding)
+                for slot in holding:
+                    passed[slot] = True
+
+    def _tests(self, candidates: list) -> tuple[tuple, list[int]]:
+        """The distinct tests of guarded transitions ``candidates`` (each evaluated once per
+        element), as ``(always, by_need, by_child)``: (slot, test) pairs to run on every
+        element; per :func:`needed` thing a group to run only on an element that has it (see
+        :meth:`_run`); per child name the (slot, test) pairs to run only on an element with
+        such a child; and the slot of each candidate's test."""
+        always: list = []
+        by_need: dict = {}
+        by_child: dict = defaultdict(list)
+        slot_of: dict = {}
+        slots = []
+        for step, _target in candidates:
+            test, need, value_holds = self._step_test(step)
+            slot = slot_of.get(test)
+            if slot is None:
+                slot = slot_of[test] = len(slot_of)
+                if need is None:
+                    always.append((slot, test))
+                elif need.startswith(CHILD):
+                    by_child[need[len(CHILD):]].append((slot, test))
+                else:
+                    others, comparisons, _table = by_need.setdefault(need, ([], [], {}))
+                    if value_holds is None:
+                        others.append((slot, test))
+                    else:
+                        comparisons.append((slot, value_holds))
+            slots.append(slot)
+        return (always, by_need, dict(by_child)), slots
+
+    def _step_test(self, step) -> tuple:
+        """A guarded step's test, what it :func:`needed`, and its value test if it is one
+        comparison (:meth:`PredicateTests.comparison`); once per step of the NFA (by identity:
+        hashing predicate trees is costly and 10,000 queries put hundreds of steps on one
+        transition)."""
+        found = self._step_tests.get(id(step))
+        if found is None:
+            if step.uses_position:
+                found = (self._positional(step), None, None)
+            else:
+                tests = self._predicate_tests
+                need = needed(step.predicates)
+                found = (tests.test(step.predicates), need,
+                         None if need in (None, CHILDREN) or need.startswith(CHILD)
+                         else tests.comparison(step.predicates))
+            self._step_tests[id(step)] = found
+        return found
+
+    def _positional(self, step) -> Test:
+        """The test of a step whose predicates call position(): the document's sibling counts
+        (:class:`Positions`, set per document) decided it when the element opened."""
+        test = self._positional_tests.get(step)
+        if test is None:
+            def test(_attrs, _texts, _node):
+                return self._positions.passed[step]
+            self._positional_tests[step] = test
+        return test
+
+    def _answer(self, visited: set) -> list[int]:
+        accepts = self._accepts
+        found = [accepts[v] for v in visited if accepts[v] is not None]
+        self.stats["memo_bytes"] = self._memo_bytes
+        if self._memo_bytes > self.cache_bytes:
+            self._reset()
+            self.stats["resets"] += 1
+        if not found:
+            return self._profiles.answer(()) if self._profiles.combined else []
+        hits = self._hits        # all False between documents
+        hits[np.concatenate(found)] = True
+        positions = np.flatnonzero(hits)
+        hits[positions] = False
+        if self._profiles.combined:     # the paths' answers into the profiles'
+            return self._profiles.answer(positions.tolist())
+        return positions.tolist()
+
+    # -- drivers --------------------------------------------------------------------------
+    def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
+        """Positions (0-based) of the queries that select at least one node of the document."""
+        return frozenset(self.filter_ordered(document))
+
+    def filter_ordered(self, document: Union[Document, bytes]) -> list[int]:
+        """The same positions in increasing order (no set to build: see
+        :func:`xpfilt.engines.filter_batch`)."""
+        if isinstance(document, (bytes, bytearray)):
+            document = Document("<bytes>", bytes(document))
+        with gc_paused():   # a document's events and tree form no cycle; the memo is large
+            if self._nfa.needs_events:
+                return self._filter_events(parse_events(document))
+            return self._filter_expat(document)
+
+    def _filter_expat(self, document: Document) -> list[int]:
+        """Structural paths only: expat's callbacks step the DFA, no event objects."""
+        document = utf8_document(document)   # the one encoding policy (raises like iter_events)
+        trans, miss = self._trans, self._miss
+        stack = [self._start]
+        visited: set[int] = set()
+        push, pop, visit = stack.append, stack.pop, visited.add
+
+        def start(name, attrs):
+            top = stack[-1]
+            nxt = trans[top].get(name)
+            if nxt is None:
+                nxt = miss(top, name, attrs, (), None)
+            push(nxt)
+            visit(nxt)
+
+        def end(_name):
+            pop()
+
+        parser = expat.ParserCreate()
+        parser.StartElementHandler = start
+        parser.EndElementHandler = end
+        try:
+            parser.Parse(document.data, True)
+        except expat.ExpatError:
+            # malformed: xpfilt.software.events parses it again and raises the error every engine raises
+            return self._filter_events(iter_events(document))
+        return self._answer(visited)
+
+    def filter_events(self, events: Iterable[Event]) -> frozenset[int]:
+        """The same answer from parse events (as :meth:`ReferenceFilter.filter_events`)."""
+        return frozenset(self._filter_events(events))
+
+    def _filter_events(self, events: Iterable[Event]) -> list[int]:
+        nfa = self._nfa
+        events, texts, nodes = first_pass(events, nfa.needs_text, nfa.needs_tree)
+        positions = self._positions = Positions(self._nfa.positional)
+        trans, miss = self._trans, self._miss
+        stack = [self._start]
+        visited: set[int] = set()
+        push, pop, visit = stack.append, stack.pop, visited.add
+        open_kind, close_kind = EventKind.OPEN, EventKind.CLOSE
+        for index, (kind, name, value) in enumerate(events):
+            if kind is open_kind:
+                if positions:
+                    positions.open(name, value, texts.get(index, ()), nodes.get(index))
+                top = stack[-1]
+                nxt = trans[top].get(name)
+                if nxt is None:     # only guarded steps or a miss read the texts and the node
+                    nxt = miss(top, name, value, texts.get(index, ()), nodes.get(index))
+                push(nxt)
+                visit(nxt)
+            elif kind is close_kind:
+                pop()
+                if positions:
+                    positions.close()
+        return self._answer(visited)
