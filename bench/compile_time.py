@@ -17,7 +17,7 @@ from pathlib import Path
 from common import publish
 
 from xpfilt import workloads
-from xpfilt.compiler.verilog import compile_to_directory
+from xpfilt.hdl.verilog import compile_to_directory
 from xpfilt.compiler.custom import CompileOptions
 from xpfilt.paths import shared_data
 from xpfilt.lang.xpath import load_queries

@@ -66,7 +66,7 @@ from amaranth.lib.wiring import In
 
 from xpfilt.boards.top import EngineInstance
 from xpfilt.hdl.custom import CustomEngine
-from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.eda.synth import summarize_nextpnr_report as summarize_report
 from xpfilt.lang.xpath import parse_query

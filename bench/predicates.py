@@ -42,7 +42,7 @@ from xpfilt import workloads
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.paths import shared_data
 from xpfilt.eda.synth import xilinx_counts
-from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.lang.xpath import parse_query
 
 COUNT = 1024

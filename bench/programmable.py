@@ -27,7 +27,7 @@ from fmax import run_point
 from resources import CACHE, XILINX, log, source_digest, xilinx_counts, yosys_synth
 
 from xpfilt import workloads
-from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
 from xpfilt.compiler.custom import compile_queries
 from xpfilt.paths import shared_data
 from xpfilt.compiler.programmable import HardwareSpec, configure

@@ -58,7 +58,7 @@ from xpfilt.hdl.frontend import FrontEnd
 from xpfilt.hdl.programmable import ProgrammableEngine, children_held
 from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.eda.synth import xilinx_counts
-from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog
 
 POINTS = ((1, 0), (1, 8), (1, 32), (2, 0), (2, 8))     # (clusters, slots)
 NEGATED_SPEC = HardwareSpec(clusters=1, columns=128, max_tag_len=16, tags=31, slots=8,

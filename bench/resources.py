@@ -42,7 +42,7 @@ from pathlib import Path
 
 from common import save
 
-from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
 from xpfilt.paths import shared_data
 from xpfilt.eda.synth import tool, xilinx_counts  # noqa: F401  (re-exported to fmax/programmable)

@@ -25,7 +25,7 @@ from resources import XILINX, log, source_digest, yosys_synth
 
 from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.eda.synth import xilinx_counts
-from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ from resources import (CACHE, XILINX, component_verilog, log, lut6_eq_by_registe
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.hdl.bram import ECP5
 from xpfilt.eda.synth import xilinx_counts
-from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.lang.xpath import parse_query
 
 QUERIES = 1024

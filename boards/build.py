@@ -38,7 +38,7 @@ from typing import Callable, Optional, Sequence
 from amaranth.lib import wiring
 
 from xpfilt.hdl.bram import Target
-from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
 from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
 from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.hwspec.readout import ReadoutKind
@@ -68,7 +68,7 @@ SIMULATION_ENGINE = f"{TOP_NAME}_sim.v"
 
 @dataclass(frozen=True)
 class EngineDesign:
-    """An engine ready for a board: its Verilog (module :data:`xpfilt.compiler.verilog.TOP_NAME`), port
+    """An engine ready for a board: its Verilog (module :data:`xpfilt.hdl.verilog.TOP_NAME`), port
     signature, readout width and kind, design identity and the files describing it
     (``plan.json`` or ``hardware.json``). ``units``/``unit_name``: what its size scales with
     (query nodes of a custom engine, columns of a programmable one), for fit estimates. Made by

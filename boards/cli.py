@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from xpfilt.cli import (compile_options, document_paths, mode_option, options_from,
+from xpfilt.cli.options import (compile_options, document_paths, mode_option, options_from,
                         read_hardware_queries, read_queries, spec_from_options)
 from xpfilt.compiler.custom import EngineMode
 from xpfilt.compiler.custom import hardware_queries

@@ -1,5 +1,5 @@
 """cocotb testbench of the programmable engine (``xpfilt_engine`` from
-:func:`xpfilt.compiler.verilog.emit_programmable_verilog`, see :class:`xpfilt.hdl.programmable.ProgrammableEngine`).
+:func:`xpfilt.hdl.verilog.emit_programmable_verilog`, see :class:`xpfilt.hdl.programmable.ProgrammableEngine`).
 
 The host (:func:`xpfilt.verify.regress.run_regression` with ``mode="programmable"``) hands a sequence of
 *items* in ``TbConfig.extra["items"]``: runs of documents and configuration streams (good ones,

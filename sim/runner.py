@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from xpfilt.compiler.verilog import TOP_NAME
+from xpfilt.hdl.verilog import TOP_NAME
 
 __all__ = ["SIMULATORS", "TB_MODULE", "BuiltDesign", "TestbenchRun", "toolchain_version",
            "build_design", "run_testbench", "default_build_root"]
@@ -144,7 +144,7 @@ def build_design(plan_json: str, verilog: str, simulator: str,
                  log: Callable[[str], None] = lambda _: None,
                  toplevel: str = TOP_NAME) -> BuiltDesign:
     """Build (or reuse) the simulation of ``verilog`` (top module ``toplevel``, by default
-    :data:`xpfilt.compiler.verilog.TOP_NAME`; ``plan_json`` is any text describing the design, kept
+    :data:`xpfilt.hdl.verilog.TOP_NAME`; ``plan_json`` is any text describing the design, kept
     beside the build)."""
     _check_simulator(simulator)
     root = Path(build_root or default_build_root()).resolve()

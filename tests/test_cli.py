@@ -189,7 +189,7 @@ def test_verilog_cache_key_follows_the_loaded_rtl_code(monkeypatch):
     """A process that loaded other RTL code than the files on disk must not reuse (or poison)
     cache entries of that code: the key hashes the code as loaded."""
     import xpfilt.hdl.stacks
-    from xpfilt.compiler.verilog import _hdl_fingerprint
+    from xpfilt.hdl.verilog import _hdl_fingerprint
     before = _hdl_fingerprint()
     assert _hdl_fingerprint() == before
 

@@ -5,7 +5,7 @@ import subprocess
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.eda.synth import tool
-from xpfilt.compiler.verilog import TOP_NAME, emit_verilog
+from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.lang.xpath import parse_query
 
 

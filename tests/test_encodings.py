@@ -92,7 +92,7 @@ def test_non_text_encoding_is_a_document_error_not_a_lookup_error():
 
 
 def test_regress_streams_utf8_and_skips_what_cannot_be_streamed(tmp_path):
-    from xpfilt.verify.regress import stage_documents
+    from xpfilt.verify.harness import stage_documents
     (tmp_path / "in").mkdir()
     (tmp_path / "in/u16.xml").write_bytes("<a><b/></a>".encode("utf-16"))
     (tmp_path / "in/plain.xml").write_bytes(b"<a/>")

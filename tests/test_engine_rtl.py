@@ -162,7 +162,7 @@ def test_each_cluster_is_cleared_by_its_own_register(readout):
     per cluster, not one net for all: at 8,000 queries that net had ~16,000 loads."""
     import re
 
-    from xpfilt.compiler.verilog import emit_verilog
+    from xpfilt.hdl.verilog import emit_verilog
     qs = [parse_query(t, i + 1) for i, t in enumerate(["/a/b", "//c", "/a/d", "//e/f"])]
     verilog = emit_verilog(compile_queries(qs, CompileOptions(cluster_size=1, readout=readout)))
     clears = re.findall(r"\.clear\((cluster_\d+__clear)\)", verilog)

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-import xpfilt.compiler.verilog as emitter
+import xpfilt.hdl.verilog as emitter
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.lang.xpath import load_queries
 

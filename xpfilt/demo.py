@@ -134,7 +134,7 @@ def _matched(readout, numbers_by_bit) -> tuple[int, ...]:
 
 
 def _custom_hardware(queries, docs, expected, out: Path) -> bool:
-    from xpfilt.compiler.verilog import compile_to_directory
+    from xpfilt.hdl.verilog import compile_to_directory
     from xpfilt.compiler.custom import CompileOptions, Plan
     from xpfilt.model.custom import EngineModel, run_documents
 
@@ -222,7 +222,7 @@ def _profile_language(data: Path, docs) -> bool:
 
 
 def _programmable_hardware(data: Path, docs, out: Path) -> bool:
-    from xpfilt.compiler.verilog import build_programmable
+    from xpfilt.hdl.verilog import build_programmable
     from xpfilt.model.programmable import ProgrammableModel, load_configuration
     from xpfilt.model.custom import run_documents
     from xpfilt.compiler.programmable import HardwareSpec, configure

@@ -92,7 +92,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-from xpfilt.hwspec.contract import TEXT, AttrCondition, number_digits
+from xpfilt.hwspec.contract import POSITION_REFUSED, TEXT, AttrCondition, number_digits
 from xpfilt.hwspec.readout import check_readout
 from xpfilt.lang.xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Query,
                     RelativePath, Step, TextTarget, leaves)
@@ -322,7 +322,6 @@ def guard_holds(guard: tuple, bits: int) -> bool:
 
 #: Why the programmable engine refuses a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the programmable engine yet"
-POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
 #: ... a profile with nested paths (a twig) that :func:`without_nested_paths` cannot rewrite.
 TWIGS_REFUSED = ("nested paths (twig profiles) are supported by the programmable engine only on "
                  "the first step of a path from the root (/a[b]/c) and as the one nested path "

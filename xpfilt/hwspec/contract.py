@@ -274,6 +274,9 @@ NUMBER_DIGITS = 15
 #: The ``attribute`` of a condition on an element's text nodes (``text()``; not an XML name).
 TEXT = "text()"
 
+#: Why a hardware engine (custom or programmable) refuses a query with a position() predicate.
+POSITION_REFUSED = "position() predicates are not supported by the hardware engines"
+
 
 @dataclass(frozen=True)
 class AttrCondition:

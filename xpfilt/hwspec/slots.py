@@ -41,7 +41,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import NamedTuple, Optional, Sequence
 
-from xpfilt.compiler.custom import POSITION_REFUSED
+from xpfilt.hwspec.contract import POSITION_REFUSED
 from xpfilt.hwspec.contract import NUMBER_DIGITS, TEXT, AttrCondition, number_digits
 from xpfilt.lang.xpath import And, AttributeTarget, Exists, Not, Or, Predicate, TextTarget
 

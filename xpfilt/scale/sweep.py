@@ -154,7 +154,7 @@ def _evaluate_into(point: DesignPoint, tmp: Path, row: dict, synthesize: bool,
                    jobs: Optional[int]) -> None:
     from xpfilt import workloads
     from xpfilt.eda import synth
-    from xpfilt.compiler.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
+    from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
     from xpfilt.compiler.custom import CompileOptions, compile_queries
     from xpfilt.model.custom import EngineModel, run_documents
     from xpfilt.paths import shared_data

@@ -17,7 +17,7 @@ from typing import Optional
 
 from xpfilt.compiler.custom import EngineMode
 from xpfilt.software.events import Document, load_documents
-from xpfilt.verify.regress import (RegressionConfig, RegressionSummary, load_query_source, run_testbench_in,
+from xpfilt.verify.harness import (RegressionConfig, RegressionSummary, load_query_source, run_testbench_in,
                       safe_name, stage_documents)
 
 __all__ = ["ITEM_KINDS", "corrupt_stream", "truncated_stream", "run_programmable"]
@@ -81,7 +81,7 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool
     from xpfilt.sim.config import TbConfig
     from xpfilt.sim.runner import build_design, default_build_root
 
-    from xpfilt.compiler.verilog import emit_programmable_verilog
+    from xpfilt.hdl.verilog import emit_programmable_verilog
     from xpfilt.compiler.programmable import configure, reconfigure
 
     wall = time.perf_counter()

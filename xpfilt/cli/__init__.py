@@ -1,95 +1,23 @@
 """The ``xpfilt`` command line: workloads, filtering, compiling and configuring hardware,
 regressions, sweeps and reports; the board commands (build, host, sim-board) are in
-:mod:`xpfilt.boards.cli`. Options and helpers several commands share are defined here once."""
+:mod:`xpfilt.boards.cli`; the options and helpers several commands share in
+:mod:`xpfilt.cli.options`."""
 
 from __future__ import annotations
 
 import gc
 import os
-import re
 import sys
 from pathlib import Path
 
 import click
 
 from xpfilt import __version__
+from xpfilt.cli.options import (ByteSize, bytes_per_cycle_option, compile_options,
+                                document_paths, load_hardware, mode_option, options_from,
+                                probability, read_hardware_queries, read_queries,
+                                spec_from_options)
 from xpfilt.compiler.custom import EngineMode
-
-_SIZE = re.compile(r"(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*([kmg]?)i?b?\s*\Z")
-
-
-class ByteSize(click.ParamType):
-    """``220K``, ``2.2M``, ``4096``: a size in bytes (K = 1000)."""
-    name = "size"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        m = _SIZE.match(str(value))
-        if not m:
-            self.fail(f"size must be a number with an optional K/M/G suffix, not {value!r}",
-                      param, ctx)
-        scale = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}[m.group(2).lower()]
-        return int(float(m.group(1)) * scale)
-
-
-def _probability(ctx, param, value):
-    if not 0.0 <= value <= 1.0:
-        raise click.BadParameter(f"must be between 0 and 1, not {value!r}")
-    return value
-
-
-def mode_option(**kwargs):
-    """``--mode custom|programmable``, given to the command as an :class:`EngineMode`."""
-    return click.option("--mode", type=click.Choice([m.value for m in EngineMode]),
-                        default=EngineMode.CUSTOM.value,
-                        callback=lambda ctx, param, value: EngineMode(value), **kwargs)
-
-
-def compile_options(fn):
-    """The custom engine's compile options, shared by ``compile`` and the hardware engines."""
-    options = [
-        click.option("--cluster-size", type=click.IntRange(1), default=None,
-                     help="Queries per cluster (default: 256 for queries of at most 4 steps, "
-                          "else 128)."),
-        click.option("--max-depth", type=click.IntRange(1), default=16, show_default=True,
-                     help="Deepest document level the stacks hold (deeper: error flag)."),
-        click.option("--no-opt1", is_flag=True, help="Give the last node of a query a column."),
-        click.option("--no-opt2", is_flag=True,
-                     help="Give the root node a column instead of reading the global stack."),
-        click.option("--no-opt3", is_flag=True, help="Never share a column between nodes."),
-        click.option("--no-prefix-sharing", is_flag=True,
-                     help="Do not share common query prefixes within a cluster."),
-        click.option("--file-order", is_flag=True,
-                     help="Fill the clusters in query file order instead of text order (which "
-                          "gathers common prefixes in one cluster; answers are the same)."),
-        click.option("--readout", type=click.Choice(["serial", "sparse"]), default="serial",
-                     show_default=True,
-                     help="Match readout: the paper's bitmap, one bit per query per document "
-                          "(serial), or a header and the matching query ids only (sparse)."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def bytes_per_cycle_option(fn):
-    """``--bytes-per-cycle W``: the custom engine's input width (1 = the one-byte engine)."""
-    return click.option(
-        "--bytes-per-cycle", type=click.Choice(["1", "2", "4", "8"]), default="1",
-        show_default=True, callback=lambda ctx, param, value: int(value),
-        help="Custom engine: document bytes taken per cycle (beats of W bytes; events queue "
-             "for the stacks at one per cycle). Queries with value predicates need 1.")(fn)
-
-
-def options_from(kwargs):
-    from xpfilt.compiler.custom import CompileOptions
-    return CompileOptions(
-        cluster_size=kwargs.pop("cluster_size"), max_depth=kwargs.pop("max_depth"),
-        opt_last=not kwargs.pop("no_opt1"), opt_root=not kwargs.pop("no_opt2"),
-        opt_share=not kwargs.pop("no_opt3"), prefix_sharing=not kwargs.pop("no_prefix_sharing"),
-        prefix_clustering=not kwargs.pop("file_order"), readout=kwargs.pop("readout"))
-
 
 class CommandFailed(click.ClickException):
     """A failed command: shown as its one line, exit code 1."""
@@ -236,7 +164,7 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
                          spark_options, failed)
     if engine == "model" and mode is EngineMode.PROGRAMMABLE:
         from xpfilt.model.programmable import ProgrammableModelEngine
-        filt = ProgrammableModelEngine(queries, _load_hardware(hw_dir))
+        filt = ProgrammableModelEngine(queries, load_hardware(hw_dir))
         for _, reason in filt.configuration.rejected:
             click.echo(f"xpfilt: {queries_path}: skipped: {reason}", err=True)
             failed = True
@@ -251,18 +179,6 @@ def filter_command(queries_path, engine, mode, hw_dir, output, documents, spark,
             failed = True
     output.flush()
     sys.exit(1 if failed else 0)
-
-
-def document_paths(documents):
-    """The documents of the DOCUMENTS arguments (folders give their *.xml files); none at all
-    is an error, not an empty answer."""
-    from xpfilt.software.events import load_documents
-
-    paths = load_documents(documents)
-    if not paths:
-        raise click.ClickException(f"{' '.join(map(str, documents))}: no document there "
-                                   "(folders give their *.xml files)")
-    return paths
 
 
 def _filter_on_spark(queries_path, engine, documents, spark, master, out, options, failed):
@@ -332,7 +248,7 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     """Generate hardware. Custom: compile QUERIES into plan.json, xpfilt_engine.v and
     report.md. Programmable: hardware.json, xpfilt_engine.v and report.md for any query set
     that fits."""
-    from xpfilt.compiler.verilog import build_programmable, compile_to_directory
+    from xpfilt.hdl.verilog import build_programmable, compile_to_directory
 
     if mode is EngineMode.PROGRAMMABLE:
         if queries_path:
@@ -358,59 +274,6 @@ def compile_command(queries_path, mode, max_name, columns, clusters, max_tag_len
     click.echo(report)
     if skipped:
         sys.exit(1)
-
-
-def read_queries(queries_path, refuse=None):
-    """The queries of the file QUERIES. Each line that is not a query, and each query
-    ``refuse`` (queries -> (kept queries, messages)) turns away, is reported on standard error
-    (``xpfilt: QUERIES: ... skipped: ...``) and left out. Returns (queries, whether any was
-    left out)."""
-    from xpfilt.software.fast import gc_paused
-    from xpfilt.lang.xpath import load_queries
-
-    with gc_paused():       # about 10 objects per query, none in a cycle
-        loaded = load_queries(queries_path)
-    for error in loaded.errors:
-        click.echo(f"xpfilt: {queries_path}: line {error.number}: skipped: {error}", err=True)
-    queries, refused = refuse(loaded.queries) if refuse else (list(loaded.queries), [])
-    for message in refused:
-        click.echo(f"xpfilt: {queries_path}: skipped: {message}", err=True)
-    return queries, bool(loaded.errors or refused)
-
-
-def read_hardware_queries(queries_path, max_name):
-    """:func:`read_queries` for a custom engine whose front end takes names of ``max_name``
-    bytes. No query left is an error."""
-    from xpfilt.compiler.custom import hardware_queries
-    queries, skipped = read_queries(queries_path, lambda qs: hardware_queries(qs, max_name))
-    if not queries:
-        raise click.ClickException(f"{queries_path}: no query left to build hardware for")
-    return queries, skipped
-
-
-def spec_from_options(clusters, columns, max_tag_len, max_name, kwargs):
-    """The programmable hardware the command-line options describe (``kwargs``: the compile
-    options' values)."""
-    from xpfilt.compiler.programmable import HardwareSpec
-    try:
-        return HardwareSpec(clusters=clusters, columns=columns, max_tag_len=max_tag_len,
-                            max_depth=kwargs["max_depth"], max_name=max_name,
-                            readout=kwargs["readout"],
-                            tags=kwargs.pop("tags", 31), slots=kwargs.pop("slots", 0),
-                            twig_width=kwargs.pop("twig_width", 0),
-                            readout_group=kwargs.pop("readout_group", 1))
-    except ValueError as exc:
-        raise click.ClickException(str(exc))
-
-
-def _load_hardware(hw_dir):
-    from xpfilt.compiler.programmable import HardwareSpec
-    if hw_dir is None:
-        raise click.UsageError("--hw DIR (from `xpfilt compile --mode programmable`) is needed")
-    try:
-        return HardwareSpec.load(hw_dir)
-    except ValueError as exc:
-        raise click.ClickException(str(exc))
 
 
 @main.command("configure")
@@ -443,7 +306,7 @@ def configure_command(queries_path, hw_dir, output, previous):
 
     from xpfilt.compiler.programmable import configure, delta_path, readout_map_path, reconfigure
 
-    spec = _load_hardware(hw_dir)
+    spec = load_hardware(hw_dir)
     queries, failed = read_queries(queries_path)
     start = _time.perf_counter()
     if previous is None:
@@ -488,17 +351,17 @@ def configure_command(queries_path, hw_dir, output, previous):
               help="Instead of a DTD, sample element paths from these documents (or folders).")
 @click.option("-n", "--count", default=1000, show_default=True, type=click.IntRange(1))
 @click.option("-d", "--max-depth", default=6, show_default=True, type=click.IntRange(1))
-@click.option("--p-wildcard", default=0.15, show_default=True, callback=_probability,
+@click.option("--p-wildcard", default=0.15, show_default=True, callback=probability,
               help="Probability that a step is '*'.")
-@click.option("--p-descendant", default=0.15, show_default=True, callback=_probability,
+@click.option("--p-descendant", default=0.15, show_default=True, callback=probability,
               help="Probability that a step is preceded by '//'.")
 @click.option("--predicates", default=0, show_default=True, type=click.IntRange(0),
               help="Value predicates per query, each on a different step (YFilter's axis).")
-@click.option("--p-text", default=0.0, show_default=True, callback=_probability,
+@click.option("--p-text", default=0.0, show_default=True, callback=probability,
               help="Probability that a predicate tests text() rather than an attribute.")
 @click.option("--operators", default="=", show_default=True,
               help="Comparison operators to draw from, comma-separated (e.g. '=,!=,<,>=').")
-@click.option("--p-clause", default=0.0, show_default=True, callback=_probability,
+@click.option("--p-clause", default=0.0, show_default=True, callback=probability,
               help="Probability that a predicate is a clause (and, or, not).")
 @click.option("--max-value", default=20, show_default=True, type=click.IntRange(1),
               help="Numeric constants are drawn from 1..MAX_VALUE (gen-docs' value range).")
@@ -550,7 +413,7 @@ def gen_queries(dtd, root, from_docs, count, max_depth, p_wildcard, p_descendant
               help="Target size of each document (the paper: 220K and 2.2M).")
 @click.option("-d", "--max-depth", default=16, show_default=True, type=click.IntRange(1))
 @click.option("--fanout", default=4, show_default=True, type=click.IntRange(1))
-@click.option("--p-number-text", default=0.0, show_default=True, callback=_probability,
+@click.option("--p-number-text", default=0.0, show_default=True, callback=probability,
               help="Probability that an element's text is a number from 1..20 (makes text() "
                    "predicates selective).")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -668,7 +531,7 @@ def regress_command(queries_path, documents, simulator, max_name, seed, p_valid,
             queries=queries_path, documents=list(documents), simulator=simulator, seed=seed,
             p_valid=p_valid, p_ready=p_ready, build_dir=build_dir, replay_dir=replay_dir,
             verify_replay=not no_verify_replay, fault=fault, mode=mode,
-            hardware=_load_hardware(hw_dir), reconfigure=list(reconfigure),
+            hardware=load_hardware(hw_dir), reconfigure=list(reconfigure),
             bad_streams=bad_streams)
     else:
         if hw_dir is not None or reconfigure:
@@ -773,8 +636,3 @@ def report_command(sweep_dir, output_dir):
     click.echo(f"{report.rows} rows ({report.ok} ok); wrote:")
     for path in report.files:
         click.echo(f"  {path}")
-
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
