@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup demo test regress bench bench-synth fuzz clean
+.PHONY: setup demo test lint regress bench bench-synth fuzz clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,11 @@ demo: $(STAMP)
 ## test: the fast default suite (a few minutes)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not regress"
+
+## lint: ruff's lint and format checks (pinned in the test extra; `ruff format .` fixes the format)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 ## regress: the long regressions (summaries of the cocotb runs are printed: -rP)
 regress: $(STAMP)

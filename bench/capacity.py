@@ -70,15 +70,15 @@ from pathlib import Path
 
 from common import RESULTS, replace_rows, save
 
+from xpfilt import workloads
 from xpfilt.boards import get_board
 from xpfilt.boards.build import BuildConfig, build_board, custom_design, programmable_design
-from xpfilt import workloads
-from xpfilt.eda.synth import ToolError
 from xpfilt.compiler.custom import CompileOptions
-from xpfilt.software.events import load_documents
-from xpfilt.paths import shared_data
 from xpfilt.compiler.programmable import HardwareSpec, configure
+from xpfilt.eda.synth import ToolError
 from xpfilt.lang.xpath import parse_query
+from xpfilt.paths import shared_data
+from xpfilt.software.events import load_documents
 
 FILL = 0.9
 #: Where place and route starts confirming: at FILL on the iCE40 (a run takes a minute); much
@@ -138,6 +138,7 @@ def rtl_digest() -> str:
     """The digest of the RTL sources (as bench/fmax.py notes it), computed once."""
     if not _DIGEST:
         from resources import source_digest
+
         _DIGEST.append(source_digest())
     return _DIGEST[0]
 
@@ -146,6 +147,7 @@ def board_digest() -> str:
     """The digest of the board sources (the rows' ``board_digest``), computed once."""
     if not _BOARD_DIGEST:
         from resources import board_source_digest
+
         _BOARD_DIGEST.append(board_source_digest())
     return _BOARD_DIGEST[0]
 
@@ -163,9 +165,16 @@ def query_texts(depth: int, count: int) -> list[str]:
         texts = (shared_data() / f"queries/nitf-d{depth}-p15-n2000.txt").read_text().splitlines()
         if count > len(texts):
             schema = workloads.DtdSchema.load(shared_data() / "nitf/nitf-2-5.dtd")
-            more = workloads.generate_queries(schema, workloads.QueryGenConfig(
-                count=int(count * 1.3) + 100, max_depth=depth, p_wildcard=0.15,
-                p_descendant=0.15, seed=depth))
+            more = workloads.generate_queries(
+                schema,
+                workloads.QueryGenConfig(
+                    count=int(count * 1.3) + 100,
+                    max_depth=depth,
+                    p_wildcard=0.15,
+                    p_descendant=0.15,
+                    seed=depth,
+                ),
+            )
             seen = set(texts)
             texts = texts + [t for t in more if t not in seen and not seen.add(t)]
         _QUERIES[depth] = texts
@@ -178,11 +187,10 @@ def spec_for(board: str, columns: int) -> HardwareSpec:
     per = CLUSTER_COLUMNS[board]
     if per is None:
         return HardwareSpec(clusters=1, columns=columns, tags=PROG_TAGS[board], **PROG)
-    return HardwareSpec(clusters=max(1, columns // per), columns=per, tags=PROG_TAGS[board],
-                        **PROG)
+    return HardwareSpec(clusters=max(1, columns // per), columns=per, tags=PROG_TAGS[board], **PROG)
 
 
-READOUT = ["serial"]     # the readout of the custom designs (--readout)
+READOUT = ["serial"]  # the readout of the custom designs (--readout)
 #: The engine clock asked for (--clock-mhz), Hz; None: the board's oscillator.
 ENGINE_CLOCK = [None]
 #: The router asked for (--router); None: the board's in :data:`NEXTPNR`.
@@ -201,7 +209,7 @@ def nextpnr_args(board: str) -> tuple:
     """:data:`NEXTPNR`'s options for ``board`` with the router of this run."""
     args = list(NEXTPNR[board])
     if "--router" in args:
-        del args[args.index("--router"):args.index("--router") + 2]
+        del args[args.index("--router") : args.index("--router") + 2]
     return (*args, "--router", router_for(board))
 
 
@@ -232,8 +240,9 @@ def engine_clock_mhz(board: str) -> float:
     return (ENGINE_CLOCK[0] or get_board(board).clock_hz) / 1e6
 
 
-def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
-              budget: Budget) -> dict:
+def run_build(
+    work: Path, board: str, kind: str, depth, size: int, *, pnr: bool, budget: Budget
+) -> dict:
     """One build (cached by name in ``work``); a dict with counts, P&R results or the error.
     With ``budget.cached_only``, a build not in the cache is not run."""
     name = f"{point_name(board, kind, depth)}-{size}-{'pnr' if pnr else 'synth'}"
@@ -250,20 +259,28 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
         return {"name": name, "size": size, "error": "time budget used up", "skipped": True}
     out = work / name
     start = time.perf_counter()
-    row = {"name": name, "size": size, "rtl_digest": rtl_digest(),
-           "board_digest": board_digest()}
+    row = {"name": name, "size": size, "rtl_digest": rtl_digest(), "board_digest": board_digest()}
     try:
         design = design_for(board, kind, depth, size)
         row.update(queries=design.queries, units=design.units, width=design.width)
-        result = build_board(design, BuildConfig(board, out, synthesize_only=not pnr,
-                                                 timeout=timeout,
-                                                 nextpnr_args=nextpnr_args(board),
-                                                 clock_hz=ENGINE_CLOCK[0],
-                                                 place_only=PLACE_ONLY[0] and pnr), log=log)
+        result = build_board(
+            design,
+            BuildConfig(
+                board,
+                out,
+                synthesize_only=not pnr,
+                timeout=timeout,
+                nextpnr_args=nextpnr_args(board),
+                clock_hz=ENGINE_CLOCK[0],
+                place_only=PLACE_ONLY[0] and pnr,
+            ),
+            log=log,
+        )
         report = json.loads(result.to_json())
     except ToolError as exc:
-        report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() \
-            else {}
+        report = (
+            json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+        )
         row["error"] = str(exc)[:300]
         row["timeout"] = "timed out" in str(exc)
     row["seconds"] = round(time.perf_counter() - start, 1)
@@ -271,29 +288,36 @@ def run_build(work: Path, board: str, kind: str, depth, size: int, *, pnr: bool,
     row.update(luts=fit.get("luts"), ffs=fit.get("ffs"), bram=fit.get("bram"))
     pnr_report = report.get("pnr")
     if pnr_report:
-        util = {bel: dict(zip(("used", "available"), map(int, share.split("/"))))
-                for bel, share in pnr_report["utilization"].items()}
+        util = {
+            bel: dict(zip(("used", "available"), map(int, share.split("/"))))
+            for bel, share in pnr_report["utilization"].items()
+        }
         cells = util.get("ICESTORM_LC") or util.get("TRELLIS_COMB") or {}
-        row.update(cells=cells.get("used"), cells_available=cells.get("available"),
-                   pnr_ffs=(util.get("TRELLIS_FF") or {}).get("used"),
-                   fmax_mhz=report.get("fmax_mhz"), meets_timing=report.get("meets_timing"),
-                   constraint_mhz=max(pnr_report["constraints"].values(), default=None))
+        row.update(
+            cells=cells.get("used"),
+            cells_available=cells.get("available"),
+            pnr_ffs=(util.get("TRELLIS_FF") or {}).get("used"),
+            fmax_mhz=report.get("fmax_mhz"),
+            meets_timing=report.get("meets_timing"),
+            constraint_mhz=max(pnr_report["constraints"].values(), default=None),
+        )
     row["times"] = report.get("times")
     pnr_log = out / "gateware" / f"nextpnr-{get_board(board).family}.log"
-    if pnr_log.exists():        # kept: a timed-out route still has its placement's estimate
+    if pnr_log.exists():  # kept: a timed-out route still has its placement's estimate
         kept = work / f"{name}-{build_key()}.nextpnr.log"
         shutil.copy(pnr_log, kept)
         row["placement_estimate_mhz"] = placement_estimate(kept.read_text(errors="replace"))
     placed = out / "gateware" / "placed.json"
-    if placed.exists():             # --place-only: for bench/placed_paths.py (not *.json in work)
+    if placed.exists():  # --place-only: for bench/placed_paths.py (not *.json in work)
         (work / "placed").mkdir(exist_ok=True)
-        row["placed_netlist"] = str(shutil.copy(placed, work / "placed" /
-                                                f"{name}-{build_key()}.json"))
-    if not row.get("timeout") or timeout == cap:    # a timeout of the budget: not cached
+        row["placed_netlist"] = str(
+            shutil.copy(placed, work / "placed" / f"{name}-{build_key()}.json")
+        )
+    if not row.get("timeout") or timeout == cap:  # a timeout of the budget: not cached
         cache.write_text(json.dumps(row, indent=1))
-    else:                                           # ... but listed among the runs
+    else:  # ... but listed among the runs
         (work / f"{name}-{build_key()}.attempt.json").write_text(json.dumps(row, indent=1))
-    shutil.rmtree(out, ignore_errors=True)     # keep the disk small; the row has the numbers
+    shutil.rmtree(out, ignore_errors=True)  # keep the disk small; the row has the numbers
     log(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)")
     return row
 
@@ -320,10 +344,14 @@ def predict(board: str, small: dict, large: dict, fill: float = FILL) -> tuple[i
     by_cells = (fill * spec.luts / ratio - lut_base) / lut_slope
     by_ffs = (fill * spec.ffs - ff_base) / ff_slope if spec.family == "ecp5" else math.inf
     size = int(min(by_cells, by_ffs))
-    model = {"packing_ratio": round(ratio, 3), "luts_per_unit": round(lut_slope, 2),
-             "fixed_luts": round(lut_base), "ffs_per_unit": round(ff_slope, 2),
-             "fixed_ffs": round(ff_base), "limit": "logic cells" if by_cells <= by_ffs
-             else "flip-flops"}
+    model = {
+        "packing_ratio": round(ratio, 3),
+        "luts_per_unit": round(lut_slope, 2),
+        "fixed_luts": round(lut_base),
+        "ffs_per_unit": round(ff_slope, 2),
+        "fixed_ffs": round(ff_base),
+        "limit": "logic cells" if by_cells <= by_ffs else "flip-flops",
+    }
     return size, model
 
 
@@ -334,8 +362,9 @@ def round_size(kind: str, board: str, size: int) -> int:
     return max(2, size // 2 * 2) if per is None else max(per, size // per * per)
 
 
-def throughput(board: str, width: int, clock_mhz: float, fmax_mhz, docs: list[int],
-               matches: list[int] = None) -> dict:
+def throughput(
+    board: str, width: int, clock_mhz: float, fmax_mhz, docs: list[int], matches: list[int] = None
+) -> dict:
     """Serial readout (``matches`` None): ``width`` cycles and ``ceil(width / 8) + 7`` frame
     bytes per document; sparse: a header and one id per match (``matches[i]`` for document
     i), ids of ``ceil(bits(width) / 8)`` bytes in the frame."""
@@ -347,10 +376,12 @@ def throughput(board: str, width: int, clock_mhz: float, fmax_mhz, docs: list[in
         beats = [1 + k for k in matches]
         frames = [7 + id_bytes * k for k in matches]
     per_cycle = total / sum(max(n, b) for n, b in zip(docs, beats))
-    out = {"bytes_per_cycle": round(per_cycle, 3),
-           "mb_s_board_clock": round(per_cycle * clock_mhz, 2),
-           "mb_s_fmax": round(per_cycle * fmax_mhz, 2) if fmax_mhz else None}
-    line = sum(n + 4 + f for n, f in zip(docs, frames))   # frames both ways, one by one
+    out = {
+        "bytes_per_cycle": round(per_cycle, 3),
+        "mb_s_board_clock": round(per_cycle * clock_mhz, 2),
+        "mb_s_fmax": round(per_cycle * fmax_mhz, 2) if fmax_mhz else None,
+    }
+    line = sum(n + 4 + f for n, f in zip(docs, frames))  # frames both ways, one by one
     out["uart_115200_mb_s"] = round(total / line * 115_200 / 10 / 1e6, 4)
     out["fastest_baud"] = FASTEST_BAUD[board]
     out["uart_fastest_mb_s"] = round(total / line * FASTEST_BAUD[board] / 10 / 1e6, 4)
@@ -365,10 +396,15 @@ def earlier_tries(work: Path, board: str, kind: str, depth) -> str:
     for path in work.glob(f"{point_name(board, kind, depth)}-[0-9]*-pnr*.json"):
         row = json.loads(path.read_text())
         if row.get("error"):
-            reason = ("no legal placement" if "legal placement" in row["error"] else
-                      "no BELs left" if "no BELs" in row["error"] else
-                      "stopped at the time cap" if "took longer" in row["error"] else
-                      row["error"][:60])
+            reason = (
+                "no legal placement"
+                if "legal placement" in row["error"]
+                else "no BELs left"
+                if "no BELs" in row["error"]
+                else "stopped at the time cap"
+                if "took longer" in row["error"]
+                else row["error"][:60]
+            )
             if row.get("placement_estimate_mhz"):
                 reason += f" (placed: {row['placement_estimate_mhz']:.1f} MHz estimated)"
         else:
@@ -386,11 +422,19 @@ def merge_rows(saved: list, fresh: list, *, by_size: bool) -> list:
     saved row of its point (board, engine, depth, readout, clock, router) or, ``by_size``
     (--sizes: measurements of the sizes asked for), only the saved row of its point at its
     size."""
+
     def key(r):
-        return (r["board"], r["kind"], r.get("depth"), r.get("readout", "serial"),
-                r.get("clock_source", "oscillator"), r["clock_mhz"],
-                r.get("router") or router_for_default(r["board"]),
-                *((r.get("queries"), r.get("columns")) if by_size else ()))
+        return (
+            r["board"],
+            r["kind"],
+            r.get("depth"),
+            r.get("readout", "serial"),
+            r.get("clock_source", "oscillator"),
+            r["clock_mhz"],
+            r.get("router") or router_for_default(r["board"]),
+            *((r.get("queries"), r.get("columns")) if by_size else ()),
+        )
+
     return replace_rows(saved, fresh, key)
 
 
@@ -404,47 +448,85 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=2400)
     parser.add_argument("--work", type=Path, default=Path("/tmp/board_capacity"))
     parser.add_argument("--only", choices=["icebreaker", "ulx3s-85f"])
-    parser.add_argument("--cached-only", action="store_true",
-                        help="Report from the builds cached in --work; run none.")
-    parser.add_argument("--point", action="append", default=[],
-                        help="Measure only this point (board-kind-dDEPTH, e.g. "
-                             "ulx3s-85f-custom-d8; repeatable); the saved rows of the others "
-                             "are kept.")
-    parser.add_argument("--sizes", default="",
-                        help="Comma-separated sizes that place and route confirms, in order, "
-                             "instead of the predicted ones (with --point); a size smaller "
-                             "than one confirmed already is skipped (16000,12000: a fallback).")
-    parser.add_argument("--readout", choices=["serial", "sparse"], default="serial",
-                        help="Readout of the custom designs (default serial).")
-    parser.add_argument("--clock-mhz", type=float, default=None,
-                        help="Clock the engine and host link from a PLL at this frequency "
-                             "(ECP5) and constrain place and route at it (default: the "
-                             "board's oscillator, 25 MHz on the ULX3S: nextpnr then stops "
-                             "improving paths once they meet 25 MHz).")
-    parser.add_argument("--router", choices=["router1", "router2"], default=None,
-                        help="nextpnr's router (default: router2 on the ULX3S, nextpnr's "
-                             "router1 on the iCEBreaker); the rows say which.")
-    parser.add_argument("--pnr-cap", type=float, default=None,
-                        help="Seconds each place and route may take (default: 300 on the "
-                             "iCE40, 2,700 on the ECP5); the --budget still caps the run.")
-    parser.add_argument("--place-only", action="store_true",
-                        help="Place without routing (ECP5): the rows give nextpnr's "
-                             "post-placement estimate, and the placed netlist stays in --work "
-                             "for bench/placed_paths.py.")
-    parser.add_argument("--no-probes", action="store_true",
-                        help="With --sizes: place and route only those sizes, without the two "
-                             "probe builds and the prediction (the rows then have none).")
-    parser.add_argument("--rtl-digest", default=None,
-                        help="With --cached-only: report the cached builds of this RTL digest "
-                             "(the sources may have changed since they were built).")
-    parser.add_argument("--board-digest", default=None,
-                        help="With --cached-only: ... and of these board sources (a build's "
-                             "board_digest; default: the current ones).")
+    parser.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="Report from the builds cached in --work; run none.",
+    )
+    parser.add_argument(
+        "--point",
+        action="append",
+        default=[],
+        help="Measure only this point (board-kind-dDEPTH, e.g. "
+        "ulx3s-85f-custom-d8; repeatable); the saved rows of the others "
+        "are kept.",
+    )
+    parser.add_argument(
+        "--sizes",
+        default="",
+        help="Comma-separated sizes that place and route confirms, in order, "
+        "instead of the predicted ones (with --point); a size smaller "
+        "than one confirmed already is skipped (16000,12000: a fallback).",
+    )
+    parser.add_argument(
+        "--readout",
+        choices=["serial", "sparse"],
+        default="serial",
+        help="Readout of the custom designs (default serial).",
+    )
+    parser.add_argument(
+        "--clock-mhz",
+        type=float,
+        default=None,
+        help="Clock the engine and host link from a PLL at this frequency "
+        "(ECP5) and constrain place and route at it (default: the "
+        "board's oscillator, 25 MHz on the ULX3S: nextpnr then stops "
+        "improving paths once they meet 25 MHz).",
+    )
+    parser.add_argument(
+        "--router",
+        choices=["router1", "router2"],
+        default=None,
+        help="nextpnr's router (default: router2 on the ULX3S, nextpnr's "
+        "router1 on the iCEBreaker); the rows say which.",
+    )
+    parser.add_argument(
+        "--pnr-cap",
+        type=float,
+        default=None,
+        help="Seconds each place and route may take (default: 300 on the "
+        "iCE40, 2,700 on the ECP5); the --budget still caps the run.",
+    )
+    parser.add_argument(
+        "--place-only",
+        action="store_true",
+        help="Place without routing (ECP5): the rows give nextpnr's "
+        "post-placement estimate, and the placed netlist stays in --work "
+        "for bench/placed_paths.py.",
+    )
+    parser.add_argument(
+        "--no-probes",
+        action="store_true",
+        help="With --sizes: place and route only those sizes, without the two "
+        "probe builds and the prediction (the rows then have none).",
+    )
+    parser.add_argument(
+        "--rtl-digest",
+        default=None,
+        help="With --cached-only: report the cached builds of this RTL digest "
+        "(the sources may have changed since they were built).",
+    )
+    parser.add_argument(
+        "--board-digest",
+        default=None,
+        help="With --cached-only: ... and of these board sources (a build's "
+        "board_digest; default: the current ones).",
+    )
     args = parser.parse_args()
     READOUT[0] = args.readout
     PNR_CAP_ASKED[0] = args.pnr_cap
     PLACE_ONLY[0] = args.place_only
-    os.environ.setdefault("AMARANTH_verbose", "1")     # nextpnr's log with its estimates
+    os.environ.setdefault("AMARANTH_verbose", "1")  # nextpnr's log with its estimates
     ENGINE_CLOCK[0] = args.clock_mhz * 1e6 if args.clock_mhz else None
     ROUTER[0] = args.router
     if args.rtl_digest:
@@ -486,26 +568,33 @@ def main() -> None:
     for board, kind, depth, _ in points:
         small, large = measured[(board, kind, depth)] or ({}, {})
         spec = get_board(board)
-        row = {"board": board, "kind": kind, "depth": depth,
-               "readout": args.readout if kind == "custom" else "serial",
-               "rtl_digest": rtl_digest(),
-               "clock_mhz": engine_clock_mhz(board),
-               "clock_source": "PLL" if ENGINE_CLOCK[0] else "oscillator",
-               "router": "placed only" if PLACE_ONLY[0] else router_for(board),
-               "probes": "none (--no-probes)" if args.no_probes else
-               f"{small['size']} (P&R), {large['size']} (synth)"}
+        row = {
+            "board": board,
+            "kind": kind,
+            "depth": depth,
+            "readout": args.readout if kind == "custom" else "serial",
+            "rtl_digest": rtl_digest(),
+            "clock_mhz": engine_clock_mhz(board),
+            "clock_source": "PLL" if ENGINE_CLOCK[0] else "oscillator",
+            "router": "placed only" if PLACE_ONLY[0] else router_for(board),
+            "probes": "none (--no-probes)"
+            if args.no_probes
+            else f"{small['size']} (P&R), {large['size']} (synth)",
+        }
         confirmed, tries = None, []
         if not args.no_probes:
             if small.get("error") or large.get("error") or not small.get("cells"):
-                row["error"] = (small.get("error") or large.get("error")
-                                or "no P&R at the small size")
+                row["error"] = (
+                    small.get("error") or large.get("error") or "no P&R at the small size"
+                )
                 rows.append(row)
                 continue
             size, model = predict(board, small, large)
             size = round_size(kind, board, size)
             row.update(predicted=size, **model)
-            candidate = round_size(kind, board, predict(board, small, large,
-                                                        CONFIRM_FILL[spec.family])[0])
+            candidate = round_size(
+                kind, board, predict(board, small, large, CONFIRM_FILL[spec.family])[0]
+            )
         for attempt in range(3 if not sizes else 0):
             result = run_build(args.work, board, kind, depth, candidate, pnr=True, budget=budget)
             outcome = result.get("error", "ok")[:80]
@@ -517,18 +606,18 @@ def main() -> None:
                 break
             candidate = round_size(kind, board, int(candidate * 0.88))
         last = None
-        for size_asked in sizes:           # --sizes: these, in order; the largest that works
+        for size_asked in sizes:  # --sizes: these, in order; the largest that works
             if confirmed is not None and size_asked < confirmed["size"]:
-                continue                   # a fallback size, not needed
-            result = last = run_build(args.work, board, kind, depth, size_asked, pnr=True,
-                                      budget=budget)
+                continue  # a fallback size, not needed
+            result = last = run_build(
+                args.work, board, kind, depth, size_asked, pnr=True, budget=budget
+            )
             tries.append(f"{size_asked}: {result.get('error', 'ok')[:80]}")
-            if not result.get("error") and (confirmed is None
-                                            or size_asked > confirmed["size"]):
+            if not result.get("error") and (confirmed is None or size_asked > confirmed["size"]):
                 confirmed = result
         for _ in range(4 if confirmed and spec.family == "ice40" else 0):
             up = round_size(kind, board, int(confirmed["size"] * 1.08) + 1)
-            if up <= confirmed["size"]:       # a few columns: the next even size
+            if up <= confirmed["size"]:  # a few columns: the next even size
                 up = confirmed["size"] + 2
             result = run_build(args.work, board, kind, depth, up, pnr=True, budget=budget)
             tries.append(f"{up}: {result.get('error', 'ok')[:80]}")
@@ -538,88 +627,126 @@ def main() -> None:
         row["tries"] = "; ".join(tries)
         row["all_tries"] = earlier_tries(args.work, board, kind, depth)
         best = confirmed
-        if best is None and args.no_probes:   # no probe to fall back on: the last size tried
+        if best is None and args.no_probes:  # no probe to fall back on: the last size tried
             best = last
-            row.update(status=f"not placed and routed: {best.get('error', '?')[:120]}",
-                       error=best.get("error"))
-        elif best is None:               # the largest that did place and route: the probe
-            row["status"] = (f"predicted {size}; not confirmed: largest placed and routed is "
-                             "the small probe")
+            row.update(
+                status=f"not placed and routed: {best.get('error', '?')[:120]}",
+                error=best.get("error"),
+            )
+        elif best is None:  # the largest that did place and route: the probe
+            row["status"] = (
+                f"predicted {size}; not confirmed: largest placed and routed is the small probe"
+            )
             best = small
         else:
-            row["status"] = ("placed, not routed (--place-only)" if PLACE_ONLY[0]
-                             else "placed and routed")
+            row["status"] = (
+                "placed, not routed (--place-only)" if PLACE_ONLY[0] else "placed and routed"
+            )
         row["placement_estimate_mhz"] = best.get("placement_estimate_mhz")
         if best.get("cells"):
-            row.update(fmax_mhz=best.get("fmax_mhz"), cells=best.get("cells"),
-                       cells_available=best.get("cells_available"),
-                       cell_share=round(best["cells"] / best["cells_available"], 3),
-                       pnr_seconds=(best.get("times") or {}).get("nextpnr"))
+            row.update(
+                fmax_mhz=best.get("fmax_mhz"),
+                cells=best.get("cells"),
+                cells_available=best.get("cells_available"),
+                cell_share=round(best["cells"] / best["cells_available"], 3),
+                pnr_seconds=(best.get("times") or {}).get("nextpnr"),
+            )
         matches = None
         if kind == "custom":
             row["queries"] = best["size"]
             width = best["size"]
             if args.readout == "sparse":
                 from xpfilt.software.fast import FastFilter
-                engine = FastFilter([parse_query(t, i + 1) for i, t in
-                                     enumerate(query_texts(depth, width))])
+
+                engine = FastFilter(
+                    [parse_query(t, i + 1) for i, t in enumerate(query_texts(depth, width))]
+                )
                 matches = [len(engine.filter(path.read_bytes())) for path in doc_paths]
         else:
             hw = spec_for(board, best["size"])
             width = hw.clusters * hw.columns
-            row.update(columns=width, clusters=hw.clusters,
-                       queries_d4=configured(hw, 4), queries_d8=configured(hw, 8))
-        row.update(throughput(board, width, row["clock_mhz"], row.get("fmax_mhz"), docs,
-                              matches))
+            row.update(
+                columns=width,
+                clusters=hw.clusters,
+                queries_d4=configured(hw, 4),
+                queries_d8=configured(hw, 8),
+            )
+        row.update(throughput(board, width, row["clock_mhz"], row.get("fmax_mhz"), docs, matches))
         rows.append(row)
         log(f"{board} {kind} d{depth}: {row['status']} at {best['size']}")
 
     total = time.perf_counter() - started
-    tool_time = sum(json.loads(path.read_text()).get("seconds", 0)
-                    for path in args.work.glob("*.json"))
-    if args.point or args.only:      # keep the saved rows of the points not measured now
-        saved = json.loads((RESULTS / "capacity.json").read_text())["rows"] \
-            if (RESULTS / "capacity.json").exists() else []
+    tool_time = sum(
+        json.loads(path.read_text()).get("seconds", 0) for path in args.work.glob("*.json")
+    )
+    if args.point or args.only:  # keep the saved rows of the points not measured now
+        saved = (
+            json.loads((RESULTS / "capacity.json").read_text())["rows"]
+            if (RESULTS / "capacity.json").exists()
+            else []
+        )
         rows = merge_rows(saved, rows, by_size=bool(sizes))
         order = {(b, k, d): i for i, (b, k, d, _) in enumerate(POINTS)}
-        rows.sort(key=lambda r: (order.get((r["board"], r["kind"], r.get("depth")), 99),
-                                 r.get("readout", "serial") != "serial"))
-    columns = [("board", "board"), ("kind", "engine"), ("depth", "query depth"),
-               ("readout", "readout"), ("queries", "queries"), ("columns", "columns"), ("queries_d4", "d4 queries held"),
-               ("queries_d8", "d8 queries held"), ("status", "status"),
-               ("predicted", "predicted"), ("cells", "logic cells"),
-               ("cell_share", "of device"), ("fmax_mhz", "Fmax MHz"),
-               ("clock_mhz", "clock MHz (constraint)"), ("clock_source", "clock from"),
-               ("router", "router"), ("bytes_per_cycle", "bytes/cycle"),
-               ("mb_s_board_clock", "engine MB/s @board clock"),
-               ("mb_s_fmax", "engine MB/s @Fmax"),
-               ("uart_115200_mb_s", "UART MB/s @115200"),
-               ("fastest_baud", "fastest baud"), ("uart_fastest_mb_s", "UART MB/s @fastest"),
-               ("limit", "limited by"),
-               ("luts_per_unit", "LUTs per query/column"), ("packing_ratio", "cells/LUT"),
-               ("probes", "probes"), ("all_tries", "all P&R runs (size: result, s)"),
-               ("pnr_seconds", "nextpnr s"), ("placement_estimate_mhz", "post-placement MHz"), ("rtl_digest", "RTL digest"),
-               ("error", "error")]
-    notes = (f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
-             "(ECP5: router2 unless the router column says router1: router2 is faster on large "
-             "designs, at a lower Fmax); "
-             f"prediction at {FILL:.0%} of the logic cells from two probe sizes, confirmed by "
-             "place and route (iCE40: from the prediction, then up 8 % until one fails; ECP5: from "
-             "the size for 50 % of the device, 12 % down on failure; or the sizes asked for "
-             "with --sizes). ECP5 LUT counts include the 2 LUT positions of each LUT-RAM's "
-             "write-port slice (before 0d068af they did not, and the prediction overshot). "
-             "Custom: NITF p15 queries, stacks 16 deep; programmable: tags up to 16 bytes, 16 "
-             "deep, clusters of 128 columns on the ECP5 (one cluster on the iCE40); 'd4/d8 "
-             "queries held' = how many shared-file queries `xpfilt configure` places. "
-             "bytes/cycle = sum(len) / sum(max(len, readout width)) over the 100 NITF documents; "
-             "UART MB/s = the documents' bytes over the line time of xpfilt host's frames "
-             "(document, then its readout; 10 bits per byte; sparse: a 7-byte frame plus "
-             "one id per match, approximated). The UART is the bottleneck: the "
-             f"engine could take 10-100x more. This run: budget {args.budget:.0f} s, "
-             f"{total:.0f} s{' (from the cache)' if args.cached_only else ''}; all builds in "
-             f"the cache took {tool_time / 60:.0f} min.")
-    save("capacity", rows, columns, "Board capacity: largest designs that place and route",
-         notes)
+        rows.sort(
+            key=lambda r: (
+                order.get((r["board"], r["kind"], r.get("depth")), 99),
+                r.get("readout", "serial") != "serial",
+            )
+        )
+    columns = [
+        ("board", "board"),
+        ("kind", "engine"),
+        ("depth", "query depth"),
+        ("readout", "readout"),
+        ("queries", "queries"),
+        ("columns", "columns"),
+        ("queries_d4", "d4 queries held"),
+        ("queries_d8", "d8 queries held"),
+        ("status", "status"),
+        ("predicted", "predicted"),
+        ("cells", "logic cells"),
+        ("cell_share", "of device"),
+        ("fmax_mhz", "Fmax MHz"),
+        ("clock_mhz", "clock MHz (constraint)"),
+        ("clock_source", "clock from"),
+        ("router", "router"),
+        ("bytes_per_cycle", "bytes/cycle"),
+        ("mb_s_board_clock", "engine MB/s @board clock"),
+        ("mb_s_fmax", "engine MB/s @Fmax"),
+        ("uart_115200_mb_s", "UART MB/s @115200"),
+        ("fastest_baud", "fastest baud"),
+        ("uart_fastest_mb_s", "UART MB/s @fastest"),
+        ("limit", "limited by"),
+        ("luts_per_unit", "LUTs per query/column"),
+        ("packing_ratio", "cells/LUT"),
+        ("probes", "probes"),
+        ("all_tries", "all P&R runs (size: result, s)"),
+        ("pnr_seconds", "nextpnr s"),
+        ("placement_estimate_mhz", "post-placement MHz"),
+        ("rtl_digest", "RTL digest"),
+        ("error", "error"),
+    ]
+    notes = (
+        f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
+        "(ECP5: router2 unless the router column says router1: router2 is faster on large "
+        "designs, at a lower Fmax); "
+        f"prediction at {FILL:.0%} of the logic cells from two probe sizes, confirmed by "
+        "place and route (iCE40: from the prediction, then up 8 % until one fails; ECP5: from "
+        "the size for 50 % of the device, 12 % down on failure; or the sizes asked for "
+        "with --sizes). ECP5 LUT counts include the 2 LUT positions of each LUT-RAM's "
+        "write-port slice (before 0d068af they did not, and the prediction overshot). "
+        "Custom: NITF p15 queries, stacks 16 deep; programmable: tags up to 16 bytes, 16 "
+        "deep, clusters of 128 columns on the ECP5 (one cluster on the iCE40); 'd4/d8 "
+        "queries held' = how many shared-file queries `xpfilt configure` places. "
+        "bytes/cycle = sum(len) / sum(max(len, readout width)) over the 100 NITF documents; "
+        "UART MB/s = the documents' bytes over the line time of xpfilt host's frames "
+        "(document, then its readout; 10 bits per byte; sparse: a 7-byte frame plus "
+        "one id per match, approximated). The UART is the bottleneck: the "
+        f"engine could take 10-100x more. This run: budget {args.budget:.0f} s, "
+        f"{total:.0f} s{' (from the cache)' if args.cached_only else ''}; all builds in "
+        f"the cache took {tool_time / 60:.0f} min."
+    )
+    save("capacity", rows, columns, "Board capacity: largest designs that place and route", notes)
     log(f"done in {total:.0f} s")
 
 

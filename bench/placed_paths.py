@@ -34,11 +34,30 @@ from congestion import BEL, group_of
 LUT_NS = 0.4
 CLK_Q_NS = 0.5
 #: Inputs through which a TRELLIS_COMB / TRELLIS_RAMW cell is combinational.
-COMB_INPUTS = {"A", "B", "C", "D", "M", "FXA", "FXB", "FCI",
-               "A0", "B0", "C0", "D0", "A1", "B1", "C1", "D1", "F1"}
+COMB_INPUTS = {
+    "A",
+    "B",
+    "C",
+    "D",
+    "M",
+    "FXA",
+    "FXB",
+    "FCI",
+    "A0",
+    "B0",
+    "C0",
+    "D0",
+    "A1",
+    "B1",
+    "C1",
+    "D1",
+    "F1",
+}
 #: Inputs that end a path: flip-flop data, enable, set/reset; LUT-RAM write side.
-ENDPOINTS = {"TRELLIS_FF": {"DI", "M", "CE", "LSR"},
-             "TRELLIS_COMB": {"WAD0", "WAD1", "WAD2", "WAD3", "WD", "WRE", "DI0", "DI1"}}
+ENDPOINTS = {
+    "TRELLIS_FF": {"DI", "M", "CE", "LSR"},
+    "TRELLIS_COMB": {"WAD0", "WAD1", "WAD2", "WAD3", "WD", "WRE", "DI0", "DI1"},
+}
 SOURCES = {"TRELLIS_FF", "TRELLIS_IO", "DCCA"}
 #: Setup times added to routed arrivals (nextpnr-ecp5's critical path reports: 0.42 ns for a
 #: flip-flop's LSR, none for DI and M).
@@ -62,8 +81,9 @@ def routed_arrivals(report: Path) -> dict:
             continue
         for end in net["endpoints"]:
             delay = end["delay"]
-            arrivals.setdefault((end["cell"], end["port"]),
-                                float(max(delay) if isinstance(delay, list) else delay))
+            arrivals.setdefault(
+                (end["cell"], end["port"]), float(max(delay) if isinstance(delay, list) else delay)
+            )
     if not arrivals:
         raise SystemExit(f"{report}: no detailed net timings (nextpnr --detailed-timing-report)")
     return arrivals
@@ -73,8 +93,7 @@ def rank(path: Path, top: int, min_ns: float, routed: dict | None = None) -> lis
     """The worst path of each (start, end) group, longest first; ``routed``
     (:func:`routed_arrivals`): the endpoints' arrivals from it, not estimated."""
     design = json.loads(path.read_text())
-    module = next(m for m in design["modules"].values()
-                  if m.get("attributes", {}).get("top"))
+    module = next(m for m in design["modules"].values() if m.get("attributes", {}).get("top"))
     cells = module["cells"]
     where = {}
     for name, cell in cells.items():
@@ -110,15 +129,16 @@ def rank(path: Path, top: int, min_ns: float, routed: dict | None = None) -> lis
         if cell["type"] in SOURCES:
             arrival[name] = (CLK_Q_NS, None)
             return arrival[name]
-        arrival[name] = (0.0, None)          # breaks combinational loops, if any
+        arrival[name] = (0.0, None)  # breaks combinational loops, if any
         best = (0.0, None)
         for port, bits in cell["connections"].items():
             if cell["port_directions"][port] != "input" or port not in COMB_INPUTS:
                 continue
             for bit in bits:
                 src = driver.get(bit) if isinstance(bit, int) else None
-                if (src is None or src.startswith("$PACKER")
-                        or cells[src]["type"] == "TRELLIS_IO"):     # not timed from the clock
+                if (
+                    src is None or src.startswith("$PACKER") or cells[src]["type"] == "TRELLIS_IO"
+                ):  # not timed from the clock
                     continue
                 t = arrive(src)[0] + delay(src, name, port)
                 if t > best[0]:
@@ -133,14 +153,13 @@ def rank(path: Path, top: int, min_ns: float, routed: dict | None = None) -> lis
                 continue
             for bit in bits:
                 src = driver.get(bit) if isinstance(bit, int) else None
-                if (src is None or src.startswith("$PACKER")
-                        or cells[src]["type"] == "TRELLIS_IO"):
+                if src is None or src.startswith("$PACKER") or cells[src]["type"] == "TRELLIS_IO":
                     continue
                 if routed is None:
                     t = arrive(src)[0] + delay(src, name, port)
                 elif (name, port) in routed:
                     t = routed[name, port] + ROUTED_SETUP_NS.get(port, 0.0)
-                    arrive(src)         # for the trace of its start
+                    arrive(src)  # for the trace of its start
                 else:
                     continue
                 ends.append((t, name, port, src, bit))
@@ -153,17 +172,28 @@ def rank(path: Path, top: int, min_ns: float, routed: dict | None = None) -> lis
             through = arrival.get(cur, (0.0, None))[1]
             if not through:
                 break
-            hops.append({"net": group_of(names.get(through[1], "?")),
-                         "from": where.get(through[0]), "to": where.get(cur)})
+            hops.append(
+                {
+                    "net": group_of(names.get(through[1], "?")),
+                    "from": where.get(through[0]),
+                    "to": where.get(cur),
+                }
+            )
             cur = through[0]
         key = (group_of(cur), group_of(name))
         if cells[cur]["type"] == "TRELLIS_IO":
             continue
         groups[key] += 1
         if key not in worst:
-            worst[key] = {"ns": round(t, 2), "start": key[0], "start_tile": where.get(cur),
-                          "end": f"{key[1]}.{port}", "end_tile": where.get(name),
-                          "levels": len(hops), "hops": hops[::-1]}
+            worst[key] = {
+                "ns": round(t, 2),
+                "start": key[0],
+                "start_tile": where.get(cur),
+                "end": f"{key[1]}.{port}",
+                "end_tile": where.get(name),
+                "levels": len(hops),
+                "hops": hops[::-1],
+            }
     rows = [dict(w, endpoints=groups[k]) for k, w in worst.items() if w["ns"] >= min_ns]
     rows.sort(key=lambda r: -r["ns"])
     return rows[:top]
@@ -172,16 +202,22 @@ def rank(path: Path, top: int, min_ns: float, routed: dict | None = None) -> lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("placed", type=Path)
-    parser.add_argument("--report", type=Path, default=None,
-                        help="nextpnr's report with detailed net timings: routed arrivals")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="nextpnr's report with detailed net timings: routed arrivals",
+    )
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--min-ns", type=float, default=0.0)
     args = parser.parse_args()
     routed = routed_arrivals(args.report) if args.report else None
     for row in rank(args.placed, args.top, args.min_ns, routed):
-        print(f"{row['ns']:6.2f} ns  {row['start']} {row['start_tile']} -> {row['end']} "
-              f"{row['end_tile']}  ({row['levels']} logic levels, {row['endpoints']} endpoints "
-              f"in this group)")
+        print(
+            f"{row['ns']:6.2f} ns  {row['start']} {row['start_tile']} -> {row['end']} "
+            f"{row['end_tile']}  ({row['levels']} logic levels, {row['endpoints']} endpoints "
+            f"in this group)"
+        )
         for hop in row["hops"]:
             print(f"           via {hop['net']}: {hop['from']} -> {hop['to']}")
 

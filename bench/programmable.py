@@ -27,45 +27,70 @@ from fmax import run_point
 from resources import CACHE, XILINX, log, source_digest, xilinx_counts, yosys_synth
 
 from xpfilt import workloads
-from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
 from xpfilt.compiler.custom import compile_queries
-from xpfilt.paths import shared_data
 from xpfilt.compiler.programmable import HardwareSpec, configure
+from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
 from xpfilt.lang.xpath import parse_query
+from xpfilt.paths import shared_data
 
 
 def generated_queries(count: int):
     schema = workloads.DtdSchema.load(shared_data() / "nitf/nitf-2-5.dtd")
-    texts = workloads.generate_queries(schema, workloads.QueryGenConfig(
-        count=count, max_depth=8, p_wildcard=0.15, p_descendant=0.15, seed=7))
+    texts = workloads.generate_queries(
+        schema,
+        workloads.QueryGenConfig(
+            count=count, max_depth=8, p_wildcard=0.15, p_descendant=0.15, seed=7
+        ),
+    )
     return [parse_query(t, i + 1) for i, t in enumerate(texts)]
 
 
 #: The engine's parts (its Verilog modules) for the breakdown rows.
-PARTS = {"xpfilt_engine.decoder": "tag decoder", "xpfilt_engine.front_end": "front end",
-         "xpfilt_engine.loader": "loader", "xpfilt_engine.readout": "readout",
-         "xpfilt_prog_cluster": "cluster (each)"}
+PARTS = {
+    "xpfilt_engine.decoder": "tag decoder",
+    "xpfilt_engine.front_end": "front end",
+    "xpfilt_engine.loader": "loader",
+    "xpfilt_engine.readout": "readout",
+    "xpfilt_prog_cluster": "cluster (each)",
+}
 
 
 def part_rows(spec: HardwareSpec) -> list[dict]:
     """LUT6-eq and flip-flops of each part of the programmable engine (synth_xilinx without
     -flatten: Yosys ``stat`` per module; the rest is the top's glue and distribution trees)."""
-    label = (f"programmable {spec.clusters}x{spec.columns}, {spec.tags} tags, readout group "
-             f"{spec.readout_group}, by module")
-    result = yosys_synth(emit_programmable_verilog(spec), TOP_NAME,
-                         XILINX.replace("-flatten ", ""), label=label,
-                         extra_outputs=("stat.json",))
+    label = (
+        f"programmable {spec.clusters}x{spec.columns}, {spec.tags} tags, readout group "
+        f"{spec.readout_group}, by module"
+    )
+    result = yosys_synth(
+        emit_programmable_verilog(spec),
+        TOP_NAME,
+        XILINX.replace("-flatten ", ""),
+        label=label,
+        extra_outputs=("stat.json",),
+    )
     modules = json.loads((CACHE / f"{result['key']}.stat.json").read_text())["modules"]
     rows = []
-    for module, part in [(f"\\{TOP_NAME}", "top (trees, glue)"), *(
-            (f"\\{name}", part) for name, part in PARTS.items())]:
+    for module, part in [
+        (f"\\{TOP_NAME}", "top (trees, glue)"),
+        *((f"\\{name}", part) for name, part in PARTS.items()),
+    ]:
         counts = xilinx_counts(modules[module]["num_cells_by_type"])
-        rows.append({"what": "part", "columns": spec.clusters * spec.columns, "tags": spec.tags,
-                     "readout_group": spec.readout_group,
-                     "part": part, "prog_lut6_eq": counts["lut6_eq"],
-                     "prog_lut6_eq_per_column": round(counts["lut6_eq"] / spec.columns, 2)
-                     if part == "cluster (each)" else None,
-                     "prog_ff": counts["ffs"], "prog_bram": counts["bram"]})
+        rows.append(
+            {
+                "what": "part",
+                "columns": spec.clusters * spec.columns,
+                "tags": spec.tags,
+                "readout_group": spec.readout_group,
+                "part": part,
+                "prog_lut6_eq": counts["lut6_eq"],
+                "prog_lut6_eq_per_column": round(counts["lut6_eq"] / spec.columns, 2)
+                if part == "cluster (each)"
+                else None,
+                "prog_ff": counts["ffs"],
+                "prog_bram": counts["bram"],
+            }
+        )
     return rows
 
 
@@ -80,62 +105,127 @@ def main() -> None:
         configuration = configure(queries, spec)
         stream = configuration.stream()
         seconds = time.perf_counter() - start
-        rows.append({"what": "configuration", "columns": columns,
-                     "queries_configured": len(configuration.readout_bit),
-                     "bits": len(stream) * 8, "seconds": round(seconds, 3),
-                     "load_ms_at_100MHz": round(len(stream) * 8 / 100e6 * 1e3, 2)})
+        rows.append(
+            {
+                "what": "configuration",
+                "columns": columns,
+                "queries_configured": len(configuration.readout_bit),
+                "bits": len(stream) * 8,
+                "seconds": round(seconds, 3),
+                "load_ms_at_100MHz": round(len(stream) * 8 / 100e6 * 1e3, 2),
+            }
+        )
         log(f"configure {columns} columns: {seconds:.3f} s, {len(stream) * 8} bits")
 
-    for clusters, tags, group in ((1, 31, 1), (8, 31, 1), (8, 127, 1), (1, 15, 1),
-                                  (1, 31, 4), (8, 127, 2), (8, 127, 4), (8, 127, 8)):
-        spec = HardwareSpec(clusters=clusters, columns=128, max_tag_len=16,
-                            tags=tags, readout_group=group)
+    for clusters, tags, group in (
+        (1, 31, 1),
+        (8, 31, 1),
+        (8, 127, 1),
+        (1, 15, 1),
+        (1, 31, 4),
+        (8, 127, 2),
+        (8, 127, 4),
+        (8, 127, 8),
+    ):
+        spec = HardwareSpec(
+            clusters=clusters, columns=128, max_tag_len=16, tags=tags, readout_group=group
+        )
         configuration = configure(queries, spec)
         placed = [q for q in queries if q.number in configuration.readout_bit]
         nodes = sum(len(q) for q in placed)
-        prog = xilinx_counts(yosys_synth(emit_programmable_verilog(spec), TOP_NAME, XILINX,
-                                         label=f"programmable {clusters}x128, {tags} tags, "
-                                               f"readout group {group}")
-                             ["cells"])
+        prog = xilinx_counts(
+            yosys_synth(
+                emit_programmable_verilog(spec),
+                TOP_NAME,
+                XILINX,
+                label=f"programmable {clusters}x128, {tags} tags, readout group {group}",
+            )["cells"]
+        )
         plan = compile_queries(placed)
-        custom = xilinx_counts(yosys_synth(emit_verilog(plan), TOP_NAME, XILINX,
-                                           label=f"custom for the same {len(placed)} queries")
-                               ["cells"])
-        row = {"what": "resources", "columns": clusters * 128, "tags": tags,
-               "readout_group": group,
-               "queries_configured": len(placed),
-               "query_nodes": nodes, "prog_lut6_eq": prog["lut6_eq"], "prog_ff": prog["ffs"],
-               "prog_lut6_eq_per_column": round(prog["lut6_eq"] / (clusters * 128), 2),
-               "prog_bram": prog["bram"],
-               "custom_lut6_eq": custom["lut6_eq"], "custom_ff": custom["ffs"],
-               "ratio": round(prog["lut6_eq"] / custom["lut6_eq"], 2), "rtl_digest": digest}
+        custom = xilinx_counts(
+            yosys_synth(
+                emit_verilog(plan),
+                TOP_NAME,
+                XILINX,
+                label=f"custom for the same {len(placed)} queries",
+            )["cells"]
+        )
+        row = {
+            "what": "resources",
+            "columns": clusters * 128,
+            "tags": tags,
+            "readout_group": group,
+            "queries_configured": len(placed),
+            "query_nodes": nodes,
+            "prog_lut6_eq": prog["lut6_eq"],
+            "prog_ff": prog["ffs"],
+            "prog_lut6_eq_per_column": round(prog["lut6_eq"] / (clusters * 128), 2),
+            "prog_bram": prog["bram"],
+            "custom_lut6_eq": custom["lut6_eq"],
+            "custom_ff": custom["ffs"],
+            "ratio": round(prog["lut6_eq"] / custom["lut6_eq"], 2),
+            "rtl_digest": digest,
+        }
         rows.append(row)
-        log(f"{clusters}x128, {tags} tags, readout group {group}: programmable {prog['lut6_eq']} LUT6-eq vs custom "
-            f"{custom['lut6_eq']} -> {row['ratio']}x")
+        log(
+            f"{clusters}x128, {tags} tags, readout group {group}: programmable {prog['lut6_eq']} LUT6-eq vs custom "
+            f"{custom['lut6_eq']} -> {row['ratio']}x"
+        )
 
     for clusters, group in ((1, 1), (8, 1), (8, 4)):
-        rows += [{**row, "rtl_digest": digest} for row in part_rows(HardwareSpec(
-            clusters=clusters, columns=128, max_tag_len=16, tags=127, readout_group=group))]
+        rows += [
+            {**row, "rtl_digest": digest}
+            for row in part_rows(
+                HardwareSpec(
+                    clusters=clusters, columns=128, max_tag_len=16, tags=127, readout_group=group
+                )
+            )
+        ]
 
     if "--no-fmax" not in sys.argv:
         spec = HardwareSpec(clusters=1, columns=128, max_tag_len=16)
-        point = run_point("ecp5", 128, emit_programmable_verilog(spec),
-                          {"query_nodes": 0, "columns": 128, "clusters": 1})
-        rows.append({"what": "fmax", "columns": 128, "fmax_mhz": point.get("fmax_mhz"),
-                     "lut4": point.get("lut4"), "ff": point.get("ff"),
-                     "error": point.get("error")})
-    publish("programmable", rows, [
-        ("what", "measure"), ("columns", "columns"), ("tags", "tags"),
-        ("readout_group", "columns per readout bit"), ("part", "part"),
-        ("queries_configured", "queries"),
-        ("bits", "config bits"), ("seconds", "generation s"),
-        ("load_ms_at_100MHz", "load ms @100 MHz"), ("query_nodes", "query nodes"),
-        ("prog_lut6_eq", "programmable LUT6-eq"), ("prog_lut6_eq_per_column", "per column"),
-        ("prog_bram", "programmable block RAM"),
-        ("custom_lut6_eq", "custom LUT6-eq (same queries)"), ("ratio", "ratio"),
-        ("prog_ff", "programmable FF"),
-        ("fmax_mhz", "Fmax MHz (ECP5-85F)"), ("lut4", "LUT4"), ("ff", "FF"), ("error", "error"),
-        ("rtl_digest", "RTL")],
+        point = run_point(
+            "ecp5",
+            128,
+            emit_programmable_verilog(spec),
+            {"query_nodes": 0, "columns": 128, "clusters": 1},
+        )
+        rows.append(
+            {
+                "what": "fmax",
+                "columns": 128,
+                "fmax_mhz": point.get("fmax_mhz"),
+                "lut4": point.get("lut4"),
+                "ff": point.get("ff"),
+                "error": point.get("error"),
+            }
+        )
+    publish(
+        "programmable",
+        rows,
+        [
+            ("what", "measure"),
+            ("columns", "columns"),
+            ("tags", "tags"),
+            ("readout_group", "columns per readout bit"),
+            ("part", "part"),
+            ("queries_configured", "queries"),
+            ("bits", "config bits"),
+            ("seconds", "generation s"),
+            ("load_ms_at_100MHz", "load ms @100 MHz"),
+            ("query_nodes", "query nodes"),
+            ("prog_lut6_eq", "programmable LUT6-eq"),
+            ("prog_lut6_eq_per_column", "per column"),
+            ("prog_bram", "programmable block RAM"),
+            ("custom_lut6_eq", "custom LUT6-eq (same queries)"),
+            ("ratio", "ratio"),
+            ("prog_ff", "programmable FF"),
+            ("fmax_mhz", "Fmax MHz (ECP5-85F)"),
+            ("lut4", "LUT4"),
+            ("ff", "FF"),
+            ("error", "error"),
+            ("rtl_digest", "RTL"),
+        ],
         "Programmable engine: configuration time, resources vs custom, Fmax",
         "Configuration: queries placed on clusters of 128 columns (a dictionary of 127 tags up to "
         "24 bytes), stream with header and CRC-32. Resources: Yosys synth_xilinx, LUT6-eq as in "
@@ -166,8 +256,9 @@ def main() -> None:
         "its 'still' LUT (a LUT3 per entry, restart and advance on the flip-flop's set and "
         "enable): tag decoder 940 -> 287 LUT6-eq, 2,788 -> 907 FF at 127 tags (16 RAMB36E1 -> "
         "16 RAMB18E1); 4x the dictionary's stream bits. "
-        + ("Fmax not run (--no-fmax). " if "--no-fmax" in sys.argv else "") +
-        f"Total {time.perf_counter() - start_all:.0f} s.")
+        + ("Fmax not run (--no-fmax). " if "--no-fmax" in sys.argv else "")
+        + f"Total {time.perf_counter() - start_all:.0f} s.",
+    )
 
 
 if __name__ == "__main__":

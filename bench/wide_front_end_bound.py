@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import re
 import sys
-from collections import deque
 
 from common import publish, wide_workloads
 
-
 #: A start tag (group 1: "/" if self-closing), an end tag, or markup that makes no event.
-_MARKUP = re.compile(rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>"
-                     rb"|</[^>]*>|<[^>]*?(/?)>", re.S)
+_MARKUP = re.compile(
+    rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>"
+    rb"|</[^>]*>|<[^>]*?(/?)>",
+    re.S,
+)
 
 
 def event_ends(data: bytes) -> list[tuple[int, int]]:
@@ -43,7 +44,7 @@ def sustained(documents: list[bytes], width: int, depth: int, drain: int) -> flo
     cycles = total = 0
     for data in documents:
         ends = event_ends(data)
-        queue: deque[int] = deque()
+
         queued = 0
         position = k = 0
         while position < len(data) or queued:
@@ -71,22 +72,38 @@ def main() -> None:
         size = sum(map(len, docs))
         for drain in (1, 2):
             for depth in (4, 16):
-                row = {"workload": label, "bytes_per_event": size / events,
-                       "events_per_cycle": drain, "queue_depth": depth}
+                row = {
+                    "workload": label,
+                    "bytes_per_event": size / events,
+                    "events_per_cycle": drain,
+                    "queue_depth": depth,
+                }
                 for width in (1, 2, 4, 8):
                     row[f"W{width}"] = sustained(docs, width, depth, drain)
                 rows.append(row)
-                print(f"{label:44} {size / events:5.1f} B/event, drain {drain}, queue {depth:2}: "
-                      + ", ".join(f"W={w} {row[f'W{w}']:.2f}" for w in (1, 2, 4, 8)),
-                      file=sys.stderr)
-    publish("wide_front_end_bound", rows, [
-        ("workload", "documents"), ("bytes_per_event", "bytes per event"),
-        ("events_per_cycle", "events per cycle"), ("queue_depth", "queue"),
-        ("W1", "W=1"), ("W2", "W=2"), ("W4", "W=4"), ("W8", "W=8")],
+                print(
+                    f"{label:44} {size / events:5.1f} B/event, drain {drain}, queue {depth:2}: "
+                    + ", ".join(f"W={w} {row[f'W{w}']:.2f}" for w in (1, 2, 4, 8)),
+                    file=sys.stderr,
+                )
+    publish(
+        "wide_front_end_bound",
+        rows,
+        [
+            ("workload", "documents"),
+            ("bytes_per_event", "bytes per event"),
+            ("events_per_cycle", "events per cycle"),
+            ("queue_depth", "queue"),
+            ("W1", "W=1"),
+            ("W2", "W=2"),
+            ("W4", "W=4"),
+            ("W8", "W=8"),
+        ],
         "A W-byte front end: sustained bytes per cycle (queue model, an upper bound)",
         "Each cycle the parser takes W bytes if the events ending in them fit in the queue; "
         "the stacks take 1 (or 2) events per cycle. No document boundary or readout costs "
-        "(the RTL adds those). Issue 18's goal: >= 3.5 bytes/cycle at W = 4 on NITF and XMark.")
+        "(the RTL adds those). Issue 18's goal: >= 3.5 bytes/cycle at W = 4 on NITF and XMark.",
+    )
 
 
 if __name__ == "__main__":

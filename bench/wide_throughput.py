@@ -19,9 +19,9 @@ from common import publish, stream_documents, wide_workloads
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.hwspec.contract import queue_depth_for
+from xpfilt.lang.xpath import load_queries
 from xpfilt.model.custom import EngineModel
 from xpfilt.paths import shared_data
-from xpfilt.lang.xpath import load_queries
 
 
 def main() -> None:
@@ -34,25 +34,42 @@ def main() -> None:
         for label, docs in sets:
             size = sum(map(len, docs))
             for width in (1, 2, 4, 8):
-                streaming, total = stream_documents(EngineModel(plan, bytes_per_cycle=width),
-                                                    docs)
-                row = {"W": width, "queries": n, "readout": readout, "documents": label,
-                       "bytes": size, "queue_depth": queue_depth_for(width) if width > 1 else 0,
-                       "cycles_streaming": streaming,
-                       "bytes_per_cycle_streaming": size / streaming,
-                       "bytes_per_cycle_total": size / total}
+                streaming, total = stream_documents(EngineModel(plan, bytes_per_cycle=width), docs)
+                row = {
+                    "W": width,
+                    "queries": n,
+                    "readout": readout,
+                    "documents": label,
+                    "bytes": size,
+                    "queue_depth": queue_depth_for(width) if width > 1 else 0,
+                    "cycles_streaming": streaming,
+                    "bytes_per_cycle_streaming": size / streaming,
+                    "bytes_per_cycle_total": size / total,
+                }
                 rows.append(row)
-                print(f"{n:5} {readout:6} {label:34} W={width}: "
-                      f"{row['bytes_per_cycle_streaming']:.3f} bytes/cycle", file=sys.stderr)
-    publish("wide_throughput", rows, [
-        ("W", "W"), ("queries", "queries"), ("readout", "readout"), ("documents", "documents"),
-        ("bytes", "bytes"), ("queue_depth", "event queue"),
-        ("bytes_per_cycle_streaming", "bytes/cycle (streaming)"),
-        ("bytes_per_cycle_total", "bytes/cycle (incl. final readout)")],
+                print(
+                    f"{n:5} {readout:6} {label:34} W={width}: "
+                    f"{row['bytes_per_cycle_streaming']:.3f} bytes/cycle",
+                    file=sys.stderr,
+                )
+    publish(
+        "wide_throughput",
+        rows,
+        [
+            ("W", "W"),
+            ("queries", "queries"),
+            ("readout", "readout"),
+            ("documents", "documents"),
+            ("bytes", "bytes"),
+            ("queue_depth", "event queue"),
+            ("bytes_per_cycle_streaming", "bytes/cycle (streaming)"),
+            ("bytes_per_cycle_total", "bytes/cycle (incl. final readout)"),
+        ],
         "The W-byte engine: sustained bytes per cycle (cycle-accurate model)",
         "Documents back to back, a beat offered every cycle, the readout always ready. "
         "Streaming: bytes over the cycles until the last byte was accepted. Goal (issue 18): "
-        ">= 3.5 bytes/cycle at W = 4 on NITF and XMark.")
+        ">= 3.5 bytes/cycle at W = 4 on NITF and XMark.",
+    )
 
 
 if __name__ == "__main__":

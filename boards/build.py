@@ -37,24 +37,37 @@ from typing import Callable, Optional, Sequence
 
 from amaranth.lib import wiring
 
-from xpfilt.hdl.bram import Target
-from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
-from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
-from xpfilt.compiler.programmable import HardwareSpec
-from xpfilt.hwspec.readout import ReadoutKind
-from xpfilt.eda.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
-from xpfilt.lang.xpath import Query
-
 from xpfilt.boards.clocks import PLL_FAMILIES, Ecp5Pll, ecp5_pll
 from xpfilt.boards.host import DEFAULT_BAUD, plan_identity
 from xpfilt.boards.platforms import Board, get_board
 from xpfilt.boards.protocol import Mode
 from xpfilt.boards.top import BoardCore, BoardTop, EngineInstance
 from xpfilt.boards.uart import MIN_DIVIDER
+from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
+from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.eda.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
+from xpfilt.hdl.bram import Target
+from xpfilt.hdl.verilog import TOP_NAME, emit_programmable_verilog, emit_verilog
+from xpfilt.hwspec.readout import ReadoutKind
+from xpfilt.lang.xpath import Query
 
-__all__ = ["EngineDesign", "custom_design", "programmable_design", "uart_divider",
-           "SIMULATION_ENGINE", "board_core", "core_verilog", "simulation_verilog", "BuildConfig", "build_board",
-           "BOARD_TOP", "fit_estimate", "write_design_files", "load_design", "engine_clock"]
+__all__ = [
+    "EngineDesign",
+    "custom_design",
+    "programmable_design",
+    "uart_divider",
+    "SIMULATION_ENGINE",
+    "board_core",
+    "core_verilog",
+    "simulation_verilog",
+    "BuildConfig",
+    "build_board",
+    "BOARD_TOP",
+    "fit_estimate",
+    "write_design_files",
+    "load_design",
+    "engine_clock",
+]
 
 #: Name of the board top (the platform design and the simulated board core).
 BOARD_TOP = "xpfilt_board"
@@ -73,6 +86,7 @@ class EngineDesign:
     (``plan.json`` or ``hardware.json``). ``units``/``unit_name``: what its size scales with
     (query nodes of a custom engine, columns of a programmable one), for fit estimates. Made by
     :meth:`for_plan` / :meth:`for_spec`."""
+
     mode: Mode
     verilog: str
     signature: wiring.Signature
@@ -93,60 +107,82 @@ class EngineDesign:
     def for_plan(cls, plan: Plan, verilog: str, *, max_name: int = 32) -> "EngineDesign":
         """The custom engine of ``plan`` whose Verilog is ``verilog``."""
         from xpfilt.hdl.custom import CustomEngine
+
         stats = plan.stats
         return cls(
-            mode=Mode.CUSTOM, verilog=verilog,
+            mode=Mode.CUSTOM,
+            verilog=verilog,
             signature=CustomEngine(plan, max_name=max_name).signature,
-            width=len(plan.query_numbers), identity=plan_identity(plan),
-            files={"plan.json": plan.to_json()}, queries=stats.get("queries", 0),
-            units=stats.get("query_nodes", 0), unit_name="query nodes",
+            width=len(plan.query_numbers),
+            identity=plan_identity(plan),
+            files={"plan.json": plan.to_json()},
+            queries=stats.get("queries", 0),
+            units=stats.get("query_nodes", 0),
+            unit_name="query nodes",
             summary=f"custom engine: {stats.get('queries')} queries ({stats.get('query_nodes')} "
-                    f"query nodes, {stats.get('columns')} stack columns, "
-                    f"{stats.get('clusters')} clusters, {stats.get('tags')} tags), depth "
-                    f"{plan.options.max_depth}, {plan.options.readout} readout",
-            readout=ReadoutKind(plan.options.readout))
+            f"query nodes, {stats.get('columns')} stack columns, "
+            f"{stats.get('clusters')} clusters, {stats.get('tags')} tags), depth "
+            f"{plan.options.max_depth}, {plan.options.readout} readout",
+            readout=ReadoutKind(plan.options.readout),
+        )
 
     @classmethod
     def for_spec(cls, spec: HardwareSpec, verilog: str) -> "EngineDesign":
         """The programmable engine of ``spec`` whose Verilog is ``verilog``."""
         from xpfilt.hdl.programmable import ProgrammableEngine
+
         columns = spec.clusters * spec.columns
         return cls(
-            mode=Mode.PROGRAMMABLE, verilog=verilog,
-            signature=ProgrammableEngine(spec).signature, width=spec.readout_width,
-            identity=spec.fingerprint, files={"hardware.json": spec.to_json()}, queries=0,
-            units=columns, unit_name="columns",
+            mode=Mode.PROGRAMMABLE,
+            verilog=verilog,
+            signature=ProgrammableEngine(spec).signature,
+            width=spec.readout_width,
+            identity=spec.fingerprint,
+            files={"hardware.json": spec.to_json()},
+            queries=0,
+            units=columns,
+            unit_name="columns",
             summary=f"programmable engine: {spec.clusters} clusters x {spec.columns} columns, "
-                    f"tags up to {spec.max_tag_len} bytes, depth {spec.max_depth}, "
-                    f"{spec.readout} readout, fingerprint {spec.fingerprint:08x}",
-            readout=ReadoutKind(spec.readout))
+            f"tags up to {spec.max_tag_len} bytes, depth {spec.max_depth}, "
+            f"{spec.readout} readout, fingerprint {spec.fingerprint:08x}",
+            readout=ReadoutKind(spec.readout),
+        )
 
 
-def custom_design(queries: Sequence[Query], options: CompileOptions, *, max_name: int = 32,
-                  log: Callable[[str], None] = lambda _: None) -> EngineDesign:
+def custom_design(
+    queries: Sequence[Query],
+    options: CompileOptions,
+    *,
+    max_name: int = 32,
+    log: Callable[[str], None] = lambda _: None,
+) -> EngineDesign:
     """The custom engine of ``queries`` (raises :class:`xpfilt.compiler.custom.UnsupportedQueryError`
     for predicates); ``options.prefix_clustering`` (default on) clusters them in text order."""
     if not queries:
         raise ToolError("a custom engine needs at least one query, not none")
     plan = compile_queries(queries, options)
     stats = plan.stats
-    log(f"plan: {stats['queries']} queries, {stats['query_nodes']} query nodes, "
-        f"{stats['columns']} columns, {stats['clusters']} clusters; writing Verilog ...")
-    return EngineDesign.for_plan(plan, emit_verilog(plan, max_name=max_name),
-                                 max_name=max_name)
+    log(
+        f"plan: {stats['queries']} queries, {stats['query_nodes']} query nodes, "
+        f"{stats['columns']} columns, {stats['clusters']} clusters; writing Verilog ..."
+    )
+    return EngineDesign.for_plan(plan, emit_verilog(plan, max_name=max_name), max_name=max_name)
 
 
-def programmable_design(spec: HardwareSpec, *, family: Optional[str] = None,
-                        log: Callable[[str], None] = lambda _: None) -> EngineDesign:
+def programmable_design(
+    spec: HardwareSpec, *, family: Optional[str] = None, log: Callable[[str], None] = lambda _: None
+) -> EngineDesign:
     """The programmable engine of ``spec`` elaborated for a board of ``family`` (``"ecp5"``:
     its block RAMs as primitives with their output registers, :mod:`xpfilt.hdl.bram`; None:
     the generic form, for simulation)."""
-    log(f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
-        "writing Verilog ...")
+    log(
+        f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
+        "writing Verilog ..."
+    )
     verilog = emit_programmable_verilog(spec, platform=Target(family) if family else None)
     design = EngineDesign.for_spec(spec, verilog)
     generic = emit_programmable_verilog(spec) if family else verilog
-    if generic != verilog:           # primitives without a simulation model: for sim-board
+    if generic != verilog:  # primitives without a simulation model: for sim-board
         design.files[SIMULATION_ENGINE] = generic
     return design
 
@@ -157,28 +193,40 @@ def uart_divider(clock_hz: float, baud: int) -> int:
         raise ValueError(f"baud rate must be positive, not {baud!r}")
     divider = round(clock_hz / baud)
     if divider < MIN_DIVIDER:
-        raise ValueError(f"baud rate must be at most {clock_hz / MIN_DIVIDER:,.0f} with a "
-                         f"{clock_hz / 1e6:g} MHz clock, not {baud:,}")
+        raise ValueError(
+            f"baud rate must be at most {clock_hz / MIN_DIVIDER:,.0f} with a "
+            f"{clock_hz / 1e6:g} MHz clock, not {baud:,}"
+        )
     actual = clock_hz / divider
     if abs(actual - baud) / baud > 0.02:
-        raise ValueError(f"baud rate must be within 2 % of {clock_hz / 1e6:g} MHz / an integer, "
-                         f"not {baud:,} (divider {divider} gives {actual:,.0f})")
+        raise ValueError(
+            f"baud rate must be within 2 % of {clock_hz / 1e6:g} MHz / an integer, "
+            f"not {baud:,} (divider {divider} gives {actual:,.0f})"
+        )
     return divider
 
 
-def board_core(design: EngineDesign, *, divider: int, heartbeat: int,
-               busy_stretch: int) -> BoardCore:
+def board_core(
+    design: EngineDesign, *, divider: int, heartbeat: int, busy_stretch: int
+) -> BoardCore:
     """The board core around ``design``'s Verilog module (instantiated, not re-elaborated)."""
-    return BoardCore(EngineInstance(design.signature, TOP_NAME), mode=design.mode,
-                     width=design.width, identity=design.identity, divider=divider,
-                     heartbeat=heartbeat, busy_stretch=busy_stretch, readout=design.readout)
+    return BoardCore(
+        EngineInstance(design.signature, TOP_NAME),
+        mode=design.mode,
+        width=design.width,
+        identity=design.identity,
+        divider=divider,
+        heartbeat=heartbeat,
+        busy_stretch=busy_stretch,
+        readout=design.readout,
+    )
 
 
-def core_verilog(design: EngineDesign, *, divider: int, heartbeat: int,
-                 busy_stretch: int) -> str:
+def core_verilog(design: EngineDesign, *, divider: int, heartbeat: int, busy_stretch: int) -> str:
     """Verilog of the board core (module :data:`BOARD_TOP`, ports ``clk``, ``rst``, ``rx``,
     ``tx``, ``leds``; no pins) followed by the engine's."""
     from amaranth.back import verilog
+
     core = board_core(design, divider=divider, heartbeat=heartbeat, busy_stretch=busy_stretch)
     return verilog.convert(core, name=BOARD_TOP) + design.verilog
 
@@ -199,6 +247,7 @@ class BuildConfig:
     (with the oscillator's, nextpnr stops improving a path once it meets 25 MHz).
     ``place_only``: nextpnr places without routing and writes ``gateware/placed.json`` (for
     ``bench/placed_paths.py``; its post-placement estimate is in its log); nothing is packed."""
+
     board: str
     output: Path
     baud: int = DEFAULT_BAUD
@@ -217,26 +266,45 @@ def engine_clock(board: Board, clock_hz: Optional[float]) -> Optional[Ecp5Pll]:
     if clock_hz is None or clock_hz == board.clock_hz:
         return None
     if board.family not in PLL_FAMILIES:
-        raise ValueError(f"engine clock must be the board's {board.clock_hz / 1e6:g} MHz on "
-                         f"{board.name} (PLLs only on {', '.join(PLL_FAMILIES)} boards), not "
-                         f"{clock_hz / 1e6:g} MHz")
+        raise ValueError(
+            f"engine clock must be the board's {board.clock_hz / 1e6:g} MHz on "
+            f"{board.name} (PLLs only on {', '.join(PLL_FAMILIES)} boards), not "
+            f"{clock_hz / 1e6:g} MHz"
+        )
     return ecp5_pll(board.clock_hz, clock_hz)
 
 
-def write_design_files(design: EngineDesign, board: Board, output: Path, *, baud: int,
-                       divider: int, pll: Optional[Ecp5Pll] = None) -> dict:
+def write_design_files(
+    design: EngineDesign,
+    board: Board,
+    output: Path,
+    *,
+    baud: int,
+    divider: int,
+    pll: Optional[Ecp5Pll] = None,
+) -> dict:
     """``board.json``, the design's description and ``xpfilt_engine.v``; returns board.json.
     ``clock_hz`` there is the engine's clock (the PLL's output, if any)."""
     output.mkdir(parents=True, exist_ok=True)
     for name, text in design.files.items():
         (output / name).write_text(text)
     (output / f"{TOP_NAME}.v").write_text(design.verilog)
-    info = {"board": board.name, "mode": design.mode_name, "width": design.width,
-            "identity": f"{design.identity:08x}", "baud": baud, "divider": divider,
-            "clock_hz": pll.output_hz if pll else board.clock_hz}
+    info = {
+        "board": board.name,
+        "mode": design.mode_name,
+        "width": design.width,
+        "identity": f"{design.identity:08x}",
+        "baud": baud,
+        "divider": divider,
+        "clock_hz": pll.output_hz if pll else board.clock_hz,
+    }
     if pll:
-        info["pll"] = {"input_hz": pll.input_hz, "clki_div": pll.clki_div,
-                       "clkfb_div": pll.clkfb_div, "clkop_div": pll.clkop_div}
+        info["pll"] = {
+            "input_hz": pll.input_hz,
+            "clki_div": pll.clki_div,
+            "clkfb_div": pll.clkfb_div,
+            "clkop_div": pll.clkop_div,
+        }
     (output / "board.json").write_text(json.dumps(info, indent=1) + "\n")
     return info
 
@@ -249,13 +317,24 @@ def fit_estimate(design: EngineDesign, board: Board, counts: dict) -> dict:
     fits = luts <= board.luts and ffs <= board.ffs and bram <= board.bram
     per_lut = luts / max(1, design.units)
     per_ff = ffs / max(1, design.units)
-    units = min(FILL * board.luts / per_lut if per_lut else math.inf,
-                FILL * board.ffs / per_ff if per_ff else math.inf)
-    out = {"fits": fits, "luts": luts, "ffs": ffs, "bram": bram, "device_luts": board.luts,
-           "device_ffs": board.ffs, "device_bram": board.bram,
-           "lut_share": round(luts / board.luts, 4), "ff_share": round(ffs / board.ffs, 4),
-           "luts_per_unit": round(per_lut, 3), "unit_name": design.unit_name,
-           "max_units": int(units) if units != math.inf else None}
+    units = min(
+        FILL * board.luts / per_lut if per_lut else math.inf,
+        FILL * board.ffs / per_ff if per_ff else math.inf,
+    )
+    out = {
+        "fits": fits,
+        "luts": luts,
+        "ffs": ffs,
+        "bram": bram,
+        "device_luts": board.luts,
+        "device_ffs": board.ffs,
+        "device_bram": board.bram,
+        "lut_share": round(luts / board.luts, 4),
+        "ff_share": round(ffs / board.ffs, 4),
+        "luts_per_unit": round(per_lut, 3),
+        "unit_name": design.unit_name,
+        "max_units": int(units) if units != math.inf else None,
+    }
     if design.mode == Mode.CUSTOM and design.queries:
         steps = design.units / design.queries
         out["max_queries"] = int(units / steps) if units != math.inf else None
@@ -267,8 +346,11 @@ def fit_estimate(design: EngineDesign, board: Board, counts: dict) -> dict:
 def _fit_message(design: EngineDesign, board: Board, fit: dict) -> str:
     kind = board.family
     lut = "LUT4s" if kind in ("ice40", "ecp5") else "LUT6 equivalents"
-    what = (f"{design.queries} queries" if design.mode == Mode.CUSTOM
-            else f"{design.width} programmable columns")
+    what = (
+        f"{design.queries} queries"
+        if design.mode == Mode.CUSTOM
+        else f"{design.width} programmable columns"
+    )
     over = []
     if fit["luts"] > board.luts:
         over.append(f"{fit['luts']:,} {lut} (the device has {board.luts:,})")
@@ -277,21 +359,28 @@ def _fit_message(design: EngineDesign, board: Board, fit: dict) -> str:
     if fit["bram"] > board.bram:
         over.append(f"{fit['bram']} block RAMs (the device has {board.bram})")
     if design.mode == Mode.CUSTOM:
-        scale = (f"about {fit['max_queries']:,} queries like these would fit "
-                 f"({fit['luts_per_unit']:.2f} {lut} per query node, "
-                 f"{design.units / max(1, design.queries):.1f} nodes per query, "
-                 f"{int(FILL * 100)} % of the device)")
+        scale = (
+            f"about {fit['max_queries']:,} queries like these would fit "
+            f"({fit['luts_per_unit']:.2f} {lut} per query node, "
+            f"{design.units / max(1, design.queries):.1f} nodes per query, "
+            f"{int(FILL * 100)} % of the device)"
+        )
     else:
-        scale = (f"about {fit['max_units']:,} columns would fit "
-                 f"({fit['luts_per_unit']:.1f} {lut} per column, {int(FILL * 100)} % of the "
-                 "device)")
-    return (f"{what} do not fit the {board.device} of {board.name}: after synthesis they need "
-            f"{' and '.join(over)}; {scale}")
+        scale = (
+            f"about {fit['max_units']:,} columns would fit "
+            f"({fit['luts_per_unit']:.1f} {lut} per column, {int(FILL * 100)} % of the "
+            "device)"
+        )
+    return (
+        f"{what} do not fit the {board.device} of {board.name}: after synthesis they need "
+        f"{' and '.join(over)}; {scale}"
+    )
 
 
 @dataclass
 class BuildResult:
     """Everything report.json holds."""
+
     board: str
     output: Path
     info: dict
@@ -313,48 +402,76 @@ class BuildResult:
     def meets_timing(self) -> Optional[bool]:
         if not self.pnr or not self.pnr["clocks"]:
             return None
-        return all(achieved >= self.pnr["constraints"][clock]
-                   for clock, achieved in self.pnr["clocks"].items())
+        return all(
+            achieved >= self.pnr["constraints"][clock]
+            for clock, achieved in self.pnr["clocks"].items()
+        )
 
     def to_json(self) -> str:
-        return json.dumps({
-            "board": self.board, "design": self.design, **self.info, "files": self.files,
-            "synth": self.synth, "fit": self.fit, "pnr": self.pnr, "fmax_mhz": self.fmax_mhz,
-            "meets_timing": self.meets_timing, "bitstream": self.bitstream,
-            "times": self.times, "notes": self.notes, "error": self.error}, indent=1) + "\n"
+        return (
+            json.dumps(
+                {
+                    "board": self.board,
+                    "design": self.design,
+                    **self.info,
+                    "files": self.files,
+                    "synth": self.synth,
+                    "fit": self.fit,
+                    "pnr": self.pnr,
+                    "fmax_mhz": self.fmax_mhz,
+                    "meets_timing": self.meets_timing,
+                    "bitstream": self.bitstream,
+                    "times": self.times,
+                    "notes": self.notes,
+                    "error": self.error,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
     def to_markdown(self) -> str:
         board = get_board(self.board)
         info = self.info
-        lines = [f"# xpfilt on {board.title}", "",
-                 f"* device: {board.device}; clock {info['clock_hz'] / 1e6:g} MHz "
-                 + (f"(PLL EHXPLLL from the board's {board.clock_hz / 1e6:g} MHz; place and "
-                    "route constrained at it)" if info.get("pll")
-                    else "(the platform's default clock)"),
-                 f"* {self.design}",
-                 f"* readout: {info['width']} bits per document; design identity "
-                 f"{info['identity']}",
-                 f"* host link: UART {info['baud']:,} baud 8N1 (divider {info['divider']}); "
-                 "protocol in boards/protocol.py",
-                 "* LEDs: " + ", ".join(f"{name} {number} = {function}"
-                                        for function, name, number in board.leds)]
+        lines = [
+            f"# xpfilt on {board.title}",
+            "",
+            f"* device: {board.device}; clock {info['clock_hz'] / 1e6:g} MHz "
+            + (
+                f"(PLL EHXPLLL from the board's {board.clock_hz / 1e6:g} MHz; place and "
+                "route constrained at it)"
+                if info.get("pll")
+                else "(the platform's default clock)"
+            ),
+            f"* {self.design}",
+            f"* readout: {info['width']} bits per document; design identity {info['identity']}",
+            f"* host link: UART {info['baud']:,} baud 8N1 (divider {info['divider']}); "
+            "protocol in boards/protocol.py",
+            "* LEDs: "
+            + ", ".join(f"{name} {number} = {function}" for function, name, number in board.leds),
+        ]
         if self.fit:
             fit = self.fit
-            lines.append(f"* Yosys: {fit['luts']:,} LUTs ({fit['lut_share']:.0%} of "
-                         f"{fit['device_luts']:,}), {fit['ffs']:,} flip-flops "
-                         f"({fit['ff_share']:.0%}), {fit['bram']} block RAMs: "
-                         + ("fits" if fit["fits"] else "DOES NOT FIT"))
+            lines.append(
+                f"* Yosys: {fit['luts']:,} LUTs ({fit['lut_share']:.0%} of "
+                f"{fit['device_luts']:,}), {fit['ffs']:,} flip-flops "
+                f"({fit['ff_share']:.0%}), {fit['bram']} block RAMs: "
+                + ("fits" if fit["fits"] else "DOES NOT FIT")
+            )
         if self.pnr:
             for clock, achieved in self.pnr["clocks"].items():
                 constraint = self.pnr["constraints"][clock]
                 verdict = "meets" if achieved >= constraint else "FAILS"
-                lines.append(f"* Fmax ({clock}): {achieved:.1f} MHz, {verdict} the "
-                             f"{constraint:.1f} MHz constraint")
+                lines.append(
+                    f"* Fmax ({clock}): {achieved:.1f} MHz, {verdict} the "
+                    f"{constraint:.1f} MHz constraint"
+                )
             lines += ["", "| BEL | used | available | share |", "|---|---|---|---|"]
             for bel, share in sorted(self.pnr["utilization"].items()):
                 used, available = map(int, share.split("/"))
-                lines.append(f"| {bel} | {used:,} | {available:,} | "
-                             f"{used / max(1, available):.1%} |")
+                lines.append(
+                    f"| {bel} | {used:,} | {available:,} | {used / max(1, available):.1%} |"
+                )
             lines.append("")
         if self.bitstream:
             lines.append(f"* bitstream: {self.bitstream}")
@@ -371,8 +488,9 @@ class BuildResult:
         (self.output / "report.md").write_text(self.to_markdown())
 
 
-def build_board(design: EngineDesign, config: BuildConfig,
-                log: Callable[[str], None] = lambda _: None) -> BuildResult:
+def build_board(
+    design: EngineDesign, config: BuildConfig, log: Callable[[str], None] = lambda _: None
+) -> BuildResult:
     """Write the design, the board top and the platform's build files; with
     ``config.run_toolchain`` (iCE40, ECP5) synthesize, check the fit, place and route and pack
     the bitstream. Always writes report.md/report.json (also when a step fails: then
@@ -386,8 +504,9 @@ def build_board(design: EngineDesign, config: BuildConfig,
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     info = write_design_files(design, board, out, baud=config.baud, divider=divider, pll=pll)
-    result = BuildResult(board.name, out, info, design.summary,
-                         files=["board.json", *design.files, f"{TOP_NAME}.v"])
+    result = BuildResult(
+        board.name, out, info, design.summary, files=["board.json", *design.files, f"{TOP_NAME}.v"]
+    )
     try:
         _build(design, board, config, divider, pll, result, log)
     except ToolError as exc:
@@ -398,8 +517,15 @@ def build_board(design: EngineDesign, config: BuildConfig,
     return result
 
 
-def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int,
-           pll: Optional[Ecp5Pll], result: BuildResult, log: Callable[[str], None]) -> None:
+def _build(
+    design: EngineDesign,
+    board: Board,
+    config: BuildConfig,
+    divider: int,
+    pll: Optional[Ecp5Pll],
+    result: BuildResult,
+    log: Callable[[str], None],
+) -> None:
     out = Path(config.output)
     gateware = out / "gateware"
     if gateware.exists():
@@ -407,8 +533,12 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
     clock = pll.output_hz if pll else board.clock_hz
     platform = board.create_platform()
     platform.add_file(f"{TOP_NAME}.v", design.verilog)
-    core = board_core(design, divider=divider, heartbeat=max(1, int(clock // 2)),
-                      busy_stretch=max(1, int(clock // 20)))
+    core = board_core(
+        design,
+        divider=divider,
+        heartbeat=max(1, int(clock // 2)),
+        busy_stretch=max(1, int(clock // 20)),
+    )
     top = BoardTop(core, board.leds, pll)
     overrides = {}
     if board.runs_toolchain:
@@ -418,14 +548,18 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
         nextpnr += config.nextpnr_args
         if config.place_only:
             nextpnr += ["--no-route", "--write", "placed.json"]
-        overrides = {"debug_verilog": True, "nextpnr_opts": " ".join(nextpnr),
-                     "script_after_synth": f"tee -q -o {BOARD_TOP}.stat.json stat -json"}
+        overrides = {
+            "debug_verilog": True,
+            "nextpnr_opts": " ".join(nextpnr),
+            "script_after_synth": f"tee -q -o {BOARD_TOP}.stat.json stat -json",
+        }
     start = time.perf_counter()
     plan = platform.prepare(top, name=BOARD_TOP, **overrides)
     plan.extract(gateware)
     result.times["board top"] = time.perf_counter() - start
-    board_verilog = gateware / (f"{BOARD_TOP}.debug.v" if board.runs_toolchain
-                                else f"{BOARD_TOP}.v")
+    board_verilog = gateware / (
+        f"{BOARD_TOP}.debug.v" if board.runs_toolchain else f"{BOARD_TOP}.v"
+    )
     shutil.copy(board_verilog, out / f"{BOARD_TOP}.v")
     result.files += [f"{BOARD_TOP}.v", "gateware/"]
     log(f"{board.name}: board files in {gateware}")
@@ -434,13 +568,16 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
         result.notes.append(
             f"{board.family} bitstreams need the vendor tools, not run here: run "
             f"`sh build_{BOARD_TOP}.sh` in gateware/ with Vivado on PATH (project "
-            f"{BOARD_TOP}.tcl, constraints {BOARD_TOP}.xdc)")
+            f"{BOARD_TOP}.tcl, constraints {BOARD_TOP}.xdc)"
+        )
         if config.run_toolchain:
             _estimate_xilinx(design, board, config, divider, result, log)
         return
     if not config.run_toolchain:
-        result.notes.append(f"toolchain not run (--no-toolchain): run `sh build_{BOARD_TOP}.sh`"
-                            " in gateware/ (set YOSYS, NEXTPNR_*, *PACK to the tools)")
+        result.notes.append(
+            f"toolchain not run (--no-toolchain): run `sh build_{BOARD_TOP}.sh`"
+            " in gateware/ (set YOSYS, NEXTPNR_*, *PACK to the tools)"
+        )
         return
 
     commands = json.loads((gateware / f"build_{BOARD_TOP}.json").read_text())["commands"]
@@ -452,13 +589,18 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
         result.times[step] = seconds
         if name == "yosys":
             stat = json.loads((gateware / f"{BOARD_TOP}.stat.json").read_text())
-            cells = {k: v for k, v in stat["design"]["num_cells_by_type"].items()
-                     if not k.startswith("$scopeinfo")}
+            cells = {
+                k: v
+                for k, v in stat["design"]["num_cells_by_type"].items()
+                if not k.startswith("$scopeinfo")
+            }
             counts = count_cells(board.family, cells)
             result.synth = {"cells": cells, **counts}
             result.fit = fit_estimate(design, board, counts)
-            log(f"{board.name}: {counts['luts']:,} LUTs, {counts['ffs']:,} flip-flops after "
-                f"synthesis ({seconds:.0f} s)")
+            log(
+                f"{board.name}: {counts['luts']:,} LUTs, {counts['ffs']:,} flip-flops after "
+                f"synthesis ({seconds:.0f} s)"
+            )
             if not result.fit["fits"]:
                 raise ToolError(_fit_message(design, board, result.fit))
             if config.synthesize_only:
@@ -468,8 +610,10 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
             report = json.loads((gateware / f"{BOARD_TOP}.report.json").read_text())
             result.pnr = summarize_nextpnr_report(report)
             if config.place_only:
-                result.notes.append("placed, not routed (place_only): gateware/placed.json; "
-                                    "the post-placement estimate is in the nextpnr log")
+                result.notes.append(
+                    "placed, not routed (place_only): gateware/placed.json; "
+                    "the post-placement estimate is in the nextpnr log"
+                )
                 log(f"{board.name}: placed, not routed ({seconds:.0f} s)")
                 return
             log(f"{board.name}: Fmax {result.fmax_mhz:.1f} MHz ({seconds:.0f} s)")
@@ -478,21 +622,34 @@ def _build(design: EngineDesign, board: Board, config: BuildConfig, divider: int
     result.bitstream = bitstream
     result.files.append(bitstream)
     if result.meets_timing is False:
-        result.notes.append(f"WARNING: Fmax {result.fmax_mhz:.1f} MHz is below the engine "
-                            f"clock {clock / 1e6:g} MHz: the bitstream may not work")
+        result.notes.append(
+            f"WARNING: Fmax {result.fmax_mhz:.1f} MHz is below the engine "
+            f"clock {clock / 1e6:g} MHz: the bitstream may not work"
+        )
 
 
-def _estimate_xilinx(design: EngineDesign, board: Board, config: BuildConfig, divider: int,
-                     result: BuildResult, log: Callable[[str], None]) -> None:
+def _estimate_xilinx(
+    design: EngineDesign,
+    board: Board,
+    config: BuildConfig,
+    divider: int,
+    result: BuildResult,
+    log: Callable[[str], None],
+) -> None:
     """Yosys ``synth_xilinx`` of the board core (without the vendor's clock and I/O buffers,
     which Yosys does not model) and the engine: cell counts and a fit estimate."""
     from xpfilt.eda.synth import synthesize
+
     log(f"{board.name}: estimating the size with Yosys synth_xilinx ...")
     work = Path(config.output) / "gateware" / "estimate"
     work.mkdir(parents=True, exist_ok=True)
     clock = board.clock_hz
-    text = core_verilog(design, divider=divider, heartbeat=max(1, int(clock // 2)),
-                        busy_stretch=max(1, int(clock // 20)))
+    text = core_verilog(
+        design,
+        divider=divider,
+        heartbeat=max(1, int(clock // 2)),
+        busy_stretch=max(1, int(clock // 20)),
+    )
     try:
         synth = synthesize(text, BOARD_TOP, "xilinx", work, timeout=config.timeout)
     except ToolError as exc:
@@ -511,17 +668,25 @@ def load_design(directory: Path) -> EngineDesign:
     :meth:`xpfilt.boards.host.BoardDesign.load`, plus :data:`SIMULATION_ENGINE` where the build
     wrote one, else ``xpfilt_engine.v``), without regenerating anything."""
     from xpfilt.boards.host import BoardDesign
+
     board = BoardDesign.load(directory)
     simulated = Path(directory) / SIMULATION_ENGINE
     try:
-        verilog = (simulated if simulated.exists() else Path(directory) / f"{TOP_NAME}.v"
-                   ).read_text()
+        verilog = (
+            simulated if simulated.exists() else Path(directory) / f"{TOP_NAME}.v"
+        ).read_text()
     except OSError as exc:
-        raise ToolError(f"{directory} must hold the {TOP_NAME}.v that `xpfilt build` wrote, "
-                        f"not lack it: {exc}") from None
-    design = (EngineDesign.for_plan(board.plan, verilog) if board.plan is not None
-              else EngineDesign.for_spec(board.spec, verilog))
+        raise ToolError(
+            f"{directory} must hold the {TOP_NAME}.v that `xpfilt build` wrote, not lack it: {exc}"
+        ) from None
+    design = (
+        EngineDesign.for_plan(board.plan, verilog)
+        if board.plan is not None
+        else EngineDesign.for_spec(board.spec, verilog)
+    )
     if (design.width, design.identity) != (board.width, board.identity):
-        raise ToolError(f"{directory}/board.json must describe the design beside it, not "
-                        f"width {board.width} and identity {board.identity:08x}")
+        raise ToolError(
+            f"{directory}/board.json must describe the design beside it, not "
+            f"width {board.width} and identity {board.identity:08x}"
+        )
     return design

@@ -9,52 +9,89 @@ from pathlib import Path
 
 import click
 
-from xpfilt.cli.options import (compile_options, document_paths, mode_option, options_from,
-                        read_hardware_queries, read_queries, spec_from_options)
-from xpfilt.compiler.custom import EngineMode
-from xpfilt.compiler.custom import hardware_queries
+from xpfilt.cli.options import (
+    compile_options,
+    document_paths,
+    mode_option,
+    options_from,
+    read_hardware_queries,
+    read_queries,
+    spec_from_options,
+)
+from xpfilt.compiler.custom import EngineMode, hardware_queries
 from xpfilt.eda.synth import ToolError
 
 __all__ = ["build_command", "host_command", "sim_board_command"]
 
 
-
 def _board_design_options(fn):
     """What goes on a board: a custom engine for --queries, or a programmable one."""
     options = [
-        click.option("-q", "--queries", "queries_path",
-                     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="Custom: the query file the engine is generated for."),
-        mode_option(show_default=True, help="custom: hardware for --queries; programmable: "
-                    "generic columns, loaded later with `xpfilt host --queries/--config`."),
+        click.option(
+            "-q",
+            "--queries",
+            "queries_path",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Custom: the query file the engine is generated for.",
+        ),
+        mode_option(
+            show_default=True,
+            help="custom: hardware for --queries; programmable: "
+            "generic columns, loaded later with `xpfilt host --queries/--config`.",
+        ),
         compile_options,
-        click.option("--max-name", type=click.IntRange(1), default=32, show_default=True,
-                     help="Longest element name the parser accepts (longer: error flag)."),
-        click.option("--columns", type=click.IntRange(2), default=128, show_default=True,
-                     help="Programmable: generic columns per cluster (even)."),
-        click.option("--clusters", type=click.IntRange(1), default=1, show_default=True,
-                     help="Programmable: number of clusters."),
-        click.option("--max-tag-len", type=click.IntRange(1), default=16, show_default=True,
-                     help="Programmable: longest tag a dictionary entry holds."),
-        click.option("--tags", type=click.IntRange(1), default=31, show_default=True,
-                     help="Programmable: distinct tags the loaded queries may name in all."),
+        click.option(
+            "--max-name",
+            type=click.IntRange(1),
+            default=32,
+            show_default=True,
+            help="Longest element name the parser accepts (longer: error flag).",
+        ),
+        click.option(
+            "--columns",
+            type=click.IntRange(2),
+            default=128,
+            show_default=True,
+            help="Programmable: generic columns per cluster (even).",
+        ),
+        click.option(
+            "--clusters",
+            type=click.IntRange(1),
+            default=1,
+            show_default=True,
+            help="Programmable: number of clusters.",
+        ),
+        click.option(
+            "--max-tag-len",
+            type=click.IntRange(1),
+            default=16,
+            show_default=True,
+            help="Programmable: longest tag a dictionary entry holds.",
+        ),
+        click.option(
+            "--tags",
+            type=click.IntRange(1),
+            default=31,
+            show_default=True,
+            help="Programmable: distinct tags the loaded queries may name in all.",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
 
 
-def _board_design(family, queries_path, mode, max_name, columns, clusters, max_tag_len,
-                  kwargs):
+def _board_design(family, queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs):
+    from xpfilt.boards.build import custom_design, programmable_design
     from xpfilt.compiler.custom import UnsupportedQueryError
 
-    from xpfilt.boards.build import custom_design, programmable_design
-
-    log = lambda message: click.echo(message, err=True)   # noqa: E731
+    log = lambda message: click.echo(message, err=True)  # noqa: E731
     if mode is EngineMode.PROGRAMMABLE:
         if queries_path:
-            raise click.UsageError("--mode programmable takes no --queries: load them on the "
-                                   "board with `xpfilt host --queries`")
+            raise click.UsageError(
+                "--mode programmable takes no --queries: load them on the "
+                "board with `xpfilt host --queries`"
+            )
         spec = spec_from_options(clusters, columns, max_tag_len, max_name, kwargs)
         return programmable_design(spec, family=family, log=log), False
     if not queries_path:
@@ -68,24 +105,58 @@ def _board_design(family, queries_path, mode, max_name, columns, clusters, max_t
 
 
 @click.command("build")
-@click.option("--board", "board_name", required=True, metavar="NAME",
-              help="icebreaker (iCE40UP5K), ulx3s-85f (ECP5-85F) or arty-a7-35 (Xilinx: "
-                   "Vivado files only).")
+@click.option(
+    "--board",
+    "board_name",
+    required=True,
+    metavar="NAME",
+    help="icebreaker (iCE40UP5K), ulx3s-85f (ECP5-85F) or arty-a7-35 (Xilinx: Vivado files only).",
+)
 @_board_design_options
-@click.option("--baud", type=click.IntRange(1), default=115_200, show_default=True,
-              help="UART rate of the host link.")
-@click.option("--no-toolchain", is_flag=True,
-              help="Only write the files (Verilog, constraints, build script); run no tools.")
-@click.option("--timeout", type=click.FloatRange(1), default=1800, show_default=True,
-              help="Seconds each tool (Yosys, nextpnr, pack) may run.")
+@click.option(
+    "--baud",
+    type=click.IntRange(1),
+    default=115_200,
+    show_default=True,
+    help="UART rate of the host link.",
+)
+@click.option(
+    "--no-toolchain",
+    is_flag=True,
+    help="Only write the files (Verilog, constraints, build script); run no tools.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1),
+    default=1800,
+    show_default=True,
+    help="Seconds each tool (Yosys, nextpnr, pack) may run.",
+)
 @click.option("--seed", type=int, default=None, help="nextpnr placement seed.")
-@click.option("--clock-mhz", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Clock the engine and host link at this frequency from a PLL (ECP5) and "
-                   "constrain place and route at it [default: the board's oscillator].")
-@click.option("-o", "--output-dir", required=True,
-              type=click.Path(file_okay=False, path_type=Path))
-def build_command(board_name, queries_path, mode, max_name, columns, clusters, max_tag_len,
-                  baud, no_toolchain, timeout, seed, clock_mhz, output_dir, **kwargs):
+@click.option(
+    "--clock-mhz",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Clock the engine and host link at this frequency from a PLL (ECP5) and "
+    "constrain place and route at it [default: the board's oscillator].",
+)
+@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+def build_command(
+    board_name,
+    queries_path,
+    mode,
+    max_name,
+    columns,
+    clusters,
+    max_tag_len,
+    baud,
+    no_toolchain,
+    timeout,
+    seed,
+    clock_mhz,
+    output_dir,
+    **kwargs,
+):
     """Build a bitstream: the engine behind a UART host link on a board.
 
     Writes into OUTPUT_DIR: board.json and plan.json / hardware.json (for `xpfilt host
@@ -103,11 +174,18 @@ def build_command(board_name, queries_path, mode, max_name, columns, clusters, m
         board = get_board(board_name)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--board")
-    design, skipped = _board_design(board.family, queries_path, mode, max_name, columns, clusters,
-                                    max_tag_len, kwargs)
-    config = BuildConfig(board_name, output_dir, baud=baud, run_toolchain=not no_toolchain,
-                         timeout=timeout, seed=seed,
-                         clock_hz=clock_mhz * 1e6 if clock_mhz else None)
+    design, skipped = _board_design(
+        board.family, queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs
+    )
+    config = BuildConfig(
+        board_name,
+        output_dir,
+        baud=baud,
+        run_toolchain=not no_toolchain,
+        timeout=timeout,
+        seed=seed,
+        clock_hz=clock_mhz * 1e6 if clock_mhz else None,
+    )
     try:
         result = build_board(design, config, log=lambda message: click.echo(message, err=True))
     except ToolError as exc:
@@ -117,27 +195,55 @@ def build_command(board_name, queries_path, mode, max_name, columns, clusters, m
 
 
 @click.command("host")
-@click.option("--port", "url", required=True,
-              help="The board: a serial device (/dev/ttyUSB1) or socket://HOST:PORT "
-                   "(`xpfilt sim-board`).")
-@click.option("--baud", type=click.IntRange(1), default=None,
-              help="UART rate (default: the --build directory's, else 115200).")
-@click.option("--build", "build_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="The directory `xpfilt build` wrote for the bitstream on the board: its "
-                   "plan.json says which query each readout bit is (custom), its hardware.json "
-                   "what --queries are configured for (programmable).")
-@click.option("-q", "--queries", "queries_path",
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Custom: checked against the board's plan. Programmable: configured on the "
-                   "board before filtering.")
-@click.option("--config", "config_path",
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Programmable: a configuration stream from `xpfilt configure` to load (its "
-                   "CONFIG.map.tsv must be beside it).")
-@click.option("--timeout", type=click.FloatRange(0.1), default=10.0, show_default=True,
-              help="Seconds of silence before the board counts as not answering.")
-@click.option("-o", "--output", type=click.File("w"), default="-",
-              help="Write the TSV here instead of standard output.")
+@click.option(
+    "--port",
+    "url",
+    required=True,
+    help="The board: a serial device (/dev/ttyUSB1) or socket://HOST:PORT (`xpfilt sim-board`).",
+)
+@click.option(
+    "--baud",
+    type=click.IntRange(1),
+    default=None,
+    help="UART rate (default: the --build directory's, else 115200).",
+)
+@click.option(
+    "--build",
+    "build_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The directory `xpfilt build` wrote for the bitstream on the board: its "
+    "plan.json says which query each readout bit is (custom), its hardware.json "
+    "what --queries are configured for (programmable).",
+)
+@click.option(
+    "-q",
+    "--queries",
+    "queries_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Custom: checked against the board's plan. Programmable: configured on the "
+    "board before filtering.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Programmable: a configuration stream from `xpfilt configure` to load (its "
+    "CONFIG.map.tsv must be beside it).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds of silence before the board counts as not answering.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.File("w"),
+    default="-",
+    help="Write the TSV here instead of standard output.",
+)
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
 def host_command(url, baud, build_dir, queries_path, config_path, timeout, output, documents):
     """Filter DOCUMENTS on a board and print the TSV of `xpfilt filter`.
@@ -152,11 +258,10 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
       xpfilt sim-board --build b --port 0 &        # prints socket://127.0.0.1:PORT
       xpfilt host --port socket://127.0.0.1:PORT --build b -q Q.txt docs/
     """
-    from xpfilt.engines import filter_batch
-    from xpfilt.software.results import format_tsv_line
-
     from xpfilt.boards.host import DEFAULT_BAUD, BoardDesign, BoardLink, open_board_engine
     from xpfilt.boards.protocol import LinkError
+    from xpfilt.engines import filter_batch
+    from xpfilt.software.results import format_tsv_line
 
     failed = False
 
@@ -169,13 +274,19 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
         design = BoardDesign.load(build_dir) if build_dir else None
         queries = None
         if queries_path:
-            queries, skipped = read_queries(queries_path,
-                                            refuse=lambda qs: hardware_queries(qs, None))
+            queries, skipped = read_queries(
+                queries_path, refuse=lambda qs: hardware_queries(qs, None)
+            )
             failed |= skipped
         rate = baud or (design.baud if design else DEFAULT_BAUD)
         with BoardLink.open(url, baud=rate, timeout=timeout) as link:
-            engine = open_board_engine(link, design, queries=queries, config_path=config_path,
-                                       warn=lambda message: warn(f"{queries_path}: {message}"))
+            engine = open_board_engine(
+                link,
+                design,
+                queries=queries,
+                config_path=config_path,
+                warn=lambda message: warn(f"{queries_path}: {message}"),
+            )
             for result in filter_batch(engine, document_paths(documents)):
                 if result.ok:
                     output.write(format_tsv_line(result.name, result.matches) + "\n")
@@ -188,29 +299,79 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
 
 
 @click.command("sim-board")
-@click.option("--build", "build_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Simulate the design of this `xpfilt build` directory.")
-@click.option("--board", "board_name", metavar="NAME",
-              help="Without --build: generate the design for this board into -o DIR first "
-                   "(as `xpfilt build --no-toolchain`).")
+@click.option(
+    "--build",
+    "build_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Simulate the design of this `xpfilt build` directory.",
+)
+@click.option(
+    "--board",
+    "board_name",
+    metavar="NAME",
+    help="Without --build: generate the design for this board into -o DIR first "
+    "(as `xpfilt build --no-toolchain`).",
+)
 @_board_design_options
-@click.option("-o", "--output-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Without --build: where the design files go.")
-@click.option("--divider", type=click.IntRange(4), default=8, show_default=True,
-              help="Clock cycles per UART bit in the simulation.")
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Without --build: where the design files go.",
+)
+@click.option(
+    "--divider",
+    type=click.IntRange(4),
+    default=8,
+    show_default=True,
+    help="Clock cycles per UART bit in the simulation.",
+)
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="TCP port (0: any free port; the chosen one is printed).")
-@click.option("--connections", type=click.IntRange(0), default=1, show_default=True,
-              help="End after this many connections (0: serve until stopped).")
-@click.option("--accept-timeout", type=click.FloatRange(1), default=600, show_default=True,
-              help="End when no client connects for this many seconds.")
-@click.option("--sim-build-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where simulator builds are cached (default: build/sim, or "
-                   "$XPFILT_SIM_BUILD).")
-def sim_board_command(build_dir, board_name, queries_path, mode, max_name, columns, clusters,
-                      max_tag_len, output_dir, divider, bind, port, connections,
-                      accept_timeout, sim_build_dir, **kwargs):
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="TCP port (0: any free port; the chosen one is printed).",
+)
+@click.option(
+    "--connections",
+    type=click.IntRange(0),
+    default=1,
+    show_default=True,
+    help="End after this many connections (0: serve until stopped).",
+)
+@click.option(
+    "--accept-timeout",
+    type=click.FloatRange(1),
+    default=600,
+    show_default=True,
+    help="End when no client connects for this many seconds.",
+)
+@click.option(
+    "--sim-build-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where simulator builds are cached (default: build/sim, or $XPFILT_SIM_BUILD).",
+)
+def sim_board_command(
+    build_dir,
+    board_name,
+    queries_path,
+    mode,
+    max_name,
+    columns,
+    clusters,
+    max_tag_len,
+    output_dir,
+    divider,
+    bind,
+    port,
+    connections,
+    accept_timeout,
+    sim_build_dir,
+    **kwargs,
+):
     """Run a board in simulation (cocotb + Verilator) behind a TCP port.
 
     The board core (UART, host link, engine) of --build DIR, or of a design generated like
@@ -221,18 +382,21 @@ def sim_board_command(build_dir, board_name, queries_path, mode, max_name, colum
     from xpfilt.boards.build import BuildConfig, build_board
     from xpfilt.boards.sim_server import SimBoardConfig, serve_board
 
-    try:        # say now, not after building the simulation, that the address cannot be used
+    try:  # say now, not after building the simulation, that the address cannot be used
         import socket
+
         socket.create_server((bind, port)).close()
     except OSError as exc:
         raise click.ClickException(f"--bind {bind} --port {port}: {exc.strerror or exc}")
     if build_dir is None:
         if not board_name or not output_dir:
-            raise click.UsageError("give --build DIR, or --board NAME, the design options and "
-                                   "-o DIR")
+            raise click.UsageError(
+                "give --build DIR, or --board NAME, the design options and -o DIR"
+            )
         # simulated: the generic form of the block RAMs (family None)
-        design, _ = _board_design(None, queries_path, mode, max_name, columns, clusters,
-                                  max_tag_len, kwargs)
+        design, _ = _board_design(
+            None, queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs
+        )
         try:
             build_board(design, BuildConfig(board_name, output_dir, run_toolchain=False))
         except (ToolError, ValueError) as exc:
@@ -244,16 +408,25 @@ def sim_board_command(build_dir, board_name, queries_path, mode, max_name, colum
     def announce(chosen):
         click.echo(f"xpfilt sim-board: listening on socket://{bind}:{chosen}", nl=True)
         sys.stdout.flush()
-        click.echo(f"connect with: xpfilt host --port socket://{bind}:{chosen} --build "
-                   f"{build_dir} DOC...", err=True)
+        click.echo(
+            f"connect with: xpfilt host --port socket://{bind}:{chosen} --build {build_dir} DOC...",
+            err=True,
+        )
 
-    config = SimBoardConfig(build_dir, divider=divider, host=bind, port=port,
-                            connections=connections, accept_timeout=accept_timeout,
-                            build_root=sim_build_dir)
+    config = SimBoardConfig(
+        build_dir,
+        divider=divider,
+        host=bind,
+        port=port,
+        connections=connections,
+        accept_timeout=accept_timeout,
+        build_root=sim_build_dir,
+    )
     try:
         run = serve_board(config, on_port=announce, log=lambda m: click.echo(m, err=True))
     except (ToolError, RuntimeError) as exc:
         raise click.ClickException(str(exc))
-    click.echo(f"xpfilt sim-board: simulation ended ({run.wall_time:.1f} s; log {run.log})",
-               err=True)
+    click.echo(
+        f"xpfilt sim-board: simulation ended ({run.wall_time:.1f} s; log {run.log})", err=True
+    )
     sys.exit(0 if run.passed else 1)

@@ -12,7 +12,6 @@ at the board's oscillator (a ``FREQUENCY NET`` on the output is not needed, and 
 for that net did not survive Yosys' flattening: nextpnr ignored it).
 """
 
-
 import math
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ PLL_FAMILIES = ("ecp5",)
 @dataclass(frozen=True)
 class Ecp5Pll:
     """An EHXPLLL with its feedback from CLKOP: ``input_hz`` in, CLKOP out."""
+
     input_hz: float
     clki_div: int
     clkfb_div: int
@@ -62,8 +62,10 @@ def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
     its range); ValueError when nothing comes within :data:`TOLERANCE`."""
     low, high = ECP5_OUT_HZ
     if not low <= output_hz <= high:
-        raise ValueError(f"engine clock must be between {low / 1e6:g} and {high / 1e6:g} MHz "
-                         f"on an ECP5 PLL, not {output_hz / 1e6:g} MHz")
+        raise ValueError(
+            f"engine clock must be between {low / 1e6:g} and {high / 1e6:g} MHz "
+            f"on an ECP5 PLL, not {output_hz / 1e6:g} MHz"
+        )
     middle = sum(ECP5_VCO_HZ) / 2
     best, best_key = None, None
     max_i, max_fb, max_op = ECP5_DIV_MAX
@@ -82,9 +84,11 @@ def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
                         best_key = key
     if best is None or abs(best.output_hz - output_hz) > TOLERANCE * output_hz:
         nearest = f" (nearest {best.output_hz / 1e6:g} MHz)" if best else ""
-        raise ValueError(f"engine clock must be within {TOLERANCE:.0%} of what an ECP5 PLL "
-                         f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz"
-                         f"{nearest}")
+        raise ValueError(
+            f"engine clock must be within {TOLERANCE:.0%} of what an ECP5 PLL "
+            f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz"
+            f"{nearest}"
+        )
     return best
 
 
@@ -104,18 +108,39 @@ class Ecp5PllClock(wiring.Component):
         pll = self.pll
         clk_in = platform.request(platform.default_clk, dir="-")
         m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_in)
-        mhz = lambda hz: f"{hz / 1e6:g}"        # noqa: E731
+        mhz = lambda hz: f"{hz / 1e6:g}"  # noqa: E731
         m.submodules.pll = Instance(
             "EHXPLLL",
-            a_FREQUENCY_PIN_CLKI=mhz(pll.input_hz), a_FREQUENCY_PIN_CLKOP=mhz(pll.output_hz),
-            a_ICP_CURRENT="12", a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1",
+            a_FREQUENCY_PIN_CLKI=mhz(pll.input_hz),
+            a_FREQUENCY_PIN_CLKOP=mhz(pll.output_hz),
+            a_ICP_CURRENT="12",
+            a_LPF_RESISTOR="8",
+            a_MFG_ENABLE_FILTEROPAMP="1",
             a_MFG_GMCREF_SEL="2",
-            p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
-            p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_CLKOP_ENABLE="ENABLED",
-            p_CLKI_DIV=pll.clki_div, p_CLKFB_DIV=pll.clkfb_div, p_CLKOP_DIV=pll.clkop_div,
-            p_CLKOP_CPHASE=pll.clkop_cphase, p_CLKOP_FPHASE=0, p_FEEDBK_PATH="CLKOP",
-            i_CLKI=clk_buf.i, i_CLKFB=self.clk, i_RST=0, i_STDBY=0,
-            i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1,
-            i_PLLWAKESYNC=0, i_ENCLKOP=0,
-            o_CLKOP=self.clk, o_LOCK=self.locked)
+            p_PLLRST_ENA="DISABLED",
+            p_INTFB_WAKE="DISABLED",
+            p_STDBY_ENABLE="DISABLED",
+            p_DPHASE_SOURCE="DISABLED",
+            p_OUTDIVIDER_MUXA="DIVA",
+            p_CLKOP_ENABLE="ENABLED",
+            p_CLKI_DIV=pll.clki_div,
+            p_CLKFB_DIV=pll.clkfb_div,
+            p_CLKOP_DIV=pll.clkop_div,
+            p_CLKOP_CPHASE=pll.clkop_cphase,
+            p_CLKOP_FPHASE=0,
+            p_FEEDBK_PATH="CLKOP",
+            i_CLKI=clk_buf.i,
+            i_CLKFB=self.clk,
+            i_RST=0,
+            i_STDBY=0,
+            i_PHASESEL0=0,
+            i_PHASESEL1=0,
+            i_PHASEDIR=1,
+            i_PHASESTEP=1,
+            i_PHASELOADREG=1,
+            i_PLLWAKESYNC=0,
+            i_ENCLKOP=0,
+            o_CLKOP=self.clk,
+            o_LOCK=self.locked,
+        )
         return m

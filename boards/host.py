@@ -23,23 +23,41 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from xpfilt.boards.protocol import (
+    PROTOCOL_VERSION,
+    BoardStatus,
+    Command,
+    Frame,
+    FrameReader,
+    LinkError,
+    Mode,
+    Response,
+    decode_matches,
+    decode_readout,
+    encode_frame,
+)
 from xpfilt.compiler.custom import EngineMode, Plan
-from xpfilt.software.events import Document, utf8_document
-from xpfilt.model.custom import answer_positions, readout_positions
 from xpfilt.compiler.programmable import Configuration, HardwareSpec, read_readout_map
 from xpfilt.hwspec.readout import DocumentReadout
 from xpfilt.lang.xpath import Query, parse_query
+from xpfilt.model.custom import answer_positions, readout_positions
+from xpfilt.software.events import Document, utf8_document
 
-from xpfilt.boards.protocol import (PROTOCOL_VERSION, BoardStatus, Command, Frame, FrameReader, LinkError,
-                       Mode, Response, decode_matches, decode_readout, encode_frame)
-
-__all__ = ["BoardLink", "BoardDesign", "BoardEngine", "plan_identity", "DEFAULT_BAUD",
-           "open_board_engine", "plan_queries", "compare_with_plan"]
+__all__ = [
+    "BoardLink",
+    "BoardDesign",
+    "BoardEngine",
+    "plan_identity",
+    "DEFAULT_BAUD",
+    "open_board_engine",
+    "plan_queries",
+    "compare_with_plan",
+]
 
 DEFAULT_BAUD = 115_200
 #: How each kind of readout frame is decoded (serial bitmap or sparse positions).
-_READOUT_DECODERS = {Response.READOUT.value: decode_readout,
-                     Response.MATCHES.value: decode_matches}
+_READOUT_DECODERS = {Response.READOUT.value: decode_readout, Response.MATCHES.value: decode_matches}
+
 
 class BoardLink:
     """The protocol over ``transport`` (pyserial-like: ``write``, ``flush``, ``read(n)``
@@ -52,12 +70,13 @@ class BoardLink:
         self.name = name
         self.reader = FrameReader()
         self._frames: deque[Frame] = deque()
-        self.stale_readouts = 0          # readout frames discarded while waiting for a status
+        self.stale_readouts = 0  # readout frames discarded while waiting for a status
 
     @classmethod
     def open(cls, url: str, *, baud: int = DEFAULT_BAUD, timeout: float = 10.0) -> "BoardLink":
         """``serial.serial_for_url(url, baud)``: a serial device or ``socket://HOST:PORT``."""
         import serial
+
         try:
             transport = serial.serial_for_url(url, baudrate=baud, timeout=0.05)
         except (serial.SerialException, ValueError) as exc:
@@ -95,8 +114,10 @@ class BoardLink:
                 self._frames.extend(self.reader.feed(chunk))
                 deadline = time.monotonic() + self.timeout
             elif time.monotonic() > deadline:
-                raise LinkError(f"{self.name}: no {what} within {self.timeout:g} s (is the "
-                                "bitstream loaded, the port and baud rate right?)")
+                raise LinkError(
+                    f"{self.name}: no {what} within {self.timeout:g} s (is the "
+                    "bitstream loaded, the port and baud rate right?)"
+                )
         return self._frames.popleft()
 
     def status(self) -> BoardStatus:
@@ -108,12 +129,15 @@ class BoardLink:
             if frame.kind == Response.STATUS.value:
                 status = BoardStatus.decode(frame.body)
                 if status.version != PROTOCOL_VERSION:
-                    raise LinkError(f"{self.name}: board protocol version must be "
-                                    f"{PROTOCOL_VERSION}, not {status.version}")
+                    raise LinkError(
+                        f"{self.name}: board protocol version must be "
+                        f"{PROTOCOL_VERSION}, not {status.version}"
+                    )
                 return status
             if frame.kind not in _READOUT_DECODERS:
-                raise LinkError(f"{self.name}: frame kind must be 'S', 'R' or 'M', not "
-                                f"{frame.kind:#04x}")
+                raise LinkError(
+                    f"{self.name}: frame kind must be 'S', 'R' or 'M', not {frame.kind:#04x}"
+                )
             self.stale_readouts += 1
 
     def send_document(self, document: bytes) -> None:
@@ -124,8 +148,9 @@ class BoardLink:
     def read_readout(self, width: int) -> DocumentReadout:
         frame = self._frame("readout frame")
         if frame.kind not in _READOUT_DECODERS:
-            raise LinkError(f"{self.name}: expected a readout frame ('R' or 'M'), not kind "
-                            f"{frame.kind:#04x}")
+            raise LinkError(
+                f"{self.name}: expected a readout frame ('R' or 'M'), not kind {frame.kind:#04x}"
+            )
         return _READOUT_DECODERS[frame.kind](frame.body, width)
 
     def configure(self, stream: bytes, *, poll: float = 0.02) -> BoardStatus:
@@ -133,8 +158,10 @@ class BoardLink:
         status) or refused it (:class:`LinkError`)."""
         before = self.status()
         if before.mode != Mode.PROGRAMMABLE.value:
-            raise LinkError(f"{self.name}: a configuration stream needs a programmable engine, "
-                            f"not a {before.mode_name} one")
+            raise LinkError(
+                f"{self.name}: a configuration stream needs a programmable engine, "
+                f"not a {before.mode_name} one"
+            )
         self._write(encode_frame(Command.CONFIG.value, stream))
         deadline = time.monotonic() + self.timeout
         while True:
@@ -142,13 +169,17 @@ class BoardLink:
             if status.generation != before.generation and status.loaded and not status.pending:
                 return status
             if status.rejected and not status.pending:
-                raise LinkError(f"{self.name}: the board rejected the configuration stream "
-                                f"({len(stream)} bytes): wrong hardware fingerprint, length or "
-                                "CRC (was it made with `xpfilt configure --hw` for this "
-                                "bitstream's hardware.json?)")
+                raise LinkError(
+                    f"{self.name}: the board rejected the configuration stream "
+                    f"({len(stream)} bytes): wrong hardware fingerprint, length or "
+                    "CRC (was it made with `xpfilt configure --hw` for this "
+                    "bitstream's hardware.json?)"
+                )
             if time.monotonic() > deadline:
-                raise LinkError(f"{self.name}: the configuration was neither committed nor "
-                                f"rejected within {self.timeout:g} s ({status})")
+                raise LinkError(
+                    f"{self.name}: the configuration was neither committed nor "
+                    f"rejected within {self.timeout:g} s ({status})"
+                )
             time.sleep(poll)
 
 
@@ -165,6 +196,7 @@ class BoardDesign:
     """What the host knows about a bitstream, from the directory ``xpfilt build`` wrote:
     ``board.json`` (board, mode, readout width, identity, baud) and ``plan.json`` (custom) or
     ``hardware.json`` (programmable)."""
+
     directory: Path
     board: str
     mode: str
@@ -184,22 +216,36 @@ class BoardDesign:
                 plan = Plan.from_json((directory / "plan.json").read_text())
             else:
                 spec = HardwareSpec.load(directory)
-            return cls(directory, info["board"], info["mode"], info["width"],
-                       int(info["identity"], 16), info["baud"], plan, spec)
+            return cls(
+                directory,
+                info["board"],
+                info["mode"],
+                info["width"],
+                int(info["identity"], 16),
+                info["baud"],
+                plan,
+                spec,
+            )
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise LinkError(f"{directory} must be a directory written by `xpfilt build` "
-                            f"(board.json, plan.json or hardware.json), not unreadable: "
-                            f"{exc}") from None
+            raise LinkError(
+                f"{directory} must be a directory written by `xpfilt build` "
+                f"(board.json, plan.json or hardware.json), not unreadable: "
+                f"{exc}"
+            ) from None
 
     def check(self, status: BoardStatus, where: str) -> None:
         """LinkError unless the board at ``where`` runs this design."""
-        if (status.mode_name, status.width, status.identity) != (self.mode, self.width,
-                                                                  self.identity):
+        if (status.mode_name, status.width, status.identity) != (
+            self.mode,
+            self.width,
+            self.identity,
+        ):
             raise LinkError(
                 f"the board at {where} must run the design of {self.directory} ({self.mode}, "
                 f"{self.width}-bit readout, identity {self.identity:08x}), not "
                 f"{status.mode_name}, {status.width}-bit readout, identity "
-                f"{status.identity:08x}: load that bitstream or pass its --build directory")
+                f"{status.identity:08x}: load that bitstream or pass its --build directory"
+            )
 
 
 class BoardEngine:
@@ -209,8 +255,14 @@ class BoardEngine:
     readout map. A flagged document raises :class:`xpfilt.model.custom.EngineError`; a link
     failure raises :class:`LinkError` (which ends the batch)."""
 
-    def __init__(self, link: BoardLink, queries: Sequence[Query], numbers_by_bit, width: int,
-                 next_doc: int = 0):
+    def __init__(
+        self,
+        link: BoardLink,
+        queries: Sequence[Query],
+        numbers_by_bit,
+        width: int,
+        next_doc: int = 0,
+    ):
         self.link = link
         self.queries = tuple(queries)
         self.width = width
@@ -224,9 +276,11 @@ class BoardEngine:
         self.link.send_document(document.data)
         readout = self.link.read_readout(self.width)
         if readout.doc != self.next_doc:
-            raise LinkError(f"{self.link.name}: readout of document number {readout.doc} "
-                            f"arrived for document number {self.next_doc} ({document.name}): "
-                            "the board and the host are out of step")
+            raise LinkError(
+                f"{self.link.name}: readout of document number {readout.doc} "
+                f"arrived for document number {self.next_doc} ({document.name}): "
+                "the board and the host are out of step"
+            )
         self.next_doc = (self.next_doc + 1) & 0xFFFF
         return answer_positions(document.name, readout, self._bits)
 
@@ -241,12 +295,21 @@ def compare_with_plan(plan: Plan, queries: Sequence[Query]) -> list[str]:
     one message per query that differs (empty when they agree)."""
     built = {q.number: q.text for cluster in plan.clusters for q in cluster.queries}
     given = {q.number: str(q) for q in queries}
-    problems = [f"query {n} is {given[n]!r} in the query file, {built[n]!r} on the board"
-                for n in sorted(built) if n in given and given[n] != built[n]]
-    problems += [f"query {n} ({built[n]}) is on the board, not in the query file"
-                 for n in sorted(built) if n not in given]
-    problems += [f"query {n} ({given[n]}) is in the query file, not on the board"
-                 for n in sorted(given) if n not in built]
+    problems = [
+        f"query {n} is {given[n]!r} in the query file, {built[n]!r} on the board"
+        for n in sorted(built)
+        if n in given and given[n] != built[n]
+    ]
+    problems += [
+        f"query {n} ({built[n]}) is on the board, not in the query file"
+        for n in sorted(built)
+        if n not in given
+    ]
+    problems += [
+        f"query {n} ({given[n]}) is in the query file, not on the board"
+        for n in sorted(given)
+        if n not in built
+    ]
     return problems
 
 
@@ -254,10 +317,14 @@ def configuration_pairs(configuration: Configuration) -> list[tuple[int, int]]:
     return [(where, number) for number, where in configuration.answers.items()]
 
 
-def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,
-                      queries: Optional[Sequence[Query]] = None,
-                      config_path: Optional[Path] = None,
-                      warn=lambda message: None) -> BoardEngine:
+def open_board_engine(
+    link: BoardLink,
+    design: Optional[BoardDesign],
+    *,
+    queries: Optional[Sequence[Query]] = None,
+    config_path: Optional[Path] = None,
+    warn=lambda message: None,
+) -> BoardEngine:
     """Greet the board (status), check it runs ``design`` and return the engine to filter with.
 
     Custom: readout bits map to queries by ``design.plan``; ``queries`` (from a query file)
@@ -269,25 +336,30 @@ def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,
         design.check(status, link.name)
     if status.mode == Mode.CUSTOM.value:
         if design is None or design.plan is None:
-            raise LinkError(f"{link.name} runs a custom engine: --build DIR (the `xpfilt build` "
-                            "directory of its bitstream) must say which query each readout "
-                            "bit is")
+            raise LinkError(
+                f"{link.name} runs a custom engine: --build DIR (the `xpfilt build` "
+                "directory of its bitstream) must say which query each readout "
+                "bit is"
+            )
         if config_path is not None:
-            raise LinkError(f"{link.name} runs a custom engine: --config needs a programmable "
-                            "one")
+            raise LinkError(f"{link.name} runs a custom engine: --config needs a programmable one")
         if queries is not None:
             problems = compare_with_plan(design.plan, queries)
             if problems:
                 more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-                raise LinkError(f"the board's plan ({design.directory}/plan.json) must be "
-                                f"built from the query file, not differ: "
-                                f"{'; '.join(problems[:5])}{more}")
+                raise LinkError(
+                    f"the board's plan ({design.directory}/plan.json) must be "
+                    f"built from the query file, not differ: "
+                    f"{'; '.join(problems[:5])}{more}"
+                )
         plan = design.plan
-        return BoardEngine(link, plan_queries(plan), enumerate(plan.query_numbers),
-                           status.width, status.documents)
+        return BoardEngine(
+            link, plan_queries(plan), enumerate(plan.query_numbers), status.width, status.documents
+        )
     if status.mode != Mode.PROGRAMMABLE.value:
-        raise LinkError(f"{link.name}: engine mode must be custom or programmable, not "
-                        f"{status.mode}")
+        raise LinkError(
+            f"{link.name}: engine mode must be custom or programmable, not {status.mode}"
+        )
     if config_path is not None:
         stream = Path(config_path).read_bytes()
         try:
@@ -298,16 +370,21 @@ def open_board_engine(link: BoardLink, design: Optional[BoardDesign], *,
             queries = [Query((), number) for _, number in sorted(pairs, key=lambda p: p[1])]
     elif queries is not None:
         if design is None or design.spec is None:
-            raise LinkError(f"{link.name} runs a programmable engine: configuring --queries "
-                            "needs --build DIR (its hardware.json)")
+            raise LinkError(
+                f"{link.name} runs a programmable engine: configuring --queries "
+                "needs --build DIR (its hardware.json)"
+            )
         from xpfilt.compiler.programmable import configure
+
         configuration = configure(queries, design.spec)
         for _, reason in configuration.rejected:
             warn(f"skipped: {reason}")
         stream = configuration.stream()
         pairs = configuration_pairs(configuration)
     else:
-        raise LinkError(f"{link.name} runs a programmable engine: give --queries (configured "
-                        "now) or --config CONFIG.bin (from `xpfilt configure`)")
+        raise LinkError(
+            f"{link.name} runs a programmable engine: give --queries (configured "
+            "now) or --config CONFIG.bin (from `xpfilt configure`)"
+        )
     status = link.configure(stream)
     return BoardEngine(link, queries, pairs, status.width, status.documents)

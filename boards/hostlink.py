@@ -8,13 +8,23 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from xpfilt.boards.protocol import (
+    EOF,
+    ESC,
+    ESC_XOR,
+    READOUT_HEADER,
+    SOF,
+    STATUS_BYTES,
+    Command,
+    ReadoutHeader,
+    Response,
+    StatusLayout,
+    id_bytes,
+)
 from xpfilt.hdl.frontend import ByteLayout
 from xpfilt.hdl.programmable import ConfigBit
 from xpfilt.hdl.readout import readout_layout
 from xpfilt.hwspec.readout import ReadoutKind
-
-from xpfilt.boards.protocol import (EOF, ESC, ESC_XOR, READOUT_HEADER, SOF, STATUS_BYTES, Command,
-                       ReadoutHeader, Response, StatusLayout, id_bytes)
 
 __all__ = ["CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]
 
@@ -31,30 +41,34 @@ class CommandDecoder(wiring.Component):
 
     def __init__(self, *, config: bool):
         self.accepts_config = config
-        super().__init__({
-            "bytes_in": In(stream.Signature(8)),
-            "document": Out(stream.Signature(ByteLayout)),
-            "config": Out(stream.Signature(ByteLayout)),
-            "status_request": Out(1),
-            "error": Out(1),
-        })
+        super().__init__(
+            {
+                "bytes_in": In(stream.Signature(8)),
+                "document": Out(stream.Signature(ByteLayout)),
+                "config": Out(stream.Signature(ByteLayout)),
+                "status_request": Out(1),
+                "error": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         out_valid = Signal()
         out_data = Signal(8)
         out_last = Signal()
-        out_config = Signal()             # the output byte goes to ``config``, else ``document``
-        held = Signal()                   # a payload byte waits in ``held_data``
+        out_config = Signal()  # the output byte goes to ``config``, else ``document``
+        held = Signal()  # a payload byte waits in ``held_data``
         held_data = Signal(8)
-        escaped = Signal()                # the previous payload byte was ESC
-        in_config = Signal()              # the frame being received is a ``C`` frame
+        escaped = Signal()  # the previous payload byte was ESC
+        in_config = Signal()  # the frame being received is a ``C`` frame
 
         for port, selected in ((self.document, ~out_config), (self.config, out_config)):
-            m.d.comb += [port.valid.eq(out_valid & selected), port.payload.data.eq(out_data),
-                         port.payload.last.eq(out_last)]
-        sent = ((self.document.valid & self.document.ready)
-                | (self.config.valid & self.config.ready))
+            m.d.comb += [
+                port.valid.eq(out_valid & selected),
+                port.payload.data.eq(out_data),
+                port.payload.last.eq(out_last),
+            ]
+        sent = (self.document.valid & self.document.ready) | (self.config.valid & self.config.ready)
         with m.If(sent):
             m.d.sync += out_valid.eq(0)
 
@@ -63,11 +77,16 @@ class CommandDecoder(wiring.Component):
         take = self.bytes_in.valid & ~out_valid
 
         def emit_held(last):
-            m.d.sync += [out_valid.eq(1), out_data.eq(held_data), out_last.eq(last),
-                         out_config.eq(in_config), held.eq(0)]
+            m.d.sync += [
+                out_valid.eq(1),
+                out_data.eq(held_data),
+                out_last.eq(last),
+                out_config.eq(in_config),
+                held.eq(0),
+            ]
 
         with m.FSM(name="host_rx"):
-            with m.State("IDLE"):                 # between frames: only SOF is expected
+            with m.State("IDLE"):  # between frames: only SOF is expected
                 with m.If(take):
                     with m.If(byte == SOF):
                         m.next = "KIND"
@@ -78,9 +97,9 @@ class CommandDecoder(wiring.Component):
                 with m.If(take):
                     m.d.sync += escaped.eq(0)
                     with m.If(byte == SOF):
-                        pass                      # repeated SOF: harmless
+                        pass  # repeated SOF: harmless
                     with m.Elif(byte == EOF):
-                        m.next = "IDLE"           # an empty frame
+                        m.next = "IDLE"  # an empty frame
                     with m.Elif(byte == Command.DOCUMENT.value):
                         m.d.sync += in_config.eq(0)
                         m.next = "PAYLOAD"
@@ -123,7 +142,7 @@ class CommandDecoder(wiring.Component):
                     with m.Else():
                         m.d.comb += self.error.eq(1)
                         m.next = "SKIP"
-            with m.State("SKIP"):                 # after an error: up to the next frame
+            with m.State("SKIP"):  # after an error: up to the next frame
                 with m.If(take):
                     with m.If(byte == SOF):
                         m.next = "KIND"
@@ -142,7 +161,7 @@ class ConfigSerializer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         shift = Signal(8)
-        left = Signal(range(9))           # bits of ``shift`` not yet sent
+        left = Signal(range(9))  # bits of ``shift`` not yet sent
         last = Signal()
         m.d.comb += [
             self.bytes_in.ready.eq(left == 0),
@@ -151,8 +170,11 @@ class ConfigSerializer(wiring.Component):
             self.bits.payload.last.eq(last & (left == 1)),
         ]
         with m.If(self.bytes_in.valid & self.bytes_in.ready):
-            m.d.sync += [shift.eq(self.bytes_in.payload.data), left.eq(8),
-                         last.eq(self.bytes_in.payload.last)]
+            m.d.sync += [
+                shift.eq(self.bytes_in.payload.data),
+                left.eq(8),
+                last.eq(self.bytes_in.payload.last),
+            ]
         with m.Elif(self.bits.valid & self.bits.ready):
             m.d.sync += [shift.eq(shift >> 1), left.eq(left - 1)]
         return m
@@ -160,7 +182,7 @@ class ConfigSerializer(wiring.Component):
 
 class _Escapable(data.Struct):
     data: 8
-    raw: 1          # send as is (SOF, EOF), never escaped
+    raw: 1  # send as is (SOF, EOF), never escaped
 
 
 class Escaper(wiring.Component):
@@ -172,7 +194,7 @@ class Escaper(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        second = Signal()                 # ESC went out; the escaped byte is next
+        second = Signal()  # ESC went out; the escaped byte is next
         byte = self.bytes_in.payload.data
         special = ~self.bytes_in.payload.raw & ((byte == SOF) | (byte == EOF) | (byte == ESC))
         m.d.comb += [
@@ -196,13 +218,15 @@ class ResponseEncoder(wiring.Component):
 
     def __init__(self, kind: ReadoutKind = ReadoutKind.SERIAL, width: int = 1):
         self.kind, self.width = kind, width
-        super().__init__({
-            "readout": In(stream.Signature(readout_layout(kind, width))),
-            "status_request": In(1),
-            "status": In(StatusLayout),
-            "status_sent": Out(1),
-            "bytes_out": Out(stream.Signature(8)),
-        })
+        super().__init__(
+            {
+                "readout": In(stream.Signature(readout_layout(kind, width))),
+                "status_request": In(1),
+                "status": In(StatusLayout),
+                "status_sent": Out(1),
+                "bytes_out": Out(stream.Signature(8)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -212,13 +236,13 @@ class ResponseEncoder(wiring.Component):
         # only (``full``), never from the line's ``ready`` or the escaper's decision
         frame = Signal(_Escapable)
         full = Signal()
-        moved = Signal()                   # this state's byte goes into the register
+        moved = Signal()  # this state's byte goes into the register
         m.d.comb += [escaper.bytes_in.valid.eq(full), escaper.bytes_in.payload.eq(frame)]
         with m.If(escaper.bytes_in.ready):
             m.d.sync += full.eq(0)
         sparse = self.kind is ReadoutKind.SPARSE
 
-        wanted = Signal(range(4))          # status frames asked for and not yet started
+        wanted = Signal(range(4))  # status frames asked for and not yet started
         started = Signal()
         latched = Signal(STATUS_BYTES * 8)
         count = Signal(range(max(STATUS_BYTES, READOUT_HEADER, 8) + 1))
@@ -261,13 +285,13 @@ class ResponseEncoder(wiring.Component):
                 send(SOF, raw=True, then="R_KIND")
             with m.State("R_KIND"):
                 send((Response.MATCHES if sparse else Response.READOUT).value, then="R_HEADER")
-            with m.State("R_HEADER"):              # from the document's first beat
+            with m.State("R_HEADER"):  # from the document's first beat
                 send(header.as_value().word_select(count, 8))
                 with m.If(moved):
                     m.d.sync += count.eq(count + 1)
                     with m.If(count == READOUT_HEADER - 1):
                         m.d.sync += [bits.eq(0), count.eq(0)]
-                        if sparse:                 # the header beat is done with
+                        if sparse:  # the header beat is done with
                             m.d.comb += self.readout.ready.eq(1)
                             with m.If(beat.last):
                                 m.next = "R_EOF"
@@ -276,7 +300,7 @@ class ResponseEncoder(wiring.Component):
                         else:
                             m.next = "R_COLLECT"
             if sparse:
-                with m.State("R_ID"):              # each id in id_size bytes
+                with m.State("R_ID"):  # each id in id_size bytes
                     with m.If(self.readout.valid):
                         send(Cat(beat.id, Const(0, 8 * id_size)).word_select(count, 8))
                         with m.If(moved):
@@ -287,7 +311,7 @@ class ResponseEncoder(wiring.Component):
                                 with m.If(beat.last):
                                     m.next = "R_EOF"
             else:
-                with m.State("R_COLLECT"):         # up to 8 readout bits into one byte
+                with m.State("R_COLLECT"):  # up to 8 readout bits into one byte
                     m.d.comb += self.readout.ready.eq(1)
                     with m.If(self.readout.valid):
                         with m.Switch(count):

@@ -26,6 +26,7 @@ class Board:
     :data:`xpfilt.eda.synth.DEVICES` (capacity: ``luts``, ``ffs``, ``bram``, ``lutram``);
     ``device``: the exact part. ``bitstream``: the file the open toolchain writes (None: tools
     are not run here). ``leds``: (LED function, resource name, number)."""
+
     name: str
     title: str
     platform: type
@@ -41,6 +42,7 @@ class Board:
     @property
     def capacity(self):
         from xpfilt.eda.synth import DEVICES
+
         return DEVICES[self.family]
 
     @property
@@ -68,25 +70,54 @@ class Board:
         return self.bitstream is not None
 
 
-BOARDS: dict[str, Board] = {board.name: board for board in [
-    Board("icebreaker", "1BitSquared iCEBreaker", ICEBreakerPlatform, "ice40",
-          "iCE40UP5K-SG48", bitstream="bin",
-          # LED 0 is the red one, LED 1 the green one
-          leds=(("error", "led", 0), ("heartbeat", "led", 1)),
-          notes="12 MHz clock; FTDI FT2232H channel B is the UART (3 Mbaud = 12 MHz / 4 at most)"),
-    Board("ulx3s-85f", "Radiona ULX3S (LFE5U-85F)", ULX3S_85F_Platform, "ecp5",
-          "LFE5U-85F-6BG381C", bitstream="bit",
-          leds=(("heartbeat", "led", 0), ("busy", "led", 1), ("error", "led", 2),
-                ("loaded", "led", 3)),
-          notes="25 MHz clock; FTDI FT231X is the UART (1 Mbaud = 25 MHz / 25 is the "
-                "fastest exact rate)"),
-    Board("arty-a7-35", "Digilent Arty A7-35", ArtyA7_35Platform, "xilinx",
-          "XC7A35TI-CSG324-1L", bitstream=None,
-          leds=(("heartbeat", "led", 0), ("busy", "led", 1), ("error", "led", 2),
-                ("loaded", "led", 3)),
-          notes="100 MHz clock; FTDI FT2232HQ channel B is the UART; Vivado builds the "
-                "bitstream (not run here)"),
-]}
+BOARDS: dict[str, Board] = {
+    board.name: board
+    for board in [
+        Board(
+            "icebreaker",
+            "1BitSquared iCEBreaker",
+            ICEBreakerPlatform,
+            "ice40",
+            "iCE40UP5K-SG48",
+            bitstream="bin",
+            # LED 0 is the red one, LED 1 the green one
+            leds=(("error", "led", 0), ("heartbeat", "led", 1)),
+            notes="12 MHz clock; FTDI FT2232H channel B is the UART (3 Mbaud = 12 MHz / 4 at most)",
+        ),
+        Board(
+            "ulx3s-85f",
+            "Radiona ULX3S (LFE5U-85F)",
+            ULX3S_85F_Platform,
+            "ecp5",
+            "LFE5U-85F-6BG381C",
+            bitstream="bit",
+            leds=(
+                ("heartbeat", "led", 0),
+                ("busy", "led", 1),
+                ("error", "led", 2),
+                ("loaded", "led", 3),
+            ),
+            notes="25 MHz clock; FTDI FT231X is the UART (1 Mbaud = 25 MHz / 25 is the "
+            "fastest exact rate)",
+        ),
+        Board(
+            "arty-a7-35",
+            "Digilent Arty A7-35",
+            ArtyA7_35Platform,
+            "xilinx",
+            "XC7A35TI-CSG324-1L",
+            bitstream=None,
+            leds=(
+                ("heartbeat", "led", 0),
+                ("busy", "led", 1),
+                ("error", "led", 2),
+                ("loaded", "led", 3),
+            ),
+            notes="100 MHz clock; FTDI FT2232HQ channel B is the UART; Vivado builds the "
+            "bitstream (not run here)",
+        ),
+    ]
+}
 
 
 def get_board(name: str) -> Board:

@@ -50,7 +50,6 @@ keep the bytes sent during a readout below the receive FIFO (64 bytes), or they 
 ``overrun`` is reported.
 """
 
-
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -59,10 +58,31 @@ from amaranth.lib import data, enum
 from xpfilt.hdl.frontend import ErrorFlags, Errors
 from xpfilt.hwspec.readout import DOC_WIDTH, DocumentReadout
 
-__all__ = ["SOF", "EOF", "ESC", "ESC_XOR", "SPECIAL", "PROTOCOL_VERSION", "Command",
-           "Response", "Mode", "LinkErrors", "StatusLayout", "STATUS_BYTES", "ReadoutHeader",
-           "READOUT_HEADER", "id_bytes", "LinkError", "Frame", "encode_frame", "FrameReader",
-           "BoardStatus", "decode_readout", "decode_matches", "status_fields"]
+__all__ = [
+    "SOF",
+    "EOF",
+    "ESC",
+    "ESC_XOR",
+    "SPECIAL",
+    "PROTOCOL_VERSION",
+    "Command",
+    "Response",
+    "Mode",
+    "LinkErrors",
+    "StatusLayout",
+    "STATUS_BYTES",
+    "ReadoutHeader",
+    "READOUT_HEADER",
+    "id_bytes",
+    "LinkError",
+    "Frame",
+    "encode_frame",
+    "FrameReader",
+    "BoardStatus",
+    "decode_readout",
+    "decode_matches",
+    "status_fields",
+]
 
 SOF = 0xC0
 EOF = 0xC1
@@ -75,6 +95,7 @@ PROTOCOL_VERSION = 2
 
 class Command(enum.Enum, shape=8):
     """Kinds of host -> board frames."""
+
     DOCUMENT = ord("D")
     CONFIG = ord("C")
     STATUS = ord("S")
@@ -82,8 +103,9 @@ class Command(enum.Enum, shape=8):
 
 class Response(enum.Enum, shape=8):
     """Kinds of board -> host frames."""
-    READOUT = ord("R")      # serial readout: the packed readout bits
-    MATCHES = ord("M")      # sparse readout: the positions of the set bits
+
+    READOUT = ord("R")  # serial readout: the packed readout bits
+    MATCHES = ord("M")  # sparse readout: the positions of the set bits
     STATUS = ord("S")
 
 
@@ -94,6 +116,7 @@ class Mode(enum.Enum, shape=8):
 
 class LinkErrors(data.Struct):
     """Link errors, sticky until the next status frame reports them."""
+
     overrun: 1
     framing: 1
     protocol: 1
@@ -101,6 +124,7 @@ class LinkErrors(data.Struct):
 
 class StatusLayout(data.Struct):
     """The body of a status frame, byte ``i`` = bits ``8i .. 8i+7``."""
+
     version: 8
     mode: 8
     width: 32
@@ -122,6 +146,7 @@ STATUS_BYTES = data.Layout.cast(StatusLayout).size // 8
 
 class ReadoutHeader(data.Struct):
     """The first bytes of a readout frame (``R`` or ``M``)."""
+
     doc: DOC_WIDTH
     errors: ErrorFlags
     _pad: 8 - ErrorFlags.as_shape().size
@@ -137,8 +162,11 @@ def id_bytes(width: int) -> int:
 
 def _fields(layout) -> dict:
     """(offset, width) of each named field of a layout (padding left out)."""
-    return {name: (f.offset, f.width) for name, f in data.Layout.cast(layout)
-            if not name.startswith("_")}
+    return {
+        name: (f.offset, f.width)
+        for name, f in data.Layout.cast(layout)
+        if not name.startswith("_")
+    }
 
 
 def status_fields() -> dict:
@@ -147,6 +175,7 @@ def status_fields() -> dict:
 
 
 # --- the host's side of the framing --------------------------------------------------------------
+
 
 class LinkError(RuntimeError):
     """The board did not answer as the protocol says (or the transport failed)."""
@@ -158,9 +187,11 @@ class Frame(NamedTuple):
 
 
 def _escape(raw: bytes) -> bytes:
-    return (raw.replace(bytes([ESC]), bytes([ESC, ESC ^ ESC_XOR]))
-            .replace(bytes([SOF]), bytes([ESC, SOF ^ ESC_XOR]))
-            .replace(bytes([EOF]), bytes([ESC, EOF ^ ESC_XOR])))
+    return (
+        raw.replace(bytes([ESC]), bytes([ESC, ESC ^ ESC_XOR]))
+        .replace(bytes([SOF]), bytes([ESC, SOF ^ ESC_XOR]))
+        .replace(bytes([EOF]), bytes([ESC, EOF ^ ESC_XOR]))
+    )
 
 
 def encode_frame(kind: int, body: bytes = b"") -> bytes:
@@ -191,14 +222,14 @@ class FrameReader:
                 del buffer[:start]
             end = buffer.find(EOF, 1)
             cut = buffer.find(SOF, 1)
-            if 0 < cut and (end < 0 or cut < end):      # a frame cut short by the next SOF
+            if 0 < cut and (end < 0 or cut < end):  # a frame cut short by the next SOF
                 self.dropped += cut
                 del buffer[:cut]
                 continue
             if end < 0:
                 return frames
             raw, body = bytes(buffer[1:end]), bytearray()
-            del buffer[:end + 1]
+            del buffer[: end + 1]
             i = 0
             while i < len(raw):
                 if raw[i] == ESC:
@@ -210,7 +241,7 @@ class FrameReader:
                 else:
                     body.append(raw[i])
                     i += 1
-            if not body:                                  # empty or badly escaped
+            if not body:  # empty or badly escaped
                 self.dropped += len(raw) + 2
                 continue
             frames.append(Frame(body[0], bytes(body[1:])))
@@ -219,6 +250,7 @@ class FrameReader:
 @dataclass(frozen=True)
 class BoardStatus:
     """A decoded status frame (see :class:`StatusLayout`)."""
+
     version: int
     mode: int
     width: int
@@ -237,8 +269,12 @@ class BoardStatus:
         if len(body) != STATUS_BYTES:
             raise LinkError(f"a status frame must have {STATUS_BYTES} bytes, not {len(body)}")
         value = int.from_bytes(body, "little")
-        return cls(**{name: value >> offset & ((1 << width) - 1)
-                      for name, (offset, width) in status_fields().items()})
+        return cls(
+            **{
+                name: value >> offset & ((1 << width) - 1)
+                for name, (offset, width) in status_fields().items()
+            }
+        )
 
     def encode(self) -> bytes:
         """The status frame body (for tests and fakes)."""
@@ -260,27 +296,33 @@ class BoardStatus:
 
 def _header(body: bytes, what: str) -> tuple[int, Errors]:
     if len(body) < READOUT_HEADER:
-        raise LinkError(f"a {what} frame must have at least {READOUT_HEADER} bytes, not "
-                        f"{len(body)}")
+        raise LinkError(
+            f"a {what} frame must have at least {READOUT_HEADER} bytes, not {len(body)}"
+        )
     value = int.from_bytes(body[:READOUT_HEADER], "little")
     fields = _fields(ReadoutHeader)
     doc_at, doc_width = fields["doc"]
     errors_at, errors_width = fields["errors"]
-    return (value >> doc_at & ((1 << doc_width) - 1),
-            Errors(value >> errors_at & ((1 << errors_width) - 1)))
+    return (
+        value >> doc_at & ((1 << doc_width) - 1),
+        Errors(value >> errors_at & ((1 << errors_width) - 1)),
+    )
 
 
 def decode_readout(body: bytes, width: int) -> DocumentReadout:
     """The body of an ``R`` frame of a ``width``-bit serial readout."""
     size = READOUT_HEADER + (width + 7) // 8
     if len(body) != size:
-        raise LinkError(f"a readout frame of a {width}-bit readout must have {size} bytes, "
-                        f"not {len(body)}")
+        raise LinkError(
+            f"a readout frame of a {width}-bit readout must have {size} bytes, not {len(body)}"
+        )
     doc, errors = _header(body, "readout")
     bits = int.from_bytes(body[READOUT_HEADER:], "little")
     if bits >> width:
-        raise LinkError(f"a readout frame must have no bits beyond bit {width - 1}, "
-                        f"not {bits >> width:#x} << {width}")
+        raise LinkError(
+            f"a readout frame must have no bits beyond bit {width - 1}, "
+            f"not {bits >> width:#x} << {width}"
+        )
     return DocumentReadout(doc, errors, bits)
 
 
@@ -290,15 +332,17 @@ def decode_matches(body: bytes, width: int) -> DocumentReadout:
     size = id_bytes(width)
     ids = body[READOUT_HEADER:]
     if len(ids) % size:
-        raise LinkError(f"a matches frame of a {width}-bit readout must have {size}-byte ids, "
-                        f"not {len(ids)} bytes of them")
+        raise LinkError(
+            f"a matches frame of a {width}-bit readout must have {size}-byte ids, "
+            f"not {len(ids)} bytes of them"
+        )
     bits = 0
     for k in range(0, len(ids), size):
-        position = int.from_bytes(ids[k:k + size], "little")
+        position = int.from_bytes(ids[k : k + size], "little")
         if position >= width or bits >> position & 1:
-            raise LinkError(f"a matches frame must list each position below {width} once, "
-                            f"not {position} again or beyond")
+            raise LinkError(
+                f"a matches frame must list each position below {width} once, "
+                f"not {position} again or beyond"
+            )
         bits |= 1 << position
     return DocumentReadout(doc, errors, bits)
-
-

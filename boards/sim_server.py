@@ -29,6 +29,7 @@ class SimBoardConfig:
     """``design``: a build directory. ``divider``: clock cycles per UART bit in simulation.
     ``port`` 0: any free port. ``connections`` 0: serve until stopped. ``accept_timeout``:
     seconds to wait for each connection before ending."""
+
     design: Path
     divider: int = 8
     host: str = "127.0.0.1"
@@ -39,26 +40,40 @@ class SimBoardConfig:
     run_dir: Optional[Path] = None
 
 
-def serve_board(config: SimBoardConfig, *, on_port: Callable[[int], None] = lambda _: None,
-                log: Callable[[str], None] = lambda _: None) -> TestbenchRun:
+def serve_board(
+    config: SimBoardConfig,
+    *,
+    on_port: Callable[[int], None] = lambda _: None,
+    log: Callable[[str], None] = lambda _: None,
+) -> TestbenchRun:
     from xpfilt.boards.build import BOARD_TOP, load_design, simulation_verilog
 
     design = load_design(config.design)
     verilog = simulation_verilog(design, config.divider)
-    description = json.dumps({"board_core": design.summary, "divider": config.divider,
-                              "files": design.files})
-    built = build_design(description, verilog, "verilator", config.build_root, log=log,
-                         toplevel=BOARD_TOP)
+    description = json.dumps(
+        {"board_core": design.summary, "divider": config.divider, "files": design.files}
+    )
+    built = build_design(
+        description, verilog, "verilator", config.build_root, log=log, toplevel=BOARD_TOP
+    )
     log(f"simulation {'reused' if built.cached else 'built'}: {built.directory}")
     run_dir = Path(config.run_dir or tempfile.mkdtemp(prefix="xpfilt-sim-board-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     port_file = run_dir / "port"
     port_file.unlink(missing_ok=True)
     tb_config = run_dir / "board_tb.json"
-    tb_config.write_text(json.dumps({
-        "divider": config.divider, "host": config.host, "port": config.port,
-        "port_file": str(port_file), "connections": config.connections,
-        "accept_timeout": config.accept_timeout}))
+    tb_config.write_text(
+        json.dumps(
+            {
+                "divider": config.divider,
+                "host": config.host,
+                "port": config.port,
+                "port_file": str(port_file),
+                "connections": config.connections,
+                "accept_timeout": config.accept_timeout,
+            }
+        )
+    )
     finished = threading.Event()
 
     def watch():

@@ -45,7 +45,7 @@ class TxMonitor:
         self.bit_ns = bit_ns
         self.out = bytearray()
         self.framing_errors = 0
-        self.last_activity = 0.0          # sim time (ns) of the last start bit seen
+        self.last_activity = 0.0  # sim time (ns) of the last start bit seen
 
     async def run(self) -> None:
         half = Timer(self.bit_ns * 3 // 2, unit="ns")
@@ -53,12 +53,12 @@ class TxMonitor:
         while True:
             await FallingEdge(self.tx)
             self.last_activity = get_sim_time("ns")
-            await half                    # the middle of data bit 0
+            await half  # the middle of data bit 0
             value = 0
             for i in range(8):
                 value |= int(self.tx.value) << i
                 await bit
-            if int(self.tx.value) != 1:   # the middle of the stop bit
+            if int(self.tx.value) != 1:  # the middle of the stop bit
                 self.framing_errors += 1
             self.out += bytes([value])
             self.last_activity = get_sim_time("ns")
@@ -131,9 +131,9 @@ async def serve(conn: socket.socket, driver: RxDriver, monitor: TxMonitor, dut) 
                 if monitor.out and k % 32 == 31:
                     _flush(conn, monitor)
             continue
-        await idle_wait                  # let the board work: readouts, status frames
+        await idle_wait  # let the board work: readouts, status frames
         if not monitor.out and get_sim_time("ns") - monitor.last_activity > quiet_ns:
-            select.select([conn], [], [], nap)   # nothing moves: wait for the client
+            select.select([conn], [], [], nap)  # nothing moves: wait for the client
             nap = min(nap * 2, 0.05)
 
 
@@ -174,8 +174,7 @@ async def board_bridge(dut):
                 await serve(conn, driver, monitor, dut)
             finally:
                 conn.close()
-            dut._log.info("connection %d closed at %.0f us simulated", served,
-                          get_sim_time("us"))
+            dut._log.info("connection %d closed at %.0f us simulated", served, get_sim_time("us"))
     finally:
         server.close()
     assert monitor.framing_errors == 0, f"{monitor.framing_errors} bad stop bits on tx"

@@ -25,12 +25,11 @@ from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.hwspec.readout import ReadoutKind
-
 from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
 from xpfilt.boards.hostlink import CommandDecoder, ConfigSerializer, ResponseEncoder
 from xpfilt.boards.protocol import PROTOCOL_VERSION, LinkErrors, Mode
 from xpfilt.boards.uart import UARTRx, UARTTx
+from xpfilt.hwspec.readout import ReadoutKind
 
 __all__ = ["LedLayout", "LED_FUNCTIONS", "BoardCore", "EngineInstance", "BoardTop"]
 
@@ -60,9 +59,9 @@ class EngineInstance(wiring.Component):
         for path, member, value in self.signature.flatten(self):
             direction = "i" if member.flow == In else "o"
             ports[f"{direction}_{'__'.join(map(str, path))}"] = value
-        m.submodules.engine = Instance(self.module, i_clk=ClockSignal(),
-                                       i_rst=ResetSignal(allow_reset_less=True),
-                                       **ports)
+        m.submodules.engine = Instance(
+            self.module, i_clk=ClockSignal(), i_rst=ResetSignal(allow_reset_less=True), **ports
+        )
         return m
 
 
@@ -80,23 +79,38 @@ class BoardCore(wiring.Component):
     tx: Out(1, init=1)
     leds: Out(LedLayout)
 
-    def __init__(self, engine: wiring.Component, *, mode: Mode, width: int, identity: int,
-                 divider: int, heartbeat: int, busy_stretch: int = 1 << 16,
-                 fifo_depth: int = 64, readout: ReadoutKind = ReadoutKind.SERIAL):
+    def __init__(
+        self,
+        engine: wiring.Component,
+        *,
+        mode: Mode,
+        width: int,
+        identity: int,
+        divider: int,
+        heartbeat: int,
+        busy_stretch: int = 1 << 16,
+        fifo_depth: int = 64,
+        readout: ReadoutKind = ReadoutKind.SERIAL,
+    ):
         if not isinstance(mode, Mode):
             raise TypeError(f"mode must be a xpfilt.boards.protocol.Mode, not {mode!r}")
         if not 1 <= width < 1 << 32:
             raise ValueError(f"readout width must be between 1 and 2**32 - 1, not {width!r}")
         if heartbeat < 1 or busy_stretch < 1:
-            raise ValueError(f"heartbeat and busy stretch must be at least 1 cycle, not "
-                             f"{heartbeat!r} and {busy_stretch!r}")
+            raise ValueError(
+                f"heartbeat and busy stretch must be at least 1 cycle, not "
+                f"{heartbeat!r} and {busy_stretch!r}"
+            )
         members = engine.signature.members
-        needed = ["bytes_in", "readout"] + (["config", "config_status"]
-                                            if mode == Mode.PROGRAMMABLE else [])
+        needed = ["bytes_in", "readout"] + (
+            ["config", "config_status"] if mode == Mode.PROGRAMMABLE else []
+        )
         missing = [name for name in needed if name not in members]
         if missing:
-            raise ValueError(f"engine must have ports {', '.join(needed)} for mode "
-                             f"{mode.name.lower()}, not lack {', '.join(missing)}")
+            raise ValueError(
+                f"engine must have ports {', '.join(needed)} for mode "
+                f"{mode.name.lower()}, not lack {', '.join(missing)}"
+            )
         self.engine = engine
         self.mode = mode
         self.width = width
@@ -118,11 +132,15 @@ class BoardCore(wiring.Component):
         m.submodules.decoder = decoder = CommandDecoder(config=programmable)
         m.submodules.encoder = encoder = ResponseEncoder(self.readout, self.width)
 
-        m.d.comb += [rx.rx.eq(self.rx), self.tx.eq(tx.tx),
-                     fifo.w_data.eq(rx.data), fifo.w_en.eq(rx.valid),
-                     decoder.bytes_in.valid.eq(fifo.r_rdy),
-                     decoder.bytes_in.payload.eq(fifo.r_data),
-                     fifo.r_en.eq(decoder.bytes_in.ready)]
+        m.d.comb += [
+            rx.rx.eq(self.rx),
+            self.tx.eq(tx.tx),
+            fifo.w_data.eq(rx.data),
+            fifo.w_en.eq(rx.valid),
+            decoder.bytes_in.valid.eq(fifo.r_rdy),
+            decoder.bytes_in.payload.eq(fifo.r_data),
+            fifo.r_en.eq(decoder.bytes_in.ready),
+        ]
         wiring.connect(m, decoder.document, engine.bytes_in)
         wiring.connect(m, engine.readout, encoder.readout)
         wiring.connect(m, encoder.bytes_out, tx.data)
@@ -132,7 +150,7 @@ class BoardCore(wiring.Component):
             wiring.connect(m, serializer.bits, engine.config)
             config_status = engine.config_status
         else:
-            m.d.comb += decoder.config.ready.eq(1)    # never valid: C frames are refused
+            m.d.comb += decoder.config.ready.eq(1)  # never valid: C frames are refused
             config_status = None
 
         # --- sticky link errors, reported (and cleared) by the next status frame ---
@@ -164,10 +182,12 @@ class BoardCore(wiring.Component):
             status.documents.eq(documents),
         ]
         if config_status is not None:
-            m.d.comb += [status.generation.eq(config_status.generation),
-                         status.loaded.eq(config_status.loaded),
-                         status.rejected.eq(config_status.rejected),
-                         status.pending.eq(config_status.pending)]
+            m.d.comb += [
+                status.generation.eq(config_status.generation),
+                status.loaded.eq(config_status.loaded),
+                status.rejected.eq(config_status.rejected),
+                status.pending.eq(config_status.pending),
+            ]
 
         # --- LEDs ---
         beat = Signal(range(self.heartbeat))
@@ -178,15 +198,16 @@ class BoardCore(wiring.Component):
         # from registers: the activity a cycle late, the count's sign bit (no compare)
         active = Signal()
         m.d.sync += active.eq((doc_in.valid & doc_in.ready) | engine.readout.valid | tx.busy)
-        stretch = Signal(range(-1, self.busy_stretch), init=-1)     # lit while >= 0
+        stretch = Signal(range(-1, self.busy_stretch), init=-1)  # lit while >= 0
         with m.If(active):
             m.d.sync += stretch.eq(self.busy_stretch - 1)
         with m.Elif(~stretch[-1]):
             m.d.sync += stretch.eq(stretch - 1)
-        flagged = Signal()                 # the last document read out raised error flags
+        flagged = Signal()  # the last document read out raised error flags
         readout = engine.readout
-        opens = (readout.payload.first if self.readout is ReadoutKind.SERIAL
-                 else readout.payload.header)          # the beat that opens a document
+        opens = (
+            readout.payload.first if self.readout is ReadoutKind.SERIAL else readout.payload.header
+        )  # the beat that opens a document
         with m.If(readout.valid & readout.ready & opens):
             m.d.sync += flagged.eq(readout.payload.errors.as_value() != 0)
         m.d.comb += [
@@ -203,12 +224,14 @@ class BoardTop(wiring.Component):
     None clocks everything from the platform's default clock; an
     :class:`xpfilt.boards.clocks.Ecp5Pll` clocks it (engine and host link) from that PLL."""
 
-    def __init__(self, core: BoardCore, leds: Sequence[tuple[str, str, int]],
-                 pll: Optional[Ecp5Pll] = None):
+    def __init__(
+        self, core: BoardCore, leds: Sequence[tuple[str, str, int]], pll: Optional[Ecp5Pll] = None
+    ):
         for function, _, _ in leds:
             if function not in LED_FUNCTIONS:
-                raise ValueError(f"LED function must be one of {', '.join(LED_FUNCTIONS)}, "
-                                 f"not {function!r}")
+                raise ValueError(
+                    f"LED function must be one of {', '.join(LED_FUNCTIONS)}, not {function!r}"
+                )
         self.core = core
         self.led_map = tuple(leds)
         self.pll = pll
@@ -216,15 +239,14 @@ class BoardTop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if self.pll is not None:       # sync from the PLL, in reset until it locks
+        if self.pll is not None:  # sync from the PLL, in reset until it locks
             m.domains.sync = sync = ClockDomain("sync")
             m.domains.lock = lock = ClockDomain("lock", local=True)
             m.submodules.pll = pll = Ecp5PllClock(self.pll)
             m.d.comb += [sync.clk.eq(pll.clk), lock.clk.eq(pll.clk)]
             m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="lock")
             # the reset reaches every flip-flop (thousands) on a global net, not the fabric's
-            m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1,
-                                                 o_CLKO=sync.rst)
+            m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1, o_CLKO=sync.rst)
         m.submodules.core = core = self.core
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)
@@ -232,6 +254,7 @@ class BoardTop(wiring.Component):
         m.d.comb += [core.rx.eq(rx.i), tx.o.eq(core.tx)]
         for function, name, number in self.led_map:
             m.submodules[f"{name}_{number}"] = led = io.Buffer(
-                "o", platform.request(name, number, dir="-"))
+                "o", platform.request(name, number, dir="-")
+            )
             m.d.comb += led.o.eq(getattr(core.leds, function))
         return m

@@ -19,8 +19,10 @@ MIN_DIVIDER = 4
 
 def _check_divider(divider) -> int:
     if not isinstance(divider, int) or divider < MIN_DIVIDER:
-        raise ValueError(f"UART divider must be an integer of at least {MIN_DIVIDER} clock "
-                         f"cycles per bit, not {divider!r}")
+        raise ValueError(
+            f"UART divider must be an integer of at least {MIN_DIVIDER} clock "
+            f"cycles per bit, not {divider!r}"
+        )
     return divider
 
 
@@ -52,20 +54,23 @@ class UARTRx(wiring.Component):
             m.d.sync += timer.eq(timer - 1)
         with m.FSM(name="uart_rx"):
             with m.State("IDLE"):
-                with m.If(~line):                       # the start bit's falling edge
+                with m.If(~line):  # the start bit's falling edge
                     m.d.sync += timer.eq(divider // 2 - 1)
                     m.next = "START"
             with m.State("START"):
                 with m.If(timer == 0):
-                    with m.If(line):                    # a glitch, not a start bit
+                    with m.If(line):  # a glitch, not a start bit
                         m.next = "IDLE"
                     with m.Else():
                         m.d.sync += [timer.eq(divider - 1), bits.eq(0)]
                         m.next = "DATA"
             with m.State("DATA"):
                 with m.If(timer == 0):
-                    m.d.sync += [shift.eq(Cat(shift[1:], line)), timer.eq(divider - 1),
-                                 bits.eq(bits + 1)]
+                    m.d.sync += [
+                        shift.eq(Cat(shift[1:], line)),
+                        timer.eq(divider - 1),
+                        bits.eq(bits + 1),
+                    ]
                     with m.If(bits == 7):
                         m.next = "STOP"
             with m.State("STOP"):
@@ -76,7 +81,7 @@ class UARTRx(wiring.Component):
                     with m.Else():
                         m.d.comb += self.error.eq(1)
                         m.next = "BREAK"
-            with m.State("BREAK"):                      # wait for the line to go idle
+            with m.State("BREAK"):  # wait for the line to go idle
                 with m.If(line):
                     m.next = "IDLE"
         m.d.comb += self.data.eq(shift)
@@ -98,15 +103,19 @@ class UARTTx(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         timer = Signal(range(self.divider))
-        frame = Signal(10)            # start bit, 8 data bits, stop bit: shifted out LSB first
-        left = Signal(range(11))      # bits of ``frame`` still to send
+        frame = Signal(10)  # start bit, 8 data bits, stop bit: shifted out LSB first
+        left = Signal(range(11))  # bits of ``frame`` still to send
         idle = (left == 0) & (timer == 0)
         m.d.comb += [self.data.ready.eq(idle), self.busy.eq(~idle)]
         with m.If(timer != 0):
             m.d.sync += timer.eq(timer - 1)
-        with m.Elif(left != 0):       # the next bit goes on the line for ``divider`` cycles
-            m.d.sync += [self.tx.eq(frame[0]), frame.eq(frame >> 1), left.eq(left - 1),
-                         timer.eq(self.divider - 1)]
+        with m.Elif(left != 0):  # the next bit goes on the line for ``divider`` cycles
+            m.d.sync += [
+                self.tx.eq(frame[0]),
+                frame.eq(frame >> 1),
+                left.eq(left - 1),
+                timer.eq(self.divider - 1),
+            ]
         with m.Elif(self.data.valid):
             m.d.sync += [frame.eq(Cat(0, self.data.payload, 1)), left.eq(10)]
         return m

@@ -24,14 +24,26 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Target", "ECP5", "is_ecp5", "RegisteredROM", "RegisteredRAM", "DP16KD_WORDS",
-           "DP16KD_WIDTH", "DP16KD_WIDE_WORDS", "DP16KD_WIDE_WIDTH", "dp16kd", "dp16kd_initvals"]
+__all__ = [
+    "Target",
+    "ECP5",
+    "is_ecp5",
+    "RegisteredROM",
+    "RegisteredRAM",
+    "DP16KD_WORDS",
+    "DP16KD_WIDTH",
+    "DP16KD_WIDE_WORDS",
+    "DP16KD_WIDE_WIDTH",
+    "dp16kd",
+    "dp16kd_initvals",
+]
 
 
 @dataclass(frozen=True)
 class Target:
     """What a netlist is elaborated for, passed as Amaranth's ``platform`` (``verilog.convert(...,
     platform=ECP5)``): ``family`` as Amaranth's vendor platforms name it."""
+
     family: str
 
 
@@ -62,11 +74,12 @@ def dp16kd_initvals(words: Sequence[int]) -> dict[str, Const]:
     ``words`` (18-bit words from address 0): 16 words per parameter, word ``i`` in bits
     ``20i .. 20i + 17`` (the layout of Yosys's ``brams_map_16kd.v``)."""
     if len(words) > DP16KD_WORDS:
-        raise ValueError(f"a DP16KD holds at most {DP16KD_WORDS} words of 18 bits, "
-                         f"not {len(words)!r}")
+        raise ValueError(
+            f"a DP16KD holds at most {DP16KD_WORDS} words of 18 bits, not {len(words)!r}"
+        )
     params = {}
     for k in range(DP16KD_WORDS // INITVAL_WORDS):
-        chunk = words[k * INITVAL_WORDS:(k + 1) * INITVAL_WORDS]
+        chunk = words[k * INITVAL_WORDS : (k + 1) * INITVAL_WORDS]
         value = sum(word << (i * INITVAL_SLOT) for i, word in enumerate(chunk))
         params[f"INITVAL_{k:02X}"] = Const(value, INITVAL_WORDS * INITVAL_SLOT)
     return params
@@ -79,15 +92,31 @@ def dp16kd(*, width_a: int, width_b: int, **ports) -> Instance:
     ``ports``: the rest as ``Instance`` arguments (``i_WEA``, ``i_ADA0`` ... ``i_ADA13``,
     ``i_DIA0`` ..., ``o_DOA0`` ..., ``p_INITVAL_00`` ...)."""
     return Instance(
-        "DP16KD", p_DATA_WIDTH_A=width_a, p_DATA_WIDTH_B=width_b,
-        p_REGMODE_A="OUTREG", p_REGMODE_B="OUTREG",
-        p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
-        p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
-        p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="AUTO",
-        **{f"i_{name}": value for side in "AB" for name, value in (
-            (f"CLK{side}", ClockSignal()), (f"CE{side}", Const(1)), (f"OCE{side}", Const(1)),
-            (f"RST{side}", ResetSignal()), *((f"CS{side}{j}", Const(0)) for j in range(3)))},
-        **ports)
+        "DP16KD",
+        p_DATA_WIDTH_A=width_a,
+        p_DATA_WIDTH_B=width_b,
+        p_REGMODE_A="OUTREG",
+        p_REGMODE_B="OUTREG",
+        p_RESETMODE="SYNC",
+        p_ASYNC_RESET_RELEASE="SYNC",
+        p_CSDECODE_A="0b000",
+        p_CSDECODE_B="0b000",
+        p_WRITEMODE_A="NORMAL",
+        p_WRITEMODE_B="NORMAL",
+        p_GSR="AUTO",
+        **{
+            f"i_{name}": value
+            for side in "AB"
+            for name, value in (
+                (f"CLK{side}", ClockSignal()),
+                (f"CE{side}", Const(1)),
+                (f"OCE{side}", Const(1)),
+                (f"RST{side}", ResetSignal()),
+                *((f"CS{side}{j}", Const(0)) for j in range(3)),
+            )
+        },
+        **ports,
+    )
 
 
 class RegisteredROM(wiring.Component):
@@ -105,16 +134,18 @@ class RegisteredROM(wiring.Component):
         self.width = width
         self.ports = ports
         abits = max(1, (len(self.rows) - 1).bit_length())
-        super().__init__({"read": Out(wiring.Signature({"addr": In(abits), "data": Out(width)}))
-                          .array(ports)})
+        super().__init__(
+            {"read": Out(wiring.Signature({"addr": In(abits), "data": Out(width)})).array(ports)}
+        )
 
     def elaborate(self, platform):
         m = Module()
         if is_ecp5(platform) and len(self.rows) <= DP16KD_WORDS:
             self._dp16kd(m)
             return m
-        m.submodules.memory = memory = Memory(shape=self.width, depth=len(self.rows),
-                                              init=self.rows, attrs={"rom_style": "block"})
+        m.submodules.memory = memory = Memory(
+            shape=self.width, depth=len(self.rows), init=self.rows, attrs={"rom_style": "block"}
+        )
         for k, port in enumerate(self.read):
             read = memory.read_port()
             data = Signal(self.width, name=f"out{k}")
@@ -137,14 +168,19 @@ class RegisteredROM(wiring.Component):
                 # enables (no write)
                 addr = Signal(14, name=f"slice{s}_ad{name.lower()}")
                 if port is not None:
-                    m.d.comb += [addr[4:4 + len(port.addr)].eq(port.addr),
-                                 port.data[lo:lo + bits].eq(out[:bits])]
-                args.update({f"i_WE{name}": Const(0),
-                             **{f"i_AD{name}{j}": addr[j] for j in range(14)},
-                             **{f"i_DI{name}{j}": Const(0) for j in range(DP16KD_WIDTH)},
-                             **{f"o_DO{name}{j}": out[j] for j in range(DP16KD_WIDTH)}})
-            m.submodules[f"slice{s}"] = dp16kd(width_a=DP16KD_WIDTH, width_b=DP16KD_WIDTH,
-                                               **args)
+                    m.d.comb += [
+                        addr[4 : 4 + len(port.addr)].eq(port.addr),
+                        port.data[lo : lo + bits].eq(out[:bits]),
+                    ]
+                args.update(
+                    {
+                        f"i_WE{name}": Const(0),
+                        **{f"i_AD{name}{j}": addr[j] for j in range(14)},
+                        **{f"i_DI{name}{j}": Const(0) for j in range(DP16KD_WIDTH)},
+                        **{f"o_DO{name}{j}": out[j] for j in range(DP16KD_WIDTH)},
+                    }
+                )
+            m.submodules[f"slice{s}"] = dp16kd(width_a=DP16KD_WIDTH, width_b=DP16KD_WIDTH, **args)
 
 
 class RegisteredRAM(wiring.Component):
@@ -154,8 +190,9 @@ class RegisteredRAM(wiring.Component):
     address: the read does not see a write of the same edge), 0 after a reset until then.
     ``ram_style``: the generic form's Yosys attribute (``"block"``: block RAM, never LUTs)."""
 
-    def __init__(self, *, width: int, depth: int, init: Sequence[int] = (),
-                 ram_style: str | None = None):
+    def __init__(
+        self, *, width: int, depth: int, init: Sequence[int] = (), ram_style: str | None = None
+    ):
         if width < 1:
             raise ValueError(f"RAM width must be at least 1, not {width!r}")
         if depth < 1:
@@ -166,10 +203,12 @@ class RegisteredRAM(wiring.Component):
         self.init = list(init) + [0] * (depth - len(init))
         self.ram_style = ram_style
         abits = max(1, (depth - 1).bit_length())
-        super().__init__({
-            "write": Out(wiring.Signature({"addr": In(abits), "data": In(width), "en": In(1)})),
-            "read": Out(wiring.Signature({"addr": In(abits), "data": Out(width)})),
-        })
+        super().__init__(
+            {
+                "write": Out(wiring.Signature({"addr": In(abits), "data": In(width), "en": In(1)})),
+                "read": Out(wiring.Signature({"addr": In(abits), "data": Out(width)})),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -177,13 +216,20 @@ class RegisteredRAM(wiring.Component):
             self._dp16kds(m, wide=self.depth <= DP16KD_WIDE_WORDS and not any(self.init))
             return m
         m.submodules.memory = memory = Memory(
-            shape=self.width, depth=self.depth, init=self.init,
-            attrs={"ram_style": self.ram_style} if self.ram_style else {})
+            shape=self.width,
+            depth=self.depth,
+            init=self.init,
+            attrs={"ram_style": self.ram_style} if self.ram_style else {},
+        )
         read, write = memory.read_port(), memory.write_port()
-        data = Signal(self.width)                # the fabric's output register
-        m.d.comb += [read.addr.eq(self.read.addr), self.read.data.eq(data),
-                     write.addr.eq(self.write.addr), write.data.eq(self.write.data),
-                     write.en.eq(self.write.en)]
+        data = Signal(self.width)  # the fabric's output register
+        m.d.comb += [
+            read.addr.eq(self.read.addr),
+            self.read.data.eq(data),
+            write.addr.eq(self.write.addr),
+            write.data.eq(self.write.data),
+            write.en.eq(self.write.en),
+        ]
         m.d.sync += data.eq(read.data)
         return m
 
@@ -197,26 +243,45 @@ class RegisteredRAM(wiring.Component):
         width = DP16KD_WIDE_WIDTH if wide else DP16KD_WIDTH
         shift, half = (5, width // 2) if wide else (4, width)
         waddr, raddr = Signal(14), Signal(14)
-        m.d.comb += [waddr[shift:shift + len(self.write.addr)].eq(self.write.addr),
-                     raddr[shift:shift + len(self.read.addr)].eq(self.read.addr),
-                     waddr[:4 if wide else 2].eq(self.write.en.replicate(4) if wide else 0b11)]
+        m.d.comb += [
+            waddr[shift : shift + len(self.write.addr)].eq(self.write.addr),
+            raddr[shift : shift + len(self.read.addr)].eq(self.read.addr),
+            waddr[: 4 if wide else 2].eq(self.write.en.replicate(4) if wide else 0b11),
+        ]
         sides = "AB" if wide else "A"
         for s, lo in enumerate(range(0, self.width, width)):
             bits = min(width, self.width - lo)
             din = Signal(width, name=f"slice{s}_di")
             dout = Signal(width, name=f"slice{s}_do")
-            m.d.comb += [din[:bits].eq(self.write.data[lo:lo + bits]),
-                         self.read.data[lo:lo + bits].eq(dout[:bits])]
+            m.d.comb += [
+                din[:bits].eq(self.write.data[lo : lo + bits]),
+                self.read.data[lo : lo + bits].eq(dout[:bits]),
+            ]
             outs = sides if wide else "B"
             words = [word >> lo & ((1 << bits) - 1) for word in self.init]
             m.submodules[f"slice{s}"] = dp16kd(
-                width_a=width, width_b=width,
-                i_WEA=Const(1) if wide else self.write.en, i_WEB=Const(0),
-                **{f"i_AD{side}{j}": addr[j] for side, addr in (("A", waddr), ("B", raddr))
-                   for j in range(14)},
-                **{f"i_DI{side}{j}": din[k * half + j] if side in sides else Const(0)
-                   for k, side in enumerate("AB") for j in range(DP16KD_WIDTH)},
-                **{f"o_DO{side}{j}": dout[k * half + j] for k, side in enumerate(outs)
-                   for j in range(DP16KD_WIDTH)},
-                **({} if wide else {f"p_{name}": value
-                                    for name, value in dp16kd_initvals(words).items()}))
+                width_a=width,
+                width_b=width,
+                i_WEA=Const(1) if wide else self.write.en,
+                i_WEB=Const(0),
+                **{
+                    f"i_AD{side}{j}": addr[j]
+                    for side, addr in (("A", waddr), ("B", raddr))
+                    for j in range(14)
+                },
+                **{
+                    f"i_DI{side}{j}": din[k * half + j] if side in sides else Const(0)
+                    for k, side in enumerate("AB")
+                    for j in range(DP16KD_WIDTH)
+                },
+                **{
+                    f"o_DO{side}{j}": dout[k * half + j]
+                    for k, side in enumerate(outs)
+                    for j in range(DP16KD_WIDTH)
+                },
+                **(
+                    {}
+                    if wide
+                    else {f"p_{name}": value for name, value in dp16kd_initvals(words).items()}
+                ),
+            )

@@ -15,10 +15,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler.custom import Cluster
-from xpfilt.hwspec.contract import EVENT_FANOUT, distribution_depth
-
 from xpfilt.hdl.frontend import ErrorFlags
 from xpfilt.hdl.stacks import StackBank, TreeEventLayout, boolean, widen_events
+from xpfilt.hwspec.contract import EVENT_FANOUT, distribution_depth
 
 __all__ = ["ClusterCore", "cluster_signature", "copy_register", "distribute", "ERROR_WIDTH"]
 
@@ -82,23 +81,29 @@ def distribute(m: Module, value, leaves: int, *, name: str) -> list:
     value = Value.cast(value)
     depth = distribution_depth(leaves)
     level = [value]
-    for d in range(depth, 0, -1):            # d: levels left above the clusters
-        level = [copy_register(m, level[k // EVENT_FANOUT], k % EVENT_FANOUT,
-                               name=f"{name}_tree{depth - d}_{k}")
-                 for k in range(-(-leaves // EVENT_FANOUT ** d))]
+    for d in range(depth, 0, -1):  # d: levels left above the clusters
+        level = [
+            copy_register(
+                m, level[k // EVENT_FANOUT], k % EVENT_FANOUT, name=f"{name}_tree{depth - d}_{k}"
+            )
+            for k in range(-(-leaves // EVENT_FANOUT**d))
+        ]
     return [level[i // EVENT_FANOUT] for i in range(leaves)] if depth else [value] * leaves
 
 
-def cluster_signature(n_queries: int, *, n_tags: int, max_depth: int,
-                      n_conds: int = 0) -> wiring.Signature:
+def cluster_signature(
+    n_queries: int, *, n_tags: int, max_depth: int, n_conds: int = 0
+) -> wiring.Signature:
     """The ports of a cluster (see :class:`ClusterCore`)."""
-    return wiring.Signature({
-        "events": In(TreeEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds)),
-        "clear": In(1),
-        "matches": Out(n_queries),
-        "doc_end": Out(1),
-        "errors": Out(ERROR_WIDTH),
-    })
+    return wiring.Signature(
+        {
+            "events": In(TreeEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds)),
+            "clear": In(1),
+            "matches": Out(n_queries),
+            "doc_end": Out(1),
+            "errors": Out(ERROR_WIDTH),
+        }
+    )
 
 
 class ClusterCore(wiring.Component):
@@ -108,8 +113,16 @@ class ClusterCore(wiring.Component):
     the flags), ``matches`` (one flag per query of the cluster, a register),
     ``doc_end`` and ``errors`` (from the registered events)."""
 
-    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, variant: int = 0,
-                 n_conds: int = 0, bytes_per_cycle: int = 1):
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        n_tags: int,
+        max_depth: int,
+        variant: int = 0,
+        n_conds: int = 0,
+        bytes_per_cycle: int = 1,
+    ):
         """``variant``: the form of the events register (see :func:`copy_register`;
         the engine gives clusters fed by one tree register different forms). ``n_conds``:
         the plan's attribute conditions (their bits come with the events).
@@ -121,23 +134,36 @@ class ClusterCore(wiring.Component):
         self.variant = variant
         self.n_conds = n_conds
         self.early = bytes_per_cycle == 1
-        super().__init__(cluster_signature(len(cluster.queries), n_tags=n_tags,
-                                           max_depth=max_depth, n_conds=n_conds))
+        super().__init__(
+            cluster_signature(
+                len(cluster.queries), n_tags=n_tags, max_depth=max_depth, n_conds=n_conds
+            )
+        )
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.stacks = bank = StackBank(self.cluster, n_tags=self.n_tags,
-                                               max_depth=self.max_depth, n_conds=self.n_conds,
-                                               paired=True, early=self.early)
+        m.submodules.stacks = bank = StackBank(
+            self.cluster,
+            n_tags=self.n_tags,
+            max_depth=self.max_depth,
+            n_conds=self.n_conds,
+            paired=True,
+            early=self.early,
+        )
         wide = widen_events(m, self.events, self.n_tags, self.max_depth, self.n_conds)
         events = Signal.like(wide)
-        m.d.comb += events.eq(copy_register(m, wide.as_value(), self.variant,
-                                            name="events_copy"))
+        m.d.comb += events.eq(copy_register(m, wide.as_value(), self.variant, name="events_copy"))
         if self.early:
             m.d.comb += bank.next_events.eq(wide)
-        if bank.tag_pairs:    # each (tag, parent, guard) AND registered with the events
-            pairs = Cat(*(wide.tag[t - 1] & (wide.parent[p - 1] if p else 1)
-                          & boolean(g, lambda i: wide.conds[i]) for t, p, g in bank.tag_pairs))
+        if bank.tag_pairs:  # each (tag, parent, guard) AND registered with the events
+            pairs = Cat(
+                *(
+                    wide.tag[t - 1]
+                    & (wide.parent[p - 1] if p else 1)
+                    & boolean(g, lambda i: wide.conds[i])
+                    for t, p, g in bank.tag_pairs
+                )
+            )
             m.d.comb += bank.pairs.eq(copy_register(m, pairs, self.variant, name="pairs_copy"))
         m.d.comb += [
             bank.events.eq(events),

@@ -17,23 +17,29 @@ cycles from a byte to the clusters, then one to capture), and every document, ho
 gets exactly one readout.
 """
 
-
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler.custom import Plan
+from xpfilt.hdl.cluster import ClusterCore, cluster_signature, copy_register, distribute
+from xpfilt.hdl.frontend import ByteLayout, ErrorFlags, FrontEnd
+from xpfilt.hdl.readout import make_readout, readout_layout
+from xpfilt.hdl.stacks import decode_events
+from xpfilt.hdl.wide_frontend import WideByteLayout, WideFrontEnd
 from xpfilt.hwspec.contract import EVENT_FANOUT, check_bytes_per_cycle, distribution_depth
 from xpfilt.hwspec.readout import ReadoutKind
 
-from xpfilt.hdl.cluster import ClusterCore, cluster_signature, copy_register, distribute
-from xpfilt.hdl.frontend import ByteLayout, ErrorFlags, FrontEnd
-from xpfilt.hdl.wide_frontend import WideByteLayout, WideFrontEnd
-from xpfilt.hdl.readout import make_readout, readout_layout
-from xpfilt.hdl.stacks import decode_events
-
-__all__ = ["CustomEngine", "EngineFrame", "cluster_module_name", "control_copy", "EVENT_FANOUT",
-           "distribution_depth", "distribute", "copy_register"]
+__all__ = [
+    "CustomEngine",
+    "EngineFrame",
+    "cluster_module_name",
+    "control_copy",
+    "EVENT_FANOUT",
+    "distribution_depth",
+    "distribute",
+    "copy_register",
+]
 
 
 def cluster_module_name(index: int) -> str:
@@ -44,8 +50,9 @@ class CustomEngine(wiring.Component):
     """Ports: ``bytes_in`` (document bytes, ``last`` on a document's final byte) and ``readout``
     (beats of the plan's readout kind, see :func:`xpfilt.hdl.readout.readout_layout`)."""
 
-    def __init__(self, plan: Plan, *, max_name: int = 32, instances: bool = False,
-                 bytes_per_cycle: int = 1):
+    def __init__(
+        self, plan: Plan, *, max_name: int = 32, instances: bool = False, bytes_per_cycle: int = 1
+    ):
         """``instances``: instantiate each cluster as the Verilog module
         ``cluster_module_name(i)`` (converted separately, see :meth:`cluster_core`) instead of
         elaborating it inline. ``bytes_per_cycle``: W, the bytes of a ``bytes_in`` beat (1: a
@@ -58,50 +65,79 @@ class CustomEngine(wiring.Component):
         self.instances = instances
         self.bytes_per_cycle = check_bytes_per_cycle(bytes_per_cycle)
         width = sum(len(c.queries) for c in plan.clusters)
-        super().__init__({
-            "bytes_in": In(stream.Signature(ByteLayout if bytes_per_cycle == 1
-                                            else WideByteLayout(bytes_per_cycle))),
-            "readout": Out(stream.Signature(readout_layout(ReadoutKind(plan.options.readout),
-                                                           width))),
-        })
+        super().__init__(
+            {
+                "bytes_in": In(
+                    stream.Signature(
+                        ByteLayout if bytes_per_cycle == 1 else WideByteLayout(bytes_per_cycle)
+                    )
+                ),
+                "readout": Out(
+                    stream.Signature(readout_layout(ReadoutKind(plan.options.readout), width))
+                ),
+            }
+        )
 
     def cluster_core(self, index: int) -> ClusterCore:
         """The component of cluster ``index`` (what ``cluster_module_name(index)`` contains)."""
-        return ClusterCore(self.plan.clusters[index], n_tags=len(self.plan.tags),
-                           max_depth=self.plan.options.max_depth,
-                           variant=index % EVENT_FANOUT, n_conds=len(self.plan.conditions),
-                           bytes_per_cycle=self.bytes_per_cycle)
+        return ClusterCore(
+            self.plan.clusters[index],
+            n_tags=len(self.plan.tags),
+            max_depth=self.plan.options.max_depth,
+            variant=index % EVENT_FANOUT,
+            n_conds=len(self.plan.conditions),
+            bytes_per_cycle=self.bytes_per_cycle,
+        )
 
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
-        frame = EngineFrame(m, self.bytes_in, self.readout,
-                            width=sum(len(c.queries) for c in plan.clusters), tags=plan.tags,
-                            segments=[len(c.queries) for c in plan.clusters],
-                            max_depth=plan.options.max_depth, max_name=self.max_name,
-                            readout=ReadoutKind(plan.options.readout),
-                            conditions=plan.conditions, bytes_per_cycle=self.bytes_per_cycle)
+        frame = EngineFrame(
+            m,
+            self.bytes_in,
+            self.readout,
+            width=sum(len(c.queries) for c in plan.clusters),
+            tags=plan.tags,
+            segments=[len(c.queries) for c in plan.clusters],
+            max_depth=plan.options.max_depth,
+            max_name=self.max_name,
+            readout=ReadoutKind(plan.options.readout),
+            conditions=plan.conditions,
+            bytes_per_cycle=self.bytes_per_cycle,
+        )
         n_conds = len(plan.conditions)
-        decoded = decode_events(m, frame.events, len(plan.tags), plan.options.max_depth, n_conds,
-                                tree=True)
+        decoded = decode_events(
+            m, frame.events, len(plan.tags), plan.options.max_depth, n_conds, tree=True
+        )
         cores = []
         for i, cluster in enumerate(plan.clusters):
-            if self.instances:   # only the ports: the module comes from its own file
-                core = cluster_signature(len(cluster.queries), n_tags=len(plan.tags),
-                                         max_depth=plan.options.max_depth,
-                                         n_conds=n_conds).flip().create(
-                    path=(f"cluster_{i}",))
+            if self.instances:  # only the ports: the module comes from its own file
+                core = (
+                    cluster_signature(
+                        len(cluster.queries),
+                        n_tags=len(plan.tags),
+                        max_depth=plan.options.max_depth,
+                        n_conds=n_conds,
+                    )
+                    .flip()
+                    .create(path=(f"cluster_{i}",))
+                )
                 m.submodules[f"cluster_{i}"] = Instance(
-                    cluster_module_name(i), i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_events=core.events, i_clear=core.clear, o_matches=core.matches,
-                    o_doc_end=core.doc_end, o_errors=core.errors)
+                    cluster_module_name(i),
+                    i_clk=ClockSignal(),
+                    i_rst=ResetSignal(),
+                    i_events=core.events,
+                    i_clear=core.clear,
+                    o_matches=core.matches,
+                    o_doc_end=core.doc_end,
+                    o_errors=core.errors,
+                )
             else:
                 core = m.submodules[f"cluster_{i}"] = self.cluster_core(i)
             cores.append(core)
         for core, copy in zip(cores, distribute(m, decoded, len(cores), name="events")):
             m.d.comb += core.events.eq(copy)
-        frame.connect(cores, control=control_copy(m, decoded,
-                                                  distribution_depth(len(cores)) + 1))
+        frame.connect(cores, control=control_copy(m, decoded, distribution_depth(len(cores)) + 1))
         return m
 
 
@@ -133,10 +169,23 @@ class EngineFrame:
     change between documents).
     """
 
-    def __init__(self, m: Module, bytes_in, readout_port, *, width: int, segments, tags,
-                 max_depth: int, max_name: int, readout: ReadoutKind = ReadoutKind.SERIAL,
-                 conditions=(), bytes_per_cycle: int = 1, slots: int = 0,
-                 slot_name_len: int = 16):
+    def __init__(
+        self,
+        m: Module,
+        bytes_in,
+        readout_port,
+        *,
+        width: int,
+        segments,
+        tags,
+        max_depth: int,
+        max_name: int,
+        readout: ReadoutKind = ReadoutKind.SERIAL,
+        conditions=(),
+        bytes_per_cycle: int = 1,
+        slots: int = 0,
+        slot_name_len: int = 16,
+    ):
         """``segments``: the readout bits of each cluster, in order (see :meth:`connect`).
         ``bytes_per_cycle`` W > 1: the W-byte front end, whose ``room`` also gates ``ready``.
         ``slots``: the front end's comparator slots (``slot_load``, the programmable engine's)."""
@@ -144,43 +193,52 @@ class EngineFrame:
         self.bytes_in = bytes_in
         m.submodules.readout = self.readout = make_readout(readout, width, segments)
         wiring.connect(m, wiring.flipped(readout_port), self.readout.out)
-        self.pending = Signal(range(3))    # document ends accepted but not yet captured
-        self.waiting = Signal()            # ... of which one reached the clusters, readout busy
-        self.accepted = Signal()           # a byte enters the engine this cycle
-        self.hold = Signal()               # input: stop accepting bytes
+        self.pending = Signal(range(3))  # document ends accepted but not yet captured
+        self.waiting = Signal()  # ... of which one reached the clusters, readout busy
+        self.accepted = Signal()  # a byte enters the engine this cycle
+        self.hold = Signal()  # input: stop accepting bytes
         self.drained = Signal()
-        self.capturing = Signal()          # the readout loads the clusters' flags this cycle
+        self.capturing = Signal()  # the readout loads the clusters' flags this cycle
         # The readout is (or may be) busy or about to be: a register (see :meth:`connect`), so
         # that neither the readout's logic nor the capture decision is in the input's paths or
         # in the clusters' own capture decisions.
         self.busy = Signal()
-        room = Signal() if bytes_per_cycle > 1 else None   # W > 1: room for another beat
+        room = Signal() if bytes_per_cycle > 1 else None  # W > 1: room for another beat
         m.d.comb += [
-            bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
-                                            ((self.pending == 1) & ~self.busy)) & room)
-            if bytes_per_cycle > 1 else
-            bytes_in.ready.eq(~self.hold & ((self.pending == 0) |
-                                            ((self.pending == 1) & ~self.busy))),
+            bytes_in.ready.eq(
+                ~self.hold & ((self.pending == 0) | ((self.pending == 1) & ~self.busy)) & room
+            )
+            if bytes_per_cycle > 1
+            else bytes_in.ready.eq(
+                ~self.hold & ((self.pending == 0) | ((self.pending == 1) & ~self.busy))
+            ),
             self.accepted.eq(bytes_in.valid & bytes_in.ready),
             self.drained.eq(self.pending == self.waiting),
         ]
         if bytes_per_cycle == 1:
-            m.submodules.front_end = front_end = FrontEnd(tags, max_depth=max_depth,
-                                                          max_name=max_name,
-                                                          conditions=conditions, slots=slots,
-                                                          slot_name_len=slot_name_len)
+            m.submodules.front_end = front_end = FrontEnd(
+                tags,
+                max_depth=max_depth,
+                max_name=max_name,
+                conditions=conditions,
+                slots=slots,
+                slot_name_len=slot_name_len,
+            )
             self.slot_load = front_end.slot_load if slots else None
             copy = Signal(ByteLayout)
             self.name_tap = front_end.name_tap
         else:
             m.submodules.front_end = front_end = WideFrontEnd(
-                tags, width=bytes_per_cycle, max_depth=max_depth, max_name=max_name,
-                conditions=conditions)
+                tags,
+                width=bytes_per_cycle,
+                max_depth=max_depth,
+                max_name=max_name,
+                conditions=conditions,
+            )
             copy = Signal(WideByteLayout(bytes_per_cycle))
         copy_valid = Signal()
         m.d.sync += [copy_valid.eq(self.accepted), copy.eq(bytes_in.payload)]
-        m.d.comb += [front_end.bytes_in.valid.eq(copy_valid),
-                     front_end.bytes_in.payload.eq(copy)]
+        m.d.comb += [front_end.bytes_in.valid.eq(copy_valid), front_end.bytes_in.payload.eq(copy)]
         self.events = front_end.events
         if bytes_per_cycle > 1:
             m.d.comb += room.eq(front_end.room)
@@ -207,14 +265,16 @@ class EngineFrame:
         ``control``): placed beside the readout, not beside the cluster's flags they clear."""
         m, readout, waiting, busy = self.m, self.readout, self.waiting, self.busy
         held_errors = Signal(ErrorFlags)
-        doc_end, errors = control if control is not None else (cores[0].doc_end,
-                                                               cores[0].errors)
+        doc_end, errors = control if control is not None else (cores[0].doc_end, cores[0].errors)
         capture = Signal()
         captured_errors = Signal(ErrorFlags)
         m.d.comb += [
             capture.eq((doc_end | waiting) & ~busy),
-            readout.capture.eq(copy_register(m, capture, 1, name="readout_capture")
-                               if readout_registers else self.capturing),
+            readout.capture.eq(
+                copy_register(m, capture, 1, name="readout_capture")
+                if readout_registers
+                else self.capturing
+            ),
             readout.flags.eq(Cat(*(core.matches for core in cores))),
             readout.errors.eq(captured_errors),
         ]
@@ -224,18 +284,24 @@ class EngineFrame:
             own = Signal(name=f"capturing_{i}")
             m.d.sync += own.eq(decision)
             m.d.comb += core.clear.eq(own)
-            loads.append(copy_register(m, decision, 1, name=f"readout_load_{i}")
-                         if readout_registers else own)
+            loads.append(
+                copy_register(m, decision, 1, name=f"readout_load_{i}")
+                if readout_registers
+                else own
+            )
         m.d.comb += readout.load.eq(Cat(*loads))
         # busy = the readout's busy a cycle ago, or a load this cycle or the last one (a
         # readout busy now was busy a cycle ago or has just been loaded): ``capture`` is this
         # cycle's decision, the next cycle's load
-        m.d.sync += [self.capturing.eq(capture),
-                     busy.eq(readout.busy | self.capturing | capture),
-                     waiting.eq((doc_end | waiting) & busy)]
+        m.d.sync += [
+            self.capturing.eq(capture),
+            busy.eq(readout.busy | self.capturing | capture),
+            waiting.eq((doc_end | waiting) & busy),
+        ]
         with m.If(capture):
             m.d.sync += captured_errors.eq(Mux(doc_end, errors, held_errors))
         with m.If(doc_end):
             m.d.sync += held_errors.eq(errors)
         m.d.sync += self.pending.eq(
-            self.pending + (self.accepted & self.bytes_in.payload.last) - capture)
+            self.pending + (self.accepted & self.bytes_in.payload.last) - capture
+        )

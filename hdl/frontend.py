@@ -125,15 +125,50 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.hdl.slots import SlotLoadLayout, comparator_slots
-from xpfilt.hwspec.contract import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_POLY,
-                           HASH_WIDTH, LATENCY, NAME_CHAR, NAME_START, NUMBER_DIGITS, WHITESPACE,
-                           AttrCondition, ErrorFlags, Errors, State, check_parameters, hash_byte,
-                           name_hash, number_digits, tag_width_for)
+from xpfilt.hwspec.contract import (
+    CDATA_KEYWORD,
+    DOCTYPE_KEYWORD,
+    EXCESS_WIDTH,
+    HASH_INIT,
+    HASH_POLY,
+    HASH_WIDTH,
+    LATENCY,
+    NAME_CHAR,
+    NAME_START,
+    NUMBER_DIGITS,
+    WHITESPACE,
+    AttrCondition,
+    ErrorFlags,
+    Errors,
+    State,
+    check_parameters,
+    hash_byte,
+    name_hash,
+    number_digits,
+    tag_width_for,
+)
 
 __all__ = [
-    "WHITESPACE", "NAME_START", "NAME_CHAR", "HASH_WIDTH", "HASH_POLY", "HASH_INIT",
-    "EXCESS_WIDTH", "LATENCY", "hash_byte", "name_hash", "ErrorFlags", "Errors", "EventLayout", "StackEntry",
-    "State", "ByteLayout", "NameTapLayout", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "tag_width_for",
+    "WHITESPACE",
+    "NAME_START",
+    "NAME_CHAR",
+    "HASH_WIDTH",
+    "HASH_POLY",
+    "HASH_INIT",
+    "EXCESS_WIDTH",
+    "LATENCY",
+    "hash_byte",
+    "name_hash",
+    "ErrorFlags",
+    "Errors",
+    "EventLayout",
+    "StackEntry",
+    "State",
+    "ByteLayout",
+    "NameTapLayout",
+    "CDATA_KEYWORD",
+    "DOCTYPE_KEYWORD",
+    "tag_width_for",
     "check_parameters",
     "FrontEnd",
 ]
@@ -183,8 +218,9 @@ class NameTapLayout(data.StructLayout):
     The tap is registered: it shows a byte two cycles after the parser read it."""
 
     def __init__(self, *, max_name: int):
-        super().__init__({"data": 8, "pos": range(max_name + 2), "advance": 1, "restart": 1,
-                          "load": 1})
+        super().__init__(
+            {"data": 8, "pos": range(max_name + 2), "advance": 1, "restart": 1, "load": 1}
+        )
 
 
 def nibble_member(high, low, members):
@@ -203,17 +239,24 @@ def nibble_member(high, low, members):
 def hash_power(x, e: int):
     """``x`` after ``e`` hash steps with zero bytes (the step is linear over GF(2): each bit of
     the result is the XOR of the bits of ``x`` its matrix power names, one XOR, not ``e``)."""
+
     def power(v):
         for _ in range(e):
             v = hash_byte(v, 0)
         return v
-    return Cat(*(reduce(xor, [x[b] for b in range(HASH_WIDTH) if power(1 << b) >> j & 1],
-                        Const(0, 1)) for j in range(HASH_WIDTH)))
+
+    return Cat(
+        *(
+            reduce(xor, [x[b] for b in range(HASH_WIDTH) if power(1 << b) >> j & 1], Const(0, 1))
+            for j in range(HASH_WIDTH)
+        )
+    )
 
 
 class ByteTests(NamedTuple):
     """One byte's registered classes, as the parser reads them: ``ch(text)`` and ``eq(value)``
     (the byte is that character), and whitespace, name-start, name and upper-case bytes."""
+
     ch: Callable
     eq: Callable
     ws: object
@@ -223,9 +266,24 @@ class ByteTests(NamedTuple):
 
 
 #: The requests a parser branch may raise (see :func:`parser_table`).
-REQUESTS = ("name_byte", "name_hold", "push_req", "pop_req", "pop_check", "bad", "kw_inc",
-            "tag_start", "attr_byte", "attr_end", "val_start", "val_byte", "val_end",
-            "text_byte", "text_amb", "text_end")
+REQUESTS = (
+    "name_byte",
+    "name_hold",
+    "push_req",
+    "pop_req",
+    "pop_check",
+    "bad",
+    "kw_inc",
+    "tag_start",
+    "attr_byte",
+    "attr_end",
+    "val_start",
+    "val_byte",
+    "val_end",
+    "text_byte",
+    "text_amb",
+    "text_end",
+)
 
 
 def parser_table(tests: ByteTests, *, level, root_seen, in_subset, kw):
@@ -247,78 +305,129 @@ def parser_table(tests: ByteTests, *, level, root_seen, in_subset, kw):
         return test, target, requests
 
     table = {
-        S.TEXT: [br(ch("<"), S.LT, "tag_start"),
-                 br(~is_ws, None, ("bad", at_root_level), "text_byte"),
-                 br(ALWAYS, None, "text_byte")],
+        S.TEXT: [
+            br(ch("<"), S.LT, "tag_start"),
+            br(~is_ws, None, ("bad", at_root_level), "text_byte"),
+            br(ALWAYS, None, "text_byte"),
+        ],
         # a text node ends at "<" unless a CDATA section follows (decided a byte later)
-        S.LT: [br(is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen),
-                  "text_end"),
-               br(ch("/"), S.END_LT, "text_end"), br(ch("!"), S.BANG),
-               br(ch("?"), S.PI, "text_end"), br(ALWAYS, S.TEXT, "bad", "text_end")],
+        S.LT: [
+            br(
+                is_nstart, S.START_NAME, "name_byte", ("bad", at_root_level & root_seen), "text_end"
+            ),
+            br(ch("/"), S.END_LT, "text_end"),
+            br(ch("!"), S.BANG),
+            br(ch("?"), S.PI, "text_end"),
+            br(ALWAYS, S.TEXT, "bad", "text_end"),
+        ],
         # a start tag pushes on the byte that ends it ("/" of "/>", or ">"); inside it the
         # name registers hold the element's name (``name_hold``)
-        S.START_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.IN_TAG, "name_hold"),
-                       br(ch("/"), S.EMPTY_SLASH, "push_req"),
-                       br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
-        S.IN_TAG: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "push_req"),
-                   br(ch("/"), S.EMPTY_SLASH, "push_req"),
-                   br(is_nstart, S.ATTR_NAME, "name_hold", "attr_byte"),
-                   br(ALWAYS, S.TEXT, "bad")],
-        S.ATTR_NAME: [br(is_nchar, None, "name_hold", "attr_byte"),
-                      br(is_ws, S.ATTR_EQ, "name_hold", "attr_end"),
-                      br(ch("="), S.ATTR_VALUE, "name_hold", "attr_end"),
-                      br(ALWAYS, S.TEXT, "bad")],
-        S.ATTR_EQ: [br(is_ws, None, "name_hold"), br(ch("="), S.ATTR_VALUE, "name_hold"),
-                    br(ALWAYS, S.TEXT, "bad")],
-        S.ATTR_VALUE: [br(is_ws, None, "name_hold"),
-                       br(ch('"'), S.AVAL_DQ, "name_hold", "val_start"),
-                       br(ch("'"), S.AVAL_SQ, "name_hold", "val_start"),
-                       br(ALWAYS, S.TEXT, "bad")],
-        S.AVAL_DQ: [br(ch('"'), S.AFTER_AVAL, "name_hold", "val_end"),
-                    br(ch("<"), None, "bad", "name_hold", "val_byte"),
-                    br(ALWAYS, None, "name_hold", "val_byte")],
-        S.AVAL_SQ: [br(ch("'"), S.AFTER_AVAL, "name_hold", "val_end"),
-                    br(ch("<"), None, "bad", "name_hold", "val_byte"),
-                    br(ALWAYS, None, "name_hold", "val_byte")],
-        S.AFTER_AVAL: [br(is_ws, S.IN_TAG, "name_hold"), br(ch("/"), S.EMPTY_SLASH, "push_req"),
-                       br(ch(">"), S.TEXT, "push_req"), br(ALWAYS, S.TEXT, "bad")],
+        S.START_NAME: [
+            br(is_nchar, None, "name_byte"),
+            br(is_ws, S.IN_TAG, "name_hold"),
+            br(ch("/"), S.EMPTY_SLASH, "push_req"),
+            br(ch(">"), S.TEXT, "push_req"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
+        S.IN_TAG: [
+            br(is_ws, None, "name_hold"),
+            br(ch(">"), S.TEXT, "push_req"),
+            br(ch("/"), S.EMPTY_SLASH, "push_req"),
+            br(is_nstart, S.ATTR_NAME, "name_hold", "attr_byte"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
+        S.ATTR_NAME: [
+            br(is_nchar, None, "name_hold", "attr_byte"),
+            br(is_ws, S.ATTR_EQ, "name_hold", "attr_end"),
+            br(ch("="), S.ATTR_VALUE, "name_hold", "attr_end"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
+        S.ATTR_EQ: [
+            br(is_ws, None, "name_hold"),
+            br(ch("="), S.ATTR_VALUE, "name_hold"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
+        S.ATTR_VALUE: [
+            br(is_ws, None, "name_hold"),
+            br(ch('"'), S.AVAL_DQ, "name_hold", "val_start"),
+            br(ch("'"), S.AVAL_SQ, "name_hold", "val_start"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
+        S.AVAL_DQ: [
+            br(ch('"'), S.AFTER_AVAL, "name_hold", "val_end"),
+            br(ch("<"), None, "bad", "name_hold", "val_byte"),
+            br(ALWAYS, None, "name_hold", "val_byte"),
+        ],
+        S.AVAL_SQ: [
+            br(ch("'"), S.AFTER_AVAL, "name_hold", "val_end"),
+            br(ch("<"), None, "bad", "name_hold", "val_byte"),
+            br(ALWAYS, None, "name_hold", "val_byte"),
+        ],
+        S.AFTER_AVAL: [
+            br(is_ws, S.IN_TAG, "name_hold"),
+            br(ch("/"), S.EMPTY_SLASH, "push_req"),
+            br(ch(">"), S.TEXT, "push_req"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
         S.EMPTY_SLASH: [br(ch(">"), S.TEXT, "pop_req"), br(ALWAYS, S.TEXT, "bad")],
         S.END_LT: [br(is_nstart, S.END_NAME, "name_byte"), br(ALWAYS, S.TEXT, "bad")],
-        S.END_NAME: [br(is_nchar, None, "name_byte"), br(is_ws, S.END_WS, "name_hold"),
-                     br(ch(">"), S.TEXT, "pop_req", "pop_check"), br(ALWAYS, S.TEXT, "bad")],
-        S.END_WS: [br(is_ws, None, "name_hold"), br(ch(">"), S.TEXT, "pop_req", "pop_check"),
-                   br(ALWAYS, S.TEXT, "bad")],
-        S.BANG: [br(ch("-"), S.BANG_DASH, "text_end"),
-                 br(ch("["), S.CDATA_KW, ("bad", at_root_level)),     # CDATA outside the root
-                 br(ch("D"), S.DOCTYPE_KW, ("bad", root_seen), "text_end"),  # DOCTYPE after
-                 br(ALWAYS, S.TEXT, "bad", "text_end")],                   # the root
+        S.END_NAME: [
+            br(is_nchar, None, "name_byte"),
+            br(is_ws, S.END_WS, "name_hold"),
+            br(ch(">"), S.TEXT, "pop_req", "pop_check"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
+        S.END_WS: [
+            br(is_ws, None, "name_hold"),
+            br(ch(">"), S.TEXT, "pop_req", "pop_check"),
+            br(ALWAYS, S.TEXT, "bad"),
+        ],
+        S.BANG: [
+            br(ch("-"), S.BANG_DASH, "text_end"),
+            br(ch("["), S.CDATA_KW, ("bad", at_root_level)),  # CDATA outside the root
+            br(ch("D"), S.DOCTYPE_KW, ("bad", root_seen), "text_end"),  # DOCTYPE after
+            br(ALWAYS, S.TEXT, "bad", "text_end"),
+        ],  # the root
         S.BANG_DASH: [br(ch("-"), S.COMMENT), br(ALWAYS, S.TEXT, "bad")],
         S.COMMENT: [br(ch("-"), S.COMMENT_D1)],
         S.COMMENT_D1: [br(ch("-"), S.COMMENT_D2), br(ALWAYS, S.COMMENT)],
-        S.COMMENT_D2: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
-                       br(ALWAYS, S.COMMENT, "bad")],                 # "--" inside a comment
+        S.COMMENT_D2: [
+            br(ch(">") & in_subset, S.SUBSET),
+            br(ch(">"), S.TEXT),
+            br(ALWAYS, S.COMMENT, "bad"),
+        ],  # "--" inside a comment
         S.PI: [br(ch("?"), S.PI_Q)],
-        S.PI_Q: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT),
-                 br(~ch("?"), S.PI)],
-        S.CDATA_KW: [br(~kw_cdata, S.TEXT, "bad"),
-                     br(kw == len(CDATA_KEYWORD) - 1, S.CDATA), br(ALWAYS, None, "kw_inc")],
+        S.PI_Q: [br(ch(">") & in_subset, S.SUBSET), br(ch(">"), S.TEXT), br(~ch("?"), S.PI)],
+        S.CDATA_KW: [
+            br(~kw_cdata, S.TEXT, "bad"),
+            br(kw == len(CDATA_KEYWORD) - 1, S.CDATA),
+            br(ALWAYS, None, "kw_inc"),
+        ],
         # CDATA content is text; a "]" that does not close the section ("text_amb") makes
         # the text node undecided (the comparators see bytes one at a time)
         S.CDATA: [br(ch("]"), S.CDATA_B1), br(ALWAYS, None, "text_byte")],
         S.CDATA_B1: [br(ch("]"), S.CDATA_B2), br(ALWAYS, S.CDATA, "text_amb")],
-        S.CDATA_B2: [br(ch(">"), S.TEXT), br(~ch("]"), S.CDATA, "text_amb"),
-                     br(ALWAYS, None, "text_amb")],
-        S.DOCTYPE_KW: [br(~kw_doctype, S.TEXT, "bad"),
-                       br(kw == len(DOCTYPE_KEYWORD) - 1, S.DOCTYPE),
-                       br(ALWAYS, None, "kw_inc")],
-        S.DOCTYPE: [br(ch('"'), S.DT_DQ), br(ch("'"), S.DT_SQ), br(ch("["), S.SUBSET),
-                    br(ch(">"), S.TEXT)],
+        S.CDATA_B2: [
+            br(ch(">"), S.TEXT),
+            br(~ch("]"), S.CDATA, "text_amb"),
+            br(ALWAYS, None, "text_amb"),
+        ],
+        S.DOCTYPE_KW: [
+            br(~kw_doctype, S.TEXT, "bad"),
+            br(kw == len(DOCTYPE_KEYWORD) - 1, S.DOCTYPE),
+            br(ALWAYS, None, "kw_inc"),
+        ],
+        S.DOCTYPE: [
+            br(ch('"'), S.DT_DQ),
+            br(ch("'"), S.DT_SQ),
+            br(ch("["), S.SUBSET),
+            br(ch(">"), S.TEXT),
+        ],
         S.DT_DQ: [br(ch('"'), S.DOCTYPE)],
         S.DT_SQ: [br(ch("'"), S.DOCTYPE)],
         S.SUBSET: [br(ch("]"), S.DT_AFTER), br(ch("<"), S.SUB_LT)],
         S.SUB_LT: [br(ch("!"), S.SUB_BANG), br(ch("?"), S.PI), br(ALWAYS, S.TEXT, "bad")],
-        S.SUB_BANG: [br(ch("-"), S.BANG_DASH), br(is_upper, S.DECL),
-                     br(ALWAYS, S.TEXT, "bad")],
+        S.SUB_BANG: [br(ch("-"), S.BANG_DASH), br(is_upper, S.DECL), br(ALWAYS, S.TEXT, "bad")],
         S.DECL: [br(ch('"'), S.DECL_DQ), br(ch("'"), S.DECL_SQ), br(ch(">"), S.SUBSET)],
         S.DECL_DQ: [br(ch('"'), S.DECL)],
         S.DECL_SQ: [br(ch("'"), S.DECL)],
@@ -338,10 +447,11 @@ def first_branch_states(table, request: str) -> list[tuple[object, list]]:
         for k, (test, _, requests) in enumerate(branches):
             if request in requests and k == 0:
                 groups.setdefault(id(test), (test, []))[1].append(s)
-            elif any(r == request or isinstance(r, tuple) and r[0] == request
-                     for r in requests):
-                raise ValueError(f"{request} must be raised by first branches only, not by "
-                                 f"branch {k} of {s.name}")
+            elif any(r == request or isinstance(r, tuple) and r[0] == request for r in requests):
+                raise ValueError(
+                    f"{request} must be raised by first branches only, not by "
+                    f"branch {k} of {s.name}"
+                )
     return list(groups.values())
 
 
@@ -366,24 +476,24 @@ def requests_by_state(table, names) -> dict:
             for name, cond in requests:
                 if name in found:
                     if cond is not None:
-                        raise ValueError(f"{name} must be raised unconditionally, not in "
-                                         f"{s.name}")
+                        raise ValueError(f"{name} must be raised unconditionally, not in {s.name}")
                     found[name][s] = found[name][s] | taken if s in found[name] else taken
     return found
 
 
-def parse_byte(m: Module, state, tests: ByteTests, *, level, root_seen, in_subset, kw,
-               prefix: str = ""):
+def parse_byte(
+    m: Module, state, tests: ByteTests, *, level, root_seen, in_subset, kw, prefix: str = ""
+):
     """The byte parser's step for one byte: (the one-hot next state, a dict of the requests the
     byte raises, each a 1-bit Signal named ``prefix + name``). ``state`` is the one-hot state
     before the byte, ``level``, ``root_seen``, ``in_subset`` and ``kw`` the parser's registers
     (or, in a W-byte front end, their values after the lane before)."""
     table = parser_table(tests, level=level, root_seen=root_seen, in_subset=in_subset, kw=kw)
-    into = {s: [] for s in State}          # next-state bit s: OR of these
+    into = {s: [] for s in State}  # next-state bit s: OR of these
     raised = {name: [] for name in REQUESTS}
     for s, branches in table.items():
         here = state[s.value]
-        leave = []                          # the branches that leave s
+        leave = []  # the branches that leave s
         for taken, target, requests in taken_branches(branches):
             taken = here & taken
             if target is not None and target is not s:
@@ -433,9 +543,16 @@ class FrontEnd(wiring.Component):
         changes in the cycle its push/pop event is shown, so ``events.level`` and ``tos`` agree.
     """
 
-    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32,
-                 conditions: Sequence[AttrCondition] = (), slots: int = 0,
-                 slot_name_len: int = 16):
+    def __init__(
+        self,
+        tags: Sequence[str],
+        *,
+        max_depth: int = 16,
+        max_name: int = 32,
+        conditions: Sequence[AttrCondition] = (),
+        slots: int = 0,
+        slot_name_len: int = 16,
+    ):
         """``slots``: comparator slots loaded at run time instead of ``conditions`` (the
         programmable engine's; see :mod:`xpfilt.hdl.slots`), through the ``slot_load`` port;
         names and strings of at most ``slot_name_len`` bytes."""
@@ -450,19 +567,23 @@ class FrontEnd(wiring.Component):
         self.conditions = tuple(conditions)
         for cond in self.conditions:
             if cond.kind == "number" and number_digits(cond.number) is None:
-                raise ValueError(f"number must have at most {NUMBER_DIGITS} digits, not "
-                                 f"{cond.literal!r}")
+                raise ValueError(
+                    f"number must have at most {NUMBER_DIGITS} digits, not {cond.literal!r}"
+                )
         self.tag_width = tag_width_for(len(self.tags))
         self.n_conds = len(self.conditions) or slots
-        self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth,
-                                        n_conds=self.n_conds)
-        super().__init__({
-            "bytes_in": In(stream.Signature(ByteLayout)),
-            "events": Out(self.event_layout),
-            "tos": Out(range(max_depth + 1)),
-            "name_tap": Out(NameTapLayout(max_name=max_name)),
-            **({"slot_load": In(SlotLoadLayout(slot_name_len))} if slots else {}),
-        })
+        self.event_layout = EventLayout(
+            tag_width=self.tag_width, max_depth=max_depth, n_conds=self.n_conds
+        )
+        super().__init__(
+            {
+                "bytes_in": In(stream.Signature(ByteLayout)),
+                "events": Out(self.event_layout),
+                "tos": Out(range(max_depth + 1)),
+                "name_tap": Out(NameTapLayout(max_name=max_name)),
+                **({"slot_load": In(SlotLoadLayout(slot_name_len))} if slots else {}),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -479,11 +600,17 @@ class FrontEnd(wiring.Component):
         low = Signal(16)
         raw = self.bytes_in.payload.data
         raw_high, raw_low = Signal(16), Signal(16)
-        m.d.comb += [raw_high.eq(Cat(*(raw[4:] == h for h in range(16)))),
-                     raw_low.eq(Cat(*(raw[:4] == n for n in range(16))))]
-        m.d.sync += [valid1.eq(self.bytes_in.valid), c1.eq(raw),
-                     last1.eq(self.bytes_in.valid & self.bytes_in.payload.last),
-                     high.eq(raw_high), low.eq(raw_low)]
+        m.d.comb += [
+            raw_high.eq(Cat(*(raw[4:] == h for h in range(16)))),
+            raw_low.eq(Cat(*(raw[:4] == n for n in range(16)))),
+        ]
+        m.d.sync += [
+            valid1.eq(self.bytes_in.valid),
+            c1.eq(raw),
+            last1.eq(self.bytes_in.valid & self.bytes_in.payload.last),
+            high.eq(raw_high),
+            low.eq(raw_low),
+        ]
 
         # === stage D2: the byte registered with its classes (one flip-flop per test), each an
         # AND of two nibble bits or an OR of (high nibble AND a set of low nibbles) ===
@@ -514,17 +641,17 @@ class FrontEnd(wiring.Component):
             return eq(ord(text))
 
         # === stage P: the byte parser and the tag decoder (a trie) ===
-        state = Signal(len(State), init=1 << S.TEXT.value)   # one-hot: bit s.value
-        level = Signal(range(max_depth + 1))           # depth after the events parsed so far
+        state = Signal(len(State), init=1 << S.TEXT.value)  # one-hot: bit s.value
+        level = Signal(range(max_depth + 1))  # depth after the events parsed so far
         # levels open beyond max_depth: ``excess`` plus the last byte's change (``ex_up``,
         # ``ex_down``), added a cycle late so that the counter's carry is off the byte's path
         excess = Signal(EXCESS_WIDTH)
         ex_up = Signal()
         ex_down = Signal()
-        root_seen = Signal()                           # the root element has been pushed
-        in_subset = Signal()                           # inside the DOCTYPE internal subset
+        root_seen = Signal()  # the root element has been pushed
+        in_subset = Signal()  # inside the DOCTYPE internal subset
         kw = Signal(range(max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD))))
-        pos = Signal(range(max_name + 2))              # name bytes so far (saturating)
+        pos = Signal(range(max_name + 2))  # name bytes so far (saturating)
 
         # --- tag decoder: a trie over the dictionary's names, one flip-flop per prefix:
         # ``trie[k]`` is 1 when the name read so far is ``prefixes[k]`` (``empty``: no name byte
@@ -536,8 +663,7 @@ class FrontEnd(wiring.Component):
         # so that the enable of its hundreds of bits comes from registers, not from the
         # parser's decode, and it holds in stage E the name before the event's byte: its
         # whole names' bits are the tag one-hot the encoder reads ---
-        prefixes = list(dict.fromkeys(t[:k] for t in self.tag_bytes
-                                      for k in range(1, len(t) + 1)))
+        prefixes = list(dict.fromkeys(t[:k] for t in self.tag_bytes for k in range(1, len(t) + 1)))
         node = {p: k for k, p in enumerate(prefixes)}
         empty = Signal(init=1)
         trie = Signal(max(1, len(prefixes)))
@@ -547,26 +673,40 @@ class FrontEnd(wiring.Component):
             for b in sorted({p[-1] for p in prefixes}):
                 t_eq[b] = Signal(name=f"t_eq_{b:02x}")
                 m.d.sync += t_eq[b].eq(eq(b))
-            trie_upd = Cat(*((empty if len(p) == 1 else trie[node[p[:-1]]]) & t_eq[p[-1]]
-                             for p in prefixes))
-            tag_id = Cat(*(Cat(*(trie[node[t]] for i, t in enumerate(self.tag_bytes)
-                                 if (i + 1) >> bit & 1)).any()
-                           for bit in range(self.tag_width)))
+            trie_upd = Cat(
+                *((empty if len(p) == 1 else trie[node[p[:-1]]]) & t_eq[p[-1]] for p in prefixes)
+            )
+            tag_id = Cat(
+                *(
+                    Cat(
+                        *(trie[node[t]] for i, t in enumerate(self.tag_bytes) if (i + 1) >> bit & 1)
+                    ).any()
+                    for bit in range(self.tag_width)
+                )
+            )
         else:
             trie_upd = Const(0, 1)
             tag_id = Const(0, self.tag_width)
 
-
         # --- byte parser: a one-hot state machine, written as each state's branches in order
         # (the first whose byte test holds is taken; ``None``: stay), each next-state bit and
         # each request an OR of (state bit AND byte test AND no earlier branch) ---
-        tests = ByteTests(ch=ch, eq=eq, ws=is_ws, nstart=is_nstart, nchar=is_nchar,
-                          upper=is_upper)
-        nstate, req = parse_byte(m, state, tests, level=level, root_seen=root_seen,
-                                 in_subset=in_subset, kw=kw)
+        tests = ByteTests(ch=ch, eq=eq, ws=is_ws, nstart=is_nstart, nchar=is_nchar, upper=is_upper)
+        nstate, req = parse_byte(
+            m, state, tests, level=level, root_seen=root_seen, in_subset=in_subset, kw=kw
+        )
         name_byte, name_hold, push_req, pop_req, pop_check, bad, kw_inc = (
-            req[name] for name in ("name_byte", "name_hold", "push_req", "pop_req", "pop_check",
-                                   "bad", "kw_inc"))
+            req[name]
+            for name in (
+                "name_byte",
+                "name_hold",
+                "push_req",
+                "pop_req",
+                "pop_check",
+                "bad",
+                "kw_inc",
+            )
+        )
 
         # --- the name registers' step off the parser's state decode: ``name_byte`` is raised
         # by first branches only (:func:`first_branch_states`), so it is an OR over groups of
@@ -578,14 +718,13 @@ class FrontEnd(wiring.Component):
         group_regs = []
         name_go = Const(0, 1)
         for test, states in first_branch_states(
-                parser_table(tests, level=level, root_seen=root_seen, in_subset=in_subset,
-                             kw=kw), "name_byte"):
+            parser_table(tests, level=level, root_seen=root_seen, in_subset=in_subset, kw=kw),
+            "name_byte",
+        ):
             key = next((k for k, (sig, _) in classes.items() if sig is test), None)
             if key is None:
-                raise ValueError(f"name_byte's tests must be registered byte classes, not "
-                                 f"{test!r}")
-            in_group = Signal(name=f"in_{key}",
-                              init=any(state.init >> s.value & 1 for s in states))
+                raise ValueError(f"name_byte's tests must be registered byte classes, not {test!r}")
+            in_group = Signal(name=f"in_{key}", init=any(state.init >> s.value & 1 for s in states))
             group_regs.append((in_group, Cat(*(nstate[s.value] for s in states)).any()))
             go = registered(f"{key}_go", classes[key][1] & valid1 & ~last1)
             name_go = name_go | (in_group & go)
@@ -596,12 +735,22 @@ class FrontEnd(wiring.Component):
         ahead = None
         if self.slots or AttributeConditions(self.conditions).conditions:
             ahead = self._requests_ahead(
-                m, req, state=state, nstate=nstate, valid=valid, last=last, valid1=valid1,
-                last1=last1, high=raw_high, low=raw_low,
-                parser=dict(level=level, root_seen=root_seen, in_subset=in_subset, kw=kw))
+                m,
+                req,
+                state=state,
+                nstate=nstate,
+                valid=valid,
+                last=last,
+                valid1=valid1,
+                last1=last1,
+                high=raw_high,
+                low=raw_low,
+                parser=dict(level=level, root_seen=root_seen, in_subset=in_subset, kw=kw),
+            )
         if not self.slots:
-            conds, undecided = self._attribute_conditions(m, req, ahead, valid, last, eq,
-                                                          registered, member)
+            conds, undecided = self._attribute_conditions(
+                m, req, ahead, valid, last, eq, registered, member
+            )
 
         # --- depth bookkeeping: what the byte does to the stack ---
         nlevel = Signal.like(level)
@@ -615,13 +764,19 @@ class FrontEnd(wiring.Component):
         # the routed critical path of 1,024 queries with 2 predicates each, router1, clk on
         # G2, seed 2, RTL 4d1425ddbaf9; through the adder, ex_down -> ex_at, 6.75 ns, was
         # that of the engine without predicates, RTL d0cd34706293)
-        ex_at = {v: Signal(name=f"ex_at_{k}", init=v == 0)
-                 for k, v in enumerate((0, 1, ex_max - 1, ex_max))}
+        ex_at = {
+            v: Signal(name=f"ex_at_{k}", init=v == 0)
+            for k, v in enumerate((0, 1, ex_max - 1, ex_max))
+        }
         ex_eq = {v: excess == v for v in (0, 1, 2, ex_max - 2, ex_max - 1, ex_max)}
 
-        def ex_at_next(v):      # excess + ex_up - ex_down == v (it never wraps)
-            return Cat(ex_eq[v] & ex_still, ex_eq[v - 1] & ex_up if v > 0 else Const(0, 1),
-                       ex_eq[v + 1] & ex_down if v < ex_max else Const(0, 1)).any()
+        def ex_at_next(v):  # excess + ex_up - ex_down == v (it never wraps)
+            return Cat(
+                ex_eq[v] & ex_still,
+                ex_eq[v - 1] & ex_up if v > 0 else Const(0, 1),
+                ex_eq[v + 1] & ex_down if v < ex_max else Const(0, 1),
+            ).any()
+
         ex_is_zero = (ex_at[0] & ex_still) | (ex_at[1] & ex_down)
         ex_is_max = (ex_at[ex_max] & ex_still) | (ex_at[ex_max - 1] & ex_up)
         nroot_seen = Signal()
@@ -631,16 +786,23 @@ class FrontEnd(wiring.Component):
         do_push = Signal()
         do_pop = Signal()
         ev_level = Signal.like(level)
-        m.d.comb += [nlevel.eq(level), nroot_seen.eq(root_seen),
-                     too_long.eq(name_byte & (pos >= max_name))]
+        m.d.comb += [
+            nlevel.eq(level),
+            nroot_seen.eq(root_seen),
+            too_long.eq(name_byte & (pos >= max_name)),
+        ]
         with m.If(push_req):
             with m.If(level == max_depth):
                 m.d.comb += overflow.eq(1)
                 with m.If(~ex_is_max):
                     m.d.comb += ex_inc.eq(1)
             with m.Else():
-                m.d.comb += [do_push.eq(1), ev_level.eq(level + 1), nlevel.eq(level + 1),
-                             nroot_seen.eq(1)]
+                m.d.comb += [
+                    do_push.eq(1),
+                    ev_level.eq(level + 1),
+                    nlevel.eq(level + 1),
+                    nroot_seen.eq(1),
+                ]
         with m.If(pop_req):
             with m.If(~ex_is_zero):
                 m.d.comb += ex_dec.eq(1)
@@ -652,13 +814,25 @@ class FrontEnd(wiring.Component):
         # --- text conditions: the text nodes' comparators and the bits per open element ---
         if self.slots:
             conds, undecided, tconds, tundecided, pop_chains = self._slot_conditions(
-                m, req, ahead, valid, last, c, eq, registered, member,
+                m,
+                req,
+                ahead,
+                valid,
+                last,
+                c,
+                eq,
+                registered,
+                member,
                 self._text_nodes(m, req, valid, last, level, ex_is_zero),
-                level=level, do_push=do_push, do_pop=do_pop,
-                enter_text=valid & ~last & nstate[S.TEXT.value])
+                level=level,
+                do_push=do_push,
+                do_pop=do_pop,
+                enter_text=valid & ~last & nstate[S.TEXT.value],
+            )
         else:
-            tconds, tundecided = self._text_conditions(m, req, valid, last, level, ex_is_zero,
-                                                       do_push, do_pop, eq, registered, member)
+            tconds, tundecided = self._text_conditions(
+                m, req, valid, last, level, ex_is_zero, do_push, do_pop, eq, registered, member
+            )
 
         found = Signal(ErrorFlags)
         m.d.comb += [
@@ -691,20 +865,30 @@ class FrontEnd(wiring.Component):
         with m.If(valid):
             with m.If(last):
                 m.d.sync += [
-                    state.eq(state.init), level.eq(0), excess.eq(0), ex_up.eq(0),
-                    ex_down.eq(0), root_seen.eq(0), *(at.eq(v == 0) for v, at in ex_at.items()),
-                    in_subset.eq(0), kw.eq(0),
+                    state.eq(state.init),
+                    level.eq(0),
+                    excess.eq(0),
+                    ex_up.eq(0),
+                    ex_down.eq(0),
+                    root_seen.eq(0),
+                    *(at.eq(v == 0) for v, at in ex_at.items()),
+                    in_subset.eq(0),
+                    kw.eq(0),
                     *(g.eq(g.init) for g, _ in group_regs),
                 ]
             with m.Else():
                 m.d.sync += [
-                    state.eq(nstate), level.eq(nlevel),
-                    excess.eq(excess + ex_up - ex_down), ex_up.eq(ex_inc), ex_down.eq(ex_dec),
+                    state.eq(nstate),
+                    level.eq(nlevel),
+                    excess.eq(excess + ex_up - ex_down),
+                    ex_up.eq(ex_inc),
+                    ex_down.eq(ex_dec),
                     *(at.eq(ex_at_next(v)) for v, at in ex_at.items()),
                     root_seen.eq(nroot_seen),
-                    in_subset.eq(nstate[S.SUBSET.value] |
-                                 (in_subset & ~nstate[S.TEXT.value] &
-                                  ~nstate[S.DT_AFTER.value])),
+                    in_subset.eq(
+                        nstate[S.SUBSET.value]
+                        | (in_subset & ~nstate[S.TEXT.value] & ~nstate[S.DT_AFTER.value])
+                    ),
                     kw.eq(Mux(kw_inc, kw + 1, 0)),
                     *(g.eq(value) for g, value in group_regs),
                 ]
@@ -722,24 +906,31 @@ class FrontEnd(wiring.Component):
         # (tag id, name hash) per level; row 0 is the all-zero root sentinel. A push to level L
         # reads its parent at L - 1 and writes row L; a checked pop at L reads row L: both read
         # the row of the level before the event (``e_addr``).
-        e_valid, e_push, e_pop, e_check, e_last = (Signal(name=f"e_{n}") for n in
-                                                   ("valid", "push", "pop", "check", "last"))
+        e_valid, e_push, e_pop, e_check, e_last = (
+            Signal(name=f"e_{n}") for n in ("valid", "push", "pop", "check", "last")
+        )
         e_level = Signal(range(max_depth + 1))
         e_addr = Signal(range(max_depth + 1))
         e_tag = Signal(self.tag_width)
-        e_found = Signal(ErrorFlags)   # the errors this byte raised
-        e_ntext = Signal()             # the parser's next state is TEXT; its next level and root
+        e_found = Signal(ErrorFlags)  # the errors this byte raised
+        e_ntext = Signal()  # the parser's next state is TEXT; its next level and root
         e_nlevel = Signal.like(level)  # flag: before the reset at the last byte (for "left
-                                       # unfinished")
+        # unfinished")
         e_nroot = Signal()
-        e_tconds = Signal(max(1, self.n_conds))   # a pop's text bits (attribute
-        m.d.sync += e_tconds.eq(tconds)                     # bits: see stage F)
+        e_tconds = Signal(max(1, self.n_conds))  # a pop's text bits (attribute
+        m.d.sync += e_tconds.eq(tconds)  # bits: see stage F)
         m.d.sync += [
-            e_valid.eq(valid), e_push.eq(valid & do_push), e_pop.eq(valid & do_pop),
-            e_check.eq(pop_check), e_last.eq(valid & last),
-            e_level.eq(Mux(valid, ev_level, 0)), e_addr.eq(level),
+            e_valid.eq(valid),
+            e_push.eq(valid & do_push),
+            e_pop.eq(valid & do_pop),
+            e_check.eq(pop_check),
+            e_last.eq(valid & last),
+            e_level.eq(Mux(valid, ev_level, 0)),
+            e_addr.eq(level),
             e_found.eq(Mux(valid, found.as_value(), 0)),
-            e_ntext.eq(nstate[S.TEXT.value]), e_nlevel.eq(nlevel), e_nroot.eq(nroot_seen),
+            e_ntext.eq(nstate[S.TEXT.value]),
+            e_nlevel.eq(nlevel),
+            e_nroot.eq(nroot_seen),
         ]
         m.d.comb += e_tag.eq(tag_id)
         # the name hash (CRC-8) runs a cycle behind the parser: it folds in the byte stage P
@@ -750,25 +941,29 @@ class FrontEnd(wiring.Component):
         hsh = Signal(HASH_WIDTH, init=HASH_INIT)
         h_adv, h_keep = Signal(), Signal()
         h_byte = Signal(HASH_WIDTH)
-        m.d.sync += [h_adv.eq(name_go),
-                     h_keep.eq(~valid | (~last & name_hold)),
-                     h_byte.eq(hash_power(c, 1))]
+        m.d.sync += [
+            h_adv.eq(name_go),
+            h_keep.eq(~valid | (~last & name_hold)),
+            h_byte.eq(hash_power(c, 1)),
+        ]
         with m.If(h_adv):
             m.d.sync += hsh.eq(hash_power(hsh, 1) ^ h_byte)
         with m.Elif(~h_keep):
             m.d.sync += hsh.eq(HASH_INIT)
         m.submodules.stack = stack = Memory(
-            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
+            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[]
+        )
         row = stack.read_port(domain="comb")
         m.d.comb += row.addr.eq(e_addr)
         unfinished = ~e_ntext | (e_nlevel != 0) | ~e_nroot
-        sticky = Signal(ErrorFlags)    # the errors of this document's earlier bytes
+        sticky = Signal(ErrorFlags)  # the errors of this document's earlier bytes
         with m.If(e_valid):
             m.d.sync += sticky.eq(Mux(e_last, 0, sticky.as_value() | e_found.as_value()))
 
         # === stage F: the end-tag check, the event ===
-        f_valid, f_push, f_pop, f_check, f_last = (Signal(name=f"f_{n}") for n in
-                                                   ("valid", "push", "pop", "check", "last"))
+        f_valid, f_push, f_pop, f_check, f_last = (
+            Signal(name=f"f_{n}") for n in ("valid", "push", "pop", "check", "last")
+        )
         f_level = Signal(range(max_depth + 1))
         f_tag = Signal(self.tag_width)
         f_hash = Signal(HASH_WIDTH)
@@ -777,9 +972,15 @@ class FrontEnd(wiring.Component):
         f_tconds = Signal.like(e_tconds)
         m.d.sync += f_tconds.eq(e_tconds)
         m.d.sync += [
-            f_valid.eq(e_valid), f_push.eq(e_push), f_pop.eq(e_pop),
-            f_check.eq(e_pop & e_check), f_last.eq(e_last), f_level.eq(e_level),
-            f_tag.eq(e_tag), f_hash.eq(hsh), f_row.eq(row.data),
+            f_valid.eq(e_valid),
+            f_push.eq(e_push),
+            f_pop.eq(e_pop),
+            f_check.eq(e_pop & e_check),
+            f_last.eq(e_last),
+            f_level.eq(e_level),
+            f_tag.eq(e_tag),
+            f_hash.eq(hsh),
+            f_row.eq(row.data),
             f_errors.eq(Mux(e_last, sticky.as_value() | e_found.as_value() | unfinished, 0)),
         ]
         # a push writes its row in stage F, from registers only. The next event that reads it
@@ -793,7 +994,7 @@ class FrontEnd(wiring.Component):
             push_port.en.eq(f_push),
         ]
         mismatch = f_check & ((f_row.tag != f_tag) | (f_row.hash != f_hash))
-        mismatched = Signal()          # an end tag of this document did not match
+        mismatched = Signal()  # an end tag of this document did not match
         tos = Signal.like(self.tos)
         m.d.comb += self.tos.eq(tos)
         ev = Signal(self.event_layout)
@@ -859,8 +1060,18 @@ class FrontEnd(wiring.Component):
             staged = Signal(len(value))
             m.d.sync += staged.eq(value)
             return staged
-        step = attrs.step(regs, req, valid=valid, last=last, eq=eq, registered=registered,
-                          member=member, stage=stage, ahead=ahead)
+
+        step = attrs.step(
+            regs,
+            req,
+            valid=valid,
+            last=last,
+            eq=eq,
+            registered=registered,
+            member=member,
+            stage=stage,
+            ahead=ahead,
+        )
         m.d.sync += [regs[k].eq(v) for k, v in step.next.items()]
         # The decision at a closing quote is taken in two registered steps (``step``'s
         # ``decided`` with ``stage``) and ORed into ``conds`` two cycles after the quote, so no
@@ -912,8 +1123,9 @@ class FrontEnd(wiring.Component):
         return conds
 
     @staticmethod
-    def _requests_ahead(m, req, *, state, nstate, valid, last, valid1, last1, high, low,
-                        parser) -> SimpleNamespace:
+    def _requests_ahead(
+        m, req, *, state, nstate, valid, last, valid1, last1, high, low, parser
+    ) -> SimpleNamespace:
         """The parser's requests the comparator slots (and the custom engine's attribute
         comparators and name CAM) step on, a cycle ahead into registers (so that their
         restart, feed and enables, each fanned out to every slot or comparator, come from
@@ -939,13 +1151,18 @@ class FrontEnd(wiring.Component):
         path of 1 x 128 with 8 slots, 10.46 ns (RTL 025511447e19); the parser's state ->
         ``a_igt`` that of 1,024 queries with 1 attribute predicate each (7.35 ns, router1, RTL
         dfcd87ee5742)."""
+
         def eq(b):
             return high[b >> 4] & low[b & 15]
-        tests = ByteTests(ch=lambda text: eq(ord(text)), eq=eq,
-                          ws=nibble_member(high, low, WHITESPACE),
-                          nstart=nibble_member(high, low, NAME_START),
-                          nchar=nibble_member(high, low, NAME_CHAR),
-                          upper=nibble_member(high, low, range(ord("A"), ord("Z") + 1)))
+
+        tests = ByteTests(
+            ch=lambda text: eq(ord(text)),
+            eq=eq,
+            ws=nibble_member(high, low, WHITESPACE),
+            nstart=nibble_member(high, low, NAME_START),
+            nchar=nibble_member(high, low, NAME_CHAR),
+            upper=nibble_member(high, low, range(ord("A"), ord("Z") + 1)),
+        )
         names = ("val_start", "text_end", "val_byte", "text_byte", "attr_byte", "attr_end")
         following = Mux(valid, Mux(last, state.init, nstate), state)
         nxt = {}
@@ -953,15 +1170,21 @@ class FrontEnd(wiring.Component):
             terms = []
             for s, raised in in_state.items():
                 in_s = Signal(name=f"slot_{name}_in_{s.name.lower()}")
-                m.d.sync += in_s.eq(raised)          # with stage D1: the next byte's
+                m.d.sync += in_s.eq(raised)  # with stage D1: the next byte's
                 terms.append(following[s.value] & in_s)
             nxt[name] = Cat(*terms).any() if terms else Const(0, 1)
         go = valid1 & ~last1
-        regs = SimpleNamespace(**{name: Signal(name=f"slot_{name}") for name in
-                                  ("start", "fed", "attr_byte", "attr_end", "val_start")})
+        regs = SimpleNamespace(
+            **{
+                name: Signal(name=f"slot_{name}")
+                for name in ("start", "fed", "attr_byte", "attr_end", "val_start")
+            }
+        )
         m.d.sync += [
-            regs.start.eq((valid1 & (last1 | nxt["val_start"] | nxt["text_end"]))
-                          | (valid & ~last & req["val_end"])),   # decided in the next cycle
+            regs.start.eq(
+                (valid1 & (last1 | nxt["val_start"] | nxt["text_end"]))
+                | (valid & ~last & req["val_end"])
+            ),  # decided in the next cycle
             regs.fed.eq(go & (nxt["val_byte"] | nxt["text_byte"])),
             regs.attr_byte.eq(go & nxt["attr_byte"]),
             regs.attr_end.eq(go & nxt["attr_end"]),
@@ -969,27 +1192,60 @@ class FrontEnd(wiring.Component):
         ]
         return regs
 
-    def _slot_conditions(self, m, req, ahead, valid, last, byte, eq, registered, member,
-                         text, *, level, do_push, do_pop, enter_text):
+    def _slot_conditions(
+        self,
+        m,
+        req,
+        ahead,
+        valid,
+        last,
+        byte,
+        eq,
+        registered,
+        member,
+        text,
+        *,
+        level,
+        do_push,
+        do_pop,
+        enter_text,
+    ):
         """Stage P's comparator slots (:func:`xpfilt.hdl.slots.comparator_slots`) over the
         attribute values and the text nodes (``text``: :meth:`_text_nodes`): (the chain bits
         of the start tag being read, from a register; this byte makes a compared value
         undecided; the slots' text bits of the element a pop closes; this byte makes a text
         node undecided; a function from those to their chains' bits at the pop)."""
-        decided = Signal()                 # the cycle after an attribute value's closing quote
+        decided = Signal()  # the cycle after an attribute value's closing quote
         m.d.sync += decided.eq(valid & ~last & req["val_end"])
-        lexer = self._value_lexer(m, start=ahead.start, byte=ahead.fed, eq=eq,
-                                  registered=registered, member=member)
+        lexer = self._value_lexer(
+            m, start=ahead.start, byte=ahead.fed, eq=eq, registered=registered, member=member
+        )
         slots = comparator_slots(
-            m, self.slot_load, slots=self.slots, max_tag_len=self.slot_name_len, req=req,
+            m,
+            self.slot_load,
+            slots=self.slots,
+            max_tag_len=self.slot_name_len,
+            req=req,
             ahead=ahead,
-            valid=valid, last=last, byte=byte, lexer=lexer, registered=registered,
-            member=member, decided=decided, text=text, enter_text=enter_text)
-        conds = slots.chains(self._condition_register(m, req, valid, last, slots.decided),
-                             "push")
+            valid=valid,
+            last=last,
+            byte=byte,
+            lexer=lexer,
+            registered=registered,
+            member=member,
+            decided=decided,
+            text=text,
+            enter_text=enter_text,
+        )
+        conds = slots.chains(self._condition_register(m, req, valid, last, slots.decided), "push")
         row = self._text_stack(m, slots.text_bits, text.decide, level, do_push, valid, last)
-        return (conds, slots.undecided, Mux(do_pop, row, 0), slots.text_undecided,
-                lambda bits: slots.chains(bits, "pop"))
+        return (
+            conds,
+            slots.undecided,
+            Mux(do_pop, row, 0),
+            slots.text_undecided,
+            lambda bits: slots.chains(bits, "pop"),
+        )
 
     @staticmethod
     def _text_nodes(m, req, valid, last, level, ex_is_zero) -> SimpleNamespace:
@@ -1016,8 +1272,9 @@ class FrontEnd(wiring.Component):
         ]
         return rd.data
 
-    def _text_conditions(self, m, req, valid, last, level, ex_is_zero, do_push, do_pop,
-                         eq, registered, member):
+    def _text_conditions(
+        self, m, req, valid, last, level, ex_is_zero, do_push, do_pop, eq, registered, member
+    ):
         """Stage P's text-condition logic (:class:`TextConditions` in registers and the text
         stack): (the text condition bits of the element a pop closes, full width with zeros
         for attribute conditions; this byte makes a text node undecided)."""
@@ -1025,25 +1282,39 @@ class FrontEnd(wiring.Component):
         if not texts.conditions:
             return Const(0, texts.width), Const(0, 1)
         regs = state_registers(texts.state, "t_")
-        step = texts.step(regs, req, valid=valid, last=last, inside=(level != 0) & ex_is_zero,
-                          eq=eq, registered=registered, member=member)
+        step = texts.step(
+            regs,
+            req,
+            valid=valid,
+            last=last,
+            inside=(level != 0) & ex_is_zero,
+            eq=eq,
+            registered=registered,
+            member=member,
+        )
         m.d.sync += [regs[k].eq(v) for k, v in step.next.items()]
         row = self._text_stack(m, step.bits, step.decide, level, do_push, valid, last)
         return Mux(do_pop, texts.full(row), 0), step.undecided
 
     @staticmethod
-    def _comparators(m, conditions, *, start, byte, space_like_tabs, name, eq, registered,
-                     member):
+    def _comparators(m, conditions, *, start, byte, space_like_tabs, name, eq, registered, member):
         """The value comparators over one byte stream (an attribute value, a text node) in
         registers (:func:`comparators`): ``start`` resets them, ``byte`` feeds the current
         byte. Returns (per condition, its decision over the bytes fed so far, 0 when
         undecided; ``&`` or CR seen; the number is undecided)."""
         spec = comparator_state(conditions)
         regs = state_registers(spec, name)
-        cmp = comparators(conditions, regs, space_like_tabs=space_like_tabs, eq=eq,
-                          registered=registered, member=member)
-        m.d.sync += [regs[k].eq(v) for k, v in advance(spec, regs, cmp.next, start=start,
-                                                        byte=byte).items()]
+        cmp = comparators(
+            conditions,
+            regs,
+            space_like_tabs=space_like_tabs,
+            eq=eq,
+            registered=registered,
+            member=member,
+        )
+        m.d.sync += [
+            regs[k].eq(v) for k, v in advance(spec, regs, cmp.next, start=start, byte=byte).items()
+        ]
         return cmp.bits, cmp.amp, cmp.num_undec
 
     @staticmethod
@@ -1052,8 +1323,10 @@ class FrontEnd(wiring.Component):
         byte."""
         regs = state_registers(LEXER_STATE, "lx_")
         lx = value_lexer(regs, eq=eq, registered=registered, member=member)
-        m.d.sync += [regs[k].eq(v) for k, v in advance(LEXER_STATE, regs, lx.next, start=start,
-                                                        byte=byte).items()]
+        m.d.sync += [
+            regs[k].eq(v)
+            for k, v in advance(LEXER_STATE, regs, lx.next, start=start, byte=byte).items()
+        ]
         return lx
 
 
@@ -1065,18 +1338,29 @@ def state_registers(spec: dict, prefix: str) -> dict:
 def advance(spec: dict, cur: dict, nxt: dict, *, start, byte) -> dict:
     """The state after one byte of a comparator's stream: reset by ``start``, ``nxt`` if
     ``byte`` feeds it, else ``cur``."""
-    return {k: Mux(start, spec[k][1], Mux(byte, nxt[k], cur[k])) if k in nxt
-            else Mux(start, spec[k][1], cur[k]) for k in spec}
+    return {
+        k: Mux(start, spec[k][1], Mux(byte, nxt[k], cur[k]))
+        if k in nxt
+        else Mux(start, spec[k][1], cur[k])
+        for k in spec
+    }
 
 
 #: The number lexer's states (one-hot, see :func:`xpfilt.hwspec.contract.value_number`).
 LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
 #: The value lexer's state ({name: (shape, reset value)}, see :func:`value_lexer`).
-LEXER_STATE = {"amp": (1, 0), "lex": (8, 1 << LEAD), "neg": (1, 0), "isig": (1, 0),
-               "nonzero": (1, 0), "ndig": (range(NUMBER_DIGITS + 2), 0),
-               "ipos": (NUMBER_DIGITS + 1, 1), "fpos": (NUMBER_DIGITS + 1, 1),
-               "ibelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2),
-               "fbelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2)}
+LEXER_STATE = {
+    "amp": (1, 0),
+    "lex": (8, 1 << LEAD),
+    "neg": (1, 0),
+    "isig": (1, 0),
+    "nonzero": (1, 0),
+    "ndig": (range(NUMBER_DIGITS + 2), 0),
+    "ipos": (NUMBER_DIGITS + 1, 1),
+    "fpos": (NUMBER_DIGITS + 1, 1),
+    "ibelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2),
+    "fbelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2),
+}
 
 
 def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
@@ -1089,28 +1373,28 @@ def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
     ``ibelow`` / ``fbelow`` the same counts as thermometers, bit ``L`` = fewer than ``L``;
     ``dlt(k)`` / ``dgt(k)``: the byte is a digit below / above ``k``); ``relation`` and
     ``number_bit`` decide a comparison from the first differences with a literal's digits."""
-    amp, lex, neg, isig, nonzero, ndig, ipos, fpos, ibelow, fbelow = (
-        cur[k] for k in LEXER_STATE)
+    amp, lex, neg, isig, nonzero, ndig, ipos, fpos, ibelow, fbelow = (cur[k] for k in LEXER_STATE)
     digit = registered("digit", member(range(0x30, 0x3A)))
     nz = registered("digit_nz", member(range(0x31, 0x3A)))
     ws = registered("vws", member(b" \t\n"))
     dot, minus = eq(ord(".")), eq(ord("-"))
     expo = registered("expo", member(b"eE"))
 
-    def dlt(k):     # the digit byte is below k
+    def dlt(k):  # the digit byte is below k
         return registered(f"dlt_{k}", member(range(0x30, 0x30 + k)))
 
-    def dgt(k):     # the digit byte is above k
+    def dgt(k):  # the digit byte is above k
         return registered(f"dgt_{k}", member(range(0x31 + k, 0x3A)))
 
     nxt = [[] for _ in range(8)]
     for here, branches in (
-            (LEAD, [(ws, LEAD), (minus, SIGN), (digit, INT), (dot, DOT)]),
-            (SIGN, [(digit, INT), (dot, DOT)]),
-            (INT, [(digit, INT), (dot, FRAC), (ws, TRAIL), (expo, UNDEC)]),
-            (DOT, [(digit, FRAC)]),
-            (FRAC, [(digit, FRAC), (ws, TRAIL), (expo, UNDEC)]),
-            (TRAIL, [(ws, TRAIL)])):
+        (LEAD, [(ws, LEAD), (minus, SIGN), (digit, INT), (dot, DOT)]),
+        (SIGN, [(digit, INT), (dot, DOT)]),
+        (INT, [(digit, INT), (dot, FRAC), (ws, TRAIL), (expo, UNDEC)]),
+        (DOT, [(digit, FRAC)]),
+        (FRAC, [(digit, FRAC), (ws, TRAIL), (expo, UNDEC)]),
+        (TRAIL, [(ws, TRAIL)]),
+    ):
         taken = []
         for test, target in branches:
             nxt[target].append(lex[here] & test)
@@ -1123,13 +1407,17 @@ def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
     frac_digit = digit & (lex[DOT] | lex[FRAC])
     sig_digit = int_digit & (isig | nz)
     nxt_state = {
-        "amp": amp | eq(ord("&")) | eq(ord("\r")), "lex": lex_next,
-        "neg": neg | (lex[LEAD] & minus), "isig": isig | sig_digit,
+        "amp": amp | eq(ord("&")) | eq(ord("\r")),
+        "lex": lex_next,
+        "neg": neg | (lex[LEAD] & minus),
+        "isig": isig | sig_digit,
         "nonzero": nonzero | ((int_digit | frac_digit) & nz),
         "ndig": Mux((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1), ndig + 1, ndig),
-        "ipos": Mux(sig_digit, ipos << 1, ipos), "fpos": Mux(frac_digit, fpos << 1, fpos),
+        "ipos": Mux(sig_digit, ipos << 1, ipos),
+        "fpos": Mux(frac_digit, fpos << 1, fpos),
         "ibelow": Mux(sig_digit, ibelow << 1, ibelow),
-        "fbelow": Mux(frac_digit, fbelow << 1, fbelow)}
+        "fbelow": Mux(frac_digit, fbelow << 1, fbelow),
+    }
     num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
     num_nan = ~num_valid & ~lex[UNDEC]
     num_undec = lex[UNDEC] | (num_valid & (ndig == NUMBER_DIGITS + 1))
@@ -1142,45 +1430,74 @@ def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
         mag_gt = i_longer | (i_same & (igt | (~ilt & fgt)))
         mag_eq = ~mag_lt & ~mag_gt
         if isinstance(kneg, bool):
-            return ((vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt) if kneg else
-                    (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt))
-        return (Mux(kneg, vneg & mag_gt, vneg | mag_lt), mag_eq & (vneg == kneg),
-                Mux(kneg, ~vneg | mag_lt, ~vneg & mag_gt))
+            return (
+                (vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt)
+                if kneg
+                else (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt)
+            )
+        return (
+            Mux(kneg, vneg & mag_gt, vneg | mag_lt),
+            mag_eq & (vneg == kneg),
+            Mux(kneg, ~vneg | mag_lt, ~vneg & mag_gt),
+        )
 
     def number_bit(op, lt, eq_, gt):
         """A number comparison ``op`` decided (0 when undecided)."""
-        bit = {"=": num_valid & eq_, "!=": num_nan | (num_valid & ~eq_),
-               "<": num_valid & lt, "<=": num_valid & (lt | eq_),
-               ">": num_valid & gt, ">=": num_valid & (gt | eq_)}[op]
+        bit = {
+            "=": num_valid & eq_,
+            "!=": num_nan | (num_valid & ~eq_),
+            "<": num_valid & lt,
+            "<=": num_valid & (lt | eq_),
+            ">": num_valid & gt,
+            ">=": num_valid & (gt | eq_),
+        }[op]
         return bit & ~amp & ~num_undec
 
-    return SimpleNamespace(next=nxt_state, amp=amp, lex=lex, ipos=ipos, fpos=fpos,
-                           ibelow=ibelow, fbelow=fbelow, digit=digit,
-                           sig_digit=sig_digit, frac_digit=frac_digit, dlt=dlt, dgt=dgt,
-                           num_valid=num_valid, num_nan=num_nan, num_undec=num_undec,
-                           vneg=vneg, relation=relation, number_bit=number_bit)
+    return SimpleNamespace(
+        next=nxt_state,
+        amp=amp,
+        lex=lex,
+        ipos=ipos,
+        fpos=fpos,
+        ibelow=ibelow,
+        fbelow=fbelow,
+        digit=digit,
+        sig_digit=sig_digit,
+        frac_digit=frac_digit,
+        dlt=dlt,
+        dgt=dgt,
+        num_valid=num_valid,
+        num_nan=num_nan,
+        num_undec=num_undec,
+        vneg=vneg,
+        relation=relation,
+        number_bit=number_bit,
+    )
 
 
 def _strings(conditions) -> list:
-    return list(dict.fromkeys(c.literal.encode("utf-8") for c in conditions
-                              if c.kind == "string"))
+    return list(dict.fromkeys(c.literal.encode("utf-8") for c in conditions if c.kind == "string"))
 
 
 def _numbers(conditions) -> list:
-    return list(dict.fromkeys(number_digits(c.number) for c in conditions
-                              if c.kind == "number"))
+    return list(dict.fromkeys(number_digits(c.number) for c in conditions if c.kind == "number"))
 
 
 def comparator_state(conditions) -> dict:
     """The state of :func:`comparators` over ``conditions`` ({name: (shape, reset value)})."""
     strings, n_num = _strings(conditions), max(1, len(_numbers(conditions)))
     smax = max((len(t) for t in strings), default=0)
-    return {"vpos": (smax + 1, 1), "lit": (max(1, len(strings)), (1 << max(1, len(strings))) - 1),
-            **{k: (n_num, 0) for k in ("ilt", "igt", "flt", "fgt")}, **LEXER_STATE}
+    return {
+        "vpos": (smax + 1, 1),
+        "lit": (max(1, len(strings)), (1 << max(1, len(strings))) - 1),
+        **{k: (n_num, 0) for k in ("ilt", "igt", "flt", "fgt")},
+        **LEXER_STATE,
+    }
 
 
-def comparators(conditions, cur: dict, *, space_like_tabs, eq, registered, member
-                ) -> SimpleNamespace:
+def comparators(
+    conditions, cur: dict, *, space_like_tabs, eq, registered, member
+) -> SimpleNamespace:
     """The value comparators over one byte stream (an attribute value, a text node), from their
     state ``cur`` (:func:`comparator_state`) and the byte's classes: ``next`` (the state after
     the byte, if it is fed), ``bits`` (per condition, its decision over the bytes fed so far, 0
@@ -1192,10 +1509,13 @@ def comparators(conditions, cur: dict, *, space_like_tabs, eq, registered, membe
 
     def same(b):
         return space_like if space_like_tabs and b == ord(" ") else eq(b)
-    lit_ok = Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any()
-                   for t in strings)) if strings else Const(1, 1)
-    lx = value_lexer({k: cur[k] for k in LEXER_STATE}, eq=eq, registered=registered,
-                     member=member)
+
+    lit_ok = (
+        Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any() for t in strings))
+        if strings
+        else Const(1, 1)
+    )
+    lx = value_lexer({k: cur[k] for k in LEXER_STATE}, eq=eq, registered=registered, member=member)
     amp, ipos, fpos = lx.amp, lx.ipos, lx.fpos
     sig_digit, frac_digit, dlt, dgt = lx.sig_digit, lx.frac_digit, lx.dlt, lx.dgt
 
@@ -1207,19 +1527,41 @@ def comparators(conditions, cur: dict, *, space_like_tabs, eq, registered, membe
     for j, (_neg, whole, frac) in enumerate(numbers):
         i_open = sig_digit & ~ilt[j] & ~igt[j]
         f_open = frac_digit & ~flt[j] & ~fgt[j]
-        new["ilt"].append(Mux(i_open, Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))
-                                          ).any() if whole else 0, ilt[j]))
-        new["igt"].append(Mux(i_open, Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))
-                                          ).any() if whole else 0, igt[j]))
-        new["flt"].append(Mux(f_open, Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))
-                                          ).any() if frac else 0, flt[j]))
+        new["ilt"].append(
+            Mux(
+                i_open,
+                Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))).any() if whole else 0,
+                ilt[j],
+            )
+        )
+        new["igt"].append(
+            Mux(
+                i_open,
+                Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))).any() if whole else 0,
+                igt[j],
+            )
+        )
+        new["flt"].append(
+            Mux(
+                f_open,
+                Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))).any() if frac else 0,
+                flt[j],
+            )
+        )
         # past the literal's fraction digits, any digit but 0 is greater (``~fbelow[lf]``: the
         # position is past them; as an OR over every position of ``fpos``, a_fpos -> a_fgt was
         # on the routed critical paths of 1,024 queries with 2 predicates each, 7.19 ns, seed 1,
         # router1, clk on G2, RTL af9a0464f50f)
         lf = len(frac)
-        new["fgt"].append(Mux(f_open, Cat(*(fpos[p] & dgt(int(d)) for p, d in enumerate(frac)),
-                                          ~lx.fbelow[lf] & dgt(0)).any(), fgt[j]))
+        new["fgt"].append(
+            Mux(
+                f_open,
+                Cat(
+                    *(fpos[p] & dgt(int(d)) for p, d in enumerate(frac)), ~lx.fbelow[lf] & dgt(0)
+                ).any(),
+                fgt[j],
+            )
+        )
     for k, bits in new.items():
         nxt[k] = Cat(*bits) if bits else cur[k]
 
@@ -1232,9 +1574,16 @@ def comparators(conditions, cur: dict, *, space_like_tabs, eq, registered, membe
     for j, (kneg, whole, frac) in enumerate(numbers):
         lw, lf = len(whole), len(frac)
         relation[numbers[j]] = lx.relation(
-            kneg, i_shorter=ibelow[lw] if lw else Const(0, 1), i_same=ipos[lw],
-            i_longer=~ibelow[lw + 1], f_shorter=fbelow[lf] if lf else Const(0, 1),
-            ilt=ilt[j], igt=igt[j], flt=flt[j], fgt=fgt[j])
+            kneg,
+            i_shorter=ibelow[lw] if lw else Const(0, 1),
+            i_same=ipos[lw],
+            i_longer=~ibelow[lw + 1],
+            f_shorter=fbelow[lf] if lf else Const(0, 1),
+            ilt=ilt[j],
+            igt=igt[j],
+            flt=flt[j],
+            fgt=fgt[j],
+        )
     ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
     bits = []
     for c in conditions:
@@ -1274,19 +1623,29 @@ class AttributeConditions:
         #: the attributes (indices into ``attrs``) with a condition that compares a value, and
         #: those with a numeric one: their values may be undecided
         self.valued, self.numeric = (
-            [i for i in range(len(self.attrs))
-             if any(c.kind in kinds and a == i for c, a in zip(self.conditions, self.a_of))]
-            for kinds in (("string", "number", "nan"), ("number",)))
+            [
+                i
+                for i in range(len(self.attrs))
+                if any(c.kind in kinds and a == i for c, a in zip(self.conditions, self.a_of))
+            ]
+            for kinds in (("string", "number", "nan"), ("number",))
+        )
         #: the state ({name: (shape, reset value)}): the CAM's ``apos``, ``amatch``, ``attr``
         #: (and whether it was in ``valued``, ``numeric`` a byte before: ``avalued``,
         #: ``anumeric``)
         #: and the comparators' state
-        self.state = {"apos": (amax + 1, 1), "amatch": (n_attr, (1 << n_attr) - 1),
-                      "attr": (n_attr, 0), "avalued": (1, 0), "anumeric": (1, 0),
-                      **comparator_state(self.conditions)}
+        self.state = {
+            "apos": (amax + 1, 1),
+            "amatch": (n_attr, (1 << n_attr) - 1),
+            "attr": (n_attr, 0),
+            "avalued": (1, 0),
+            "anumeric": (1, 0),
+            **comparator_state(self.conditions),
+        }
 
-    def step(self, cur: dict, req, *, valid, last, eq, registered, member, stage=None,
-             ahead=None) -> SimpleNamespace:
+    def step(
+        self, cur: dict, req, *, valid, last, eq, registered, member, stage=None, ahead=None
+    ) -> SimpleNamespace:
         """One byte from the state ``cur``: ``next`` (the state after it; ``valid``: the byte
         is there, ``last``: the document's final byte, ``req``: its parser requests),
         ``decided`` (the condition bits, full width, of the value that ends at this byte:
@@ -1310,26 +1669,41 @@ class AttributeConditions:
         ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
         if ahead is None:
             go = valid & ~last
-            ahead = SimpleNamespace(attr_byte=go & req["attr_byte"], attr_end=go & req["attr_end"],
-                                    start=valid & (last | req["val_start"]),
-                                    fed=go & req["val_byte"])
+            ahead = SimpleNamespace(
+                attr_byte=go & req["attr_byte"],
+                attr_end=go & req["attr_end"],
+                start=valid & (last | req["val_start"]),
+                fed=go & req["val_byte"],
+            )
         spec = comparator_state(self.conditions)
-        cmp = comparators(self.conditions, {k: cur[k] for k in spec}, space_like_tabs=True,
-                          eq=eq, registered=registered, member=member)
-        nxt = {"apos": Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos)),
-               "amatch": Mux(ahead.attr_byte, amatch & aok,
-                             Mux(valid, self.state["amatch"][1], amatch)),
-               "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
-               "avalued": any_of(attr, self.valued), "anumeric": any_of(attr, self.numeric),
-               **advance(spec, cur, cmp.next, start=ahead.start, byte=ahead.fed)}
+        cmp = comparators(
+            self.conditions,
+            {k: cur[k] for k in spec},
+            space_like_tabs=True,
+            eq=eq,
+            registered=registered,
+            member=member,
+        )
+        nxt = {
+            "apos": Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos)),
+            "amatch": Mux(
+                ahead.attr_byte, amatch & aok, Mux(valid, self.state["amatch"][1], amatch)
+            ),
+            "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
+            "avalued": any_of(attr, self.valued),
+            "anumeric": any_of(attr, self.numeric),
+            **advance(spec, cur, cmp.next, start=ahead.start, byte=ahead.fed),
+        }
         stage = stage or (lambda value: value)
-        compared = {}          # each distinct comparison's bit (staged once)
+        compared = {}  # each distinct comparison's bit (staged once)
         for c, bit in zip(self.conditions, cmp.bits):
             if (c.kind, c.op, c.literal) not in compared:
                 compared[c.kind, c.op, c.literal] = stage(bit)
         attr_now = stage(attr)
-        bits = {i: attr_now[a_of[k]] & compared[c.kind, c.op, c.literal]
-                for k, (i, c) in enumerate(zip(self.index, self.conditions))}
+        bits = {
+            i: attr_now[a_of[k]] & compared[c.kind, c.op, c.literal]
+            for k, (i, c) in enumerate(zip(self.index, self.conditions))
+        }
         decided = Cat(*(bits.get(i, Const(0, 1)) for i in range(self.width)))
         # (``avalued`` / ``anumeric``: the OR over ``attr``'s bits a byte late, a register: a
         # value ends two bytes after its name at the earliest (``="``), and ``attr`` holds from
@@ -1337,8 +1711,9 @@ class AttributeConditions:
         # critical path of 1,024 queries with 2 predicates each, 7.74 ns, router1, clk on G2,
         # RTL 4d1425ddbaf9; as the OR of the name CAM's hits taken with ``attr``, a_amatch ->
         # anumeric, 7.30 ns, RTL af9a0464f50f)
-        undecided = req["val_end"] & ((cur["avalued"] & cmp.amp) |
-                                      (cur["anumeric"] & cmp.num_undec))
+        undecided = req["val_end"] & (
+            (cur["avalued"] & cmp.amp) | (cur["anumeric"] & cmp.num_undec)
+        )
         return SimpleNamespace(next=nxt, decided=decided, undecided=undecided)
 
 
@@ -1356,11 +1731,17 @@ def text_node(cur: dict, req, *, valid, last, inside) -> SimpleNamespace:
     feed = valid & ~last & inside & req["text_byte"]
     amb_now = valid & ~last & inside & req["text_amb"]
     start = valid & (last | req["text_end"])
-    nxt = {"topen": Mux(start, 0, cur["topen"] | feed | amb_now),
-           "tamb": Mux(start, 0, cur["tamb"] | amb_now)}
-    return SimpleNamespace(next=nxt, feed=feed, start=start,
-                           decide=valid & ~last & req["text_end"] & cur["topen"],
-                           amb=cur["tamb"])
+    nxt = {
+        "topen": Mux(start, 0, cur["topen"] | feed | amb_now),
+        "tamb": Mux(start, 0, cur["tamb"] | amb_now),
+    }
+    return SimpleNamespace(
+        next=nxt,
+        feed=feed,
+        start=start,
+        decide=valid & ~last & req["text_end"] & cur["topen"],
+        amb=cur["tamb"],
+    )
 
 
 class TextConditions:
@@ -1377,27 +1758,47 @@ class TextConditions:
 
     def full(self, bits):
         """``bits`` (one per text condition) at their places among all the conditions."""
-        return Cat(*(bits[self.index.index(i)] if i in self.index else Const(0, 1)
-                     for i in range(self.width)))
+        return Cat(
+            *(
+                bits[self.index.index(i)] if i in self.index else Const(0, 1)
+                for i in range(self.width)
+            )
+        )
 
-    def step(self, cur: dict, req, *, valid, last, inside, eq, registered, member
-             ) -> SimpleNamespace:
+    def step(
+        self, cur: dict, req, *, valid, last, inside, eq, registered, member
+    ) -> SimpleNamespace:
         """One byte from the state ``cur``: ``next`` (the state after it), ``decide`` (a text
         node with content ends), ``bits`` (its condition bits, one per text condition,
         meaningful with ``decide``) and ``undecided`` (it ends a node the comparators cannot
         decide)."""
-        node = text_node({k: cur[k] for k in TEXT_NODE_STATE}, req, valid=valid, last=last,
-                         inside=inside)
+        node = text_node(
+            {k: cur[k] for k in TEXT_NODE_STATE}, req, valid=valid, last=last, inside=inside
+        )
         spec = comparator_state(self.conditions)
-        cmp = comparators(self.conditions, {k: cur[k] for k in spec}, space_like_tabs=False,
-                          eq=eq, registered=registered, member=member)
-        bits = Cat(*((b & ~node.amb) if c.kind != "exists" else b
-                     for b, c in zip(cmp.bits, self.conditions)))
+        cmp = comparators(
+            self.conditions,
+            {k: cur[k] for k in spec},
+            space_like_tabs=False,
+            eq=eq,
+            registered=registered,
+            member=member,
+        )
+        bits = Cat(
+            *(
+                (b & ~node.amb) if c.kind != "exists" else b
+                for b, c in zip(cmp.bits, self.conditions)
+            )
+        )
         valued = any(c.kind != "exists" for c in self.conditions)
         numeric = any(c.kind == "number" for c in self.conditions)
-        undecided = node.decide & (((cmp.amp | node.amb) if valued else Const(0, 1)) |
-                                   (cmp.num_undec if numeric else Const(0, 1)))
+        undecided = node.decide & (
+            ((cmp.amp | node.amb) if valued else Const(0, 1))
+            | (cmp.num_undec if numeric else Const(0, 1))
+        )
         return SimpleNamespace(
-            next={**node.next, **advance(spec, cur, cmp.next, start=node.start,
-                                         byte=node.feed)},
-            decide=node.decide, bits=bits, undecided=undecided)
+            next={**node.next, **advance(spec, cur, cmp.next, start=node.start, byte=node.feed)},
+            decide=node.decide,
+            bits=bits,
+            undecided=undecided,
+        )

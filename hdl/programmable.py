@@ -31,26 +31,49 @@ nothing.
 
 from amaranth.hdl import Array, Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.compiler.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
-                                 HardwareSpec)
-from xpfilt.hwspec.slots import SLOT_FLAG_BITS, slot_rows
-from xpfilt.hwspec.contract import (CRC32_POLY, EVENT_FANOUT, MATRIX_READ_CYCLES, distribution_depth,
-                           programmable_event_delay)
-from xpfilt.hwspec.readout import ReadoutKind
-
+from xpfilt.compiler.programmable import (
+    CHECKED_HEADER_BITS,
+    CRC_BITS,
+    FLAG_BITS,
+    HEADER_BITS,
+    HardwareSpec,
+)
 from xpfilt.hdl.bram import RegisteredRAM
 from xpfilt.hdl.cluster import ERROR_WIDTH, copy_register, distribute
 from xpfilt.hdl.custom import EngineFrame
 from xpfilt.hdl.frontend import ByteLayout, NameTapLayout
 from xpfilt.hdl.readout import readout_layout
-from xpfilt.hdl.stacks import (DecodedEventLayout, RowAheadLayout, decode_events, level_stack,
-                     match_flags, pending_stack, row_ahead)
+from xpfilt.hdl.stacks import (
+    DecodedEventLayout,
+    RowAheadLayout,
+    decode_events,
+    level_stack,
+    match_flags,
+    pending_stack,
+    row_ahead,
+)
+from xpfilt.hwspec.contract import (
+    CRC32_POLY,
+    EVENT_FANOUT,
+    MATRIX_READ_CYCLES,
+    distribution_depth,
+    programmable_event_delay,
+)
+from xpfilt.hwspec.readout import ReadoutKind
+from xpfilt.hwspec.slots import SLOT_FLAG_BITS, slot_rows
 
-__all__ = ["ConfigBit", "ConfigStatus", "ConfigLoader", "TagDecoder", "ProgrammableCluster",
-           "ProgrammableEngine", "CRC32_POLY", "CLUSTER_MODULE"]
+__all__ = [
+    "ConfigBit",
+    "ConfigStatus",
+    "ConfigLoader",
+    "TagDecoder",
+    "ProgrammableCluster",
+    "ProgrammableEngine",
+    "CRC32_POLY",
+    "CLUSTER_MODULE",
+]
 
 CLUSTER_MODULE = "xpfilt_prog_cluster"
 
@@ -66,9 +89,9 @@ DECODER_GROUP = 16
 STACK_READ_COPIES = 1
 
 
-
 class ConfigBit(data.Struct):
     """One bit of a configuration stream; ``last`` on its final bit."""
+
     bit: 1
     last: 1
 
@@ -77,6 +100,7 @@ class ConfigStatus(data.Struct):
     """``generation`` counts committed configurations (wrapping); ``loaded``: one is active;
     ``rejected``: the last stream was refused; ``pending``: a checked stream waits for a
     document boundary."""
+
     generation: 8
     loaded: 1
     rejected: 1
@@ -85,23 +109,25 @@ class ConfigStatus(data.Struct):
 
 class _CfgPort(data.Struct):
     """What the loader tells every cluster in a cycle."""
+
     bit: 1
-    start: 1          # the first bit of a stream: no cluster is present yet
-    present: 1        # ``bit`` is the selected part's presence bit
-    row_shift: 1      # ``bit`` enters the row register of the selected cluster
-    row_write: 1      # ... and completes dictionary row ``row`` (written to the inactive bank)
-    matrix_write: 1   # ... and completes tag-matrix row ``row`` (written to the inactive bank)
-    flag_shift: 1     # ``bit`` enters the flag staging register of the selected cluster
-    commit: 1         # switch every present part to its loaded contents
-    slot_shift: 1     # ``bit`` enters the comparator slots' row register
+    start: 1  # the first bit of a stream: no cluster is present yet
+    present: 1  # ``bit`` is the selected part's presence bit
+    row_shift: 1  # ``bit`` enters the row register of the selected cluster
+    row_write: 1  # ... and completes dictionary row ``row`` (written to the inactive bank)
+    matrix_write: 1  # ... and completes tag-matrix row ``row`` (written to the inactive bank)
+    flag_shift: 1  # ``bit`` enters the flag staging register of the selected cluster
+    commit: 1  # switch every present part to its loaded contents
+    slot_shift: 1  # ``bit`` enters the comparator slots' row register
     slot_row_write: 1  # ... and completes slot row ``row``
     slot_flag_shift: 1  # ``bit`` enters the slots' flag staging register
 
 
 def _rows(spec: HardwareSpec) -> int:
     """Rows the loader counts in a section: dictionary rows, slot rows, tag-matrix rows."""
-    return max(spec.dictionary_rows, spec.matrix_rows,
-               slot_rows(spec.max_tag_len) if spec.slots else 1)
+    return max(
+        spec.dictionary_rows, spec.matrix_rows, slot_rows(spec.max_tag_len) if spec.slots else 1
+    )
 
 
 def _config_ports(spec: HardwareSpec) -> dict:
@@ -112,8 +138,14 @@ def _config_ports(spec: HardwareSpec) -> dict:
 
 def _loader_port(spec: HardwareSpec) -> data.StructLayout:
     """What the :class:`ConfigLoader` sends towards the clusters, in one value."""
-    return data.StructLayout({"cfg": _CfgPort, "dictionary": 1,
-                              "cluster": range(spec.clusters), "row": range(_rows(spec))})
+    return data.StructLayout(
+        {
+            "cfg": _CfgPort,
+            "dictionary": 1,
+            "cluster": range(spec.clusters),
+            "row": range(_rows(spec)),
+        }
+    )
 
 
 def _registered_config(m: Module, part, variant: int = 0, *, name: str = "cfg") -> tuple:
@@ -125,8 +157,9 @@ def _registered_config(m: Module, part, variant: int = 0, *, name: str = "cfg") 
     the same delay, so the order of writes and commits is the loader's, and a commit still
     lands before the next document's first name or event."""
     cfg, selected, row = Signal.like(part.cfg), Signal(), Signal.like(part.row)
-    m.d.comb += Cat(cfg, selected, row).eq(copy_register(
-        m, Cat(part.cfg, part.selected, part.row), variant, name=name))
+    m.d.comb += Cat(cfg, selected, row).eq(
+        copy_register(m, Cat(part.cfg, part.selected, part.row), variant, name=name)
+    )
     return cfg, selected, row
 
 
@@ -144,16 +177,18 @@ class ConfigLoader(wiring.Component):
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
-        super().__init__({
-            "config": In(stream.Signature(ConfigBit)),
-            "idle": In(1),
-            "cfg": Out(_CfgPort),
-            "dictionary": Out(1),
-            "cluster": Out(range(spec.clusters)),
-            "row": Out(range(_rows(spec))),
-            "closing": Out(1),
-            "status": Out(ConfigStatus),
-        })
+        super().__init__(
+            {
+                "config": In(stream.Signature(ConfigBit)),
+                "idle": In(1),
+                "cfg": Out(_CfgPort),
+                "dictionary": Out(1),
+                "cluster": Out(range(spec.clusters)),
+                "row": Out(range(_rows(spec))),
+                "closing": Out(1),
+                "status": Out(ConfigStatus),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -167,8 +202,8 @@ class ConfigLoader(wiring.Component):
         header = Signal(HEADER_BITS)
         crc = Signal(32, init=0xFFFFFFFF)
         received_crc = Signal(CRC_BITS)
-        count = Signal(range(HEADER_BITS + 1))   # in the header or the CRC
-        payload_count = Signal(range(spec.payload_bits + 1))   # payload bits so far
+        count = Signal(range(HEADER_BITS + 1))  # in the header or the CRC
+        payload_count = Signal(range(spec.payload_bits + 1))  # payload bits so far
         in_row = Signal(range(max(entry_bits, spec.columns, slot_row_bits)))
         in_flags = Signal(range(max(flag_bits, slot_flag_bits)))
         # dictionary: 0 presence, 1 rows, 2 slot rows, 3 slot flags; cluster: 0, 2 matrix, 3 flags
@@ -177,7 +212,7 @@ class ConfigLoader(wiring.Component):
         generation = Signal(8)
         loaded = Signal()
         rejected = Signal()
-        active_id = Signal(32)       # the id of the configuration in use (0: none yet)
+        active_id = Signal(32)  # the id of the configuration in use (0: none yet)
         m.d.comb += [
             self.status.generation.eq(generation),
             self.status.loaded.eq(loaded),
@@ -191,8 +226,10 @@ class ConfigLoader(wiring.Component):
         held = Signal(ConfigBit)
         held_valid = Signal()
         take = held_valid & ~pending
-        m.d.comb += [port.ready.eq(~(held_valid & pending)),
-                     self.closing.eq(held_valid & held.last)]
+        m.d.comb += [
+            port.ready.eq(~(held_valid & pending)),
+            self.closing.eq(held_valid & held.last),
+        ]
         with m.If(port.valid & port.ready):
             m.d.sync += [held.eq(port.payload), held_valid.eq(1)]
         with m.Elif(take):
@@ -204,7 +241,7 @@ class ConfigLoader(wiring.Component):
         base_id = header_next[88:120]
         received_next = Cat(received_crc[1:], bit)
         final_crc = crc ^ 0xFFFFFFFF
-        whole_byte = (payload_count + 1)[:3] == 0     # after this payload bit
+        whole_byte = (payload_count + 1)[:3] == 0  # after this payload bit
 
         def reject():
             m.d.sync += rejected.eq(1)
@@ -221,11 +258,20 @@ class ConfigLoader(wiring.Component):
                         m.d.comb += cfg.start.eq(1)
                         m.d.sync += rejected.eq(0)
                     with m.If(count == HEADER_BITS - 1):
-                        m.d.sync += [count.eq(0), in_row.eq(0), in_flags.eq(0),
-                                     payload_count.eq(0), section.eq(0), self.cluster.eq(0),
-                                     self.row.eq(0)]
-                        with m.If((header_next[:CHECKED_HEADER_BITS] != spec.header_check)
-                                  | ((base_id != 0) & (base_id != active_id)) | last):
+                        m.d.sync += [
+                            count.eq(0),
+                            in_row.eq(0),
+                            in_flags.eq(0),
+                            payload_count.eq(0),
+                            section.eq(0),
+                            self.cluster.eq(0),
+                            self.row.eq(0),
+                        ]
+                        with m.If(
+                            (header_next[:CHECKED_HEADER_BITS] != spec.header_check)
+                            | ((base_id != 0) & (base_id != active_id))
+                            | last
+                        ):
                             reject()
                         with m.Else():
                             m.next = "DICTIONARY"
@@ -257,7 +303,7 @@ class ConfigLoader(wiring.Component):
                                     m.next = "PAYLOAD"
                     if spec.slots:
                         _load_slots(m, spec, cfg, section, in_row, in_flags, self.row)
-                    with m.If(last):                     # truncated
+                    with m.If(last):  # truncated
                         m.d.sync += rejected.eq(1)
                         m.next = "HEADER"
             with m.State("PAYLOAD"):
@@ -293,10 +339,10 @@ class ConfigLoader(wiring.Component):
                                 m.next = "CRC"
                             with m.Else():
                                 m.next = "PAD"
-                    with m.If(last):                     # truncated: no CRC (or less)
+                    with m.If(last):  # truncated: no CRC (or less)
                         m.d.sync += rejected.eq(1)
                         m.next = "HEADER"
-            with m.State("PAD"):                         # zero bits to a whole byte
+            with m.State("PAD"):  # zero bits to a whole byte
                 with m.If(take):
                     m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
                     with m.If(whole_byte):
@@ -309,8 +355,9 @@ class ConfigLoader(wiring.Component):
                     m.d.sync += [received_crc.eq(received_next), count.eq(count + 1)]
                     with m.If(count == CRC_BITS - 1):
                         m.d.sync += count.eq(0)
-                        with m.If(last & (received_next == final_crc)
-                                  & (header[56:88] == payload_count)):
+                        with m.If(
+                            last & (received_next == final_crc) & (header[56:88] == payload_count)
+                        ):
                             m.d.sync += pending.eq(1)
                             m.next = "HEADER"
                         with m.Else():
@@ -327,8 +374,12 @@ class ConfigLoader(wiring.Component):
 
         with m.If(pending & self.idle):
             m.d.comb += cfg.commit.eq(1)
-            m.d.sync += [pending.eq(0), loaded.eq(1), generation.eq(generation + 1),
-                         active_id.eq(header[120:152])]
+            m.d.sync += [
+                pending.eq(0),
+                loaded.eq(1),
+                generation.eq(generation + 1),
+                active_id.eq(header[120:152]),
+            ]
         return m
 
 
@@ -345,13 +396,15 @@ class TagDecoder(wiring.Component):
 
     def __init__(self, spec: HardwareSpec):
         self.spec = spec
-        super().__init__({
-            "name_tap": In(NameTapLayout(max_name=spec.max_name)),
-            "index": Out(spec.index_bits),
-            "bank": Out(1),      # the active bank (the comparator slots follow it)
-            "flip": Out(1),      # the banks flip (a commit with the dictionary present)
-            **_config_ports(spec),
-        })
+        super().__init__(
+            {
+                "name_tap": In(NameTapLayout(max_name=spec.max_name)),
+                "index": Out(spec.index_bits),
+                "bank": Out(1),  # the active bank (the comparator slots follow it)
+                "flip": Out(1),  # the banks flip (a commit with the dictionary present)
+                **_config_ports(spec),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -371,7 +424,7 @@ class TagDecoder(wiring.Component):
         # entry) every entry's byte is 0: rows of nibble 0 all ones, fixed; past it (the name
         # is longer than any entry) rows all zero, fixed
         position_bits = (length + 1).bit_length()
-        rows = 2 << (position_bits + 4)           # two banks of (position, nibble value) rows
+        rows = 2 << (position_bits + 4)  # two banks of (position, nibble value) rows
         ends = [(bank << position_bits | length) << 4 for bank in (0, 1)]
         groups = [range(g, min(tags, g + DECODER_GROUP)) for g in range(0, tags, DECODER_GROUP)]
         shifts = [Signal(len(group), name=f"shift_{k}") for k, group in enumerate(groups)]
@@ -379,7 +432,7 @@ class TagDecoder(wiring.Component):
         # the tap's position, past the entries: the position after the longest
         position = Signal(position_bits)
         m.d.comb += position.eq(Mux(tap.pos > length, length + 1, tap.pos))
-        high, low = Signal(tags), Signal(tags)   # stage 3: each entry's nibble bits
+        high, low = Signal(tags), Signal(tags)  # stage 3: each entry's nibble bits
         for k, group in enumerate(groups):
             cfg, selected, cfg_row = _registered_config(m, self, k + 1, name=f"cfg_{k}")
             group_bank = Signal(name=f"bank_{k}")
@@ -388,22 +441,26 @@ class TagDecoder(wiring.Component):
             shift_next = Cat(shift[1:], shifts[k + 1][0] if k + 1 < len(groups) else cfg.bit)
             with m.If(selected & cfg.row_shift):
                 m.d.sync += shift.eq(shift_next)
-            row = Signal(5 + position_bits, name=f"row_{k}")    # ``cfg_row`` widened:
-            m.d.comb += row.eq(cfg_row)                          # value, low, position
+            row = Signal(5 + position_bits, name=f"row_{k}")  # ``cfg_row`` widened:
+            m.d.comb += row.eq(cfg_row)  # value, low, position
             # stage 1: the group's copy of the tap: the position and the byte to compare (the
             # name byte on ``advance``, else 0: the entry ends where the name does; a push is
             # never registered on a name byte)
-            copy = copy_register(m, Cat(position, Mux(tap.advance, tap.data, 0)), k + 1,
-                                 name=f"tap_{k}")
+            copy = copy_register(
+                m, Cat(position, Mux(tap.advance, tap.data, 0)), k + 1, name=f"tap_{k}"
+            )
             pos, byte = copy[:position_bits], copy[position_bits:]
             for is_low, nibble, bits in ((0, byte[4:], high), (1, byte[:4], low)):
                 # stage 2: the group's row of this nibble at that position, a block RAM's read
                 ones = (1 << len(group)) - 1
                 # stage 3: the row from its output register (on the ECP5 the DP16KD's own:
                 # without it the data shows 5.8 ns after the clock, hdl/bram.py)
-                table = RegisteredRAM(width=len(group), depth=rows,
-                                      init=[ones if r in ends else 0 for r in range(rows)],
-                                      ram_style="block")
+                table = RegisteredRAM(
+                    width=len(group),
+                    depth=rows,
+                    init=[ones if r in ends else 0 for r in range(rows)],
+                    ram_style="block",
+                )
                 m.submodules[f"entries_{k}_{'low' if is_low else 'high'}"] = table
                 read, write = table.read, table.write
                 m.d.comb += [
@@ -411,17 +468,17 @@ class TagDecoder(wiring.Component):
                     write.data.eq(shift_next),
                     write.en.eq(selected & cfg.row_write & (row[4] == is_low)),
                     read.addr.eq(Cat(nibble, pos, group_bank)),
-                    bits[group.start:group.stop].eq(read.data),
+                    bits[group.start : group.stop].eq(read.data),
                 ]
-        control = Signal(NameTapLayout(max_name=spec.max_name))     # stage 1 ...
-        between = Signal.like(control)                              # ... 2
-        later = Signal.like(control)                                # ... and 3
+        control = Signal(NameTapLayout(max_name=spec.max_name))  # stage 1 ...
+        between = Signal.like(control)  # ... 2
+        later = Signal.like(control)  # ... and 3
         m.d.sync += [control.eq(tap), between.eq(control), later.eq(between)]
 
         # stage 4: each entry follows the name byte by byte (a LUT3 per entry: the still
         # flags' restart and advance are a flip-flop's set and enable)
-        still = Signal(tags, init=(1 << tags) - 1)   # the name so far equals the entry's start
-        equal = Signal(tags)                         # the name ending here equals the entry
+        still = Signal(tags, init=(1 << tags) - 1)  # the name so far equals the entry's start
+        equal = Signal(tags)  # the name ending here equals the entry
         same = still & high & low
         loaded = Signal()
         m.d.sync += loaded.eq(later.load)
@@ -433,9 +490,14 @@ class TagDecoder(wiring.Component):
             m.d.sync += equal.eq(same)
         # stage 5: the OR of the equal entries' indices (one, in a stream we write)
         with m.If(loaded):
-            m.d.sync += self.index.eq(Cat(*(
-                Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
-                for b in range(spec.index_bits))))
+            m.d.sync += self.index.eq(
+                Cat(
+                    *(
+                        Cat(*(equal[d] for d in range(tags) if (d + 1) >> b & 1)).any()
+                        for b in range(spec.index_bits)
+                    )
+                )
+            )
         return m
 
 
@@ -462,10 +524,15 @@ def _connect_slots(m, load, loader, decoder) -> None:
     """The front end's comparator slots load from the loader's DICTIONARY state and switch
     banks with the tag decoder."""
     cfg = loader.cfg
-    m.d.comb += [load.bit.eq(cfg.bit), load.shift.eq(cfg.slot_shift),
-                 load.row_write.eq(cfg.slot_row_write), load.flag_shift.eq(cfg.slot_flag_shift),
-                 load.row.eq(loader.row), load.bank.eq(decoder.bank),
-                 load.flip.eq(decoder.flip)]
+    m.d.comb += [
+        load.bit.eq(cfg.bit),
+        load.shift.eq(cfg.slot_shift),
+        load.row_write.eq(cfg.slot_row_write),
+        load.flag_shift.eq(cfg.slot_flag_shift),
+        load.row.eq(loader.row),
+        load.bank.eq(decoder.bank),
+        load.flip.eq(decoder.flip),
+    ]
 
 
 def _commit_banks(m, cfg, selected, bank, *also, late=False):
@@ -525,18 +592,23 @@ class ProgrammableCluster(wiring.Component):
 
     @staticmethod
     def signature_for(spec: HardwareSpec) -> wiring.Signature:
-        return wiring.Signature({
-            "events": In(cluster_events(spec)),
-            "index": In(spec.index_bits + 1),      # the tag index; above it: level 1
-            **({"row_ahead": In(ClosingAheadLayout(spec.max_depth))} if spec.closing
-               else {"next_addr": In(range(max(2, spec.max_depth)))}),  # next events.addr
-            **({"next_conds": In(spec.slots)} if spec.slots else {}),  # ... and events.conds
-            "clear": In(1),
-            "matches": Out(spec.columns // spec.readout_group),
-            "doc_end": Out(1),
-            "errors": Out(ERROR_WIDTH),
-            **_config_ports(spec),
-        })
+        return wiring.Signature(
+            {
+                "events": In(cluster_events(spec)),
+                "index": In(spec.index_bits + 1),  # the tag index; above it: level 1
+                **(
+                    {"row_ahead": In(ClosingAheadLayout(spec.max_depth))}
+                    if spec.closing
+                    else {"next_addr": In(range(max(2, spec.max_depth)))}
+                ),  # next events.addr
+                **({"next_conds": In(spec.slots)} if spec.slots else {}),  # ... and events.conds
+                "clear": In(1),
+                "matches": Out(spec.columns // spec.readout_group),
+                "doc_end": Out(1),
+                "errors": Out(ERROR_WIDTH),
+                **_config_ports(spec),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -552,7 +624,7 @@ class ProgrammableCluster(wiring.Component):
         # (DP16KDs with REGMODE OUTREG on the ECP5: hdl/bram.py) = MATRIX_READ_CYCLES
         m.submodules.matrix = matrix = RegisteredRAM(width=n, depth=2 * spec.matrix_rows)
         matrix_read, matrix_write = matrix.read, matrix.write
-        shift = Signal(n)                        # tag-matrix rows come in here
+        shift = Signal(n)  # tag-matrix rows come in here
         shift_next = Cat(shift[1:], self.cfg.bit)
         w = spec.column_flag_bits
         staged = Signal(spec.cluster_flag_bits)
@@ -561,7 +633,7 @@ class ProgrammableCluster(wiring.Component):
             m.d.sync += shift.eq(shift_next)
         with m.If(self.selected & self.cfg.flag_shift):
             m.d.sync += staged.eq(Cat(staged[1:], self.cfg.bit))
-        row = Signal(index_bits + 1)             # ``self.row`` widened
+        row = Signal(index_bits + 1)  # ``self.row`` widened
         m.d.comb += [
             row.eq(self.row),
             matrix_write.addr.eq(Cat(row, ~bank)),
@@ -575,6 +647,7 @@ class ProgrammableCluster(wiring.Component):
 
         def flag(k):
             return Cat(*(active[w * j + k] for j in range(n)))
+
         first, descendant = (flag(k) for k in range(FLAG_BITS))
         passing = _passing(m, spec, active, self.next_conds if spec.slots else None)
 
@@ -586,15 +659,17 @@ class ProgrammableCluster(wiring.Component):
         hit = matrix_read.data
 
         # --- the chain of columns and its stack (one row per level, as the custom engine's) ---
-        parent = Signal(n)       # the row of the pushed element's parent (a pop: its own)
+        parent = Signal(n)  # the row of the pushed element's parent (a pop: its own)
         new = Signal(n)
         source = first | (parent << 1)[:n]
         # a match flag takes the diagonal move only: a query's readout column is never
         # followed by '//' (without the vertical term, the flag and the new row are a LUT each)
         diagonal = Signal(n)
         if not spec.closing:
-            m.d.comb += [diagonal.eq(hit & source & passing),
-                         new.eq(diagonal | (descendant & parent))]
+            m.d.comb += [
+                diagonal.eq(hit & source & passing),
+                new.eq(diagonal | (descendant & parent)),
+            ]
             level_stack(m, ev, parent, new, spec.max_depth, early_addr=self.next_addr)
             if spec.readout_group == 1:
                 match_flags(m, ev, self.clear, diagonal, self.matches)
@@ -613,20 +688,41 @@ class ProgrammableCluster(wiring.Component):
         # moves vertically (its descendant flag is the next one's '//')
         closes, anchor = flag(spec.closes_bit), flag(spec.closes_bit + 1)
         below = closes & ~anchor
-        m.d.comb += [diagonal.eq(hit & (source | below) & passing),
-                     new.eq(diagonal | (descendant & ~closes & parent))]
-        ahead = [RowAheadLayout(spec.max_depth)(copy_register(
-            m, self.row_ahead.row.as_value(), g, name=f"row_ahead_{g}"))
-            for g in range(min(STACK_READ_COPIES, n))]
+        m.d.comb += [
+            diagonal.eq(hit & (source | below) & passing),
+            new.eq(diagonal | (descendant & ~closes & parent)),
+        ]
+        ahead = [
+            RowAheadLayout(spec.max_depth)(
+                copy_register(m, self.row_ahead.row.as_value(), g, name=f"row_ahead_{g}")
+            )
+            for g in range(min(STACK_READ_COPIES, n))
+        ]
         level_stack(m, ev, parent, new, spec.max_depth, rows=spec.max_depth + 1, ahead=ahead)
         # the pending bits' reset: the events' push or document end, a cycle ahead through a
         # register of the cluster's own
         clear_now = Signal(name="pending_clear")
         m.d.sync += clear_now.eq(self.row_ahead.clear)
-        holds = _closing(m, spec, ev, parent, passing, closes, below, descendant,
-                         children_held(spec, active, below), clear_now)
-        match_flags(m, ev, self.clear, Mux(ev.push, diagonal & ~closes, 0)
-                    | Mux(ev.pop, holds & anchor, 0), self.matches, gated=False)
+        holds = _closing(
+            m,
+            spec,
+            ev,
+            parent,
+            passing,
+            closes,
+            below,
+            descendant,
+            children_held(spec, active, below),
+            clear_now,
+        )
+        match_flags(
+            m,
+            ev,
+            self.clear,
+            Mux(ev.push, diagonal & ~closes, 0) | Mux(ev.pop, holds & anchor, 0),
+            self.matches,
+            gated=False,
+        )
         return m
 
 
@@ -636,12 +732,17 @@ def _answers(spec: HardwareSpec, active, new):
     LUT6 per group of 4, where a flag per column took a LUT each)."""
     group, bits = spec.readout_group, spec.group_select_bits
     base = spec.column_flag_bits * spec.columns
-    return Cat(*(Array(new[g * group + v] for v in range(group))[
-        active[base + bits * g:base + bits * g + bits]] for g in range(spec.columns // group)))
+    return Cat(
+        *(
+            Array(new[g * group + v] for v in range(group))[
+                active[base + bits * g : base + bits * g + bits]
+            ]
+            for g in range(spec.columns // group)
+        )
+    )
 
 
-def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant, held,
-             clear):
+def _closing(m, spec: HardwareSpec, ev, row, passing, closes, below, descendant, held, clear):
     """The closing columns on a pop (a text() step and the steps after it, see
     :func:`xpfilt.compiler.programmable.query_columns`), as the custom engine's twig entries
     (:mod:`xpfilt.hdl.stacks`): a pending bit per column and open element ("below this
@@ -669,15 +770,25 @@ def children_held(spec: HardwareSpec, active, below):
     negated mask says: the split nodes)."""
     n, width = spec.columns, spec.twig_width
     if not width:
-        after = Cat(below[1:], Const(0, 1))       # column k: column k + 1 is below it
+        after = Cat(below[1:], Const(0, 1))  # column k: column k + 1 is below it
         return lambda pending: ~after | Cat(pending[1:], Const(0, 1))
     w = spec.column_flag_bits
 
     def held(pending):
-        beyond = Cat(pending, Const(0, width))    # no column past the last: none held
-        return Cat(*(Cat(*(~active[w * j + spec.children_bit + i]
-                           | (beyond[j + 1 + i] ^ active[w * j + spec.negated_bit + i])
-                           for i in range(width))).all() for j in range(n)))
+        beyond = Cat(pending, Const(0, width))  # no column past the last: none held
+        return Cat(
+            *(
+                Cat(
+                    *(
+                        ~active[w * j + spec.children_bit + i]
+                        | (beyond[j + 1 + i] ^ active[w * j + spec.negated_bit + i])
+                        for i in range(width)
+                    )
+                ).all()
+                for j in range(n)
+            )
+        )
+
     return held
 
 
@@ -692,11 +803,16 @@ def _passing(m, spec: HardwareSpec, active, next_conds):
     n, w = spec.columns, spec.column_flag_bits
     if not spec.slots:
         return Const((1 << n) - 1, n)
-    holds = Cat(Const(1, 1), next_conds)       # select 0: no predicate
+    holds = Cat(Const(1, 1), next_conds)  # select 0: no predicate
     passing = Signal(n)
-    m.d.sync += passing.eq(Cat(*(holds.bit_select(active[w * j + FLAG_BITS:w * j
-                                                         + spec.closes_bit], 1)
-                                 for j in range(n))))
+    m.d.sync += passing.eq(
+        Cat(
+            *(
+                holds.bit_select(active[w * j + FLAG_BITS : w * j + spec.closes_bit], 1)
+                for j in range(n)
+            )
+        )
+    )
     return passing
 
 
@@ -712,31 +828,44 @@ class ProgrammableEngine(wiring.Component):
         self.spec = spec
         self.instances = instances
         layout = readout_layout(ReadoutKind(spec.readout), spec.readout_width)
-        super().__init__({
-            "bytes_in": In(stream.Signature(ByteLayout)),
-            "readout": Out(stream.Signature(layout)),
-            "config": In(stream.Signature(ConfigBit)),
-            "config_status": Out(ConfigStatus),
-        })
+        super().__init__(
+            {
+                "bytes_in": In(stream.Signature(ByteLayout)),
+                "readout": Out(stream.Signature(layout)),
+                "config": In(stream.Signature(ConfigBit)),
+                "config_status": Out(ConfigStatus),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         spec = self.spec
-        frame = EngineFrame(m, self.bytes_in, self.readout, width=spec.readout_width,
-                            segments=[spec.columns // spec.readout_group] * spec.clusters, tags=(), max_depth=spec.max_depth, max_name=spec.max_name,
-                            readout=ReadoutKind(spec.readout), slots=spec.slots,
-                            slot_name_len=spec.max_tag_len)
+        frame = EngineFrame(
+            m,
+            self.bytes_in,
+            self.readout,
+            width=spec.readout_width,
+            segments=[spec.columns // spec.readout_group] * spec.clusters,
+            tags=(),
+            max_depth=spec.max_depth,
+            max_name=spec.max_name,
+            readout=ReadoutKind(spec.readout),
+            slots=spec.slots,
+            slot_name_len=spec.max_tag_len,
+        )
         m.submodules.loader = loader = ConfigLoader(spec)
         wiring.connect(m, wiring.flipped(self.config), loader.config)
         m.d.comb += self.config_status.eq(loader.status)
 
         # A checked configuration commits between two documents: once the current document's
         # last byte is accepted, the input holds until its events have all reached the clusters.
-        in_document = Signal()     # bytes of a document accepted, its last byte not yet
+        in_document = Signal()  # bytes of a document accepted, its last byte not yet
         with m.If(frame.accepted):
             m.d.sync += in_document.eq(~self.bytes_in.payload.last)
-        m.d.comb += [loader.idle.eq(~in_document & frame.drained),
-                     frame.hold.eq((loader.status.pending | loader.closing) & ~in_document)]
+        m.d.comb += [
+            loader.idle.eq(~in_document & frame.drained),
+            frame.hold.eq((loader.status.pending | loader.closing) & ~in_document),
+        ]
 
         # The loader's port from a register beside it, for the decoder and the clusters' tree
         # alike (the same delay for every part): at 1,024 columns on the ECP5 the placer put
@@ -745,9 +874,12 @@ class ProgrammableEngine(wiring.Component):
         loader_port = Signal(_loader_port(spec))
         m.d.sync += loader_port.eq(Cat(loader.cfg, loader.dictionary, loader.cluster, loader.row))
         m.submodules.decoder = decoder = TagDecoder(spec)
-        m.d.comb += [decoder.name_tap.eq(frame.name_tap), decoder.cfg.eq(loader_port.cfg),
-                     decoder.selected.eq(loader_port.dictionary),
-                     decoder.row.eq(loader_port.row)]
+        m.d.comb += [
+            decoder.name_tap.eq(frame.name_tap),
+            decoder.cfg.eq(loader_port.cfg),
+            decoder.selected.eq(loader_port.dictionary),
+            decoder.row.eq(loader_port.row),
+        ]
         if spec.slots:
             _connect_slots(m, frame.slot_load, loader, decoder)
         # The events wait for the decoder's later stages and the tag matrix's read, then both
@@ -763,10 +895,12 @@ class ProgrammableEngine(wiring.Component):
             later = Signal.like(events, name=f"events_delay_{k}")
             m.d.sync += later.eq(events)
             following, events = events, later
-        if spec.closing:     # the stack rows' compares from the events a cycle ahead
+        if spec.closing:  # the stack rows' compares from the events a cycle ahead
             ahead = Signal(ClosingAheadLayout(spec.max_depth))
-            m.d.comb += [ahead.row.eq(row_ahead(m, events, following, spec.max_depth)),
-                         ahead.clear.eq(events.push | events.doc_end)]
+            m.d.comb += [
+                ahead.row.eq(row_ahead(m, events, following, spec.max_depth)),
+                ahead.clear.eq(events.push | events.doc_end),
+            ]
             aheads = distribute(m, ahead, spec.clusters, name="row_ahead")
         events = distribute(m, events, spec.clusters, name="events")
         indices = distribute(m, index, spec.clusters, name="index")
@@ -779,33 +913,53 @@ class ProgrammableEngine(wiring.Component):
         cores = []
         for k in range(spec.clusters):
             if self.instances:
-                core = ProgrammableCluster.signature_for(spec).flip().create(
-                    path=(f"cluster_{k}",))
+                core = ProgrammableCluster.signature_for(spec).flip().create(path=(f"cluster_{k}",))
                 m.submodules[f"cluster_{k}"] = Instance(
-                    CLUSTER_MODULE, i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_events=core.events, i_index=core.index,
-                    **({"i_row_ahead": core.row_ahead} if spec.closing
-                       else {"i_next_addr": core.next_addr}),
+                    CLUSTER_MODULE,
+                    i_clk=ClockSignal(),
+                    i_rst=ResetSignal(),
+                    i_events=core.events,
+                    i_index=core.index,
+                    **(
+                        {"i_row_ahead": core.row_ahead}
+                        if spec.closing
+                        else {"i_next_addr": core.next_addr}
+                    ),
                     **({"i_next_conds": core.next_conds} if spec.slots else {}),
-                    i_clear=core.clear, o_matches=core.matches, o_doc_end=core.doc_end,
-                    o_errors=core.errors, i_cfg=core.cfg, i_selected=core.selected,
-                    i_row=core.row)
+                    i_clear=core.clear,
+                    o_matches=core.matches,
+                    o_doc_end=core.doc_end,
+                    o_errors=core.errors,
+                    i_cfg=core.cfg,
+                    i_selected=core.selected,
+                    i_row=core.row,
+                )
             else:
                 core = m.submodules[f"cluster_{k}"] = ProgrammableCluster(spec)
             # the configuration port from registers of the cluster's own (form k: none is
             # merged with another cluster's), after the loader's distribution tree
             port = _loader_port(spec)(ports[k])
-            config = copy_register(m, Cat(port.cfg, ~port.dictionary & (port.cluster == k),
-                                          port.row), k, name=f"cfg_{k}")
-            m.d.comb += [Cat(core.cfg, core.selected, core.row).eq(config),
-                         core.events.eq(copy_register(m, events[k], k % EVENT_FANOUT,
-                                                      name=f"events_{k}")),
-                         (core.row_ahead.eq(aheads[k]) if spec.closing else
-                          core.next_addr.eq(cluster_events(spec)(events[k]).addr)),
-                         *([core.next_conds.eq(cluster_events(spec)(events[k]).conds)]
-                           if spec.slots else []),
-                         core.index.eq(copy_register(m, indices[k], k % EVENT_FANOUT,
-                                                     name=f"index_{k}"))]
+            config = copy_register(
+                m,
+                Cat(port.cfg, ~port.dictionary & (port.cluster == k), port.row),
+                k,
+                name=f"cfg_{k}",
+            )
+            m.d.comb += [
+                Cat(core.cfg, core.selected, core.row).eq(config),
+                core.events.eq(copy_register(m, events[k], k % EVENT_FANOUT, name=f"events_{k}")),
+                (
+                    core.row_ahead.eq(aheads[k])
+                    if spec.closing
+                    else core.next_addr.eq(cluster_events(spec)(events[k]).addr)
+                ),
+                *(
+                    [core.next_conds.eq(cluster_events(spec)(events[k]).conds)]
+                    if spec.slots
+                    else []
+                ),
+                core.index.eq(copy_register(m, indices[k], k % EVENT_FANOUT, name=f"index_{k}")),
+            ]
             cores.append(core)
         # the readout's capture and loads from registers of their own: with slots, cluster 0's
         # clear register (which synthesis merges with the capture) was placed beside the
@@ -813,4 +967,3 @@ class ProgrammableEngine(wiring.Component):
         # cluster_0__clear -> shadow_0's enable, 9.7 of 10.5 ns routing)
         frame.connect(cores, readout_registers=True)
         return m
-

@@ -22,22 +22,37 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.hwspec.contract import EVENT_FANOUT, index_width
-from xpfilt.hwspec.readout import (DOC_WIDTH, SPARSE_FANIN, SPARSE_GROUPS_PER_COPY, ReadoutKind,
-                            sparse_levels, sparse_queue_depth, sparse_spread,
-                            SPARSE_QUEUE_BANK_WORDS, SPARSE_QUEUE_LUT_RAM_WORDS)
-
 from xpfilt.hdl.cluster import copy_register, distribute
 from xpfilt.hdl.frontend import ErrorFlags
+from xpfilt.hwspec.contract import EVENT_FANOUT, index_width
+from xpfilt.hwspec.readout import (
+    DOC_WIDTH,
+    SPARSE_FANIN,
+    SPARSE_GROUPS_PER_COPY,
+    SPARSE_QUEUE_BANK_WORDS,
+    SPARSE_QUEUE_LUT_RAM_WORDS,
+    ReadoutKind,
+    sparse_levels,
+    sparse_queue_depth,
+    sparse_spread,
+)
 
-__all__ = ["ReadoutLayout", "Readout", "SparseReadout", "sparse_layout", "readout_layout",
-           "make_readout", "DOC_WIDTH"]
+__all__ = [
+    "ReadoutLayout",
+    "Readout",
+    "SparseReadout",
+    "sparse_layout",
+    "readout_layout",
+    "make_readout",
+    "DOC_WIDTH",
+]
 
 _CHUNK = 64
 
 
 class ReadoutLayout(data.Struct):
     """One readout beat."""
+
     bit: 1
     first: 1
     last: 1
@@ -50,10 +65,16 @@ def _ports(width: int, segments, payload) -> dict:
     if width < 1:
         raise ValueError(f"readout width must be at least 1, not {width!r}")
     if segments is not None and sum(segments) != width:
-        raise ValueError(f"readout segments must add up to the width {width}, not "
-                         f"{sum(segments)!r}")
-    ports = {"capture": In(1), "flags": In(width), "errors": In(ErrorFlags), "busy": Out(1),
-             "out": Out(stream.Signature(payload))}
+        raise ValueError(
+            f"readout segments must add up to the width {width}, not {sum(segments)!r}"
+        )
+    ports = {
+        "capture": In(1),
+        "flags": In(width),
+        "errors": In(ErrorFlags),
+        "busy": Out(1),
+        "out": Out(stream.Signature(payload)),
+    }
     if segments is not None:
         ports["load"] = In(len(segments))
     return ports
@@ -66,14 +87,15 @@ def _load_shadow(m: Module, readout, shadow, lo: int) -> None:
     spans = [(readout.capture, 0, readout.width)]
     if readout.segments is not None:
         starts = [sum(readout.segments[:i]) for i in range(len(readout.segments))]
-        spans = [(readout.load[i], a, a + n) for i, (a, n) in
-                 enumerate(zip(starts, readout.segments))]
+        spans = [
+            (readout.load[i], a, a + n) for i, (a, n) in enumerate(zip(starts, readout.segments))
+        ]
     hi = min(lo + len(shadow), readout.width)
     for enable, a, b in spans:
         a, b = max(a, lo), min(b, hi)
         if a < b:
             with m.If(enable):
-                m.d.sync += shadow[a - lo:b - lo].eq(readout.flags[a:b])
+                m.d.sync += shadow[a - lo : b - lo].eq(readout.flags[a:b])
 
 
 class Readout(wiring.Component):
@@ -91,12 +113,12 @@ class Readout(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        count = Signal(range(self.width + 1))   # bits still in the shadow
-        nonzero = Signal()                       # count != 0, as a register
-        one_left = Signal()                      # count == 1, as a register
+        count = Signal(range(self.width + 1))  # bits still in the shadow
+        nonzero = Signal()  # count != 0, as a register
+        one_left = Signal()  # count == 1, as a register
         doc = Signal(DOC_WIDTH)
         errors = Signal(ErrorFlags)
-        started = Signal()   # a document has been captured (doc numbers start at 0)
+        started = Signal()  # a document has been captured (doc numbers start at 0)
         # A 2-entry queue of (bit, first, last) between the shadow and ``out``: the shadow
         # shifts whenever the queue has room (registers only), so ``out.ready`` never reaches
         # the whole shadow's shift enable.
@@ -104,8 +126,8 @@ class Readout(wiring.Component):
         head = Signal(entry)
         second = Signal(entry)
         level = Signal(range(3))
-        room = Signal(init=1)     # level != 2, a register (as the sparse readout's)
-        push = Signal()           # nonzero & room, as a register of its own (below)
+        room = Signal(init=1)  # level != 2, a register (as the sparse readout's)
+        push = Signal()  # nonzero & room, as a register of its own (below)
         pop = Signal()
         new = Signal(entry)
         # ``push`` and the shadow's ``turn`` come from registers set a cycle ahead from the
@@ -116,10 +138,11 @@ class Readout(wiring.Component):
         # routed critical path of 1,024 queries with 2 predicates each (8.02 ns, seed 2,
         # router1, clk on G2, RTL af9a0464f50f).
         room_next, nonzero_next, push_next = Signal(), Signal(), Signal()
-        m.d.comb += [room_next.eq(level + push - pop != 2),
-                     nonzero_next.eq(Mux(self.capture, 1,
-                                         Mux(push, ~one_left, nonzero))),
-                     push_next.eq(room_next & nonzero_next)]
+        m.d.comb += [
+            room_next.eq(level + push - pop != 2),
+            nonzero_next.eq(Mux(self.capture, 1, Mux(push, ~one_left, nonzero))),
+            push_next.eq(room_next & nonzero_next),
+        ]
         m.d.sync += [room.eq(room_next), nonzero.eq(nonzero_next), push.eq(push_next)]
 
         m.d.comb += [
@@ -153,20 +176,20 @@ class Readout(wiring.Component):
         # before. A tree costs ~1/3 LUT per shadow bit; a chain that moved every chunk down one
         # (before) took a LUT per bit: 1,026 of the 1,121 LUT6-eq of a 1,024-bit readout.
         n = -(-self.width // _CHUNK)
-        chunks = [Signal(min(_CHUNK, self.width - k * _CHUNK), name=f"shadow_{k}")
-                  for k in range(n)]
+        chunks = [
+            Signal(min(_CHUNK, self.width - k * _CHUNK), name=f"shadow_{k}") for k in range(n)
+        ]
         cur = chunks[0]
         m.d.comb += new.bit.eq(cur[0])
-        with m.If(push):        # never while a capture loads (not busy)
+        with m.If(push):  # never while a capture loads (not busy)
             m.d.sync += cur.eq(cur[1:])
         if n > 1:
-            pos = Signal(range(_CHUNK))          # bits of ``cur``'s chunk pushed so far
-            at_end = Signal()                    # pos == _CHUNK - 1, a register
-            turn = Signal()                      # push & at_end, a register
+            pos = Signal(range(_CHUNK))  # bits of ``cur``'s chunk pushed so far
+            at_end = Signal()  # pos == _CHUNK - 1, a register
+            turn = Signal()  # push & at_end, a register
             at_end_next = Signal()
             m.d.comb += at_end_next.eq(~self.capture & Mux(push, pos == _CHUNK - 2, at_end))
-            m.d.sync += [at_end.eq(at_end_next),
-                         turn.eq(push_next & at_end_next)]
+            m.d.sync += [at_end.eq(at_end_next), turn.eq(push_next & at_end_next)]
             c = Signal(range(1, n + 1), init=1)  # the chunk ``cur`` loads at the next turn
             following = _fetch_chunk(m, chunks[1:], c - 1)
             with m.If(self.capture):
@@ -198,11 +221,11 @@ def _fetch_chunk(m: Module, chunks, index):
         later = Signal(len(index), name=f"fetch_index_{depth}")
         m.d.sync += later.eq(delayed)
         delayed = later
-        groups = [level[g:g + _FETCH_FANIN] for g in range(0, len(level), _FETCH_FANIN)]
+        groups = [level[g : g + _FETCH_FANIN] for g in range(0, len(level), _FETCH_FANIN)]
         picked = []
         for g, group in enumerate(groups):
-            select = Signal(bits, name=f"fetch_select_{depth}_{g}")   # a copy per multiplexer
-            m.d.sync += select.eq(delayed[bits * depth:bits * depth + bits])
+            select = Signal(bits, name=f"fetch_select_{depth}_{g}")  # a copy per multiplexer
+            m.d.sync += select.eq(delayed[bits * depth : bits * depth + bits])
             out = Signal(_CHUNK, name=f"fetch_{depth}_{g}")
             m.d.sync += out.eq(Array(group)[select] if len(group) > 1 else group[0])
             picked.append(out)
@@ -227,12 +250,17 @@ def _queue_memory(m: Module, word, depth: int, *, push, wp, data, reading, rp) -
         m.submodules[f"out_queue_{b}" if banks > 1 else "out_queue"] = mem
         write, read = mem.write_port(), mem.read_port()
         here = wp[low:] == b if banks > 1 else 1
-        m.d.comb += [write.en.eq(push & here), write.addr.eq(wp[:low]), write.data.eq(data),
-                     read.en.eq(reading), read.addr.eq(rp[:low])]
+        m.d.comb += [
+            write.en.eq(push & here),
+            write.addr.eq(wp[:low]),
+            write.data.eq(data),
+            read.en.eq(reading),
+            read.addr.eq(rp[:low]),
+        ]
         outs.append(read.data.as_value())
     if banks == 1:
         return outs[0]
-    bank = Signal(range(banks))    # the bank of the word read last
+    bank = Signal(range(banks))  # the bank of the word read last
     with m.If(reading):
         m.d.sync += bank.eq(rp[low:])
     return Array(outs)[bank]
@@ -254,9 +282,16 @@ def _two_entry_queue(m: Module, level, head, second, new, push, pop) -> None:
 
 def sparse_layout(width: int) -> data.StructLayout:
     """One sparse readout beat for ``width`` readout bits (see :class:`xpfilt.hwspec.readout.SparseBeat`)."""
-    return data.StructLayout({"header": 1, "last": 1, "doc": DOC_WIDTH, "errors": ErrorFlags,
-                              "id": unsigned(index_width(width)),
-                              "count": unsigned(width.bit_length())})
+    return data.StructLayout(
+        {
+            "header": 1,
+            "last": 1,
+            "doc": DOC_WIDTH,
+            "errors": ErrorFlags,
+            "id": unsigned(index_width(width)),
+            "count": unsigned(width.bit_length()),
+        }
+    )
 
 
 def readout_layout(kind: ReadoutKind, width: int):
@@ -354,13 +389,13 @@ class SparseReadout(wiring.Component):
         active = Signal()
 
         # level 0: the shadow (captured flags, zero-padded), in chunks; levels above: summaries
-        shadow = Signal(sizes[0] * f)      # bits beyond ``width`` stay 0
+        shadow = Signal(sizes[0] * f)  # bits beyond ``width`` stay 0
         _load_shadow(m, self, shadow, 0)
-        masks = [[shadow[k * f:(k + 1) * f] for k in range(sizes[0])]]
+        masks = [[shadow[k * f : (k + 1) * f] for k in range(sizes[0])]]
         for n in range(1, R):
             summary = Signal(sizes[n] * f, name=f"summary_{n}")
             m.d.sync += summary.eq(Cat(*(mask.any() for mask in masks[-1])))
-            masks.append([summary[k * f:(k + 1) * f] for k in range(sizes[n])])
+            masks.append([summary[k * f : (k + 1) * f] for k in range(sizes[n])])
         # The control (``active``, ``doc``, ``count``, the root's load) takes the
         # capture from a register of its own, ``captured`` (the capture was a cycle ago), so
         # that the engine's capture decision drives one load here; ``busy`` covers that cycle.
@@ -381,47 +416,70 @@ class SparseReadout(wiring.Component):
         # iterator, read a word ahead into the read port's register (a leaf's lowest flag and
         # whether it is single travel with it, from the iterator's registers, so that the read
         # side takes a word without logic after the memory)
-        word = data.StructLayout({"header": 1, "fin": 1, "mask": f, "low": f, "cl": 1,
-                                  "index": pre_width(0), "errors": ErrorFlags})
+        word = data.StructLayout(
+            {
+                "header": 1,
+                "fin": 1,
+                "mask": f,
+                "low": f,
+                "cl": 1,
+                "index": pre_width(0),
+                "errors": ErrorFlags,
+            }
+        )
         depth = sparse_queue_depth(width)
         push = Signal()
         new = Signal(word)
         wp = Signal(range(depth))
         rp = Signal(range(depth))
-        level = Signal(range(depth + 1))    # words written and not yet read
+        level = Signal(range(depth + 1))  # words written and not yet read
         # room: level < depth - 2 a cycle ago (a register of registers: a word may have been
         # written since), so the leaves' iterator's enables wait neither for a decode of
         # ``level`` nor for this cycle's push
         room = Signal(init=1)
-        filled = Signal()         # level != 0, a register
+        filled = Signal()  # level != 0, a register
         reading = Signal()
-        read_data = _queue_memory(m, word, depth, push=push, wp=wp, data=new, reading=reading,
-                                  rp=rp)
+        read_data = _queue_memory(
+            m, word, depth, push=push, wp=wp, data=new, reading=reading, rp=rp
+        )
         # ``filled`` next without the level's adder (off the read side's decision): the level
         # ends at 0 only without a push, from 0, or from 1 with a read (a read needs a word)
-        m.d.sync += [wp.eq(wp + push), rp.eq(rp + reading), level.eq(level + push - reading),
-                     room.eq(level < depth - 2),
-                     filled.eq(push | (filled & ~(reading & (level == 1))))]
+        m.d.sync += [
+            wp.eq(wp + push),
+            rp.eq(rp + reading),
+            level.eq(level + push - reading),
+            room.eq(level < depth - 2),
+            filled.eq(push | (filled & ~(reading & (level == 1)))),
+        ]
 
         its = []
         for i in range(R):
-            it = {"cur": Signal(f, name=f"cur_{i}"), "low": Signal(f, name=f"low_{i}"),
-                  "cv": Signal(name=f"cv_{i}"), "cl": Signal(name=f"cl_{i}"),
-                  "pre": Signal(pre_width(i), name=f"pre_{i}"), "fin": Signal(name=f"fin_{i}"),
-                  "adv": Signal(name=f"adv_{i}")}
+            it = {
+                "cur": Signal(f, name=f"cur_{i}"),
+                "low": Signal(f, name=f"low_{i}"),
+                "cv": Signal(name=f"cv_{i}"),
+                "cl": Signal(name=f"cl_{i}"),
+                "pre": Signal(pre_width(i), name=f"pre_{i}"),
+                "fin": Signal(name=f"fin_{i}"),
+                "adv": Signal(name=f"adv_{i}"),
+            }
             its.append(it)
         queue_layout = [None] * R
         queues = [None] * R
         credits = [None] * R
         for i in range(R - 1):
             depth = R + 1 - i + spread[i]
-            queue_layout[i] = data.StructLayout({"cur": f, "low": f, "cl": 1,
-                                                 "pre": pre_width(i), "fin": 1})
+            queue_layout[i] = data.StructLayout(
+                {"cur": f, "low": f, "cl": 1, "pre": pre_width(i), "fin": 1}
+            )
             queues[i] = SyncFIFO(width=queue_layout[i].size, depth=depth)
             m.submodules[f"queue_{i}"] = queues[i]
         for i in range(1, R):
-            credits[i] = Signal(range(R + 3 - i + spread[i - 1]), init=R + 2 - i + spread[i - 1],
-                                name=f"credits_{i}")
+            credits[i] = Signal(
+                range(R + 3 - i + spread[i - 1]),
+                init=R + 2 - i + spread[i - 1],
+                name=f"credits_{i}",
+            )
 
         for i, it in enumerate(its):
             ok = room if i == 0 else (credits[i] != 0)
@@ -430,13 +488,21 @@ class SparseReadout(wiring.Component):
             done = it["adv"] if i == 0 else it["adv"] & it["cl"]
             rest = it["cur"] & ~it["low"]
             with m.If(it["adv"]):
-                m.d.sync += [it["cur"].eq(rest), it["low"].eq(_lowest(rest)),
-                             it["cl"].eq(_single(rest))]
+                m.d.sync += [
+                    it["cur"].eq(rest),
+                    it["low"].eq(_lowest(rest)),
+                    it["cl"].eq(_single(rest)),
+                ]
             if i == R - 1:
                 with m.If(load):
-                    m.d.sync += [it["cur"].eq(root), it["low"].eq(_lowest(root)),
-                                 it["cl"].eq(_single(root)), it["cv"].eq(root.any()),
-                                 it["pre"].eq(0), it["fin"].eq(1)]
+                    m.d.sync += [
+                        it["cur"].eq(root),
+                        it["low"].eq(_lowest(root)),
+                        it["cl"].eq(_single(root)),
+                        it["cv"].eq(root.any()),
+                        it["pre"].eq(0),
+                        it["fin"].eq(1),
+                    ]
                 with m.Elif(done):
                     m.d.sync += it["cv"].eq(0)
             else:
@@ -446,7 +512,9 @@ class SparseReadout(wiring.Component):
                 with m.If(~it["cv"] | done):
                     m.d.comb += queue.r_en.eq(1)
                     m.d.sync += it["cv"].eq(queue.r_rdy)
-                    m.d.sync += [it[k].eq(head_entry[k]) for k in ("cur", "low", "cl", "pre", "fin")]
+                    m.d.sync += [
+                        it[k].eq(head_entry[k]) for k in ("cur", "low", "cl", "pre", "fin")
+                    ]
 
         # the fetch pipelines: iterator i + 1 emits a child of its node; R - 1 - i stages select
         # the child's mask among level i's nodes, then it enters queue i
@@ -455,7 +523,7 @@ class SparseReadout(wiring.Component):
             stages = R - 1 - i
             array = masks[i] + [Const(0, f)] * (sizes[i + 1] * f - sizes[i])
             valid = parent["adv"]
-            node = Cat(_encode(parent["low"], dbits), parent["pre"])[:dbits * stages]
+            node = Cat(_encode(parent["low"], dbits), parent["pre"])[: dbits * stages]
             fin = parent["fin"] & parent["cl"]
             selects = [parent["low"]]
             if spread[i]:
@@ -463,18 +531,24 @@ class SparseReadout(wiring.Component):
                 # reset on; a fetch comes R >= 4 cycles after a capture at the earliest.
                 copies = -(-sizes[i + 1] // SPARSE_GROUPS_PER_COPY)
                 tree = distribute(m, parent["low"], copies, name=f"select_{i}")
-                selects = [copy_register(m, tree[c], c % EVENT_FANOUT, name=f"select_{i}_{c}")
-                           for c in range(copies)]
+                selects = [
+                    copy_register(m, tree[c], c % EVENT_FANOUT, name=f"select_{i}_{c}")
+                    for c in range(copies)
+                ]
                 for k in range(spread[i]):
-                    regs = (Signal(name=f"spread_{i}_{k}_valid"),
-                            Signal(len(node), name=f"spread_{i}_{k}_node"),
-                            Signal(name=f"spread_{i}_{k}_fin"))
+                    regs = (
+                        Signal(name=f"spread_{i}_{k}_valid"),
+                        Signal(len(node), name=f"spread_{i}_{k}_node"),
+                        Signal(name=f"spread_{i}_{k}_fin"),
+                    )
                     m.d.sync += [r.eq(v) for r, v in zip(regs, (valid, node, fin))]
                     valid, node, fin = regs
             for s in range(stages):
-                n = -(-len(array) // f)      # groups, each spread evenly over the selects
-                groups = [_select(selects[g * len(selects) // n], array[g * f:(g + 1) * f])
-                          for g in range(n)]
+                n = -(-len(array) // f)  # groups, each spread evenly over the selects
+                groups = [
+                    _select(selects[g * len(selects) // n], array[g * f : (g + 1) * f])
+                    for g in range(n)
+                ]
                 reg_array = [Signal(f, name=f"fetch_{i}_{s}_{g}") for g in range(len(groups))]
                 reg_valid = Signal(name=f"fetch_{i}_{s}_valid")
                 reg_node = Signal(len(node), name=f"fetch_{i}_{s}_node")
@@ -485,22 +559,31 @@ class SparseReadout(wiring.Component):
                     # the next stage's select, decoded here and registered: one copy per
                     # SPARSE_GROUPS_PER_COPY of its groups (at most EVENT_FANOUT, in
                     # copy_register's forms so that synthesis keeps them apart)
-                    digit = node[dbits * (s + 1):dbits * (s + 2)]
+                    digit = node[dbits * (s + 1) : dbits * (s + 2)]
                     onehot = Cat(*(digit == j for j in range(f)))
                     groups_next = -(-len(reg_array) // f)
                     copies = min(EVENT_FANOUT, -(-groups_next // SPARSE_GROUPS_PER_COPY))
-                    selects = [copy_register(m, onehot, c, name=f"fetch_{i}_{s}_select_{c}")
-                               for c in range(copies)]
+                    selects = [
+                        copy_register(m, onehot, c, name=f"fetch_{i}_{s}_select_{c}")
+                        for c in range(copies)
+                    ]
                 array, valid, node, fin = reg_array, reg_valid, reg_node, reg_fin
                 if s + 1 < stages:
                     array = array + [Const(0, f)] * (-(-len(array) // f) * f - len(array))
             mask = array[0]
             written = Signal(queue_layout[i], name=f"write_{i}")
-            m.d.comb += [written.cur.eq(mask), written.low.eq(_lowest(mask)),
-                         written.cl.eq(_single(mask)), written.pre.eq(node), written.fin.eq(fin),
-                         queues[i].w_en.eq(valid), queues[i].w_data.eq(written)]
-            m.d.sync += credits[i + 1].eq(credits[i + 1] - parent["adv"]
-                                          + (queues[i].r_en & queues[i].r_rdy))
+            m.d.comb += [
+                written.cur.eq(mask),
+                written.low.eq(_lowest(mask)),
+                written.cl.eq(_single(mask)),
+                written.pre.eq(node),
+                written.fin.eq(fin),
+                queues[i].w_en.eq(valid),
+                queues[i].w_data.eq(written),
+            ]
+            m.d.sync += credits[i + 1].eq(
+                credits[i + 1] - parent["adv"] + (queues[i].r_en & queues[i].r_rdy)
+            )
 
         # the root's load writes the header, the leaves' iterator a whole leaf; ``busy`` ends
         # with the document's last word (the flags are free for the next capture), and lasts
@@ -510,14 +593,18 @@ class SparseReadout(wiring.Component):
         with m.If(load):
             m.d.comb += [new.header.eq(1), new.fin.eq(~root.any())]
         with m.Else():
-            m.d.comb += [new.fin.eq(leaf["fin"]), new.mask.eq(leaf["cur"]),
-                         new.low.eq(leaf["low"]), new.cl.eq(leaf["cl"]),
-                         new.index.eq(leaf["pre"])]
-        with m.If(self.capture):     # ``errors`` is valid with the capture only
+            m.d.comb += [
+                new.fin.eq(leaf["fin"]),
+                new.mask.eq(leaf["cur"]),
+                new.low.eq(leaf["low"]),
+                new.cl.eq(leaf["cl"]),
+                new.index.eq(leaf["pre"]),
+            ]
+        with m.If(self.capture):  # ``errors`` is valid with the capture only
             m.d.sync += errors.eq(self.errors)
-        with m.If(captured):     # only when not busy: nothing above is active then
+        with m.If(captured):  # only when not busy: nothing above is active then
             m.d.sync += active.eq(1)
-        with m.If(push & new.fin):   # (with one level, the load comes with ``captured``)
+        with m.If(push & new.fin):  # (with one level, the load comes with ``captured``)
             m.d.sync += active.eq(0)
         m.d.comb += self.busy.eq(active | captured | ~room)
 
@@ -528,44 +615,65 @@ class SparseReadout(wiring.Component):
         # room; it numbers the documents and keeps their errors and id count
         ahead = Signal()
         nxt = Signal(word)
-        held = Signal()           # ``nxt`` holds a word
-        move = Signal()           # the read port's word goes to ``nxt``
+        held = Signal()  # ``nxt`` holds a word
+        move = Signal()  # the read port's word goes to ``nxt``
         shown = Signal()
-        o = {"header": Signal(name="out_header"), "fin": Signal(name="out_fin"),
-             "mask": Signal(f, name="out_mask"), "low": Signal(f, name="out_low"),
-             "cl": Signal(name="out_cl"), "index": Signal(pre_width(0), name="out_index")}
+        o = {
+            "header": Signal(name="out_header"),
+            "fin": Signal(name="out_fin"),
+            "mask": Signal(f, name="out_mask"),
+            "low": Signal(f, name="out_low"),
+            "cl": Signal(name="out_cl"),
+            "index": Signal(pre_width(0), name="out_index"),
+        }
         doc = Signal(DOC_WIDTH)
         started = Signal()
         out_errors = Signal(ErrorFlags)
         count = Signal(count_width)
         pop = Signal()
         take = Signal()
-        ends = o["header"] | o["cl"]          # the word's last beat
-        room2 = Signal(init=1)    # the port's 2-entry queue has room, a register
+        ends = o["header"] | o["cl"]  # the word's last beat
+        room2 = Signal(init=1)  # the port's 2-entry queue has room, a register
         port_pop = Signal()
-        m.d.comb += [pop.eq(shown & room2),
-                     take.eq(held & (~shown | (pop & ends))),
-                     move.eq(ahead & (~held | take)),
-                     reading.eq(filled & (~ahead | move))]
+        m.d.comb += [
+            pop.eq(shown & room2),
+            take.eq(held & (~shown | (pop & ends))),
+            move.eq(ahead & (~held | take)),
+            reading.eq(filled & (~ahead | move)),
+        ]
         m.d.sync += [ahead.eq(reading | (ahead & ~move)), held.eq(move | (held & ~take))]
         with m.If(move):
             m.d.sync += nxt.eq(read_data)
         rest = o["mask"] & ~o["low"]
         with m.If(take):
-            m.d.sync += [shown.eq(1), o["header"].eq(nxt.header), o["fin"].eq(nxt.fin),
-                         o["mask"].eq(nxt.mask), o["low"].eq(nxt.low), o["cl"].eq(nxt.cl),
-                         o["index"].eq(nxt.index)]
+            m.d.sync += [
+                shown.eq(1),
+                o["header"].eq(nxt.header),
+                o["fin"].eq(nxt.fin),
+                o["mask"].eq(nxt.mask),
+                o["low"].eq(nxt.low),
+                o["cl"].eq(nxt.cl),
+                o["index"].eq(nxt.index),
+            ]
             with m.If(nxt.header):
-                m.d.sync += [doc.eq(doc + started), started.eq(1), out_errors.eq(nxt.errors),
-                             count.eq(0)]
+                m.d.sync += [
+                    doc.eq(doc + started),
+                    started.eq(1),
+                    out_errors.eq(nxt.errors),
+                    count.eq(0),
+                ]
             with m.Else():
                 m.d.sync += count.eq(count + 1)
         with m.Elif(pop):
             with m.If(ends):
                 m.d.sync += shown.eq(0)
             with m.Else():
-                m.d.sync += [o["mask"].eq(rest), o["low"].eq(_lowest(rest)),
-                             o["cl"].eq(_single(rest)), count.eq(count + 1)]
+                m.d.sync += [
+                    o["mask"].eq(rest),
+                    o["low"].eq(_lowest(rest)),
+                    o["cl"].eq(_single(rest)),
+                    count.eq(count + 1),
+                ]
 
         # the iterator's beat goes into a 2-entry queue before the port (as the serial
         # readout's), so ``out.ready`` reaches only the queue's level, not the read side
@@ -582,7 +690,10 @@ class SparseReadout(wiring.Component):
         second = Signal(beat.shape())
         level2 = Signal(range(3))
         m.d.sync += room2.eq(level2 + pop - port_pop != 2)
-        m.d.comb += [port_pop.eq((level2 != 0) & self.out.ready),
-                     self.out.valid.eq(level2 != 0), self.out.payload.eq(head)]
+        m.d.comb += [
+            port_pop.eq((level2 != 0) & self.out.ready),
+            self.out.valid.eq(level2 != 0),
+            self.out.payload.eq(head),
+        ]
         _two_entry_queue(m, level2, head, second, beat, pop, port_pop)
         return m

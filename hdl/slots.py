@@ -30,8 +30,15 @@ from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from xpfilt.hwspec.contract import NUMBER_DIGITS, index_width
-from xpfilt.hwspec.slots import (DIGIT_ROWS, KINDS, MAX_CHAIN, OUTCOMES, SLOT_FLAG_BITS, TEXT_FLAG,
-                          slot_rows)
+from xpfilt.hwspec.slots import (
+    DIGIT_ROWS,
+    KINDS,
+    MAX_CHAIN,
+    OUTCOMES,
+    SLOT_FLAG_BITS,
+    TEXT_FLAG,
+    slot_rows,
+)
 
 __all__ = ["SlotLoadLayout", "comparator_slots"]
 
@@ -42,12 +49,37 @@ class SlotLoadLayout(data.StructLayout):
     flags (``flag_shift``); ``bank`` is the active bank; ``flip``: switch to the loaded one."""
 
     def __init__(self, max_tag_len: int):
-        super().__init__({"bit": 1, "shift": 1, "row_write": 1, "flag_shift": 1,
-                          "row": range(slot_rows(max_tag_len)), "bank": 1, "flip": 1})
+        super().__init__(
+            {
+                "bit": 1,
+                "shift": 1,
+                "row_write": 1,
+                "flag_shift": 1,
+                "row": range(slot_rows(max_tag_len)),
+                "bank": 1,
+                "flip": 1,
+            }
+        )
 
 
-def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid, last, byte,
-                     lexer, registered, member, decided, text, enter_text):
+def comparator_slots(
+    m,
+    load,
+    *,
+    slots: int,
+    max_tag_len: int,
+    req,
+    ahead,
+    valid,
+    last,
+    byte,
+    lexer,
+    registered,
+    member,
+    decided,
+    text,
+    enter_text,
+):
     """Stage P's slot logic: ``decided`` (per slot, whether the attribute value decided in
     this cycle satisfies it, ``slots`` bits, 0 when undecided or another attribute),
     ``undecided`` (this byte makes a compared attribute value undecided), ``text_bits`` (per
@@ -84,21 +116,26 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
     # is the inactive one, and the flags (section 3) come between a row's write and the flip.
     # Measured: the loader's section -> the name LUT-RAM's write enable was the next routed
     # critical path after the parser's requests (1 x 128 with 8 slots, 10.37 ns).
-    low_nibbles = Cat(*(shift[8 * s:8 * s + 4] for s in range(S)))
+    low_nibbles = Cat(*(shift[8 * s : 8 * s + 4] for s in range(S)))
     tables = {}
     for key, memory, first, count, addr_bits, data_ in (
-            ("name", names, 0, L, lw, shift), ("string", strings_, L, L, lw, shift),
-            ("idigit", idigits, 2 * L, DIGIT_ROWS, 4, low_nibbles),
-            ("fdigit", fdigits, 2 * L + DIGIT_ROWS, DIGIT_ROWS, 4, low_nibbles)):
+        ("name", names, 0, L, lw, shift),
+        ("string", strings_, L, L, lw, shift),
+        ("idigit", idigits, 2 * L, DIGIT_ROWS, 4, low_nibbles),
+        ("fdigit", fdigits, 2 * L + DIGIT_ROWS, DIGIT_ROWS, 4, low_nibbles),
+    ):
         port = memory.write_port()
         write, first_write = Signal(name=f"slot_{key}_we"), Signal(name=f"slot_{key}_we0")
         addr = Signal(addr_bits + 1, name=f"slot_{key}_waddr")
-        m.d.sync += [addr.eq(Cat((row - first)[:addr_bits], ~bank)),
-                     write.eq(load.row_write & (row >= first) & (row < first + count)),
-                     first_write.eq(load.row_write & (row == first))]
+        m.d.sync += [
+            addr.eq(Cat((row - first)[:addr_bits], ~bank)),
+            write.eq(load.row_write & (row >= first) & (row < first + count)),
+            first_write.eq(load.row_write & (row == first)),
+        ]
         m.d.comb += [port.addr.eq(addr), port.data.eq(data_), port.en.eq(write)]
-        tables[key] = SimpleNamespace(key=key, memory=memory, addr_bits=addr_bits, data=data_,
-                                      first_write=first_write)
+        tables[key] = SimpleNamespace(
+            key=key, memory=memory, addr_bits=addr_bits, data=data_, first_write=first_write
+        )
     staged = Signal(SLOT_FLAG_BITS * S)
     flags = Signal(SLOT_FLAG_BITS * S)
     with m.If(load.flag_shift):
@@ -107,34 +144,40 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
         m.d.sync += flags.eq(staged)
 
     def field(s, at, width=1):
-        return flags[SLOT_FLAG_BITS * s + at:SLOT_FLAG_BITS * s + at + width]
+        return flags[SLOT_FLAG_BITS * s + at : SLOT_FLAG_BITS * s + at + width]
 
     # --- one comparator per slot for the name and the string: the name's row while a name
     # streams, the string's from the value's opening quote on ---
-    apos = Signal(range(L + 2))          # name bytes so far (saturating)
-    vpos = Signal(range(L + 2))          # value bytes so far (saturating)
-    in_value = Signal()                  # a value (not a name) is read
-    astill = Signal(S, init=ones)        # the name so far equals the slot's name's start
-    sstill = Signal(S, init=ones)        # the value so far equals the slot's string's start
-    in_text = Signal()                   # a text node may stream (the text state)
-    cur = Signal(S)                      # the slots on the attribute whose value comes
+    apos = Signal(range(L + 2))  # name bytes so far (saturating)
+    vpos = Signal(range(L + 2))  # value bytes so far (saturating)
+    in_value = Signal()  # a value (not a name) is read
+    astill = Signal(S, init=ones)  # the name so far equals the slot's name's start
+    sstill = Signal(S, init=ones)  # the value so far equals the slot's string's start
+    in_text = Signal()  # a text node may stream (the text state)
+    cur = Signal(S)  # the slots on the attribute whose value comes
     strings = in_value | in_text
     at = Mux(strings, vpos, apos)
     inside = at < L
     name_inc = ahead.attr_byte
-    name_row = _row_ahead(m, tables["name"], bank=bank, flip=load.flip,
-                          reset=valid & ~name_inc, inc=name_inc)
+    name_row = _row_ahead(
+        m, tables["name"], bank=bank, flip=load.flip, reset=valid & ~name_inc, inc=name_inc
+    )
     start, fed = ahead.start, ahead.fed
-    string_row = _row_ahead(m, tables["string"], bank=bank, flip=load.flip,
-                            reset=start, inc=fed & ~start)
+    string_row = _row_ahead(
+        m, tables["string"], bank=bank, flip=load.flip, reset=start, inc=fed & ~start
+    )
     # the choice into a signal of its own: a slice of an unnamed expression elaborates the
     # whole expression again (Amaranth), so S slices of the Mux were S * 8S bits
-    row_now = Signal(8 * S, name="slot_row_now")         # registers and a multiplexer
+    row_now = Signal(8 * S, name="slot_row_now")  # registers and a multiplexer
     m.d.comb += row_now.eq(Mux(strings, string_row, name_row))
-    expected = [row_now[8 * s:8 * s + 8] for s in range(S)]
+    expected = [row_now[8 * s : 8 * s + 8] for s in range(S)]
     space_like = registered("vspace", member(b" \t\n"))
-    same = Cat(*(e == Mux(space_like & ~in_text, ord(" "), byte)    # names: no spaces
-                 for e in expected))
+    same = Cat(
+        *(
+            e == Mux(space_like & ~in_text, ord(" "), byte)  # names: no spaces
+            for e in expected
+        )
+    )
     ends = Mux(inside, Cat(*(e == 0 for e in expected)), ones)
     # in_value: from the opening quote to the cycle after the closing one (the value's
     # decision reads the string there); a name starts two bytes after that at the earliest.
@@ -149,8 +192,10 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
     with m.Elif(valid & (last | req["text_end"])):
         m.d.sync += in_text.eq(0)
     with m.If(name_inc):
-        m.d.sync += [apos.eq(Mux(apos == L + 1, apos, apos + 1)),
-                     astill.eq(astill & Mux(inside, same, 0))]
+        m.d.sync += [
+            apos.eq(Mux(apos == L + 1, apos, apos + 1)),
+            astill.eq(astill & Mux(inside, same, 0)),
+        ]
     with m.Elif(valid):
         m.d.sync += [apos.eq(0), astill.eq(ones)]
     with m.If(valid & last):
@@ -159,24 +204,42 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
         m.d.sync += cur.eq(astill & ends)
 
     # --- the value (or text node): the string, and the number's digits against each slot's
-    icount = Signal(range(DIGIT_ROWS + 1))   # significant integer digits so far (saturating)
-    fcount = Signal(range(DIGIT_ROWS + 1))   # fraction digits so far (saturating)
+    icount = Signal(range(DIGIT_ROWS + 1))  # significant integer digits so far (saturating)
+    fcount = Signal(range(DIGIT_ROWS + 1))  # fraction digits so far (saturating)
     sig, frac = lexer.sig_digit, lexer.frac_digit
-    irow, frow = (_row_ahead(m, tables[key], bank=bank, flip=load.flip,
-                             reset=start, inc=fed & ~start & digit & (count != DIGIT_ROWS))
-                  for key, count, digit in (("idigit", icount, sig), ("fdigit", fcount, frac)))
-    digit_row = Signal(4 * S, name="slot_digit_row")     # a signal: see row_now
+    irow, frow = (
+        _row_ahead(
+            m,
+            tables[key],
+            bank=bank,
+            flip=load.flip,
+            reset=start,
+            inc=fed & ~start & digit & (count != DIGIT_ROWS),
+        )
+        for key, count, digit in (("idigit", icount, sig), ("fdigit", fcount, frac))
+    )
+    digit_row = Signal(4 * S, name="slot_digit_row")  # a signal: see row_now
     m.d.comb += digit_row.eq(Mux(frac, frow, irow))
-    literal = [digit_row[4 * s:4 * s + 4] for s in range(S)]
+    literal = [digit_row[4 * s : 4 * s + 4] for s in range(S)]
     dlt = Cat(*(byte[:4] < d for d in literal))
     dgt = Cat(*(byte[:4] > d for d in literal))
     ilt, igt, flt, fgt = (Signal(S, name=f"slot_{n}") for n in ("ilt", "igt", "flt", "fgt"))
     with m.If(start):
-        m.d.sync += [vpos.eq(0), sstill.eq(ones), icount.eq(0), fcount.eq(0),
-                     ilt.eq(0), igt.eq(0), flt.eq(0), fgt.eq(0)]
+        m.d.sync += [
+            vpos.eq(0),
+            sstill.eq(ones),
+            icount.eq(0),
+            fcount.eq(0),
+            ilt.eq(0),
+            igt.eq(0),
+            flt.eq(0),
+            fgt.eq(0),
+        ]
     with m.Elif(fed):
-        m.d.sync += [vpos.eq(Mux(vpos == L + 1, vpos, vpos + 1)),
-                     sstill.eq(sstill & Mux(inside, same, 0))]
+        m.d.sync += [
+            vpos.eq(Mux(vpos == L + 1, vpos, vpos + 1)),
+            sstill.eq(sstill & Mux(inside, same, 0)),
+        ]
         with m.If(sig & (icount != DIGIT_ROWS)):
             m.d.sync += icount.eq(icount + 1)
         with m.If(frac & (fcount != DIGIT_ROWS)):
@@ -201,33 +264,61 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
     bits = []
     for s in range(S):
         whole, fraction = field(s, 7, 4), field(s, 11, 4)
-        counts = Signal(4, name=f"slot_counts_{s}")   # shorter, same, longer; fraction shorter
-        m.d.sync += counts.eq(Cat(icount < whole, icount == whole, icount > whole,
-                                  fcount < fraction))
+        counts = Signal(4, name=f"slot_counts_{s}")  # shorter, same, longer; fraction shorter
+        m.d.sync += counts.eq(
+            Cat(icount < whole, icount == whole, icount > whole, fcount < fraction)
+        )
         lt, eq_, gt = lexer.relation(
-            field(s, 6), i_shorter=counts[0], i_same=counts[1], i_longer=counts[2],
-            f_shorter=counts[3], ilt=ilt[s], igt=igt[s], flt=flt[s], fgt=fgt[s])
-        number = ((valid_number & ((lt & field(s, accept["lt"])) | (eq_ & field(s, accept["eq"]))
-                                   | (gt & field(s, accept["gt"]))))
-                  | (lexer.num_nan & field(s, accept["nan"]))) & ~lexer.num_undec
+            field(s, 6),
+            i_shorter=counts[0],
+            i_same=counts[1],
+            i_longer=counts[2],
+            f_shorter=counts[3],
+            ilt=ilt[s],
+            igt=igt[s],
+            flt=flt[s],
+            fgt=fgt[s],
+        )
+        number = (
+            (
+                valid_number
+                & (
+                    (lt & field(s, accept["lt"]))
+                    | (eq_ & field(s, accept["eq"]))
+                    | (gt & field(s, accept["gt"]))
+                )
+            )
+            | (lexer.num_nan & field(s, accept["nan"]))
+        ) & ~lexer.num_undec
         string = Mux(equal[s], field(s, accept["eq"]), field(s, accept["lt"]))
         kind = field(s, 0, 2)
-        bits.append((kind == KINDS.index("exists"))
-                    | (Mux(kind == KINDS.index("number"), number, string) & ~amp))
+        bits.append(
+            (kind == KINDS.index("exists"))
+            | (Mux(kind == KINDS.index("number"), number, string) & ~amp)
+        )
     is_text = Signal(S)
     m.d.comb += is_text.eq(Cat(*(field(s, TEXT_FLAG) for s in range(S))))
 
     def kinds(on, kind, equal=True):
         """Whether a slot of ``on`` has (``equal``; else has not) kind ``kind``."""
-        return Cat(*(on[s] & ((field(s, 0, 2) == KINDS.index(kind)) == equal)
-                     for s in range(S))).any()
-    undecided = req["val_end"] & ((kinds(cur, "exists", False) & amp)
-                                  | (kinds(cur, "number") & lexer.num_undec))
+        return Cat(
+            *(on[s] & ((field(s, 0, 2) == KINDS.index(kind)) == equal) for s in range(S))
+        ).any()
+
+    undecided = req["val_end"] & (
+        (kinds(cur, "exists", False) & amp) | (kinds(cur, "number") & lexer.num_undec)
+    )
     # a text node: its text slots (a "]" of a CDATA section in it: a value is undecided)
-    text_bits = Cat(*(is_text[s] & (bits[s] & ~(text.amb & (field(s, 0, 2) != KINDS.index(
-        "exists")))) for s in range(S)))
-    text_undecided = text.decide & ((kinds(is_text, "exists", False) & (amp | text.amb))
-                                    | (kinds(is_text, "number") & lexer.num_undec))
+    text_bits = Cat(
+        *(
+            is_text[s] & (bits[s] & ~(text.amb & (field(s, 0, 2) != KINDS.index("exists"))))
+            for s in range(S)
+        )
+    )
+    text_undecided = text.decide & (
+        (kinds(is_text, "exists", False) & (amp | text.amb))
+        | (kinds(is_text, "number") & lexer.num_undec)
+    )
 
     def chains(conds, phase):
         """Each slot's chain bit from the slots' ``conds`` (see :func:`xpfilt.hwspec.slots.
@@ -241,15 +332,20 @@ def comparator_slots(m, load, *, slots: int, max_tag_len: int, req, ahead, valid
             run = range(s, min(s + MAX_CHAIN, S))
             is_or = field(s, 17)
             bit = Const(0, 1)
-            for t in reversed(run):             # from the chain's last possible slot back
+            for t in reversed(run):  # from the chain's last possible slot back
                 lit = (conds[t] ^ field(t, 15)) | force[t]
                 more = field(t, 16) if t != run[-1] else Const(0, 1)
                 bit = Mux(is_or, lit | (more & bit), lit & (~more | bit))
             out.append(bit)
         return Cat(*out)
 
-    return SimpleNamespace(decided=cur & Cat(*bits), undecided=undecided, text_bits=text_bits,
-                           text_undecided=text_undecided, chains=chains)
+    return SimpleNamespace(
+        decided=cur & Cat(*bits),
+        undecided=undecided,
+        text_bits=text_bits,
+        text_undecided=text_undecided,
+        chains=chains,
+    )
 
 
 def _row_ahead(m, table, *, bank, flip, reset, inc):
@@ -270,13 +366,20 @@ def _row_ahead(m, table, *, bank, flip, reset, inc):
     ahead = Signal(bits, init=1, name=f"slot_{key}_ahead")
     zero_staged, zero_active, fresh, held, row = (
         Signal(len(data_), name=f"slot_{key}_{n}")
-        for n in ("zero_staged", "zero_active", "fresh", "held", "row"))
+        for n in ("zero_staged", "zero_active", "fresh", "held", "row")
+    )
     to_zero, to_fresh = Signal(name=f"slot_{key}_to_zero"), Signal(name=f"slot_{key}_to_fresh")
     read = table.memory.read_port(domain="comb")
-    m.d.comb += [read.addr.eq(Cat(ahead, bank)),
-                 row.eq(Mux(to_zero, zero_active, Mux(to_fresh, fresh, held)))]
-    m.d.sync += [fresh.eq(read.data), held.eq(row), to_zero.eq(flip | reset),
-                 to_fresh.eq(~flip & ~reset & inc)]
+    m.d.comb += [
+        read.addr.eq(Cat(ahead, bank)),
+        row.eq(Mux(to_zero, zero_active, Mux(to_fresh, fresh, held))),
+    ]
+    m.d.sync += [
+        fresh.eq(read.data),
+        held.eq(row),
+        to_zero.eq(flip | reset),
+        to_fresh.eq(~flip & ~reset & inc),
+    ]
     with m.If(table.first_write):
         m.d.sync += zero_staged.eq(data_)
     with m.If(flip):
@@ -288,4 +391,4 @@ def _row_ahead(m, table, *, bank, flip, reset, inc):
     return row
 
 
-assert DIGIT_ROWS == NUMBER_DIGITS + 1 and DIGIT_ROWS <= 16   # a digit row address is 4 bits
+assert DIGIT_ROWS == NUMBER_DIGITS + 1 and DIGIT_ROWS <= 16  # a digit row address is 4 bits

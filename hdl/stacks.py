@@ -48,20 +48,30 @@ The programmable engine uses :func:`level_stack` too; :func:`packed_stack` (the 
 register, the rows below it in the LUT-RAM) is kept for reference.
 """
 
-
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler.custom import Cluster, SourceKind, TwigChecks
-
 from xpfilt.hdl.frontend import ErrorFlags
 
-__all__ = ["StackBank", "DecodedEventLayout", "TreeEventLayout", "tag_digit_base",
-           "widen_events", "decode_events", "packed_stack", "level_stack",
-           "pending_stack", "match_flags", "boolean", "tag_pairs", "RowAheadLayout",
-           "row_ahead"]
+__all__ = [
+    "StackBank",
+    "DecodedEventLayout",
+    "TreeEventLayout",
+    "tag_digit_base",
+    "widen_events",
+    "decode_events",
+    "packed_stack",
+    "level_stack",
+    "pending_stack",
+    "match_flags",
+    "boolean",
+    "tag_pairs",
+    "RowAheadLayout",
+    "row_ahead",
+]
 
 
 class DecodedEventLayout(data.StructLayout):
@@ -86,7 +96,7 @@ class DecodedEventLayout(data.StructLayout):
             "level2": 1,
             "nested": 1,
         }
-        if n_conds:     # the push's attribute condition bits (see xpfilt.hdl.frontend)
+        if n_conds:  # the push's attribute condition bits (see xpfilt.hdl.frontend)
             fields["conds"] = n_conds
         super().__init__(fields)
 
@@ -116,8 +126,7 @@ class TreeEventLayout(data.StructLayout):
         base = tag_digit_base(n_tags)
         high = n_tags // base + 1
         fields = {}
-        for name, field in DecodedEventLayout(n_tags=n_tags, max_depth=max_depth,
-                                              n_conds=n_conds):
+        for name, field in DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds):
             if name in ("tag", "parent"):
                 fields[f"{name}_hi"], fields[f"{name}_lo"] = high, base
             else:
@@ -131,16 +140,22 @@ def _decode_level(m: Module, out, events, n_conds: int) -> None:
     if n_conds:
         m.d.comb += out.conds.eq(events.conds)
     m.d.comb += [
-        out.addr.eq(events.level - 1), out.level1.eq(events.level == 1),
+        out.addr.eq(events.level - 1),
+        out.level1.eq(events.level == 1),
         out.read_addr.eq(Mux(events.pop, events.level, events.level - 1)),
-        out.level2.eq(events.level == 2), out.nested.eq(events.level >= 2),
-        out.push.eq(events.push), out.pop.eq(events.pop), out.level.eq(events.level),
-        out.doc_end.eq(events.doc_end), out.errors.eq(events.errors),
+        out.level2.eq(events.level == 2),
+        out.nested.eq(events.level >= 2),
+        out.push.eq(events.push),
+        out.pop.eq(events.pop),
+        out.level.eq(events.level),
+        out.doc_end.eq(events.doc_end),
+        out.errors.eq(events.errors),
     ]
 
 
-def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int = 0, *,
-                  tree: bool = False):
+def decode_events(
+    m: Module, events, n_tags: int, max_depth: int, n_conds: int = 0, *, tree: bool = False
+):
     """A signal carrying ``events`` (an ``EventLayout``) with one-hot tag and parent and the
     level decoded (so that the clusters take registers straight into their logic); with
     ``tree``, a :class:`TreeEventLayout` (the ids as two one-hot digits each)."""
@@ -150,8 +165,10 @@ def decode_events(m: Module, events, n_tags: int, max_depth: int, n_conds: int =
         for name in ("tag", "parent"):
             value = getattr(events, name)
             hi, lo = getattr(out, f"{name}_hi"), getattr(out, f"{name}_lo")
-            m.d.comb += [hi.eq(Cat(*(value[bits:] == h for h in range(len(hi))))),
-                         lo.eq(Cat(*(value[:bits] == d for d in range(len(lo)))))]
+            m.d.comb += [
+                hi.eq(Cat(*(value[bits:] == h for h in range(len(hi))))),
+                lo.eq(Cat(*(value[:bits] == d for d in range(len(lo))))),
+            ]
     else:
         out = Signal(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds))
         m.d.comb += [
@@ -171,7 +188,8 @@ def widen_events(m: Module, narrow, n_tags: int, max_depth: int, n_conds: int = 
         if name in ("tag", "parent"):
             hi, lo = getattr(narrow, f"{name}_hi"), getattr(narrow, f"{name}_lo")
             m.d.comb += getattr(out, name).eq(
-                Cat(*(hi[t // base] & lo[t % base] for t in range(1, n_tags + 1))))
+                Cat(*(hi[t // base] & lo[t % base] for t in range(1, n_tags + 1)))
+            )
         else:
             m.d.comb += getattr(out, name).eq(getattr(narrow, name))
     return out
@@ -180,7 +198,8 @@ def widen_events(m: Module, narrow, n_tags: int, max_depth: int, n_conds: int = 
 def _needed_nodes(cluster: Cluster) -> set[int]:
     """The nodes whose firing a cluster computes: its queries' last nodes and column nodes."""
     return {q.node for q in cluster.matchers if not q.chain and not q.combine} | {
-        k for k, n in enumerate(cluster.nodes) if n.column >= 0}
+        k for k, n in enumerate(cluster.nodes) if n.column >= 0
+    }
 
 
 def tag_pairs(cluster: Cluster) -> list[tuple[int, int, tuple]]:
@@ -192,8 +211,10 @@ def tag_pairs(cluster: Cluster) -> list[tuple[int, int, tuple]]:
     critical path); with the guard in the AND, a cluster's events -> a stack's write data was
     on the routed critical paths of 1,024 queries with 2 predicates each (7.02-7.10 ns,
     router1, clk on G2, RTL af9a0464f50f)."""
-    return sorted({_pair_key(cluster.nodes[k]) for k in _needed_nodes(cluster)} - {None},
-                  key=lambda p: (p[0], p[1], repr(p[2])))
+    return sorted(
+        {_pair_key(cluster.nodes[k]) for k in _needed_nodes(cluster)} - {None},
+        key=lambda p: (p[0], p[1], repr(p[2])),
+    )
 
 
 def _pair_key(node):
@@ -221,16 +242,23 @@ class StackBank(wiring.Component):
     :func:`level_stack`).
     """
 
-    def __init__(self, cluster: Cluster, *, n_tags: int, max_depth: int, n_conds: int = 0,
-                 paired: bool = False, early: bool = False):
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        n_tags: int,
+        max_depth: int,
+        n_conds: int = 0,
+        paired: bool = False,
+        early: bool = False,
+    ):
         if not cluster.queries:
             raise ValueError(f"cluster must have at least one query, not {len(cluster.queries)}")
         self.cluster = cluster
         self.max_depth = max_depth
         self.tag_pairs = tag_pairs(cluster) if paired else []
         ports = {
-            "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth,
-                                            n_conds=n_conds)),
+            "events": In(DecodedEventLayout(n_tags=n_tags, max_depth=max_depth, n_conds=n_conds)),
             "clear": In(1),
             "matches": Out(len(cluster.queries)),
         }
@@ -247,19 +275,27 @@ class StackBank(wiring.Component):
         n_columns = len(cluster.columns)
         width = max(1, n_columns)
 
-        matchers = cluster.matchers       # the queries, then the combinations' paths
+        matchers = cluster.matchers  # the queries, then the combinations' paths
         chains = any(q.chain for q in matchers)
-        top = Signal(width)     # the parent's row on a push; with twigs, the closing
-        new = Signal(width)     # element's row on a pop
+        top = Signal(width)  # the parent's row on a push; with twigs, the closing
+        new = Signal(width)  # element's row on a pop
         early = self.next_events if self.early else None
         if chains:
-            level_stack(m, ev, top, new, self.max_depth, rows=self.max_depth + 1,
-                        read_addr=ev.read_addr,
-                        early_addr=early.read_addr if self.early else None,
-                        transparent=self.early)
+            level_stack(
+                m,
+                ev,
+                top,
+                new,
+                self.max_depth,
+                rows=self.max_depth + 1,
+                read_addr=ev.read_addr,
+                early_addr=early.read_addr if self.early else None,
+                transparent=self.early,
+            )
         else:
-            level_stack(m, ev, top, new, self.max_depth,
-                        early_addr=early.addr if self.early else None)
+            level_stack(
+                m, ev, top, new, self.max_depth, early_addr=early.addr if self.early else None
+            )
 
         # the tag of the new element and of its parent arrive one-hot: tag id t is bit t - 1
         is_tag = {t: ev.tag[t - 1] for t in {n.tag for n in cluster.nodes} if t}
@@ -296,11 +332,12 @@ class StackBank(wiring.Component):
             if key is None:
                 term = (is_tag[node.tag] if node.tag else Const(1)) & source(src)
                 m.d.comb += fire.eq(term & guard(node.guard))
-            elif key[1]:                   # the parent's tag and the guard are in the pair
+            elif key[1]:  # the parent's tag and the guard are in the pair
                 m.d.comb += fire.eq(top[src.column] & pair[key])
-            else:                          # the tag and the guard are
-                m.d.comb += fire.eq(pair[key] & (top[src.column] if src.kind is SourceKind.COLUMN
-                                                 else source(src)))
+            else:  # the tag and the guard are
+                m.d.comb += fire.eq(
+                    pair[key] & (top[src.column] if src.kind is SourceKind.COLUMN else source(src))
+                )
             fires[k] = fire
 
         for c, column in enumerate(cluster.columns):
@@ -311,18 +348,28 @@ class StackBank(wiring.Component):
 
         # a node with a tag fires only on a push (the event's tag is 0 on every other cycle):
         # only '*' nodes need the push term, the other flags save a LUT input
-        hits = [Const(0, 1) if q.chain or q.combine else
-                fires[q.node] if cluster.nodes[q.node].tag else fires[q.node] & ev.push
-                for q in matchers]
+        hits = [
+            Const(0, 1)
+            if q.chain or q.combine
+            else fires[q.node]
+            if cluster.nodes[q.node].tag
+            else fires[q.node] & ev.push
+            for q in matchers
+        ]
         if chains:
             self._twigs(m, ev, top, hits)
         flags = Signal(len(matchers))
         match_flags(m, ev, self.clear, Cat(*hits), flags, gated=False)
         # a combination's flag: its expression over its paths' flags (after the queries')
         paths = len(cluster.queries)
-        m.d.comb += self.matches.eq(Cat(*(
-            boolean(q.combine, lambda p: flags[paths + p]) if q.combine else flags[i]
-            for i, q in enumerate(cluster.queries))))
+        m.d.comb += self.matches.eq(
+            Cat(
+                *(
+                    boolean(q.combine, lambda p: flags[paths + p]) if q.combine else flags[i]
+                    for i, q in enumerate(cluster.queries)
+                )
+            )
+        )
         return m
 
     def _twigs(self, m, ev, row, hits) -> None:
@@ -343,8 +390,10 @@ class StackBank(wiring.Component):
 
         for i, column, cond in checks.anchors:
             hits[i] = ev.pop & done(column, cond)
-        up = [done(column, cond) | pending[p] if descendant else done(column, cond)
-              for p, (column, cond, descendant) in enumerate(checks.pending)]
+        up = [
+            done(column, cond) | pending[p] if descendant else done(column, cond)
+            for p, (column, cond, descendant) in enumerate(checks.pending)
+        ]
         if n_pending:
             pending_stack(m, ev, pending, Cat(*up), self.max_depth)
 
@@ -359,8 +408,12 @@ def pending_stack(m: Module, ev, pending: Signal, up, max_depth: int, clear=None
     m.submodules.pending = mem
     write = mem.write_port()
     read = mem.read_port(domain="comb")
-    m.d.comb += [read.addr.eq(ev.addr), write.addr.eq(ev.addr), write.data.eq(pending),
-                 write.en.eq(ev.push)]
+    m.d.comb += [
+        read.addr.eq(ev.addr),
+        write.addr.eq(ev.addr),
+        write.data.eq(pending),
+        write.en.eq(ev.push),
+    ]
     with m.If((ev.doc_end | ev.push) if clear is None else clear):
         m.d.sync += pending.eq(0)
     with m.Elif(ev.pop):
@@ -396,9 +449,19 @@ def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> N
     m.d.sync += flags.eq(Mux(clear, 0, flags) | (Mux(ev.push, hits, 0) if gated else hits))
 
 
-def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
-                rows: int = None, read_addr=None, early_addr=None, transparent: bool = False,
-                ahead=None) -> None:
+def level_stack(
+    m: Module,
+    ev,
+    parent: Signal,
+    new: Signal,
+    max_depth: int,
+    *,
+    rows: int = None,
+    read_addr=None,
+    early_addr=None,
+    transparent: bool = False,
+    ahead=None,
+) -> None:
     """The stack memory of a custom cluster, one row per level: ``parent`` shows row
     ``ev.level - 1`` (asynchronous read; on a push, the row of the new element's parent), and
     a push to level ``L`` writes ``new`` to row ``L`` unless ``L`` is ``max_depth`` (no push
@@ -423,14 +486,19 @@ def level_stack(m: Module, ev, parent: Signal, new: Signal, max_depth: int, *,
     mem = Memory(shape=len(new), depth=rows, init=[])
     m.submodules.stack = mem
     write = mem.write_port()
-    m.d.comb += [write.addr.eq(ev.level), write.data.eq(new),
-                 write.en.eq(ev.push & (ev.level != max_depth) if rows == max_depth
-                             else ev.push)]
-    read = mem.read_port(domain="comb" if early_addr is None else "sync",
-                         transparent_for=(write,) if transparent else ())
     m.d.comb += [
-        read.addr.eq(early_addr if early_addr is not None else
-                     ev.addr if read_addr is None else read_addr),
+        write.addr.eq(ev.level),
+        write.data.eq(new),
+        write.en.eq(ev.push & (ev.level != max_depth) if rows == max_depth else ev.push),
+    ]
+    read = mem.read_port(
+        domain="comb" if early_addr is None else "sync",
+        transparent_for=(write,) if transparent else (),
+    )
+    m.d.comb += [
+        read.addr.eq(
+            early_addr if early_addr is not None else ev.addr if read_addr is None else read_addr
+        ),
         parent.eq(read.data),
     ]
 
@@ -450,9 +518,11 @@ def row_ahead(m: Module, events, following, max_depth: int):
     stage that takes ``events``: its ``written`` and ``root`` are the compares of the stack's
     read address, made here from registers a cycle before."""
     out = Signal(RowAheadLayout(max_depth))
-    m.d.comb += [out.addr.eq(following.read_addr),
-                 out.written.eq(events.push & (events.level == following.read_addr)),
-                 out.root.eq(following.read_addr == 0)]
+    m.d.comb += [
+        out.addr.eq(following.read_addr),
+        out.written.eq(events.push & (events.level == following.read_addr)),
+        out.root.eq(following.read_addr == 0),
+    ]
     return out
 
 
@@ -478,19 +548,23 @@ def _row_register(m: Module, ev, parent: Signal, new: Signal, max_depth: int, ah
     bounds = [g * len(new) // len(ahead) for g in range(len(ahead) + 1)]
     for g, row in enumerate(ahead):
         part = slice(bounds[g], bounds[g + 1])
-        mem = Memory(shape=bounds[g + 1] - bounds[g],
-                     depth=max_depth if folded else max_depth + 1, init=[])
+        mem = Memory(
+            shape=bounds[g + 1] - bounds[g], depth=max_depth if folded else max_depth + 1, init=[]
+        )
         m.submodules[f"stack_{g}"] = mem
         write = mem.write_port()
         read = mem.read_port(domain="comb")
-        m.d.comb += [write.addr.eq(ev.level[:bits]), write.data.eq(new[part]),
-                     write.en.eq(ev.push), read.addr.eq(row.addr[:bits])]
+        m.d.comb += [
+            write.addr.eq(ev.level[:bits]),
+            write.data.eq(new[part]),
+            write.en.eq(ev.push),
+            read.addr.eq(row.addr[:bits]),
+        ]
         stored = Mux(row.root, 0, read.data) if folded else read.data
         m.d.sync += parent[part].eq(Mux(row.written, new[part], stored))
 
 
-def packed_stack(m: Module, ev, top: Signal, new: Signal, max_depth: int, *,
-                 addr=None) -> None:
+def packed_stack(m: Module, ev, top: Signal, new: Signal, max_depth: int, *, addr=None) -> None:
     """The shared stack memory of a cluster: ``top`` holds the row of the current level, a
     LUT-RAM the rows below it. On ``ev.push`` the row ``new`` becomes the top (the old top is
     saved at ``level - 1``), on ``ev.pop`` the saved row comes back, on ``ev.doc_end`` the top

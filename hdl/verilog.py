@@ -17,8 +17,14 @@ from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
 from xpfilt.hwspec.contract import queue_depth_for
 from xpfilt.lang.xpath import Query
 
-__all__ = ["emit_verilog", "emit_programmable_verilog", "build_programmable",
-           "compile_to_directory", "column_report", "TOP_NAME"]
+__all__ = [
+    "emit_verilog",
+    "emit_programmable_verilog",
+    "build_programmable",
+    "compile_to_directory",
+    "column_report",
+    "TOP_NAME",
+]
 
 TOP_NAME = "xpfilt_engine"
 
@@ -92,11 +98,17 @@ def _convert_cluster(args) -> str:
 
     from xpfilt.hdl.cluster import ClusterCore
     from xpfilt.hdl.custom import EVENT_FANOUT, cluster_module_name
+
     cluster = Plan.cluster_from_dict(json.loads(cluster_json))
     # the form of the cluster's event register, as CustomEngine.cluster_core gives it
-    core = ClusterCore(cluster, n_tags=n_tags, max_depth=max_depth,
-                       variant=index % EVENT_FANOUT, n_conds=n_conds,
-                       bytes_per_cycle=bytes_per_cycle)
+    core = ClusterCore(
+        cluster,
+        n_tags=n_tags,
+        max_depth=max_depth,
+        variant=index % EVENT_FANOUT,
+        n_conds=n_conds,
+        bytes_per_cycle=bytes_per_cycle,
+    )
     return verilog.convert(core, name=cluster_module_name(index))
 
 
@@ -104,9 +116,15 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("XPFILT_CACHE", Path.home() / ".cache" / "xpfilt")) / "verilog"
 
 
-def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
-                 progress: Callable[[int, int], None] = lambda done, total: None,
-                 bytes_per_cycle: int = 1, platform=None) -> str:
+def emit_verilog(
+    plan: Plan,
+    *,
+    max_name: int = 32,
+    jobs: Optional[int] = None,
+    progress: Callable[[int, int], None] = lambda done, total: None,
+    bytes_per_cycle: int = 1,
+    platform=None,
+) -> str:
     """Verilog of ``CustomEngine(plan, bytes_per_cycle=...)``: the top module :data:`TOP_NAME`
     followed by one module per cluster. ``platform``: what the top is elaborated for
     (:data:`xpfilt.hdl.bram.ECP5`: block RAM primitives, for synthesis only; default: generic,
@@ -127,22 +145,26 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
     for i, cluster in enumerate(plan.clusters):
         cluster_json = json.dumps(dataclasses.asdict(cluster), sort_keys=True)
         n_conds = len(plan.conditions)
-        key = hashlib.sha256(f"{fingerprint}/{i}/{max_depth}/{len(plan.tags)}/{n_conds}/"
-                             f"{bytes_per_cycle}/{cluster_json}".encode()).hexdigest()[:32]
+        key = hashlib.sha256(
+            f"{fingerprint}/{i}/{max_depth}/{len(plan.tags)}/{n_conds}/"
+            f"{bytes_per_cycle}/{cluster_json}".encode()
+        ).hexdigest()[:32]
         path = cache / f"{key}.v"
         if path.exists():
             texts.append(path.read_text())
         else:
             texts.append(None)
-            todo.append((i, path, (cluster_json, i, max_depth, len(plan.tags), n_conds,
-                                   bytes_per_cycle)))
+            todo.append(
+                (i, path, (cluster_json, i, max_depth, len(plan.tags), n_conds, bytes_per_cycle))
+            )
     done = len(plan.clusters) - len(todo)
     progress(done, len(plan.clusters))
     jobs = jobs or os.cpu_count() or 1
     if todo:
         if jobs > 1 and len(todo) > 1:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(todo)),
-                                     mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(
+                max_workers=min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")
+            ) as pool:
                 results = pool.map(_convert_cluster, [args for _, _, args in todo])
                 for (i, path, _), text in zip(todo, results):
                     texts[i] = text
@@ -155,9 +177,11 @@ def emit_verilog(plan: Plan, *, max_name: int = 32, jobs: Optional[int] = None,
                 _store(path, texts[i])
                 done += 1
                 progress(done, len(plan.clusters))
-    top = verilog.convert(CustomEngine(plan, max_name=max_name, instances=True,
-                                       bytes_per_cycle=bytes_per_cycle), name=TOP_NAME,
-                          platform=platform)
+    top = verilog.convert(
+        CustomEngine(plan, max_name=max_name, instances=True, bytes_per_cycle=bytes_per_cycle),
+        name=TOP_NAME,
+        platform=platform,
+    )
     return top + "".join(texts)
 
 
@@ -168,10 +192,11 @@ def emit_programmable_verilog(spec, *, platform=None) -> str:
     from amaranth.back import verilog
 
     from xpfilt.hdl.programmable import CLUSTER_MODULE, ProgrammableCluster, ProgrammableEngine
-    top = verilog.convert(ProgrammableEngine(spec, instances=True), name=TOP_NAME,
-                          platform=platform)
-    return top + verilog.convert(ProgrammableCluster(spec), name=CLUSTER_MODULE,
-                                 platform=platform)
+
+    top = verilog.convert(
+        ProgrammableEngine(spec, instances=True), name=TOP_NAME, platform=platform
+    )
+    return top + verilog.convert(ProgrammableCluster(spec), name=CLUSTER_MODULE, platform=platform)
 
 
 def build_programmable(spec, out: Path, log: Callable[[str], None] = lambda _: None) -> str:
@@ -180,40 +205,47 @@ def build_programmable(spec, out: Path, log: Callable[[str], None] = lambda _: N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "hardware.json").write_text(spec.to_json())
-    log(f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
-        "writing Verilog ...")
+    log(
+        f"programmable engine: {spec.clusters} clusters x {spec.columns} columns; "
+        "writing Verilog ..."
+    )
     start = time.perf_counter()
     (out / f"{TOP_NAME}.v").write_text(emit_programmable_verilog(spec))
     elapsed = time.perf_counter() - start
-    report = "\n".join([
-        f"# xpfilt programmable engine: {spec.clusters * spec.columns} columns",
-        "",
-        f"* clusters: {spec.clusters} of {spec.columns} generic columns",
-        f"* tag entries: up to {spec.max_tag_len} bytes; names up to {spec.max_name} bytes",
-        f"* maximum document depth: {spec.max_depth}",
-        f"* configuration stream: {spec.stream_bits} bits "
-        f"({spec.stream_bits / 100e6 * 1e3:.2f} ms at 100 MHz, one bit per cycle)",
-        f"* hardware fingerprint: {spec.fingerprint:08x}",
-        f"* readout: {spec.readout_width} bits per document (one per "
-        + (f"group of {spec.readout_group} columns)" if spec.readout_group > 1 else "column)"),
-        f"* time: Verilog {elapsed:.2f} s",
-        "",
-        "Load queries with: xpfilt configure QUERIES.txt --hw THIS_DIR -o config.bin",
-        "",
-    ])
+    report = "\n".join(
+        [
+            f"# xpfilt programmable engine: {spec.clusters * spec.columns} columns",
+            "",
+            f"* clusters: {spec.clusters} of {spec.columns} generic columns",
+            f"* tag entries: up to {spec.max_tag_len} bytes; names up to {spec.max_name} bytes",
+            f"* maximum document depth: {spec.max_depth}",
+            f"* configuration stream: {spec.stream_bits} bits "
+            f"({spec.stream_bits / 100e6 * 1e3:.2f} ms at 100 MHz, one bit per cycle)",
+            f"* hardware fingerprint: {spec.fingerprint:08x}",
+            f"* readout: {spec.readout_width} bits per document (one per "
+            + (f"group of {spec.readout_group} columns)" if spec.readout_group > 1 else "column)"),
+            f"* time: Verilog {elapsed:.2f} s",
+            "",
+            "Load queries with: xpfilt configure QUERIES.txt --hw THIS_DIR -o config.bin",
+            "",
+        ]
+    )
     (out / "report.md").write_text(report)
     return report
 
 
 def column_report(queries: Sequence[Query], options: CompileOptions) -> list[tuple[str, int]]:
     """Stack columns with no optimization, then adding each one in turn (up to ``options``)."""
-    steps = [("no optimization", {}),
-             ("+ prefix sharing", {"prefix_sharing": True}),
-             ("+ (1) no column for the last node", {"opt_last": True}),
-             ("+ (2) root node from the global stack", {"opt_root": True}),
-             ("+ (3) shared columns", {"opt_share": True})]
-    current = dataclasses.replace(options, prefix_sharing=False, opt_last=False, opt_root=False,
-                                  opt_share=False)
+    steps = [
+        ("no optimization", {}),
+        ("+ prefix sharing", {"prefix_sharing": True}),
+        ("+ (1) no column for the last node", {"opt_last": True}),
+        ("+ (2) root node from the global stack", {"opt_root": True}),
+        ("+ (3) shared columns", {"opt_share": True}),
+    ]
+    current = dataclasses.replace(
+        options, prefix_sharing=False, opt_last=False, opt_root=False, opt_share=False
+    )
     rows = []
     for label, change in steps:
         if change and not getattr(options, next(iter(change))):
@@ -223,9 +255,15 @@ def column_report(queries: Sequence[Query], options: CompileOptions) -> list[tup
     return rows
 
 
-def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out: Path, *,
-                         max_name: int = 32, log: Callable[[str], None] = lambda _: None,
-                         bytes_per_cycle: int = 1) -> str:
+def compile_to_directory(
+    queries: Sequence[Query],
+    options: CompileOptions,
+    out: Path,
+    *,
+    max_name: int = 32,
+    log: Callable[[str], None] = lambda _: None,
+    bytes_per_cycle: int = 1,
+) -> str:
     """Write ``plan.json``, ``xpfilt_engine.v`` and ``report.md`` into ``out``; return the
     report text. ``bytes_per_cycle``: the engine's input width (see
     :class:`xpfilt.hdl.custom.CustomEngine`)."""
@@ -235,12 +273,19 @@ def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out:
     plan = compile_queries(queries, options)
     t_plan = time.perf_counter() - start
     (out / "plan.json").write_text(plan.to_json())
-    log(f"plan: {plan.stats['queries']} queries, {plan.stats['columns']} columns, "
-        f"{plan.stats['clusters']} clusters ({t_plan:.2f} s); writing Verilog ...")
+    log(
+        f"plan: {plan.stats['queries']} queries, {plan.stats['columns']} columns, "
+        f"{plan.stats['clusters']} clusters ({t_plan:.2f} s); writing Verilog ..."
+    )
     start = time.perf_counter()
-    (out / f"{TOP_NAME}.v").write_text(emit_verilog(
-        plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle,
-        progress=lambda done, total: log(f"  clusters converted: {done}/{total}")))
+    (out / f"{TOP_NAME}.v").write_text(
+        emit_verilog(
+            plan,
+            max_name=max_name,
+            bytes_per_cycle=bytes_per_cycle,
+            progress=lambda done, total: log(f"  clusters converted: {done}/{total}"),
+        )
+    )
     t_verilog = time.perf_counter() - start
     stats = plan.stats
     lines = [
@@ -261,8 +306,10 @@ def compile_to_directory(queries: Sequence[Query], options: CompileOptions, out:
     ]
     if bytes_per_cycle > 1:
         depth = queue_depth_for(bytes_per_cycle)
-        lines.append(f"* input: {bytes_per_cycle} bytes per cycle (beats with a byte count "
-                     f"on the last; events queue for the stacks, {depth} entries)")
+        lines.append(
+            f"* input: {bytes_per_cycle} bytes per cycle (beats with a byte count "
+            f"on the last; events queue for the stacks, {depth} entries)"
+        )
     lines += [
         "",
         "| columns | count |",

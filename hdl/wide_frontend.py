@@ -93,14 +93,38 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.hwspec.contract import (CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, HASH_WIDTH,
-                           NAME_CHAR, NAME_START, WHITESPACE, AttrCondition, ErrorFlags, State,
-                           check_bytes_per_cycle, check_parameters, down_sweep_stages,
-                           queue_depth_for, tag_width_for, wide_parser_stages)
-
 from xpfilt.hdl.bram import RegisteredROM
-from xpfilt.hdl.frontend import (AttributeConditions, ByteTests, EventLayout, StackEntry, TextConditions,
-                       hash_power, nibble_member, parse_byte, parser_table, state_registers)
+from xpfilt.hdl.frontend import (
+    AttributeConditions,
+    ByteTests,
+    EventLayout,
+    StackEntry,
+    TextConditions,
+    hash_power,
+    nibble_member,
+    parse_byte,
+    parser_table,
+    state_registers,
+)
+from xpfilt.hwspec.contract import (
+    CDATA_KEYWORD,
+    DOCTYPE_KEYWORD,
+    EXCESS_WIDTH,
+    HASH_INIT,
+    HASH_WIDTH,
+    NAME_CHAR,
+    NAME_START,
+    WHITESPACE,
+    AttrCondition,
+    ErrorFlags,
+    State,
+    check_bytes_per_cycle,
+    check_parameters,
+    down_sweep_stages,
+    queue_depth_for,
+    tag_width_for,
+    wide_parser_stages,
+)
 
 __all__ = ["WideByteLayout", "QueueEntry", "WideFrontEnd"]
 
@@ -111,14 +135,21 @@ INITIAL = (State.TEXT, 0, 0)
 KW_MAX = max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD)) - 1
 KW_BITS = KW_MAX.bit_length()
 #: The lane's ``bad`` request for each (level is 0, root seen) before it.
-BAD_CASES = {(False, False): "bad", (True, False): "bad_root", (False, True): "bad_seen",
-             (True, True): "bad_both"}
+BAD_CASES = {
+    (False, False): "bad",
+    (True, False): "bad_root",
+    (False, True): "bad_seen",
+    (True, True): "bad_both",
+}
 
 
 def wire(m: Module, value, name: str):
     """``value`` in a Signal of its own (so that expressions built on it stay small)."""
-    sig = Signal.like(value, name=name) if isinstance(value, Signal) else Signal(
-        value.shape(), name=name)
+    sig = (
+        Signal.like(value, name=name)
+        if isinstance(value, Signal)
+        else Signal(value.shape(), name=name)
+    )
     m.d.comb += sig.eq(value)
     return sig
 
@@ -130,24 +161,35 @@ def _moves(table, control):
 
     def after(nxt, kw_inc):
         stays_in_subset = subset and nxt not in (State.TEXT, State.DT_AFTER)
-        return nxt, min(kw + 1, KW_MAX) if kw_inc else 0, int(nxt is State.SUBSET or
-                                                                stays_in_subset)
-    moves = [(test, after(state if target is None else target,
-                          any(r == "kw_inc" for r in requests)))
-             for test, target, requests in table[state]]
+        return (
+            nxt,
+            min(kw + 1, KW_MAX) if kw_inc else 0,
+            int(nxt is State.SUBSET or stays_in_subset),
+        )
+
+    moves = [
+        (test, after(state if target is None else target, any(r == "kw_inc" for r in requests)))
+        for test, target, requests in table[state]
+    ]
     return moves, after(state, False)
 
 
 def _table(tests, kw, subset):
-    return parser_table(tests, level=Const(1, 1), root_seen=Const(0, 1),
-                        in_subset=Const(subset, 1), kw=Const(kw, KW_BITS))
+    return parser_table(
+        tests,
+        level=Const(1, 1),
+        root_seen=Const(0, 1),
+        in_subset=Const(subset, 1),
+        kw=Const(kw, KW_BITS),
+    )
 
 
 def _blank_tests() -> ByteTests:
     """Byte tests that are all 0: for walking :func:`parser_table`'s branches, not their tests."""
     blank = Const(0, 1)
-    return ByteTests(ch=lambda text: blank, eq=lambda b: blank, ws=blank, nstart=blank,
-                     nchar=blank, upper=blank)
+    return ByteTests(
+        ch=lambda text: blank, eq=lambda b: blank, ws=blank, nstart=blank, nchar=blank, upper=blank
+    )
 
 
 #: The requests the attribute conditions follow.
@@ -164,15 +206,23 @@ def tag_event_gap() -> int:
     next, over the branches of :func:`parser_table` (every branch taken as possible, so a lower
     bound): 3, ``>`` ``<`` name byte ``>``."""
     table = _table(_blank_tests(), 0, 0)
-    moves = {s: [(s if target is None else target,
-                  any((r[0] if isinstance(r, tuple) else r) in TAG_REQUESTS for r in requests))
-                 for _, target, requests in branches]
-             for s, branches in table.items()}
+    moves = {
+        s: [
+            (
+                s if target is None else target,
+                any((r[0] if isinstance(r, tuple) else r) in TAG_REQUESTS for r in requests),
+            )
+            for _, target, requests in branches
+        ]
+        for s, branches in table.items()
+    }
     # to_next[s]: the fewest bytes from state s up to and including the next tag event
     to_next = {s: len(State) + 1 for s in State}
     for _ in State:
-        to_next = {s: min(1 if tag else 1 + to_next[t] for t, tag in branches)
-                   for s, branches in moves.items()}
+        to_next = {
+            s: min(1 if tag else 1 + to_next[t] for t, tag in branches)
+            for s, branches in moves.items()
+        }
     return min(to_next[t] for branches in moves.values() for t, tag in branches if tag)
 
 
@@ -287,10 +337,20 @@ class QueueEntry(data.StructLayout):
     push's attribute condition bits ``conds``."""
 
     def __init__(self, *, tag_width: int, max_depth: int, n_conds: int = 0):
-        super().__init__({"push": 1, "pop": 1, "check": 1, "last": 1,
-                          "level": range(max_depth + 1), "row": range(max_depth + 1),
-                          "tag": tag_width, "hash": HASH_WIDTH,
-                          "errors": ErrorFlags, **({"conds": n_conds} if n_conds else {})})
+        super().__init__(
+            {
+                "push": 1,
+                "pop": 1,
+                "check": 1,
+                "last": 1,
+                "level": range(max_depth + 1),
+                "row": range(max_depth + 1),
+                "tag": tag_width,
+                "hash": HASH_WIDTH,
+                "errors": ErrorFlags,
+                **({"conds": n_conds} if n_conds else {}),
+            }
+        )
 
 
 class WideFrontEnd(wiring.Component):
@@ -306,8 +366,15 @@ class WideFrontEnd(wiring.Component):
         As :class:`xpfilt.hdl.frontend.FrontEnd`'s.
     """
 
-    def __init__(self, tags: Sequence[str], *, width: int, max_depth: int = 16,
-                 max_name: int = 32, conditions: Sequence[AttrCondition] = ()):
+    def __init__(
+        self,
+        tags: Sequence[str],
+        *,
+        width: int,
+        max_depth: int = 16,
+        max_name: int = 32,
+        conditions: Sequence[AttrCondition] = (),
+    ):
         self.width = check_bytes_per_cycle(width)
         self.conditions = tuple(conditions)
         self.n_conds = len(self.conditions)
@@ -318,14 +385,17 @@ class WideFrontEnd(wiring.Component):
         self.max_name = max_name
         self.queue_depth = queue_depth_for(width)
         self.tag_width = tag_width_for(len(self.tags))
-        self.event_layout = EventLayout(tag_width=self.tag_width, max_depth=max_depth,
-                                        n_conds=self.n_conds)
-        super().__init__({
-            "bytes_in": In(stream.Signature(WideByteLayout(width))),
-            "room": Out(1),
-            "events": Out(self.event_layout),
-            "tos": Out(range(max_depth + 1)),
-        })
+        self.event_layout = EventLayout(
+            tag_width=self.tag_width, max_depth=max_depth, n_conds=self.n_conds
+        )
+        super().__init__(
+            {
+                "bytes_in": In(stream.Signature(WideByteLayout(width))),
+                "room": Out(1),
+                "events": Out(self.event_layout),
+                "tos": Out(range(max_depth + 1)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -343,13 +413,19 @@ class WideFrontEnd(wiring.Component):
         low = [Signal(16, name=f"d1_low{i}") for i in range(W)]
         beat = self.bytes_in.payload
         inp = self.bytes_in.valid
-        m.d.sync += [valid1.eq(inp), last1.eq(inp & beat.last),
-                     lanes1.eq(Cat(*(inp & (~beat.last | (beat.count > i)) for i in range(W))))]
+        m.d.sync += [
+            valid1.eq(inp),
+            last1.eq(inp & beat.last),
+            lanes1.eq(Cat(*(inp & (~beat.last | (beat.count > i)) for i in range(W)))),
+        ]
         for i in range(W):
-            raw = beat.data[8 * i:8 * i + 8]
-            m.d.sync += [c1[i].eq(raw), high[i].eq(Cat(*(raw[4:] == h for h in range(16)))),
-                         low[i].eq(Cat(*(raw[:4] == n for n in range(16))))]
-        classes = []            # (register, value) of every byte class, registered on first use
+            raw = beat.data[8 * i : 8 * i + 8]
+            m.d.sync += [
+                c1[i].eq(raw),
+                high[i].eq(Cat(*(raw[4:] == h for h in range(16)))),
+                low[i].eq(Cat(*(raw[:4] == n for n in range(16)))),
+            ]
+        classes = []  # (register, value) of every byte class, registered on first use
 
         def delayed(value, cycles, name):
             """``value`` as it was ``cycles`` cycles ago (a chain of registers)."""
@@ -364,8 +440,13 @@ class WideFrontEnd(wiring.Component):
             ``delay`` cycles before (one flip-flop per test, made on first use): a namespace of
             ``registered(key, value)``, ``eq(byte)``, ``member(members)`` (the unregistered
             test, for ``registered``) and the parser's :class:`ByteTests` (``tests``)."""
-            nibbles = [(delayed(high[i], delay, f"{stage}_high{i}"),
-                        delayed(low[i], delay, f"{stage}_low{i}")) for i in range(W)]
+            nibbles = [
+                (
+                    delayed(high[i], delay, f"{stage}_high{i}"),
+                    delayed(low[i], delay, f"{stage}_low{i}"),
+                )
+                for i in range(W)
+            ]
             lanes = []
             for i, (hi, lo) in enumerate(nibbles):
                 made = {}
@@ -385,12 +466,17 @@ class WideFrontEnd(wiring.Component):
                 def test(key, members, registered=registered, member=member):
                     return registered(key, member(members))
 
-                tests = ByteTests(ch=lambda text, eq=eq: eq(ord(text)), eq=eq,
-                                  ws=test("ws", WHITESPACE), nstart=test("nstart", NAME_START),
-                                  nchar=test("nchar", NAME_CHAR),
-                                  upper=test("upper", range(ord("A"), ord("Z") + 1)))
-                lanes.append(SimpleNamespace(registered=registered, eq=eq, member=member,
-                                             tests=tests))
+                tests = ByteTests(
+                    ch=lambda text, eq=eq: eq(ord(text)),
+                    eq=eq,
+                    ws=test("ws", WHITESPACE),
+                    nstart=test("nstart", NAME_START),
+                    nchar=test("nchar", NAME_CHAR),
+                    upper=test("upper", range(ord("A"), ord("Z") + 1)),
+                )
+                lanes.append(
+                    SimpleNamespace(registered=registered, eq=eq, member=member, tests=tests)
+                )
             return lanes
 
         def lane_tests(stage, delay):
@@ -399,7 +485,7 @@ class WideFrontEnd(wiring.Component):
 
         # === stage D2 (classes) and T + X1..Xk: the parallel-prefix parser ===
         k_levels = W.bit_length() - 1
-        valids = [valid1]                   # D1, D2, X1..Xk
+        valids = [valid1]  # D1, D2, X1..Xk
         for stage in ["d2"] + [f"x{level + 1}" for level in range(k_levels)]:
             valids.append(Signal(name=f"{stage}_valid"))
             m.d.sync += valids[-1].eq(valids[-2])
@@ -408,14 +494,22 @@ class WideFrontEnd(wiring.Component):
         lanes_x = delayed(lanes1, 1 + k_levels, "lanes_x")
         states = control_states()
         index = {c: n for n, c in enumerate(states)}
-        functions = [lane_transitions(m, tests, states, f"t_lane{i}")
-                     for i, tests in enumerate(lane_tests("d2", 0))]
-        for level in range(k_levels):       # Brent-Kung's up-sweep: the blocks of 2 span lanes
+        functions = [
+            lane_transitions(m, tests, states, f"t_lane{i}")
+            for i, tests in enumerate(lane_tests("d2", 0))
+        ]
+        for level in range(k_levels):  # Brent-Kung's up-sweep: the blocks of 2 span lanes
             span = 1 << level
-            functions = [compose(m, functions[i - span], f, f"c{level + 1}_lane{i}")
-                         if (i + 1) % (2 * span) == 0 else f for i, f in enumerate(functions)]
-            functions = [wired_function(m, f, f"x{level + 1}_lane{i}", "sync")
-                         for i, f in enumerate(functions)]
+            functions = [
+                compose(m, functions[i - span], f, f"c{level + 1}_lane{i}")
+                if (i + 1) % (2 * span) == 0
+                else f
+                for i, f in enumerate(functions)
+            ]
+            functions = [
+                wired_function(m, f, f"x{level + 1}_lane{i}", "sync")
+                for i, f in enumerate(functions)
+            ]
         # functions[i]: the control state after lane i from the one before lane
         # block_start(i) (lane i ends a block of lowbit(i + 1) lanes)
 
@@ -424,52 +518,75 @@ class WideFrontEnd(wiring.Component):
         # each other lane from the one before its block, :func:`down_sweep_stages` of them;
         # each lane's start state, registered ===
         s0 = Signal(len(states), init=1 << index[INITIAL])
-        after = {-1: s0} | {i: apply(s0, f, len(states)) for i, f in enumerate(functions)
-                            if block_start(i) == 0}
+        after = {-1: s0} | {
+            i: apply(s0, f, len(states)) for i, f in enumerate(functions) if block_start(i) == 0
+        }
         with m.If(valid_x):
             m.d.sync += s0.eq(Mux(last_x, s0.init, after[W - 1]))
         s_valid, s_last, s_lanes = valid_x, last_x, lanes_x
         for down in range(down_sweep_stages(W) + 1):
             after = {i: delayed(a, 1, f"s_{down + 1}_after{i}") for i, a in after.items()}
-            s_valid, s_last, s_lanes = (delayed(x, 1, f"s_{down + 1}_{name}") for x, name in (
-                (s_valid, "valid"), (s_last, "last"), (s_lanes, "lanes")))
+            s_valid, s_last, s_lanes = (
+                delayed(x, 1, f"s_{down + 1}_{name}")
+                for x, name in ((s_valid, "valid"), (s_last, "last"), (s_lanes, "lanes"))
+            )
             if len(after) < W + 1:
-                functions = [wired_function(m, f, f"s_{down + 1}_lane{i}", "sync")
-                             for i, f in enumerate(functions)]
-                after |= {i: apply(after[block_start(i) - 1], f, len(states))
-                          for i, f in enumerate(functions)
-                          if i not in after and block_start(i) - 1 in after}
+                functions = [
+                    wired_function(m, f, f"s_{down + 1}_lane{i}", "sync")
+                    for i, f in enumerate(functions)
+                ]
+                after |= {
+                    i: apply(after[block_start(i) - 1], f, len(states))
+                    for i, f in enumerate(functions)
+                    if i not in after and block_start(i) - 1 in after
+                }
         starts = [after[i - 1] for i in range(W + 1)]
 
         # === stage O: each lane's requests ===
         o_tests = lane_tests("o", k_levels + 1 + down_sweep_stages(W))
         o_valid, o_last, o_lanes = Signal(), Signal(), Signal(W)
         m.d.sync += [o_valid.eq(s_valid), o_last.eq(s_last), o_lanes.eq(s_lanes)]
-        REQ = ("push_req", "pop_req", "pop_check", "name_byte", "name_hold") + (
-            ATTRIBUTE_REQUESTS if self.n_conds else ()) + (TEXT_REQUESTS if self.n_text else ())
+        REQ = (
+            ("push_req", "pop_req", "pop_check", "name_byte", "name_hold")
+            + (ATTRIBUTE_REQUESTS if self.n_conds else ())
+            + (TEXT_REQUESTS if self.n_text else ())
+        )
         requests = REQ + tuple(BAD_CASES.values()) + ("text_after",)
-        o_req = [{name: Signal(name=f"o_lane{i}_{name}") for name in requests}
-                 for i in range(W)]
+        o_req = [{name: Signal(name=f"o_lane{i}_{name}") for name in requests} for i in range(W)]
 
         def of_states(start, which):
             return Cat(*(start[n] for n, c in enumerate(states) if which(c))).any()
 
         for i in range(W):
             start = starts[i]
-            one_hot = wire(m, Cat(*(of_states(start, lambda c: c[0] is st) for st in State)),
-                           f"o_lane{i}_state")
+            one_hot = wire(
+                m,
+                Cat(*(of_states(start, lambda c: c[0] is st) for st in State)),
+                f"o_lane{i}_state",
+            )
             subset = wire(m, of_states(start, lambda c: c[2]), f"o_lane{i}_subset")
-            kw = wire(m, Cat(*(of_states(start, lambda c: c[1] >> b & 1)
-                               for b in range(KW_BITS))), f"o_lane{i}_kw")
+            kw = wire(
+                m,
+                Cat(*(of_states(start, lambda c: c[1] >> b & 1) for b in range(KW_BITS))),
+                f"o_lane{i}_kw",
+            )
             for (at_root, seen), case in BAD_CASES.items():
-                _, req = parse_byte(m, one_hot, o_tests[i], level=Const(int(not at_root), 1),
-                                    root_seen=Const(int(seen), 1), in_subset=subset, kw=kw,
-                                    prefix=f"lane{i}_{case}_")
+                _, req = parse_byte(
+                    m,
+                    one_hot,
+                    o_tests[i],
+                    level=Const(int(not at_root), 1),
+                    root_seen=Const(int(seen), 1),
+                    in_subset=subset,
+                    kw=kw,
+                    prefix=f"lane{i}_{case}_",
+                )
                 m.d.sync += o_req[i][case].eq(req["bad"])
             for name in REQ:
                 m.d.sync += o_req[i][name].eq(req[name])
             m.d.sync += o_req[i]["text_after"].eq(
-                of_states(starts[i + 1], lambda c: c[0] is State.TEXT))
+                of_states(starts[i + 1], lambda c: c[0] is State.TEXT)
+            )
 
         # === stage N: the lanes' prefixes of the depth, name position and hash steps ===
         n_valid, n_last = Signal(), Signal()
@@ -483,18 +600,25 @@ class WideFrontEnd(wiring.Component):
         # (v: level + excess); the name bytes since the last name reset (cnt) and whether one
         # happened (reset); any push; the hash of lanes < i from 0 (the rest is linear in
         # the hash before lane 0)
-        powers_of = [[wire(m, hash_power(byte[i], e), f"n_byte{i}_L{e}") for e in range(W + 1)]
-                     for i in range(W)]     # L^e(byte) for e = 0..W, each lane
+        powers_of = [
+            [wire(m, hash_power(byte[i], e), f"n_byte{i}_L{e}") for e in range(W + 1)]
+            for i in range(W)
+        ]  # L^e(byte) for e = 0..W, each lane
         lo = hd = cnt = Const(0, W)
         reset, any_push = Const(0, 1), Const(0, 1)
         prefix = []
         for i in range(W):
-            lo = wire(m, Mux(push[i], _shift_up(lo), Mux(pop[i], _shift_down(lo), lo)),
-                      f"n{i + 1}_lo_therm")
-            hd = wire(m, Mux(pop[i], _shift_up(hd), Mux(push[i], _shift_down(hd), hd)),
-                      f"n{i + 1}_hd_therm")
-            cnt = wire(m, Mux(nb[i], _shift_up(cnt), Mux(hold[i], cnt, 0)),
-                       f"n{i + 1}_cnt_therm")
+            lo = wire(
+                m,
+                Mux(push[i], _shift_up(lo), Mux(pop[i], _shift_down(lo), lo)),
+                f"n{i + 1}_lo_therm",
+            )
+            hd = wire(
+                m,
+                Mux(pop[i], _shift_up(hd), Mux(push[i], _shift_down(hd), hd)),
+                f"n{i + 1}_hd_therm",
+            )
+            cnt = wire(m, Mux(nb[i], _shift_up(cnt), Mux(hold[i], cnt, 0)), f"n{i + 1}_cnt_therm")
             reset = reset | ~(nb[i] | hold[i])
             any_push = any_push | push[i]
             # the hash of lanes < i + 1 from 0: each name byte j with no name reset after it
@@ -507,17 +631,24 @@ class WideFrontEnd(wiring.Component):
                     exactly = (sum(later) == e - 1) if later else Const(e == 1, 1)
                     terms.append(Mux(nb[j] & alive & exactly, powers_of[j][e], 0))
             stuff = wire(m, reduce(xor, terms), f"n{i + 1}_hash")
-            regs_i = {"A": Signal(range(-W, W + 1), name=f"n{i + 1}_A"),
-                      "LO": Signal(range(W + 1), name=f"n{i + 1}_LO"),
-                      "HD": Signal(range(W + 1), name=f"n{i + 1}_HD"),
-                      "cnt": Signal(range(W + 1), name=f"n{i + 1}_cnt"),
-                      "reset": Signal(name=f"n{i + 1}_reset"),
-                      "any_push": Signal(name=f"n{i + 1}_any_push"),
-                      "stuff": Signal(HASH_WIDTH, name=f"n{i + 1}_stuff")}
-            m.d.sync += [regs_i["A"].eq(sum(push[:i + 1]) - sum(pop[:i + 1])),
-                         regs_i["LO"].eq(_ones(lo)), regs_i["HD"].eq(_ones(hd)),
-                         regs_i["cnt"].eq(_ones(cnt)), regs_i["reset"].eq(reset),
-                         regs_i["any_push"].eq(any_push), regs_i["stuff"].eq(stuff)]
+            regs_i = {
+                "A": Signal(range(-W, W + 1), name=f"n{i + 1}_A"),
+                "LO": Signal(range(W + 1), name=f"n{i + 1}_LO"),
+                "HD": Signal(range(W + 1), name=f"n{i + 1}_HD"),
+                "cnt": Signal(range(W + 1), name=f"n{i + 1}_cnt"),
+                "reset": Signal(name=f"n{i + 1}_reset"),
+                "any_push": Signal(name=f"n{i + 1}_any_push"),
+                "stuff": Signal(HASH_WIDTH, name=f"n{i + 1}_stuff"),
+            }
+            m.d.sync += [
+                regs_i["A"].eq(sum(push[: i + 1]) - sum(pop[: i + 1])),
+                regs_i["LO"].eq(_ones(lo)),
+                regs_i["HD"].eq(_ones(hd)),
+                regs_i["cnt"].eq(_ones(cnt)),
+                regs_i["reset"].eq(reset),
+                regs_i["any_push"].eq(any_push),
+                regs_i["stuff"].eq(stuff),
+            ]
             prefix.append(regs_i)
         # the shared tag decoders (stage M) and their lanes: a run of name bytes and held lanes
         # closes at the first lane that does neither (a name restart); the run of a lane j
@@ -525,24 +656,25 @@ class WideFrontEnd(wiring.Component):
         # (or, if it does not close in the beat, to the name carried into the next beat)
         K = tag_decoders(W)
         restart = [~(nb[j] | hold[j]) for j in range(W)]
-        tag_ev = [restart[j] & Cat(*(o_req[j][r] for r in TAG_REQUESTS)).any()
-                  for j in range(W)]
-        n_first = Signal(name="n_first")        # the run before the beat goes to decoder 0
+        tag_ev = [restart[j] & Cat(*(o_req[j][r] for r in TAG_REQUESTS)).any() for j in range(W)]
+        n_first = Signal(name="n_first")  # the run before the beat goes to decoder 0
         n_runs = [Signal(W, name=f"n_dec{k}_lanes") for k in range(K)]
-        n_tsel = [Signal(K, name=f"n_lane{i}_dec") for i in range(W)]   # its event's decoder
-        n_open = Signal(W, name="n_open")       # the lane's run is carried into the next beat
+        n_tsel = [Signal(K, name=f"n_lane{i}_dec") for i in range(W)]  # its event's decoder
+        n_open = Signal(W, name="n_open")  # the lane's run is carried into the next beat
         closes_at_event = []
         for j in range(W):
             ends = [tag_ev[c] & ~Cat(Const(0, 1), *restart[j:c]).any() for c in range(j, W)]
             closes_at_event.append(Cat(*ends).any())
-        m.d.sync += [n_first.eq(closes_at_event[0]),
-                     n_open.eq(Cat(*(~Cat(*restart[j:]).any() for j in range(W))))]
+        m.d.sync += [
+            n_first.eq(closes_at_event[0]),
+            n_open.eq(Cat(*(~Cat(*restart[j:]).any() for j in range(W)))),
+        ]
         for k in range(K):
-            m.d.sync += n_runs[k].eq(Cat(*(closes_at_event[j] & (sum(tag_ev[:j]) == k)
-                                           for j in range(W))))
+            m.d.sync += n_runs[k].eq(
+                Cat(*(closes_at_event[j] & (sum(tag_ev[:j]) == k) for j in range(W)))
+            )
         for i in range(W):
-            m.d.sync += n_tsel[i].eq(Cat(*(tag_ev[i] & (sum(tag_ev[:i]) == k)
-                                           for k in range(K))))
+            m.d.sync += n_tsel[i].eq(Cat(*(tag_ev[i] & (sum(tag_ev[:i]) == k) for k in range(K))))
 
         # === stage N2: each lane's bounds on the depth before the beat (no loop) ===
         n2_valid, n2_last = Signal(), Signal()
@@ -554,30 +686,37 @@ class WideFrontEnd(wiring.Component):
         bounds = []
         for i, p in enumerate(prefix):
             # v -> min(max(v + A, LO), TOP) is LO for v < below, TOP for v > above, else v + A
-            b = {"A": Signal(range(-W, W + 1), name=f"n2_{i + 1}_A"),
-                 "LO": Signal(range(W + 1), name=f"n2_{i + 1}_LO"),
-                 "TOP": Signal(range(v_max + 1), name=f"n2_{i + 1}_TOP"),
-                 "below": Signal(range(-W, 2 * W + 1), name=f"n2_{i + 1}_below"),
-                 "above": Signal(range(v_max - 2 * W, v_max + W + 1), name=f"n2_{i + 1}_above"),
-                 "cnt": Signal(range(W + 1), name=f"n2_{i + 1}_cnt"),
-                 # the name position: cnt clamped (after a reset), and the most pos0 may be
-                 # for pos0 + cnt not to be clamped (a compare beside the add, not after it)
-                 "fresh": Signal(range(p_max + 1), name=f"n2_{i + 1}_fresh"),
-                 "room": Signal(range(-W, p_max + 1), name=f"n2_{i + 1}_room"),
-                 "reset": Signal(name=f"n2_{i + 1}_reset"),
-                 "carry": Signal(i + 2, name=f"n2_{i + 1}_carry"),
-                 "any_push": Signal(name=f"n2_{i + 1}_any_push"),
-                 "stuff": Signal(HASH_WIDTH, name=f"n2_{i + 1}_stuff")}
-            m.d.sync += [b["A"].eq(p["A"]), b["LO"].eq(p["LO"]), b["TOP"].eq(v_max - p["HD"]),
-                         b["below"].eq(p["LO"] - p["A"]),
-                         b["above"].eq(v_max - p["HD"] - p["A"]),
-                         b["cnt"].eq(p["cnt"]), b["reset"].eq(p["reset"]),
-                         b["fresh"].eq(Mux(p["cnt"] > p_max, p_max, p["cnt"])),
-                         b["room"].eq(p_max - p["cnt"]),
-                         # one-hot: the hash before the beat takes e more steps (none: reset)
-                         b["carry"].eq(Cat(*(~p["reset"] & (p["cnt"] == e)
-                                             for e in range(i + 2)))),
-                         b["any_push"].eq(p["any_push"]), b["stuff"].eq(p["stuff"])]
+            b = {
+                "A": Signal(range(-W, W + 1), name=f"n2_{i + 1}_A"),
+                "LO": Signal(range(W + 1), name=f"n2_{i + 1}_LO"),
+                "TOP": Signal(range(v_max + 1), name=f"n2_{i + 1}_TOP"),
+                "below": Signal(range(-W, 2 * W + 1), name=f"n2_{i + 1}_below"),
+                "above": Signal(range(v_max - 2 * W, v_max + W + 1), name=f"n2_{i + 1}_above"),
+                "cnt": Signal(range(W + 1), name=f"n2_{i + 1}_cnt"),
+                # the name position: cnt clamped (after a reset), and the most pos0 may be
+                # for pos0 + cnt not to be clamped (a compare beside the add, not after it)
+                "fresh": Signal(range(p_max + 1), name=f"n2_{i + 1}_fresh"),
+                "room": Signal(range(-W, p_max + 1), name=f"n2_{i + 1}_room"),
+                "reset": Signal(name=f"n2_{i + 1}_reset"),
+                "carry": Signal(i + 2, name=f"n2_{i + 1}_carry"),
+                "any_push": Signal(name=f"n2_{i + 1}_any_push"),
+                "stuff": Signal(HASH_WIDTH, name=f"n2_{i + 1}_stuff"),
+            }
+            m.d.sync += [
+                b["A"].eq(p["A"]),
+                b["LO"].eq(p["LO"]),
+                b["TOP"].eq(v_max - p["HD"]),
+                b["below"].eq(p["LO"] - p["A"]),
+                b["above"].eq(v_max - p["HD"] - p["A"]),
+                b["cnt"].eq(p["cnt"]),
+                b["reset"].eq(p["reset"]),
+                b["fresh"].eq(Mux(p["cnt"] > p_max, p_max, p["cnt"])),
+                b["room"].eq(p_max - p["cnt"]),
+                # one-hot: the hash before the beat takes e more steps (none: reset)
+                b["carry"].eq(Cat(*(~p["reset"] & (p["cnt"] == e) for e in range(i + 2)))),
+                b["any_push"].eq(p["any_push"]),
+                b["stuff"].eq(p["stuff"]),
+            ]
             bounds.append(b)
 
         # === stage L: the depth after the beat (loop v0, through the beat's bounds alone), the
@@ -593,17 +732,20 @@ class WideFrontEnd(wiring.Component):
 
         def clamp(v, b, name):
             """min(max(v + A, LO), TOP) from the bounds ``b`` (stage N2's), in a Signal."""
-            return wire(m, Mux(v < b["below"], b["LO"], Mux(v > b["above"], b["TOP"], v + b["A"])),
-                        name)
+            return wire(
+                m, Mux(v < b["below"], b["LO"], Mux(v > b["above"], b["TOP"], v + b["A"])), name
+            )
 
         powers = [wire(m, hash_power(h0, e), f"l_power{e}") for e in range(W + 1)]
         pos, h, root = [pos0], [h0], [root0]
         for i, b in enumerate(bounds):
             pi = Signal(range(p_max + 1), name=f"l{i + 1}_pos")
-            m.d.comb += pi.eq(Mux(b["reset"], b["fresh"],
-                                  Mux(pos0 > b["room"], p_max, pos0 + b["cnt"])))
-            carried = reduce(lambda x, y: x | y, [Mux(b["carry"][e], powers[e], 0)
-                                                  for e in range(i + 2)])
+            m.d.comb += pi.eq(
+                Mux(b["reset"], b["fresh"], Mux(pos0 > b["room"], p_max, pos0 + b["cnt"]))
+            )
+            carried = reduce(
+                lambda x, y: x | y, [Mux(b["carry"][e], powers[e], 0) for e in range(i + 2)]
+            )
             hi = wire(m, b["stuff"] ^ carried, f"l{i + 1}_hash")
             pos.append(pi)
             h.append(hi)
@@ -614,29 +756,52 @@ class WideFrontEnd(wiring.Component):
                 m.d.sync += [v0.eq(0), pos0.eq(0), h0.eq(h0.init), root0.eq(0)]
             with m.Else():
                 m.d.sync += [v0.eq(v_after), pos0.eq(pos[W]), h0.eq(h[W]), root0.eq(root[W])]
-        l_v0 = Signal(range(v_max + 1), name="l_v0")          # the depth before the beat
-        l_vW = Signal(range(v_max + 1), name=f"l_v{W}")       # and after it
+        l_v0 = Signal(range(v_max + 1), name="l_v0")  # the depth before the beat
+        l_vW = Signal(range(v_max + 1), name=f"l_v{W}")  # and after it
         m.d.sync += [l_v0.eq(v0), l_vW.eq(v_after)]
         # each lane's clamp for stage L2 in parts: its compares and sum from v0 and stage
         # N2's bounds, registered beside l_v0 (the same values as from l_v0 and the bounds
         # registered), so that stage L2 only chooses (the compares after l_v0 were critical
         # at 136.0 MHz, RTL 3b2cecfbb507)
-        l_clamps = [{k: delayed(wire(m, value, f"l_{i + 1}_{k}_in"), 1, f"l_{i + 1}_{k}")
-                     for k, value in (("low", v0 < b["below"]), ("high", v0 > b["above"]),
-                                      ("sum", v0 + b["A"]), ("LO", b["LO"]), ("TOP", b["TOP"]))}
-                    for i, b in enumerate(bounds[:W - 1])]
+        l_clamps = [
+            {
+                k: delayed(wire(m, value, f"l_{i + 1}_{k}_in"), 1, f"l_{i + 1}_{k}")
+                for k, value in (
+                    ("low", v0 < b["below"]),
+                    ("high", v0 > b["above"]),
+                    ("sum", v0 + b["A"]),
+                    ("LO", b["LO"]),
+                    ("TOP", b["TOP"]),
+                )
+            }
+            for i, b in enumerate(bounds[: W - 1])
+        ]
         l_pos = [Signal(range(p_max + 1), name=f"l_pos{i}") for i in range(W)]
         l_hash = [Signal(HASH_WIDTH, name=f"l_hash{i}") for i in range(W)]
         l_root = [Signal(name=f"l_root{i}") for i in range(W + 1)]
-        m.d.sync += [reg.eq(value) for regs, values in ((l_pos, pos), (l_hash, h),
-                                                          (l_root, root))
-                     for reg, value in zip(regs, values)]
+        m.d.sync += [
+            reg.eq(value)
+            for regs, values in ((l_pos, pos), (l_hash, h), (l_root, root))
+            for reg, value in zip(regs, values)
+        ]
 
         # === stage L2 (depth): the depth before each lane, from the depth before the beat ===
-        l2_v = [delayed(l_v0, 1, "l2_v0")] + [
-            delayed(wire(m, Mux(c["low"], c["LO"], Mux(c["high"], c["TOP"], c["sum"])),
-                         f"l2_{i + 1}_v"), 1, f"l2_v{i + 1}")
-            for i, c in enumerate(l_clamps)] + [delayed(l_vW, 1, f"l2_v{W}")]
+        l2_v = (
+            [delayed(l_v0, 1, "l2_v0")]
+            + [
+                delayed(
+                    wire(
+                        m,
+                        Mux(c["low"], c["LO"], Mux(c["high"], c["TOP"], c["sum"])),
+                        f"l2_{i + 1}_v",
+                    ),
+                    1,
+                    f"l2_v{i + 1}",
+                )
+                for i, c in enumerate(l_clamps)
+            ]
+            + [delayed(l_vW, 1, f"l2_v{W}")]
+        )
 
         # === stages C and T (beside L3): the attribute and the text conditions, lane after
         # lane (loops: their states), with each lane's requests and byte classes of stage L2
@@ -644,8 +809,10 @@ class WideFrontEnd(wiring.Component):
         # since the event before it, and its undecided flags ===
         if self.n_conds:
             c_lanes = lane_classes("c", k_levels + 6 + down_sweep_stages(W))
-            c_req = [{name: delayed(sig, 4, f"c_lane{i}_{name}") for name, sig in r.items()}
-                     for i, r in enumerate(o_req)]
+            c_req = [
+                {name: delayed(sig, 4, f"c_lane{i}_{name}") for name, sig in r.items()}
+                for i, r in enumerate(o_req)
+            ]
             c_present = delayed(o_lanes, 4, "c_lanes")
         else:
             c_lanes = c_req = c_present = None
@@ -661,27 +828,36 @@ class WideFrontEnd(wiring.Component):
             # row of its position, so the decoders check a name's length as one more byte);
             # positions from max_len + 1 match none (one copy for every two lanes: a block
             # RAM has two read ports)
-            ended = [~delayed(o_req[i]["name_byte"], 3, f"l_lane{i}_name_byte")
-                     for i in range(W)]
+            ended = [~delayed(o_req[i]["name_byte"], 3, f"l_lane{i}_name_byte") for i in range(W)]
             for shift in (4, 0):
-                rows = [sum(1 << j for j, t in enumerate(self.tag_bytes)
-                            if (len(t) == q if e else q < len(t) and t[q] >> shift & 15 == x))
-                        for q in range(max_len + 2) for e in (0, 1) for x in range(16)]
+                rows = [
+                    sum(
+                        1 << j
+                        for j, t in enumerate(self.tag_bytes)
+                        if (len(t) == q if e else q < len(t) and t[q] >> shift & 15 == x)
+                    )
+                    for q in range(max_len + 2)
+                    for e in (0, 1)
+                    for x in range(16)
+                ]
                 ports = []
                 for pair in range(0, W, 2):
-                    m.submodules[f"cam_{'high' if shift else 'low'}{pair // 2}"] = rom = \
+                    m.submodules[f"cam_{'high' if shift else 'low'}{pair // 2}"] = rom = (
                         RegisteredROM(rows, width=n_tags, ports=min(2, W - pair))
+                    )
                     ports += list(rom.read)
                 for i, port in enumerate(ports):
                     at = Mux(l_pos[i] > max_len + 1, max_len + 1, l_pos[i])
-                    m.d.comb += port.addr.eq(Cat(cam_byte[i][shift:shift + 4], ended[i], at))
+                    m.d.comb += port.addr.eq(Cat(cam_byte[i][shift : shift + 4], ended[i], at))
                 cam_read.append(ports)
         lane = []
         for i in range(W):
-            regs_i = {"root": Signal(name=f"l2_lane{i}_root"),
-                      "root_after": Signal(name=f"l2_lane{i}_root_after"),
-                      "long": Signal(name=f"l2_lane{i}_long"),
-                      "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash")}
+            regs_i = {
+                "root": Signal(name=f"l2_lane{i}_root"),
+                "root_after": Signal(name=f"l2_lane{i}_root_after"),
+                "long": Signal(name=f"l2_lane{i}_long"),
+                "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash"),
+            }
             m.d.sync += [
                 regs_i["root"].eq(l_root[i]),
                 regs_i["root_after"].eq(l_root[i + 1]),
@@ -703,9 +879,12 @@ class WideFrontEnd(wiring.Component):
             level = Signal(range(max_depth + 1), name=f"l3_lane{i}_level")
             m.d.sync += level.eq(Mux(vi > max_depth, max_depth, vi))
             regs_i["level"] = level
-            flags = {"at_max": vi >= max_depth,
-                     "ex_zero": vi <= max_depth, "v_zero": vi == 0,
-                     "nonzero_after": l2_v[i + 1] != 0}
+            flags = {
+                "at_max": vi >= max_depth,
+                "ex_zero": vi <= max_depth,
+                "v_zero": vi == 0,
+                "nonzero_after": l2_v[i + 1] != 0,
+            }
             for key, value in flags.items():
                 regs_i[key] = delayed(value, 1, f"l3_lane{i}_{key}")
         lane_conds = self._attribute_conditions(m, c_lanes, c_req, l2_valid, l2_last, c_present)
@@ -716,23 +895,30 @@ class WideFrontEnd(wiring.Component):
         # the conditions' bits one cycle on ===
         l4_valid, l4_last = Signal(), Signal()
         m.d.sync += [l4_valid.eq(l3_valid), l4_last.eq(l3_last)]
-        lane = [{key: delayed(reg, 1, f"l4_lane{i}_{key}") for key, reg in regs_i.items()}
-                for i, regs_i in enumerate(lane)]
-        m_conds, m_text = ([(delayed(bits, 1, f"l4_{kind}{i}"), delayed(undec, 1,
-                                                                          f"l4_{kind}{i}_undec"))
-                            for i, (bits, undec) in enumerate(lanes)]
-                           for kind, lanes in (("conds", lane_conds), ("text", lane_text)))
+        lane = [
+            {key: delayed(reg, 1, f"l4_lane{i}_{key}") for key, reg in regs_i.items()}
+            for i, regs_i in enumerate(lane)
+        ]
+        m_conds, m_text = (
+            [
+                (delayed(bits, 1, f"l4_{kind}{i}"), delayed(undec, 1, f"l4_{kind}{i}_undec"))
+                for i, (bits, undec) in enumerate(lanes)
+            ]
+            for kind, lanes in (("conds", lane_conds), ("text", lane_text))
+        )
 
         # === stage M: the shared tag decoders (loop: match0), each lane's event and errors ===
         m_lanes = delayed(o_lanes, 6, "m_lanes")
-        m_req = [{name: delayed(sig, 6, f"m_lane{i}_{name}") for name, sig in r.items()}
-                 for i, r in enumerate(o_req)]
+        m_req = [
+            {name: delayed(sig, 6, f"m_lane{i}_{name}") for name, sig in r.items()}
+            for i, r in enumerate(o_req)
+        ]
         m_first = delayed(n_first, 5, "m_first")
         m_runs = [delayed(run, 5, f"m_dec{k}_lanes") for k, run in enumerate(n_runs)]
         m_open = delayed(n_open, 5, "m_open")
         m_tsel = [delayed(sel, 5, f"m_lane{i}_dec") for i, sel in enumerate(n_tsel)]
         everything = (1 << max(1, n_tags)) - 1
-        match0 = Signal(max(1, n_tags), init=everything)   # the name carried into the beat
+        match0 = Signal(max(1, n_tags), init=everything)  # the name carried into the beat
         # decoder k: the tags its name may be, the CAM rows (the name's bytes, then its length)
         # of the lanes of its run ANDed (and match0 if its run began before the beat); a lane
         # of decoder k has k tag events before it, so it is at least (k - 1) gap + 1
@@ -744,14 +930,16 @@ class WideFrontEnd(wiring.Component):
                 if k == 0:
                     terms.append(Mux(m_first, match0, everything))
                 m.d.sync += dec[k].eq(reduce(lambda x, y: x & y, terms))
-            carried = reduce(lambda x, y: x & y, [Mux(m_open[j], lane[j]["ok"], everything)
-                                                  for j in range(W)])
+            carried = reduce(
+                lambda x, y: x & y, [Mux(m_open[j], lane[j]["ok"], everything) for j in range(W)]
+            )
             carried = wire(m, carried, "m_carried")
         else:
             carried = match0.init
-        sticky = Signal(ErrorFlags)                 # errors of the document's earlier beats
-        entry_layout = QueueEntry(tag_width=self.tag_width, max_depth=max_depth,
-                                  n_conds=self.n_conds)
+        sticky = Signal(ErrorFlags)  # errors of the document's earlier beats
+        entry_layout = QueueEntry(
+            tag_width=self.tag_width, max_depth=max_depth, n_conds=self.n_conds
+        )
         records, has, founds, ends = [], [], [], []
         for i in range(W):
             r, li = m_req[i], lane[i]
@@ -759,44 +947,56 @@ class WideFrontEnd(wiring.Component):
             overflow = r["push_req"] & li["at_max"]
             do_pop = r["pop_req"] & li["ex_zero"] & ~li["v_zero"]
             underflow = r["pop_req"] & li["v_zero"]
-            bad = Mux(li["v_zero"], Mux(li["root"], r["bad_both"], r["bad_root"]),
-                      Mux(li["root"], r["bad_seen"], r["bad"]))
+            bad = Mux(
+                li["v_zero"],
+                Mux(li["root"], r["bad_both"], r["bad_root"]),
+                Mux(li["root"], r["bad_seen"], r["bad"]),
+            )
             found = Signal(ErrorFlags, name=f"lane{i}_found")
-            m.d.comb += [found.malformed.eq(bad | underflow),
-                         found.depth_overflow.eq(overflow),
-                         found.name_too_long.eq(r["name_byte"] & li["long"])]
+            m.d.comb += [
+                found.malformed.eq(bad | underflow),
+                found.depth_overflow.eq(overflow),
+                found.name_too_long.eq(r["name_byte"] & li["long"]),
+            ]
             if self.n_conds:
                 m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1])
             here = m_lanes[i]
-            end = Signal(name=f"lane{i}_end")     # the document's final byte
+            end = Signal(name=f"lane{i}_end")  # the document's final byte
             m.d.comb += end.eq(here & l4_last & (~m_lanes[i + 1] if i + 1 < W else 1))
             unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
-            rec = Signal(entry_layout, name=f"lane{i}_event")   # its tag: in stage M2
-            m.d.comb += [rec.push.eq(do_push), rec.pop.eq(do_pop), rec.last.eq(end),
-                         rec.check.eq(r["pop_check"]),
-                         rec.level.eq(Mux(do_push, li["level"] + 1,
-                                          Mux(do_pop, li["level"], 0))),
-                         rec.row.eq(Mux(do_push | do_pop, li["level"], 0)),
-                         rec.hash.eq(li["hash"])]
+            rec = Signal(entry_layout, name=f"lane{i}_event")  # its tag: in stage M2
+            m.d.comb += [
+                rec.push.eq(do_push),
+                rec.pop.eq(do_pop),
+                rec.last.eq(end),
+                rec.check.eq(r["pop_check"]),
+                rec.level.eq(Mux(do_push, li["level"] + 1, Mux(do_pop, li["level"], 0))),
+                rec.row.eq(Mux(do_push | do_pop, li["level"], 0)),
+                rec.hash.eq(li["hash"]),
+            ]
             if self.n_conds:
                 # a push: its attribute bits; a push or a pop: the text bits since the event
                 # before (stage F puts them in the text stack)
-                m.d.comb += rec.conds.eq(Mux(do_push, m_conds[i][0], 0) |
-                                         Mux(do_push | do_pop, m_text[i][0], 0))
+                m.d.comb += rec.conds.eq(
+                    Mux(do_push, m_conds[i][0], 0) | Mux(do_push | do_pop, m_text[i][0], 0)
+                )
             records.append(rec)
             has.append(here & (do_push | do_pop | end))
             founds.append(Mux(here, found.as_value(), 0))
             ends.append((end, unfinished))
         found_all = reduce(lambda a, b: a | b, founds)
         doc_errors = Signal(ErrorFlags)
-        m.d.comb += doc_errors.eq(sticky.as_value() | found_all |
-                                  Cat(*(e & u for e, u in ends)).any())
+        m.d.comb += doc_errors.eq(
+            sticky.as_value() | found_all | Cat(*(e & u for e, u in ends)).any()
+        )
         with m.If(l4_valid):
             with m.If(l4_last):
                 m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
             with m.Else():
-                m.d.sync += [match0.eq(Mux(m_open[0], match0 & carried, carried)),
-                             sticky.eq(sticky.as_value() | found_all)]
+                m.d.sync += [
+                    match0.eq(Mux(m_open[0], match0 & carried, carried)),
+                    sticky.eq(sticky.as_value() | found_all),
+                ]
         m2_valid = Signal()
         m2_has = Signal(W)
         m2_records = [Signal(entry_layout, name=f"m2_event{i}") for i in range(W)]
@@ -810,9 +1010,17 @@ class WideFrontEnd(wiring.Component):
 
         # === stage M2: each decoder's tag id (a name is at most one tag), each tag event's
         # from its decoder; stage P2: the lanes' events, registered ===
-        ids = [Cat(*(Cat(*(tags[j] for j in range(n_tags) if (j + 1) >> bit & 1)).any()
-                     for bit in range(self.tag_width))) if n_tags else Const(0, self.tag_width)
-               for tags in dec]
+        ids = [
+            Cat(
+                *(
+                    Cat(*(tags[j] for j in range(n_tags) if (j + 1) >> bit & 1)).any()
+                    for bit in range(self.tag_width)
+                )
+            )
+            if n_tags
+            else Const(0, self.tag_width)
+            for tags in dec
+        ]
         p2_valid = Signal()
         p2_has = Signal(W)
         p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
@@ -821,8 +1029,12 @@ class WideFrontEnd(wiring.Component):
         m.d.sync += [p2_valid.eq(m2_valid), p2_has.eq(m2_has)]
         for i in range(W):
             m.d.sync += p2_records[i].eq(m2_records[i])
-            m.d.sync += p2_records[i].tag.eq(reduce(lambda x, y: x | y, [
-                Mux(m2_tsel[i][k], tag_id, 0) for k, tag_id in enumerate(ids)]))
+            m.d.sync += p2_records[i].tag.eq(
+                reduce(
+                    lambda x, y: x | y,
+                    [Mux(m2_tsel[i][k], tag_id, 0) for k, tag_id in enumerate(ids)],
+                )
+            )
 
         # === the event queue: W banks (LUT RAM), position p in bank p mod W, row p // W ===
         Q = self.queue_depth
@@ -836,18 +1048,26 @@ class WideFrontEnd(wiring.Component):
         head_entry = Signal(entry_layout)
         reads = []
         for b in range(W):
-            m.submodules[f"queue_bank{b}"] = bank = Memory(
-                shape=entry_layout, depth=rows, init=[])
+            m.submodules[f"queue_bank{b}"] = bank = Memory(shape=entry_layout, depth=rows, init=[])
             write, read = bank.write_port(), bank.read_port(domain="comb")
-            k = Signal(range(W), name=f"bank{b}_k")       # its record among the added
-            m.d.comb += [k.eq(b - tail_bank), read.addr.eq(head_row),
-                         write.addr.eq(Mux(b < tail_bank, Mux(tail_row == rows - 1, 0,
-                                                               tail_row + 1), tail_row))]
+            k = Signal(range(W), name=f"bank{b}_k")  # its record among the added
+            m.d.comb += [
+                k.eq(b - tail_bank),
+                read.addr.eq(head_row),
+                write.addr.eq(
+                    Mux(b < tail_bank, Mux(tail_row == rows - 1, 0, tail_row + 1), tail_row)
+                ),
+            ]
             chosen = [p2_has[i] & (p2_offset[i] == k) for i in range(W)]
-            m.d.comb += [write.en.eq(Cat(*chosen).any()),
-                         write.data.eq(reduce(lambda x, y: x | y, [
-                             Mux(c, p2_records[i].as_value(), 0)
-                             for i, c in enumerate(chosen)]))]
+            m.d.comb += [
+                write.en.eq(Cat(*chosen).any()),
+                write.data.eq(
+                    reduce(
+                        lambda x, y: x | y,
+                        [Mux(c, p2_records[i].as_value(), 0) for i, c in enumerate(chosen)],
+                    )
+                ),
+            ]
             reads.append(read.data)
         with m.Switch(head_bank):
             for b in range(W):
@@ -860,9 +1080,11 @@ class WideFrontEnd(wiring.Component):
         new_tail = Signal(range(2 * W))
         m.d.comb += new_tail.eq(tail_bank + added)
         next_occupied = occupied + added - take
-        m.d.sync += [tail_bank.eq(new_tail[:len(tail_bank)] if W > 1 else 0),
-                     occupied.eq(next_occupied),
-                     after_end.eq(take & head_entry.last)]
+        m.d.sync += [
+            tail_bank.eq(new_tail[: len(tail_bank)] if W > 1 else 0),
+            occupied.eq(next_occupied),
+            after_end.eq(take & head_entry.last),
+        ]
         with m.If(new_tail >= W):
             m.d.sync += tail_row.eq(Mux(tail_row == rows - 1, 0, tail_row + 1))
         with m.If(take):
@@ -878,15 +1100,17 @@ class WideFrontEnd(wiring.Component):
         # bytes_in, compared with the bounds for both cases, so that ``bytes_in.valid`` only
         # chooses between compares (it came through the add: 8.1 ns, critical, RTL
         # 72269ec8cb4d)
-        before_queue = 2 + wide_parser_stages(W)                        # D1, D2, .., P2
-        in_flight = Signal(range(before_queue + 1), name="in_flight")   # beats in D1..P2
+        before_queue = 2 + wide_parser_stages(W)  # D1, D2, .., P2
+        in_flight = Signal(range(before_queue + 1), name="in_flight")  # beats in D1..P2
         load = Signal(range(Q + W * before_queue + 1), name="load")
         m.d.comb += load.eq(occupied + W * in_flight)
         fits = [None] + [wire(m, load <= Q - k * W, f"load_fits{k}") for k in (1, 2, 3)]
         room_idle, room_busy = Signal(init=1, name="room_idle"), Signal(init=1, name="room_busy")
-        m.d.sync += [in_flight.eq(in_flight + self.bytes_in.valid - p2_valid),
-                     room_idle.eq(Mux(self.bytes_in.valid, fits[2], fits[1])),
-                     room_busy.eq(Mux(self.bytes_in.valid, fits[3], fits[2]))]
+        m.d.sync += [
+            in_flight.eq(in_flight + self.bytes_in.valid - p2_valid),
+            room_idle.eq(Mux(self.bytes_in.valid, fits[2], fits[1])),
+            room_busy.eq(Mux(self.bytes_in.valid, fits[3], fits[2])),
+        ]
         m.d.comb += self.room.eq(Mux(self.bytes_in.valid, room_busy, room_idle))
 
         # === stage E: the global stack row of the level before the event ===
@@ -894,7 +1118,8 @@ class WideFrontEnd(wiring.Component):
         e_valid = Signal()
         m.d.sync += [e_valid.eq(take), e.eq(Mux(take, head_entry.as_value(), 0))]
         m.submodules.stack = stack = Memory(
-            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[])
+            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[]
+        )
         row = stack.read_port(domain="comb")
         push_port = stack.write_port()
         m.d.comb += [
@@ -931,15 +1156,15 @@ class WideFrontEnd(wiring.Component):
             # the text bits per open element (registers, by level): a push ORs the text bits
             # since the event before into its parent's row and zeroes its own, a pop reads its
             # row with those bits, a document's end zeroes every row
-            rows = [Signal(self.n_conds, name=f"text_row{level}")
-                    for level in range(max_depth + 1)]
+            rows = [Signal(self.n_conds, name=f"text_row{level}") for level in range(max_depth + 1)]
             row_of = Signal(self.n_conds)
             with m.Switch(f.level):
                 for level, r in enumerate(rows):
                     with m.Case(level):
                         m.d.comb += row_of.eq(r)
-            m.d.comb += ev.conds.eq(Mux(f.push, f.conds & ~text_mask, 0) |
-                                    Mux(f.pop, (row_of | f.conds) & text_mask, 0))
+            m.d.comb += ev.conds.eq(
+                Mux(f.push, f.conds & ~text_mask, 0) | Mux(f.pop, (row_of | f.conds) & text_mask, 0)
+            )
             if self.n_text:
                 with m.If(f_valid & f.last):
                     m.d.sync += [r.eq(0) for r in rows]
@@ -975,10 +1200,15 @@ class WideFrontEnd(wiring.Component):
         def fold(i, here, final, step, conds):
             # as the one-byte front end's ``conds``: a value's bits join at its closing quote,
             # a ``<`` or the document's end clears them (no push reads them in between)
-            return Mux(here & (final | req[i]["tag_start"]), 0,
-                       conds | Mux(here & ~final & req[i]["val_end"], step.decided, 0))
-        return self._through_lanes(m, attrs, "c", lanes, req, valid, last, present,
-                                   lambda i: {}, fold)
+            return Mux(
+                here & (final | req[i]["tag_start"]),
+                0,
+                conds | Mux(here & ~final & req[i]["val_end"], step.decided, 0),
+            )
+
+        return self._through_lanes(
+            m, attrs, "c", lanes, req, valid, last, present, lambda i: {}, fold
+        )
 
     def _text_conditions(self, m, lanes, req, valid, last, present, v):
         """Stage T: :class:`xpfilt.hdl.frontend.TextConditions` stepped through the lanes of
@@ -994,13 +1224,25 @@ class WideFrontEnd(wiring.Component):
 
         def fold(i, here, final, step, pending):
             event = (req[i]["push_req"] & (v[i] < max_depth)) | (
-                req[i]["pop_req"] & (v[i] != 0) & (v[i] <= max_depth))
+                req[i]["pop_req"] & (v[i] != 0) & (v[i] <= max_depth)
+            )
             return Mux(here & (final | event), 0, pending) | Mux(
-                step.decide, texts.full(step.bits), 0)
+                step.decide, texts.full(step.bits), 0
+            )
+
         # inside: text of a stacked element
-        return self._through_lanes(m, texts, "t", lanes, req, valid, last, present,
-                                   lambda i: {"inside": (v[i] != 0) & (v[i] <= max_depth)},
-                                   fold)
+        return self._through_lanes(
+            m,
+            texts,
+            "t",
+            lanes,
+            req,
+            valid,
+            last,
+            present,
+            lambda i: {"inside": (v[i] != 0) & (v[i] <= max_depth)},
+            fold,
+        )
 
     def _through_lanes(self, m, logic, name, lanes, req, valid, last, present, extra, fold):
         """``logic`` (whose ``step`` is one byte's, from its ``state``) stepped through the
@@ -1011,16 +1253,26 @@ class WideFrontEnd(wiring.Component):
         ``undecided``)."""
         W = self.width
         carried = state_registers(logic.state, f"{name}_")
-        value0 = Signal(self.n_conds, name=f"{name}_value")    # before the beat
+        value0 = Signal(self.n_conds, name=f"{name}_value")  # before the beat
         cur, value, out = carried, value0, []
         for i in range(W):
             here = present[i]
-            final = here & last & (~present[i + 1] if i + 1 < W else 1)   # the last byte
+            final = here & last & (~present[i + 1] if i + 1 < W else 1)  # the last byte
             tests = lanes[i]
-            step = logic.step(cur, req[i], valid=here, last=final, eq=tests.eq,
-                              registered=tests.registered, member=tests.member, **extra(i))
-            lane = (Signal(self.n_conds, name=f"{name}_lane{i}_value"),
-                    Signal(name=f"{name}_lane{i}_undecided"))
+            step = logic.step(
+                cur,
+                req[i],
+                valid=here,
+                last=final,
+                eq=tests.eq,
+                registered=tests.registered,
+                member=tests.member,
+                **extra(i),
+            )
+            lane = (
+                Signal(self.n_conds, name=f"{name}_lane{i}_value"),
+                Signal(name=f"{name}_lane{i}_undecided"),
+            )
             m.d.sync += [lane[0].eq(value), lane[1].eq(step.undecided)]
             out.append(lane)
             value = wire(m, fold(i, here, final, step, value), f"{name}{i + 1}_value")

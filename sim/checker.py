@@ -22,21 +22,35 @@ from typing import Callable, Optional, Sequence
 
 from amaranth.lib import data
 
-from xpfilt.hdl.frontend import ByteLayout, Errors
-from xpfilt.hdl.wide_frontend import WideByteLayout
-from xpfilt.hdl.readout import readout_layout
 from xpfilt.compiler.custom import Plan
-from xpfilt.software.events import MalformedDocumentError, parse_events, EventKind
-from xpfilt.model.custom import EngineModel, document_beats
+from xpfilt.hdl.frontend import ByteLayout, Errors
+from xpfilt.hdl.readout import readout_layout
+from xpfilt.hdl.wide_frontend import WideByteLayout
 from xpfilt.hwspec.readout import DOC_WIDTH, Beat, ReadoutKind, SparseBeat, collect_readout
-from xpfilt.software.reference import ReferenceFilter
 from xpfilt.lang.xpath import Query
+from xpfilt.model.custom import EngineModel, document_beats
+from xpfilt.software.events import EventKind, MalformedDocumentError, parse_events
+from xpfilt.software.reference import ReferenceFilter
 
-__all__ = ["BeatCodec", "SERIAL", "BYTE_FIELDS", "encode_beat", "decode_beat", "byte_payload",
-           "InputCodec",
-           "describe_cycle",
-           "Trace", "Expectation", "expectation", "compare_with_model", "score_documents",
-           "FAULTS", "error_names", "reference_for", "with_reference_fault"]
+__all__ = [
+    "BeatCodec",
+    "SERIAL",
+    "BYTE_FIELDS",
+    "encode_beat",
+    "decode_beat",
+    "byte_payload",
+    "InputCodec",
+    "describe_cycle",
+    "Trace",
+    "Expectation",
+    "expectation",
+    "compare_with_model",
+    "score_documents",
+    "FAULTS",
+    "error_names",
+    "reference_for",
+    "with_reference_fault",
+]
 
 
 class BeatCodec:
@@ -46,8 +60,9 @@ class BeatCodec:
     def __init__(self, kind: ReadoutKind, width: int):
         self.kind, self.width = kind, width
         self.beat_type = Beat if kind is ReadoutKind.SERIAL else SparseBeat
-        self.fields = {name: (f.offset, f.width)
-                       for name, f in data.Layout.cast(readout_layout(kind, width))}
+        self.fields = {
+            name: (f.offset, f.width) for name, f in data.Layout.cast(readout_layout(kind, width))
+        }
         self.last_mask = 1 << self.fields["last"][0]
 
     @classmethod
@@ -62,8 +77,12 @@ class BeatCodec:
         return value
 
     def decode(self, value: int):
-        return self.beat_type(*((value >> self.fields[name][0]) & ((1 << self.fields[name][1]) - 1)
-                                for name in self.beat_type._fields))
+        return self.beat_type(
+            *(
+                (value >> self.fields[name][0]) & ((1 << self.fields[name][1]) - 1)
+                for name in self.beat_type._fields
+            )
+        )
 
     def expected(self, beat, faulty: bool) -> tuple[int, object, bool]:
         """What the port must show for the model's ``beat`` (None: -1, no beat) with the
@@ -122,9 +141,13 @@ class InputCodec:
     def payloads(self, documents: Sequence[bytes]) -> list[int]:
         (d_off, _), (c_off, _) = self._data, self._count
         last_mask = self.last_mask
-        return [(int.from_bytes(chunk, "little") if self.width > 1 else chunk) << d_off
-                | (len(chunk) << c_off if self.width > 1 else 0) | (last_mask if last else 0)
-                for doc in documents for chunk, last in document_beats(doc, self.width)]
+        return [
+            (int.from_bytes(chunk, "little") if self.width > 1 else chunk) << d_off
+            | (len(chunk) << c_off if self.width > 1 else 0)
+            | (last_mask if last else 0)
+            for doc in documents
+            for chunk, last in document_beats(doc, self.width)
+        ]
 
     def decode(self, payload: int) -> tuple:
         """(data, last) of a payload: a byte value, or the beat's bytes (``count`` of them with
@@ -162,6 +185,7 @@ class Trace:
     ``ready``: ``bytes_in.ready`` seen; ``beat``: ``readout.payload`` seen while
     ``readout.valid``, else -1. ``doc_last_cycle[i]``: the cycle whose byte ended document ``i``
     (accepted), for naming the document in flight at a given cycle."""
+
     valid: list = field(default_factory=list)
     payload: list = field(default_factory=list)
     out_ready: list = field(default_factory=list)
@@ -182,8 +206,14 @@ class Trace:
         return min(i, max(0, len(self.doc_last_cycle) - 1))
 
 
-def compare_with_model(plan: Plan, trace: Trace, *, max_name: int = 32,
-                       fault: Optional[str] = None, bytes_per_cycle: int = 1) -> dict:
+def compare_with_model(
+    plan: Plan,
+    trace: Trace,
+    *,
+    max_name: int = 32,
+    fault: Optional[str] = None,
+    bytes_per_cycle: int = 1,
+) -> dict:
     """Step the model with the trace's inputs; compare ``ready`` and the beat of every cycle.
 
     Returns ``{"cycles", "mismatching_cycles", "first"}``; ``first`` is None or describes the
@@ -196,36 +226,50 @@ def compare_with_model(plan: Plan, trace: Trace, *, max_name: int = 32,
     faulty = fault == "model"
     first = None
     bad = 0
-    for c, (valid, payload, out_ready, ready, beat) in enumerate(zip(
-            trace.valid, trace.payload, trace.out_ready, trace.ready, trace.beat)):
+    for c, (valid, payload, out_ready, ready, beat) in enumerate(
+        zip(trace.valid, trace.payload, trace.out_ready, trace.ready, trace.beat)
+    ):
         m_ready, m_beat = step(valid, *decode(payload), out_ready)
         expected, m_beat, faulty = codec.expected(m_beat, faulty)
         if m_ready != ready or expected != beat:
             bad += 1
             if first is None:
-                first = describe_cycle(c, trace, codec, ready, beat, m_ready, m_beat,
-                                       valid, payload, out_ready, inputs)
+                first = describe_cycle(
+                    c, trace, codec, ready, beat, m_ready, m_beat, valid, payload, out_ready, inputs
+                )
     return {"cycles": len(trace), "mismatching_cycles": bad, "first": first}
 
 
-def describe_cycle(cycle: int, trace: Trace, codec: BeatCodec, ready, beat: int, m_ready,
-                   m_beat, valid, payload: int, out_ready,
-                   inputs: Optional[InputCodec] = None) -> dict:
+def describe_cycle(
+    cycle: int,
+    trace: Trace,
+    codec: BeatCodec,
+    ready,
+    beat: int,
+    m_ready,
+    m_beat,
+    valid,
+    payload: int,
+    out_ready,
+    inputs: Optional[InputCodec] = None,
+) -> dict:
     """A cycle where the RTL and the model differ: both sides' ``ready`` and beat (decoded),
     the inputs (``inputs``: their codec, one byte per cycle if None), and the document in
     flight."""
     data_in, last_in = (inputs or _ONE_BYTE).decode(payload)
     rtl_beat = None if beat < 0 else codec.decode(beat)
-    doc = (m_beat.doc if m_beat is not None else
-           rtl_beat.doc if rtl_beat is not None else None)
+    doc = m_beat.doc if m_beat is not None else rtl_beat.doc if rtl_beat is not None else None
     return {
         "cycle": cycle,
         "document": trace.document_at(cycle) if doc is None else doc,
         "rtl": {"ready": bool(ready), "beat": None if rtl_beat is None else rtl_beat._asdict()},
         "model": {"ready": bool(m_ready), "beat": None if m_beat is None else m_beat._asdict()},
-        "inputs": {"valid": bool(valid),
-                   "data": data_in if isinstance(data_in, int) else data_in.hex(),
-                   "last": last_in, "out_ready": bool(out_ready)},
+        "inputs": {
+            "valid": bool(valid),
+            "data": data_in if isinstance(data_in, int) else data_in.hex(),
+            "last": last_in,
+            "out_ready": bool(out_ready),
+        },
     }
 
 
@@ -234,19 +278,27 @@ class Expectation:
     """What the engine must say about one document: ``numbers`` (the query numbers that match,
     by the reference filter) when it must answer, or None with ``must_flag`` the error flags
     that must rise (a malformed document, one deeper than the stacks, a name too long)."""
+
     numbers: Optional[tuple[int, ...]]
     must_flag: int = 0
     reason: str = ""
 
 
-def expectation(reference: ReferenceFilter, numbers: Sequence[int], document: bytes, *,
-                max_depth: int, max_name: int) -> Expectation:
+def expectation(
+    reference: ReferenceFilter,
+    numbers: Sequence[int],
+    document: bytes,
+    *,
+    max_depth: int,
+    max_name: int,
+) -> Expectation:
     """The answer the engine owes ``document`` (``numbers[i]`` = the i-th reference query)."""
     try:
         events = parse_events(document)
     except MalformedDocumentError as exc:
-        return Expectation(None, int(Errors.MALFORMED), f"malformed: {exc.reason} at "
-                                                        f"{exc.line}:{exc.column}")
+        return Expectation(
+            None, int(Errors.MALFORMED), f"malformed: {exc.reason} at {exc.line}:{exc.column}"
+        )
     depth = deepest = 0
     longest = 0
     for event in events:
@@ -269,10 +321,14 @@ def expectation(reference: ReferenceFilter, numbers: Sequence[int], document: by
     return Expectation(tuple(sorted(numbers[p] for p in positions)))
 
 
-def score_documents(plan: Plan, names: Sequence[str], expected: Sequence[Expectation],
-                    beats: Sequence, *,
-                    decode: Optional[Callable[[int, int], tuple[int, ...]]] = None
-                    ) -> tuple[list[dict], list[dict]]:
+def score_documents(
+    plan: Plan,
+    names: Sequence[str],
+    expected: Sequence[Expectation],
+    beats: Sequence,
+    *,
+    decode: Optional[Callable[[int, int], tuple[int, ...]]] = None,
+) -> tuple[list[dict], list[dict]]:
     """Group transferred readout beats (either kind) into documents and compare each with its
     expectation; ``decode(i, bits)`` gives the query numbers of document ``i``'s readout bits
     (default: the bits set, in ``plan``'s readout order).
@@ -282,35 +338,49 @@ def score_documents(plan: Plan, names: Sequence[str], expected: Sequence[Expecta
     order = plan.query_numbers
     width = len(order)
     if decode is None:
+
         def decode(_i, bits):
             return tuple(sorted(order[j] for j in range(width) if bits >> j & 1))
+
     results, mismatches = [], []
     framing: list[str] = []
-    readouts = [(r.doc, int(r.errors), r.bits)
-                for r in collect_readout(beats, width, problems=framing)]
+    readouts = [
+        (r.doc, int(r.errors), r.bits) for r in collect_readout(beats, width, problems=framing)
+    ]
     if framing:
-        mismatches.append({"kind": "framing", "document": len(readouts),
-                           "detail": framing[0]})
+        mismatches.append({"kind": "framing", "document": len(readouts), "detail": framing[0]})
     if len(readouts) != len(names):
-        mismatches.append({"kind": "framing", "document": min(len(readouts), len(names) - 1),
-                           "detail": f"{len(readouts)} readouts for {len(names)} documents"})
+        mismatches.append(
+            {
+                "kind": "framing",
+                "document": min(len(readouts), len(names) - 1),
+                "detail": f"{len(readouts)} readouts for {len(names)} documents",
+            }
+        )
     for i, (name, exp) in enumerate(zip(names, expected)):
         if i >= len(readouts):
             break
         doc, errors, bits = readouts[i]
         numbers = decode(i, bits)
-        result = {"document": i, "name": name, "flags": error_names(errors),
-                  "numbers": None if errors else list(numbers),
-                  "expected": None if exp.numbers is None else list(exp.numbers),
-                  "must_flag": error_names(exp.must_flag), "reason": exp.reason}
+        result = {
+            "document": i,
+            "name": name,
+            "flags": error_names(errors),
+            "numbers": None if errors else list(numbers),
+            "expected": None if exp.numbers is None else list(exp.numbers),
+            "must_flag": error_names(exp.must_flag),
+            "reason": exp.reason,
+        }
         results.append(result)
         problems = []
         if doc != i % (1 << DOC_WIDTH):
             problems.append(f"readout sequence number {doc}, not {i % (1 << DOC_WIDTH)}")
         if exp.numbers is None:
             if errors & exp.must_flag != exp.must_flag:
-                problems.append(f"flags {error_names(errors) or 'none'} must include "
-                                f"{error_names(exp.must_flag)} ({exp.reason})")
+                problems.append(
+                    f"flags {error_names(errors) or 'none'} must include "
+                    f"{error_names(exp.must_flag)} ({exp.reason})"
+                )
         elif errors:
             problems.append(f"flags {error_names(errors)} on a document the reference accepts")
         elif numbers != exp.numbers:
@@ -318,8 +388,9 @@ def score_documents(plan: Plan, names: Sequence[str], expected: Sequence[Expecta
             extra = sorted(set(numbers) - set(exp.numbers))
             problems.append(f"queries missing {missing[:20]}, extra {extra[:20]}")
         if problems:
-            mismatches.append({"kind": "document", "document": i, "name": name,
-                               "detail": "; ".join(problems)})
+            mismatches.append(
+                {"kind": "document", "document": i, "name": name, "detail": "; ".join(problems)}
+            )
     return results, mismatches
 
 
@@ -335,14 +406,16 @@ def with_reference_fault(expected: Sequence[Expectation], plan: Plan) -> list[Ex
     victim = plan.query_numbers[0]
     for i, exp in enumerate(out):
         if exp.numbers is not None:
-            out[i] = Expectation(tuple(sorted(set(exp.numbers) ^ {victim})), exp.must_flag,
-                                 "fault injected: reference answer changed")
+            out[i] = Expectation(
+                tuple(sorted(set(exp.numbers) ^ {victim})),
+                exp.must_flag,
+                "fault injected: reference answer changed",
+            )
             break
     return out
 
 
-def root_cause_first(mismatches: list, trace, names: Sequence[str], stopped,
-                     cycles: dict) -> list:
+def root_cause_first(mismatches: list, trace, names: Sequence[str], stopped, cycles: dict) -> list:
     """Put the root cause in front: the first cycle that differs from the model, then a stall
     (the simulation stopped waiting), then the per-document mismatches."""
     front = []

@@ -17,18 +17,18 @@ CONFIG_ENV = "XPFILT_TB_CONFIG"
 
 @dataclass
 class TbConfig:
-    plan: str                                  # plan.json of the design under test
-    documents: list[tuple[str, str]]           # (display name, file path), streamed in order
-    queries: list[tuple[int, str]]             # (query number, text): the reference's queries
-    results: str                               # where the test writes its JSON findings
+    plan: str  # plan.json of the design under test
+    documents: list[tuple[str, str]]  # (display name, file path), streamed in order
+    queries: list[tuple[int, str]]  # (query number, text): the reference's queries
+    results: str  # where the test writes its JSON findings
     seed: int = 0
-    p_valid: float = 0.8                       # bytes_in.valid probability per cycle
-    p_ready: float = 0.8                       # readout.ready probability per cycle
+    p_valid: float = 0.8  # bytes_in.valid probability per cycle
+    p_ready: float = 0.8  # readout.ready probability per cycle
     max_name: int = 32
-    bytes_per_cycle: int = 1                   # the engine's input width (beats of W bytes)
-    idle_cycles: int = 16                      # checked cycles after the last readout beat
-    stall_limit: int = 20_000                  # cycles without progress before giving up
-    fault: Optional[str] = None                # test hook, see xpfilt.sim.checker.FAULTS
+    bytes_per_cycle: int = 1  # the engine's input width (beats of W bytes)
+    idle_cycles: int = 16  # checked cycles after the last readout beat
+    stall_limit: int = 20_000  # cycles without progress before giving up
+    fault: Optional[str] = None  # test hook, see xpfilt.sim.checker.FAULTS
     extra: dict = field(default_factory=dict)
 
     def write(self, path: Path) -> Path:

@@ -38,12 +38,21 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
-from xpfilt.sim.checker import (FAULTS, BeatCodec, InputCodec, Trace, compare_with_model,
-                         expectation, reference_for, root_cause_first, score_documents,
-                         with_reference_fault)
-from xpfilt.sim.config import CONFIG_ENV, TbConfig
 from xpfilt.compiler.custom import Plan
 from xpfilt.lang.xpath import parse_query
+from xpfilt.sim.checker import (
+    FAULTS,
+    BeatCodec,
+    InputCodec,
+    Trace,
+    compare_with_model,
+    expectation,
+    reference_for,
+    root_cause_first,
+    score_documents,
+    with_reference_fault,
+)
+from xpfilt.sim.config import CONFIG_ENV, TbConfig
 
 PERIOD_NS = 10
 _BLOCK = 1 << 14
@@ -74,11 +83,17 @@ class _Pattern:
 class Driver:
     """Streams documents into ``bytes_in`` with random valid gaps, honouring ``ready``."""
 
-    def __init__(self, dut, documents: list[bytes], seed: int, p_valid: float,
-                 inputs: InputCodec = InputCodec(1)):
-        self.inputs = inputs              # bytes, or beats of W bytes
+    def __init__(
+        self,
+        dut,
+        documents: list[bytes],
+        seed: int,
+        p_valid: float,
+        inputs: InputCodec = InputCodec(1),
+    ):
+        self.inputs = inputs  # bytes, or beats of W bytes
         self.stream = inputs.payloads(documents)
-        self.position = 0                 # index into stream of the byte offered next
+        self.position = 0  # index into stream of the byte offered next
         self.pattern = _Pattern(f"{seed}/valid", p_valid)
         self.valid_h, self.payload_h = dut.bytes_in__valid, dut.bytes_in__payload
         self.read_ready = _reader(dut.bytes_in__ready)
@@ -100,19 +115,30 @@ class Monitor:
         self.ready_h = dut.readout__ready
         self.read_valid = _reader(dut.readout__valid)
         self.read_payload = _reader(dut.readout__payload)
-        self.readouts = 0                 # documents whose last readout beat moved
+        self.readouts = 0  # documents whose last readout beat moved
         self.ready_h.value = 0
 
 
-async def run_stimulus(dut, driver: Driver, monitor: Monitor, trace: Trace, *,
-                       idle_cycles: int, stall_limit: int, documents: int) -> str:
+async def run_stimulus(
+    dut,
+    driver: Driver,
+    monitor: Monitor,
+    trace: Trace,
+    *,
+    idle_cycles: int,
+    stall_limit: int,
+    documents: int,
+) -> str:
     """Clock the engine until every document is streamed and read out (plus ``idle_cycles``).
     Returns "" or why it stopped early."""
     stream, n_stream = driver.stream, len(driver.stream)
     valid_draws = driver.pattern.extend(_BLOCK)
     ready_draws = monitor.pattern.extend(_BLOCK)
-    read_ready, read_valid, read_payload = (driver.read_ready, monitor.read_valid,
-                                            monitor.read_payload)
+    read_ready, read_valid, read_payload = (
+        driver.read_ready,
+        monitor.read_valid,
+        monitor.read_payload,
+    )
     valid_h, payload_h, oready_h = driver.valid_h, driver.payload_h, monitor.ready_h
     t_valid, t_payload, t_oready = trace.valid, trace.payload, trace.out_ready
     t_ready, t_beat, doc_last = trace.ready, trace.beat, trace.doc_last_cycle
@@ -163,9 +189,11 @@ async def run_stimulus(dut, driver: Driver, monitor: Monitor, trace: Trace, *,
                 finished_at = cycle
             elif cycle - progress > stall_limit:
                 driver.position, monitor.readouts = position, readouts
-                return (f"no progress for {stall_limit} cycles at cycle {cycle}: "
-                        f"{position}/{n_stream} bytes accepted, {readouts}/{documents} "
-                        f"documents read out")
+                return (
+                    f"no progress for {stall_limit} cycles at cycle {cycle}: "
+                    f"{position}/{n_stream} bytes accepted, {readouts}/{documents} "
+                    f"documents read out"
+                )
         if finished_at is not None and cycle >= finished_at + idle_cycles:
             break
     driver.position, monitor.readouts = position, readouts
@@ -187,31 +215,54 @@ async def engine_matches_model_and_reference(dut):
 
     trace = Trace()
     start = time.perf_counter()
-    stopped = await run_stimulus(dut, driver, monitor, trace, idle_cycles=config.idle_cycles,
-                                 stall_limit=config.stall_limit, documents=len(documents))
+    stopped = await run_stimulus(
+        dut,
+        driver,
+        monitor,
+        trace,
+        idle_cycles=config.idle_cycles,
+        stall_limit=config.stall_limit,
+        documents=len(documents),
+    )
     sim_time = time.perf_counter() - start
 
     start = time.perf_counter()
-    cycles = compare_with_model(plan, trace, max_name=config.max_name, fault=config.fault,
-                                bytes_per_cycle=config.bytes_per_cycle)
+    cycles = compare_with_model(
+        plan,
+        trace,
+        max_name=config.max_name,
+        fault=config.fault,
+        bytes_per_cycle=config.bytes_per_cycle,
+    )
     reference, numbers = reference_for([parse_query(text, n) for n, text in config.queries])
-    expected = [expectation(reference, numbers, doc, max_depth=plan.options.max_depth,
-                            max_name=config.max_name) for doc in documents]
+    expected = [
+        expectation(
+            reference, numbers, doc, max_depth=plan.options.max_depth, max_name=config.max_name
+        )
+        for doc in documents
+    ]
     if config.fault == "reference":
         expected = with_reference_fault(expected, plan)
     results, mismatches = score_documents(plan, names, expected, trace.transferred(codec))
     check_time = time.perf_counter() - start
     mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
-    finish_run(dut, config, trace, cycles, sum(map(len, documents)), sim_time, check_time,
-               results,
-               mismatches)
+    finish_run(
+        dut,
+        config,
+        trace,
+        cycles,
+        sum(map(len, documents)),
+        sim_time,
+        check_time,
+        results,
+        mismatches,
+    )
 
 
 async def start_engine(dut, config, documents, codec) -> tuple["Driver", "Monitor"]:
     """Start the clock, make the driver (``documents``) and the monitor, and reset."""
     Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
-    driver = Driver(dut, documents, config.seed, config.p_valid,
-                    InputCodec(config.bytes_per_cycle))
+    driver = Driver(dut, documents, config.seed, config.p_valid, InputCodec(config.bytes_per_cycle))
     monitor = Monitor(dut, config.seed, config.p_ready, codec.last_mask)
     dut.rst.value = 1
     await ClockCycles(dut.clk, 2)
@@ -220,8 +271,18 @@ async def start_engine(dut, config, documents, codec) -> tuple["Driver", "Monito
     return driver, monitor
 
 
-def finish_run(dut, config, trace, cycles: dict, accepted: int, sim_time: float,
-               check_time: float, results: list, mismatches: list, **extra) -> None:
+def finish_run(
+    dut,
+    config,
+    trace,
+    cycles: dict,
+    accepted: int,
+    sim_time: float,
+    check_time: float,
+    results: list,
+    mismatches: list,
+    **extra,
+) -> None:
     """Write the run's report (``extra``: more fields) and fail the test on any mismatch."""
     report = {
         "cycles": len(trace),
@@ -237,7 +298,12 @@ def finish_run(dut, config, trace, cycles: dict, accepted: int, sim_time: float,
         "mismatches": mismatches,
     }
     Path(config.results).write_text(json.dumps(report, indent=1))
-    dut._log.info("%d cycles in %.2f s (%.0f cycles/s), checked in %.2f s: %d mismatches",
-                  len(trace), sim_time, len(trace) / max(sim_time, 1e-9), check_time,
-                  len(mismatches))
+    dut._log.info(
+        "%d cycles in %.2f s (%.0f cycles/s), checked in %.2f s: %d mismatches",
+        len(trace),
+        sim_time,
+        len(trace) / max(sim_time, 1e-9),
+        check_time,
+        len(mismatches),
+    )
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[0]}"

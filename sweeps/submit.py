@@ -1,7 +1,8 @@
 """The ``xpfilt`` command as a file, for ``spark-submit`` (which runs a file, not a module):
 
-    spark-submit --master spark://HOST:7077 sweeps/submit.py sweep sweeps/quick.yaml -o OUT
+spark-submit --master spark://HOST:7077 sweeps/submit.py sweep sweeps/quick.yaml -o OUT
 """
+
 import sys
 
 from xpfilt.cli import main

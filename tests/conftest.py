@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from xpfilt.paths import shared_data
+from xpfilt.paths import repo_root, shared_data
 
 DATA = shared_data()
 
@@ -24,3 +25,9 @@ def expected_cases() -> list[tuple[str, Path, Path]]:
 @pytest.fixture(scope="session")
 def data() -> Path:
     return DATA
+
+
+@pytest.fixture(scope="session")
+def build_dir() -> Path:
+    """Where simulator builds are cached (``XPFILT_SIM_BUILD`` or build/sim)."""
+    return Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")

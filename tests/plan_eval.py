@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from xpfilt.compiler.custom import Plan
-from xpfilt.software.events import EventKind
 from xpfilt.model.stacks import ClusterStacks
+from xpfilt.software.events import EventKind
 
 
 def plan_matches(plan: Plan, events) -> tuple[int, ...]:

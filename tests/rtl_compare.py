@@ -7,10 +7,10 @@ from typing import Sequence
 
 from amaranth.sim import Simulator
 
-from xpfilt.hdl.custom import CustomEngine
 from xpfilt.compiler.custom import Plan
-from xpfilt.model.custom import EngineModel, document_beats
+from xpfilt.hdl.custom import CustomEngine
 from xpfilt.hwspec.readout import Beat, SparseBeat
+from xpfilt.model.custom import EngineModel, document_beats
 
 
 def simulate(dut, testbench, period: float = 1e-8) -> None:
@@ -32,9 +32,17 @@ def shown_beat(ctx, port):
     return Beat(p.bit, p.first, p.last, p.doc, errors)
 
 
-def compare_readout_with_model(dut, model, documents: Sequence[int], *, seed: int,
-                                p_ready: float, p_capture: float = 0.7,
-                                max_cycles: int = 1_000_000, idle: int = 20) -> dict:
+def compare_readout_with_model(
+    dut,
+    model,
+    documents: Sequence[int],
+    *,
+    seed: int,
+    p_ready: float,
+    p_capture: float = 0.7,
+    max_cycles: int = 1_000_000,
+    idle: int = 20,
+) -> dict:
     """Drive a readout (serial or sparse) and its register model with the same inputs every
     cycle: capture ``documents`` (match flags) when the readout is free, with probability
     ``p_capture``, random ``out.ready``, random flags and errors on the cycles that do not
@@ -78,10 +86,17 @@ def compare_readout_with_model(dut, model, documents: Sequence[int], *, seed: in
     return result
 
 
-def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: int = 0,
-                              p_valid: float = 0.8, p_ready: float = 0.8,
-                              extra_cycles: int = 400, max_name: int = 32,
-                              bytes_per_cycle: int = 1) -> dict:
+def compare_engine_with_model(
+    plan: Plan,
+    documents: Sequence[bytes],
+    *,
+    seed: int = 0,
+    p_valid: float = 0.8,
+    p_ready: float = 0.8,
+    extra_cycles: int = 400,
+    max_name: int = 32,
+    bytes_per_cycle: int = 1,
+) -> dict:
     """Drive RTL and model with the same random valid/ready pattern (beats of
     ``bytes_per_cycle`` bytes) until ``extra_cycles`` cycles after the input and the readout
     went quiet; return the first mismatch (None if none), the beats and the
@@ -111,8 +126,11 @@ def compare_engine_with_model(plan: Plan, documents: Sequence[bytes], *, seed: i
             beat = shown_beat(ctx, dut.readout)
             expected = model.step(valid, data, last, out_ready)
             if (ready, beat) != expected and result["mismatch"] is None:
-                result["mismatch"] = {"cycle": result["cycles"], "rtl": (ready, beat),
-                                      "model": expected}
+                result["mismatch"] = {
+                    "cycle": result["cycles"],
+                    "rtl": (ready, beat),
+                    "model": expected,
+                }
             if beat is not None and out_ready:
                 result["beats"].append(beat)
             i += valid and ready

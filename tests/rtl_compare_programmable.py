@@ -5,20 +5,26 @@ from __future__ import annotations
 import random
 from typing import Sequence, Union
 
-
-from xpfilt.hdl.programmable import ProgrammableEngine
-from .rtl_compare import shown_beat, simulate
-from xpfilt.model.programmable import ProgrammableModel
 from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.hdl.programmable import ProgrammableEngine
+from xpfilt.model.programmable import ProgrammableModel
+
+from .rtl_compare import shown_beat, simulate
 
 
 def stream_bits(stream: bytes) -> list[int]:
     return [stream[i // 8] >> (i % 8) & 1 for i in range(len(stream) * 8)]
 
 
-def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]], *,
-                         seed: int = 0, p_valid: float = 0.9, p_ready: float = 0.9,
-                         extra_cycles: int = 300) -> dict:
+def compare_programmable(
+    spec: HardwareSpec,
+    items: Sequence[Union[bytes, tuple]],
+    *,
+    seed: int = 0,
+    p_valid: float = 0.9,
+    p_ready: float = 0.9,
+    extra_cycles: int = 300,
+) -> dict:
     """``items``: documents (bytes) and configuration streams (``("config", stream_bytes)``),
     sent in order (a configuration is sent whole before the next document starts), or
     ``("config+doc", stream_bytes, document[, lead])``: both at once (the document only after
@@ -35,7 +41,7 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
             lead = 0
             if item is None:
                 byte_stream, cfg = [], []
-            elif isinstance(item, tuple):   # ("config", stream) or ("config+doc", stream, doc)
+            elif isinstance(item, tuple):  # ("config", stream) or ("config+doc", stream, doc)
                 cfg = stream_bits(item[1])
                 doc = item[2] if len(item) > 2 else b""
                 lead = item[3] if len(item) > 3 else 0
@@ -43,8 +49,9 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
             else:
                 byte_stream, cfg = [(b, i == len(item) - 1) for i, b in enumerate(item)], []
             i = j = idle = 0
-            while i < len(byte_stream) or j < len(cfg) or idle < (
-                    extra_cycles if item is None else 3):
+            while (
+                i < len(byte_stream) or j < len(cfg) or idle < (extra_cycles if item is None else 3)
+            ):
                 valid = i < len(byte_stream) and j >= lead and rng.random() < p_valid
                 data, last = byte_stream[i] if i < len(byte_stream) else (0, False)
                 cfg_valid = j < len(cfg) and rng.random() < p_valid
@@ -62,8 +69,12 @@ def compare_programmable(spec: HardwareSpec, items: Sequence[Union[bytes, tuple]
                 cfg_ready = bool(ctx.get(dut.config.ready))
                 beat = shown_beat(ctx, dut.readout)
                 st = ctx.get(dut.config_status)
-                status = {"generation": st.generation, "loaded": st.loaded,
-                          "rejected": st.rejected, "pending": st.pending}
+                status = {
+                    "generation": st.generation,
+                    "loaded": st.loaded,
+                    "rejected": st.rejected,
+                    "pending": st.pending,
+                }
                 m_status = model.status
                 expected = model.step(valid, data, last, out_ready, cfg_valid, cfg_bit, cfg_last)
                 got = (ready, beat, cfg_ready, status)

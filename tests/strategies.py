@@ -18,8 +18,7 @@ def elements(draw, depth: int = 0, max_depth: int = 7, values=tuple(VALUES)):
     """An element as (name, attrs, children); children are elements or text strings (drawn
     from ``values``, which may hold markup such as character and entity references)."""
     name = draw(names)
-    attrs = draw(st.dictionaries(st.sampled_from(["id", "n"]), st.sampled_from(values),
-                                 max_size=2))
+    attrs = draw(st.dictionaries(st.sampled_from(["id", "n"]), st.sampled_from(values), max_size=2))
     children = []
     if depth < max_depth:
         for _ in range(draw(st.integers(0, 3))):
@@ -76,8 +75,23 @@ GOOD_SEPARATORS = ["/", "//"]
 GOOD_NAMES = TAGS + ["*", "b1", "x-y", "_z", "ns:a", "A.b-9"]
 BAD_SEPARATORS = GOOD_SEPARATORS + ["///", "", " /", "\\"]
 BAD_NAMES = GOOD_NAMES + ["ns:", ":a", "a::b", "a:b:c", "1a", ".a", "-a", "é", "", "**", "a*"]
-BAD_SUFFIXES = ["", "[@id=1]", "[text()!='x']", "[@n>=", "()", "(", ")", "]", "::", ":", " ",
-                "\t", "|", "@", "\n"]
+BAD_SUFFIXES = [
+    "",
+    "[@id=1]",
+    "[text()!='x']",
+    "[@n>=",
+    "()",
+    "(",
+    ")",
+    "]",
+    "::",
+    ":",
+    " ",
+    "\t",
+    "|",
+    "@",
+    "\n",
+]
 
 
 @st.composite
@@ -90,13 +104,24 @@ def query_texts(draw) -> str:
     if kind == 1:
         return draw(queries(predicates=True))
     if kind == 2:
-        steps = draw(st.lists(st.tuples(st.sampled_from(GOOD_SEPARATORS),
-                                        st.sampled_from(GOOD_NAMES)), min_size=1, max_size=5))
+        steps = draw(
+            st.lists(
+                st.tuples(st.sampled_from(GOOD_SEPARATORS), st.sampled_from(GOOD_NAMES)),
+                min_size=1,
+                max_size=5,
+            )
+        )
         steps = ["".join(step) for step in steps]
         for _ in range(draw(st.integers(1, 2))):
-            bad = "".join(draw(st.tuples(st.sampled_from(BAD_SEPARATORS),
-                                         st.sampled_from(BAD_NAMES),
-                                         st.sampled_from(BAD_SUFFIXES))))
+            bad = "".join(
+                draw(
+                    st.tuples(
+                        st.sampled_from(BAD_SEPARATORS),
+                        st.sampled_from(BAD_NAMES),
+                        st.sampled_from(BAD_SUFFIXES),
+                    )
+                )
+            )
             steps.insert(draw(st.integers(0, len(steps))), bad)
         return "".join(steps)
     return draw(st.text(max_size=12))
@@ -124,5 +149,7 @@ def path_combinations(draw, path, depth: int = 0) -> str:
     if kind == 1:
         return f"not({draw(path_combinations(path, depth + 1))})"
     joiner = " and " if kind == 2 else " or "
-    return (f"({draw(path_combinations(path, depth + 1))}{joiner}"
-            f"{draw(path_combinations(path, depth + 1))})")
+    return (
+        f"({draw(path_combinations(path, depth + 1))}{joiner}"
+        f"{draw(path_combinations(path, depth + 1))})"
+    )

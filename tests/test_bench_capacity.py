@@ -12,10 +12,18 @@ import capacity  # noqa: E402
 
 def _cached(work: Path, key: str) -> dict:
     name = f"{capacity.point_name('ulx3s-85f', 'programmable', None)}-128-pnr"
-    (work / f"{name}-{key}.json").write_text(json.dumps({"name": name, "size": 128,
-                                                         "fmax_mhz": 1.0}))
-    return capacity.run_build(work, "ulx3s-85f", "programmable", None, 128, pnr=True,
-                              budget=capacity.Budget(0, cached_only=True))
+    (work / f"{name}-{key}.json").write_text(
+        json.dumps({"name": name, "size": 128, "fmax_mhz": 1.0})
+    )
+    return capacity.run_build(
+        work,
+        "ulx3s-85f",
+        "programmable",
+        None,
+        128,
+        pnr=True,
+        budget=capacity.Budget(0, cached_only=True),
+    )
 
 
 def test_a_build_of_other_board_sources_is_not_reused(tmp_path):
@@ -27,13 +35,22 @@ def test_a_build_of_other_board_sources_is_not_reused(tmp_path):
 
 def test_the_build_key_covers_the_rtl_and_the_board_sources():
     from resources import board_source_digest, source_digest
+
     assert capacity.build_key() == f"{source_digest()}-b{board_source_digest()}"
 
 
 def _row(columns, fmax, router="router1"):
-    return {"board": "ulx3s-85f", "kind": "programmable", "depth": None, "readout": "serial",
-            "clock_source": "PLL", "clock_mhz": 100.0, "router": router, "columns": columns,
-            "fmax_mhz": fmax}
+    return {
+        "board": "ulx3s-85f",
+        "kind": "programmable",
+        "depth": None,
+        "readout": "serial",
+        "clock_source": "PLL",
+        "clock_mhz": 100.0,
+        "router": router,
+        "columns": columns,
+        "fmax_mhz": fmax,
+    }
 
 
 def test_rows_of_sizes_asked_for_replace_only_the_saved_rows_of_those_sizes():
@@ -41,7 +58,10 @@ def test_rows_of_sizes_asked_for_replace_only_the_saved_rows_of_those_sizes():
     saved = [_row(4096, 95.2), _row(1024, 109.6), _row(128, 120.0, router="router2")]
     merged = capacity.merge_rows(saved, [_row(1024, 111.0)], by_size=True)
     assert sorted((r["columns"], r["fmax_mhz"]) for r in merged) == [
-        (128, 120.0), (1024, 111.0), (4096, 95.2)]
+        (128, 120.0),
+        (1024, 111.0),
+        (4096, 95.2),
+    ]
     # a search for the largest size replaces its point's row whatever the size
     merged = capacity.merge_rows(saved, [_row(2048, 100.0)], by_size=False)
     assert sorted((r["columns"], r["fmax_mhz"]) for r in merged) == [(128, 120.0), (2048, 100.0)]

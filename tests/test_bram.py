@@ -10,8 +10,8 @@ import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
-from xpfilt.hdl.bram import ECP5, RegisteredRAM, RegisteredROM, dp16kd_initvals
 from xpfilt.eda.synth import tool
+from xpfilt.hdl.bram import ECP5, RegisteredRAM, RegisteredROM, dp16kd_initvals
 
 
 def test_registered_rom_reads_two_cycles_after_the_address():
@@ -38,11 +38,14 @@ def test_registered_rom_reads_two_cycles_after_the_address():
         assert seen[k][1:] == [rows[a] for a in addrs[k][:-1]]
 
 
-@pytest.mark.parametrize("args, message", [
-    (dict(rows=[1], width=0), "ROM width must be at least 1, not 0"),
-    (dict(rows=[1], width=1, ports=3), "ROM read ports must be 1 or 2, not 3"),
-    (dict(rows=[], width=1), "ROM rows must not be empty"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (dict(rows=[1], width=0), "ROM width must be at least 1, not 0"),
+        (dict(rows=[1], width=1, ports=3), "ROM read ports must be 1 or 2, not 3"),
+        (dict(rows=[], width=1), "ROM rows must not be empty"),
+    ],
+)
 def test_registered_rom_refuses_bad_parameters(args, message):
     with pytest.raises(ValueError) as e:
         RegisteredROM(**args)
@@ -58,9 +61,17 @@ def test_a_dp16kd_holds_at_most_1024_words():
 def _dp16kds(verilog_text: str, script: str, tmp_path) -> tuple[dict, list[dict]]:
     """The ports and the DP16KD cells of ``verilog_text`` (top ``rom``) after ``script``."""
     (tmp_path / "rom.v").write_text(verilog_text)
-    subprocess.run([tool("yosys"), "-q", "-p",
-                    f"read_verilog rom.v; {script}; select rom; write_json -selected rom.json"],
-                   cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(
+        [
+            tool("yosys"),
+            "-q",
+            "-p",
+            f"read_verilog rom.v; {script}; select rom; write_json -selected rom.json",
+        ],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
     module = json.loads((tmp_path / "rom.json").read_text())["modules"]["rom"]
     return module["ports"], [c for c in module["cells"].values() if c["type"] == "DP16KD"]
 
@@ -71,11 +82,14 @@ def test_the_ecp5_form_holds_and_reads_what_yosys_maps(tmp_path):
     rom = RegisteredROM(rows, width=40, ports=2)
     (tmp_path / "generic").mkdir()
     (tmp_path / "ecp5").mkdir()
-    _, mapped = _dp16kds(verilog.convert(rom, name="rom"),
-                         "synth_ecp5 -top rom -run :map_luts", tmp_path / "generic")
-    ports, ours = _dp16kds(verilog.convert(RegisteredROM(rows, width=40, ports=2), name="rom",
-                                           platform=ECP5),
-                           "hierarchy -top rom; proc; flatten; opt_clean", tmp_path / "ecp5")
+    _, mapped = _dp16kds(
+        verilog.convert(rom, name="rom"), "synth_ecp5 -top rom -run :map_luts", tmp_path / "generic"
+    )
+    ports, ours = _dp16kds(
+        verilog.convert(RegisteredROM(rows, width=40, ports=2), name="rom", platform=ECP5),
+        "hierarchy -top rom; proc; flatten; opt_clean",
+        tmp_path / "ecp5",
+    )
 
     def initvals(cell):
         return tuple(int(cell["parameters"][f"INITVAL_{k:02X}"], 2) for k in range(64))
@@ -98,7 +112,7 @@ def test_the_ecp5_form_holds_and_reads_what_yosys_maps(tmp_path):
             outs = [conn[f"DO{side}{j}"][0] for j in range(18)]
             lo = data[k].index(outs[0])
             bits = min(18, 40 - lo)
-            assert outs[:bits] == data[k][lo:lo + bits]
+            assert outs[:bits] == data[k][lo : lo + bits]
 
 
 def test_registered_ram_reads_as_a_synchronous_read_port_and_a_fabric_register():
@@ -117,8 +131,12 @@ def test_registered_ram_reads_as_a_synchronous_read_port_and_a_fabric_register()
     ref.submodules.memory = memory = Memory(shape=width, depth=depth, init=init)
     read, write = memory.read_port(), memory.write_port()
     expected = Signal(width)
-    ref.d.comb += [read.addr.eq(dut.read.addr), write.addr.eq(dut.write.addr),
-                   write.data.eq(dut.write.data), write.en.eq(dut.write.en)]
+    ref.d.comb += [
+        read.addr.eq(dut.read.addr),
+        write.addr.eq(dut.write.addr),
+        write.data.eq(dut.write.data),
+        write.en.eq(dut.write.en),
+    ]
     ref.d.sync += expected.eq(read.data)
     seen = []
 
@@ -137,14 +155,17 @@ def test_registered_ram_reads_as_a_synchronous_read_port_and_a_fabric_register()
     sim.add_testbench(bench)
     sim.run()
     assert [got for got, _ in seen] == [want for _, want in seen]
-    assert len({want for _, want in seen}) > 5      # the words written are read back
+    assert len({want for _, want in seen}) > 5  # the words written are read back
 
 
-@pytest.mark.parametrize("args, message", [
-    (dict(width=0, depth=4), "RAM width must be at least 1, not 0"),
-    (dict(width=4, depth=0), "RAM depth must be at least 1, not 0"),
-    (dict(width=4, depth=2, init=[1, 2, 3]), "RAM init must have at most 2 words, not 3"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (dict(width=0, depth=4), "RAM width must be at least 1, not 0"),
+        (dict(width=4, depth=0), "RAM depth must be at least 1, not 0"),
+        (dict(width=4, depth=2, init=[1, 2, 3]), "RAM init must have at most 2 words, not 3"),
+    ],
+)
 def test_registered_ram_refuses_bad_parameters(args, message):
     with pytest.raises(ValueError) as e:
         RegisteredRAM(**args)
@@ -153,8 +174,11 @@ def test_registered_ram_refuses_bad_parameters(args, message):
 
 def test_the_ecp5_ram_is_dp16kds_36_wide_with_their_output_registers(tmp_path):
     ram = RegisteredRAM(width=40, depth=512)
-    ports, cells = _dp16kds(verilog.convert(ram, name="rom", platform=ECP5),
-                            "hierarchy -top rom; proc; flatten; opt_clean", tmp_path)
+    ports, cells = _dp16kds(
+        verilog.convert(ram, name="rom", platform=ECP5),
+        "hierarchy -top rom; proc; flatten; opt_clean",
+        tmp_path,
+    )
     assert len(cells) == 2
     waddr, raddr = ports["write__addr"]["bits"], ports["read__addr"]["bits"]
     wdata, rdata = ports["write__data"]["bits"], ports["read__data"]["bits"]
@@ -174,16 +198,19 @@ def test_the_ecp5_ram_is_dp16kds_36_wide_with_their_output_registers(tmp_path):
         do = [conn[f"DO{side}{j}"][0] for side in "AB" for j in range(18)]
         lo = wdata.index(di[0])
         bits = min(36, 40 - lo)
-        assert di[:bits] == wdata[lo:lo + bits]
-        assert do[:bits] == rdata[lo:lo + bits]
+        assert di[:bits] == wdata[lo : lo + bits]
+        assert do[:bits] == rdata[lo : lo + bits]
 
 
 def test_the_ecp5_ram_with_contents_is_dp16kds_18_wide_with_their_output_registers(tmp_path):
     rng = random.Random(13)
     init = [rng.getrandbits(20) for _ in range(1000)]
     ram = RegisteredRAM(width=20, depth=1024, init=init)
-    ports, cells = _dp16kds(verilog.convert(ram, name="rom", platform=ECP5),
-                            "hierarchy -top rom; proc; flatten; opt_clean", tmp_path)
+    ports, cells = _dp16kds(
+        verilog.convert(ram, name="rom", platform=ECP5),
+        "hierarchy -top rom; proc; flatten; opt_clean",
+        tmp_path,
+    )
     assert len(cells) == 2
     waddr, raddr = ports["write__addr"]["bits"], ports["read__addr"]["bits"]
     wdata, rdata = ports["write__data"]["bits"], ports["read__data"]["bits"]
@@ -199,8 +226,10 @@ def test_the_ecp5_ram_with_contents_is_dp16kds_18_wide_with_their_output_registe
         assert conn["WEA"] == ports["write__en"]["bits"] and conn["WEB"] == ["0"]
         lo = wdata.index(conn["DIA0"][0])
         bits = min(18, 20 - lo)
-        assert [conn[f"DIA{j}"][0] for j in range(bits)] == wdata[lo:lo + bits]
-        assert [conn[f"DOB{j}"][0] for j in range(bits)] == rdata[lo:lo + bits]
+        assert [conn[f"DIA{j}"][0] for j in range(bits)] == wdata[lo : lo + bits]
+        assert [conn[f"DOB{j}"][0] for j in range(bits)] == rdata[lo : lo + bits]
         words = [w >> lo & ((1 << bits) - 1) for w in init + [0] * 24]
-        assert all(int(params[f"INITVAL_{k:02X}"], 2) == value.value
-                   for k, value in enumerate(dp16kd_initvals(words).values()))
+        assert all(
+            int(params[f"INITVAL_{k:02X}"], 2) == value.value
+            for k, value in enumerate(dp16kd_initvals(words).values())
+        )

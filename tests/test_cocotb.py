@@ -8,50 +8,66 @@ regress``) take the shared query sets and all shared documents.
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpfilt.hdl.frontend import Errors
-from xpfilt.sim.checker import (Trace, byte_payload, compare_with_model, decode_beat, encode_beat,
-                         expectation, reference_for)
 from xpfilt.cli import main
 from xpfilt.compiler.custom import CompileOptions, compile_queries
-from xpfilt.software.events import Document, load_documents
-from xpfilt.model.custom import Beat, EngineModel
-from xpfilt.paths import repo_root, shared_data
 from xpfilt.compiler.programmable import HardwareSpec
-from xpfilt.software.reference import ReferenceFilter
-from xpfilt.verify.regress import RegressionConfig, run_regression
-from xpfilt.software.results import read_expected
+from xpfilt.hdl.frontend import Errors
 from xpfilt.lang.xpath import load_queries, parse_query
+from xpfilt.model.custom import Beat, EngineModel
+from xpfilt.paths import shared_data
+from xpfilt.sim.checker import (
+    Trace,
+    byte_payload,
+    compare_with_model,
+    decode_beat,
+    encode_beat,
+    expectation,
+    reference_for,
+)
+from xpfilt.software.events import Document, load_documents
+from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+from xpfilt.verify.regress import RegressionConfig, run_regression
 
 from .conftest import expected_cases
 from .strategies import documents as random_documents
 
 DATA = shared_data()
 
-QUERY_TEXTS = ["/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/a//b",
-               "/nitf/head/*", "//meta", "/nitf//head/meta", "/*/*/pubdata", "//head//pubdata",
-               "/nitf/body//p"]
-OPTIONS = CompileOptions(cluster_size=4, max_depth=8)     # 12 queries: 3 clusters
+QUERY_TEXTS = [
+    "/a/b",
+    "//b",
+    "/a//c",
+    "/*/b/c",
+    "//c/*",
+    "/a/a//b",
+    "/nitf/head/*",
+    "//meta",
+    "/nitf//head/meta",
+    "/*/*/pubdata",
+    "//head//pubdata",
+    "/nitf/body//p",
+]
+OPTIONS = CompileOptions(cluster_size=4, max_depth=8)  # 12 queries: 3 clusters
 
 GOOD = {
     "doctype.xml": b'<?xml version="1.0"?>\n<!DOCTYPE a [<!ENTITY e "x>y">]>\n'
-                   b"<a k=\"v>/\" j='q'><b/><!-- <c> --><![CDATA[<b>]]]><c>&e;<d/></c><?pi ?></a>",
+    b"<a k=\"v>/\" j='q'><b/><!-- <c> --><![CDATA[<b>]]]><c>&e;<d/></c><?pi ?></a>",
     "recursive.xml": b"<a><a><b><a><b/></a></b></a></a>",
     "spaces-in-tags.xml": b"<a>\n<b\n>t</b\n></a>",
     "tiny.xml": b"<a/>",
     "after-bad.xml": b"<a><b><c><x/></c></b></a>",
     "last.xml": b"<a><c><b/></c></a>",
 }
-BAD = {     # name: (document, the flag it must raise)
+BAD = {  # name: (document, the flag it must raise)
     "bad-mismatched-end.xml": (b"<a><b></a>", Errors.MALFORMED),
     "bad-too-deep.xml": (b"<a>" * 9 + b"</a>" * 9, Errors.DEPTH_OVERFLOW),
     "bad-long-name.xml": (b"<a><" + b"x" * 40 + b"/></a>", Errors.NAME_TOO_LONG),
@@ -59,7 +75,7 @@ BAD = {     # name: (document, the flag it must raise)
     "bad-truncated.xml": (b"<a><b>", Errors.MALFORMED),
     "bad-two-roots.xml": (b"<a/><b/>", Errors.MALFORMED),
 }
-NITF = ["outFile98.xml", "outFile43.xml", "outFile93.xml"]    # depth 4, 7 and 8
+NITF = ["outFile98.xml", "outFile43.xml", "outFile93.xml"]  # depth 4, 7 and 8
 
 
 def documents() -> list[Document]:
@@ -67,20 +83,39 @@ def documents() -> list[Document]:
     good = [Document(name, data) for name, data in GOOD.items()]
     bad = [Document(name, data) for name, (data, _) in BAD.items()]
     nitf = [Document.from_path(DATA / "nitf/docs" / name) for name in NITF]
-    out = [good[0], good[1], nitf[0], bad[0], good[4], bad[1], good[3], bad[2], good[2],
-           bad[3], nitf[1], bad[4], good[3], bad[5], nitf[2], good[5]]
-    assert len({d.name for d in out}) == len(out) - 1    # tiny.xml twice
+    out = [
+        good[0],
+        good[1],
+        nitf[0],
+        bad[0],
+        good[4],
+        bad[1],
+        good[3],
+        bad[2],
+        good[2],
+        bad[3],
+        nitf[1],
+        bad[4],
+        good[3],
+        bad[5],
+        nitf[2],
+        good[5],
+    ]
+    assert len({d.name for d in out}) == len(out) - 1  # tiny.xml twice
     return out
 
 
-@pytest.fixture(scope="session")
-def build_dir() -> Path:
-    return Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")
-
-
 def config(build_dir, tmp_path, **changes) -> RegressionConfig:
-    base = dict(queries=QUERY_TEXTS, documents=documents(), options=OPTIONS, seed=5,
-                p_valid=0.7, p_ready=0.5, build_dir=build_dir, replay_dir=tmp_path / "replays")
+    base = dict(
+        queries=QUERY_TEXTS,
+        documents=documents(),
+        options=OPTIONS,
+        seed=5,
+        p_valid=0.7,
+        p_ready=0.5,
+        build_dir=build_dir,
+        replay_dir=tmp_path / "replays",
+    )
     base.update(changes)
     return RegressionConfig(**base)
 
@@ -88,8 +123,11 @@ def config(build_dir, tmp_path, **changes) -> RegressionConfig:
 def reference_answers(docs) -> dict:
     queries = [parse_query(t, i + 1) for i, t in enumerate(QUERY_TEXTS)]
     ref = ReferenceFilter(queries)
-    return {d.name: sorted(i + 1 for i in ref.filter(d.data)) for d in docs
-            if d.name in GOOD or d.name in NITF}
+    return {
+        d.name: sorted(i + 1 for i in ref.filter(d.data))
+        for d in docs
+        if d.name in GOOD or d.name in NITF
+    }
 
 
 def check_clean_run(summary, docs, bytes_per_cycle: int = 1):
@@ -97,15 +135,16 @@ def check_clean_run(summary, docs, bytes_per_cycle: int = 1):
     assert summary.replay is None
     assert summary.queries == 12 and summary.clusters == 3
     assert summary.documents == len(docs)
-    assert summary.cycles > summary.bytes / bytes_per_cycle   # valid gaps, the final readout
+    assert summary.cycles > summary.bytes / bytes_per_cycle  # valid gaps, the final readout
     assert summary.input_stalls > 0 and summary.readout_stalls > 0, summary.format()
     for name, numbers in reference_answers(docs).items():
         assert summary.answers[name] == numbers, name
     assert all(summary.answers[name] is None for name in BAD)
     assert summary.flagged == len(BAD)
-    assert summary.matches == sum(map(len, reference_answers(docs).values())) + \
-        len(summary.answers["tiny.xml"])     # tiny.xml is streamed twice
-    assert summary.answers["recursive.xml"] == [2, 6]    # //b, /a/a//b
+    assert summary.matches == sum(map(len, reference_answers(docs).values())) + len(
+        summary.answers["tiny.xml"]
+    )  # tiny.xml is streamed twice
+    assert summary.answers["recursive.xml"] == [2, 6]  # //b, /a/a//b
 
 
 def test_verilator_multi_cluster_design_with_backpressure(build_dir, tmp_path):
@@ -134,16 +173,20 @@ def test_wrong_model_expectation_is_a_cycle_mismatch_with_a_replay(build_dir, tm
     assert (replay / "queries.txt").read_text().splitlines() == QUERY_TEXTS
     assert [p.name for p in sorted((replay / "docs").iterdir())] == ["0000-doctype.xml"]
     command = (replay / "command.sh").read_text()
-    assert "xpfilt regress queries.txt docs --sim verilator --seed 5 --p-valid 0.7 " \
-           "--p-ready 0.5 --max-depth 8" in command
+    assert (
+        "xpfilt regress queries.txt docs --sim verilator --seed 5 --p-valid 0.7 "
+        "--p-ready 0.5 --max-depth 8" in command
+    )
     assert "--cluster-size 4 --fault model" in command
 
 
 def test_wrong_reference_answer_is_a_document_mismatch(build_dir, tmp_path):
-    summary = run_regression(config(build_dir, tmp_path, fault="reference", p_ready=1.0,
-                                     verify_replay=False))
-    assert [(m["kind"], m["name"]) for m in summary.mismatch_details] == \
-        [("document", "doctype.xml")], summary.format()
+    summary = run_regression(
+        config(build_dir, tmp_path, fault="reference", p_ready=1.0, verify_replay=False)
+    )
+    assert [(m["kind"], m["name"]) for m in summary.mismatch_details] == [
+        ("document", "doctype.xml")
+    ], summary.format()
     # the fault toggles readout bit 0's query: 10 (/*/*/pubdata), first in text order
     assert "queries missing [10], extra []" in summary.mismatch_details[0]["detail"]
     assert summary.replay is not None and summary.replay_reproduces is None
@@ -158,9 +201,22 @@ def test_cli_regress_summary_and_exit_status(build_dir, tmp_path):
     for name in ("recursive.xml", "spaces-in-tags.xml"):
         (docs / name).write_bytes(GOOD[name])
     (docs / "zz-bad.xml").write_bytes(BAD["bad-truncated.xml"][0])
-    args = ["regress", str(tmp_path / "q.txt"), str(docs), str(DATA / "nitf/docs" / NITF[0]),
-            "--cluster-size", "4", "--max-depth", "8", "--build-dir", str(build_dir),
-            "--replay-dir", str(tmp_path / "replays"), "--p-ready", "0.5"]
+    args = [
+        "regress",
+        str(tmp_path / "q.txt"),
+        str(docs),
+        str(DATA / "nitf/docs" / NITF[0]),
+        "--cluster-size",
+        "4",
+        "--max-depth",
+        "8",
+        "--build-dir",
+        str(build_dir),
+        "--replay-dir",
+        str(tmp_path / "replays"),
+        "--p-ready",
+        "0.5",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "mismatches:  0" in result.output
@@ -174,6 +230,7 @@ def test_cli_regress_summary_and_exit_status(build_dir, tmp_path):
 
 # --- the checker itself, without a simulator --------------------------------------------------
 
+
 def model_trace(plan, docs, pattern) -> Trace:
     """A trace as the testbench records it, with the model standing in for the RTL."""
     model = EngineModel(plan)
@@ -185,9 +242,13 @@ def model_trace(plan, docs, pattern) -> Trace:
         payload = stream[min(position, len(stream) - 1)]
         out_ready = int(pattern(c + 7))
         ready, beat = model.step(valid, payload & 0xFF, bool(payload >> 8), out_ready)
-        for lst, value in ((trace.valid, valid), (trace.payload, payload),
-                           (trace.out_ready, out_ready), (trace.ready, int(ready)),
-                           (trace.beat, -1 if beat is None else encode_beat(beat))):
+        for lst, value in (
+            (trace.valid, valid),
+            (trace.payload, payload),
+            (trace.out_ready, out_ready),
+            (trace.ready, int(ready)),
+            (trace.beat, -1 if beat is None else encode_beat(beat)),
+        ):
             lst.append(value)
         if valid and ready:
             if payload >> 8:
@@ -202,7 +263,7 @@ def test_checker_finds_the_first_differing_cycle():
     docs = [GOOD["recursive.xml"], GOOD["tiny.xml"], GOOD["last.xml"]]
     trace = model_trace(plan, docs, lambda c: c % 3 != 1)
     assert compare_with_model(plan, trace)["first"] is None
-    assert 0 in trace.ready                                   # the input did stall
+    assert 0 in trace.ready  # the input did stall
     ready_at = trace.ready.index(0)
     trace.ready[ready_at] = 1
     beat_at = max(i for i, b in enumerate(trace.beat) if b >= 0)
@@ -232,20 +293,29 @@ def test_expectations_of_bad_documents():
 
 # --- long regressions (make regress) ----------------------------------------------------------
 
+
 def structural_cases():
-    return [pytest.param(q, folder, tsv, id=case) for case, q, folder, tsv in expected_cases()
-            if load_queries(q).queries[0].is_structural]
+    return [
+        pytest.param(q, folder, tsv, id=case)
+        for case, q, folder, tsv in expected_cases()
+        if load_queries(q).queries[0].is_structural
+    ]
 
 
 @pytest.mark.regress
 @pytest.mark.parametrize("readout", ["serial", "sparse"])
 @pytest.mark.parametrize("queries,folder,tsv", structural_cases())
-def test_regress_shared_query_set_on_verilator(queries, folder, tsv, readout, build_dir,
-                                               tmp_path):
-    summary = run_regression(RegressionConfig(queries=queries, documents=[folder],
-                                              options=CompileOptions(readout=readout),
-                                              build_dir=build_dir, seed=1,
-                                              replay_dir=tmp_path / "replays"))
+def test_regress_shared_query_set_on_verilator(queries, folder, tsv, readout, build_dir, tmp_path):
+    summary = run_regression(
+        RegressionConfig(
+            queries=queries,
+            documents=[folder],
+            options=CompileOptions(readout=readout),
+            build_dir=build_dir,
+            seed=1,
+            replay_dir=tmp_path / "replays",
+        )
+    )
     print(summary.format())
     assert summary.ok, summary.format()
     expected = {name: list(numbers) for name, numbers in read_expected(tsv).items()}
@@ -257,34 +327,70 @@ def test_regress_icarus_agrees_on_256_queries(build_dir, tmp_path):
     docs = load_documents([DATA / "nitf/docs"])[:12]
     queries = (DATA / "queries/nitf-d8-p15-n2000.txt").read_text().splitlines()[:256]
     for simulator in ("icarus", "verilator"):
-        summary = run_regression(RegressionConfig(queries=queries, documents=docs,
-                                                  simulator=simulator, build_dir=build_dir,
-                                                  seed=2, replay_dir=tmp_path / "replays"))
+        summary = run_regression(
+            RegressionConfig(
+                queries=queries,
+                documents=docs,
+                simulator=simulator,
+                build_dir=build_dir,
+                seed=2,
+                replay_dir=tmp_path / "replays",
+            )
+        )
         print(summary.format())
         assert summary.ok, summary.format()
 
 
-RANDOM_QUERIES = ["/a", "//b", "/a/b", "/a//c", "//c/*", "/*/b//a", "//a/a", "/d.e", "//d.e/*",
-                  "/a/*/*/b", "//b//b", "/*//c/a", "//a/b/c", "/b", "//*/d.e", "/a/a/a"]
+RANDOM_QUERIES = [
+    "/a",
+    "//b",
+    "/a/b",
+    "/a//c",
+    "//c/*",
+    "/*/b//a",
+    "//a/a",
+    "/d.e",
+    "//d.e/*",
+    "/a/*/*/b",
+    "//b//b",
+    "/*//c/a",
+    "//a/b/c",
+    "/b",
+    "//*/d.e",
+    "/a/a/a",
+]
 
 
 @pytest.mark.regress
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(docs=st.lists(st.tuples(random_documents(), st.integers(0, 4), st.integers(0, 10_000)),
-                     min_size=1, max_size=5),
-       seed=st.integers(0, 1000))
+@given(
+    docs=st.lists(
+        st.tuples(random_documents(), st.integers(0, 4), st.integers(0, 10_000)),
+        min_size=1,
+        max_size=5,
+    ),
+    seed=st.integers(0, 1000),
+)
 def test_regress_random_documents_shrink_to_a_replay(docs, seed, build_dir):
     """Random documents (some cut short: malformed) through one design with several clusters;
     a failure is shrunk by hypothesis, and the replay of the last (smallest) failing example is
     left in build/sim/replays/hypothesis."""
-    streamed = [Document(f"doc{i}.xml", data[:cut % len(data)] if kind == 0 else data)
-                for i, (data, kind, cut) in enumerate(docs)]
+    streamed = [
+        Document(f"doc{i}.xml", data[: cut % len(data)] if kind == 0 else data)
+        for i, (data, kind, cut) in enumerate(docs)
+    ]
     streamed = [d for d in streamed if d.data]
     if not streamed:
         return
-    config = RegressionConfig(queries=RANDOM_QUERIES, documents=streamed,
-                              options=CompileOptions(cluster_size=6, max_depth=6), seed=seed,
-                              p_valid=0.85, p_ready=0.6, build_dir=build_dir)
+    config = RegressionConfig(
+        queries=RANDOM_QUERIES,
+        documents=streamed,
+        options=CompileOptions(cluster_size=6, max_depth=6),
+        seed=seed,
+        p_valid=0.85,
+        p_ready=0.6,
+        build_dir=build_dir,
+    )
     summary = run_regression(config, write_replay=False)
     if not summary.ok:
         folder = build_dir / "replays" / "hypothesis"
@@ -295,10 +401,11 @@ def test_regress_random_documents_shrink_to_a_replay(docs, seed, build_dir):
 
 # --- the programmable engine: configuration loading and reconfiguration -----------------------
 
-PROG_SPEC = HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=32,
-                         tags=6)     # B names 5 tags
+PROG_SPEC = HardwareSpec(
+    clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=32, tags=6
+)  # B names 5 tags
 PROG_A = ["/a/b", "//b", "/a//c", "/*/b/c"]
-PROG_B = ["//c", "/a/*/c", "//x/c", "/nitf/head", "//toolong/b"]   # "toolong" does not fit
+PROG_B = ["//c", "/a/*/c", "//x/c", "/nitf/head", "//toolong/b"]  # "toolong" does not fit
 
 
 def prog_items():
@@ -309,18 +416,38 @@ def prog_items():
     good = [Document(name, data) for name, data in GOOD.items()]
     bad = [Document(name, data) for name, (data, _) in BAD.items()]
     nitf = Document.from_path(DATA / "nitf/docs" / NITF[0])
-    return [("documents", [good[1], bad[0]]), ("config", 0), ("documents", [good[0], good[1]]),
-            ("corrupt", 1), ("documents", [good[4], bad[1], good[1]]), ("config", 1),
-            ("documents", [good[1], nitf, good[2]]), ("truncated", 0),
-            ("documents", [bad[4], good[5]]), ("foreign", 0), ("overlapping", 0),
-            ("documents", [nitf, nitf]), ("config", 1),
-            ("documents", [good[1], good[0]])]
+    return [
+        ("documents", [good[1], bad[0]]),
+        ("config", 0),
+        ("documents", [good[0], good[1]]),
+        ("corrupt", 1),
+        ("documents", [good[4], bad[1], good[1]]),
+        ("config", 1),
+        ("documents", [good[1], nitf, good[2]]),
+        ("truncated", 0),
+        ("documents", [bad[4], good[5]]),
+        ("foreign", 0),
+        ("overlapping", 0),
+        ("documents", [nitf, nitf]),
+        ("config", 1),
+        ("documents", [good[1], good[0]]),
+    ]
 
 
 def prog_config(build_dir, tmp_path, **changes) -> RegressionConfig:
-    base = dict(queries=PROG_A, reconfigure=[PROG_B], documents=[], mode="programmable",
-                hardware=PROG_SPEC, items=prog_items(), seed=3, p_valid=0.7, p_ready=0.3,
-                build_dir=build_dir, replay_dir=tmp_path / "replays")
+    base = dict(
+        queries=PROG_A,
+        reconfigure=[PROG_B],
+        documents=[],
+        mode="programmable",
+        hardware=PROG_SPEC,
+        items=prog_items(),
+        seed=3,
+        p_valid=0.7,
+        p_ready=0.3,
+        build_dir=build_dir,
+        replay_dir=tmp_path / "replays",
+    )
     base.update(changes)
     return RegressionConfig(**base)
 
@@ -328,16 +455,21 @@ def prog_config(build_dir, tmp_path, **changes) -> RegressionConfig:
 def check_clean_programmable_run(summary):
     assert summary.ok, summary.format()
     assert summary.mode == "programmable" and summary.clusters == 2
-    assert summary.queries == 4 + 4                      # //toolong/b is skipped
+    assert summary.queries == 4 + 4  # //toolong/b is skipped
     assert any("toolong" in s for s in summary.skipped_queries)
     assert [(s["label"].split()[0], s["verdict"]) for s in summary.streams] == [
-        ("config", "accepted"), ("corrupt", "rejected"), ("config", "accepted"),
-        ("truncated", "rejected"), ("foreign", "rejected"), ("overlapping", "accepted"),
-        ("config", "accepted")]
-    assert summary.config_stalls > 0                     # B waited for A's commit
+        ("config", "accepted"),
+        ("corrupt", "rejected"),
+        ("config", "accepted"),
+        ("truncated", "rejected"),
+        ("foreign", "rejected"),
+        ("overlapping", "accepted"),
+        ("config", "accepted"),
+    ]
+    assert summary.config_stalls > 0  # B waited for A's commit
     # 16-bit readouts rarely fill the frame, so bytes_in seldom stalls here; readout does
     assert summary.readout_stalls > 0, summary.format()
-    assert summary.flagged == 3                          # mismatched end, too deep, truncated
+    assert summary.flagged == 3  # mismatched end, too deep, truncated
 
 
 def test_programmable_verilator_loads_rejects_and_reconfigures(build_dir, tmp_path):
@@ -346,21 +478,28 @@ def test_programmable_verilator_loads_rejects_and_reconfigures(build_dir, tmp_pa
     # answers by name are the last streaming of each name: recursive.xml last ran under B
     ref_b = ReferenceFilter([parse_query(t, i + 1) for i, t in enumerate(PROG_B[:4])])
     assert summary.answers["recursive.xml"] == sorted(
-        i + 1 for i in ref_b.filter(GOOD["recursive.xml"]))
-    assert summary.answers["doctype.xml"] == [1]          # //c under B
+        i + 1 for i in ref_b.filter(GOOD["recursive.xml"])
+    )
+    assert summary.answers["doctype.xml"] == [1]  # //c under B
 
 
 def test_programmable_unconfigured_documents_match_nothing(build_dir, tmp_path):
     docs = [Document("r.xml", GOOD["recursive.xml"]), Document("x.xml", b"<a><b/></a>")]
-    summary = run_regression(prog_config(build_dir, tmp_path, items=[
-        ("documents", docs), ("corrupt", 0), ("documents", docs[:1])]))
+    summary = run_regression(
+        prog_config(
+            build_dir,
+            tmp_path,
+            items=[("documents", docs), ("corrupt", 0), ("documents", docs[:1])],
+        )
+    )
     assert summary.ok, summary.format()
     assert summary.answers == {"r.xml": [], "x.xml": []}
     assert summary.matches == 0
 
 
-@pytest.mark.parametrize("fault, kind", [("model", "cycle"), ("status", "cycle"),
-                                         ("reference", "document")])
+@pytest.mark.parametrize(
+    "fault, kind", [("model", "cycle"), ("status", "cycle"), ("reference", "document")]
+)
 def test_programmable_checker_can_fail(build_dir, tmp_path, fault, kind):
     summary = run_regression(prog_config(build_dir, tmp_path, fault=fault))
     assert not summary.ok
@@ -383,29 +522,48 @@ def test_cli_regress_programmable(build_dir, tmp_path):
     docs.mkdir()
     for name in ("recursive.xml", "spaces-in-tags.xml", "doctype.xml", "last.xml"):
         (docs / name).write_bytes(GOOD[name])
-    args = ["regress", str(tmp_path / "a.txt"), str(docs), "--mode", "programmable",
-            "--hw", str(hw), "--reconfigure", str(tmp_path / "b.txt"), "--build-dir",
-            str(build_dir), "--replay-dir", str(tmp_path / "replays")]
+    args = [
+        "regress",
+        str(tmp_path / "a.txt"),
+        str(docs),
+        "--mode",
+        "programmable",
+        "--hw",
+        str(hw),
+        "--reconfigure",
+        str(tmp_path / "b.txt"),
+        "--build-dir",
+        str(build_dir),
+        "--replay-dir",
+        str(tmp_path / "replays"),
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "mismatches:  0" in result.output
     assert "mode:        programmable" in result.output
     assert result.output.count("rejected (expected rejected)") == 2
-    assert f"delta {tmp_path / 'b.txt'}" in result.output        # set 2 comes as a delta
+    assert f"delta {tmp_path / 'b.txt'}" in result.output  # set 2 comes as a delta
     assert result.output.count("accepted (expected accepted)") == 2
-    result = CliRunner().invoke(main, ["regress", str(tmp_path / "a.txt"), str(docs),
-                                       "--reconfigure", str(tmp_path / "b.txt")])
+    result = CliRunner().invoke(
+        main,
+        ["regress", str(tmp_path / "a.txt"), str(docs), "--reconfigure", str(tmp_path / "b.txt")],
+    )
     assert result.exit_code == 2 and "--mode programmable" in result.output
 
 
 def test_programmable_checker_without_a_simulator():
     """The model standing in for the RTL agrees with itself; a flipped status bit is found."""
-    from xpfilt.sim.programmable_checker import (ProgTrace, compare_programmable_with_model,
-                                          config_payload, encode_status, stream_bits)
-    from xpfilt.model.programmable import ProgrammableModel
     from xpfilt.compiler.programmable import configure
-    stream = configure([parse_query(t, i + 1) for i, t in enumerate(PROG_A)],
-                       PROG_SPEC).stream()
+    from xpfilt.model.programmable import ProgrammableModel
+    from xpfilt.sim.programmable_checker import (
+        ProgTrace,
+        compare_programmable_with_model,
+        config_payload,
+        encode_status,
+        stream_bits,
+    )
+
+    stream = configure([parse_query(t, i + 1) for i, t in enumerate(PROG_A)], PROG_SPEC).stream()
     bits = stream_bits(stream)
     model, trace = ProgrammableModel(PROG_SPEC), ProgTrace()
     j = 0
@@ -414,27 +572,36 @@ def test_programmable_checker_without_a_simulator():
         cp = config_payload(bits[min(j, len(bits) - 1)], j == len(bits) - 1)
         status = encode_status(model.status)
         ready, beat = model.step(False, 0, False, True, cv, cp & 1, bool(cp >> 1))
-        for lst, value in ((trace.valid, 0), (trace.payload, 0), (trace.out_ready, 1),
-                           (trace.ready, int(ready)), (trace.beat, -1), (trace.cfg_valid, cv),
-                           (trace.cfg_payload, cp), (trace.cfg_ready, int(model.config_ready)),
-                           (trace.status, status)):
+        for lst, value in (
+            (trace.valid, 0),
+            (trace.payload, 0),
+            (trace.out_ready, 1),
+            (trace.ready, int(ready)),
+            (trace.beat, -1),
+            (trace.cfg_valid, cv),
+            (trace.cfg_payload, cp),
+            (trace.cfg_ready, int(model.config_ready)),
+            (trace.status, status),
+        ):
             lst.append(value)
         j += cv and model.config_ready
     assert compare_programmable_with_model(PROG_SPEC, trace)["first"] is None
     assert decodeable_generation(trace.status[-1]) == 1
-    trace.status[-1] ^= 1 << 9                        # rejected
+    trace.status[-1] ^= 1 << 9  # rejected
     result = compare_programmable_with_model(PROG_SPEC, trace)
     assert result["mismatching_cycles"] == 1 and result["first"]["rtl"]["status"]["rejected"]
 
 
 def decodeable_generation(value):
     from xpfilt.sim.programmable_checker import decode_status
+
     return decode_status(value)["generation"]
 
 
 def test_programmable_icarus_agrees(build_dir, tmp_path):
-    check_clean_programmable_run(run_regression(prog_config(build_dir, tmp_path,
-                                                            simulator="icarus", seed=8)))
+    check_clean_programmable_run(
+        run_regression(prog_config(build_dir, tmp_path, simulator="icarus", seed=8))
+    )
 
 
 def test_programmable_streams_completing_with_documents_in_flight(build_dir, tmp_path):
@@ -444,18 +611,27 @@ def test_programmable_streams_completing_with_documents_in_flight(build_dir, tmp
     when its first byte went in (A's tag entries with B's flags would answer ``<a/>`` with
     ``/a/a``)."""
     tiny = [b"<a/>", b"<a />", b"x", b"<a/>", b"<d/>", b"<a  />", b"<a>", b"<a/>", b"<c/>"]
-    items, n = [("config", 0)], 0
+    items = [("config", 0)]
     for run in range(8):
         docs = [Document(f"r{run}-{i}.xml", tiny[(i + run) % len(tiny)]) for i in range(80)]
         items += [("overlapping", 1 - run % 2), ("documents", docs)]
-    summary = run_regression(prog_config(build_dir, tmp_path, items=items, queries=["/a/a"],
-                                         reconfigure=[["/c", "//d"]], p_valid=0.9,
-                                         p_ready=0.9))
+    summary = run_regression(
+        prog_config(
+            build_dir,
+            tmp_path,
+            items=items,
+            queries=["/a/a"],
+            reconfigure=[["/c", "//d"]],
+            p_valid=0.9,
+            p_ready=0.9,
+        )
+    )
     assert summary.ok, summary.format()
     assert [s["verdict"] for s in summary.streams] == ["accepted"] * 9
-    for run in range(8):   # each stream ends inside its run: both configurations answer there
-        labels = {label for name, label in summary.document_configurations
-                  if name.startswith(f"r{run}-")}
+    for run in range(8):  # each stream ends inside its run: both configurations answer there
+        labels = {
+            label for name, label in summary.document_configurations if name.startswith(f"r{run}-")
+        }
         assert len(labels) == 2, (run, labels)
 
 
@@ -464,8 +640,7 @@ def test_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_pa
     malformed) with the input always valid and the readout always ready: one readout each."""
     tiny = [b"<a/>", b"x", b"x", b"<b/>", b"<>", b"x", b"<c/>", b"y"]
     docs = [Document(f"short{i}.xml", tiny[i % len(tiny)]) for i in range(60)]
-    summary = run_regression(config(build_dir, tmp_path, documents=docs, p_valid=1.0,
-                                    p_ready=1.0))
+    summary = run_regression(config(build_dir, tmp_path, documents=docs, p_valid=1.0, p_ready=1.0))
     assert summary.mismatches == 0, summary.format()
     malformed = sum(1 for d in docs if d.data in (b"x", b"y", b"<>"))
     assert summary.documents == 60 and summary.flagged == malformed == 37
@@ -473,8 +648,11 @@ def test_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_pa
 
 # --- the W-byte engine (issue 18) ----------------------------------------------------------------
 
-@pytest.mark.parametrize("width", [4, pytest.param(2, marks=pytest.mark.regress),
-                                   pytest.param(8, marks=pytest.mark.regress)])
+
+@pytest.mark.parametrize(
+    "width",
+    [4, pytest.param(2, marks=pytest.mark.regress), pytest.param(8, marks=pytest.mark.regress)],
+)
 def test_verilator_wide_engine_with_backpressure(build_dir, tmp_path, width):
     """Beats of W bytes with random gaps and readout backpressure: every cycle = the model,
     every document = the reference or flagged."""
@@ -484,12 +662,14 @@ def test_verilator_wide_engine_with_backpressure(build_dir, tmp_path, width):
 
 
 @pytest.mark.parametrize("width", [4, pytest.param(8, marks=pytest.mark.regress)])
-def test_wide_engine_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_path,
-                                                                           width):
+def test_wide_engine_back_to_back_short_documents_valid_and_ready_always_1(
+    build_dir, tmp_path, width
+):
     tiny = [b"<a/>", b"x", b"x", b"<b/>", b"<>", b"x", b"<c/>", b"y", b"<a><b/></a>"]
     docs = [Document(f"short{i}.xml", tiny[i % len(tiny)]) for i in range(60)]
-    summary = run_regression(config(build_dir, tmp_path, documents=docs, p_valid=1.0,
-                                    p_ready=1.0, bytes_per_cycle=width))
+    summary = run_regression(
+        config(build_dir, tmp_path, documents=docs, p_valid=1.0, p_ready=1.0, bytes_per_cycle=width)
+    )
     assert summary.mismatches == 0, summary.format()
     malformed = sum(1 for d in docs if d.data in (b"x", b"y", b"<>"))
     assert summary.documents == 60 and summary.flagged == malformed
@@ -498,14 +678,21 @@ def test_wide_engine_back_to_back_short_documents_valid_and_ready_always_1(build
 @pytest.mark.regress
 @pytest.mark.parametrize("queries,folder,tsv", structural_cases())
 @pytest.mark.parametrize("width", [2, 4, 8], ids=lambda w: f"W{w}")
-def test_regress_shared_query_set_on_verilator_at_bytes_per_cycle(width, queries, folder, tsv,
-                                                                   build_dir, tmp_path):
+def test_regress_shared_query_set_on_verilator_at_bytes_per_cycle(
+    width, queries, folder, tsv, build_dir, tmp_path
+):
     """Issue 18's done-when: the W-byte engine (W = 2, 4, 8) agrees with the model every cycle
     and with the shared expected answers on every shared structural set (ids W<w>-<set>)."""
-    summary = run_regression(RegressionConfig(queries=queries, documents=[folder],
-                                              build_dir=build_dir, seed=1,
-                                              bytes_per_cycle=width,
-                                              replay_dir=tmp_path / "replays"))
+    summary = run_regression(
+        RegressionConfig(
+            queries=queries,
+            documents=[folder],
+            build_dir=build_dir,
+            seed=1,
+            bytes_per_cycle=width,
+            replay_dir=tmp_path / "replays",
+        )
+    )
     print(summary.format())
     assert summary.ok, summary.format()
     expected = {name: list(numbers) for name, numbers in read_expected(tsv).items()}
@@ -514,23 +701,27 @@ def test_regress_shared_query_set_on_verilator_at_bytes_per_cycle(width, queries
 
 # --- the sparse readout -------------------------------------------------------------------------
 
+
 def test_verilator_sparse_readout(build_dir, tmp_path):
     """The custom engine with the sparse readout: every cycle equals the model and every
     document the reference (good, bad and real documents, random valid and ready)."""
     docs = documents()
-    summary = run_regression(config(build_dir, tmp_path, options=replace(OPTIONS,
-                                                                          readout="sparse")))
+    summary = run_regression(
+        config(build_dir, tmp_path, options=replace(OPTIONS, readout="sparse"))
+    )
     check_clean_run(summary, docs)
 
 
 @pytest.mark.parametrize("fault, kind", [("model", "cycle"), ("reference", "document")])
 def test_sparse_checker_can_fail(build_dir, tmp_path, fault, kind):
-    summary = run_regression(config(build_dir, tmp_path, fault=fault,
-                                    options=replace(OPTIONS, readout="sparse")))
+    summary = run_regression(
+        config(build_dir, tmp_path, fault=fault, options=replace(OPTIONS, readout="sparse"))
+    )
     assert not summary.ok and summary.mismatch_details[0]["kind"] == kind
 
 
 def test_programmable_sparse_readout(build_dir, tmp_path):
-    summary = run_regression(prog_config(build_dir, tmp_path,
-                                         hardware=replace(PROG_SPEC, readout="sparse")))
+    summary = run_regression(
+        prog_config(build_dir, tmp_path, hardware=replace(PROG_SPEC, readout="sparse"))
+    )
     check_clean_programmable_run(summary)

@@ -5,8 +5,8 @@ per-document errors that never cut a batch short."""
 import pytest
 
 from xpfilt.engines import filter_batch, make_engine
-from xpfilt.software.events import Document, DocumentError, MalformedDocumentError, utf8_document
 from xpfilt.lang.xpath import load_queries
+from xpfilt.software.events import Document, DocumentError, MalformedDocumentError, utf8_document
 
 ENGINES = ["reference", "lxml", "model", "fast"]
 QUERIES = load_queries(["//a", "//a/b", "/a/c", "//b[@x='\u3042\u30a2']"]).queries
@@ -19,25 +19,39 @@ def _document(encoding, codec=None, name="doc.xml"):
 
 def _answers(engine, documents):
     queries = QUERIES if engine != "model" else QUERIES[:3]
-    return [(r.name, r.matches, r.error)
-            for r in filter_batch(make_engine(engine, queries), documents)]
+    return [
+        (r.name, r.matches, r.error) for r in filter_batch(make_engine(engine, queries), documents)
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_empty_document_is_malformed_and_the_batch_goes_on(engine):
-    docs = [Document("a.xml", b"<a><b/></a>"), Document("empty.xml", b""),
-            Document("c.xml", b"<a><c/></a>")]
+    docs = [
+        Document("a.xml", b"<a><b/></a>"),
+        Document("empty.xml", b""),
+        Document("c.xml", b"<a><c/></a>"),
+    ]
     assert _answers(engine, docs) == [
         ("a.xml", (1, 2), None),
         ("empty.xml", None, "empty.xml:1:1: malformed XML: no element found"),
-        ("c.xml", (1, 3), None)]
+        ("c.xml", (1, 3), None),
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("encoding, codec", [
-    ("Shift_JIS", None), ("UTF-7", None), ("EUC-JP", None), ("UTF-16", None),
-    ("UTF-16", "utf-16-be"), ("UTF-16LE", None), ("UTF-32", None), ("UTF-8", "utf-8-sig"),
-])
+@pytest.mark.parametrize(
+    "encoding, codec",
+    [
+        ("Shift_JIS", None),
+        ("UTF-7", None),
+        ("EUC-JP", None),
+        ("UTF-16", None),
+        ("UTF-16", "utf-16-be"),
+        ("UTF-16LE", None),
+        ("UTF-32", None),
+        ("UTF-8", "utf-8-sig"),
+    ],
+)
 def test_declared_encodings_and_byte_order_marks_answer_like_utf8(engine, encoding, codec):
     want = _answers(engine, [_document("UTF-8")])
     assert want[0][2] is None
@@ -46,20 +60,27 @@ def test_declared_encodings_and_byte_order_marks_answer_like_utf8(engine, encodi
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_latin1_names_are_transcoded_before_any_engine_sees_them(engine):
-    doc = Document("l.xml", '<?xml version="1.0" encoding="ISO-8859-1"?><a><b\u00e9/><c/></a>'
-                   .encode("latin-1"))
+    doc = Document(
+        "l.xml",
+        '<?xml version="1.0" encoding="ISO-8859-1"?><a><b\u00e9/><c/></a>'.encode("latin-1"),
+    )
     assert _answers(engine, [doc]) == [("l.xml", (1, 3), None)]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("encoding", ["x-unknown", "hex", "rot13", "zlib", "unicode_escape",
-                                      "UTF\x00-8"])
+@pytest.mark.parametrize(
+    "encoding", ["x-unknown", "hex", "rot13", "zlib", "unicode_escape", "UTF\x00-8"]
+)
 def test_unknown_or_non_text_encodings_are_a_document_error(engine, encoding):
     bad = Document("bad.xml", f'<?xml version="1.0" encoding="{encoding}"?><a/>'.encode())
     assert _answers(engine, [bad, Document("ok.xml", b"<a/>")]) == [
-        ("bad.xml", None,
-         f"bad.xml: the declared encoding must be a known text encoding, not {encoding!r}"),
-        ("ok.xml", (1,), None)]
+        (
+            "bad.xml",
+            None,
+            f"bad.xml: the declared encoding must be a known text encoding, not {encoding!r}",
+        ),
+        ("ok.xml", (1,), None),
+    ]
 
 
 def test_utf8_document_rewrites_the_declaration_and_keeps_utf8_as_it_is():
@@ -72,13 +93,20 @@ def test_utf8_document_rewrites_the_declaration_and_keeps_utf8_as_it_is():
     assert u16.data == "<a>\u00e9</a>".encode()
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "e.xml:1:1: malformed XML: no element found"),
-    (b'<?xml version="1.0" encoding="Shift_JIS"?>\n<a>\x81</a>',
-     "e.xml:2:4: malformed XML: the bytes are not valid Shift_JIS"),
-    (b'<?xml version="1.0" encoding="UTF-16"?><a/>',
-     "e.xml:1:1: malformed XML: the document declares 'UTF-16' but is not encoded in it"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "e.xml:1:1: malformed XML: no element found"),
+        (
+            b'<?xml version="1.0" encoding="Shift_JIS"?>\n<a>\x81</a>',
+            "e.xml:2:4: malformed XML: the bytes are not valid Shift_JIS",
+        ),
+        (
+            b'<?xml version="1.0" encoding="UTF-16"?><a/>',
+            "e.xml:1:1: malformed XML: the document declares 'UTF-16' but is not encoded in it",
+        ),
+    ],
+)
 def test_utf8_document_errors_name_the_document(data, message):
     with pytest.raises(MalformedDocumentError) as info:
         utf8_document(Document("e.xml", data))
@@ -93,6 +121,7 @@ def test_non_text_encoding_is_a_document_error_not_a_lookup_error():
 
 def test_regress_streams_utf8_and_skips_what_cannot_be_streamed(tmp_path):
     from xpfilt.verify.harness import stage_documents
+
     (tmp_path / "in").mkdir()
     (tmp_path / "in/u16.xml").write_bytes("<a><b/></a>".encode("utf-16"))
     (tmp_path / "in/plain.xml").write_bytes(b"<a/>")
@@ -102,9 +131,10 @@ def test_regress_streams_utf8_and_skips_what_cannot_be_streamed(tmp_path):
     assert [name for name, _ in docs] == ["plain.xml", "u16.xml"]
     assert docs[0][1] == (tmp_path / "in/plain.xml").resolve()
     assert docs[1][1].read_bytes() == b"<a><b/></a>"
-    assert skipped == ["empty.xml:1:1: malformed XML: no element found (not streamed)",
-                       "zlib.xml: the declared encoding must be a known text encoding, not "
-                       "'zlib' (not streamed)"]
+    assert skipped == [
+        "empty.xml:1:1: malformed XML: no element found (not streamed)",
+        "zlib.xml: the declared encoding must be a known text encoding, not 'zlib' (not streamed)",
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -116,4 +146,6 @@ def test_a_byte_order_mark_alone_is_an_empty_document(engine, bom):
     with pytest.raises(MalformedDocumentError):
         make_engine(engine, QUERIES if engine != "model" else QUERIES[:3]).filter(doc)
     assert _answers(engine, [doc, Document("ok.xml", b"<a/>")]) == [
-        ("bom.xml", None, "bom.xml:1:1: malformed XML: no element found"), ("ok.xml", (1,), None)]
+        ("bom.xml", None, "bom.xml:1:1: malformed XML: no element found"),
+        ("ok.xml", (1,), None),
+    ]

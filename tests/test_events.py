@@ -2,22 +2,34 @@
 
 import pytest
 
-from xpfilt.software.events import (Document, Event, EventKind, MalformedDocumentError, document_depth,
-                           load_documents, parse_events)
+from xpfilt.software.events import (
+    Document,
+    Event,
+    EventKind,
+    MalformedDocumentError,
+    document_depth,
+    load_documents,
+    parse_events,
+)
 
 O, C, T = EventKind.OPEN, EventKind.CLOSE, EventKind.TEXT
 
 
 def test_event_sequence_with_everything():
-    xml = (b'<?xml version="1.0" encoding="UTF-8"?>\n'
-           b'<!DOCTYPE r [<!ENTITY e "ent">]>\n'
-           b'<?pi data?><!-- top -->\n'
-           b'<r x="1"><p:a xmlns:p="urn:p"/>t1<!-- c -->t2<![CDATA[<c>]]>&e;<b/></r>\n')
+    xml = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n'
+        b'<!DOCTYPE r [<!ENTITY e "ent">]>\n'
+        b"<?pi data?><!-- top -->\n"
+        b'<r x="1"><p:a xmlns:p="urn:p"/>t1<!-- c -->t2<![CDATA[<c>]]>&e;<b/></r>\n'
+    )
     assert parse_events(xml) == [
         Event(O, "r", {"x": "1"}),
-        Event(O, "p:a", {"xmlns:p": "urn:p"}), Event(C, "p:a"),
-        Event(T, "", "t1"), Event(T, "", "t2<c>ent"),
-        Event(O, "b", {}), Event(C, "b"),
+        Event(O, "p:a", {"xmlns:p": "urn:p"}),
+        Event(C, "p:a"),
+        Event(T, "", "t1"),
+        Event(T, "", "t2<c>ent"),
+        Event(O, "b", {}),
+        Event(C, "b"),
         Event(C, "r"),
     ]
 
@@ -26,14 +38,17 @@ def test_text_split_by_processing_instruction():
     assert [e.value for e in parse_events(b"<r>a<?p?>b</r>") if e.kind is T] == ["a", "b"]
 
 
-@pytest.mark.parametrize("xml, where", [
-    (b"<a><b></a>", "doc.xml:1:9: malformed XML: mismatched tag"),
-    (b"<a>\n  <b x=1/></a>", "doc.xml:2:8: malformed XML: not well-formed (invalid token)"),
-    (b"", "doc.xml:1:1: malformed XML: no element found"),
-    (b"<a>", "doc.xml:1:4: malformed XML: no element found"),
-    (b"<a/><b/>", "doc.xml:1:5: malformed XML: junk after document element"),
-    (b"<a>&undefined;</a>", "doc.xml:1:4: malformed XML: undefined entity"),
-])
+@pytest.mark.parametrize(
+    "xml, where",
+    [
+        (b"<a><b></a>", "doc.xml:1:9: malformed XML: mismatched tag"),
+        (b"<a>\n  <b x=1/></a>", "doc.xml:2:8: malformed XML: not well-formed (invalid token)"),
+        (b"", "doc.xml:1:1: malformed XML: no element found"),
+        (b"<a>", "doc.xml:1:4: malformed XML: no element found"),
+        (b"<a/><b/>", "doc.xml:1:5: malformed XML: junk after document element"),
+        (b"<a>&undefined;</a>", "doc.xml:1:4: malformed XML: undefined entity"),
+    ],
+)
 def test_malformed_documents_name_file_line_and_column(xml, where):
     with pytest.raises(MalformedDocumentError) as info:
         parse_events(Document("doc.xml", xml))

@@ -7,11 +7,9 @@ import pytest
 from xpfilt.scale.fanout import fan_out
 
 
-
-
 @pytest.mark.parametrize("master", ["serial", "local[2]"])
 def test_every_item_comes_back_once_with_its_value_or_reason(master):
-    def work(x):   # defined here: pickled by value, so Spark workers need not import tests/
+    def work(x):  # defined here: pickled by value, so Spark workers need not import tests/
         if x == 3:
             raise ValueError("item 3 is bad")
         return x * x
@@ -31,8 +29,10 @@ def test_a_slow_item_times_out_on_spark_and_the_others_finish():
         return x
 
     start = time.perf_counter()
-    outcomes = {o.item: o for o in fan_out(["a", "slow", "b"], work, master="local[2]",
-                                          timeout=4, progress=False)}
+    outcomes = {
+        o.item: o
+        for o in fan_out(["a", "slow", "b"], work, master="local[2]", timeout=4, progress=False)
+    }
     assert time.perf_counter() - start < 60
     assert outcomes["slow"].status == "timeout" and "cancelled after 4 s" in outcomes["slow"].reason
     assert outcomes["a"].value == "a" and outcomes["b"].value == "b"

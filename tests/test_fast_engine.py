@@ -9,24 +9,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.engines import ENGINES, filter_batch, make_engine
+from xpfilt.lang.xpath import load_queries, parse_query
 from xpfilt.software.events import Document, load_documents, parse_events
 from xpfilt.software.fast import FastFilter
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
-from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 from .strategies import documents, queries
 
 
-@pytest.mark.parametrize("name, queries_path, folder, tsv",
-                         expected_cases(), ids=[c[0] for c in expected_cases()])
+@pytest.mark.parametrize(
+    "name, queries_path, folder, tsv", expected_cases(), ids=[c[0] for c in expected_cases()]
+)
 def test_fast_reproduces_shared_expected(name, queries_path, folder, tsv):
     loaded = load_queries(queries_path)
     engine = FastFilter(loaded.queries)
     docs = load_documents([folder])
     expected = read_expected(tsv)
-    for _ in range(2):       # cold, then from the memo
+    for _ in range(2):  # cold, then from the memo
         assert {r.name: r.matches for r in filter_batch(engine, docs)} == expected
 
 
@@ -41,41 +42,51 @@ def _agree(texts, docs, **options):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(docs=st.lists(documents(), min_size=1, max_size=3),
-       texts=st.lists(queries(), min_size=1, max_size=12))
+@given(
+    docs=st.lists(documents(), min_size=1, max_size=3),
+    texts=st.lists(queries(), min_size=1, max_size=12),
+)
 def test_fast_agrees_with_reference_on_paths(docs, texts):
     _agree(texts, docs)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(docs=st.lists(documents(), min_size=1, max_size=3),
-       texts=st.lists(queries(predicates=True), min_size=1, max_size=12))
+@given(
+    docs=st.lists(documents(), min_size=1, max_size=3),
+    texts=st.lists(queries(predicates=True), min_size=1, max_size=12),
+)
 def test_fast_agrees_with_reference_on_predicates(docs, texts):
     _agree(texts, docs)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(docs=st.lists(documents(), min_size=2, max_size=4),
-       texts=st.lists(queries(predicates=True), min_size=1, max_size=8))
+@given(
+    docs=st.lists(documents(), min_size=2, max_size=4),
+    texts=st.lists(queries(predicates=True), min_size=1, max_size=8),
+)
 def test_fast_agrees_when_the_memo_is_dropped_after_every_document(docs, texts):
     _agree(texts, docs, cache_bytes=0)
 
 
-@pytest.mark.parametrize("query, xml, matches", [
-    ("//a//a", b"<a><b><a/></b></a>", True),
-    ("//a/a", b"<a><b><a/></b></a>", False),
-    ("/a/*/c", b"<a><c/></a>", False),
-    ("/a//*//c", b"<a><b><c/></b></a>", True),
-    ("/a//*//c", b"<a><c/></a>", False),
-    ("/a/b", b"<a><c/><b/></a>", True),
-    ("/a[@x=1]/b", b'<a x="1.0"><b/></a>', True),
-    ("/a[@x=1]/b", b'<a x="2"><b/></a>', False),
-    ("/a[text()=2]", b"<a>1<b/> 2 </a>", True),
-    ("//b[@n='x']", b"<a><b n='y'/><c><b n='x'/></c></a>", True),
-])
+@pytest.mark.parametrize(
+    "query, xml, matches",
+    [
+        ("//a//a", b"<a><b><a/></b></a>", True),
+        ("//a/a", b"<a><b><a/></b></a>", False),
+        ("/a/*/c", b"<a><c/></a>", False),
+        ("/a//*//c", b"<a><b><c/></b></a>", True),
+        ("/a//*//c", b"<a><c/></a>", False),
+        ("/a/b", b"<a><c/><b/></a>", True),
+        ("/a[@x=1]/b", b'<a x="1.0"><b/></a>', True),
+        ("/a[@x=1]/b", b'<a x="2"><b/></a>', False),
+        ("/a[text()=2]", b"<a>1<b/> 2 </a>", True),
+        ("//b[@n='x']", b"<a><b n='y'/><c><b n='x'/></c></a>", True),
+    ],
+)
 def test_fast_cases(query, xml, matches):
-    assert FastFilter([parse_query(query)]).filter(xml) == (frozenset({0}) if matches
-                                                           else frozenset())
+    assert FastFilter([parse_query(query)]).filter(xml) == (
+        frozenset({0}) if matches else frozenset()
+    )
 
 
 def test_duplicate_and_no_queries():
@@ -112,11 +123,16 @@ def test_the_memo_is_dropped_when_distinct_names_outgrow_its_budget():
 
 def test_malformed_and_encoded_documents_answer_like_the_reference():
     queries = [parse_query("/a/b", 1), parse_query("//c", 2)]
-    docs = [Document("bad.xml", b"<a><b></a>"), Document("empty.xml", b""),
-            Document("latin.xml", '<?xml version="1.0" encoding="ISO-8859-1"?><a><b>é</b></a>'
-                     .encode("latin-1")),
-            Document("utf16.xml", "<a><c/></a>".encode("utf-16")),
-            Document("ok.xml", b"<a><b/><c/></a>")]
+    docs = [
+        Document("bad.xml", b"<a><b></a>"),
+        Document("empty.xml", b""),
+        Document(
+            "latin.xml",
+            '<?xml version="1.0" encoding="ISO-8859-1"?><a><b>é</b></a>'.encode("latin-1"),
+        ),
+        Document("utf16.xml", "<a><c/></a>".encode("utf-16")),
+        Document("ok.xml", b"<a><b/><c/></a>"),
+    ]
     fast = list(filter_batch(FastFilter(queries), docs))
     assert fast == list(filter_batch(ReferenceFilter(queries), docs))
     assert fast[0].error.startswith("bad.xml:1:")
@@ -126,7 +142,7 @@ def test_malformed_and_encoded_documents_answer_like_the_reference():
 def test_batch_answers_are_sorted_numbers_whatever_the_query_order():
     texts = ["//b", "/a", "//c", "/a/b"]
     doc = Document("d.xml", b"<a><b/><c/></a>")
-    for numbers in ([1, 2, 3, 4], [7, 3, 9, 1]):     # ascending: filter_ordered; else a set
+    for numbers in ([1, 2, 3, 4], [7, 3, 9, 1]):  # ascending: filter_ordered; else a set
         queries = [parse_query(t, n) for t, n in zip(texts, numbers)]
         [result] = filter_batch(FastFilter(queries), [doc])
         [expected] = filter_batch(ReferenceFilter(queries), [doc])

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from xpfilt.lang.xpath import parse_query
 from xpfilt.software.events import parse_events
 from xpfilt.software.fast import FastFilter
 from xpfilt.software.fast_predicates import CHILD, CHILDREN, TEXT, PredicateTests, needed
 from xpfilt.software.predicates import condition_holds, element_nodes
 from xpfilt.software.reference import ReferenceFilter
-from xpfilt.lang.xpath import parse_query
 
 from .test_profile_language import conditions, documents
 from .test_twigs import twigs
@@ -23,8 +23,10 @@ def _nodes(document: bytes):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(texts=st.lists(conditions(position=False), min_size=1, max_size=4),
-       docs=st.lists(documents(), min_size=1, max_size=3))
+@given(
+    texts=st.lists(conditions(position=False), min_size=1, max_size=4),
+    docs=st.lists(documents(), min_size=1, max_size=3),
+)
 def test_compiled_predicates_equal_the_reference_on_every_element(texts, docs):
     steps = [parse_query(f"//*[{text}]").steps[-1] for text in texts]
     compiled = [PredicateTests(), PredicateTests(value_memo_size=1)]
@@ -32,9 +34,10 @@ def test_compiled_predicates_equal_the_reference_on_every_element(texts, docs):
         nodes = _nodes(doc)
         for step in steps:
             for node in nodes:
-                expected = all(condition_holds(p, node.attrs, node.texts, None, node)
-                               for p in step.predicates)
-                node.branches.clear()   # each side decides its nested paths itself
+                expected = all(
+                    condition_holds(p, node.attrs, node.texts, None, node) for p in step.predicates
+                )
+                node.branches.clear()  # each side decides its nested paths itself
                 for tests in compiled:
                     assert tests.test(step.predicates)(node.attrs, node.texts, node) == expected
                     node.branches.clear()
@@ -46,7 +49,7 @@ def _has(node, need) -> bool:
     if need == CHILDREN:
         return bool(node.children)
     if need.startswith(CHILD):
-        return any(child.name == need[len(CHILD):] for child in node.children)
+        return any(child.name == need[len(CHILD) :] for child in node.children)
     return need in node.attrs
 
 
@@ -58,16 +61,36 @@ def test_an_element_without_what_predicates_need_fails_them(texts, doc):
     need = needed(step.predicates)
     for position, node in enumerate(_nodes(doc), start=1):
         if need is not None and not _has(node, need):
-            assert not all(condition_holds(p, node.attrs, node.texts, position, node)
-                           for p in step.predicates)
+            assert not all(
+                condition_holds(p, node.attrs, node.texts, position, node) for p in step.predicates
+            )
 
 
-@pytest.mark.parametrize("predicates, need", [
-    ("[@a > 1]", "a"), ("[@a]", "a"), ("[text() = 'x']", TEXT), ("[text()]", TEXT),
-    ("[b/c]", "/b"), ("[*/c]", CHILDREN), ("[.//c]", CHILDREN), ("[@a][b]", "a"), ("[text()][b]", "/b"), ("[not(@a)]", None), ("[position() = 1]", None), ("[2]", None),
-    ("[text() = 1 and @a = 2]", "a"), ("[@a = 1 or @a = 2]", "a"), ("[@a = 1 or @b = 2]", None),
-    ("[@a or b]", None), ("[not(@a)][@b]", "b"), ("[b][text()]", "/b"), ("[*][text()]", TEXT), ("[(@a)]", "a"),
-])
+@pytest.mark.parametrize(
+    "predicates, need",
+    [
+        ("[@a > 1]", "a"),
+        ("[@a]", "a"),
+        ("[text() = 'x']", TEXT),
+        ("[text()]", TEXT),
+        ("[b/c]", "/b"),
+        ("[*/c]", CHILDREN),
+        ("[.//c]", CHILDREN),
+        ("[@a][b]", "a"),
+        ("[text()][b]", "/b"),
+        ("[not(@a)]", None),
+        ("[position() = 1]", None),
+        ("[2]", None),
+        ("[text() = 1 and @a = 2]", "a"),
+        ("[@a = 1 or @a = 2]", "a"),
+        ("[@a = 1 or @b = 2]", None),
+        ("[@a or b]", None),
+        ("[not(@a)][@b]", "b"),
+        ("[b][text()]", "/b"),
+        ("[*][text()]", TEXT),
+        ("[(@a)]", "a"),
+    ],
+)
 def test_what_predicates_need(predicates, need):
     assert needed(parse_query("/x" + predicates).steps[0].predicates) == need
 
@@ -79,12 +102,15 @@ def test_equal_predicate_lists_share_one_test():
     assert tests.test(a.predicates) is tests.test(b.predicates)
 
 
-@pytest.mark.parametrize("query, xml, matches", [
-    ("/a[b[2]]", b"<a><b/></a>", False),              # a nested step with position():
-    ("/a[b[2]]", b"<a><b/><c/><b/></a>", True),       # the reference's node-sets decide
-    ("/a[.//b[position() = 1]/c]", b"<a><d><b/><b><c/></b></d></a>", False),
-    ("/a[.//b[position() = 1]/c]", b"<a><d><b><c/></b><b/></d></a>", True),
-])
+@pytest.mark.parametrize(
+    "query, xml, matches",
+    [
+        ("/a[b[2]]", b"<a><b/></a>", False),  # a nested step with position():
+        ("/a[b[2]]", b"<a><b/><c/><b/></a>", True),  # the reference's node-sets decide
+        ("/a[.//b[position() = 1]/c]", b"<a><d><b/><b><c/></b></d></a>", False),
+        ("/a[.//b[position() = 1]/c]", b"<a><d><b><c/></b><b/></d></a>", True),
+    ],
+)
 def test_nested_paths_with_positions(query, xml, matches):
     parsed = [parse_query(query)]
     expected = frozenset({0}) if matches else frozenset()
@@ -99,8 +125,10 @@ def test_a_nested_path_without_the_tree_is_refused():
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(texts=st.lists(twigs(), min_size=1, max_size=8),
-       docs=st.lists(documents(), min_size=2, max_size=4))
+@given(
+    texts=st.lists(twigs(), min_size=1, max_size=8),
+    docs=st.lists(documents(), min_size=2, max_size=4),
+)
 def test_fast_equals_reference_on_twigs_over_documents_in_turn(texts, docs):
     parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     fast, ref = FastFilter(parsed), ReferenceFilter(parsed)
@@ -109,13 +137,18 @@ def test_fast_equals_reference_on_twigs_over_documents_in_turn(texts, docs):
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(docs=st.lists(documents(), min_size=2, max_size=4),
-       texts=st.lists(conditions(), min_size=1, max_size=10))
+@given(
+    docs=st.lists(documents(), min_size=2, max_size=4),
+    texts=st.lists(conditions(), min_size=1, max_size=10),
+)
 def test_fast_equals_reference_when_values_are_forgotten_after_each(docs, texts):
     """Value tables and comparison memos of one value: every value is judged again."""
     parsed = [parse_query(f"//*[{t}]", i + 1) for i, t in enumerate(texts)]
-    fast, small, ref = (FastFilter(parsed), FastFilter(parsed, value_memo_size=1),
-                        ReferenceFilter(parsed))
+    fast, small, ref = (
+        FastFilter(parsed),
+        FastFilter(parsed, value_memo_size=1),
+        ReferenceFilter(parsed),
+    )
     for doc in docs + docs[:1]:
         expected = ref.filter(doc)
         assert fast.filter(doc) == expected

@@ -14,11 +14,20 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from hypothesis import given, settings
 
-from xpfilt.hdl.frontend import (LATENCY, ByteTests, Errors, ErrorFlags, FrontEnd,
-                                  first_branch_states, name_hash, parser_table, tag_width_for)
-from xpfilt.software.events import EventKind, MalformedDocumentError, parse_events
+from xpfilt.hdl.frontend import (
+    LATENCY,
+    ByteTests,
+    ErrorFlags,
+    Errors,
+    FrontEnd,
+    first_branch_states,
+    name_hash,
+    parser_table,
+    tag_width_for,
+)
 from xpfilt.hwspec.contract import AttrCondition, State
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
+from xpfilt.software.events import EventKind, MalformedDocumentError, parse_events
 
 from .conftest import DATA
 from .strategies import documents
@@ -30,6 +39,7 @@ MALFORMED = Errors.MALFORMED
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
 
 def element_names(doc: bytes) -> list[str]:
     """The distinct element names of a well-formed document, in order of first appearance."""
@@ -57,8 +67,10 @@ def model_events(doc: bytes, tags, **params) -> tuple[list[tuple], Errors]:
     events = FrontEndModel(tags, **params).events_of(doc)
     assert events[-1].kind == "doc_end" and events[-1].offset == len(doc) - 1
     assert sum(e.kind == "doc_end" for e in events) == 1
-    seq = [("push", e.level, e.tag, e.parent) if e.kind == "push" else ("pop", e.level)
-           for e in events[:-1]]
+    seq = [
+        ("push", e.level, e.tag, e.parent) if e.kind == "push" else ("pop", e.level)
+        for e in events[:-1]
+    ]
     return seq, events[-1].errors
 
 
@@ -69,7 +81,7 @@ def byte_stream(docs, gap_seed=None, gap_rate=0.3) -> list[tuple[int, int, int]]
     for doc in docs:
         for i, b in enumerate(doc):
             while gap_seed is not None and rng.random() < gap_rate:
-                items.append((0, rng.randrange(256), rng.randrange(2)))   # junk while not valid
+                items.append((0, rng.randrange(256), rng.randrange(2)))  # junk while not valid
             items.append((1, b, int(i == len(doc) - 1)))
     items += [(0, 0, 0)] * (LATENCY + 1)
     return items
@@ -92,8 +104,9 @@ def run_rtl(tags, items, **params) -> list[tuple[FrontEndEvent, int]]:
             ctx.set(dut.bytes_in.payload.as_value(), byte | last << 8)
             await ctx.tick()
             assert ctx.get(dut.bytes_in.ready) == 1
-            out.append((decode_event(ctx.get(dut.events.as_value()), dut.event_layout),
-                        ctx.get(dut.tos)))
+            out.append(
+                (decode_event(ctx.get(dut.events.as_value()), dut.event_layout), ctx.get(dut.tos))
+            )
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -109,8 +122,9 @@ def assert_rtl_matches_model(tags, items, **params) -> list[FrontEndEvent]:
     events = []
     for cycle, (item, (got, tos)) in enumerate(zip(items, rtl)):
         want = model.step(*item)
-        assert (got, tos) == (want, model.tos), \
+        assert (got, tos) == (want, model.tos), (
             f"cycle {cycle} after input {item}: RTL {got} tos={tos}, model {want} tos={model.tos}"
+        )
         events.append(want)
     return events
 
@@ -138,30 +152,36 @@ TRICKY = [
     # XML declaration, DOCTYPE with an internal subset: entities with quoted ">" and "]",
     # a parameter entity, a comment and a PI inside the subset; attribute values with ">" and "/".
     b'<?xml version="1.0" encoding="UTF-8"?>\n'
-    b'<!DOCTYPE r [\n  <!ENTITY e "a>b\']c">\n  <!ENTITY f \'x"y>\'>\n'
+    b"<!DOCTYPE r [\n  <!ENTITY e \"a>b']c\">\n  <!ENTITY f 'x\"y>'>\n"
     b'  <!ENTITY % p "<!ELEMENT q ANY>">\n  <!-- a comment ] > in the subset -->\n'
     b'  <?pi in the subset > ?>\n  <!ELEMENT r ANY>\n  <!ATTLIST r x CDATA "d>/">\n]>\n'
     b'<r x=\'1>2\' y="a/b" z = "q" \n w\n=\n"/>">text &amp; &e; &#60;&#x3C; > more'
     b'<a/><a /><a  k="/>" j=\'"\'/><b><b><b>deep</b></b></b></r >\n'
-    b'<!-- trailing - comment -->\n<?pi tail??>\r\n',
+    b"<!-- trailing - comment -->\n<?pi tail??>\r\n",
     # CDATA sections, including "]]]>" and "]]]]>", ">" and "<" and "]]" inside.
-    b'<r><![CDATA[ <not> a </tag> ]] ] ]> ]]]><x>y</x><![CDATA[]]><![CDATA[]]]]><a/></r>',
+    b"<r><![CDATA[ <not> a </tag> ]] ] ]> ]]]><x>y</x><![CDATA[]]><![CDATA[]]]]><a/></r>",
     # nested same names, self-closing roots of subtrees, end tags with whitespace
-    b'<a><a><a/><a></a ><a\t></a\n\r\t ></a></a>',
+    b"<a><a><a/><a></a ><a\t></a\n\r\t ></a></a>",
     # names: namespaces, punctuation, digits, UTF-8; prefixes and extensions of a known name
-    '<ns:x-y.z_1 a-b.c="1" _:d=\'2\'><\u00e9t\u00e9>\u00e9</\u00e9t\u00e9><nit/><nitfx/>'
-    '<nitf/><unknown><x/></unknown></ns:x-y.z_1>'.encode(),
+    "<ns:x-y.z_1 a-b.c=\"1\" _:d='2'><\u00e9t\u00e9>\u00e9</\u00e9t\u00e9><nit/><nitfx/>"
+    "<nitf/><unknown><x/></unknown></ns:x-y.z_1>".encode(),
     # comments and PIs everywhere, with "-" and "?" inside
-    b'<!----><!-- - --><?p ??><r><!-- a - b - --><?q a?b??>t<!-- -->t</r><!-- x - -->',
+    b"<!----><!-- - --><?p ??><r><!-- a - b - --><?q a?b??>t<!-- -->t</r><!-- x - -->",
     # DOCTYPE with an external id (quoted ">") and no subset; a single self-closing root
-    b'<!DOCTYPE r PUBLIC "-//x//EN" \'y>.dtd\'><r/>',
+    b"<!DOCTYPE r PUBLIC \"-//x//EN\" 'y>.dtd'><r/>",
     # DOCTYPE with an empty subset and whitespace after "]"
     b'<!DOCTYPE r SYSTEM "r.dtd" [ ] >\n<r>\n  <b a="&lt;">&gt;</b>\n</r>\n',
 ]
 
 GOOD = b"<r><a>t</a><b/></r>"
-GOOD_EVENTS = [("push", 1, 1, 0), ("push", 2, 2, 1), ("pop", 2), ("push", 2, 3, 1), ("pop", 2),
-               ("pop", 1)]
+GOOD_EVENTS = [
+    ("push", 1, 1, 0),
+    ("push", 2, 2, 1),
+    ("pop", 2),
+    ("push", 2, 3, 1),
+    ("pop", 2),
+    ("pop", 1),
+]
 
 
 def hash_collision() -> tuple[str, str]:
@@ -180,42 +200,42 @@ SMALL = dict(max_depth=3, max_name=8)
 
 # (document, the errors of the front end with SMALL_TAGS and SMALL parameters)
 MALFORMED_DOCS = [
-    (b"<r><1x/></r>", MALFORMED),                      # name starts with a digit
-    (b"<r>< a/></r>", MALFORMED),                      # bad character after "<"
-    (b"<r></ a></r>", MALFORMED),                      # bad character after "</"
-    (b"<r><a;b/></r>", MALFORMED),                     # bad character in a name
-    (b'<r x="1"y="2"/>', MALFORMED),                   # junk in a tag: no space between attrs
-    (b"<r x=1/>", MALFORMED),                          # unquoted attribute value
-    (b"<r x></r>", MALFORMED),                         # attribute without a value
-    (b'<r x="<"/>', MALFORMED),                        # "<" in an attribute value
-    (b"<r><a/ ></r>", MALFORMED),                      # junk after "/" in a tag
-    (b"<r></r x>", MALFORMED),                         # junk in an end tag
-    (b"<r>text</r", MALFORMED),                        # EOF inside a tag
-    (b'<r a="1>', MALFORMED),                          # EOF inside an attribute value
-    (b"<r><a></b></r>", MALFORMED),                    # end tag mismatch (known names)
-    (b"<r><xx></xy></r>", MALFORMED),                  # end tag mismatch (unknown names)
-    (b"<r><ab></abc></r>", MALFORMED),                 # end tag mismatch (prefix)
-    (b"<r></r></r>", MALFORMED),                       # depth underflow
-    (b"</r>", MALFORMED),                              # underflow, no root
-    (b"<r><a>", MALFORMED),                            # elements left open
-    (b" \n\t", MALFORMED),                             # no root element
-    (b"<!-- only a comment -->", MALFORMED),           # no root element
-    (b"x<r/>", MALFORMED),                             # text before the root
-    (b"<r/>&amp;", MALFORMED),                         # text after the root
-    (b"<r/><a/>", MALFORMED),                          # a second root element
-    (b"<r><!-- a -- b --></r>", MALFORMED),            # "--" inside a comment
-    (b"<r/><!-- x", MALFORMED),                        # EOF inside a comment
-    (b"<![CDATA[x]]><r/>", MALFORMED),                 # CDATA outside the root
-    (b"<r><![CDATA[x]]></r", MALFORMED),               # EOF inside a tag after CDATA
-    (b"<r><![CDATA[x]></r>", MALFORMED),               # EOF inside CDATA
-    (b"<r><![CDAT[x]]></r>", MALFORMED),               # bad CDATA keyword
-    (b"<r/><!DOCTYPE r>", MALFORMED),                  # DOCTYPE after the root
-    (b"<!DOCTYPX r><r/>", MALFORMED),                  # bad DOCTYPE keyword
-    (b"<!DOCTYPE r [ <x> ]><r/>", MALFORMED),          # junk in the internal subset
-    (b"<!DOCTYPE r [ ] x><r/>", MALFORMED),            # junk after the internal subset
-    (b"<r><!x></r>", MALFORMED),                       # bad character after "<!"
-    (b"<r><!-x--></r>", MALFORMED),                    # "<!-" not followed by "-"
-    (b"<r><?pi</r>", MALFORMED),                       # EOF inside a PI
+    (b"<r><1x/></r>", MALFORMED),  # name starts with a digit
+    (b"<r>< a/></r>", MALFORMED),  # bad character after "<"
+    (b"<r></ a></r>", MALFORMED),  # bad character after "</"
+    (b"<r><a;b/></r>", MALFORMED),  # bad character in a name
+    (b'<r x="1"y="2"/>', MALFORMED),  # junk in a tag: no space between attrs
+    (b"<r x=1/>", MALFORMED),  # unquoted attribute value
+    (b"<r x></r>", MALFORMED),  # attribute without a value
+    (b'<r x="<"/>', MALFORMED),  # "<" in an attribute value
+    (b"<r><a/ ></r>", MALFORMED),  # junk after "/" in a tag
+    (b"<r></r x>", MALFORMED),  # junk in an end tag
+    (b"<r>text</r", MALFORMED),  # EOF inside a tag
+    (b'<r a="1>', MALFORMED),  # EOF inside an attribute value
+    (b"<r><a></b></r>", MALFORMED),  # end tag mismatch (known names)
+    (b"<r><xx></xy></r>", MALFORMED),  # end tag mismatch (unknown names)
+    (b"<r><ab></abc></r>", MALFORMED),  # end tag mismatch (prefix)
+    (b"<r></r></r>", MALFORMED),  # depth underflow
+    (b"</r>", MALFORMED),  # underflow, no root
+    (b"<r><a>", MALFORMED),  # elements left open
+    (b" \n\t", MALFORMED),  # no root element
+    (b"<!-- only a comment -->", MALFORMED),  # no root element
+    (b"x<r/>", MALFORMED),  # text before the root
+    (b"<r/>&amp;", MALFORMED),  # text after the root
+    (b"<r/><a/>", MALFORMED),  # a second root element
+    (b"<r><!-- a -- b --></r>", MALFORMED),  # "--" inside a comment
+    (b"<r/><!-- x", MALFORMED),  # EOF inside a comment
+    (b"<![CDATA[x]]><r/>", MALFORMED),  # CDATA outside the root
+    (b"<r><![CDATA[x]]></r", MALFORMED),  # EOF inside a tag after CDATA
+    (b"<r><![CDATA[x]></r>", MALFORMED),  # EOF inside CDATA
+    (b"<r><![CDAT[x]]></r>", MALFORMED),  # bad CDATA keyword
+    (b"<r/><!DOCTYPE r>", MALFORMED),  # DOCTYPE after the root
+    (b"<!DOCTYPX r><r/>", MALFORMED),  # bad DOCTYPE keyword
+    (b"<!DOCTYPE r [ <x> ]><r/>", MALFORMED),  # junk in the internal subset
+    (b"<!DOCTYPE r [ ] x><r/>", MALFORMED),  # junk after the internal subset
+    (b"<r><!x></r>", MALFORMED),  # bad character after "<!"
+    (b"<r><!-x--></r>", MALFORMED),  # "<!-" not followed by "-"
+    (b"<r><?pi</r>", MALFORMED),  # EOF inside a PI
     (b"<r><a><b><x><a/></x></b></a></r>", Errors.DEPTH_OVERFLOW),
     (b"<r><a><b><x><a><b></b></a></x></b></a></r>", Errors.DEPTH_OVERFLOW),
     (b"<r><abcdefghi/></r>", Errors.NAME_TOO_LONG),
@@ -227,12 +247,13 @@ MALFORMED_DOCS = [
 
 # --- the model against expat ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("doc", TRICKY, ids=range(len(TRICKY)))
 def test_model_tricky_documents_match_expat(doc):
     seq, errors = model_events(doc, TRICKY_TAGS)
     assert errors == OK
     assert seq == expat_events(doc, TRICKY_TAGS)
-    assert seq                  # the document has elements
+    assert seq  # the document has elements
 
 
 def test_model_nitf_and_xmark_match_expat():
@@ -287,17 +308,17 @@ def test_model_error_flags(doc, errors):
 def corruptions(doc: bytes, rng: random.Random):
     """Structural corruptions of a well-formed document (some may stay well-formed)."""
     root_end = doc.rindex(b">")
-    yield doc[:rng.randrange(doc.index(b"<"), root_end)]                 # truncated
+    yield doc[: rng.randrange(doc.index(b"<"), root_end)]  # truncated
     gts = [i for i, b in enumerate(doc) if b == ord(">")]
     i = rng.choice(gts)
-    yield doc[:i] + doc[i + 1:]                                          # a ">" deleted
-    ends = [i + 2 for i in range(len(doc)) if doc[i:i + 2] == b"</"]
+    yield doc[:i] + doc[i + 1 :]  # a ">" deleted
+    ends = [i + 2 for i in range(len(doc)) if doc[i : i + 2] == b"</"]
     i = rng.choice(ends) + 1 if rng.random() < 0.5 else rng.choice(ends)
-    yield doc[:i] + (b"Q" if doc[i] != ord("Q") else b"R") + doc[i + 1:]  # an end tag renamed
+    yield doc[:i] + (b"Q" if doc[i] != ord("Q") else b"R") + doc[i + 1 :]  # an end tag renamed
     lts = [i for i, b in enumerate(doc) if b == ord("<") and doc[i + 1] not in b"!?"]
     i = rng.choice(lts)
-    yield doc[:i + 1] + rng.choice([b" ", b"1", b"<", b"=", b'"']) + doc[i + 1:]  # junk after <
-    yield doc + doc[doc.index(b"<", doc.index(b"-->") if b"-->" in doc else 0):]  # second root
+    yield doc[: i + 1] + rng.choice([b" ", b"1", b"<", b"=", b'"']) + doc[i + 1 :]  # junk after <
+    yield doc + doc[doc.index(b"<", doc.index(b"-->") if b"-->" in doc else 0) :]  # second root
 
 
 def test_model_corrupted_nitf_documents_are_malformed():
@@ -320,8 +341,16 @@ def test_model_depth_overflow_skips_deep_levels():
     doc = b"<r><a><b><x><a><b/></a></x><a/></b></a><b/></r>"
     seq, errors = model_events(doc, SMALL_TAGS, **SMALL)
     assert errors == Errors.DEPTH_OVERFLOW
-    assert seq == [("push", 1, 1, 0), ("push", 2, 2, 1), ("push", 3, 3, 2), ("pop", 3),
-                   ("pop", 2), ("push", 2, 3, 1), ("pop", 2), ("pop", 1)]
+    assert seq == [
+        ("push", 1, 1, 0),
+        ("push", 2, 2, 1),
+        ("push", 3, 3, 2),
+        ("pop", 3),
+        ("pop", 2),
+        ("push", 2, 3, 1),
+        ("pop", 2),
+        ("pop", 1),
+    ]
 
 
 def test_model_long_names():
@@ -331,10 +360,14 @@ def test_model_long_names():
     assert seq == [("push", 1, 1, 0), ("push", 2, 0, 1), ("pop", 2), ("pop", 1)]
     # any length streams through; the hash still tells end tags apart
     long = b"n" * 1000
-    assert model_events(b"<" + long + b"></" + long + b">", tags, max_name=8)[1] == \
-        Errors.NAME_TOO_LONG
-    assert model_events(b"<" + long + b"></" + long + b"m>", tags, max_name=8)[1] == \
-        Errors.NAME_TOO_LONG | MALFORMED
+    assert (
+        model_events(b"<" + long + b"></" + long + b">", tags, max_name=8)[1]
+        == Errors.NAME_TOO_LONG
+    )
+    assert (
+        model_events(b"<" + long + b"></" + long + b"m>", tags, max_name=8)[1]
+        == Errors.NAME_TOO_LONG | MALFORMED
+    )
 
 
 def test_model_recovers_after_errors():
@@ -351,14 +384,19 @@ def test_model_recovers_after_errors():
 
 def test_model_timing():
     model = FrontEndModel(["r", "a"])
-    items = [(1, b, 0) for b in b"<r><a/"] + [(0, 0, 1)] + [(1, b, 0) for b in b"></r"] + \
-        [(1, ord(">"), 1)] + [(0, 0, 0)] * LATENCY
+    items = (
+        [(1, b, 0) for b in b"<r><a/"]
+        + [(0, 0, 1)]
+        + [(1, b, 0) for b in b"></r"]
+        + [(1, ord(">"), 1)]
+        + [(0, 0, 0)] * LATENCY
+    )
     got = run_model(model, items)
-    d = LATENCY - 1     # the event of the byte of step i is returned by step i + d
+    d = LATENCY - 1  # the event of the byte of step i is returned by step i + d
     assert got[2 + d] == FrontEndEvent(push=1, tag=1, parent=0, level=1)  # on the ">" of <r>
     assert got[5 + d] == FrontEndEvent(push=1, tag=2, parent=1, level=2)  # on the "/" of <a/>
-    assert got[7 + d] == FrontEndEvent(pop=1, level=2)                    # on its ">"
-    assert got[11 + d] == FrontEndEvent(pop=1, level=1, doc_end=1)        # the last byte
+    assert got[7 + d] == FrontEndEvent(pop=1, level=2)  # on its ">"
+    assert got[11 + d] == FrontEndEvent(pop=1, level=1, doc_end=1)  # the last byte
     assert [i - d for i, e in enumerate(got) if e != NO_EVENT] == [2, 5, 7, 11]
     assert model.tos == 0
 
@@ -370,9 +408,12 @@ def test_model_timing_with_attributes():
     model = FrontEndModel(["r", "a"])
     events = model.events_of(doc)
     assert [(e.kind, e.offset, e.tag, e.level) for e in events] == [
-        ("push", doc.index(b">"), 1, 1), ("push", doc.index(b"/>"), 2, 2),
-        ("pop", doc.index(b"/>") + 1, 0, 2), ("pop", len(doc) - 1, 0, 1),
-        ("doc_end", len(doc) - 1, 0, 0)]
+        ("push", doc.index(b">"), 1, 1),
+        ("push", doc.index(b"/>"), 2, 2),
+        ("pop", doc.index(b"/>") + 1, 0, 2),
+        ("pop", len(doc) - 1, 0, 1),
+        ("doc_end", len(doc) - 1, 0, 0),
+    ]
     # a malformed start tag never pushes
     events = model.events_of(b'<r><a x="1" $></a></r>')
     assert [e.kind for e in events if e.kind == "push"] == ["push"]
@@ -387,28 +428,42 @@ def test_parameters_are_checked():
         FrontEnd(["a", "b", "a"])
     with pytest.raises(ValueError, match=r"^tag must be an XML element name, not '1a'$"):
         FrontEndModel(["1a"])
-    with pytest.raises(ValueError,
-                       match=r"^tag must be at most max_name=3 bytes long, not 'abcd'$"):
+    with pytest.raises(
+        ValueError, match=r"^tag must be at most max_name=3 bytes long, not 'abcd'$"
+    ):
         FrontEnd(["abcd"], max_name=3)
-
 
 
 def test_name_byte_is_raised_by_first_branches():
     """The trie's step reads ``name_byte`` as (group register AND byte class): exact only while
     every branch raising it is its state's first, unconditional one."""
-    tests = ByteTests(ch=lambda text: Const(0, 1), eq=lambda b: Const(0, 1), ws=Signal(),
-                      nstart=Signal(), nchar=Signal(), upper=Signal())
-    table = parser_table(tests, level=Signal(4), root_seen=Signal(), in_subset=Signal(),
-                         kw=Signal(3))
+    tests = ByteTests(
+        ch=lambda text: Const(0, 1),
+        eq=lambda b: Const(0, 1),
+        ws=Signal(),
+        nstart=Signal(),
+        nchar=Signal(),
+        upper=Signal(),
+    )
+    table = parser_table(
+        tests, level=Signal(4), root_seen=Signal(), in_subset=Signal(), kw=Signal(3)
+    )
     groups = {id(test): set(states) for test, states in first_branch_states(table, "name_byte")}
-    assert groups == {id(tests.nstart): {State.LT, State.END_LT},
-                      id(tests.nchar): {State.START_NAME, State.END_NAME}}
+    assert groups == {
+        id(tests.nstart): {State.LT, State.END_LT},
+        id(tests.nchar): {State.START_NAME, State.END_NAME},
+    }
     table[State.TEXT] = [(tests.ws, None, ()), (tests.nchar, None, ("name_byte",))]
-    with pytest.raises(ValueError, match=r"^name_byte must be raised by first branches only, "
-                                         r"not by branch 1 of TEXT$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^name_byte must be raised by first branches only, "
+        r"not by branch 1 of TEXT$",
+    ):
         first_branch_states(table, "name_byte")
 
+
 # --- the RTL against the model ----------------------------------------------------------------
+
 
 def test_interface():
     fe = FrontEnd(["a", "b", "c"], max_depth=16)
@@ -416,18 +471,41 @@ def test_interface():
     assert fe.tag_width == 2
     layout = data.Layout.cast(fe.event_layout)
     assert [(name, f.offset, f.width) for name, f in layout] == [
-        ("push", 0, 1), ("pop", 1, 1), ("tag", 2, 2), ("parent", 4, 2), ("level", 6, 5),
-        ("doc_end", 11, 1), ("errors", 12, 4)]
+        ("push", 0, 1),
+        ("pop", 1, 1),
+        ("tag", 2, 2),
+        ("parent", 4, 2),
+        ("level", 6, 5),
+        ("doc_end", 11, 1),
+        ("errors", 12, 4),
+    ]
     assert [(name, f.offset) for name, f in data.Layout.cast(ErrorFlags)] == [
-        ("malformed", 0), ("depth_overflow", 1), ("name_too_long", 2), ("value_undecided", 3)]
-    assert [e.name for e in Errors] == ["MALFORMED", "DEPTH_OVERFLOW", "NAME_TOO_LONG",
-                                        "VALUE_UNDECIDED"]
+        ("malformed", 0),
+        ("depth_overflow", 1),
+        ("name_too_long", 2),
+        ("value_undecided", 3),
+    ]
+    assert [e.name for e in Errors] == [
+        "MALFORMED",
+        "DEPTH_OVERFLOW",
+        "NAME_TOO_LONG",
+        "VALUE_UNDECIDED",
+    ]
     members = dict(fe.signature.members)
     assert set(members) == {"bytes_in", "events", "tos", "name_tap"}
     assert members["bytes_in"].flow.name == "In"
     assert members["events"].flow.name == "Out"
-    assert [tag_width_for(n) for n in (0, 1, 2, 3, 4, 7, 8, 255, 256)] == \
-        [1, 1, 2, 2, 3, 3, 4, 8, 9]
+    assert [tag_width_for(n) for n in (0, 1, 2, 3, 4, 7, 8, 255, 256)] == [
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        8,
+        9,
+    ]
     assert FrontEndModel(list("abcdefgh")).tag_width == 4
 
 
@@ -454,12 +532,13 @@ def test_rtl_nitf_documents():
 def test_rtl_malformed_documents_and_recovery():
     a, b = hash_collision()
     collision = f"<r><{a}></{b}></r>".encode()
-    cases = MALFORMED_DOCS + [(collision, OK)]   # an 8-bit hash collision goes unnoticed
+    cases = MALFORMED_DOCS + [(collision, OK)]  # an 8-bit hash collision goes unnoticed
     docs = []
     for doc, _ in cases:
         docs += [doc, GOOD]
-    events = assert_rtl_matches_model(SMALL_TAGS, byte_stream(docs, gap_seed=5, gap_rate=0.1),
-                                      **SMALL)
+    events = assert_rtl_matches_model(
+        SMALL_TAGS, byte_stream(docs, gap_seed=5, gap_rate=0.1), **SMALL
+    )
     results = split_documents(events)
     assert [r[1] for r in results[::2]] == [errors for _, errors in cases]
     assert results[1::2] == [(GOOD_EVENTS, OK)] * len(cases)
@@ -471,22 +550,68 @@ def test_rtl_excess_levels_saturate_as_the_model(monkeypatch):
     around 0, 1, max - 1 and max excess levels (and past it), back to back and with gaps."""
     import xpfilt.hdl.frontend
     import xpfilt.model.frontend
+
     monkeypatch.setattr(xpfilt.hdl.frontend, "EXCESS_WIDTH", 2)
     monkeypatch.setattr(xpfilt.model.frontend, "_EXCESS_MAX", 3)
     docs = [b"<a>" * n + b"</a>" * k for n in range(1, 9) for k in (n - 1, n, n + 1)]
     docs += [b"<a>" * 7 + b"<b/>" * 2 + b"</a>" * 7, b"<a><a><a>x</a></a></a>"]
     for gaps in (None, 11):
-        events = assert_rtl_matches_model(SMALL_TAGS, byte_stream(docs, gap_seed=gaps),
-                                          max_depth=2, max_name=8)
+        events = assert_rtl_matches_model(
+            SMALL_TAGS, byte_stream(docs, gap_seed=gaps), max_depth=2, max_name=8
+        )
         assert sum(e.errors & Errors.DEPTH_OVERFLOW != 0 for e in events if e.doc_end) > 10
 
 
 FUZZ_TOKENS = [
-    "<", ">", "/", "/>", "</", "!", "?", "-", "--", "[", "]", "]]", "]]>", '"', "'", "=", " ",
-    "\n", "r", "a", "b", "ab", "abcdefgh", "abcdefghi", "x1", "1", "&amp;", "\u00e9",
-    "<r>", "</r>", "<a>", "</a>", "<b/>", '<a x="1">', "<!--", "-->", "<?", "?>", "<![CDATA[",
-    "<!DOCTYPE r [", '<!ENTITY e "x>">', "<!", "CDATA[", "DOCTYPE", "OCTYPE",
-    '<a x="1e2">', "<b x='q' y=''/>", ' x="&amp;"', ' x="-1.5 "',
+    "<",
+    ">",
+    "/",
+    "/>",
+    "</",
+    "!",
+    "?",
+    "-",
+    "--",
+    "[",
+    "]",
+    "]]",
+    "]]>",
+    '"',
+    "'",
+    "=",
+    " ",
+    "\n",
+    "r",
+    "a",
+    "b",
+    "ab",
+    "abcdefgh",
+    "abcdefghi",
+    "x1",
+    "1",
+    "&amp;",
+    "\u00e9",
+    "<r>",
+    "</r>",
+    "<a>",
+    "</a>",
+    "<b/>",
+    '<a x="1">',
+    "<!--",
+    "-->",
+    "<?",
+    "?>",
+    "<![CDATA[",
+    "<!DOCTYPE r [",
+    '<!ENTITY e "x>">',
+    "<!",
+    "CDATA[",
+    "DOCTYPE",
+    "OCTYPE",
+    '<a x="1e2">',
+    "<b x='q' y=''/>",
+    ' x="&amp;"',
+    ' x="-1.5 "',
 ] + ["<r>", "</r>", "<a>", "</a>", "<b>", "</b>", "<abcdefgh>", "</abcdefgh>", "<x/>"] * 3
 
 
@@ -500,12 +625,17 @@ def test_rtl_fuzz():
             if rng.random() < 0.1:
                 items.append((0, rng.randrange(256), rng.randrange(2)))
             items.append((1, b, int(i == len(token) - 1 and rng.random() < 0.03)))
-    items += [(1, ord(" "), 1)]                    # end the soup's last document
-    items += byte_stream([b"<r><a>t</a></r>"])      # and a good one
-    conditions = [AttrCondition("x", "=", 1.0), AttrCondition("x", "<", -1.0),
-                  AttrCondition("x", "=", "q"), AttrCondition("y", "exists")]
-    events = assert_rtl_matches_model(["r", "a", "b", "abcdefgh"], items, **SMALL,
-                                      conditions=conditions)
+    items += [(1, ord(" "), 1)]  # end the soup's last document
+    items += byte_stream([b"<r><a>t</a></r>"])  # and a good one
+    conditions = [
+        AttrCondition("x", "=", 1.0),
+        AttrCondition("x", "<", -1.0),
+        AttrCondition("x", "=", "q"),
+        AttrCondition("y", "exists"),
+    ]
+    events = assert_rtl_matches_model(
+        ["r", "a", "b", "abcdefgh"], items, **SMALL, conditions=conditions
+    )
     # the soup must have exercised every kind of output
     assert sum(e.push for e in events) > 100 and sum(e.pop for e in events) > 50
     docs = [e for e in events if e.doc_end]
@@ -520,8 +650,9 @@ def test_rtl_fuzz():
 
 
 def test_verilog():
-    text = verilog.convert(FrontEnd(["a", "b", "nitf"], max_depth=8, max_name=8),
-                           name="xpfilt_frontend")
+    text = verilog.convert(
+        FrontEnd(["a", "b", "nitf"], max_depth=8, max_name=8), name="xpfilt_frontend"
+    )
     assert "module xpfilt_frontend(" in text
     for port in ("bytes_in__valid", "bytes_in__ready", "bytes_in__payload", "events", "tos"):
         assert port in text

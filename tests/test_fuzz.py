@@ -6,32 +6,42 @@ import random
 
 import pytest
 
+from xpfilt.model.programmable import load_configuration
+from xpfilt.software.reference import ReferenceFilter
 from xpfilt.verify.fuzz import FuzzConfig, run_fuzz
 from xpfilt.verify.fuzz.outcomes import DOCUMENTED
 from xpfilt.verify.fuzz.report import Recorder, known_defect
-from xpfilt.verify.fuzz.run import (_check_readouts, fuzz_config, fuzz_hostile, fuzz_wellformed)
 from xpfilt.verify.fuzz.rtl import Segment, StreamRun, run_stream
-from xpfilt.model.programmable import load_configuration
-from xpfilt.software.reference import ReferenceFilter
+from xpfilt.verify.fuzz.run import _check_readouts, fuzz_config, fuzz_hostile, fuzz_wellformed
 
 SLICE = {"wellformed": 0.01, "hostile": 0.01, "config": 0.15, "rtl": 0.01}
 
 
 @pytest.mark.parametrize("category", list(SLICE))
 def test_seeded_slice_finds_nothing(category, tmp_path):
-    summary = run_fuzz(FuzzConfig(seed=11, cases_scale=SLICE[category], out=tmp_path,
-                                  replay_dir=tmp_path / "replay", categories=(category,),
-                                  progress=False))
+    summary = run_fuzz(
+        FuzzConfig(
+            seed=11,
+            cases_scale=SLICE[category],
+            out=tmp_path,
+            replay_dir=tmp_path / "replay",
+            categories=(category,),
+            progress=False,
+        )
+    )
     counts = summary["categories"][category]
     assert counts["cases"] >= (3 if category == "rtl" else 200)
     assert sum(counts["checks"].values()) >= counts["cases"]
-    assert json.loads((tmp_path / "fuzz.json").read_text())["categories"][category]["cases"] \
+    assert (
+        json.loads((tmp_path / "fuzz.json").read_text())["categories"][category]["cases"]
         == counts["cases"]
+    )
     failures = {f["class"]: f["detail"] for f in summary["failure_classes"]}
     assert failures == {}, json.dumps(failures, indent=1)
 
 
 # --- the harness can fail ------------------------------------------------------------------
+
 
 class WrongEngine:
     """Answers like the reference but drops query 1 from every answer, and crashes on
@@ -52,8 +62,9 @@ FACTORIES = {"wrong": (WrongEngine, False)}
 
 def test_planted_wrong_engine_is_caught(tmp_path):
     rec = Recorder(tmp_path)
-    fuzz_wellformed(random.Random(3), 200, rec, engines=("wrong",), factories=FACTORIES,
-                    progress=False)
+    fuzz_wellformed(
+        random.Random(3), 200, rec, engines=("wrong",), factories=FACTORIES, progress=False
+    )
     failures = rec.categories["wellformed"].failures
     assert failures["crash wrong: RuntimeError: planted crash"] > 0
     assert failures["disagreement: wrong and the reference answer differently"] > 0
@@ -66,33 +77,36 @@ def test_planted_wrong_engine_is_caught(tmp_path):
 
 def test_planted_crash_on_hostile_documents_is_caught(tmp_path):
     rec = Recorder(None)
-    fuzz_hostile(random.Random(4), 200, rec, engines=("wrong",), factories=FACTORIES,
-                 progress=False)
+    fuzz_hostile(
+        random.Random(4), 200, rec, engines=("wrong",), factories=FACTORIES, progress=False
+    )
     assert rec.categories["hostile"].failures["crash wrong: RuntimeError: planted crash"] > 0
 
 
 def test_planted_loader_that_accepts_corrupt_streams_is_caught():
     def careless(model, stream):
         load_configuration(model, stream)
-        model.rejected = 0            # pretend every stream is fine
+        model.rejected = 0  # pretend every stream is fine
+
     rec = Recorder(None)
     fuzz_config(random.Random(5), 20, rec, loader=careless, progress=False)
-    assert any(k.startswith("corrupted stream accepted")
-               for k in rec.categories["config"].failures)
+    assert any(k.startswith("corrupted stream accepted") for k in rec.categories["config"].failures)
 
 
 def test_lost_and_wrong_readouts_are_caught():
     from xpfilt.compiler.custom import compile_queries
     from xpfilt.lang.xpath import parse_query
+
     plan = compile_queries([parse_query("//a", 1), parse_query("//b", 2)])
     docs = [b"<a/>", b"x", b"<b/>"]
     segments = [Segment(documents=docs)]
     good = run_stream("custom", plan, segments, rtl=False, p_valid=1.0, p_ready=1.0)
     expect = [("bits", 1), ("flag",), ("bits", 2)]
     rec = Recorder(None)
-    assert not _check_readouts("rtl", "custom", plan, segments, good, rec, expect, "", {},
-                               rtl=False)
-    lost = StreamRun(model_beats=good.model_beats[:-2])           # the last readout lost
+    assert not _check_readouts(
+        "rtl", "custom", plan, segments, good, rec, expect, "", {}, rtl=False
+    )
+    lost = StreamRun(model_beats=good.model_beats[:-2])  # the last readout lost
     assert _check_readouts("rtl", "custom", plan, segments, lost, rec, expect, "", {}, rtl=False)
     wrong = [("bits", 2), ("flag",), ("bits", 2)]
     assert _check_readouts("rtl", "custom", plan, segments, good, rec, wrong, "", {}, rtl=False)
@@ -115,6 +129,7 @@ def test_a_hanging_engine_counts_as_a_hang(tmp_path):
             return frozenset()
 
     from xpfilt.verify.fuzz.run import EngineSet, compare_document
+
     es = EngineSet(["//a"], ["slow"], random.Random(0), {"slow": (Slow, False)})
     rec = Recorder(None)
     assert compare_document("hostile", es, b"<a/>", rec, timeout=0.2)
@@ -123,14 +138,21 @@ def test_a_hanging_engine_counts_as_a_hang(tmp_path):
 
 def test_rtl_and_config_cases_replay_from_their_folders(tmp_path, capsys):
     from xpfilt.compiler.custom import compile_queries
-    from xpfilt.verify.fuzz.replay import replay
-    from xpfilt.verify.fuzz.run import _config_files, _rtl_files
     from xpfilt.compiler.programmable import HardwareSpec, configure
     from xpfilt.lang.xpath import parse_query
+    from xpfilt.verify.fuzz.replay import replay
+    from xpfilt.verify.fuzz.run import _config_files, _rtl_files
+
     plan = compile_queries([parse_query("//a", 1), parse_query("//b", 2)])
     segments = [Segment(documents=[b"<a/>", b"x", b"<b/>"])]
-    meta = {"kind": "custom", "seed": 3, "p_valid": 0.7, "p_ready": 0.5, "rtl": True,
-            "segments": [[3, False, 0]]}
+    meta = {
+        "kind": "custom",
+        "seed": 3,
+        "p_valid": 0.7,
+        "p_ready": 0.5,
+        "rtl": True,
+        "segments": [[3, False, 0]],
+    }
     folder = tmp_path / "rtl"
     folder.mkdir()
     for name, data in _rtl_files([["//a", "//b"]], plan, segments, meta).items():

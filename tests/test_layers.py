@@ -23,14 +23,38 @@ ALLOWED = {
     "xpfilt.hdl": {"xpfilt.lang", "xpfilt.hwspec", "xpfilt.compiler"},
     "xpfilt.engines": {"xpfilt.lang", "xpfilt.software", "xpfilt.compiler", "xpfilt.model"},
     "xpfilt.eda": set(),
-    "xpfilt.sim": {"xpfilt.lang", "xpfilt.software", "xpfilt.hwspec", "xpfilt.compiler",
-                   "xpfilt.model", "xpfilt.hdl"},
-    "xpfilt.scale": {"xpfilt.paths", "xpfilt.lang", "xpfilt.software", "xpfilt.workloads",
-                     "xpfilt.compiler", "xpfilt.model", "xpfilt.hdl", "xpfilt.engines",
-                     "xpfilt.eda"},
-    "xpfilt.verify": {"xpfilt.paths", "xpfilt.lang", "xpfilt.software", "xpfilt.hwspec",
-                      "xpfilt.workloads", "xpfilt.compiler", "xpfilt.model", "xpfilt.hdl",
-                      "xpfilt.engines", "xpfilt.sim", "xpfilt.scale"},
+    "xpfilt.sim": {
+        "xpfilt.lang",
+        "xpfilt.software",
+        "xpfilt.hwspec",
+        "xpfilt.compiler",
+        "xpfilt.model",
+        "xpfilt.hdl",
+    },
+    "xpfilt.scale": {
+        "xpfilt.paths",
+        "xpfilt.lang",
+        "xpfilt.software",
+        "xpfilt.workloads",
+        "xpfilt.compiler",
+        "xpfilt.model",
+        "xpfilt.hdl",
+        "xpfilt.engines",
+        "xpfilt.eda",
+    },
+    "xpfilt.verify": {
+        "xpfilt.paths",
+        "xpfilt.lang",
+        "xpfilt.software",
+        "xpfilt.hwspec",
+        "xpfilt.workloads",
+        "xpfilt.compiler",
+        "xpfilt.model",
+        "xpfilt.hdl",
+        "xpfilt.engines",
+        "xpfilt.sim",
+        "xpfilt.scale",
+    },
 }
 #: The top: the command line, the demo and the board feature may use every layer.
 TOP = {"xpfilt", "xpfilt.cli", "xpfilt.demo", "xpfilt.boards"}
@@ -84,7 +108,7 @@ def test_no_module_imports_itself_through_others():
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, stack)
         stack.pop()
@@ -98,7 +122,10 @@ def test_no_module_imports_itself_through_others():
 
 def test_each_layer_imports_only_the_layers_below_it():
     graph = _imports(_modules())
-    wrong = sorted(f"{a} imports {b}" for a, deps in graph.items() for b in deps
-                   if _layer(a) not in TOP and _layer(b) != _layer(a)
-                   and _layer(b) not in ALLOWED[_layer(a)])
+    wrong = sorted(
+        f"{a} imports {b}"
+        for a, deps in graph.items()
+        for b in deps
+        if _layer(a) not in TOP and _layer(b) != _layer(a) and _layer(b) not in ALLOWED[_layer(a)]
+    )
     assert wrong == []

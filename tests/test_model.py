@@ -4,23 +4,29 @@ import random
 
 import pytest
 
-from xpfilt.hdl.frontend import Errors
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.engines import filter_batch
+from xpfilt.hdl.frontend import Errors
+from xpfilt.lang.xpath import load_queries, parse_query
+from xpfilt.model.custom import (
+    EngineModel,
+    ModelEngine,
+    collect_readout,
+    document_beats,
+    run_documents,
+)
 from xpfilt.software.events import load_documents
-from xpfilt.model.custom import (EngineModel, ModelEngine, collect_readout, document_beats,
-                                 run_documents)
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
-from xpfilt.lang.xpath import load_queries, parse_query
 
 from .conftest import expected_cases
 
 STRUCTURAL = [c for c in expected_cases() if "pred" not in c[0]]
 
 
-@pytest.mark.parametrize("name, queries_path, folder, tsv", STRUCTURAL,
-                         ids=[c[0] for c in STRUCTURAL])
+@pytest.mark.parametrize(
+    "name, queries_path, folder, tsv", STRUCTURAL, ids=[c[0] for c in STRUCTURAL]
+)
 def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
     engine = ModelEngine(load_queries(queries_path).queries)
     results = {r.name: r.matches for r in filter_batch(engine, load_documents([folder]))}
@@ -32,8 +38,12 @@ def queries_of(*texts):
 
 
 QUERIES = queries_of("/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/c/d", "/a/b/c", "//d")
-DOCS = [b"<a><b><c/></b><c><d/></c></a>", b"<?xml version='1.0'?><a x='>'><!-- c --><b>t</b></a>",
-        b"<c><x/></c>", b"<a>" + b"<c>" * 3 + b"</c>" * 3 + b"</a>"]
+DOCS = [
+    b"<a><b><c/></b><c><d/></c></a>",
+    b"<?xml version='1.0'?><a x='>'><!-- c --><b>t</b></a>",
+    b"<c><x/></c>",
+    b"<a>" + b"<c>" * 3 + b"</c>" * 3 + b"</a>",
+]
 
 
 def expected_bits(plan, queries, document):
@@ -75,7 +85,7 @@ def test_random_valid_and_ready_patterns_lose_nothing(seed):
 def test_one_byte_per_cycle_when_documents_outlast_the_readout():
     plan = compile_queries(QUERIES)
     model = EngineModel(plan)
-    doc = b"<a>" + b"<b><c/></b>" * 20 + b"</a>"       # 226 bytes > 8 readout bits
+    doc = b"<a>" + b"<b><c/></b>" * 20 + b"</a>"  # 226 bytes > 8 readout bits
     docs = [doc] * 10
     stalls = 0
     for data in docs:
@@ -92,15 +102,18 @@ def test_short_documents_stall_the_input_instead_of_losing_answers():
     model = EngineModel(plan)
     readouts = run_documents(model, [b"<a/>", b"<b/>", b"<a/>"])
     assert [r.bits >> 40 for r in readouts] == [1, 0, 1]
-    assert model.cycle > 3 * 41      # the readout, not the 12 input bytes, set the pace
+    assert model.cycle > 3 * 41  # the readout, not the 12 input bytes, set the pace
 
 
-@pytest.mark.parametrize("document, flag", [
-    (b"<a><b></a>", Errors.MALFORMED),
-    (b"<a>" * 9 + b"</a>" * 9, Errors.DEPTH_OVERFLOW),
-    (b"<" + b"a" * 40 + b"/>", Errors.NAME_TOO_LONG),
-    (b"<a>", Errors.MALFORMED),
-])
+@pytest.mark.parametrize(
+    "document, flag",
+    [
+        (b"<a><b></a>", Errors.MALFORMED),
+        (b"<a>" * 9 + b"</a>" * 9, Errors.DEPTH_OVERFLOW),
+        (b"<" + b"a" * 40 + b"/>", Errors.NAME_TOO_LONG),
+        (b"<a>", Errors.MALFORMED),
+    ],
+)
 def test_bad_documents_raise_flags_and_the_next_is_answered(document, flag):
     plan = compile_queries(QUERIES, CompileOptions(max_depth=8))
     model = EngineModel(plan)
@@ -113,8 +126,12 @@ def test_bad_documents_raise_flags_and_the_next_is_answered(document, flag):
 
 def test_model_engine_reports_flagged_documents_by_name():
     from xpfilt.software.events import Document
-    results = list(filter_batch(ModelEngine(QUERIES),
-                                [Document("bad.xml", b"<a></b>"), Document("ok.xml", DOCS[0])]))
+
+    results = list(
+        filter_batch(
+            ModelEngine(QUERIES), [Document("bad.xml", b"<a></b>"), Document("ok.xml", DOCS[0])]
+        )
+    )
     assert results[0].error == "bad.xml: the engine flagged the document: malformed"
     assert results[1].ok
 
@@ -145,7 +162,10 @@ def test_the_models_do_not_import_the_rtl():
     module (no Amaranth elaboration code)."""
     import subprocess
     import sys
-    code = ("import sys, xpfilt.model.custom, xpfilt.model.programmable, xpfilt.hwspec.readout; "
-            "print(sorted(m for m in sys.modules if m.startswith('xpfilt.hdl')))")
+
+    code = (
+        "import sys, xpfilt.model.custom, xpfilt.model.programmable, xpfilt.hwspec.readout; "
+        "print(sorted(m for m in sys.modules if m.startswith('xpfilt.hdl')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -4,25 +4,68 @@ nested paths in predicates (twig profiles), nested to any depth. The reference
 filter agrees with lxml (libxml2's XPath 1.0) on generated profiles and documents whose values
 exercise XPath's number and string rules; the fast engine agrees with the reference."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import pytest
 
+from xpfilt.lang.xpath import (
+    And,
+    AttributeTarget,
+    Axis,
+    Exists,
+    Not,
+    Or,
+    PositionTarget,
+    Predicate,
+    RelativePath,
+    TextTarget,
+    XPathSyntaxError,
+    parse_query,
+)
 from xpfilt.software.fast import FastFilter
 from xpfilt.software.lxml_filter import LxmlFilter
 from xpfilt.software.reference import ReferenceFilter
-from xpfilt.lang.xpath import (And, AttributeTarget, Axis, Exists, Not, Or, PositionTarget, Predicate,
-                          RelativePath, TextTarget, XPathSyntaxError, parse_query)
 
 from .strategies import TAGS, elements, serialize
 
 #: Values in documents: whitespace, signs, decimals, exponents (NaN in XPath 1.0), non-numeric,
 #: empty, and markup that is one text node in the XPath data model: character references,
 #: predefined and internal entities.
-VALUES = ["1", "2", " 2 ", "-1", "+1", "1.50", "1e2", ".5", "5.", "-0", "x", "", "\\n",
-          "&#50;", "1&amp;2", "&two;", "&lt;", "2&#10;"]
-LITERALS = ["1", "2", "-1", "1.5", "0.5", "100", "'x'", "' 2 '", "''", "'2'", "'1&2'", "'<'",
-            "\"1e2\""]
+VALUES = [
+    "1",
+    "2",
+    " 2 ",
+    "-1",
+    "+1",
+    "1.50",
+    "1e2",
+    ".5",
+    "5.",
+    "-0",
+    "x",
+    "",
+    "\\n",
+    "&#50;",
+    "1&amp;2",
+    "&two;",
+    "&lt;",
+    "2&#10;",
+]
+LITERALS = [
+    "1",
+    "2",
+    "-1",
+    "1.5",
+    "0.5",
+    "100",
+    "'x'",
+    "' 2 '",
+    "''",
+    "'2'",
+    "'1&2'",
+    "'<'",
+    '"1e2"',
+]
 OPS = ["=", "!=", "<", "<=", ">", ">="]
 
 
@@ -116,50 +159,56 @@ def test_reference_and_fast_agree_with_lxml_on_generated_profiles(document, text
     engines_agree(texts, document)
 
 
-@pytest.mark.parametrize("profile, xml, matches", [
-    ("/a[@x]", b'<a x=""/>', True),                            # an empty attribute exists
-    ("/a[not(@x)]", b"<a/>", True),
-    ("/a[text()]", b"<a><b/></a>", False),
-    ("/a[text()]", b"<a> </a>", True),                         # whitespace is a text node
-    ("/a[text() = 2]", b"<a>1<!-- c -->2</a>", True),          # a comment splits text nodes
-    ("/a[text() = 12]", b"<a>1<![CDATA[2]]></a>", True),       # CDATA does not
-    ("/a[text() = 12]", b"<a>1&#50;</a>", True),               # nor a character reference
-    ("/a[text() = 2]", b"<a>&#32;2</a>", True),                # number(' 2') = 2
-    ("/a[text() = 12]", b'<!DOCTYPE a [<!ENTITY e "2">]><a>1&e;</a>', True),  # one text node
-    ("/a[text() = '2']", b"<a> 2</a>", False),                 # strings compare exactly
-    ("/a[text() < 'x']", b"<a>1</a>", False),                  # '<' compares numbers: NaN
-    ("/a[@x = 1e2]", b'<a x="100"/>', None),                   # no exponent literals: error
-    ("/a[@x = 100]", b'<a x="1e2"/>', True),                   # exponents: as libxml2 reads them
-    ("/a[@x != 1]", b"<a/>", False),                           # no attribute: nothing compares
-    ("/a[@x = -1.5]", b'<a x=" -1.50 "/>', True),
-    ("/a/b[2]", b"<a><b/><c/><b/></a>", True),
-    ("/a/b[3]", b"<a><b/><c/><b/></a>", False),
-    ("/a/*[2]", b"<a><b/><c/></a>", True),
-    ("/a/b[@x][2]", b'<a><b x="1"/><b/><b x="2"/></a>', True),  # position after [@x]
-    ("/a/b[2][@x]", b'<a><b x="1"/><b/><b x="2"/></a>', False),
-    ("//b[1]", b"<a><b/><c><b/></c></a>", True),
-    ("/a/b = 5", b"<a><b>5</b></a>", True),
-    ("/a/b = 5 and not(/a/c)", b"<a><b>5</b><c/></a>", False),
-    ("not(/a/c) or /a/b[@x > 2]", b'<a><b x="3"/><c/></a>', True),
-    ("/a[@x=1 or @y=2 and not(@z)]", b'<a y="2" z=""/>', False),
-    ("/a[(@x=1 or @y=2) and not(@z)]", b'<a y="2"/>', True),
-    # nested paths (issue 15): the branch may close before the trunk goes on, or come after it
-    ("/a[b]/c", b"<a><b/><c/></a>", True),
-    ("/a[b]/c", b"<a><c/><b/></a>", True),
-    ("/a[b]/c", b"<a><c><b/></c></a>", False),
-    ("/a[.//b]/c", b"<a><c><b/></c></a>", True),
-    ("//a[b]//c", b"<a><a><c/></a><b/></a>", True),               # recursion: outer a has b
-    ("//a[b]/c", b"<a><a><c/></a><b/></a>", False),               # c's parent has no b
-    ("/a[b/c and b/d]", b"<a><b><c/></b><b><d/></b></a>", True),  # two b's
-    ("/a[b[c and d]]", b"<a><b><c/></b><b><d/></b></a>", False),  # one b with both
-    ("/a[b[c[d]]]", b"<a><b><c><d/></c></b></a>", True),
-    ("/a[b[2][@x]]", b'<a><b/><b x="1"/></a>', True),
-    ("/a[*[@x = 1]/c]", b'<a><z x="1"><c/></z></a>', True),
-    ("/a[b = 5]", b"<a><b>5</b></a>", True),                     # shorthand on a branch
-    ("/a[not(b)]", b"<a><c><b/></c></a>", True),
-    ("/nitf[./head//title]/body//hl2", b"<nitf><head><x><title/></x></head><body><hl2/>"
-                                       b"</body></nitf>", True),
-])
+@pytest.mark.parametrize(
+    "profile, xml, matches",
+    [
+        ("/a[@x]", b'<a x=""/>', True),  # an empty attribute exists
+        ("/a[not(@x)]", b"<a/>", True),
+        ("/a[text()]", b"<a><b/></a>", False),
+        ("/a[text()]", b"<a> </a>", True),  # whitespace is a text node
+        ("/a[text() = 2]", b"<a>1<!-- c -->2</a>", True),  # a comment splits text nodes
+        ("/a[text() = 12]", b"<a>1<![CDATA[2]]></a>", True),  # CDATA does not
+        ("/a[text() = 12]", b"<a>1&#50;</a>", True),  # nor a character reference
+        ("/a[text() = 2]", b"<a>&#32;2</a>", True),  # number(' 2') = 2
+        ("/a[text() = 12]", b'<!DOCTYPE a [<!ENTITY e "2">]><a>1&e;</a>', True),  # one text node
+        ("/a[text() = '2']", b"<a> 2</a>", False),  # strings compare exactly
+        ("/a[text() < 'x']", b"<a>1</a>", False),  # '<' compares numbers: NaN
+        ("/a[@x = 1e2]", b'<a x="100"/>', None),  # no exponent literals: error
+        ("/a[@x = 100]", b'<a x="1e2"/>', True),  # exponents: as libxml2 reads them
+        ("/a[@x != 1]", b"<a/>", False),  # no attribute: nothing compares
+        ("/a[@x = -1.5]", b'<a x=" -1.50 "/>', True),
+        ("/a/b[2]", b"<a><b/><c/><b/></a>", True),
+        ("/a/b[3]", b"<a><b/><c/><b/></a>", False),
+        ("/a/*[2]", b"<a><b/><c/></a>", True),
+        ("/a/b[@x][2]", b'<a><b x="1"/><b/><b x="2"/></a>', True),  # position after [@x]
+        ("/a/b[2][@x]", b'<a><b x="1"/><b/><b x="2"/></a>', False),
+        ("//b[1]", b"<a><b/><c><b/></c></a>", True),
+        ("/a/b = 5", b"<a><b>5</b></a>", True),
+        ("/a/b = 5 and not(/a/c)", b"<a><b>5</b><c/></a>", False),
+        ("not(/a/c) or /a/b[@x > 2]", b'<a><b x="3"/><c/></a>', True),
+        ("/a[@x=1 or @y=2 and not(@z)]", b'<a y="2" z=""/>', False),
+        ("/a[(@x=1 or @y=2) and not(@z)]", b'<a y="2"/>', True),
+        # nested paths (issue 15): the branch may close before the trunk goes on, or come after it
+        ("/a[b]/c", b"<a><b/><c/></a>", True),
+        ("/a[b]/c", b"<a><c/><b/></a>", True),
+        ("/a[b]/c", b"<a><c><b/></c></a>", False),
+        ("/a[.//b]/c", b"<a><c><b/></c></a>", True),
+        ("//a[b]//c", b"<a><a><c/></a><b/></a>", True),  # recursion: outer a has b
+        ("//a[b]/c", b"<a><a><c/></a><b/></a>", False),  # c's parent has no b
+        ("/a[b/c and b/d]", b"<a><b><c/></b><b><d/></b></a>", True),  # two b's
+        ("/a[b[c and d]]", b"<a><b><c/></b><b><d/></b></a>", False),  # one b with both
+        ("/a[b[c[d]]]", b"<a><b><c><d/></c></b></a>", True),
+        ("/a[b[2][@x]]", b'<a><b/><b x="1"/></a>', True),
+        ("/a[*[@x = 1]/c]", b'<a><z x="1"><c/></z></a>', True),
+        ("/a[b = 5]", b"<a><b>5</b></a>", True),  # shorthand on a branch
+        ("/a[not(b)]", b"<a><c><b/></c></a>", True),
+        (
+            "/nitf[./head//title]/body//hl2",
+            b"<nitf><head><x><title/></x></head><body><hl2/></body></nitf>",
+            True,
+        ),
+    ],
+)
 def test_profile_cases(profile, xml, matches):
     if matches is None:
         with pytest.raises(XPathSyntaxError):
@@ -173,7 +222,13 @@ def test_profile_cases(profile, xml, matches):
 
 
 def test_nested_paths_parse_and_the_programmable_engine_refuses_those_below_the_root():
-    from xpfilt.compiler.custom import PREDICATES_REFUSED, TWIGS_REFUSED, EngineMode, hardware_queries
+    from xpfilt.compiler.custom import (
+        PREDICATES_REFUSED,
+        TWIGS_REFUSED,
+        EngineMode,
+        hardware_queries,
+    )
+
     q = parse_query("/a[c/d[@x=1] and not(.//e)]/f", 2)
     branch = q.steps[0].predicates[0].operands[0]
     assert isinstance(branch, RelativePath) and q.has_nested_paths and not q.is_structural
@@ -183,10 +238,12 @@ def test_nested_paths_parse_and_the_programmable_engine_refuses_those_below_the_
     # the programmable engine takes it rewritten into paths (the root element is unique; its
     # predicates are then configure's to place in slots), not a twig below the root
     assert hardware_queries([q], mode=EngineMode.PROGRAMMABLE)[1] == [
-        f"query 2 ({q}): {PREDICATES_REFUSED}"]
+        f"query 2 ({q}): {PREDICATES_REFUSED}"
+    ]
     below = parse_query("/x/a[c/d[@x=1] and not(.//e)]/f", 3)
     assert hardware_queries([below], mode=EngineMode.PROGRAMMABLE)[1] == [
-        f"query 3 ({below}): {TWIGS_REFUSED}"]
+        f"query 3 ({below}): {TWIGS_REFUSED}"
+    ]
     assert hardware_queries([q, below])[1] == []
 
 
@@ -195,10 +252,19 @@ def test_the_parser_builds_the_documented_tree():
     first, second = q.clause.operands
     assert isinstance(q.clause, And) and q.number == 4 and not q.is_path
     assert first.steps[0].predicates == (
-        And((Exists(AttributeTarget("x")),
-             Or((Predicate(TextTarget(), "=", "y"),
-                 Not(Predicate(AttributeTarget("z"), "<=", -1.5)))))),
-        Predicate(PositionTarget(), "=", 2.0))
+        And(
+            (
+                Exists(AttributeTarget("x")),
+                Or(
+                    (
+                        Predicate(TextTarget(), "=", "y"),
+                        Not(Predicate(AttributeTarget("z"), "<=", -1.5)),
+                    )
+                ),
+            )
+        ),
+        Predicate(PositionTarget(), "=", 2.0),
+    )
     assert second == Not(parse_query("/b[text()=5]", 4))
     assert str(q) == "/a[@x and (text()='y' or not(@z<=-1.5))][position()=2] and not(/b[text()=5])"
     assert parse_query(str(q), 4) == q

@@ -28,7 +28,7 @@ def query_sets(tmp_path):
 def test_shards_are_every_query_set_times_every_batch(query_sets):
     config = RegressionConfig(queries=str(query_sets[0]), documents=[])
     shards = make_shards(config, query_sets, [DATA / "nitf/docs"], batch_size=40)
-    assert len(shards) == 2 * 3                                  # 100 documents: 40 + 40 + 20
+    assert len(shards) == 2 * 3  # 100 documents: 40 + 40 + 20
     assert [len(s.documents) for s in shards[:3]] == [40, 40, 20]
     assert shards[4].config.queries == str(query_sets[1])
     assert list(shards[4].config.documents) == list(shards[4].documents)
@@ -52,9 +52,15 @@ def test_model_only_shards_agree_with_the_reference_and_can_fail(query_sets, mon
         def filter(self, document):
             return frozenset(p for p in self.inner.filter(document) if p != 0)
 
-    monkeypatch.setattr(engines, "make_engine", lambda name, queries, options=None: (
-        DropsQueryOne(real(name, queries, options)) if name == "model"
-        else real(name, queries, options)))
+    monkeypatch.setattr(
+        engines,
+        "make_engine",
+        lambda name, queries, options=None: (
+            DropsQueryOne(real(name, queries, options))
+            if name == "model"
+            else real(name, queries, options)
+        ),
+    )
     broken = run_sharded(shards, master="serial", progress=False)
     assert not broken.ok and "result:      FAIL" in broken.format()
     assert "MISMATCH:    shard" in broken.format() and "model misses [1]" in broken.format()
@@ -70,9 +76,21 @@ def test_model_only_shards_at_four_bytes_per_cycle(query_sets):
 
 def test_cli_regress_spark_runs_rtl_shards_and_reports_a_fault(query_sets, tmp_path):
     build = os.environ.get("XPFILT_SIM_BUILD") or str(repo_root() / "build" / "sim")
-    args = ["regress", str(query_sets[0]), *map(str, DOCS), "--spark", "--master", "local[2]",
-            "--batch-size", "2", "--build-dir", build, "--replay-dir", str(tmp_path / "r"),
-            "--no-verify-replay"]
+    args = [
+        "regress",
+        str(query_sets[0]),
+        *map(str, DOCS),
+        "--spark",
+        "--master",
+        "local[2]",
+        "--batch-size",
+        "2",
+        "--build-dir",
+        build,
+        "--replay-dir",
+        str(tmp_path / "r"),
+        "--no-verify-replay",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "shards:      2 (2 finished, 0 failed or timed out)" in result.output
@@ -82,6 +100,7 @@ def test_cli_regress_spark_runs_rtl_shards_and_reports_a_fault(query_sets, tmp_p
     assert result.exit_code == 1, result.output
     assert "rtl: " in result.output and "result:      FAIL" in result.output
 
-    result = CliRunner().invoke(main, ["regress", str(query_sets[0]), str(DOCS[0]),
-                                       "--also", str(query_sets[1])])
+    result = CliRunner().invoke(
+        main, ["regress", str(query_sets[0]), str(DOCS[0]), "--also", str(query_sets[1])]
+    )
     assert result.exit_code == 2 and "need --spark" in result.output

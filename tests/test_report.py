@@ -6,15 +6,21 @@ from click.testing import CliRunner
 
 from xpfilt.cli import main
 from xpfilt.scale.report import write_report
-from xpfilt.scale.sweep import DesignPoint
 from xpfilt.scale.store import SweepStore
+from xpfilt.scale.sweep import DesignPoint
 
 
 def _row(engine, queries, cluster, **results):
-    point = DesignPoint(engine=engine, queries=queries, cluster_size=cluster, device="ecp5",
-                        depth=4)
-    return {**dataclasses.asdict(point), "key": point.key(), "status": "ok",
-            "query_nodes": queries * 3, **results}
+    point = DesignPoint(
+        engine=engine, queries=queries, cluster_size=cluster, device="ecp5", depth=4
+    )
+    return {
+        **dataclasses.asdict(point),
+        "key": point.key(),
+        "status": "ok",
+        "query_nodes": queries * 3,
+        **results,
+    }
 
 
 def _fill(folder, with_pnr=True):
@@ -22,23 +28,36 @@ def _fill(folder, with_pnr=True):
     for engine, scale in (("custom", 1), ("programmable", 4)):
         for queries in (16, 64):
             for cluster in (8, 32):
-                extra = dict(luts=scale * 25 * queries * 3, ffs=5 * queries,
-                             bytes_per_cycle=0.99, columns=queries * 2)
+                extra = dict(
+                    luts=scale * 25 * queries * 3,
+                    ffs=5 * queries,
+                    bytes_per_cycle=0.99,
+                    columns=queries * 2,
+                )
                 if with_pnr:
-                    extra.update(fmax_mhz=120 - cluster / 2 - queries / 8,
-                                 throughput_MBps=0.99 * (120 - cluster / 2 - queries / 8))
+                    extra.update(
+                        fmax_mhz=120 - cluster / 2 - queries / 8,
+                        throughput_MBps=0.99 * (120 - cluster / 2 - queries / 8),
+                    )
                 store.write(_row(engine, queries, cluster, **extra))
-    store.write({**_row("custom", 256, 8), "status": "timeout",
-                 "reason": "nextpnr timed out after 900 s"})
+    store.write(
+        {**_row("custom", 256, 8), "status": "timeout", "reason": "nextpnr timed out after 900 s"}
+    )
 
 
 def test_report_draws_the_three_figures_and_lists_failures(tmp_path):
     _fill(tmp_path)
     report = write_report(tmp_path)
     names = {p.name for p in report.files}
-    assert {"fmax_vs_cluster_size.png", "resources_vs_query_nodes.png",
-            "throughput_vs_queries.png", "columns_vs_query_nodes.png", "summary.md",
-            "index.html", "rows.csv"} <= names
+    assert {
+        "fmax_vs_cluster_size.png",
+        "resources_vs_query_nodes.png",
+        "throughput_vs_queries.png",
+        "columns_vs_query_nodes.png",
+        "summary.md",
+        "index.html",
+        "rows.csv",
+    } <= names
     for p in report.files:
         if p.suffix == ".png":
             assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
@@ -61,10 +80,17 @@ def test_report_plots_throughput_against_the_input_width(tmp_path):
     store = SweepStore(tmp_path)
     for width in (1, 2, 4):
         point = DesignPoint(queries=64, depth=4, device="ecp5", beat_bytes=width)
-        store.write({**dataclasses.asdict(point), "key": point.key(), "status": "ok",
-                     "query_nodes": 192, "bytes_per_cycle": 0.99 * width,
-                     "fmax_mhz": 150 - 20 * width,
-                     "throughput_MBps": 0.99 * width * (150 - 20 * width)})
+        store.write(
+            {
+                **dataclasses.asdict(point),
+                "key": point.key(),
+                "status": "ok",
+                "query_nodes": 192,
+                "bytes_per_cycle": 0.99 * width,
+                "fmax_mhz": 150 - 20 * width,
+                "throughput_MBps": 0.99 * width * (150 - 20 * width),
+            }
+        )
     report = write_report(tmp_path)
     assert "throughput_vs_bytes_per_cycle.png" in {p.name for p in report.files}
     text = (tmp_path / "_report" / "summary.md").read_text()
@@ -83,16 +109,20 @@ def test_report_says_which_option_gives_a_missing_metric(tmp_path):
 
 def test_cli_sweep_then_report(tmp_path):
     spec = tmp_path / "spec.yaml"
-    spec.write_text("grid:\n  engine: custom\n  queries: 5\n  depth: 3\n  cluster_size: [4, 8]\n"
-                    "  documents: 1\n  document_bytes: 1500\n")
+    spec.write_text(
+        "grid:\n  engine: custom\n  queries: 5\n  depth: 3\n  cluster_size: [4, 8]\n"
+        "  documents: 1\n  document_bytes: 1500\n"
+    )
     runner = CliRunner()
     out = tmp_path / "out"
-    result = runner.invoke(main, ["sweep", str(spec), "-o", str(out), "--master", "serial",
-                                  "--limit", "1"])
+    result = runner.invoke(
+        main, ["sweep", str(spec), "-o", str(out), "--master", "serial", "--limit", "1"]
+    )
     assert result.exit_code == 0, result.output
     assert "2 points: 0 already done, 1 computed (1 ok)" in result.output
-    result = runner.invoke(main, ["sweep", str(spec), "-o", str(out), "--master", "serial",
-                                  "--no-report"])
+    result = runner.invoke(
+        main, ["sweep", str(spec), "-o", str(out), "--master", "serial", "--no-report"]
+    )
     assert "2 points: 1 already done, 1 computed (1 ok)" in result.output
     result = runner.invoke(main, ["report", str(out)])
     assert result.exit_code == 0 and "2 rows (2 ok); wrote:" in result.output
@@ -111,6 +141,7 @@ def test_a_sweep_folder_with_its_report_reads_as_one_parquet_table(tmp_path):
     """The README's promise: `pyarrow.dataset` (and Spark, which skips `_` folders alike)
     read OUT as one table although the report is written inside it."""
     import pyarrow.dataset as ds
+
     _fill(tmp_path)
     write_report(tmp_path)
     table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
@@ -130,12 +161,19 @@ def test_report_names_the_best_point_per_device_beside_a_pareto_plot(tmp_path):
     """Issue 38: MB/s against LUTs per device and engine, and the best point per device."""
     _fill(tmp_path)
     store = SweepStore(tmp_path)
-    store.write({**_row("custom", 16, 8, luts=900, fmax_mhz=60.0, throughput_MBps=59.4,
-                        bytes_per_cycle=0.99), "device": "ice40", "key": "ice"})
+    store.write(
+        {
+            **_row(
+                "custom", 16, 8, luts=900, fmax_mhz=60.0, throughput_MBps=59.4, bytes_per_cycle=0.99
+            ),
+            "device": "ice40",
+            "key": "ice",
+        }
+    )
     report = write_report(tmp_path)
     assert "pareto_throughput_vs_luts.png" in {p.name for p in report.files}
     text = (tmp_path / "_report" / "summary.md").read_text()
-    section = text[text.index("## Best point per device"):]
+    section = text[text.index("## Best point per device") :]
     # ecp5: the custom engine, 16 queries, cluster size 8 (114 MHz x 0.99) at 1,200 LUTs
     assert "| ecp5 | custom | 16 | 4 | 8 queries | all on | 1 | 1200 | 114 | 113 |" in section
     assert "| ice40 | custom | 16 | 4 | 8 queries | all on | 1 | 900 | 60 | 59.4 |" in section

@@ -8,18 +8,23 @@ from click.testing import CliRunner
 
 from xpfilt.cli import main
 from xpfilt.engines import filter_batch, make_engine
-from xpfilt.scale.filter import (_FilterTask, auto_query_shards, expand_documents,
-                                 plan_query_shards, read_results, spark_filter)
 from xpfilt.lang.xpath import load_queries
+from xpfilt.scale.filter import (
+    _FilterTask,
+    auto_query_shards,
+    expand_documents,
+    plan_query_shards,
+    read_results,
+    spark_filter,
+)
 
-QUERIES = "nitf-d6-p15-pred1-n1000.txt"     # paths and value predicates
+QUERIES = "nitf-d6-p15-pred1-n1000.txt"  # paths and value predicates
 
 
 def _documents(data, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
-    for name in ("outFile1.xml", "outFile2.xml", "outFile10.xml", "outFile57.xml",
-                 "outFile99.xml"):
+    for name in ("outFile1.xml", "outFile2.xml", "outFile10.xml", "outFile57.xml", "outFile99.xml"):
         shutil.copy(data / "nitf" / "docs" / name, folder)
     (folder / "broken.xml").write_bytes(b"<nitf><head></nitf>")
     return folder
@@ -33,8 +38,9 @@ def test_spark_answers_equal_the_serial_engine_and_a_rerun_resumes(data, tmp_pat
     assert (summary.documents, summary.batches, summary.computed) == (6, 3, 3)
     assert summary.answered == 5 and [d for d, _ in summary.errors] == ["broken.xml"]
 
-    serial = filter_batch(make_engine("fast", load_queries(queries).queries),
-                          expand_documents([docs]))
+    serial = filter_batch(
+        make_engine("fast", load_queries(queries).queries), expand_documents([docs])
+    )
     expected = {r.name: (list(r.matches) if r.ok else None, r.error) for r in serial}
     rows = read_results(out)
     assert {r["document"]: (r["matches"], r["error"]) for r in rows} == expected
@@ -54,10 +60,18 @@ def test_spark_answers_equal_the_serial_engine_and_a_rerun_resumes(data, tmp_pat
 def test_documents_expand_like_the_serial_command_and_from_globs(data, tmp_path):
     docs = _documents(data, tmp_path)
     names = [p.rsplit("/", 1)[1] for p in expand_documents([docs])]
-    assert names == ["broken.xml", "outFile1.xml", "outFile10.xml", "outFile2.xml",
-                     "outFile57.xml", "outFile99.xml"]
-    assert expand_documents([str(docs / "outFile1*.xml")]) == [str(docs / "outFile1.xml"),
-                                                              str(docs / "outFile10.xml")]
+    assert names == [
+        "broken.xml",
+        "outFile1.xml",
+        "outFile10.xml",
+        "outFile2.xml",
+        "outFile57.xml",
+        "outFile99.xml",
+    ]
+    assert expand_documents([str(docs / "outFile1*.xml")]) == [
+        str(docs / "outFile1.xml"),
+        str(docs / "outFile10.xml"),
+    ]
 
 
 def test_cli_spark_options_need_each_other(data, tmp_path):
@@ -65,18 +79,37 @@ def test_cli_spark_options_need_each_other(data, tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["filter", "-q", queries, "--spark", str(tmp_path)])
     assert result.exit_code == 2 and "--spark needs --out FOLDER" in result.output
-    result = runner.invoke(main, ["filter", "-q", queries, "--spark", "--out", str(tmp_path / "o"),
-                                  "--engine", "model", str(tmp_path)])
+    result = runner.invoke(
+        main,
+        [
+            "filter",
+            "-q",
+            queries,
+            "--spark",
+            "--out",
+            str(tmp_path / "o"),
+            "--engine",
+            "model",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 2 and "--spark runs the software engines" in result.output
     table = tmp_path / "docs.jsonl"
     table.write_text('{"xml": "<nitf><head/></nitf>"}\n{"xml": "<nitf>"}\n')
     for argv, message in [
-            (["--column", "xml", str(table)], "--column, --name-column and --query-shards need "
-                                              "--spark"),
-            (["--spark", "--out", str(tmp_path / "o"), str(table)],
-             f"{table}: a Parquet or JSON-lines table of documents needs --column NAME"),
-            (["--spark", "--out", str(tmp_path / "o"), "--name-column", "n", str(table)],
-             "--name-column needs --column")]:
+        (
+            ["--column", "xml", str(table)],
+            "--column, --name-column and --query-shards need --spark",
+        ),
+        (
+            ["--spark", "--out", str(tmp_path / "o"), str(table)],
+            f"{table}: a Parquet or JSON-lines table of documents needs --column NAME",
+        ),
+        (
+            ["--spark", "--out", str(tmp_path / "o"), "--name-column", "n", str(table)],
+            "--name-column needs --column",
+        ),
+    ]:
         result = runner.invoke(main, ["filter", "-q", queries, *argv])
         assert result.exit_code == 2 and message in " ".join(result.output.split()), argv
 
@@ -86,23 +119,40 @@ def test_cli_filters_a_table_in_query_shards_on_spark(data, tmp_path):
     table.write_text('{"xml": "<nitf><head/></nitf>"}\n{"xml": "<nitf>"}\n')
     queries = tmp_path / "q.txt"
     queries.write_text("/nitf\n//head\n/head\n")
-    result = CliRunner().invoke(main, [
-        "filter", "-q", str(queries), "--spark", "--master", "local[1]", "--out",
-        str(tmp_path / "o"), "--column", "xml", "--query-shards", "2", str(table)])
-    assert result.exit_code == 1       # a malformed document
+    result = CliRunner().invoke(
+        main,
+        [
+            "filter",
+            "-q",
+            str(queries),
+            "--spark",
+            "--master",
+            "local[1]",
+            "--out",
+            str(tmp_path / "o"),
+            "--column",
+            "xml",
+            "--query-shards",
+            "2",
+            str(table),
+        ],
+    )
+    assert result.exit_code == 1  # a malformed document
     assert "2 query shards: 2 tasks" in result.output
     assert sorted((r["document"], r["matches"]) for r in read_results(tmp_path / "o")) == [
-        ("docs.jsonl[0]", [1, 2]), ("docs.jsonl[1]", None)]
+        ("docs.jsonl[0]", [1, 2]),
+        ("docs.jsonl[1]", None),
+    ]
 
 
 def _serial_answers(queries, paths):
     engine = make_engine("fast", load_queries(queries).queries)
-    return {r.name: (list(r.matches) if r.ok else None, r.error)
-            for r in filter_batch(engine, paths)}
+    return {
+        r.name: (list(r.matches) if r.ok else None, r.error) for r in filter_batch(engine, paths)
+    }
 
 
-LATIN = ('<?xml version="1.0" encoding="ISO-8859-1"?>\n'
-         "<nitf><head><title>café</title></head></nitf>")
+LATIN = '<?xml version="1.0" encoding="ISO-8859-1"?>\n<nitf><head><title>café</title></head></nitf>'
 
 
 def test_tables_of_xml_strings_answer_as_the_files(data, tmp_path):
@@ -114,7 +164,7 @@ def test_tables_of_xml_strings_answer_as_the_files(data, tmp_path):
     docs = _documents(data, tmp_path)
     (docs / "latin.xml").write_bytes(LATIN.encode("latin-1"))
     paths = expand_documents([docs])
-    queries = tmp_path / "queries.txt"        # and one query on the text's encoding
+    queries = tmp_path / "queries.txt"  # and one query on the text's encoding
     queries.write_text((data / "queries" / QUERIES).read_text() + "//title[text()='café']\n")
     expected = _serial_answers(queries, paths)
     names = [p.rsplit("/", 1)[1] for p in paths]
@@ -123,22 +173,29 @@ def test_tables_of_xml_strings_answer_as_the_files(data, tmp_path):
 
     tables = tmp_path / "tables"
     tables.mkdir()
-    pq.write_table(pa.table({"name": names + ["missing"], "xml": texts + [None]}),
-                   tables / "text.parquet", row_group_size=3)
-    pq.write_table(pa.table({"xml": raw, "name": names[:1] + [None] + names[2:]}),
-                   tables / "bytes.parquet")
+    pq.write_table(
+        pa.table({"name": names + ["missing"], "xml": texts + [None]}),
+        tables / "text.parquet",
+        row_group_size=3,
+    )
+    pq.write_table(
+        pa.table({"xml": raw, "name": names[:1] + [None] + names[2:]}), tables / "bytes.parquet"
+    )
     lines = [json.dumps({"name": n, "xml": t}) for n, t in zip(names, texts)]
     lines[3:3] = ["", "not json", "[1]", '{"name": "no-xml"}', '{"xml": 7}']
     (tables / "docs.jsonl").write_text("\n".join(lines) + "\n")
 
     out = tmp_path / "results"
-    summary = spark_filter(queries, [tables], out, master="local[1]", batch_size=2,
-                           column="xml", name_column="name")
+    summary = spark_filter(
+        queries, [tables], out, master="local[1]", batch_size=2, column="xml", name_column="name"
+    )
     # text.parquet: 8 rows in groups of 3, 3, 2 -> 2 + 2 + 1 batches; bytes.parquet: 7 rows
     # -> 4; docs.jsonl: 12 lines, one blank -> 6 batches, 11 rows
     assert (summary.documents, summary.batches, summary.computed) == (8 + 7 + 11, 15, 15)
-    got = {(r["path"].rsplit("/", 1)[1], r["row"]): (r["document"], r["matches"], r["error"])
-           for r in read_results(out)}
+    got = {
+        (r["path"].rsplit("/", 1)[1], r["row"]): (r["document"], r["matches"], r["error"])
+        for r in read_results(out)
+    }
     assert len(got) == 26
     for i, name in enumerate(names):
         assert got["text.parquet", i] == (name, *expected[name])
@@ -148,14 +205,24 @@ def test_tables_of_xml_strings_answer_as_the_files(data, tmp_path):
             assert got["bytes.parquet", i] == (name, *expected[name])
     assert got["bytes.parquet", 1] == ("bytes.parquet[1]", *expected[names[1]])
     assert got["text.parquet", 7] == (
-        "missing", None, "missing: the 'xml' value must be an XML string, not null")
+        "missing",
+        None,
+        "missing: the 'xml' value must be an XML string, not null",
+    )
     assert got["docs.jsonl", 4][0] == "docs.jsonl[4]" and got["docs.jsonl", 4][2].startswith(
-        "docs.jsonl[4]: not a JSON object: Expecting value")
-    assert got["docs.jsonl", 5] == ("docs.jsonl[5]", None,
-                                    "docs.jsonl[5]: a line must be a JSON object, not list")
+        "docs.jsonl[4]: not a JSON object: Expecting value"
+    )
+    assert got["docs.jsonl", 5] == (
+        "docs.jsonl[5]",
+        None,
+        "docs.jsonl[5]: a line must be a JSON object, not list",
+    )
     assert got["docs.jsonl", 6] == ("no-xml", None, "no-xml: the object has no 'xml' field")
-    assert got["docs.jsonl", 7] == ("docs.jsonl[7]", None, "docs.jsonl[7]: the 'xml' value "
-                                    "must be an XML string, not a int")
+    assert got["docs.jsonl", 7] == (
+        "docs.jsonl[7]",
+        None,
+        "docs.jsonl[7]: the 'xml' value must be an XML string, not a int",
+    )
     assert expected["latin.xml"] == ([1001], None)
     assert expected["broken.xml"][1].startswith("broken.xml:1:")
 
@@ -179,18 +246,21 @@ def test_query_shards_plan_and_estimate():
 
 def test_query_shards_answer_as_one_engine_on_spark(data, tmp_path):
     docs = _documents(data, tmp_path)
-    queries = tmp_path / "queries.txt"       # a query file no other Spark test uses
+    queries = tmp_path / "queries.txt"  # a query file no other Spark test uses
     queries.write_text((data / "queries" / "nitf-d8-p15-n2000.txt").read_text())
-    whole = spark_filter(queries, [docs], tmp_path / "whole", master="local[1]", batch_size=2,
-                         query_shards=1)
-    sharded = spark_filter(queries, [docs], tmp_path / "sharded", master="local[1]",
-                           batch_size=2, query_shards=3)
+    spark_filter(
+        queries, [docs], tmp_path / "whole", master="local[1]", batch_size=2, query_shards=1
+    )
+    sharded = spark_filter(
+        queries, [docs], tmp_path / "sharded", master="local[1]", batch_size=2, query_shards=3
+    )
     assert (sharded.shards, sharded.tasks, sharded.computed) == (3, 9, 3)
-    assert 3 <= sharded.builds <= 9    # each shard's own engine, reused from task to task
+    assert 3 <= sharded.builds <= 9  # each shard's own engine, reused from task to task
     assert [d for d, _ in sharded.errors] == ["broken.xml"]
 
     def answers(out):
         return sorted((r["document"], r["matches"], r["error"]) for r in read_results(out))
+
     assert answers(tmp_path / "sharded") == answers(tmp_path / "whole")
     assert sum(len(m or ()) for _, m, _ in answers(tmp_path / "whole")) > 100
     assert not (tmp_path / "sharded" / "_shards").exists()
@@ -207,6 +277,7 @@ def test_a_failed_shard_is_retried_by_a_rerun(data, tmp_path, monkeypatch):
         if shard == 2 and "outFile10.xml" in str(batch.source):
             raise RuntimeError("lost executor")
         return task(self, item)
+
     monkeypatch.setattr(_FilterTask, "__call__", fail_one)
     first = spark_filter(queries, [docs], out, master="serial", batch_size=2, query_shards=3)
     assert (first.tasks, first.computed, len(first.failed)) == (9, 2, 1)

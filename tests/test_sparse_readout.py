@@ -7,16 +7,26 @@ import re
 import pytest
 from amaranth.back import rtlil
 
-from xpfilt.hdl.readout import SparseReadout
 from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.hdl.readout import SparseReadout
 from xpfilt.hwspec.contract import distribution_depth
+from xpfilt.hwspec.readout import (
+    SPARSE_QUEUE_BANK_WORDS,
+    SPARSE_QUEUE_LUT_RAM_WORDS,
+    ReadoutKind,
+    SparseBeat,
+    collect_readout,
+    readout_cycles,
+    sparse_latency,
+    sparse_levels,
+    sparse_queue_depth,
+)
+from xpfilt.hwspec.readout import (
+    SPARSE_SHOW_DELAY as SHOW_DELAY,
+)
+from xpfilt.lang.xpath import parse_query
 from xpfilt.model.custom import EngineModel, run_documents
 from xpfilt.model.readout import SparseReadoutModel
-from xpfilt.hwspec.readout import (SPARSE_QUEUE_BANK_WORDS, SPARSE_QUEUE_LUT_RAM_WORDS,
-                            SPARSE_SHOW_DELAY as SHOW_DELAY,
-                            ReadoutKind, SparseBeat, collect_readout, readout_cycles,
-                            sparse_latency, sparse_levels, sparse_queue_depth)
-from xpfilt.lang.xpath import parse_query
 
 from .rtl_compare import compare_engine_with_model, compare_readout_with_model
 
@@ -36,13 +46,29 @@ def random_flags(rng, width):
 def run_sparse(width, documents, *, seed, p_ready):
     """Capture ``documents`` (flags) as soon as the readout is free, with random ready; return
     the RTL's beats and the first cycle where RTL and model differ."""
-    return compare_readout_with_model(SparseReadout(width), SparseReadoutModel(width),
-                                      documents, seed=seed, p_ready=p_ready)
+    return compare_readout_with_model(
+        SparseReadout(width), SparseReadoutModel(width), documents, seed=seed, p_ready=p_ready
+    )
 
 
-@pytest.mark.parametrize("width", [1, 2, 3, 8, 9, 63, 64, 65, 200, 520, 700,
-                                   1025,     # the leaves' fetch select spread over 2 registers
-                                   pytest.param(4100, marks=pytest.mark.regress)])   # 3 (50 s)
+@pytest.mark.parametrize(
+    "width",
+    [
+        1,
+        2,
+        3,
+        8,
+        9,
+        63,
+        64,
+        65,
+        200,
+        520,
+        700,
+        1025,  # the leaves' fetch select spread over 2 registers
+        pytest.param(4100, marks=pytest.mark.regress),
+    ],
+)  # 3 (50 s)
 def test_rtl_equals_model_and_every_set_flag_is_read_out_once(width):
     rng = random.Random(width)
     documents = [random_flags(rng, width) for _ in range(12)]
@@ -63,8 +89,9 @@ def test_rtl_equals_model_at_the_flow_control_extremes(width, p_ready, p_capture
     full = (1 << width) - 1
     documents = [full, full, 0, full] + [random_flags(rng, width) for _ in range(8)] + [full] * 4
     dut, model = SparseReadout(width), SparseReadoutModel(width)
-    result = compare_readout_with_model(dut, model, documents, seed=width, p_ready=p_ready,
-                                        p_capture=p_capture)
+    result = compare_readout_with_model(
+        dut, model, documents, seed=width, p_ready=p_ready, p_capture=p_capture
+    )
     assert result["mismatch"] is None, result["mismatch"]
     readouts = collect_readout(result["beats"], width)
     assert [r.bits for r in readouts] == documents
@@ -155,9 +182,9 @@ def sparse_plan(texts, **options):
 
 def test_engine_with_sparse_readout_rtl_equals_model_and_reference():
     from .test_engine_rtl import BAD, QUERIES, TRICKY, bits_of
+
     queries = QUERIES
-    plan = compile_queries(queries, CompileOptions(cluster_size=4, max_depth=6,
-                                                   readout="sparse"))
+    plan = compile_queries(queries, CompileOptions(cluster_size=4, max_depth=6, readout="sparse"))
     docs = TRICKY + BAD + TRICKY + [b"x", b"<a/>", b"y"] * 4
     result = compare_engine_with_model(plan, docs, seed=7, p_valid=0.9, p_ready=0.6)
     assert result["mismatch"] is None, result["mismatch"]
@@ -192,11 +219,12 @@ def test_sparse_readout_keeps_one_byte_per_cycle_with_thousands_of_queries():
     queries, plan = sparse_plan(texts)
     clusters = len(plan.clusters)
     matched = sum(1 << b for b, n in enumerate(plan.query_numbers) if n in (3001, 3002))
-    need = (readout_cycles(ReadoutKind.SPARSE, len(texts), matched) + 9
-            + distribution_depth(clusters))
-    assert need == NEED_3002                 # the readout (5 of it spread) + 9 + 2 (12 clusters)
+    need = (
+        readout_cycles(ReadoutKind.SPARSE, len(texts), matched) + 9 + distribution_depth(clusters)
+    )
+    assert need == NEED_3002  # the readout (5 of it spread) + 9 + 2 (12 clusters)
     for size, stalls in ((need, 0), (need - 1, None)):
-        doc = b"<a>" + b" " * (size - 11) + b"<b/></a>"      # 2 matches
+        doc = b"<a>" + b" " * (size - 11) + b"<b/></a>"  # 2 matches
         assert len(doc) == size
         if stalls == 0:
             assert _stalls(plan, doc) == 0
@@ -212,6 +240,7 @@ def test_engine_short_documents_with_many_matches_back_to_back(p_valid, p_ready)
     """1-3 byte documents back to back, each matching most queries (many ids per document):
     RTL = model every cycle, both = the reference, every document read out once, in order."""
     from .test_engine_rtl import bits_of
+
     texts = ["/a", "//a", "/*", "//*", "/b", "//b"] * 6 + ["/a/b", "//c"]
     queries, plan = sparse_plan(texts, cluster_size=8, max_depth=4)
     docs = [b"<a/>", b"<b/>", b"x", b"<a>", b"ab", b"<b/>", b"<a/>"] * 3

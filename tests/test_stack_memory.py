@@ -5,7 +5,6 @@ flip-flops are its match flags (on the ECP5 the row register and its push/pop mu
 import re
 
 import pytest
-
 from amaranth.back import rtlil
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries
@@ -15,14 +14,19 @@ from xpfilt.lang.xpath import parse_query
 
 def flip_flop_bits(component) -> int:
     text = rtlil.convert(component)
-    return sum(int(width) for width in re.findall(
-        r"cell \$\w*dff\w* \S+\n(?:\s+parameter \\\w+ .*\n)*?\s+parameter \\WIDTH (\d+)", text))
+    return sum(
+        int(width)
+        for width in re.findall(
+            r"cell \$\w*dff\w* \S+\n(?:\s+parameter \\\w+ .*\n)*?\s+parameter \\WIDTH (\d+)", text
+        )
+    )
 
 
 def test_a_stack_bank_keeps_no_row_register():
     texts = ["/a/b/c", "//b/c/d", "/a//c/b", "/*/b/*/a", "//c/a", "/a/b/c/a", "//a//a", "/b/a"]
-    plan = compile_queries([parse_query(t, i + 1) for i, t in enumerate(texts)],
-                           CompileOptions(max_depth=16))
+    plan = compile_queries(
+        [parse_query(t, i + 1) for i, t in enumerate(texts)], CompileOptions(max_depth=16)
+    )
     cluster = plan.clusters[0]
     assert len(cluster.columns) >= 4
     dut = StackBank(cluster, n_tags=len(plan.tags), max_depth=16)
@@ -64,16 +68,26 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read(depth):
             m = Module()
             ev, early, new = Signal(event), Signal(range(depth + 1)), Signal(width)
             ahead = Signal(RowAheadLayout(depth))
-            m.d.sync += [ev.eq(self.ev), early.eq(self.early), new.eq(self.new),
-                         ahead.eq(row_ahead(m, self.ev, SimpleNamespace(read_addr=self.early),
-                                            depth))]
+            m.d.sync += [
+                ev.eq(self.ev),
+                early.eq(self.early),
+                new.eq(self.new),
+                ahead.eq(row_ahead(m, self.ev, SimpleNamespace(read_addr=self.early), depth)),
+            ]
             m.submodules.a = inner = Module()
-            level_stack(inner, ev, self.synchronous, new, depth, rows=depth + 1,
-                        early_addr=early, transparent=True)
+            level_stack(
+                inner,
+                ev,
+                self.synchronous,
+                new,
+                depth,
+                rows=depth + 1,
+                early_addr=early,
+                transparent=True,
+            )
             for name, port, groups in (("b", self.registered, 1), ("c", self.grouped, width)):
                 m.submodules[name] = inner = Module()
-                level_stack(inner, ev, port, new, depth, rows=depth + 1,
-                            ahead=[ahead] * groups)
+                level_stack(inner, ev, port, new, depth, rows=depth + 1, ahead=[ahead] * groups)
             return m
 
     dut = Both()
@@ -82,8 +96,11 @@ def test_the_row_register_reads_as_the_transparent_synchronous_read(depth):
 
     async def bench(ctx):
         for _ in range(600):
-            push, level, early = rng.random() < 0.5, rng.randrange(1, depth + 1), rng.randrange(
-                depth + 1)
+            push, level, early = (
+                rng.random() < 0.5,
+                rng.randrange(1, depth + 1),
+                rng.randrange(depth + 1),
+            )
             ctx.set(dut.ev, {"push": push, "level": level})
             ctx.set(dut.early, early)
             ctx.set(dut.new, rng.randrange(1 << width))

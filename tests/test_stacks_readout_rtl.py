@@ -4,11 +4,11 @@ import random
 
 from amaranth.sim import Simulator
 
+from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.hdl.readout import Readout
 from xpfilt.hdl.stacks import StackBank
-from xpfilt.compiler.custom import CompileOptions, compile_queries
-from xpfilt.model.stacks import ClusterStacks
 from xpfilt.lang.xpath import parse_query
+from xpfilt.model.stacks import ClusterStacks
 
 
 def test_stack_bank_matches_the_event_model_on_random_events():
@@ -22,7 +22,7 @@ def test_stack_bank_matches_the_event_model_on_random_events():
     failures = []
 
     async def testbench(ctx):
-        def set_level(level):     # the level and what decode_events derives from it
+        def set_level(level):  # the level and what decode_events derives from it
             ctx.set(dut.events.level, level)
             ctx.set(dut.events.addr, level - 1)
             ctx.set(dut.events.level1, level == 1)
@@ -31,7 +31,7 @@ def test_stack_bank_matches_the_event_model_on_random_events():
 
         open_tags = []
         for cycle in range(3000):
-            if ctx.get(dut.matches) != model.matches:   # a register: the pushes so far
+            if ctx.get(dut.matches) != model.matches:  # a register: the pushes so far
                 failures.append(cycle)
             ctx.set(dut.events.as_value(), 0)
             ctx.set(dut.clear, 0)
@@ -40,7 +40,7 @@ def test_stack_bank_matches_the_event_model_on_random_events():
                 tag = rng.randrange(n_tags + 1)
                 parent = open_tags[-1] if open_tags else 0
                 ctx.set(dut.events.push, 1)
-                ctx.set(dut.events.tag, 1 << tag >> 1)          # one-hot, 0 for unknown
+                ctx.set(dut.events.tag, 1 << tag >> 1)  # one-hot, 0 for unknown
                 ctx.set(dut.events.parent, 1 << parent >> 1)
                 set_level(len(open_tags) + 1)
                 model.push(tag, parent, len(open_tags) + 1)
@@ -50,7 +50,7 @@ def test_stack_bank_matches_the_event_model_on_random_events():
                 set_level(len(open_tags))
                 model.pop()
                 open_tags.pop()
-            if choice > 0.98:        # end of document: flags read and cleared, stacks emptied
+            if choice > 0.98:  # end of document: flags read and cleared, stacks emptied
                 ctx.set(dut.events.doc_end, 1)
                 ctx.set(dut.clear, 1)
                 model.reset()
@@ -88,5 +88,10 @@ def test_readout_shifts_lsb_first_with_framing_and_backpressure():
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
     sim.run()
-    assert got == [(0, 1, 0, 0, 1), (1, 0, 0, 0, 1), (1, 0, 0, 0, 1), (0, 0, 0, 0, 1),
-                   (1, 0, 1, 0, 1)]
+    assert got == [
+        (0, 1, 0, 0, 1),
+        (1, 0, 0, 0, 1),
+        (1, 0, 0, 0, 1),
+        (0, 0, 0, 0, 1),
+        (1, 0, 1, 0, 1),
+    ]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from xpfilt.eda.synth import tool
 from xpfilt.scale.sweep import evaluate, load_spec, run_sweep
-from xpfilt.eda.synth import ToolError, tool
 
 pytestmark = pytest.mark.rtl
 
@@ -29,9 +29,22 @@ def test_a_place_and_route_sweep_on_spark_writes_one_table_and_a_report(tmp_path
 
     from xpfilt.scale.report import write_report
 
-    spec = load_spec({"grid": {"engine": "custom", "queries": 4, "depth": 3, "cluster_size": 4,
-                               "device": "ice40", "documents": 1, "document_bytes": 1_000},
-                      "synthesize": True, "place_and_route": True, "timeout": 600})
+    spec = load_spec(
+        {
+            "grid": {
+                "engine": "custom",
+                "queries": 4,
+                "depth": 3,
+                "cluster_size": 4,
+                "device": "ice40",
+                "documents": 1,
+                "document_bytes": 1_000,
+            },
+            "synthesize": True,
+            "place_and_route": True,
+            "timeout": 600,
+        }
+    )
     summary = run_sweep(spec, tmp_path / "out", master="local[1]", progress=False)
     assert summary.statuses == {"ok": 1}, summary.line()
     table = ds.dataset(tmp_path / "out", format="parquet", partitioning="hive").to_table()
@@ -46,18 +59,28 @@ def test_a_place_and_route_sweep_on_spark_writes_one_table_and_a_report(tmp_path
     assert "| ice40 | custom | 4 | 3 | 4 queries |" in summary
 
 
-FIRST_POINTS = [(spec, engine) for spec in SPECS for engine in ("custom", "programmable")
-                if any(p.engine == engine for p in load_spec(spec).points())]
+FIRST_POINTS = [
+    (spec, engine)
+    for spec in SPECS
+    for engine in ("custom", "programmable")
+    if any(p.engine == engine for p in load_spec(spec).points())
+]
 
 
-@pytest.mark.parametrize("spec_path, engine", FIRST_POINTS,
-                         ids=[f"{s.stem}-{e}" for s, e in FIRST_POINTS])
+@pytest.mark.parametrize(
+    "spec_path, engine", FIRST_POINTS, ids=[f"{s.stem}-{e}" for s, e in FIRST_POINTS]
+)
 def test_every_shipped_spec_evaluates_its_first_point_of_each_engine(spec_path, engine):
     """Compile, model, and the tools the spec asks for, each tool run capped at 15 minutes."""
     spec = load_spec(spec_path)
     point = next(p for p in spec.points() if p.engine == engine)
-    row = evaluate(point, synthesize=spec.synthesize, place_and_route=spec.place_and_route,
-                   timeout=min(spec.timeout or 900, 900), target_mhz=spec.target_mhz)
+    row = evaluate(
+        point,
+        synthesize=spec.synthesize,
+        place_and_route=spec.place_and_route,
+        timeout=min(spec.timeout or 900, 900),
+        target_mhz=spec.target_mhz,
+    )
     assert row["status"] == "ok", row["reason"]
     assert row["bytes_per_cycle"] > 0.5 and row["flagged"] == 0
     if spec.synthesize or spec.place_and_route:

@@ -19,25 +19,70 @@ from lxml import etree
 from xpfilt.hwspec.contract import TEXT, AttrCondition, Errors, condition_value_holds
 from xpfilt.model.frontend import FrontEndModel
 
+from .strategies import predicate_paths
 from .test_attr_predicates import OPS, _literal
 from .test_frontend import assert_rtl_matches_model, byte_stream
-from .strategies import predicate_paths
 
 TAGS = ["a", "b", "c"]
 #: Text pieces: numbers with whitespace, signs, decimals, exponents, leading zeros, too many
 #: digits; words; empty-looking whitespace; tab and newline inside a string.
-PIECES = ["1", "2", " 2 ", "-1", "+1", "1.50", "1.5", "1e2", ".5", "5.", "-0", "007", "x",
-          " ", "\t3\n", "q r", "q\tr", "-.5", ".", "12345678901234567", "100", "99.99", "0",
-          "1 2", "]", "a]b"]
+PIECES = [
+    "1",
+    "2",
+    " 2 ",
+    "-1",
+    "+1",
+    "1.50",
+    "1.5",
+    "1e2",
+    ".5",
+    "5.",
+    "-0",
+    "007",
+    "x",
+    " ",
+    "\t3\n",
+    "q r",
+    "q\tr",
+    "-.5",
+    ".",
+    "12345678901234567",
+    "100",
+    "99.99",
+    "0",
+    "1 2",
+    "]",
+    "a]b",
+]
 #: Pieces the hardware cannot decide when compared: references, a carriage return.
 HARD = ["&#50;", "1&amp;2", "&lt;", "3\r"]
-LITERALS = ["1", "2", "-1", "1.5", "0.5", "100", "0", "99.99", "'x'", "' 2 '", "'2'",
-            "'q r'", "'q\tr'", "'1'", "'1e2'", "' '"]
+LITERALS = [
+    "1",
+    "2",
+    "-1",
+    "1.5",
+    "0.5",
+    "100",
+    "0",
+    "99.99",
+    "'x'",
+    "' 2 '",
+    "'2'",
+    "'q r'",
+    "'q\tr'",
+    "'1'",
+    "'1e2'",
+    "' '",
+]
 
 
 def text_conditions() -> list[AttrCondition]:
-    conds = [AttrCondition(TEXT, op, _literal(lit)) for op in OPS for lit in LITERALS
-             if not (lit.startswith("'") and op not in ("=", "!="))]
+    conds = [
+        AttrCondition(TEXT, op, _literal(lit))
+        for op in OPS
+        for lit in LITERALS
+        if not (lit.startswith("'") and op not in ("=", "!="))
+    ]
     return conds + [AttrCondition(TEXT, "exists"), AttrCondition(TEXT, "<", "'7'")]
 
 
@@ -53,8 +98,11 @@ def random_document(rng: random.Random, hard: bool) -> tuple[bytes, bool]:
             kind = rng.random()
             if kind < 0.45:
                 piece = rng.choice(PIECES + (HARD if hard else []))
-                parts.append(piece.replace("&", "\0").replace("<", "&lt;").replace("\0", "&")
-                             if piece not in HARD else piece)
+                parts.append(
+                    piece.replace("&", "\0").replace("<", "&lt;").replace("\0", "&")
+                    if piece not in HARD
+                    else piece
+                )
             elif kind < 0.55:
                 parts.append("<!-- c -->")
             elif kind < 0.6:
@@ -69,8 +117,11 @@ def random_document(rng: random.Random, hard: bool) -> tuple[bytes, bool]:
     body = content(0)
     doc = f"<a>{body}</a>".encode()
     # an undecidable node: a reference, a CR, or a "]" inside a CDATA section
-    undecidable = any(h in body for h in ("&", "\r")) or "[]]" in body \
+    undecidable = (
+        any(h in body for h in ("&", "\r"))
+        or "[]]" in body
         or any(f"<![CDATA[{p}]]>" in body for p in PIECES if "]" in p)
+    )
     return doc, undecidable
 
 
@@ -84,6 +135,7 @@ def xpath_bits(doc: bytes, conditions) -> list[int]:
             if isinstance(child.tag, str):
                 walk(child)
         closing.append(element)
+
     walk(root)
     out = []
     for element in closing:
@@ -92,8 +144,11 @@ def xpath_bits(doc: bytes, conditions) -> list[int]:
             if c.op == "exists":
                 expr = "boolean(text())"
             else:
-                lit = (f"'{c.literal}'" if "'" not in c.literal else f'"{c.literal}"') \
-                    if isinstance(c.literal, str) else repr(c.literal)
+                lit = (
+                    (f"'{c.literal}'" if "'" not in c.literal else f'"{c.literal}"')
+                    if isinstance(c.literal, str)
+                    else repr(c.literal)
+                )
                 expr = f"boolean(text() {c.op} {lit})"
             bits |= bool(element.xpath(expr)) << i
         out.append(bits)
@@ -112,8 +167,11 @@ def model_pops(doc: bytes, conditions) -> tuple[list[int], Errors]:
     return pops, errors
 
 
-@given(st.text(alphabet="0123456789 -+.eE\t\nx", min_size=1, max_size=8)
-       | st.sampled_from(PIECES), st.sampled_from(OPS), st.sampled_from(LITERALS))
+@given(
+    st.text(alphabet="0123456789 -+.eE\t\nx", min_size=1, max_size=8) | st.sampled_from(PIECES),
+    st.sampled_from(OPS),
+    st.sampled_from(LITERALS),
+)
 @settings(max_examples=300, deadline=None)
 def test_text_node_semantics_match_xpath(value, op, literal):
     """One text node: :func:`condition_value_holds` on its bytes = XPath's text() comparison."""
@@ -141,8 +199,11 @@ def test_model_text_bits_equal_xpath_per_element(seed):
         assert not errors & Errors.MALFORMED, doc
         if errors & Errors.VALUE_UNDECIDED:
             undecided += 1
-            assert hard or b"e" in doc.lower() or any(
-                sum(ch.isdigit() for ch in p) > 15 for p in doc.decode().split("<")), doc
+            assert (
+                hard
+                or b"e" in doc.lower()
+                or any(sum(ch.isdigit() for ch in p) > 15 for p in doc.decode().split("<"))
+            ), doc
             continue
         decided += 1
         assert pops == xpath_bits(doc, conditions), doc
@@ -156,7 +217,7 @@ def test_text_nodes_are_split_by_comments_not_by_cdata():
     assert model_pops(b"<a>1<!-- -->2</a>", conds)[0] == [0]
     assert model_pops(b"<a>1<?p?>2</a>", conds)[0] == [0]
     assert model_pops(b"<a>1<b/>2</a>", conds)[0] == [0, 0]
-    assert model_pops(b"<a>12<b>7</b></a>", conds)[0] == [0, 1]      # inner pops first
+    assert model_pops(b"<a>12<b>7</b></a>", conds)[0] == [0, 1]  # inner pops first
     assert model_pops(b"<a><b>7</b> 12 </a>", conds)[0] == [0, 1]
     assert model_pops(b"<a></a>", [AttrCondition(TEXT, "exists")])[0] == [0]
     assert model_pops(b"<a><![CDATA[]]></a>", [AttrCondition(TEXT, "exists")])[0] == [0]
@@ -169,14 +230,21 @@ def test_text_nodes_are_split_by_comments_not_by_cdata():
 @pytest.mark.parametrize("seed", [1, 2])
 def test_frontend_rtl_equals_model_with_text_conditions(seed):
     rng = random.Random(seed)
-    conditions = [AttrCondition("id", "=", 1.0)] + text_conditions()[::3] + [
-        AttrCondition(TEXT, "exists"), AttrCondition("id", "exists")]
+    conditions = (
+        [AttrCondition("id", "=", 1.0)]
+        + text_conditions()[::3]
+        + [AttrCondition(TEXT, "exists"), AttrCondition("id", "exists")]
+    )
     docs = [random_document(rng, hard=i % 3 == 0)[0] for i in range(20)]
-    docs += [b'<a id="1">12<b id="1"/>x</a>', b"<a><![CDATA[1]]]>2</a>",
-             b"<a>1<b>2<c>3<a>4<b>5<c>6<a>7<b>8<c>9 10</c></b></a></c></b></a></c></b>0</a>",
-             b"<a>1&#50;<b"]         # ends after "<": no text node decision at the last byte
-    events = assert_rtl_matches_model(TAGS, byte_stream(docs, gap_seed=seed), max_depth=4,
-                                      conditions=conditions)
+    docs += [
+        b'<a id="1">12<b id="1"/>x</a>',
+        b"<a><![CDATA[1]]]>2</a>",
+        b"<a>1<b>2<c>3<a>4<b>5<c>6<a>7<b>8<c>9 10</c></b></a></c></b></a></c></b>0</a>",
+        b"<a>1&#50;<b",
+    ]  # ends after "<": no text node decision at the last byte
+    events = assert_rtl_matches_model(
+        TAGS, byte_stream(docs, gap_seed=seed), max_depth=4, conditions=conditions
+    )
     assert any(e.pop and e.conds for e in events)
     assert any(e.push and e.conds for e in events)
     assert any(e.doc_end and e.errors & Errors.VALUE_UNDECIDED for e in events)
@@ -186,9 +254,9 @@ def test_frontend_rtl_equals_model_with_text_conditions(seed):
 # --- the engine: text() chains checked at the close ---------------------------------------------
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries, hardware_queries  # noqa: E402
+from xpfilt.lang.xpath import parse_query  # noqa: E402
 from xpfilt.model.custom import EngineError, ModelEngine  # noqa: E402
 from xpfilt.software.reference import ReferenceFilter  # noqa: E402
-from xpfilt.lang.xpath import parse_query  # noqa: E402
 
 from .rtl_compare import compare_engine_with_model  # noqa: E402
 
@@ -253,49 +321,78 @@ def check_text_model_against_reference(texts, docs, options=CompileOptions()):
     return decided
 
 
-@given(st.lists(text_path(), min_size=1, max_size=6),
-       st.lists(text_element(), min_size=1, max_size=4), st.sampled_from([None, 2]),
-       st.booleans())
+@given(
+    st.lists(text_path(), min_size=1, max_size=6),
+    st.lists(text_element(), min_size=1, max_size=4),
+    st.sampled_from([None, 2]),
+    st.booleans(),
+)
 @settings(max_examples=300, deadline=None)
 def test_model_equals_reference_on_generated_text_predicates(texts, docs, cluster_size, share):
-    options = CompileOptions(cluster_size=cluster_size, prefix_sharing=share, opt_share=share,
-                             max_depth=4)
+    options = CompileOptions(
+        cluster_size=cluster_size, prefix_sharing=share, opt_share=share, max_depth=4
+    )
     check_text_model_against_reference(texts, [d.encode() for d in docs], options)
 
 
 def test_text_on_an_inner_step_waits_for_the_close():
-    texts = ["/a/b[text()=15]//c", "//b[text()=15]/c", "//b[text()=15]//c", "/a[text()=1]",
-             "/a/b[text()=15]/c[text()=3]", "/*[@id=1]/b[text()!=2]//*[text()]",
-             "//b[not(text()=15)]//c"]
-    docs = [b"<a><b><c/>15</b></a>",                      # the text comes after c
-            b"<a><b>15<b>7<c/></b></b></a>",              # c under the inner b only
-            b"<a><b>15<b><c/>7</b></b></a>",
-            b"<a>1<b>16<c>3</c></b></a>", b'<a id="1"><b>15<c>3</c><d>x</d></b></a>',
-            b"<a>1<!-- -->5</a>", b"<a><b>1<![CDATA[5]]><c/></b></a>"]
-    for options in (CompileOptions(), CompileOptions(prefix_sharing=False, opt_share=False,
-                                                     opt_root=False, opt_last=False)):
+    texts = [
+        "/a/b[text()=15]//c",
+        "//b[text()=15]/c",
+        "//b[text()=15]//c",
+        "/a[text()=1]",
+        "/a/b[text()=15]/c[text()=3]",
+        "/*[@id=1]/b[text()!=2]//*[text()]",
+        "//b[not(text()=15)]//c",
+    ]
+    docs = [
+        b"<a><b><c/>15</b></a>",  # the text comes after c
+        b"<a><b>15<b>7<c/></b></b></a>",  # c under the inner b only
+        b"<a><b>15<b><c/>7</b></b></a>",
+        b"<a>1<b>16<c>3</c></b></a>",
+        b'<a id="1"><b>15<c>3</c><d>x</d></b></a>',
+        b"<a>1<!-- -->5</a>",
+        b"<a><b>1<![CDATA[5]]><c/></b></a>",
+    ]
+    for options in (
+        CompileOptions(),
+        CompileOptions(prefix_sharing=False, opt_share=False, opt_root=False, opt_last=False),
+    ):
         assert check_text_model_against_reference(texts, docs, options) == len(docs)
     model = ModelEngine([parse_query(t, i + 1) for i, t in enumerate(texts)])
-    assert 0 in model.filter(docs[0])          # /a/b[text()=15]//c with c before the text
-    assert 1 not in model.filter(docs[1])      # //b[text()=15]/c: c's parent says 7
+    assert 0 in model.filter(docs[0])  # /a/b[text()=15]//c with c before the text
+    assert 1 not in model.filter(docs[1])  # //b[text()=15]/c: c's parent says 7
 
 
 @pytest.mark.parametrize("seed", [5, 6])
 def test_engine_rtl_equals_model_and_reference_with_text(seed):
     rng = random.Random(seed)
-    texts = ["/a/b[text()=15]//c", "//b[text()=15]/c", "/a[text()]", "//*[text() != 7]",
-             "/a[@id=1]/b[text()=' 15 ']", "//b[not(text()=15)]//c", "/a/b", "//c[@id=2]"]
+    texts = [
+        "/a/b[text()=15]//c",
+        "//b[text()=15]/c",
+        "/a[text()]",
+        "//*[text() != 7]",
+        "/a[@id=1]/b[text()=' 15 ']",
+        "//b[not(text()=15)]//c",
+        "/a/b",
+        "//c[@id=2]",
+    ]
     queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     plan = compile_queries(queries, CompileOptions(cluster_size=3, max_depth=4))
     docs = [random_document(rng, hard=False)[0] for _ in range(6)]
-    docs += [b"<a><b><c/>15</b></a>", b"<a><b>15<b>7<c/></b></b></a>",
-             b'<a id="1"><b> 15 <c id="2"/></b>x</a>',
-             b"<a><b><c><a><b>15<c/></b></a></c></b></a>",      # beyond max_depth 4
-             b"<a><b><c><a>15</a></c></b></a>"]
+    docs += [
+        b"<a><b><c/>15</b></a>",
+        b"<a><b>15<b>7<c/></b></b></a>",
+        b'<a id="1"><b> 15 <c id="2"/></b>x</a>',
+        b"<a><b><c><a><b>15<c/></b></a></c></b></a>",  # beyond max_depth 4
+        b"<a><b><c><a>15</a></c></b></a>",
+    ]
     result = compare_engine_with_model(plan, docs, seed=seed)
     assert result["mismatch"] is None, result["mismatch"]
-    model, ref = ModelEngine(queries, CompileOptions(cluster_size=3, max_depth=4)), \
-        ReferenceFilter(queries)
+    model, ref = (
+        ModelEngine(queries, CompileOptions(cluster_size=3, max_depth=4)),
+        ReferenceFilter(queries),
+    )
     matched = set()
     for doc in docs[:-2]:
         try:
@@ -304,4 +401,4 @@ def test_engine_rtl_equals_model_and_reference_with_text(seed):
             continue
         assert got == sorted(ref.filter(doc)), doc
         matched.update(got)
-    assert {0, 2, 3, 4} <= matched       # chains on an inner step and on the last one
+    assert {0, 2, 3, 4} <= matched  # chains on an inner step and on the last one

@@ -9,13 +9,13 @@ from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.engines import filter_batch
-from xpfilt.software.events import load_documents
 from xpfilt.hwspec.contract import Errors, down_sweep_stages, queue_depth_for, wide_parser_stages
+from xpfilt.lang.xpath import load_queries, parse_query
 from xpfilt.model.custom import EngineModel, ModelEngine, document_beats, run_documents
 from xpfilt.model.frontend import NO_EVENT, FrontEndModel
 from xpfilt.model.wide_frontend import WideFrontEndModel
+from xpfilt.software.events import load_documents
 from xpfilt.software.results import read_expected
-from xpfilt.lang.xpath import load_queries, parse_query
 
 from . import strategies
 from .conftest import expected_cases
@@ -31,9 +31,16 @@ def wide_events(model: WideFrontEndModel, docs, gaps=None):
     it has room, or with ``gaps`` a random.Random that leaves some cycles idle)."""
     beats = [b for d in docs for b in document_beats(d, model.width)]
     out, i, incoming, current = [], 0, False, (b"", False)
-    while i < len(beats) or model.queue or model.d1 or model.d2 or incoming \
-            or any(beat is not None for beat in model.stages) or model.e is not NO_EVENT \
-            or model.f is not NO_EVENT:
+    while (
+        i < len(beats)
+        or model.queue
+        or model.d1
+        or model.d2
+        or incoming
+        or any(beat is not None for beat in model.stages)
+        or model.e is not NO_EVENT
+        or model.f is not NO_EVENT
+    ):
         assert len(model.queue) <= model.queue_depth
         offer = i < len(beats) and model.room(incoming) and not (gaps and gaps.random() < 0.3)
         ev = model.step(incoming, *(current if incoming else (b"", False)))
@@ -61,19 +68,33 @@ def byte_events(model: FrontEndModel, docs):
     return out
 
 
-BAD = [b"<a><b></a>", b"<a>" * 9 + b"</a>" * 9, b"<" + b"a" * 40 + b"/>", b"<a>", b"x", b"<",
-       b"<a/>", b"<a></a>  ", b"<!-- -->"]
+BAD = [
+    b"<a><b></a>",
+    b"<a>" * 9 + b"</a>" * 9,
+    b"<" + b"a" * 40 + b"/>",
+    b"<a>",
+    b"x",
+    b"<",
+    b"<a/>",
+    b"<a></a>  ",
+    b"<!-- -->",
+]
 
 
 @settings(max_examples=60, deadline=None)
-@given(docs=st.lists(st.one_of(strategies.documents(), st.sampled_from(BAD)), min_size=1,
-                     max_size=4),
-       width=st.sampled_from(WIDTHS), seed=st.integers(0, 3))
+@given(
+    docs=st.lists(st.one_of(strategies.documents(), st.sampled_from(BAD)), min_size=1, max_size=4),
+    width=st.sampled_from(WIDTHS),
+    seed=st.integers(0, 3),
+)
 def test_wide_front_end_makes_the_one_byte_front_ends_events(docs, width, seed):
     tags = TAGS + ["a" * 32]
     want = byte_events(FrontEndModel(tags, max_depth=8), docs)
-    got = wide_events(WideFrontEndModel(tags, width=width, max_depth=8), docs,
-                      random.Random(seed) if seed else None)
+    got = wide_events(
+        WideFrontEndModel(tags, width=width, max_depth=8),
+        docs,
+        random.Random(seed) if seed else None,
+    )
     assert got == want
 
 
@@ -89,14 +110,21 @@ def test_events_of_back_to_back_one_to_three_byte_documents(width):
 def test_the_queue_is_never_over_full_on_the_densest_input(width):
     docs = [b"<r>" + b"<a/>" * 300 + b"</r>"]
     model = WideFrontEndModel(TAGS, width=width, max_depth=8)
-    events = wide_events(model, docs)       # asserts the queue depth every cycle
+    events = wide_events(model, docs)  # asserts the queue depth every cycle
     assert sum(ev.push for ev in events) == 301
 
 
 #: Every shared structural set at every W is a long run (make regress); one stays in make test.
-SHARED = [pytest.param(*case, width, id=f"{case[0]}-W{width}",
-                       marks=() if (case is STRUCTURAL[0] and width == 4) else pytest.mark.regress)
-          for case in STRUCTURAL for width in WIDTHS]
+SHARED = [
+    pytest.param(
+        *case,
+        width,
+        id=f"{case[0]}-W{width}",
+        marks=() if (case is STRUCTURAL[0] and width == 4) else pytest.mark.regress,
+    )
+    for case in STRUCTURAL
+    for width in WIDTHS
+]
 
 
 @pytest.mark.parametrize("name, queries_path, folder, tsv, width", SHARED)
@@ -106,8 +134,10 @@ def test_wide_model_reproduces_shared_expected(name, queries_path, folder, tsv, 
     assert results == read_expected(tsv)
 
 
-QUERIES = [parse_query(t, i + 1) for i, t in enumerate(
-    ("/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/c/d", "/a/b/c", "//d"))]
+QUERIES = [
+    parse_query(t, i + 1)
+    for i, t in enumerate(("/a/b", "//b", "/a//c", "/*/b/c", "//c/*", "/a/c/d", "/a/b/c", "//d"))
+]
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -115,8 +145,20 @@ QUERIES = [parse_query(t, i + 1) for i, t in enumerate(
 def test_random_gaps_and_readout_stalls_give_the_one_byte_answers(width, seed):
     rng = random.Random(seed)
     plan = compile_queries(QUERIES, CompileOptions(cluster_size=3, max_depth=8))
-    docs = [rng.choice([b"<a><b><c/></b><c><d/></c></a>", b"<c><x/></c>", b"<a/>", b"x",
-                        b"<a>", b"<a><b/>\n</a>", b"<d/> "]) for _ in range(20)]
+    docs = [
+        rng.choice(
+            [
+                b"<a><b><c/></b><c><d/></c></a>",
+                b"<c><x/></c>",
+                b"<a/>",
+                b"x",
+                b"<a>",
+                b"<a><b/>\n</a>",
+                b"<d/> ",
+            ]
+        )
+        for _ in range(20)
+    ]
     want = run_documents(EngineModel(plan), docs)
     got = run_with_gaps(EngineModel(plan, bytes_per_cycle=width), docs, rng)
     assert [(r.bits, r.errors) for r in got] == [(r.bits, r.errors) for r in want]
@@ -154,18 +196,35 @@ def test_queue_depth_and_bad_widths():
 #: Value predicates of every kind: attribute strings, numbers, existence, and/or/not, several
 #: per step; text() comparisons and existence, nested paths with predicates.
 PREDICATE_TEXTS = [
-    "/a[@id=1]/b", "/a/b", "//b[@n != 2 and not(@id < 1.5)]", "/*[@id]//c[@n='x']",
-    "//a[@id >= -0.5 or @n = ' 2 ']/*", "/a[@id=1][@n]/b[@id='q r']", "//c[@idx]",
-    "//b[text()='x y']", "/a[text() > 1.5]", "//*[c[text()]]", "/a[b[text()=2]]//c",
-    "//*[text()='q' or @n='x']"]
+    "/a[@id=1]/b",
+    "/a/b",
+    "//b[@n != 2 and not(@id < 1.5)]",
+    "/*[@id]//c[@n='x']",
+    "//a[@id >= -0.5 or @n = ' 2 ']/*",
+    "/a[@id=1][@n]/b[@id='q r']",
+    "//c[@idx]",
+    "//b[text()='x y']",
+    "/a[text() > 1.5]",
+    "//*[c[text()]]",
+    "/a[b[text()=2]]//c",
+    "//*[text()='q' or @n='x']",
+]
 #: Text nodes split by comments and elements, continued by CDATA, undecided (a reference, a
 #: "]" inside CDATA, an exponent), text beyond the depth limit, values in attributes.
 PREDICATE_DOCS = [
-    b"<a>2<b>x y</b><c>t</c></a>", b"<a>1<!-- -->.6<b>x<![CDATA[ y]]></b></a>",
-    b"<a><b>2</b><c/><b>x y</b></a>", b"<a>q<b><c>q</c></b>3</a>", b"<a><b>x &amp; y</b></a>",
-    b"<a><b><![CDATA[x]y]]></b></a>", b"<a>1e2</a>", b"<a><b><c><b><c><b><c>q</c></b></c></b>"
-    b"</c></b></a>", b'<a id="1" n="x">7<b id="q r" n="1">x y</b></a>', b"<a>  1.75 </a>",
-    b"<a><?p ?>2<b>2</b></a>", b"<a>x<b>x y</b>y</a>"]
+    b"<a>2<b>x y</b><c>t</c></a>",
+    b"<a>1<!-- -->.6<b>x<![CDATA[ y]]></b></a>",
+    b"<a><b>2</b><c/><b>x y</b></a>",
+    b"<a>q<b><c>q</c></b>3</a>",
+    b"<a><b>x &amp; y</b></a>",
+    b"<a><b><![CDATA[x]y]]></b></a>",
+    b"<a>1e2</a>",
+    b"<a><b><c><b><c><b><c>q</c></b></c></b></c></b></a>",
+    b'<a id="1" n="x">7<b id="q r" n="1">x y</b></a>',
+    b"<a>  1.75 </a>",
+    b"<a><?p ?>2<b>2</b></a>",
+    b"<a>x<b>x y</b>y</a>",
+]
 
 
 def test_value_predicates_at_every_width_give_the_reference_answers():
@@ -173,7 +232,9 @@ def test_value_predicates_at_every_width_give_the_reference_answers():
     the model's answers are the reference's, document by document, and a value the
     comparators cannot decide flags its document at every W as at W = 1."""
     from xpfilt.software.reference import ReferenceFilter
+
     from .test_attr_predicates import frontend_documents
+
     queries = [parse_query(t, i + 1) for i, t in enumerate(PREDICATE_TEXTS)]
     docs = frontend_documents(5, 40) + PREDICATE_DOCS + [b'<a id="1e0"><b/></a>']
     reference = ReferenceFilter(queries)
@@ -182,7 +243,7 @@ def test_value_predicates_at_every_width_give_the_reference_answers():
     for doc in docs:
         try:
             want.append(sorted(one.filter(doc)))
-        except Exception as exc:              # flagged (malformed, undecided)
+        except Exception as exc:  # flagged (malformed, undecided)
             want.append(type(exc).__name__ + str(getattr(exc, "errors", "")))
     decided = [doc for doc, w in zip(docs, want) if isinstance(w, list)]
     assert len(decided) > 20 and any(w for w in want if isinstance(w, list))
@@ -215,9 +276,14 @@ def test_twigs_and_combinations_without_value_predicates_run_at_every_width(data
     them as it is (only value predicates are refused)."""
     from xpfilt.software.events import Document
     from xpfilt.software.reference import ReferenceFilter
-    texts = ["/nitf[head]/body", "//body.head[hedline/hl1]//p",
-             "/nitf/head and not(/nitf/body//table)", "//p or //block[p]",
-             "/nitf[head/title]//*[p]"]
+
+    texts = [
+        "/nitf[head]/body",
+        "//body.head[hedline/hl1]//p",
+        "/nitf/head and not(/nitf/body//table)",
+        "//p or //block[p]",
+        "/nitf[head/title]//*[p]",
+    ]
     queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     docs = [Document.from_path(p) for p in load_documents([data / "nitf/docs"])][:20]
     reference = ReferenceFilter(queries)

@@ -11,17 +11,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from xpfilt.software.events import Document, EventKind, document_depth, parse_events
+from xpfilt.lang.xpath import And, Axis, Not, Or, RelativePath, TextTarget, parse_query
+from xpfilt.lang.xpath import leaves as xleaves
 from xpfilt.paths import shared_data
+from xpfilt.software.events import Document, EventKind, document_depth, parse_events
 from xpfilt.software.fast import FastFilter
 from xpfilt.software.lxml_filter import LxmlFilter
 from xpfilt.software.reference import ReferenceFilter
-from xpfilt.workloads import (DocGenConfig, DtdSchema, ElementDecl, Particle, PredicateGenConfig,
-                              QueryGenConfig, compact_query, generate_document,
-                              generate_documents, generate_queries, sample_queries, tag_ids,
-                              to_compact)
-from xpfilt.lang.xpath import And, Axis, Not, Or, RelativePath, TextTarget, parse_query
-from xpfilt.lang.xpath import leaves as xleaves
+from xpfilt.workloads import (
+    DocGenConfig,
+    DtdSchema,
+    ElementDecl,
+    Particle,
+    PredicateGenConfig,
+    QueryGenConfig,
+    compact_query,
+    generate_document,
+    generate_documents,
+    generate_queries,
+    sample_queries,
+    tag_ids,
+    to_compact,
+)
 
 from .strategies import TAGS, documents, queries
 
@@ -53,11 +64,14 @@ def matches(document: bytes, query: str) -> bool:
 def step_fractions(query_list: list[str]) -> tuple[float, float]:
     """Fraction of all steps that are ``*``, and fraction that use ``//``."""
     steps = [step for q in query_list for step in parse_query(q).steps]
-    return (sum(s.is_wildcard for s in steps) / len(steps),
-            sum(s.axis is Axis.DESCENDANT for s in steps) / len(steps))
+    return (
+        sum(s.is_wildcard for s in steps) / len(steps),
+        sum(s.axis is Axis.DESCENDANT for s in steps) / len(steps),
+    )
 
 
 # -- an independent satisfiability check over the DTD (straight from lxml's content trees) ---
+
 
 @lru_cache(maxsize=None)
 def dtd_child_relation(name: str) -> dict[str, frozenset[str]]:
@@ -66,6 +80,7 @@ def dtd_child_relation(name: str) -> dict[str, frozenset[str]]:
             return set()
         own = {node.name} if node.type == "element" else set()
         return own | referenced(node.left) | referenced(node.right)
+
     return {el.name: frozenset(referenced(el.content)) for el in validator(name).elements()}
 
 
@@ -85,12 +100,17 @@ def satisfiable_by_dtd(query: str, dtd: str, root: str) -> bool:
 
     states = {None}  # None: the document node
     for step in parse_query(query).steps:
-        states = {n for s in states for n in below(s, step.axis is Axis.DESCENDANT)
-                  if step.matches_name(n)}
+        states = {
+            n
+            for s in states
+            for n in below(s, step.axis is Axis.DESCENDANT)
+            if step.matches_name(n)
+        }
     return bool(states)
 
 
 # -- DtdSchema -----------------------------------------------------------------------------
+
 
 def test_schema_reads_nitf():
     nitf = schema("nitf")
@@ -101,8 +121,14 @@ def test_schema_reads_nitf():
     head = nitf.elements["head"].content
     assert head.kind == "seq" and head.occur == "once"
     assert [(p.name, p.occur) for p in head.items] == [
-        ("title", "opt"), ("meta", "mult"), ("tobject", "opt"), ("iim", "opt"),
-        ("docdata", "opt"), ("pubdata", "mult"), ("revision-history", "mult")]
+        ("title", "opt"),
+        ("meta", "mult"),
+        ("tobject", "opt"),
+        ("iim", "opt"),
+        ("docdata", "opt"),
+        ("pubdata", "mult"),
+        ("revision-history", "mult"),
+    ]
     title_type = {a.name: a for a in nitf.elements["title"].attributes}["type"]
     assert title_type.type == "enumeration" and "main" in title_type.values
     assert nitf.elements["meta"].kind == "empty" and nitf.elements["meta"].content is None
@@ -118,17 +144,23 @@ def test_schema_reads_dblp():
 
 def test_schema_flattens_groups_and_honours_root(tmp_path):
     path = tmp_path / "small.dtd"
-    path.write_text("<!ELEMENT r (a, (b | c | d)*, e?)>\n<!ELEMENT a (#PCDATA | b)*>\n"
-                    "<!ELEMENT b EMPTY>\n<!ELEMENT c (a, b)+>\n<!ELEMENT d (d)>\n"
-                    "<!ELEMENT e ANY>\n<!ATTLIST b k (x | y) #REQUIRED>\n")
+    path.write_text(
+        "<!ELEMENT r (a, (b | c | d)*, e?)>\n<!ELEMENT a (#PCDATA | b)*>\n"
+        "<!ELEMENT b EMPTY>\n<!ELEMENT c (a, b)+>\n<!ELEMENT d (d)>\n"
+        "<!ELEMENT e ANY>\n<!ATTLIST b k (x | y) #REQUIRED>\n"
+    )
     small = DtdSchema.load(path)
     assert small.root == "r"
     content = small.elements["r"].content
     assert [(p.kind, p.occur) for p in content.items] == [
-        ("name", "once"), ("choice", "mult"), ("name", "opt")]
+        ("name", "once"),
+        ("choice", "mult"),
+        ("name", "opt"),
+    ]
     assert [p.name for p in content.items[1].items] == ["b", "c", "d"]
     assert small.elements["a"].content == Particle(
-        "choice", "mult", items=(Particle("pcdata"), Particle("name", name="b")))
+        "choice", "mult", items=(Particle("pcdata"), Particle("name", name="b"))
+    )
     assert small.min_height("d") == float("inf")  # d needs d needs d ...
     assert small.children("r") == ("a", "b", "c", "e")  # the unrealisable d is left out
     assert small.elements["b"].attributes[0].values == ("x", "y")
@@ -138,6 +170,7 @@ def test_schema_flattens_groups_and_honours_root(tmp_path):
 
 
 # -- generated queries ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtd", ["nitf", "dblp"])
 @pytest.mark.parametrize("depth, p", [(4, 0.05), (4, 0.25), (8, 0.15)])
@@ -160,30 +193,34 @@ def test_generated_queries_are_deterministic():
 
 @pytest.mark.parametrize("count, p_text, p_clause", [(1, 0.0, 0.0), (2, 0.3, 0.3), (3, 1.0, 0.0)])
 def test_generated_predicates_follow_the_axes(count, p_text, p_clause):
-    axes = PredicateGenConfig(count=count, p_text=p_text, operators=("=", "<", ">="),
-                              p_clause=p_clause, max_value=9)
+    axes = PredicateGenConfig(
+        count=count, p_text=p_text, operators=("=", "<", ">="), p_clause=p_clause, max_value=9
+    )
     found = generate_queries(schema("nitf"), QueryGenConfig(1000, 6, seed=2, predicates=axes))
     parsed = [parse_query(q) for q in found]
     assert len(set(found)) == 1000
     # each predicate on its own step; as many as asked where the query has the steps for them
-    assert all(sum(1 for s in q.steps if s.predicates) == min(count, len(q)) or p_text == 0
-               for q in parsed)
+    assert all(
+        sum(1 for s in q.steps if s.predicates) == min(count, len(q)) or p_text == 0 for q in parsed
+    )
     assert all(len(s.predicates) <= 1 for q in parsed for s in q.steps)
     leaves = [leaf for q in parsed for s in q.steps for p in s.predicates for leaf in xleaves(p)]
     texts = sum(isinstance(leaf.target, TextTarget) for leaf in leaves) / len(leaves)
     # at least p_text: a step whose element has no attribute takes a text() predicate
     assert texts == 0.0 if p_text == 0.0 else texts >= p_text - 0.05
-    assert {leaf.op for leaf in leaves} <= {"=", "!=", "<", ">="}   # '!=': enumerations
+    assert {leaf.op for leaf in leaves} <= {"=", "!=", "<", ">="}  # '!=': enumerations
     assert all(leaf.literal <= 9 for leaf in leaves if isinstance(leaf.literal, float))
-    clauses = sum(isinstance(p, (And, Or, Not)) for q in parsed for s in q.steps
-                  for p in s.predicates)
+    clauses = sum(
+        isinstance(p, (And, Or, Not)) for q in parsed for s in q.steps for p in s.predicates
+    )
     assert (clauses > 0) == (p_clause > 0)
 
 
 def test_predicate_axes_leave_plain_workloads_unchanged_and_refuse_bad_values():
     plain = QueryGenConfig(300, 6, seed=4)
     assert generate_queries(schema("nitf"), plain) == generate_queries(
-        schema("nitf"), QueryGenConfig(300, 6, seed=4, predicates=PredicateGenConfig(count=0)))
+        schema("nitf"), QueryGenConfig(300, 6, seed=4, predicates=PredicateGenConfig(count=0))
+    )
     with pytest.raises(ValueError, match="operators must be some of"):
         PredicateGenConfig(count=1, operators=("=", "~"))
     with pytest.raises(ValueError, match="p_text"):
@@ -191,17 +228,19 @@ def test_predicate_axes_leave_plain_workloads_unchanged_and_refuse_bad_values():
 
 
 def test_generated_predicate_workloads_select_and_every_software_engine_agrees(tmp_path):
-    axes = PredicateGenConfig(count=2, p_text=0.4, operators=("=", "!=", "<", ">="),
-                              p_clause=0.3)
+    axes = PredicateGenConfig(count=2, p_text=0.4, operators=("=", "!=", "<", ">="), p_clause=0.3)
     texts = generate_queries(schema("nitf"), QueryGenConfig(400, 6, seed=3, predicates=axes))
     queries = [parse_query(q, i + 1) for i, q in enumerate(texts)]
-    documents = list(generate_documents(schema("nitf"), DocGenConfig(
-        target_bytes=20_000, p_number_text=0.3, seed=1), 4))
+    documents = list(
+        generate_documents(
+            schema("nitf"), DocGenConfig(target_bytes=20_000, p_number_text=0.3, seed=1), 4
+        )
+    )
     engines = [ReferenceFilter(queries), FastFilter(queries), LxmlFilter(queries)]
     answers = [[engine.filter(doc) for doc in documents] for engine in engines]
     assert answers[0] == answers[1] == answers[2]
     matched = sum(map(len, answers[0]))
-    assert 0 < matched < 0.5 * len(queries) * len(documents)   # selective, not all or nothing
+    assert 0 < matched < 0.5 * len(queries) * len(documents)  # selective, not all or nothing
 
 
 @pytest.mark.parametrize("nested, depth", [(1, 1), (2, 3)])
@@ -209,12 +248,14 @@ def test_generated_twigs_follow_the_nested_path_axis(nested, depth):
     axes = PredicateGenConfig(nested_paths=nested, nested_depth=depth)
     found = generate_queries(schema("nitf"), QueryGenConfig(500, 6, seed=7, predicates=axes))
     parsed = [parse_query(q) for q in found]
-    branches = [[leaf for p in s.predicates for leaf in xleaves(p)] for q in parsed
-                for s in q.steps]
+    branches = [
+        [leaf for p in s.predicates for leaf in xleaves(p)] for q in parsed for s in q.steps
+    ]
     per_query = [sum(1 for s in q.steps if s.predicates) for q in parsed]
     assert max(per_query) == nested and sum(per_query) > 0.8 * nested * len(parsed)
-    assert all(isinstance(b, RelativePath) and 1 <= len(b.steps) <= depth
-               for bs in branches for b in bs)
+    assert all(
+        isinstance(b, RelativePath) and 1 <= len(b.steps) <= depth for bs in branches for b in bs
+    )
 
 
 def test_a_twig_set_from_the_nitf_dtd_agrees_on_the_shared_documents():
@@ -233,8 +274,9 @@ def test_a_twig_set_from_the_nitf_dtd_agrees_on_the_shared_documents():
 def test_generated_queries_follow_the_probabilities():
     # Distinctness slightly favours rarer (mutated) queries, hence the tolerance.
     for p_wildcard, p_descendant in [(0.3, 0.1), (0.1, 0.3)]:
-        config = QueryGenConfig(count=2000, max_depth=8, p_wildcard=p_wildcard,
-                                p_descendant=p_descendant, seed=1)
+        config = QueryGenConfig(
+            count=2000, max_depth=8, p_wildcard=p_wildcard, p_descendant=p_descendant, seed=1
+        )
         wildcards, descendants = step_fractions(generate_queries(schema("nitf"), config))
         assert abs(wildcards - p_wildcard) < 0.06
         assert abs(descendants - p_descendant) < 0.06
@@ -242,7 +284,11 @@ def test_generated_queries_follow_the_probabilities():
     assert step_fractions(plain) == (0.0, 0.0)
     assert all(q.startswith("/nitf") for q in plain)
     assert generate_queries(schema("nitf"), QueryGenConfig(4, 4, 1.0, 1.0)) == [
-        "//*", "//*//*", "//*//*//*", "//*//*//*//*"]
+        "//*",
+        "//*//*",
+        "//*//*//*",
+        "//*//*//*//*",
+    ]
 
 
 @pytest.mark.parametrize("dtd", ["nitf", "dblp"])
@@ -264,10 +310,15 @@ def test_too_many_queries_asked_raises():
     with pytest.raises(ValueError, match=r"only 4 distinct queries of the 5"):
         generate_queries(tiny, QueryGenConfig(count=5, max_depth=3))
     assert set(generate_queries(tiny, QueryGenConfig(count=4, max_depth=3))) == {
-        "/*", "/r", "//*", "//r"}
+        "/*",
+        "/r",
+        "//*",
+        "//r",
+    }
 
 
 # -- sampled queries -----------------------------------------------------------------------
+
 
 def test_sampled_queries_come_from_the_documents():
     xmark = [Document.from_path(DATA / "xmark" / "auction-f0.002.xml")]
@@ -288,12 +339,14 @@ def test_sampling_too_many_raises():
     small = [Document("d", b"<a><b/><c><d/></c></a>")]
     with pytest.raises(ValueError, match="only"):
         sample_queries(small, QueryGenConfig(count=1000, max_depth=3))
-    plain = sample_queries(small, QueryGenConfig(count=4, max_depth=3, p_wildcard=0,
-                                                 p_descendant=0))
+    plain = sample_queries(
+        small, QueryGenConfig(count=4, max_depth=3, p_wildcard=0, p_descendant=0)
+    )
     assert sorted(plain) == ["/a", "/a/b", "/a/c", "/a/c/d"]
 
 
 # -- generated documents -------------------------------------------------------------------
+
 
 def test_documents_are_deterministic():
     config = DocGenConfig(target_bytes=30_000, seed=21)
@@ -322,11 +375,18 @@ def test_large_documents_are_valid(dtd):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dtd=st.sampled_from(["nitf", "dblp"]), max_depth=st.integers(2, 16),
-       fanout=st.integers(0, 6), target=st.integers(0, 50_000),
-       p_attribute=st.floats(0.0, 1.0), text=st.booleans(), seed=st.integers(0, 2**32))
-def test_documents_are_valid_and_within_depth(dtd, max_depth, fanout, target, p_attribute,
-                                              text, seed):
+@given(
+    dtd=st.sampled_from(["nitf", "dblp"]),
+    max_depth=st.integers(2, 16),
+    fanout=st.integers(0, 6),
+    target=st.integers(0, 50_000),
+    p_attribute=st.floats(0.0, 1.0),
+    text=st.booleans(),
+    seed=st.integers(0, 2**32),
+)
+def test_documents_are_valid_and_within_depth(
+    dtd, max_depth, fanout, target, p_attribute, text, seed
+):
     # Exact DTD validity holds for both DTDs: their only attributes that cannot be filled in
     # (NITF's ENTITY-typed ones) are optional and never written.
     config = DocGenConfig(max_depth, fanout, target, p_attribute, text, seed)
@@ -338,14 +398,20 @@ def test_documents_are_valid_and_within_depth(dtd, max_depth, fanout, target, p_
 
 def test_attribute_and_text_switches():
     nitf = schema("nitf")
-    bare = etree.fromstring(generate_document(
-        nitf, DocGenConfig(target_bytes=20_000, p_attribute=0.0, text=False, seed=3)))
-    required = {el: {a.name for a in decl.attributes if a.default == "required"}
-                for el, decl in nitf.elements.items()}
+    bare = etree.fromstring(
+        generate_document(
+            nitf, DocGenConfig(target_bytes=20_000, p_attribute=0.0, text=False, seed=3)
+        )
+    )
+    required = {
+        el: {a.name for a in decl.attributes if a.default == "required"}
+        for el, decl in nitf.elements.items()
+    }
     assert all(set(e.attrib) == required[e.tag] for e in bare.iter())
     assert all(not (e.text or "").strip() and not (e.tail or "").strip() for e in bare.iter())
-    full = etree.fromstring(generate_document(
-        nitf, DocGenConfig(target_bytes=20_000, p_attribute=1.0, seed=3)))
+    full = etree.fromstring(
+        generate_document(nitf, DocGenConfig(target_bytes=20_000, p_attribute=1.0, seed=3))
+    )
     assert sum(len(e.attrib) for e in full.iter()) > 3 * sum(len(e.attrib) for e in bare.iter())
     assert any((e.text or "").strip() for e in full.iter())
 
@@ -356,6 +422,7 @@ def test_document_that_cannot_fit_raises():
 
 
 # -- compact format ------------------------------------------------------------------------
+
 
 def test_tag_ids_are_deterministic_valid_names():
     ids = tag_ids(schema("nitf").names)

@@ -11,14 +11,21 @@ import os
 from typing import Callable, Iterable, Iterator, Optional, Protocol, Sequence, Union
 
 from xpfilt.compiler.custom import MAX_NAME, hardware_queries
+from xpfilt.lang.xpath import Query
 from xpfilt.software.events import Document, DocumentError
 from xpfilt.software.fast import FastFilter
 from xpfilt.software.lxml_filter import LxmlFilter
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import DocumentResult
-from xpfilt.lang.xpath import Query
 
-__all__ = ["Engine", "ENGINES", "HARDWARE_ENGINES", "make_engine", "split_supported", "filter_batch"]
+__all__ = [
+    "Engine",
+    "ENGINES",
+    "HARDWARE_ENGINES",
+    "make_engine",
+    "split_supported",
+    "filter_batch",
+]
 
 
 class Engine(Protocol):
@@ -28,7 +35,8 @@ class Engine(Protocol):
 
 
 def _model_engine(queries: Sequence[Query], options=None) -> Engine:
-    from xpfilt.model.custom import ModelEngine   # imports the RTL definitions: only when asked
+    from xpfilt.model.custom import ModelEngine  # imports the RTL definitions: only when asked
+
     return ModelEngine(queries, options) if options else ModelEngine(queries)
 
 
@@ -50,8 +58,9 @@ def make_engine(name: str, queries: Sequence[Query], options=None) -> Engine:
     return ENGINES[name](queries, options)
 
 
-def split_supported(name: str, queries: Sequence[Query], max_name: Optional[int] = MAX_NAME
-                    ) -> tuple[list[Query], list[str]]:
+def split_supported(
+    name: str, queries: Sequence[Query], max_name: Optional[int] = MAX_NAME
+) -> tuple[list[Query], list[str]]:
     """The queries engine ``name`` can evaluate, and a message for each one it cannot;
     ``max_name``: the longest name a hardware engine decodes (None: not checked here)."""
     if name not in HARDWARE_ENGINES:
@@ -60,21 +69,25 @@ def split_supported(name: str, queries: Sequence[Query], max_name: Optional[int]
     return ok, refused
 
 
-def filter_batch(engine: Engine, documents: Iterable[Union[str, os.PathLike, Document]]
-                 ) -> Iterator[DocumentResult]:
+def filter_batch(
+    engine: Engine, documents: Iterable[Union[str, os.PathLike, Document]]
+) -> Iterator[DocumentResult]:
     """Filter each document in turn; unreadable or malformed ones become results with an error.
 
     An engine with ``filter_ordered`` (the positions in increasing order) spares building and
     sorting a set per document when the query numbers increase with the positions, as they do
     for a query file (100,000 queries: ~1 ms per document of 7,600 matches)."""
     numbers = [query.number for query in engine.queries]
-    ordered = (getattr(engine, "filter_ordered", None)
-               if all(a < b for a, b in zip(numbers, numbers[1:])) else None)
+    ordered = (
+        getattr(engine, "filter_ordered", None)
+        if all(a < b for a, b in zip(numbers, numbers[1:]))
+        else None
+    )
     for item in documents:
         name = item.name if isinstance(item, Document) else os.path.basename(item)
         try:
             document = item if isinstance(item, Document) else Document.from_path(item)
-            if ordered is not None:    # every engine transcodes (events.utf8_document) itself
+            if ordered is not None:  # every engine transcodes (events.utf8_document) itself
                 matches = tuple(map(numbers.__getitem__, ordered(document)))
             else:
                 positions = engine.filter(document)

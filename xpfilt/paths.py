@@ -20,7 +20,8 @@ def shared_dir() -> Path:
     path = Path(override) if override else repo_root().parent / "shared"
     if not (path / "data").is_dir():
         raise FileNotFoundError(
-            f"shared data must be at {path / 'data'} (set XPFILT_SHARED to move it), not missing")
+            f"shared data must be at {path / 'data'} (set XPFILT_SHARED to move it), not missing"
+        )
     return path
 
 

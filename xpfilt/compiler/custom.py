@@ -94,15 +94,48 @@ from typing import Optional, Sequence
 
 from xpfilt.hwspec.contract import POSITION_REFUSED, TEXT, AttrCondition, number_digits
 from xpfilt.hwspec.readout import check_readout
-from xpfilt.lang.xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, Query,
-                    RelativePath, Step, TextTarget, leaves)
+from xpfilt.lang.xpath import (
+    And,
+    AttributeTarget,
+    Axis,
+    Exists,
+    Not,
+    Or,
+    Predicate,
+    Query,
+    RelativePath,
+    Step,
+    TextTarget,
+    leaves,
+)
 
-__all__ = ["EngineMode", "CompileOptions", "SourceKind", "Source", "Node", "Column", "QueryPlan", "Cluster", "Plan",
-           "compile_queries", "cluster_order", "UnsupportedQueryError", "PLAN_VERSION", "MAX_NAME", "DEEPEST",
-           "hardware_queries", "hardware_refusal", "PREDICATES_REFUSED", "TWIGS_REFUSED",
-           "POSITION_REFUSED", "guard_holds", "twig_holds", "clause_expression",
-           "without_nested_paths",
-           "TwigChecks"]
+__all__ = [
+    "EngineMode",
+    "CompileOptions",
+    "SourceKind",
+    "Source",
+    "Node",
+    "Column",
+    "QueryPlan",
+    "Cluster",
+    "Plan",
+    "compile_queries",
+    "cluster_order",
+    "UnsupportedQueryError",
+    "PLAN_VERSION",
+    "MAX_NAME",
+    "DEEPEST",
+    "hardware_queries",
+    "hardware_refusal",
+    "PREDICATES_REFUSED",
+    "TWIGS_REFUSED",
+    "POSITION_REFUSED",
+    "guard_holds",
+    "twig_holds",
+    "clause_expression",
+    "without_nested_paths",
+    "TwigChecks",
+]
 
 PLAN_VERSION = 6
 
@@ -111,8 +144,11 @@ class EngineMode(str, enum.Enum):
     """The two kinds of hardware engine: one generated for a query set (``custom``, a plan) or
     generic columns loaded with any set (``programmable``, a :class:`HardwareSpec`). A ``str``
     enum: the value is what files and the command line say."""
+
     CUSTOM = "custom"
     PROGRAMMABLE = "programmable"
+
+
 #: Longest element name (bytes) the front end accepts unless told otherwise (``--max-name``).
 MAX_NAME = 32
 #: Deepest document level any engine's stacks may hold: every stack memory has this many rows.
@@ -127,15 +163,16 @@ class UnsupportedQueryError(ValueError):
 class CompileOptions:
     """Knobs of the custom engine. ``cluster_size`` None: 256 queries if every query has at most
     4 steps, else 128 (the paper's choice)."""
+
     cluster_size: Optional[int] = None
     max_depth: int = 16
-    opt_last: bool = True        # (1) no column for the last node
-    opt_root: bool = True        # (2) no column for the root node, read the global stack
-    opt_share: bool = True       # (3) nodes with different tags share a column
+    opt_last: bool = True  # (1) no column for the last node
+    opt_root: bool = True  # (2) no column for the root node, read the global stack
+    opt_share: bool = True  # (3) nodes with different tags share a column
     prefix_sharing: bool = True  # common prefixes share nodes within a cluster
     prefix_clustering: bool = True  # clusters gather queries in text order (see cluster_order)
-    share_limit: int = 8         # most nodes in one shared column (bounds the OR per column)
-    readout: str = "serial"      # a xpfilt.hwspec.readout.ReadoutKind value: "serial" or "sparse"
+    share_limit: int = 8  # most nodes in one shared column (bounds the OR per column)
+    readout: str = "serial"  # a xpfilt.hwspec.readout.ReadoutKind value: "serial" or "sparse"
 
     def __post_init__(self):
         if self.cluster_size is not None and self.cluster_size < 1:
@@ -143,8 +180,10 @@ class CompileOptions:
         if self.max_depth < 1:
             raise ValueError(f"maximum depth must be at least 1, not {self.max_depth!r}")
         if self.max_depth > DEEPEST:
-            raise ValueError(f"maximum depth must be at most {DEEPEST} (the rows of every stack "
-                             f"memory), not {self.max_depth!r}")
+            raise ValueError(
+                f"maximum depth must be at most {DEEPEST} (the rows of every stack "
+                f"memory), not {self.max_depth!r}"
+            )
         if self.share_limit < 1:
             raise ValueError(f"share limit must be at least 1, not {self.share_limit!r}")
         check_readout(self.readout)
@@ -152,39 +191,40 @@ class CompileOptions:
 
 class SourceKind(str, enum.Enum):
     """What a node's predecessor requires of the parent level (see the module docstring)."""
-    LEVEL1 = "level1"            # first step ``/x``: the new element is the root
-    ANY = "any"                  # first step ``//x``: always
-    COLUMN = "column"            # the predecessor's column on the row below
-    PARENT = "parent"            # optimization (2): the parent's tag on the global stack
+
+    LEVEL1 = "level1"  # first step ``/x``: the new element is the root
+    ANY = "any"  # first step ``//x``: always
+    COLUMN = "column"  # the predecessor's column on the row below
+    PARENT = "parent"  # optimization (2): the parent's tag on the global stack
 
 
 @dataclass(frozen=True)
 class Source:
     kind: SourceKind
-    column: int = -1             # kind "column"
-    tag: int = 0                 # kind "column": parent tag check (0: none); kind "parent": tag
-    level2: bool = False         # kind "parent": also require L == 2
+    column: int = -1  # kind "column"
+    tag: int = 0  # kind "column": parent tag check (0: none); kind "parent": tag
+    level2: bool = False  # kind "parent": also require L == 2
 
 
 @dataclass(frozen=True)
 class Node:
-    tag: int                     # tag id in the plan's dictionary (global), 0 for '*'
+    tag: int  # tag id in the plan's dictionary (global), 0 for '*'
     source: Source
-    column: int = -1             # -1: the node has no column
-    guard: tuple = ()            # its step's predicates over the plan's conditions (() = none)
+    column: int = -1  # -1: the node has no column
+    guard: tuple = ()  # its step's predicates over the plan's conditions (() = none)
 
 
 @dataclass(frozen=True)
 class Column:
-    members: tuple[int, ...]     # node indices
-    self_loop: bool              # the node is followed by '//': its 1 also moves down
+    members: tuple[int, ...]  # node indices
+    self_loop: bool  # the node is followed by '//': its 1 also moves down
 
 
 @dataclass(frozen=True)
 class QueryPlan:
-    number: int                  # 1-based query number (line in the query file)
+    number: int  # 1-based query number (line in the query file)
     text: str
-    node: int                    # the cluster node whose firing means a match
+    node: int  # the cluster node whose firing means a match
     steps: int
     # a query checked when elements close (text() predicates, nested paths): its twig entries
     # (column, condition, parent entry, reached by '//'), entry 0 its anchor (see the module
@@ -199,8 +239,8 @@ class QueryPlan:
 class Cluster:
     nodes: tuple[Node, ...]
     columns: tuple[Column, ...]
-    queries: tuple[QueryPlan, ...]      # one per readout bit, in readout order
-    paths: tuple[QueryPlan, ...] = ()   # the paths of the combinations (not read out)
+    queries: tuple[QueryPlan, ...]  # one per readout bit, in readout order
+    paths: tuple[QueryPlan, ...] = ()  # the paths of the combinations (not read out)
 
     @property
     def matchers(self) -> tuple[QueryPlan, ...]:
@@ -214,10 +254,10 @@ class Plan:
     version: int
     mode: str
     options: CompileOptions
-    tags: tuple[str, ...]        # CAM contents; tag id of tags[i] is i + 1
+    tags: tuple[str, ...]  # CAM contents; tag id of tags[i] is i + 1
     clusters: tuple[Cluster, ...]
     stats: dict = field(default_factory=dict, compare=False)
-    conditions: tuple[AttrCondition, ...] = ()   # condition i's bit is bit i of a push's conds
+    conditions: tuple[AttrCondition, ...] = ()  # condition i's bit is bit i of a push's conds
 
     @property
     def query_numbers(self) -> list[int]:
@@ -233,25 +273,39 @@ class Plan:
         if raw.get("version") != PLAN_VERSION:
             raise ValueError(f"plan version must be {PLAN_VERSION}, not {raw.get('version')!r}")
         clusters = tuple(cls.cluster_from_dict(c) for c in raw["clusters"])
-        return cls(raw["version"], raw["mode"], CompileOptions(**raw["options"]),
-                   tuple(raw["tags"]), clusters, raw.get("stats", {}),
-                   tuple(AttrCondition(**c) for c in raw.get("conditions", ())))
+        return cls(
+            raw["version"],
+            raw["mode"],
+            CompileOptions(**raw["options"]),
+            tuple(raw["tags"]),
+            clusters,
+            raw.get("stats", {}),
+            tuple(AttrCondition(**c) for c in raw.get("conditions", ())),
+        )
 
     @staticmethod
     def cluster_from_dict(c: dict) -> Cluster:
         """A :class:`Cluster` from its ``dataclasses.asdict`` form."""
         return Cluster(
-            tuple(Node(n["tag"], Source(**{**n["source"],
-                                            "kind": SourceKind(n["source"]["kind"])}),
-                       n["column"], _tuples(n.get("guard", ()))) for n in c["nodes"]),
+            tuple(
+                Node(
+                    n["tag"],
+                    Source(**{**n["source"], "kind": SourceKind(n["source"]["kind"])}),
+                    n["column"],
+                    _tuples(n.get("guard", ())),
+                )
+                for n in c["nodes"]
+            ),
             tuple(Column(tuple(col["members"]), col["self_loop"]) for col in c["columns"]),
             tuple(_query_plan(q) for q in c["queries"]),
-            tuple(_query_plan(q) for q in c.get("paths", ())))
+            tuple(_query_plan(q) for q in c.get("paths", ())),
+        )
 
 
 def _query_plan(q: dict) -> QueryPlan:
-    return QueryPlan(**{**q, "chain": _tuples(q.get("chain", ())),
-                        "combine": _tuples(q.get("combine", ()))})
+    return QueryPlan(
+        **{**q, "chain": _tuples(q.get("chain", ())), "combine": _tuples(q.get("combine", ()))}
+    )
 
 
 def _tuples(value):
@@ -268,6 +322,7 @@ class TwigChecks:
     share them (``/nitf[head]/x`` and ``/nitf[head]/y`` share ``head``'s bit); ``anchors`` =
     ``(flag position, column, condition)`` per twig query or path (:attr:`Cluster.matchers`).
     Conditions read ``("n", p)`` as pending bit ``p``."""
+
     pending: tuple
     anchors: tuple
 
@@ -285,7 +340,7 @@ class TwigChecks:
                     return ("n", bit[cond[1]])
                 return (cond[0], *(shared(x) for x in cond[1:]))
 
-            for e in reversed(range(1, len(q.chain))):   # an entry's children come after it
+            for e in reversed(range(1, len(q.chain))):  # an entry's children come after it
                 column, cond, _up, descendant = q.chain[e]
                 bit[e] = index.setdefault((column, shared(cond), descendant), len(index))
             if q.chain:
@@ -323,9 +378,11 @@ def guard_holds(guard: tuple, bits: int) -> bool:
 #: Why the programmable engine refuses a query with value predicates (the one wording).
 PREDICATES_REFUSED = "value predicates are not supported by the programmable engine yet"
 #: ... a profile with nested paths (a twig) that :func:`without_nested_paths` cannot rewrite.
-TWIGS_REFUSED = ("nested paths (twig profiles) are supported by the programmable engine only on "
-                 "the first step of a path from the root (/a[b]/c) and as the one nested path "
-                 "of a last step (/a/b[c]), not elsewhere yet")
+TWIGS_REFUSED = (
+    "nested paths (twig profiles) are supported by the programmable engine only on "
+    "the first step of a path from the root (/a[b]/c) and as the one nested path "
+    "of a last step (/a/b[c]), not elsewhere yet"
+)
 
 
 def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Optional[str]:
@@ -348,8 +405,10 @@ def hardware_refusal(query: Query, mode: EngineMode = EngineMode.CUSTOM) -> Opti
             return POSITION_REFUSED
     for condition in _conditions_of(query):
         if condition.kind == "number" and number_digits(condition.number) is None:
-            return (f"number {condition.literal!r} has more than 15 digits, which the hardware "
-                    f"engines cannot compare")
+            return (
+                f"number {condition.literal!r} has more than 15 digits, which the hardware "
+                f"engines cannot compare"
+            )
     return None
 
 
@@ -392,8 +451,18 @@ def _lowered(node):
     if first.axis is Axis.CHILD and first.has_nested_paths:
         kept = tuple(p for p in first.predicates if not _has_nested_path(p))
         trunk = Query((Step(Axis.CHILD, first.name, kept), *node.steps[1:]), node.number)
-        return _lowered(And((trunk, *(_lifted(p, first.name, node.number)
-                                      for p in first.predicates if _has_nested_path(p)))))
+        return _lowered(
+            And(
+                (
+                    trunk,
+                    *(
+                        _lifted(p, first.name, node.number)
+                        for p in first.predicates
+                        if _has_nested_path(p)
+                    ),
+                )
+            )
+        )
     if any(s.has_nested_paths for s in node.steps[:-1]):
         return None
     parts = [c for p in last.predicates for c in _conjuncts(p)]
@@ -445,9 +514,13 @@ def _condition(leaf) -> AttrCondition:
 
 def _conditions_of(query: Query) -> list[AttrCondition]:
     """The attribute and text() conditions of every step of ``query``, branches included."""
-    return [_condition(leaf) for step in _query_steps(query) for p in step.predicates
-            for leaf in leaves(p)
-            if isinstance(getattr(leaf, "target", None), (AttributeTarget, TextTarget))]
+    return [
+        _condition(leaf)
+        for step in _query_steps(query)
+        for p in step.predicates
+        for leaf in leaves(p)
+        if isinstance(getattr(leaf, "target", None), (AttributeTarget, TextTarget))
+    ]
 
 
 def _conjuncts(predicate) -> list:
@@ -459,8 +532,9 @@ def _conjuncts(predicate) -> list:
 
 def _on_push(predicate) -> bool:
     """Whether ``predicate`` tests attributes only (known when its element opens)."""
-    return all(isinstance(getattr(leaf, "target", None), AttributeTarget)
-               for leaf in leaves(predicate))
+    return all(
+        isinstance(getattr(leaf, "target", None), AttributeTarget) for leaf in leaves(predicate)
+    )
 
 
 def _condition_tree(node, index: dict) -> tuple:
@@ -479,8 +553,9 @@ def _condition_tree(node, index: dict) -> tuple:
 def _push_guard(step, index: dict) -> tuple:
     """The guard of ``step``'s predicates checked on the push: the conjuncts (top-level
     ``and`` parts) that test attributes only; () for none."""
-    parts = [_condition_tree(c, index) for p in step.predicates for c in _conjuncts(p)
-             if _on_push(c)]
+    parts = [
+        _condition_tree(c, index) for p in step.predicates for c in _conjuncts(p) if _on_push(c)
+    ]
     return _all_of(parts)
 
 
@@ -496,21 +571,29 @@ def _pop_conjuncts(step) -> list:
     return [c for p in step.predicates for c in _conjuncts(p) if not _on_push(c)]
 
 
-def hardware_queries(queries: Sequence[Query], max_name: Optional[int] = MAX_NAME,
-                     mode: EngineMode = EngineMode.CUSTOM) -> tuple[list[Query], list[str]]:
+def hardware_queries(
+    queries: Sequence[Query],
+    max_name: Optional[int] = MAX_NAME,
+    mode: EngineMode = EngineMode.CUSTOM,
+) -> tuple[list[Query], list[str]]:
     """The queries a hardware engine can take, and a message for each other one: a query
     :func:`hardware_refusal` refuses, or one with a name longer than the front
     end's ``max_name`` bytes (it could never be decoded, so never match; None: not checked)."""
     ok, refused = [], []
     for q in queries:
-        long_names = [s.name for s in _query_steps(q)
-                      if max_name is not None and len(s.name.encode()) > max_name]
+        long_names = [
+            s.name
+            for s in _query_steps(q)
+            if max_name is not None and len(s.name.encode()) > max_name
+        ]
         why = hardware_refusal(q, mode)
         if why:
             refused.append(f"query {q.number} ({q}): {why}")
         elif long_names:
-            refused.append(f"query {q.number} ({q}): tag {long_names[0]!r} is longer than the "
-                           f"hardware's max name {max_name}")
+            refused.append(
+                f"query {q.number} ({q}): tag {long_names[0]!r} is longer than the "
+                f"hardware's max name {max_name}"
+            )
         else:
             ok.append(q)
     return ok, refused
@@ -526,16 +609,18 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         raise UnsupportedQueryError(
             f"the custom engine supports paths and their combinations with attribute, text() "
             f"and nested-path predicates, not query "
-            f"{listing}{more} ({bad[0][1]})")
+            f"{listing}{more} ({bad[0][1]})"
+        )
     conditions = tuple(dict.fromkeys(c for q in queries for c in _conditions_of(q)))
     index = {c: i for i, c in enumerate(conditions)}
     size = _cluster_size(queries, options)
-    tags = tuple(sorted({s.name for q in queries for s in _query_steps(q)
-                         if not s.is_wildcard}))
+    tags = tuple(sorted({s.name for q in queries for s in _query_steps(q) if not s.is_wildcard}))
     tag_id = {name: i + 1 for i, name in enumerate(tags)}
     ordered = cluster_order(queries, options)
-    clusters = tuple(_compile_cluster(ordered[i:i + size], options, tag_id, index)
-                     for i in range(0, len(ordered), size))
+    clusters = tuple(
+        _compile_cluster(ordered[i : i + size], options, tag_id, index)
+        for i in range(0, len(ordered), size)
+    )
     stats = {
         "queries": len(queries),
         "query_nodes": sum(1 for q in queries for _ in _query_steps(q)),
@@ -548,8 +633,7 @@ def compile_queries(queries: Sequence[Query], options: CompileOptions = CompileO
         "twigs": sum(1 for c in clusters for q in c.queries if q.chain),
         "pending_bits": sum(len(TwigChecks.of(c).pending) for c in clusters),
     }
-    return Plan(PLAN_VERSION, EngineMode.CUSTOM.value, options, tags, clusters, stats,
-                conditions)
+    return Plan(PLAN_VERSION, EngineMode.CUSTOM.value, options, tags, clusters, stats, conditions)
 
 
 def _cluster_size(queries: Sequence[Query], options: CompileOptions) -> int:
@@ -578,16 +662,19 @@ def clause_expression(clause, paths: list) -> tuple:
     """A combination's clause as an expression over path positions (``("c", p)`` leaves, the
     shape :func:`guard_holds` evaluates), each leaf path appended to ``paths``."""
     if isinstance(clause, (And, Or)):
-        return ("and" if isinstance(clause, And) else "or",
-                *(clause_expression(o, paths) for o in clause.operands))
+        return (
+            "and" if isinstance(clause, And) else "or",
+            *(clause_expression(o, paths) for o in clause.operands),
+        )
     if isinstance(clause, Not):
         return ("not", clause_expression(clause.operand, paths))
     paths.append(clause)
     return ("c", len(paths) - 1)
 
 
-def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
-                     tag_id: dict[str, int], index: dict) -> Cluster:
+def _compile_cluster(
+    queries: Sequence[Query], options: CompileOptions, tag_id: dict[str, int], index: dict
+) -> Cluster:
     # 0. what gets a match flag: the path queries, then the paths of the combinations (None
     #    stands for a combination's own entry, which has no node)
     internal: list[Query] = []
@@ -599,14 +686,14 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
     #    A query checked on pops (a twig, see the module docstring) ends its trie at its anchor
     #    step; the steps below it are twig entries whose columns come from free nodes.
     keys: dict[tuple, int] = {}
-    parent_of: list[int] = []       # -1: a first step or a free node
-    steps_of: list = []             # (axis, name, followed_by_descendant)
+    parent_of: list[int] = []  # -1: a first step or a free node
+    steps_of: list = []  # (axis, name, followed_by_descendant)
     guard_of: list = []
     children: list[list[int]] = []
     query_node: list[int] = []
-    fixed: set[int] = set()         # anchors and free nodes: own column, no self loop
-    free: set[int] = set()          # free nodes: fire on their tag and guard (source any)
-    twigs: list = []                # per query: its entries with node references (or ())
+    fixed: set[int] = set()  # anchors and free nodes: own column, no self loop
+    free: set[int] = set()  # free nodes: fire on their tag and guard (source any)
+    twigs: list = []  # per query: its entries with node references (or ())
 
     def new_node(key, parent, step_key, guard) -> int:
         node = keys.get(key)
@@ -638,17 +725,21 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
             continue
         parent = -1
         first = next((j for j, step in enumerate(query.steps) if _pop_conjuncts(step)), None)
-        trunk = query.steps if first is None else query.steps[:first + 1]
+        trunk = query.steps if first is None else query.steps[: first + 1]
         for j, step in enumerate(trunk):
             guard = _push_guard(step, index)
-            if j == first:      # the anchor: fired through the trie, read when it closes
+            if j == first:  # the anchor: fired through the trie, read when it closes
                 key = (parent, step.axis, step.name, "anchor", guard)
                 followed = False
             else:
                 followed = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
                 key = (parent, step.axis, step.name, followed, guard)
-            parent = new_node(key if options.prefix_sharing else (qi, j), parent,
-                              (step.axis, step.name, followed), guard)
+            parent = new_node(
+                key if options.prefix_sharing else (qi, j),
+                parent,
+                (step.axis, step.name, followed),
+                guard,
+            )
         query_node.append(parent)
         if first is None:
             twigs.append(())
@@ -663,7 +754,7 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
             step = steps[0]
 
             def pop_tree(c) -> tuple:
-                if _on_push(c):     # attributes inside a pop-time condition: a column
+                if _on_push(c):  # attributes inside a pop-time condition: a column
                     return ("r", free_node(qi, "*", _condition_tree(c, index)))
                 if isinstance(c, And):
                     return ("and", *(pop_tree(o) for o in c.operands))
@@ -672,15 +763,22 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
                 if isinstance(c, Not):
                     return ("not", pop_tree(c.operand))
                 if isinstance(c, RelativePath):
-                    return ("n", entry(c.steps, e, free_node(qi, c.steps[0].name,
-                                                             _push_guard(c.steps[0], index))))
-                return _condition_tree(c, index)    # a text() condition
+                    return (
+                        "n",
+                        entry(
+                            c.steps,
+                            e,
+                            free_node(qi, c.steps[0].name, _push_guard(c.steps[0], index)),
+                        ),
+                    )
+                return _condition_tree(c, index)  # a text() condition
 
             parts = [pop_tree(c) for c in _pop_conjuncts(step)]
             if len(steps) > 1:
                 nxt = steps[1]
-                parts.append(("n", entry(steps[1:], e, free_node(
-                    qi, nxt.name, _push_guard(nxt, index)))))
+                parts.append(
+                    ("n", entry(steps[1:], e, free_node(qi, nxt.name, _push_guard(nxt, index))))
+                )
             entries[e] = (node, _all_of(parts), up, step.axis is Axis.DESCENDANT)
             return e
 
@@ -693,18 +791,18 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
     for k in range(count):
         axis, name, followed = steps_of[k]
         if k in fixed:
-            needs_column.append(True)         # read when the element closes
+            needs_column.append(True)  # read when the element closes
         elif options.opt_last and not children[k]:
-            needs_column.append(False)        # (1): only ever a last node
+            needs_column.append(False)  # (1): only ever a last node
         elif options.opt_root and parent_of[k] < 0 and not followed and not guard_of[k]:
-            needs_column.append(False)        # (2): children read the global stack
+            needs_column.append(False)  # (2): children read the global stack
         else:
             needs_column.append(True)
 
     # 3. columns: shared (3) when the tag tells members apart, else one per node
     column_of = [-1] * count
     columns: list[tuple[list[int], bool]] = []
-    open_groups: list[tuple[int, set]] = []   # (column index, tags in it)
+    open_groups: list[tuple[int, set]] = []  # (column index, tags in it)
     for k in range(count):
         if not needs_column[k]:
             continue
@@ -737,12 +835,16 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
         elif column_of[parent] >= 0:
             shared = len(columns[column_of[parent]][0]) > 1
             parent_name = steps_of[parent][1]
-            source = Source(SourceKind.COLUMN, column=column_of[parent],
-                            tag=tag_id[parent_name] if shared else 0)
+            source = Source(
+                SourceKind.COLUMN,
+                column=column_of[parent],
+                tag=tag_id[parent_name] if shared else 0,
+            )
         else:  # (2): the parent is a first step without a column; only '/' children here
             p_axis, p_name, _ = steps_of[parent]
-            source = Source(SourceKind.PARENT, tag=tag_id.get(p_name, 0),
-                            level2=p_axis is Axis.CHILD)
+            source = Source(
+                SourceKind.PARENT, tag=tag_id.get(p_name, 0), level2=p_axis is Axis.CHILD
+            )
         nodes.append(Node(tag_id.get(name, 0), source, column_of[k], guard_of[k]))
 
     # 5. the twig entries' node references become columns (-1 stays: every element)
@@ -756,12 +858,20 @@ def _compile_cluster(queries: Sequence[Query], options: CompileOptions,
     def plan_of(i: int, q: Query) -> QueryPlan:
         if not q.is_path:
             return QueryPlan(q.number, str(q), -1, sum(len(p) for p in q.paths), (), combine[i])
-        return QueryPlan(q.number, str(q), query_node[i], len(q),
-                         tuple((column_of[node] if node >= 0 else -1, columns_in(cond), up,
-                                descendant) for node, cond, up, descendant in twigs[i]))
+        return QueryPlan(
+            q.number,
+            str(q),
+            query_node[i],
+            len(q),
+            tuple(
+                (column_of[node] if node >= 0 else -1, columns_in(cond), up, descendant)
+                for node, cond, up, descendant in twigs[i]
+            ),
+        )
 
     return Cluster(
         tuple(nodes),
         tuple(Column(tuple(members), loop) for members, loop in columns),
         tuple(plan_of(i, q) for i, q in enumerate(queries)),
-        tuple(plan_of(len(queries) + j, p) for j, p in enumerate(internal)))
+        tuple(plan_of(len(queries) + j, p) for j, p in enumerate(internal)),
+    )

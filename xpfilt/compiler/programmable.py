@@ -64,29 +64,72 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Optional, Sequence
 
-from xpfilt.compiler.custom import DEEPEST
-from xpfilt.compiler.custom import (POSITION_REFUSED, PREDICATES_REFUSED, TWIGS_REFUSED, EngineMode,
-                       clause_expression, hardware_refusal, without_nested_paths)
+from xpfilt.compiler.custom import (
+    DEEPEST,
+    POSITION_REFUSED,
+    PREDICATES_REFUSED,
+    TWIGS_REFUSED,
+    EngineMode,
+    clause_expression,
+    hardware_refusal,
+    without_nested_paths,
+)
+from xpfilt.compiler.split_nodes import (
+    MAX_ALTERNATIVES,
+    children_span,
+    fits_as_written,
+    or_distributed,
+    twig_anchor,
+    twig_nodes,
+)
 from xpfilt.hwspec.readout import check_readout
-from xpfilt.hwspec.slots import (SLOT_FLAG_BITS, Chain, SlotLink, chains_of, decode_slots, encode_slots,
-                    slot_refusal, slot_rows, step_chain)
-from xpfilt.compiler.split_nodes import (MAX_ALTERNATIVES, children_span, fits_as_written, or_distributed,
-                          twig_anchor, twig_nodes)
+from xpfilt.hwspec.slots import (
+    SLOT_FLAG_BITS,
+    Chain,
+    SlotLink,
+    chains_of,
+    decode_slots,
+    encode_slots,
+    slot_refusal,
+    slot_rows,
+    step_chain,
+)
 from xpfilt.lang.xpath import Axis, Query
 
-__all__ = ["HardwareSpec", "ColumnConfig", "Configuration", "ConfigurationError", "Update",
-           "StreamContents", "configure", "reconfigure", "read_stream", "configuration_id",
-           "dictionary_entries", "dictionary_row", "dictionary_row_fields", "dictionary_rows",
-           "cluster_queries", "query_width", "profile_answer", "MAGIC", "FORMAT_VERSION",
-           "NIBBLE_ROWS", "HEADER_BITS", "CHECKED_HEADER_BITS", "CRC_BITS",
-           "FLAG_BITS", "CLOSE_FLAG_BITS"]
+__all__ = [
+    "HardwareSpec",
+    "ColumnConfig",
+    "Configuration",
+    "ConfigurationError",
+    "Update",
+    "StreamContents",
+    "configure",
+    "reconfigure",
+    "read_stream",
+    "configuration_id",
+    "dictionary_entries",
+    "dictionary_row",
+    "dictionary_row_fields",
+    "dictionary_rows",
+    "cluster_queries",
+    "query_width",
+    "profile_answer",
+    "MAGIC",
+    "FORMAT_VERSION",
+    "NIBBLE_ROWS",
+    "HEADER_BITS",
+    "CHECKED_HEADER_BITS",
+    "CRC_BITS",
+    "FLAG_BITS",
+    "CLOSE_FLAG_BITS",
+]
 
-MAGIC = 0x5846            # "XF"
+MAGIC = 0x5846  # "XF"
 #: 2: a dictionary per cluster; 3: delta streams; 4: one dictionary; 5: comparator slots;
 #: 6: text() slots and closing columns; 7: the first step's axis in the tag matrix (a root half);
 #: 8: split nodes (hardware with a twig width: each closing column's children, see
@@ -100,7 +143,7 @@ HEADER_BITS = 152
 #: The header bits a stream must match exactly (magic, version, fingerprint).
 CHECKED_HEADER_BITS = 56
 CRC_BITS = 32
-FLAG_BITS = 2             # per column: first, descendant
+FLAG_BITS = 2  # per column: first, descendant
 #: With comparator slots, per column after its slot select: closes, anchor (text() steps).
 CLOSE_FLAG_BITS = 2
 #: Most generic columns in one cluster (4,096 take ~20 s and ~0.4 GB to generate).
@@ -118,12 +161,13 @@ MAX_TWIG_WIDTH = 16
 @dataclass(frozen=True)
 class HardwareSpec:
     """Parameters of a programmable engine: ``clusters`` × ``columns`` generic columns."""
+
     clusters: int = 1
     columns: int = 128
     max_tag_len: int = 16
     max_depth: int = 16
     max_name: int = 32
-    readout: str = "serial"   # a xpfilt.hwspec.readout.ReadoutKind value
+    readout: str = "serial"  # a xpfilt.hwspec.readout.ReadoutKind value
     #: Distinct tags the loaded queries may name in all (the tag dictionary's entries; a
     #: ``index_bits``-bit index goes to every cluster). The NITF DTD has 123 element names.
     tags: int = 31
@@ -143,47 +187,67 @@ class HardwareSpec:
     readout_group: int = 1
 
     def __post_init__(self):
-        for name in ("clusters", "columns", "max_tag_len", "max_depth", "max_name", "tags",
-                     "slots", "twig_width", "readout_group"):
+        for name in (
+            "clusters",
+            "columns",
+            "max_tag_len",
+            "max_depth",
+            "max_name",
+            "tags",
+            "slots",
+            "twig_width",
+            "readout_group",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"{name.replace('_', ' ')} must be an integer, not {value!r}")
         for name in ("clusters", "columns", "max_tag_len", "max_depth", "tags", "readout_group"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name.replace('_', ' ')} must be at least 1, "
-                                 f"not {getattr(self, name)!r}")
+                raise ValueError(
+                    f"{name.replace('_', ' ')} must be at least 1, not {getattr(self, name)!r}"
+                )
         if self.columns % 2:
             raise ValueError(f"columns must be even, not {self.columns!r}")
         group = self.readout_group
         if group & (group - 1) or self.columns % group:
-            raise ValueError(f"readout group must be a power of two dividing the columns "
-                             f"({self.columns}), not {group!r}")
+            raise ValueError(
+                f"readout group must be a power of two dividing the columns "
+                f"({self.columns}), not {group!r}"
+            )
         if group > 1 and (self.slots or self.twig_width):
-            raise ValueError(f"readout group must be 1 with closing columns (comparator slots or "
-                             f"a twig width: they set their match flags on pops), not {group!r}")
+            raise ValueError(
+                f"readout group must be 1 with closing columns (comparator slots or "
+                f"a twig width: they set their match flags on pops), not {group!r}"
+            )
         if self.columns > MAX_CLUSTER_COLUMNS:
-            raise ValueError(f"columns must be at most {MAX_CLUSTER_COLUMNS:,} per cluster (use "
-                             f"more clusters), not {self.columns:,}")
+            raise ValueError(
+                f"columns must be at most {MAX_CLUSTER_COLUMNS:,} per cluster (use "
+                f"more clusters), not {self.columns:,}"
+            )
         if self.clusters * self.columns > MAX_COLUMNS:
             raise ValueError(
                 f"clusters x columns must be at most {MAX_COLUMNS:,}, not "
                 f"{self.clusters * self.columns:,}: that engine would need a "
                 f"{self.clusters * self.columns:,}-bit readout per document and a "
-                f"{self.stream_bits / 8e6:,.0f} MB configuration stream")
+                f"{self.stream_bits / 8e6:,.0f} MB configuration stream"
+            )
         if self.max_depth > DEEPEST:
-            raise ValueError(f"max depth must be at most {DEEPEST} (the rows of every stack "
-                             f"memory), not {self.max_depth!r}")
+            raise ValueError(
+                f"max depth must be at most {DEEPEST} (the rows of every stack "
+                f"memory), not {self.max_depth!r}"
+            )
         if self.tags > MAX_TAGS:
             raise ValueError(f"tags must be at most {MAX_TAGS:,}, not {self.tags:,}")
         if not 0 <= self.slots <= MAX_SLOTS:
             raise ValueError(f"slots must be 0 to {MAX_SLOTS}, not {self.slots:,}")
         if not 0 <= self.twig_width <= MAX_TWIG_WIDTH:
-            raise ValueError(f"twig width must be 0 to {MAX_TWIG_WIDTH}, not "
-                             f"{self.twig_width:,}")
+            raise ValueError(f"twig width must be 0 to {MAX_TWIG_WIDTH}, not {self.twig_width:,}")
         check_readout(self.readout)
         if self.max_tag_len > self.max_name:
-            raise ValueError(f"max tag length must be at most max name ({self.max_name}), "
-                             f"not {self.max_tag_len!r}")
+            raise ValueError(
+                f"max tag length must be at most max name ({self.max_name}), "
+                f"not {self.max_tag_len!r}"
+            )
 
     @property
     def index_bits(self) -> int:
@@ -211,8 +275,12 @@ class HardwareSpec:
     def column_flag_bits(self) -> int:
         """Flag bits per column: first, descendant, the slot select, with closing columns
         closes and anchor, then ``twig_width`` children bits and as many negated bits."""
-        return (FLAG_BITS + self.select_bits + (CLOSE_FLAG_BITS if self.closing else 0)
-                + 2 * self.twig_width)
+        return (
+            FLAG_BITS
+            + self.select_bits
+            + (CLOSE_FLAG_BITS if self.closing else 0)
+            + 2 * self.twig_width
+        )
 
     @property
     def children_bit(self) -> int:
@@ -245,8 +313,9 @@ class HardwareSpec:
     def cluster_flag_bits(self) -> int:
         """A cluster's flags in its payload: each column's, then each readout group's answer
         select."""
-        return (self.column_flag_bits * self.columns
-                + self.group_select_bits * (self.columns // self.readout_group))
+        return self.column_flag_bits * self.columns + self.group_select_bits * (
+            self.columns // self.readout_group
+        )
 
     @property
     def closes_bit(self) -> int:
@@ -290,7 +359,6 @@ class HardwareSpec:
         """Bits of a full stream."""
         return HEADER_BITS + self.payload_bits + CRC_BITS
 
-
     @property
     def header_check(self) -> int:
         """The first :data:`CHECKED_HEADER_BITS` of every stream this hardware accepts."""
@@ -298,7 +366,7 @@ class HardwareSpec:
 
     def header(self, payload_bits: int, base_id: int, new_id: int) -> int:
         """A stream header: magic, version, fingerprint, length, base and new id."""
-        return (self.header_check | payload_bits << 56 | base_id << 88 | new_id << 120)
+        return self.header_check | payload_bits << 56 | base_id << 88 | new_id << 120
 
     @property
     def fingerprint(self) -> int:
@@ -317,54 +385,64 @@ class HardwareSpec:
         return fields
 
     def to_json(self) -> str:
-        return json.dumps({"mode": "programmable", **self._fields(),
-                           "fingerprint": f"{self.fingerprint:08x}"}, indent=1)
+        return json.dumps(
+            {"mode": "programmable", **self._fields(), "fingerprint": f"{self.fingerprint:08x}"},
+            indent=1,
+        )
 
     @classmethod
     def load(cls, directory) -> "HardwareSpec":
         """The ``hardware.json`` of a directory ``xpfilt compile --mode programmable`` (or
         ``xpfilt build``) wrote; ValueError naming the directory when it is not one."""
         from pathlib import Path
+
         try:
             return cls.from_json((Path(directory) / "hardware.json").read_text())
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{directory}: not a programmable hardware directory "
-                             f"({exc})") from None
+            raise ValueError(
+                f"{directory}: not a programmable hardware directory ({exc})"
+            ) from None
 
     @classmethod
     def from_json(cls, text: str) -> "HardwareSpec":
         raw = json.loads(text)
         if not isinstance(raw, dict):
             raise ValueError(f"hardware must be a JSON object, not {type(raw).__name__}")
-        missing = [k for k in ("clusters", "columns", "max_tag_len", "max_depth", "max_name")
-                   if k not in raw]
+        missing = [
+            k
+            for k in ("clusters", "columns", "max_tag_len", "max_depth", "max_name")
+            if k not in raw
+        ]
         if missing:
             raise ValueError(f"hardware must give {', '.join(missing)}")
         if raw.get("mode") != "programmable":
             raise ValueError(f"hardware must be programmable, not {raw.get('mode')!r}")
         if "tags_per_cluster" in raw:
-            raise ValueError("hardware must have one tag dictionary (stream format "
-                             f"{FORMAT_VERSION}), not one per cluster: rebuild it with "
-                             "`xpfilt compile --mode programmable`")
-        return cls(**{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth",
-                                          "max_name")}, readout=raw.get("readout", "serial"),
-                   **{k: raw[k] for k in ("tags", "slots", "twig_width", "readout_group")
-                      if k in raw})
+            raise ValueError(
+                "hardware must have one tag dictionary (stream format "
+                f"{FORMAT_VERSION}), not one per cluster: rebuild it with "
+                "`xpfilt compile --mode programmable`"
+            )
+        return cls(
+            **{k: raw[k] for k in ("clusters", "columns", "max_tag_len", "max_depth", "max_name")},
+            readout=raw.get("readout", "serial"),
+            **{k: raw[k] for k in ("tags", "slots", "twig_width", "readout_group") if k in raw},
+        )
 
 
 @dataclass(frozen=True)
 class ColumnConfig:
-    tag: bytes = b""          # empty: matches no name (unless wildcard); in the dictionary
+    tag: bytes = b""  # empty: matches no name (unless wildcard); in the dictionary
     first: bool = False
     first_any: bool = False
     wildcard: bool = False
     descendant: bool = False
-    slot: int = 0             # 0: no predicate; s + 1: gated by comparator slot s
-    closes: bool = False      # decided when its element closes (a text() step and after it)
-    anchor: bool = False      # ... the first of those: holding there is the query's match
-    children: int = 0         # closing: its children, bit i = column j + 1 + i (twig width)
-    negated: int = 0          # ... those of them under a 'not' (held nowhere below)
-    answer: bool = False      # its path's readout column (the answer select of its group)
+    slot: int = 0  # 0: no predicate; s + 1: gated by comparator slot s
+    closes: bool = False  # decided when its element closes (a text() step and after it)
+    anchor: bool = False  # ... the first of those: holding there is the query's match
+    children: int = 0  # closing: its children, bit i = column j + 1 + i (twig width)
+    negated: int = 0  # ... those of them under a 'not' (held nowhere below)
+    answer: bool = False  # its path's readout column (the answer select of its group)
 
 
 class ConfigurationError(ValueError):
@@ -381,6 +459,7 @@ class _Placed:
     its and/or/not over its paths' readout bits, ``("c", bit)`` leaves; the paths are placed
     as internal queries without a number of their own, see :func:`profile_answer`),
     ``rejected`` ((query number, why) pairs), ``missing_columns``."""
+
     spec: HardwareSpec
     readout_bit: dict
     rejected: tuple
@@ -402,16 +481,21 @@ class _Placed:
         if len(self.rejected) > 50:
             lines.append(f"  ... and {len(self.rejected) - 50} more")
         if self.missing_columns:
-            lines.append(f"at least {self.missing_columns} more columns would be needed "
-                         f"(the hardware has {self.spec.clusters * self.spec.columns})")
+            lines.append(
+                f"at least {self.missing_columns} more columns would be needed "
+                f"(the hardware has {self.spec.clusters * self.spec.columns})"
+            )
         return "\n".join(lines)
 
     def write_readout_map(self, stream_path) -> None:
         """Write ``STREAM.map.tsv`` beside a stream: ``query number<TAB>readout bit`` lines, for
         a combination of paths ``query number<TAB>expression`` (JSON: ``["and", ["c", 3],
         ["not", ["c", 5]]]`` over readout bits) (:func:`read_readout_map` reads them)."""
-        readout_map_path(stream_path).write_text("".join(
-            f"{number}\t{json.dumps(where)}\n" for number, where in sorted(self.answers.items())))
+        readout_map_path(stream_path).write_text(
+            "".join(
+                f"{number}\t{json.dumps(where)}\n" for number, where in sorted(self.answers.items())
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -419,26 +503,30 @@ class Configuration(_Placed):
     """Where every query went: ``columns[k][j]`` configures column ``j`` of cluster ``k``,
     ``tags`` is the dictionary (entry ``d`` = tag index ``d + 1``; ``b""``: a free entry);
     ``readout_bit`` and ``combined`` say where each profile's answer is (:class:`_Placed`)."""
+
     spec: HardwareSpec
     columns: tuple[tuple[ColumnConfig, ...], ...]
     readout_bit: dict
-    rejected: tuple[tuple[int, str], ...] = ()   # (query number, why it is not configured)
-    missing_columns: int = 0                       # columns short for the queries without room
-    tags: tuple[bytes, ...] = ()                   # () = the columns' tags in order
-    links: tuple[Optional[SlotLink], ...] = ()     # the comparator slots (slot s: [s])
-    combined: dict = field(default_factory=dict)   # combinations of paths: number -> expression
+    rejected: tuple[tuple[int, str], ...] = ()  # (query number, why it is not configured)
+    missing_columns: int = 0  # columns short for the queries without room
+    tags: tuple[bytes, ...] = ()  # () = the columns' tags in order
+    links: tuple[Optional[SlotLink], ...] = ()  # the comparator slots (slot s: [s])
+    combined: dict = field(default_factory=dict)  # combinations of paths: number -> expression
 
     def __post_init__(self):
         if not self.tags:
-            object.__setattr__(self, "tags", tuple(dict.fromkeys(
-                c.tag for cluster in self.columns for c in cluster if c.tag)))
+            object.__setattr__(
+                self,
+                "tags",
+                tuple(dict.fromkeys(c.tag for cluster in self.columns for c in cluster if c.tag)),
+            )
         if len(self.tags) > self.spec.tags:
-            raise ValueError(f"the dictionary's tags must be at most {self.spec.tags}, not "
-                             f"{len(self.tags)}")
+            raise ValueError(
+                f"the dictionary's tags must be at most {self.spec.tags}, not {len(self.tags)}"
+            )
         unknown = {c.tag for cluster in self.columns for c in cluster if c.tag} - set(self.tags)
         if unknown:
-            raise ValueError(f"columns must name tags of the dictionary, not "
-                             f"{sorted(unknown)!r}")
+            raise ValueError(f"columns must name tags of the dictionary, not {sorted(unknown)!r}")
 
     @cached_property
     def dictionary_payload(self) -> int:
@@ -454,32 +542,37 @@ class Configuration(_Placed):
     @property
     def id(self) -> int:
         """This configuration's id (:func:`configuration_id`)."""
-        return configuration_id(_payload_bytes(self.spec, self.dictionary_payload,
-                                               self.cluster_payloads))
+        return configuration_id(
+            _payload_bytes(self.spec, self.dictionary_payload, self.cluster_payloads)
+        )
 
     def stream(self) -> bytes:
         """The full configuration stream (header, payload, CRC) as bytes, LSB first."""
         return _full_stream(self.spec, self.dictionary_payload, self.cluster_payloads)
 
 
-def _dictionary_payload(spec: HardwareSpec, tags: Sequence[bytes],
-                        links: Sequence[Optional[SlotLink]] = ()) -> int:
+def _dictionary_payload(
+    spec: HardwareSpec, tags: Sequence[bytes], links: Sequence[Optional[SlotLink]] = ()
+) -> int:
     """The dictionary's rows, then the comparator slots' rows and flags, as an integer
     (stream order)."""
     entries = [t.ljust(spec.max_tag_len, b"\0") for t in tags] + [bytes(spec.max_tag_len)] * (
-        spec.tags - len(tags))
+        spec.tags - len(tags)
+    )
     rows = [0] * spec.dictionary_rows
-    for p, column in enumerate(zip(*entries)):        # byte p of every entry
-        for low, nibbles in ((False, bytes(b >> 4 for b in column)),
-                             (True, bytes(b & 15 for b in column))):
-            for v in set(nibbles):                     # entry 0 is the row's bit 0
-                rows[dictionary_row(p, low, v)] = int(nibbles[::-1].translate(
-                    _ONE_WHERE[v]), 2)
+    for p, column in enumerate(zip(*entries)):  # byte p of every entry
+        for low, nibbles in (
+            (False, bytes(b >> 4 for b in column)),
+            (True, bytes(b & 15 for b in column)),
+        ):
+            for v in set(nibbles):  # entry 0 is the row's bit 0
+                rows[dictionary_row(p, low, v)] = int(nibbles[::-1].translate(_ONE_WHERE[v]), 2)
     value = _concat(rows, spec.tags)
     if spec.slots:
         slots, flags = encode_slots(links, spec.slots, spec.max_tag_len)
-        value |= (_concat(slots, 8 * spec.slots) | flags << (8 * spec.slots * len(slots))) \
-            << (spec.dictionary_rows * spec.tags)
+        value |= (_concat(slots, 8 * spec.slots) | flags << (8 * spec.slots * len(slots))) << (
+            spec.dictionary_rows * spec.tags
+        )
     return value
 
 
@@ -516,8 +609,7 @@ def dictionary_links(spec: HardwareSpec, dictionary: int) -> list[Optional[SlotL
     return decode_slots(rows, value >> (width * count), spec.slots, spec.max_tag_len)
 
 
-def _cluster_payload(spec: HardwareSpec, index: dict,
-                     cluster: Sequence[ColumnConfig]) -> int:
+def _cluster_payload(spec: HardwareSpec, index: dict, cluster: Sequence[ColumnConfig]) -> int:
     """One cluster's tag matrix and flags as an integer (stream order); ``index[tag]`` is the
     tag's index in the dictionary."""
     half = spec.matrix_rows // 2
@@ -525,27 +617,36 @@ def _cluster_payload(spec: HardwareSpec, index: dict,
     wildcards = flags = root_only = selects = 0
     for j, c in enumerate(cluster):
         if c.answer:
-            selects |= (j % spec.readout_group) << (spec.group_select_bits
-                                                    * (j // spec.readout_group))
+            selects |= (j % spec.readout_group) << (
+                spec.group_select_bits * (j // spec.readout_group)
+            )
         if c.wildcard:
             wildcards |= 1 << j
         elif c.tag:
             matrix[index[c.tag]] |= 1 << j
         if c.first and not c.first_any:
             root_only |= 1 << j
-        flags |= (c.first | c.descendant << 1 | c.slot << FLAG_BITS
-                  | (c.closes | c.anchor << 1) << spec.closes_bit
-                  | (c.children << spec.children_bit | c.negated << spec.negated_bit
-                     if spec.twig_width else 0)
-                  ) << (spec.column_flag_bits * j)
+        flags |= (
+            c.first
+            | c.descendant << 1
+            | c.slot << FLAG_BITS
+            | (c.closes | c.anchor << 1) << spec.closes_bit
+            | (
+                c.children << spec.children_bit | c.negated << spec.negated_bit
+                if spec.twig_width
+                else 0
+            )
+        ) << (spec.column_flag_bits * j)
     rows = [row | wildcards for row in matrix]
     flags |= selects << (spec.column_flag_bits * spec.columns)
-    return (_concat([row & ~root_only for row in rows] + rows, spec.columns)
-            | flags << (spec.matrix_rows * spec.columns))
+    return _concat([row & ~root_only for row in rows] + rows, spec.columns) | flags << (
+        spec.matrix_rows * spec.columns
+    )
 
 
-def _payload_bytes(spec: HardwareSpec, dictionary: Optional[int],
-                   payloads: Sequence[Optional[int]]) -> bytes:
+def _payload_bytes(
+    spec: HardwareSpec, dictionary: Optional[int], payloads: Sequence[Optional[int]]
+) -> bytes:
     """The stream payload: the dictionary's and each cluster's presence bit and, when present
     (not None), its payload; zero bits to a whole byte."""
     width = spec.cluster_bits + 1
@@ -559,8 +660,11 @@ def _payload_bytes(spec: HardwareSpec, dictionary: Optional[int],
             else:
                 value |= (1 | p << 1) << shift
                 shift += width
-    value = (1 | dictionary << 1 | value << (spec.dictionary_bits + 1) if dictionary is not None
-             else value << 1)
+    value = (
+        1 | dictionary << 1 | value << (spec.dictionary_bits + 1)
+        if dictionary is not None
+        else value << 1
+    )
     present = sum(p is not None for p in payloads)
     return value.to_bytes(spec.payload_bits_for(present, dictionary is not None) // 8, "little")
 
@@ -572,8 +676,10 @@ def configuration_id(full_payload: bytes) -> int:
 
 
 def _framed(spec: HardwareSpec, payload: bytes, base_id: int, new_id: int) -> bytes:
-    body = spec.header(8 * len(payload), base_id, new_id).to_bytes(HEADER_BITS // 8,
-                                                                   "little") + payload
+    body = (
+        spec.header(8 * len(payload), base_id, new_id).to_bytes(HEADER_BITS // 8, "little")
+        + payload
+    )
     return body + zlib.crc32(body).to_bytes(CRC_BITS // 8, "little")
 
 
@@ -598,8 +704,10 @@ def _concat(chunks: list[int], width: int) -> int:
     if not chunks:
         return 0
     while len(chunks) > 1:
-        chunks = [chunks[i] | (chunks[i + 1] << width if i + 1 < len(chunks) else 0)
-                  for i in range(0, len(chunks), 2)]
+        chunks = [
+            chunks[i] | (chunks[i + 1] << width if i + 1 < len(chunks) else 0)
+            for i in range(0, len(chunks), 2)
+        ]
         width *= 2
     return chunks[0]
 
@@ -608,6 +716,7 @@ def _concat(chunks: list[int], width: int) -> int:
 class StreamContents:
     """A configuration stream read back: ``dictionary`` is the dictionary's payload and
     ``payloads[k]`` cluster ``k``'s, None when the stream leaves that part as it is."""
+
     base_id: int
     new_id: int
     dictionary: Optional[int]
@@ -615,8 +724,11 @@ class StreamContents:
 
     @property
     def full(self) -> bool:
-        return (self.base_id == 0 and self.dictionary is not None
-                and all(p is not None for p in self.payloads))
+        return (
+            self.base_id == 0
+            and self.dictionary is not None
+            and all(p is not None for p in self.payloads)
+        )
 
 
 def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> StreamContents:
@@ -624,28 +736,40 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
     ValueError naming ``what`` and the first thing wrong."""
     head = HEADER_BITS // 8
     if len(data) < head + CRC_BITS // 8:
-        raise ValueError(f"{what} must be a configuration stream of at least "
-                         f"{head + CRC_BITS // 8} bytes, not {len(data)}")
+        raise ValueError(
+            f"{what} must be a configuration stream of at least "
+            f"{head + CRC_BITS // 8} bytes, not {len(data)}"
+        )
     header = int.from_bytes(data[:head], "little")
     if header & 0xFFFF != MAGIC:
-        raise ValueError(f"{what} must start with the magic {MAGIC:#06x}, not "
-                         f"{header & 0xFFFF:#06x}: not a configuration stream")
+        raise ValueError(
+            f"{what} must start with the magic {MAGIC:#06x}, not "
+            f"{header & 0xFFFF:#06x}: not a configuration stream"
+        )
     if header >> 16 & 0xFF != spec.format_version:
-        raise ValueError(f"{what} must be configuration stream format {spec.format_version}, not "
-                         f"{header >> 16 & 0xFF}: regenerate it with `xpfilt configure`")
+        raise ValueError(
+            f"{what} must be configuration stream format {spec.format_version}, not "
+            f"{header >> 16 & 0xFF}: regenerate it with `xpfilt configure`"
+        )
     if header & ((1 << CHECKED_HEADER_BITS) - 1) != spec.header_check:
-        raise ValueError(f"{what} must be generated for this hardware (fingerprint "
-                         f"{spec.fingerprint:08x}), not {header >> 24 & 0xFFFFFFFF:08x}")
+        raise ValueError(
+            f"{what} must be generated for this hardware (fingerprint "
+            f"{spec.fingerprint:08x}), not {header >> 24 & 0xFFFFFFFF:08x}"
+        )
     if zlib.crc32(data[:-4]) != int.from_bytes(data[-4:], "little"):
         raise ValueError(f"{what} must end with the CRC-32 of its contents: corrupt")
     length = header >> 56 & 0xFFFFFFFF
     payload = data[head:-4]
     if length != 8 * len(payload):
-        raise ValueError(f"{what}: payload length must be {8 * len(payload)} bits (the "
-                         f"stream's size), not {length}")
-    def bits(at: int, count: int) -> int:    # payload bits at ... at + count - 1 (0 past it)
-        return int.from_bytes(payload[at // 8:(at + count + 7) // 8], "little") \
-            >> at % 8 & ((1 << count) - 1)
+        raise ValueError(
+            f"{what}: payload length must be {8 * len(payload)} bits (the "
+            f"stream's size), not {length}"
+        )
+
+    def bits(at: int, count: int) -> int:  # payload bits at ... at + count - 1 (0 past it)
+        return int.from_bytes(payload[at // 8 : (at + count + 7) // 8], "little") >> at % 8 & (
+            (1 << count) - 1
+        )
 
     dictionary = None
     at = 1
@@ -661,25 +785,26 @@ def read_stream(spec: HardwareSpec, data: bytes, what: str = "stream") -> Stream
         else:
             payloads.append(None)
             at += 1
-    if (at > 8 * len(payload) or at + -at % 8 != 8 * len(payload)
-            or bits(at, 8 * len(payload) - at)):
-        raise ValueError(f"{what}: payload must be {at + -at % 8} bits for its parts, "
-                         f"not {8 * len(payload)}")
-    return StreamContents(header >> 88 & 0xFFFFFFFF, header >> 120 & 0xFFFFFFFF, dictionary,
-                          tuple(payloads))
+    if at > 8 * len(payload) or at + -at % 8 != 8 * len(payload) or bits(at, 8 * len(payload) - at):
+        raise ValueError(
+            f"{what}: payload must be {at + -at % 8} bits for its parts, not {8 * len(payload)}"
+        )
+    return StreamContents(
+        header >> 88 & 0xFFFFFFFF, header >> 120 & 0xFFFFFFFF, dictionary, tuple(payloads)
+    )
 
 
 def dictionary_entries(spec: HardwareSpec, dictionary: int) -> list[str]:
     """The entries a dictionary payload holds (``""``: a free entry), entry 0 first (each byte
     the OR of the nibble values whose rows have the entry: one each in a stream we write)."""
     size = spec.dictionary_rows * spec.tags
-    bits = format(dictionary & ((1 << size) - 1), f"0{size}b")[::-1]   # bit i at [i]
+    bits = format(dictionary & ((1 << size) - 1), f"0{size}b")[::-1]  # bit i at [i]
     entries = [bytearray(spec.max_tag_len) for _ in range(spec.tags)]
-    for r in range(spec.dictionary_rows):          # a value's bits into its entries' bytes
+    for r in range(spec.dictionary_rows):  # a value's bits into its entries' bytes
         position, low, nibble = dictionary_row_fields(r)
         value = nibble if low else nibble << 4
         if value:
-            row = bits[r * spec.tags:(r + 1) * spec.tags]
+            row = bits[r * spec.tags : (r + 1) * spec.tags]
             d = row.find("1")
             while d >= 0:
                 entries[d][position] |= value
@@ -687,8 +812,9 @@ def dictionary_entries(spec: HardwareSpec, dictionary: int) -> list[str]:
     return [bytes(e).split(b"\0", 1)[0].decode() for e in entries]
 
 
-def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
-                    chains: Optional[dict] = None) -> list[tuple[int, str]]:
+def cluster_queries(
+    spec: HardwareSpec, entries: Sequence[str], payload: int, chains: Optional[dict] = None
+) -> list[tuple[int, str]]:
     """The queries a cluster's payload holds (``entries``: the dictionary's, ``chains``: its
     slots' chains by first slot, :func:`xpfilt.hwspec.slots.chains_of`): (first column, path) pairs,
     in column order, a path as :func:`_path_text`
@@ -698,13 +824,15 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
     half = spec.matrix_rows // 2
     # the columns an element below the root can match: the OR of the first half's rows
     below = _or_rows(payload & ((1 << n * half) - 1), half, n)
-    if n % 8:                            # the root's rows name every used column
+    if n % 8:  # the root's rows name every used column
         matrix = [payload >> (n * i) & ((1 << n) - 1) for i in range(half, 2 * half)]
-    else:                                # whole bytes a row: slices (shifts cost more)
+    else:  # whole bytes a row: slices (shifts cost more)
         data, w = payload.to_bytes(spec.cluster_bits // 8 + 1, "little"), n // 8
-        rows = [data[w * i:w * i + w] for i in range(half, 2 * half)]
-        matrix = [0 if row == rows[0] else int.from_bytes(row, "little")  # 0: no tag
-                  for row in rows]
+        rows = [data[w * i : w * i + w] for i in range(half, 2 * half)]
+        matrix = [
+            0 if row == rows[0] else int.from_bytes(row, "little")  # 0: no tag
+            for row in rows
+        ]
         matrix[0] = int.from_bytes(rows[0], "little")
     wild = matrix[0]
     names = ["*" if wild >> j & 1 else "" for j in range(n)] if wild else [""] * n
@@ -717,27 +845,48 @@ def cluster_queries(spec: HardwareSpec, entries: Sequence[str], payload: int,
     w = spec.column_flag_bits
     flags = format(payload >> (spec.matrix_rows * n) & ((1 << w * n) - 1), f"0{w * n}b")[::-1]
     first, descendant = (flags[k::w] for k in range(FLAG_BITS))
-    slot = [int(flags[w * j + FLAG_BITS:w * j + spec.closes_bit][::-1] or "0", 2)
-            for j in range(n)] \
-        if spec.select_bits else [0] * n
-    marks = [_children_mark(flags[w * j + spec.closes_bit] == "1",
-                            (int(flags[w * j + spec.children_bit:w * j + spec.negated_bit][::-1],
-                                 2),
-                             int(flags[w * j + spec.negated_bit:w * (j + 1)][::-1], 2)))
-             for j in range(n)] if spec.twig_width else [""] * n
+    slot = (
+        [int(flags[w * j + FLAG_BITS : w * j + spec.closes_bit][::-1] or "0", 2) for j in range(n)]
+        if spec.select_bits
+        else [0] * n
+    )
+    marks = (
+        [
+            _children_mark(
+                flags[w * j + spec.closes_bit] == "1",
+                (
+                    int(flags[w * j + spec.children_bit : w * j + spec.negated_bit][::-1], 2),
+                    int(flags[w * j + spec.negated_bit : w * (j + 1)][::-1], 2),
+                ),
+            )
+            for j in range(n)
+        ]
+        if spec.twig_width
+        else [""] * n
+    )
     # column j's text but its axis, then with the axis it has after column j - 1
-    texts = [names[j] + _slot_text(chains.get(slot[j] - 1) if slot[j] and chains else None)
-             + marks[j] if names[j] else "" for j in range(n)]
+    texts = [
+        names[j] + _slot_text(chains.get(slot[j] - 1) if slot[j] and chains else None) + marks[j]
+        if names[j]
+        else ""
+        for j in range(n)
+    ]
     after = [""] + [("//" if d == "1" else "/") + t for d, t in zip(descendant, texts[1:])]
     out = []
     start = first.find("1")
-    while start >= 0:                    # a query: from a first column to the next or a gap
+    while start >= 0:  # a query: from a first column to the next or a gap
         end = first.find("1", start + 1)
         end = n if end < 0 else end
         gap = names.index("", start, end) if "" in names[start:end] else end
         if gap > start:
-            out.append((start, ("//" if below >> start & 1 else "/") + texts[start]
-                        + "".join(after[start + 1:gap])))
+            out.append(
+                (
+                    start,
+                    ("//" if below >> start & 1 else "/")
+                    + texts[start]
+                    + "".join(after[start + 1 : gap]),
+                )
+            )
         else:
             out.append((start, ""))
         start = first.find("1", end) if end < n else -1
@@ -761,13 +910,21 @@ def _path_columns(query: Query, slot_of: Optional[dict]) -> list[ColumnConfig]:
     for j, step in enumerate(steps):
         followed = j + 1 < len(steps) and steps[j + 1].axis is Axis.DESCENDANT
         chain = step_chain(step)
-        out.append(ColumnConfig(
-            tag=b"" if step.is_wildcard else step.name.encode(),
-            first=j == 0, first_any=j == 0 and step.axis is Axis.DESCENDANT,
-            wildcard=step.is_wildcard, descendant=followed,
-            slot=slot_of[chain.key] + 1 if chain else 0,
-            closes=anchor is not None and j >= anchor, anchor=j == anchor,
-            children=children[j][0], negated=children[j][1], answer=j == answer))
+        out.append(
+            ColumnConfig(
+                tag=b"" if step.is_wildcard else step.name.encode(),
+                first=j == 0,
+                first_any=j == 0 and step.axis is Axis.DESCENDANT,
+                wildcard=step.is_wildcard,
+                descendant=followed,
+                slot=slot_of[chain.key] + 1 if chain else 0,
+                closes=anchor is not None and j >= anchor,
+                anchor=j == anchor,
+                children=children[j][0],
+                negated=children[j][1],
+                answer=j == answer,
+            )
+        )
     return out
 
 
@@ -804,8 +961,7 @@ def anchor_step(query: Query) -> Optional[int]:
         return None
     if query.has_nested_paths:
         return twig_anchor(query)
-    return next((j for j, s in enumerate(query.steps) if (c := step_chain(s)) and c.closes),
-                None)
+    return next((j for j, s in enumerate(query.steps) if (c := step_chain(s)) and c.closes), None)
 
 
 def readout_column(query: Query) -> int:
@@ -873,8 +1029,7 @@ def _on_bits(expression: tuple, bits: list[int]) -> tuple:
     return (expression[0], *(_on_bits(e, bits) for e in expression[1:]))
 
 
-def _record(readout_bit: dict, combined: dict, query: Query, column: int,
-            group: int = 1) -> None:
+def _record(readout_bit: dict, combined: dict, query: Query, column: int, group: int = 1) -> None:
     """Note where ``query``, placed from column ``column`` of the engine on, is answered."""
     where = profile_answer(query, column, group)
     (readout_bit if query.is_path else combined)[query.number] = where
@@ -898,67 +1053,85 @@ def _path_text(query: Query, twig_width: int = 0) -> str:
     """A path as :func:`cluster_queries` reads it back from a stream of hardware with
     ``twig_width`` (a step's predicates as its chain's key; with a twig width each closing
     column's children); "" for a query no stream holds (predicates no slot decides)."""
-    if not query.has_predicates:         # no chains, no closing columns
-        return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
-                       for s in query.steps)
+    if not query.has_predicates:  # no chains, no closing columns
+        return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name for s in query.steps)
     try:
         steps = column_steps(query)
         anchor = anchor_step(query)
-        marks = ([_children_mark(anchor is not None and j >= anchor, mask)
-                  for j, mask in enumerate(_children(query))] if twig_width
-                 else [""] * len(steps))
-        return "".join(("//" if s.axis is Axis.DESCENDANT else "/") + s.name
-                       + _slot_text(step_chain(s)) + mark for s, mark in zip(steps, marks))
+        marks = (
+            [
+                _children_mark(anchor is not None and j >= anchor, mask)
+                for j, mask in enumerate(_children(query))
+            ]
+            if twig_width
+            else [""] * len(steps)
+        )
+        return "".join(
+            ("//" if s.axis is Axis.DESCENDANT else "/") + s.name + _slot_text(step_chain(s)) + mark
+            for s, mark in zip(steps, marks)
+        )
     except ValueError:
         return ""
 
 
 def query_tags(query: Query) -> frozenset[bytes]:
     """The distinct tags a query's columns name (a cluster's dictionary must hold them)."""
-    return frozenset(s.name.encode() for p in query.paths for s in column_steps(p)
-                     if s.name != "*")
+    return frozenset(s.name.encode() for p in query.paths for s in column_steps(p) if s.name != "*")
 
 
 def _refusal(q: Query, spec: HardwareSpec) -> str:
     """Why query ``q`` cannot go on this hardware at all ("" if it can)."""
     why = hardware_refusal(q, EngineMode.PROGRAMMABLE)
     if why and not fits_as_written(q) and or_distributed(q) is None:
-        why = (f"its 'or's spread a path into more than {MAX_ALTERNATIVES} paths (the "
-               f"programmable engine takes an 'or' of comparisons per step, and nested paths "
-               f"under 'and')")
+        why = (
+            f"its 'or's spread a path into more than {MAX_ALTERNATIVES} paths (the "
+            f"programmable engine takes an 'or' of comparisons per step, and nested paths "
+            f"under 'and')"
+        )
     elif why == TWIGS_REFUSED and spec.twig_width:
         why = _split_refusal(q, spec)
-    elif why == PREDICATES_REFUSED:        # the slots decide, below
+    elif why == PREDICATES_REFUSED:  # the slots decide, below
         why = ""
     if why:
         return f"query {q.number} ({q}): {why}"
-    long_tags = [s.name for p in q.paths for s in column_steps(p)
-                 if len(s.name.encode()) > spec.max_tag_len]
+    long_tags = [
+        s.name for p in q.paths for s in column_steps(p) if len(s.name.encode()) > spec.max_tag_len
+    ]
     if any(s.predicates for p in q.paths for s in column_steps(p)):
         why = _predicate_refusal(q, spec)
     if why:
         return f"query {q.number} ({q}): {why}"
     if long_tags:
-        return (f"query {q.number} ({q}): tag {long_tags[0]!r} is longer than the hardware's "
-                f"max tag length {spec.max_tag_len}")
+        return (
+            f"query {q.number} ({q}): tag {long_tags[0]!r} is longer than the hardware's "
+            f"max tag length {spec.max_tag_len}"
+        )
     if query_width(q) > spec.columns:
         paths = "" if q.is_path else f" (of its {len(q.paths)} paths)"
-        return f"query {q.number} ({q}): {query_width(q)} steps{paths} do not fit in a " \
-               f"cluster of {spec.columns} columns"
+        return (
+            f"query {q.number} ({q}): {query_width(q)} steps{paths} do not fit in a "
+            f"cluster of {spec.columns} columns"
+        )
     if len(needs := query_tags(q)) > spec.tags:
-        return (f"query {q.number} ({q}): {len(needs)} distinct tags do not fit the "
-                f"dictionary's {spec.tags} tags")
+        return (
+            f"query {q.number} ({q}): {len(needs)} distinct tags do not fit the "
+            f"dictionary's {spec.tags} tags"
+        )
     if (need := sum(len(c.links) for c in query_chains(q).values())) > spec.slots:
-        return (f"query {q.number} ({q}): {need} comparisons do not fit the "
-                f"{spec.slots} comparator slots")
+        return (
+            f"query {q.number} ({q}): {need} comparisons do not fit the "
+            f"{spec.slots} comparator slots"
+        )
     return ""
 
 
 def _predicate_refusal(q: Query, spec: HardwareSpec) -> str:
     """Why the predicates of path ``q`` do not fit comparator slots ("" if they do)."""
     if not spec.slots:
-        return ("value predicates need comparator slots (this hardware has none: "
-                "`xpfilt compile --mode programmable --slots N`)")
+        return (
+            "value predicates need comparator slots (this hardware has none: "
+            "`xpfilt compile --mode programmable --slots N`)"
+        )
     for step in (s for p in q.paths for s in column_steps(p)):
         try:
             chain = step_chain(step)
@@ -982,21 +1155,21 @@ def _split_refusal(q: Query, spec: HardwareSpec) -> str:
         except ValueError as exc:
             return str(exc)
         if span > spec.twig_width:
-            return (f"a split node's children spread over {span} columns, more than the "
-                    f"hardware's twig width {spec.twig_width}")
+            return (
+                f"a split node's children spread over {span} columns, more than the "
+                f"hardware's twig width {spec.twig_width}"
+            )
     return ""
 
 
-def _no_room(q: Query, spec: HardwareSpec, dictionary: bool = False,
-             slots: bool = False) -> str:
+def _no_room(q: Query, spec: HardwareSpec, dictionary: bool = False, slots: bool = False) -> str:
     if slots:
-        return (f"query {q.number} ({q}): no room left in the comparator slots ({spec.slots} "
-                f"slots)")
+        return f"query {q.number} ({q}): no room left in the comparator slots ({spec.slots} slots)"
     if dictionary:
-        return (f"query {q.number} ({q}): no room left in the tag dictionary ({spec.tags} "
-                f"tags)")
-    return (f"query {q.number} ({q}): no room left ({spec.clusters} clusters x "
-            f"{spec.columns} columns)")
+        return f"query {q.number} ({q}): no room left in the tag dictionary ({spec.tags} tags)"
+    return (
+        f"query {q.number} ({q}): no room left ({spec.clusters} clusters x {spec.columns} columns)"
+    )
 
 
 def _new_chains(q: Query, slot_of: dict) -> dict:
@@ -1009,8 +1182,9 @@ def _tag_order(q: Query) -> list[str]:
     return [s.name for p in q.paths for s in p.steps]
 
 
-def configure(queries: Sequence[Query], spec: HardwareSpec, *,
-              strict: bool = False) -> Configuration:
+def configure(
+    queries: Sequence[Query], spec: HardwareSpec, *, strict: bool = False
+) -> Configuration:
     """Place the queries on the columns: in the order of their tag sequences, each on the first
     cluster with enough free columns, while the dictionary has room for its new tags. A query
     that cannot be placed (a predicate no slot decides, a nested path, a tag longer than
@@ -1028,16 +1202,17 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
         else:
             candidates.append((q, query_tags(q)))
     free = [spec.columns] * spec.clusters
-    held: dict[bytes, None] = {}           # the dictionary, in order
-    slot_of: dict[tuple, int] = {}         # the comparator slots: chain key -> first slot
+    held: dict[bytes, None] = {}  # the dictionary, in order
+    slot_of: dict[tuple, int] = {}  # the comparator slots: chain key -> first slot
     links: list[SlotLink] = []
     placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     no_room = []
-    open_clusters = list(range(spec.clusters))     # those with a free column, in order
-    groups: list[set] = [set() for _ in range(spec.clusters)]   # readout groups in use
+    open_clusters = list(range(spec.clusters))  # those with a free column, in order
+    groups: list[set] = [set() for _ in range(spec.clusters)]  # readout groups in use
     grouped = spec.readout_group > 1
-    for *_, q, needs in sorted((_tag_order(q), q.number, i, q, needs)
-                               for i, (q, needs) in enumerate(candidates)):
+    for *_, q, needs in sorted(
+        (_tag_order(q), q.number, i, q, needs) for i, (q, needs) in enumerate(candidates)
+    ):
         size = query_width(q)
         if len(held) + len(needs.difference(held)) > spec.tags:
             rejected.append((q.number, _no_room(q, spec, dictionary=True)))
@@ -1047,8 +1222,13 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
             rejected.append((q.number, _no_room(q, spec, slots=True)))
             continue
         for k in open_clusters:
-            start = (_group_fit(spec, q, groups[k], spec.columns - free[k], spec.columns)
-                     if grouped else spec.columns - free[k] if free[k] >= size else None)
+            start = (
+                _group_fit(spec, q, groups[k], spec.columns - free[k], spec.columns)
+                if grouped
+                else spec.columns - free[k]
+                if free[k] >= size
+                else None
+            )
             if start is not None:
                 placed[k].append((start, q))
                 free[k] = spec.columns - start - size
@@ -1074,11 +1254,19 @@ def configure(queries: Sequence[Query], spec: HardwareSpec, *,
     for k in range(spec.clusters):
         row = [ColumnConfig()] * spec.columns
         for start, q in placed[k]:
-            row[start:start + query_width(q)] = query_columns(q, slot_of)
+            row[start : start + query_width(q)] = query_columns(q, slot_of)
             _record(readout_bit, combined, q, k * spec.columns + start, spec.readout_group)
         columns.append(tuple(row))
-    config = Configuration(spec, tuple(columns), readout_bit, tuple(rejected), missing,
-                           tuple(held), tuple(links), combined)
+    config = Configuration(
+        spec,
+        tuple(columns),
+        readout_bit,
+        tuple(rejected),
+        missing,
+        tuple(held),
+        tuple(links),
+        combined,
+    )
     if strict and rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config
@@ -1090,6 +1278,7 @@ class Update(_Placed):
     stream (the ``previous`` of the next update), ``delta`` the stream that turns the previous
     configuration into it (only the ``changed`` clusters, and the dictionary when
     ``dictionary_changed``; the engine refuses it on any other configuration)."""
+
     spec: HardwareSpec
     stream: bytes
     delta: bytes
@@ -1101,8 +1290,9 @@ class Update(_Placed):
     combined: dict = field(default_factory=dict)
 
 
-def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *,
-                what: str = "previous stream") -> Update:
+def reconfigure(
+    queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *, what: str = "previous stream"
+) -> Update:
     """Load ``queries`` where the full stream ``previous`` is loaded, moving nothing that
     stays: a query of ``previous`` (the same path) keeps its columns and readout bit, and every
     dictionary entry in use its index; a removed query frees its columns, a new one goes to the
@@ -1113,18 +1303,20 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     ``spec``."""
     old = read_stream(spec, previous, what)
     if not old.full:
-        raise ValueError(f"{what} must be a full configuration stream (`xpfilt configure` "
-                         f"writes one beside every delta), not a delta")
+        raise ValueError(
+            f"{what} must be a full configuration stream (`xpfilt configure` "
+            f"writes one beside every delta), not a delta"
+        )
     n = spec.columns
     entries = dictionary_entries(spec, old.dictionary)
     links = dictionary_links(spec, old.dictionary)
     chains = chains_of(links)
-    where: dict[str, list[tuple[int, int]]] = {}     # path -> [(cluster, first column)]
+    where: dict[str, list[tuple[int, int]]] = {}  # path -> [(cluster, first column)]
     for k, payload in enumerate(old.payloads):
         for start, text in cluster_queries(spec, entries, payload, chains):
             where.setdefault(text, []).append((k, start))
     for spots in where.values():
-        spots.reverse()                              # pop() takes them in column order
+        spots.reverse()  # pop() takes them in column order
     kept: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
     rejected: list[tuple[int, str]] = []
     readout_bit, combined = {}, {}
@@ -1133,7 +1325,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     # combinations first: a path profile equal to one of their paths takes another copy
     for q in sorted(queries, key=lambda q: q.is_path):
         spot = _take(where, q, spec.twig_width)
-        if spot:                         # it was placed on this hardware: it fits
+        if spot:  # it was placed on this hardware: it fits
             k, start = spot
             kept[k].append((start, q))
             _record(readout_bit, combined, q, k * n + start, spec.readout_group)
@@ -1141,18 +1333,18 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
             rejected.append((q.number, why))
         else:
             new.append(q)
-    changed = {k for spots in where.values() for k, _ in spots}     # a query left these
+    changed = {k for spots in where.values() for k, _ in spots}  # a query left these
     tags = [e.encode() for e in entries]
     index = {t: d + 1 for d, t in enumerate(tags) if t}
-    keys: list = [None] * spec.slots     # per slot: the key of the chain it is part of
+    keys: list = [None] * spec.slots  # per slot: the key of the chain it is part of
     for first, chain in chains.items():
-        keys[first:first + len(chain.links)] = [chain.key] * len(chain.links)
+        keys[first : first + len(chain.links)] = [chain.key] * len(chain.links)
     slot_of = {chain.key: first for first, chain in chains.items()}
-    in_use = _InUse(query_tags, kept)    # the tags the queries kept name (when needed)
+    in_use = _InUse(query_tags, kept)  # the tags the queries kept name (when needed)
     slots_in_use = _InUse(_chain_keys, kept)
     dictionary_changed = False
-    used: dict[int, list] = {}           # per cluster looked at: the column spans taken
-    taken: dict[int, set] = {}           # ... and the readout groups
+    used: dict[int, list] = {}  # per cluster looked at: the column spans taken
+    taken: dict[int, set] = {}  # ... and the readout groups
     no_room = []
     for q in sorted(new, key=lambda q: (_tag_order(q), q.number)):
         needs = sorted(t for t in query_tags(q) if t not in index)
@@ -1168,9 +1360,11 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
         for k in range(spec.clusters):
             if k not in used:
                 used[k] = sorted((start, start + query_width(q)) for start, q in kept[k])
-                taken[k] = set().union(*(_answer_groups(spec, q, start)
-                                         for start, q in kept[k])) \
-                    if spec.readout_group > 1 else set()     # groups of one: no constraint
+                taken[k] = (
+                    set().union(*(_answer_groups(spec, q, start) for start, q in kept[k]))
+                    if spec.readout_group > 1
+                    else set()
+                )  # groups of one: no constraint
             start = _free_run(spec, used[k], q, taken[k])
             if start is not None:
                 break
@@ -1183,7 +1377,7 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
             dictionary_changed = True
         for (key, chain), first in zip(new_chains.items(), slots):
             span = range(first, first + len(chain.links))
-            for victim in {keys[t] for t in span} - {None}:   # chains no kept query uses
+            for victim in {keys[t] for t in span} - {None}:  # chains no kept query uses
                 slot_of.pop(victim)
                 for t in range(spec.slots):
                     if keys[t] == victim:
@@ -1208,18 +1402,32 @@ def reconfigure(queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *
     for k in changed:
         row = [ColumnConfig()] * n
         for start, q in kept[k]:
-            row[start:start + query_width(q)] = query_columns(q, slot_of)
+            row[start : start + query_width(q)] = query_columns(q, slot_of)
         payloads[k] = _cluster_payload(spec, index, row)
-    dictionary = (_dictionary_payload(spec, tags, links) if dictionary_changed
-                  else old.dictionary)
+    dictionary = _dictionary_payload(spec, tags, links) if dictionary_changed else old.dictionary
     full_payload = _payload_bytes(spec, dictionary, payloads)
     new_id = configuration_id(full_payload)
-    delta = _framed(spec, _payload_bytes(
-        spec, dictionary if dictionary_changed else None,
-        [p if k in changed else None for k, p in enumerate(payloads)]), old.new_id, new_id)
-    return Update(spec, _framed(spec, full_payload, 0, new_id), delta, tuple(sorted(changed)),
-                  dictionary_changed, readout_bit, tuple(sorted(_as_written(rejected, written))),
-                  missing, combined)
+    delta = _framed(
+        spec,
+        _payload_bytes(
+            spec,
+            dictionary if dictionary_changed else None,
+            [p if k in changed else None for k, p in enumerate(payloads)],
+        ),
+        old.new_id,
+        new_id,
+    )
+    return Update(
+        spec,
+        _framed(spec, full_payload, 0, new_id),
+        delta,
+        tuple(sorted(changed)),
+        dictionary_changed,
+        readout_bit,
+        tuple(sorted(_as_written(rejected, written))),
+        missing,
+        combined,
+    )
 
 
 def _lowered(queries: Sequence[Query]) -> tuple[list[Query], dict]:
@@ -1230,13 +1438,13 @@ def _lowered(queries: Sequence[Query]) -> tuple[list[Query], dict]:
     text as written)."""
     out, written = [], {}
     for q in queries:
-        if not q.has_predicates:                        # as written (most profiles)
+        if not q.has_predicates:  # as written (most profiles)
             out.append(q)
             continue
         lowered = without_nested_paths(q) if q.has_nested_paths else q
         if lowered is None or not fits_as_written(lowered):
             spread = or_distributed(q)
-            lowered = q if spread is None else spread       # None: _refusal says why
+            lowered = q if spread is None else spread  # None: _refusal says why
             if lowered.has_nested_paths:
                 rewritten = without_nested_paths(lowered)
                 lowered = lowered if rewritten is None else rewritten
@@ -1253,7 +1461,7 @@ def _as_written(rejected: list, written: dict) -> list[tuple[int, str]]:
         for text, original in written.get(number, ()):
             head = f"query {number} ({text})"
             if why.startswith(head):
-                why = f"query {number} ({original}){why[len(head):]}"
+                why = f"query {number} ({original}){why[len(head) :]}"
         out.append((number, why))
     return out
 
@@ -1263,7 +1471,7 @@ def _take(where: dict, q: Query, twig_width: int = 0) -> Optional[tuple[int, int
     path text -> spots, last in column order first; of hardware with ``twig_width``), taken
     out of ``where``; None when it holds no such run (a combination's paths must be on
     consecutive columns, in order)."""
-    if q.is_path:                        # its own run: the first in column order
+    if q.is_path:  # its own run: the first in column order
         spots = where.get(_path_text(q, twig_width))
         return spots.pop() if spots else None
     texts = [_path_text(p, twig_width) for p in q.paths]
@@ -1302,7 +1510,7 @@ def _free_entries(table: list, count: int, in_use: _InUse) -> Optional[list[int]
     for new entries: free ones first, then ones no kept query uses; None if too few."""
     spots = [d for d, t in enumerate(table) if not t][:count]
     if len(spots) < count:
-        spots += [d for d, t in enumerate(table) if t and t not in in_use][:count - len(spots)]
+        spots += [d for d, t in enumerate(table) if t and t not in in_use][: count - len(spots)]
     return spots if len(spots) == count else None
 
 
@@ -1324,8 +1532,9 @@ def _free_runs(keys: list, sizes: list[int], in_use: _InUse) -> Optional[list[in
     return out
 
 
-def _free_run(spec: HardwareSpec, spans: list[tuple[int, int]], query: Query,
-              taken: set) -> Optional[int]:
+def _free_run(
+    spec: HardwareSpec, spans: list[tuple[int, int]], query: Query, taken: set
+) -> Optional[int]:
     """The first column of the first free columns between the sorted used ``spans`` where
     ``query`` fits (:func:`_group_fit`, ``taken``: the readout groups in use)."""
     at = 0
@@ -1355,25 +1564,31 @@ def read_readout_map(stream_path) -> list[tuple]:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise ValueError(f"{path} must be the readout map `xpfilt configure` writes beside the "
-                         f"stream, not missing: {exc.strerror or exc}") from None
+        raise ValueError(
+            f"{path} must be the readout map `xpfilt configure` writes beside the "
+            f"stream, not missing: {exc.strerror or exc}"
+        ) from None
     pairs = []
     for line_number, line in enumerate(text.splitlines(), start=1):
         try:
             number, where = line.split("\t")
             pairs.append((_where(json.loads(where)), int(number)))
         except (ValueError, TypeError, IndexError):
-            raise ValueError(f"{path}: line {line_number} must be 'query number<TAB>readout "
-                             f"bit' (or a combination's expression over readout bits), not "
-                             f"{line!r}") from None
+            raise ValueError(
+                f"{path}: line {line_number} must be 'query number<TAB>readout "
+                f"bit' (or a combination's expression over readout bits), not "
+                f"{line!r}"
+            ) from None
     return pairs
 
 
 def _where(value, top: bool = True):
     """A readout map's where (JSON) checked: a readout bit (``top``), or and/or/not over
     ``["c", bit]`` leaves, as tuples; ValueError otherwise."""
+
     def bit(v):
         return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
     if top and bit(value):
         return value
     if isinstance(value, list) and value:

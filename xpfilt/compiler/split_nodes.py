@@ -30,8 +30,15 @@ from xpfilt.compiler.custom import _conjuncts, _query_steps
 from xpfilt.hwspec.slots import step_chain
 from xpfilt.lang.xpath import And, Not, Or, Query, RelativePath, Step, leaves
 
-__all__ = ["TwigNode", "twig_nodes", "twig_anchor", "children_span", "or_distributed",
-           "fits_as_written", "MAX_ALTERNATIVES"]
+__all__ = [
+    "TwigNode",
+    "twig_nodes",
+    "twig_anchor",
+    "children_span",
+    "or_distributed",
+    "fits_as_written",
+    "MAX_ALTERNATIVES",
+]
 
 #: The most paths :func:`or_distributed` spreads one path of a profile into.
 MAX_ALTERNATIVES = 16
@@ -42,6 +49,7 @@ class TwigNode:
     """One column of a twig: its ``step`` (name test, axis, the predicates a slot chain
     decides) and its ``children``, as offsets from its own column (empty above the anchor),
     ``negated`` those of them under a ``not``."""
+
     step: Step
     children: tuple[int, ...] = ()
     negated: tuple[int, ...] = ()
@@ -92,8 +100,7 @@ def _subtree(steps: tuple) -> tuple[TwigNode, ...]:
     kept, branches = _split(steps[0])
     if len(steps) > 1:
         branches = [(steps[1:], False), *branches]
-    subtrees = sorted(((_subtree(b), negated) for b, negated in branches),
-                      key=lambda s: len(s[0]))
+    subtrees = sorted(((_subtree(b), negated) for b, negated in branches), key=lambda s: len(s[0]))
     offsets, negated, at = [], [], 1
     for subtree, is_negated in subtrees:
         offsets.append(at)
@@ -113,8 +120,10 @@ def _split(step: Step) -> tuple[tuple, list[tuple]]:
         if nested := _nested(condition):
             branches.append(nested)
         elif any(isinstance(leaf, RelativePath) for leaf in leaves(condition)):
-            raise ValueError(f"step {step.name!r}: split nodes take nested paths under 'and' "
-                             f"and 'not', not under 'or' (spread it: or_distributed)")
+            raise ValueError(
+                f"step {step.name!r}: split nodes take nested paths under 'and' "
+                f"and 'not', not under 'or' (spread it: or_distributed)"
+            )
         else:
             kept.append(condition)
     return tuple(kept), branches
@@ -203,7 +212,7 @@ def _fits(step: Step) -> bool:
         if any(isinstance(leaf, RelativePath) for leaf in leaves(condition)):
             nested = _nested(condition)
             if nested is None or nested[1] and _path_alternatives(nested[0]) != [nested[0]]:
-                return False     # under 'or', or 'not' over a path that spreads
+                return False  # under 'or', or 'not' over a path that spreads
         else:
             kept.append(condition)
     try:
@@ -216,22 +225,26 @@ def _fits(step: Step) -> bool:
 def _step_alternatives(step: Step) -> list[Step]:
     if not step.predicates:
         return [step]
-    if _fits(step):            # its nested paths may still spread
+    if _fits(step):  # its nested paths may still spread
         conjuncts = [c for p in step.predicates for c in _conjuncts(p)]
         nested = [c for c in conjuncts if isinstance(c, RelativePath)]
         spread = [[RelativePath(a) for a in _path_alternatives(c.steps)] for c in nested]
         if all(len(a) == 1 and a[0] == c for a, c in zip(spread, nested)):
             return [step]
         kept = tuple(c for c in conjuncts if not isinstance(c, RelativePath))
-        return [Step(step.axis, step.name, kept + chosen)
-                for chosen in _product([[(a,) for a in alts] for alts in spread])]
+        return [
+            Step(step.axis, step.name, kept + chosen)
+            for chosen in _product([[(a,) for a in alts] for alts in spread])
+        ]
     whole = step.predicates[0] if len(step.predicates) == 1 else And(step.predicates)
     out = []
     for disjunct in _dnf(whole, False):
-        literals = list(dict.fromkeys(Not(leaf) if negated else leaf
-                                      for leaf, negated in disjunct))
-        conditions = [c for c in literals if not isinstance(
-            c.operand if isinstance(c, Not) else c, RelativePath)]
+        literals = list(dict.fromkeys(Not(leaf) if negated else leaf for leaf, negated in disjunct))
+        conditions = [
+            c
+            for c in literals
+            if not isinstance(c.operand if isinstance(c, Not) else c, RelativePath)
+        ]
         nested = tuple(c for c in literals if c not in conditions)
         chain = (And(tuple(conditions)),) if len(conditions) > 1 else tuple(conditions)
         out.append(Step(step.axis, step.name, chain + nested))

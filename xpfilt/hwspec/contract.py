@@ -16,12 +16,39 @@ from typing import Optional, Sequence, Union
 from amaranth.lib import data, enum
 
 __all__ = [
-    "WHITESPACE", "NAME_START", "NAME_CHAR", "CDATA_KEYWORD", "DOCTYPE_KEYWORD", "HASH_WIDTH",
-    "HASH_POLY", "HASH_INIT", "EXCESS_WIDTH", "LATENCY", "hash_byte", "name_hash", "ErrorFlags",
-    "Errors", "index_width", "tag_width_for", "State", "check_parameters", "EVENT_FANOUT",
-    "distribution_depth", "CRC32_POLY", "AttrCondition", "NUMBER_DIGITS", "number_digits",
-    "value_number", "condition_value_holds", "CONDITION_OPS", "TEXT", "BYTES_PER_CYCLE",
-    "wide_latency", "wide_parser_stages", "down_sweep_stages", "check_bytes_per_cycle",
+    "WHITESPACE",
+    "NAME_START",
+    "NAME_CHAR",
+    "CDATA_KEYWORD",
+    "DOCTYPE_KEYWORD",
+    "HASH_WIDTH",
+    "HASH_POLY",
+    "HASH_INIT",
+    "EXCESS_WIDTH",
+    "LATENCY",
+    "hash_byte",
+    "name_hash",
+    "ErrorFlags",
+    "Errors",
+    "index_width",
+    "tag_width_for",
+    "State",
+    "check_parameters",
+    "EVENT_FANOUT",
+    "distribution_depth",
+    "CRC32_POLY",
+    "AttrCondition",
+    "NUMBER_DIGITS",
+    "number_digits",
+    "value_number",
+    "condition_value_holds",
+    "CONDITION_OPS",
+    "TEXT",
+    "BYTES_PER_CYCLE",
+    "wide_latency",
+    "wide_parser_stages",
+    "down_sweep_stages",
+    "check_bytes_per_cycle",
     "queue_depth_for",
 ]
 
@@ -33,8 +60,14 @@ WHITESPACE = frozenset(b" \t\r\n")
 #: Bytes that may start an element or attribute name: ASCII letters, ``_``, ``:`` and any byte
 #: of a multi-byte UTF-8 sequence (>= 0x80; not validated further).
 NAME_START = frozenset(
-    [*range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1), ord("_"), ord(":"),
-     *range(0x80, 0x100)])
+    [
+        *range(ord("A"), ord("Z") + 1),
+        *range(ord("a"), ord("z") + 1),
+        ord("_"),
+        ord(":"),
+        *range(0x80, 0x100),
+    ]
+)
 #: Bytes allowed after the first one of a name.
 NAME_CHAR = NAME_START | frozenset([*range(ord("0"), ord("9") + 1), ord("."), ord("-")])
 
@@ -58,6 +91,7 @@ LATENCY = 5
 
 #: The widths a front end may take, in bytes per cycle (issue 18; 1 is the one-byte front end).
 BYTES_PER_CYCLE = (1, 2, 4, 8)
+
 
 def down_sweep_stages(width: int) -> int:
     """Registered stages of a W-byte front end's down-sweep (after stage S): the control state
@@ -120,8 +154,10 @@ def name_hash(name: bytes) -> int:
 
 # --- the error flags ----------------------------------------------------------------------------
 
+
 class ErrorFlags(data.Struct):
     """Per-document error flags (bit 0 = ``malformed``)."""
+
     malformed: 1
     depth_overflow: 1
     name_too_long: 1
@@ -129,8 +165,9 @@ class ErrorFlags(data.Struct):
 
 
 #: The same flags as a Python :class:`enum.IntFlag` for software, derived from :class:`ErrorFlags`.
-Errors = py_enum.IntFlag("Errors", {
-    name.upper(): 1 << field.offset for name, field in data.Layout.cast(ErrorFlags)})
+Errors = py_enum.IntFlag(
+    "Errors", {name.upper(): 1 << field.offset for name, field in data.Layout.cast(ErrorFlags)}
+)
 Errors.__doc__ = "Error flags of a document, as reported in ``events.errors`` on ``doc_end``."
 
 
@@ -146,42 +183,43 @@ def tag_width_for(n_tags: int) -> int:
 
 class State(enum.Enum, shape=6):
     """Byte parser states (what the next byte is read as)."""
-    TEXT = 0          # character data in content, or the prolog/epilog (whitespace only)
-    LT = 1            # after "<"
-    START_NAME = 2    # in a start-tag name
-    IN_TAG = 3        # in a start tag after whitespace: an attribute name, "/" or ">"
-    ATTR_NAME = 4     # in an attribute name
-    ATTR_EQ = 5       # after an attribute name and whitespace: "="
-    ATTR_VALUE = 6    # after "=": whitespace or an opening quote
-    AVAL_DQ = 7       # in a "..." attribute value
-    AVAL_SQ = 8       # in a '...' attribute value
-    AFTER_AVAL = 9    # after an attribute value: whitespace, "/" or ">"
+
+    TEXT = 0  # character data in content, or the prolog/epilog (whitespace only)
+    LT = 1  # after "<"
+    START_NAME = 2  # in a start-tag name
+    IN_TAG = 3  # in a start tag after whitespace: an attribute name, "/" or ">"
+    ATTR_NAME = 4  # in an attribute name
+    ATTR_EQ = 5  # after an attribute name and whitespace: "="
+    ATTR_VALUE = 6  # after "=": whitespace or an opening quote
+    AVAL_DQ = 7  # in a "..." attribute value
+    AVAL_SQ = 8  # in a '...' attribute value
+    AFTER_AVAL = 9  # after an attribute value: whitespace, "/" or ">"
     EMPTY_SLASH = 10  # after "/" in a start tag: ">"
-    END_LT = 11       # after "</": a name
-    END_NAME = 12     # in an end-tag name
-    END_WS = 13       # after an end-tag name and whitespace: ">"
-    BANG = 14         # after "<!": "-", "[" or "D"
-    BANG_DASH = 15    # after "<!-": "-"
-    COMMENT = 16      # in a comment
-    COMMENT_D1 = 17   # in a comment after "-"
-    COMMENT_D2 = 18   # in a comment after "--": ">"
-    PI = 19           # in a processing instruction / XML declaration
-    PI_Q = 20         # in a processing instruction after "?"
-    CDATA_KW = 21     # matching CDATA_KEYWORD after "<!["
-    CDATA = 22        # in a CDATA section
-    CDATA_B1 = 23     # in a CDATA section after "]"
-    CDATA_B2 = 24     # in a CDATA section after "]]"
-    DOCTYPE_KW = 25   # matching DOCTYPE_KEYWORD after "<!D"
-    DOCTYPE = 26      # in a DOCTYPE declaration, outside the internal subset
-    DT_DQ = 27        # in a "..." literal of the DOCTYPE declaration
-    DT_SQ = 28        # in a '...' literal of the DOCTYPE declaration
-    SUBSET = 29       # in the internal subset, between declarations
-    SUB_LT = 30       # in the internal subset after "<"
-    SUB_BANG = 31     # in the internal subset after "<!"
-    DECL = 32         # in a markup declaration (<!ENTITY ...>, <!ELEMENT ...>, ...)
-    DECL_DQ = 33      # in a "..." literal of a markup declaration
-    DECL_SQ = 34      # in a '...' literal of a markup declaration
-    DT_AFTER = 35     # after the internal subset's "]": whitespace, ">"
+    END_LT = 11  # after "</": a name
+    END_NAME = 12  # in an end-tag name
+    END_WS = 13  # after an end-tag name and whitespace: ">"
+    BANG = 14  # after "<!": "-", "[" or "D"
+    BANG_DASH = 15  # after "<!-": "-"
+    COMMENT = 16  # in a comment
+    COMMENT_D1 = 17  # in a comment after "-"
+    COMMENT_D2 = 18  # in a comment after "--": ">"
+    PI = 19  # in a processing instruction / XML declaration
+    PI_Q = 20  # in a processing instruction after "?"
+    CDATA_KW = 21  # matching CDATA_KEYWORD after "<!["
+    CDATA = 22  # in a CDATA section
+    CDATA_B1 = 23  # in a CDATA section after "]"
+    CDATA_B2 = 24  # in a CDATA section after "]]"
+    DOCTYPE_KW = 25  # matching DOCTYPE_KEYWORD after "<!D"
+    DOCTYPE = 26  # in a DOCTYPE declaration, outside the internal subset
+    DT_DQ = 27  # in a "..." literal of the DOCTYPE declaration
+    DT_SQ = 28  # in a '...' literal of the DOCTYPE declaration
+    SUBSET = 29  # in the internal subset, between declarations
+    SUB_LT = 30  # in the internal subset after "<"
+    SUB_BANG = 31  # in the internal subset after "<!"
+    DECL = 32  # in a markup declaration (<!ENTITY ...>, <!ELEMENT ...>, ...)
+    DECL_DQ = 33  # in a "..." literal of a markup declaration
+    DECL_SQ = 34  # in a '...' literal of a markup declaration
+    DT_AFTER = 35  # after the internal subset's "]": whitespace, ">"
 
 
 def check_parameters(tags: Sequence[str], max_depth: int, max_name: int) -> list[bytes]:
@@ -209,7 +247,6 @@ def check_parameters(tags: Sequence[str], max_depth: int, max_name: int) -> list
     return out
 
 
-
 # --- the registered distribution trees (xpfilt.hdl.cluster.distribute) ----------------------------------
 
 #: At most this many registers (clusters, or tree registers) load from one register of the
@@ -221,7 +258,7 @@ def distribution_depth(leaves: int) -> int:
     """Register levels of the event distribution tree in front of ``leaves`` clusters: the
     smallest d with ``EVENT_FANOUT ** d >= leaves`` (0 for one cluster)."""
     depth = 0
-    while EVENT_FANOUT ** depth < leaves:
+    while EVENT_FANOUT**depth < leaves:
         depth += 1
     return depth
 
@@ -257,7 +294,7 @@ def programmable_event_delay(clusters: int) -> int:
 
 # --- configuration streams ------------------------------------------------------------------------
 
-CRC32_POLY = 0xEDB88320   # reflected IEEE polynomial: bit-serial CRC-32 equal to zlib.crc32
+CRC32_POLY = 0xEDB88320  # reflected IEEE polynomial: bit-serial CRC-32 equal to zlib.crc32
 
 
 # --- attribute conditions (issue 14: value predicates in the custom engine's front end) -----------
@@ -289,6 +326,7 @@ class AttrCondition:
     instead (``[text() op literal]``, ``[text()]`` for ``exists``): its bit says that *some* text
     node of the element satisfies it, and travels with the element's pop (see
     :class:`xpfilt.hdl.frontend.FrontEnd`)."""
+
     attribute: str
     op: str
     literal: Union[float, str, None] = None
@@ -311,7 +349,8 @@ class AttrCondition:
     def number(self) -> float:
         literal = self.literal
         if isinstance(literal, str):
-            from xpfilt.lang.xpath import xpath_number   # late: xpath imports nothing of ours
+            from xpfilt.lang.xpath import xpath_number  # late: xpath imports nothing of ours
+
             return xpath_number(literal)
         return float(literal)
 
@@ -348,18 +387,43 @@ def value_number(raw: bytes) -> Union[Decimal, float, None]:
             break
         digit = 48 <= b <= 57
         if state == "lead":
-            state = ("lead" if b in _VALUE_WS else "sign" if b == 45 else "int" if digit
-                     else "dot" if b == 46 else "nan")
+            state = (
+                "lead"
+                if b in _VALUE_WS
+                else "sign"
+                if b == 45
+                else "int"
+                if digit
+                else "dot"
+                if b == 46
+                else "nan"
+            )
         elif state == "sign":
             state = "int" if digit else "dot" if b == 46 else "nan"
         elif state == "int":
-            state = ("int" if digit else "frac" if b == 46 else "trail" if b in _VALUE_WS
-                     else "undecided" if b in b"eE" else "nan")
+            state = (
+                "int"
+                if digit
+                else "frac"
+                if b == 46
+                else "trail"
+                if b in _VALUE_WS
+                else "undecided"
+                if b in b"eE"
+                else "nan"
+            )
         elif state == "dot":
             state = "frac" if digit else "nan"
         elif state == "frac":
-            state = ("frac" if digit else "trail" if b in _VALUE_WS
-                     else "undecided" if b in b"eE" else "nan")
+            state = (
+                "frac"
+                if digit
+                else "trail"
+                if b in _VALUE_WS
+                else "undecided"
+                if b in b"eE"
+                else "nan"
+            )
         elif state == "trail":
             state = "trail" if b in _VALUE_WS else "nan"
         if digit and state in ("int", "frac"):
@@ -372,7 +436,7 @@ def value_number(raw: bytes) -> Union[Decimal, float, None]:
         return math.nan
     if digits > NUMBER_DIGITS:
         return None
-    return Decimal(raw.strip(_VALUE_WS).decode("ascii") .rstrip("."))
+    return Decimal(raw.strip(_VALUE_WS).decode("ascii").rstrip("."))
 
 
 def condition_value_holds(condition: AttrCondition, raw: bytes) -> Optional[bool]:
@@ -400,7 +464,7 @@ def condition_value_holds(condition: AttrCondition, raw: bytes) -> Optional[bool
     if v is None:
         return None
     op = condition.op
-    if isinstance(v, float):                 # NaN
+    if isinstance(v, float):  # NaN
         return op == "!="
     k = Decimal(repr(condition.number))
     return {"=": v == k, "!=": v != k, "<": v < k, "<=": v <= k, ">": v > k, ">=": v >= k}[op]

@@ -23,9 +23,23 @@ from __future__ import annotations
 import enum
 from typing import Iterable, NamedTuple, Optional, Union
 
-__all__ = ["ReadoutKind", "check_readout", "DOC_WIDTH", "SPARSE_FANIN", "sparse_levels",
-           "SPARSE_GROUPS_PER_COPY", "SPARSE_SHOW_DELAY", "sparse_spread", "sparse_latency",
-           "sparse_queue_depth", "Beat", "SparseBeat", "DocumentReadout", "collect_readout", "readout_cycles"]
+__all__ = [
+    "ReadoutKind",
+    "check_readout",
+    "DOC_WIDTH",
+    "SPARSE_FANIN",
+    "sparse_levels",
+    "SPARSE_GROUPS_PER_COPY",
+    "SPARSE_SHOW_DELAY",
+    "sparse_spread",
+    "sparse_latency",
+    "sparse_queue_depth",
+    "Beat",
+    "SparseBeat",
+    "DocumentReadout",
+    "collect_readout",
+    "readout_cycles",
+]
 
 #: Width of the wrapping document sequence number every readout carries.
 DOC_WIDTH = 16
@@ -54,8 +68,9 @@ def check_readout(value: str) -> ReadoutKind:
     try:
         return ReadoutKind(value)
     except ValueError:
-        raise ValueError(f"readout must be one of {', '.join(k.value for k in ReadoutKind)}, "
-                         f"not {value!r}") from None
+        raise ValueError(
+            f"readout must be one of {', '.join(k.value for k in ReadoutKind)}, not {value!r}"
+        ) from None
 
 
 def sparse_levels(width: int) -> list[int]:
@@ -77,7 +92,8 @@ def sparse_spread(width: int) -> list[int]:
     by a distribution tree (:func:`xpfilt.hdl.cluster.distribute`), so no select bit drives more
     than ``SPARSE_FANIN * SPARSE_GROUPS_PER_COPY`` loads however wide the readout (8,000 flags:
     1,000 without)."""
-    from xpfilt.hwspec.contract import distribution_depth   # imported late (Amaranth)
+    from xpfilt.hwspec.contract import distribution_depth  # imported late (Amaranth)
+
     sizes = sparse_levels(width)
     spread = []
     for groups in sizes[1:]:
@@ -96,6 +112,7 @@ def sparse_latency(width: int) -> int:
 
 class Beat(NamedTuple):
     """One serial readout transfer (the fields of :class:`xpfilt.hdl.readout.ReadoutLayout`)."""
+
     bit: int
     first: int
     last: int
@@ -107,6 +124,7 @@ class SparseBeat(NamedTuple):
     """One sparse readout transfer (the fields of :func:`xpfilt.hdl.readout.sparse_layout`):
     ``header`` 1 for the document's first beat, else ``id`` is a matching readout bit;
     ``count`` is the number of ids of the document so far (all of them on the ``last`` beat)."""
+
     header: int
     last: int
     doc: int
@@ -117,17 +135,19 @@ class SparseBeat(NamedTuple):
 
 class DocumentReadout(NamedTuple):
     """A whole document's readout: its sequence number, error flags and readout bits."""
+
     doc: int
-    errors: int        # an xpfilt.hdl.frontend.Errors value
-    bits: int          # bit i = readout position i
+    errors: int  # an xpfilt.hdl.frontend.Errors value
+    bits: int  # bit i = readout position i
 
 
-def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
-                    problems: Optional[list] = None) -> list[DocumentReadout]:
+def collect_readout(
+    beats: Iterable[Union[Beat, SparseBeat]], width: int, *, problems: Optional[list] = None
+) -> list[DocumentReadout]:
     """Group readout beats of either kind into documents, checking their framing: a framing
     error raises ValueError, or, with ``problems`` given, is appended to it (the readout is
     kept as far as it goes; beats after the last complete document count as a problem)."""
-    from xpfilt.hwspec.contract import Errors   # the flag names; imported late (Amaranth)
+    from xpfilt.hwspec.contract import Errors  # the flag names; imported late (Amaranth)
 
     def problem(message: str) -> None:
         if problems is None:
@@ -139,18 +159,22 @@ def collect_readout(beats: Iterable[Union[Beat, SparseBeat]], width: int, *,
     for beat in beats:
         if isinstance(beat, SparseBeat):
             if beat.header != (count == 0):
-                problem(f"sparse readout beat {count} of document {beat.doc} has "
-                        f"header={beat.header}")
+                problem(
+                    f"sparse readout beat {count} of document {beat.doc} has header={beat.header}"
+                )
             if not beat.header:
                 if not 0 <= beat.id < width or bits >> beat.id & 1:
-                    problem(f"sparse readout of document {beat.doc} repeats or overruns id "
-                            f"{beat.id}")
+                    problem(
+                        f"sparse readout of document {beat.doc} repeats or overruns id {beat.id}"
+                    )
                 bits |= 1 << beat.id
             count += 1
             if beat.last:
                 if beat.count != count - 1:
-                    problem(f"sparse readout of document {beat.doc} says {beat.count} ids, "
-                            f"not {count - 1}")
+                    problem(
+                        f"sparse readout of document {beat.doc} says {beat.count} ids, "
+                        f"not {count - 1}"
+                    )
                 out.append(DocumentReadout(beat.doc, Errors(beat.errors), bits))
                 bits = count = 0
             continue

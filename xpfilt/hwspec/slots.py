@@ -41,21 +41,48 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import NamedTuple, Optional, Sequence
 
-from xpfilt.hwspec.contract import POSITION_REFUSED
-from xpfilt.hwspec.contract import NUMBER_DIGITS, TEXT, AttrCondition, number_digits
+from xpfilt.hwspec.contract import (
+    NUMBER_DIGITS,
+    POSITION_REFUSED,
+    TEXT,
+    AttrCondition,
+    number_digits,
+)
 from xpfilt.lang.xpath import And, AttributeTarget, Exists, Not, Or, Predicate, TextTarget
 
-__all__ = ["SLOT_FLAG_BITS", "DIGIT_ROWS", "KINDS", "OUTCOMES", "NUMBER_ACCEPTS", "MAX_CHAIN",
-           "SlotLink", "Chain", "slot_rows", "slot_key", "slot_refusal", "step_chain",
-           "chains_of", "chain_bits", "encode_slots", "decode_slots", "PHASES",
-           "text_mask"]
+__all__ = [
+    "SLOT_FLAG_BITS",
+    "DIGIT_ROWS",
+    "KINDS",
+    "OUTCOMES",
+    "NUMBER_ACCEPTS",
+    "MAX_CHAIN",
+    "SlotLink",
+    "Chain",
+    "slot_rows",
+    "slot_key",
+    "slot_refusal",
+    "step_chain",
+    "chains_of",
+    "chain_bits",
+    "encode_slots",
+    "decode_slots",
+    "PHASES",
+    "text_mask",
+]
 
-DIGIT_ROWS = NUMBER_DIGITS + 1          # integer digit positions (and fraction positions)
+DIGIT_ROWS = NUMBER_DIGITS + 1  # integer digit positions (and fraction positions)
 KINDS = ("exists", "string", "number")
 OUTCOMES = ("lt", "eq", "gt", "nan")
 #: The outcomes each operator accepts, for numbers.
-NUMBER_ACCEPTS = {"=": ("eq",), "!=": ("lt", "gt", "nan"), "<": ("lt",), "<=": ("lt", "eq"),
-                  ">": ("gt",), ">=": ("gt", "eq")}
+NUMBER_ACCEPTS = {
+    "=": ("eq",),
+    "!=": ("lt", "gt", "nan"),
+    "<": ("lt",),
+    "<=": ("lt", "eq"),
+    ">": ("gt",),
+    ">=": ("gt", "eq"),
+}
 #: kind 2, outcomes 4, negative 1, integer 4, fraction 4, link 3 (negated, continues, or),
 #: text 1
 SLOT_FLAG_BITS = 19
@@ -69,15 +96,17 @@ MAX_CHAIN = 4
 
 class SlotLink(NamedTuple):
     """What a slot holds: its comparison and its place in a chain."""
+
     condition: AttrCondition
     negated: bool = False
-    continues: bool = False      # the next slot is the next comparison of this chain
-    any: bool = False            # the chain is an ``or`` (read on its first slot)
+    continues: bool = False  # the next slot is the next comparison of this chain
+    any: bool = False  # the chain is an ``or`` (read on its first slot)
 
 
 class Chain(NamedTuple):
     """A step's predicates as slots: the ``and`` (``any``: the ``or``) of ``links`` ((condition,
     negated) pairs)."""
+
     any: bool
     links: tuple
 
@@ -89,14 +118,17 @@ class Chain(NamedTuple):
     @property
     def key(self) -> tuple:
         """Equal keys, one run of slots (and the same chain read back from a stream)."""
-        return (self.any and len(self.links) > 1,
-                tuple((slot_key(c), neg) for c, neg in self.links))
+        return (
+            self.any and len(self.links) > 1,
+            tuple((slot_key(c), neg) for c, neg in self.links),
+        )
 
     def slot_links(self) -> list[SlotLink]:
         """The chain's slots, first to last."""
         n = len(self.links)
-        return [SlotLink(c, neg, k + 1 < n, self.any and n > 1)
-                for k, (c, neg) in enumerate(self.links)]
+        return [
+            SlotLink(c, neg, k + 1 < n, self.any and n > 1) for k, (c, neg) in enumerate(self.links)
+        ]
 
 
 def slot_rows(max_tag_len: int) -> int:
@@ -111,7 +143,7 @@ def slot_key(cond: AttrCondition) -> tuple:
         return cond.attribute, kind
     if kind == "string":
         return cond.attribute, kind, cond.op, cond.literal
-    if kind == "nan":                    # only "!=" holds, whatever the value
+    if kind == "nan":  # only "!=" holds, whatever the value
         return cond.attribute, kind, cond.op == "!="
     return cond.attribute, kind, cond.op, number_digits(cond.number)
 
@@ -119,11 +151,12 @@ def slot_key(cond: AttrCondition) -> tuple:
 def slot_refusal(cond: AttrCondition, max_tag_len: int) -> str:
     """Why a slot of this hardware cannot hold ``cond`` ("" if it can)."""
     if not cond.is_text and len(cond.attribute.encode("utf-8")) > max_tag_len:
-        return (f"attribute name {cond.attribute!r} is longer than the hardware's max tag "
-                f"length {max_tag_len}")
+        return (
+            f"attribute name {cond.attribute!r} is longer than the hardware's max tag "
+            f"length {max_tag_len}"
+        )
     if cond.kind == "string" and len(cond.literal.encode("utf-8")) > max_tag_len:
-        return (f"string {cond.literal!r} is longer than the hardware's max tag length "
-                f"{max_tag_len}")
+        return f"string {cond.literal!r} is longer than the hardware's max tag length {max_tag_len}"
     if cond.kind == "number" and number_digits(cond.number) is None:
         return f"number {cond.literal!r} has more than {NUMBER_DIGITS} digits"
     return ""
@@ -135,8 +168,10 @@ def step_chain(step) -> Optional[Chain]:
     attribute and ``text()`` comparisons, more than :data:`MAX_CHAIN` comparisons)."""
     if not step.predicates:
         return None
-    mixed = (f"step {step.name!r}: the programmable engine takes an 'and' or an 'or' of "
-             f"comparisons per step, not both")
+    mixed = (
+        f"step {step.name!r}: the programmable engine takes an 'and' or an 'or' of "
+        f"comparisons per step, not both"
+    )
     try:
         parts = [_chain_of(p, False) for p in step.predicates]
     except _Mixed:
@@ -148,11 +183,15 @@ def step_chain(step) -> Optional[Chain]:
     else:
         chain = (False, tuple(link for _, links in parts for link in links))
     if chain[0] and len({c.is_text for c, _ in chain[1]}) > 1:
-        raise ValueError(f"step {step.name!r}: the programmable engine takes an 'or' of "
-                         f"attribute comparisons or of text() comparisons per step, not of both")
+        raise ValueError(
+            f"step {step.name!r}: the programmable engine takes an 'or' of "
+            f"attribute comparisons or of text() comparisons per step, not of both"
+        )
     if len(chain[1]) > MAX_CHAIN:
-        raise ValueError(f"step {step.name!r}: the programmable engine takes at most "
-                         f"{MAX_CHAIN} comparisons per step, not {len(chain[1])}")
+        raise ValueError(
+            f"step {step.name!r}: the programmable engine takes at most "
+            f"{MAX_CHAIN} comparisons per step, not {len(chain[1])}"
+        )
     return Chain(chain[0] and len(chain[1]) > 1, chain[1])
 
 
@@ -174,16 +213,18 @@ def _chain_of(node, negated: bool) -> tuple[bool, tuple]:
                 raise _Mixed()
             links += inner
         return any_, tuple(links)
-    if isinstance(node, (Predicate, Exists)) and isinstance(node.target, (AttributeTarget,
-                                                                          TextTarget)):
+    if isinstance(node, (Predicate, Exists)) and isinstance(
+        node.target, (AttributeTarget, TextTarget)
+    ):
         name = TEXT if isinstance(node.target, TextTarget) else node.target.name
         if isinstance(node, Exists):
             return False, ((AttrCondition(name, "exists"), negated),)
         return False, ((AttrCondition(name, node.op, node.literal), negated),)
     if isinstance(node, (Predicate, Exists)):
         raise ValueError(POSITION_REFUSED)
-    raise ValueError("nested paths (twig profiles) are not supported by the programmable "
-                     "engine yet")
+    raise ValueError(
+        "nested paths (twig profiles) are not supported by the programmable engine yet"
+    )
 
 
 def chains_of(links: Sequence[Optional[SlotLink]]) -> dict[int, Chain]:
@@ -196,8 +237,12 @@ def chains_of(links: Sequence[Optional[SlotLink]]) -> dict[int, Chain]:
             s += 1
             continue
         run = [links[s]]
-        while run[-1].continues and len(run) < MAX_CHAIN and s + len(run) < len(links) \
-                and links[s + len(run)] is not None:
+        while (
+            run[-1].continues
+            and len(run) < MAX_CHAIN
+            and s + len(run) < len(links)
+            and links[s + len(run)] is not None
+        ):
             run.append(links[s + len(run)])
         out[s] = Chain(links[s].any, tuple((l.condition, l.negated) for l in run))
         s += len(run)
@@ -232,8 +277,9 @@ def chain_bits(links: Sequence[Optional[SlotLink]], bits: int, phase: str = "pus
     return out
 
 
-def encode_slots(links: Sequence[Optional[SlotLink]], slots: int,
-                 max_tag_len: int) -> tuple[list[int], int]:
+def encode_slots(
+    links: Sequence[Optional[SlotLink]], slots: int, max_tag_len: int
+) -> tuple[list[int], int]:
     """The slot table of ``links`` (slot ``s`` = ``links[s]``; None and the rest: free): its
     rows (``8 * slots`` bits each) and its flags (``SLOT_FLAG_BITS * slots`` bits)."""
     L = max_tag_len
@@ -265,14 +311,23 @@ def encode_slots(links: Sequence[Optional[SlotLink]], slots: int,
         else:
             accepts = ()
         mask = sum(1 << OUTCOMES.index(a) for a in accepts)
-        flags |= (KINDS.index(kind) | mask << 2 | neg << 6 | len(whole) << 7
-                  | len(frac) << 11 | link.negated << 15 | link.continues << 16
-                  | link.any << 17 | cond.is_text << TEXT_FLAG) << (SLOT_FLAG_BITS * s)
+        flags |= (
+            KINDS.index(kind)
+            | mask << 2
+            | neg << 6
+            | len(whole) << 7
+            | len(frac) << 11
+            | link.negated << 15
+            | link.continues << 16
+            | link.any << 17
+            | cond.is_text << TEXT_FLAG
+        ) << (SLOT_FLAG_BITS * s)
     return [int.from_bytes(r, "little") for r in rows], flags
 
 
-def decode_slots(rows: Sequence[int], flags: int, slots: int,
-                 max_tag_len: int) -> list[Optional[SlotLink]]:
+def decode_slots(
+    rows: Sequence[int], flags: int, slots: int, max_tag_len: int
+) -> list[Optional[SlotLink]]:
     """What a slot table holds (None: a free slot), slot 0 first."""
     L = max_tag_len
     out: list = []
@@ -292,16 +347,21 @@ def decode_slots(rows: Sequence[int], flags: int, slots: int,
         if kind == "exists":
             out.append(AttrCondition(attribute, "exists"))
         elif kind == "string" and accepts in (("eq",), ("lt",)):
-            out.append(AttrCondition(attribute, "=" if accepts == ("eq",) else "!=",
-                                     text(L, s, L).split(b"\0", 1)[0]
-                                     .decode("utf-8", "replace")))
-        elif kind == "string":           # a constant that is not a number: only != holds
+            out.append(
+                AttrCondition(
+                    attribute,
+                    "=" if accepts == ("eq",) else "!=",
+                    text(L, s, L).split(b"\0", 1)[0].decode("utf-8", "replace"),
+                )
+            )
+        elif kind == "string":  # a constant that is not a number: only != holds
             out.append(AttrCondition(attribute, "!=" if accepts else "=", float("nan")))
         else:
             op = next((o for o, a in NUMBER_ACCEPTS.items() if set(a) == set(accepts)), "=")
             whole = "".join(str(rows[2 * L + p] >> (8 * s) & 15) for p in range(f >> 7 & 15))
-            frac = "".join(str(rows[2 * L + DIGIT_ROWS + p] >> (8 * s) & 15)
-                           for p in range(f >> 11 & 15))
+            frac = "".join(
+                str(rows[2 * L + DIGIT_ROWS + p] >> (8 * s) & 15) for p in range(f >> 11 & 15)
+            )
             number = float(Decimal(f"{'-' if f >> 6 & 1 else ''}{whole or '0'}.{frac or '0'}"))
             out.append(AttrCondition(attribute, op, number))
         out[-1] = SlotLink(out[-1], bool(f >> 15 & 1), bool(f >> 16 & 1), bool(f >> 17 & 1))

@@ -34,7 +34,7 @@ class ProfilePaths:
             self.paths = self.profiles
             return
         paths: list[Query] = []
-        self._plain: list[tuple[int, int]] = []     # (path position, profile position)
+        self._plain: list[tuple[int, int]] = []  # (path position, profile position)
         self._clauses: list[tuple[object, int]] = []  # (clause over path positions, profile)
         for position, profile in enumerate(self.profiles):
             if profile.is_path:
@@ -51,6 +51,7 @@ class ProfilePaths:
             return sorted(matched)
         hits = set(matched)
         found = [profile for path, profile in self._plain if path in hits]
-        found += [profile for clause, profile in self._clauses
-                  if evaluate(clause, hits.__contains__)]
+        found += [
+            profile for clause, profile in self._clauses if evaluate(clause, hits.__contains__)
+        ]
         return sorted(found)

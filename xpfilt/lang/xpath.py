@@ -54,9 +54,28 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 __all__ = [
-    "Axis", "AttributeTarget", "TextTarget", "PositionTarget", "Predicate", "Exists", "And", "Or",
-    "Not", "RelativePath", "Condition", "Step", "Query", "XPathSyntaxError", "QueryLoadResult", "QueryFileError",
-    "parse_query", "read_query_file", "load_queries", "xpath_number", "leaves", "QName",
+    "Axis",
+    "AttributeTarget",
+    "TextTarget",
+    "PositionTarget",
+    "Predicate",
+    "Exists",
+    "And",
+    "Or",
+    "Not",
+    "RelativePath",
+    "Condition",
+    "Step",
+    "Query",
+    "XPathSyntaxError",
+    "QueryLoadResult",
+    "QueryFileError",
+    "parse_query",
+    "read_query_file",
+    "load_queries",
+    "xpath_number",
+    "leaves",
+    "QName",
 ]
 
 #: How a renderer writes a name: ``(name as written, "element" or "attribute") -> text``.
@@ -77,6 +96,7 @@ class _Written:
 
 class Axis(enum.Enum):
     """How a step relates to the step before it (or to the document root)."""
+
     CHILD = "/"
     DESCENDANT = "//"
 
@@ -84,6 +104,7 @@ class Axis(enum.Enum):
 @dataclass(frozen=True)
 class AttributeTarget(_Written):
     """``@name`` in a predicate: the value of that attribute of the context element."""
+
     name: str
 
     def render(self, qname: QName) -> str:
@@ -121,6 +142,7 @@ def _literal_text(literal: Union[float, str]) -> str:
 class Predicate(_Written):
     """A comparison ``target op literal``. ``literal`` is a float for an unquoted number, else a
     str."""
+
     target: Target
     op: str
     literal: Union[float, str]
@@ -141,6 +163,7 @@ class Predicate(_Written):
 @dataclass(frozen=True)
 class Exists(_Written):
     """``@name`` or ``text()`` alone: the attribute exists / the element has a text child."""
+
     target: Union[AttributeTarget, TextTarget]
 
     def render(self, qname: QName) -> str:
@@ -152,6 +175,7 @@ class RelativePath(_Written):
     """A nested path in a predicate (a twig branch): it holds when it selects a node, starting
     from the step's element; its first step's axis says child (``c``) or descendant
     (``.//c``)."""
+
     steps: tuple
 
     def render(self, qname: QName) -> str:
@@ -164,16 +188,19 @@ class RelativePath(_Written):
 @dataclass(frozen=True)
 class And(_Written):
     """Every operand holds (in a predicate: conditions; in a profile: paths)."""
+
     operands: tuple
 
     def render(self, qname: QName) -> str:
-        return " and ".join(f"({o.render(qname)})" if isinstance(o, Or) else o.render(qname)
-                            for o in self.operands)
+        return " and ".join(
+            f"({o.render(qname)})" if isinstance(o, Or) else o.render(qname) for o in self.operands
+        )
 
 
 @dataclass(frozen=True)
 class Or(_Written):
     """Some operand holds."""
+
     operands: tuple
 
     def render(self, qname: QName) -> str:
@@ -183,6 +210,7 @@ class Or(_Written):
 @dataclass(frozen=True)
 class Not(_Written):
     """The operand does not hold."""
+
     operand: object
 
     def render(self, qname: QName) -> str:
@@ -220,6 +248,7 @@ def evaluate(node, leaf: Callable[[object], bool]) -> bool:
 @dataclass(frozen=True)
 class Step(_Written):
     """One location step: its axis, its name test (``'*'`` for any element), its predicates."""
+
     axis: Axis
     name: str
     predicates: tuple[Condition, ...] = ()
@@ -236,16 +265,18 @@ class Step(_Written):
     @cached_property
     def uses_position(self) -> bool:
         """Some predicate calls ``position()`` (the step needs its sibling counts)."""
-        return any(isinstance(leaf, Predicate) and isinstance(leaf.target, PositionTarget)
-                   for p in self.predicates for leaf in leaves(p))
+        return any(
+            isinstance(leaf, Predicate) and isinstance(leaf.target, PositionTarget)
+            for p in self.predicates
+            for leaf in leaves(p)
+        )
 
     def matches_name(self, tag: str) -> bool:
         return self.name == "*" or self.name == tag
 
     def render(self, qname: QName) -> str:
         name = "*" if self.is_wildcard else qname(self.name, "element")
-        return (self.axis.value + name
-                + "".join(f"[{p.render(qname)}]" for p in self.predicates))
+        return self.axis.value + name + "".join(f"[{p.render(qname)}]" for p in self.predicates)
 
 
 @dataclass(frozen=True)
@@ -255,6 +286,7 @@ class Query(_Written):
     A path profile has its ``steps``; a boolean combination of paths has ``clause`` (an
     :class:`And`, :class:`Or` or :class:`Not` over path :class:`Query` objects with the same
     number) and no steps."""
+
     steps: tuple[Step, ...]
     number: int = 0
     clause: Optional[Union[And, Or, Not]] = None
@@ -275,7 +307,9 @@ class Query(_Written):
     @property
     def has_nested_paths(self) -> bool:
         """Some step's predicate holds a relative path (a twig profile)."""
-        return self.has_predicates and any(step.has_nested_paths for path in self.paths for step in path.steps)
+        return self.has_predicates and any(
+            step.has_nested_paths for path in self.paths for step in path.steps
+        )
 
     @property
     def is_structural(self) -> bool:
@@ -296,10 +330,14 @@ class XPathSyntaxError(ValueError):
 
     def __init__(self, text: str, column: int, expected: str, found: str, number: int = 0):
         self.text, self.column, self.expected, self.found, self.number = (
-            text, column, expected, found, number)
+            text,
+            column,
+            expected,
+            found,
+            number,
+        )
         where = f"query {number}" if number else "query"
-        super().__init__(
-            f"{where} {text!r}, column {column}: expected {expected}, not {found}")
+        super().__init__(f"{where} {text!r}, column {column}: expected {expected}, not {found}")
 
 
 _NCNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
@@ -308,15 +346,14 @@ _NAME_CHAR = re.compile(r"[A-Za-z0-9_.\-:]")
 _OPS = ("!=", "<=", ">=", "=", "<", ">")
 _OPS_TEXT = "a comparison operator (=, !=, <, <=, >, >=)"
 _AFTER_PATH = "'/', '//', '[', 'and', 'or', a comparison or the end of the query"
-_AFTER_NESTED = "'/', '//', '[', ']', 'and', 'or' or a comparison"     # inside a predicate
-_VALUE = ("'@name', 'text()', 'position()', a relative path, a number, 'not(' or '(' in a "
-          "predicate")
+_AFTER_NESTED = "'/', '//', '[', ']', 'and', 'or' or a comparison"  # inside a predicate
+_VALUE = "'@name', 'text()', 'position()', a relative path, a number, 'not(' or '(' in a predicate"
 
 
 class _Parser:
     def __init__(self, text: str, number: int):
         self.text, self.number, self.pos = text, number, 0
-        self.depth = 0       # how many predicates are open here
+        self.depth = 0  # how many predicates are open here
 
     def error(self, expected: str) -> XPathSyntaxError:
         if self.pos >= len(self.text):
@@ -363,11 +400,11 @@ class _Parser:
             self.pos += 1
             m = _NCNAME.match(self.text, self.pos)
             if not m:
-                raise self.error(f"a local name after {self.text[start:self.pos]!r}")
+                raise self.error(f"a local name after {self.text[start : self.pos]!r}")
             self.pos = m.end()
             if self.peek(":"):
                 raise self.error(f"{after} (a name has at most one ':')")
-        return self.text[start:self.pos]
+        return self.text[start : self.pos]
 
     def skip_spaces(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos] in " \t":
@@ -376,8 +413,9 @@ class _Parser:
     # -- profiles: boolean combinations of paths ---------------------------------------------
     def query(self) -> Query:
         if not self.text:
-            raise XPathSyntaxError(self.text, 1, "a path starting with '/' or '//'",
-                                   "an empty query", self.number)
+            raise XPathSyntaxError(
+                self.text, 1, "a path starting with '/' or '//'", "an empty query", self.number
+            )
         clause = self.boolean(self.path_term)
         if self.pos < len(self.text):
             raise self.error(_AFTER_PATH)
@@ -389,6 +427,7 @@ class _Parser:
         """``or`` of ``and`` of terms (``and`` binds tighter), a term being ``not(...)``, a
         parenthesised combination or ``leaf()``: the grammar of profiles (leaves: paths) and of
         predicates (leaves: conditions on the element)."""
+
         def term():
             if self.function("not"):
                 operand = self.boolean(leaf)
@@ -434,8 +473,11 @@ class _Parser:
 
     def path(self) -> Query:
         if not self.peek("/"):
-            raise self.error("a path starting with '/' or '//'" if not self.pos
-                             else "a path starting with '/' or '//', 'not(' or '('")
+            raise self.error(
+                "a path starting with '/' or '//'"
+                if not self.pos
+                else "a path starting with '/' or '//', 'not(' or '('"
+            )
         steps = []
         while self.peek("/"):
             steps.append(self.step())
@@ -461,9 +503,12 @@ class _Parser:
         predicates = []
         while self.peek("["):
             predicates.append(self.predicate())
-        if self.pos < len(self.text) and not (self.peek("/") or self.text[self.pos] in " \t)"
-                                              or self.text[self.pos] in "=!<>"
-                                              or (self.depth and self.peek("]"))):
+        if self.pos < len(self.text) and not (
+            self.peek("/")
+            or self.text[self.pos] in " \t)"
+            or self.text[self.pos] in "=!<>"
+            or (self.depth and self.peek("]"))
+        ):
             raise self.error(after)
         return Step(axis, name, tuple(predicates))
 
@@ -543,7 +588,7 @@ class _Parser:
             if end < 0:
                 self.pos = len(self.text)
                 raise self.error(f"a closing {quote}")
-            literal, self.pos = self.text[self.pos + 1:end], end + 1
+            literal, self.pos = self.text[self.pos + 1 : end], end + 1
             return literal
         m = _NUMBER.match(self.text, self.pos)
         if not m:
@@ -553,9 +598,11 @@ class _Parser:
 
 
 #: A whole query of steps without predicates, each name as :meth:`_Parser.name` reads it.
-_PLAIN_PATH = re.compile(r"(?://?(?:\*|[A-Za-z_][A-Za-z0-9_.\-]*"
-                         r"(?::[A-Za-z_][A-Za-z0-9_.\-]*)?))+")
-_PLAIN_STEP = re.compile(r"//?[^/]+")      # one step of a query _PLAIN_PATH matched
+_PLAIN_PATH = re.compile(
+    r"(?://?(?:\*|[A-Za-z_][A-Za-z0-9_.\-]*"
+    r"(?::[A-Za-z_][A-Za-z0-9_.\-]*)?))+"
+)
+_PLAIN_STEP = re.compile(r"//?[^/]+")  # one step of a query _PLAIN_PATH matched
 
 
 def _parse(text: str, number: int, steps: dict[str, Step]) -> Query:
@@ -568,8 +615,9 @@ def _parse(text: str, number: int, steps: dict[str, Step]) -> Query:
     for token in _PLAIN_STEP.findall(text):
         step = steps.get(token)
         if step is None:
-            step = steps[token] = (Step(Axis.DESCENDANT, token[2:]) if token[1] == "/"
-                                   else Step(Axis.CHILD, token[1:]))
+            step = steps[token] = (
+                Step(Axis.DESCENDANT, token[2:]) if token[1] == "/" else Step(Axis.CHILD, token[1:])
+            )
         parsed.append(step)
     return Query(tuple(parsed), number)
 
@@ -585,6 +633,7 @@ class QueryLoadResult:
 
     Each parsed :class:`Query` keeps its line number, so a bad line never renumbers the others.
     """
+
     queries: tuple[Query, ...]
     errors: tuple[XPathSyntaxError, ...]
 
@@ -602,16 +651,21 @@ def read_query_file(path: Union[str, Path]) -> list[str]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - data.rfind(b"\n", 0, exc.start)
-        raise QueryFileError(f"{path}: line {line}, column {column}: a query file must be "
-                             f"UTF-8 text, not byte 0x{data[exc.start]:02x}") from None
+        raise QueryFileError(
+            f"{path}: line {line}, column {column}: a query file must be "
+            f"UTF-8 text, not byte 0x{data[exc.start]:02x}"
+        ) from None
     if not text.strip():
-        raise QueryFileError(f"{path}: a query file must hold at least one query, not "
-                             f"{'an empty file' if not text else 'only blank lines'}")
+        raise QueryFileError(
+            f"{path}: a query file must hold at least one query, not "
+            f"{'an empty file' if not text else 'only blank lines'}"
+        )
     return text.splitlines()
 
 
-def load_queries(source: Union[str, Path, Iterable[str]],
-                 numbers: Optional[Iterable[int]] = None) -> QueryLoadResult:
+def load_queries(
+    source: Union[str, Path, Iterable[str]], numbers: Optional[Iterable[int]] = None
+) -> QueryLoadResult:
     """Read one query per line (a path, or an iterable of lines). Bad lines become errors; a
     file that is not UTF-8 or holds no query raises :class:`QueryFileError`. ``numbers``: the
     lines' query numbers, when they are not 1, 2, 3, ... (some lines of a file)."""
@@ -620,8 +674,9 @@ def load_queries(source: Union[str, Path, Iterable[str]],
     else:
         lines = [line.rstrip("\n") for line in source]
     queries, errors, steps = [], [], {}
-    for number, line in zip(range(1, len(lines) + 1) if numbers is None else numbers, lines,
-                            strict=True):
+    for number, line in zip(
+        range(1, len(lines) + 1) if numbers is None else numbers, lines, strict=True
+    ):
         try:
             queries.append(_parse(line, number, steps))
         except XPathSyntaxError as exc:
@@ -629,8 +684,10 @@ def load_queries(source: Union[str, Path, Iterable[str]],
     return QueryLoadResult(tuple(queries), tuple(errors))
 
 
-_XPATH_NUMBER = re.compile(r"[ \t\r\n]*(-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-                           r"(?:[eE]([+-]?)([0-9]*))?[ \t\r\n]*\Z")
+_XPATH_NUMBER = re.compile(
+    r"[ \t\r\n]*(-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:[eE]([+-]?)([0-9]*))?[ \t\r\n]*\Z"
+)
 
 
 @lru_cache(maxsize=4096)

@@ -18,18 +18,30 @@ from collections import deque
 from typing import Iterable, Optional, Sequence, Union
 
 from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries, guard_holds
-from xpfilt.software.events import Document, DocumentError, utf8_document
 from xpfilt.hwspec.contract import Errors, check_bytes_per_cycle, distribution_depth
 from xpfilt.hwspec.readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from xpfilt.lang.xpath import Query
 from xpfilt.model.frontend import NO_EVENT, FrontEndModel
-from xpfilt.model.wide_frontend import WideFrontEndModel
 from xpfilt.model.readout import make_readout_model
 from xpfilt.model.stacks import ClusterStacks
+from xpfilt.model.wide_frontend import WideFrontEndModel
+from xpfilt.software.events import Document, DocumentError, utf8_document
 
-__all__ = ["Beat", "FrameModel", "EngineModel", "ModelEngine", "EngineError", "DocumentReadout", "collect_readout",
-           "run_documents", "readout_positions", "answer_holds", "answers_in", "answer_positions",
-           "document_beats"]
+__all__ = [
+    "Beat",
+    "FrameModel",
+    "EngineModel",
+    "ModelEngine",
+    "EngineError",
+    "DocumentReadout",
+    "collect_readout",
+    "run_documents",
+    "readout_positions",
+    "answer_holds",
+    "answers_in",
+    "answer_positions",
+    "document_beats",
+]
 
 
 class FrameModel:
@@ -54,22 +66,23 @@ class FrameModel:
 
     def reset(self) -> None:
         self.front_end.reset()
-        self.event = NO_EVENT       # the clusters' copy of the events
-        self.fe_event = NO_EVENT    # the front end's events register
-        self.tree = deque([NO_EVENT] * self.tree_depth)   # the distribution tree's levels
+        self.event = NO_EVENT  # the clusters' copy of the events
+        self.fe_event = NO_EVENT  # the front end's events register
+        self.tree = deque([NO_EVENT] * self.tree_depth)  # the distribution tree's levels
         self.copy = (0, 0, 0)
         self.pending = 0
         self.waiting = 0
         self.held_errors = 0
-        self.capturing = 0          # the readout loads the clusters' flags this cycle
+        self.capturing = 0  # the readout loads the clusters' flags this cycle
         self.captured_errors = 0
-        self.busy_late = 0          # the readout's busy and ``capturing``, one cycle late
+        self.busy_late = 0  # the readout's busy and ``capturing``, one cycle late
         self.capturing_late = 0
         self.readout = make_readout_model(self.readout_kind, self.width)
         self.cycle = 0
 
-    def step(self, valid: bool = True, data: int = 0, last: bool = False,
-             out_ready: bool = True) -> tuple[bool, Optional[Union[Beat, SparseBeat]]]:
+    def step(
+        self, valid: bool = True, data: int = 0, last: bool = False, out_ready: bool = True
+    ) -> tuple[bool, Optional[Union[Beat, SparseBeat]]]:
         """Advance one cycle. Returns (``bytes_in.ready``, the readout beat shown or None);
         the byte was accepted when ``valid`` and ``ready``; the beat moved when ``out_ready``.
         With :attr:`bytes_per_cycle` W > 1, ``data`` is a beat: W bytes, 1 to W with ``last``."""
@@ -84,11 +97,11 @@ class FrameModel:
         accepted = bool(valid) and ready
         beat = readout.beat()
 
-        if self.capturing:   # the flags of the pushes before this cycle, then cleared
+        if self.capturing:  # the flags of the pushes before this cycle, then cleared
             readout.step(True, self._take_flags(), self.captured_errors, out_ready)
         else:
             readout.step(False, 0, 0, out_ready)
-        if ev.push:          # the stacks' registers update at the edge
+        if ev.push:  # the stacks' registers update at the edge
             self._push(ev)
         capture = (ev.doc_end or self.waiting) and not busy
         if capture:
@@ -103,7 +116,7 @@ class FrameModel:
             self._pop()
         self.waiting = int((ev.doc_end or self.waiting) and busy)
         self.pending += int(accepted and bool(last)) - int(capture)
-        self.tree.append(self.fe_event)      # a delay line of tree_depth levels (maybe none)
+        self.tree.append(self.fe_event)  # a delay line of tree_depth levels (maybe none)
         self.event = self._stage(self.tree.popleft())
         self.fe_event = self.front_end.step(*self.copy)
         self.copy = (1, data, last) if accepted else (0, 0, 0)
@@ -136,12 +149,20 @@ class EngineModel(FrameModel):
         self.plan = plan
         self.bytes_per_cycle = check_bytes_per_cycle(bytes_per_cycle)
         if bytes_per_cycle == 1:
-            self.front_end = FrontEndModel(plan.tags, max_depth=plan.options.max_depth,
-                                           max_name=max_name, conditions=plan.conditions)
+            self.front_end = FrontEndModel(
+                plan.tags,
+                max_depth=plan.options.max_depth,
+                max_name=max_name,
+                conditions=plan.conditions,
+            )
         else:
-            self.front_end = WideFrontEndModel(plan.tags, width=bytes_per_cycle,
-                                               max_depth=plan.options.max_depth,
-                                               max_name=max_name, conditions=plan.conditions)
+            self.front_end = WideFrontEndModel(
+                plan.tags,
+                width=bytes_per_cycle,
+                max_depth=plan.options.max_depth,
+                max_name=max_name,
+                conditions=plan.conditions,
+            )
         self.width = sum(len(c.queries) for c in plan.clusters)
         self.readout_kind = ReadoutKind(plan.options.readout)
         self.tree_depth = distribution_depth(len(plan.clusters))
@@ -187,8 +208,10 @@ def document_beats(data: bytes, bytes_per_cycle: int):
     n = len(data)
     if bytes_per_cycle == 1:
         return [(b, i == n - 1) for i, b in enumerate(data)]
-    return [(data[i:i + bytes_per_cycle], i + bytes_per_cycle >= n)
-            for i in range(0, n, bytes_per_cycle)]
+    return [
+        (data[i : i + bytes_per_cycle], i + bytes_per_cycle >= n)
+        for i in range(0, n, bytes_per_cycle)
+    ]
 
 
 class ModelEngine:
@@ -196,13 +219,22 @@ class ModelEngine:
     ready). ``filter`` returns 0-based positions into ``queries``; a document whose error flags
     are raised raises :class:`EngineError`."""
 
-    def __init__(self, queries: Sequence[Query], options: CompileOptions = CompileOptions(), *,
-                 max_name: int = 32, bytes_per_cycle: int = 1):
+    def __init__(
+        self,
+        queries: Sequence[Query],
+        options: CompileOptions = CompileOptions(),
+        *,
+        max_name: int = 32,
+        bytes_per_cycle: int = 1,
+    ):
         self.queries = tuple(queries)
         self.plan = compile_queries(self.queries, options)
         # no query, no hardware: every document matches nothing
-        self.model = EngineModel(self.plan, max_name=max_name,
-                                 bytes_per_cycle=bytes_per_cycle) if self.queries else None
+        self.model = (
+            EngineModel(self.plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle)
+            if self.queries
+            else None
+        )
         self._bits = readout_positions(enumerate(self.plan.query_numbers), self.queries)
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
@@ -211,8 +243,7 @@ class ModelEngine:
         return filter_with_model(self.model, document, self._bits)
 
 
-def readout_positions(numbers_by_bit: Iterable[tuple], queries: Sequence[Query]
-                      ) -> list[tuple]:
+def readout_positions(numbers_by_bit: Iterable[tuple], queries: Sequence[Query]) -> list[tuple]:
     """(where, query position in ``queries``) pairs from (where, query number) pairs -- a
     plan's readout order (``enumerate(plan.query_numbers)``) or a programmable configuration's
     readout map (where: a readout bit, or an expression, :func:`answer_holds`). Those of
@@ -235,8 +266,7 @@ def answers_in(pairs: Sequence[tuple], bits: int) -> tuple[int, ...]:
     return tuple(sorted(n for where, n in pairs if answer_holds(where, bits)))
 
 
-def answer_positions(name: str, readout: DocumentReadout, bits: Sequence[tuple]
-                     ) -> frozenset[int]:
+def answer_positions(name: str, readout: DocumentReadout, bits: Sequence[tuple]) -> frozenset[int]:
     """The query positions whose answer holds in the readout (``bits`` from
     :func:`readout_positions`); a flagged document raises :class:`EngineError`."""
     if readout.errors:
@@ -244,13 +274,14 @@ def answer_positions(name: str, readout: DocumentReadout, bits: Sequence[tuple]
     return frozenset(answers_in(bits, readout.bits))
 
 
-def filter_with_model(model: FrameModel, document: Union[Document, bytes],
-                      bits: Sequence[tuple[int, int]]) -> frozenset[int]:
+def filter_with_model(
+    model: FrameModel, document: Union[Document, bytes], bits: Sequence[tuple[int, int]]
+) -> frozenset[int]:
     """Run one document through ``model``; return the query positions whose readout bit is set
     (``bits``: (readout bit, query position) pairs). A flagged document raises EngineError."""
     if isinstance(document, (bytes, bytearray)):
         document = Document("<bytes>", bytes(document))
-    document = utf8_document(document)     # empty or undecodable: a DocumentError, never bytes
+    document = utf8_document(document)  # empty or undecodable: a DocumentError, never bytes
     readout = run_documents(model, [document.data])[0]
     return answer_positions(document.name, readout, bits)
 
@@ -291,6 +322,6 @@ def run_documents(model: EngineModel, documents: Sequence[bytes]) -> list[Docume
             idle = 0
         else:
             idle += 1
-            if idle > 64 + model.tree_depth:     # the pipeline is ~10-20 cycles deep
+            if idle > 64 + model.tree_depth:  # the pipeline is ~10-20 cycles deep
                 raise RuntimeError("the engine model stopped producing readout beats")
     return collect_readout(beats, model.width)

@@ -18,8 +18,20 @@ from collections import deque
 from typing import NamedTuple, Optional, Sequence
 
 from xpfilt.hwspec.contract import (
-    CDATA_KEYWORD, DOCTYPE_KEYWORD, EXCESS_WIDTH, HASH_INIT, LATENCY, NAME_CHAR, NAME_START,
-    WHITESPACE, AttrCondition, Errors, State, check_parameters, condition_value_holds, hash_byte,
+    CDATA_KEYWORD,
+    DOCTYPE_KEYWORD,
+    EXCESS_WIDTH,
+    HASH_INIT,
+    LATENCY,
+    NAME_CHAR,
+    NAME_START,
+    WHITESPACE,
+    AttrCondition,
+    Errors,
+    State,
+    check_parameters,
+    condition_value_holds,
+    hash_byte,
     tag_width_for,
 )
 
@@ -28,15 +40,16 @@ __all__ = ["FrontEndEvent", "NO_EVENT", "DocEvent", "FrontEndModel", "decode_eve
 
 class FrontEndEvent(NamedTuple):
     """The value of the ``events`` port in one cycle (field names as in ``EventLayout``)."""
+
     push: int = 0
     pop: int = 0
     tag: int = 0
     parent: int = 0
     level: int = 0
     doc_end: int = 0
-    errors: int = 0      # an :class:`xpfilt.hdl.frontend.Errors` bit set, nonzero only on doc_end
-    name: bytes = b""    # on push, with ``report_names``: the element's name as written
-    conds: int = 0       # push: attribute condition bits; pop: text condition bits (FrontEndModel)
+    errors: int = 0  # an :class:`xpfilt.hdl.frontend.Errors` bit set, nonzero only on doc_end
+    name: bytes = b""  # on push, with ``report_names``: the element's name as written
+    conds: int = 0  # push: attribute condition bits; pop: text condition bits (FrontEndModel)
 
 
 #: The ``events`` port in a cycle without an event.
@@ -45,13 +58,14 @@ NO_EVENT = FrontEndEvent()
 
 class DocEvent(NamedTuple):
     """One event of :meth:`FrontEndModel.events_of`, in a readable form."""
-    kind: str                    # "push", "pop" or "doc_end"
-    level: int = 0               # push: the new depth; pop: the depth before the pop
-    tag: int = 0                 # push: the tag id (0 = not in the dictionary)
-    name: Optional[str] = None   # push: the dictionary name of ``tag`` (None for 0)
-    parent: int = 0              # push: the parent's tag id
-    errors: Errors = Errors(0)   # doc_end: the document's error flags
-    offset: int = 0              # index of the byte that caused it (shown one cycle later)
+
+    kind: str  # "push", "pop" or "doc_end"
+    level: int = 0  # push: the new depth; pop: the depth before the pop
+    tag: int = 0  # push: the tag id (0 = not in the dictionary)
+    name: Optional[str] = None  # push: the dictionary name of ``tag`` (None for 0)
+    parent: int = 0  # push: the parent's tag id
+    errors: Errors = Errors(0)  # doc_end: the document's error flags
+    offset: int = 0  # index of the byte that caused it (shown one cycle later)
 
 
 def decode_event(value: int, layout) -> FrontEndEvent:
@@ -66,8 +80,8 @@ def decode_event(value: int, layout) -> FrontEndEvent:
 _WS = bytes(b in WHITESPACE for b in range(256))
 _NSTART = bytes(b in NAME_START for b in range(256))
 _NCHAR = bytes(b in NAME_CHAR for b in range(256))
-_HASH = tuple(hash_byte(0, x) for x in range(256))   # hash_byte(h, c) == _HASH[h ^ c]
-_END = 256                                           # trie key holding a node's tag id
+_HASH = tuple(hash_byte(0, x) for x in range(256))  # hash_byte(h, c) == _HASH[h ^ c]
+_END = 256  # trie key holding a node's tag id
 _MALFORMED = int(Errors.MALFORMED)
 _DEPTH_OVERFLOW = int(Errors.DEPTH_OVERFLOW)
 _NAME_TOO_LONG = int(Errors.NAME_TOO_LONG)
@@ -75,22 +89,63 @@ _VALUE_UNDECIDED = int(Errors.VALUE_UNDECIDED)
 _EXCESS_MAX = (1 << EXCESS_WIDTH) - 1
 
 # States as plain ints.
-(TEXT, LT, START_NAME, IN_TAG, ATTR_NAME, ATTR_EQ, ATTR_VALUE, AVAL_DQ, AVAL_SQ, AFTER_AVAL,
- EMPTY_SLASH, END_LT, END_NAME, END_WS, BANG, BANG_DASH, COMMENT, COMMENT_D1, COMMENT_D2, PI, PI_Q,
- CDATA_KW, CDATA, CDATA_B1, CDATA_B2, DOCTYPE_KW, DOCTYPE, DT_DQ, DT_SQ, SUBSET, SUB_LT, SUB_BANG,
- DECL, DECL_DQ, DECL_SQ, DT_AFTER) = (s.value for s in State)
+(
+    TEXT,
+    LT,
+    START_NAME,
+    IN_TAG,
+    ATTR_NAME,
+    ATTR_EQ,
+    ATTR_VALUE,
+    AVAL_DQ,
+    AVAL_SQ,
+    AFTER_AVAL,
+    EMPTY_SLASH,
+    END_LT,
+    END_NAME,
+    END_WS,
+    BANG,
+    BANG_DASH,
+    COMMENT,
+    COMMENT_D1,
+    COMMENT_D2,
+    PI,
+    PI_Q,
+    CDATA_KW,
+    CDATA,
+    CDATA_B1,
+    CDATA_B2,
+    DOCTYPE_KW,
+    DOCTYPE,
+    DT_DQ,
+    DT_SQ,
+    SUBSET,
+    SUB_LT,
+    SUB_BANG,
+    DECL,
+    DECL_DQ,
+    DECL_SQ,
+    DT_AFTER,
+) = (s.value for s in State)
 assert DT_AFTER == State.DT_AFTER.value and len(State) == 36
 
-_LT, _GT, _SLASH, _EQ, _DQ, _SQ, _BANG, _QM, _DASH, _LB, _RB = b'<>/="\'!?-[]'
+_LT, _GT, _SLASH, _EQ, _DQ, _SQ, _BANG, _QM, _DASH, _LB, _RB = b"<>/=\"'!?-[]"
 _D = ord("D")
 
 
 class FrontEndModel:
     """Cycle-accurate model of ``FrontEnd(tags, max_depth=..., max_name=...)``."""
 
-    def __init__(self, tags: Sequence[str], *, max_depth: int = 16, max_name: int = 32,
-                 report_names: bool = False, conditions: Sequence[AttrCondition] = (),
-                 slots: bool = False):
+    def __init__(
+        self,
+        tags: Sequence[str],
+        *,
+        max_depth: int = 16,
+        max_name: int = 32,
+        report_names: bool = False,
+        conditions: Sequence[AttrCondition] = (),
+        slots: bool = False,
+    ):
         """``report_names``: pushes also carry the element's name (for decoders outside the
         front end, like the programmable engine's); it costs a little speed. ``conditions``:
         the attribute conditions whose bits pushes carry (``conds``), each evaluated as
@@ -129,13 +184,12 @@ class FrontEndModel:
         self._text[:] = [(i, c) for i, c in enumerate(conditions) if c is not None and c.is_text]
         for i, cond in enumerate(conditions):
             if cond is not None and not cond.is_text:
-                self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append(
-                    (i, cond))
+                self._by_attribute.setdefault(cond.attribute.encode("utf-8"), []).append((i, cond))
 
     def reset(self) -> None:
         """Power-on state: no document in progress, empty stack, ``events`` all zero."""
-        self.tos = 0        # the top-of-stack pointer (the RTL's ``tos`` port after the step)
-        self._tos = 0       # ... as the parser leaves it, LATENCY - 1 steps earlier
+        self.tos = 0  # the top-of-stack pointer (the RTL's ``tos`` port after the step)
+        self._tos = 0  # ... as the parser leaves it, LATENCY - 1 steps earlier
         self._machine = self._run()
         next(self._machine)
         self._send = self._machine.send
@@ -208,24 +262,24 @@ class FrontEndModel:
         no_event = NO_EVENT
         Event = FrontEndEvent
 
-        stack_tag = [0] * (max_depth + 1)     # the global stack; row 0 is the root sentinel
+        stack_tag = [0] * (max_depth + 1)  # the global stack; row 0 is the root sentinel
         stack_hash = [0] * (max_depth + 1)
 
         state = TEXT
         level = excess = root_seen = in_subset = kw = sticky = 0
-        pos, h, node = 0, HASH_INIT, trie     # tag decoder and name hash
+        pos, h, node = 0, HASH_INIT, trie  # tag decoder and name hash
         names = self.report_names
-        name = bytearray()                     # the name so far (with report_names)
+        name = bytearray()  # the name so far (with report_names)
         by_attribute = self._by_attribute
-        attrs = bool(by_attribute) or self.slots   # attribute conditions to evaluate
-        conds = 0                              # their bits for the start tag being read
-        attr_name = bytearray()                # the attribute name being read
-        cur_attr = None                        # the conditions on the attribute being read
-        value = bytearray()                    # its value so far
-        text_conds = self._text                # text conditions (issue 14): per text node
-        tstack = [0] * (max_depth + 1)         # their bits per open element, by level
-        tnode = bytearray()                    # the text node so far (its character data)
-        topen = tamb = 0                       # a text node has content; a CDATA "]" in it
+        attrs = bool(by_attribute) or self.slots  # attribute conditions to evaluate
+        conds = 0  # their bits for the start tag being read
+        attr_name = bytearray()  # the attribute name being read
+        cur_attr = None  # the conditions on the attribute being read
+        value = bytearray()  # its value so far
+        text_conds = self._text  # text conditions (issue 14): per text node
+        tstack = [0] * (max_depth + 1)  # their bits per open element, by level
+        tnode = bytearray()  # the text node so far (its character data)
+        topen = tamb = 0  # a text node has content; a CDATA "]" in it
 
         ev = no_event
         while True:
@@ -236,9 +290,9 @@ class FrontEndModel:
             ev = no_event
             ns = state
             bad = 0
-            req = 0          # 1: push, 2: pop (self-closing), 3: pop checked against the stack
-            nb = 0           # c is a name byte
-            hold = 0         # keep the name registers
+            req = 0  # 1: push, 2: pop (self-closing), 3: pop checked against the stack
+            nb = 0  # c is a name byte
+            hold = 0  # keep the name registers
 
             # Ordered by how often a state is seen in typical documents.
             if state == TEXT:
@@ -247,7 +301,7 @@ class FrontEndModel:
                     conds = 0
                 else:
                     if not level and not WS[c]:
-                        bad = 1                             # text outside the root
+                        bad = 1  # text outside the root
                     if text_conds and level and not excess:
                         topen = 1
                         tnode.append(c)
@@ -266,7 +320,7 @@ class FrontEndModel:
                 if NCHAR[c]:
                     nb = 1
                 elif WS[c]:
-                    hold, ns = 1, IN_TAG                    # attributes: push at the tag's end
+                    hold, ns = 1, IN_TAG  # attributes: push at the tag's end
                 elif c == _SLASH:
                     req, ns = 1, EMPTY_SLASH
                 elif c == _GT:
@@ -307,7 +361,7 @@ class FrontEndModel:
                 if NSTART[c]:
                     nb, ns = 1, START_NAME
                     if not level and root_seen:
-                        bad = 1                             # a second root element
+                        bad = 1  # a second root element
                 elif c == _SLASH:
                     ns = END_LT
                 elif c == _BANG:
@@ -393,7 +447,7 @@ class FrontEndModel:
                 if c == _GT:
                     ns = SUBSET if in_subset else TEXT
                 else:
-                    bad, ns = 1, COMMENT                    # "--" inside a comment
+                    bad, ns = 1, COMMENT  # "--" inside a comment
             elif state == PI:
                 if c == _QM:
                     ns = PI_Q
@@ -414,11 +468,11 @@ class FrontEndModel:
                 elif c == _LB:
                     ns = CDATA_KW
                     if not level:
-                        bad = 1                             # CDATA outside the root
+                        bad = 1  # CDATA outside the root
                 elif c == _D:
                     ns = DOCTYPE_KW
                     if root_seen:
-                        bad = 1                             # DOCTYPE after the root
+                        bad = 1  # DOCTYPE after the root
                 else:
                     bad, ns = 1, TEXT
             elif state == BANG_DASH:
@@ -438,7 +492,7 @@ class FrontEndModel:
                 else:
                     ns = CDATA
                     if text_conds and level and not excess:
-                        topen = tamb = 1                    # the "]" was text
+                        topen = tamb = 1  # the "]" was text
             elif state == CDATA_B2:
                 if c == _GT:
                     ns = TEXT
@@ -446,7 +500,7 @@ class FrontEndModel:
                     if c != _RB:
                         ns = CDATA
                     if text_conds and level and not excess:
-                        topen = tamb = 1                    # a "]" was text
+                        topen = tamb = 1  # a "]" was text
             elif state == CDATA_KW or state == DOCTYPE_KW:
                 word = CDATA_KEYWORD if state == CDATA_KW else DOCTYPE_KEYWORD
                 if c != word[kw]:
@@ -513,7 +567,7 @@ class FrontEndModel:
                 raise AssertionError(f"state must be a parser state, not {state!r}")
 
             found = (_MALFORMED if bad & 1 else 0) | (_VALUE_UNDECIDED if bad & 2 else 0)
-            if req == 1:                                    # a start tag ended
+            if req == 1:  # a start tag ended
                 if level == max_depth:
                     found |= _DEPTH_OVERFLOW
                     if excess != _EXCESS_MAX:
@@ -528,24 +582,30 @@ class FrontEndModel:
                     self._tos = level
                     if text_conds:
                         tstack[level] = 0
-                    ev = Event(1, 0, tid, parent, level, 0, 0, bytes(name), conds) if names \
+                    ev = (
+                        Event(1, 0, tid, parent, level, 0, 0, bytes(name), conds)
+                        if names
                         else Event(1, 0, tid, parent, level, 0, 0, b"", conds)
-            elif req:                                       # an element closes
+                    )
+            elif req:  # an element closes
                 if excess:
                     excess -= 1
                 elif not level:
-                    found |= _MALFORMED                     # end tag at depth 0
+                    found |= _MALFORMED  # end tag at depth 0
                 else:
                     if req == 3:
                         tid = node.get(_END, 0) if node is not None else 0
                         if tid != stack_tag[level] or h != stack_hash[level]:
-                            found |= _MALFORMED             # end tag does not match
-                    ev = Event(0, 1, 0, 0, level, 0, 0, b"", tstack[level]) if text_conds \
+                            found |= _MALFORMED  # end tag does not match
+                    ev = (
+                        Event(0, 1, 0, 0, level, 0, 0, b"", tstack[level])
+                        if text_conds
                         else Event(0, 1, 0, 0, level)
+                    )
                     level -= 1
                     self._tos = level
 
-            if nb:                                          # advance the tag decoder and hash
+            if nb:  # advance the tag decoder and hash
                 if pos >= max_name:
                     found |= _NAME_TOO_LONG
                     if pos == max_name:
@@ -573,8 +633,9 @@ class FrontEndModel:
                 errors = sticky | found
                 if state != TEXT or level or not root_seen:
                     errors |= _MALFORMED
-                ev = Event(ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors, ev.name,
-                           ev.conds)
+                ev = Event(
+                    ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors, ev.name, ev.conds
+                )
                 state = TEXT
                 level = excess = root_seen = in_subset = kw = sticky = 0
                 pos, h, node = 0, HASH_INIT, trie

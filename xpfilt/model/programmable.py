@@ -18,30 +18,41 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from xpfilt.compiler.programmable import (CHECKED_HEADER_BITS, CRC_BITS, FLAG_BITS, HEADER_BITS,
-                                 Configuration, HardwareSpec, dictionary_row, dictionary_rows,
-                                 read_stream)
-from xpfilt.hwspec.slots import SLOT_FLAG_BITS, chain_bits, decode_slots, slot_rows
-
+from xpfilt.compiler.programmable import (
+    CHECKED_HEADER_BITS,
+    CRC_BITS,
+    FLAG_BITS,
+    HEADER_BITS,
+    Configuration,
+    HardwareSpec,
+    dictionary_row,
+    dictionary_rows,
+    read_stream,
+)
 from xpfilt.hwspec.contract import CRC32_POLY, programmable_event_delay
 from xpfilt.hwspec.readout import ReadoutKind
+from xpfilt.hwspec.slots import SLOT_FLAG_BITS, chain_bits, decode_slots, slot_rows
 from xpfilt.lang.xpath import Query
 from xpfilt.model.custom import Beat, FrameModel, filter_with_model, readout_positions
 from xpfilt.model.frontend import FrontEndModel
 
-__all__ = ["ProgrammableModel", "ProgrammableModelEngine", "load_configuration",
-           "preload_configuration"]
+__all__ = [
+    "ProgrammableModel",
+    "ProgrammableModelEngine",
+    "load_configuration",
+    "preload_configuration",
+]
 
 HEADER, PAYLOAD, CRC, DRAIN, PAD, DICTIONARY = range(6)
 
 
 class _Dictionary:
     def __init__(self, spec: HardwareSpec):
-        self.rows = [[0] * spec.dictionary_rows for _ in range(2)]   # [bank][row] = tags bits
-        self.indices: dict[bytes, int] = {}    # names looked up since the last commit
+        self.rows = [[0] * spec.dictionary_rows for _ in range(2)]  # [bank][row] = tags bits
+        self.indices: dict[bytes, int] = {}  # names looked up since the last commit
         self.bank = 0
         self.shift = 0
-        self.present = 0          # the stream being loaded holds the dictionary
+        self.present = 0  # the stream being loaded holds the dictionary
         # the comparator slots: rows (8 x slots bits) in two banks, flags staged then active
         self.slot_rows = [[0] * slot_rows(spec.max_tag_len) for _ in range(2)]
         self.slot_shift = self.slot_staged = self.slot_flags = 0
@@ -56,8 +67,9 @@ class _Dictionary:
 
     def links(self, spec: HardwareSpec) -> list:
         """The active comparator slots (None: a free slot)."""
-        return decode_slots(self.slot_rows[self.bank], self.slot_flags, spec.slots,
-                            spec.max_tag_len)
+        return decode_slots(
+            self.slot_rows[self.bank], self.slot_flags, spec.slots, spec.max_tag_len
+        )
 
     def index(self, spec: HardwareSpec, name: bytes) -> int:
         """The decoder's index for ``name``: the OR of the indices of the entries whose rows
@@ -67,10 +79,13 @@ class _Dictionary:
             rows, entries = self.rows[self.bank], (1 << spec.tags) - 1
             if len(name) > spec.max_tag_len:
                 entries = 0
-            for p, byte in enumerate(name[:spec.max_tag_len] + bytes(
-                    len(name) < spec.max_tag_len)):
-                entries &= (rows[dictionary_row(p, False, byte >> 4)]
-                            & rows[dictionary_row(p, True, byte & 15)])
+            for p, byte in enumerate(
+                name[: spec.max_tag_len] + bytes(len(name) < spec.max_tag_len)
+            ):
+                entries &= (
+                    rows[dictionary_row(p, False, byte >> 4)]
+                    & rows[dictionary_row(p, True, byte & 15)]
+                )
             index = 0
             for d in range(spec.tags):
                 if entries >> d & 1:
@@ -87,21 +102,24 @@ class _Cluster:
         self.bank = 0
         self.shift = 0
         self.staged = 0
-        self.present = 0          # the stream being loaded holds this cluster
+        self.present = 0  # the stream being loaded holds this cluster
         self.first = self.descendant = 0
-        self.closes = self.anchor = 0    # the columns decided at the close, their anchors
+        self.closes = self.anchor = 0  # the columns decided at the close, their anchors
         self.below = 0
         # (offset, the columns with that child, those whose child there is negated)
         self.children: list[tuple[int, int, int]] = []
-        self.gated: list[int] = []   # per comparator slot: the columns it gates
+        self.gated: list[int] = []  # per comparator slot: the columns it gates
         self.stack = [0]
-        self.pending = [0]        # per open element: the closing columns that held below it
+        self.pending = [0]  # per open element: the closing columns that held below it
         self.flags = 0
         # readout groups (None: a flag per column): per answer select v, the columns whose
         # group selects them (v columns above the group's first: its flag's position here)
         group = spec.readout_group
-        self.answers = [sum(1 << g * group for g in range(n // group))] + [0] * (group - 1) \
-            if group > 1 else None
+        self.answers = (
+            [sum(1 << g * group for g in range(n // group))] + [0] * (group - 1)
+            if group > 1
+            else None
+        )
 
     def activate(self, spec: HardwareSpec) -> None:
         """Commit (when present): flip the banks, copy the staged flags."""
@@ -127,13 +145,20 @@ class _Cluster:
         # a closing column after its anchor: fired by its name alone, checked at the close
         # (none without slots or split nodes)
         self.below = self.closes & ~self.anchor
+
         # a closing column's children: column k + 1 when that one is below; with split nodes
         # the columns its mask names among the next twig_width (and those it negates)
         def columns(bit):
             return sum((self.staged >> (w * j + bit) & 1) << j for j in range(spec.columns))
-        self.children = [(1, self.below >> 1, 0)] if not spec.twig_width else [
-            (i + 1, columns(spec.children_bit + i), columns(spec.negated_bit + i))
-            for i in range(spec.twig_width)]
+
+        self.children = (
+            [(1, self.below >> 1, 0)]
+            if not spec.twig_width
+            else [
+                (i + 1, columns(spec.children_bit + i), columns(spec.negated_bit + i))
+                for i in range(spec.twig_width)
+            ]
+        )
         group, bits = spec.readout_group, spec.group_select_bits
         selects = self.staged >> (w * spec.columns)
         if group > 1:
@@ -184,8 +209,13 @@ class ProgrammableModel(FrameModel):
         self.spec = spec
         self.width = spec.readout_width
         self.readout_kind = ReadoutKind(spec.readout)
-        self.front_end = FrontEndModel((), max_depth=spec.max_depth, max_name=spec.max_name,
-                                       report_names=True, slots=bool(spec.slots))
+        self.front_end = FrontEndModel(
+            (),
+            max_depth=spec.max_depth,
+            max_name=spec.max_name,
+            report_names=True,
+            slots=bool(spec.slots),
+        )
         self._header_check = spec.header_check
         self.tree_depth = programmable_event_delay(spec.clusters)
         self.reset()
@@ -194,9 +224,9 @@ class ProgrammableModel(FrameModel):
         super().reset()
         self.dictionary = _Dictionary(self.spec)
         self.front_end.load_conditions(())
-        self.links: list = []         # the active comparator slots (their chains)
+        self.links: list = []  # the active comparator slots (their chains)
         self.clusters = [_Cluster(self.spec) for _ in range(self.spec.clusters)]
-        self.hits = [0] * self.spec.clusters      # the decoders' registered results
+        self.hits = [0] * self.spec.clusters  # the decoders' registered results
         self.in_document = 0
         self.state = HEADER
         self.header = self.cfg_count = self.received = 0
@@ -206,26 +236,37 @@ class ProgrammableModel(FrameModel):
         self.cluster = self.row = 0
         self.active_id = 0
         self.cfg_pending = self.generation = self.loaded = self.rejected = 0
-        self.held: Optional[tuple[int, bool]] = None   # the loader's input register (bit, last)
+        self.held: Optional[tuple[int, bool]] = None  # the loader's input register (bit, last)
         self.config_ready = True
 
     @property
     def status(self) -> dict:
-        return {"generation": self.generation, "loaded": self.loaded,
-                "rejected": self.rejected, "pending": self.cfg_pending}
+        return {
+            "generation": self.generation,
+            "loaded": self.loaded,
+            "rejected": self.rejected,
+            "pending": self.cfg_pending,
+        }
 
     # --- one cycle -------------------------------------------------------------------------
 
-    def step(self, valid: bool = True, data: int = 0, last: bool = False,
-             out_ready: bool = True, cfg_valid: bool = False, cfg_bit: int = 0,
-             cfg_last: bool = False) -> tuple[bool, Optional[Beat]]:
+    def step(
+        self,
+        valid: bool = True,
+        data: int = 0,
+        last: bool = False,
+        out_ready: bool = True,
+        cfg_valid: bool = False,
+        cfg_bit: int = 0,
+        cfg_last: bool = False,
+    ) -> tuple[bool, Optional[Beat]]:
         held = self.held
         cfg_ready = not (held and self.cfg_pending)
         commit = self.cfg_pending and not self.in_document and self.drained
         ready, beat = super().step(valid, data, last, out_ready)
         if valid and ready:
             self.in_document = int(not last)
-        if held and not self.cfg_pending:      # the loader takes its input register's bit
+        if held and not self.cfg_pending:  # the loader takes its input register's bit
             self.held = None
             self._config_bit(*held)
         if cfg_valid and cfg_ready:
@@ -249,7 +290,7 @@ class ProgrammableModel(FrameModel):
             c.activate(self.spec)
 
     def _hold(self) -> bool:
-        closing = bool(self.held and self.held[1])    # a stream's last bit waits in the register
+        closing = bool(self.held and self.held[1])  # a stream's last bit waits in the register
         return (bool(self.cfg_pending) or closing) and not self.in_document
 
     def _config_bit(self, bit: int, last: bool) -> None:
@@ -270,8 +311,11 @@ class ProgrammableModel(FrameModel):
                 self.cfg_count = self.in_row = self.in_flags = self.payload_count = 0
                 self.section, self.cluster, self.row = 0, 0, 0
                 base = header_next >> 88 & 0xFFFFFFFF
-                if (header_next & ((1 << CHECKED_HEADER_BITS) - 1) != self._header_check
-                        or base not in (0, self.active_id) or last):
+                if (
+                    header_next & ((1 << CHECKED_HEADER_BITS) - 1) != self._header_check
+                    or base not in (0, self.active_id)
+                    or last
+                ):
                     self._reject(last)
                 else:
                     self.state = DICTIONARY
@@ -292,8 +336,14 @@ class ProgrammableModel(FrameModel):
                     self.section = 2 if spec.slots else 0
                     self.state = DICTIONARY if spec.slots else PAYLOAD
             elif self.section == 2:
-                if self._row_bit(dictionary, dictionary.slot_rows, 8 * spec.slots,
-                                 slot_rows(spec.max_tag_len), bit, "slot_shift"):
+                if self._row_bit(
+                    dictionary,
+                    dictionary.slot_rows,
+                    8 * spec.slots,
+                    slot_rows(spec.max_tag_len),
+                    bit,
+                    "slot_shift",
+                ):
                     self.section = 3
             else:
                 n_flags = SLOT_FLAG_BITS * spec.slots
@@ -352,8 +402,11 @@ class ProgrammableModel(FrameModel):
             self.cfg_count = count + 1
             if count == CRC_BITS - 1:
                 self.cfg_count = 0
-                if (last and received_next == self.crc ^ 0xFFFFFFFF
-                        and self.header >> 56 & 0xFFFFFFFF == self.payload_count):
+                if (
+                    last
+                    and received_next == self.crc ^ 0xFFFFFFFF
+                    and self.header >> 56 & 0xFFFFFFFF == self.payload_count
+                ):
                     self.cfg_pending = 1
                     self.state = HEADER
                 else:
@@ -361,13 +414,12 @@ class ProgrammableModel(FrameModel):
             elif last:
                 self.rejected, self.cfg_count = 1, 0
                 self.state = HEADER
-        elif last:   # DRAIN
+        elif last:  # DRAIN
             self.state = HEADER
         if last:
             self.crc = 0xFFFFFFFF
 
-    def _row_bit(self, part, banks, width: int, rows: int, bit: int,
-                 shift: str = "shift") -> bool:
+    def _row_bit(self, part, banks, width: int, rows: int, bit: int, shift: str = "shift") -> bool:
         """``bit`` enters ``part``'s row register (its attribute ``shift``, ``width`` bits); a
         complete row goes to row ``self.row`` of the inactive bank of ``banks``. True after the
         last of ``rows``."""
@@ -388,17 +440,17 @@ class ProgrammableModel(FrameModel):
     # --- the clusters ----------------------------------------------------------------------
 
     def _stage(self, ev):
-        if ev.push:   # each decoder registers its result with the cluster's copy of the event
+        if ev.push:  # each decoder registers its result with the cluster's copy of the event
             index = self.dictionary.index(self.spec, ev.name)
             self.hits = [c.hit(index, ev.level == 1) for c in self.clusters]
         return ev
 
     def _push(self, ev) -> None:
         chains = None
-        for c, hit in zip(self.clusters, self.hits):   # a root-only first column: by the row
+        for c, hit in zip(self.clusters, self.hits):  # a root-only first column: by the row
             top = c.stack[-1]
             source = c.first | (top << 1) & c.all
-            if c.gated and chains is None:       # the chains' bits, once per push
+            if c.gated and chains is None:  # the chains' bits, once per push
                 chains = chain_bits(self.links, ev.conds)
             diagonal = hit & (source | c.below) & (c.passing(chains) if c.gated else c.all)
             new = diagonal | (c.descendant & ~c.closes & top)
@@ -422,13 +474,13 @@ class ProgrammableModel(FrameModel):
                 chains = chain_bits(self.links, ev.conds, "pop")
             mine = c.pending[-1]
             holds = c.stack[-1] & c.closes & c.passing(chains)
-            for offset, columns, negated in c.children:    # every child held below the
+            for offset, columns, negated in c.children:  # every child held below the
                 holds &= ~columns | (mine >> offset ^ negated)  # element (negated: nowhere)
             c.flags |= holds & c.anchor
             c.pending[-2] |= (holds | (mine & c.descendant << 1)) & c.below
 
     def _pop(self) -> None:
-        for c in self.clusters:   # the front end never pops at level 0
+        for c in self.clusters:  # the front end never pops at level 0
             c.stack.pop()
             if c.closes:
                 c.pending.pop()
@@ -462,8 +514,9 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
         payload >>= spec.tags * spec.dictionary_rows
         width = 8 * spec.slots
         for r in range(slot_rows(spec.max_tag_len)):
-            dictionary.slot_rows[dictionary.bank ^ 1][r] = dictionary.slot_shift = (
-                payload & ((1 << width) - 1))
+            dictionary.slot_rows[dictionary.bank ^ 1][r] = dictionary.slot_shift = payload & (
+                (1 << width) - 1
+            )
             payload >>= width
         dictionary.slot_staged = payload
     dictionary.present = 1
@@ -476,8 +529,8 @@ def preload_configuration(model: ProgrammableModel, configuration: Configuration
     model._commit()
     model.generation = (model.generation + 1) & 0xFF
     model.loaded, model.rejected = 1, 0
-    model.header = int.from_bytes(stream[:HEADER_BITS // 8], "little")
-    model.received = int.from_bytes(stream[-CRC_BITS // 8:], "little")
+    model.header = int.from_bytes(stream[: HEADER_BITS // 8], "little")
+    model.received = int.from_bytes(stream[-CRC_BITS // 8 :], "little")
     model.payload_count = spec.payload_bits
     model.active_id = contents.new_id
 
@@ -490,8 +543,9 @@ def load_configuration(model: ProgrammableModel, stream: bytes) -> int:
     i = 0
     while i < bits:
         ready_before = not (model.held and model.cfg_pending)
-        model.step(False, cfg_valid=True, cfg_bit=stream[i // 8] >> (i % 8) & 1,
-                   cfg_last=i == bits - 1)
+        model.step(
+            False, cfg_valid=True, cfg_bit=stream[i // 8] >> (i % 8) & 1, cfg_last=i == bits - 1
+        )
         i += ready_before
     while model.held or model.cfg_pending:
         model.step(False)
@@ -503,13 +557,14 @@ class ProgrammableModelEngine:
 
     def __init__(self, queries: Sequence[Query], spec: HardwareSpec):
         from xpfilt.compiler.programmable import configure
+
         self.queries = tuple(queries)
         self.configuration: Configuration = configure(self.queries, spec)
         self.model = ProgrammableModel(spec)
         preload_configuration(self.model, self.configuration)
         self._bits = readout_positions(
-            ((where, number) for number, where in self.configuration.answers.items()),
-            self.queries)
+            ((where, number) for number, where in self.configuration.answers.items()), self.queries
+        )
 
     def filter(self, document) -> frozenset[int]:
         return filter_with_model(self.model, document, self._bits)

@@ -7,8 +7,16 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from xpfilt.hwspec.readout import (DOC_WIDTH, SPARSE_FANIN, Beat, ReadoutKind, SparseBeat,
-                       sparse_levels, sparse_queue_depth, sparse_spread)
+from xpfilt.hwspec.readout import (
+    DOC_WIDTH,
+    SPARSE_FANIN,
+    Beat,
+    ReadoutKind,
+    SparseBeat,
+    sparse_levels,
+    sparse_queue_depth,
+    sparse_spread,
+)
 
 __all__ = ["SerialReadoutModel", "SparseReadoutModel", "make_readout_model"]
 
@@ -19,7 +27,7 @@ class SerialReadoutModel:
     def __init__(self, width: int):
         self.width = width
         self.shadow = self.count = self.doc = self.started = self.errors = 0
-        self.queue: list[tuple[int, int, int]] = []   # (bit, first, last), at most 2
+        self.queue: list[tuple[int, int, int]] = []  # (bit, first, last), at most 2
 
     @property
     def busy(self) -> bool:
@@ -61,6 +69,7 @@ class _Iterator:
     """One level's iterator (:class:`xpfilt.hdl.readout.SparseReadout`): the node it walks
     (``cur``, the bits not yet emitted; ``low`` and ``last`` in the RTL are functions of it),
     the node's index ``pre`` and ``fin`` (the last node of its level in this document)."""
+
     __slots__ = ("cv", "cur", "pre", "fin")
 
     def __init__(self):
@@ -82,22 +91,22 @@ class SparseReadoutModel:
         self.shift = SPARSE_FANIN.bit_length() - 1
         self.sizes = sparse_levels(width)
         self.R = R = len(self.sizes)
-        self.masks: list[list[int]] = [[0] * n for n in self.sizes]   # per level, per node
+        self.masks: list[list[int]] = [[0] * n for n in self.sizes]  # per level, per node
         self.its = [_Iterator() for _ in range(R)]
         self.queues: list[list[tuple[int, int, int]]] = [[] for _ in range(R - 1)]
         spread = sparse_spread(width)
         self.pipes: list[list] = [[None] * (R - 1 - i + spread[i]) for i in range(R - 1)]
         self.credits = [0] + [R + 2 - i + spread[i - 1] for i in range(1, R)]  # queue i - 1 + pipe
-        self.p = [0] * R                  # the capture, 1..R cycles ago
+        self.p = [0] * R  # the capture, 1..R cycles ago
         self.active = self.errors = 0
         # the output queue: words (header, fin, mask, index, errors) written, not yet read
         self.depth = sparse_queue_depth(width)
         self.mem: list[tuple[int, int, int, int, int]] = []
-        self.room = True                  # len(mem) < depth - 2 a cycle ago
-        self.ahead: Optional[tuple[int, int, int, int, int]] = None   # the read port's register
-        self.nxt: Optional[tuple[int, int, int, int, int]] = None     # the register after it
+        self.room = True  # len(mem) < depth - 2 a cycle ago
+        self.ahead: Optional[tuple[int, int, int, int, int]] = None  # the read port's register
+        self.nxt: Optional[tuple[int, int, int, int, int]] = None  # the register after it
         # the read side's iterator: the word it sends (flags not yet sent), doc, count
-        self.out: Optional[list[int]] = None   # [header, fin, mask, index]
+        self.out: Optional[list[int]] = None  # [header, fin, mask, index]
         self.doc = self.started = self.out_errors = self.count = 0
         self.outq: list[SparseBeat] = []  # the port's 2-entry queue
 
@@ -111,8 +120,13 @@ class SparseReadoutModel:
 
     @property
     def holds_beats(self) -> bool:
-        return (bool(self.mem) or self.ahead is not None or self.nxt is not None
-                or self.out is not None or bool(self.outq))
+        return (
+            bool(self.mem)
+            or self.ahead is not None
+            or self.nxt is not None
+            or self.out is not None
+            or bool(self.outq)
+        )
 
     def beat(self) -> Optional[SparseBeat]:
         return self.outq[0] if self.outq else None
@@ -123,8 +137,14 @@ class SparseReadoutModel:
         if header:
             return SparseBeat(1, fin, self.doc, self.out_errors, 0, 0)
         low = mask & -mask
-        return SparseBeat(0, int(fin and mask == low), self.doc, self.out_errors,
-                          (index << self.shift) | (low.bit_length() - 1), self.count)
+        return SparseBeat(
+            0,
+            int(fin and mask == low),
+            self.doc,
+            self.out_errors,
+            (index << self.shift) | (low.bit_length() - 1),
+            self.count,
+        )
 
     def _load_masks(self, flags: int) -> None:
         f, shift = self.fanin, self.shift
@@ -140,14 +160,14 @@ class SparseReadoutModel:
             self.masks[n] = level
 
     def step(self, capture: bool, flags: int, errors: int, out_ready: bool) -> None:
-        room = self.room                  # a register: the queue's level a cycle ago
+        room = self.room  # a register: the queue's level a cycle ago
         self.room = len(self.mem) < self.depth - 2
-        self._send(out_ready)             # reads the words written before this cycle
-        if self.active:                   # (a capture comes only when not busy)
+        self._send(out_ready)  # reads the words written before this cycle
+        if self.active:  # (a capture comes only when not busy)
             self._advance(room)
             self.p.pop()
             self.p.insert(0, 0)
-        elif capture:                     # p is all 0 while not busy
+        elif capture:  # p is all 0 while not busy
             self._load_masks(flags)
             self.errors = errors
             self.active = 1
@@ -160,7 +180,7 @@ class SparseReadoutModel:
         when it is free or taken; the queue is read when the read port's word is gone or
         moves."""
         out, nxt, ahead = self.out, self.nxt, self.ahead
-        pop = out is not None and len(self.outq) != 2     # (room: a register)
+        pop = out is not None and len(self.outq) != 2  # (room: a register)
         sent = self._beat() if pop else None
         if self.outq and out_ready:
             self.outq.pop(0)
@@ -205,8 +225,7 @@ class SparseReadoutModel:
         for i, it in enumerate(its):
             if adv[i]:
                 low = it.cur & -it.cur
-                emits.append(((it.pre << shift) | (low.bit_length() - 1),
-                              it.fin and it.cur == low))
+                emits.append(((it.pre << shift) | (low.bit_length() - 1), it.fin and it.cur == low))
             else:
                 emits.append(None)
         r_en = [False] * R
@@ -256,6 +275,7 @@ class SparseReadoutModel:
             self.credits[i + 1] += int(r_en[i]) - int(adv[i + 1])
 
 
-def make_readout_model(kind: ReadoutKind, width: int
-                       ) -> Union[SerialReadoutModel, SparseReadoutModel]:
+def make_readout_model(
+    kind: ReadoutKind, width: int
+) -> Union[SerialReadoutModel, SparseReadoutModel]:
     return SerialReadoutModel(width) if kind is ReadoutKind.SERIAL else SparseReadoutModel(width)

@@ -37,13 +37,13 @@ class ClusterStacks:
         self.cluster = cluster
         wild = 0
         accept = [0] * (n_tags + 1)
-        self._from_column: dict[int, int] = defaultdict(int)           # column -> nodes
-        self._from_column_tag: dict[tuple, int] = defaultdict(int)     # (column, tag) -> nodes
+        self._from_column: dict[int, int] = defaultdict(int)  # column -> nodes
+        self._from_column_tag: dict[tuple, int] = defaultdict(int)  # (column, tag) -> nodes
         self._level1 = self._any = 0
-        self._parent_any: list[int] = [0] * (n_tags + 1)   # parent tag (0: any element)
+        self._parent_any: list[int] = [0] * (n_tags + 1)  # parent tag (0: any element)
         self._parent_l2: list[int] = [0] * (n_tags + 1)
         self._column_bit = []
-        self._guards: dict[int, tuple] = {}        # node -> its guard (guarded nodes only)
+        self._guards: dict[int, tuple] = {}  # node -> its guard (guarded nodes only)
         for k, node in enumerate(cluster.nodes):
             bit = 1 << k
             if node.guard:
@@ -70,13 +70,13 @@ class ClusterStacks:
         self._accept = [a | wild for a in accept]
         self._guarded = sum(1 << k for k in self._guards)
         self._self_loop = sum(1 << c for c, col in enumerate(cluster.columns) if col.self_loop)
-        self._match_nodes = defaultdict(list)   # node -> flag positions in this cluster
+        self._match_nodes = defaultdict(list)  # node -> flag positions in this cluster
         # twig checks on pops (TwigChecks): (readout position or -1, condition, pending bit or
         # -1), by their column (-1: every element)
         checks = TwigChecks.of(cluster)
         self._chains = bool(checks.anchors)
         self._entries: dict[int, list] = defaultdict(list)
-        self._descendants = 0                   # pending bits that pass on to the parent
+        self._descendants = 0  # pending bits that pass on to the parent
         for p, (column, cond, descendant) in enumerate(checks.pending):
             self._entries[column].append((-1, cond, p))
             self._descendants |= descendant << p
@@ -95,9 +95,9 @@ class ClusterStacks:
 
     def reset(self) -> None:
         """Start a document: empty stacks, no matches."""
-        self.stack = [0]           # stack[L] = row of level L; stack[0] is all zeros
-        self.pending = [0]         # pending[L]: the text() chains' pending bits of level L
-        self.matches = 0           # bit i: matcher i of the cluster (Cluster.matchers) matched
+        self.stack = [0]  # stack[L] = row of level L; stack[0] is all zeros
+        self.pending = [0]  # pending[L]: the text() chains' pending bits of level L
+        self.matches = 0  # bit i: matcher i of the cluster (Cluster.matchers) matched
 
     def push(self, tag: int, parent: int, level: int, conds: int = 0) -> None:
         """An element with ``tag`` opens at ``level``; ``parent`` is its parent's tag (0 at the
@@ -108,11 +108,13 @@ class ClusterStacks:
         if level == 1:
             source |= self._level1
         else:
-            source |= self._parent_any[parent] | self._parent_any[0] if parent else \
-                self._parent_any[0]
+            source |= (
+                self._parent_any[parent] | self._parent_any[0] if parent else self._parent_any[0]
+            )
             if level == 2:
-                source |= self._parent_l2[parent] | self._parent_l2[0] if parent else \
-                    self._parent_l2[0]
+                source |= (
+                    self._parent_l2[parent] | self._parent_l2[0] if parent else self._parent_l2[0]
+                )
         for c in _bits(top):
             source |= self._from_column.get(c, 0)
             if parent:

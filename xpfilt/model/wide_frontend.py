@@ -37,7 +37,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Sequence
 
-from xpfilt.hwspec.contract import check_bytes_per_cycle, queue_depth_for, wide_latency, wide_parser_stages
+from xpfilt.hwspec.contract import (
+    check_bytes_per_cycle,
+    queue_depth_for,
+    wide_latency,
+    wide_parser_stages,
+)
 from xpfilt.model.frontend import NO_EVENT, FrontEndModel
 
 __all__ = ["WideFrontEndModel", "wide_latency"]
@@ -46,8 +51,15 @@ __all__ = ["WideFrontEndModel", "wide_latency"]
 class WideFrontEndModel:
     """Cycle-accurate model of ``WideFrontEnd(tags, width=W, max_depth=..., max_name=...)``."""
 
-    def __init__(self, tags: Sequence[str], *, width: int, max_depth: int = 16,
-                 max_name: int = 32, conditions: Sequence = ()):
+    def __init__(
+        self,
+        tags: Sequence[str],
+        *,
+        width: int,
+        max_depth: int = 16,
+        max_name: int = 32,
+        conditions: Sequence = (),
+    ):
         check_bytes_per_cycle(width)
         self.conditions = tuple(conditions)
         self.width = width
@@ -55,21 +67,22 @@ class WideFrontEndModel:
         self.tags = tuple(tags)
         self.max_depth = max_depth
         self.max_name = max_name
-        self._parser = FrontEndModel(tags, max_depth=max_depth, max_name=max_name,
-                                     conditions=self.conditions)
+        self._parser = FrontEndModel(
+            tags, max_depth=max_depth, max_name=max_name, conditions=self.conditions
+        )
         self.reset()
 
     def reset(self) -> None:
         """Power-on state: no beat in flight, the queue empty, ``events`` all zero."""
         self._parser.reset()
         self._parse = self._parser._send
-        self.d1 = self.d2 = None        # (data, last) of the beat in stage D1 / D2, or None
+        self.d1 = self.d2 = None  # (data, last) of the beat in stage D1 / D2, or None
         # the parser stages, P2 last: the events of the beat in each, or None
         self.stages: list = [None] * wide_parser_stages(self.width)
         self.queue: deque = deque()
-        self.e = self.f = NO_EVENT       # stages E and F
-        self.after_end = False           # stage E took a document end last cycle
-        self.load = 0                    # see room()
+        self.e = self.f = NO_EVENT  # stages E and F
+        self.after_end = False  # stage E took a document end last cycle
+        self.load = 0  # see room()
 
     def room(self, incoming: bool) -> bool:
         """The frame may accept a beat this cycle; ``incoming``: a beat is on ``bytes_in`` now
@@ -82,8 +95,11 @@ class WideFrontEndModel:
         """One clock cycle with these ``bytes_in`` inputs; the ``events`` port of the next
         cycle."""
         self.load = len(self.queue) + self.width * (
-            bool(valid) + (self.d1 is not None) + (self.d2 is not None)
-            + sum(beat is not None for beat in self.stages))
+            bool(valid)
+            + (self.d1 is not None)
+            + (self.d2 is not None)
+            + sum(beat is not None for beat in self.stages)
+        )
         out = self.f
         self.f = self.e
         queue = self.queue
@@ -112,8 +128,10 @@ class WideFrontEndModel:
         self.d2 = self.d1
         if valid:
             if not 1 <= len(data) <= self.width or (len(data) != self.width and not last):
-                raise ValueError(f"beat must have {self.width} bytes (1 to {self.width} with "
-                                 f"last), not {len(data)}")
+                raise ValueError(
+                    f"beat must have {self.width} bytes (1 to {self.width} with "
+                    f"last), not {len(data)}"
+                )
             self.d1 = (bytes(data), bool(last))
         else:
             self.d1 = None

@@ -30,17 +30,24 @@ SERIAL = "serial"
 @dataclass
 class Outcome:
     """What became of one item: ``value`` is ``fn(item)`` when ``status == "ok"``."""
+
     index: int
     item: Any
     value: Any = None
-    status: str = "ok"          # "ok" | "failed" | "timeout"
+    status: str = "ok"  # "ok" | "failed" | "timeout"
     reason: str = ""
-    seconds: float = 0.0        # wall time seen by the driver (includes Spark's overhead)
+    seconds: float = 0.0  # wall time seen by the driver (includes Spark's overhead)
 
 
-def fan_out(items: Iterable, fn: Callable, *, master: Optional[str] = None,
-            timeout: Optional[float] = None, progress: bool = True,
-            label: str = "items") -> Iterator[Outcome]:
+def fan_out(
+    items: Iterable,
+    fn: Callable,
+    *,
+    master: Optional[str] = None,
+    timeout: Optional[float] = None,
+    progress: bool = True,
+    label: str = "items",
+) -> Iterator[Outcome]:
     """``fn`` over ``items``; yields an :class:`Outcome` per item in completion order.
     ``master``: a Spark master URL (default ``local[*]``) or ``"serial"``."""
     items = list(items)
@@ -65,8 +72,14 @@ def _progress_bar(total: int, label: str, enabled: bool):
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit=label.rstrip("s") or "item", desc=label, file=sys.stderr,
-                dynamic_ncols=True, smoothing=0.1)
+    return tqdm(
+        total=total,
+        unit=label.rstrip("s") or "item",
+        desc=label,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        smoothing=0.1,
+    )
 
 
 def _serial(items, fn, master, timeout) -> Iterator[Outcome]:
@@ -101,9 +114,11 @@ def _on_spark(items, fn, master, timeout) -> Iterator[Outcome]:
         except Exception as exc:
             with lock:
                 late = index in timed_out
-            outcome = (Outcome(index, item, status="timeout",
-                               reason=f"cancelled after {timeout:.0f} s")
-                       if late else Outcome(index, item, status="failed", reason=_reason(exc)))
+            outcome = (
+                Outcome(index, item, status="timeout", reason=f"cancelled after {timeout:.0f} s")
+                if late
+                else Outcome(index, item, status="failed", reason=_reason(exc))
+            )
         outcome.seconds = time.perf_counter() - started[index]
         return outcome
 
@@ -118,13 +133,15 @@ def _on_spark(items, fn, master, timeout) -> Iterator[Outcome]:
             if timeout is not None:
                 now = time.perf_counter()
                 with lock:
-                    late = [i for i, t in started.items()
-                            if now - t > timeout and i not in timed_out
-                            and i in pending.values()]
+                    late = [
+                        i
+                        for i, t in started.items()
+                        if now - t > timeout and i not in timed_out and i in pending.values()
+                    ]
                     timed_out.update(late)
                 for index in late:
                     context.cancelJobGroup(f"{run_id}-{index}")
-    except BaseException:   # interrupted (Ctrl-C) or the consumer stopped: stop the jobs too
+    except BaseException:  # interrupted (Ctrl-C) or the consumer stopped: stop the jobs too
         for future in pending:
             future.cancel()
         context.cancelAllJobs()
@@ -139,8 +156,14 @@ def _reason(exc: BaseException) -> str:
     text = str(exc)
     for line in reversed(text.splitlines()):
         line = line.strip()
-        if line and not line.startswith(("at ", "\tat ", "...")) and ("Error" in line
-                                                                       or "Exception" in line):
+        if (
+            line
+            and not line.startswith(("at ", "\tat ", "..."))
+            and ("Error" in line or "Exception" in line)
+        ):
             return line[:500]
-    return (f"{type(exc).__name__}: {text}" if text
-            else "".join(traceback.format_exception_only(exc)).strip())[:500]
+    return (
+        f"{type(exc).__name__}: {text}"
+        if text
+        else "".join(traceback.format_exception_only(exc)).strip()
+    )[:500]

@@ -59,12 +59,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from xpfilt.software.events import Document, load_documents
 from xpfilt.scale.fanout import SERIAL
+from xpfilt.software.events import Document, load_documents
 
-__all__ = ["SparkFilterSummary", "expand_documents", "expand_tables", "spark_filter",
-           "read_results", "plan_query_shards", "auto_query_shards", "SOFTWARE_ENGINES",
-           "QUERY_BYTES", "TABLE_SUFFIXES"]
+__all__ = [
+    "SparkFilterSummary",
+    "expand_documents",
+    "expand_tables",
+    "spark_filter",
+    "read_results",
+    "plan_query_shards",
+    "auto_query_shards",
+    "SOFTWARE_ENGINES",
+    "QUERY_BYTES",
+    "TABLE_SUFFIXES",
+]
 
 #: Engines a Spark task can build from the query lines alone.
 SOFTWARE_ENGINES = ("fast", "reference", "lxml")
@@ -75,10 +84,15 @@ SOFTWARE_ENGINES = ("fast", "reference", "lxml")
 QUERY_BYTES = 1024
 
 #: Table files by suffix: Parquet, or JSON lines (one object per line; Spark writes ``.json``).
-TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
-                  ".ndjson": "jsonl", ".json": "jsonl"}
+TABLE_SUFFIXES = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
 
-_ENGINES: dict = {}   # per Python worker: "query file digest, engine name, shard" -> engine
+_ENGINES: dict = {}  # per Python worker: "query file digest, engine name, shard" -> engine
 
 
 def expand_documents(sources: Sequence[Union[str, os.PathLike]]) -> list[str]:
@@ -102,19 +116,26 @@ def expand_tables(sources: Sequence[Union[str, os.PathLike]]) -> list[str]:
         if not os.path.exists(source) and glob.has_magic(source):
             found = sorted(glob.glob(source))
         elif os.path.isdir(source):
-            found = sorted(str(p) for p in Path(source).iterdir()
-                           if p.suffix in TABLE_SUFFIXES and not p.name.startswith(("_", ".")))
+            found = sorted(
+                str(p)
+                for p in Path(source).iterdir()
+                if p.suffix in TABLE_SUFFIXES and not p.name.startswith(("_", "."))
+            )
             if not found:
-                raise ValueError(f"{source}: a folder of tables must hold Parquet or JSON-lines "
-                                 f"files ({', '.join(TABLE_SUFFIXES)}), not none")
+                raise ValueError(
+                    f"{source}: a folder of tables must hold Parquet or JSON-lines "
+                    f"files ({', '.join(TABLE_SUFFIXES)}), not none"
+                )
         else:
             found = [source]
         for path in found:
             suffix = Path(path).suffix
             if suffix not in TABLE_SUFFIXES:
-                raise ValueError(f"{path}: a table must be a Parquet or JSON-lines file "
-                                 f"({', '.join(TABLE_SUFFIXES)}), not "
-                                 f"{repr(suffix) if suffix else 'a file without suffix'}")
+                raise ValueError(
+                    f"{path}: a table must be a Parquet or JSON-lines file "
+                    f"({', '.join(TABLE_SUFFIXES)}), not "
+                    f"{repr(suffix) if suffix else 'a file without suffix'}"
+                )
         paths += found
     return paths
 
@@ -128,22 +149,24 @@ class _Batch:
     """Documents one task filters: ``kind`` "files" (``source``: the paths), "parquet"
     (``source``: path, row group, first row of the group, first and end row in the group) or
     "jsonl" (``source``: path, first and end byte, row of the first line)."""
+
     key: str
     kind: str
     source: tuple
-    size: int      # documents (for JSON lines: lines that are not blank)
+    size: int  # documents (for JSON lines: lines that are not blank)
 
 
 def _file_batches(paths: list[str], batch_size: int) -> list[_Batch]:
     batches = []
     for i in range(0, len(paths), batch_size):
-        chunk = tuple(paths[i:i + batch_size])
+        chunk = tuple(paths[i : i + batch_size])
         batches.append(_Batch(_digest("\n".join(chunk).encode()), "files", chunk, len(chunk)))
     return batches
 
 
-def _table_batches(paths: list[str], batch_size: int, column: str,
-                   name_column: Optional[str]) -> list[_Batch]:
+def _table_batches(
+    paths: list[str], batch_size: int, column: str, name_column: Optional[str]
+) -> list[_Batch]:
     """Batches of ``batch_size`` rows, never across a Parquet row group; a Parquet file without
     ``column`` (or ``name_column``) raises ValueError up front."""
     import pyarrow.parquet as pq
@@ -159,16 +182,23 @@ def _table_batches(paths: list[str], batch_size: int, column: str,
             names = metadata.schema.to_arrow_schema().names
             for wanted in filter(None, (column, name_column)):
                 if wanted not in names:
-                    raise ValueError(f"{path}: the column must be one of {', '.join(names)}, "
-                                     f"not {wanted!r}")
+                    raise ValueError(
+                        f"{path}: the column must be one of {', '.join(names)}, not {wanted!r}"
+                    )
             offset = 0
             for group in range(metadata.num_row_groups):
                 rows = metadata.row_group(group).num_rows
                 for start in range(0, rows, batch_size):
                     stop = min(rows, start + batch_size)
                     source = (path, group, offset, start, stop)
-                    batches.append(_Batch(_digest(f"{tag}\0{source[1:]}".encode()), "parquet",
-                                          source, stop - start))
+                    batches.append(
+                        _Batch(
+                            _digest(f"{tag}\0{source[1:]}".encode()),
+                            "parquet",
+                            source,
+                            stop - start,
+                        )
+                    )
                 offset += rows
         else:
             with open(path, "rb") as stream:
@@ -185,8 +215,7 @@ def _table_batches(paths: list[str], batch_size: int, column: str,
     return batches
 
 
-def _jsonl_batch(tag: str, path: str, start: int, end: int, row: int, documents: int
-                 ) -> _Batch:
+def _jsonl_batch(tag: str, path: str, start: int, end: int, row: int, documents: int) -> _Batch:
     source = (path, start, end, row)
     return _Batch(_digest(f"{tag}\0{source[1:]}".encode()), "jsonl", source, documents)
 
@@ -203,7 +232,7 @@ def _table_document(name: str, value, column: str) -> Union[Document, str]:
     if isinstance(value, str):
         declared = _DECLARED.match(value)
         if declared:
-            value = value[:declared.start(2)] + "UTF-8" + value[declared.end(2):]
+            value = value[: declared.start(2)] + "UTF-8" + value[declared.end(2) :]
         return Document(name, value.encode("utf-8", "surrogatepass"))
     found = "null" if value is None else f"a {type(value).__name__}"
     return f"{name}: the {column!r} value must be an XML string, not {found}"
@@ -218,8 +247,9 @@ def _read_table_batch(batch: _Batch, column: str, name_column: Optional[str]) ->
 
         path, group, offset, start, stop = batch.source
         columns = [column] + ([name_column] if name_column and name_column != column else [])
-        table = pq.ParquetFile(path).read_row_group(group, columns=columns).slice(
-            start, stop - start)
+        table = (
+            pq.ParquetFile(path).read_row_group(group, columns=columns).slice(start, stop - start)
+        )
         values = table.column(column).to_pylist()
         names = table.column(name_column).to_pylist() if name_column else [None] * len(values)
         for i, (value, name) in enumerate(zip(values, names)):
@@ -231,12 +261,12 @@ def _read_table_batch(batch: _Batch, column: str, name_column: Optional[str]) ->
     with open(path, "rb") as stream:
         stream.seek(start)
         data = stream.read(end - start)
-    lines = data.split(b"\n")          # as the driver counted them: at b"\n" only
+    lines = data.split(b"\n")  # as the driver counted them: at b"\n" only
     if lines[-1] == b"":
         lines.pop()
     for row, line in enumerate(lines, start=row):
         if not line.strip():
-            continue      # a blank line is no row
+            continue  # a blank line is no row
         name = f"{base}[{row}]"
         try:
             record = json.loads(line)
@@ -244,8 +274,9 @@ def _read_table_batch(batch: _Batch, column: str, name_column: Optional[str]) ->
             items.append((name, row, f"{name}: not a JSON object: {exc}"))
             continue
         if not isinstance(record, dict):
-            items.append((name, row, f"{name}: a line must be a JSON object, not "
-                                     f"{type(record).__name__}"))
+            items.append(
+                (name, row, f"{name}: a line must be a JSON object, not {type(record).__name__}")
+            )
             continue
         if name_column and record.get(name_column) is not None:
             name = str(record[name_column])
@@ -263,6 +294,7 @@ class SparkFilterSummary:
     error (all of the run's documents, whether computed now or before); engines the tasks built
     (a worker keeps its engine for the next task of the same shard), their build time, and the
     CPU time of the tasks (in the workers: building, reading and filtering)."""
+
     documents: int = 0
     batches: int = 0
     skipped: int = 0
@@ -273,19 +305,23 @@ class SparkFilterSummary:
     build_s: float = 0.0
     task_cpu_s: float = 0.0
     answered: int = 0
-    errors: list = field(default_factory=list)      # (document, error)
-    failed: list = field(default_factory=list)      # (first path, status, reason) per task
+    errors: list = field(default_factory=list)  # (document, error)
+    failed: list = field(default_factory=list)  # (first path, status, reason) per task
     wall_s: float = 0.0
 
     def line(self) -> str:
-        shards = (f", {self.shards} query shards: {self.tasks} tasks" if self.shards > 1
-                  else "") + (f", {self.builds} engines built in {self.build_s:.1f} s, "
-                              f"tasks' CPU {self.task_cpu_s:.1f} s")
-        return (f"{self.documents} documents in {self.batches} batches ({self.skipped} already "
-                f"done, {self.computed} computed in {self.wall_s:.1f} s{shards}): "
-                f"{self.answered} documents answered, {len(self.errors)} with an error"
-                + (f"; {len(self.failed)} tasks failed (a rerun retries them)"
-                   if self.failed else ""))
+        shards = (
+            f", {self.shards} query shards: {self.tasks} tasks" if self.shards > 1 else ""
+        ) + (
+            f", {self.builds} engines built in {self.build_s:.1f} s, "
+            f"tasks' CPU {self.task_cpu_s:.1f} s"
+        )
+        return (
+            f"{self.documents} documents in {self.batches} batches ({self.skipped} already "
+            f"done, {self.computed} computed in {self.wall_s:.1f} s{shards}): "
+            f"{self.answered} documents answered, {len(self.errors)} with an error"
+            + (f"; {len(self.failed)} tasks failed (a rerun retries them)" if self.failed else "")
+        )
 
 
 def plan_query_shards(lines: Sequence[str], shards: int) -> list[list[int]]:
@@ -293,12 +329,19 @@ def plan_query_shards(lines: Sequence[str], shards: int) -> list[list[int]]:
     (queries with a common prefix side by side) cut into ``shards`` runs of equal length, each
     run in increasing order. Blank lines are left out; there are never more shards than
     lines."""
-    numbered = sorted((line.strip(), number) for number, line in enumerate(lines, start=1)
-                      if line.strip())
+    numbered = sorted(
+        (line.strip(), number) for number, line in enumerate(lines, start=1) if line.strip()
+    )
     shards = max(1, min(shards, len(numbered)))
-    return [sorted(number for _, number in
-                   numbered[i * len(numbered) // shards:(i + 1) * len(numbered) // shards])
-            for i in range(shards)]
+    return [
+        sorted(
+            number
+            for _, number in numbered[
+                i * len(numbered) // shards : (i + 1) * len(numbered) // shards
+            ]
+        )
+        for i in range(shards)
+    ]
 
 
 _SIZE = re.compile(r"([0-9]+)([kmgt]?)b?", re.IGNORECASE)
@@ -321,16 +364,25 @@ def auto_query_shards(queries: int, executor_memory: str = "1g") -> int:
 
 def _executor_memory(context) -> str:
     conf = context.getConf()
-    return (conf.get("spark.executor.pyspark.memory", None)
-            or conf.get("spark.executor.memory", None) or "1g")
+    return (
+        conf.get("spark.executor.pyspark.memory", None)
+        or conf.get("spark.executor.memory", None)
+        or "1g"
+    )
 
 
 class _FilterTask:
     """A task: filter one batch with the engine of one query shard, built from the broadcast
     query lines and shards (``None``: all the queries)."""
 
-    def __init__(self, broadcast, engine: str, identity: str, column: Optional[str],
-                 name_column: Optional[str]):
+    def __init__(
+        self,
+        broadcast,
+        engine: str,
+        identity: str,
+        column: Optional[str],
+        name_column: Optional[str],
+    ):
         self.broadcast, self.engine, self.identity = broadcast, engine, identity
         self.column, self.name_column = column, name_column
 
@@ -342,15 +394,15 @@ class _FilterTask:
 
     def _filter(self, batch: _Batch, shard: int) -> tuple:
         from xpfilt.engines import filter_batch, make_engine
-        from xpfilt.software.fast import gc_paused
         from xpfilt.lang.xpath import load_queries
+        from xpfilt.software.fast import gc_paused
 
         lines, shards = self.broadcast.value
         # the query file's digest, the engine, the shard of how many (a shard's queries follow)
         cache_key = f"{self.identity.strip()} {shard}/{1 if shards is None else len(shards)}"
         engine, built = _ENGINES.get(cache_key), None
         if engine is None:
-            _ENGINES.clear()     # one engine per worker at a time
+            _ENGINES.clear()  # one engine per worker at a time
             start = time.perf_counter()
             with gc_paused():
                 if shards is None:
@@ -361,10 +413,16 @@ class _FilterTask:
                 engine = _ENGINES[cache_key] = make_engine(self.engine, queries)
             built = time.perf_counter() - start
         if batch.kind == "files":
-            rows = [{"document": result.name, "path": path, "row": None,
-                     "matches": None if result.matches is None else list(result.matches),
-                     "error": result.error}
-                    for path, result in zip(batch.source, filter_batch(engine, batch.source))]
+            rows = [
+                {
+                    "document": result.name,
+                    "path": path,
+                    "row": None,
+                    "matches": None if result.matches is None else list(result.matches),
+                    "error": result.error,
+                }
+                for path, result in zip(batch.source, filter_batch(engine, batch.source))
+            ]
             return batch.key, shard, rows, built
         items = _read_table_batch(batch, self.column, self.name_column)
         documents = [document for _, _, document in items if isinstance(document, Document)]
@@ -376,8 +434,15 @@ class _FilterTask:
                 matches, error = result.matches, result.error
             else:
                 matches, error = None, document
-            rows.append({"document": name, "path": batch.source[0], "row": row,
-                         "matches": None if matches is None else list(matches), "error": error})
+            rows.append(
+                {
+                    "document": name,
+                    "path": batch.source[0],
+                    "row": row,
+                    "matches": None if matches is None else list(matches),
+                    "error": error,
+                }
+            )
         return batch.key, shard, rows, built
 
 
@@ -389,16 +454,23 @@ def _merge_shards(pieces: list[list[dict]]) -> list[dict]:
         if len({(r["path"], r["row"], r["document"]) for r in rows}) != 1:
             raise RuntimeError(f"the shards of a batch answered different documents: {rows}")
         error = next((r["error"] for r in rows if r["error"] is not None), None)
-        matches = None if error is not None else sorted(
-            set().union(*(r["matches"] for r in rows)))
+        matches = None if error is not None else sorted(set().union(*(r["matches"] for r in rows)))
         merged.append(dict(rows[0], matches=matches, error=error))
     return merged
 
 
 def _schema():
     import pyarrow as pa
-    return pa.schema([("document", pa.string()), ("path", pa.string()), ("row", pa.int64()),
-                      ("matches", pa.list_(pa.int64())), ("error", pa.string())])
+
+    return pa.schema(
+        [
+            ("document", pa.string()),
+            ("path", pa.string()),
+            ("row", pa.int64()),
+            ("matches", pa.list_(pa.int64())),
+            ("error", pa.string()),
+        ]
+    )
 
 
 def _write_rows(path: Path, rows: list[dict]) -> None:
@@ -421,11 +493,20 @@ def read_results(out: Union[str, Path]) -> list[dict]:
     return rows
 
 
-def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union[str, Path], *,
-                 engine: str = "fast", master: Optional[str] = None, batch_size: int = 64,
-                 column: Optional[str] = None, name_column: Optional[str] = None,
-                 query_shards: Optional[int] = None, progress: bool = False,
-                 log: Callable[[str], None] = lambda message: None) -> SparkFilterSummary:
+def spark_filter(
+    queries_path: Union[str, Path],
+    documents: Sequence,
+    out: Union[str, Path],
+    *,
+    engine: str = "fast",
+    master: Optional[str] = None,
+    batch_size: int = 64,
+    column: Optional[str] = None,
+    name_column: Optional[str] = None,
+    query_shards: Optional[int] = None,
+    progress: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+) -> SparkFilterSummary:
     """Filter ``documents`` (files, see :func:`expand_documents`; with ``column``, tables, see
     :func:`expand_tables`) against the query file on Spark (``master``: any Spark master URL,
     default ``local[*]`` or spark-submit's; ``"serial"``: the same tasks one after another in
@@ -433,8 +514,9 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
     :func:`auto_query_shards` estimates), saving each batch's rows in ``out`` as it completes
     (see the module docstring)."""
     if engine not in SOFTWARE_ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(SOFTWARE_ENGINES)} with Spark, "
-                         f"not {engine!r}")
+        raise ValueError(
+            f"engine must be one of {', '.join(SOFTWARE_ENGINES)} with Spark, not {engine!r}"
+        )
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, not {batch_size}")
     if query_shards is not None and query_shards < 1:
@@ -453,13 +535,18 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
     marker = out / "_queries"
     identity = f"{_digest(data)} {engine}\n"
     if marker.exists() and marker.read_text() != identity:
-        raise ValueError(f"{out} holds answers for another query file or engine "
-                         f"({marker.read_text().strip()}); choose another output folder")
+        raise ValueError(
+            f"{out} holds answers for another query file or engine "
+            f"({marker.read_text().strip()}); choose another output folder"
+        )
     marker.write_text(identity)
 
     todo = [b for b in batches if not (out / f"batch-{b.key}.parquet").exists()]
-    summary = SparkFilterSummary(documents=sum(b.size for b in batches), batches=len(batches),
-                                 skipped=len(batches) - len(todo))
+    summary = SparkFilterSummary(
+        documents=sum(b.size for b in batches),
+        batches=len(batches),
+        skipped=len(batches) - len(todo),
+    )
     context = None
     if todo and master != SERIAL:
         from xpfilt.scale.spark import spark_context
@@ -467,7 +554,8 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
         context = spark_context(master)
     if todo and query_shards is None:
         query_shards = auto_query_shards(
-            len(lines), "1g" if context is None else _executor_memory(context))
+            len(lines), "1g" if context is None else _executor_memory(context)
+        )
     shards = plan_query_shards(lines, query_shards or 1)
     summary.shards = len(shards)
     pieces_dir = out / "_shards"
@@ -476,11 +564,17 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
         return pieces_dir / f"batch-{batch.key}.{shard}-of-{len(shards)}.parquet"
 
     # shard after shard, so that a worker keeps its engine from one task to the next
-    tasks = [(b, s) for s in range(len(shards)) for b in todo
-             if len(shards) == 1 or not piece(b, s).exists()]
-    log(f"{summary.skipped} of {len(batches)} batches already in {out}; filtering "
+    tasks = [
+        (b, s)
+        for s in range(len(shards))
+        for b in todo
+        if len(shards) == 1 or not piece(b, s).exists()
+    ]
+    log(
+        f"{summary.skipped} of {len(batches)} batches already in {out}; filtering "
         f"{sum(b.size for b in todo)} documents in {len(todo)} batches"
-        + (f" x {len(shards)} query shards ({len(tasks)} tasks)" if len(shards) > 1 else ""))
+        + (f" x {len(shards)} query shards ({len(tasks)} tasks)" if len(shards) > 1 else "")
+    )
     if tasks:
         from xpfilt.scale.fanout import fan_out
 
@@ -493,13 +587,18 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
         for b, _ in tasks:
             remaining[b.key] += 1
         try:
-            for outcome in fan_out(tasks, _FilterTask(broadcast, engine, identity, column,
-                                                      name_column),
-                                   master=master, progress=progress, label="tasks"):
+            for outcome in fan_out(
+                tasks,
+                _FilterTask(broadcast, engine, identity, column, name_column),
+                master=master,
+                progress=progress,
+                label="tasks",
+            ):
                 summary.tasks += 1
                 if outcome.status != "ok":
-                    summary.failed.append((outcome.item[0].source[0], outcome.status,
-                                           outcome.reason))
+                    summary.failed.append(
+                        (outcome.item[0].source[0], outcome.status, outcome.reason)
+                    )
                     continue
                 key, shard, rows, built, cpu = outcome.value
                 summary.task_cpu_s += cpu
@@ -513,17 +612,17 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
                 _write_rows(piece(by_key[key], shard), rows)
                 remaining[key] -= 1
                 if remaining[key] == 0:
-                    _complete(out, by_key[key], [piece(by_key[key], s)
-                                                 for s in range(len(shards))])
+                    _complete(out, by_key[key], [piece(by_key[key], s) for s in range(len(shards))])
                     summary.computed += 1
         finally:
             broadcast.unpersist()
             if context is None:
-                _ENGINES.clear()     # this process is no worker: keep no engine
-    if len(shards) > 1:      # batches whose every shard an earlier run saved
+                _ENGINES.clear()  # this process is no worker: keep no engine
+    if len(shards) > 1:  # batches whose every shard an earlier run saved
         for b in todo:
             if not (out / f"batch-{b.key}.parquet").exists() and all(
-                    piece(b, s).exists() for s in range(len(shards))):
+                piece(b, s).exists() for s in range(len(shards))
+            ):
                 _complete(out, b, [piece(b, s) for s in range(len(shards))])
                 summary.computed += 1
     if pieces_dir.is_dir() and not any(pieces_dir.iterdir()):
@@ -533,7 +632,7 @@ def spark_filter(queries_path: Union[str, Path], documents: Sequence, out: Union
     for batch in batches:
         path = out / f"batch-{batch.key}.parquet"
         if not path.exists():
-            continue     # a failed batch: counted in summary.failed, retried by a rerun
+            continue  # a failed batch: counted in summary.failed, retried by a rerun
         for row in pq.read_table(path, columns=["document", "error"]).to_pylist():
             if row["error"] is None:
                 summary.answered += 1
@@ -558,7 +657,9 @@ def _complete(out: Path, batch: _Batch, pieces: list[Path]) -> None:
     batch from a run with another number of shards)."""
     import pyarrow.parquet as pq
 
-    _write_rows(out / f"batch-{batch.key}.parquet",
-                _merge_shards([pq.read_table(p).to_pylist() for p in pieces]))
+    _write_rows(
+        out / f"batch-{batch.key}.parquet",
+        _merge_shards([pq.read_table(p).to_pylist() for p in pieces]),
+    )
     for stale in (out / "_shards").glob(f"batch-{batch.key}.*.parquet"):
         stale.unlink()

@@ -42,14 +42,27 @@ __all__ = ["write_report", "Report", "REPORT_FOLDER", "pareto_front", "best_per_
 #: The report's folder inside a sweep's output folder (Parquet readers skip ``_`` folders).
 REPORT_FOLDER = "_report"
 
-POINT_FIELDS = ("engine", "device", "queries", "depth", "p_wildcard", "p_descendant",
-                "cluster_size", "opt_last", "opt_root", "opt_share", "prefix_sharing",
-                "max_depth", "seed")
+POINT_FIELDS = (
+    "engine",
+    "device",
+    "queries",
+    "depth",
+    "p_wildcard",
+    "p_descendant",
+    "cluster_size",
+    "opt_last",
+    "opt_root",
+    "opt_share",
+    "prefix_sharing",
+    "max_depth",
+    "seed",
+)
 
 
 @dataclass
 class Report:
     """What :func:`write_report` wrote: the folder, the files, and the row counts."""
+
     folder: Path
     files: list = field(default_factory=list)
     rows: int = 0
@@ -73,8 +86,12 @@ def _per_cluster(row: dict) -> str:
 
 
 def _opts(row: dict) -> str:
-    flags = [row.get("opt_last"), row.get("opt_root"), row.get("opt_share"),
-             row.get("prefix_sharing")]
+    flags = [
+        row.get("opt_last"),
+        row.get("opt_root"),
+        row.get("opt_share"),
+        row.get("prefix_sharing"),
+    ]
     return "all on" if all(flags) else "all off" if not any(flags) else "mixed"
 
 
@@ -90,8 +107,9 @@ def _grouped(rows, x: str, y: str, key=_series_label) -> dict:
     for row in rows:
         if row.get(x) is not None and row.get(y) is not None:
             groups[key(row)][row[x]].append(row[y])
-    return {s: sorted((xv, _median(ys)) for xv, ys in pts.items())
-            for s, pts in sorted(groups.items())}
+    return {
+        s: sorted((xv, _median(ys)) for xv, ys in pts.items()) for s, pts in sorted(groups.items())
+    }
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -120,14 +138,20 @@ def best_per_device(rows: list[dict]) -> dict[str, dict]:
 def _software_baselines() -> list[tuple[str, list[tuple[int, float]]]]:
     """(label, [(queries, MB/s)]) from bench/results/reference_throughput.json, if present."""
     from xpfilt.paths import repo_root
+
     path = repo_root() / "bench" / "results" / "reference_throughput.json"
     if not path.exists():
         return []
-    rows = [r for r in json.loads(path.read_text()).get("rows", [])
-            if str(r.get("workload", "")).startswith("NITF")]
+    rows = [
+        r
+        for r in json.loads(path.read_text()).get("rows", [])
+        if str(r.get("workload", "")).startswith("NITF")
+    ]
     out = []
-    for name, column in (("xpfilt reference (software)", "reference_MBps"),
-                         ("lxml, one query at a time", "lxml_MBps")):
+    for name, column in (
+        ("xpfilt reference (software)", "reference_MBps"),
+        ("lxml, one query at a time", "lxml_MBps"),
+    ):
         points = sorted((r["queries"], r[column]) for r in rows if r.get(column))
         if points:
             out.append((name, points))
@@ -140,6 +164,7 @@ def _plot(path: Path, panels: list[dict]) -> bool:
     if not any(p["series"] for p in panels):
         return False
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -147,8 +172,8 @@ def _plot(path: Path, panels: list[dict]) -> bool:
     for ax, panel in zip(axes[0], panels):
         for label, points in panel["series"].items():
             xs, ys = zip(*points)
-            if panel.get("scatter"):     # points, and the series' front as a line of its colour
-                dots, = ax.plot(xs, ys, marker="o", linestyle="none", alpha=0.45, label=label)
+            if panel.get("scatter"):  # points, and the series' front as a line of its colour
+                (dots,) = ax.plot(xs, ys, marker="o", linestyle="none", alpha=0.45, label=label)
                 fx, fy = zip(*pareto_front(points))
                 ax.plot(fx, fy, marker="o", color=dots.get_color(), label=f"{label}: front")
             else:
@@ -177,6 +202,7 @@ def _table(header: list[str], rows: list[list]) -> str:
         if isinstance(v, float):
             return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
         return "" if v is None else str(v)
+
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in r) + " |" for r in rows]
     return "\n".join(lines)
@@ -188,27 +214,33 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
 
     rows = SweepStore(sweep_dir).rows()
     if not rows:
-        raise FileNotFoundError(f"{sweep_dir}: no sweep rows (engine=*/device=*/*.parquet) "
-                                "here; run `xpfilt sweep SPEC.yaml -o DIR` first")
+        raise FileNotFoundError(
+            f"{sweep_dir}: no sweep rows (engine=*/device=*/*.parquet) "
+            "here; run `xpfilt sweep SPEC.yaml -o DIR` first"
+        )
     folder = Path(folder) if folder else Path(sweep_dir) / REPORT_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     report = Report(folder, rows=len(rows))
     ok = [r for r in rows if r["status"] == "ok"]
     report.ok = len(ok)
-    sections: list[tuple[str, str, Optional[str]]] = []   # (title, markdown, image)
+    sections: list[tuple[str, str, Optional[str]]] = []  # (title, markdown, image)
 
     # -- overview
     statuses = defaultdict(int)
     for r in rows:
         statuses[r["status"]] += 1
-    axes = {f: sorted({r[f] for r in rows if r.get(f) is not None}, key=str)
-            for f in POINT_FIELDS}
+    axes = {f: sorted({r[f] for r in rows if r.get(f) is not None}, key=str) for f in POINT_FIELDS}
     swept = [[f, ", ".join(map(str, v))] for f, v in axes.items() if len(v) > 1]
     fixed = [[f, v[0]] for f, v in axes.items() if len(v) == 1]
-    overview = (f"{len(rows)} design points: "
-                + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + ".\n\n"
-                + "Swept:\n\n" + _table(["field", "values"], swept)
-                + "\n\nFixed:\n\n" + _table(["field", "value"], fixed))
+    overview = (
+        f"{len(rows)} design points: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+        + ".\n\n"
+        + "Swept:\n\n"
+        + _table(["field", "values"], swept)
+        + "\n\nFixed:\n\n"
+        + _table(["field", "value"], fixed)
+    )
     sections.append(("Overview", overview, None))
 
     def figure(name: str, panels: list[dict], title: str, body, missing=None) -> None:
@@ -224,18 +256,34 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
 
     # -- Fig. 9: Fmax vs cluster size
     with_fmax = [r for r in ok if r.get("fmax_mhz")]
-    series = _grouped(with_fmax, "cluster_size", "fmax_mhz",
-                      key=lambda r: f"{_series_label(r)} {_opts(r)} ({_per_cluster(r)})")
-    figure("fmax_vs_cluster_size.png",
-           [{"title": "Fmax vs cluster size (cf. paper Fig. 9)",
-             "xlabel": "cluster size (custom: queries, programmable: columns per cluster)",
-             "ylabel": "Fmax (MHz, nextpnr)", "series": series, "logx": True}],
-           "Fmax vs cluster size",
-           lambda: _table(["series", "cluster size: Fmax MHz (median)"],
-                          [[s, ", ".join(f"{x}: {y:.1f}" for x, y in pts)]
-                           for s, pts in series.items()]),
-           ("Fmax vs cluster size", "No point has an Fmax: run the sweep with "
-            "`place_and_route: true` and an `ecp5` or `ice40` device."))
+    series = _grouped(
+        with_fmax,
+        "cluster_size",
+        "fmax_mhz",
+        key=lambda r: f"{_series_label(r)} {_opts(r)} ({_per_cluster(r)})",
+    )
+    figure(
+        "fmax_vs_cluster_size.png",
+        [
+            {
+                "title": "Fmax vs cluster size (cf. paper Fig. 9)",
+                "xlabel": "cluster size (custom: queries, programmable: columns per cluster)",
+                "ylabel": "Fmax (MHz, nextpnr)",
+                "series": series,
+                "logx": True,
+            }
+        ],
+        "Fmax vs cluster size",
+        lambda: _table(
+            ["series", "cluster size: Fmax MHz (median)"],
+            [[s, ", ".join(f"{x}: {y:.1f}" for x, y in pts)] for s, pts in series.items()],
+        ),
+        (
+            "Fmax vs cluster size",
+            "No point has an Fmax: run the sweep with "
+            "`place_and_route: true` and an `ecp5` or `ice40` device.",
+        ),
+    )
 
     # -- Fig. 10: resources and Fmax vs query nodes
     def per_node_table() -> str:
@@ -243,23 +291,40 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
         for r in ok:
             if r.get("luts") and r.get("query_nodes"):
                 per_node[(r["engine"], r["device"], _opts(r))].append(r["luts"] / r["query_nodes"])
-        return _table(["engine", "device", "optimizations", "LUTs per query node (median)",
-                       "points"],
-                      [[*k, _median(v), len(v)] for k, v in sorted(per_node.items())])
+        return _table(
+            ["engine", "device", "optimizations", "LUTs per query node (median)", "points"],
+            [[*k, _median(v), len(v)] for k, v in sorted(per_node.items())],
+        )
 
     by_engine = lambda r: f"{r['engine']} {r['device']} {_opts(r)}"
-    figure("resources_vs_query_nodes.png", [
-        {"title": "Resources vs query nodes (cf. Fig. 10)", "xlabel": "query nodes",
-         "ylabel": "LUTs (LUT6-eq. xilinx, LUT4 ecp5/ice40)",
-         "series": _grouped([r for r in ok if r.get("luts")], "query_nodes", "luts",
-                            key=by_engine),
-         "logx": True, "logy": True},
-        {"title": "Fmax vs query nodes", "xlabel": "query nodes", "ylabel": "Fmax (MHz)",
-         "series": _grouped(with_fmax, "query_nodes", "fmax_mhz", key=by_engine),
-         "logx": True}],
-        "Resources and Fmax vs query nodes", per_node_table,
-        ("Resources vs query nodes", "No point has resource counts: run the sweep with "
-         "`synthesize: true`."))
+    figure(
+        "resources_vs_query_nodes.png",
+        [
+            {
+                "title": "Resources vs query nodes (cf. Fig. 10)",
+                "xlabel": "query nodes",
+                "ylabel": "LUTs (LUT6-eq. xilinx, LUT4 ecp5/ice40)",
+                "series": _grouped(
+                    [r for r in ok if r.get("luts")], "query_nodes", "luts", key=by_engine
+                ),
+                "logx": True,
+                "logy": True,
+            },
+            {
+                "title": "Fmax vs query nodes",
+                "xlabel": "query nodes",
+                "ylabel": "Fmax (MHz)",
+                "series": _grouped(with_fmax, "query_nodes", "fmax_mhz", key=by_engine),
+                "logx": True,
+            },
+        ],
+        "Resources and Fmax vs query nodes",
+        per_node_table,
+        (
+            "Resources vs query nodes",
+            "No point has resource counts: run the sweep with `synthesize: true`.",
+        ),
+    )
 
     # -- Fig. 11: throughput vs queries
     with_tp = [r for r in ok if r.get("throughput_MBps")]
@@ -267,46 +332,128 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
 
     def best_table() -> str:
         best = sorted(with_tp, key=lambda r: -r["throughput_MBps"])[:10]
-        note = ("Dashed lines: software filters on this machine (bench/results/"
-                "reference_throughput.json).\n\n" if baselines else "")
+        note = (
+            "Dashed lines: software filters on this machine (bench/results/"
+            "reference_throughput.json).\n\n"
+            if baselines
+            else ""
+        )
         return note + _table(
-            ["engine", "device", "queries", "depth", "cluster size", "opts", "bytes/cycle",
-             "Fmax MHz", "MB/s"],
-            [[r["engine"], r["device"], r["queries"], r["depth"], _cluster(r), _opts(r),
-              r["bytes_per_cycle"], r["fmax_mhz"], r["throughput_MBps"]] for r in best])
+            [
+                "engine",
+                "device",
+                "queries",
+                "depth",
+                "cluster size",
+                "opts",
+                "bytes/cycle",
+                "Fmax MHz",
+                "MB/s",
+            ],
+            [
+                [
+                    r["engine"],
+                    r["device"],
+                    r["queries"],
+                    r["depth"],
+                    _cluster(r),
+                    _opts(r),
+                    r["bytes_per_cycle"],
+                    r["fmax_mhz"],
+                    r["throughput_MBps"],
+                ]
+                for r in best
+            ],
+        )
 
-    figure("throughput_vs_queries.png",
-           [{"title": "Throughput vs number of queries (cf. Fig. 11)", "xlabel": "queries",
-             "ylabel": "MB/s (bytes/cycle x Fmax)",
-             "series": _grouped(with_tp, "queries", "throughput_MBps",
-                                key=lambda r: f"{_series_label(r)} {_opts(r)}"),
-             "lines": baselines, "logx": True, "logy": True}],
-           "Throughput vs queries (best 10 points)", best_table,
-           ("Throughput vs queries", "No point has a throughput (it needs an Fmax): run the "
-            "sweep with `place_and_route: true`."))
+    figure(
+        "throughput_vs_queries.png",
+        [
+            {
+                "title": "Throughput vs number of queries (cf. Fig. 11)",
+                "xlabel": "queries",
+                "ylabel": "MB/s (bytes/cycle x Fmax)",
+                "series": _grouped(
+                    with_tp,
+                    "queries",
+                    "throughput_MBps",
+                    key=lambda r: f"{_series_label(r)} {_opts(r)}",
+                ),
+                "lines": baselines,
+                "logx": True,
+                "logy": True,
+            }
+        ],
+        "Throughput vs queries (best 10 points)",
+        best_table,
+        (
+            "Throughput vs queries",
+            "No point has a throughput (it needs an Fmax): run the "
+            "sweep with `place_and_route: true`.",
+        ),
+    )
 
     # -- the answer: which point is best on each device, and what each LUT buys
     with_cost = [r for r in with_tp if r.get("luts")]
 
     def best_points_table() -> str:
-        return ("The best point per device (highest MB/s, fewer LUTs among equals); lines in "
-                "the plot are each device and engine's Pareto front.\n\n" + _table(
-                    ["device", "engine", "queries", "depth", "cluster size", "opts", "W",
-                     "LUTs", "Fmax MHz", "MB/s"],
-                    [[device, r["engine"], r["queries"], r["depth"], _cluster(r), _opts(r),
-                      r.get("beat_bytes") or 1, r["luts"], r["fmax_mhz"], r["throughput_MBps"]]
-                     for device, r in best_per_device(with_cost).items()]))
+        return (
+            "The best point per device (highest MB/s, fewer LUTs among equals); lines in "
+            "the plot are each device and engine's Pareto front.\n\n"
+            + _table(
+                [
+                    "device",
+                    "engine",
+                    "queries",
+                    "depth",
+                    "cluster size",
+                    "opts",
+                    "W",
+                    "LUTs",
+                    "Fmax MHz",
+                    "MB/s",
+                ],
+                [
+                    [
+                        device,
+                        r["engine"],
+                        r["queries"],
+                        r["depth"],
+                        _cluster(r),
+                        _opts(r),
+                        r.get("beat_bytes") or 1,
+                        r["luts"],
+                        r["fmax_mhz"],
+                        r["throughput_MBps"],
+                    ]
+                    for device, r in best_per_device(with_cost).items()
+                ],
+            )
+        )
 
     scatter: dict = defaultdict(list)
     for r in with_cost:
         scatter[f"{r['engine']} {r['device']}"].append((r["luts"], r["throughput_MBps"]))
-    figure("pareto_throughput_vs_luts.png",
-           [{"title": "MB/s vs LUTs: Pareto front per device and engine", "xlabel": "LUTs",
-             "ylabel": "MB/s (bytes/cycle x Fmax)", "series": dict(sorted(scatter.items())),
-             "scatter": True, "logx": True}],
-           "Best point per device", best_points_table,
-           ("Best point per device", "No point has both LUTs and a throughput: run the sweep "
-            "with `synthesize: true` and `place_and_route: true`."))
+    figure(
+        "pareto_throughput_vs_luts.png",
+        [
+            {
+                "title": "MB/s vs LUTs: Pareto front per device and engine",
+                "xlabel": "LUTs",
+                "ylabel": "MB/s (bytes/cycle x Fmax)",
+                "series": dict(sorted(scatter.items())),
+                "scatter": True,
+                "logx": True,
+            }
+        ],
+        "Best point per device",
+        best_points_table,
+        (
+            "Best point per device",
+            "No point has both LUTs and a throughput: run the sweep "
+            "with `synthesize: true` and `place_and_route: true`.",
+        ),
+    )
 
     # -- issue 18: the input width W (rows stored before the axis existed have W = 1)
     wide = [r for r in ok if (r.get("beat_bytes") or 1) > 1]
@@ -315,60 +462,162 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
         by_design = lambda r: f"{r['engine']} {r['device']} {r['queries']} queries d{r['depth']}"
 
         def width_table() -> str:
-            return _table(["design", "W", "bytes/cycle", "Fmax MHz", "MB/s"],
-                          [[by_design(r), width(r), r.get("bytes_per_cycle"), r.get("fmax_mhz"),
-                            r.get("throughput_MBps")]
-                           for r in sorted(ok, key=lambda r: (by_design(r), width(r)))])
+            return _table(
+                ["design", "W", "bytes/cycle", "Fmax MHz", "MB/s"],
+                [
+                    [
+                        by_design(r),
+                        width(r),
+                        r.get("bytes_per_cycle"),
+                        r.get("fmax_mhz"),
+                        r.get("throughput_MBps"),
+                    ]
+                    for r in sorted(ok, key=lambda r: (by_design(r), width(r)))
+                ],
+            )
 
-        panels = [{"title": "MB/s vs input width W", "xlabel": "W (bytes per cycle offered)",
-                   "ylabel": "MB/s (bytes/cycle x Fmax)",
-                   "series": _grouped([{**r, "W": width(r)} for r in with_tp], "W",
-                                      "throughput_MBps", key=by_design), "logx": True}]
-        panels = [p for p in panels if p["series"]]     # no Fmax: the model's panel only
-        figure("throughput_vs_bytes_per_cycle.png", [
-            *panels,
-            {"title": "Sustained input vs W (cycle-accurate model)",
-             "xlabel": "W (bytes per cycle offered)", "ylabel": "bytes per cycle",
-             "series": _grouped([{**r, "W": width(r)} for r in ok if r.get("bytes_per_cycle")],
-                                "W", "bytes_per_cycle", key=by_design), "logx": True}],
-            "Throughput vs input width W", width_table)
+        panels = [
+            {
+                "title": "MB/s vs input width W",
+                "xlabel": "W (bytes per cycle offered)",
+                "ylabel": "MB/s (bytes/cycle x Fmax)",
+                "series": _grouped(
+                    [{**r, "W": width(r)} for r in with_tp], "W", "throughput_MBps", key=by_design
+                ),
+                "logx": True,
+            }
+        ]
+        panels = [p for p in panels if p["series"]]  # no Fmax: the model's panel only
+        figure(
+            "throughput_vs_bytes_per_cycle.png",
+            [
+                *panels,
+                {
+                    "title": "Sustained input vs W (cycle-accurate model)",
+                    "xlabel": "W (bytes per cycle offered)",
+                    "ylabel": "bytes per cycle",
+                    "series": _grouped(
+                        [{**r, "W": width(r)} for r in ok if r.get("bytes_per_cycle")],
+                        "W",
+                        "bytes_per_cycle",
+                        key=by_design,
+                    ),
+                    "logx": True,
+                },
+            ],
+            "Throughput vs input width W",
+            width_table,
+        )
 
     # -- what the compiler alone says (every point has it, synthesized or not)
-    figure("columns_vs_query_nodes.png", [
-        {"title": "Stack columns vs query nodes (compiler, no synthesis)",
-         "xlabel": "query nodes", "ylabel": "columns (custom: after optimizations)",
-         "series": _grouped([r for r in ok if r.get("columns")], "query_nodes", "columns",
-                            key=lambda r: f"{r['engine']} d{r['depth']} {_cluster(r)}/cluster "
-                                          f"{_opts(r)}"),
-         "logx": True, "logy": True},
-        {"title": "Sustained input (cycle-accurate model)", "xlabel": "queries",
-         "ylabel": "bytes per cycle",
-         "series": _grouped([r for r in ok if r.get("bytes_per_cycle")], "queries",
-                            "bytes_per_cycle",
-                            key=lambda r: f"{r['engine']} d{r['depth']} "
-                                          f"{_cluster(r)}/cluster"),
-         "logx": True}],
+    figure(
+        "columns_vs_query_nodes.png",
+        [
+            {
+                "title": "Stack columns vs query nodes (compiler, no synthesis)",
+                "xlabel": "query nodes",
+                "ylabel": "columns (custom: after optimizations)",
+                "series": _grouped(
+                    [r for r in ok if r.get("columns")],
+                    "query_nodes",
+                    "columns",
+                    key=lambda r: f"{r['engine']} d{r['depth']} {_cluster(r)}/cluster {_opts(r)}",
+                ),
+                "logx": True,
+                "logy": True,
+            },
+            {
+                "title": "Sustained input (cycle-accurate model)",
+                "xlabel": "queries",
+                "ylabel": "bytes per cycle",
+                "series": _grouped(
+                    [r for r in ok if r.get("bytes_per_cycle")],
+                    "queries",
+                    "bytes_per_cycle",
+                    key=lambda r: f"{r['engine']} d{r['depth']} {_cluster(r)}/cluster",
+                ),
+                "logx": True,
+            },
+        ],
         "Columns and bytes per cycle (no synthesis needed)",
-        lambda: ("Columns: the custom engine's stack columns after the column optimizations "
-                 "(programmable: the generic columns provided). Bytes per cycle below 1.0: "
-                 "cycles the input waited for the serial readout."))
+        lambda: (
+            "Columns: the custom engine's stack columns after the column optimizations "
+            "(programmable: the generic columns provided). Bytes per cycle below 1.0: "
+            "cycles the input waited for the serial readout."
+        ),
+    )
 
     # -- model-only numbers every ok point has
     model = sorted(ok, key=lambda r: (r["engine"], r["depth"], r["queries"], r["cluster_size"]))
-    sections.append(("Every point", _table(
-        ["engine", "device", "queries", "depth", "cluster", "opts", "nodes", "columns",
-         "clusters", "bytes/cycle", "LUTs", "FFs", "Fmax", "MB/s", "s"],
-        [[r["engine"], r["device"], r["queries"], r["depth"], _cluster(r), _opts(r),
-          r.get("query_nodes"), r.get("columns"), r.get("clusters"), r.get("bytes_per_cycle"),
-          r.get("luts"), r.get("ffs"), r.get("fmax_mhz"), r.get("throughput_MBps"),
-          r.get("seconds")] for r in model]), None))
+    sections.append(
+        (
+            "Every point",
+            _table(
+                [
+                    "engine",
+                    "device",
+                    "queries",
+                    "depth",
+                    "cluster",
+                    "opts",
+                    "nodes",
+                    "columns",
+                    "clusters",
+                    "bytes/cycle",
+                    "LUTs",
+                    "FFs",
+                    "Fmax",
+                    "MB/s",
+                    "s",
+                ],
+                [
+                    [
+                        r["engine"],
+                        r["device"],
+                        r["queries"],
+                        r["depth"],
+                        _cluster(r),
+                        _opts(r),
+                        r.get("query_nodes"),
+                        r.get("columns"),
+                        r.get("clusters"),
+                        r.get("bytes_per_cycle"),
+                        r.get("luts"),
+                        r.get("ffs"),
+                        r.get("fmax_mhz"),
+                        r.get("throughput_MBps"),
+                        r.get("seconds"),
+                    ]
+                    for r in model
+                ],
+            ),
+            None,
+        )
+    )
 
     failed = [r for r in rows if r["status"] != "ok"]
     if failed:
-        sections.append(("Failures", _table(
-            ["status", "engine", "device", "queries", "depth", "cluster", "reason"],
-            [[r["status"], r["engine"], r["device"], r["queries"], r["depth"],
-              _cluster(r), r["reason"]] for r in failed]), None))
+        sections.append(
+            (
+                "Failures",
+                _table(
+                    ["status", "engine", "device", "queries", "depth", "cluster", "reason"],
+                    [
+                        [
+                            r["status"],
+                            r["engine"],
+                            r["device"],
+                            r["queries"],
+                            r["depth"],
+                            _cluster(r),
+                            r["reason"],
+                        ]
+                        for r in failed
+                    ],
+                ),
+                None,
+            )
+        )
 
     report.files += _write_texts(folder, sweep_dir, sections, rows)
     return report
@@ -385,10 +634,13 @@ def _write_texts(folder: Path, sweep_dir, sections, rows) -> list[Path]:
     summary = folder / "summary.md"
     summary.write_text("\n".join(md))
 
-    page = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>",
-            "<style>body{font-family:sans-serif;max-width:1300px;margin:2em auto}"
-            "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;"
-            "padding:2px 6px}img{max-width:100%}</style>", f"<h1>{html.escape(title)}</h1>"]
+    page = [
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1300px;margin:2em auto}"
+        "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;"
+        "padding:2px 6px}img{max-width:100%}</style>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
     for name, body, image in sections:
         page.append(f"<h2>{html.escape(name)}</h2>")
         if image:
@@ -414,10 +666,16 @@ def _markdown_to_html(text: str) -> str:
         if table:
             head, *body = [r for r in table if not set(r.replace("|", "")) <= set("-: ")]
             cells = lambda r: [c.strip().replace("\\|", "|") for c in r.strip("|").split(" | ")]
-            out.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells(head))
-                       + "</tr>" + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>"
-                                                            for c in cells(r)) + "</tr>"
-                                           for r in body) + "</table>")
+            out.append(
+                "<table><tr>"
+                + "".join(f"<th>{html.escape(c)}</th>" for c in cells(head))
+                + "</tr>"
+                + "".join(
+                    "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(r)) + "</tr>"
+                    for r in body
+                )
+                + "</table>"
+            )
             table.clear()
 
     for line in text.splitlines():

@@ -66,33 +66,37 @@ def package_zip(directory: Optional[Path] = None) -> Path:
     return path
 
 
-def spark_context(master: Optional[str] = None, app_name: str = "xpfilt",
-                  parallelism: Optional[int] = None):
+def spark_context(
+    master: Optional[str] = None, app_name: str = "xpfilt", parallelism: Optional[int] = None
+):
     """The active ``SparkContext`` or a new one for ``master`` (see the module docstring).
     Raises ``RuntimeError`` naming the fix if PySpark is not installed."""
     try:
         from pyspark import SparkConf, SparkContext
     except ImportError:
         raise RuntimeError("PySpark is not installed: pip install -e '.[spark]'") from None
-    conf = SparkConf()   # under spark-submit this already holds --master and --conf values
+    conf = SparkConf()  # under spark-submit this already holds --master and --conf values
     master = master or conf.get("spark.master", DEFAULT_MASTER)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    try:   # the shipped zip does not sit beside ../shared: tell the workers where it is
+    try:  # the shipped zip does not sit beside ../shared: tell the workers where it is
         from xpfilt.paths import shared_dir
+
         os.environ.setdefault("XPFILT_SHARED", str(shared_dir()))
     except FileNotFoundError:
         pass
-    conf = (conf.setMaster(master).setIfMissing("spark.app.name", app_name)
-            .set("spark.ui.showConsoleProgress", "false")
-            .set("spark.ui.enabled", "false")
-            .set("spark.python.worker.reuse", "true")
-            # one design point per task: never retry a point (a failure is already a row)
-            .set("spark.task.maxFailures", "1")
-            .set("spark.driver.extraJavaOptions",
-                 f"-Dlog4j2.configurationFile=file:{_log_config()}"))
+    conf = (
+        conf.setMaster(master)
+        .setIfMissing("spark.app.name", app_name)
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.ui.enabled", "false")
+        .set("spark.python.worker.reuse", "true")
+        # one design point per task: never retry a point (a failure is already a row)
+        .set("spark.task.maxFailures", "1")
+        .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log_config()}")
+    )
     if "XPFILT_SHARED" in os.environ:
         conf.set("spark.executorEnv.XPFILT_SHARED", os.environ["XPFILT_SHARED"])
     if parallelism:

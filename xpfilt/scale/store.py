@@ -29,27 +29,64 @@ PARTITIONS = ("engine", "device")
 COLUMNS = {
     # the design point (cluster_size: queries per cluster for the custom engine, columns per
     # cluster for the programmable one, see xpfilt.scale.sweep.CLUSTER_UNIT)
-    "key": "string", "queries": "int64", "depth": "int64", "p_wildcard": "float64",
-    "p_descendant": "float64", "cluster_size": "int64", "opt_last": "bool", "opt_root": "bool",
-    "opt_share": "bool", "prefix_sharing": "bool", "max_depth": "int64", "documents": "int64",
-    "document_bytes": "int64", "seed": "int64", "readout": "string", "beat_bytes": "int64",
+    "key": "string",
+    "queries": "int64",
+    "depth": "int64",
+    "p_wildcard": "float64",
+    "p_descendant": "float64",
+    "cluster_size": "int64",
+    "opt_last": "bool",
+    "opt_root": "bool",
+    "opt_share": "bool",
+    "prefix_sharing": "bool",
+    "max_depth": "int64",
+    "documents": "int64",
+    "document_bytes": "int64",
+    "seed": "int64",
+    "readout": "string",
+    "beat_bytes": "int64",
     # how it ended
-    "status": "string", "reason": "string", "traceback": "string", "seconds": "float64",
+    "status": "string",
+    "reason": "string",
+    "traceback": "string",
+    "seconds": "float64",
     "driver_s": "float64",
     # compile / configure
-    "query_nodes": "int64", "columns": "int64", "clusters": "int64", "tags": "int64",
-    "configured": "int64", "config_bits": "int64", "verilog_bytes": "int64",
+    "query_nodes": "int64",
+    "columns": "int64",
+    "clusters": "int64",
+    "tags": "int64",
+    "configured": "int64",
+    "config_bits": "int64",
+    "verilog_bytes": "int64",
     # model run
-    "documents_bytes": "int64", "cycles": "int64", "bytes_per_cycle": "float64",
-    "readout_overhead": "float64", "flagged": "int64",
+    "documents_bytes": "int64",
+    "cycles": "int64",
+    "bytes_per_cycle": "float64",
+    "readout_overhead": "float64",
+    "flagged": "int64",
     # synthesis
-    "part": "string", "luts": "int64", "ffs": "int64", "lutram": "int64", "bram": "int64",
-    "cells": "string", "synth_s": "float64",
+    "part": "string",
+    "luts": "int64",
+    "ffs": "int64",
+    "lutram": "int64",
+    "bram": "int64",
+    "cells": "string",
+    "synth_s": "float64",
     # place and route
-    "fmax_mhz": "float64", "clocks": "string", "utilization": "string", "util_luts": "float64",
-    "critical_from": "string", "critical_to": "string", "critical_cells": "int64",
-    "critical_ns": "float64", "critical_logic_ns": "float64", "critical_route_ns": "float64",
-    "pnr_s": "float64", "throughput_MBps": "float64", "constraints": "string",
+    "fmax_mhz": "float64",
+    "clocks": "string",
+    "utilization": "string",
+    "util_luts": "float64",
+    "critical_from": "string",
+    "critical_to": "string",
+    "critical_cells": "int64",
+    "critical_ns": "float64",
+    "critical_logic_ns": "float64",
+    "critical_route_ns": "float64",
+    "pnr_s": "float64",
+    "throughput_MBps": "float64",
+    "constraints": "string",
     # fields that are not columns, or values their column cannot hold: {field: value} as JSON
     "extra": "string",
 }
@@ -60,11 +97,13 @@ EXTRA = "extra"
 
 def _arrow_type(kind: str):
     import pyarrow as pa
+
     return getattr(pa, "bool_" if kind == "bool" else kind)()
 
 
 def _schema():
     import pyarrow as pa
+
     return pa.schema([(name, _arrow_type(kind)) for name, kind in COLUMNS.items()])
 
 
@@ -133,8 +172,9 @@ class SweepStore:
         schema = _schema()
         for name in PARTITIONS:
             schema = schema.append(pa.field(name, pa.string()))
-        return ds.dataset(self.root, format="parquet", partitioning="hive",
-                          schema=schema).to_table()
+        return ds.dataset(
+            self.root, format="parquet", partitioning="hive", schema=schema
+        ).to_table()
 
     def files(self) -> list[Path]:
         return sorted(self.root.glob("/".join(f"{p}=*" for p in PARTITIONS) + "/*.parquet"))
@@ -147,8 +187,9 @@ class SweepStore:
         rows = []
         empty = dict.fromkeys(COLUMNS)
         for path in self.files():
-            partition = dict(part.split("=", 1) for part in
-                             (path.parent.parent.name, path.parent.name))
+            partition = dict(
+                part.split("=", 1) for part in (path.parent.parent.name, path.parent.name)
+            )
             for row in pq.read_table(path).to_pylist():
                 rows.append({**partition, **empty, **row})
         return rows
@@ -156,5 +197,4 @@ class SweepStore:
     def keys(self, statuses: Optional[Iterable[str]] = None) -> set[str]:
         """Keys of the saved points (only those whose status is in ``statuses``, if given)."""
         wanted = None if statuses is None else set(statuses)
-        return {row["key"] for row in self.rows()
-                if wanted is None or row["status"] in wanted}
+        return {row["key"] for row in self.rows() if wanted is None or row["status"] in wanted}

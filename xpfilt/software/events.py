@@ -24,9 +24,16 @@ from typing import Iterable, Iterator, NamedTuple, Union
 from xml.parsers import expat
 
 __all__ = [
-    "EventKind", "Event", "Document", "DocumentError", "MalformedDocumentError", "iter_events",
+    "EventKind",
+    "Event",
+    "Document",
+    "DocumentError",
+    "MalformedDocumentError",
+    "iter_events",
     "parse_events",
-    "utf8_document", "load_documents", "document_depth",
+    "utf8_document",
+    "load_documents",
+    "document_depth",
 ]
 
 _CHUNK = 1 << 16
@@ -40,6 +47,7 @@ class EventKind(enum.IntEnum):
 
 class Event(NamedTuple):
     """One parse event. ``value``: the attribute dict (OPEN), the text (TEXT) or None (CLOSE)."""
+
     kind: EventKind
     name: str
     value: Union[dict, str, None] = None
@@ -48,6 +56,7 @@ class Event(NamedTuple):
 @dataclass(frozen=True)
 class Document:
     """A document to filter: a display name (the file name) and its raw bytes."""
+
     name: str
     data: bytes
 
@@ -70,14 +79,19 @@ class MalformedDocumentError(DocumentError):
 
 
 #: Byte order marks, longest first (a UTF-32-LE mark starts like a UTF-16-LE one).
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
-         (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
-         (codecs.BOM_UTF16_BE, "utf-16-be"))
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 _DECLARED = re.compile(r"""<\?xml[ \t\r\n][^>]*?encoding[ \t\r\n]*=[ \t\r\n]*(["'])(.*?)\1""")
 _DECLARED_BYTES = re.compile(_DECLARED.pattern.encode())
 #: Python codecs that decode bytes to text but are no character encoding a document declares.
-_NOT_DOCUMENT_ENCODINGS = frozenset({"unicode-escape", "raw-unicode-escape", "undefined", "idna",
-                                     "punycode", "charmap"})
+_NOT_DOCUMENT_ENCODINGS = frozenset(
+    {"unicode-escape", "raw-unicode-escape", "undefined", "idna", "punycode", "charmap"}
+)
 
 
 def _unicode_family(data: bytes) -> tuple[str, int]:
@@ -103,7 +117,7 @@ def utf8_document(document: Document) -> Document:
     if not data:
         raise MalformedDocumentError(document.name, 1, 1, "no element found")
     codec, bom = _unicode_family(data)
-    if len(data) == bom:               # a byte order mark and nothing after it
+    if len(data) == bom:  # a byte order mark and nothing after it
         raise MalformedDocumentError(document.name, 1, 1, "no element found")
     if codec:
         try:
@@ -111,10 +125,10 @@ def utf8_document(document: Document) -> Document:
         except UnicodeDecodeError as exc:
             raise _undecodable(document, exc.start + bom, codec) from None
     else:
-        declared = _DECLARED_BYTES.match(data, bom)      # match() anchors at ``bom``
+        declared = _DECLARED_BYTES.match(data, bom)  # match() anchors at ``bom``
         name = declared.group(2).decode("ascii", "replace") if declared else "UTF-8"
         codec = ""
-        if re.fullmatch(r"[A-Za-z][A-Za-z0-9._-]*", name):   # an XML EncName, checked first
+        if re.fullmatch(r"[A-Za-z][A-Za-z0-9._-]*", name):  # an XML EncName, checked first
             try:
                 codec = codecs.lookup(name).name
             except LookupError:
@@ -124,28 +138,35 @@ def utf8_document(document: Document) -> Document:
         if codec == "utf-8":
             return Document(document.name, data[bom:]) if bom else document
         if codec.startswith(("utf-16", "utf-32")):
-            raise MalformedDocumentError(document.name, 1, 1, f"the document declares {name!r} "
-                                         "but is not encoded in it")
+            raise MalformedDocumentError(
+                document.name, 1, 1, f"the document declares {name!r} but is not encoded in it"
+            )
         try:
             if not codec:
                 raise LookupError(name)
             text = data[bom:].decode(codec)
         except LookupError:
-            raise DocumentError(f"{document.name}: the declared encoding must be a known text "
-                                f"encoding, not {name!r}") from None
+            raise DocumentError(
+                f"{document.name}: the declared encoding must be a known text "
+                f"encoding, not {name!r}"
+            ) from None
         except UnicodeDecodeError as exc:
             raise _undecodable(document, exc.start + bom, name) from None
     declared = _DECLARED.match(text)
     if declared:
-        text = text[:declared.start(2)] + "UTF-8" + text[declared.end(2):]
+        text = text[: declared.start(2)] + "UTF-8" + text[declared.end(2) :]
     return Document(document.name, text.encode("utf-8"))
 
 
 def _undecodable(document: Document, offset: int, encoding: str) -> MalformedDocumentError:
     data = document.data
     line_start = data.rfind(b"\n", 0, offset) + 1
-    return MalformedDocumentError(document.name, data.count(b"\n", 0, offset) + 1,
-                                  offset - line_start + 1, f"the bytes are not valid {encoding}")
+    return MalformedDocumentError(
+        document.name,
+        data.count(b"\n", 0, offset) + 1,
+        offset - line_start + 1,
+        f"the bytes are not valid {encoding}",
+    )
 
 
 def iter_events(document: Union[Document, bytes]) -> Iterator[Event]:
@@ -188,14 +209,15 @@ def iter_events(document: Union[Document, bytes]) -> Iterator[Event]:
 
     data = document.data
     for offset in range(0, max(len(data), 1), _CHUNK):
-        chunk = data[offset:offset + _CHUNK]
+        chunk = data[offset : offset + _CHUNK]
         final = offset + _CHUNK >= len(data)
         try:
             parser.Parse(chunk, final)
         except expat.ExpatError as exc:
             yield from pending
             raise MalformedDocumentError(
-                document.name, exc.lineno, exc.offset + 1, expat.ErrorString(exc.code)) from None
+                document.name, exc.lineno, exc.offset + 1, expat.ErrorString(exc.code)
+            ) from None
         yield from pending
         pending.clear()
 
@@ -229,4 +251,3 @@ def document_depth(events: Iterable[Event]) -> int:
         elif event.kind is EventKind.CLOSE:
             depth -= 1
     return best
-

@@ -47,11 +47,26 @@ from xml.parsers import expat
 
 import numpy as np
 
-from xpfilt.software.events import Document, Event, EventKind, iter_events, parse_events, utf8_document
-from xpfilt.software.fast_predicates import CHILD, CHILDREN, TEXT, VALUE_MEMO_SIZE, PredicateTests, Test, needed
-from xpfilt.software.predicates import Positions, first_pass, needs_text, needs_tree
 from xpfilt.lang.profiles import ProfilePaths
 from xpfilt.lang.xpath import Axis, Query
+from xpfilt.software.events import (
+    Document,
+    Event,
+    EventKind,
+    iter_events,
+    parse_events,
+    utf8_document,
+)
+from xpfilt.software.fast_predicates import (
+    CHILD,
+    CHILDREN,
+    TEXT,
+    VALUE_MEMO_SIZE,
+    PredicateTests,
+    Test,
+    needed,
+)
+from xpfilt.software.predicates import Positions, first_pass, needs_text, needs_tree
 
 __all__ = ["FastFilter", "DEFAULT_CACHE_BYTES", "gc_paused"]
 
@@ -62,8 +77,8 @@ DEFAULT_CACHE_BYTES = 256 << 20
 #: What one memo dict entry costs, besides its key (a CPython dict slot, the key string, an int).
 _ENTRY_BYTES = 100
 
-_STATE = np.int32    # NFA state numbers as stored in the interned sets
-_INDEX = np.intp      # ... and while a miss computes with them (NumPy indexes with intp)
+_STATE = np.int32  # NFA state numbers as stored in the interned sets
+_INDEX = np.intp  # ... and while a miss computes with them (NumPy indexes with intp)
 
 
 @contextmanager
@@ -93,13 +108,13 @@ class _Nfa:
     """
 
     def __init__(self, queries: Sequence[Query]):
-        eps: list[int] = [-1]                       # state -> its descendant state (-1: none)
-        children: list = [None]                     # state -> {name or '*': target} (or None)
-        loops: list[int] = []                       # the descendant states
+        eps: list[int] = [-1]  # state -> its descendant state (-1: none)
+        children: list = [None]  # state -> {name or '*': target} (or None)
+        loops: list[int] = []  # the descendant states
         guarded_index: dict[tuple, int] = {}
         guarded: dict[tuple[int, str], list] = defaultdict(list)
-        final_of: list[int] = []                    # query position -> its accepting state
-        edge_sources: list[int] = []                # unguarded transitions, in creation order
+        final_of: list[int] = []  # query position -> its accepting state
+        edge_sources: list[int] = []  # unguarded transitions, in creation order
         edge_names: list[str] = []
         edge_targets: list[int] = []
         descendant = Axis.DESCENDANT
@@ -141,8 +156,9 @@ class _Nfa:
         names = sorted((set(edge_names) | {name for _, name in guarded}) - {"*"})
         self.tag_ids = tag_ids = {name: i for i, name in enumerate(names, start=1)}
         tag_ids_or_wild = {**tag_ids, "*": 0}
-        self.guarded = {(s, tag_ids_or_wild[name]): targets
-                        for (s, name), targets in guarded.items()}
+        self.guarded = {
+            (s, tag_ids_or_wild[name]): targets for (s, name), targets in guarded.items()
+        }
         guarded_steps = [step for targets in guarded.values() for step, _ in targets]
         self.needs_text = needs_text(guarded_steps)
         self.needs_tree = needs_tree(guarded_steps)
@@ -161,7 +177,7 @@ class _Nfa:
         sources, tags, targets = sources[order], tags[order], targets[order]
         bounds = np.searchsorted(tags, np.arange(width + 1))
         self.by_tag = [(sources[a:b], targets[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
-        self.member = np.zeros(count, bool)         # scratch: the states of one step
+        self.member = np.zeros(count, bool)  # scratch: the states of one step
         # '*' transitions are looked up on every miss: one dense array (-1: none)
         self.wild = np.full(count, -1, _INDEX)
         wild_sources, wild_targets = self.by_tag[0]
@@ -186,7 +202,7 @@ class _Nfa:
         targets = targets[targets >= 0]
         if tag > 0:
             sources, named = self.by_tag[tag]
-            member = self.member        # all False between calls
+            member = self.member  # all False between calls
             member[states] = True
             targets = np.concatenate([targets, named[member[sources]]])
             member[states] = False
@@ -198,7 +214,7 @@ class _Nfa:
         moves = moves[moves >= 0]
         out = np.concatenate([kept, targets, moves])
         out.sort()
-        if len(moves):        # a descendant state may be both kept and entered again
+        if len(moves):  # a descendant state may be both kept and entered again
             out = out[np.concatenate([[True], out[1:] != out[:-1]])]
         return out
 
@@ -230,8 +246,12 @@ class FastFilter:
     """Filters documents against a fixed list of queries; results are 0-based query positions
     (the same as :class:`xpfilt.software.reference.ReferenceFilter`, which it must always agree with)."""
 
-    def __init__(self, queries: Sequence[Query], cache_bytes: int = DEFAULT_CACHE_BYTES,
-                 value_memo_size: int = VALUE_MEMO_SIZE):
+    def __init__(
+        self,
+        queries: Sequence[Query],
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        value_memo_size: int = VALUE_MEMO_SIZE,
+    ):
         self.queries = tuple(queries)
         self.cache_bytes = cache_bytes
         self._profiles = ProfilePaths(self.queries)
@@ -240,19 +260,25 @@ class FastFilter:
         self._hits = np.zeros(len(self._profiles.paths), bool)
         self._predicate_tests = PredicateTests(value_memo_size)
         self._positional_tests: dict = {}
-        self._step_tests: dict[int, tuple] = {}   # id of a guarded NFA step -> _step_test
-        self._positions = Positions(())     # the sibling counts of the document being filtered
-        self.stats = {"nfa_states": self._nfa.states, "nfa_transitions": self._nfa.edges,
-                      "dfa_states": 0, "misses": 0, "resets": 0, "memo_bytes": 0}
+        self._step_tests: dict[int, tuple] = {}  # id of a guarded NFA step -> _step_test
+        self._positions = Positions(())  # the sibling counts of the document being filtered
+        self.stats = {
+            "nfa_states": self._nfa.states,
+            "nfa_transitions": self._nfa.edges,
+            "dfa_states": 0,
+            "misses": 0,
+            "resets": 0,
+            "memo_bytes": 0,
+        }
         self._reset()
 
     # -- the lazy DFA ---------------------------------------------------------------------
     def _reset(self) -> None:
-        self._sets: list[bytes] = []          # DFA state -> its NFA states (sorted int32 bytes)
-        self._ids: dict[bytes, int] = {}      # the inverse
-        self._trans: list[dict] = []          # DFA state -> {tag name: next DFA state}
-        self._accepts: list = []              # DFA state -> positions it accepts, or None
-        self._guarded: dict = {}              # (DFA state, name) -> (base set, candidates)
+        self._sets: list[bytes] = []  # DFA state -> its NFA states (sorted int32 bytes)
+        self._ids: dict[bytes, int] = {}  # the inverse
+        self._trans: list[dict] = []  # DFA state -> {tag name: next DFA state}
+        self._accepts: list = []  # DFA state -> positions it accepts, or None
+        self._guarded: dict = {}  # (DFA state, name) -> (base set, candidates)
         self._memo_bytes = 0
         empty = np.zeros(0, _INDEX)
         document = np.zeros(1, _INDEX)
@@ -319,8 +345,14 @@ class FastFilter:
         passed = tuple(passed)
         nxt = outcomes.get(passed)
         if nxt is None:
-            entered = np.concatenate([targets, np.array(
-                [t for (_, t), slot in zip(candidates, slots) if passed[slot]], _INDEX)])
+            entered = np.concatenate(
+                [
+                    targets,
+                    np.array(
+                        [t for (_, t), slot in zip(candidates, slots) if passed[slot]], _INDEX
+                    ),
+                ]
+            )
             nxt = outcomes[passed] = self._intern(self._nfa.close(kept, entered), entered)
             self._memo_bytes += _ENTRY_BYTES + len(passed) * 8
         return nxt
@@ -339,7 +371,8 @@ class FastFilter:
                     if len(table) >= self._predicate_tests.value_memo_size:
                         table.clear()
                     holding = table[value] = tuple(
-                        slot for slot, value_holds in comparisons if value_holds(value))
+                        slot for slot, value_holds in comparisons if value_holds(value)
+                    )
                     self._memo_bytes += _ENTRY_BYTES + len(value) + 8 * len(holding)
                 for slot in holding:
                     passed[slot] = True
@@ -363,7 +396,7 @@ class FastFilter:
                 if need is None:
                     always.append((slot, test))
                 elif need.startswith(CHILD):
-                    by_child[need[len(CHILD):]].append((slot, test))
+                    by_child[need[len(CHILD) :]].append((slot, test))
                 else:
                     others, comparisons, _table = by_need.setdefault(need, ([], [], {}))
                     if value_holds is None:
@@ -385,9 +418,13 @@ class FastFilter:
             else:
                 tests = self._predicate_tests
                 need = needed(step.predicates)
-                found = (tests.test(step.predicates), need,
-                         None if need in (None, CHILDREN) or need.startswith(CHILD)
-                         else tests.comparison(step.predicates))
+                found = (
+                    tests.test(step.predicates),
+                    need,
+                    None
+                    if need in (None, CHILDREN) or need.startswith(CHILD)
+                    else tests.comparison(step.predicates),
+                )
             self._step_tests[id(step)] = found
         return found
 
@@ -396,8 +433,10 @@ class FastFilter:
         (:class:`Positions`, set per document) decided it when the element opened."""
         test = self._positional_tests.get(step)
         if test is None:
+
             def test(_attrs, _texts, _node):
                 return self._positions.passed[step]
+
             self._positional_tests[step] = test
         return test
 
@@ -410,11 +449,11 @@ class FastFilter:
             self.stats["resets"] += 1
         if not found:
             return self._profiles.answer(()) if self._profiles.combined else []
-        hits = self._hits        # all False between documents
+        hits = self._hits  # all False between documents
         hits[np.concatenate(found)] = True
         positions = np.flatnonzero(hits)
         hits[positions] = False
-        if self._profiles.combined:     # the paths' answers into the profiles'
+        if self._profiles.combined:  # the paths' answers into the profiles'
             return self._profiles.answer(positions.tolist())
         return positions.tolist()
 
@@ -428,14 +467,14 @@ class FastFilter:
         :func:`xpfilt.engines.filter_batch`)."""
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
-        with gc_paused():   # a document's events and tree form no cycle; the memo is large
+        with gc_paused():  # a document's events and tree form no cycle; the memo is large
             if self._nfa.needs_events:
                 return self._filter_events(parse_events(document))
             return self._filter_expat(document)
 
     def _filter_expat(self, document: Document) -> list[int]:
         """Structural paths only: expat's callbacks step the DFA, no event objects."""
-        document = utf8_document(document)   # the one encoding policy (raises like iter_events)
+        document = utf8_document(document)  # the one encoding policy (raises like iter_events)
         trans, miss = self._trans, self._miss
         stack = [self._start]
         visited: set[int] = set()
@@ -481,7 +520,7 @@ class FastFilter:
                     positions.open(name, value, texts.get(index, ()), nodes.get(index))
                 top = stack[-1]
                 nxt = trans[top].get(name)
-                if nxt is None:     # only guarded steps or a miss read the texts and the node
+                if nxt is None:  # only guarded steps or a miss read the texts and the node
                     nxt = miss(top, name, value, texts.get(index, ()), nodes.get(index))
                 push(nxt)
                 visit(nxt)

@@ -16,9 +16,18 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
+from xpfilt.lang.xpath import (
+    And,
+    AttributeTarget,
+    Axis,
+    Exists,
+    Not,
+    Or,
+    Predicate,
+    RelativePath,
+    TextTarget,
+)
 from xpfilt.software.predicates import Node, _branch_holds
-from xpfilt.lang.xpath import (And, AttributeTarget, Axis, Exists, Not, Or, Predicate, RelativePath,
-                    TextTarget)
 
 __all__ = ["Test", "PredicateTests", "VALUE_MEMO_SIZE", "TEXT", "CHILDREN", "CHILD", "needed"]
 
@@ -62,7 +71,7 @@ def _needed(condition) -> Optional[str]:
             return target.name
         if isinstance(target, TextTarget):
             return TEXT
-    return None     # not(...), position()
+    return None  # not(...), position()
 
 
 def _rarity(need: str) -> int:
@@ -86,18 +95,17 @@ class PredicateTests:
         self._lists: dict[tuple, Test] = {}
         self._leaves: dict[object, Test] = {}
         self._paths: dict[RelativePath, Test] = {}
-        self._values: dict[Predicate, Callable[[str], bool]] = {}   # comparison -> value test
-        self._names_of: Node = None         # the last node :meth:`_names` was asked about
+        self._values: dict[Predicate, Callable[[str], bool]] = {}  # comparison -> value test
+        self._names_of: Node = None  # the last node :meth:`_names` was asked about
         self._known_names: tuple = ()
-        self._memos: list[dict] = []        # each comparison leaf's value -> outcome
-        self._remembered = 0                # outcomes in them
+        self._memos: list[dict] = []  # each comparison leaf's value -> outcome
+        self._remembered = 0  # outcomes in them
 
     def test(self, predicates: tuple) -> Test:
         """The test of a step's predicate list (none may call ``position()``)."""
         found = self._lists.get(predicates)
         if found is None:
-            found = self._lists[predicates] = self._all(
-                [self._condition(p) for p in predicates])
+            found = self._lists[predicates] = self._all([self._condition(p) for p in predicates])
         return found
 
     def comparison(self, predicates: tuple) -> Optional[Callable[[str], bool]]:
@@ -119,6 +127,7 @@ class PredicateTests:
 
             def both(attrs, texts, node):
                 return first(attrs, texts, node) and second(attrs, texts, node)
+
             return both
         tests = tuple(tests)
 
@@ -127,6 +136,7 @@ class PredicateTests:
                 if not t(attrs, texts, node):
                     return False
             return True
+
         return every
 
     def _condition(self, condition) -> Test:
@@ -140,6 +150,7 @@ class PredicateTests:
                     if t(attrs, texts, node):
                         return True
                 return False
+
             return some
         if isinstance(condition, Not):
             operand = self._condition(condition.operand)
@@ -161,8 +172,7 @@ class PredicateTests:
                 name = target.name
                 return lambda attrs, texts, node: name in attrs
             return lambda attrs, texts, node: bool(texts)
-        if not isinstance(leaf, Predicate) or not isinstance(target, (AttributeTarget,
-                                                                        TextTarget)):
+        if not isinstance(leaf, Predicate) or not isinstance(target, (AttributeTarget, TextTarget)):
             raise TypeError(f"not a compilable predicate leaf: {leaf!r}")
         memo: dict[str, bool] = {}
         self._memos.append(memo)
@@ -174,6 +184,7 @@ class PredicateTests:
                 self._remember()
                 known = memo[value] = holds((value,))
             return known
+
         self._values[leaf] = value_holds
 
         if isinstance(target, AttributeTarget):
@@ -182,6 +193,7 @@ class PredicateTests:
             def attribute(attrs, texts, node):
                 value = attrs.get(name)
                 return value is not None and value_holds(value)
+
             return attribute
 
         def text(attrs, texts, node):
@@ -189,6 +201,7 @@ class PredicateTests:
                 if value_holds(value):
                     return True
             return False
+
         return text
 
     def _remember(self) -> None:
@@ -206,9 +219,14 @@ class PredicateTests:
         if any(step.uses_position for step in path.steps):
             # sibling positions need the node-sets: the reference evaluation
             return lambda attrs, texts, node: _branch_holds(path, node)
-        steps = tuple((step.axis is Axis.DESCENDANT, None if step.is_wildcard else step.name,
-                       self.test(step.predicates) if step.predicates else None)
-                      for step in path.steps)
+        steps = tuple(
+            (
+                step.axis is Axis.DESCENDANT,
+                None if step.is_wildcard else step.name,
+                self.test(step.predicates) if step.predicates else None,
+            )
+            for step in path.steps
+        )
         last = len(steps) - 1
         first_descendant, first_name, _ = steps[0]
         first_child = None if first_descendant else first_name
@@ -222,9 +240,11 @@ class PredicateTests:
             todo = list(context.children)
             while todo:
                 child = todo.pop()
-                if ((name is None or child.name == name)
-                        and (test is None or test(child.attrs, child.texts, child))
-                        and (index == last or exists(index + 1, child))):
+                if (
+                    (name is None or child.name == name)
+                    and (test is None or test(child.attrs, child.texts, child))
+                    and (index == last or exists(index + 1, child))
+                ):
                     return True
                 if descendant:
                     todo.extend(child.children)
@@ -239,6 +259,7 @@ class PredicateTests:
             if first_child is not None and first_child not in children:
                 return False
             return required <= descendants and (decided_by_names or exists(0, node))
+
         return holds
 
     def _names(self, node: Node) -> tuple[set, set]:

@@ -9,8 +9,8 @@ from typing import Sequence, Union
 
 from lxml import etree
 
-from xpfilt.software.events import Document, MalformedDocumentError, utf8_document
 from xpfilt.lang.xpath import Query
+from xpfilt.software.events import Document, MalformedDocumentError, utf8_document
 
 __all__ = ["LxmlFilter", "lxml_xpath"]
 
@@ -42,6 +42,7 @@ def lxml_xpath(query: Query) -> str:
     """``query`` for libxml2: a prefixed name ``p:n`` becomes ``*[name()='p:n']`` (``@p:n``:
     ``@*[name()='p:n']``), which matches the name as written, as the other engines do (no
     namespace bindings needed). A combination of paths is a boolean XPath expression."""
+
     def qname(written: str, _kind: str) -> str:
         return f"*[name()='{written}']" if ":" in written else written
 

@@ -15,24 +15,43 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable, Optional, Sequence
 
+from xpfilt.lang.xpath import (
+    AttributeTarget,
+    Axis,
+    Exists,
+    PositionTarget,
+    Predicate,
+    RelativePath,
+    Step,
+    TextTarget,
+    evaluate,
+    leaves,
+)
 from xpfilt.software.events import Event, EventKind
-from xpfilt.lang.xpath import (AttributeTarget, Axis, Exists, PositionTarget, Predicate, RelativePath, Step,
-                    TextTarget, evaluate, leaves)
 
-__all__ = ["condition_holds", "step_holds", "needs_text", "needs_tree",
-           "Positions", "Node", "element_nodes", "first_pass"]
+__all__ = [
+    "condition_holds",
+    "step_holds",
+    "needs_text",
+    "needs_tree",
+    "Positions",
+    "Node",
+    "element_nodes",
+    "first_pass",
+]
 
 
 class Node:
     """An element of the document tree: name, attributes, text-node children, element
     children (in document order), and the nested paths already decided from it."""
+
     __slots__ = ("name", "attrs", "texts", "children", "branches")
 
     def __init__(self, name: str, attrs: dict):
         self.name, self.attrs = name, attrs
         self.texts: list[str] = []
         self.children: list[Node] = []
-        self.branches: dict[int, bool] = {}     # id of a RelativePath -> it holds here
+        self.branches: dict[int, bool] = {}  # id of a RelativePath -> it holds here
 
 
 def element_nodes(events: Sequence[Event]) -> dict[int, Node]:
@@ -52,8 +71,9 @@ def element_nodes(events: Sequence[Event]) -> dict[int, Node]:
     return nodes
 
 
-def first_pass(events: Iterable[Event], text: bool, tree: bool
-               ) -> tuple[Iterable[Event], dict[int, list[str]], dict[int, Node]]:
+def first_pass(
+    events: Iterable[Event], text: bool, tree: bool
+) -> tuple[Iterable[Event], dict[int, list[str]], dict[int, Node]]:
     """What the predicates must know before the stream: the events (a list if read twice), the
     text children of each OPEN index (if ``text`` or ``tree``) and its :class:`Node` (if
     ``tree``)."""
@@ -78,8 +98,11 @@ def _select(contexts: list[Node], step: Step) -> list[Node]:
         for parent in parents:
             chosen = [c for c in parent.children if step.matches_name(c.name)]
             for predicate in step.predicates:
-                chosen = [c for position, c in enumerate(chosen, start=1)
-                          if condition_holds(predicate, c.attrs, c.texts, position, c)]
+                chosen = [
+                    c
+                    for position, c in enumerate(chosen, start=1)
+                    if condition_holds(predicate, c.attrs, c.texts, position, c)
+                ]
             for node in chosen:
                 if id(node) not in seen:
                     seen.add(id(node))
@@ -97,7 +120,7 @@ def _self_and_descendants(node: Node) -> list[Node]:
 
 
 def _branch_holds(path: RelativePath, node: Node) -> bool:
-    known = node.branches.get(id(path))      # by identity: hashing a nested path is costly
+    known = node.branches.get(id(path))  # by identity: hashing a nested path is costly
     if known is None:
         contexts = [node]
         for step in path.steps:
@@ -110,17 +133,26 @@ def _branch_holds(path: RelativePath, node: Node) -> bool:
 
 def needs_text(steps: Iterable[Step]) -> bool:
     """Some predicate of ``steps`` reads ``text()`` (the document needs a first pass)."""
-    return any(isinstance(getattr(leaf, "target", None), TextTarget)
-               for step in steps for p in step.predicates for leaf in leaves(p))
+    return any(
+        isinstance(getattr(leaf, "target", None), TextTarget)
+        for step in steps
+        for p in step.predicates
+        for leaf in leaves(p)
+    )
 
 
-def condition_holds(condition, attrs: dict, texts: Sequence[str],
-                    position: Optional[int] = None, element: Optional[Node] = None) -> bool:
+def condition_holds(
+    condition,
+    attrs: dict,
+    texts: Sequence[str],
+    position: Optional[int] = None,
+    element: Optional[Node] = None,
+) -> bool:
     """Whether ``condition`` (a step predicate) holds for an element with attributes ``attrs``,
     text children ``texts``, sibling position ``position`` and tree node ``element`` (needed
     by nested paths only)."""
     if type(condition) is Predicate and type(condition.target) is AttributeTarget:
-        value = attrs.get(condition.target.name)          # the common case, without a closure
+        value = attrs.get(condition.target.name)  # the common case, without a closure
         return value is not None and condition.holds((value,))
 
     def leaf(node) -> bool:
@@ -141,11 +173,13 @@ def condition_holds(condition, attrs: dict, texts: Sequence[str],
                 raise ValueError("position() needs the element's position (see Positions)")
             return node.holds_number(position)
         raise TypeError(f"not a predicate leaf: {node!r}")
+
     return evaluate(condition, leaf)
 
 
-def step_holds(step: Step, attrs: dict, texts: Sequence[str],
-               element: Optional[Node] = None) -> bool:
+def step_holds(
+    step: Step, attrs: dict, texts: Sequence[str], element: Optional[Node] = None
+) -> bool:
     """All predicates of ``step`` (one without ``position()``) hold for the element."""
     return all(condition_holds(p, attrs, texts, None, element) for p in step.predicates)
 
@@ -158,14 +192,15 @@ class Positions:
         self.by_name: dict[str, list[Step]] = defaultdict(list)
         for step in dict.fromkeys(s for s in steps if s.uses_position):
             self.by_name[step.name].append(step)
-        self.levels: list[dict] = [{}]     # per open element: {(step, k): children counted}
+        self.levels: list[dict] = [{}]  # per open element: {(step, k): children counted}
         self.passed: dict[Step, bool] = {}  # the element just opened
 
     def __bool__(self) -> bool:
         return bool(self.by_name)
 
-    def open(self, name: str, attrs: dict, texts: Sequence[str],
-             element: Optional[Node] = None) -> None:
+    def open(
+        self, name: str, attrs: dict, texts: Sequence[str], element: Optional[Node] = None
+    ) -> None:
         counts = self.levels[-1]
         passed = {}
         for step in (*self.by_name.get(name, ()), *self.by_name.get("*", ())):
@@ -183,8 +218,9 @@ class Positions:
     def close(self) -> None:
         self.levels.pop()
 
-    def holds(self, step: Step, attrs: dict, texts: Sequence[str],
-              element: Optional[Node] = None) -> bool:
+    def holds(
+        self, step: Step, attrs: dict, texts: Sequence[str], element: Optional[Node] = None
+    ) -> bool:
         """Whether ``step``'s predicates hold for the element opened last."""
         if step.uses_position:
             return self.passed[step]

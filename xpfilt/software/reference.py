@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable, Sequence, Union
 
-from xpfilt.software.events import Document, Event, EventKind, parse_events
-from xpfilt.software.predicates import Positions, first_pass, needs_text, needs_tree
 from xpfilt.lang.profiles import ProfilePaths
 from xpfilt.lang.xpath import Axis, Query
+from xpfilt.software.events import Document, Event, EventKind, parse_events
+from xpfilt.software.predicates import Positions, first_pass, needs_text, needs_tree
 
 __all__ = ["ReferenceFilter", "reference_filter"]
 
@@ -43,10 +43,10 @@ class ReferenceFilter:
     def __init__(self, queries: Sequence[Query]):
         self.queries = tuple(queries)
         self._profiles = ProfilePaths(self.queries)
-        self._init = 0       # row for level 0: column 0 of every query
-        self._descend = 0    # bit j set when step j+1 is '//'
-        self._wild = 0       # bits of '*' steps
-        self._final = 0      # last column of every query
+        self._init = 0  # row for level 0: column 0 of every query
+        self._descend = 0  # bit j set when step j+1 is '//'
+        self._wild = 0  # bits of '*' steps
+        self._final = 0  # last column of every query
         self._final_bits: list[tuple[int, int]] = []  # (bit, query position)
         named: dict[str, int] = defaultdict(int)
         # tag (or '*') -> [(bit, step)] for steps with predicates
@@ -89,8 +89,7 @@ class ReferenceFilter:
                     element_texts, node = texts.get(index, ()), nodes.get(index)
                     if positions:
                         positions.open(name, value, element_texts, node)
-                    mask = self._apply_predicates(mask, name, value, element_texts, node,
-                                                  positions)
+                    mask = self._apply_predicates(mask, name, value, element_texts, node, positions)
                 top = stack[-1]
                 row = ((top << 1) & mask) | (top & descend)
                 stack.append(row)
@@ -100,14 +99,17 @@ class ReferenceFilter:
                 if positions:
                     positions.close()
         matched &= self._final
-        return frozenset(self._profiles.answer(
-            position for bit, position in self._final_bits if matched >> bit & 1))
+        return frozenset(
+            self._profiles.answer(
+                position for bit, position in self._final_bits if matched >> bit & 1
+            )
+        )
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         return self.filter_events(parse_events(document))
 
     def _apply_predicates(self, mask, name, attrs, texts, node, positions: Positions) -> int:
-        outcome: dict = {}    # this element's answer per predicate list (by identity)
+        outcome: dict = {}  # this element's answer per predicate list (by identity)
         for tag in (name, "*"):
             for bit, step in self._guarded.get(tag, ()):
                 if mask & bit:

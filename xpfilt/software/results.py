@@ -16,6 +16,7 @@ __all__ = ["DocumentResult", "format_tsv_line", "read_expected"]
 @dataclass(frozen=True)
 class DocumentResult:
     """The answer for one document: matching query numbers, or the error that prevented one."""
+
     name: str
     matches: Optional[tuple[int, ...]]  # sorted 1-based query numbers; None when ``error``
     error: Optional[str] = None

@@ -30,60 +30,85 @@ from pathlib import Path
 from typing import Optional
 
 from xpfilt.compiler.custom import CompileOptions, EngineMode, compile_queries
-from xpfilt.verify.harness import (SIMULATORS, RegressionConfig, RegressionSummary,
-                                    load_query_source, run_testbench_in, safe_name,
-                                    stage_documents)
+from xpfilt.verify.harness import (
+    SIMULATORS,
+    RegressionConfig,
+    RegressionSummary,
+    load_query_source,
+    run_testbench_in,
+    safe_name,
+    stage_documents,
+)
 
 __all__ = ["RegressionConfig", "RegressionSummary", "run_regression", "SIMULATORS"]
 
-def run_regression(config: RegressionConfig, *, log=lambda message: None,
-                   write_replay: bool = True) -> RegressionSummary:
+
+def run_regression(
+    config: RegressionConfig, *, log=lambda message: None, write_replay: bool = True
+) -> RegressionSummary:
     """Build (cached) and simulate the engine for ``config``; see the module docstring.
     ``log`` gets progress messages; ``write_replay=False``: no replay folder on a mismatch."""
+    from xpfilt.hdl.verilog import emit_verilog
     from xpfilt.sim.config import TbConfig
     from xpfilt.sim.runner import build_design, default_build_root
 
-    from xpfilt.hdl.verilog import emit_verilog
-
     if config.mode is EngineMode.PROGRAMMABLE:
         from xpfilt.verify.regress_programmable import run_programmable
+
         return run_programmable(config, log=log, write_replay=write_replay)
     wall = time.perf_counter()
     queries, skipped_queries, query_lines = load_query_source(config.queries, config.max_name)
     if not queries:
-        raise ValueError("queries must include at least one path query without predicates, "
-                         "not none")
+        raise ValueError(
+            "queries must include at least one path query without predicates, not none"
+        )
     build_root = Path(config.build_dir or default_build_root()).resolve()
     run_dir = Path(tempfile.mkdtemp(prefix="cocotb_xpfilt_"))
     try:
         documents, skipped_documents = stage_documents(config.documents, run_dir)
         if not documents:
-            raise ValueError("documents must include at least one readable, non-empty "
-                             "document, not none")
+            raise ValueError(
+                "documents must include at least one readable, non-empty document, not none"
+            )
         start = time.perf_counter()
         plan = compile_queries(queries, config.options)
         plan_json = plan.to_json()
-        verilog = emit_verilog(plan, max_name=config.max_name,
-                               bytes_per_cycle=config.bytes_per_cycle)
+        verilog = emit_verilog(
+            plan, max_name=config.max_name, bytes_per_cycle=config.bytes_per_cycle
+        )
         verilog_time = time.perf_counter() - start
         design = build_design(plan_json, verilog, config.simulator, build_root, log=log)
-        tb = TbConfig(plan=str(design.directory / "plan.json"),
-                      documents=[(name, str(path)) for name, path in documents],
-                      queries=[(q.number, str(q)) for q in queries],
-                      results=str(run_dir / "results.json"), seed=config.seed,
-                      p_valid=config.p_valid, p_ready=config.p_ready, max_name=config.max_name,
-                      fault=config.fault, bytes_per_cycle=config.bytes_per_cycle)
+        tb = TbConfig(
+            plan=str(design.directory / "plan.json"),
+            documents=[(name, str(path)) for name, path in documents],
+            queries=[(q.number, str(q)) for q in queries],
+            results=str(run_dir / "results.json"),
+            seed=config.seed,
+            p_valid=config.p_valid,
+            p_ready=config.p_ready,
+            max_name=config.max_name,
+            fault=config.fault,
+            bytes_per_cycle=config.bytes_per_cycle,
+        )
         tb.write(run_dir / "config.json")
         log(f"simulating {len(documents)} documents on {config.simulator} ...")
         run, report, mismatches = run_testbench_in(design, run_dir, documents[0][0])
         summary = RegressionSummary.from_report(
-            report, mismatches, design, simulator=config.simulator, documents=len(documents),
+            report,
+            mismatches,
+            design,
+            simulator=config.simulator,
+            documents=len(documents),
             queries=len(queries),
-            clusters=len(plan.clusters), verilog_time=verilog_time,
-            skipped_queries=skipped_queries, skipped_documents=skipped_documents)
+            clusters=len(plan.clusters),
+            verilog_time=verilog_time,
+            skipped_queries=skipped_queries,
+            skipped_documents=skipped_documents,
+        )
         if mismatches and write_replay:
             summary.replay, summary.replay_reproduces = _write_replay(
-                config, query_lines, documents, mismatches, run, build_root, log)
+                config, query_lines, documents, mismatches, run, build_root, log
+            )
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     summary.wall_time = time.perf_counter() - wall
@@ -92,20 +117,40 @@ def run_regression(config: RegressionConfig, *, log=lambda message: None,
 
 # --- replay folders ---------------------------------------------------------------------------
 
-def replay_command(config: RegressionConfig, queries: str, documents: str,
-                   build_dir: Path) -> list[str]:
+
+def replay_command(
+    config: RegressionConfig, queries: str, documents: str, build_dir: Path
+) -> list[str]:
     """The ``xpfilt regress`` command line that runs ``config`` on other files."""
     o = config.options
     defaults = CompileOptions()
-    cmd = ["xpfilt", "regress", queries, documents, "--sim", config.simulator,
-           "--seed", str(config.seed), "--p-valid", repr(config.p_valid),
-           "--p-ready", repr(config.p_ready), "--max-depth", str(o.max_depth),
-           "--build-dir", str(build_dir)]
+    cmd = [
+        "xpfilt",
+        "regress",
+        queries,
+        documents,
+        "--sim",
+        config.simulator,
+        "--seed",
+        str(config.seed),
+        "--p-valid",
+        repr(config.p_valid),
+        "--p-ready",
+        repr(config.p_ready),
+        "--max-depth",
+        str(o.max_depth),
+        "--build-dir",
+        str(build_dir),
+    ]
     if o.cluster_size is not None:
         cmd += ["--cluster-size", str(o.cluster_size)]
-    for flag, attr in (("--no-opt1", "opt_last"), ("--no-opt2", "opt_root"),
-                       ("--no-opt3", "opt_share"), ("--no-prefix-sharing", "prefix_sharing"),
-                       ("--file-order", "prefix_clustering")):
+    for flag, attr in (
+        ("--no-opt1", "opt_last"),
+        ("--no-opt2", "opt_root"),
+        ("--no-opt3", "opt_share"),
+        ("--no-prefix-sharing", "prefix_sharing"),
+        ("--file-order", "prefix_clustering"),
+    ):
         if not getattr(o, attr):
             cmd.append(flag)
     if o.share_limit != defaults.share_limit:
@@ -119,9 +164,15 @@ def replay_command(config: RegressionConfig, queries: str, documents: str,
     return cmd
 
 
-def _fill(folder: Path, query_lines: list[str], docs: list[tuple[str, Path]],
-          config: RegressionConfig, build_root: Path, mismatches: list[dict], log_path: Path
-          ) -> RegressionConfig:
+def _fill(
+    folder: Path,
+    query_lines: list[str],
+    docs: list[tuple[str, Path]],
+    config: RegressionConfig,
+    build_root: Path,
+    mismatches: list[dict],
+    log_path: Path,
+) -> RegressionConfig:
     if folder.exists():
         shutil.rmtree(folder)
     (folder / "docs").mkdir(parents=True)
@@ -136,14 +187,21 @@ def _fill(folder: Path, query_lines: list[str], docs: list[tuple[str, Path]],
         "#!/bin/sh\n# Reproduces the mismatch in mismatch.json (exit status 1 = mismatch).\n"
         f"command -v xpfilt >/dev/null || PATH={shlex.quote(str(Path(sys.executable).parent))}"
         ':"$PATH"\n'
-        f'cd "$(dirname "$0")" && exec {shlex.join(cmd)}\n')
+        f'cd "$(dirname "$0")" && exec {shlex.join(cmd)}\n'
+    )
     (folder / "command.sh").chmod(0o755)
-    return replace(config, queries=folder / "queries.txt", documents=[folder / "docs"],
-                   build_dir=build_root, verify_replay=False)
+    return replace(
+        config,
+        queries=folder / "queries.txt",
+        documents=[folder / "docs"],
+        build_dir=build_root,
+        verify_replay=False,
+    )
 
 
-def _write_replay(config, query_lines, documents, mismatches, run, build_root, log
-                  ) -> tuple[Path, Optional[bool]]:
+def _write_replay(
+    config, query_lines, documents, mismatches, run, build_root, log
+) -> tuple[Path, Optional[bool]]:
     """Write the replay folder. With ``verify_replay``, first try the smallest candidate (the
     failing document, with its predecessor for a cycle-level mismatch) and check that it
     reproduces; otherwise keep every document up to the failing one, which reproduces by
@@ -158,15 +216,17 @@ def _write_replay(config, query_lines, documents, mismatches, run, build_root, l
         folder = folder.with_name(folder.name.split("~")[0] + f"~{n}")
     if config.verify_replay:
         # a document's answer: that document alone; a cycle: also the one read out meanwhile
-        small = documents[k:k + 1] if first["kind"] == "document" else \
-            documents[max(0, k - 1):k + 1]
+        small = (
+            documents[k : k + 1]
+            if first["kind"] == "document"
+            else documents[max(0, k - 1) : k + 1]
+        )
         if len(small) < k + 1:
             replay = _fill(folder, query_lines, small, config, build_root, mismatches, run.log)
             log(f"checking that the replay in {folder} reproduces the mismatch ...")
             if not run_regression(replay, write_replay=False).ok:
                 return folder, True
-    replay = _fill(folder, query_lines, documents[:k + 1], config, build_root, mismatches,
-                   run.log)
+    replay = _fill(folder, query_lines, documents[: k + 1], config, build_root, mismatches, run.log)
     if config.verify_replay:
         log(f"checking that the replay in {folder} reproduces the mismatch ...")
         return folder, not run_regression(replay, write_replay=False).ok

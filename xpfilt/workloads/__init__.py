@@ -25,11 +25,26 @@ declarations. NITF and DBLP have none of these, and their documents validate.
 from xpfilt.workloads.compact import compact_query, tag_ids, to_compact
 from xpfilt.workloads.documents import DocGenConfig, generate_document, generate_documents
 from xpfilt.workloads.dtd import AttributeDecl, DtdSchema, ElementDecl, Particle
-from xpfilt.workloads.queries import PredicateGenConfig, QueryGenConfig, generate_queries, sample_queries
+from xpfilt.workloads.queries import (
+    PredicateGenConfig,
+    QueryGenConfig,
+    generate_queries,
+    sample_queries,
+)
 
 __all__ = [
-    "Particle", "AttributeDecl", "ElementDecl", "DtdSchema",
-    "QueryGenConfig", "PredicateGenConfig", "generate_queries", "sample_queries",
-    "DocGenConfig", "generate_document", "generate_documents",
-    "tag_ids", "to_compact", "compact_query",
+    "Particle",
+    "AttributeDecl",
+    "ElementDecl",
+    "DtdSchema",
+    "QueryGenConfig",
+    "PredicateGenConfig",
+    "generate_queries",
+    "sample_queries",
+    "DocGenConfig",
+    "generate_document",
+    "generate_documents",
+    "tag_ids",
+    "to_compact",
+    "compact_query",
 ]

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Iterable, Union
 
-from xpfilt.software.events import Document, EventKind, iter_events
 from xpfilt.lang.xpath import Axis, parse_query
-
+from xpfilt.software.events import Document, EventKind, iter_events
 
 _ID_FIRST = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 _ID_SECOND = _ID_FIRST + "0123456789-."
@@ -63,9 +62,11 @@ def compact_query(query: str, ids: dict[str, str]) -> str:
     """
     parsed = parse_query(query)
     if not parsed.is_structural:
-        raise ValueError(f"{query!r}: only paths without predicates can be evaluated on compact "
-                         "documents")
+        raise ValueError(
+            f"{query!r}: only paths without predicates can be evaluated on compact documents"
+        )
     return "".join(
         ("//" if step.axis is Axis.DESCENDANT else "/")
         + (step.name if step.is_wildcard else _id_for(step.name, ids))
-        for step in parsed.steps)
+        for step in parsed.steps
+    )

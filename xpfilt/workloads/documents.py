@@ -17,6 +17,7 @@ class DocGenConfig:
     """Shape of generated documents: depth limit (root = 1), typical repetition count,
     approximate size in bytes, probability of each optional attribute, whether to write text,
     and how often a text is a number from 1..20 (what generated text predicates compare with)."""
+
     max_depth: int = 16
     fanout: int = 4
     target_bytes: int = 220_000
@@ -38,11 +39,31 @@ class DocGenConfig:
             raise ValueError(f"p_number_text must be in [0, 1], not {self.p_number_text}")
 
 
-_WORDS = ("news", "report", "market", "city", "today", "said", "the", "of", "year", "new",
-          "vote", "team", "price", "rain", "court", "plan", "first", "2001", "12", "7")
+_WORDS = (
+    "news",
+    "report",
+    "market",
+    "city",
+    "today",
+    "said",
+    "the",
+    "of",
+    "year",
+    "new",
+    "vote",
+    "team",
+    "price",
+    "rain",
+    "court",
+    "plan",
+    "first",
+    "2001",
+    "12",
+    "7",
+)
 _TEXT_MEAN_BYTES = 14.0
 _VALUE_MEAN_BYTES = 5.0  # ' a="12"' minus the name: space, =, quotes and ~1.5 digits
-_HUGE = 1e200           # caps natural sizes of deeply recursive models (avoids inf - inf)
+_HUGE = 1e200  # caps natural sizes of deeply recursive models (avoids inf - inf)
 _MAX_REPEAT = 1_000_000
 
 
@@ -73,9 +94,12 @@ class _DocumentWriter:
         self.choice_memo: dict[tuple[int, int], tuple[list[Particle], list[float]]] = {}
         self.text_bytes = _TEXT_MEAN_BYTES if config.text else 0.0
         self.attribute_bytes = {
-            name: sum(self._attribute_probability(a) * (len(a.name) + _VALUE_MEAN_BYTES)
-                      for a in decl.attributes)
-            for name, decl in schema.elements.items()}
+            name: sum(
+                self._attribute_probability(a) * (len(a.name) + _VALUE_MEAN_BYTES)
+                for a in decl.attributes
+            )
+            for name, decl in schema.elements.items()
+        }
 
     # -- output -----------------------------------------------------------------------------
 
@@ -86,8 +110,10 @@ class _DocumentWriter:
     def write(self) -> bytes:
         root, levels = self.schema.root, self.config.max_depth
         if self.schema.min_height(root) > levels:
-            raise ValueError(f"no valid {root!r} document fits in max_depth={levels}: it needs "
-                             f"{self.schema.min_height(root)} levels")
+            raise ValueError(
+                f"no valid {root!r} document fits in max_depth={levels}: it needs "
+                f"{self.schema.min_height(root)} levels"
+            )
         self.emit('<?xml version="1.0" encoding="UTF-8"?>\n')
         self.element(root, levels, self.config.target_bytes - self.size, absorbed_above=False)
         return "".join(self.parts).encode("utf-8")
@@ -126,8 +152,9 @@ class _DocumentWriter:
         elif particle.kind == "seq":
             size = sum(self.natural(item, levels) for item in particle.items)
         else:
-            options = [self.natural(item, levels) for item in particle.items
-                       if self.fits(item, levels)]
+            options = [
+                self.natural(item, levels) for item in particle.items if self.fits(item, levels)
+            ]
             size = sum(options) / len(options) if options else 0.0
         if with_occur:
             size *= {"once": 1.0, "opt": 0.5}.get(particle.occur, max(1, self.config.fanout))
@@ -159,8 +186,7 @@ class _DocumentWriter:
         self.emit(f"</{name}>\n")
         return self.size - start
 
-    def particle(self, particle: Particle, levels: int, budget: float,
-                 absorbed_above: bool) -> int:
+    def particle(self, particle: Particle, levels: int, budget: float, absorbed_above: bool) -> int:
         """Write all occurrences of ``particle`` in ``levels`` levels; return bytes written."""
         occur = particle.occur
         if occur == "once":
@@ -180,7 +206,8 @@ class _DocumentWriter:
             count = min(count, max(lowest, int(max(budget, 0) // least)))
         natural_all = natural_one * max(1, fanout)
         keep_filling = budget < 0.99 * natural_all or (
-            budget > 2 * natural_all and not absorbed_above)
+            budget > 2 * natural_all and not absorbed_above
+        )
         used = 0
         done = 0
         while done < _MAX_REPEAT:
@@ -198,8 +225,9 @@ class _DocumentWriter:
                 break
         return used
 
-    def occurrence(self, particle: Particle, levels: int, budget: float,
-                   absorbed_above: bool) -> int:
+    def occurrence(
+        self, particle: Particle, levels: int, budget: float, absorbed_above: bool
+    ) -> int:
         """Write one occurrence of ``particle`` (its occur ignored); return bytes written."""
         kind = particle.kind
         if kind == "pcdata":
@@ -219,10 +247,12 @@ class _DocumentWriter:
         if self.height(particle) > levels or budget < self.least_bytes(particle):
             return False
         return budget >= self.natural(particle, levels, with_occur=False) or (
-            self.rng.random() < 0.5)
+            self.rng.random() < 0.5
+        )
 
-    def sequence(self, items: Sequence[Particle], levels: int, budget: float,
-                 absorbed_above: bool) -> int:
+    def sequence(
+        self, items: Sequence[Particle], levels: int, budget: float, absorbed_above: bool
+    ) -> int:
         """Write a sequence's items in order, sharing the budget by water-filling.
 
         Optional items are decided first (on their tentative share), so the budget of an
@@ -236,8 +266,9 @@ class _DocumentWriter:
         for index, item in enumerate(items):
             if item.occur == "opt":
                 present.append(self.take_optional(item, levels, tentative[index]))
-                capacities[index] = (self.natural(item, levels, with_occur=False)
-                                     if present[-1] else 0.0)
+                capacities[index] = (
+                    self.natural(item, levels, with_occur=False) if present[-1] else 0.0
+                )
             else:
                 present.append(True)
         order = [index for index in range(len(items)) if present[index]]
@@ -272,8 +303,7 @@ class _DocumentWriter:
         key = (id(choice), levels)
         if key not in self.choice_memo:
             fitting = [item for item in choice.items if self.fits(item, levels)]
-            least = [0 if item.occur in SKIPPABLE else self.least_bytes(item)
-                     for item in fitting]
+            least = [0 if item.occur in SKIPPABLE else self.least_bytes(item) for item in fitting]
             order = sorted(range(len(fitting)), key=least.__getitem__)
             self.choice_memo[key] = ([fitting[i] for i in order], [least[i] for i in order])
         return self.choice_memo[key]
@@ -367,5 +397,6 @@ def generate_document(schema: DtdSchema, config: DocGenConfig) -> bytes:
 def generate_documents(schema: DtdSchema, config: DocGenConfig, count: int) -> list[bytes]:
     """``count`` documents; document i uses the i-th seed drawn from ``Random(config.seed)``."""
     seeds = random.Random(config.seed)
-    return [generate_document(schema, replace(config, seed=seeds.getrandbits(63)))
-            for _ in range(count)]
+    return [
+        generate_document(schema, replace(config, seed=seeds.getrandbits(63))) for _ in range(count)
+    ]

@@ -10,7 +10,6 @@ from typing import Iterable, Optional, Union
 
 from lxml import etree
 
-
 _OCCURS = ("once", "opt", "mult", "plus")
 SKIPPABLE = ("opt", "mult")  # occurrences that allow zero repetitions
 
@@ -24,6 +23,7 @@ class Particle:
     ``"mult"`` (*) or ``"plus"`` (+). Nested groups that lxml splits into binary trees are
     flattened, so ``(a, b, c)`` is one ``seq`` with three items.
     """
+
     kind: str
     occur: str = "once"
     name: Optional[str] = None
@@ -45,6 +45,7 @@ class AttributeDecl:
     notation. ``default``: ``"required"``, ``"implied"``, ``"fixed"`` or ``"none"`` (a plain
     default value). ``values`` lists the allowed values of an enumeration or notation.
     """
+
     name: str
     type: str
     default: str
@@ -56,6 +57,7 @@ class AttributeDecl:
 class ElementDecl:
     """One ``<!ELEMENT>``: ``kind`` is lxml's ``"empty"``, ``"any"``, ``"mixed"`` or
     ``"element"``; ``content`` is None for EMPTY and ANY."""
+
     name: str
     kind: str
     content: Optional[Particle]
@@ -100,8 +102,12 @@ class DtdSchema:
     subtree of an element needs (1 for a leaf; ``math.inf`` if none is finite).
     """
 
-    def __init__(self, elements: dict[str, ElementDecl], root: Optional[str] = None,
-                 source: Optional[Path] = None):
+    def __init__(
+        self,
+        elements: dict[str, ElementDecl],
+        root: Optional[str] = None,
+        source: Optional[Path] = None,
+    ):
         if not elements:
             raise ValueError("a DTD schema needs at least one element declaration")
         self.elements = dict(elements)
@@ -113,8 +119,13 @@ class DtdSchema:
         realisable = {name for name, height in self._min_height.items() if height < math.inf}
         self._children = {}
         for name, decl in self.elements.items():
-            referenced = (self.elements if decl.kind == "any" else
-                          decl.content.element_names() if decl.content else ())
+            referenced = (
+                self.elements
+                if decl.kind == "any"
+                else decl.content.element_names()
+                if decl.content
+                else ()
+            )
             self._children[name] = tuple(sorted(realisable.intersection(referenced)))
         if root is None:
             root = self._guess_root()
@@ -141,12 +152,11 @@ class DtdSchema:
 
         elements: dict[str, ElementDecl] = {}
         for decl in declared:
-            content = (_convert_content(decl.content, resolve)
-                       if decl.content is not None else None)
+            content = _convert_content(decl.content, resolve) if decl.content is not None else None
             attributes = tuple(
-                AttributeDecl(_qualified(a), a.type, a.default, a.default_value,
-                              tuple(a.values()))
-                for a in decl.iterattributes())
+                AttributeDecl(_qualified(a), a.type, a.default, a.default_value, tuple(a.values()))
+                for a in decl.iterattributes()
+            )
             name = _qualified(decl)
             elements[name] = ElementDecl(name, decl.type, content, attributes)
         return cls(elements, root=root, source=Path(path))
@@ -222,9 +232,15 @@ class DtdSchema:
     def _guess_root(self) -> str:
         """The realisable element no other content model names (ANY names nothing); among
         several (or none), the one reaching the most elements, earliest declared on ties."""
-        referenced = {child for name, decl in self.elements.items() if decl.content
-                      for child in decl.content.element_names() if child != name}
+        referenced = {
+            child
+            for name, decl in self.elements.items()
+            if decl.content
+            for child in decl.content.element_names()
+            if child != name
+        }
         realisable = [n for n in self.elements if self._min_height[n] < math.inf]
-        candidates = ([n for n in realisable if n not in referenced] or realisable
-                      or list(self.elements))
+        candidates = (
+            [n for n in realisable if n not in referenced] or realisable or list(self.elements)
+        )
         return max(candidates, key=lambda n: len(self._reachable(n)))

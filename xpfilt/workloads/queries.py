@@ -9,10 +9,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from xpfilt.software.events import Document, EventKind, iter_events
 from xpfilt.lang.xpath import xpath_number
+from xpfilt.software.events import Document, EventKind, iter_events
 from xpfilt.workloads.dtd import AttributeDecl, DtdSchema
-
 
 _MAX_DESCENDANT_SKIP = 3  # a '//' step passes over at most this many unnamed elements
 
@@ -33,6 +32,7 @@ class PredicateGenConfig:
     ``nested_paths`` steps (YFilter's nested-path axis) get a nested path (a twig branch):
     1..``nested_depth`` steps walked down from the step's element (the DTD's child relation or
     the documents'), each ``//`` and ``*`` at the query's own probabilities."""
+
     count: int = 0
     p_text: float = 0.0
     operators: tuple[str, ...] = ("=",)
@@ -49,8 +49,10 @@ class PredicateGenConfig:
                 raise ValueError(f"{name} must be in [0, 1], not {getattr(self, name)}")
         bad = [op for op in self.operators if op not in OPERATORS]
         if bad or not self.operators:
-            raise ValueError(f"operators must be some of {' '.join(OPERATORS)}, not "
-                             f"{' '.join(map(repr, bad)) or 'none'}")
+            raise ValueError(
+                f"operators must be some of {' '.join(OPERATORS)}, not "
+                f"{' '.join(map(repr, bad)) or 'none'}"
+            )
         if self.max_value < 1:
             raise ValueError(f"max_value must be >= 1, not {self.max_value}")
         if self.nested_paths < 0:
@@ -68,6 +70,7 @@ AttributeChoices = Sequence[tuple[str, tuple[str, ...]]]
 class QueryGenConfig:
     """How many distinct queries, how deep, how often a step becomes ``*`` or ``//``, and
     their predicates."""
+
     count: int
     max_depth: int = 6
     p_wildcard: float = 0.15
@@ -85,16 +88,17 @@ class QueryGenConfig:
                 raise ValueError(f"{name} must be in [0, 1], not {getattr(self, name)}")
 
 
-def _comparison(rng: random.Random, config: PredicateGenConfig, target: str,
-                literals: tuple[str, ...]) -> str:
+def _comparison(
+    rng: random.Random, config: PredicateGenConfig, target: str, literals: tuple[str, ...]
+) -> str:
     if literals:
         return f"{target} {rng.choice(('=', '!='))} {rng.choice(literals)}"
     return f"{target} {rng.choice(config.operators)} {rng.randint(1, config.max_value)}"
 
 
-def _predicate(rng: random.Random, config: PredicateGenConfig,
-               attributes: AttributeChoices) -> str:
+def _predicate(rng: random.Random, config: PredicateGenConfig, attributes: AttributeChoices) -> str:
     """One predicate (without its brackets) on an element with ``attributes``."""
+
     def comparison() -> str:
         if not attributes or rng.random() < config.p_text:
             return _comparison(rng, config, "text()", ())
@@ -109,8 +113,12 @@ def _predicate(rng: random.Random, config: PredicateGenConfig,
     return comparison()
 
 
-def _nested_path(element: str, rng: random.Random, config: QueryGenConfig,
-                 children: Callable[[str], Sequence[str]]) -> str:
+def _nested_path(
+    element: str,
+    rng: random.Random,
+    config: QueryGenConfig,
+    children: Callable[[str], Sequence[str]],
+) -> str:
     """A twig branch below ``element``: 1..nested_depth steps down the child relation."""
     parts = []
     below = children(element)
@@ -132,9 +140,14 @@ def _nested_path(element: str, rng: random.Random, config: QueryGenConfig,
     return "".join(parts)
 
 
-def _with_predicates(steps: list[str], elements: Sequence[str], rng: random.Random,
-                     config: QueryGenConfig, attributes: Callable[[str], AttributeChoices],
-                     children: Callable[[str], Sequence[str]]) -> str:
+def _with_predicates(
+    steps: list[str],
+    elements: Sequence[str],
+    rng: random.Random,
+    config: QueryGenConfig,
+    attributes: Callable[[str], AttributeChoices],
+    children: Callable[[str], Sequence[str]],
+) -> str:
     """``steps`` (their elements: ``elements``) joined, ``config.predicates.count`` of them
     with a value predicate (a step can take one if its element has attributes or text
     predicates are on) and ``nested_paths`` with a nested path (if its element has
@@ -171,12 +184,17 @@ def _dtd_attributes(schema: DtdSchema) -> Callable[[str], AttributeChoices]:
             found = [(a.name, literal(a)) for a in (decl.attributes if decl else ())]
             memo[name] = tuple((n, lit) for n, lit in found if lit is not None)
         return memo[name]
+
     return attributes
 
 
-def _path_to_query(path: Sequence[str], config: QueryGenConfig, rng: random.Random,
-                   attributes: Callable[[str], AttributeChoices] = lambda _name: (),
-                   children: Callable[[str], Sequence[str]] = lambda _name: ()) -> str:
+def _path_to_query(
+    path: Sequence[str],
+    config: QueryGenConfig,
+    rng: random.Random,
+    attributes: Callable[[str], AttributeChoices] = lambda _name: (),
+    children: Callable[[str], Sequence[str]] = lambda _name: (),
+) -> str:
     """Turn an element path into a query, step by step.
 
     With probability ``p_descendant`` a step uses ``//`` and skips 0..3 of the path elements
@@ -215,9 +233,11 @@ def _distinct_queries(draw, config: QueryGenConfig, what: str) -> list[str]:
         elif attempts - last_new > 100 * len(found) + 2000:
             break
     if len(found) < config.count:
-        raise ValueError(f"only {len(found)} distinct queries of the {config.count} asked for "
-                         f"could be drawn from {what} in {attempts} attempts (the last "
-                         f"{attempts - last_new} found nothing new)")
+        raise ValueError(
+            f"only {len(found)} distinct queries of the {config.count} asked for "
+            f"could be drawn from {what} in {attempts} attempts (the last "
+            f"{attempts - last_new} found nothing new)"
+        )
     return list(found)
 
 
@@ -266,8 +286,8 @@ def sample_queries(documents: Sequence[Document], config: QueryGenConfig) -> lis
     not enough distinct queries exist.
     """
     paths: set[tuple[str, ...]] = set()
-    seen: dict[str, dict[str, set[str]]] = {}    # element -> attribute -> values
-    kids: dict[str, set[str]] = {}               # element -> the names of its children
+    seen: dict[str, dict[str, set[str]]] = {}  # element -> attribute -> values
+    kids: dict[str, set[str]] = {}  # element -> the names of its children
     for document in documents:
         stack: list[str] = []
         for event in iter_events(document):
@@ -275,7 +295,7 @@ def sample_queries(documents: Sequence[Document], config: QueryGenConfig) -> lis
                 if stack and config.predicates.nested_paths:
                     kids.setdefault(stack[-1], set()).add(event.name)
                 stack.append(event.name)
-                paths.add(tuple(stack[:config.max_depth]))
+                paths.add(tuple(stack[: config.max_depth]))
                 if config.predicates.count:
                     for name, value in event.value.items():
                         seen.setdefault(event.name, {}).setdefault(name, set()).add(value)
@@ -284,21 +304,39 @@ def sample_queries(documents: Sequence[Document], config: QueryGenConfig) -> lis
 
     def literal(values: set[str]) -> tuple[str, ...]:
         """Numbers compare by number (any operator); other values by string equality."""
-        if all(xpath_number(v) == xpath_number(v) for v in values):   # none is NaN
+        if all(xpath_number(v) == xpath_number(v) for v in values):  # none is NaN
             return ()
-        return tuple(sorted(f'"{v}"' if "'" in v else f"'{v}'" for v in values
-                            if not ("'" in v and '"' in v)))[:20] or None
+        return (
+            tuple(
+                sorted(
+                    f'"{v}"' if "'" in v else f"'{v}'"
+                    for v in values
+                    if not ("'" in v and '"' in v)
+                )
+            )[:20]
+            or None
+        )
 
-    choices = {element: tuple((name, lit) for name, values in sorted(attrs.items())
-                              if (lit := literal(values)) is not None)
-               for element, attrs in seen.items()}
+    choices = {
+        element: tuple(
+            (name, lit)
+            for name, values in sorted(attrs.items())
+            if (lit := literal(values)) is not None
+        )
+        for element, attrs in seen.items()
+    }
     ordered = sorted(paths)
     if not ordered and config.count:
-        raise ValueError("only 0 distinct queries could be sampled: the documents have no "
-                         "elements")
+        raise ValueError("only 0 distinct queries could be sampled: the documents have no elements")
     children = {element: tuple(sorted(names)) for element, names in kids.items()}
     return _distinct_queries(
-        lambda rng: _path_to_query(rng.choice(ordered), config, rng,
-                                   lambda element: choices.get(element, ()),
-                                   lambda element: children.get(element, ())),
-        config, f"{len(ordered)} document paths")
+        lambda rng: _path_to_query(
+            rng.choice(ordered),
+            config,
+            rng,
+            lambda element: choices.get(element, ()),
+            lambda element: children.get(element, ()),
+        ),
+        config,
+        f"{len(ordered)} document paths",
+    )

@@ -46,11 +46,11 @@ DEFAULT_COUNTS = {"wellformed": 100_000, "hostile": 100_000, "config": 2_000, "r
 class FuzzConfig:
     seed: int = 1
     cases_scale: float = 1.0
-    out: Optional[Path] = Path("bench/results")      # fuzz.md, fuzz.json (None: not written)
+    out: Optional[Path] = Path("bench/results")  # fuzz.md, fuzz.json (None: not written)
     replay_dir: Optional[Path] = Path("build/fuzz")  # replay folders (None: not written)
     replays_per_class: int = 5
     categories: tuple = ("wellformed", "hostile", "config", "rtl")
-    timeout: float = 10.0                            # per engine call, seconds
+    timeout: float = 10.0  # per engine call, seconds
     progress: bool = True
 
     def count(self, category: str) -> int:
@@ -59,8 +59,12 @@ class FuzzConfig:
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip() or "?"
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or "?"
+        )
     except (OSError, subprocess.SubprocessError):
         return "?"
 
@@ -73,10 +77,12 @@ def run_fuzz(config: FuzzConfig, recorder: Optional[Recorder] = None) -> dict:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     t0 = time.perf_counter()
     runners = {
-        "wellformed": lambda rng, n: fuzz_wellformed(rng, n, rec, timeout=config.timeout,
-                                                     progress=config.progress),
-        "hostile": lambda rng, n: fuzz_hostile(rng, n, rec, timeout=config.timeout,
-                                               progress=config.progress),
+        "wellformed": lambda rng, n: fuzz_wellformed(
+            rng, n, rec, timeout=config.timeout, progress=config.progress
+        ),
+        "hostile": lambda rng, n: fuzz_hostile(
+            rng, n, rec, timeout=config.timeout, progress=config.progress
+        ),
         "config": lambda rng, n: fuzz_config(rng, n, rec, progress=config.progress),
         "rtl": lambda rng, n: fuzz_rtl(rng, n, rec, progress=config.progress),
     }
@@ -84,8 +90,13 @@ def run_fuzz(config: FuzzConfig, recorder: Optional[Recorder] = None) -> dict:
         if category in config.categories:
             # each category has its own stream of random numbers: counts can change freely
             runners[category](random.Random(f"{config.seed}/{category}"), config.count(category))
-    meta = {"seed": config.seed, "cases_scale": config.cases_scale, "started": started,
-            "commit": _commit(), "wall_seconds": round(time.perf_counter() - t0, 1),
-            "counts": {c: config.count(c) for c in config.categories},
-            "replay_dir": str(config.replay_dir) if config.replay_dir else None}
+    meta = {
+        "seed": config.seed,
+        "cases_scale": config.cases_scale,
+        "started": started,
+        "commit": _commit(),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "counts": {c: config.count(c) for c in config.categories},
+        "replay_dir": str(config.replay_dir) if config.replay_dir else None,
+    }
     return write_summary(rec, config.out, meta)

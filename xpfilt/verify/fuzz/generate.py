@@ -12,8 +12,17 @@ import random
 import zlib
 from typing import Optional, Sequence
 
-__all__ = ["TAGS", "random_document", "random_query", "random_queries", "hostile_document",
-           "HOSTILE_KINDS", "mutate_stream", "STREAM_MUTATIONS", "short_document"]
+__all__ = [
+    "TAGS",
+    "random_document",
+    "random_query",
+    "random_queries",
+    "hostile_document",
+    "HOSTILE_KINDS",
+    "mutate_stream",
+    "STREAM_MUTATIONS",
+    "short_document",
+]
 
 #: Tags queries use; ``ab`` shares a prefix with ``a`` (the tag decoder's CAM walks prefixes).
 TAGS = ["a", "b", "c", "d.e", "a-b", "_x", "ab"]
@@ -22,11 +31,12 @@ DOC_ONLY = ["f", "abc", "\u00e9l", "B"]
 ATTRS = ["id", "n", "k"]
 VALUES = ["1", "2", " 2 ", "x", "", "1.5", "-0", "a b", "02", ".5"]
 TEXTS = VALUES + ["&amp;", "a&lt;b", "&#50;", "&#x32;", "x&gt;", "\n  ", "&quot;2&quot;", "t\u00e9"]
-LITERALS = ["1", "2", "'x'", "' 2 '", "''", "1.5", "'a b'", "0", "-0", "'2'", "\"x\""]
+LITERALS = ["1", "2", "'x'", "' 2 '", "''", "1.5", "'a b'", "0", "-0", "'2'", '"x"']
 OPS = ["=", "!=", "<", "<=", ">", ">="]
 
 
 # --- well-formed documents -----------------------------------------------------------------
+
 
 def _element(rng: random.Random, depth: int, max_depth: int, fanout: int) -> tuple:
     names = TAGS if rng.random() < 0.9 else DOC_ONLY
@@ -56,8 +66,14 @@ def _render(rng: random.Random, element: tuple, out: list) -> None:
     out.append("<" + name)
     for key, value in attrs.items():
         quote = rng.choice("\"'")
-        out.append(rng.choice((" ", " ", "\n", "  ")) + key + rng.choice(("=", " = ")) + quote
-                   + value + quote)
+        out.append(
+            rng.choice((" ", " ", "\n", "  "))
+            + key
+            + rng.choice(("=", " = "))
+            + quote
+            + value
+            + quote
+        )
     if not children and rng.random() < 0.5:
         out.append(rng.choice(("/>", " />")))
         return
@@ -77,10 +93,18 @@ def _render(rng: random.Random, element: tuple, out: list) -> None:
     out.append(f"</{name}{rng.choice(('', '', ' ', chr(10)))}>")
 
 
-PROLOGS = ["", "", '<?xml version="1.0"?>\n', '<?xml version="1.0" encoding="UTF-8"?>',
-           "<?xml version='1.0' encoding='utf-8' standalone='yes'?>\n", "<!DOCTYPE a>\n",
-           "<!-- head -->", "<?pi x?>\n", '<!DOCTYPE b [<!ELEMENT b ANY><!-- c -->]>',
-           '<?xml version="1.0"?><!DOCTYPE a SYSTEM "none.dtd">']
+PROLOGS = [
+    "",
+    "",
+    '<?xml version="1.0"?>\n',
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    "<?xml version='1.0' encoding='utf-8' standalone='yes'?>\n",
+    "<!DOCTYPE a>\n",
+    "<!-- head -->",
+    "<?pi x?>\n",
+    "<!DOCTYPE b [<!ELEMENT b ANY><!-- c -->]>",
+    '<?xml version="1.0"?><!DOCTYPE a SYSTEM "none.dtd">',
+]
 
 
 def random_document(rng: random.Random, max_depth: int = 7, fanout: int = 3) -> bytes:
@@ -103,8 +127,9 @@ def _condition(rng: random.Random, depth: int) -> str:
     if kind <= 1:
         return _comparison(rng)
     if kind == 2:
-        return rng.choice(["@" + rng.choice(ATTRS), "text()", f"position() {rng.choice(OPS)} "
-                           f"{rng.randint(1, 3)}"])
+        return rng.choice(
+            ["@" + rng.choice(ATTRS), "text()", f"position() {rng.choice(OPS)} {rng.randint(1, 3)}"]
+        )
     if kind == 3:
         name = rng.choice(TAGS) if rng.random() < 0.8 else "*"
         return rng.choice(("", "./", ".//")) + name
@@ -118,8 +143,10 @@ def _condition(rng: random.Random, depth: int) -> str:
     if kind == 5:
         return f"not({_condition(rng, depth + 1)})"
     joiner = (" and ", " or ")[kind % 2]
-    return joiner.join(f"({_condition(rng, depth + 1)})" if rng.random() < 0.3
-                       else _condition(rng, depth + 1) for _ in range(rng.randint(2, 3)))
+    return joiner.join(
+        f"({_condition(rng, depth + 1)})" if rng.random() < 0.3 else _condition(rng, depth + 1)
+        for _ in range(rng.randint(2, 3))
+    )
 
 
 def random_query(rng: random.Random, predicates: bool = False) -> str:
@@ -134,16 +161,20 @@ def random_query(rng: random.Random, predicates: bool = False) -> str:
                 step += f"[{_comparison(rng)}]"
             else:
                 for _ in range(rng.randint(1, 2)):
-                    step += (f"[{rng.randint(1, 3)}]" if rng.random() < 0.15
-                             else f"[{_condition(rng, 0)}]")
+                    step += (
+                        f"[{rng.randint(1, 3)}]"
+                        if rng.random() < 0.15
+                        else f"[{_condition(rng, 0)}]"
+                    )
         steps.append(step)
     path = "".join(steps)
     if predicates and rng.random() < 0.1:
         path += f" {rng.choice(OPS)} {rng.choice(LITERALS)}"
     if predicates and rng.random() < 0.1:
         other = random_query(rng, predicates)
-        path = rng.choice((f"{path} and {other}", f"{path} or not({other})",
-                           f"not({path}) or {other}"))
+        path = rng.choice(
+            (f"{path} and {other}", f"{path} or not({other})", f"not({path}) or {other}")
+        )
     return path
 
 
@@ -153,21 +184,87 @@ def random_queries(rng: random.Random, predicates: bool = False, most: int = 12)
 
 # --- hostile documents ----------------------------------------------------------------------
 
-TOKENS = [b"<", b"&", b"]]>", b"</", b"<!--", b"-->", b"<![CDATA[", b"<?", b"?>", b'"', b"'",
-          b">", b"/>", b"\x00", b"\xff", b"\xc3", b"&#0;", b"&#x110000;", b"&amp", b"&lt;",
-          b"<!DOCTYPE a>", b"<?xml version='1.0'?>", b"<a>", b"</a>", b"<b/>", b"\r", b"\t",
-          b"<!", b"<!-", b"<![", b"--", b"=", b"\xef\xbb\xbf", b"<a", b"&e;", b"&#38;#60;"]
-ENCODINGS = ["UTF-8", "utf-8", "ISO-8859-1", "latin1", "US-ASCII", "UTF-16", "UTF-16LE",
-             "Shift_JIS", "UTF-7", "x-unknown", "hex", "rot13", "zlib", "cp037", "windows-1252",
-             "", "EUC-JP", "ISO-8859-15", "UCS-4", "utf8", "koi8-r"]
-DOCTYPES = [b"<!DOCTYPE>", b'<!DOCTYPE"">', b"<!DOCTYPE a>", b"<!DOCTYPE a []>",
-            b'<!DOCTYPE a SYSTEM "file:///etc/passwd">', b'<!DOCTYPE a PUBLIC "-//x//y" "y.dtd">',
-            b"<!DOCTYPE a [<!ELEMENT a (b)*><!ATTLIST a id CDATA #IMPLIED>]>",
-            b'<!DOCTYPE a [<!ATTLIST a n CDATA "1"><!ATTLIST b id CDATA "2">]>',
-            b"<!DOCTYPE a [", b"<!DOCTYPE a [<!ENTITY e 'x>'>", b"<!DOCTYPE a [<!-- ] > -->]>",
-            b'<!DOCTYPE a [<!ENTITY % p "<!ENTITY e \'1\'>"> %p;]>', b"<!DOCTYPE a><!DOCTYPE a>",
-            b"<!doctype a>", b"<!DOCTYPEa>", b"<!DOCTYPE a [<!NOTATION n SYSTEM 'x'>]>",
-            b"<!DOCTYPE a [<?pi ]>?>]>", b'<!DOCTYPE a [<!ENTITY e SYSTEM "http://127.0.0.1:9/x">]>']
+TOKENS = [
+    b"<",
+    b"&",
+    b"]]>",
+    b"</",
+    b"<!--",
+    b"-->",
+    b"<![CDATA[",
+    b"<?",
+    b"?>",
+    b'"',
+    b"'",
+    b">",
+    b"/>",
+    b"\x00",
+    b"\xff",
+    b"\xc3",
+    b"&#0;",
+    b"&#x110000;",
+    b"&amp",
+    b"&lt;",
+    b"<!DOCTYPE a>",
+    b"<?xml version='1.0'?>",
+    b"<a>",
+    b"</a>",
+    b"<b/>",
+    b"\r",
+    b"\t",
+    b"<!",
+    b"<!-",
+    b"<![",
+    b"--",
+    b"=",
+    b"\xef\xbb\xbf",
+    b"<a",
+    b"&e;",
+    b"&#38;#60;",
+]
+ENCODINGS = [
+    "UTF-8",
+    "utf-8",
+    "ISO-8859-1",
+    "latin1",
+    "US-ASCII",
+    "UTF-16",
+    "UTF-16LE",
+    "Shift_JIS",
+    "UTF-7",
+    "x-unknown",
+    "hex",
+    "rot13",
+    "zlib",
+    "cp037",
+    "windows-1252",
+    "",
+    "EUC-JP",
+    "ISO-8859-15",
+    "UCS-4",
+    "utf8",
+    "koi8-r",
+]
+DOCTYPES = [
+    b"<!DOCTYPE>",
+    b'<!DOCTYPE"">',
+    b"<!DOCTYPE a>",
+    b"<!DOCTYPE a []>",
+    b'<!DOCTYPE a SYSTEM "file:///etc/passwd">',
+    b'<!DOCTYPE a PUBLIC "-//x//y" "y.dtd">',
+    b"<!DOCTYPE a [<!ELEMENT a (b)*><!ATTLIST a id CDATA #IMPLIED>]>",
+    b'<!DOCTYPE a [<!ATTLIST a n CDATA "1"><!ATTLIST b id CDATA "2">]>',
+    b"<!DOCTYPE a [",
+    b"<!DOCTYPE a [<!ENTITY e 'x>'>",
+    b"<!DOCTYPE a [<!-- ] > -->]>",
+    b"<!DOCTYPE a [<!ENTITY % p \"<!ENTITY e '1'>\"> %p;]>",
+    b"<!DOCTYPE a><!DOCTYPE a>",
+    b"<!doctype a>",
+    b"<!DOCTYPEa>",
+    b"<!DOCTYPE a [<!NOTATION n SYSTEM 'x'>]>",
+    b"<!DOCTYPE a [<?pi ]>?>]>",
+    b'<!DOCTYPE a [<!ENTITY e SYSTEM "http://127.0.0.1:9/x">]>',
+]
 XXE = [
     b'<!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]><a>&x;<b/></a>',
     b'<!DOCTYPE a [<!ENTITY % x SYSTEM "file:///etc/passwd"> %x;]><a><b/></a>',
@@ -183,15 +280,17 @@ XXE = [
 def billion_laughs(levels: int, fan: int) -> bytes:
     decls = [b'<!ENTITY l0 "lol">']
     for i in range(1, levels):
-        decls.append(b"<!ENTITY l%d \"" % i + (b"&l%d;" % (i - 1)) * fan + b'">')
+        decls.append(b'<!ENTITY l%d "' % i + (b"&l%d;" % (i - 1)) * fan + b'">')
     return b"<!DOCTYPE a [" + b"".join(decls) + b"]><a><b>&l%d;</b></a>" % (levels - 1)
 
 
 def short_document(rng: random.Random) -> bytes:
     """1 to 3 bytes, mostly from XML's markup alphabet."""
     alphabet = b"<>/a!?-[]& \n\"'x"
-    return bytes(rng.choice(alphabet) if rng.random() < 0.8 else rng.randrange(256)
-                 for _ in range(rng.randint(1, 3)))
+    return bytes(
+        rng.choice(alphabet) if rng.random() < 0.8 else rng.randrange(256)
+        for _ in range(rng.randint(1, 3))
+    )
 
 
 def _span(rng: random.Random, n: int) -> tuple[int, int]:
@@ -215,8 +314,9 @@ def _encoded(rng: random.Random, base: bytes) -> bytes:
     return payload.encode("utf-8")
 
 
-def hostile_document(rng: random.Random, base: bytes, max_depth: int,
-                     max_name: int) -> tuple[str, bytes]:
+def hostile_document(
+    rng: random.Random, base: bytes, max_depth: int, max_name: int
+) -> tuple[str, bytes]:
     """A mutated or hostile variant of ``base``: (kind, bytes)."""
     kind = rng.choice(HOSTILE_KINDS)
     n = len(base)
@@ -229,7 +329,7 @@ def hostile_document(rng: random.Random, base: bytes, max_depth: int,
         if data:
             data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
     elif kind == "truncate":
-        data = data[:rng.randint(0, max(0, n - 1))]
+        data = data[: rng.randint(0, max(0, n - 1))]
     elif kind == "insert":
         for _ in range(rng.randint(1, 2)):
             i = rng.randint(0, len(data))
@@ -244,21 +344,35 @@ def hostile_document(rng: random.Random, base: bytes, max_depth: int,
         depth = rng.choice((max_depth - 1, max_depth, max_depth + 1, max_depth + 5, 300, 3000))
         name = rng.choice((b"a", b"b", b"f"))
         inner = rng.choice((b"", b"<b/>", b"<c>t</c>", base.split(b">", 1)[-1][:0]))
-        data = bytearray(b"<" + name + b">") * max(depth, 0) + inner + (
-            b"</" + name + b">") * max(depth, 0)
+        data = (
+            bytearray(b"<" + name + b">") * max(depth, 0)
+            + inner
+            + (b"</" + name + b">") * max(depth, 0)
+        )
     elif kind == "long-name":
         length = rng.choice((max_name - 1, max_name, max_name + 1, max_name + 2, 200, 5000))
         long = b"a" * max(length, 1)
-        data = bytearray(rng.choice((b"<%s/>" % long, b"<a><%s>x</%s></a>" % (long, long),
-                                     b"<a %s='1'><b/></a>" % long, b"<%s><b/></a>" % long,
-                                     b"<a><b/></%s>" % long)))
+        data = bytearray(
+            rng.choice(
+                (
+                    b"<%s/>" % long,
+                    b"<a><%s>x</%s></a>" % (long, long),
+                    b"<a %s='1'><b/></a>" % long,
+                    b"<%s><b/></a>" % long,
+                    b"<a><b/></%s>" % long,
+                )
+            )
+        )
     elif kind == "encoding":
         data = bytearray(_encoded(rng, base))
     elif kind == "bom":
-        bom = rng.choice((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\xef\xbb", b"\x00\x00\xfe\xff"))
+        bom = rng.choice(
+            (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\xef\xbb", b"\x00\x00\xfe\xff")
+        )
         if bom in (b"\xff\xfe", b"\xfe\xff") and rng.random() < 0.7:
             body = base.decode("utf-8", "replace").encode(
-                "utf-16-le" if bom == b"\xff\xfe" else "utf-16-be")
+                "utf-16-le" if bom == b"\xff\xfe" else "utf-16-be"
+            )
         else:
             body = base
         data = bytearray(bom + body if rng.random() < 0.9 else bom)
@@ -271,37 +385,96 @@ def hostile_document(rng: random.Random, base: bytes, max_depth: int,
         dt = rng.choice(DOCTYPES)
         data = bytearray(dt + root if rng.random() < 0.8 else root + dt)
     elif kind == "xxe":
-        data = bytearray(rng.choice(XXE) if rng.random() < 0.6 else billion_laughs(
-            rng.randint(2, 10), rng.randint(2, 10)))
+        data = bytearray(
+            rng.choice(XXE)
+            if rng.random() < 0.6
+            else billion_laughs(rng.randint(2, 10), rng.randint(2, 10))
+        )
     elif kind == "namespace":
-        data = bytearray(rng.choice((
-            b"<x:a><b/></x:a>", b'<a xmlns="urn:u"><b/></a>', b'<x:a xmlns:x="urn:x"><b/></x:a>',
-            b'<a xmlns:x="urn:x"><x:b/></a>', b"<a><b x:y='1'/></a>", b"<:a/>", b"<a:b:c/>",
-            b'<a xmlns:x=""><b/></a>', b"<xmlns:a/>", b'<a xml:lang="en"><b/></a>')))
+        data = bytearray(
+            rng.choice(
+                (
+                    b"<x:a><b/></x:a>",
+                    b'<a xmlns="urn:u"><b/></a>',
+                    b'<x:a xmlns:x="urn:x"><b/></x:a>',
+                    b'<a xmlns:x="urn:x"><x:b/></a>',
+                    b"<a><b x:y='1'/></a>",
+                    b"<:a/>",
+                    b"<a:b:c/>",
+                    b'<a xmlns:x=""><b/></a>',
+                    b"<xmlns:a/>",
+                    b'<a xml:lang="en"><b/></a>',
+                )
+            )
+        )
     elif kind == "junk":
-        data = bytearray(rng.choice((base + b"<b/>", b"text" + base, base + b"text",
-                                     b"  \n" + base, b"\n<?xml version='1.0'?>" + base,
-                                     base + b"]]>", base + b"\x00", base + base)))
+        data = bytearray(
+            rng.choice(
+                (
+                    base + b"<b/>",
+                    b"text" + base,
+                    base + b"text",
+                    b"  \n" + base,
+                    b"\n<?xml version='1.0'?>" + base,
+                    base + b"]]>",
+                    base + b"\x00",
+                    base + base,
+                )
+            )
+        )
     elif kind == "random":
         alphabet = b"<>/ab!?-[]&;=\"' \nxCDATOY#"
-        data = bytearray(rng.choice(alphabet) if rng.random() < 0.9 else rng.randrange(256)
-                         for _ in range(rng.randint(4, 64)))
+        data = bytearray(
+            rng.choice(alphabet) if rng.random() < 0.9 else rng.randrange(256)
+            for _ in range(rng.randint(4, 64))
+        )
     return kind, bytes(data)
 
 
-HOSTILE_KINDS = ["byte-flip", "byte-flip", "bit-flip", "truncate", "truncate", "insert",
-                 "insert", "insert", "delete", "duplicate", "deep", "long-name", "encoding",
-                 "bom", "tiny", "doctype", "xxe", "namespace", "junk", "random"]
+HOSTILE_KINDS = [
+    "byte-flip",
+    "byte-flip",
+    "bit-flip",
+    "truncate",
+    "truncate",
+    "insert",
+    "insert",
+    "insert",
+    "delete",
+    "duplicate",
+    "deep",
+    "long-name",
+    "encoding",
+    "bom",
+    "tiny",
+    "doctype",
+    "xxe",
+    "namespace",
+    "junk",
+    "random",
+]
 
 
 # --- configuration streams ------------------------------------------------------------------
 
-STREAM_MUTATIONS = ["flip", "flip", "flip-header", "flip-crc", "truncate", "truncate",
-                    "extend", "foreign", "header-recrc", "splice", "random"]
+STREAM_MUTATIONS = [
+    "flip",
+    "flip",
+    "flip-header",
+    "flip-crc",
+    "truncate",
+    "truncate",
+    "extend",
+    "foreign",
+    "header-recrc",
+    "splice",
+    "random",
+]
 
 
-def mutate_stream(rng: random.Random, stream: bytes, other: Optional[bytes],
-                  foreign: Sequence[bytes]) -> tuple[str, bytes]:
+def mutate_stream(
+    rng: random.Random, stream: bytes, other: Optional[bytes], foreign: Sequence[bytes]
+) -> tuple[str, bytes]:
     """A corrupted variant of a configuration stream that the engine must reject:
     (kind, bytes). ``other``: a valid stream of another query set for the same hardware;
     ``foreign``: valid streams of other hardware."""
@@ -318,13 +491,13 @@ def mutate_stream(rng: random.Random, stream: bytes, other: Optional[bytes],
         bit = bits - 1 - rng.randrange(32)
         data[bit // 8] ^= 1 << bit % 8
     elif kind == "truncate":
-        data = data[:rng.randint(1, len(data) - 1)]
+        data = data[: rng.randint(1, len(data) - 1)]
     elif kind == "extend":
         data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
     elif kind == "foreign":
         if foreign:
             data = bytearray(rng.choice(foreign))
-        else:      # a foreign fingerprint, with a CRC that matches it
+        else:  # a foreign fingerprint, with a CRC that matches it
             data[3] ^= 0x5A
             data[-4:] = zlib.crc32(bytes(data[:-4])).to_bytes(4, "little")
     elif kind == "header-recrc":
@@ -340,7 +513,7 @@ def mutate_stream(rng: random.Random, stream: bytes, other: Optional[bytes],
             data[-1] ^= 0x80
     elif kind == "random":
         data = bytearray(rng.randrange(256) for _ in range(len(data)))
-    if _still_valid(bytes(data), stream):   # e.g. a splice of two streams with equal tails
+    if _still_valid(bytes(data), stream):  # e.g. a splice of two streams with equal tails
         data[-1] ^= 0x01
     return kind, bytes(data)
 
@@ -348,5 +521,8 @@ def mutate_stream(rng: random.Random, stream: bytes, other: Optional[bytes],
 def _still_valid(data: bytes, stream: bytes) -> bool:
     """Would the hardware that ``stream`` is for accept ``data`` (same header and length, CRC
     right)? Such a "mutation" is just another valid configuration."""
-    return (len(data) == len(stream) and data[:11] == stream[:11]
-            and zlib.crc32(data[:-4]).to_bytes(4, "little") == data[-4:])
+    return (
+        len(data) == len(stream)
+        and data[:11] == stream[:11]
+        and zlib.crc32(data[:-4]).to_bytes(4, "little") == data[-4:]
+    )

@@ -18,8 +18,12 @@ from dataclasses import dataclass
 from typing import Optional
 
 from xpfilt.hwspec.contract import Errors, name_hash
-
-from xpfilt.software.events import DocumentError, MalformedDocumentError, document_depth, parse_events
+from xpfilt.software.events import (
+    DocumentError,
+    MalformedDocumentError,
+    document_depth,
+    parse_events,
+)
 
 __all__ = ["Outcome", "run_engine", "Hang", "classify", "DOCUMENTED", "signature"]
 
@@ -30,13 +34,13 @@ class Hang(Exception):
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str                                  # "answer" | "flag" | "crash" | "hang"
-    answer: Optional[frozenset] = None         # query numbers, for "answer"
-    error: str = ""                            # the message, for the others
+    kind: str  # "answer" | "flag" | "crash" | "hang"
+    answer: Optional[frozenset] = None  # query numbers, for "answer"
+    error: str = ""  # the message, for the others
     exc_type: str = ""
-    flags: int = 0                             # hardware engines' error flags, for "flag"
-    reason: str = ""                           # a parser's reason, for "flag" (when known)
-    offset: int = -1                           # byte offset of a parser error (when known)
+    flags: int = 0  # hardware engines' error flags, for "flag"
+    reason: str = ""  # a parser's reason, for "flag" (when known)
+    offset: int = -1  # byte offset of a parser error (when known)
 
     def short(self) -> str:
         if self.kind == "answer":
@@ -56,7 +60,7 @@ class _Spy:
 
     def __init__(self, engine):
         self.engine, self.queries, self.error = engine, engine.queries, None
-        if hasattr(engine, "filter_ordered"):     # the batch loop prefers it: keep it so
+        if hasattr(engine, "filter_ordered"):  # the batch loop prefers it: keep it so
             self.filter_ordered = self._ordered
 
     def filter(self, document):
@@ -88,7 +92,7 @@ def run_engine(engine, document, timeout: float = 10.0) -> Outcome:
         result = next(iter(filter_batch(spy, [document])))
     except Hang:
         return Outcome("hang", error=f"no answer within {timeout:g} s", exc_type="Hang")
-    except Exception as exc:   # noqa: BLE001 -- any other exception is what we count
+    except Exception as exc:  # noqa: BLE001 -- any other exception is what we count
         return Outcome("crash", error=str(exc)[:300], exc_type=type(exc).__name__)
     finally:
         if use_alarm:
@@ -107,19 +111,20 @@ def run_engine(engine, document, timeout: float = 10.0) -> Outcome:
     else:
         m = re.search(r"malformed XML: (.*)", result.error)
         reason = m.group(1) if m else result.error
-    return Outcome("flag", error=result.error, exc_type=exc_type, flags=flags, reason=reason,
-                   offset=offset)
+    return Outcome(
+        "flag", error=result.error, exc_type=exc_type, flags=flags, reason=reason, offset=offset
+    )
 
 
 def _offset(data: bytes, exc: MalformedDocumentError) -> int:
     """Byte offset of a parser error from its 1-based line and column (column in bytes)."""
     line_start = 0
-    breaks = [m.end() for m in re.finditer(rb"\r\n|\r|\n", data)]   # expat's line ends
+    breaks = [m.end() for m in re.finditer(rb"\r\n|\r|\n", data)]  # expat's line ends
     if 1 < exc.line <= len(breaks) + 1:
         line_start = breaks[exc.line - 2]
     # expat counts columns in characters: walk them in UTF-8 (a bad byte is one character)
-    line = data[line_start:line_start + 1_000_000]
-    text = line.decode("utf-8", "surrogateescape")[:max(exc.column - 1, 0)]
+    line = data[line_start : line_start + 1_000_000]
+    text = line.decode("utf-8", "surrogateescape")[: max(exc.column - 1, 0)]
     return min(len(data), line_start + len(text.encode("utf-8", "surrogateescape")))
 
 
@@ -139,32 +144,30 @@ DOCUMENTED = {
     "hardware: depth limit": "hdl/frontend.py (depth_overflow), README (--max-depth)",
     "hardware: name length limit": "hdl/frontend.py (name_too_long)",
     "hardware: UTF-8 byte order mark is malformed": "hdl/frontend.py (Not checked ...)",
-    "hardware: entity and character references not checked or expanded":
-        "hdl/frontend.py (Not checked ...)",
+    "hardware: entity and character references not checked or expanded": "hdl/frontend.py (Not checked ...)",
     "hardware: duplicate attributes not checked": "hdl/frontend.py (Not checked ...)",
     "hardware: ']]>' in text not checked": "hdl/frontend.py (Not checked ...)",
-    "hardware: control characters and invalid UTF-8 not checked":
-        "hdl/frontend.py (Not checked ...)",
-    "hardware: processing instruction position and target not checked":
-        "hdl/frontend.py (Not checked ...)",
+    "hardware: control characters and invalid UTF-8 not checked": "hdl/frontend.py (Not checked ...)",
+    "hardware: processing instruction position and target not checked": "hdl/frontend.py (Not checked ...)",
     "hardware: internal subset grammar not checked": "hdl/frontend.py (Not checked ...)",
-    "hardware: non-ASCII name characters not validated":
-        "hdl/frontend.py (NAME_START: bytes >= 0x80, not validated further)",
+    "hardware: non-ASCII name characters not validated": "hdl/frontend.py (NAME_START: bytes >= 0x80, not validated further)",
     "hardware: repeated DOCTYPE not checked": "hdl/frontend.py (Not checked ...)",
-    "hardware: DOCTYPE name not checked":
-        "README (Documented differences between the engines), hdl/frontend.py (Not checked ...)",
+    "hardware: DOCTYPE name not checked": "README (Documented differences between the engines), hdl/frontend.py (Not checked ...)",
     "hardware: unknown end-tag name with a colliding hash": "hdl/frontend.py (Not checked ...)",
-    "lxml: namespaces (the reference matches names as written)":
-        "README (Documented differences between the engines), xpfilt/software/events.py",
-    **{f"lxml: {what}": "README (Documented differences between the engines)" for what in (
-        "XML versions other than 1.x refused",
-        "entity expansion limits (libxml2's are lower than expat's)",
-        "nesting deeper than 2,048 levels refused (libxml2's limit)",
-        "encoding names only Python's codecs know (UTF, U8) refused",
-        "XML 1.0 fifth-edition name characters accepted",
-        "entity expansion differs from expat's",
-        "external and parameter entities not loaded (a reference fails)",
-        "an empty CDATA section is an empty text node")},
+    "lxml: namespaces (the reference matches names as written)": "README (Documented differences between the engines), xpfilt/software/events.py",
+    **{
+        f"lxml: {what}": "README (Documented differences between the engines)"
+        for what in (
+            "XML versions other than 1.x refused",
+            "entity expansion limits (libxml2's are lower than expat's)",
+            "nesting deeper than 2,048 levels refused (libxml2's limit)",
+            "encoding names only Python's codecs know (UTF, U8) refused",
+            "XML 1.0 fifth-edition name characters accepted",
+            "entity expansion differs from expat's",
+            "external and parameter entities not loaded (a reference fails)",
+            "an empty CDATA section is an empty text node",
+        )
+    },
 }
 
 
@@ -179,14 +182,17 @@ def _declared_encoding(data: bytes) -> str:
 
 def _not_utf8(data: bytes) -> bool:
     enc = _declared_encoding(data)
-    return data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff" or (
-        enc not in ("", "utf-8", "utf8"))
+    return (
+        data[:2] in (b"\xff\xfe", b"\xfe\xff")
+        or data[:4] == b"\x00\x00\xfe\xff"
+        or (enc not in ("", "utf-8", "utf8"))
+    )
 
 
 def _window(data: bytes, offset: int, before: int = 2, after: int = 3) -> bytes:
     if offset < 0:
         return b""
-    return data[max(0, offset - before):offset + after]
+    return data[max(0, offset - before) : offset + after]
 
 
 def _in_prolog_subset(data: bytes, offset: int) -> bool:
@@ -197,8 +203,11 @@ def _in_prolog_subset(data: bytes, offset: int) -> bool:
 def _in_pi(data: bytes, offset: int) -> bool:
     """Is ``offset`` inside a processing instruction (after ``<?``, before its ``?>``)?"""
     start = data.rfind(b"<?", 0, offset + 1)
-    return start >= 0 and data.find(b"?>", start + 2) in (-1,) + tuple(
-        range(offset - 1, len(data))) and b"?>" not in data[start + 2:offset]
+    return (
+        start >= 0
+        and data.find(b"?>", start + 2) in (-1,) + tuple(range(offset - 1, len(data)))
+        and b"?>" not in data[start + 2 : offset]
+    )
 
 
 def _longest_name(data: bytes) -> int:
@@ -221,8 +230,9 @@ def _colliding_end_tag(data: bytes) -> bool:
     return False
 
 
-def classify(engine: str, data: bytes, ref: Outcome, other: Outcome, *, max_depth: int = 0,
-             max_name: int = 0) -> tuple[bool, str]:
+def classify(
+    engine: str, data: bytes, ref: Outcome, other: Outcome, *, max_depth: int = 0, max_name: int = 0
+) -> tuple[bool, str]:
     """(documented, class) of a difference between the reference and ``engine`` (both answered
     differently, or exactly one flagged)."""
     hardware = engine != "lxml"
@@ -243,12 +253,16 @@ def classify(engine: str, data: bytes, ref: Outcome, other: Outcome, *, max_dept
                 return True, "lxml: encoding names only Python's codecs know (UTF, U8) refused"
             if _not_utf8(data) or "ncoding" in other.error:
                 return False, "encodings: lxml flags, the reference answers"
-            return False, f"lxml flags, the reference answers: {signature(other.reason or other.error)}"
+            return (
+                False,
+                f"lxml flags, the reference answers: {signature(other.reason or other.error)}",
+            )
         if ref.kind == "flag" and other.kind == "answer":
             if _not_utf8(data) or "encoding" in ref.reason:
                 return False, "encodings: the reference flags, lxml answers"
             if "invalid token" in ref.reason and re.search(
-                    rb"[\x80-\xff]", _window(data, ref.offset, 1, 3)):
+                rb"[\x80-\xff]", _window(data, ref.offset, 1, 3)
+            ):
                 return True, "lxml: XML 1.0 fifth-edition name characters accepted"
             return False, f"the reference flags, lxml answers: {signature(ref.reason)}"
         if _has(data, b"xmlns"):
@@ -287,7 +301,7 @@ def classify(engine: str, data: bytes, ref: Outcome, other: Outcome, *, max_dept
 def _depth(data: bytes) -> int:
     try:
         return document_depth(parse_events(data))
-    except Exception:   # noqa: BLE001
+    except Exception:  # noqa: BLE001
         return 0
 
 
@@ -301,7 +315,10 @@ def _hardware_accepts(engine: str, data: bytes, ref: Outcome) -> tuple[bool, str
     near = _window(data, off, 3, 4)
     if "duplicate attribute" in reason:
         return True, "hardware: duplicate attributes not checked"
-    if "XML or text declaration not at start" in reason or "XML declaration not well-formed" in reason:
+    if (
+        "XML or text declaration not at start" in reason
+        or "XML declaration not well-formed" in reason
+    ):
         return True, "hardware: processing instruction position and target not checked"
     if re.search(r"entity|character number|amplification", reason):
         return True, "hardware: entity and character references not checked or expanded"

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 from xpfilt.compiler.custom import Plan
+from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.model.custom import run_documents
 from xpfilt.model.programmable import ProgrammableModel, load_configuration
-from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.verify.fuzz.rtl import Segment, group_readouts, run_stream
 
 
@@ -44,9 +44,11 @@ def _replay_config(folder: Path) -> int:
         load_configuration(model, (folder / "config-b.bin").read_bytes())
         print(f"after config-b.bin: {model.status} (must be accepted)")
         ok &= model.status["rejected"] == 0
-        print("readout bits: "
-              f"{[hex(r.bits) for r in run_documents(model, docs)]} (compare: xpfilt filter -q "
-              "queries-b.txt --engine model --mode programmable --hw . doc*.xml)")
+        print(
+            "readout bits: "
+            f"{[hex(r.bits) for r in run_documents(model, docs)]} (compare: xpfilt filter -q "
+            "queries-b.txt --engine model --mode programmable --hw . doc*.xml)"
+        )
     print("OK" if ok else "FAILS")
     return 0 if ok else 1
 
@@ -61,23 +63,33 @@ def _replay_stream(folder: Path, case: dict) -> int:
     segments, k = [], 0
     for s, (ndocs, has_config, delay) in enumerate(case["segments"]):
         config = (folder / f"config-{s}.bin").read_bytes() if has_config else None
-        segments.append(Segment(docs[k:k + ndocs], config, delay))
+        segments.append(Segment(docs[k : k + ndocs], config, delay))
         k += ndocs
-    run = run_stream(kind, design, segments, seed=case["seed"], p_valid=case["p_valid"],
-                     p_ready=case["p_ready"], rtl=case.get("rtl", True))
-    width = (design.readout_width if kind == "programmable"
-             else len(design.query_numbers))
+    run = run_stream(
+        kind,
+        design,
+        segments,
+        seed=case["seed"],
+        p_valid=case["p_valid"],
+        p_ready=case["p_ready"],
+        rtl=case.get("rtl", True),
+    )
+    width = design.readout_width if kind == "programmable" else len(design.query_numbers)
     print(f"{kind} engine, {len(docs)} documents, {run.cycles} cycles")
     if run.mismatch:
-        print(f"RTL and model differ first at cycle {run.mismatch['cycle']}: "
-              f"RTL {run.mismatch['rtl']}, model {run.mismatch['model']}")
+        print(
+            f"RTL and model differ first at cycle {run.mismatch['cycle']}: "
+            f"RTL {run.mismatch['rtl']}, model {run.mismatch['model']}"
+        )
     ok = run.mismatch is None
     for side, beats in (("model", run.model_beats), ("RTL", run.rtl_beats)):
         if side == "RTL" and not case.get("rtl", True):
             continue
         readouts, framing = group_readouts(beats, width)
-        print(f"{side}: {len(readouts)} readouts for {len(docs)} documents"
-              f"{f', {framing} framing errors' if framing else ''}")
+        print(
+            f"{side}: {len(readouts)} readouts for {len(docs)} documents"
+            f"{f', {framing} framing errors' if framing else ''}"
+        )
         for doc, errors, bits in readouts:
             print(f"  document {doc}: errors {errors}, bits {bits:#x}")
         ok &= len(readouts) == len(docs) and not framing

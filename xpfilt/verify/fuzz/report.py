@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["Recorder", "Progress", "KNOWN_DEFECTS", "known_defect", "write_summary",
-           "CATEGORIES"]
+__all__ = ["Recorder", "Progress", "KNOWN_DEFECTS", "known_defect", "write_summary", "CATEGORIES"]
 
 #: Category key -> title (the keys are the field names in fuzz.json).
 CATEGORIES = {
@@ -50,9 +49,9 @@ def known_defect(klass: str) -> Optional[str]:
 @dataclass
 class CategoryCounts:
     cases: int = 0
-    checks: Counter = field(default_factory=Counter)      # comparisons made, by kind
+    checks: Counter = field(default_factory=Counter)  # comparisons made, by kind
     documented: Counter = field(default_factory=Counter)  # documented differences, by class
-    failures: Counter = field(default_factory=Counter)    # failures, by class
+    failures: Counter = field(default_factory=Counter)  # failures, by class
     failed_cases: int = 0
     seconds: float = 0.0
 
@@ -78,8 +77,9 @@ class Recorder:
     def documented(self, category: str, klass: str) -> None:
         self.categories[category].documented[klass] += 1
 
-    def fail(self, category: str, klass: str, detail: str, files: dict[str, bytes],
-             command: str) -> None:
+    def fail(
+        self, category: str, klass: str, detail: str, files: dict[str, bytes], command: str
+    ) -> None:
         """One failure of class ``klass``: ``files`` (name -> bytes) and ``command`` (the
         replay command, run inside the folder) go to a replay folder."""
         counts = self.categories[category]
@@ -97,8 +97,9 @@ class Recorder:
         (folder / "what.txt").write_text(
             f"category: {category}\nclass: {klass}\n"
             f"known: {known_defect(klass) or 'no'}\n\n{detail}\n\nreplay (in this folder):\n"
-            f"  {command}\n")
-        (folder / "replay.sh").write_text(f"#!/bin/sh\ncd \"$(dirname \"$0\")\"\n{command}\n")
+            f"  {command}\n"
+        )
+        (folder / "replay.sh").write_text(f'#!/bin/sh\ncd "$(dirname "$0")"\n{command}\n')
         self.examples[key].append(str(folder))
 
     def failed_case(self, category: str) -> None:
@@ -111,10 +112,16 @@ class Recorder:
         out = []
         for category, counts in self.categories.items():
             for klass, n in counts.failures.most_common():
-                out.append({"category": category, "class": klass, "count": n,
-                            "known": known_defect(klass),
-                            "detail": self.details.get((category, klass), ""),
-                            "replays": self.examples.get((category, klass), [])})
+                out.append(
+                    {
+                        "category": category,
+                        "class": klass,
+                        "count": n,
+                        "known": known_defect(klass),
+                        "detail": self.details.get((category, klass), ""),
+                        "replays": self.examples.get((category, klass), []),
+                    }
+                )
         return out
 
 
@@ -129,8 +136,15 @@ def replay_command(engine: str, files: list[str], extra: str = "") -> str:
 class Progress:
     """One status line on standard error, redrawn at most every ``every`` seconds."""
 
-    def __init__(self, label: str, total: int, recorder: Recorder, category: str,
-                 every: float = 0.5, stream=None):
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        recorder: Recorder,
+        category: str,
+        every: float = 0.5,
+        stream=None,
+    ):
         self.label, self.total, self.recorder, self.category = label, total, recorder, category
         self.every, self.stream = every, stream or sys.stderr
         self.start = self.last = time.perf_counter()
@@ -146,8 +160,10 @@ class Progress:
         rate = done / max(now - self.start, 1e-9)
         eta = (self.total - done) / rate if rate else 0
         fails = sum(self.recorder.categories[self.category].failures.values())
-        line = (f"{self.label}: {done:,}/{self.total:,} ({100 * done / max(self.total, 1):.0f} %)"
-                f"  {rate:,.0f}/s  eta {eta:,.0f} s  failures {fails:,}")
+        line = (
+            f"{self.label}: {done:,}/{self.total:,} ({100 * done / max(self.total, 1):.0f} %)"
+            f"  {rate:,.0f}/s  eta {eta:,.0f} s  failures {fails:,}"
+        )
         self.stream.write(("\r" + line + "\x1b[K") if self.tty else line + "\n")
         self.stream.flush()
 
@@ -165,13 +181,24 @@ def write_summary(recorder: Recorder, out_dir: Optional[Path], meta: dict) -> di
         c = recorder.categories.get(key)
         if c is None:
             continue
-        cats[key] = {"title": CATEGORIES[key], "cases": c.cases, "checks": dict(c.checks),
-                     "documented_differences": dict(c.documented.most_common()),
-                     "failures": dict(c.failures.most_common()),
-                     "failed_cases": c.failed_cases, "seconds": round(c.seconds, 1)}
+        cats[key] = {
+            "title": CATEGORIES[key],
+            "cases": c.cases,
+            "checks": dict(c.checks),
+            "documented_differences": dict(c.documented.most_common()),
+            "failures": dict(c.failures.most_common()),
+            "failed_cases": c.failed_cases,
+            "seconds": round(c.seconds, 1),
+        }
     classes = recorder.failure_classes()
-    doc = {"format": 1, **meta, "categories": cats, "failure_classes": classes,
-           "total_failures": recorder.total_failures(), "passed": not classes}
+    doc = {
+        "format": 1,
+        **meta,
+        "categories": cats,
+        "failure_classes": classes,
+        "total_failures": recorder.total_failures(),
+        "passed": not classes,
+    }
     if out_dir is not None:
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -181,23 +208,31 @@ def write_summary(recorder: Recorder, out_dir: Optional[Path], meta: dict) -> di
 
 
 def _markdown(doc: dict) -> str:
-    lines = ["# Fuzz run (`make fuzz`)", "",
-             f"`python -m xpfilt.verify.fuzz --seed {doc['seed']} --cases-scale {doc['cases_scale']}` "
-             f"on commit `{doc.get('commit', '?')}`, {doc.get('started', '')}; wall time "
-             f"{doc.get('wall_seconds', 0):,.0f} s. Verdict: "
-             f"**{'pass' if doc['passed'] else 'FAIL'}** ({doc['total_failures']:,} failing "
-             f"checks in {len(doc['failure_classes'])} classes).", "",
-             "A failure is a crash, a hang, a lost or extra readout, an RTL/model difference, a "
-             "corrupt configuration stream accepted (or a valid one refused), or a difference "
-             "from the reference that is not documented. \"Reported as\" names the issue or the "
-             "fuzz finding a failure class was reported under.", "",
-             "| category | cases | checks | documented differences | failures | failed cases "
-             "| seconds |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# Fuzz run (`make fuzz`)",
+        "",
+        f"`python -m xpfilt.verify.fuzz --seed {doc['seed']} --cases-scale {doc['cases_scale']}` "
+        f"on commit `{doc.get('commit', '?')}`, {doc.get('started', '')}; wall time "
+        f"{doc.get('wall_seconds', 0):,.0f} s. Verdict: "
+        f"**{'pass' if doc['passed'] else 'FAIL'}** ({doc['total_failures']:,} failing "
+        f"checks in {len(doc['failure_classes'])} classes).",
+        "",
+        "A failure is a crash, a hang, a lost or extra readout, an RTL/model difference, a "
+        "corrupt configuration stream accepted (or a valid one refused), or a difference "
+        'from the reference that is not documented. "Reported as" names the issue or the '
+        "fuzz finding a failure class was reported under.",
+        "",
+        "| category | cases | checks | documented differences | failures | failed cases "
+        "| seconds |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for key, c in doc["categories"].items():
-        lines.append(f"| {c['title']} | {c['cases']:,} | {sum(c['checks'].values()):,} | "
-                     f"{sum(c['documented_differences'].values()):,} | "
-                     f"{sum(c['failures'].values()):,} | {c['failed_cases']:,} | "
-                     f"{c['seconds']:,.0f} |")
+        lines.append(
+            f"| {c['title']} | {c['cases']:,} | {sum(c['checks'].values()):,} | "
+            f"{sum(c['documented_differences'].values()):,} | "
+            f"{sum(c['failures'].values()):,} | {c['failed_cases']:,} | "
+            f"{c['seconds']:,.0f} |"
+        )
     lines += ["", "Checks per category:", ""]
     for key, c in doc["categories"].items():
         lines.append(f"* {key}: " + ", ".join(f"{k} {v:,}" for k, v in sorted(c["checks"].items())))
@@ -205,17 +240,27 @@ def _markdown(doc: dict) -> str:
     if not doc["failure_classes"]:
         lines.append("None.")
     else:
-        lines += ["| category | class | count | reported as | first replay |",
-                  "|---|---|---:|---|---|"]
+        lines += [
+            "| category | class | count | reported as | first replay |",
+            "|---|---|---:|---|---|",
+        ]
         for f in doc["failure_classes"]:
             replay = f["replays"][0] if f["replays"] else ""
             klass = f["class"].replace("|", "\\|")
-            lines.append(f"| {f['category']} | {klass} | {f['count']:,} | "
-                         f"{f['known'] or 'new'} | {replay} |")
-    lines += ["", "## Documented differences seen", "",
-              "Counted, not failures: each is written down where the table says.", "",
-              "| category | difference | count | written down in |", "|---|---|---:|---|"]
+            lines.append(
+                f"| {f['category']} | {klass} | {f['count']:,} | {f['known'] or 'new'} | {replay} |"
+            )
+    lines += [
+        "",
+        "## Documented differences seen",
+        "",
+        "Counted, not failures: each is written down where the table says.",
+        "",
+        "| category | difference | count | written down in |",
+        "|---|---|---:|---|",
+    ]
     from xpfilt.verify.fuzz.outcomes import DOCUMENTED
+
     for key, c in doc["categories"].items():
         for klass, n in c["documented_differences"].items():
             lines.append(f"| {key} | {klass} | {n:,} | {DOCUMENTED.get(klass, '')} |")

@@ -18,8 +18,9 @@ from typing import Optional, Sequence
 
 try:
     from xpfilt.hwspec.readout import Beat, SparseBeat
-except ImportError:      # before the readout formats had a module of their own
+except ImportError:  # before the readout formats had a module of their own
     from xpfilt.model.custom import Beat
+
     SparseBeat = None
 
 __all__ = ["Segment", "StreamRun", "run_stream", "group_readouts"]
@@ -27,8 +28,8 @@ __all__ = ["Segment", "StreamRun", "run_stream", "group_readouts"]
 
 @dataclass
 class Segment:
-    documents: list = field(default_factory=list)   # bytes, each at least one byte
-    config: Optional[bytes] = None                  # a configuration stream (programmable)
+    documents: list = field(default_factory=list)  # bytes, each at least one byte
+    config: Optional[bytes] = None  # a configuration stream (programmable)
     doc_delay: int = 0
 
 
@@ -37,9 +38,9 @@ class StreamRun:
     mismatch: Optional[dict] = None
     rtl_beats: list = field(default_factory=list)
     model_beats: list = field(default_factory=list)
-    doc_start: list = field(default_factory=list)    # cycle each document's first byte went in
-    config_end: list = field(default_factory=list)   # cycle each configuration's last bit went in
-    status: list = field(default_factory=list)       # model status after each segment
+    doc_start: list = field(default_factory=list)  # cycle each document's first byte went in
+    config_end: list = field(default_factory=list)  # cycle each configuration's last bit went in
+    status: list = field(default_factory=list)  # model status after each segment
     cycles: int = 0
     timed_out: bool = False
 
@@ -51,8 +52,15 @@ def _bits(stream: bytes) -> list[int]:
 class _Script:
     """The per-cycle inputs, shared by the RTL testbench and the model-only loop."""
 
-    def __init__(self, segments: Sequence[Segment], rng: random.Random, p_valid: float,
-                 p_ready: float, quiet: int, max_cycles: int):
+    def __init__(
+        self,
+        segments: Sequence[Segment],
+        rng: random.Random,
+        p_valid: float,
+        p_ready: float,
+        quiet: int,
+        max_cycles: int,
+    ):
         self.segments = list(segments)
         self.rng, self.p_valid, self.p_ready = rng, p_valid, p_ready
         self.quiet, self.max_cycles = quiet, max_cycles
@@ -63,8 +71,9 @@ class _Script:
     def _enter(self):
         if self.k < len(self.segments):
             seg = self.segments[self.k]
-            self.bytes = [(b, i == len(d) - 1, i == 0) for d in seg.documents
-                          for i, b in enumerate(d)]
+            self.bytes = [
+                (b, i == len(d) - 1, i == 0) for d in seg.documents for i, b in enumerate(d)
+            ]
             self.cfg = _bits(seg.config) if seg.config else []
             self.delay = seg.doc_delay
         else:
@@ -101,20 +110,31 @@ class _Script:
         return True
 
 
-def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
-               p_valid: float = 0.9, p_ready: float = 0.9, rtl: bool = True,
-               max_cycles: int = 200_000) -> StreamRun:
+def run_stream(
+    kind: str,
+    design,
+    segments: Sequence[Segment],
+    *,
+    seed: int = 0,
+    p_valid: float = 0.9,
+    p_ready: float = 0.9,
+    rtl: bool = True,
+    max_cycles: int = 200_000,
+) -> StreamRun:
     """``kind``: "custom" (``design`` a Plan) or "programmable" (``design`` a HardwareSpec)."""
     if kind == "custom":
         from xpfilt.model.custom import EngineModel
+
         model = EngineModel(design)
         width = model.width
     else:
         from xpfilt.model.programmable import ProgrammableModel
+
         model = ProgrammableModel(design)
         width = model.width
-    script = _Script(segments, random.Random(seed), p_valid, p_ready, quiet=2 * width + 64,
-                     max_cycles=max_cycles)
+    script = _Script(
+        segments, random.Random(seed), p_valid, p_ready, quiet=2 * width + 64, max_cycles=max_cycles
+    )
     run = StreamRun()
 
     def model_cycle(inputs):
@@ -122,9 +142,9 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
         if kind == "custom":
             ready, beat = model.step(valid, data, last, out_ready)
             return ready, beat, False, None
-        status = model.status             # the status port shows the state before the edge
+        status = model.status  # the status port shows the state before the edge
         ready, beat = model.step(valid, data, last, out_ready, cfg_valid, cfg_bit, cfg_last)
-        return ready, beat, model.config_ready, status    # config_ready of this very cycle
+        return ready, beat, model.config_ready, status  # config_ready of this very cycle
 
     def bookkeeping(inputs, ready, beat, cfg_ready, beats):
         valid, data, last, first, cfg_valid, cfg_bit, cfg_last, out_ready = inputs
@@ -154,11 +174,14 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
         return run
 
     from amaranth.sim import Simulator
+
     if kind == "custom":
         from xpfilt.hdl.custom import CustomEngine
+
         dut = CustomEngine(design)
     else:
         from xpfilt.hdl.programmable import ProgrammableEngine
+
         dut = ProgrammableEngine(design)
 
     async def testbench(ctx):
@@ -179,7 +202,7 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
             if ctx.get(dut.readout.valid):
                 p = ctx.get(dut.readout.payload)
                 errors = p.errors.as_value().value
-                if hasattr(p, "header"):      # a sparse readout
+                if hasattr(p, "header"):  # a sparse readout
                     beat = SparseBeat(p.header, p.last, p.doc, errors, p.id, p.count)
                 else:
                     beat = Beat(p.bit, p.first, p.last, p.doc, errors)
@@ -187,8 +210,12 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
             if kind != "custom":
                 cfg_ready = bool(ctx.get(dut.config.ready))
                 st = ctx.get(dut.config_status)
-                status = {"generation": st.generation, "loaded": st.loaded,
-                          "rejected": st.rejected, "pending": st.pending}
+                status = {
+                    "generation": st.generation,
+                    "loaded": st.loaded,
+                    "rejected": st.rejected,
+                    "pending": st.pending,
+                }
             m_ready, m_beat, m_cfg_ready, m_status = model_cycle(inputs)
             got, want = (ready, beat, cfg_ready, status), (m_ready, m_beat, m_cfg_ready, m_status)
             if got != want and run.mismatch is None:
@@ -203,8 +230,9 @@ def run_stream(kind: str, design, segments: Sequence[Segment], *, seed: int = 0,
             if cfg_valid and cfg_ready and cfg_last:
                 run.config_end.append(run.cycles)
             run.cycles += 1
-            going = script.advance(valid and ready, cfg_valid and cfg_ready,
-                                   beat is not None or m_beat is not None)
+            going = script.advance(
+                valid and ready, cfg_valid and cfg_ready, beat is not None or m_beat is not None
+            )
             if script.k != segment:
                 run.status.append(getattr(model, "status", None))
                 segment = script.k
@@ -251,7 +279,7 @@ def _group_sparse(beats: Sequence, width: int) -> tuple[list[tuple[int, int, int
     in_doc, bits, ids, doc, errors = False, 0, 0, 0, 0
     for beat in beats:
         if beat.header:
-            framing += in_doc            # the previous document never ended
+            framing += in_doc  # the previous document never ended
             in_doc, bits, ids, doc, errors = True, 0, 0, beat.doc, beat.errors
         elif not in_doc:
             framing += 1

@@ -15,28 +15,37 @@ from xpfilt.software.events import Document
 
 try:
     from xpfilt.software.events import utf8_document
-except ImportError:     # before the one encoding policy (issue 11 #5): engines see the bytes
+except ImportError:  # before the one encoding policy (issue 11 #5): engines see the bytes
+
     def utf8_document(document):
         return document
-from xpfilt.software.lxml_filter import LxmlFilter
-from xpfilt.model.custom import ModelEngine
-from xpfilt.model.programmable import (ProgrammableModel, ProgrammableModelEngine,
-                                  load_configuration)
+
+
 from xpfilt.compiler.programmable import HardwareSpec, configure
-from xpfilt.software.reference import ReferenceFilter
 from xpfilt.lang.xpath import load_queries, parse_query
+from xpfilt.model.custom import ModelEngine
+from xpfilt.model.programmable import ProgrammableModel, ProgrammableModelEngine, load_configuration
+from xpfilt.software.lxml_filter import LxmlFilter
+from xpfilt.software.reference import ReferenceFilter
 from xpfilt.verify.fuzz import generate as gen
 from xpfilt.verify.fuzz.outcomes import DOCUMENTED, Outcome, classify, run_engine, signature
 from xpfilt.verify.fuzz.report import Progress, Recorder, replay_command
 from xpfilt.verify.fuzz.rtl import Segment, group_readouts, run_stream
 
-__all__ = ["EngineSet", "fuzz_wellformed", "fuzz_hostile", "fuzz_config", "fuzz_rtl",
-           "ENGINE_FACTORIES"]
+__all__ = [
+    "EngineSet",
+    "fuzz_wellformed",
+    "fuzz_hostile",
+    "fuzz_config",
+    "fuzz_rtl",
+    "ENGINE_FACTORIES",
+]
 
 HOSTILE_QUERIES = ["/:a", "//a:b:c", "/x:a"]
 
 
 # --- engines for one query set ----------------------------------------------------------------
+
 
 def _readout(rng: random.Random, cls) -> dict:
     """``{"readout": kind}`` when ``cls`` (CompileOptions or HardwareSpec) has a choice of
@@ -52,10 +61,13 @@ def _options_args(options: CompileOptions) -> str:
         args += f" --readout {options.readout}"
     if options.cluster_size:
         args += f" --cluster-size {options.cluster_size}"
-    for flag, on in (("--no-opt1", options.opt_last), ("--no-opt2", options.opt_root),
-                     ("--no-opt3", options.opt_share), ("--no-prefix-sharing",
-                                                        options.prefix_sharing),
-                     ("--file-order", options.prefix_clustering)):
+    for flag, on in (
+        ("--no-opt1", options.opt_last),
+        ("--no-opt2", options.opt_root),
+        ("--no-opt3", options.opt_share),
+        ("--no-prefix-sharing", options.prefix_sharing),
+        ("--file-order", options.prefix_clustering),
+    ):
         if not on:
             args += " " + flag
     return args
@@ -72,7 +84,9 @@ def _build_programmable(queries, setting):
 def _registered(name: str) -> Callable:
     def build(queries, setting):
         from xpfilt.engines import make_engine
+
         return make_engine(name, queries)
+
     return build
 
 
@@ -80,9 +94,12 @@ def _engine_factories() -> dict[str, tuple[Callable, bool]]:
     """Engine name -> (factory(queries, setting), takes only path queries): lxml, the two
     models, and any other engine registered in :data:`xpfilt.engines.ENGINES`."""
     from xpfilt.engines import ENGINES, split_supported
-    out = {"lxml": (lambda queries, setting: LxmlFilter(queries), False),
-           "model": (_build_model, True),
-           "programmable": (_build_programmable, True)}
+
+    out = {
+        "lxml": (lambda queries, setting: LxmlFilter(queries), False),
+        "model": (_build_model, True),
+        "programmable": (_build_programmable, True),
+    }
     probe = [parse_query("/a[@id=1]", 1)]
     for name in ENGINES:
         if name not in out and name != "reference":
@@ -102,8 +119,8 @@ class _Slot:
     engine: object = None
     build_error: Optional[Outcome] = None
     numbers: list = field(default_factory=list)
-    scope: frozenset = frozenset()      # query numbers this engine answers for
-    previous: Optional[bytes] = None    # the document it filtered before (state carries over)
+    scope: frozenset = frozenset()  # query numbers this engine answers for
+    previous: Optional[bytes] = None  # the document it filtered before (state carries over)
     factory: Callable = None
 
     def build(self) -> None:
@@ -111,7 +128,7 @@ class _Slot:
         try:
             self.engine = self.factory(self.queries, self.setting)
             self.build_error = None
-        except Exception as exc:   # noqa: BLE001 -- a crash while building the engine
+        except Exception as exc:  # noqa: BLE001 -- a crash while building the engine
             self.engine = None
             self.build_error = Outcome("crash", error=str(exc)[:300], exc_type=type(exc).__name__)
             return
@@ -125,8 +142,13 @@ class _Slot:
 class EngineSet:
     """The reference and the other engines for one query set (``texts``, numbered from 1)."""
 
-    def __init__(self, texts: list[str], engines: list[str], rng: random.Random,
-                 factories: Optional[dict] = None):
+    def __init__(
+        self,
+        texts: list[str],
+        engines: list[str],
+        rng: random.Random,
+        factories: Optional[dict] = None,
+    ):
         self.texts = texts
         # a query outside the fragment is the parser's business (reported by line): left out
         self.queries = list(load_queries(texts).queries)
@@ -146,17 +168,24 @@ class EngineSet:
             if name == "model":
                 setting = CompileOptions(
                     cluster_size=rng.choice((None, None, 1, 2, 3, 5)),
-                    max_depth=rng.choice((16, 16, 10, 8, 5)), opt_last=rng.random() < 0.8,
-                    opt_root=rng.random() < 0.8, opt_share=rng.random() < 0.8,
-                    prefix_sharing=rng.random() < 0.8, **_readout(rng, CompileOptions))
+                    max_depth=rng.choice((16, 16, 10, 8, 5)),
+                    opt_last=rng.random() < 0.8,
+                    opt_root=rng.random() < 0.8,
+                    opt_share=rng.random() < 0.8,
+                    prefix_sharing=rng.random() < 0.8,
+                    **_readout(rng, CompileOptions),
+                )
                 self.max_depth[name], self.max_name[name] = setting.max_depth, 32
             elif name == "programmable":
                 tag_len = rng.choice((1, 2, 3, 4, 8))
                 setting = HardwareSpec(
-                    clusters=rng.randint(1, 3), columns=rng.choice((2, 4, 8, 16, 32)),
-                    max_tag_len=tag_len, max_depth=rng.choice((16, 10, 8, 5)),
+                    clusters=rng.randint(1, 3),
+                    columns=rng.choice((2, 4, 8, 16, 32)),
+                    max_tag_len=tag_len,
+                    max_depth=rng.choice((16, 10, 8, 5)),
                     max_name=max(tag_len, rng.choice((8, 16, 32))),
-                    **_readout(rng, HardwareSpec))
+                    **_readout(rng, HardwareSpec),
+                )
                 self.max_depth[name], self.max_name[name] = setting.max_depth, setting.max_name
             slot = _Slot(name, qs, setting, factory=factory)
             slot.build()
@@ -180,22 +209,27 @@ class EngineSet:
         return files, command
 
 
-def compare_document(category: str, es: EngineSet, data: bytes, rec: Recorder,
-                     timeout: float, note: str = "") -> bool:
+def compare_document(
+    category: str, es: EngineSet, data: bytes, rec: Recorder, timeout: float, note: str = ""
+) -> bool:
     """Run ``data`` through the reference and every engine of ``es``; count and classify.
     Returns True when the case failed."""
     document = Document("case.xml", data)
-    try:        # what the engines saw: the classification looks at these bytes
+    try:  # what the engines saw: the classification looks at these bytes
         transcoded = utf8_document(document).data
-    except Exception:   # noqa: BLE001
+    except Exception:  # noqa: BLE001
         transcoded = data
     failed = False
     ref = run_engine(es.reference, document, timeout)
     if ref.kind in ("crash", "hang"):
         files = {"queries.txt": ("\n".join(es.texts) + "\n").encode(), "2-case.xml": data}
-        rec.fail(category, f"{ref.kind} reference: {ref.exc_type}: {signature(ref.error)}",
-                 f"{note}\nreference: {ref.short()}", files,
-                 "xpfilt filter -q queries.txt --engine reference 2-case.xml")
+        rec.fail(
+            category,
+            f"{ref.kind} reference: {ref.exc_type}: {signature(ref.error)}",
+            f"{note}\nreference: {ref.short()}",
+            files,
+            "xpfilt filter -q queries.txt --engine reference 2-case.xml",
+        )
         es.reference = ReferenceFilter(es.queries)
         failed = True
     for slot in es.slots:
@@ -208,12 +242,16 @@ def compare_document(category: str, es: EngineSet, data: bytes, rec: Recorder,
         rec.check(category, f"{slot.name} vs reference")
         if out.kind in ("crash", "hang"):
             files, command = es.replay_files(slot, data)
-            rec.fail(category, f"{out.kind} {slot.name}: {out.exc_type}: {signature(out.error)}",
-                     f"{note}\n{slot.name}: {out.short()}\nreference: {ref.short()}", files,
-                     command)
+            rec.fail(
+                category,
+                f"{out.kind} {slot.name}: {out.exc_type}: {signature(out.error)}",
+                f"{note}\n{slot.name}: {out.short()}\nreference: {ref.short()}",
+                files,
+                command,
+            )
             failed = True
             if slot.build_error is None:
-                slot.build()          # a crashed engine may be left in any state
+                slot.build()  # a crashed engine may be left in any state
             continue
         if ref.kind not in ("answer", "flag"):
             slot.previous = data
@@ -223,26 +261,40 @@ def compare_document(category: str, es: EngineSet, data: bytes, rec: Recorder,
         elif out.kind == ref.kind == "answer" and out.answer == ref.answer & slot.scope:
             pass
         else:
-            documented, klass = classify(slot.name, transcoded, ref, out,
-                                         max_depth=es.max_depth.get(slot.name, 0),
-                                         max_name=es.max_name.get(slot.name, 0))
+            documented, klass = classify(
+                slot.name,
+                transcoded,
+                ref,
+                out,
+                max_depth=es.max_depth.get(slot.name, 0),
+                max_name=es.max_name.get(slot.name, 0),
+            )
             if documented:
                 assert klass in DOCUMENTED, klass
                 rec.documented(category, klass)
             else:
                 kind = "disagreement" if out.kind == ref.kind else "flag disagreement"
                 files, command = es.replay_files(slot, data)
-                expected = (f"reference restricted to this engine's queries: "
-                            f"{sorted(ref.answer & slot.scope)}" if ref.kind == "answer" else "")
-                rec.fail(category, f"{kind}: {klass}",
-                         f"{note}\n{slot.name}: {out.short()}\nreference: {ref.short()}\n"
-                         f"{expected}", files, command)
+                expected = (
+                    f"reference restricted to this engine's queries: "
+                    f"{sorted(ref.answer & slot.scope)}"
+                    if ref.kind == "answer"
+                    else ""
+                )
+                rec.fail(
+                    category,
+                    f"{kind}: {klass}",
+                    f"{note}\n{slot.name}: {out.short()}\nreference: {ref.short()}\n{expected}",
+                    files,
+                    command,
+                )
                 failed = True
         slot.previous = data
     return failed
 
 
 # --- category 1 -------------------------------------------------------------------------------
+
 
 @contextmanager
 def _category(rec: Recorder, cat: str, label: str, total: int, progress: bool):
@@ -257,14 +309,23 @@ def _category(rec: Recorder, cat: str, label: str, total: int, progress: bool):
         done = n
         if bar:
             bar.update(n)
+
     yield update
     if bar:
         bar.done(done)
     rec.categories[cat].seconds += time.perf_counter() - start
 
 
-def _document_cases(cat: str, cases: int, rec: Recorder, update: Callable, timeout: float,
-                    docs_per_set: int, new_set: Callable, new_document: Callable) -> None:
+def _document_cases(
+    cat: str,
+    cases: int,
+    rec: Recorder,
+    update: Callable,
+    timeout: float,
+    docs_per_set: int,
+    new_set: Callable,
+    new_document: Callable,
+) -> None:
     """The loop of categories 1 and 2: an engine set from ``new_set()`` every ``docs_per_set``
     cases; each case one document from ``new_document(es)`` -> (bytes, mutation kind or None),
     compared across the set's engines."""
@@ -276,34 +337,62 @@ def _document_cases(cat: str, cases: int, rec: Recorder, update: Callable, timeo
             rec.case(cat)
             if kind is not None:
                 rec.check(cat, f"kind {kind}")
-            if compare_document(cat, es, data, rec, timeout,
-                                note="" if kind is None else f"mutation: {kind}"):
+            if compare_document(
+                cat, es, data, rec, timeout, note="" if kind is None else f"mutation: {kind}"
+            ):
                 rec.failed_case(cat)
             done += 1
         update(done)
 
 
-def fuzz_wellformed(rng: random.Random, cases: int, rec: Recorder, *, timeout: float = 10.0,
-                    docs_per_set: int = 5, engines=DEFAULT_ENGINES,
-                    factories=None, progress: bool = True) -> None:
+def fuzz_wellformed(
+    rng: random.Random,
+    cases: int,
+    rec: Recorder,
+    *,
+    timeout: float = 10.0,
+    docs_per_set: int = 5,
+    engines=DEFAULT_ENGINES,
+    factories=None,
+    progress: bool = True,
+) -> None:
     """Random well-formed documents against random query sets: every engine vs the reference
     (path query sets), the reference vs lxml (query sets with value predicates too)."""
+
     def new_set() -> EngineSet:
         predicates = rng.random() < 0.4
         return EngineSet(gen.random_queries(rng, predicates), list(engines), rng, factories)
 
     with _category(rec, "wellformed", "1 well-formed", cases, progress) as update:
-        _document_cases("wellformed", cases, rec, update, timeout, docs_per_set, new_set,
-                        lambda es: (gen.random_document(rng), None))
+        _document_cases(
+            "wellformed",
+            cases,
+            rec,
+            update,
+            timeout,
+            docs_per_set,
+            new_set,
+            lambda es: (gen.random_document(rng), None),
+        )
 
 
 # --- category 2 -------------------------------------------------------------------------------
 
-def fuzz_hostile(rng: random.Random, cases: int, rec: Recorder, *, timeout: float = 10.0,
-                 docs_per_set: int = 20, engines=DEFAULT_ENGINES,
-                 factories=None, progress: bool = True) -> None:
+
+def fuzz_hostile(
+    rng: random.Random,
+    cases: int,
+    rec: Recorder,
+    *,
+    timeout: float = 10.0,
+    docs_per_set: int = 20,
+    engines=DEFAULT_ENGINES,
+    factories=None,
+    progress: bool = True,
+) -> None:
     """Mutated and hostile documents through every engine: crashes, hangs, disagreements and
     flag disagreements, each classified against the documented differences."""
+
     def new_set() -> EngineSet:
         texts = gen.random_queries(rng, predicates=rng.random() < 0.3)
         if rng.random() < 0.03:
@@ -317,23 +406,30 @@ def fuzz_hostile(rng: random.Random, cases: int, rec: Recorder, *, timeout: floa
         return data, kind
 
     with _category(rec, "hostile", "2 hostile", cases, progress) as update:
-        _document_cases("hostile", cases, rec, update, timeout, docs_per_set, new_set,
-                        new_document)
+        _document_cases("hostile", cases, rec, update, timeout, docs_per_set, new_set, new_document)
 
 
 # --- category 3 -------------------------------------------------------------------------------
 
+
 def _random_spec(rng: random.Random) -> HardwareSpec:
     tag_len = rng.choice((1, 2, 3, 4))
-    return HardwareSpec(clusters=rng.randint(1, 3), columns=rng.choice((2, 4, 6, 8)),
-                        max_tag_len=tag_len, max_depth=rng.randint(3, 8),
-                        max_name=max(tag_len, rng.choice((4, 8, 16))),
-                        **_readout(rng, HardwareSpec))
+    return HardwareSpec(
+        clusters=rng.randint(1, 3),
+        columns=rng.choice((2, 4, 6, 8)),
+        max_tag_len=tag_len,
+        max_depth=rng.randint(3, 8),
+        max_name=max(tag_len, rng.choice((4, 8, 16))),
+        **_readout(rng, HardwareSpec),
+    )
 
 
 def _fitting_queries(rng: random.Random, spec: HardwareSpec) -> list[str]:
-    texts = [t for t in gen.random_queries(rng) if all(
-        len(s) <= spec.max_tag_len for s in t.replace("//", "/").split("/")[1:])]
+    texts = [
+        t
+        for t in gen.random_queries(rng)
+        if all(len(s) <= spec.max_tag_len for s in t.replace("//", "/").split("/")[1:])
+    ]
     return texts or ["//*"]
 
 
@@ -359,18 +455,28 @@ def _mask(configuration) -> int:
 
 
 def _config_files(spec, texts_a, texts_b, stream_a, bad, docs, stream_b=b"") -> dict:
-    files = {"hardware.json": spec.to_json().encode(), "case.json": b'{"kind": "config"}',
-             "config-b.bin": stream_b,
-             "queries-a.txt": ("\n".join(texts_a) + "\n").encode(),
-             "queries-b.txt": ("\n".join(texts_b) + "\n").encode(),
-             "config-a.bin": stream_a, "config-bad.bin": bad}
+    files = {
+        "hardware.json": spec.to_json().encode(),
+        "case.json": b'{"kind": "config"}',
+        "config-b.bin": stream_b,
+        "queries-a.txt": ("\n".join(texts_a) + "\n").encode(),
+        "queries-b.txt": ("\n".join(texts_b) + "\n").encode(),
+        "config-a.bin": stream_a,
+        "config-bad.bin": bad,
+    }
     for i, d in enumerate(docs):
         files[f"doc{i}.xml"] = d
     return files
 
 
-def fuzz_config(rng: random.Random, cases: int, rec: Recorder, *, progress: bool = True,
-                loader: Callable = load_configuration) -> None:
+def fuzz_config(
+    rng: random.Random,
+    cases: int,
+    rec: Recorder,
+    *,
+    progress: bool = True,
+    loader: Callable = load_configuration,
+) -> None:
     """Corrupted configuration streams into the programmable model: each must be rejected and
     leave the active configuration answering exactly as before; the untouched stream of the
     next set must then be accepted and answer as the reference. Also streams that complete
@@ -380,17 +486,34 @@ def fuzz_config(rng: random.Random, cases: int, rec: Recorder, *, progress: bool
         _config_cases(rng, cases, rec, cat, loader, update)
 
 
-def _config_cases(rng: random.Random, cases: int, rec: Recorder, cat: str, loader: Callable,
-                  update: Callable) -> None:
+def _config_cases(
+    rng: random.Random, cases: int, rec: Recorder, cat: str, loader: Callable, update: Callable
+) -> None:
     done = 0
     while done < cases:
         spec = _random_spec(rng)
-        foreign = [configure([parse_query("//a", 1)], HardwareSpec(
-            clusters=spec.clusters, columns=spec.columns + 2, max_tag_len=spec.max_tag_len,
-            max_depth=spec.max_depth, max_name=spec.max_name)).stream(),
-            configure([parse_query("//a", 1)], HardwareSpec(
-                clusters=spec.clusters, columns=spec.columns, max_tag_len=spec.max_tag_len,
-                max_depth=spec.max_depth + 1, max_name=spec.max_name)).stream()]
+        foreign = [
+            configure(
+                [parse_query("//a", 1)],
+                HardwareSpec(
+                    clusters=spec.clusters,
+                    columns=spec.columns + 2,
+                    max_tag_len=spec.max_tag_len,
+                    max_depth=spec.max_depth,
+                    max_name=spec.max_name,
+                ),
+            ).stream(),
+            configure(
+                [parse_query("//a", 1)],
+                HardwareSpec(
+                    clusters=spec.clusters,
+                    columns=spec.columns,
+                    max_tag_len=spec.max_tag_len,
+                    max_depth=spec.max_depth + 1,
+                    max_name=spec.max_name,
+                ),
+            ).stream(),
+        ]
         model = ProgrammableModel(spec)
         texts = _fitting_queries(rng, spec)
         config = configure([parse_query(t, i + 1) for i, t in enumerate(texts)], spec)
@@ -398,15 +521,20 @@ def _config_cases(rng: random.Random, cases: int, rec: Recorder, cat: str, loade
         docs = [_doc_within(rng, spec.max_depth) for _ in range(3)]
         generation = model.status["generation"]
         if model.status["rejected"] or not model.status["loaded"]:
-            rec.fail(cat, "an untouched stream was rejected",
-                     f"status {model.status}", _config_files(
-                         spec, texts, texts, config.stream(), config.stream(), docs,
-                         config.stream()),
-                     "python -m xpfilt.verify.fuzz --replay .")
+            rec.fail(
+                cat,
+                "an untouched stream was rejected",
+                f"status {model.status}",
+                _config_files(
+                    spec, texts, texts, config.stream(), config.stream(), docs, config.stream()
+                ),
+                "python -m xpfilt.verify.fuzz --replay .",
+            )
         for _ in range(min(10, cases - done)):
             rec.case(cat)
             failed = False
             from xpfilt.model.custom import run_documents
+
             before = [r.bits for r in run_documents(model, docs)]
             texts_b = _fitting_queries(rng, spec)
             config_b = configure([parse_query(t, i + 1) for i, t in enumerate(texts_b)], spec)
@@ -414,32 +542,52 @@ def _config_cases(rng: random.Random, cases: int, rec: Recorder, cat: str, loade
             loader(model, bad)
             rec.check(cat, f"corrupted ({kind})")
             status = model.status
-            files = _config_files(spec, texts, texts_b, config.stream(), bad, docs,
-                                  config_b.stream())
+            files = _config_files(
+                spec, texts, texts_b, config.stream(), bad, docs, config_b.stream()
+            )
             replay = "python -m xpfilt.verify.fuzz --replay ."
             if not status["rejected"] or status["generation"] != generation:
-                rec.fail(cat, f"corrupted stream accepted ({kind})",
-                         f"status after the corrupted stream: {status}", files, replay)
+                rec.fail(
+                    cat,
+                    f"corrupted stream accepted ({kind})",
+                    f"status after the corrupted stream: {status}",
+                    files,
+                    replay,
+                )
                 failed = True
             after = [r.bits for r in run_documents(model, docs)]
             if after != before:
-                rec.fail(cat, f"previous configuration changed by a rejected stream ({kind})",
-                         f"readout bits before {before}, after {after}", files, replay)
+                rec.fail(
+                    cat,
+                    f"previous configuration changed by a rejected stream ({kind})",
+                    f"readout bits before {before}, after {after}",
+                    files,
+                    replay,
+                )
                 failed = True
             # the untouched stream of set B: accepted, answers as the reference
             rec.check(cat, "untouched")
             loader(model, config_b.stream())
             status = model.status
             if status["rejected"] or status["generation"] != (generation + 1) & 0xFF:
-                rec.fail(cat, "an untouched stream was rejected after a corrupted one",
-                         f"status {status}", files, replay)
+                rec.fail(
+                    cat,
+                    "an untouched stream was rejected after a corrupted one",
+                    f"status {status}",
+                    files,
+                    replay,
+                )
                 failed = True
             got = [r.bits & _mask(config_b) for r in run_documents(model, docs)]
             want = [_expected_bits(texts_b, config_b, d) for d in docs]
             if got != want:
-                rec.fail(cat, "a loaded configuration answers differently from the reference",
-                         f"readout bits {got}, reference {want}",
-                         files, replay)
+                rec.fail(
+                    cat,
+                    "a loaded configuration answers differently from the reference",
+                    f"readout bits {got}, reference {want}",
+                    files,
+                    replay,
+                )
                 failed = True
             generation = status["generation"]
             texts, config = texts_b, config_b
@@ -454,23 +602,38 @@ def _config_cases(rng: random.Random, cases: int, rec: Recorder, cat: str, loade
 
 # --- commits and documents at once, and category 4 ---------------------------------------------
 
-def _check_readouts(cat: str, kind: str, design, segments: list[Segment], run, rec: Recorder,
-                    expect: list, note: str, files: dict, rtl: bool,
-                    config_of_doc: Optional[list] = None) -> bool:
+
+def _check_readouts(
+    cat: str,
+    kind: str,
+    design,
+    segments: list[Segment],
+    run,
+    rec: Recorder,
+    expect: list,
+    note: str,
+    files: dict,
+    rtl: bool,
+    config_of_doc: Optional[list] = None,
+) -> bool:
     """Count readouts per document and check each one: ``expect[i]`` is ("bits", value) for a
     well-formed document within limits, ("flag",) for one that must be flagged, ("any",) else;
     for a programmable engine, ``config_of_doc[i]`` lists the acceptable (old, new) answers."""
-    width = (design.readout_width if kind == "programmable"
-             else len(design.query_numbers))
+    width = design.readout_width if kind == "programmable" else len(design.query_numbers)
     ndocs = sum(len(s.documents) for s in segments)
     failed = False
     replay = "python -m xpfilt.verify.fuzz --replay ."
     sides = [("model", run.model_beats)] + ([("RTL", run.rtl_beats)] if rtl else [])
     if run.mismatch is not None:
-        rec.fail(cat, f"RTL and model differ ({kind}"
-                      f"{', max_tag_len=1' if kind == 'programmable' and design.max_tag_len == 1 else ''})",
-                 f"{note}\nfirst difference at cycle {run.mismatch['cycle']}: "
-                 f"RTL {run.mismatch['rtl']}, model {run.mismatch['model']}", files, replay)
+        rec.fail(
+            cat,
+            f"RTL and model differ ({kind}"
+            f"{', max_tag_len=1' if kind == 'programmable' and design.max_tag_len == 1 else ''})",
+            f"{note}\nfirst difference at cycle {run.mismatch['cycle']}: "
+            f"RTL {run.mismatch['rtl']}, model {run.mismatch['model']}",
+            files,
+            replay,
+        )
         failed = True
     if run.timed_out:
         rec.fail(cat, f"stream did not finish ({kind})", note, files, replay)
@@ -479,46 +642,80 @@ def _check_readouts(cat: str, kind: str, design, segments: list[Segment], run, r
         readouts, framing = group_readouts(beats, width)
         rec.check(cat, "readouts counted")
         if framing:
-            rec.fail(cat, f"readout framing broken ({side}, {kind})",
-                     f"{note}\n{framing} beats outside first/last framing", files, replay)
+            rec.fail(
+                cat,
+                f"readout framing broken ({side}, {kind})",
+                f"{note}\n{framing} beats outside first/last framing",
+                files,
+                replay,
+            )
             failed = True
         if len(readouts) != ndocs:
-            rec.fail(cat, f"lost readouts ({side}, {kind})" if len(readouts) < ndocs else
-                     f"extra readouts ({side}, {kind})",
-                     f"{note}\n{ndocs} documents sent, {len(readouts)} readouts", files, replay)
+            rec.fail(
+                cat,
+                f"lost readouts ({side}, {kind})"
+                if len(readouts) < ndocs
+                else f"extra readouts ({side}, {kind})",
+                f"{note}\n{ndocs} documents sent, {len(readouts)} readouts",
+                files,
+                replay,
+            )
             failed = True
         if [d for d, _, _ in readouts] != [i & 0xFFFF for i in range(len(readouts))]:
-            rec.fail(cat, f"readouts out of order ({side}, {kind})",
-                     f"{note}\ndocument numbers {[d for d, _, _ in readouts][:40]}", files,
-                     replay)
+            rec.fail(
+                cat,
+                f"readouts out of order ({side}, {kind})",
+                f"{note}\ndocument numbers {[d for d, _, _ in readouts][:40]}",
+                files,
+                replay,
+            )
             failed = True
         if len(readouts) != ndocs or side == "RTL" and run.mismatch is not None:
-            continue    # answers cannot be matched to documents, or the difference is reported
+            continue  # answers cannot be matched to documents, or the difference is reported
         for i, (_, errors, bits) in enumerate(readouts):
             want = expect[i]
             if want[0] == "flag" and not errors:
-                rec.fail(cat, f"a 1-3 byte document was not flagged ({side}, {kind})",
-                         f"{note}\ndocument {i}: {segments_doc(segments, i)!r}", files, replay)
+                rec.fail(
+                    cat,
+                    f"a 1-3 byte document was not flagged ({side}, {kind})",
+                    f"{note}\ndocument {i}: {segments_doc(segments, i)!r}",
+                    files,
+                    replay,
+                )
                 failed = True
             elif want[0] == "bits":
                 if config_of_doc is None:
                     if errors or bits != want[1]:
-                        rec.fail(cat, f"wrong answer ({side}, {kind})",
-                                 f"{note}\ndocument {i}: errors {errors}, bits {bits:#x}, "
-                                 f"reference {want[1]:#x}", files, replay)
+                        rec.fail(
+                            cat,
+                            f"wrong answer ({side}, {kind})",
+                            f"{note}\ndocument {i}: errors {errors}, bits {bits:#x}, "
+                            f"reference {want[1]:#x}",
+                            files,
+                            replay,
+                        )
                         failed = True
                     continue
                 (must, must_mask), (other, other_mask), either = config_of_doc[i]
                 is_must = bits & must_mask == must
                 is_other = bits & other_mask == other
                 if errors or not (is_must or either and is_other):
-                    klass = ("a well-formed document was flagged" if errors else
-                             "configuration applied to the wrong document" if is_other else
-                             "configuration mixed within a document")
-                    rec.fail(cat, f"{klass} ({side}, {kind})",
-                             f"{note}\ndocument {i}: errors {errors}, bits {bits:#x}, expected "
-                             f"{must:#x} under mask {must_mask:#x} (the other configuration: "
-                             f"{other:#x} under {other_mask:#x})", files, replay)
+                    klass = (
+                        "a well-formed document was flagged"
+                        if errors
+                        else "configuration applied to the wrong document"
+                        if is_other
+                        else "configuration mixed within a document"
+                    )
+                    rec.fail(
+                        cat,
+                        f"{klass} ({side}, {kind})",
+                        f"{note}\ndocument {i}: errors {errors}, bits {bits:#x}, expected "
+                        f"{must:#x} under mask {must_mask:#x} (the other configuration: "
+                        f"{other:#x} under {other_mask:#x})",
+                        files,
+                        replay,
+                    )
                     failed = True
     return failed
 
@@ -561,8 +758,12 @@ def _custom_expect(texts, plan, docs, kinds) -> list:
             out.append(("flag",))
         elif k == "normal":
             hits = ref.filter(d)
-            out.append(("bits", sum(1 << b for b, n in enumerate(plan.query_numbers)
-                                    if position[n] in hits)))
+            out.append(
+                (
+                    "bits",
+                    sum(1 << b for b, n in enumerate(plan.query_numbers) if position[n] in hits),
+                )
+            )
         else:
             out.append(("any",))
     return out
@@ -570,6 +771,7 @@ def _custom_expect(texts, plan, docs, kinds) -> list:
 
 def _rtl_files(texts_list, design, segments, meta) -> dict:
     import json
+
     files = {}
     for i, texts in enumerate(texts_list):
         files[f"queries-{i}.txt"] = ("\n".join(texts) + "\n").encode()
@@ -588,8 +790,16 @@ def _rtl_files(texts_list, design, segments, meta) -> dict:
     return files
 
 
-def _concurrent_commit(rng: random.Random, spec: HardwareSpec, rec: Recorder, cat: str, *,
-                       rtl: bool, p: Optional[tuple] = None, seed: Optional[int] = None) -> bool:
+def _concurrent_commit(
+    rng: random.Random,
+    spec: HardwareSpec,
+    rec: Recorder,
+    cat: str,
+    *,
+    rtl: bool,
+    p: Optional[tuple] = None,
+    seed: Optional[int] = None,
+) -> bool:
     """Configuration A loaded; then configuration B (or a corrupted B) streams while short and
     normal documents go back to back; every document must be answered entirely by the
     configuration in force when its first byte went in."""
@@ -600,25 +810,45 @@ def _concurrent_commit(rng: random.Random, spec: HardwareSpec, rec: Recorder, ca
     stream_b = gen.mutate_stream(rng, cb.stream(), ca.stream(), [])[1] if corrupt else cb.stream()
     docs1, kinds1 = _stream_docs(rng, rng.randint(0, 3), spec.max_depth, spec.max_name)
     docs2, kinds2 = _stream_docs(rng, rng.randint(2, 10), spec.max_depth, spec.max_name)
-    if rng.random() < 0.7:      # line the stream's end up with the first document's end
+    if rng.random() < 0.7:  # line the stream's end up with the first document's end
         delay = max(0, len(stream_b) * 8 - rng.randint(-2, 6) - len(docs2[0]))
     else:
         delay = rng.randint(0, len(stream_b) * 8)
-    segments = [Segment(config=ca.stream()), Segment(documents=docs1),
-                Segment(documents=docs2, config=stream_b, doc_delay=delay)]
+    segments = [
+        Segment(config=ca.stream()),
+        Segment(documents=docs1),
+        Segment(documents=docs2, config=stream_b, doc_delay=delay),
+    ]
     docs, kinds = docs1 + docs2, kinds1 + kinds2
     p_valid, p_ready = p or (rng.choice((1.0, 1.0, 0.9, 0.5)), rng.choice((1.0, 0.9, 0.5)))
     seed = rng.randrange(1 << 30) if seed is None else seed
     try:
-        run = run_stream("programmable", spec, segments, seed=seed, p_valid=p_valid,
-                         p_ready=p_ready, rtl=rtl)
-    except Exception as exc:   # noqa: BLE001 -- the RTL or the model crashed: count it
-        return _stream_crash(rec, cat, "programmable", rtl, exc, files_of=lambda: _rtl_files(
-            [texts_a, texts_b], spec, segments, {"kind": "programmable", "seed": seed,
-                                                 "p_valid": p_valid, "p_ready": p_ready,
-                                                 "rtl": rtl, "segments": [
-                                                     [len(s.documents), s.config is not None,
-                                                      s.doc_delay] for s in segments]}))
+        run = run_stream(
+            "programmable", spec, segments, seed=seed, p_valid=p_valid, p_ready=p_ready, rtl=rtl
+        )
+    except Exception as exc:  # noqa: BLE001 -- the RTL or the model crashed: count it
+        return _stream_crash(
+            rec,
+            cat,
+            "programmable",
+            rtl,
+            exc,
+            files_of=lambda: _rtl_files(
+                [texts_a, texts_b],
+                spec,
+                segments,
+                {
+                    "kind": "programmable",
+                    "seed": seed,
+                    "p_valid": p_valid,
+                    "p_ready": p_ready,
+                    "rtl": rtl,
+                    "segments": [
+                        [len(s.documents), s.config is not None, s.doc_delay] for s in segments
+                    ],
+                },
+            ),
+        )
     expect, configs = [], []
     switch = run.config_end[1] if len(run.config_end) > 1 and not corrupt else None
     starts = run.doc_start
@@ -635,84 +865,127 @@ def _concurrent_commit(rng: random.Random, spec: HardwareSpec, rec: Recorder, ca
         new = (_expected_bits(texts_b, cb, d), _mask(cb))
         expect.append(("bits", old[0]))
         started = starts[i] if i < len(starts) else -1
-        if switch is not None and started == switch:    # same cycle: either is right
+        if switch is not None and started == switch:  # same cycle: either is right
             configs.append((old, new, True))
         elif switch is not None and started > switch:
             configs.append((new, old, False))
         else:
             configs.append((old, new, False))
-    meta = {"kind": "programmable", "seed": seed, "p_valid": p_valid, "p_ready": p_ready,
-            "rtl": rtl, "corrupt_b": corrupt, "doc_delay": delay,
-            "segments": [[len(s.documents), s.config is not None, s.doc_delay]
-                         for s in segments]}
+    meta = {
+        "kind": "programmable",
+        "seed": seed,
+        "p_valid": p_valid,
+        "p_ready": p_ready,
+        "rtl": rtl,
+        "corrupt_b": corrupt,
+        "doc_delay": delay,
+        "segments": [[len(s.documents), s.config is not None, s.doc_delay] for s in segments],
+    }
     files = _rtl_files([texts_a, texts_b], spec, segments, meta)
-    note = (f"programmable {spec}; configuration B {'corrupted' if corrupt else 'valid'} "
-            f"streams while {len(docs2)} documents go back to back (p_valid {p_valid}, "
-            f"p_ready {p_ready}); kinds {kinds}")
-    return _check_readouts(cat, "programmable", spec, segments, run, rec, expect, note, files,
-                           rtl, configs)
+    note = (
+        f"programmable {spec}; configuration B {'corrupted' if corrupt else 'valid'} "
+        f"streams while {len(docs2)} documents go back to back (p_valid {p_valid}, "
+        f"p_ready {p_ready}); kinds {kinds}"
+    )
+    return _check_readouts(
+        cat, "programmable", spec, segments, run, rec, expect, note, files, rtl, configs
+    )
 
 
-def _stream_crash(rec: Recorder, cat: str, kind: str, rtl: bool, exc: Exception,
-                  files_of: Callable) -> bool:
+def _stream_crash(
+    rec: Recorder, cat: str, kind: str, rtl: bool, exc: Exception, files_of: Callable
+) -> bool:
     import traceback
+
     where = "RTL or model" if rtl else "model"
-    rec.fail(cat, f"crash {kind} {where}: {type(exc).__name__}: {signature(str(exc))}",
-             "".join(traceback.format_exception(exc))[-3000:], files_of(),
-             "python -m xpfilt.verify.fuzz --replay .")
+    rec.fail(
+        cat,
+        f"crash {kind} {where}: {type(exc).__name__}: {signature(str(exc))}",
+        "".join(traceback.format_exception(exc))[-3000:],
+        files_of(),
+        "python -m xpfilt.verify.fuzz --replay .",
+    )
     return True
 
 
-def fuzz_rtl(rng: random.Random, streams: int, rec: Recorder, *, progress: bool = True
-             ) -> None:
+def fuzz_rtl(rng: random.Random, streams: int, rec: Recorder, *, progress: bool = True) -> None:
     """Back-to-back short, malformed and normal documents through the RTL and its model with
     random valid/ready: cycle-exact, one readout per document, answers as the reference."""
     cat = "rtl"
     with _category(rec, cat, "4 RTL streams", streams, progress) as update:
         for n in range(streams):
             rec.case(cat)
-            if n == 0:      # issue 11's reproduction first: <a/>, five 1-byte documents, ...
-                failed = _custom_stream(rng, rec, cat, texts=["//a", "//b"], docs=(
-                    [b"<a/>"] + [b"x"] * 5) * 10 + [b"<b/>"], p=(1.0, 1.0))
+            if n == 0:  # issue 11's reproduction first: <a/>, five 1-byte documents, ...
+                failed = _custom_stream(
+                    rng,
+                    rec,
+                    cat,
+                    texts=["//a", "//b"],
+                    docs=([b"<a/>"] + [b"x"] * 5) * 10 + [b"<b/>"],
+                    p=(1.0, 1.0),
+                )
             elif n % 3 != 2:
                 failed = _custom_stream(rng, rec, cat)
             else:
                 spec = _random_spec(rng)
-                rec.check(cat, "programmable streams, "
-                               f"{getattr(spec, 'readout', 'serial')} readout")
+                rec.check(
+                    cat, f"programmable streams, {getattr(spec, 'readout', 'serial')} readout"
+                )
                 failed = _concurrent_commit(rng, spec, rec, cat, rtl=True)
             if failed:
                 rec.failed_case(cat)
             update(n + 1)
 
 
-def _custom_stream(rng: random.Random, rec: Recorder, cat: str, texts=None, docs=None,
-                   p=None) -> bool:
+def _custom_stream(
+    rng: random.Random, rec: Recorder, cat: str, texts=None, docs=None, p=None
+) -> bool:
     texts = texts or gen.random_queries(rng, most=8)
     queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
-    options = CompileOptions(cluster_size=rng.choice((None, 1, 2, 3)),
-                             max_depth=rng.randint(2, 8), opt_last=rng.random() < 0.8,
-                             opt_root=rng.random() < 0.8, opt_share=rng.random() < 0.8,
-                             prefix_sharing=rng.random() < 0.8, **_readout(rng, CompileOptions))
+    options = CompileOptions(
+        cluster_size=rng.choice((None, 1, 2, 3)),
+        max_depth=rng.randint(2, 8),
+        opt_last=rng.random() < 0.8,
+        opt_root=rng.random() < 0.8,
+        opt_share=rng.random() < 0.8,
+        prefix_sharing=rng.random() < 0.8,
+        **_readout(rng, CompileOptions),
+    )
     plan = compile_queries(queries, options)
     if docs is None:
         docs, kinds = _stream_docs(rng, rng.randint(3, 24), options.max_depth, 32)
     else:
         kinds = ["short" if len(d) < 4 else "normal" for d in docs]
     segments = [Segment(documents=docs)]
-    p_valid, p_ready = p or (rng.choice((1.0, 1.0, 0.9, 0.5, 0.2)),
-                             rng.choice((1.0, 1.0, 0.9, 0.5, 0.2)))
+    p_valid, p_ready = p or (
+        rng.choice((1.0, 1.0, 0.9, 0.5, 0.2)),
+        rng.choice((1.0, 1.0, 0.9, 0.5, 0.2)),
+    )
     seed = rng.randrange(1 << 30)
     rec.check(cat, f"custom streams, {getattr(options, 'readout', 'serial')} readout")
-    meta = {"kind": "custom", "seed": seed, "p_valid": p_valid, "p_ready": p_ready, "rtl": True,
-            "segments": [[len(docs), False, 0]]}
+    meta = {
+        "kind": "custom",
+        "seed": seed,
+        "p_valid": p_valid,
+        "p_ready": p_ready,
+        "rtl": True,
+        "segments": [[len(docs), False, 0]],
+    }
     try:
         run = run_stream("custom", plan, segments, seed=seed, p_valid=p_valid, p_ready=p_ready)
-    except Exception as exc:   # noqa: BLE001 -- the RTL or the model crashed: count it
-        return _stream_crash(rec, cat, "custom", True, exc,
-                             files_of=lambda: _rtl_files([texts], plan, segments, meta))
+    except Exception as exc:  # noqa: BLE001 -- the RTL or the model crashed: count it
+        return _stream_crash(
+            rec,
+            cat,
+            "custom",
+            True,
+            exc,
+            files_of=lambda: _rtl_files([texts], plan, segments, meta),
+        )
     expect = _custom_expect(texts, plan, docs, kinds)
     files = _rtl_files([texts], plan, segments, meta)
-    note = (f"custom engine, {len(texts)} queries, {options}; {len(docs)} documents back to "
-            f"back (p_valid {p_valid}, p_ready {p_ready}); kinds {kinds}")
+    note = (
+        f"custom engine, {len(texts)} queries, {options}; {len(docs)} documents back to "
+        f"back (p_valid {p_valid}, p_ready {p_ready}); kinds {kinds}"
+    )
     return _check_readouts(cat, "custom", plan, segments, run, rec, expect, note, files, True)
