@@ -152,11 +152,11 @@ DOCUMENTED = {
     "hardware: internal subset grammar not checked": "hdl/frontend.py (Not checked ...)",
     "hardware: non-ASCII name characters not validated": "hdl/frontend.py (NAME_START: bytes >= 0x80, not validated further)",
     "hardware: repeated DOCTYPE not checked": "hdl/frontend.py (Not checked ...)",
-    "hardware: DOCTYPE name not checked": "README (Documented differences between the engines), hdl/frontend.py (Not checked ...)",
+    "hardware: DOCTYPE name not checked": "docs/correctness.md (Documented differences between the engines), hdl/frontend.py (Not checked ...)",
     "hardware: unknown end-tag name with a colliding hash": "hdl/frontend.py (Not checked ...)",
-    "lxml: namespaces (the reference matches names as written)": "README (Documented differences between the engines), xpfilt/software/events.py",
+    "lxml: namespaces (the reference matches names as written)": "docs/correctness.md (Documented differences between the engines), xpfilt/software/events.py",
     **{
-        f"lxml: {what}": "README (Documented differences between the engines)"
+        f"lxml: {what}": "docs/correctness.md (Documented differences between the engines)"
         for what in (
             "XML versions other than 1.x refused",
             "entity expansion limits (libxml2's are lower than expat's)",
