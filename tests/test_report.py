@@ -177,3 +177,46 @@ def test_report_names_the_best_point_per_device_beside_a_pareto_plot(tmp_path):
     # ecp5: the custom engine, 16 queries, cluster size 8 (114 MHz x 0.99) at 1,200 LUTs
     assert "| ecp5 | custom | 16 | 4 | 8 queries | all on | 1 | 1200 | 114 | 113 |" in section
     assert "| ice40 | custom | 16 | 4 | 8 queries | all on | 1 | 900 | 60 | 59.4 |" in section
+
+
+def test_software_baselines_come_from_the_caller_not_the_repository(tmp_path):
+    """Library code does not read bench/results: without ``baselines`` the report draws no
+    software lines (even though the repository has bench/results/reference_throughput.json);
+    given a result file, it draws its NITF rows and names the file."""
+    import json
+
+    _fill(tmp_path / "sweep")
+    plain = write_report(tmp_path / "sweep", tmp_path / "plain")
+    assert "Dashed lines" not in (plain.folder / "summary.md").read_text()
+
+    measured = tmp_path / "software.json"
+    measured.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {"workload": "NITF (100 docs)", "queries": 100, "reference_MBps": 16.0},
+                    {"workload": "NITF (100 docs)", "queries": 1000, "reference_MBps": 10.0},
+                    {"workload": "XMark", "queries": 100, "reference_MBps": 99.0},
+                ]
+            }
+        )
+    )
+    drawn = write_report(tmp_path / "sweep", tmp_path / "drawn", baselines=measured)
+    summary = (drawn.folder / "summary.md").read_text()
+    assert "Dashed lines: software filters (software.json)" in summary
+
+
+def test_report_command_takes_a_baselines_file(tmp_path):
+    import json
+
+    _fill(tmp_path / "sweep")
+    measured = tmp_path / "software.json"
+    measured.write_text(
+        json.dumps({"rows": [{"workload": "NITF", "queries": 10, "lxml_MBps": 1.0}]})
+    )
+    result = CliRunner().invoke(
+        main, ["report", str(tmp_path / "sweep"), "--baselines", str(measured)]
+    )
+    assert result.exit_code == 0, result.output
+    summary = (tmp_path / "sweep" / "_report" / "summary.md").read_text()
+    assert "software.json" in summary

@@ -1070,13 +1070,20 @@ def sweep_command(spec_path, output_dir, master, retry_failed, limit, make_repor
     default=None,
     help="Where the report goes (default: SWEEP_DIR/report).",
 )
-def report_command(sweep_dir, output_dir):
+@click.option(
+    "--baselines",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Software filters' MB/s to draw beside the hardware's (a result file such as "
+    "bench/results/reference_throughput.json).",
+)
+def report_command(sweep_dir, output_dir, baselines):
     """Plots (Fmax vs cluster size, resources and Fmax vs query nodes, throughput vs queries)
     and a Markdown/HTML summary of the sweep in SWEEP_DIR."""
     from xpfilt.scale.report import write_report
 
     try:
-        report = write_report(sweep_dir, output_dir)
+        report = write_report(sweep_dir, output_dir, baselines=baselines)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc))
     click.echo(f"{report.rows} rows ({report.ok} ok); wrote:")

@@ -12,8 +12,9 @@ pyarrow.dataset, Spark -- skip it, so OUT still reads as one table):
 * ``columns_vs_query_nodes.png`` -- stack columns against query nodes (the compiler's count,
   no synthesis needed) and the model's bytes per cycle against queries;
 * ``throughput_vs_queries.png`` -- MB/s (bytes per cycle x Fmax) against the number of queries,
-  with the software filters measured by ``bench/reference_throughput.py`` as reference lines
-  (Fig. 11);
+  with software filters as reference lines when the caller gives their measurements
+  (``baselines``: a result file such as ``bench/results/reference_throughput.json``, or
+  ``xpfilt report --baselines FILE``) (Fig. 11);
 * ``pareto_throughput_vs_luts.png`` -- MB/s against LUTs, a colour per device and engine, each
   with its Pareto front (no other point is both smaller and faster), and the best point per
   device named in a table: the question a sweep exists to answer;
@@ -37,7 +38,14 @@ from typing import Optional, Union
 
 from xpfilt.scale.sweep import CLUSTER_UNIT
 
-__all__ = ["write_report", "Report", "REPORT_FOLDER", "pareto_front", "best_per_device"]
+__all__ = [
+    "write_report",
+    "Report",
+    "REPORT_FOLDER",
+    "pareto_front",
+    "best_per_device",
+    "software_baselines",
+]
 
 #: The report's folder inside a sweep's output folder (Parquet readers skip ``_`` folders).
 REPORT_FOLDER = "_report"
@@ -135,16 +143,17 @@ def best_per_device(rows: list[dict]) -> dict[str, dict]:
     return dict(sorted(best.items()))
 
 
-def _software_baselines() -> list[tuple[str, list[tuple[int, float]]]]:
-    """(label, [(queries, MB/s)]) from bench/results/reference_throughput.json, if present."""
-    from xpfilt.paths import repo_root
+#: A software baseline: (label, [(queries, MB/s)]).
+Baseline = tuple[str, list[tuple[int, float]]]
 
-    path = repo_root() / "bench" / "results" / "reference_throughput.json"
-    if not path.exists():
-        return []
+
+def software_baselines(path: Union[str, Path]) -> list[Baseline]:
+    """The software filters' MB/s against queries, from a result file in the format of
+    ``bench/results/reference_throughput.json`` (rows with ``workload``, ``queries``,
+    ``reference_MBps`` and ``lxml_MBps``; the NITF rows are taken)."""
     rows = [
         r
-        for r in json.loads(path.read_text()).get("rows", [])
+        for r in json.loads(Path(path).read_text()).get("rows", [])
         if str(r.get("workload", "")).startswith("NITF")
     ]
     out = []
@@ -208,8 +217,15 @@ def _table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]] = None) -> Report:
-    """Plots and summaries for the sweep in ``sweep_dir`` (see the module docstring)."""
+def write_report(
+    sweep_dir: Union[str, Path],
+    folder: Optional[Union[str, Path]] = None,
+    *,
+    baselines: Optional[Union[str, Path]] = None,
+) -> Report:
+    """Plots and summaries for the sweep in ``sweep_dir`` (see the module docstring);
+    ``baselines``: a result file of software filters' MB/s (:func:`software_baselines`) drawn
+    as reference lines in the throughput plot, none if not given."""
     from xpfilt.scale.store import SweepStore
 
     rows = SweepStore(sweep_dir).rows()
@@ -328,15 +344,13 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
 
     # -- Fig. 11: throughput vs queries
     with_tp = [r for r in ok if r.get("throughput_MBps")]
-    baselines = _software_baselines()
+    baseline_file = Path(baselines) if baselines else None
+    software_lines = software_baselines(baseline_file) if baseline_file else []
 
     def best_table() -> str:
         best = sorted(with_tp, key=lambda r: -r["throughput_MBps"])[:10]
         note = (
-            "Dashed lines: software filters on this machine (bench/results/"
-            "reference_throughput.json).\n\n"
-            if baselines
-            else ""
+            f"Dashed lines: software filters ({baseline_file.name}).\n\n" if software_lines else ""
         )
         return note + _table(
             [
@@ -379,7 +393,7 @@ def write_report(sweep_dir: Union[str, Path], folder: Optional[Union[str, Path]]
                     "throughput_MBps",
                     key=lambda r: f"{_series_label(r)} {_opts(r)}",
                 ),
-                "lines": baselines,
+                "lines": software_lines,
                 "logx": True,
                 "logy": True,
             }
