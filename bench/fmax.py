@@ -436,6 +436,7 @@ def merge_and_save(measured: list[dict], *, cap: int, seconds: float, digest: st
         ],
         "Custom engine Fmax after place and route (Yosys + nextpnr)",
         notes,
+        key=key,
     )
     log(f"saved {path} ({seconds:.0f} s in all)")
 

@@ -147,6 +147,24 @@ def earlier_rows(digest: str, planned: set) -> list[dict]:
     ]
 
 
+def configuration(row: dict) -> tuple:
+    """What a wide_fmax row measures, whatever the RTL: its current row is the last one saved
+    (:func:`common.save`; earlier rows of the same configuration go to results/history/)."""
+    return (
+        row["part"],
+        row["W"],
+        row["queries"],
+        row.get("router"),
+        row.get("conditions"),
+        row.get("tags"),
+    )
+
+
+def stage_configuration(row: dict) -> tuple:
+    """What a wide_stages row measures: the front end, W and the stage."""
+    return (row["part"], row["W"], row["stage"])
+
+
 def save(rows: list[dict], started: float) -> None:
     """Publish the rows so far (after every engine, so a run cut short keeps what it measured)."""
     publish(
@@ -179,6 +197,7 @@ def save(rows: list[dict], started: float) -> None:
         f"1,024 depth-8 NITF queries, all optimizations, serial readout. Yosys synth_xilinx "
         f"LUT6-eq as resources.py; ECP5 as fmax.py (nextpnr default seed, target 100 MHz). "
         f"Run took {time.perf_counter() - started:.0f} s so far.",
+        key=configuration,
     )
 
 
@@ -310,6 +329,7 @@ def main() -> None:
             "Yosys synth_xilinx -flatten; each LUT shared equally among the registers, "
             "memories and ports it reaches through logic alone, grouped by the register names' "
             "stage (bench/wide_fmax.py STAGES, resources.lut6_eq_by_register).",
+            key=stage_configuration,
         )
     for width in widths:
         verilog = emit_verilog(plan, bytes_per_cycle=width)
