@@ -32,8 +32,8 @@ cycle:
   and clamp, one XOR matrix per hash power), registered, with the depth before the beat and
   each lane's bounds;
 * L2 (depth): the depth before each lane (an add and clamp each, off the loop), registered;
-* C and T (beside L3, with value conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
-  and :class:`xpfilt.hdl.frontend.TextConditions` (the attribute-name CAM, the value
+* C and T (beside L3, with value conditions only): :class:`xpfilt.hdl.conditions.AttributeConditions`
+  and :class:`xpfilt.hdl.conditions.TextConditions` (the attribute-name CAM, the value
   comparators, the text nodes) stepped through the lanes one after the other from registers
   carried from beat to beat (a loop through the lanes: the price of the conditions, paid only by
   engines that have them), with each lane's depth from L2; each lane's bits of its start tag so
@@ -94,17 +94,15 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.hdl.bram import RegisteredROM
+from xpfilt.hdl.conditions import AttributeConditions, TextConditions, state_registers
 from xpfilt.hdl.frontend import (
-    AttributeConditions,
     ByteTests,
     EventLayout,
     StackEntry,
-    TextConditions,
     hash_power,
     nibble_member,
     parse_byte,
     parser_table,
-    state_registers,
 )
 from xpfilt.hwspec.contract import (
     CDATA_KEYWORD,
@@ -1188,7 +1186,7 @@ class WideFrontEnd(wiring.Component):
         return m
 
     def _attribute_conditions(self, m, lanes, req, valid, last, present):
-        """Stage C: :class:`xpfilt.hdl.frontend.AttributeConditions` stepped through the lanes
+        """Stage C: :class:`xpfilt.hdl.conditions.AttributeConditions` stepped through the lanes
         of the beat in stage L (``lanes``: their byte classes, ``req``: their requests,
         ``present``: the lanes holding bytes). Per lane, registered: (the
         condition bits of the start tag read before the lane, which a push in the lane
@@ -1211,7 +1209,7 @@ class WideFrontEnd(wiring.Component):
         )
 
     def _text_conditions(self, m, lanes, req, valid, last, present, v):
-        """Stage T: :class:`xpfilt.hdl.frontend.TextConditions` stepped through the lanes of
+        """Stage T: :class:`xpfilt.hdl.conditions.TextConditions` stepped through the lanes of
         the beat in stage L (``lanes``: their byte classes, ``req``: their requests,
         ``present``: the lanes holding bytes, ``v``: level + excess before each lane). Per
         lane, registered: (the text bits of the text nodes that ended since the event before
