@@ -771,21 +771,16 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += n_tsel[i].eq(Cat(*(tag_ev[i] & (sum(tag_ev[:i]) == k) for k in range(K))))
         return SimpleNamespace(first=n_first, runs=n_runs, tsel=n_tsel, open=n_open)
 
-    def _bounds(self) -> SimpleNamespace:
-        """The largest depth + excess (``v_max``), name position (``p_max``) and tag length."""
-        ex_max = (1 << EXCESS_WIDTH) - 1
-        return SimpleNamespace(
-            v_max=self.max_depth + ex_max,
-            p_max=self.max_name + 1,
-            max_len=max((len(t) for t in self.tag_bytes), default=0),
-        )
+    def _limits(self) -> tuple:
+        """The largest level + excess (``v_max``) and name position (``p_max``)."""
+        return self.max_depth + (1 << EXCESS_WIDTH) - 1, self.max_name + 1
 
     def _stage_n2(self, m, n) -> SimpleNamespace:
         """Stage N2: each lane's bounds on the depth before the beat (no loop), registered."""
         W = self.width
         n2_valid, n2_last = Signal(), Signal()
         m.d.sync += [n2_valid.eq(n.valid), n2_last.eq(n.last)]
-        v_max, p_max = self._bounds().v_max, self._bounds().p_max
+        v_max, p_max = self._limits()
         bounds = []
         for i, p in enumerate(n.prefix):
             # v -> min(max(v + A, LO), TOP) is LO for v < below, TOP for v > above, else v + A
@@ -832,7 +827,7 @@ class WideFrontEnd(wiring.Component):
         bounds = n2.bounds
         l_valid, l_last = Signal(), Signal()
         m.d.sync += [l_valid.eq(n2.valid), l_last.eq(n2.last)]
-        v_max, p_max = self._bounds().v_max, self._bounds().p_max
+        v_max, p_max = self._limits()
         v0 = Signal(range(v_max + 1))
         pos0 = Signal(range(p_max + 1))
         h0 = Signal(HASH_WIDTH, init=HASH_INIT)
@@ -952,7 +947,7 @@ class WideFrontEnd(wiring.Component):
         first, one per lane."""
         W = self.width
         n_tags = len(self.tag_bytes)
-        max_len = self._bounds().max_len
+        max_len = max((len(t) for t in self.tag_bytes), default=0)
         l2_valid, l2_last = Signal(), Signal()
         m.d.sync += [l2_valid.eq(ll.valid), l2_last.eq(ll.last)]
         cam_byte = [delayed(m, n.byte[i], 3, f"l_byte{i}") for i in range(W)]
