@@ -9,17 +9,19 @@ Timing. A byte accepted in cycle N (``bytes_in.valid``; ``ready`` is always 1) s
 ``events`` in cycle N + :data:`LATENCY` (5); every other cycle ``events`` is all zeros. The bytes
 go through five registered stages, so that no path is long (one byte per cycle at every stage):
 
-* D1: the byte and its two nibbles one-hot, registered;
-* D2: the byte's classes (whitespace, name bytes, each byte value compared), registered;
+* D1 (``FrontEnd._stage_d1``): the byte and its two nibbles one-hot, registered;
+* D2 (:class:`ByteClasses`): the byte's classes (whitespace, name bytes, each byte value
+  compared), registered;
 * P: the parser and its registers; the event so far (push/pop, new level, the errors this byte
-  raised) registered;
-* E: the tag decoder (a trie of the dictionary's names, one flip-flop per prefix) and the name
-  hash take in the byte stage P read the cycle before (they run a cycle behind the parser, off
+  raised) registered (``_parser_registers``, ``_tag_decoder``, :func:`parse_byte`,
+  ``_name_go``, ``_depth``, the conditions' methods, ``_name_tap``, ``_stage_p_registers``);
+* E (``_stage_e``): the tag decoder (a trie of the dictionary's names, one flip-flop per
+  prefix) and the name hash take in the byte stage P read the cycle before (they run a cycle behind the parser, off
   its state decode); the tag id is encoded from the trie's whole-name bits; the
   global stack row of the level before the event is read (a push's parent, the element a pop
   closes), registered; the document's errors accumulate;
-* F: a push writes its row (no event reads it before two cycles later); the end-tag check (tag
-  id and hash against that row); the ``events`` register.
+* F (``_stage_f``): a push writes its row (no event reads it before two cycles later); the
+  end-tag check (tag id and hash against that row); the ``events`` register.
 
 * ``push``: on the byte that ends a start tag: the ``/`` of ``/>`` or the ``>``, after the
   attributes (so that an element's attribute conditions are known with its push; inside the tag
@@ -58,7 +60,7 @@ stage P, beside the parser:
 
 Text conditions (issue 14 part 2; conditions whose ``attribute`` is :data:`xpfilt.hwspec.contract.TEXT`,
 ``[text() op literal]`` and ``[text()]``). A second set of the same comparators (string CAM, number
-lexer, first-difference flags; :meth:`FrontEnd._comparators`) follows the character data of the
+lexer, first-difference flags; :mod:`xpfilt.hdl.conditions`) follows the character data of the
 current text node: the bytes of text (inside the root element, not beyond ``max_depth``) and of
 CDATA sections. A text node ends on the byte after a ``<`` unless that byte is ``!`` (then on the
 byte after ``<!`` unless it is ``[``): an element's start or end tag, a comment or a processing
@@ -124,6 +126,16 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from xpfilt.hdl.conditions import (
+    LEXER_STATE,
+    TEXT_NODE_STATE,
+    AttributeConditions,
+    TextConditions,
+    advance,
+    state_registers,
+    text_node,
+    value_lexer,
+)
 from xpfilt.hdl.slots import SlotLoadLayout, comparator_slots
 from xpfilt.hwspec.contract import (
     CDATA_KEYWORD,
@@ -511,6 +523,60 @@ def parse_byte(
     return nstate, req
 
 
+class ByteClasses:
+    """Stage D2: the byte registered (``valid``, ``c``, ``last``) with its classes, one
+    flip-flop per test, each an AND of two nibble bits or an OR of (high nibble AND a set of
+    low nibbles) of stage D1's registers. A class is made on first use (:meth:`registered`,
+    also inside the parser's ``m.If`` blocks) and assigned by :meth:`register` once the whole
+    front end has asked."""
+
+    def __init__(self, m: Module, d1):
+        self.m = m
+        self.high, self.low = d1.high, d1.low
+        valid = Signal()
+        c = Signal(8)
+        last = Signal()
+        m.d.sync += [valid.eq(d1.valid), c.eq(d1.c), last.eq(d1.last)]
+        self.valid, self.c, self.last = valid, c, last
+        self.classes = {}  # {key: (register, value)}
+        self.ws = self.registered("ws", self.member(WHITESPACE))
+        self.nstart = self.registered("nstart", self.member(NAME_START))
+        self.nchar = self.registered("nchar", self.member(NAME_CHAR))
+        self.upper = self.registered("upper", self.member(range(ord("A"), ord("Z") + 1)))
+
+    def registered(self, key, value):
+        """The register of class ``key`` (``value``, made on first use)."""
+        if key not in self.classes:
+            self.classes[key] = (Signal(name=f"byte_{key}"), value)
+        return self.classes[key][0]
+
+    def member(self, members):
+        """The byte is in ``members`` (unregistered: for :meth:`registered`)."""
+        return nibble_member(self.high, self.low, members)
+
+    def eq(self, b):
+        """The byte is ``b``, registered."""
+        return self.registered(f"eq_{b:02x}", self.high[b >> 4] & self.low[b & 15])
+
+    def ch(self, text):
+        return self.eq(ord(text))
+
+    def tests(self) -> ByteTests:
+        """The classes the parser reads."""
+        return ByteTests(
+            ch=self.ch,
+            eq=self.eq,
+            ws=self.ws,
+            nstart=self.nstart,
+            nchar=self.nchar,
+            upper=self.upper,
+        )
+
+    def register(self) -> None:
+        """Assign every class asked for to its register."""
+        self.m.d.sync += [bit.eq(value) for bit, value in self.classes.values()]
+
+
 class FrontEnd(wiring.Component):
     """Document bytes in, push/pop/doc_end events out, one byte per cycle.
 
@@ -587,12 +653,94 @@ class FrontEnd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        S = State
-        n_tags = len(self.tag_bytes)
-        max_depth, max_name = self.max_depth, self.max_name
         m.d.comb += self.bytes_in.ready.eq(1)
+        d1 = self._stage_d1(m)
+        d2 = ByteClasses(m, d1)
+        p = self._parser_registers(m)
+        decoder = self._tag_decoder(m, d2)
+        tests = d2.tests()
+        nstate, req = parse_byte(
+            m, p.state, tests, level=p.level, root_seen=p.root_seen, in_subset=p.in_subset, kw=p.kw
+        )
+        group_regs, name_go = self._name_go(m, d1, d2, p, tests, nstate)
+        # --- attribute conditions: an attribute-name CAM and the value comparators (the
+        # comparator slots: below, with the text nodes), stepping on the parser's requests a
+        # cycle ahead in registers ---
+        ahead = None
+        if self.slots or AttributeConditions(self.conditions).conditions:
+            ahead = self._requests_ahead(
+                m,
+                req,
+                state=p.state,
+                nstate=nstate,
+                valid=d2.valid,
+                last=d2.last,
+                valid1=d1.valid,
+                last1=d1.last,
+                high=d1.raw_high,
+                low=d1.raw_low,
+                parser=dict(level=p.level, root_seen=p.root_seen, in_subset=p.in_subset, kw=p.kw),
+            )
+        if not self.slots:
+            conds, undecided = self._attribute_conditions(
+                m, req, ahead, d2.valid, d2.last, d2.eq, d2.registered, d2.member
+            )
+        depth = self._depth(m, req, p, name_byte=req["name_byte"])
+        # --- text conditions: the text nodes' comparators and the bits per open element ---
+        valid, last, level = d2.valid, d2.last, p.level
+        if self.slots:
+            conds, undecided, tconds, tundecided, pop_chains = self._slot_conditions(
+                m,
+                req,
+                ahead,
+                valid,
+                last,
+                d2.c,
+                d2.eq,
+                d2.registered,
+                d2.member,
+                self._text_nodes(m, req, valid, last, level, depth.ex_is_zero),
+                level=level,
+                do_push=depth.do_push,
+                do_pop=depth.do_pop,
+                enter_text=valid & ~last & nstate[State.TEXT.value],
+            )
+        else:
+            pop_chains = None
+            tconds, tundecided = self._text_conditions(
+                m,
+                req,
+                valid,
+                last,
+                level,
+                depth.ex_is_zero,
+                depth.do_push,
+                depth.do_pop,
+                d2.eq,
+                d2.registered,
+                d2.member,
+            )
+        found = Signal(ErrorFlags)
+        m.d.comb += [
+            found.malformed.eq(req["bad"] | depth.underflow),
+            found.depth_overflow.eq(depth.overflow),
+            found.name_too_long.eq(depth.too_long),
+            found.value_undecided.eq(undecided | tundecided),
+        ]
+        tap = self._name_tap(m, d2, p, req, name_go)
+        self._stage_p_registers(m, d2, p, decoder, depth, req, nstate, group_regs, name_go)
+        e = self._stage_e(m, d2, p, req, nstate, depth, found, tconds, decoder.tag_id, name_go)
+        self._stage_f(m, e, conds, pop_chains)
+        # the name tap, delayed to line up with ``events`` as stage P's bytes do
+        tap_e = Signal.like(tap)
+        m.d.sync += [tap_e.eq(tap), self.name_tap.eq(tap_e)]
+        # stage D's byte tests, as many as the parser and the CAM asked for
+        d2.register()
+        return m
 
-        # === stage D1: the byte, and its high and low nibbles one-hot ===
+    def _stage_d1(self, m) -> SimpleNamespace:
+        """Stage D1: the byte, and its high and low nibbles one-hot (``raw_high``, ``raw_low``:
+        the nibbles of the byte on ``bytes_in``, before the register)."""
         valid1 = Signal()
         c1 = Signal(8)
         last1 = Signal()
@@ -611,36 +759,18 @@ class FrontEnd(wiring.Component):
             high.eq(raw_high),
             low.eq(raw_low),
         ]
+        return SimpleNamespace(
+            valid=valid1, c=c1, last=last1, high=high, low=low, raw_high=raw_high, raw_low=raw_low
+        )
 
-        # === stage D2: the byte registered with its classes (one flip-flop per test), each an
-        # AND of two nibble bits or an OR of (high nibble AND a set of low nibbles) ===
-        valid = Signal()
-        c = Signal(8)
-        last = Signal()
-        m.d.sync += [valid.eq(valid1), c.eq(c1), last.eq(last1)]
-        classes = {}
-
-        def registered(key, value):
-            # created on first use (also inside the parser's m.If blocks); assigned at the end
-            if key not in classes:
-                classes[key] = (Signal(name=f"byte_{key}"), value)
-            return classes[key][0]
-
-        def member(members):
-            return nibble_member(high, low, members)
-
-        is_ws = registered("ws", member(WHITESPACE))
-        is_nstart = registered("nstart", member(NAME_START))
-        is_nchar = registered("nchar", member(NAME_CHAR))
-        is_upper = registered("upper", member(range(ord("A"), ord("Z") + 1)))
-
-        def eq(b):
-            return registered(f"eq_{b:02x}", high[b >> 4] & low[b & 15])
-
-        def ch(text):
-            return eq(ord(text))
-
-        # === stage P: the byte parser and the tag decoder (a trie) ===
+    def _parser_registers(self, m) -> SimpleNamespace:
+        """Stage P's registers: the parser's one-hot ``state``, ``level`` (the depth after the
+        events parsed so far), ``excess`` (levels open beyond max_depth) plus the last byte's
+        change (``ex_up``, ``ex_down``, added a cycle late so that the counter's carry is off
+        the byte's path), ``root_seen``, ``in_subset`` (inside the DOCTYPE internal subset),
+        ``kw`` (the keyword byte) and ``pos`` (name bytes so far, saturating)."""
+        S = State
+        max_depth, max_name = self.max_depth, self.max_name
         state = Signal(len(State), init=1 << S.TEXT.value)  # one-hot: bit s.value
         level = Signal(range(max_depth + 1))  # depth after the events parsed so far
         # levels open beyond max_depth: ``excess`` plus the last byte's change (``ex_up``,
@@ -652,17 +782,30 @@ class FrontEnd(wiring.Component):
         in_subset = Signal()  # inside the DOCTYPE internal subset
         kw = Signal(range(max(len(CDATA_KEYWORD), len(DOCTYPE_KEYWORD))))
         pos = Signal(range(max_name + 2))  # name bytes so far (saturating)
+        return SimpleNamespace(
+            state=state,
+            level=level,
+            excess=excess,
+            ex_up=ex_up,
+            ex_down=ex_down,
+            root_seen=root_seen,
+            in_subset=in_subset,
+            kw=kw,
+            pos=pos,
+        )
 
-        # --- tag decoder: a trie over the dictionary's names, one flip-flop per prefix:
-        # ``trie[k]`` is 1 when the name read so far is ``prefixes[k]`` (``empty``: no name byte
-        # yet). A name byte passes each bit on to the prefixes one byte longer that end in it
-        # (one LUT per prefix: parent AND byte, no compare over every position); a name's tag
-        # is the bit of its whole name. The trie runs a cycle behind the parser, as the name
-        # hash does (stage E, below): it takes the step stage P took the cycle before
-        # (``t_adv``, ``t_clear``, registered) with that byte's registered tests (``t_eq``),
-        # so that the enable of its hundreds of bits comes from registers, not from the
-        # parser's decode, and it holds in stage E the name before the event's byte: its
-        # whole names' bits are the tag one-hot the encoder reads ---
+    def _tag_decoder(self, m, d2) -> SimpleNamespace:
+        """Stage P's tag decoder: a trie over the dictionary's names, one flip-flop per prefix:
+        ``trie[k]`` is 1 when the name read so far is ``prefixes[k]`` (``empty``: no name byte
+        yet). A name byte passes each bit on to the prefixes one byte longer that end in it
+        (one LUT per prefix: parent AND byte, no compare over every position); a name's tag is
+        the bit of its whole name. The trie runs a cycle behind the parser, as the name hash
+        does (stage E): it takes the step stage P took the cycle before (``t_adv``,
+        ``t_clear``, registered) with that byte's registered tests (``t_eq``), so that the
+        enable of its hundreds of bits comes from registers, not from the parser's decode, and
+        it holds in stage E the name before the event's byte: its whole names' bits are the
+        tag one-hot the encoder reads (``tag_id``; ``trie_upd``: the trie after a name byte)."""
+        n_tags = len(self.tag_bytes)
         prefixes = list(dict.fromkeys(t[:k] for t in self.tag_bytes for k in range(1, len(t) + 1)))
         node = {p: k for k, p in enumerate(prefixes)}
         empty = Signal(init=1)
@@ -672,7 +815,7 @@ class FrontEnd(wiring.Component):
         if n_tags:
             for b in sorted({p[-1] for p in prefixes}):
                 t_eq[b] = Signal(name=f"t_eq_{b:02x}")
-                m.d.sync += t_eq[b].eq(eq(b))
+                m.d.sync += t_eq[b].eq(d2.eq(b))
             trie_upd = Cat(
                 *((empty if len(p) == 1 else trie[node[p[:-1]]]) & t_eq[p[-1]] for p in prefixes)
             )
@@ -687,38 +830,25 @@ class FrontEnd(wiring.Component):
         else:
             trie_upd = Const(0, 1)
             tag_id = Const(0, self.tag_width)
-
-        # --- byte parser: a one-hot state machine, written as each state's branches in order
-        # (the first whose byte test holds is taken; ``None``: stay), each next-state bit and
-        # each request an OR of (state bit AND byte test AND no earlier branch) ---
-        tests = ByteTests(ch=ch, eq=eq, ws=is_ws, nstart=is_nstart, nchar=is_nchar, upper=is_upper)
-        nstate, req = parse_byte(
-            m, state, tests, level=level, root_seen=root_seen, in_subset=in_subset, kw=kw
-        )
-        name_byte, name_hold, push_req, pop_req, pop_check, bad, kw_inc = (
-            req[name]
-            for name in (
-                "name_byte",
-                "name_hold",
-                "push_req",
-                "pop_req",
-                "pop_check",
-                "bad",
-                "kw_inc",
-            )
+        return SimpleNamespace(
+            empty=empty, trie=trie, t_adv=t_adv, t_clear=t_clear, trie_upd=trie_upd, tag_id=tag_id
         )
 
-        # --- the name registers' step off the parser's state decode: ``name_byte`` is raised
-        # by first branches only (:func:`first_branch_states`), so it is an OR over groups of
-        # states of (in the group AND the group's byte class). Each group's membership is a
-        # register beside ``state`` (``in_<class>``), and each class is registered once more
-        # with the byte's ``valid & ~last`` folded in (``byte_<class>_go``): ``name_go`` (=
-        # valid & ~last & name_byte, exactly) is then one LUT from registers, and it drives
-        # every bit of the trie ---
+    def _name_go(self, m, d1, d2, p, tests, nstate):
+        """The name registers' step off the parser's state decode: ``name_byte`` is raised by
+        first branches only (:func:`first_branch_states`), so it is an OR over groups of states
+        of (in the group AND the group's byte class). Each group's membership is a register
+        beside ``state`` (``in_<class>``), and each class is registered once more with the
+        byte's ``valid & ~last`` folded in (``byte_<class>_go``): ``name_go`` (= valid & ~last
+        & name_byte, exactly) is then one LUT from registers, and it drives every bit of the
+        trie. Returns ([(group register, its next value)], ``name_go``)."""
+        classes, registered, state = d2.classes, d2.registered, p.state
         group_regs = []
         name_go = Const(0, 1)
         for test, states in first_branch_states(
-            parser_table(tests, level=level, root_seen=root_seen, in_subset=in_subset, kw=kw),
+            parser_table(
+                tests, level=p.level, root_seen=p.root_seen, in_subset=p.in_subset, kw=p.kw
+            ),
             "name_byte",
         ):
             key = next((k for k, (sig, _) in classes.items() if sig is test), None)
@@ -726,33 +856,19 @@ class FrontEnd(wiring.Component):
                 raise ValueError(f"name_byte's tests must be registered byte classes, not {test!r}")
             in_group = Signal(name=f"in_{key}", init=any(state.init >> s.value & 1 for s in states))
             group_regs.append((in_group, Cat(*(nstate[s.value] for s in states)).any()))
-            go = registered(f"{key}_go", classes[key][1] & valid1 & ~last1)
+            go = registered(f"{key}_go", classes[key][1] & d1.valid & ~d1.last)
             name_go = name_go | (in_group & go)
+        return group_regs, name_go
 
-        # --- attribute conditions: an attribute-name CAM and the value comparators (the
-        # comparator slots: below, with the text nodes), stepping on the parser's requests a
-        # cycle ahead in registers ---
-        ahead = None
-        if self.slots or AttributeConditions(self.conditions).conditions:
-            ahead = self._requests_ahead(
-                m,
-                req,
-                state=state,
-                nstate=nstate,
-                valid=valid,
-                last=last,
-                valid1=valid1,
-                last1=last1,
-                high=raw_high,
-                low=raw_low,
-                parser=dict(level=level, root_seen=root_seen, in_subset=in_subset, kw=kw),
-            )
-        if not self.slots:
-            conds, undecided = self._attribute_conditions(
-                m, req, ahead, valid, last, eq, registered, member
-            )
-
-        # --- depth bookkeeping: what the byte does to the stack ---
+    def _depth(self, m, req, p, *, name_byte) -> SimpleNamespace:
+        """Stage P's depth bookkeeping: what the byte does to the stack (``do_push``,
+        ``do_pop``, ``ev_level``; ``nlevel``, ``nroot_seen``: the registers' next values;
+        ``ex_inc``, ``ex_dec``: the change of ``excess``; ``ex_at``: its flags, ``ex_at_next``
+        their next values) and the errors it raises."""
+        max_depth, max_name = self.max_depth, self.max_name
+        level, excess, ex_up, ex_down = p.level, p.excess, p.ex_up, p.ex_down
+        root_seen, pos = p.root_seen, p.pos
+        push_req, pop_req = req["push_req"], req["pop_req"]
         nlevel = Signal.like(level)
         ex_inc = Signal()
         ex_dec = Signal()
@@ -810,58 +926,55 @@ class FrontEnd(wiring.Component):
                 m.d.comb += underflow.eq(1)
             with m.Else():
                 m.d.comb += [do_pop.eq(1), ev_level.eq(level), nlevel.eq(level - 1)]
+        return SimpleNamespace(
+            nlevel=nlevel,
+            ex_inc=ex_inc,
+            ex_dec=ex_dec,
+            ex_at=ex_at,
+            ex_at_next=ex_at_next,
+            ex_is_zero=ex_is_zero,
+            nroot_seen=nroot_seen,
+            overflow=overflow,
+            underflow=underflow,
+            too_long=too_long,
+            do_push=do_push,
+            do_pop=do_pop,
+            ev_level=ev_level,
+        )
 
-        # --- text conditions: the text nodes' comparators and the bits per open element ---
-        if self.slots:
-            conds, undecided, tconds, tundecided, pop_chains = self._slot_conditions(
-                m,
-                req,
-                ahead,
-                valid,
-                last,
-                c,
-                eq,
-                registered,
-                member,
-                self._text_nodes(m, req, valid, last, level, ex_is_zero),
-                level=level,
-                do_push=do_push,
-                do_pop=do_pop,
-                enter_text=valid & ~last & nstate[S.TEXT.value],
-            )
-        else:
-            tconds, tundecided = self._text_conditions(
-                m, req, valid, last, level, ex_is_zero, do_push, do_pop, eq, registered, member
-            )
-
-        found = Signal(ErrorFlags)
-        m.d.comb += [
-            found.malformed.eq(bad | underflow),
-            found.depth_overflow.eq(overflow),
-            found.name_too_long.eq(too_long),
-            found.value_undecided.eq(undecided | tundecided),
-        ]
-
+    def _name_tap(self, m, d2, p, req, name_go):
+        """The name tap (:class:`NameTapLayout`) of stage P's byte, before its registers."""
+        valid, last = d2.valid, d2.last
         tap = Signal.like(self.name_tap)
         m.d.comb += [
-            tap.data.eq(c),
-            tap.pos.eq(pos),
+            tap.data.eq(d2.c),
+            tap.pos.eq(p.pos),
             tap.load.eq(valid),
             tap.advance.eq(name_go),
-            tap.restart.eq(valid & (last | (~name_byte & ~name_hold))),
+            tap.restart.eq(valid & (last | (~req["name_byte"] & ~req["name_hold"]))),
         ]
-        # The name registers (``pos``; the trie's ``empty`` and ``trie`` a cycle later) advance
-        # on a name byte and restart on the valid byte *after* one that neither extends nor
-        # holds the name (``restart``, registered; a document's last byte restarts them at
-        # once), so their enables do not wait for the parser's state decode of ``name_hold``.
-        # Exact: a name's first byte follows ``<`` (or ``</``), read in state TEXT, which the
-        # parser enters only on a byte that restarts the name; and a push or an end tag's
-        # check reads them while the name is held.
+        return tap
+
+    def _stage_p_registers(self, m, d2, p, decoder, depth, req, nstate, group_regs, name_go):
+        """Stage P's registers after the byte: the parser's, the name position and the trie.
+
+        The name registers (``pos``; the trie's ``empty`` and ``trie`` a cycle later) advance
+        on a name byte and restart on the valid byte *after* one that neither extends nor
+        holds the name (``restart``, registered; a document's last byte restarts them at
+        once), so their enables do not wait for the parser's state decode of ``name_hold``.
+        Exact: a name's first byte follows ``<`` (or ``</``), read in state TEXT, which the
+        parser enters only on a byte that restarts the name; and a push or an end tag's
+        check reads them while the name is held."""
+        S = State
+        max_name = self.max_name
+        valid, last = d2.valid, d2.last
+        state, level, excess, ex_up, ex_down = p.state, p.level, p.excess, p.ex_up, p.ex_down
+        root_seen, in_subset, kw, pos = p.root_seen, p.in_subset, p.kw, p.pos
+        ex_at, ex_at_next = depth.ex_at, depth.ex_at_next
         restart = Signal()
         with m.If(valid):
-            m.d.sync += restart.eq(~name_byte & ~name_hold)
+            m.d.sync += restart.eq(~req["name_byte"] & ~req["name_hold"])
 
-        # --- stage P registers ---
         with m.If(valid):
             with m.If(last):
                 m.d.sync += [
@@ -879,33 +992,40 @@ class FrontEnd(wiring.Component):
             with m.Else():
                 m.d.sync += [
                     state.eq(nstate),
-                    level.eq(nlevel),
+                    level.eq(depth.nlevel),
                     excess.eq(excess + ex_up - ex_down),
-                    ex_up.eq(ex_inc),
-                    ex_down.eq(ex_dec),
+                    ex_up.eq(depth.ex_inc),
+                    ex_down.eq(depth.ex_dec),
                     *(at.eq(ex_at_next(v)) for v, at in ex_at.items()),
-                    root_seen.eq(nroot_seen),
+                    root_seen.eq(depth.nroot_seen),
                     in_subset.eq(
                         nstate[S.SUBSET.value]
                         | (in_subset & ~nstate[S.TEXT.value] & ~nstate[S.DT_AFTER.value])
                     ),
-                    kw.eq(Mux(kw_inc, kw + 1, 0)),
+                    kw.eq(Mux(req["kw_inc"], kw + 1, 0)),
                     *(g.eq(value) for g, value in group_regs),
                 ]
         with m.If(name_go):
             m.d.sync += pos.eq(Mux(pos == max_name + 1, pos, pos + 1))
         with m.Elif(valid & (last | restart)):
             m.d.sync += pos.eq(0)
+        t_adv, t_clear = decoder.t_adv, decoder.t_clear
         m.d.sync += [t_adv.eq(name_go), t_clear.eq(valid & (last | restart))]
         with m.If(t_adv):
-            m.d.sync += [empty.eq(0), trie.eq(trie_upd)]
+            m.d.sync += [decoder.empty.eq(0), decoder.trie.eq(decoder.trie_upd)]
         with m.Elif(t_clear):
-            m.d.sync += [empty.eq(1), trie.eq(0)]
+            m.d.sync += [decoder.empty.eq(1), decoder.trie.eq(0)]
 
-        # === stage E: the event so far, and the global stack row it reads ===
-        # (tag id, name hash) per level; row 0 is the all-zero root sentinel. A push to level L
-        # reads its parent at L - 1 and writes row L; a checked pop at L reads row L: both read
-        # the row of the level before the event (``e_addr``).
+    def _stage_e(
+        self, m, d2, p, req, nstate, depth, found, tconds, tag_id, name_go
+    ) -> SimpleNamespace:
+        """Stage E: the event so far, and the global stack row it reads. (tag id, name hash)
+        per level; row 0 is the all-zero root sentinel. A push to level L reads its parent at
+        L - 1 and writes row L; a checked pop at L reads row L: both read the row of the level
+        before the event (``e_addr``)."""
+        S = State
+        max_depth = self.max_depth
+        valid, last, c, level = d2.valid, d2.last, d2.c, p.level
         e_valid, e_push, e_pop, e_check, e_last = (
             Signal(name=f"e_{n}") for n in ("valid", "push", "pop", "check", "last")
         )
@@ -921,16 +1041,16 @@ class FrontEnd(wiring.Component):
         m.d.sync += e_tconds.eq(tconds)  # bits: see stage F)
         m.d.sync += [
             e_valid.eq(valid),
-            e_push.eq(valid & do_push),
-            e_pop.eq(valid & do_pop),
-            e_check.eq(pop_check),
+            e_push.eq(valid & depth.do_push),
+            e_pop.eq(valid & depth.do_pop),
+            e_check.eq(req["pop_check"]),
             e_last.eq(valid & last),
-            e_level.eq(Mux(valid, ev_level, 0)),
+            e_level.eq(Mux(valid, depth.ev_level, 0)),
             e_addr.eq(level),
             e_found.eq(Mux(valid, found.as_value(), 0)),
             e_ntext.eq(nstate[S.TEXT.value]),
-            e_nlevel.eq(nlevel),
-            e_nroot.eq(nroot_seen),
+            e_nlevel.eq(depth.nlevel),
+            e_nroot.eq(depth.nroot_seen),
         ]
         m.d.comb += e_tag.eq(tag_id)
         # the name hash (CRC-8) runs a cycle behind the parser: it folds in the byte stage P
@@ -943,7 +1063,7 @@ class FrontEnd(wiring.Component):
         h_byte = Signal(HASH_WIDTH)
         m.d.sync += [
             h_adv.eq(name_go),
-            h_keep.eq(~valid | (~last & name_hold)),
+            h_keep.eq(~valid | (~last & req["name_hold"])),
             h_byte.eq(hash_power(c, 1)),
         ]
         with m.If(h_adv):
@@ -959,8 +1079,29 @@ class FrontEnd(wiring.Component):
         sticky = Signal(ErrorFlags)  # the errors of this document's earlier bytes
         with m.If(e_valid):
             m.d.sync += sticky.eq(Mux(e_last, 0, sticky.as_value() | e_found.as_value()))
+        return SimpleNamespace(
+            valid=e_valid,
+            push=e_push,
+            pop=e_pop,
+            check=e_check,
+            last=e_last,
+            level=e_level,
+            tag=e_tag,
+            found=e_found,
+            tconds=e_tconds,
+            hash=hsh,
+            stack=stack,
+            row=row,
+            unfinished=unfinished,
+            sticky=sticky,
+        )
 
-        # === stage F: the end-tag check, the event ===
+    def _stage_f(self, m, e, conds, pop_chains) -> None:
+        """Stage F: the end-tag check, the event (``events``, ``tos``); a push writes its row of
+        the global stack."""
+        max_depth = self.max_depth
+        e_valid, e_push, e_pop, e_check, e_last = e.valid, e.push, e.pop, e.check, e.last
+        e_tconds = e.tconds
         f_valid, f_push, f_pop, f_check, f_last = (
             Signal(name=f"f_{n}") for n in ("valid", "push", "pop", "check", "last")
         )
@@ -977,16 +1118,16 @@ class FrontEnd(wiring.Component):
             f_pop.eq(e_pop),
             f_check.eq(e_pop & e_check),
             f_last.eq(e_last),
-            f_level.eq(e_level),
-            f_tag.eq(e_tag),
-            f_hash.eq(hsh),
-            f_row.eq(row.data),
-            f_errors.eq(Mux(e_last, sticky.as_value() | e_found.as_value() | unfinished, 0)),
+            f_level.eq(e.level),
+            f_tag.eq(e.tag),
+            f_hash.eq(e.hash),
+            f_row.eq(e.row.data),
+            f_errors.eq(Mux(e_last, e.sticky.as_value() | e.found.as_value() | e.unfinished, 0)),
         ]
         # a push writes its row in stage F, from registers only. The next event that reads it
         # (a push below it, or the end tag that closes it) is at least three bytes later, so it
         # is in stage E two cycles after the write at the earliest: no bypass is needed
-        push_port = stack.write_port()
+        push_port = e.stack.write_port()
         m.d.comb += [
             push_port.addr.eq(f_level),
             push_port.data.tag.eq(f_tag),
@@ -1037,14 +1178,6 @@ class FrontEnd(wiring.Component):
                 m.d.sync += tos.eq(f_level)
             with m.Elif(f_pop):
                 m.d.sync += tos.eq(f_level - 1)
-
-        # the name tap, delayed to line up with ``events`` as stage P's bytes do
-        tap_e = Signal.like(tap)
-        m.d.sync += [tap_e.eq(tap), self.name_tap.eq(tap_e)]
-
-        # stage D's byte tests, as many as the parser and the CAM asked for
-        m.d.sync += [bit.eq(value) for bit, value in classes.values()]
-        return m
 
     def _attribute_conditions(self, m, req, ahead, valid, last, eq, registered, member):
         """Stage P's attribute-condition logic (:class:`AttributeConditions` in registers,
@@ -1297,27 +1430,6 @@ class FrontEnd(wiring.Component):
         return Mux(do_pop, texts.full(row), 0), step.undecided
 
     @staticmethod
-    def _comparators(m, conditions, *, start, byte, space_like_tabs, name, eq, registered, member):
-        """The value comparators over one byte stream (an attribute value, a text node) in
-        registers (:func:`comparators`): ``start`` resets them, ``byte`` feeds the current
-        byte. Returns (per condition, its decision over the bytes fed so far, 0 when
-        undecided; ``&`` or CR seen; the number is undecided)."""
-        spec = comparator_state(conditions)
-        regs = state_registers(spec, name)
-        cmp = comparators(
-            conditions,
-            regs,
-            space_like_tabs=space_like_tabs,
-            eq=eq,
-            registered=registered,
-            member=member,
-        )
-        m.d.sync += [
-            regs[k].eq(v) for k, v in advance(spec, regs, cmp.next, start=start, byte=byte).items()
-        ]
-        return cmp.bits, cmp.amp, cmp.num_undec
-
-    @staticmethod
     def _value_lexer(m, *, start, byte, eq, registered, member) -> SimpleNamespace:
         """:func:`value_lexer` in registers: ``start`` resets it, ``byte`` feeds the current
         byte."""
@@ -1328,477 +1440,3 @@ class FrontEnd(wiring.Component):
             for k, v in advance(LEXER_STATE, regs, lx.next, start=start, byte=byte).items()
         ]
         return lx
-
-
-def state_registers(spec: dict, prefix: str) -> dict:
-    """A Signal per field of ``spec`` ({name: (shape, reset value)}), reset to its value."""
-    return {k: Signal(shape, init=init, name=prefix + k) for k, (shape, init) in spec.items()}
-
-
-def advance(spec: dict, cur: dict, nxt: dict, *, start, byte) -> dict:
-    """The state after one byte of a comparator's stream: reset by ``start``, ``nxt`` if
-    ``byte`` feeds it, else ``cur``."""
-    return {
-        k: Mux(start, spec[k][1], Mux(byte, nxt[k], cur[k]))
-        if k in nxt
-        else Mux(start, spec[k][1], cur[k])
-        for k in spec
-    }
-
-
-#: The number lexer's states (one-hot, see :func:`xpfilt.hwspec.contract.value_number`).
-LEAD, SIGN, INT, DOT, FRAC, TRAIL, NAN, UNDEC = range(8)
-#: The value lexer's state ({name: (shape, reset value)}, see :func:`value_lexer`).
-LEXER_STATE = {
-    "amp": (1, 0),
-    "lex": (8, 1 << LEAD),
-    "neg": (1, 0),
-    "isig": (1, 0),
-    "nonzero": (1, 0),
-    "ndig": (range(NUMBER_DIGITS + 2), 0),
-    "ipos": (NUMBER_DIGITS + 1, 1),
-    "fpos": (NUMBER_DIGITS + 1, 1),
-    "ibelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2),
-    "fbelow": (NUMBER_DIGITS + 2, (1 << NUMBER_DIGITS + 2) - 2),
-}
-
-
-def value_lexer(cur: dict, *, eq, registered, member) -> SimpleNamespace:
-    """What every value comparator shares over one byte stream, from its state ``cur``
-    (:data:`LEXER_STATE`) and the byte's classes: ``next`` (the state after the byte, if it is
-    fed), ``amp`` (``&`` or CR seen: undecided), the number lexer (one-hot, see
-    :func:`xpfilt.hwspec.contract.value_number`: ``lex``, ``num_valid``, ``num_nan``, ``num_undec``, the
-    sign ``vneg``) and its digits (``sig_digit`` / ``frac_digit``: this byte is a significant
-    integer / a fraction digit; ``ipos`` / ``fpos``: one-hot counts of those so far, and
-    ``ibelow`` / ``fbelow`` the same counts as thermometers, bit ``L`` = fewer than ``L``;
-    ``dlt(k)`` / ``dgt(k)``: the byte is a digit below / above ``k``); ``relation`` and
-    ``number_bit`` decide a comparison from the first differences with a literal's digits."""
-    amp, lex, neg, isig, nonzero, ndig, ipos, fpos, ibelow, fbelow = (cur[k] for k in LEXER_STATE)
-    digit = registered("digit", member(range(0x30, 0x3A)))
-    nz = registered("digit_nz", member(range(0x31, 0x3A)))
-    ws = registered("vws", member(b" \t\n"))
-    dot, minus = eq(ord(".")), eq(ord("-"))
-    expo = registered("expo", member(b"eE"))
-
-    def dlt(k):  # the digit byte is below k
-        return registered(f"dlt_{k}", member(range(0x30, 0x30 + k)))
-
-    def dgt(k):  # the digit byte is above k
-        return registered(f"dgt_{k}", member(range(0x31 + k, 0x3A)))
-
-    nxt = [[] for _ in range(8)]
-    for here, branches in (
-        (LEAD, [(ws, LEAD), (minus, SIGN), (digit, INT), (dot, DOT)]),
-        (SIGN, [(digit, INT), (dot, DOT)]),
-        (INT, [(digit, INT), (dot, FRAC), (ws, TRAIL), (expo, UNDEC)]),
-        (DOT, [(digit, FRAC)]),
-        (FRAC, [(digit, FRAC), (ws, TRAIL), (expo, UNDEC)]),
-        (TRAIL, [(ws, TRAIL)]),
-    ):
-        taken = []
-        for test, target in branches:
-            nxt[target].append(lex[here] & test)
-            taken.append(test)
-        nxt[NAN].append(lex[here] & ~Cat(*taken).any())
-    nxt[NAN].append(lex[NAN])
-    nxt[UNDEC].append(lex[UNDEC])
-    lex_next = Cat(*(Cat(*t).any() for t in nxt))
-    int_digit = digit & (lex[LEAD] | lex[SIGN] | lex[INT])
-    frac_digit = digit & (lex[DOT] | lex[FRAC])
-    sig_digit = int_digit & (isig | nz)
-    nxt_state = {
-        "amp": amp | eq(ord("&")) | eq(ord("\r")),
-        "lex": lex_next,
-        "neg": neg | (lex[LEAD] & minus),
-        "isig": isig | sig_digit,
-        "nonzero": nonzero | ((int_digit | frac_digit) & nz),
-        "ndig": Mux((sig_digit | frac_digit) & (ndig != NUMBER_DIGITS + 1), ndig + 1, ndig),
-        "ipos": Mux(sig_digit, ipos << 1, ipos),
-        "fpos": Mux(frac_digit, fpos << 1, fpos),
-        "ibelow": Mux(sig_digit, ibelow << 1, ibelow),
-        "fbelow": Mux(frac_digit, fbelow << 1, fbelow),
-    }
-    num_valid = lex[INT] | lex[FRAC] | lex[TRAIL]
-    num_nan = ~num_valid & ~lex[UNDEC]
-    num_undec = lex[UNDEC] | (num_valid & (ndig == NUMBER_DIGITS + 1))
-    vneg = neg & nonzero
-
-    def relation(kneg, *, i_shorter, i_same, i_longer, f_shorter, ilt, igt, flt, fgt):
-        """(value < literal, =, >) from the lengths and first differences; ``kneg``: the
-        literal is negative (a bool or a signal)."""
-        mag_lt = i_shorter | (i_same & (ilt | (~igt & (flt | (~fgt & f_shorter)))))
-        mag_gt = i_longer | (i_same & (igt | (~ilt & fgt)))
-        mag_eq = ~mag_lt & ~mag_gt
-        if isinstance(kneg, bool):
-            return (
-                (vneg & mag_gt, vneg & mag_eq, ~vneg | mag_lt)
-                if kneg
-                else (vneg | mag_lt, ~vneg & mag_eq, ~vneg & mag_gt)
-            )
-        return (
-            Mux(kneg, vneg & mag_gt, vneg | mag_lt),
-            mag_eq & (vneg == kneg),
-            Mux(kneg, ~vneg | mag_lt, ~vneg & mag_gt),
-        )
-
-    def number_bit(op, lt, eq_, gt):
-        """A number comparison ``op`` decided (0 when undecided)."""
-        bit = {
-            "=": num_valid & eq_,
-            "!=": num_nan | (num_valid & ~eq_),
-            "<": num_valid & lt,
-            "<=": num_valid & (lt | eq_),
-            ">": num_valid & gt,
-            ">=": num_valid & (gt | eq_),
-        }[op]
-        return bit & ~amp & ~num_undec
-
-    return SimpleNamespace(
-        next=nxt_state,
-        amp=amp,
-        lex=lex,
-        ipos=ipos,
-        fpos=fpos,
-        ibelow=ibelow,
-        fbelow=fbelow,
-        digit=digit,
-        sig_digit=sig_digit,
-        frac_digit=frac_digit,
-        dlt=dlt,
-        dgt=dgt,
-        num_valid=num_valid,
-        num_nan=num_nan,
-        num_undec=num_undec,
-        vneg=vneg,
-        relation=relation,
-        number_bit=number_bit,
-    )
-
-
-def _strings(conditions) -> list:
-    return list(dict.fromkeys(c.literal.encode("utf-8") for c in conditions if c.kind == "string"))
-
-
-def _numbers(conditions) -> list:
-    return list(dict.fromkeys(number_digits(c.number) for c in conditions if c.kind == "number"))
-
-
-def comparator_state(conditions) -> dict:
-    """The state of :func:`comparators` over ``conditions`` ({name: (shape, reset value)})."""
-    strings, n_num = _strings(conditions), max(1, len(_numbers(conditions)))
-    smax = max((len(t) for t in strings), default=0)
-    return {
-        "vpos": (smax + 1, 1),
-        "lit": (max(1, len(strings)), (1 << max(1, len(strings))) - 1),
-        **{k: (n_num, 0) for k in ("ilt", "igt", "flt", "fgt")},
-        **LEXER_STATE,
-    }
-
-
-def comparators(
-    conditions, cur: dict, *, space_like_tabs, eq, registered, member
-) -> SimpleNamespace:
-    """The value comparators over one byte stream (an attribute value, a text node), from their
-    state ``cur`` (:func:`comparator_state`) and the byte's classes: ``next`` (the state after
-    the byte, if it is fed), ``bits`` (per condition, its decision over the bytes fed so far, 0
-    when undecided), ``amp`` (``&`` or CR seen), ``num_undec`` (the number is undecided)."""
-    # the value: string literals (a CAM over the value bytes; tab and newline read as space)
-    strings = _strings(conditions)
-    vpos, lit = cur["vpos"], cur["lit"]
-    space_like = registered("vspace", member(b" \t\n"))
-
-    def same(b):
-        return space_like if space_like_tabs and b == ord(" ") else eq(b)
-
-    lit_ok = (
-        Cat(*(Cat(*(vpos[p] & same(b) for p, b in enumerate(t))).any() for t in strings))
-        if strings
-        else Const(1, 1)
-    )
-    lx = value_lexer({k: cur[k] for k in LEXER_STATE}, eq=eq, registered=registered, member=member)
-    amp, ipos, fpos = lx.amp, lx.ipos, lx.fpos
-    sig_digit, frac_digit, dlt, dgt = lx.sig_digit, lx.frac_digit, lx.dlt, lx.dgt
-
-    # per distinct number: the first difference from its digits, integer and fraction part
-    numbers = _numbers(conditions)
-    ilt, igt, flt, fgt = (cur[k] for k in ("ilt", "igt", "flt", "fgt"))
-    nxt = {"vpos": vpos << 1, "lit": lit & lit_ok, **lx.next}
-    new = {k: [] for k in ("ilt", "igt", "flt", "fgt")}
-    for j, (_neg, whole, frac) in enumerate(numbers):
-        i_open = sig_digit & ~ilt[j] & ~igt[j]
-        f_open = frac_digit & ~flt[j] & ~fgt[j]
-        new["ilt"].append(
-            Mux(
-                i_open,
-                Cat(*(ipos[p] & dlt(int(d)) for p, d in enumerate(whole))).any() if whole else 0,
-                ilt[j],
-            )
-        )
-        new["igt"].append(
-            Mux(
-                i_open,
-                Cat(*(ipos[p] & dgt(int(d)) for p, d in enumerate(whole))).any() if whole else 0,
-                igt[j],
-            )
-        )
-        new["flt"].append(
-            Mux(
-                f_open,
-                Cat(*(fpos[p] & dlt(int(d)) for p, d in enumerate(frac))).any() if frac else 0,
-                flt[j],
-            )
-        )
-        # past the literal's fraction digits, any digit but 0 is greater (``~fbelow[lf]``: the
-        # position is past them; as an OR over every position of ``fpos``, a_fpos -> a_fgt was
-        # on the routed critical paths of 1,024 queries with 2 predicates each, 7.19 ns, seed 1,
-        # router1, clk on G2, RTL af9a0464f50f)
-        lf = len(frac)
-        new["fgt"].append(
-            Mux(
-                f_open,
-                Cat(
-                    *(fpos[p] & dgt(int(d)) for p, d in enumerate(frac)), ~lx.fbelow[lf] & dgt(0)
-                ).any(),
-                fgt[j],
-            )
-        )
-    for k, bits in new.items():
-        nxt[k] = Cat(*bits) if bits else cur[k]
-
-    # at the closing quote: each condition on the current attribute (the lengths from the
-    # thermometers: as ORs over ``ipos``, a_ipos -> a staged comparison was the routed
-    # critical path of 1,024 queries with 1 predicate each, 7.01 ns, router1, clk on G2, RTL
-    # b7c58d7bc894)
-    relation = {}
-    ibelow, fbelow = lx.ibelow, lx.fbelow
-    for j, (kneg, whole, frac) in enumerate(numbers):
-        lw, lf = len(whole), len(frac)
-        relation[numbers[j]] = lx.relation(
-            kneg,
-            i_shorter=ibelow[lw] if lw else Const(0, 1),
-            i_same=ipos[lw],
-            i_longer=~ibelow[lw + 1],
-            f_shorter=fbelow[lf] if lf else Const(0, 1),
-            ilt=ilt[j],
-            igt=igt[j],
-            flt=flt[j],
-            fgt=fgt[j],
-        )
-    ends = Cat(*(lit[i] & vpos[len(t)] for i, t in enumerate(strings))) if strings else None
-    bits = []
-    for c in conditions:
-        kind = c.kind
-        if kind == "exists":
-            bit = Const(1, 1)
-        elif kind == "string":
-            ok = ends[strings.index(c.literal.encode("utf-8"))]
-            bit = (ok if c.op == "=" else ~ok) & ~amp
-        elif kind == "nan":
-            bit = Const(int(c.op == "!="), 1) & ~amp
-        else:
-            bit = lx.number_bit(c.op, *relation[number_digits(c.number)])
-        bits.append(bit)
-    return SimpleNamespace(next=nxt, bits=bits, amp=amp, num_undec=lx.num_undec)
-
-
-def any_of(bits, among):
-    """1 when one of ``bits[i]`` for ``i`` in ``among`` is (0 for none)."""
-    return Cat(*(bits[i] for i in among)).any() if among else Const(0, 1)
-
-
-class AttributeConditions:
-    """The attribute conditions of a condition list (``conditions``: those not on ``text()``)
-    and one byte's step of their logic (:meth:`step`): an attribute-name CAM (a one-hot name
-    position and a "still matching" bit per distinct attribute name), the attribute whose value
-    streams (``attr``, one-hot) and the value comparators (:func:`comparators`)."""
-
-    def __init__(self, all_conditions):
-        self.width = max(1, len(all_conditions))
-        self.index = [i for i, c in enumerate(all_conditions) if not c.is_text]
-        self.conditions = [all_conditions[i] for i in self.index]
-        self.attrs = list(dict.fromkeys(c.attribute.encode("utf-8") for c in self.conditions))
-        self.a_of = [self.attrs.index(c.attribute.encode("utf-8")) for c in self.conditions]
-        n_attr = max(1, len(self.attrs))
-        amax = max((len(a) for a in self.attrs), default=0)
-        #: the attributes (indices into ``attrs``) with a condition that compares a value, and
-        #: those with a numeric one: their values may be undecided
-        self.valued, self.numeric = (
-            [
-                i
-                for i in range(len(self.attrs))
-                if any(c.kind in kinds and a == i for c, a in zip(self.conditions, self.a_of))
-            ]
-            for kinds in (("string", "number", "nan"), ("number",))
-        )
-        #: the state ({name: (shape, reset value)}): the CAM's ``apos``, ``amatch``, ``attr``
-        #: (and whether it was in ``valued``, ``numeric`` a byte before: ``avalued``,
-        #: ``anumeric``)
-        #: and the comparators' state
-        self.state = {
-            "apos": (amax + 1, 1),
-            "amatch": (n_attr, (1 << n_attr) - 1),
-            "attr": (n_attr, 0),
-            "avalued": (1, 0),
-            "anumeric": (1, 0),
-            **comparator_state(self.conditions),
-        }
-
-    def step(
-        self, cur: dict, req, *, valid, last, eq, registered, member, stage=None, ahead=None
-    ) -> SimpleNamespace:
-        """One byte from the state ``cur``: ``next`` (the state after it; ``valid``: the byte
-        is there, ``last``: the document's final byte, ``req``: its parser requests),
-        ``decided`` (the condition bits, full width, of the value that ends at this byte:
-        meaningful with ``val_end``) and ``undecided`` (this byte ends a compared value the
-        comparators cannot decide).
-
-        With ``stage`` (``stage(value)``: ``value`` registered), ``decided`` is two steps of
-        logic with registers between, meaningful two cycles after ``val_end``: each distinct
-        comparison (kind, operator, literal) over the value and the attribute are registered
-        (the comparators and the attribute hold still until the next value starts, >= 4 bytes
-        later), and ``decided`` is one AND per condition of those registers.
-
-        ``ahead`` (:meth:`FrontEnd._requests_ahead`, with ``stage``): the CAM steps on its
-        ``attr_byte`` and ``attr_end``, the comparators restart on ``start`` and take the byte
-        on ``fed`` (which also restart after a decided value and take character data: the
-        staged comparisons read the value in the cycle after its closing quote, before
-        either)."""
-        attrs, a_of = self.attrs, self.a_of
-        apos, amatch, attr = cur["apos"], cur["amatch"], cur["attr"]
-        aok = Cat(*(Cat(*(apos[p] & eq(b) for p, b in enumerate(a))).any() for a in attrs))
-        ahit = Cat(*(amatch[i] & apos[len(a)] for i, a in enumerate(attrs)))
-        if ahead is None:
-            go = valid & ~last
-            ahead = SimpleNamespace(
-                attr_byte=go & req["attr_byte"],
-                attr_end=go & req["attr_end"],
-                start=valid & (last | req["val_start"]),
-                fed=go & req["val_byte"],
-            )
-        spec = comparator_state(self.conditions)
-        cmp = comparators(
-            self.conditions,
-            {k: cur[k] for k in spec},
-            space_like_tabs=True,
-            eq=eq,
-            registered=registered,
-            member=member,
-        )
-        nxt = {
-            "apos": Mux(ahead.attr_byte, apos << 1, Mux(valid, 1, apos)),
-            "amatch": Mux(
-                ahead.attr_byte, amatch & aok, Mux(valid, self.state["amatch"][1], amatch)
-            ),
-            "attr": Mux(valid & last, 0, Mux(ahead.attr_end, ahit, attr)),
-            "avalued": any_of(attr, self.valued),
-            "anumeric": any_of(attr, self.numeric),
-            **advance(spec, cur, cmp.next, start=ahead.start, byte=ahead.fed),
-        }
-        stage = stage or (lambda value: value)
-        compared = {}  # each distinct comparison's bit (staged once)
-        for c, bit in zip(self.conditions, cmp.bits):
-            if (c.kind, c.op, c.literal) not in compared:
-                compared[c.kind, c.op, c.literal] = stage(bit)
-        attr_now = stage(attr)
-        bits = {
-            i: attr_now[a_of[k]] & compared[c.kind, c.op, c.literal]
-            for k, (i, c) in enumerate(zip(self.index, self.conditions))
-        }
-        decided = Cat(*(bits.get(i, Const(0, 1)) for i in range(self.width)))
-        # (``avalued`` / ``anumeric``: the OR over ``attr``'s bits a byte late, a register: a
-        # value ends two bytes after its name at the earliest (``="``), and ``attr`` holds from
-        # the name's end to the next one. As that OR, a_attr -> value_undecided was the routed
-        # critical path of 1,024 queries with 2 predicates each, 7.74 ns, router1, clk on G2,
-        # RTL 4d1425ddbaf9; as the OR of the name CAM's hits taken with ``attr``, a_amatch ->
-        # anumeric, 7.30 ns, RTL af9a0464f50f)
-        undecided = req["val_end"] & (
-            (cur["avalued"] & cmp.amp) | (cur["anumeric"] & cmp.num_undec)
-        )
-        return SimpleNamespace(next=nxt, decided=decided, undecided=undecided)
-
-
-#: The state of :func:`text_node` ({name: (shape, reset value)}).
-TEXT_NODE_STATE = {"topen": (1, 0), "tamb": (1, 0)}
-
-
-def text_node(cur: dict, req, *, valid, last, inside) -> SimpleNamespace:
-    """The text node being read, from its state ``cur`` (:data:`TEXT_NODE_STATE`: it has
-    content, ``topen``; a ``]`` of a CDATA section was in it, ``tamb``) and one byte (``valid``,
-    ``last``, its parser requests ``req``; ``inside``: text of a stacked element): ``next``,
-    ``feed`` (this byte is its character data: text of a stacked element, or CDATA),
-    ``start`` (it ends or the document does: the comparators restart), ``decide`` (it ends with
-    content: its bits are taken now), ``amb`` (a compared value is undecided)."""
-    feed = valid & ~last & inside & req["text_byte"]
-    amb_now = valid & ~last & inside & req["text_amb"]
-    start = valid & (last | req["text_end"])
-    nxt = {
-        "topen": Mux(start, 0, cur["topen"] | feed | amb_now),
-        "tamb": Mux(start, 0, cur["tamb"] | amb_now),
-    }
-    return SimpleNamespace(
-        next=nxt,
-        feed=feed,
-        start=start,
-        decide=valid & ~last & req["text_end"] & cur["topen"],
-        amb=cur["tamb"],
-    )
-
-
-class TextConditions:
-    """The ``text()`` conditions of a condition list and one byte's step of their logic
-    (:meth:`step`): the text node (:func:`text_node`) and the value comparators over its
-    character data (:func:`comparators`)."""
-
-    def __init__(self, all_conditions):
-        self.width = max(1, len(all_conditions))
-        self.index = [i for i, c in enumerate(all_conditions) if c.is_text]
-        self.conditions = [all_conditions[i] for i in self.index]
-        #: the state ({name: (shape, reset value)})
-        self.state = {**TEXT_NODE_STATE, **comparator_state(self.conditions)}
-
-    def full(self, bits):
-        """``bits`` (one per text condition) at their places among all the conditions."""
-        return Cat(
-            *(
-                bits[self.index.index(i)] if i in self.index else Const(0, 1)
-                for i in range(self.width)
-            )
-        )
-
-    def step(
-        self, cur: dict, req, *, valid, last, inside, eq, registered, member
-    ) -> SimpleNamespace:
-        """One byte from the state ``cur``: ``next`` (the state after it), ``decide`` (a text
-        node with content ends), ``bits`` (its condition bits, one per text condition,
-        meaningful with ``decide``) and ``undecided`` (it ends a node the comparators cannot
-        decide)."""
-        node = text_node(
-            {k: cur[k] for k in TEXT_NODE_STATE}, req, valid=valid, last=last, inside=inside
-        )
-        spec = comparator_state(self.conditions)
-        cmp = comparators(
-            self.conditions,
-            {k: cur[k] for k in spec},
-            space_like_tabs=False,
-            eq=eq,
-            registered=registered,
-            member=member,
-        )
-        bits = Cat(
-            *(
-                (b & ~node.amb) if c.kind != "exists" else b
-                for b, c in zip(cmp.bits, self.conditions)
-            )
-        )
-        valued = any(c.kind != "exists" for c in self.conditions)
-        numeric = any(c.kind == "number" for c in self.conditions)
-        undecided = node.decide & (
-            ((cmp.amp | node.amb) if valued else Const(0, 1))
-            | (cmp.num_undec if numeric else Const(0, 1))
-        )
-        return SimpleNamespace(
-            next={**node.next, **advance(spec, cur, cmp.next, start=node.start, byte=node.feed)},
-            decide=node.decide,
-            bits=bits,
-            undecided=undecided,
-        )

@@ -29,6 +29,8 @@ stream's last bit is the first one the new configuration answers). A rejected st
 nothing.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -192,13 +194,52 @@ class ConfigLoader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        r = self._registers(m)
+        inp = self._input_register(m, r)
+        with m.FSM(name="config"):
+            with m.State("HEADER"):
+                self._header_state(m, r, inp)
+            with m.State("DICTIONARY"):
+                self._dictionary_state(m, r, inp)
+            with m.State("PAYLOAD"):
+                self._payload_state(m, r, inp)
+            with m.State("PAD"):  # zero bits to a whole byte
+                with m.If(inp.take):
+                    m.d.sync += [r.crc.eq(inp.crc_next), r.payload_count.eq(r.payload_count + 1)]
+                    with m.If(inp.whole_byte):
+                        m.next = "CRC"
+                    with m.If(inp.last):
+                        m.d.sync += r.rejected.eq(1)
+                        m.next = "HEADER"
+            with m.State("CRC"):
+                self._crc_state(m, r, inp)
+            with m.State("DRAIN"):
+                with m.If(inp.take & inp.last):
+                    m.next = "HEADER"
+            # every state but HEADER restarts the CRC for the next stream when it leaves
+        with m.If(inp.take & inp.last):
+            m.d.sync += r.crc.eq(r.crc.init)
+
+        with m.If(r.pending & self.idle):
+            m.d.comb += self.cfg.commit.eq(1)
+            m.d.sync += [
+                r.pending.eq(0),
+                r.loaded.eq(1),
+                r.generation.eq(r.generation + 1),
+                r.active_id.eq(r.header[120:152]),
+            ]
+        return m
+
+    def _registers(self, m) -> SimpleNamespace:
+        """The loader's registers: the header and CRC as they shift in, the counts of the bits
+        of the header (or the CRC), of the payload, of a row and of a cluster's flags, the
+        ``section`` of the payload (dictionary: 0 presence, 1 rows, 2 slot rows, 3 slot flags;
+        cluster: 0, 2 matrix, 3 flags), and the status."""
         spec = self.spec
         entry_bits = spec.tags
         flag_bits = spec.cluster_flag_bits
         slot_row_bits = 8 * spec.slots
         slot_flag_bits = SLOT_FLAG_BITS * spec.slots
-        cfg, port = self.cfg, self.config
-
         header = Signal(HEADER_BITS)
         crc = Signal(32, init=0xFFFFFFFF)
         received_crc = Signal(CRC_BITS)
@@ -219,10 +260,30 @@ class ConfigLoader(wiring.Component):
             self.status.rejected.eq(rejected),
             self.status.pending.eq(pending),
         ]
+        return SimpleNamespace(
+            header=header,
+            crc=crc,
+            received_crc=received_crc,
+            count=count,
+            payload_count=payload_count,
+            in_row=in_row,
+            in_flags=in_flags,
+            section=section,
+            pending=pending,
+            generation=generation,
+            loaded=loaded,
+            rejected=rejected,
+            active_id=active_id,
+        )
 
-        # the input register: ``take`` (the loader consumes its bit) and ``port.ready`` come
-        # from registers only (the host link's serializer is far from the loader at 4,096
-        # columns: 11.2 ns of routing from its bit counter to the loader's state, ECP5)
+    def _input_register(self, m, r) -> SimpleNamespace:
+        """The input register: ``take`` (the loader consumes its bit) and ``port.ready`` come
+        from registers only (the host link's serializer is far from the loader at 4,096
+        columns: 11.2 ns of routing from its bit counter to the loader's state, ECP5). Returns
+        the bit, ``last``, ``take`` and what the bit makes of the CRC, the header and the
+        received CRC."""
+        port = self.config
+        header, crc, received_crc, pending = r.header, r.crc, r.received_crc, r.pending
         held = Signal(ConfigBit)
         held_valid = Signal()
         take = held_valid & ~pending
@@ -241,146 +302,158 @@ class ConfigLoader(wiring.Component):
         base_id = header_next[88:120]
         received_next = Cat(received_crc[1:], bit)
         final_crc = crc ^ 0xFFFFFFFF
-        whole_byte = (payload_count + 1)[:3] == 0  # after this payload bit
+        whole_byte = (r.payload_count + 1)[:3] == 0  # after this payload bit
+        return SimpleNamespace(
+            take=take,
+            bit=bit,
+            last=last,
+            crc_next=crc_next,
+            header_next=header_next,
+            base_id=base_id,
+            received_next=received_next,
+            final_crc=final_crc,
+            whole_byte=whole_byte,
+        )
 
-        def reject():
-            m.d.sync += rejected.eq(1)
-            with m.If(last):
-                m.next = "HEADER"
-            with m.Else():
-                m.next = "DRAIN"
+    @staticmethod
+    def _reject(m, r, last) -> None:
+        m.d.sync += r.rejected.eq(1)
+        with m.If(last):
+            m.next = "HEADER"
+        with m.Else():
+            m.next = "DRAIN"
 
-        with m.FSM(name="config"):
-            with m.State("HEADER"):
-                with m.If(take):
-                    m.d.sync += [header.eq(header_next), crc.eq(crc_next), count.eq(count + 1)]
-                    with m.If(count == 0):
-                        m.d.comb += cfg.start.eq(1)
-                        m.d.sync += rejected.eq(0)
-                    with m.If(count == HEADER_BITS - 1):
-                        m.d.sync += [
-                            count.eq(0),
-                            in_row.eq(0),
-                            in_flags.eq(0),
-                            payload_count.eq(0),
-                            section.eq(0),
-                            self.cluster.eq(0),
-                            self.row.eq(0),
-                        ]
-                        with m.If(
-                            (header_next[:CHECKED_HEADER_BITS] != spec.header_check)
-                            | ((base_id != 0) & (base_id != active_id))
-                            | last
-                        ):
-                            reject()
-                        with m.Else():
-                            m.next = "DICTIONARY"
-                    with m.Elif(last):
-                        m.d.sync += [rejected.eq(1), count.eq(0), crc.eq(crc.init)]
-            with m.State("DICTIONARY"):
-                m.d.comb += self.dictionary.eq(1)
-                with m.If(take):
-                    m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
-                    m.d.comb += cfg.bit.eq(bit)
-                    with m.If(section == 0):
-                        m.d.comb += cfg.present.eq(1)
-                        with m.If(bit):
-                            m.d.sync += section.eq(1)
-                        with m.Else():
-                            m.next = "PAYLOAD"
-                    with m.Elif(section == 1):
-                        m.d.comb += cfg.row_shift.eq(1)
-                        m.d.sync += in_row.eq(in_row + 1)
-                        with m.If(in_row == entry_bits - 1):
-                            m.d.comb += cfg.row_write.eq(1)
-                            m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
-                            with m.If(self.row == spec.dictionary_rows - 1):
-                                m.d.sync += self.row.eq(0)
-                                if spec.slots:
-                                    m.d.sync += section.eq(2)
-                                else:
-                                    m.d.sync += section.eq(0)
-                                    m.next = "PAYLOAD"
-                    if spec.slots:
-                        _load_slots(m, spec, cfg, section, in_row, in_flags, self.row)
-                    with m.If(last):  # truncated
-                        m.d.sync += rejected.eq(1)
-                        m.next = "HEADER"
-            with m.State("PAYLOAD"):
-                with m.If(take):
-                    m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
-                    m.d.comb += cfg.bit.eq(bit)
-                    end_of_cluster = Signal()
-                    with m.If(section == 0):
-                        m.d.comb += cfg.present.eq(1)
-                        with m.If(bit):
+    def _header_state(self, m, r, inp) -> None:
+        """State HEADER: the header shifts in; checked at its last bit (the hardware it was
+        made for, the configuration it is a delta of)."""
+        spec, cfg = self.spec, self.cfg
+        header, crc, count, rejected = r.header, r.crc, r.count, r.rejected
+        take, last, header_next, base_id = inp.take, inp.last, inp.header_next, inp.base_id
+        with m.If(take):
+            m.d.sync += [header.eq(header_next), crc.eq(inp.crc_next), count.eq(count + 1)]
+            with m.If(count == 0):
+                m.d.comb += cfg.start.eq(1)
+                m.d.sync += rejected.eq(0)
+            with m.If(count == HEADER_BITS - 1):
+                m.d.sync += [
+                    count.eq(0),
+                    r.in_row.eq(0),
+                    r.in_flags.eq(0),
+                    r.payload_count.eq(0),
+                    r.section.eq(0),
+                    self.cluster.eq(0),
+                    self.row.eq(0),
+                ]
+                with m.If(
+                    (header_next[:CHECKED_HEADER_BITS] != spec.header_check)
+                    | ((base_id != 0) & (base_id != r.active_id))
+                    | last
+                ):
+                    self._reject(m, r, last)
+                with m.Else():
+                    m.next = "DICTIONARY"
+            with m.Elif(last):
+                m.d.sync += [rejected.eq(1), count.eq(0), crc.eq(crc.init)]
+
+    def _dictionary_state(self, m, r, inp) -> None:
+        """State DICTIONARY: the dictionary's presence bit, its rows, the slots' rows and
+        flags (:func:`_load_slots`)."""
+        spec, cfg = self.spec, self.cfg
+        section, in_row = r.section, r.in_row
+        take, bit, last = inp.take, inp.bit, inp.last
+        entry_bits = spec.tags
+        m.d.comb += self.dictionary.eq(1)
+        with m.If(take):
+            m.d.sync += [r.crc.eq(inp.crc_next), r.payload_count.eq(r.payload_count + 1)]
+            m.d.comb += cfg.bit.eq(bit)
+            with m.If(section == 0):
+                m.d.comb += cfg.present.eq(1)
+                with m.If(bit):
+                    m.d.sync += section.eq(1)
+                with m.Else():
+                    m.next = "PAYLOAD"
+            with m.Elif(section == 1):
+                m.d.comb += cfg.row_shift.eq(1)
+                m.d.sync += in_row.eq(in_row + 1)
+                with m.If(in_row == entry_bits - 1):
+                    m.d.comb += cfg.row_write.eq(1)
+                    m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
+                    with m.If(self.row == spec.dictionary_rows - 1):
+                        m.d.sync += self.row.eq(0)
+                        if spec.slots:
                             m.d.sync += section.eq(2)
-                        with m.Else():
-                            m.d.comb += end_of_cluster.eq(1)
-                    with m.Elif(section == 2):
-                        m.d.comb += cfg.row_shift.eq(1)
-                        m.d.sync += in_row.eq(in_row + 1)
-                        with m.If(in_row == spec.columns - 1):
-                            m.d.comb += cfg.matrix_write.eq(1)
-                            m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
-                            with m.If(self.row == spec.matrix_rows - 1):
-                                m.d.sync += [section.eq(3), self.row.eq(0)]
-                    with m.Else():
-                        m.d.comb += cfg.flag_shift.eq(1)
-                        m.d.sync += in_flags.eq(in_flags + 1)
-                        with m.If(in_flags == flag_bits - 1):
-                            m.d.sync += in_flags.eq(0)
-                            m.d.comb += end_of_cluster.eq(1)
-                    with m.If(end_of_cluster):
-                        m.d.sync += [section.eq(0), self.cluster.eq(self.cluster + 1)]
-                        with m.If(self.cluster == spec.clusters - 1):
-                            m.d.sync += self.cluster.eq(0)
-                            with m.If(whole_byte):
-                                m.next = "CRC"
-                            with m.Else():
-                                m.next = "PAD"
-                    with m.If(last):  # truncated: no CRC (or less)
-                        m.d.sync += rejected.eq(1)
-                        m.next = "HEADER"
-            with m.State("PAD"):  # zero bits to a whole byte
-                with m.If(take):
-                    m.d.sync += [crc.eq(crc_next), payload_count.eq(payload_count + 1)]
-                    with m.If(whole_byte):
-                        m.next = "CRC"
-                    with m.If(last):
-                        m.d.sync += rejected.eq(1)
-                        m.next = "HEADER"
-            with m.State("CRC"):
-                with m.If(take):
-                    m.d.sync += [received_crc.eq(received_next), count.eq(count + 1)]
-                    with m.If(count == CRC_BITS - 1):
-                        m.d.sync += count.eq(0)
-                        with m.If(
-                            last & (received_next == final_crc) & (header[56:88] == payload_count)
-                        ):
-                            m.d.sync += pending.eq(1)
-                            m.next = "HEADER"
-                        with m.Else():
-                            reject()
-                    with m.Elif(last):
-                        m.d.sync += [rejected.eq(1), count.eq(0)]
-                        m.next = "HEADER"
-            with m.State("DRAIN"):
-                with m.If(take & last):
-                    m.next = "HEADER"
-            # every state but HEADER restarts the CRC for the next stream when it leaves
-        with m.If(take & last):
-            m.d.sync += crc.eq(crc.init)
+                        else:
+                            m.d.sync += section.eq(0)
+                            m.next = "PAYLOAD"
+            if spec.slots:
+                _load_slots(m, spec, cfg, section, in_row, r.in_flags, self.row)
+            with m.If(last):  # truncated
+                m.d.sync += r.rejected.eq(1)
+                m.next = "HEADER"
 
-        with m.If(pending & self.idle):
-            m.d.comb += cfg.commit.eq(1)
-            m.d.sync += [
-                pending.eq(0),
-                loaded.eq(1),
-                generation.eq(generation + 1),
-                active_id.eq(header[120:152]),
-            ]
-        return m
+    def _payload_state(self, m, r, inp) -> None:
+        """State PAYLOAD: each cluster's presence bit, matrix rows and flags, cluster after
+        cluster; then PAD (to a whole byte) or CRC."""
+        spec, cfg = self.spec, self.cfg
+        section, in_row, in_flags = r.section, r.in_row, r.in_flags
+        take, bit, last = inp.take, inp.bit, inp.last
+        flag_bits = spec.cluster_flag_bits
+        with m.If(take):
+            m.d.sync += [r.crc.eq(inp.crc_next), r.payload_count.eq(r.payload_count + 1)]
+            m.d.comb += cfg.bit.eq(bit)
+            end_of_cluster = Signal()
+            with m.If(section == 0):
+                m.d.comb += cfg.present.eq(1)
+                with m.If(bit):
+                    m.d.sync += section.eq(2)
+                with m.Else():
+                    m.d.comb += end_of_cluster.eq(1)
+            with m.Elif(section == 2):
+                m.d.comb += cfg.row_shift.eq(1)
+                m.d.sync += in_row.eq(in_row + 1)
+                with m.If(in_row == spec.columns - 1):
+                    m.d.comb += cfg.matrix_write.eq(1)
+                    m.d.sync += [in_row.eq(0), self.row.eq(self.row + 1)]
+                    with m.If(self.row == spec.matrix_rows - 1):
+                        m.d.sync += [section.eq(3), self.row.eq(0)]
+            with m.Else():
+                m.d.comb += cfg.flag_shift.eq(1)
+                m.d.sync += in_flags.eq(in_flags + 1)
+                with m.If(in_flags == flag_bits - 1):
+                    m.d.sync += in_flags.eq(0)
+                    m.d.comb += end_of_cluster.eq(1)
+            with m.If(end_of_cluster):
+                m.d.sync += [section.eq(0), self.cluster.eq(self.cluster + 1)]
+                with m.If(self.cluster == spec.clusters - 1):
+                    m.d.sync += self.cluster.eq(0)
+                    with m.If(inp.whole_byte):
+                        m.next = "CRC"
+                    with m.Else():
+                        m.next = "PAD"
+            with m.If(last):  # truncated: no CRC (or less)
+                m.d.sync += r.rejected.eq(1)
+                m.next = "HEADER"
+
+    def _crc_state(self, m, r, inp) -> None:
+        """State CRC: the received CRC shifts in; at its last bit (the stream's last) the
+        configuration is pending when the CRC and the payload length agree."""
+        count, take, last = r.count, inp.take, inp.last
+        with m.If(take):
+            m.d.sync += [r.received_crc.eq(inp.received_next), count.eq(count + 1)]
+            with m.If(count == CRC_BITS - 1):
+                m.d.sync += count.eq(0)
+                with m.If(
+                    last
+                    & (inp.received_next == inp.final_crc)
+                    & (r.header[56:88] == r.payload_count)
+                ):
+                    m.d.sync += r.pending.eq(1)
+                    m.next = "HEADER"
+                with m.Else():
+                    self._reject(m, r, last)
+            with m.Elif(last):
+                m.d.sync += [r.rejected.eq(1), count.eq(0)]
+                m.next = "HEADER"
 
 
 class TagDecoder(wiring.Component):

@@ -15,6 +15,7 @@ out while the next document streams in; the formats are described in :mod:`xpfil
 
 from functools import reduce
 from operator import or_
+from types import SimpleNamespace
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
@@ -377,28 +378,45 @@ class SparseReadout(wiring.Component):
         self.spread = sparse_spread(width)
         super().__init__(_ports(width, self.segments, sparse_layout(width)))
 
+    def _pre_width(self, i: int) -> int:
+        """The width of iterator ``i``'s ``pre`` (its node's position among its level's)."""
+        return max(1, (self.fanin.bit_length() - 1) * (len(self.sizes) - 1 - i))
+
     def elaborate(self, platform):
         m = Module()
-        width, f, sizes, spread = self.width, self.fanin, self.sizes, self.spread
-        R = len(sizes)
-        dbits = f.bit_length() - 1
-        id_width = index_width(width)
-        count_width = width.bit_length()
-
         errors = Signal(ErrorFlags)
         active = Signal()
+        masks = self._masks(m)
+        control = self._control(m, masks)
+        queue = self._output_queue(m)
+        its, queues = self._iterators(m, control, queue.room)
+        for i in range(len(self.sizes) - 1):
+            self._fetch(m, i, its[i + 1], masks[i], queues)
+        self._write_side(m, its[0], control, queue, errors, active)
+        beat = self._read_side(m, queue)
+        self._port(m, beat)
+        return m
 
-        # level 0: the shadow (captured flags, zero-padded), in chunks; levels above: summaries
+    def _masks(self, m) -> list:
+        """The nodes' masks, level by level (``masks[n][k]``: node k of level n, ``F`` bits):
+        level 0, the shadow (captured flags, zero-padded), in chunks; levels above: summary
+        registers (level ``n`` from level ``n - 1`` one cycle later)."""
+        f, sizes = self.fanin, self.sizes
         shadow = Signal(sizes[0] * f)  # bits beyond ``width`` stay 0
         _load_shadow(m, self, shadow, 0)
         masks = [[shadow[k * f : (k + 1) * f] for k in range(sizes[0])]]
-        for n in range(1, R):
+        for n in range(1, len(sizes)):
             summary = Signal(sizes[n] * f, name=f"summary_{n}")
             m.d.sync += summary.eq(Cat(*(mask.any() for mask in masks[-1])))
             masks.append([summary[k * f : (k + 1) * f] for k in range(sizes[n])])
-        # The control (``active``, ``doc``, ``count``, the root's load) takes the
-        # capture from a register of its own, ``captured`` (the capture was a cycle ago), so
-        # that the engine's capture decision drives one load here; ``busy`` covers that cycle.
+        return masks
+
+    def _control(self, m, masks) -> SimpleNamespace:
+        """The control (``active``, ``doc``, ``count``, the root's load) takes the capture from
+        a register of its own, ``captured`` (the capture was a cycle ago), so that the engine's
+        capture decision drives one load here; ``busy`` covers that cycle. ``load``: the root
+        loads, R cycles after the capture; ``root``: its mask."""
+        R = len(self.sizes)
         captured = Signal()
         m.d.sync += captured.eq(self.capture)
         # p[k]: the capture was k + 2 cycles ago; the root loads R cycles after it
@@ -406,16 +424,19 @@ class SparseReadout(wiring.Component):
         m.d.sync += p.eq(Cat(captured, p[:-1]))
         load = p[R - 2] if R > 1 else captured
         root = masks[R - 1][0]
+        return SimpleNamespace(captured=captured, load=load, root=root)
 
-        # the iterators, root first
-        def pre_width(i):
-            return max(1, dbits * (R - 1 - i))
-
-        # the output queue (LUT RAM up to SPARSE_QUEUE_LUT_RAM_WORDS words, block RAM above):
-        # words of a header or a whole leaf, written by the root's load and the leaves'
-        # iterator, read a word ahead into the read port's register (a leaf's lowest flag and
-        # whether it is single travel with it, from the iterator's registers, so that the read
-        # side takes a word without logic after the memory)
+    def _output_queue(self, m) -> SimpleNamespace:
+        """The output queue (LUT RAM up to SPARSE_QUEUE_LUT_RAM_WORDS words, block RAM above):
+        words of a header or a whole leaf (``word``), written (``push``, ``new``) by the root's
+        load and the leaves' iterator, read (``reading``) a word ahead into the read port's
+        register (``read_data``; a leaf's lowest flag and whether it is single travel with
+        it, from the iterator's registers, so that the read side takes a word without logic
+        after the memory). ``room``: level < depth - 2 a cycle ago (a register of registers:
+        a word may have been written since), so the leaves' iterator's enables wait neither
+        for a decode of ``level`` nor for this cycle's push; ``filled``: level != 0, a
+        register."""
+        f = self.fanin
         word = data.StructLayout(
             {
                 "header": 1,
@@ -423,19 +444,16 @@ class SparseReadout(wiring.Component):
                 "mask": f,
                 "low": f,
                 "cl": 1,
-                "index": pre_width(0),
+                "index": self._pre_width(0),
                 "errors": ErrorFlags,
             }
         )
-        depth = sparse_queue_depth(width)
+        depth = sparse_queue_depth(self.width)
         push = Signal()
         new = Signal(word)
         wp = Signal(range(depth))
         rp = Signal(range(depth))
         level = Signal(range(depth + 1))  # words written and not yet read
-        # room: level < depth - 2 a cycle ago (a register of registers: a word may have been
-        # written since), so the leaves' iterator's enables wait neither for a decode of
-        # ``level`` nor for this cycle's push
         room = Signal(init=1)
         filled = Signal()  # level != 0, a register
         reading = Signal()
@@ -451,7 +469,25 @@ class SparseReadout(wiring.Component):
             room.eq(level < depth - 2),
             filled.eq(push | (filled & ~(reading & (level == 1)))),
         ]
+        return SimpleNamespace(
+            word=word,
+            push=push,
+            new=new,
+            room=room,
+            filled=filled,
+            reading=reading,
+            read_data=read_data,
+        )
 
+    def _iterators(self, m, control, room):
+        """The iterators, root first in the text, leaves first in the list: per level one
+        node's mask (``cur``, its lowest bit ``low`` one-hot, ``cl``: one bit left, ``cv``:
+        it holds a node, ``pre``: the node's position, ``fin``: the document's last node on
+        its level, ``adv``: it emits this cycle); below the root each loads from its FIFO
+        (``queues[i]``, with ``layout`` and ``credits``, those of the parent). Returns (the
+        iterators, SimpleNamespace(fifo, layout, credits))."""
+        f, spread = self.fanin, self.spread
+        R = len(self.sizes)
         its = []
         for i in range(R):
             it = {
@@ -459,7 +495,7 @@ class SparseReadout(wiring.Component):
                 "low": Signal(f, name=f"low_{i}"),
                 "cv": Signal(name=f"cv_{i}"),
                 "cl": Signal(name=f"cl_{i}"),
-                "pre": Signal(pre_width(i), name=f"pre_{i}"),
+                "pre": Signal(self._pre_width(i), name=f"pre_{i}"),
                 "fin": Signal(name=f"fin_{i}"),
                 "adv": Signal(name=f"adv_{i}"),
             }
@@ -470,7 +506,7 @@ class SparseReadout(wiring.Component):
         for i in range(R - 1):
             depth = R + 1 - i + spread[i]
             queue_layout[i] = data.StructLayout(
-                {"cur": f, "low": f, "cl": 1, "pre": pre_width(i), "fin": 1}
+                {"cur": f, "low": f, "cl": 1, "pre": self._pre_width(i), "fin": 1}
             )
             queues[i] = SyncFIFO(width=queue_layout[i].size, depth=depth)
             m.submodules[f"queue_{i}"] = queues[i]
@@ -494,7 +530,8 @@ class SparseReadout(wiring.Component):
                     it["cl"].eq(_single(rest)),
                 ]
             if i == R - 1:
-                with m.If(load):
+                root = control.root
+                with m.If(control.load):
                     m.d.sync += [
                         it["cur"].eq(root),
                         it["low"].eq(_lowest(root)),
@@ -515,83 +552,90 @@ class SparseReadout(wiring.Component):
                     m.d.sync += [
                         it[k].eq(head_entry[k]) for k in ("cur", "low", "cl", "pre", "fin")
                     ]
+        return its, SimpleNamespace(fifo=queues, layout=queue_layout, credits=credits)
 
-        # the fetch pipelines: iterator i + 1 emits a child of its node; R - 1 - i stages select
-        # the child's mask among level i's nodes, then it enters queue i
-        for i in range(R - 1):
-            parent = its[i + 1]
-            stages = R - 1 - i
-            array = masks[i] + [Const(0, f)] * (sizes[i + 1] * f - sizes[i])
-            valid = parent["adv"]
-            node = Cat(_encode(parent["low"], dbits), parent["pre"])[: dbits * stages]
-            fin = parent["fin"] & parent["cl"]
-            selects = [parent["low"]]
-            if spread[i]:
-                # The copies of ``copy_register``'s forms 1-3 load from the 1st-3rd cycle after
-                # reset on; a fetch comes R >= 4 cycles after a capture at the earliest.
-                copies = -(-sizes[i + 1] // SPARSE_GROUPS_PER_COPY)
-                tree = distribute(m, parent["low"], copies, name=f"select_{i}")
+    def _fetch(self, m, i, parent, level_masks, queues) -> None:
+        """The fetch pipeline of level ``i``: iterator i + 1 (``parent``) emits a child of its
+        node; R - 1 - i stages select the child's mask among level i's nodes
+        (``level_masks``), then it enters queue i."""
+        f, sizes, spread = self.fanin, self.sizes, self.spread
+        R = len(sizes)
+        dbits = f.bit_length() - 1
+        queue_layout, credits = queues.layout, queues.credits
+        queues = queues.fifo
+        stages = R - 1 - i
+        array = level_masks + [Const(0, f)] * (sizes[i + 1] * f - sizes[i])
+        valid = parent["adv"]
+        node = Cat(_encode(parent["low"], dbits), parent["pre"])[: dbits * stages]
+        fin = parent["fin"] & parent["cl"]
+        selects = [parent["low"]]
+        if spread[i]:
+            # The copies of ``copy_register``'s forms 1-3 load from the 1st-3rd cycle after
+            # reset on; a fetch comes R >= 4 cycles after a capture at the earliest.
+            copies = -(-sizes[i + 1] // SPARSE_GROUPS_PER_COPY)
+            tree = distribute(m, parent["low"], copies, name=f"select_{i}")
+            selects = [
+                copy_register(m, tree[c], c % EVENT_FANOUT, name=f"select_{i}_{c}")
+                for c in range(copies)
+            ]
+            for k in range(spread[i]):
+                regs = (
+                    Signal(name=f"spread_{i}_{k}_valid"),
+                    Signal(len(node), name=f"spread_{i}_{k}_node"),
+                    Signal(name=f"spread_{i}_{k}_fin"),
+                )
+                m.d.sync += [r.eq(v) for r, v in zip(regs, (valid, node, fin))]
+                valid, node, fin = regs
+        for s in range(stages):
+            n = -(-len(array) // f)  # groups, each spread evenly over the selects
+            groups = [
+                _select(selects[g * len(selects) // n], array[g * f : (g + 1) * f])
+                for g in range(n)
+            ]
+            reg_array = [Signal(f, name=f"fetch_{i}_{s}_{g}") for g in range(len(groups))]
+            reg_valid = Signal(name=f"fetch_{i}_{s}_valid")
+            reg_node = Signal(len(node), name=f"fetch_{i}_{s}_node")
+            reg_fin = Signal(name=f"fetch_{i}_{s}_fin")
+            m.d.sync += [r.eq(g) for r, g in zip(reg_array, groups)]
+            m.d.sync += [reg_valid.eq(valid), reg_node.eq(node), reg_fin.eq(fin)]
+            if s + 1 < stages:
+                # the next stage's select, decoded here and registered: one copy per
+                # SPARSE_GROUPS_PER_COPY of its groups (at most EVENT_FANOUT, in
+                # copy_register's forms so that synthesis keeps them apart)
+                digit = node[dbits * (s + 1) : dbits * (s + 2)]
+                onehot = Cat(*(digit == j for j in range(f)))
+                groups_next = -(-len(reg_array) // f)
+                copies = min(EVENT_FANOUT, -(-groups_next // SPARSE_GROUPS_PER_COPY))
                 selects = [
-                    copy_register(m, tree[c], c % EVENT_FANOUT, name=f"select_{i}_{c}")
+                    copy_register(m, onehot, c, name=f"fetch_{i}_{s}_select_{c}")
                     for c in range(copies)
                 ]
-                for k in range(spread[i]):
-                    regs = (
-                        Signal(name=f"spread_{i}_{k}_valid"),
-                        Signal(len(node), name=f"spread_{i}_{k}_node"),
-                        Signal(name=f"spread_{i}_{k}_fin"),
-                    )
-                    m.d.sync += [r.eq(v) for r, v in zip(regs, (valid, node, fin))]
-                    valid, node, fin = regs
-            for s in range(stages):
-                n = -(-len(array) // f)  # groups, each spread evenly over the selects
-                groups = [
-                    _select(selects[g * len(selects) // n], array[g * f : (g + 1) * f])
-                    for g in range(n)
-                ]
-                reg_array = [Signal(f, name=f"fetch_{i}_{s}_{g}") for g in range(len(groups))]
-                reg_valid = Signal(name=f"fetch_{i}_{s}_valid")
-                reg_node = Signal(len(node), name=f"fetch_{i}_{s}_node")
-                reg_fin = Signal(name=f"fetch_{i}_{s}_fin")
-                m.d.sync += [r.eq(g) for r, g in zip(reg_array, groups)]
-                m.d.sync += [reg_valid.eq(valid), reg_node.eq(node), reg_fin.eq(fin)]
-                if s + 1 < stages:
-                    # the next stage's select, decoded here and registered: one copy per
-                    # SPARSE_GROUPS_PER_COPY of its groups (at most EVENT_FANOUT, in
-                    # copy_register's forms so that synthesis keeps them apart)
-                    digit = node[dbits * (s + 1) : dbits * (s + 2)]
-                    onehot = Cat(*(digit == j for j in range(f)))
-                    groups_next = -(-len(reg_array) // f)
-                    copies = min(EVENT_FANOUT, -(-groups_next // SPARSE_GROUPS_PER_COPY))
-                    selects = [
-                        copy_register(m, onehot, c, name=f"fetch_{i}_{s}_select_{c}")
-                        for c in range(copies)
-                    ]
-                array, valid, node, fin = reg_array, reg_valid, reg_node, reg_fin
-                if s + 1 < stages:
-                    array = array + [Const(0, f)] * (-(-len(array) // f) * f - len(array))
-            mask = array[0]
-            written = Signal(queue_layout[i], name=f"write_{i}")
-            m.d.comb += [
-                written.cur.eq(mask),
-                written.low.eq(_lowest(mask)),
-                written.cl.eq(_single(mask)),
-                written.pre.eq(node),
-                written.fin.eq(fin),
-                queues[i].w_en.eq(valid),
-                queues[i].w_data.eq(written),
-            ]
-            m.d.sync += credits[i + 1].eq(
-                credits[i + 1] - parent["adv"] + (queues[i].r_en & queues[i].r_rdy)
-            )
+            array, valid, node, fin = reg_array, reg_valid, reg_node, reg_fin
+            if s + 1 < stages:
+                array = array + [Const(0, f)] * (-(-len(array) // f) * f - len(array))
+        mask = array[0]
+        written = Signal(queue_layout[i], name=f"write_{i}")
+        m.d.comb += [
+            written.cur.eq(mask),
+            written.low.eq(_lowest(mask)),
+            written.cl.eq(_single(mask)),
+            written.pre.eq(node),
+            written.fin.eq(fin),
+            queues[i].w_en.eq(valid),
+            queues[i].w_data.eq(written),
+        ]
+        m.d.sync += credits[i + 1].eq(
+            credits[i + 1] - parent["adv"] + (queues[i].r_en & queues[i].r_rdy)
+        )
 
-        # the root's load writes the header, the leaves' iterator a whole leaf; ``busy`` ends
-        # with the document's last word (the flags are free for the next capture), and lasts
-        # while the queue has no room (the next document's header must fit)
-        leaf = its[0]
+    def _write_side(self, m, leaf, control, queue, errors, active) -> None:
+        """The root's load writes the header, the leaves' iterator (``leaf``) a whole leaf;
+        ``busy`` ends with the document's last word (the flags are free for the next capture),
+        and lasts while the queue has no room (the next document's header must fit)."""
+        push, new, load, captured = queue.push, queue.new, control.load, control.captured
         m.d.comb += [push.eq(load | leaf["adv"]), new.errors.eq(errors)]
         with m.If(load):
-            m.d.comb += [new.header.eq(1), new.fin.eq(~root.any())]
+            m.d.comb += [new.header.eq(1), new.fin.eq(~control.root.any())]
         with m.Else():
             m.d.comb += [
                 new.fin.eq(leaf["fin"]),
@@ -606,15 +650,20 @@ class SparseReadout(wiring.Component):
             m.d.sync += active.eq(1)
         with m.If(push & new.fin):  # (with one level, the load comes with ``captured``)
             m.d.sync += active.eq(0)
-        m.d.comb += self.busy.eq(active | captured | ~room)
+        m.d.comb += self.busy.eq(active | captured | ~queue.room)
 
-        # the read side: ``ahead`` (the read port's register holds a word) feeds ``nxt``, a
-        # register loaded from the block RAM without logic (its output, unregistered in the
-        # ECP5 flow, takes ~5.8 ns), which feeds an iterator
-        # over the word's flags, one beat per cycle into the port's 2-entry queue while it has
-        # room; it numbers the documents and keeps their errors and id count
+    def _read_side(self, m, queue) -> SimpleNamespace:
+        """The read side: ``ahead`` (the read port's register holds a word) feeds ``nxt``, a
+        register loaded from the block RAM without logic (its output, unregistered in the ECP5
+        flow, takes ~5.8 ns), which feeds an iterator over the word's flags, one beat per cycle
+        into the port's 2-entry queue while it has room (``room2``); it numbers the documents
+        and keeps their errors and id count. Returns the beat (``beat``, its ``pop`` into the
+        port's queue, ``room2``)."""
+        f = self.fanin
+        dbits = f.bit_length() - 1
+        reading, read_data = queue.reading, queue.read_data
         ahead = Signal()
-        nxt = Signal(word)
+        nxt = Signal(queue.word)
         held = Signal()  # ``nxt`` holds a word
         move = Signal()  # the read port's word goes to ``nxt``
         shown = Signal()
@@ -624,12 +673,12 @@ class SparseReadout(wiring.Component):
             "mask": Signal(f, name="out_mask"),
             "low": Signal(f, name="out_low"),
             "cl": Signal(name="out_cl"),
-            "index": Signal(pre_width(0), name="out_index"),
+            "index": Signal(self._pre_width(0), name="out_index"),
         }
         doc = Signal(DOC_WIDTH)
         started = Signal()
         out_errors = Signal(ErrorFlags)
-        count = Signal(count_width)
+        count = Signal(self.width.bit_length())
         pop = Signal()
         take = Signal()
         ends = o["header"] | o["cl"]  # the word's last beat
@@ -639,7 +688,7 @@ class SparseReadout(wiring.Component):
             pop.eq(shown & room2),
             take.eq(held & (~shown | (pop & ends))),
             move.eq(ahead & (~held | take)),
-            reading.eq(filled & (~ahead | move)),
+            reading.eq(queue.filled & (~ahead | move)),
         ]
         m.d.sync += [ahead.eq(reading | (ahead & ~move)), held.eq(move | (held & ~take))]
         with m.If(move):
@@ -674,26 +723,28 @@ class SparseReadout(wiring.Component):
                     o["cl"].eq(_single(rest)),
                     count.eq(count + 1),
                 ]
-
-        # the iterator's beat goes into a 2-entry queue before the port (as the serial
-        # readout's), so ``out.ready`` reaches only the queue's level, not the read side
         beat = Signal(self.out.payload.shape())
         m.d.comb += [
             beat.header.eq(o["header"]),
             beat.last.eq(o["fin"] & ends),
             beat.doc.eq(doc),
             beat.errors.eq(out_errors),
-            beat.id.eq(Cat(_encode(o["low"], dbits), o["index"])[:id_width]),
+            beat.id.eq(Cat(_encode(o["low"], dbits), o["index"])[: index_width(self.width)]),
             beat.count.eq(count),
         ]
+        return SimpleNamespace(beat=beat, pop=pop, port_pop=port_pop, room2=room2)
+
+    def _port(self, m, read) -> None:
+        """The read side's beat goes into a 2-entry queue before the port (as the serial
+        readout's), so ``out.ready`` reaches only the queue's level, not the read side."""
+        beat, pop, port_pop = read.beat, read.pop, read.port_pop
         head = Signal(beat.shape())
         second = Signal(beat.shape())
         level2 = Signal(range(3))
-        m.d.sync += room2.eq(level2 + pop - port_pop != 2)
+        m.d.sync += read.room2.eq(level2 + pop - port_pop != 2)
         m.d.comb += [
             port_pop.eq((level2 != 0) & self.out.ready),
             self.out.valid.eq(level2 != 0),
             self.out.payload.eq(head),
         ]
         _two_entry_queue(m, level2, head, second, beat, pop, port_pop)
-        return m

@@ -91,14 +91,38 @@ def comparator_slots(
     ``val_start``); ``byte``: the parser's byte; ``lexer``: :meth:`FrontEnd._value_lexer` over
     the attribute values and the text nodes; ``decided``: the cycle after an attribute value's
     closing quote (its decision); ``text``: :meth:`FrontEnd._text_nodes`; ``enter_text``: this
-    byte enters the parser's text state."""
-    S, L = slots, max_tag_len
-    lw = index_width(L)
-    ones = (1 << S) - 1
-    bank = load.bank
+    byte enters the parser's text state.
 
-    # --- loading: a row register, banked LUT-RAMs (names and strings; integer digits,
-    # fraction digits), flags ---
+    In four parts, one function each: the loading (:func:`_slot_tables`), the name and string
+    comparators (:func:`_slot_strings`), the number's digits (:func:`_slot_digits`) and the
+    decisions at the closing quote or a text node's end (:func:`_slot_decisions`)."""
+    tables, field = _slot_tables(m, load, slots, max_tag_len)
+    strings = _slot_strings(
+        m,
+        load,
+        tables,
+        slots,
+        max_tag_len,
+        req=req,
+        ahead=ahead,
+        valid=valid,
+        last=last,
+        byte=byte,
+        registered=registered,
+        member=member,
+        decided=decided,
+        enter_text=enter_text,
+    )
+    digits = _slot_digits(m, load, tables, slots, max_tag_len, ahead, byte, lexer, strings)
+    return _slot_decisions(m, slots, field, req, lexer, text, strings, digits)
+
+
+def _slot_tables(m, load, S: int, L: int):
+    """The slots' loading: a row register, banked LUT-RAMs (names and strings; integer
+    digits, fraction digits), flags. Returns ({key: the table of :func:`_row_ahead`},
+    ``field(slot, at, width=1)``: the bits of a slot's active flags)."""
+    lw = index_width(L)
+    bank = load.bank
     shift = Signal(8 * S)
     shift_next = Cat(shift[1:], load.bit)
     with m.If(load.shift):
@@ -146,8 +170,33 @@ def comparator_slots(
     def field(s, at, width=1):
         return flags[SLOT_FLAG_BITS * s + at : SLOT_FLAG_BITS * s + at + width]
 
-    # --- one comparator per slot for the name and the string: the name's row while a name
-    # streams, the string's from the value's opening quote on ---
+    return tables, field
+
+
+def _slot_strings(
+    m,
+    load,
+    tables,
+    S: int,
+    L: int,
+    *,
+    req,
+    ahead,
+    valid,
+    last,
+    byte,
+    registered,
+    member,
+    decided,
+    enter_text,
+) -> SimpleNamespace:
+    """One comparator per slot for the name and the string: the name's row while a name
+    streams, the string's from the value's opening quote on. Returns the registers the
+    digits and the decisions read (``cur``: the slots on the attribute whose value comes,
+    ``sstill``: the value so far equals the slot's string's start, ``vpos``, ``ends``,
+    ``inside``, ``same``, ``start``, ``fed``)."""
+    ones = (1 << S) - 1
+    bank = load.bank
     apos = Signal(range(L + 2))  # name bytes so far (saturating)
     vpos = Signal(range(L + 2))  # value bytes so far (saturating)
     in_value = Signal()  # a value (not a name) is read
@@ -202,8 +251,26 @@ def comparator_slots(
         m.d.sync += cur.eq(0)
     with m.Elif(ahead.attr_end):
         m.d.sync += cur.eq(astill & ends)
+    return SimpleNamespace(
+        cur=cur,
+        sstill=sstill,
+        vpos=vpos,
+        ends=ends,
+        inside=inside,
+        same=same,
+        start=start,
+        fed=fed,
+    )
 
-    # --- the value (or text node): the string, and the number's digits against each slot's
+
+def _slot_digits(m, load, tables, S: int, L: int, ahead, byte, lexer, strings) -> SimpleNamespace:
+    """The value (or text node): the string's position and match (``strings``' registers),
+    and the number's digits against each slot's: the digit counts (``icount``, ``fcount``)
+    and the first differences (``ilt``, ``igt``, ``flt``, ``fgt``, one bit per slot)."""
+    ones = (1 << S) - 1
+    bank = load.bank
+    start, fed = strings.start, strings.fed
+    vpos, sstill, inside, same = strings.vpos, strings.sstill, strings.inside, strings.same
     icount = Signal(range(DIGIT_ROWS + 1))  # significant integer digits so far (saturating)
     fcount = Signal(range(DIGIT_ROWS + 1))  # fraction digits so far (saturating)
     sig, frac = lexer.sig_digit, lexer.frac_digit
@@ -249,16 +316,23 @@ def comparator_slots(
                 m.d.sync += [ilt[s].eq(dlt[s]), igt[s].eq(dgt[s])]
             with m.If(frac & ~flt[s] & ~fgt[s]):
                 m.d.sync += [flt[s].eq(dlt[s]), fgt[s].eq(dgt[s])]
+    return SimpleNamespace(icount=icount, fcount=fcount, ilt=ilt, igt=igt, flt=flt, fgt=fgt)
 
-    # --- at the closing quote: every slot decided from the outcomes its operator accepts ---
-    # What the decision reads of the position and the digit counts is registered every cycle
-    # (the string's end at the memory row of the position, the counts against the slot's):
-    # a value is decided at least a cycle after its last byte (the cycle after its closing
-    # quote; a text node on the byte after its "<"), so these registers hold the final
-    # value's, and the decision starts from flip-flops, not from the LUT-RAM's read
+
+def _slot_decisions(m, S: int, field, req, lexer, text, strings, digits) -> SimpleNamespace:
+    """At the closing quote (or a text node's end): every slot decided from the outcomes its
+    operator accepts; the result of :func:`comparator_slots`.
+
+    What the decision reads of the position and the digit counts is registered every cycle
+    (the string's end at the memory row of the position, the counts against the slot's): a
+    value is decided at least a cycle after its last byte (the cycle after its closing quote;
+    a text node on the byte after its "<"), so these registers hold the final value's, and
+    the decision starts from flip-flops, not from the LUT-RAM's read."""
+    cur, icount, fcount = strings.cur, digits.icount, digits.fcount
+    ilt, igt, flt, fgt = digits.ilt, digits.igt, digits.flt, digits.fgt
     ended = Signal(S)
-    m.d.sync += ended.eq(ends)
-    equal = sstill & ended
+    m.d.sync += ended.eq(strings.ends)
+    equal = strings.sstill & ended
     amp, valid_number = lexer.amp, lexer.num_valid
     accept = {name: k + 2 for k, name in enumerate(OUTCOMES)}
     bits = []
@@ -319,12 +393,23 @@ def comparator_slots(
         (kinds(is_text, "exists", False) & (amp | text.amb))
         | (kinds(is_text, "number") & lexer.num_undec)
     )
+    return SimpleNamespace(
+        decided=cur & Cat(*bits),
+        undecided=undecided,
+        text_bits=text_bits,
+        text_undecided=text_undecided,
+        chains=_slot_chains(m, S, field, is_text),
+    )
+
+
+def _slot_chains(m, S: int, field, is_text):
+    """``chains(conds, phase)``: each slot's chain bit from the slots' ``conds`` (see
+    :func:`xpfilt.hwspec.slots.chain_bits`): the and (``any``: the or) of the
+    negated-as-linked bits of the slot and the next ones it continues into, at most
+    ``MAX_CHAIN``; the other ``phase``'s comparisons (text at the push, attributes at the pop)
+    read as holding."""
 
     def chains(conds, phase):
-        """Each slot's chain bit from the slots' ``conds`` (see :func:`xpfilt.hwspec.slots.
-        chain_bits`): the and (``any``: the or) of the negated-as-linked bits of the slot and
-        the next ones it continues into, at most ``MAX_CHAIN``; the other ``phase``'s
-        comparisons (text at the push, attributes at the pop) read as holding."""
         force = Signal(S, name=f"slot_force_{phase}")
         m.d.comb += force.eq(is_text if phase == "push" else ~is_text)
         out = []
@@ -339,13 +424,7 @@ def comparator_slots(
             out.append(bit)
         return Cat(*out)
 
-    return SimpleNamespace(
-        decided=cur & Cat(*bits),
-        undecided=undecided,
-        text_bits=text_bits,
-        text_undecided=text_undecided,
-        chains=chains,
-    )
+    return chains
 
 
 def _row_ahead(m, table, *, bank, flip, reset, inc):

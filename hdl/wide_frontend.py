@@ -4,67 +4,78 @@
 Most bytes of a document are text, attribute values and whitespace that only have to be
 scanned; an open or a close tag reaches the stacks every 16-30 bytes. So the parser takes W
 bytes per cycle and its events reach the global stack and the stacks through a queue, one per
-cycle:
+cycle. The stages, in the order a beat meets them (a letter names one stage; each is built by
+the methods of :class:`WideFrontEnd` named beside it):
 
-* D1: the beat (its bytes' nibbles one-hot) and the lanes that hold bytes, registered;
-* D2: every lane's byte classes, registered (one flip-flop per test, as in ``FrontEnd``);
-* T, X1..Xk (k = log2 W), the parallel-prefix parser: each lane's transition function over the
-  parser's control states (state, ``kw``, ``in_subset``: :func:`control_states`), taken from
-  :func:`xpfilt.hdl.frontend.parser_table` (:func:`lane_transitions`), then composed in
-  Brent-Kung's up-sweep, one registered level each: lane i ends up with the function of its
-  block, the lowbit(i + 1) lanes up to it (W - 1 compositions; Sklansky's tree, which gives
-  every lane the function from lane 0, takes k W / 2, the widest of them twice as many);
-* S: the control state before the beat (``s0``, the parser's only loop: one AND-OR per state
-  bit from the beat's composed function) and from it the state after each lane whose block
-  begins at lane 0, registered; S2.. (the down-sweep, :func:`xpfilt.hwspec.contract.down_sweep_stages`
-  of them: k - 1): the state after every other lane from the state before its block, one
-  AND-OR a stage; every lane's start state, registered;
-* O: each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for each case of
-  level 0 and root seen, chosen in P2), registered;
-* N: the lanes' prefixes, registered: their depth steps as one clamped add (v -> min(max(v + A,
-  LO), VMAX - HD), v = level + excess), the name bytes since the last name reset, the hash of
-  the lanes from 0 (the hash is linear: the part of the hash before the beat is added in L);
-* N2: the clamp's bounds on the depth before the beat (below them the result is LO, above
-  them VMAX - HD, else v + A) and on the name position before it, registered, so that the
-  depth and position loops are compares and an add side by side (v is 17 bits wide);
-* L: the depth after the beat (its loop: one add and clamp, from the beat's bounds alone), the
-  name position, hash and "root seen" before each lane and after the beat (their loops: one add
-  and clamp, one XOR matrix per hash power), registered, with the depth before the beat and
-  each lane's bounds;
-* L2 (depth): the depth before each lane (an add and clamp each, off the loop), registered;
-* C and T (beside L3, with value conditions only): :class:`xpfilt.hdl.frontend.AttributeConditions`
-  and :class:`xpfilt.hdl.frontend.TextConditions` (the attribute-name CAM, the value
-  comparators, the text nodes) stepped through the lanes one after the other from registers
-  carried from beat to beat (a loop through the lanes: the price of the conditions, paid only by
-  engines that have them), with each lane's depth from L2; each lane's bits of its start tag so
-  far (its push carries them in its queue entry), its text bits since the event before it (its
-  push or pop carries them; stage F keeps them per open element in registers) and its
-  ``value_undecided`` flags, registered;
-* L2 (CAM): the tag CAM is read: two ROMs in block RAM (one
-  copy per two lanes), addressed by the lane's name position, whether the lane is past the name
-  (no name byte) and its byte's high (low) nibble, each row one bit per tag: the tags with that
-  nibble at that position, or past the name the tags of that length;
-* L3: the CAM rows (the block RAMs' output registers: :class:`xpfilt.hdl.bram.RegisteredROM`,
-  in the DP16KDs themselves when elaborated for the ECP5); each lane's depth flags, registered;
-* L4: each lane's CAM result (its two rows ANDed), registered: the decoders' AND trees start
-  at fabric registers (from the block RAMs' outputs they took 7.5 ns: 3.8 ns to leave the
-  block RAM and reach the fabric, then four LUT levels into ``match0``);
-* M: the shared tag decoders, :func:`tag_decoders` of them (W = 2: 1, 4: 2, 8: 3; a beat holds
-  at most that many tag events, :func:`tag_event_gap` bytes apart): a name's run of lanes (its
-  name bytes, the held lanes after them, the tag event that ends it) is found in stage N from
-  the lanes' requests alone; decoder k ANDs the CAM rows of the run of the beat's k-th tag
-  event (with the name carried into the beat, ``match0``, the only loop) and registers the
-  tags the name may be (at most one, its length checked as a byte); each lane's event and
-  error flags, registered;
-* M2: each decoder's tag id (an OR tree per bit), given to the lanes of its tag event;
+* D1 (``_stage_d1``): the beat (its bytes' nibbles one-hot) and the lanes that hold bytes,
+  registered;
+* D2: every lane's byte classes, registered (one flip-flop per test, as in ``FrontEnd``;
+  :class:`LaneClasses` makes them on first use, for D2 and for the later stages that read a
+  lane's byte again);
+* X1..Xk (k = log2 W; ``_stages_x``, with D2), the parallel-prefix parser: each lane's
+  transition function over the parser's control states (state, ``kw``, ``in_subset``:
+  :func:`control_states`), taken from :func:`xpfilt.hdl.frontend.parser_table`
+  (:func:`lane_transitions`, from the lane's D2 classes), then composed in Brent-Kung's
+  up-sweep, one registered level each: lane i ends up with the function of its block, the
+  lowbit(i + 1) lanes up to it (W - 1 compositions; Sklansky's tree, which gives every lane
+  the function from lane 0, takes k W / 2, the widest of them twice as many);
+* S (``_stages_s``): the control state before the beat (``s0``, the parser's only loop: one
+  AND-OR per state bit from the beat's composed function) and from it the state after each
+  lane whose block begins at lane 0, registered; S2.. (the down-sweep,
+  :func:`xpfilt.hwspec.contract.down_sweep_stages` of them: k - 1): the state after every
+  other lane from the state before its block, one AND-OR a stage; every lane's start state,
+  registered;
+* O (``_stage_o``): each lane's requests (:func:`xpfilt.hdl.frontend.parse_byte`; ``bad`` for
+  each case of level 0 and root seen, chosen in M), registered;
+* N (``_stage_n``, ``_tag_runs``): the lanes' prefixes, registered: their depth steps as one
+  clamped add (v -> min(max(v + A, LO), VMAX - HD), v = level + excess), the name bytes since
+  the last name reset, the hash of the lanes from 0 (the hash is linear: the part of the hash
+  before the beat is added in L); and the runs of lanes of the beat's names, for stage M;
+* N2 (``_stage_n2``): the clamp's bounds on the depth before the beat (below them the result
+  is LO, above them VMAX - HD, else v + A) and on the name position before it, registered, so
+  that the depth and position loops are compares and an add side by side (v is 17 bits wide);
+* L (``_stage_l``): the depth after the beat (its loop: one add and clamp, from the beat's
+  bounds alone), the name position, hash and "root seen" before each lane and after the beat
+  (their loops: one add and clamp, one XOR matrix per hash power), registered, with the depth
+  before the beat and each lane's bounds;
+* L2 (``_stage_l2_depth``, ``_stage_l2``): the depth before each lane (an add and clamp each,
+  off the loop), registered; the tag CAM is read: two ROMs in block RAM (one copy per two
+  lanes), addressed by the lane's name position, whether the lane is past the name (no name
+  byte) and its byte's high (low) nibble, each row one bit per tag: the tags with that nibble
+  at that position, or past the name the tags of that length;
+* L3 (``_stage_l3``): the CAM rows (the block RAMs' output registers:
+  :class:`xpfilt.hdl.bram.RegisteredROM`, in the DP16KDs themselves when elaborated for the
+  ECP5); each lane's depth flags, registered;
+* C and T (beside L3, with value conditions only; ``_attribute_conditions``,
+  ``_text_conditions``, their inputs from ``_condition_taps``):
+  :class:`xpfilt.hdl.conditions.AttributeConditions` (C) and
+  :class:`xpfilt.hdl.conditions.TextConditions` (T: the text nodes) stepped through the
+  lanes one after the other from registers carried from beat to beat (a loop through the
+  lanes: the price of the conditions, paid only by engines that have them), with each lane's
+  depth from L2; each lane's bits of its start tag so far (its push carries them in its queue
+  entry), its text bits since the event before it (its push or pop carries them; stage F
+  keeps them per open element in registers) and its ``value_undecided`` flags, registered;
+* L4 (``_stage_l4``): each lane's CAM result (its two rows ANDed), registered: the decoders'
+  AND trees start at fabric registers (from the block RAMs' outputs they took 7.5 ns: 3.8 ns to
+  leave the block RAM and reach the fabric, then four LUT levels into ``match0``);
+* M (``_stage_m``, ``_lane_events``): the shared tag decoders, :func:`tag_decoders` of them
+  (W = 2: 1, 4: 2, 8: 3; a beat holds at most that many tag events, :func:`tag_event_gap` bytes
+  apart): a name's run of lanes (its name bytes, the held lanes after them, the tag event that
+  ends it) is found in stage N from the lanes' requests alone; decoder k ANDs the CAM rows of
+  the run of the beat's k-th tag event (with the name carried into the beat, ``match0``, the
+  only loop) and registers the tags the name may be (at most one, its length checked as a
+  byte); each lane's event and error flags, registered;
+* M2 (``_stage_m2``): each decoder's tag id (an OR tree per bit), given to the lanes of its
+  tag event;
 * P2: the lanes' events registered (so that the queue's write positions, a sum over the lanes,
   are off the parser's paths), written into the queue in lane order in the next cycle;
-* the queue (:func:`xpfilt.hwspec.contract.queue_depth_for` entries, registers) hands its oldest event
-  to stage E every cycle, except in the cycle after it handed over a document end (the frame
-  captures the match flags then: no push may reach the clusters in that cycle);
-* E: the global stack row of the level before the event is read (a push's parent, the element a
-  pop closes); a push writes its row;
-* F: the end-tag check; the ``events`` register.
+* Q (``_queue``, ``_room``): the queue (:func:`xpfilt.hwspec.contract.queue_depth_for`
+  entries, LUT RAM) hands its oldest event to stage E every cycle, except in the cycle after
+  it handed over a document end (the frame captures the match flags then: no push may reach
+  the clusters in that cycle);
+* E (``_stage_e``): the global stack row of the level before the event is read (a push's
+  parent, the element a pop closes); a push writes its row;
+* F (``_stage_f``, ``_text_rows``): the end-tag check; the ``events`` register.
 
 No loop runs through the lanes (except those of stages C and T), so the clock does not depend on
 W; the beat's registered stages from D2 to P2 are :func:`xpfilt.hwspec.contract.wide_parser_stages`. A
@@ -94,17 +105,15 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.hdl.bram import RegisteredROM
+from xpfilt.hdl.conditions import AttributeConditions, TextConditions, state_registers
 from xpfilt.hdl.frontend import (
-    AttributeConditions,
     ByteTests,
     EventLayout,
     StackEntry,
-    TextConditions,
     hash_power,
     nibble_member,
     parse_byte,
     parser_table,
-    state_registers,
 )
 from xpfilt.hwspec.contract import (
     CDATA_KEYWORD,
@@ -318,6 +327,79 @@ def _ones(t):
     return sum(t[k] for k in range(len(t)))
 
 
+def delayed(m: Module, value, cycles: int, name: str):
+    """``value`` as it was ``cycles`` cycles ago (a chain of registers ``name_0``, ...)."""
+    for k in range(cycles):
+        reg = Signal.like(value, name=f"{name}_{k}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
+class LaneClasses:
+    """Each lane's byte classes, registered from the nibbles of stage D1 in whichever stage
+    asks for them (one flip-flop per test, made on first use, assigned by :meth:`register`
+    once the whole front end has asked)."""
+
+    def __init__(self, m: Module, high: list, low: list):
+        self.m = m
+        self.high = high
+        self.low = low
+        self.classes = []  # (register, value) of every byte class, registered on first use
+
+    def lanes(self, stage: str, delay: int) -> list:
+        """Each lane's byte classes, registered in stage ``stage`` from the nibbles of D1
+        ``delay`` cycles before: a namespace of ``registered(key, value)``, ``eq(byte)``,
+        ``member(members)`` (the unregistered test, for ``registered``) and the parser's
+        :class:`ByteTests` (``tests``)."""
+        m, classes = self.m, self.classes
+        W = len(self.high)
+        nibbles = [
+            (
+                delayed(m, self.high[i], delay, f"{stage}_high{i}"),
+                delayed(m, self.low[i], delay, f"{stage}_low{i}"),
+            )
+            for i in range(W)
+        ]
+        lanes = []
+        for i, (hi, lo) in enumerate(nibbles):
+            made = {}
+
+            def registered(key, value, made=made, i=i):
+                if key not in made:
+                    made[key] = Signal(name=f"{stage}_byte{i}_{key}")
+                    classes.append((made[key], value))
+                return made[key]
+
+            def eq(b, hi=hi, lo=lo, registered=registered):
+                return registered(f"eq_{b:02x}", hi[b >> 4] & lo[b & 15])
+
+            def member(members, hi=hi, lo=lo):
+                return nibble_member(hi, lo, members)
+
+            def test(key, members, registered=registered, member=member):
+                return registered(key, member(members))
+
+            tests = ByteTests(
+                ch=lambda text, eq=eq: eq(ord(text)),
+                eq=eq,
+                ws=test("ws", WHITESPACE),
+                nstart=test("nstart", NAME_START),
+                nchar=test("nchar", NAME_CHAR),
+                upper=test("upper", range(ord("A"), ord("Z") + 1)),
+            )
+            lanes.append(SimpleNamespace(registered=registered, eq=eq, member=member, tests=tests))
+        return lanes
+
+    def tests(self, stage: str, delay: int) -> list:
+        """Each lane's byte classes as a :class:`ByteTests` (see :meth:`lanes`)."""
+        return [lane.tests for lane in self.lanes(stage, delay)]
+
+    def register(self) -> None:
+        """Assign every class asked for to its register."""
+        self.m.d.sync += [bit.eq(value) for bit, value in self.classes]
+
+
 class WideByteLayout(data.StructLayout):
     """A beat of the W-byte stream: ``data`` (W bytes, lane 0 first), ``count`` (the bytes in
     the beat with ``last``, 1..W) and ``last`` (the document's final beat)."""
@@ -399,12 +481,39 @@ class WideFrontEnd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        W = self.width
-        n_tags = len(self.tag_bytes)
-        max_depth, max_name = self.max_depth, self.max_name
         m.d.comb += self.bytes_in.ready.eq(1)
+        d1 = self._stage_d1(m)
+        classes = LaneClasses(m, d1.high, d1.low)
+        up = self._stages_x(m, d1, classes)
+        s = self._stages_s(m, up)
+        o = self._stage_o(m, classes, s, up.levels)
+        n = self._stage_n(m, d1, o, up.levels)
+        runs = self._tag_runs(m, o)
+        n2 = self._stage_n2(m, n)
+        ll = self._stage_l(m, n2)
+        depth = self._stage_l2_depth(m, ll)
+        taps = self._condition_taps(m, classes, o, up.levels)
+        l2 = self._stage_l2(m, ll, n, o)
+        l3 = self._stage_l3(m, l2, depth)
+        lane_conds = self._attribute_conditions(
+            m, taps.lanes, taps.req, l2.valid, l2.last, taps.present
+        )
+        lane_text = self._text_conditions(
+            m, taps.lanes, taps.req, l2.valid, l2.last, taps.present, depth
+        )
+        l4 = self._stage_l4(m, l3, lane_conds, lane_text)
+        mm = self._stage_m(m, o, runs, l4)
+        p2 = self._stage_m2(m, mm)
+        head = self._queue(m, p2)
+        self._room(m, head.occupied, p2.valid)
+        e = self._stage_e(m, head)
+        self._stage_f(m, e)
+        classes.register()
+        return m
 
-        # === stage D1: each lane's byte and its nibbles one-hot; the lanes holding bytes ===
+    def _stage_d1(self, m) -> SimpleNamespace:
+        """Stage D1: each lane's byte and its nibbles one-hot; the lanes holding bytes."""
+        W = self.width
         valid1 = Signal()
         last1 = Signal()
         lanes1 = Signal(W)
@@ -425,78 +534,26 @@ class WideFrontEnd(wiring.Component):
                 high[i].eq(Cat(*(raw[4:] == h for h in range(16)))),
                 low[i].eq(Cat(*(raw[:4] == n for n in range(16)))),
             ]
-        classes = []  # (register, value) of every byte class, registered on first use
+        return SimpleNamespace(valid=valid1, last=last1, lanes=lanes1, byte=c1, high=high, low=low)
 
-        def delayed(value, cycles, name):
-            """``value`` as it was ``cycles`` cycles ago (a chain of registers)."""
-            for k in range(cycles):
-                reg = Signal.like(value, name=f"{name}_{k}")
-                m.d.sync += reg.eq(value)
-                value = reg
-            return value
-
-        def lane_classes(stage, delay):
-            """Each lane's byte classes, registered in stage ``stage`` from the nibbles of D1
-            ``delay`` cycles before (one flip-flop per test, made on first use): a namespace of
-            ``registered(key, value)``, ``eq(byte)``, ``member(members)`` (the unregistered
-            test, for ``registered``) and the parser's :class:`ByteTests` (``tests``)."""
-            nibbles = [
-                (
-                    delayed(high[i], delay, f"{stage}_high{i}"),
-                    delayed(low[i], delay, f"{stage}_low{i}"),
-                )
-                for i in range(W)
-            ]
-            lanes = []
-            for i, (hi, lo) in enumerate(nibbles):
-                made = {}
-
-                def registered(key, value, made=made, i=i):
-                    if key not in made:
-                        made[key] = Signal(name=f"{stage}_byte{i}_{key}")
-                        classes.append((made[key], value))
-                    return made[key]
-
-                def eq(b, hi=hi, lo=lo, registered=registered):
-                    return registered(f"eq_{b:02x}", hi[b >> 4] & lo[b & 15])
-
-                def member(members, hi=hi, lo=lo):
-                    return nibble_member(hi, lo, members)
-
-                def test(key, members, registered=registered, member=member):
-                    return registered(key, member(members))
-
-                tests = ByteTests(
-                    ch=lambda text, eq=eq: eq(ord(text)),
-                    eq=eq,
-                    ws=test("ws", WHITESPACE),
-                    nstart=test("nstart", NAME_START),
-                    nchar=test("nchar", NAME_CHAR),
-                    upper=test("upper", range(ord("A"), ord("Z") + 1)),
-                )
-                lanes.append(
-                    SimpleNamespace(registered=registered, eq=eq, member=member, tests=tests)
-                )
-            return lanes
-
-        def lane_tests(stage, delay):
-            """Each lane's byte classes as a :class:`ByteTests` (see ``lane_classes``)."""
-            return [lane.tests for lane in lane_classes(stage, delay)]
-
-        # === stage D2 (classes) and T + X1..Xk: the parallel-prefix parser ===
+    def _stages_x(self, m, d1, classes) -> SimpleNamespace:
+        """Stages D2 (the lanes' classes) and X1..Xk: the parallel-prefix parser's up-sweep.
+        ``functions[i]`` of the result: the control state after lane i from the one before
+        lane :func:`block_start` (i) (lane i ends a block of lowbit(i + 1) lanes)."""
+        W = self.width
         k_levels = W.bit_length() - 1
-        valids = [valid1]  # D1, D2, X1..Xk
+        valids = [d1.valid]  # D1, D2, X1..Xk
         for stage in ["d2"] + [f"x{level + 1}" for level in range(k_levels)]:
             valids.append(Signal(name=f"{stage}_valid"))
             m.d.sync += valids[-1].eq(valids[-2])
         valid_x = valids[-1]
-        last_x = delayed(last1, 1 + k_levels, "last_x")
-        lanes_x = delayed(lanes1, 1 + k_levels, "lanes_x")
+        last_x = delayed(m, d1.last, 1 + k_levels, "last_x")
+        lanes_x = delayed(m, d1.lanes, 1 + k_levels, "lanes_x")
         states = control_states()
         index = {c: n for n, c in enumerate(states)}
         functions = [
             lane_transitions(m, tests, states, f"t_lane{i}")
-            for i, tests in enumerate(lane_tests("d2", 0))
+            for i, tests in enumerate(classes.tests("d2", 0))
         ]
         for level in range(k_levels):  # Brent-Kung's up-sweep: the blocks of 2 span lanes
             span = 1 << level
@@ -510,24 +567,35 @@ class WideFrontEnd(wiring.Component):
                 wired_function(m, f, f"x{level + 1}_lane{i}", "sync")
                 for i, f in enumerate(functions)
             ]
-        # functions[i]: the control state after lane i from the one before lane
-        # block_start(i) (lane i ends a block of lowbit(i + 1) lanes)
+        return SimpleNamespace(
+            valid=valid_x,
+            last=last_x,
+            lanes=lanes_x,
+            states=states,
+            index=index,
+            functions=functions,
+            levels=k_levels,
+        )
 
-        # === stage S: the control state after each lane of a block from lane 0 (i + 1 a power
-        # of two; the beat's: the only loop, s0); stages S2..: the down-sweep, the state after
-        # each other lane from the one before its block, :func:`down_sweep_stages` of them;
-        # each lane's start state, registered ===
-        s0 = Signal(len(states), init=1 << index[INITIAL])
+    def _stages_s(self, m, up) -> SimpleNamespace:
+        """Stage S: the control state after each lane of a block from lane 0 (i + 1 a power of
+        two; the beat's: the only loop, ``s0``); stages S2..: the down-sweep, the state after
+        each other lane from the one before its block, :func:`down_sweep_stages` of them; each
+        lane's start state (``starts``, W + 1 of them: the last is the state after the beat),
+        registered."""
+        W = self.width
+        states, functions = up.states, up.functions
+        s0 = Signal(len(states), init=1 << up.index[INITIAL])
         after = {-1: s0} | {
             i: apply(s0, f, len(states)) for i, f in enumerate(functions) if block_start(i) == 0
         }
-        with m.If(valid_x):
-            m.d.sync += s0.eq(Mux(last_x, s0.init, after[W - 1]))
-        s_valid, s_last, s_lanes = valid_x, last_x, lanes_x
+        with m.If(up.valid):
+            m.d.sync += s0.eq(Mux(up.last, s0.init, after[W - 1]))
+        s_valid, s_last, s_lanes = up.valid, up.last, up.lanes
         for down in range(down_sweep_stages(W) + 1):
-            after = {i: delayed(a, 1, f"s_{down + 1}_after{i}") for i, a in after.items()}
+            after = {i: delayed(m, a, 1, f"s_{down + 1}_after{i}") for i, a in after.items()}
             s_valid, s_last, s_lanes = (
-                delayed(x, 1, f"s_{down + 1}_{name}")
+                delayed(m, x, 1, f"s_{down + 1}_{name}")
                 for x, name in ((s_valid, "valid"), (s_last, "last"), (s_lanes, "lanes"))
             )
             if len(after) < W + 1:
@@ -541,11 +609,19 @@ class WideFrontEnd(wiring.Component):
                     if i not in after and block_start(i) - 1 in after
                 }
         starts = [after[i - 1] for i in range(W + 1)]
+        return SimpleNamespace(
+            valid=s_valid, last=s_last, lanes=s_lanes, states=states, starts=starts
+        )
 
-        # === stage O: each lane's requests ===
-        o_tests = lane_tests("o", k_levels + 1 + down_sweep_stages(W))
+    def _stage_o(self, m, classes, s, k_levels) -> SimpleNamespace:
+        """Stage O: each lane's requests (``req[i]``: {name: register}), from its start state:
+        the parser's (:data:`BAD_CASES`: ``bad`` for each case of level 0 and root seen) and
+        ``text_after`` (the state after the lane is TEXT)."""
+        W = self.width
+        states, starts = s.states, s.starts
+        o_tests = classes.tests("o", k_levels + 1 + down_sweep_stages(W))
         o_valid, o_last, o_lanes = Signal(), Signal(), Signal(W)
-        m.d.sync += [o_valid.eq(s_valid), o_last.eq(s_last), o_lanes.eq(s_lanes)]
+        m.d.sync += [o_valid.eq(s.valid), o_last.eq(s.last), o_lanes.eq(s.lanes)]
         REQ = (
             ("push_req", "pop_req", "pop_check", "name_byte", "name_hold")
             + (ATTRIBUTE_REQUESTS if self.n_conds else ())
@@ -587,11 +663,19 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += o_req[i]["text_after"].eq(
                 of_states(starts[i + 1], lambda c: c[0] is State.TEXT)
             )
+        return SimpleNamespace(valid=o_valid, last=o_last, lanes=o_lanes, req=o_req)
 
-        # === stage N: the lanes' prefixes of the depth, name position and hash steps ===
+    def _stage_n(self, m, d1, o, k_levels) -> SimpleNamespace:
+        """Stage N: the lanes' prefixes of the depth, name position and hash steps (``prefix[i]``:
+        the registers of lanes 0..i), registered."""
+        W = self.width
+        o_req = o.req
         n_valid, n_last = Signal(), Signal()
-        m.d.sync += [n_valid.eq(o_valid), n_last.eq(o_last)]
-        byte = [delayed(c1[i], k_levels + 3 + down_sweep_stages(W), f"n_byte{i}") for i in range(W)]
+        m.d.sync += [n_valid.eq(o.valid), n_last.eq(o.last)]
+        byte = [
+            delayed(m, d1.byte[i], k_levels + 3 + down_sweep_stages(W), f"n_byte{i}")
+            for i in range(W)
+        ]
         push = [r["push_req"] for r in o_req]
         pop = [r["pop_req"] for r in o_req]
         nb = [r["name_byte"] for r in o_req]
@@ -650,10 +734,20 @@ class WideFrontEnd(wiring.Component):
                 regs_i["stuff"].eq(stuff),
             ]
             prefix.append(regs_i)
-        # the shared tag decoders (stage M) and their lanes: a run of name bytes and held lanes
-        # closes at the first lane that does neither (a name restart); the run of a lane j
-        # goes to decoder k if it closes at a tag event, the k-th of the beat, else to none
-        # (or, if it does not close in the beat, to the name carried into the next beat)
+        return SimpleNamespace(valid=n_valid, last=n_last, byte=byte, prefix=prefix)
+
+    def _tag_runs(self, m, o) -> SimpleNamespace:
+        """Stage N, for the shared tag decoders (stage M) and their lanes: a run of name bytes
+        and held lanes closes at the first lane that does neither (a name restart); the run of
+        a lane j goes to decoder k if it closes at a tag event, the k-th of the beat, else to
+        none (or, if it does not close in the beat, to the name carried into the next beat).
+        Registered: ``first`` (the run before the beat goes to decoder 0), ``runs[k]`` (the
+        lanes of decoder k), ``tsel[i]`` (the decoder of lane i's event), ``open`` (the lanes
+        whose run is carried into the next beat)."""
+        W = self.width
+        o_req = o.req
+        nb = [r["name_byte"] for r in o_req]
+        hold = [r["name_hold"] for r in o_req]
         K = tag_decoders(W)
         restart = [~(nb[j] | hold[j]) for j in range(W)]
         tag_ev = [restart[j] & Cat(*(o_req[j][r] for r in TAG_REQUESTS)).any() for j in range(W)]
@@ -675,16 +769,20 @@ class WideFrontEnd(wiring.Component):
             )
         for i in range(W):
             m.d.sync += n_tsel[i].eq(Cat(*(tag_ev[i] & (sum(tag_ev[:i]) == k) for k in range(K))))
+        return SimpleNamespace(first=n_first, runs=n_runs, tsel=n_tsel, open=n_open)
 
-        # === stage N2: each lane's bounds on the depth before the beat (no loop) ===
+    def _limits(self) -> tuple:
+        """The largest level + excess (``v_max``) and name position (``p_max``)."""
+        return self.max_depth + (1 << EXCESS_WIDTH) - 1, self.max_name + 1
+
+    def _stage_n2(self, m, n) -> SimpleNamespace:
+        """Stage N2: each lane's bounds on the depth before the beat (no loop), registered."""
+        W = self.width
         n2_valid, n2_last = Signal(), Signal()
-        m.d.sync += [n2_valid.eq(n_valid), n2_last.eq(n_last)]
-        ex_max = (1 << EXCESS_WIDTH) - 1
-        v_max = max_depth + ex_max
-        p_max = max_name + 1
-        max_len = max((len(t) for t in self.tag_bytes), default=0)
+        m.d.sync += [n2_valid.eq(n.valid), n2_last.eq(n.last)]
+        v_max, p_max = self._limits()
         bounds = []
-        for i, p in enumerate(prefix):
+        for i, p in enumerate(n.prefix):
             # v -> min(max(v + A, LO), TOP) is LO for v < below, TOP for v > above, else v + A
             b = {
                 "A": Signal(range(-W, W + 1), name=f"n2_{i + 1}_A"),
@@ -718,13 +816,18 @@ class WideFrontEnd(wiring.Component):
                 b["stuff"].eq(p["stuff"]),
             ]
             bounds.append(b)
+        return SimpleNamespace(valid=n2_valid, last=n2_last, bounds=bounds)
 
-        # === stage L: the depth after the beat (loop v0, through the beat's bounds alone), the
-        # name position, hash and root seen before each lane and after the beat (loops pos0,
-        # h0, root0), registered; the depth before the beat and the lanes' bounds registered
-        # for stage L2 (so that v0 drives one clamp, not one per lane) ===
+    def _stage_l(self, m, n2) -> SimpleNamespace:
+        """Stage L: the depth after the beat (loop ``v0``, through the beat's bounds alone), the
+        name position, hash and root seen before each lane and after the beat (loops ``pos0``,
+        ``h0``, ``root0``), registered; the depth before the beat and the lanes' bounds
+        registered for stage L2 (so that ``v0`` drives one clamp, not one per lane)."""
+        W = self.width
+        bounds = n2.bounds
         l_valid, l_last = Signal(), Signal()
-        m.d.sync += [l_valid.eq(n2_valid), l_last.eq(n2_last)]
+        m.d.sync += [l_valid.eq(n2.valid), l_last.eq(n2.last)]
+        v_max, p_max = self._limits()
         v0 = Signal(range(v_max + 1))
         pos0 = Signal(range(p_max + 1))
         h0 = Signal(HASH_WIDTH, init=HASH_INIT)
@@ -751,8 +854,8 @@ class WideFrontEnd(wiring.Component):
             h.append(hi)
             root.append(root0 | b["any_push"])
         v_after = clamp(v0, bounds[W - 1], f"l{W}_v")
-        with m.If(n2_valid):
-            with m.If(n2_last):
+        with m.If(n2.valid):
+            with m.If(n2.last):
                 m.d.sync += [v0.eq(0), pos0.eq(0), h0.eq(h0.init), root0.eq(0)]
             with m.Else():
                 m.d.sync += [v0.eq(v_after), pos0.eq(pos[W]), h0.eq(h[W]), root0.eq(root[W])]
@@ -765,7 +868,7 @@ class WideFrontEnd(wiring.Component):
         # at 136.0 MHz, RTL 3b2cecfbb507)
         l_clamps = [
             {
-                k: delayed(wire(m, value, f"l_{i + 1}_{k}_in"), 1, f"l_{i + 1}_{k}")
+                k: delayed(m, wire(m, value, f"l_{i + 1}_{k}_in"), 1, f"l_{i + 1}_{k}")
                 for k, value in (
                     ("low", v0 < b["below"]),
                     ("high", v0 > b["above"]),
@@ -784,12 +887,26 @@ class WideFrontEnd(wiring.Component):
             for regs, values in ((l_pos, pos), (l_hash, h), (l_root, root))
             for reg, value in zip(regs, values)
         ]
+        return SimpleNamespace(
+            valid=l_valid,
+            last=l_last,
+            v0=l_v0,
+            vW=l_vW,
+            clamps=l_clamps,
+            pos=l_pos,
+            hash=l_hash,
+            root=l_root,
+        )
 
-        # === stage L2 (depth): the depth before each lane, from the depth before the beat ===
-        l2_v = (
-            [delayed(l_v0, 1, "l2_v0")]
+    def _stage_l2_depth(self, m, ll) -> list:
+        """Stage L2, the depth part: level + excess before each lane (and after the beat, W + 1
+        of them), from the depth before the beat, registered."""
+        W = self.width
+        return (
+            [delayed(m, ll.v0, 1, "l2_v0")]
             + [
                 delayed(
+                    m,
                     wire(
                         m,
                         Mux(c["low"], c["LO"], Mux(c["high"], c["TOP"], c["sum"])),
@@ -798,37 +915,47 @@ class WideFrontEnd(wiring.Component):
                     1,
                     f"l2_v{i + 1}",
                 )
-                for i, c in enumerate(l_clamps)
+                for i, c in enumerate(ll.clamps)
             ]
-            + [delayed(l_vW, 1, f"l2_v{W}")]
+            + [delayed(m, ll.vW, 1, f"l2_v{W}")]
         )
 
-        # === stages C and T (beside L3): the attribute and the text conditions, lane after
-        # lane (loops: their states), with each lane's requests and byte classes of stage L2
-        # and its depth: each lane's condition bits of its start tag so far, its text bits
-        # since the event before it, and its undecided flags ===
+    def _condition_taps(self, m, classes, o, k_levels) -> SimpleNamespace:
+        """The inputs of stages C and T (beside L3), with conditions only: each lane's byte
+        classes (``lanes``) and requests (``req``) of stage L2, and the lanes holding bytes
+        (``present``); all None without conditions."""
+        W = self.width
         if self.n_conds:
-            c_lanes = lane_classes("c", k_levels + 6 + down_sweep_stages(W))
+            c_lanes = classes.lanes("c", k_levels + 6 + down_sweep_stages(W))
             c_req = [
-                {name: delayed(sig, 4, f"c_lane{i}_{name}") for name, sig in r.items()}
-                for i, r in enumerate(o_req)
+                {name: delayed(m, sig, 4, f"c_lane{i}_{name}") for name, sig in r.items()}
+                for i, r in enumerate(o.req)
             ]
-            c_present = delayed(o_lanes, 4, "c_lanes")
+            c_present = delayed(m, o.lanes, 4, "c_lanes")
         else:
             c_lanes = c_req = c_present = None
-        # === stage L2: the CAM read ===
+        return SimpleNamespace(lanes=c_lanes, req=c_req, present=c_present)
+
+    def _stage_l2(self, m, ll, n, o) -> SimpleNamespace:
+        """Stage L2, the tag CAM's read and each lane's name flags (``lane[i]``: ``root``,
+        ``root_after``, ``long``, ``hash``), registered. The CAM is two ROMs (block RAM), row
+        (name position q, name ended e, nibble x): for every tag, whether its byte at q has
+        that high (low) nibble (e = 0), or whether it is q bytes long (e = 1: a lane that is no
+        name byte reads the length row of its position, so the decoders check a name's length
+        as one more byte); positions from max_len + 1 match none (one copy for every two lanes:
+        a block RAM has two read ports). ``cam_read``: the ROMs' read ports, high nibble
+        first, one per lane."""
+        W = self.width
+        n_tags = len(self.tag_bytes)
+        max_len = max((len(t) for t in self.tag_bytes), default=0)
         l2_valid, l2_last = Signal(), Signal()
-        m.d.sync += [l2_valid.eq(l_valid), l2_last.eq(l_last)]
-        cam_byte = [delayed(byte[i], 3, f"l_byte{i}") for i in range(W)]
+        m.d.sync += [l2_valid.eq(ll.valid), l2_last.eq(ll.last)]
+        cam_byte = [delayed(m, n.byte[i], 3, f"l_byte{i}") for i in range(W)]
         cam_read = []
         if n_tags:
-            # the CAM as two ROMs (block RAM), row (name position q, name ended e, nibble x):
-            # for every tag, whether its byte at q has that high (low) nibble (e = 0), or
-            # whether it is q bytes long (e = 1: a lane that is no name byte reads the length
-            # row of its position, so the decoders check a name's length as one more byte);
-            # positions from max_len + 1 match none (one copy for every two lanes: a block
-            # RAM has two read ports)
-            ended = [~delayed(o_req[i]["name_byte"], 3, f"l_lane{i}_name_byte") for i in range(W)]
+            ended = [
+                ~delayed(m, o.req[i]["name_byte"], 3, f"l_lane{i}_name_byte") for i in range(W)
+            ]
             for shift in (4, 0):
                 rows = [
                     sum(
@@ -847,7 +974,7 @@ class WideFrontEnd(wiring.Component):
                     )
                     ports += list(rom.read)
                 for i, port in enumerate(ports):
-                    at = Mux(l_pos[i] > max_len + 1, max_len + 1, l_pos[i])
+                    at = Mux(ll.pos[i] > max_len + 1, max_len + 1, ll.pos[i])
                     m.d.comb += port.addr.eq(Cat(cam_byte[i][shift : shift + 4], ended[i], at))
                 cam_read.append(ports)
         lane = []
@@ -859,23 +986,28 @@ class WideFrontEnd(wiring.Component):
                 "hash": Signal(HASH_WIDTH, name=f"l2_lane{i}_hash"),
             }
             m.d.sync += [
-                regs_i["root"].eq(l_root[i]),
-                regs_i["root_after"].eq(l_root[i + 1]),
-                regs_i["long"].eq(l_pos[i] >= max_name),
-                regs_i["hash"].eq(l_hash[i]),
+                regs_i["root"].eq(ll.root[i]),
+                regs_i["root_after"].eq(ll.root[i + 1]),
+                regs_i["long"].eq(ll.pos[i] >= self.max_name),
+                regs_i["hash"].eq(ll.hash[i]),
             ]
             lane.append(regs_i)
+        return SimpleNamespace(valid=l2_valid, last=l2_last, cam_read=cam_read, lane=lane)
 
-        # === stage L3: each lane's two CAM rows (the ROMs' output registers, in the block
-        # RAMs on the ECP5: hdl/bram.py) and depth flags; the rest one cycle on ===
+    def _stage_l3(self, m, l2, depth) -> SimpleNamespace:
+        """Stage L3: each lane's two CAM rows (the ROMs' output registers, in the block RAMs on
+        the ECP5: hdl/bram.py), ANDed (``ok``), and its depth flags; the rest one cycle on."""
+        max_depth = self.max_depth
+        n_tags = len(self.tag_bytes)
+        lane = l2.lane
         l3_valid, l3_last = Signal(), Signal()
-        m.d.sync += [l3_valid.eq(l2_valid), l3_last.eq(l2_last)]
+        m.d.sync += [l3_valid.eq(l2.valid), l3_last.eq(l2.last)]
         for i, regs_i in enumerate(lane):
             for key, reg in list(regs_i.items()):
-                regs_i[key] = delayed(reg, 1, f"l3_lane{i}_{key}")
-            rows = [read[i].data for read in cam_read]
+                regs_i[key] = delayed(m, reg, 1, f"l3_lane{i}_{key}")
+            rows = [read[i].data for read in l2.cam_read]
             regs_i["ok"] = rows[0] & rows[1] if n_tags else Const(0, 1)
-            vi = l2_v[i]
+            vi = depth[i]
             level = Signal(range(max_depth + 1), name=f"l3_lane{i}_level")
             m.d.sync += level.eq(Mux(vi > max_depth, max_depth, vi))
             regs_i["level"] = level
@@ -883,40 +1015,48 @@ class WideFrontEnd(wiring.Component):
                 "at_max": vi >= max_depth,
                 "ex_zero": vi <= max_depth,
                 "v_zero": vi == 0,
-                "nonzero_after": l2_v[i + 1] != 0,
+                "nonzero_after": depth[i + 1] != 0,
             }
             for key, value in flags.items():
-                regs_i[key] = delayed(value, 1, f"l3_lane{i}_{key}")
-        lane_conds = self._attribute_conditions(m, c_lanes, c_req, l2_valid, l2_last, c_present)
-        lane_text = self._text_conditions(m, c_lanes, c_req, l2_valid, l2_last, c_present, l2_v)
+                regs_i[key] = delayed(m, value, 1, f"l3_lane{i}_{key}")
+        return SimpleNamespace(valid=l3_valid, last=l3_last, lane=lane)
 
-        # === stage L4: each lane's CAM result (its two rows ANDed), registered, so that the
-        # decoders' AND trees start at fabric registers, not at the block RAMs; the rest and
-        # the conditions' bits one cycle on ===
+    def _stage_l4(self, m, l3, lane_conds, lane_text) -> SimpleNamespace:
+        """Stage L4: each lane's CAM result, registered, so that the decoders' AND trees start
+        at fabric registers, not at the block RAMs; the rest and the bits of stages C and T
+        (``conds``, ``text``: per lane, (bits, undecided)) one cycle on."""
         l4_valid, l4_last = Signal(), Signal()
-        m.d.sync += [l4_valid.eq(l3_valid), l4_last.eq(l3_last)]
+        m.d.sync += [l4_valid.eq(l3.valid), l4_last.eq(l3.last)]
         lane = [
-            {key: delayed(reg, 1, f"l4_lane{i}_{key}") for key, reg in regs_i.items()}
-            for i, regs_i in enumerate(lane)
+            {key: delayed(m, reg, 1, f"l4_lane{i}_{key}") for key, reg in regs_i.items()}
+            for i, regs_i in enumerate(l3.lane)
         ]
         m_conds, m_text = (
             [
-                (delayed(bits, 1, f"l4_{kind}{i}"), delayed(undec, 1, f"l4_{kind}{i}_undec"))
+                (delayed(m, bits, 1, f"l4_{kind}{i}"), delayed(m, undec, 1, f"l4_{kind}{i}_undec"))
                 for i, (bits, undec) in enumerate(lanes)
             ]
             for kind, lanes in (("conds", lane_conds), ("text", lane_text))
         )
+        return SimpleNamespace(valid=l4_valid, last=l4_last, lane=lane, conds=m_conds, text=m_text)
 
-        # === stage M: the shared tag decoders (loop: match0), each lane's event and errors ===
-        m_lanes = delayed(o_lanes, 6, "m_lanes")
+    def _stage_m(self, m, o, runs, l4) -> SimpleNamespace:
+        """Stage M: the shared tag decoders (``dec[k]``: the tags decoder k's name may be;
+        loop: ``match0``, the name carried into the beat) and each lane's event without its
+        tag (:meth:`_lane_events`), registered (``m2_*``, with each lane's decoder)."""
+        W = self.width
+        K = tag_decoders(W)
+        n_tags = len(self.tag_bytes)
+        lane = l4.lane
+        m_lanes = delayed(m, o.lanes, 6, "m_lanes")
         m_req = [
-            {name: delayed(sig, 6, f"m_lane{i}_{name}") for name, sig in r.items()}
-            for i, r in enumerate(o_req)
+            {name: delayed(m, sig, 6, f"m_lane{i}_{name}") for name, sig in r.items()}
+            for i, r in enumerate(o.req)
         ]
-        m_first = delayed(n_first, 5, "m_first")
-        m_runs = [delayed(run, 5, f"m_dec{k}_lanes") for k, run in enumerate(n_runs)]
-        m_open = delayed(n_open, 5, "m_open")
-        m_tsel = [delayed(sel, 5, f"m_lane{i}_dec") for i, sel in enumerate(n_tsel)]
+        m_first = delayed(m, runs.first, 5, "m_first")
+        m_runs = [delayed(m, run, 5, f"m_dec{k}_lanes") for k, run in enumerate(runs.runs)]
+        m_open = delayed(m, runs.open, 5, "m_open")
+        m_tsel = [delayed(m, sel, 5, f"m_lane{i}_dec") for i, sel in enumerate(runs.tsel)]
         everything = (1 << max(1, n_tags)) - 1
         match0 = Signal(max(1, n_tags), init=everything)  # the name carried into the beat
         # decoder k: the tags its name may be, the CAM rows (the name's bytes, then its length)
@@ -924,9 +1064,9 @@ class WideFrontEnd(wiring.Component):
         # of decoder k has k tag events before it, so it is at least (k - 1) gap + 1
         dec = [Signal(max(1, n_tags), name=f"dec{k}_tags") for k in range(K)]
         if n_tags:
-            for k, runs in enumerate(m_runs):
+            for k, lanes in enumerate(m_runs):
                 lowest = max(0, (k - 1) * tag_event_gap() + 1)
-                terms = [Mux(runs[j], lane[j]["ok"], everything) for j in range(lowest, W)]
+                terms = [Mux(lanes[j], lane[j]["ok"], everything) for j in range(lowest, W)]
                 if k == 0:
                     terms.append(Mux(m_first, match0, everything))
                 m.d.sync += dec[k].eq(reduce(lambda x, y: x & y, terms))
@@ -937,9 +1077,44 @@ class WideFrontEnd(wiring.Component):
         else:
             carried = match0.init
         sticky = Signal(ErrorFlags)  # errors of the document's earlier beats
-        entry_layout = QueueEntry(
-            tag_width=self.tag_width, max_depth=max_depth, n_conds=self.n_conds
+        events = self._lane_events(m, m_req, m_lanes, l4)
+        doc_errors = Signal(ErrorFlags)
+        m.d.comb += doc_errors.eq(
+            sticky.as_value() | events.found | Cat(*(e & u for e, u in events.ends)).any()
         )
+        with m.If(l4.valid):
+            with m.If(l4.last):
+                m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
+            with m.Else():
+                m.d.sync += [
+                    match0.eq(Mux(m_open[0], match0 & carried, carried)),
+                    sticky.eq(sticky.as_value() | events.found),
+                ]
+        records, has = events.records, events.has
+        m2_valid = Signal()
+        m2_has = Signal(W)
+        m2_records = [Signal(self._entry_layout(), name=f"m2_event{i}") for i in range(W)]
+        m2_offset = [Signal(range(W), name=f"m2_offset{i}") for i in range(W)]
+        m.d.sync += [m2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
+        m.d.sync += [m2_valid.eq(l4.valid), m2_has.eq(Mux(l4.valid, Cat(*has), 0))]
+        for i in range(W):
+            m.d.sync += m2_records[i].eq(records[i])
+            m.d.sync += m2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
+        m2_tsel = [delayed(m, sel, 1, f"m2_lane{i}_dec") for i, sel in enumerate(m_tsel)]
+        return SimpleNamespace(
+            valid=m2_valid, has=m2_has, records=m2_records, offset=m2_offset, tsel=m2_tsel, dec=dec
+        )
+
+    def _entry_layout(self) -> QueueEntry:
+        return QueueEntry(tag_width=self.tag_width, max_depth=self.max_depth, n_conds=self.n_conds)
+
+    def _lane_events(self, m, m_req, m_lanes, l4) -> SimpleNamespace:
+        """Stage M, per lane: its event as a queue entry without its tag (``records[i]``), that
+        it has one (``has[i]``), the errors of the beat (``found``) and per lane (the document
+        ends in it, the document is left unfinished) (``ends``)."""
+        W = self.width
+        lane, m_conds, m_text = l4.lane, l4.conds, l4.text
+        entry_layout = self._entry_layout()
         records, has, founds, ends = [], [], [], []
         for i in range(W):
             r, li = m_req[i], lane[i]
@@ -962,7 +1137,7 @@ class WideFrontEnd(wiring.Component):
                 m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1])
             here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")  # the document's final byte
-            m.d.comb += end.eq(here & l4_last & (~m_lanes[i + 1] if i + 1 < W else 1))
+            m.d.comb += end.eq(here & l4.last & (~m_lanes[i + 1] if i + 1 < W else 1))
             unfinished = ~r["text_after"] | li["nonzero_after"] | ~li["root_after"]
             rec = Signal(entry_layout, name=f"lane{i}_event")  # its tag: in stage M2
             m.d.comb += [
@@ -985,31 +1160,13 @@ class WideFrontEnd(wiring.Component):
             founds.append(Mux(here, found.as_value(), 0))
             ends.append((end, unfinished))
         found_all = reduce(lambda a, b: a | b, founds)
-        doc_errors = Signal(ErrorFlags)
-        m.d.comb += doc_errors.eq(
-            sticky.as_value() | found_all | Cat(*(e & u for e, u in ends)).any()
-        )
-        with m.If(l4_valid):
-            with m.If(l4_last):
-                m.d.sync += [match0.eq(match0.init), sticky.eq(0)]
-            with m.Else():
-                m.d.sync += [
-                    match0.eq(Mux(m_open[0], match0 & carried, carried)),
-                    sticky.eq(sticky.as_value() | found_all),
-                ]
-        m2_valid = Signal()
-        m2_has = Signal(W)
-        m2_records = [Signal(entry_layout, name=f"m2_event{i}") for i in range(W)]
-        m2_offset = [Signal(range(W), name=f"m2_offset{i}") for i in range(W)]
-        m.d.sync += [m2_offset[i].eq(sum(has[:i])) for i in range(1, W)]
-        m.d.sync += [m2_valid.eq(l4_valid), m2_has.eq(Mux(l4_valid, Cat(*has), 0))]
-        for i in range(W):
-            m.d.sync += m2_records[i].eq(records[i])
-            m.d.sync += m2_records[i].errors.eq(Mux(records[i].last, doc_errors, 0))
-        m2_tsel = [delayed(sel, 1, f"m2_lane{i}_dec") for i, sel in enumerate(m_tsel)]
+        return SimpleNamespace(records=records, has=has, found=found_all, ends=ends)
 
-        # === stage M2: each decoder's tag id (a name is at most one tag), each tag event's
-        # from its decoder; stage P2: the lanes' events, registered ===
+    def _stage_m2(self, m, mm) -> SimpleNamespace:
+        """Stage M2: each decoder's tag id (a name is at most one tag), each tag event's from
+        its decoder; the lanes' events registered for stage P2 (``p2_*``)."""
+        W = self.width
+        n_tags = len(self.tag_bytes)
         ids = [
             Cat(
                 *(
@@ -1019,24 +1176,30 @@ class WideFrontEnd(wiring.Component):
             )
             if n_tags
             else Const(0, self.tag_width)
-            for tags in dec
+            for tags in mm.dec
         ]
         p2_valid = Signal()
         p2_has = Signal(W)
-        p2_records = [Signal(entry_layout, name=f"p2_event{i}") for i in range(W)]
+        p2_records = [Signal(self._entry_layout(), name=f"p2_event{i}") for i in range(W)]
         p2_offset = [Signal(range(W), name=f"p2_offset{i}") for i in range(W)]
-        m.d.sync += [p2_offset[i].eq(m2_offset[i]) for i in range(1, W)]
-        m.d.sync += [p2_valid.eq(m2_valid), p2_has.eq(m2_has)]
+        m.d.sync += [p2_offset[i].eq(mm.offset[i]) for i in range(1, W)]
+        m.d.sync += [p2_valid.eq(mm.valid), p2_has.eq(mm.has)]
         for i in range(W):
-            m.d.sync += p2_records[i].eq(m2_records[i])
+            m.d.sync += p2_records[i].eq(mm.records[i])
             m.d.sync += p2_records[i].tag.eq(
                 reduce(
                     lambda x, y: x | y,
-                    [Mux(m2_tsel[i][k], tag_id, 0) for k, tag_id in enumerate(ids)],
+                    [Mux(mm.tsel[i][k], tag_id, 0) for k, tag_id in enumerate(ids)],
                 )
             )
+        return SimpleNamespace(valid=p2_valid, has=p2_has, records=p2_records, offset=p2_offset)
 
-        # === the event queue: W banks (LUT RAM), position p in bank p mod W, row p // W ===
+    def _queue(self, m, p2) -> SimpleNamespace:
+        """Stage P2 writes its events into the event queue in lane order: W banks (LUT RAM),
+        position p in bank p mod W, row p // W. The oldest entry (``entry``) goes on when
+        ``take`` (not in the cycle after a document end); ``occupied``: the entries queued."""
+        W = self.width
+        entry_layout = self._entry_layout()
         Q = self.queue_depth
         rows = Q // W
         head_bank = Signal(range(W))
@@ -1058,13 +1221,13 @@ class WideFrontEnd(wiring.Component):
                     Mux(b < tail_bank, Mux(tail_row == rows - 1, 0, tail_row + 1), tail_row)
                 ),
             ]
-            chosen = [p2_has[i] & (p2_offset[i] == k) for i in range(W)]
+            chosen = [p2.has[i] & (p2.offset[i] == k) for i in range(W)]
             m.d.comb += [
                 write.en.eq(Cat(*chosen).any()),
                 write.data.eq(
                     reduce(
                         lambda x, y: x | y,
-                        [Mux(c, p2_records[i].as_value(), 0) for i, c in enumerate(chosen)],
+                        [Mux(c, p2.records[i].as_value(), 0) for i, c in enumerate(chosen)],
                     )
                 ),
             ]
@@ -1074,7 +1237,7 @@ class WideFrontEnd(wiring.Component):
                 with m.Case(b):
                     m.d.comb += head_entry.eq(reads[b])
         added = Signal(range(W + 1))
-        m.d.comb += added.eq(sum(p2_has[i] for i in range(W)))
+        m.d.comb += added.eq(sum(p2.has[i] for i in range(W)))
         take = Signal()
         m.d.comb += take.eq((occupied != 0) & ~after_end)
         new_tail = Signal(range(2 * W))
@@ -1091,15 +1254,19 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += head_bank.eq(head_bank + 1)
             with m.If(head_bank == W - 1):
                 m.d.sync += head_row.eq(Mux(head_row == rows - 1, 0, head_row + 1))
-        # room: occupied + W (the beats in D1..P2 + the one on bytes_in + 1) <= Q, from two
-        # flags registered a cycle ahead with the load of the cycle before (the queued events
-        # and W for each beat in D1..P2 or on bytes_in), an upper bound on the load they are
-        # used in (a beat's events only move from the stages into the queue, at most W of
-        # them, and ``take`` only lowers it), so that neither ``take`` nor the events added
-        # lie on the way from ``occupied`` to ``ready``; the load without the beat on
-        # bytes_in, compared with the bounds for both cases, so that ``bytes_in.valid`` only
-        # chooses between compares (it came through the add: 8.1 ns, critical, RTL
-        # 72269ec8cb4d)
+        return SimpleNamespace(entry=head_entry, take=take, occupied=occupied)
+
+    def _room(self, m, occupied, p2_valid) -> None:
+        """``room``: occupied + W (the beats in D1..P2 + the one on bytes_in + 1) <= Q, from
+        two flags registered a cycle ahead with the load of the cycle before (the queued
+        events and W for each beat in D1..P2 or on bytes_in), an upper bound on the load they
+        are used in (a beat's events only move from the stages into the queue, at most W of
+        them, and ``take`` only lowers it), so that neither ``take`` nor the events added lie
+        on the way from ``occupied`` to ``ready``; the load without the beat on bytes_in,
+        compared with the bounds for both cases, so that ``bytes_in.valid`` only chooses
+        between compares (it came through the add: 8.1 ns, critical, RTL 72269ec8cb4d)."""
+        W = self.width
+        Q = self.queue_depth
         before_queue = 2 + wide_parser_stages(W)  # D1, D2, .., P2
         in_flight = Signal(range(before_queue + 1), name="in_flight")  # beats in D1..P2
         load = Signal(range(Q + W * before_queue + 1), name="load")
@@ -1113,12 +1280,14 @@ class WideFrontEnd(wiring.Component):
         ]
         m.d.comb += self.room.eq(Mux(self.bytes_in.valid, room_busy, room_idle))
 
-        # === stage E: the global stack row of the level before the event ===
-        e = Signal(entry_layout)
+    def _stage_e(self, m, head) -> SimpleNamespace:
+        """Stage E: the global stack row of the level before the event is read (``row``); a
+        push writes its row."""
+        e = Signal(self._entry_layout())
         e_valid = Signal()
-        m.d.sync += [e_valid.eq(take), e.eq(Mux(take, head_entry.as_value(), 0))]
+        m.d.sync += [e_valid.eq(head.take), e.eq(Mux(head.take, head.entry.as_value(), 0))]
         m.submodules.stack = stack = Memory(
-            shape=StackEntry(tag_width=self.tag_width), depth=max_depth + 1, init=[]
+            shape=StackEntry(tag_width=self.tag_width), depth=self.max_depth + 1, init=[]
         )
         row = stack.read_port(domain="comb")
         push_port = stack.write_port()
@@ -1129,12 +1298,14 @@ class WideFrontEnd(wiring.Component):
             push_port.data.hash.eq(e.hash),
             push_port.en.eq(e.push),
         ]
+        return SimpleNamespace(entry=e, valid=e_valid, row=row)
 
-        # === stage F: the end-tag check, the event ===
-        f = Signal(entry_layout)
+    def _stage_f(self, m, e) -> None:
+        """Stage F: the end-tag check, the ``events`` register and ``tos``."""
+        f = Signal(self._entry_layout())
         f_valid = Signal()
         f_row = Signal(StackEntry(tag_width=self.tag_width))
-        m.d.sync += [f_valid.eq(e_valid), f.eq(e), f_row.eq(row.data)]
+        m.d.sync += [f_valid.eq(e.valid), f.eq(e.entry), f_row.eq(e.row.data)]
         mismatch = f.pop & f.check & ((f_row.tag != f.tag) | (f_row.hash != f.hash))
         mismatched = Signal()
         tos = Signal.like(self.tos)
@@ -1151,29 +1322,7 @@ class WideFrontEnd(wiring.Component):
             ev.errors.malformed.eq(f.errors.malformed | (f.last & (mismatched | mismatch))),
         ]
         if self.n_conds:
-            texts = TextConditions(self.conditions)
-            text_mask = texts.full(Const(-1, max(1, self.n_text)))
-            # the text bits per open element (registers, by level): a push ORs the text bits
-            # since the event before into its parent's row and zeroes its own, a pop reads its
-            # row with those bits, a document's end zeroes every row
-            rows = [Signal(self.n_conds, name=f"text_row{level}") for level in range(max_depth + 1)]
-            row_of = Signal(self.n_conds)
-            with m.Switch(f.level):
-                for level, r in enumerate(rows):
-                    with m.Case(level):
-                        m.d.comb += row_of.eq(r)
-            m.d.comb += ev.conds.eq(
-                Mux(f.push, f.conds & ~text_mask, 0) | Mux(f.pop, (row_of | f.conds) & text_mask, 0)
-            )
-            if self.n_text:
-                with m.If(f_valid & f.last):
-                    m.d.sync += [r.eq(0) for r in rows]
-                with m.Elif(f_valid & f.push):
-                    for level, r in enumerate(rows):
-                        with m.If(f.level == level):
-                            m.d.sync += r.eq(0)
-                        with m.If(f.level == level + 1):
-                            m.d.sync += r.eq(r | (f.conds & text_mask))
+            self._text_rows(m, f, f_valid, ev)
         m.d.sync += self.events.eq(ev)
         with m.If(f_valid):
             m.d.sync += mismatched.eq(~f.last & (mismatched | mismatch))
@@ -1184,12 +1333,35 @@ class WideFrontEnd(wiring.Component):
             with m.Elif(f.pop):
                 m.d.sync += tos.eq(f.level - 1)
 
-        m.d.sync += [bit.eq(value) for bit, value in classes]
-        return m
+    def _text_rows(self, m, f, f_valid, ev) -> None:
+        """Stage F's condition bits: the text bits per open element (registers, by level): a
+        push ORs the text bits since the event before into its parent's row and zeroes its
+        own, a pop reads its row with those bits, a document's end zeroes every row."""
+        max_depth = self.max_depth
+        texts = TextConditions(self.conditions)
+        text_mask = texts.full(Const(-1, max(1, self.n_text)))
+        rows = [Signal(self.n_conds, name=f"text_row{level}") for level in range(max_depth + 1)]
+        row_of = Signal(self.n_conds)
+        with m.Switch(f.level):
+            for level, r in enumerate(rows):
+                with m.Case(level):
+                    m.d.comb += row_of.eq(r)
+        m.d.comb += ev.conds.eq(
+            Mux(f.push, f.conds & ~text_mask, 0) | Mux(f.pop, (row_of | f.conds) & text_mask, 0)
+        )
+        if self.n_text:
+            with m.If(f_valid & f.last):
+                m.d.sync += [r.eq(0) for r in rows]
+            with m.Elif(f_valid & f.push):
+                for level, r in enumerate(rows):
+                    with m.If(f.level == level):
+                        m.d.sync += r.eq(0)
+                    with m.If(f.level == level + 1):
+                        m.d.sync += r.eq(r | (f.conds & text_mask))
 
     def _attribute_conditions(self, m, lanes, req, valid, last, present):
-        """Stage C: :class:`xpfilt.hdl.frontend.AttributeConditions` stepped through the lanes
-        of the beat in stage L (``lanes``: their byte classes, ``req``: their requests,
+        """Stage C: :class:`xpfilt.hdl.conditions.AttributeConditions` stepped through the lanes
+        of the beat in stage L2 (``lanes``: their byte classes, ``req``: their requests,
         ``present``: the lanes holding bytes). Per lane, registered: (the
         condition bits of the start tag read before the lane, which a push in the lane
         carries; the lane ends a value that cannot be decided)."""
@@ -1211,8 +1383,8 @@ class WideFrontEnd(wiring.Component):
         )
 
     def _text_conditions(self, m, lanes, req, valid, last, present, v):
-        """Stage T: :class:`xpfilt.hdl.frontend.TextConditions` stepped through the lanes of
-        the beat in stage L (``lanes``: their byte classes, ``req``: their requests,
+        """Stage T: :class:`xpfilt.hdl.conditions.TextConditions` stepped through the lanes of
+        the beat in stage L2 (``lanes``: their byte classes, ``req``: their requests,
         ``present``: the lanes holding bytes, ``v``: level + excess before each lane). Per
         lane, registered: (the text bits of the text nodes that ended since the event before
         the lane, full width: they all belong to the element open then, and the lane's push or

@@ -10,7 +10,8 @@ Its registers, in the order a beat meets them (see :mod:`xpfilt.hdl.wide_fronten
 
 * D1, D2: the beat and then its byte classes, registered (as in the one-byte front end);
 * the parser stages (:func:`xpfilt.hwspec.contract.wide_parser_stages`: the parallel-prefix up-sweep,
-  S, the down-sweep, O, N, N2, L, L2, L3, L4, M, M2, P2): in the model the parser walks the
+  S, the down-sweep, O, N, N2, L, L2, L3, L4, M, M2, P2; the condition stages C and T run
+  beside L3): in the model the parser walks the
   beat's bytes in lane order as the beat leaves D2, one parser step per byte, and every byte
   whose parser step makes an event (push, pop, or the document end of the beat with ``last``)
   gives it, in byte order, to a delay line that stands for these stages; the last of them (P2)
