@@ -184,6 +184,22 @@ def _reference(data, p, end):
 
 
 @njit(cache=True)
+def _comment(data, p, end):
+    """The position after the comment whose text starts at ``p``; -1 unless its first ``--``
+    is followed by ``>`` and its characters are ones the scanner accepts."""
+    while p + 1 < end:
+        if data[p] == _DASH and data[p + 1] == _DASH:
+            if p + 2 < end and data[p + 2] == _GT:
+                return p + 3
+            return -1
+        n = _char(data, p, end)
+        if n == 0:
+            return -1
+        p += n
+    return -1
+
+
+@njit(cache=True)
 def _until(data, p, end, a, b, c):
     """Scan characters from ``p`` to the three bytes ``a b c``; the position after them, or -1
     on a character the scanner does not accept or the end of the document."""
@@ -557,18 +573,8 @@ def scan(
                 p = q + 1
             elif b == _BANG:
                 if p + 3 < end and data[p + 2] == _DASH and data[p + 3] == _DASH:
-                    q = _until(data, p + 4, end, _DASH, _DASH, _GT)
-                    if q < 0:
-                        ok = False
-                        continue
-                    # "--" only as the end: the first "--" found must be it
-                    r = p + 4
-                    while r + 1 < q - 3:
-                        if data[r] == _DASH and data[r + 1] == _DASH:
-                            ok = False
-                            break
-                        r += 1
-                    p = q
+                    p = _comment(data, p + 4, end)
+                    ok = p >= 0
                 elif (
                     depth > 0
                     and p + 8 < end
