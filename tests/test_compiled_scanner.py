@@ -170,3 +170,20 @@ def test_fuzz_documents_seeded():
     verdicts = _verdicts(datas)
     assert sum(verdicts) > 100  # the scanner is exercised, not deferring everything
     assert all(_expat_accepts(d) for d, ok in zip(datas, verdicts) if ok)
+
+
+def test_the_jit_loop_answers_like_the_ahead_of_time_build(monkeypatch):
+    from xpfilt.software import scanner
+
+    default = FastFilter(QUERIES).stats["loop"]
+    monkeypatch.setenv("XPFILT_COMPILED", "jit")  # Numba compiles (or loads its cache)
+    jit = FastFilter(QUERIES)
+    assert jit.stats["loop"] == "jit"
+    datas = ACCEPTED + DEFERRED
+    assert jit.compiled_verdicts(datas) == [True] * len(ACCEPTED) + [False] * len(DEFERRED)
+    monkeypatch.setenv("XPFILT_COMPILED", "1")
+    monkeypatch.setattr(scanner, "source_hash", lambda: -1)  # an AOT build of another source
+    assert scanner.load().kind == "jit"
+    monkeypatch.setenv("XPFILT_COMPILED", "0")
+    assert scanner.load() is None and FastFilter(QUERIES).stats["engine"] == "python"
+    assert default in ("aot", "jit")

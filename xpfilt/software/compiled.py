@@ -27,34 +27,34 @@ open-addressing hash table over the names the queries use (every other name is t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-__all__ = [
-    "scan",
-    "answers",
-    "name_table",
-    "ACCEPTED",
-    "DEFERRED",
-    "MISS",
-    "DONE",
-    "MAX_DEPTH",
-    "MAX_ATTRIBUTES",
-]
+from xpfilt.software.scanner import (
+    ACCEPTED,
+    CTX_DEPTH,
+    CTX_DOC,
+    CTX_MISS_STATE,
+    CTX_MISS_TAG,
+    CTX_POS,
+    CTX_ROOT_DONE,
+    CTX_STAMP,
+    CTX_VISITED,
+    DEFERRED,
+    DONE,
+    MAX_ATTRIBUTES,
+    MAX_DEPTH,
+    MISS,
+    source_hash,
+)
 
-#: A document's verdict in ``status``: 0 not scanned yet.
-ACCEPTED, DEFERRED = 1, 2
-#: What :func:`scan` returns.
-DONE, MISS = 0, 1
-#: Element nesting the scanner follows (deeper documents are deferred).
-MAX_DEPTH = 1024
-#: Attributes per element the duplicate check follows (more are deferred).
-MAX_ATTRIBUTES = 64
+__all__ = ["scan", "answers", "build_aot", "DONE", "MISS", "DEFERRED"]
 
-# ctx slots: where a call stopped, and the document state to resume with
-_DOC, _POS, _DEPTH, _ROOT_DONE, _VISITED, _STAMP, _MISS_STATE, _MISS_TAG = range(8)
-CTX_SIZE = 8
+_DOC, _POS, _DEPTH, _ROOT_DONE = CTX_DOC, CTX_POS, CTX_DEPTH, CTX_ROOT_DONE
+_VISITED, _STAMP, _MISS_STATE, _MISS_TAG = CTX_VISITED, CTX_STAMP, CTX_MISS_STATE, CTX_MISS_TAG
 
 _LT, _GT, _AMP, _SLASH, _BANG, _QUEST, _EQ = 60, 62, 38, 47, 33, 63, 61
 _DASH, _RSQB, _HASH, _SEMI, _QUOT, _APOS = 45, 93, 35, 59, 34, 39
@@ -645,7 +645,7 @@ def answers(
     status, visited_start, visited_end, visited, accept_start, accept_count, accepts, words
 ):
     """Per accepted document, the sorted union of the query positions its visited DFA states
-    accept: ``out[bounds[i]:bounds[i + 1]]``. The union is a bit set (``words``: one bit per
+    accept: ``out[bounds[i]:bounds[i + 1]]`` (``out`` may be longer). The union is a bit set (``words``: one bit per
     query, all zero, left so) read back in order over the words it touched: no sort, and 100,000
     queries are 12.5 KB of bits."""
     ndocs = len(status)
@@ -687,30 +687,44 @@ def answers(
                     n += 1
                     x &= x - one
     bounds[ndocs] = n
-    return bounds, out[:n]
+    return bounds, out
 
 
-@njit(cache=True)
-def _table_hash(data, p, n):
-    return _hash(data, p, n)
+#: The exported signatures of the ahead-of-time build.
+_SCAN = (
+    "i8(u1[::1], i8[::1], i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[:, ::1], i8[::1], "
+    "i4[::1], u1[::1], i8[::1], i4[::1], i8, i4[::1], i8[::1], i8[::1])"
+)
+_ANSWERS = (
+    "Tuple((i8[::1], i4[::1]))(i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[::1], i4[::1], "
+    "u8[::1])"
+)
 
 
-def name_table(tag_ids: dict) -> tuple:
-    """The hash table of the query names for :func:`scan`: (table, names, name_offsets,
-    name_tags). Names that are not ASCII are left out (the scanner defers such documents)."""
-    items = [(name.encode(), tag) for name, tag in tag_ids.items() if name.isascii()]
-    size = 16
-    while size < 2 * len(items) + 1:
-        size *= 2
-    table = np.full(size, -1, np.int32)
-    blob = b"".join(name for name, _ in items)
-    names = np.frombuffer(blob, np.uint8) if blob else np.zeros(1, np.uint8)
-    offsets = np.zeros(len(items) + 1, np.int64)
-    offsets[1:] = np.cumsum([len(name) for name, _ in items])
-    tags = np.array([tag for _, tag in items], np.int32)
-    for k, (name, _) in enumerate(items):
-        h = int(_table_hash(names, offsets[k], len(name))) & (size - 1)
-        while table[h] >= 0:
-            h = (h + 1) & (size - 1)
-        table[h] = k
-    return table, names, offsets, tags
+def build_aot(folder: Path = Path(__file__).parent) -> Path:
+    """Compiles :func:`scan` and :func:`answers` ahead of time (Numba's ``pycc``, a C
+    compiler links it) into the extension module ``_scanner_aot`` in ``folder``, stamped with
+    :func:`xpfilt.software.scanner.source_hash`."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pycc is deprecated, and still the AOT route
+        from numba.pycc import CC
+
+    stamp = source_hash()
+
+    def stamped():
+        return stamp
+
+    cc = CC("_scanner_aot")
+    cc.output_dir = str(folder)
+    cc.verbose = False
+    cc.export("scan", _SCAN)(scan.py_func)
+    cc.export("answers", _ANSWERS)(answers.py_func)
+    cc.export("source_hash", "i8()")(stamped)
+    cc.compile()
+    return next(folder.glob("_scanner_aot*"))
+
+
+if __name__ == "__main__":
+    print(build_aot())

@@ -40,7 +40,6 @@ it is dropped between two documents and rebuilt on demand (``stats['resets']`` c
 from __future__ import annotations
 
 import gc
-import os
 from collections import defaultdict
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Optional, Sequence, Union
@@ -84,16 +83,17 @@ _INDEX = np.intp  # ... and while a miss computes with them (NumPy indexes with 
 
 
 def compiled_loop():
-    """The compiled inner loop (:mod:`xpfilt.software.compiled`), or None when Numba is not
-    installed or ``XPFILT_COMPILED=0`` asks for the Python path. Imported on first use: Numba
-    costs ~0.3 s to import, which a command that filters nothing should not pay."""
-    if os.environ.get("XPFILT_COMPILED", "1") == "0":
+    """The compiled inner loop (see :func:`xpfilt.software.scanner.load`), or None when it
+    cannot be had or ``XPFILT_COMPILED=0`` asks for the Python path. Loaded on first use: a
+    command that filters nothing pays nothing."""
+    from xpfilt.software import scanner
+
+    found = scanner.load()
+    if found is None:
         return None
-    try:
-        from xpfilt.software import compiled
-    except ImportError:  # Numba missing: the Python path answers alone
-        return None
-    return compiled
+    for name in ("ACCEPTED", "MISS", "MAX_DEPTH", "MAX_ATTRIBUTES", "CTX_SIZE", "name_table"):
+        setattr(found, name, getattr(scanner, name))
+    return found
 
 
 @contextmanager
@@ -297,6 +297,7 @@ class FastFilter:
         if compiled is not False and not nfa.guarded:
             self._loop = compiled_loop()
         self.stats["engine"] = "compiled" if self._loop is not None else "python"
+        self.stats["loop"] = self._loop.kind if self._loop is not None else None
         if self._loop is not None:
             self._names = self._loop.name_table(nfa.tag_ids)
             self._path_bits = np.zeros(len(self._profiles.paths) // 64 + 1, np.uint64)
@@ -651,7 +652,7 @@ class FastFilter:
             self._accept_data,
             self._path_bits,
         )
-        return status, bounds, found
+        return status, bounds, found[: bounds[-1]]
 
     def _array_miss(self, top: int, tag: int) -> None:
         """Fills ``table[top, tag]``: the compiled loop met it (tag 0: a name no query has)."""
