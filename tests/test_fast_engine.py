@@ -192,3 +192,12 @@ def test_batch_answers_are_sorted_numbers_whatever_the_query_order():
 def test_fast_is_the_registered_default_engine():
     assert list(ENGINES)[0] == "fast"
     assert isinstance(make_engine("fast", [parse_query("/a")]), FastFilter)
+
+
+def test_tsv_lines_are_the_numbers_in_order_whatever_their_range():
+    from xpfilt.software.results import format_tsv_line
+
+    for numbers in ([], [3, 1, 2], [0, 5, 10**7], [-1, 5], list(range(70_000, 0, -7))):
+        assert format_tsv_line("d.xml", numbers) == "d.xml\t" + " ".join(
+            str(n) for n in sorted(numbers)
+        )

@@ -662,17 +662,21 @@ def answers(
         entries = 0
         for k in range(visited_start[i], visited_end[i]):
             s = visited[k]
-            a = accept_start[s]
             c = accept_count[s]
+            if c == 0:
+                continue
+            a = accept_start[s]
             entries += c
+            # each state's positions are sorted: its first and last bound the words it sets
+            w = accepts[a] >> 6
+            if w < low:
+                low = w
+            w = accepts[a + c - 1] >> 6
+            if w > high:
+                high = w
             for j in range(a, a + c):
                 position = accepts[j]
-                w = position >> 6
-                words[w] |= one << np.uint64(position & 63)
-                if w < low:
-                    low = w
-                if w > high:
-                    high = w
+                words[position >> 6] |= one << np.uint64(position & 63)
         if n + entries > len(out):
             grown = np.empty(2 * (n + entries), np.int32)
             grown[:n] = out[:n]

@@ -366,7 +366,7 @@ class FastFilter:
                 grown = np.zeros(2 * (used + count), np.int32)
                 grown[:used] = self._accept_data[:used]
                 self._accept_data = grown
-            self._accept_data[used : used + count] = accepts
+            self._accept_data[used : used + count] = np.sort(accepts)  # answers() needs them so
             self._accept_start[number] = used
             self._accept_count[number] = count
             self._accept_used = used + count
