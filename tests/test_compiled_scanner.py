@@ -187,3 +187,20 @@ def test_the_jit_loop_answers_like_the_ahead_of_time_build(monkeypatch):
     monkeypatch.setenv("XPFILT_COMPILED", "0")
     assert scanner.load() is None and FastFilter(QUERIES).stats["engine"] == "python"
     assert default in ("aot", "jit")
+
+
+def test_spark_executors_build_the_compiled_engine(data):
+    # the task every executor runs (xpfilt filter --spark), called here without Spark
+    from types import SimpleNamespace
+
+    from xpfilt.scale import filter as spark_filter
+    from xpfilt.software.events import load_documents
+
+    lines = (data / "queries" / "nitf-d8-p15-n2000.txt").read_text().splitlines()
+    task = spark_filter._FilterTask(SimpleNamespace(value=(lines, None)), "fast", "q", None, None)
+    paths = tuple(str(p) for p in load_documents([data / "nitf" / "docs"])[:20])
+    _, _, rows, _, _ = task((spark_filter._Batch("k", "files", paths, len(paths)), 0))
+    [engine] = spark_filter._ENGINES.values()
+    spark_filter._ENGINES.clear()
+    assert len(rows) == 20 and all(row["error"] is None for row in rows)
+    assert engine.stats["engine"] == "compiled" and engine.stats["compiled_documents"] == 20
