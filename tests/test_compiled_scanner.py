@@ -174,6 +174,7 @@ def test_fuzz_documents_seeded():
 
 def test_the_jit_loop_answers_like_the_ahead_of_time_build(monkeypatch):
     from xpfilt.software import scanner
+    from xpfilt.software.fast import compiled_loop
 
     default = FastFilter(QUERIES).stats["loop"]
     monkeypatch.setenv("XPFILT_COMPILED", "jit")  # Numba compiles (or loads its cache)
@@ -183,9 +184,9 @@ def test_the_jit_loop_answers_like_the_ahead_of_time_build(monkeypatch):
     assert jit.compiled_verdicts(datas) == [True] * len(ACCEPTED) + [False] * len(DEFERRED)
     monkeypatch.setenv("XPFILT_COMPILED", "1")
     monkeypatch.setattr(scanner, "source_hash", lambda: -1)  # an AOT build of another source
-    assert scanner.load().kind == "jit"
+    assert compiled_loop().kind == "jit"
     monkeypatch.setenv("XPFILT_COMPILED", "0")
-    assert scanner.load() is None and FastFilter(QUERIES).stats["engine"] == "python"
+    assert compiled_loop() is None and FastFilter(QUERIES).stats["engine"] == "python"
     assert default in ("aot", "jit")
 
 

@@ -40,8 +40,10 @@ it is dropped between two documents and rebuilt on demand (``stats['resets']`` c
 from __future__ import annotations
 
 import gc
+import os
 from collections import defaultdict
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Iterable, Iterator, Optional, Sequence, Union
 from xml.parsers import expat
 
@@ -82,15 +84,37 @@ _STATE = np.int32  # NFA state numbers as stored in the interned sets
 _INDEX = np.intp  # ... and while a miss computes with them (NumPy indexes with intp)
 
 
-def compiled_loop():
-    """The compiled inner loop (see :func:`xpfilt.software.scanner.load`), or None when it
-    cannot be had or ``XPFILT_COMPILED=0`` asks for the Python path. Loaded on first use: a
+def compiled_loop() -> Optional[SimpleNamespace]:
+    """The compiled inner loop's ``scan`` and ``answers`` with the constants and name table of
+    :mod:`xpfilt.software.scanner`, and ``kind``: how it was had. None when ``XPFILT_COMPILED=0``,
+    or when Numba is not installed and no current ahead-of-time build exists.
+
+    The ahead-of-time build, the extension module ``_scanner_aot`` beside this file made by
+    ``python -m xpfilt.software.compiled`` (``make setup`` runs it), loads in a millisecond
+    without Numba or LLVM (``kind`` ``aot``). Without it, or when it was built from another
+    version of ``compiled.py``, Numba compiles the loop just in time and caches it on disk
+    (``kind`` ``jit``: ~10 CPU-s once, then ~0.8 s per process to import Numba and load the
+    cache). ``XPFILT_COMPILED=jit`` skips the ahead-of-time build. Loaded on first use: a
     command that filters nothing pays nothing."""
     from xpfilt.software import scanner
 
-    found = scanner.load()
-    if found is None:
+    mode = os.environ.get("XPFILT_COMPILED", "1")
+    if mode == "0":
         return None
+    found = None
+    if mode != "jit":
+        try:
+            from xpfilt.software import _scanner_aot as aot  # type: ignore[attr-defined]
+        except ImportError:
+            aot = None
+        if aot is not None and aot.source_hash() == scanner.source_hash():
+            found = SimpleNamespace(scan=aot.scan, answers=aot.answers, kind="aot")
+    if found is None:
+        try:
+            from xpfilt.software import compiled
+        except ImportError:  # Numba missing: the Python path answers alone
+            return None
+        found = SimpleNamespace(scan=compiled.scan, answers=compiled.answers, kind="jit")
     for name in ("ACCEPTED", "MISS", "MAX_DEPTH", "MAX_ATTRIBUTES", "CTX_SIZE", "name_table"):
         setattr(found, name, getattr(scanner, name))
     return found

@@ -1,21 +1,13 @@
-"""What the fast engine needs of its compiled loop, without importing Numba: the constants the
-loop and :mod:`xpfilt.software.fast` share, the name table, and :func:`load`.
-
-The loop itself is :mod:`xpfilt.software.compiled` (Numba). :func:`load` prefers its
-ahead-of-time build, the extension module ``_scanner_aot`` beside this file, made by
-``python -m xpfilt.software.compiled`` (``make setup`` runs it): it loads in a millisecond and
-needs neither Numba nor LLVM at run time. Without it (or when it was built from another version
-of ``compiled.py``) the loop is compiled just in time by Numba and cached on disk
-(``cache=True``): ~10 CPU-s once, then ~0.8 s per process to import Numba and load the cache.
+"""What the fast engine needs of its compiled loop without importing Numba: the constants the
+loop (:mod:`xpfilt.software.compiled`) and :mod:`xpfilt.software.fast` share, the name table,
+and the hash of ``compiled.py`` that stamps its ahead-of-time build (see
+:func:`xpfilt.software.fast.compiled_loop`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Optional
 
 import numpy as np
 
@@ -29,7 +21,6 @@ __all__ = [
     "CTX_SIZE",
     "name_table",
     "source_hash",
-    "load",
 ]
 
 #: A document's verdict in the loop's ``status``: 0 not scanned yet.
@@ -82,24 +73,3 @@ def source_hash() -> int:
     """A 62-bit hash of ``compiled.py``: the ahead-of-time module answers it when it was built
     from this very source."""
     return int.from_bytes(hashlib.sha256(_SOURCE.read_bytes()).digest()[:8], "little") >> 2
-
-
-def load() -> Optional[SimpleNamespace]:
-    """The loop's ``scan`` and ``answers`` and how they were obtained (``kind``: ``aot`` or
-    ``jit``), or None when ``XPFILT_COMPILED=0`` or Numba is not installed and no current
-    ahead-of-time build exists. ``XPFILT_COMPILED=jit`` skips the ahead-of-time build."""
-    mode = os.environ.get("XPFILT_COMPILED", "1")
-    if mode == "0":
-        return None
-    if mode != "jit":
-        try:
-            from xpfilt.software import _scanner_aot as aot  # type: ignore[attr-defined]
-        except ImportError:
-            aot = None
-        if aot is not None and aot.source_hash() == source_hash():
-            return SimpleNamespace(scan=aot.scan, answers=aot.answers, kind="aot")
-    try:
-        from xpfilt.software import compiled
-    except ImportError:  # Numba missing: the Python path answers alone
-        return None
-    return SimpleNamespace(scan=compiled.scan, answers=compiled.answers, kind="jit")
