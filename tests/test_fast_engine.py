@@ -201,3 +201,24 @@ def test_tsv_lines_are_the_numbers_in_order_whatever_their_range():
         assert format_tsv_line("d.xml", numbers) == "d.xml\t" + " ".join(
             str(n) for n in sorted(numbers)
         )
+
+
+def test_lines_are_the_batch_results_formatted(data, tmp_path):
+    from xpfilt.engines import filter_lines
+    from xpfilt.software.results import format_tsv_line
+
+    queries = load_queries(data / "queries" / "nitf-d8-p15-n2000.txt").queries
+    docs = load_documents([data / "nitf" / "docs"])[:30] + [tmp_path / "missing.xml"]
+    docs.insert(3, Document("bad.xml", b"<a><b></a>"))
+    for engine in (
+        FastFilter(queries),
+        FastFilter(queries, compiled=False),
+        ReferenceFilter(queries),
+    ):
+        lines = list(filter_lines(engine, docs))
+        expected = [
+            (r.name, format_tsv_line(r.name, r.matches) if r.ok else None, r.error)
+            for r in filter_batch(ReferenceFilter(queries), docs)
+        ]
+        assert lines == expected
+    assert lines[3][2].startswith("bad.xml:1:") and "cannot read" in lines[-1][2]

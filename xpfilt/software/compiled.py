@@ -51,7 +51,7 @@ from xpfilt.software.scanner import (
     source_hash,
 )
 
-__all__ = ["scan", "answers", "build_aot", "DONE", "MISS", "DEFERRED"]
+__all__ = ["scan", "answers", "format_numbers", "build_aot", "DONE", "MISS", "DEFERRED"]
 
 _DOC, _POS, _DEPTH, _ROOT_DONE = CTX_DOC, CTX_POS, CTX_DEPTH, CTX_ROOT_DONE
 _VISITED, _STAMP, _MISS_STATE, _MISS_TAG = CTX_VISITED, CTX_STAMP, CTX_MISS_STATE, CTX_MISS_TAG
@@ -694,11 +694,45 @@ def answers(
     return bounds, out
 
 
+@njit(cache=True, nogil=True)
+def format_numbers(found, bounds, numbers):
+    """The TSV text of each document's answer: ``numbers[found[j]]`` for ``j`` in
+    ``bounds[i]:bounds[i + 1]``, in decimal, separated by spaces, as ``text[lines[i]:lines[i +
+    1]]`` (ASCII bytes)."""
+    ndocs = len(bounds) - 1
+    lines = np.zeros(ndocs + 1, np.int64)
+    text = np.empty(max(16, 21 * (bounds[ndocs] - bounds[0])), np.uint8)
+    n = 0
+    for i in range(ndocs):
+        lines[i] = n
+        for j in range(bounds[i], bounds[i + 1]):
+            if j > bounds[i]:
+                text[n] = 32
+                n += 1
+            v = numbers[found[j]]
+            if v < 0:
+                text[n] = 45
+                n += 1
+                v = -v
+            digits = 1
+            rest = v // 10
+            while rest:
+                digits += 1
+                rest //= 10
+            for k in range(digits - 1, -1, -1):
+                text[n + k] = 48 + v % 10
+                v //= 10
+            n += digits
+    lines[ndocs] = n
+    return lines, text
+
+
 #: The exported signatures of the ahead-of-time build.
 _SCAN = (
     "i8(u1[::1], i8[::1], i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[:, ::1], i8[::1], "
     "i4[::1], u1[::1], i8[::1], i4[::1], i8, i4[::1], i8[::1], i8[::1])"
 )
+_FORMAT = "Tuple((i8[::1], u1[::1]))(i4[::1], i8[::1], i8[::1])"
 _ANSWERS = (
     "Tuple((i8[::1], i4[::1]))(i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[::1], i4[::1], "
     "u8[::1])"
@@ -725,6 +759,7 @@ def build_aot(folder: Path = Path(__file__).parent) -> Path:
     cc.verbose = False
     cc.export("scan", _SCAN)(scan.py_func)
     cc.export("answers", _ANSWERS)(answers.py_func)
+    cc.export("format_numbers", _FORMAT)(format_numbers.py_func)
     cc.export("source_hash", "i8()")(stamped)
     cc.compile()
     return next(folder.glob("_scanner_aot*"))

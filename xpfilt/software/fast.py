@@ -108,13 +108,20 @@ def compiled_loop() -> Optional[SimpleNamespace]:
         except ImportError:
             aot = None
         if aot is not None and aot.source_hash() == scanner.source_hash():
-            found = SimpleNamespace(scan=aot.scan, answers=aot.answers, kind="aot")
+            found = SimpleNamespace(
+                scan=aot.scan, answers=aot.answers, format_numbers=aot.format_numbers, kind="aot"
+            )
     if found is None:
         try:
             from xpfilt.software import compiled
         except ImportError:  # Numba missing: the Python path answers alone
             return None
-        found = SimpleNamespace(scan=compiled.scan, answers=compiled.answers, kind="jit")
+        found = SimpleNamespace(
+            scan=compiled.scan,
+            answers=compiled.answers,
+            format_numbers=compiled.format_numbers,
+            kind="jit",
+        )
     for name in ("ACCEPTED", "MISS", "MAX_DEPTH", "MAX_ATTRIBUTES", "CTX_SIZE", "name_table"):
         setattr(found, name, getattr(scanner, name))
     return found
@@ -610,6 +617,28 @@ class FastFilter:
             self._reset()
             self.stats["resets"] += 1
         return out
+
+    def filter_many_text(
+        self, documents: Sequence[Union[Document, bytes]], numbers: Sequence[int]
+    ) -> list[Union[str, DocumentError]]:
+        """:meth:`filter_many`'s answers as text: the numbers ``numbers[position]`` of the
+        matching queries, separated by spaces (in increasing order when ``numbers`` increase),
+        formatted by the compiled loop; ``xpfilt filter`` writes them as they are."""
+        found = self.filter_many(documents)
+        answers = [f for f in found if not isinstance(f, DocumentError)]
+        if self._loop is None or not answers:
+            return [
+                f if isinstance(f, DocumentError) else " ".join(str(numbers[p]) for p in f.tolist())
+                for f in found
+            ]
+        bounds = np.zeros(len(answers) + 1, np.int64)
+        bounds[1:] = np.cumsum([len(a) for a in answers])
+        flat = np.concatenate(answers).astype(np.int32, copy=False)
+        table = np.asarray(numbers, np.int64)
+        lines, text = self._loop.format_numbers(flat, bounds, table)
+        text = text[: lines[-1]].tobytes().decode("ascii")
+        texts = iter([text[a:b] for a, b in zip(lines[:-1].tolist(), lines[1:].tolist())])
+        return [f if isinstance(f, DocumentError) else next(texts) for f in found]
 
     def compiled_verdicts(self, datas: Sequence[bytes]) -> list[bool]:
         """Whether the compiled loop accepts each document (False: it defers it to expat, or it
