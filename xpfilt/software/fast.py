@@ -29,9 +29,14 @@ earlier siblings and a nested path (twig) its subtree, so a query set with any o
 :func:`xpfilt.software.events.parse_events` and the predicates' first pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
 paths' answers (:class:`xpfilt.lang.profiles.ProfilePaths`).
 
-Documents are made UTF-8 by :func:`xpfilt.software.events.utf8_document` (the one encoding policy) and
-parsed by expat directly, without building event objects; a document expat rejects is parsed
-again by :func:`xpfilt.software.events.iter_events`, which raises the error every other engine raises.
+Query sets without predicates run through the compiled loop (:mod:`xpfilt.software.compiled`,
+see :func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
+steps the same DFA kept as arrays, and comes back here only on a miss. It decides only the common
+case of XML; every other document it defers to the Python path below (``stats`` counts
+``compiled_documents`` and ``expat_documents``). On that path documents are made UTF-8 by
+:func:`xpfilt.software.events.utf8_document` (the one encoding policy) and parsed by expat
+directly, without building event objects; a document expat rejects is parsed again by
+:func:`xpfilt.software.events.iter_events`, which raises the error every other engine raises.
 
 The memo is bounded: when its sets, accepted queries and transitions grow past ``cache_bytes``
 it is dropped between two documents and rebuilt on demand (``stats['resets']`` counts it).
