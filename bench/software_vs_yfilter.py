@@ -1,8 +1,12 @@
 """Software filtering at 1k, 10k and 100k queries: the fast engine, the reference, and YFilter 1.0.
 
 Queries: ``xpfilt gen-queries --dtd nitf-2-5.dtd -n N --max-depth 6 --p-wildcard 0.15
---p-descendant 0.15 --seed 1`` (issue 17's workload). Documents: the 100 shared NITF documents,
-and two generated NITF documents of 2.2 MB (``xpfilt gen-docs --size 2.2M --seed 1``, depth 16).
+--p-descendant 0.15 --seed 1`` (issue 17's workload). Documents: the 100 shared NITF documents
+(the fast engine filters them cycled to >= 15 MB, issue 37), and two generated NITF documents of
+2.2 MB (``xpfilt gen-docs --size 2.2M --seed 1``, depth 16). An engine with ``filter_many``
+(the fast engine's compiled loop) gets the documents in batches of
+:data:`xpfilt.engines.BATCH_DOCUMENTS`, as ``xpfilt filter`` gives them; the answers stay the
+engine's (arrays of query positions).
 
 Each row runs in its own process (``--row``), so ``peak_rss_MB`` is that process's peak resident
 set (Python, NumPy, the parsed queries, the engine, the documents) -- the measure YFilter's
@@ -19,7 +23,10 @@ NITF documents (2.9 MB), whole process (JVM start, query parsing, NFA build, fil
 like-for-like comparison is ``whole``: the wall time and peak memory of one ``xpfilt filter``
 process over 2.9 MB of NITF (the 100 documents, cycled) with its output written, and
 ``stream``: the fast engine's filtering rate on those same 2.9 MB inside a process (first cycle
-cold). Saved to bench/results/software_vs_yfilter{,_whole}.{json,md}.
+cold). Issue 37 adds the same whole process over >= 15 MB: the 100 documents named 50 times on
+the command line (19.4 MB); YFilter's figure there is issue 37's at 10k profiles (18.8 MB,
+6.15 s, 597 MB) and, at 1k and 100k, its 2.9 MB figure scaled by bytes (an upper bound of its
+time: its start-up is scaled too). Saved to bench/results/software_vs_yfilter{,_whole}.{json,md}.
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ SIZES = (1000, 10000, 100000)
 #: issue 17: YFilter 1.0 over 500 NITF documents (2.9 MB), whole process: seconds, peak MB
 YFILTER = {1000: (0.91, None), 10000: (1.40, None), 100000: (4.84, 1100)}
 YFILTER_BYTES = 2.9e6
+#: issue 37: YFilter 1.0 over 18.8 MB of NITF (5,000 files), 10k profiles, whole process
+YFILTER_LARGE = {10000: (6.15, 597, 18.8e6)}
+LARGE_BYTES = 15e6  # issue 37: the fast engine filters >= 15 MB of NITF
+LARGE_FILES = 5000
 REFERENCE_SUBSET = 10  # NITF documents the reference filters at 100k queries
 WORK = Path(__file__).resolve().parent.parent / "build" / "bench-software"
 PYTHON = sys.executable
@@ -112,10 +123,48 @@ def _digest(answer: frozenset) -> str:
     return hashlib.sha1(" ".join(map(str, sorted(answer))).encode()).hexdigest()[:12]
 
 
+def _answerer(engine):
+    """A function filtering a list of documents as ``xpfilt filter`` does: in batches through
+    ``filter_many`` when the engine has it, else one by one in order (no set built)."""
+    from xpfilt.engines import BATCH_DOCUMENTS
+
+    many = getattr(engine, "filter_many", None)
+    if many is not None:
+
+        def run(docs):
+            for i in range(0, len(docs), BATCH_DOCUMENTS):
+                many(docs[i : i + BATCH_DOCUMENTS])
+
+        return run
+    one = getattr(engine, "filter_ordered", engine.filter)
+
+    def run(docs):
+        for doc in docs:
+            one(doc)
+
+    return run
+
+
+def _cycled(docs: list, size: float) -> list:
+    """``docs`` repeated until they hold at least ``size`` bytes."""
+    out, total = [], 0
+    while total < size:
+        doc = docs[len(out) % len(docs)]
+        out.append(doc)
+        total += len(doc.data)
+    return out
+
+
 def measure_row(
-    engine_name: str, queries_path: Path, folder: Path, limit: int, stream_bytes: float
+    engine_name: str,
+    queries_path: Path,
+    folder: Path,
+    limit: int,
+    stream_bytes: float,
+    cycle_bytes: float = 0,
 ) -> dict:
-    """In a fresh process: load, build, filter (cold, then warm), and peak memory."""
+    """In a fresh process: load, build, filter (cold, then warm), and peak memory.
+    ``cycle_bytes``: the documents cycled to that size for the timed passes."""
     from xpfilt.engines import make_engine
     from xpfilt.lang.xpath import load_queries
     from xpfilt.software.fast import gc_paused
@@ -123,6 +172,7 @@ def measure_row(
     docs = [Document.from_path(p) for p in load_documents([folder])]
     if limit:
         docs = docs[:limit]
+    timed = _cycled(docs, cycle_bytes) if cycle_bytes else docs
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
     with gc_paused():  # as xpfilt filter does
@@ -132,13 +182,12 @@ def measure_row(
     engine = make_engine(engine_name, queries)
     build_s = time.perf_counter() - start
     gc.freeze()
-    # the answer as xpfilt filter takes it: in order when the engine offers it (no set built)
-    answer = getattr(engine, "filter_ordered", engine.filter)
+    # the answer as xpfilt filter takes it: batches, or in order (no set built)
+    answer = _answerer(engine)
     passes, cpu = [], []
     for _ in range(3 if engine_name == "fast" else 1):
         start, start_cpu = time.perf_counter(), time.process_time()
-        for doc in docs:
-            answer(doc)
+        answer(timed)
         passes.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     digests, matches = [], 0  # one more pass, untimed, keeping no answer (memory)
@@ -156,22 +205,20 @@ def measure_row(
         "digests": digests,
         "matches": matches,
         "baseline_rss_MB": baseline,
+        "timed_documents": len(timed),
+        "timed_bytes": sum(len(doc.data) for doc in timed),
     }
     row["stats"] = dict(getattr(engine, "stats", {}))
     row["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if stream_bytes:  # the 100 NITF documents cycled to YFilter's 2.9 MB, the first cycle cold
         del engine
         gc.collect()
-        stream, size = [], 0
-        while size < stream_bytes:
-            doc = docs[len(stream) % len(docs)]
-            stream.append(doc)
-            size += len(doc.data)
+        stream = _cycled(docs, stream_bytes)
+        size = sum(len(doc.data) for doc in stream)
         fresh = make_engine(engine_name, queries)
-        answer = getattr(fresh, "filter_ordered", fresh.filter)
+        answer = _answerer(fresh)
         start, start_cpu = time.perf_counter(), time.process_time()
-        for doc in stream:
-            answer(doc)
+        answer(stream)
         row.update(
             stream_bytes=size,
             stream_s=time.perf_counter() - start,
@@ -181,7 +228,14 @@ def measure_row(
 
 
 def run_row(
-    engine: str, n: int, queries_path: Path, label: str, folder: Path, limit: int, stream: bool
+    engine: str,
+    n: int,
+    queries_path: Path,
+    label: str,
+    folder: Path,
+    limit: int,
+    stream: bool,
+    cycle: float = 0,
 ) -> dict:
     docs = load_documents([folder])
     docs = docs[:limit] if limit else docs
@@ -197,16 +251,19 @@ def run_row(
         str(folder),
         str(limit),
         str(YFILTER_BYTES if stream else 0),
+        str(cycle),
     ]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"row {engine} {n} {label} failed:\n{proc.stderr[-3000:]}")
     measured = json.loads(proc.stdout)
+    cycles = measured["timed_bytes"] / size  # the timed passes filtered the documents cycled
+    size, events = measured["timed_bytes"], round(events * cycles)
     row = {
         "engine": engine,
         "queries": n,
         "workload": label,
-        "documents": len(docs),
+        "documents": measured["timed_documents"],
         "bytes": size,
         "events": events,
         "subset": f"first {limit} documents" if limit else "",
@@ -226,6 +283,7 @@ def run_row(
         "peak_rss_MB": measured["peak_rss_MB"],
         "baseline_rss_MB": measured["baseline_rss_MB"],
         "stats": measured["stats"],
+        "path": measured["stats"].get("loop") or "python",
         "load_before": round(load, 2),
         "load_after": round(os.getloadavg()[0], 2),
         "digests": measured["digests"],
@@ -240,11 +298,12 @@ def run_row(
     return row
 
 
-def whole_process(n: int, queries_path: Path, folder: Path) -> dict:
-    """One ``xpfilt filter`` process over 2.9 MB of NITF (cycled), output to /dev/null."""
+def whole_process(n: int, queries_path: Path, folder: Path, size_goal: float) -> dict:
+    """One ``xpfilt filter`` process over ``size_goal`` bytes of NITF (the documents named again
+    and again), output to /dev/null, against YFilter's figure for that size."""
     docs, size = [], 0
     files = load_documents([folder])
-    while size < YFILTER_BYTES:
+    while size < size_goal:
         path = files[len(docs) % len(files)]
         docs.append(str(path))
         size += path.stat().st_size
@@ -258,20 +317,32 @@ def whole_process(n: int, queries_path: Path, folder: Path) -> dict:
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"xpfilt filter failed for {queries_path}")
-    yfilter_s, yfilter_mb = YFILTER[n]
+    if size_goal <= YFILTER_BYTES:
+        yfilter_s, yfilter_mb = YFILTER[n]
+        yfilter_bytes, yfilter_source = YFILTER_BYTES, "issue 17: 2.9 MB"
+    elif n in YFILTER_LARGE:
+        yfilter_s, yfilter_mb, yfilter_bytes = YFILTER_LARGE[n]
+        yfilter_source = "issue 37: 18.8 MB"
+    else:
+        yfilter_s, yfilter_mb = YFILTER[n]
+        yfilter_s, yfilter_bytes = yfilter_s * size / YFILTER_BYTES, size
+        yfilter_source = "issue 17's 2.9 MB figure scaled by bytes"
+    cpu = usage.ru_utime + usage.ru_stime
     return {
         "queries": n,
         "documents": len(docs),
         "bytes": size,
         "fast_whole_s": elapsed,
-        "fast_whole_cpu_s": usage.ru_utime + usage.ru_stime,
+        "fast_whole_cpu_s": cpu,
         "fast_whole_MBps": size / elapsed / 1e6,
         "fast_peak_MB": usage.ru_maxrss / 1024,
         "yfilter_s": yfilter_s,
-        "yfilter_MBps": YFILTER_BYTES / yfilter_s / 1e6,
+        "yfilter_bytes": yfilter_bytes,
+        "yfilter_source": yfilter_source,
+        "yfilter_MBps": yfilter_bytes / yfilter_s / 1e6,
         "yfilter_peak_MB": yfilter_mb,
-        "whole_speedup": yfilter_s / elapsed * size / YFILTER_BYTES,
-        "whole_cpu_speedup": yfilter_s / (usage.ru_utime + usage.ru_stime) * size / YFILTER_BYTES,
+        "whole_speedup": yfilter_s / elapsed * size / yfilter_bytes,
+        "whole_cpu_speedup": yfilter_s / cpu * size / yfilter_bytes,
         "load_before": round(load, 2),
     }
 
@@ -282,7 +353,8 @@ def main() -> None:
     for n in SIZES:
         for label, folder in work["docs"].items():
             nitf = label.startswith("NITF")
-            fast = run_row("fast", n, work["queries"][n], label, folder, 0, nitf)
+            cycle = LARGE_BYTES if nitf else 0
+            fast = run_row("fast", n, work["queries"][n], label, folder, 0, nitf, cycle)
             if n == SIZES[-1] and not nitf:
                 ref = None  # minutes per MB at 100k queries: see the module docstring
             else:
@@ -307,22 +379,23 @@ def main() -> None:
         for row in rows:
             if row["engine"] == "fast" and row["queries"] == n and "stream_MBps" in row:
                 stream = row
-        entry = whole_process(n, work["queries"][n], work["docs"]["NITF (100 docs)"])
-        entry.update(
-            fast_stream_MBps=stream["stream_MBps"],
-            fast_stream_cpu_MBps=stream["stream_cpu_MBps"],
-            fast_load_s=stream["load_s"],
-            fast_build_s=stream["build_s"],
-            stream_speedup=stream["stream_MBps"] / entry["yfilter_MBps"],
-        )
-        whole.append(entry)
-        print(
-            f"whole process, {n:6} queries: xpfilt filter {entry['fast_whole_s']:.2f} s "
-            f"({entry['fast_peak_MB']:.0f} MB peak) for {entry['bytes'] / 1e6:.2f} MB, YFilter "
-            f"{entry['yfilter_s']} s; filtering alone {entry['fast_stream_MBps']:.2f} MB/s = "
-            f"{entry['stream_speedup']:.1f}x YFilter's whole-process rate",
-            file=sys.stderr,
-        )
+        for goal in (YFILTER_BYTES, LARGE_BYTES):
+            entry = whole_process(n, work["queries"][n], work["docs"]["NITF (100 docs)"], goal)
+            entry.update(
+                fast_stream_MBps=stream["stream_MBps"],
+                fast_stream_cpu_MBps=stream["stream_cpu_MBps"],
+                fast_load_s=stream["load_s"],
+                fast_build_s=stream["build_s"],
+                stream_speedup=stream["stream_MBps"] / entry["yfilter_MBps"],
+            )
+            whole.append(entry)
+            print(
+                f"whole process, {n:6} queries: xpfilt filter {entry['fast_whole_s']:.2f} s "
+                f"({entry['fast_peak_MB']:.0f} MB peak) for {entry['bytes'] / 1e6:.2f} MB, "
+                f"YFilter {entry['yfilter_s']:.2f} s ({entry['yfilter_source']}): "
+                f"{entry['whole_speedup']:.1f}x",
+                file=sys.stderr,
+            )
     for row in rows:
         row.pop("digests")
     publish(
@@ -330,6 +403,7 @@ def main() -> None:
         rows,
         [
             ("engine", "engine"),
+            ("path", "path"),
             ("queries", "queries"),
             ("workload", "documents"),
             ("subset", "subset"),
@@ -355,12 +429,13 @@ def main() -> None:
         whole,
         [
             ("queries", "queries"),
-            ("yfilter_s", "YFilter s (2.9 MB)"),
+            ("bytes", "bytes"),
+            ("yfilter_s", "YFilter s"),
+            ("yfilter_source", "YFilter figure"),
             ("yfilter_MBps", "YFilter MB/s"),
             ("yfilter_peak_MB", "YFilter peak MB"),
             ("fast_whole_s", "xpfilt filter s"),
             ("fast_whole_cpu_s", "xpfilt filter CPU s"),
-            ("bytes", "bytes"),
             ("fast_whole_MBps", "xpfilt filter MB/s"),
             ("fast_peak_MB", "xpfilt peak MB"),
             ("whole_speedup", "whole-process speed / YFilter's"),
@@ -372,9 +447,11 @@ def main() -> None:
             ("stream_speedup", "filtering MB/s / YFilter's MB/s"),
             ("load_before", "load"),
         ],
-        "xpfilt filter (fast engine) vs YFilter 1.0, whole process, 2.9 MB of NITF",
-        "YFilter: issue 17's figures (500 NITF documents, 2.9 MB, whole process, this machine). "
-        "xpfilt filter: one process over the 100 shared NITF documents cycled to 2.9 MB, "
+        "xpfilt filter (fast engine) vs YFilter 1.0, whole process, 2.9 MB and 19.4 MB of NITF",
+        "YFilter: issue 17's figures (500 NITF documents, 2.9 MB, whole process, this machine) "
+        "and issue 37's (5,000 files, 18.8 MB, 10k profiles); at 1k and 100k over 19.4 MB the "
+        "2.9 MB figure scaled by bytes (its start-up scaled too: an upper bound). "
+        "xpfilt filter: one process over the 100 shared NITF documents cycled to the size, "
         "output written to /dev/null; the speed ratio scales by bytes. Filtering MB/s: the "
         "fast engine alone over the same stream (first cycle cold), without Python start-up, "
         "query-file parsing and output.",
@@ -389,9 +466,11 @@ if __name__ == "__main__":
         parser.add_argument("folder", type=Path)
         parser.add_argument("limit", type=int)
         parser.add_argument("stream", type=float)
+        parser.add_argument("cycle", type=float)
         args = parser.parse_args()
-        print(
-            json.dumps(measure_row(args.engine, args.queries, args.folder, args.limit, args.stream))
+        row = measure_row(
+            args.engine, args.queries, args.folder, args.limit, args.stream, args.cycle
         )
+        print(json.dumps(row))
     else:
         main()

@@ -33,12 +33,20 @@ def test_fast_reproduces_shared_expected(name, queries_path, folder, tsv):
 
 def _agree(texts, docs, **options):
     parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
-    fast, ref = FastFilter(parsed, **options), ReferenceFilter(parsed)
+    ref = ReferenceFilter(parsed)
+    # the compiled loop where it applies, and the Python path (the fallback) always
+    fast, python = FastFilter(parsed, **options), FastFilter(parsed, compiled=False, **options)
+    assert python.stats["engine"] == "python"
     for doc in docs + docs[:1]:
         expected = ref.filter(doc)
-        assert fast.filter(doc) == expected
-        assert fast.filter_ordered(doc) == sorted(expected)
-        assert fast.filter_events(parse_events(doc)) == expected
+        for engine in (fast, python):
+            assert engine.filter(doc) == expected
+            assert engine.filter_ordered(doc) == sorted(expected)
+            assert engine.filter_events(parse_events(doc)) == expected
+    batch = docs + docs[:1]
+    assert [found.tolist() for found in fast.filter_many(batch)] == [
+        sorted(ref.filter(doc)) for doc in batch
+    ]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -114,11 +122,43 @@ def test_repeated_paths_are_memoized(data):
 
 
 def test_the_memo_is_dropped_when_distinct_names_outgrow_its_budget():
-    engine = FastFilter([parse_query("/r/*", 1), parse_query("//n7", 2)], cache_bytes=100_000)
+    # the Python path memoizes per name; the compiled loop per query name (others are one tag)
+    queries = [parse_query("/r/*", 1), parse_query("//n7", 2)]
+    engine = FastFilter(queries, cache_bytes=100_000, compiled=False)
     many = ("<r>" + "".join(f"<n{i}/>" for i in range(2000)) + "</r>").encode()
     assert engine.filter(many) == {0, 1}
     assert engine.stats["resets"] == 1 and engine.stats["memo_bytes"] > 100_000
     assert engine.filter(b"<r><n7/></r>") == {0, 1} and engine.stats["resets"] == 1
+    compiled = FastFilter(queries, cache_bytes=100_000)
+    assert compiled.stats["engine"] == "compiled"
+    assert compiled.filter(many) == {0, 1} and compiled.stats["memo_bytes"] < 10_000
+    compiled = FastFilter(queries, cache_bytes=0)  # dropped after every batch
+    for _ in range(3):
+        assert compiled.filter(many) == {0, 1}
+    assert compiled.stats["resets"] == 3
+
+
+def test_stats_say_which_path_each_document_took():
+    engine = FastFilter([parse_query("/a/b", 1)])
+    docs = [
+        b"<a><b/></a>",
+        b'<?xml version="1.0" encoding="utf-8"?><!-- c --><a x="&lt;&#233;"><b>t&amp;</b></a>',
+        b'<!DOCTYPE a [<!ENTITY e "x">]><a><b>&e;</b></a>',  # an internal subset: expat
+        b"<a><b></a>",  # malformed: expat decides, and says why
+        '<?xml version="1.0" encoding="latin-1"?><a><b>\xe9</b></a>'.encode("latin-1"),
+    ]
+    found = engine.filter_many(docs)
+    assert [f.tolist() for f in found[:3]] + [str(found[3])[:10], found[4].tolist()] == [
+        [0],
+        [0],
+        [0],
+        "<bytes>:1:",
+        [0],
+    ]
+    assert engine.stats["compiled_documents"] == 2 and engine.stats["expat_documents"] == 3
+    predicates = FastFilter([parse_query("/a[@x=1]", 1)])
+    assert predicates.stats["engine"] == "python"  # predicates keep the Python path
+    assert predicates.filter(b'<a x="1"/>') == {0} and predicates.stats["expat_documents"] == 1
 
 
 def test_malformed_and_encoded_documents_answer_like_the_reference():
@@ -152,3 +192,33 @@ def test_batch_answers_are_sorted_numbers_whatever_the_query_order():
 def test_fast_is_the_registered_default_engine():
     assert list(ENGINES)[0] == "fast"
     assert isinstance(make_engine("fast", [parse_query("/a")]), FastFilter)
+
+
+def test_tsv_lines_are_the_numbers_in_order_whatever_their_range():
+    from xpfilt.software.results import format_tsv_line
+
+    for numbers in ([], [3, 1, 2], [0, 5, 10**7], [-1, 5], list(range(70_000, 0, -7))):
+        assert format_tsv_line("d.xml", numbers) == "d.xml\t" + " ".join(
+            str(n) for n in sorted(numbers)
+        )
+
+
+def test_lines_are_the_batch_results_formatted(data, tmp_path):
+    from xpfilt.engines import filter_lines
+    from xpfilt.software.results import format_tsv_line
+
+    queries = load_queries(data / "queries" / "nitf-d8-p15-n2000.txt").queries
+    docs = load_documents([data / "nitf" / "docs"])[:30] + [tmp_path / "missing.xml"]
+    docs.insert(3, Document("bad.xml", b"<a><b></a>"))
+    for engine in (
+        FastFilter(queries),
+        FastFilter(queries, compiled=False),
+        ReferenceFilter(queries),
+    ):
+        lines = list(filter_lines(engine, docs))
+        expected = [
+            (r.name, format_tsv_line(r.name, r.matches) if r.ok else None, r.error)
+            for r in filter_batch(ReferenceFilter(queries), docs)
+        ]
+        assert lines == expected
+    assert lines[3][2].startswith("bad.xml:1:") and "cannot read" in lines[-1][2]

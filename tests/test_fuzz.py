@@ -14,7 +14,7 @@ from xpfilt.verify.fuzz.report import Recorder, known_defect
 from xpfilt.verify.fuzz.rtl import Segment, StreamRun, run_stream
 from xpfilt.verify.fuzz.run import _check_readouts, fuzz_config, fuzz_hostile, fuzz_wellformed
 
-SLICE = {"wellformed": 0.01, "hostile": 0.01, "config": 0.15, "rtl": 0.01}
+SLICE = {"wellformed": 0.01, "hostile": 0.01, "config": 0.15, "rtl": 0.01, "scanner": 0.01}
 
 
 @pytest.mark.parametrize("category", list(SLICE))

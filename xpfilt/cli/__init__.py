@@ -225,8 +225,7 @@ def filter_command(
     --out folder as Parquet, one row per document, malformed ones with their error.
     """
     from xpfilt.compiler.custom import MAX_NAME
-    from xpfilt.engines import filter_batch, make_engine, split_supported
-    from xpfilt.software.results import format_tsv_line
+    from xpfilt.engines import filter_lines, make_engine, split_supported
 
     options = options_from(kwargs)
     max_name = None if mode is EngineMode.PROGRAMMABLE else MAX_NAME
@@ -250,11 +249,11 @@ def filter_command(
     else:
         filt = make_engine(engine, queries, options)
     gc.freeze()  # the queries and the engine stay out of the collections while filtering
-    for result in filter_batch(filt, document_paths(documents)):
-        if result.ok:
-            output.write(format_tsv_line(result.name, result.matches) + "\n")
+    for _name, line, error in filter_lines(filt, document_paths(documents)):
+        if error is None:
+            output.write(line + "\n")
         else:
-            click.echo(f"xpfilt: {result.error}", err=True)
+            click.echo(f"xpfilt: {error}", err=True)
             failed = True
     output.flush()
     sys.exit(1 if failed else 0)

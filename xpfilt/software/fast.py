@@ -29,9 +29,14 @@ earlier siblings and a nested path (twig) its subtree, so a query set with any o
 :func:`xpfilt.software.events.parse_events` and the predicates' first pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
 paths' answers (:class:`xpfilt.lang.profiles.ProfilePaths`).
 
-Documents are made UTF-8 by :func:`xpfilt.software.events.utf8_document` (the one encoding policy) and
-parsed by expat directly, without building event objects; a document expat rejects is parsed
-again by :func:`xpfilt.software.events.iter_events`, which raises the error every other engine raises.
+Query sets without predicates run through the compiled loop (:mod:`xpfilt.software.compiled`,
+see :func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
+steps the same DFA kept as arrays, and comes back here only on a miss. It decides only the common
+case of XML; every other document it defers to the Python path below (``stats`` counts
+``compiled_documents`` and ``expat_documents``). On that path documents are made UTF-8 by
+:func:`xpfilt.software.events.utf8_document` (the one encoding policy) and parsed by expat
+directly, without building event objects; a document expat rejects is parsed again by
+:func:`xpfilt.software.events.iter_events`, which raises the error every other engine raises.
 
 The memo is bounded: when its sets, accepted queries and transitions grow past ``cache_bytes``
 it is dropped between two documents and rebuilt on demand (``stats['resets']`` counts it).
@@ -40,9 +45,11 @@ it is dropped between two documents and rebuilt on demand (``stats['resets']`` c
 from __future__ import annotations
 
 import gc
+import os
 from collections import defaultdict
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Sequence, Union
+from types import SimpleNamespace
+from typing import Iterable, Iterator, Optional, Sequence, Union
 from xml.parsers import expat
 
 import numpy as np
@@ -51,6 +58,7 @@ from xpfilt.lang.profiles import ProfilePaths
 from xpfilt.lang.xpath import Axis, Query
 from xpfilt.software.events import (
     Document,
+    DocumentError,
     Event,
     EventKind,
     iter_events,
@@ -68,7 +76,7 @@ from xpfilt.software.fast_predicates import (
 )
 from xpfilt.software.predicates import Positions, first_pass, needs_text, needs_tree
 
-__all__ = ["FastFilter", "DEFAULT_CACHE_BYTES", "gc_paused"]
+__all__ = ["FastFilter", "DEFAULT_CACHE_BYTES", "gc_paused", "compiled_loop"]
 
 #: Memo size before it is dropped: interned sets and their accepted queries (4 bytes per number)
 #: and the transition entries (a document with a million distinct names cannot grow it unseen).
@@ -79,6 +87,49 @@ _ENTRY_BYTES = 100
 
 _STATE = np.int32  # NFA state numbers as stored in the interned sets
 _INDEX = np.intp  # ... and while a miss computes with them (NumPy indexes with intp)
+
+
+def compiled_loop() -> Optional[SimpleNamespace]:
+    """The compiled inner loop's ``scan`` and ``answers`` with the constants and name table of
+    :mod:`xpfilt.software.scanner`, and ``kind``: how it was had. None when ``XPFILT_COMPILED=0``,
+    or when Numba is not installed and no current ahead-of-time build exists.
+
+    The ahead-of-time build, the extension module ``_scanner_aot`` beside this file made by
+    ``python -m xpfilt.software.compiled`` (``make setup`` runs it), loads in a millisecond
+    without Numba or LLVM (``kind`` ``aot``). Without it, or when it was built from another
+    version of ``compiled.py``, Numba compiles the loop just in time and caches it on disk
+    (``kind`` ``jit``: ~10 CPU-s once, then ~0.8 s per process to import Numba and load the
+    cache). ``XPFILT_COMPILED=jit`` skips the ahead-of-time build. Loaded on first use: a
+    command that filters nothing pays nothing."""
+    from xpfilt.software import scanner
+
+    mode = os.environ.get("XPFILT_COMPILED", "1")
+    if mode == "0":
+        return None
+    found = None
+    if mode != "jit":
+        try:
+            from xpfilt.software import _scanner_aot as aot  # type: ignore[attr-defined]
+        except ImportError:
+            aot = None
+        if aot is not None and aot.source_hash() == scanner.source_hash():
+            found = SimpleNamespace(
+                scan=aot.scan, answers=aot.answers, format_numbers=aot.format_numbers, kind="aot"
+            )
+    if found is None:
+        try:
+            from xpfilt.software import compiled
+        except ImportError:  # Numba missing: the Python path answers alone
+            return None
+        found = SimpleNamespace(
+            scan=compiled.scan,
+            answers=compiled.answers,
+            format_numbers=compiled.format_numbers,
+            kind="jit",
+        )
+    for name in ("ACCEPTED", "MISS", "MAX_DEPTH", "MAX_ATTRIBUTES", "CTX_SIZE", "name_table"):
+        setattr(found, name, getattr(scanner, name))
+    return found
 
 
 @contextmanager
@@ -251,7 +302,10 @@ class FastFilter:
         queries: Sequence[Query],
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         value_memo_size: int = VALUE_MEMO_SIZE,
+        compiled: Optional[bool] = None,
     ):
+        """``compiled``: run structural query sets through the compiled loop (None: when
+        Numba is there, see :func:`compiled_loop`; False: the Python path only)."""
         self.queries = tuple(queries)
         self.cache_bytes = cache_bytes
         self._profiles = ProfilePaths(self.queries)
@@ -269,7 +323,27 @@ class FastFilter:
             "misses": 0,
             "resets": 0,
             "memo_bytes": 0,
+            # which path each document took: the compiled scanner, or expat's (deferred by the
+            # scanner, or every document when the queries have predicates or Numba is absent)
+            "compiled_documents": 0,
+            "expat_documents": 0,
         }
+        nfa = self._nfa
+        self._loop = None
+        if compiled is not False and not nfa.guarded:
+            self._loop = compiled_loop()
+        self.stats["engine"] = "compiled" if self._loop is not None else "python"
+        self.stats["loop"] = self._loop.kind if self._loop is not None else None
+        if self._loop is not None:
+            self._names = self._loop.name_table(nfa.tag_ids)
+            self._path_bits = np.zeros(len(self._profiles.paths) // 64 + 1, np.uint64)
+            depth = self._loop.MAX_DEPTH + 1
+            self._scratch = (
+                np.zeros(depth, np.int32),  # DFA state per open element
+                np.zeros(2 * depth, np.int64),  # name offset and length per open element
+                np.zeros(2 * self._loop.MAX_ATTRIBUTES, np.int64),
+            )
+            self._stamp = 0
         self._reset()
 
     # -- the lazy DFA ---------------------------------------------------------------------
@@ -280,6 +354,13 @@ class FastFilter:
         self._accepts: list = []  # DFA state -> positions it accepts, or None
         self._guarded: dict = {}  # (DFA state, name) -> (base set, candidates)
         self._memo_bytes = 0
+        if self._loop is not None:  # the same DFA as arrays: transitions, accepted queries
+            self._table = np.full((64, self._nfa.width), -1, np.int32)
+            self._seen = np.zeros(64, np.int64)
+            self._accept_start = np.zeros(64, np.int64)
+            self._accept_count = np.zeros(64, np.int32)
+            self._accept_data = np.zeros(1024, np.int32)
+            self._accept_used = 0
         empty = np.zeros(0, _INDEX)
         document = np.zeros(1, _INDEX)
         self._start = self._intern(self._nfa.close(empty, document), document)
@@ -298,7 +379,33 @@ class FastFilter:
         self._accepts.append(accepts)
         self._memo_bytes += len(key) + (0 if accepts is None else accepts.nbytes)
         self.stats["dfa_states"] += 1
+        if self._loop is not None:
+            self._add_array_state(number, accepts)
         return number
+
+    def _add_array_state(self, number: int, accepts) -> None:
+        """Row ``number`` of the array tables (grown by doubling)."""
+        if number >= len(self._seen):
+            size = 2 * len(self._seen)
+            table = np.full((size, self._nfa.width), -1, np.int32)
+            table[:number] = self._table[:number]
+            self._table = table
+            for name in ("_seen", "_accept_start", "_accept_count"):
+                old = getattr(self, name)
+                new = np.zeros(size, old.dtype)
+                new[:number] = old[:number]
+                setattr(self, name, new)
+        self._memo_bytes += self._nfa.width * 4 + 20
+        if accepts is not None:
+            used, count = self._accept_used, len(accepts)
+            if used + count > len(self._accept_data):
+                grown = np.zeros(2 * (used + count), np.int32)
+                grown[:used] = self._accept_data[:used]
+                self._accept_data = grown
+            self._accept_data[used : used + count] = np.sort(accepts)  # answers() needs them so
+            self._accept_start[number] = used
+            self._accept_count[number] = count
+            self._accept_used = used + count
 
     def _states(self, number: int) -> np.ndarray:
         return np.frombuffer(self._sets[number], _STATE)
@@ -467,10 +574,151 @@ class FastFilter:
         :func:`xpfilt.engines.filter_batch`)."""
         if isinstance(document, (bytes, bytearray)):
             document = Document("<bytes>", bytes(document))
+        if self._loop is not None:
+            (found,) = self.filter_many([document])
+            if isinstance(found, DocumentError):
+                raise found
+            return found.tolist()
+        return self._filter_python(document)
+
+    def _filter_python(self, document: Document) -> list[int]:
+        self.stats["expat_documents"] += 1
         with gc_paused():  # a document's events and tree form no cycle; the memo is large
             if self._nfa.needs_events:
                 return self._filter_events(parse_events(document))
             return self._filter_expat(document)
+
+    def filter_many(
+        self, documents: Sequence[Union[Document, bytes]]
+    ) -> list[Union[np.ndarray, DocumentError]]:
+        """The positions of :meth:`filter_ordered` for each document, as an int32 array, or
+        the :class:`DocumentError` it raises, in one call: the compiled loop scans the whole
+        batch, and only the documents it defers (see :mod:`xpfilt.software.compiled`) or all
+        of them when it is not used (``stats['engine']``) go through expat one by one."""
+        documents = [
+            Document("<bytes>", bytes(d)) if isinstance(d, (bytes, bytearray)) else d
+            for d in documents
+        ]
+        if self._loop is None:
+            return [self._guarded_python(d) for d in documents]
+        with gc_paused():
+            status, bounds, found = self._scan([d.data for d in documents])
+        accepted = self._loop.ACCEPTED
+        combined = self._profiles.combined
+        out: list = []
+        compiled = 0
+        for i, document in enumerate(documents):
+            if status[i] == accepted:
+                compiled += 1
+                positions = found[bounds[i] : bounds[i + 1]]
+                if combined:  # the paths' answers into the profiles'
+                    positions = np.array(self._profiles.answer(positions.tolist()), np.int32)
+                out.append(positions)
+            else:
+                out.append(self._guarded_python(document))
+        self.stats["compiled_documents"] += compiled
+        self.stats["memo_bytes"] = self._memo_bytes
+        if self._memo_bytes > self.cache_bytes:
+            self._reset()
+            self.stats["resets"] += 1
+        return out
+
+    def filter_many_text(
+        self, documents: Sequence[Union[Document, bytes]], numbers: Sequence[int]
+    ) -> list[Union[str, DocumentError]]:
+        """:meth:`filter_many`'s answers as text: the numbers ``numbers[position]`` of the
+        matching queries, separated by spaces (in increasing order when ``numbers`` increase),
+        formatted by the compiled loop; ``xpfilt filter`` writes them as they are."""
+        found = self.filter_many(documents)
+        answers = [f for f in found if not isinstance(f, DocumentError)]
+        if self._loop is None or not answers:
+            return [
+                f if isinstance(f, DocumentError) else " ".join(str(numbers[p]) for p in f.tolist())
+                for f in found
+            ]
+        bounds = np.zeros(len(answers) + 1, np.int64)
+        bounds[1:] = np.cumsum([len(a) for a in answers])
+        flat = np.concatenate(answers).astype(np.int32, copy=False)
+        table = np.asarray(numbers, np.int64)
+        lines, text = self._loop.format_numbers(flat, bounds, table)
+        text = text[: lines[-1]].tobytes().decode("ascii")
+        texts = iter([text[a:b] for a, b in zip(lines[:-1].tolist(), lines[1:].tolist())])
+        return [f if isinstance(f, DocumentError) else next(texts) for f in found]
+
+    def compiled_verdicts(self, datas: Sequence[bytes]) -> list[bool]:
+        """Whether the compiled loop accepts each document (False: it defers it to expat, or it
+        is not used). For the fuzz harness, which compares the verdicts with expat's."""
+        if self._loop is None:
+            return [False] * len(datas)
+        status = self._scan(list(datas))[0]
+        return (status == self._loop.ACCEPTED).tolist()
+
+    def _guarded_python(self, document: Document) -> Union[np.ndarray, DocumentError]:
+        try:
+            return np.array(self._filter_python(document), np.int32)
+        except DocumentError as exc:
+            return exc
+
+    def _scan(self, datas: list[bytes]) -> tuple:
+        """Runs the compiled loop over one batch; returns each document's status and the
+        accepted documents' answers (``found[bounds[i]:bounds[i + 1]]``)."""
+        loop = self._loop
+        count = len(datas)
+        data = np.frombuffer(b"".join(datas), np.uint8)
+        offsets = np.zeros(count + 1, np.int64)
+        offsets[1:] = np.cumsum([len(d) for d in datas])
+        status = np.zeros(count, np.int8)
+        visited_start = np.zeros(count, np.int64)
+        visited_end = np.zeros(count, np.int64)
+        visited = np.empty(len(data) // 3 + 1, np.int32)
+        ctx = np.zeros(loop.CTX_SIZE, np.int64)
+        ctx[1] = -1  # no document begun
+        ctx[5] = self._stamp
+        table, names, name_offsets, name_tags = self._names
+        stack, name_stack, attributes = self._scratch
+        while (
+            loop.scan(
+                data,
+                offsets,
+                status,
+                visited_start,
+                visited_end,
+                visited,
+                ctx,
+                self._table,
+                self._seen,
+                table,
+                names,
+                name_offsets,
+                name_tags,
+                self._start,
+                stack,
+                name_stack,
+                attributes,
+            )
+            == loop.MISS
+        ):
+            self._array_miss(int(ctx[6]), int(ctx[7]))
+        self._stamp = int(ctx[5])
+        bounds, found = loop.answers(
+            status,
+            visited_start,
+            visited_end,
+            visited,
+            self._accept_start,
+            self._accept_count,
+            self._accept_data,
+            self._path_bits,
+        )
+        return status, bounds, found[: bounds[-1]]
+
+    def _array_miss(self, top: int, tag: int) -> None:
+        """Fills ``table[top, tag]``: the compiled loop met it (tag 0: a name no query has)."""
+        self.stats["misses"] += 1
+        nfa = self._nfa
+        kept, targets = nfa.step(self._states(top), tag)
+        nxt = self._intern(nfa.close(kept, targets), targets)  # may grow the table
+        self._table[top, tag] = nxt
 
     def _filter_expat(self, document: Document) -> list[int]:
         """Structural paths only: expat's callbacks step the DFA, no event objects."""

@@ -17,6 +17,9 @@ Categories (default counts at ``--cases-scale 1``):
    programmable engine, configuration streams completing while documents flow) through the RTL
    in the Amaranth simulator beside the model, random valid/ready: cycle-exact, exactly one
    readout per document, answers as the reference.
+5. ``scanner`` (100,000): documents mutated for the fast engine's compiled scanner
+   (:func:`xpfilt.verify.fuzz.generate.scanner_document`); every one it accepts, expat must
+   accept and the reference must answer alike (one it defers is expat's anyway).
 
 A failure is a crash (any exception other than :class:`xpfilt.software.events.DocumentError`), a hang, a
 lost or extra readout, an RTL/model difference, a rejected valid or accepted corrupt stream, or a
@@ -39,7 +42,13 @@ from xpfilt.verify.fuzz.report import Recorder, write_summary
 __all__ = ["FuzzConfig", "DEFAULT_COUNTS", "run_fuzz"]
 
 #: Cases per category at ``cases_scale`` 1.
-DEFAULT_COUNTS = {"wellformed": 100_000, "hostile": 100_000, "config": 2_000, "rtl": 500}
+DEFAULT_COUNTS = {
+    "wellformed": 100_000,
+    "hostile": 100_000,
+    "config": 2_000,
+    "rtl": 500,
+    "scanner": 100_000,
+}
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class FuzzConfig:
     out: Optional[Path] = Path("bench/results")  # fuzz.md, fuzz.json (None: not written)
     replay_dir: Optional[Path] = Path("build/fuzz")  # replay folders (None: not written)
     replays_per_class: int = 5
-    categories: tuple = ("wellformed", "hostile", "config", "rtl")
+    categories: tuple = ("wellformed", "hostile", "config", "rtl", "scanner")
     timeout: float = 10.0  # per engine call, seconds
     progress: bool = True
 
@@ -71,7 +80,13 @@ def _commit() -> str:
 
 def run_fuzz(config: FuzzConfig, recorder: Optional[Recorder] = None) -> dict:
     """Run the selected categories; return the summary (also written to ``config.out``)."""
-    from xpfilt.verify.fuzz.run import fuzz_config, fuzz_hostile, fuzz_rtl, fuzz_wellformed
+    from xpfilt.verify.fuzz.run import (
+        fuzz_config,
+        fuzz_hostile,
+        fuzz_rtl,
+        fuzz_scanner,
+        fuzz_wellformed,
+    )
 
     rec = recorder or Recorder(config.replay_dir, config.replays_per_class)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -85,8 +100,9 @@ def run_fuzz(config: FuzzConfig, recorder: Optional[Recorder] = None) -> dict:
         ),
         "config": lambda rng, n: fuzz_config(rng, n, rec, progress=config.progress),
         "rtl": lambda rng, n: fuzz_rtl(rng, n, rec, progress=config.progress),
+        "scanner": lambda rng, n: fuzz_scanner(rng, n, rec, progress=config.progress),
     }
-    for index, category in enumerate(("wellformed", "hostile", "config", "rtl")):
+    for category in runners:
         if category in config.categories:
             # each category has its own stream of random numbers: counts can change freely
             runners[category](random.Random(f"{config.seed}/{category}"), config.count(category))

@@ -431,6 +431,106 @@ def hostile_document(
     return kind, bytes(data)
 
 
+#: What the fast engine's compiled scanner (xpfilt/software/compiled.py) decides itself, each
+#: beside a near miss expat rejects: declarations, references, UTF-8 edges, comments, PIs,
+#: attributes, CDATA.
+SCANNER_TOKENS = [
+    b'<?xml version="1.0"?>',
+    b"<?xml version='1.0' encoding='UTF-8' standalone='yes'?>",
+    b'<?xml version="1.0" encoding="utf-8" ?>',
+    b'<?xml version="1.1"?>',
+    b'<?xml version="1.0" standalone="maybe"?>',
+    b'<?xml version="1.0" standalone="no" encoding="utf-8"?>',
+    b'<?xml encoding="utf-8"?>',
+    b'<?xml version="1.0"encoding="utf-8"?>',
+    b"<?xml-stylesheet href='x'?>",
+    b"<?XML x?>",
+    b"<?xMl?>",
+    b"<?pi?>",
+    b"<?pi data?>",
+    b"<?pi?data?>",
+    b"<?a:b x?>",
+    b"<!---->",
+    b"<!-- - -->",
+    b"<!-- -- -->",
+    b"<!----->",
+    b"<!--->",
+    b"<![CDATA[]]>",
+    b"<![CDATA[<&]]]>",
+    b"<![cdata[x]]>",
+    b"&#9;",
+    b"&#x9;",
+    b"&#X41;",
+    b"&#x;",
+    b"&#65",
+    b"&#8;",
+    b"&#xD800;",
+    b"&#xFFFE;",
+    b"&#1114111;",
+    b"&#1114112;",
+    b"&#00000000065;",
+    b"&apos;",
+    b"&quot;",
+    b"&QUOT;",
+    b"&gt",
+    b"\x7f",
+    b"\xc2\x80",
+    b"\xc2\xa0",
+    b"\xc0\xaf",
+    b"\xe0\x80\x80",
+    b"\xed\xa0\x80",
+    b"\xef\xbf\xbe",
+    b"\xef\xbf\xbd",
+    b"\xf0\x90\x80\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xf8\x88\x80\x80\x80",
+    b"\xc3\xa9",
+    b"\xe2\x82",
+    b' k="1" k="2"',
+    b' k="1"n="2"',
+    b" k=1",
+    b' k = "a<b"',
+    b" k='&lt;&#60;'",
+    b" k='\t\r\n'",
+    b"/",
+    b" /",
+    b"</a >",
+    b"</a\n>",
+    b"</ a>",
+    b"<a/ >",
+    b"<\xc3\xa9/>",
+    b"<a\xc3\xa9/>",
+    b"<a.b-c_d:e/>",
+    b"<-a/>",
+    b"<1a/>",
+    b"]]",
+    b"]>",
+    b"\r\n",
+    b" ",
+]
+
+
+def scanner_document(rng: random.Random) -> tuple[str, bytes]:
+    """A random document, mutated for the compiled scanner: one of :data:`HOSTILE_KINDS`, or
+    1-3 :data:`SCANNER_TOKENS` inserted (mostly at a markup boundary), or left well-formed."""
+    base = random_document(rng)
+    roll = rng.random()
+    if roll < 0.15:
+        return "well-formed", base
+    if roll < 0.45:
+        return hostile_document(rng, base, 16, 32)
+    data = bytearray(base)
+    for _ in range(rng.randint(1, 3)):
+        token = rng.choice(SCANNER_TOKENS)
+        if rng.random() < 0.7:  # just inside or after a tag, or at the start
+            bounds = [i for i, b in enumerate(data) if b in b"<>"] or [0]
+            i = rng.choice(bounds) + rng.choice((0, 1))
+        else:
+            i = rng.randint(0, len(data))
+        data[i:i] = token
+    return "scanner-token", bytes(data)
+
+
 HOSTILE_KINDS = [
     "byte-flip",
     "byte-flip",

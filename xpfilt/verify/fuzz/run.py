@@ -38,6 +38,7 @@ __all__ = [
     "fuzz_hostile",
     "fuzz_config",
     "fuzz_rtl",
+    "fuzz_scanner",
     "ENGINE_FACTORIES",
 ]
 
@@ -407,6 +408,80 @@ def fuzz_hostile(
 
     with _category(rec, "hostile", "2 hostile", cases, progress) as update:
         _document_cases("hostile", cases, rec, update, timeout, docs_per_set, new_set, new_document)
+
+
+# --- category 5 -------------------------------------------------------------------------------
+
+
+def _expat_accepts(data: bytes) -> bool:
+    """Expat's verdict on ``data`` as the fast engine's expat path parses it."""
+    from xml.parsers import expat
+
+    from xpfilt.software.events import DocumentError
+
+    try:
+        parser = expat.ParserCreate()
+        parser.Parse(utf8_document(Document("case.xml", data)).data, True)
+    except (expat.ExpatError, DocumentError):
+        return False
+    return True
+
+
+def fuzz_scanner(
+    rng: random.Random,
+    cases: int,
+    rec: Recorder,
+    *,
+    docs_per_set: int = 50,
+    progress: bool = True,
+) -> None:
+    """The fast engine's compiled scanner against expat on mutated documents: a document it
+    accepts, expat must accept, and its answer must be the reference's; one it defers goes to
+    expat (counted, by expat's verdict: the scanner's coverage)."""
+    from xpfilt.software.fast import FastFilter
+
+    done = 0
+    with _category(rec, "scanner", "5 scanner", cases, progress) as update:
+        while done < cases:
+            texts = gen.random_queries(rng)
+            queries = list(load_queries(texts).queries)
+            engine, reference = FastFilter(queries), ReferenceFilter(queries)
+            if engine.stats["engine"] != "compiled":  # Numba missing: nothing to compare
+                rec.check("scanner", "no compiled loop")
+                return
+            batch = [gen.scanner_document(rng) for _ in range(min(docs_per_set, cases - done))]
+            verdicts = engine.compiled_verdicts([data for _, data in batch])
+            answers = engine.filter_many([data for _, data in batch])
+            for (kind, data), accepted, found in zip(batch, verdicts, answers):
+                rec.case("scanner")
+                rec.check("scanner", f"kind {kind}")
+                expat_ok = _expat_accepts(data)
+                verdict = "accepted" if accepted else "deferred"
+                rec.check("scanner", f"{verdict}, expat {'accepts' if expat_ok else 'rejects'}")
+                files = {"queries.txt": ("\n".join(texts) + "\n").encode(), "2-case.xml": data}
+                command = replay_command("fast", ["2-case.xml"])
+                if accepted and not expat_ok:
+                    rec.fail(
+                        "scanner",
+                        "the scanner accepted a document expat rejects",
+                        f"mutation: {kind}",
+                        files,
+                        command,
+                    )
+                    rec.failed_case("scanner")
+                elif accepted:
+                    expected = sorted(reference.filter(Document("case.xml", data)))
+                    if found.tolist() != expected:
+                        rec.fail(
+                            "scanner",
+                            "disagreement: compiled answer vs reference",
+                            f"mutation: {kind}\nfast: {found.tolist()}\nreference: {expected}",
+                            files,
+                            command,
+                        )
+                        rec.failed_case("scanner")
+                done += 1
+            update(done)
 
 
 # --- category 3 -------------------------------------------------------------------------------

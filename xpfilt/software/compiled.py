@@ -1,0 +1,769 @@
+"""The fast engine's compiled inner loop (Numba): tokenize a batch of documents and step the
+lazy DFA of :mod:`xpfilt.software.fast` with array lookups, in one call per batch.
+
+:func:`scan` reads the documents of a batch (one byte array, document ``i`` at
+``offsets[i]:offsets[i + 1]``) and, for each, either *accepts* it -- it is well-formed and the
+DFA states its elements reach are recorded -- or *defers* it to the expat path. It accepts only
+what it can decide exactly as expat would, the common case:
+
+* UTF-8 without a byte order mark, an optional XML declaration of version 1.0 whose encoding,
+  if named, is UTF-8 (any letter case) and whose ``standalone`` is ``yes`` or ``no``;
+* no DOCTYPE, elements with ASCII names, attribute values and character data of valid UTF-8
+  XML characters (no C0 or C1 control but tab, LF and CR; no DEL), references ``&lt;``
+  ``&gt;`` ``&amp;`` ``&apos;`` ``&quot;`` and character references to XML characters;
+* comments, processing instructions (ASCII targets other than ``xml`` in any case, no colon),
+  CDATA sections inside the root element, and whitespace before and after the root element.
+
+Everything else -- anything malformed, other encodings, entity declarations, non-ASCII names,
+deeper than :data:`MAX_DEPTH` -- is deferred: the expat path decides it, errors included, so
+the scanner never has to reproduce expat's error messages, only never accept what expat
+rejects (``xpfilt.verify.fuzz``'s ``scanner`` category compares the verdicts).
+
+A DFA transition that is not yet in the table (``trans[state, tag] < 0``) ends the call with
+:data:`MISS` and where it stopped (``ctx``); the caller computes the next state in Python,
+extends the tables and calls again, which resumes at that start tag. Tag ids come from an
+open-addressing hash table over the names the queries use (every other name is tag 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from xpfilt.software.scanner import (
+    ACCEPTED,
+    CTX_DEPTH,
+    CTX_DOC,
+    CTX_MISS_STATE,
+    CTX_MISS_TAG,
+    CTX_POS,
+    CTX_ROOT_DONE,
+    CTX_STAMP,
+    CTX_VISITED,
+    DEFERRED,
+    DONE,
+    MAX_ATTRIBUTES,
+    MAX_DEPTH,
+    MISS,
+    source_hash,
+)
+
+__all__ = ["scan", "answers", "format_numbers", "build_aot", "DONE", "MISS", "DEFERRED"]
+
+_DOC, _POS, _DEPTH, _ROOT_DONE = CTX_DOC, CTX_POS, CTX_DEPTH, CTX_ROOT_DONE
+_VISITED, _STAMP, _MISS_STATE, _MISS_TAG = CTX_VISITED, CTX_STAMP, CTX_MISS_STATE, CTX_MISS_TAG
+
+_LT, _GT, _AMP, _SLASH, _BANG, _QUEST, _EQ = 60, 62, 38, 47, 33, 63, 61
+_DASH, _RSQB, _HASH, _SEMI, _QUOT, _APOS = 45, 93, 35, 59, 34, 39
+
+
+@njit(cache=True, inline="always")
+def _space(b):
+    return b == 32 or b == 10 or b == 9 or b == 13
+
+
+@njit(cache=True, inline="always")
+def _name_start(b):
+    return (97 <= b <= 122) or (65 <= b <= 90) or b == 95 or b == 58
+
+
+@njit(cache=True, inline="always")
+def _name_char(b):
+    return (
+        (97 <= b <= 122)
+        or (65 <= b <= 90)
+        or (48 <= b <= 57)
+        or b == 95
+        or b == 58
+        or b == 45
+        or b == 46
+    )
+
+
+@njit(cache=True, inline="always")
+def _char(data, p, end):
+    """Length of the XML character at ``p`` (0: not one the scanner accepts)."""
+    b = data[p]
+    if b < 0x80:
+        if b >= 0x20:
+            return 0 if b == 0x7F else 1
+        return 1 if (b == 9 or b == 10 or b == 13) else 0
+    if b < 0xC2:
+        return 0
+    if b < 0xE0:
+        if p + 1 >= end:
+            return 0
+        c = data[p + 1]
+        if c & 0xC0 != 0x80 or (b == 0xC2 and c < 0xA0):  # no C1 controls
+            return 0
+        return 2
+    if b < 0xF0:
+        if p + 2 >= end:
+            return 0
+        c1 = data[p + 1]
+        c2 = data[p + 2]
+        if c1 & 0xC0 != 0x80 or c2 & 0xC0 != 0x80:
+            return 0
+        if b == 0xE0 and c1 < 0xA0:  # overlong
+            return 0
+        if b == 0xED and c1 >= 0xA0:  # surrogates
+            return 0
+        if b == 0xEF and c1 == 0xBF and c2 >= 0xBE:  # U+FFFE, U+FFFF
+            return 0
+        return 3
+    if b < 0xF5:
+        if p + 3 >= end:
+            return 0
+        c1 = data[p + 1]
+        if c1 & 0xC0 != 0x80 or data[p + 2] & 0xC0 != 0x80 or data[p + 3] & 0xC0 != 0x80:
+            return 0
+        if (b == 0xF0 and c1 < 0x90) or (b == 0xF4 and c1 >= 0x90):
+            return 0
+        return 4
+    return 0
+
+
+@njit(cache=True)
+def _reference(data, p, end):
+    """The position after the reference starting at ``p`` (``&``); -1 if it is not a
+    predefined entity or a character reference to an XML character."""
+    q = p + 1
+    if q >= end:
+        return -1
+    if data[q] == _HASH:
+        q += 1
+        value = 0
+        digits = 0
+        if q < end and data[q] == 120:  # 'x' (expat takes no 'X')
+            q += 1
+            while q < end:
+                b = data[q]
+                if 48 <= b <= 57:
+                    d = b - 48
+                elif 97 <= b <= 102:
+                    d = b - 87
+                elif 65 <= b <= 70:
+                    d = b - 55
+                else:
+                    break
+                value = value * 16 + d
+                if value >= 0x110000:
+                    return -1
+                digits += 1
+                q += 1
+        else:
+            while q < end and 48 <= data[q] <= 57:
+                value = value * 10 + (data[q] - 48)
+                if value >= 0x110000:
+                    return -1
+                digits += 1
+                q += 1
+        if digits == 0 or q >= end or data[q] != _SEMI:
+            return -1
+        if value == 9 or value == 10 or value == 13:
+            return q + 1
+        if 0x20 <= value <= 0xD7FF or 0xE000 <= value <= 0xFFFD or 0x10000 <= value <= 0x10FFFF:
+            return q + 1
+        return -1
+    # lt gt amp apos quot
+    n = end - q
+    b = data[q]
+    if n >= 3 and (b == 108 or b == 103) and data[q + 1] == 116 and data[q + 2] == _SEMI:
+        return q + 3
+    if n >= 4 and b == 97 and data[q + 1] == 109 and data[q + 2] == 112 and data[q + 3] == _SEMI:
+        return q + 4
+    if n >= 5 and data[q + 4] == _SEMI:
+        if b == 97 and data[q + 1] == 112 and data[q + 2] == 111 and data[q + 3] == 115:
+            return q + 5
+        if b == 113 and data[q + 1] == 117 and data[q + 2] == 111 and data[q + 3] == 116:
+            return q + 5
+    return -1
+
+
+@njit(cache=True)
+def _comment(data, p, end):
+    """The position after the comment whose text starts at ``p``; -1 unless its first ``--``
+    is followed by ``>`` and its characters are ones the scanner accepts."""
+    while p + 1 < end:
+        if data[p] == _DASH and data[p + 1] == _DASH:
+            if p + 2 < end and data[p + 2] == _GT:
+                return p + 3
+            return -1
+        n = _char(data, p, end)
+        if n == 0:
+            return -1
+        p += n
+    return -1
+
+
+@njit(cache=True)
+def _until(data, p, end, a, b, c):
+    """Scan characters from ``p`` to the three bytes ``a b c``; the position after them, or -1
+    on a character the scanner does not accept or the end of the document."""
+    while p + 2 < end:
+        x = data[p]
+        if x == a and data[p + 1] == b and data[p + 2] == c:
+            return p + 3
+        n = _char(data, p, end)
+        if n == 0:
+            return -1
+        p += n
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _hash(data, p, n):
+    h = np.uint32(2166136261)
+    for i in range(n):
+        h = (h ^ np.uint32(data[p + i])) * np.uint32(16777619)
+    return h
+
+
+@njit(cache=True, inline="always")
+def _tag(data, p, n, table, names, name_offsets, name_tags):
+    """The tag id of the name ``data[p:p + n]`` (0: none of the queries' names)."""
+    mask = len(table) - 1
+    h = _hash(data, p, n) & mask
+    while True:
+        k = table[h]
+        if k < 0:
+            return 0
+        a = name_offsets[k]
+        if name_offsets[k + 1] - a == n:
+            same = True
+            for i in range(n):
+                if names[a + i] != data[p + i]:
+                    same = False
+                    break
+            if same:
+                return name_tags[k]
+        h = (h + 1) & mask
+
+
+@njit(cache=True, inline="always")
+def _name_end(data, p, end):
+    """The end of the ASCII name at ``p`` (``p``: no name); -1 if a non-ASCII byte follows."""
+    if p >= end or not _name_start(data[p]):
+        return p
+    q = p + 1
+    while q < end and _name_char(data[q]):
+        q += 1
+    if q < end and data[q] >= 0x80:
+        return -1
+    return q
+
+
+@njit(cache=True)
+def _xml_declaration(data, p, end):
+    """The position after the XML declaration at ``p`` (``<?xml`` and a space); -1 unless it is
+    version 1.0 with, optionally, encoding UTF-8 and standalone yes or no."""
+    q = p + 5
+    if q >= end or not _space(data[q]):
+        return -1
+    field = 0  # 0 version, 1 encoding, 2 standalone: in this order
+    while True:
+        spaced = False
+        while q < end and _space(data[q]):
+            q += 1
+            spaced = True
+        if q + 1 < end and data[q] == _QUEST and data[q + 1] == _GT:
+            return q + 2 if field > 0 else -1
+        if not spaced:
+            return -1
+        e = _name_end(data, q, end)
+        if e <= q:
+            return -1
+        n = e - q
+        if n == 7 and field == 0 and data[q] == 118:  # version
+            which = 0
+        elif n == 8 and field == 1 and data[q] == 101:  # encoding
+            which = 1
+        elif n == 10 and (field == 1 or field == 2) and data[q] == 115:  # standalone
+            which = 2
+        else:
+            return -1
+        # the whole keyword
+        word = (118, 101, 114, 115, 105, 111, 110)  # version
+        if which == 1:
+            word2 = (101, 110, 99, 111, 100, 105, 110, 103)
+            for i in range(8):
+                if data[q + i] != word2[i]:
+                    return -1
+        elif which == 2:
+            word3 = (115, 116, 97, 110, 100, 97, 108, 111, 110, 101)
+            for i in range(10):
+                if data[q + i] != word3[i]:
+                    return -1
+        else:
+            for i in range(7):
+                if data[q + i] != word[i]:
+                    return -1
+        q = e
+        while q < end and _space(data[q]):
+            q += 1
+        if q >= end or data[q] != _EQ:
+            return -1
+        q += 1
+        while q < end and _space(data[q]):
+            q += 1
+        if q >= end or (data[q] != _QUOT and data[q] != _APOS):
+            return -1
+        quote = data[q]
+        v = q + 1
+        w = v
+        while w < end and data[w] != quote:
+            w += 1
+        if w >= end:
+            return -1
+        n = w - v
+        ok = False
+        if which == 0:
+            ok = n == 3 and data[v] == 49 and data[v + 1] == 46 and data[v + 2] == 48
+        elif which == 1:
+            ok = (
+                n == 5
+                and (data[v] | 32) == 117
+                and (data[v + 1] | 32) == 116
+                and (data[v + 2] | 32) == 102
+                and data[v + 3] == _DASH
+                and data[v + 4] == 56
+            )
+        else:
+            ok = (n == 3 and data[v] == 121 and data[v + 1] == 101 and data[v + 2] == 115) or (
+                n == 2 and data[v] == 110 and data[v + 1] == 111
+            )
+        if not ok:
+            return -1
+        q = w + 1
+        field = which + 1
+
+
+@njit(cache=True, inline="always")
+def _start_tag(data, p, end, attributes):
+    """Checks the start tag at ``p`` (``<`` and a name start); returns (position after it,
+    name end, empty-element tag), position -1 if the scanner does not accept it."""
+    name_end = _name_end(data, p + 1, end)
+    if name_end < 0:
+        return -1, 0, False
+    q = name_end
+    count = 0
+    while True:
+        spaced = False
+        while q < end and _space(data[q]):
+            q += 1
+            spaced = True
+        if q >= end:
+            return -1, 0, False
+        b = data[q]
+        if b == _GT:
+            return q + 1, name_end, False
+        if b == _SLASH:
+            if q + 1 < end and data[q + 1] == _GT:
+                return q + 2, name_end, True
+            return -1, 0, False
+        if not spaced:
+            return -1, 0, False
+        a = q
+        e = _name_end(data, q, end)
+        if e <= q:
+            return -1, 0, False
+        n = e - a
+        if count >= MAX_ATTRIBUTES:
+            return -1, 0, False
+        for k in range(count):  # a repeated attribute is an error
+            o = attributes[2 * k]
+            if attributes[2 * k + 1] == n:
+                same = True
+                for i in range(n):
+                    if data[o + i] != data[a + i]:
+                        same = False
+                        break
+                if same:
+                    return -1, 0, False
+        attributes[2 * count] = a
+        attributes[2 * count + 1] = n
+        count += 1
+        q = e
+        while q < end and _space(data[q]):
+            q += 1
+        if q >= end or data[q] != _EQ:
+            return -1, 0, False
+        q += 1
+        while q < end and _space(data[q]):
+            q += 1
+        if q >= end:
+            return -1, 0, False
+        quote = data[q]
+        if quote != _QUOT and quote != _APOS:
+            return -1, 0, False
+        q += 1
+        while True:
+            if q >= end:
+                return -1, 0, False
+            b = data[q]
+            if b == quote:
+                q += 1
+                break
+            if b == _LT:
+                return -1, 0, False
+            if b == _AMP:
+                q = _reference(data, q, end)
+                if q < 0:
+                    return -1, 0, False
+                continue
+            if 0x20 <= b < 0x7F:
+                q += 1
+                continue
+            n = _char(data, q, end)
+            if n == 0:
+                return -1, 0, False
+            q += n
+
+
+@njit(cache=True, nogil=True)
+def scan(
+    data,
+    offsets,
+    status,
+    visited_start,
+    visited_end,
+    visited,
+    ctx,
+    trans,
+    seen,
+    table,
+    names,
+    name_offsets,
+    name_tags,
+    start_state,
+    stack,
+    name_stack,
+    attributes,
+):
+    """Scans documents ``ctx[_DOC]`` on (see the module docstring); returns :data:`DONE` or
+    :data:`MISS` (``ctx``: the state and tag to compute; the call after resumes there).
+
+    ``visited[visited_start[i]:visited_end[i]]``: the distinct DFA states the elements of an
+    accepted document ``i`` reached. ``seen``: per DFA state, the last document stamp that
+    recorded it."""
+    ndocs = len(offsets) - 1
+    i = ctx[_DOC]
+    nv = ctx[_VISITED]
+    while i < ndocs:
+        end = offsets[i + 1]
+        if ctx[_POS] < 0:  # a new document
+            p = offsets[i]
+            ctx[_STAMP] += 1
+            visited_start[i] = nv
+            depth = 0
+            root_done = False
+            stack[0] = start_state
+            if p >= end:
+                status[i] = DEFERRED
+                visited_end[i] = nv
+                i += 1
+                continue
+            if (
+                p + 5 < end
+                and data[p] == _LT
+                and data[p + 1] == _QUEST
+                and data[p + 2] == 120
+                and data[p + 3] == 109
+                and data[p + 4] == 108
+                and _space(data[p + 5])
+            ):
+                p = _xml_declaration(data, p, end)
+        else:  # resuming after a miss
+            p = ctx[_POS]
+            depth = ctx[_DEPTH]
+            root_done = ctx[_ROOT_DONE] != 0
+        stamp = ctx[_STAMP]
+        ok = p >= 0
+        while ok and p < end:
+            b = data[p]
+            if b != _LT:
+                if depth == 0:  # outside the root element: whitespace only
+                    if not _space(b):
+                        ok = False
+                    p += 1
+                    continue
+                if b == _AMP:
+                    p = _reference(data, p, end)
+                    ok = p >= 0
+                    continue
+                if b == _RSQB and p + 2 < end and data[p + 1] == _RSQB and data[p + 2] == _GT:
+                    ok = False
+                    continue
+                if 0x20 <= b < 0x7F or b == 10:
+                    p += 1
+                    continue
+                n = _char(data, p, end)
+                if n == 0:
+                    ok = False
+                p += n
+                continue
+            if p + 1 >= end:
+                ok = False
+                continue
+            b = data[p + 1]
+            if _name_start(b):  # a start tag
+                if root_done or depth + 1 >= MAX_DEPTH:
+                    ok = False
+                    continue
+                q, name_end, empty = _start_tag(data, p, end, attributes)
+                if q < 0:
+                    ok = False
+                    continue
+                tag = _tag(data, p + 1, name_end - p - 1, table, names, name_offsets, name_tags)
+                top = stack[depth]
+                nxt = trans[top, tag]
+                if nxt < 0:  # a miss: back to Python, then again from this tag
+                    ctx[_DOC] = i
+                    ctx[_POS] = p
+                    ctx[_DEPTH] = depth
+                    ctx[_ROOT_DONE] = root_done
+                    ctx[_VISITED] = nv
+                    ctx[_MISS_STATE] = top
+                    ctx[_MISS_TAG] = tag
+                    return MISS
+                if seen[nxt] != stamp:
+                    seen[nxt] = stamp
+                    visited[nv] = nxt
+                    nv += 1
+                if empty:
+                    if depth == 0:
+                        root_done = True
+                else:
+                    depth += 1
+                    stack[depth] = nxt
+                    name_stack[2 * depth] = p + 1
+                    name_stack[2 * depth + 1] = name_end - p - 1
+                p = q
+            elif b == _SLASH:  # an end tag: the open element's name
+                if depth == 0:
+                    ok = False
+                    continue
+                a = name_stack[2 * depth]
+                n = name_stack[2 * depth + 1]
+                q = p + 2
+                if q + n >= end:
+                    ok = False
+                    continue
+                for k in range(n):
+                    if data[q + k] != data[a + k]:
+                        ok = False
+                        break
+                if not ok:
+                    continue
+                q += n
+                if _name_char(data[q]) or data[q] >= 0x80:
+                    ok = False
+                    continue
+                while q < end and _space(data[q]):
+                    q += 1
+                if q >= end or data[q] != _GT:
+                    ok = False
+                    continue
+                depth -= 1
+                if depth == 0:
+                    root_done = True
+                p = q + 1
+            elif b == _BANG:
+                if p + 3 < end and data[p + 2] == _DASH and data[p + 3] == _DASH:
+                    p = _comment(data, p + 4, end)
+                    ok = p >= 0
+                elif (
+                    depth > 0
+                    and p + 8 < end
+                    and data[p + 2] == 91  # [CDATA[
+                    and data[p + 3] == 67
+                    and data[p + 4] == 68
+                    and data[p + 5] == 65
+                    and data[p + 6] == 84
+                    and data[p + 7] == 65
+                    and data[p + 8] == 91
+                ):
+                    p = _until(data, p + 9, end, _RSQB, _RSQB, _GT)
+                    ok = p >= 0
+                else:  # DOCTYPE, or anything else: expat's
+                    ok = False
+            elif b == _QUEST:  # a processing instruction
+                e = _name_end(data, p + 2, end)
+                if e <= p + 2 or e >= end:
+                    ok = False
+                    continue
+                n = e - p - 2
+                if n == 3 and (
+                    (data[p + 2] | 32) == 120
+                    and (data[p + 3] | 32) == 109
+                    and (data[p + 4] | 32) == 108
+                ):
+                    ok = False
+                    continue
+                for k in range(p + 2, e):
+                    if data[k] == 58:  # a colon
+                        ok = False
+                if not ok:
+                    continue
+                if data[e] == _QUEST and e + 1 < end and data[e + 1] == _GT:
+                    p = e + 2
+                elif _space(data[e]):
+                    q = e + 1
+                    p = -1
+                    while q + 1 < end:
+                        if data[q] == _QUEST and data[q + 1] == _GT:
+                            p = q + 2
+                            break
+                        n = _char(data, q, end)
+                        if n == 0:
+                            break
+                        q += n
+                    ok = p >= 0
+                else:
+                    ok = False
+            else:
+                ok = False
+        if ok and root_done and depth == 0:
+            status[i] = ACCEPTED
+            visited_end[i] = nv
+        else:
+            status[i] = DEFERRED
+            nv = visited_start[i]
+            visited_end[i] = nv
+        ctx[_POS] = -1
+        i += 1
+    ctx[_DOC] = i
+    ctx[_VISITED] = nv
+    return DONE
+
+
+@njit(cache=True, nogil=True)
+def answers(
+    status, visited_start, visited_end, visited, accept_start, accept_count, accepts, words
+):
+    """Per accepted document, the sorted union of the query positions its visited DFA states
+    accept: ``out[bounds[i]:bounds[i + 1]]`` (``out`` may be longer). The union is a bit set (``words``: one bit per
+    query, all zero, left so) read back in order over the words it touched: no sort, and 100,000
+    queries are 12.5 KB of bits."""
+    ndocs = len(status)
+    bounds = np.zeros(ndocs + 1, np.int64)
+    out = np.empty(max(1024, 4 * ndocs), np.int32)
+    n = 0
+    one = np.uint64(1)
+    for i in range(ndocs):
+        bounds[i] = n
+        if status[i] != ACCEPTED:
+            continue
+        low = len(words)
+        high = -1
+        entries = 0
+        for k in range(visited_start[i], visited_end[i]):
+            s = visited[k]
+            c = accept_count[s]
+            if c == 0:
+                continue
+            a = accept_start[s]
+            entries += c
+            # each state's positions are sorted: its first and last bound the words it sets
+            w = accepts[a] >> 6
+            if w < low:
+                low = w
+            w = accepts[a + c - 1] >> 6
+            if w > high:
+                high = w
+            for j in range(a, a + c):
+                position = accepts[j]
+                words[position >> 6] |= one << np.uint64(position & 63)
+        if n + entries > len(out):
+            grown = np.empty(2 * (n + entries), np.int32)
+            grown[:n] = out[:n]
+            out = grown
+        for w in range(low, high + 1):
+            x = words[w]
+            if x:
+                words[w] = 0
+                base = w << 6
+                while x:
+                    out[n] = base + trailing_zeros(x)
+                    n += 1
+                    x &= x - one
+    bounds[ndocs] = n
+    return bounds, out
+
+
+@njit(cache=True, nogil=True)
+def format_numbers(found, bounds, numbers):
+    """The TSV text of each document's answer: ``numbers[found[j]]`` for ``j`` in
+    ``bounds[i]:bounds[i + 1]``, in decimal, separated by spaces, as ``text[lines[i]:lines[i +
+    1]]`` (ASCII bytes)."""
+    ndocs = len(bounds) - 1
+    lines = np.zeros(ndocs + 1, np.int64)
+    text = np.empty(max(16, 21 * (bounds[ndocs] - bounds[0])), np.uint8)
+    n = 0
+    for i in range(ndocs):
+        lines[i] = n
+        for j in range(bounds[i], bounds[i + 1]):
+            if j > bounds[i]:
+                text[n] = 32
+                n += 1
+            v = numbers[found[j]]
+            if v < 0:
+                text[n] = 45
+                n += 1
+                v = -v
+            digits = 1
+            rest = v // 10
+            while rest:
+                digits += 1
+                rest //= 10
+            for k in range(digits - 1, -1, -1):
+                text[n + k] = 48 + v % 10
+                v //= 10
+            n += digits
+    lines[ndocs] = n
+    return lines, text
+
+
+#: The exported signatures of the ahead-of-time build.
+_SCAN = (
+    "i8(u1[::1], i8[::1], i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[:, ::1], i8[::1], "
+    "i4[::1], u1[::1], i8[::1], i4[::1], i8, i4[::1], i8[::1], i8[::1])"
+)
+_FORMAT = "Tuple((i8[::1], u1[::1]))(i4[::1], i8[::1], i8[::1])"
+_ANSWERS = (
+    "Tuple((i8[::1], i4[::1]))(i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[::1], i4[::1], "
+    "u8[::1])"
+)
+
+
+def build_aot(folder: Path = Path(__file__).parent) -> Path:
+    """Compiles :func:`scan` and :func:`answers` ahead of time (Numba's ``pycc``, a C
+    compiler links it) into the extension module ``_scanner_aot`` in ``folder``, stamped with
+    :func:`xpfilt.software.scanner.source_hash`."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pycc is deprecated, and still the AOT route
+        from numba.pycc import CC
+
+    stamp = source_hash()
+
+    def stamped():
+        return stamp
+
+    cc = CC("_scanner_aot")
+    cc.output_dir = str(folder)
+    cc.verbose = False
+    cc.export("scan", _SCAN)(scan.py_func)
+    cc.export("answers", _ANSWERS)(answers.py_func)
+    cc.export("format_numbers", _FORMAT)(format_numbers.py_func)
+    cc.export("source_hash", "i8()")(stamped)
+    cc.compile()
+    return next(folder.glob("_scanner_aot*"))
+
+
+if __name__ == "__main__":
+    print(build_aot())
