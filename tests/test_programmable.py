@@ -493,6 +493,33 @@ def test_reconfigure_gives_a_new_tag_the_entry_of_one_no_query_names_any_more():
         assert got == want
 
 
+def test_reconfigure_never_gives_away_an_entry_the_new_query_itself_names():
+    """A new query naming a tag of the dictionary that no kept query uses any more must keep
+    that entry (the old code handed it to the query's own new tag: KeyError on b'a')."""
+    spec = HardwareSpec(clusters=1, columns=4, max_tag_len=2, max_depth=4, max_name=4, tags=2)
+    before = configure(queries_of("/a/b"), spec)
+    update = reconfigure(queries_of("/a/c"), before.stream(), spec)
+    assert not update.rejected and update.readout_bit == {1: 1}
+    assert dictionary_entries(spec, read_stream(spec, update.stream).dictionary) == ["a", "c"]
+    model = ProgrammableModel(spec)
+    load_configuration(model, update.stream)
+    docs = [b"<a><c/></a>", b"<a><b/></a>"]
+    for got, want in answers(model, update.readout_bit, queries_of("/a/c"), docs):
+        assert got == want
+
+
+def test_reconfigure_never_gives_away_a_slot_the_new_query_itself_tests():
+    spec = HardwareSpec(clusters=1, columns=6, max_tag_len=2, max_depth=4, max_name=4, slots=2)
+    before = configure(queries_of("/a[@x=1]", "/c[@z=3]"), spec)
+    update = reconfigure(queries_of("/a[@x=1]/b[@y=2]"), before.stream(), spec)
+    assert not update.rejected and update.readout_bit == {1: 1}
+    model = ProgrammableModel(spec)
+    load_configuration(model, update.stream)
+    docs = [b'<a x="1"><b y="2"/></a>', b'<a x="2"><b y="2"/></a>', b'<a x="1"><b y="1"/></a>']
+    for got, want in answers(model, update.readout_bit, queries_of("/a[@x=1]/b[@y=2]"), docs):
+        assert got == want
+
+
 # --- the RTL ----------------------------------------------------------------------------------
 
 

@@ -1348,12 +1348,14 @@ def reconfigure(
     no_room = []
     for q in sorted(new, key=lambda q: (_tag_order(q), q.number)):
         needs = sorted(t for t in query_tags(q) if t not in index)
-        spots = _free_entries(tags, len(needs), in_use)
+        spots = _free_entries(tags, len(needs), in_use, query_tags(q))
         if spots is None:
             rejected.append((q.number, _no_room(q, spec, dictionary=True)))
             continue
         new_chains = _new_chains(q, slot_of)
-        slots = _free_runs(keys, [len(c.links) for c in new_chains.values()], slots_in_use)
+        slots = _free_runs(
+            keys, [len(c.links) for c in new_chains.values()], slots_in_use, _chain_keys(q)
+        )
         if slots is None:
             rejected.append((q.number, _no_room(q, spec, slots=True)))
             continue
@@ -1505,24 +1507,33 @@ class _InUse:
             self.entries |= self.needs(query)
 
 
-def _free_entries(table: list, count: int, in_use: _InUse) -> Optional[list[int]]:
-    """``count`` positions of ``table`` (the dictionary's tags, the comparator slots' keys)
-    for new entries: free ones first, then ones no kept query uses; None if too few."""
+def _free_entries(
+    table: list, count: int, in_use: _InUse, own: frozenset = frozenset()
+) -> Optional[list[int]]:
+    """``count`` positions of ``table`` (the dictionary's tags) for new entries: free ones
+    first, then ones neither a kept query nor the new query (``own``: the entries it names)
+    uses; None if too few."""
     spots = [d for d, t in enumerate(table) if not t][:count]
     if len(spots) < count:
-        spots += [d for d, t in enumerate(table) if t and t not in in_use][: count - len(spots)]
+        spots += [d for d, t in enumerate(table) if t and t not in own and t not in in_use][
+            : count - len(spots)
+        ]
     return spots if len(spots) == count else None
 
 
-def _free_runs(keys: list, sizes: list[int], in_use: _InUse) -> Optional[list[int]]:
+def _free_runs(
+    keys: list, sizes: list[int], in_use: _InUse, own: frozenset = frozenset()
+) -> Optional[list[int]]:
     """The first slots of runs of ``sizes`` consecutive slots for new chains (each slot free
-    or part of a chain no kept query uses), first fit; None if they do not all fit."""
+    or part of a chain neither a kept query nor the new query, ``own``, uses), first fit;
+    None if they do not all fit."""
     taken = set()
     out = []
     for size in sizes:
         run = 0
         for s, key in enumerate(keys):
-            run = run + 1 if s not in taken and (key is None or key not in in_use) else 0
+            free = key is None or key not in own and key not in in_use
+            run = run + 1 if s not in taken and free else 0
             if run == size:
                 out.append(s - size + 1)
                 taken.update(range(s - size + 1, s + 1))
