@@ -217,6 +217,28 @@ def _table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+class _Sections:
+    """The report's sections in order, (title, markdown, image name or None), and its plots."""
+
+    def __init__(self, folder: Path, report: Report):
+        self.folder, self.report = folder, report
+        self.items: list[tuple[str, str, Optional[str]]] = []
+
+    def add(self, title: str, markdown: str) -> None:
+        self.items.append((title, markdown, None))
+
+    def figure(self, name: str, panels: list[dict], title: str, body, missing=None) -> None:
+        """Plot ``panels`` into ``name`` and add section ``title`` with ``body()`` under the
+        image; when no panel has data, the section ``missing`` = (title, what produces the
+        metric) instead, if given."""
+        image = self.folder / name
+        if _plot(image, panels):
+            self.items.append((title, body(), image.name))
+            self.report.files.append(image)
+        elif missing:
+            self.items.append((*missing, None))
+
+
 def write_report(
     sweep_dir: Union[str, Path],
     folder: Optional[Union[str, Path]] = None,
@@ -239,16 +261,33 @@ def write_report(
     report = Report(folder, rows=len(rows))
     ok = [r for r in rows if r["status"] == "ok"]
     report.ok = len(ok)
-    sections: list[tuple[str, str, Optional[str]]] = []  # (title, markdown, image)
+    out = _Sections(folder, report)
+    out.add("Overview", _overview(rows))
+    with_fmax = [r for r in ok if r.get("fmax_mhz")]
+    _fmax_figure(out, with_fmax)
+    _resources_figure(out, ok, with_fmax)
+    with_tp = [r for r in ok if r.get("throughput_MBps")]
+    _throughput_figure(out, with_tp, Path(baselines) if baselines else None)
+    _best_points_figure(out, [r for r in with_tp if r.get("luts")])
+    _width_figure(out, ok, with_tp)
+    _compiler_figure(out, ok)
+    out.add("Every point", _every_point_table(ok))
+    failed = [r for r in rows if r["status"] != "ok"]
+    if failed:
+        out.add("Failures", _failures_table(failed))
+    report.files += _write_texts(folder, sweep_dir, out.items, rows)
+    return report
 
-    # -- overview
+
+def _overview(rows: list[dict]) -> str:
+    """The points' statuses and which design point fields were swept or fixed."""
     statuses = defaultdict(int)
     for r in rows:
         statuses[r["status"]] += 1
     axes = {f: sorted({r[f] for r in rows if r.get(f) is not None}, key=str) for f in POINT_FIELDS}
     swept = [[f, ", ".join(map(str, v))] for f, v in axes.items() if len(v) > 1]
     fixed = [[f, v[0]] for f, v in axes.items() if len(v) == 1]
-    overview = (
+    return (
         f"{len(rows)} design points: "
         + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
         + ".\n\n"
@@ -257,28 +296,17 @@ def write_report(
         + "\n\nFixed:\n\n"
         + _table(["field", "value"], fixed)
     )
-    sections.append(("Overview", overview, None))
 
-    def figure(name: str, panels: list[dict], title: str, body, missing=None) -> None:
-        """Plot ``panels`` into ``name`` and add section ``title`` with ``body()`` under the
-        image; when no panel has data, the section ``missing`` = (title, what produces the
-        metric) instead, if given."""
-        image = folder / name
-        if _plot(image, panels):
-            sections.append((title, body(), image.name))
-            report.files.append(image)
-        elif missing:
-            sections.append((*missing, None))
 
-    # -- Fig. 9: Fmax vs cluster size
-    with_fmax = [r for r in ok if r.get("fmax_mhz")]
+def _fmax_figure(out: _Sections, with_fmax: list[dict]) -> None:
+    """Fig. 9: Fmax vs cluster size."""
     series = _grouped(
         with_fmax,
         "cluster_size",
         "fmax_mhz",
         key=lambda r: f"{_series_label(r)} {_opts(r)} ({_per_cluster(r)})",
     )
-    figure(
+    out.figure(
         "fmax_vs_cluster_size.png",
         [
             {
@@ -301,7 +329,10 @@ def write_report(
         ),
     )
 
-    # -- Fig. 10: resources and Fmax vs query nodes
+
+def _resources_figure(out: _Sections, ok: list[dict], with_fmax: list[dict]) -> None:
+    """Fig. 10: resources and Fmax vs query nodes."""
+
     def per_node_table() -> str:
         per_node = defaultdict(list)
         for r in ok:
@@ -313,7 +344,7 @@ def write_report(
         )
 
     by_engine = lambda r: f"{r['engine']} {r['device']} {_opts(r)}"
-    figure(
+    out.figure(
         "resources_vs_query_nodes.png",
         [
             {
@@ -342,9 +373,10 @@ def write_report(
         ),
     )
 
-    # -- Fig. 11: throughput vs queries
-    with_tp = [r for r in ok if r.get("throughput_MBps")]
-    baseline_file = Path(baselines) if baselines else None
+
+def _throughput_figure(out: _Sections, with_tp: list[dict], baseline_file: Optional[Path]) -> None:
+    """Fig. 11: throughput vs queries, with the software filters' throughput (the result file
+    ``baseline_file``, if given) as lines."""
     software_lines = software_baselines(baseline_file) if baseline_file else []
 
     def best_table() -> str:
@@ -380,7 +412,7 @@ def write_report(
             ],
         )
 
-    figure(
+    out.figure(
         "throughput_vs_queries.png",
         [
             {
@@ -407,8 +439,9 @@ def write_report(
         ),
     )
 
-    # -- the answer: which point is best on each device, and what each LUT buys
-    with_cost = [r for r in with_tp if r.get("luts")]
+
+def _best_points_figure(out: _Sections, with_cost: list[dict]) -> None:
+    """The answer: which point is best on each device, and what each LUT buys."""
 
     def best_points_table() -> str:
         return (
@@ -448,7 +481,7 @@ def write_report(
     scatter: dict = defaultdict(list)
     for r in with_cost:
         scatter[f"{r['engine']} {r['device']}"].append((r["luts"], r["throughput_MBps"]))
-    figure(
+    out.figure(
         "pareto_throughput_vs_luts.png",
         [
             {
@@ -469,62 +502,67 @@ def write_report(
         ),
     )
 
-    # -- issue 18: the input width W (rows stored before the axis existed have W = 1)
-    wide = [r for r in ok if (r.get("beat_bytes") or 1) > 1]
-    if wide:
-        width = lambda r: r.get("beat_bytes") or 1
-        by_design = lambda r: f"{r['engine']} {r['device']} {r['queries']} queries d{r['depth']}"
 
-        def width_table() -> str:
-            return _table(
-                ["design", "W", "bytes/cycle", "Fmax MHz", "MB/s"],
-                [
-                    [
-                        by_design(r),
-                        width(r),
-                        r.get("bytes_per_cycle"),
-                        r.get("fmax_mhz"),
-                        r.get("throughput_MBps"),
-                    ]
-                    for r in sorted(ok, key=lambda r: (by_design(r), width(r)))
-                ],
-            )
+def _width_figure(out: _Sections, ok: list[dict], with_tp: list[dict]) -> None:
+    """Issue 18: the input width W (rows stored before the axis existed have W = 1); no
+    section when every point has W = 1."""
+    if not any((r.get("beat_bytes") or 1) > 1 for r in ok):
+        return
+    width = lambda r: r.get("beat_bytes") or 1
+    by_design = lambda r: f"{r['engine']} {r['device']} {r['queries']} queries d{r['depth']}"
 
-        panels = [
-            {
-                "title": "MB/s vs input width W",
-                "xlabel": "W (bytes per cycle offered)",
-                "ylabel": "MB/s (bytes/cycle x Fmax)",
-                "series": _grouped(
-                    [{**r, "W": width(r)} for r in with_tp], "W", "throughput_MBps", key=by_design
-                ),
-                "logx": True,
-            }
-        ]
-        panels = [p for p in panels if p["series"]]  # no Fmax: the model's panel only
-        figure(
-            "throughput_vs_bytes_per_cycle.png",
+    def width_table() -> str:
+        return _table(
+            ["design", "W", "bytes/cycle", "Fmax MHz", "MB/s"],
             [
-                *panels,
-                {
-                    "title": "Sustained input vs W (cycle-accurate model)",
-                    "xlabel": "W (bytes per cycle offered)",
-                    "ylabel": "bytes per cycle",
-                    "series": _grouped(
-                        [{**r, "W": width(r)} for r in ok if r.get("bytes_per_cycle")],
-                        "W",
-                        "bytes_per_cycle",
-                        key=by_design,
-                    ),
-                    "logx": True,
-                },
+                [
+                    by_design(r),
+                    width(r),
+                    r.get("bytes_per_cycle"),
+                    r.get("fmax_mhz"),
+                    r.get("throughput_MBps"),
+                ]
+                for r in sorted(ok, key=lambda r: (by_design(r), width(r)))
             ],
-            "Throughput vs input width W",
-            width_table,
         )
 
-    # -- what the compiler alone says (every point has it, synthesized or not)
-    figure(
+    panels = [
+        {
+            "title": "MB/s vs input width W",
+            "xlabel": "W (bytes per cycle offered)",
+            "ylabel": "MB/s (bytes/cycle x Fmax)",
+            "series": _grouped(
+                [{**r, "W": width(r)} for r in with_tp], "W", "throughput_MBps", key=by_design
+            ),
+            "logx": True,
+        }
+    ]
+    panels = [p for p in panels if p["series"]]  # no Fmax: the model's panel only
+    out.figure(
+        "throughput_vs_bytes_per_cycle.png",
+        [
+            *panels,
+            {
+                "title": "Sustained input vs W (cycle-accurate model)",
+                "xlabel": "W (bytes per cycle offered)",
+                "ylabel": "bytes per cycle",
+                "series": _grouped(
+                    [{**r, "W": width(r)} for r in ok if r.get("bytes_per_cycle")],
+                    "W",
+                    "bytes_per_cycle",
+                    key=by_design,
+                ),
+                "logx": True,
+            },
+        ],
+        "Throughput vs input width W",
+        width_table,
+    )
+
+
+def _compiler_figure(out: _Sections, ok: list[dict]) -> None:
+    """What the compiler alone says (every point has it, synthesized or not)."""
+    out.figure(
         "columns_vs_query_nodes.png",
         [
             {
@@ -561,80 +599,67 @@ def write_report(
         ),
     )
 
-    # -- model-only numbers every ok point has
+
+def _every_point_table(ok: list[dict]) -> str:
+    """The model-only numbers every ok point has, and what synthesis added."""
     model = sorted(ok, key=lambda r: (r["engine"], r["depth"], r["queries"], r["cluster_size"]))
-    sections.append(
-        (
-            "Every point",
-            _table(
-                [
-                    "engine",
-                    "device",
-                    "queries",
-                    "depth",
-                    "cluster",
-                    "opts",
-                    "nodes",
-                    "columns",
-                    "clusters",
-                    "bytes/cycle",
-                    "LUTs",
-                    "FFs",
-                    "Fmax",
-                    "MB/s",
-                    "s",
-                ],
-                [
-                    [
-                        r["engine"],
-                        r["device"],
-                        r["queries"],
-                        r["depth"],
-                        _cluster(r),
-                        _opts(r),
-                        r.get("query_nodes"),
-                        r.get("columns"),
-                        r.get("clusters"),
-                        r.get("bytes_per_cycle"),
-                        r.get("luts"),
-                        r.get("ffs"),
-                        r.get("fmax_mhz"),
-                        r.get("throughput_MBps"),
-                        r.get("seconds"),
-                    ]
-                    for r in model
-                ],
-            ),
-            None,
-        )
+    return _table(
+        [
+            "engine",
+            "device",
+            "queries",
+            "depth",
+            "cluster",
+            "opts",
+            "nodes",
+            "columns",
+            "clusters",
+            "bytes/cycle",
+            "LUTs",
+            "FFs",
+            "Fmax",
+            "MB/s",
+            "s",
+        ],
+        [
+            [
+                r["engine"],
+                r["device"],
+                r["queries"],
+                r["depth"],
+                _cluster(r),
+                _opts(r),
+                r.get("query_nodes"),
+                r.get("columns"),
+                r.get("clusters"),
+                r.get("bytes_per_cycle"),
+                r.get("luts"),
+                r.get("ffs"),
+                r.get("fmax_mhz"),
+                r.get("throughput_MBps"),
+                r.get("seconds"),
+            ]
+            for r in model
+        ],
     )
 
-    failed = [r for r in rows if r["status"] != "ok"]
-    if failed:
-        sections.append(
-            (
-                "Failures",
-                _table(
-                    ["status", "engine", "device", "queries", "depth", "cluster", "reason"],
-                    [
-                        [
-                            r["status"],
-                            r["engine"],
-                            r["device"],
-                            r["queries"],
-                            r["depth"],
-                            _cluster(r),
-                            r["reason"],
-                        ]
-                        for r in failed
-                    ],
-                ),
-                None,
-            )
-        )
 
-    report.files += _write_texts(folder, sweep_dir, sections, rows)
-    return report
+def _failures_table(failed: list[dict]) -> str:
+    return _table(
+        ["status", "engine", "device", "queries", "depth", "cluster", "reason"],
+        [
+            [
+                r["status"],
+                r["engine"],
+                r["device"],
+                r["queries"],
+                r["depth"],
+                _cluster(r),
+                r["reason"],
+            ]
+            for r in failed
+        ],
+    )
 
 
 def _write_texts(folder: Path, sweep_dir, sections, rows) -> list[Path]:
