@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import time
@@ -185,7 +184,7 @@ class BoardLink:
 
 def plan_identity(plan: Plan) -> int:
     """The 32-bit design identity a custom board reports: a hash of the plan (without stats)."""
-    fields = dataclasses.asdict(plan)
+    fields = plan.to_dict()
     fields.pop("stats", None)
     text = json.dumps(fields, sort_keys=True).encode()
     return int.from_bytes(hashlib.sha256(text).digest()[:4], "little")

@@ -55,6 +55,7 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.compiler.custom import Cluster, SourceKind, TwigChecks
 from xpfilt.hdl.frontend import ErrorFlags
+from xpfilt.hwspec.conditions import Condition, Pending, Row
 
 __all__ = [
     "StackBank",
@@ -197,7 +198,7 @@ def widen_events(m: Module, narrow, n_tags: int, max_depth: int, n_conds: int = 
 
 def _needed_nodes(cluster: Cluster) -> set[int]:
     """The nodes whose firing a cluster computes: its queries' last nodes and column nodes."""
-    return {q.node for q in cluster.matchers if not q.chain and not q.combine} | {
+    return {q.node for q in cluster.matchers if not q.chain and q.combine is None} | {
         k for k, n in enumerate(cluster.nodes) if n.column >= 0
     }
 
@@ -213,7 +214,7 @@ def tag_pairs(cluster: Cluster) -> list[tuple[int, int, tuple]]:
     router1, clk on G2, RTL af9a0464f50f)."""
     return sorted(
         {_pair_key(cluster.nodes[k]) for k in _needed_nodes(cluster)} - {None},
-        key=lambda p: (p[0], p[1], repr(p[2])),
+        key=lambda p: (p[0], p[1], repr(p[2].to_tuple())),
     )
 
 
@@ -222,8 +223,8 @@ def _pair_key(node):
     tag, guard) for a named node from a column under a named parent, (tag, 0, guard) for
     another guarded named node (its term: that register AND its source)."""
     column = node.source.kind is SourceKind.COLUMN
-    if node.tag and (column and node.source.tag or node.guard):
-        return node.tag, node.source.tag if column and node.source.tag else 0, node.guard or ()
+    if node.tag and (column and node.source.tag or not node.guard.always):
+        return node.tag, node.source.tag if column and node.source.tag else 0, node.guard
     return None
 
 
@@ -350,7 +351,7 @@ class StackBank(wiring.Component):
         # only '*' nodes need the push term, the other flags save a LUT input
         hits = [
             Const(0, 1)
-            if q.chain or q.combine
+            if q.chain or q.combine is not None
             else fires[q.node]
             if cluster.nodes[q.node].tag
             else fires[q.node] & ev.push
@@ -365,7 +366,9 @@ class StackBank(wiring.Component):
         m.d.comb += self.matches.eq(
             Cat(
                 *(
-                    boolean(q.combine, lambda p: flags[paths + p]) if q.combine else flags[i]
+                    boolean(q.combine, lambda p: flags[paths + p])
+                    if q.combine is not None
+                    else flags[i]
                     for i, q in enumerate(cluster.queries)
                 )
             )
@@ -420,23 +423,27 @@ def pending_stack(m: Module, ev, pending: Signal, up, max_depth: int, clear=None
         m.d.sync += pending.eq(read.data | up)
 
 
-def boolean(expr: tuple, leaf, *, row=None, pending=None):
-    """A guard, twig condition or combination (see :mod:`xpfilt.compiler.custom`) as logic:
-    ``("c", i)`` leaves are ``leaf(i)``, ``("r", c)`` ``row[c]``, ``("n", e)`` ``pending(e)``;
-    Const(1) for ``()``."""
-    if not expr:
-        return Const(1)
-    match expr[0]:
-        case "c":
-            return leaf(expr[1])
-        case "r":
-            return row[expr[1]]
-        case "n":
-            return pending(expr[1])
-        case "not":
-            return ~boolean(expr[1], leaf, row=row, pending=pending)
-    terms = Cat(*(boolean(x, leaf, row=row, pending=pending) for x in expr[1:]))
-    return terms.all() if expr[0] == "and" else terms.any()
+def boolean(expr: Condition, leaf, *, row=None, pending=None):
+    """A guard, twig condition or combination (a :class:`xpfilt.hwspec.conditions.Condition`,
+    see :mod:`xpfilt.compiler.custom`) as logic, by the IR's one evaluator
+    (:meth:`~xpfilt.hwspec.conditions.Condition.fold`): :class:`Bit` ``i`` is ``leaf(i)``,
+    :class:`Row` ``c`` ``row[c]``, :class:`Pending` ``e`` ``pending(e)``; Const(1) for
+    :data:`ALWAYS`."""
+
+    def bit(node):
+        if isinstance(node, Row):
+            return row[node.index]
+        if isinstance(node, Pending):
+            return pending(node.index)
+        return leaf(node.index)
+
+    return expr.fold(
+        bit,
+        all_=lambda terms: Cat(*terms).all(),
+        any_=lambda terms: Cat(*terms).any(),
+        not_=lambda term: ~term,
+        true=lambda: Const(1),
+    )
 
 
 def match_flags(m: Module, ev, clear, hits, matches, *, gated: bool = True) -> None:

@@ -143,7 +143,7 @@ def emit_verilog(
     texts: list[Optional[str]] = []
     todo = []
     for i, cluster in enumerate(plan.clusters):
-        cluster_json = json.dumps(dataclasses.asdict(cluster), sort_keys=True)
+        cluster_json = json.dumps(cluster.to_dict(), sort_keys=True)
         n_conds = len(plan.conditions)
         key = hashlib.sha256(
             f"{fingerprint}/{i}/{max_depth}/{len(plan.tags)}/{n_conds}/"

@@ -203,8 +203,8 @@ def test_guarded_steps_do_not_share_with_unguarded_ones():
     plan = compile_queries([parse_query(t, i + 1) for i, t in enumerate(texts)])
     # /a[@id=1] and /a are different nodes; the guarded first step keeps a column
     roots = [n for n in plan.clusters[0].nodes if n.source.kind.value == "level1"]
-    assert sorted(bool(n.guard) for n in roots) == [False, True, True]
-    assert all(n.column >= 0 for n in roots if n.guard)
+    assert sorted(not n.guard.always for n in roots) == [False, True, True]
+    assert all(n.column >= 0 for n in roots if not n.guard.always)
 
 
 def test_undecided_values_flag_the_document():
@@ -343,7 +343,7 @@ def test_engine_rtl_guarded_steps_of_every_source_kind():
         cluster.nodes[k].source.kind
         for cluster in plan.clusters
         for k in range(len(cluster.nodes))
-        if cluster.nodes[k].guard
+        if not cluster.nodes[k].guard.always
     }
     assert len(kinds) >= 3, kinds
     docs = [

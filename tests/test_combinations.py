@@ -19,6 +19,7 @@ from xpfilt.compiler.custom import (
     compile_queries,
     hardware_queries,
 )
+from xpfilt.hwspec.conditions import AllOf, AnyOf, Bit, Negation, Row
 from xpfilt.lang.xpath import parse_query
 from xpfilt.model.custom import EngineError, ModelEngine
 from xpfilt.paths import shared_data
@@ -95,24 +96,21 @@ def test_a_combination_compiles_to_internal_paths():
     )
     (cluster,) = plan.clusters
     combined, mixed = cluster.queries
-    assert combined.node == -1 and combined.combine == ("and", ("c", 0), ("not", ("c", 1)))
+    assert combined.node == -1 and combined.combine == AllOf((Bit(0), Negation(Bit(1))))
     assert [p.text for p in cluster.paths] == ["/a/b[@x>2]", "/a/c"]
     assert plan.query_numbers == [1, 2]  # one readout bit per profile
     (memo,) = [
         n
         for n in cluster.nodes
         if n.guard
-        == (
-            "c",
+        == Bit(
             plan.conditions.index(
                 next(c for c in plan.conditions if c.attribute == "x" and c.op == "=")
-            ),
+            )
         )
     ]
-    assert mixed.chain[0][1] == (
-        "or",
-        ("r", memo.column),
-        ("c", [c.attribute for c in plan.conditions].index("text()")),
+    assert mixed.chain[0][1] == AnyOf(
+        (Row(memo.column), Bit([c.attribute for c in plan.conditions].index("text()")))
     )
     assert Plan.from_json(plan.to_json()) == plan
 

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import CompileOptions, Plan, UnsupportedQueryError, compile_queries
+from xpfilt.hwspec.conditions import ALWAYS, AllOf, AnyOf, Bit, Negation, Pending, Row
 from xpfilt.lang.xpath import load_queries, parse_query
 from xpfilt.software.events import load_documents, parse_events
 from xpfilt.software.reference import ReferenceFilter
@@ -104,8 +105,8 @@ def test_twig_entries_round_trip_through_json():
     assert again == plan
     chain = plan.clusters[0].queries[0].chain
     assert [(g, up, d) for _c, g, up, d in chain] == [
-        (("and", ("c", 1), ("n", 1)), -1, False),
-        (("c", 3), 0, True),
+        (AllOf((Bit(1), Pending(1))), -1, False),
+        (Bit(3), 0, True),
     ]
     assert [c.attribute for c in plan.conditions] == ["x", "text()", "y", "text()"]
     twig = plan.clusters[0].queries[2].chain  # a: b (c), d, e
@@ -116,10 +117,12 @@ def test_twig_entries_round_trip_through_json():
         (0, False),
         (0, False),
     ]
-    op, (read, column), below = twig[1][1]
-    assert (op, read, below) == ("or", "r", ("n", 2))  # b's @x=1: a column read on the pop
-    assert plan.clusters[0].nodes[plan.clusters[0].columns[column].members[0]].guard
-    assert twig[0][1] == ("and", ("n", 1), ("not", ("n", 3)), ("n", 4))
+    read, below = twig[1][1].operands
+    assert isinstance(twig[1][1], AnyOf) and isinstance(read, Row)  # b's @x=1: a column
+    assert below == Pending(2)  # read on the pop
+    assert not plan.clusters[0].nodes[plan.clusters[0].columns[read.index].members[0]].guard.always
+    assert twig[0][1] == AllOf((Pending(1), Negation(Pending(3)), Pending(4)))
+    assert twig[0][1].to_json() == ["and", ["n", 1], ["not", ["n", 3]], ["n", 4]]  # plan.json
 
 
 def test_attribute_predicates_compile_to_conditions_and_guards():
@@ -131,10 +134,10 @@ def test_attribute_predicates_compile_to_conditions_and_guards():
         ("x", "=", "q"),
     ]
     assert [n.guard for n in plan.clusters[0].nodes] == [
-        ("c", 0),
-        (),
-        (),
-        ("or", ("c", 1), ("not", ("c", 2))),
+        Bit(0),
+        ALWAYS,
+        ALWAYS,
+        AnyOf((Bit(1), Negation(Bit(2)))),
     ]
     assert Plan.from_json(plan.to_json()) == plan
 

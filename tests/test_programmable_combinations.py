@@ -27,6 +27,7 @@ from xpfilt.compiler.programmable import (
     read_stream,
     reconfigure,
 )
+from xpfilt.hwspec.conditions import AllOf, Bit, Negation
 from xpfilt.hwspec.slots import chains_of
 from xpfilt.lang.xpath import parse_query
 from xpfilt.model.custom import answer_holds, collect_readout
@@ -93,8 +94,8 @@ def test_a_combination_takes_consecutive_columns_and_its_expression_is_the_answe
     ]
     # in tag order: /a/b (columns 0-1), then the combination's paths /a/b[@x > 2], /a/c
     assert config.readout_bit == {2: 1}
-    assert config.combined == {1: ("and", ("c", 3), ("not", ("c", 5)))}
-    assert config.answers == {2: 1, 1: ("and", ("c", 3), ("not", ("c", 5)))}
+    assert config.combined == {1: AllOf((Bit(3), Negation(Bit(5))))}
+    assert config.answers == {2: 1, 1: AllOf((Bit(3), Negation(Bit(5))))}
     assert [(c.tag, c.first, c.slot) for c in config.columns[0][:6]] == [
         (b"a", True, 0),
         (b"b", False, 0),
@@ -114,7 +115,7 @@ def test_a_combination_takes_consecutive_columns_and_its_expression_is_the_answe
         tmp_path / "c.bin.map.tsv"
     ).read_text() == '1\t["and", ["c", 3], ["not", ["c", 5]]]\n2\t1\n'
     assert read_readout_map(tmp_path / "c.bin") == [
-        (("and", ("c", 3), ("not", ("c", 5))), 1),
+        (AllOf((Bit(3), Negation(Bit(5)))), 1),
         (1, 2),
     ]
 
@@ -154,12 +155,12 @@ def test_reconfigure_keeps_a_combination_where_it_is():
     assert not update.rejected
     assert update.combined[2] == before.combined[2] and update.combined[1] == before.combined[3]
     assert update.readout_bit[3] == before.readout_bit[1]
-    assert update.combined[4] == ("not", ("c", 9))
+    assert update.combined[4] == Negation(Bit(9))
     assert update.changed == (1,) and not update.dictionary_changed
     # a combination whose run was split (its first path kept alone) is placed anew
     again = reconfigure(queries_of("/a/b[@x > 2]", "/a/c and /a/b[@x > 2]"), update.stream, spec)
     assert not again.rejected and again.changed == (0, 1)  # /c/a left cluster 1
-    assert again.readout_bit[1] == 3 and again.combined[2] == ("and", ("c", 5), ("c", 7))
+    assert again.readout_bit[1] == 3 and again.combined[2] == AllOf((Bit(5), Bit(7)))
 
 
 # --- the model against the reference ------------------------------------------------------

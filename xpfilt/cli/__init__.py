@@ -493,7 +493,7 @@ def configure_command(queries_path, hw_dir, output, previous):
         click.echo(f"xpfilt: {configuration.summary()}", err=True)
         failed = True
     combined = configuration.combined
-    paths = sum(str(where).count("'c'") for where in combined.values())
+    paths = sum(len(list(where.leaves())) for where in combined.values())
     internal = (
         f" ({len(combined)} of them combinations of paths, decoded from the readout "
         f"bits of their {paths} paths as {readout_map_path(output)} says)"

@@ -26,8 +26,9 @@ A query matches when its last node fires; its flag is read out at the end of the
 Attribute predicates (issue 14). The plan lists the distinct attribute conditions of its queries
 (:class:`xpfilt.hwspec.contract.AttrCondition`: attribute, operator, literal; ``[@a]`` is one too); the
 front end evaluates them on every start tag and sends their bits with the push. A step with
-predicates has a *guard*, its predicates' And/Or/Not over condition indices (nested tuples:
-``("c", i)``, ``("and", g, ...)``, ``("or", g, ...)``, ``("not", g)``; ``()``: none), and fires
+predicates has a *guard*, its predicates' And/Or/Not over condition indices (a
+:class:`xpfilt.hwspec.conditions.Condition`: :class:`Bit` ``i`` leaves, :class:`AllOf`,
+:class:`AnyOf`, :class:`Negation`; :data:`ALWAYS`: none), and fires
 only when its guard holds: ``fires[k] = accepts and source and guard``. A guard is part of a
 node's identity in prefix sharing (a guarded step never merges with an unguarded one), and a
 guarded first step keeps its column (optimization (2) reads the parent's tag, which says
@@ -52,8 +53,8 @@ the rest (checked on the pop). A query whose step ``j`` is the first with a pop 
   passes the step's name test and attribute guard. Free columns are shared by every entry of the
   cluster with the same name and guard (a ``*`` without a guard needs none: column -1);
 * an entry's condition is its pop parts and, unless it is the last step of its path, the next
-  step: ``("c", i)`` a text condition bit of the pop, ``("n", e)`` entry ``e`` held below this
-  element (a pending bit), ``("r", c)`` an attribute part under or/not (column ``c``, a free
+  step: ``Bit(i)`` a text condition bit of the pop, ``Pending(e)`` entry ``e`` held below this
+  element (a pending bit), ``Row(c)`` an attribute part under or/not (column ``c``, a free
   ``*`` node guarded by that part, written on the push), with and/or/not;
 * the stacks evaluate the entries bottom up on pops (see :mod:`xpfilt.hdl.stacks`), so a match
   waits (pending bits of the open elements) until the anchor closes -- ``/a/b[text()=15]//c``
@@ -72,7 +73,7 @@ Boolean combinations of paths (``/a/b[@x > 2] and not(/a/c)``, issue 14). Each p
 combination is compiled like a query of the same cluster, as an internal path
 (``Cluster.paths``: a :class:`QueryPlan` each, not read out); the profile's own entry in
 ``Cluster.queries`` has no node and a ``combine`` expression over the paths' positions in
-``Cluster.paths`` (a guard's shape: ``("c", p)`` leaves, and/or/not). The stacks keep a sticky
+``Cluster.paths`` (a guard's shape: ``Bit(p)`` leaves, and/or/not). The stacks keep a sticky
 match flag per path, and the cluster's match output for the profile is the expression over
 those flags, evaluated when the readout captures them at the document's end (so ``not`` means
 "no match in the whole document").
@@ -89,9 +90,20 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Optional, Sequence
 
+from xpfilt.hwspec.conditions import (
+    ALWAYS,
+    AllOf,
+    AnyOf,
+    Bit,
+    Condition,
+    Negation,
+    Pending,
+    Row,
+    all_of,
+)
 from xpfilt.hwspec.contract import POSITION_REFUSED, TEXT, AttrCondition, number_digits
 from xpfilt.hwspec.readout import check_readout
 from xpfilt.lang.xpath import (
@@ -130,8 +142,6 @@ __all__ = [
     "PREDICATES_REFUSED",
     "TWIGS_REFUSED",
     "POSITION_REFUSED",
-    "guard_holds",
-    "twig_holds",
     "clause_expression",
     "without_nested_paths",
     "TwigChecks",
@@ -211,7 +221,7 @@ class Node:
     tag: int  # tag id in the plan's dictionary (global), 0 for '*'
     source: Source
     column: int = -1  # -1: the node has no column
-    guard: tuple = ()  # its step's predicates over the plan's conditions (() = none)
+    guard: Condition = ALWAYS  # its step's predicates over the plan's conditions
 
 
 @dataclass(frozen=True)
@@ -231,8 +241,15 @@ class QueryPlan:
     # docstring); () for a query matched on a push
     chain: tuple = ()
     # a boolean combination of paths: its expression over the cluster's paths (Cluster.paths),
-    # node -1; () for a path
-    combine: tuple = ()
+    # node -1; None for a path (JSON: [])
+    combine: Optional[Condition] = None
+
+    def to_dict(self) -> dict:
+        """The JSON-ready form (:meth:`Plan.to_dict`)."""
+        return {
+            **{f.name: _plain(getattr(self, f.name)) for f in fields(self)},
+            "combine": [] if self.combine is None else self.combine.to_json(),
+        }
 
 
 @dataclass(frozen=True)
@@ -241,6 +258,10 @@ class Cluster:
     columns: tuple[Column, ...]
     queries: tuple[QueryPlan, ...]  # one per readout bit, in readout order
     paths: tuple[QueryPlan, ...] = ()  # the paths of the combinations (not read out)
+
+    def to_dict(self) -> dict:
+        """The JSON-ready form (:meth:`Plan.to_dict`); :meth:`Plan.cluster_from_dict` reads it."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
     @property
     def matchers(self) -> tuple[QueryPlan, ...]:
@@ -264,8 +285,14 @@ class Plan:
         """Readout order: bit ``i`` of a document's readout belongs to query ``query_numbers[i]``."""
         return [q.number for cluster in self.clusters for q in cluster.queries]
 
+    def to_dict(self) -> dict:
+        """The plan as JSON-ready dicts and lists (what ``dataclasses.asdict`` gave before the
+        condition IR: conditions in their JSON form), :meth:`to_json`'s and the board
+        identity's input."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
+        return json.dumps(self.to_dict(), indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> "Plan":
@@ -285,14 +312,14 @@ class Plan:
 
     @staticmethod
     def cluster_from_dict(c: dict) -> Cluster:
-        """A :class:`Cluster` from its ``dataclasses.asdict`` form."""
+        """A :class:`Cluster` from its :meth:`Cluster.to_dict` form."""
         return Cluster(
             tuple(
                 Node(
                     n["tag"],
                     Source(**{**n["source"], "kind": SourceKind(n["source"]["kind"])}),
                     n["column"],
-                    _tuples(n.get("guard", ())),
+                    Condition.from_json(n.get("guard", [])),
                 )
                 for n in c["nodes"]
             ),
@@ -303,14 +330,33 @@ class Plan:
 
 
 def _query_plan(q: dict) -> QueryPlan:
+    combine = q.get("combine", [])
     return QueryPlan(
-        **{**q, "chain": _tuples(q.get("chain", ())), "combine": _tuples(q.get("combine", ()))}
+        **{
+            **q,
+            "chain": tuple(
+                (column, Condition.from_json(cond), up, descendant)
+                for column, cond, up, descendant in q.get("chain", ())
+            ),
+            "combine": Condition.from_json(combine) if combine else None,
+        }
     )
 
 
-def _tuples(value):
-    """A guard read back from JSON (lists) as nested tuples."""
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+def _plain(value):
+    """``value`` as JSON-ready data: dataclasses as dicts of their fields (``to_dict`` where
+    they have one), conditions in their JSON form, tuples as lists."""
+    if isinstance(value, Condition):
+        return value.to_json()
+    if isinstance(value, (QueryPlan, Cluster)):
+        return value.to_dict()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 @dataclass(frozen=True)
@@ -321,7 +367,8 @@ class TwigChecks:
     axis and condition over the same distinct entries hold at the same elements, so queries
     share them (``/nitf[head]/x`` and ``/nitf[head]/y`` share ``head``'s bit); ``anchors`` =
     ``(flag position, column, condition)`` per twig query or path (:attr:`Cluster.matchers`).
-    Conditions read ``("n", p)`` as pending bit ``p``."""
+    Conditions read ``Pending(p)`` as pending bit ``p`` (in a query's chain it names an
+    entry)."""
 
     pending: tuple
     anchors: tuple
@@ -333,12 +380,10 @@ class TwigChecks:
         for i, q in enumerate(cluster.matchers):
             bit: dict[int, int] = {}
 
-            def shared(cond):
-                if not cond or cond[0] in ("c", "r"):
-                    return cond
-                if cond[0] == "n":
-                    return ("n", bit[cond[1]])
-                return (cond[0], *(shared(x) for x in cond[1:]))
+            def shared(cond: Condition) -> Condition:
+                return cond.with_leaves(
+                    lambda leaf: Pending(bit[leaf.index]) if isinstance(leaf, Pending) else leaf
+                )
 
             for e in reversed(range(1, len(q.chain))):  # an entry's children come after it
                 column, cond, _up, descendant = q.chain[e]
@@ -347,32 +392,6 @@ class TwigChecks:
                 column, cond, _up, _d = q.chain[0]
                 anchors.append((i, column, shared(cond)))
         return TwigChecks(tuple(index), tuple(anchors))
-
-
-def twig_holds(cond: tuple, conds: int, row: int, pending: int) -> bool:
-    """Whether a twig condition holds on a pop: ``("c", i)`` is bit ``i`` of the pop's text
-    condition bits ``conds``, ``("r", c)`` column ``c`` of the closing element's ``row``,
-    ``("n", p)`` pending bit ``p`` of the element (:class:`TwigChecks`)."""
-    if not cond:
-        return True
-    op = cond[0]
-    if op == "c":
-        return bool(conds >> cond[1] & 1)
-    if op == "r":
-        return bool(row >> cond[1] & 1)
-    if op == "n":
-        return bool(pending >> cond[1] & 1)
-    if op == "and":
-        return all(twig_holds(g, conds, row, pending) for g in cond[1:])
-    if op == "or":
-        return any(twig_holds(g, conds, row, pending) for g in cond[1:])
-    return not twig_holds(cond[1], conds, row, pending)
-
-
-def guard_holds(guard: tuple, bits: int) -> bool:
-    """Whether a node's guard holds for a push whose condition bits are ``bits`` (or a
-    combination's expression, for its paths' match flags ``bits``)."""
-    return twig_holds(guard, bits, 0, 0)
 
 
 #: Why the programmable engine refuses a query with value predicates (the one wording).
@@ -537,32 +556,24 @@ def _on_push(predicate) -> bool:
     )
 
 
-def _condition_tree(node, index: dict) -> tuple:
+def _condition_tree(node, index: dict) -> Condition:
     """An attribute/text condition tree as a guard over the condition indices ``index``."""
-    if isinstance(node, And):
-        return ("and", *(_condition_tree(o, index) for o in node.operands))
-    if isinstance(node, Or):
-        return ("or", *(_condition_tree(o, index) for o in node.operands))
+    if isinstance(node, (And, Or)):
+        operands = tuple(_condition_tree(o, index) for o in node.operands)
+        return AllOf(operands) if isinstance(node, And) else AnyOf(operands)
     if isinstance(node, Not):
-        return ("not", _condition_tree(node.operand, index))
+        return Negation(_condition_tree(node.operand, index))
     if isinstance(node, (Predicate, Exists)):
-        return ("c", index[_condition(node)])
+        return Bit(index[_condition(node)])
     raise TypeError(f"not a condition: {node!r}")
 
 
-def _push_guard(step, index: dict) -> tuple:
+def _push_guard(step, index: dict) -> Condition:
     """The guard of ``step``'s predicates checked on the push: the conjuncts (top-level
-    ``and`` parts) that test attributes only; () for none."""
-    parts = [
+    ``and`` parts) that test attributes only; :data:`ALWAYS` for none."""
+    return all_of(
         _condition_tree(c, index) for p in step.predicates for c in _conjuncts(p) if _on_push(c)
-    ]
-    return _all_of(parts)
-
-
-def _all_of(parts: list) -> tuple:
-    if not parts:
-        return ()
-    return parts[0] if len(parts) == 1 else ("and", *parts)
+    )
 
 
 def _pop_conjuncts(step) -> list:
@@ -658,18 +669,16 @@ def cluster_order(queries: Sequence[Query], options: CompileOptions) -> list[Que
     return sorted(queries, key=lambda q: (str(q), q.number))
 
 
-def clause_expression(clause, paths: list) -> tuple:
-    """A combination's clause as an expression over path positions (``("c", p)`` leaves, the
-    shape :func:`guard_holds` evaluates), each leaf path appended to ``paths``."""
+def clause_expression(clause, paths: list) -> Condition:
+    """A combination's clause as an expression over path positions (:class:`Bit` ``p``
+    leaves), each leaf path appended to ``paths``."""
     if isinstance(clause, (And, Or)):
-        return (
-            "and" if isinstance(clause, And) else "or",
-            *(clause_expression(o, paths) for o in clause.operands),
-        )
+        operands = tuple(clause_expression(o, paths) for o in clause.operands)
+        return AllOf(operands) if isinstance(clause, And) else AnyOf(operands)
     if isinstance(clause, Not):
-        return ("not", clause_expression(clause.operand, paths))
+        return Negation(clause_expression(clause.operand, paths))
     paths.append(clause)
-    return ("c", len(paths) - 1)
+    return Bit(len(paths) - 1)
 
 
 def _compile_cluster(
@@ -678,7 +687,7 @@ def _compile_cluster(
     # 0. what gets a match flag: the path queries, then the paths of the combinations (None
     #    stands for a combination's own entry, which has no node)
     internal: list[Query] = []
-    combine = [() if q.is_path else clause_expression(q.clause, internal) for q in queries]
+    combine = [None if q.is_path else clause_expression(q.clause, internal) for q in queries]
     walk = [q if q.is_path else None for q in queries] + internal
 
     # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).
@@ -707,10 +716,10 @@ def _compile_cluster(
                 children[parent].append(node)
         return node
 
-    def free_node(qi: int, name: str, guard: tuple) -> int:
+    def free_node(qi: int, name: str, guard: Condition) -> int:
         """A node whose column says: this element passes ``name`` and ``guard`` (-1: every
         element does, no column)."""
-        if name == "*" and not guard:
+        if name == "*" and guard.always:
             return -1
         key = ("free", name, guard) if options.prefix_sharing else ("free", qi, len(keys))
         node = new_node(key, -1, (Axis.DESCENDANT, name, False), guard)
@@ -753,18 +762,16 @@ def _compile_cluster(
             entries.append(None)
             step = steps[0]
 
-            def pop_tree(c) -> tuple:
+            def pop_tree(c) -> Condition:
                 if _on_push(c):  # attributes inside a pop-time condition: a column
-                    return ("r", free_node(qi, "*", _condition_tree(c, index)))
-                if isinstance(c, And):
-                    return ("and", *(pop_tree(o) for o in c.operands))
-                if isinstance(c, Or):
-                    return ("or", *(pop_tree(o) for o in c.operands))
+                    return Row(free_node(qi, "*", _condition_tree(c, index)))
+                if isinstance(c, (And, Or)):
+                    operands = tuple(pop_tree(o) for o in c.operands)
+                    return AllOf(operands) if isinstance(c, And) else AnyOf(operands)
                 if isinstance(c, Not):
-                    return ("not", pop_tree(c.operand))
+                    return Negation(pop_tree(c.operand))
                 if isinstance(c, RelativePath):
-                    return (
-                        "n",
+                    return Pending(
                         entry(
                             c.steps,
                             e,
@@ -777,9 +784,9 @@ def _compile_cluster(
             if len(steps) > 1:
                 nxt = steps[1]
                 parts.append(
-                    ("n", entry(steps[1:], e, free_node(qi, nxt.name, _push_guard(nxt, index))))
+                    Pending(entry(steps[1:], e, free_node(qi, nxt.name, _push_guard(nxt, index))))
                 )
-            entries[e] = (node, _all_of(parts), up, step.axis is Axis.DESCENDANT)
+            entries[e] = (node, all_of(parts), up, step.axis is Axis.DESCENDANT)
             return e
 
         entry(query.steps[first:], -1, parent)
@@ -794,7 +801,7 @@ def _compile_cluster(
             needs_column.append(True)  # read when the element closes
         elif options.opt_last and not children[k]:
             needs_column.append(False)  # (1): only ever a last node
-        elif options.opt_root and parent_of[k] < 0 and not followed and not guard_of[k]:
+        elif options.opt_root and parent_of[k] < 0 and not followed and guard_of[k].always:
             needs_column.append(False)  # (2): children read the global stack
         else:
             needs_column.append(True)
@@ -848,12 +855,10 @@ def _compile_cluster(
         nodes.append(Node(tag_id.get(name, 0), source, column_of[k], guard_of[k]))
 
     # 5. the twig entries' node references become columns (-1 stays: every element)
-    def columns_in(cond: tuple) -> tuple:
-        if not cond or cond[0] in ("c", "n"):
-            return cond
-        if cond[0] == "r":
-            return ("r", column_of[cond[1]])
-        return (cond[0], *(columns_in(x) for x in cond[1:]))
+    def columns_in(cond: Condition) -> Condition:
+        return cond.with_leaves(
+            lambda leaf: Row(column_of[leaf.index]) if isinstance(leaf, Row) else leaf
+        )
 
     def plan_of(i: int, q: Query) -> QueryPlan:
         if not q.is_path:

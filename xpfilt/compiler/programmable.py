@@ -87,6 +87,7 @@ from xpfilt.compiler.split_nodes import (
     twig_anchor,
     twig_nodes,
 )
+from xpfilt.hwspec.conditions import Bit, Condition
 from xpfilt.hwspec.readout import check_readout
 from xpfilt.hwspec.slots import (
     SLOT_FLAG_BITS,
@@ -456,7 +457,8 @@ class ConfigurationError(ValueError):
 class _Placed:
     """What a placement tells its user: ``readout_bit[number]`` (the readout position of path
     profile ``number``'s readout column), ``combined[number]`` (a boolean combination of paths:
-    its and/or/not over its paths' readout bits, ``("c", bit)`` leaves; the paths are placed
+    its and/or/not over its paths' readout bits, a :class:`xpfilt.hwspec.conditions.Condition`
+    with :class:`~xpfilt.hwspec.conditions.Bit` leaves; the paths are placed
     as internal queries without a number of their own, see :func:`profile_answer`),
     ``rejected`` ((query number, why) pairs), ``missing_columns``."""
 
@@ -493,7 +495,8 @@ class _Placed:
         ["not", ["c", 5]]]`` over readout bits) (:func:`read_readout_map` reads them)."""
         readout_map_path(stream_path).write_text(
             "".join(
-                f"{number}\t{json.dumps(where)}\n" for number, where in sorted(self.answers.items())
+                f"{number}\t{json.dumps(where if isinstance(where, int) else where.to_json())}\n"
+                for number, where in sorted(self.answers.items())
             )
         )
 
@@ -1014,19 +1017,13 @@ def path_width(path: Query) -> int:
 def profile_answer(query: Query, column: int, group: int = 1):
     """Where profile ``query``'s answer is when its columns start at column ``column`` (of the
     engine; ``group``: :attr:`HardwareSpec.readout_group`): a path's readout column's bit; a
-    combination's clause over its paths' readout bits (an and/or/not expression with
-    ``("c", readout bit)`` leaves, decided at the document's end from the match flags, so
-    ``not`` is "matched nowhere in the document")."""
+    combination's clause over its paths' readout bits (a condition with :class:`Bit` readout
+    bit leaves, decided at the document's end from the match flags, so ``not`` is "matched
+    nowhere in the document")."""
     bits = [(column + offset) // group for offset in answer_offsets(query)]
     if query.is_path:
         return bits[0]
-    return _on_bits(clause_expression(query.clause, []), bits)
-
-
-def _on_bits(expression: tuple, bits: list[int]) -> tuple:
-    if expression[0] == "c":
-        return ("c", bits[expression[1]])
-    return (expression[0], *(_on_bits(e, bits) for e in expression[1:]))
+    return clause_expression(query.clause, []).with_leaves(lambda leaf: Bit(bits[leaf.index]))
 
 
 def _record(readout_bit: dict, combined: dict, query: Query, column: int, group: int = 1) -> None:
@@ -1593,18 +1590,21 @@ def read_readout_map(stream_path) -> list[tuple]:
     return pairs
 
 
-def _where(value, top: bool = True):
-    """A readout map's where (JSON) checked: a readout bit (``top``), or and/or/not over
-    ``["c", bit]`` leaves, as tuples; ValueError otherwise."""
-
-    def bit(v):
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-    if top and bit(value):
+def _where(value):
+    """A readout map's where (JSON) checked: a readout bit, or and/or/not (two operands or
+    more) over ``["c", bit]`` leaves, as a :class:`Condition`; ValueError otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, list) and value:
-        if value[0] == "c" and len(value) == 2 and bit(value[1]):
-            return ("c", value[1])
-        if value[0] in ("and", "or") and len(value) > 2 or value[0] == "not" and len(value) == 2:
-            return (value[0], *(_where(v, False) for v in value[1:]))
+    if value and _pairs_or_more(value):  # [] is no answer
+        return Condition.from_json(value, kinds="c")
     raise ValueError(f"not a readout bit or expression: {value!r}")
+
+
+def _pairs_or_more(value) -> bool:
+    """Whether every and/or in ``value`` (JSON) has two operands or more (the readout map's
+    rule, stricter than :meth:`Condition.from_json`'s)."""
+    if not isinstance(value, list):
+        return True
+    if value and value[0] in ("and", "or") and len(value) < 3:
+        return False
+    return all(_pairs_or_more(v) for v in value[1:])

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Optional, Sequence, Union
 
-from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries, guard_holds
+from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
 from xpfilt.hwspec.contract import Errors, check_bytes_per_cycle, distribution_depth
 from xpfilt.hwspec.readout import Beat, DocumentReadout, ReadoutKind, SparseBeat, collect_readout
 from xpfilt.lang.xpath import Query
@@ -255,9 +255,9 @@ def readout_positions(numbers_by_bit: Iterable[tuple], queries: Sequence[Query])
 def answer_holds(where, bits: int) -> bool:
     """Whether a profile's answer is yes in a document's readout ``bits``: ``where`` is its
     readout bit, or (a boolean combination of paths on the programmable engine, whose paths
-    each have a readout bit) an and/or/not expression over ``("c", readout bit)`` leaves
+    each have a readout bit) a :class:`xpfilt.hwspec.conditions.Condition` over readout bits
     (:func:`xpfilt.compiler.programmable.profile_answer`). The one decoding every host path shares."""
-    return bool(bits >> where & 1) if isinstance(where, int) else guard_holds(where, bits)
+    return bool(bits >> where & 1) if isinstance(where, int) else where.holds(bits)
 
 
 def answers_in(pairs: Sequence[tuple], bits: int) -> tuple[int, ...]:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from xpfilt.compiler.custom import Cluster, SourceKind, TwigChecks, guard_holds, twig_holds
+from xpfilt.compiler.custom import Cluster, SourceKind, TwigChecks
+from xpfilt.hwspec.conditions import Condition
 
 __all__ = ["ClusterStacks"]
 
@@ -43,10 +44,10 @@ class ClusterStacks:
         self._parent_any: list[int] = [0] * (n_tags + 1)  # parent tag (0: any element)
         self._parent_l2: list[int] = [0] * (n_tags + 1)
         self._column_bit = []
-        self._guards: dict[int, tuple] = {}  # node -> its guard (guarded nodes only)
+        self._guards: dict[int, Condition] = {}  # node -> its guard (guarded nodes only)
         for k, node in enumerate(cluster.nodes):
             bit = 1 << k
-            if node.guard:
+            if not node.guard.always:
                 self._guards[k] = node.guard
             if node.tag:
                 accept[node.tag] |= bit
@@ -83,14 +84,16 @@ class ClusterStacks:
         for i, column, cond in checks.anchors:
             self._entries[column].append((i, cond, -1))
         for i, q in enumerate(cluster.matchers):
-            if q.combine:
+            if q.combine is not None:
                 continue
             if not q.chain:
                 self._match_nodes[q.node].append(i)
         self._match_mask = sum(1 << k for k in self._match_nodes)
         # a combination's readout flag: its expression over its paths' flags (after the queries')
-        self._combined = [(i, q.combine) for i, q in enumerate(cluster.queries) if q.combine]
-        self._plain = sum(1 << i for i, q in enumerate(cluster.queries) if not q.combine)
+        self._combined = [
+            (i, q.combine) for i, q in enumerate(cluster.queries) if q.combine is not None
+        ]
+        self._plain = sum(1 << i for i, q in enumerate(cluster.queries) if q.combine is None)
         self.reset()
 
     def reset(self) -> None:
@@ -122,7 +125,7 @@ class ClusterStacks:
         fires = self._accept[tag] & source
         if fires & self._guarded:
             for k in _bits(fires & self._guarded):
-                if not guard_holds(self._guards[k], conds):
+                if not self._guards[k].holds(conds):
                     fires &= ~(1 << k)
         row = top & self._self_loop
         column_bit = self._column_bit
@@ -152,7 +155,7 @@ class ClusterStacks:
         entries = self._entries
         for column in (-1, *_bits(row)):
             for i, cond, own in entries.get(column, ()):
-                if twig_holds(cond, conds, row, mine):
+                if cond.holds(conds, row, mine):
                     if own < 0:
                         self.matches |= 1 << i
                     else:
@@ -171,7 +174,7 @@ class ClusterStacks:
         if self._combined:
             paths = self.matches >> len(self.cluster.queries)
             for i, expr in self._combined:
-                if guard_holds(expr, paths):
+                if expr.holds(paths):
                     flags |= 1 << i
         return flags
 
