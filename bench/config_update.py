@@ -61,7 +61,7 @@ def main() -> None:
             loaded = [loaded[n - 1] for n in sorted(placed.readout_bit)]
         # unsubscribe every 64th profile (configure() leaves no column free), in place
         loaded = [t for i, t in enumerate(loaded) if i % 64 != 63]
-        previous = reconfigure(load_queries(loaded).queries, placed.stream(), spec).stream
+        previous = reconfigure(load_queries(loaded).queries, placed.stream(), spec).stream()
         free = columns - sum(t.count("/") - t.count("//") for t in loaded)
         added = next(
             t
@@ -83,8 +83,8 @@ def main() -> None:
         add, remove = update(loaded + [added]), update(loaded[1:])
         assert not add.rejected and not remove.rejected, (add.rejected, remove.rejected)
         stream_ms = spec.stream_bits / CLOCK_HZ * 1e3
-        add_ms = len(add.delta) * 8 / CLOCK_HZ * 1e3
-        remove_ms = len(remove.delta) * 8 / CLOCK_HZ * 1e3
+        add_ms = len(add.delta()) * 8 / CLOCK_HZ * 1e3
+        remove_ms = len(remove.delta()) * 8 / CLOCK_HZ * 1e3
         row = {
             "columns": columns,
             "clusters": clusters,
@@ -97,11 +97,11 @@ def main() -> None:
             "full_reload_generation_ms": full_s * 1e3,
             "full_reload_total_ms": full_s * 1e3 + stream_ms + wait_ms,
             "add_one_clusters_changed": len(add.changed),
-            "add_one_delta_bits": len(add.delta) * 8,
+            "add_one_delta_bits": len(add.delta()) * 8,
             "add_one_generation_ms": add_s * 1e3,
             "add_one_total_ms": add_s * 1e3 + add_ms + wait_ms,
             "add_one_goal_10ms_met": add_s * 1e3 + add_ms + wait_ms <= GOAL_MS,
-            "remove_one_delta_bits": len(remove.delta) * 8,
+            "remove_one_delta_bits": len(remove.delta()) * 8,
             "remove_one_total_ms": remove_s * 1e3 + remove_ms + wait_ms,
             "add_one_full_stream_total_ms": add_full_s * 1e3 + stream_ms + wait_ms,
         }

@@ -1,6 +1,7 @@
 """The programmable engine: configuration generation and streams, the model against the
 reference, safe reconfiguration, and the RTL against the model in the Amaranth simulator."""
 
+import dataclasses
 import zlib
 
 import pytest
@@ -422,23 +423,23 @@ def test_reconfigure_moves_nothing_that_stays_and_rewrites_only_changed_clusters
             "programmable --slots N`)",
         ),
     )
-    delta = read_stream(spec, update.delta)
-    assert delta.base_id == before.id and delta.new_id == read_stream(spec, update.stream).new_id
+    delta = read_stream(spec, update.delta())
+    assert delta.base_id == before.id and delta.new_id == read_stream(spec, update.stream()).new_id
     assert [k for k, p in enumerate(delta.payloads) if p is not None] == list(update.changed)
     assert update.dictionary_changed and delta.dictionary is not None  # a new tag, z
     assert len(update.changed) < spec.clusters
-    assert len(update.delta) < len(update.stream)
+    assert len(update.delta()) < len(update.stream())
     # the full stream of the update is what configure() of the same placement would load:
     # the model loaded with (before, then the delta) answers as the reference
     model = ProgrammableModel(spec)
     load_configuration(model, before.stream())
-    load_configuration(model, update.delta)
+    load_configuration(model, update.delta())
     assert model.status == {"generation": 2, "loaded": 1, "rejected": 0, "pending": 0}
     docs = [b"<a><b><c/></b></a>", b"<x><y/><c/></x>", b"<y><z/></y>", b"<b/>"]
     for got, want in answers(model, update.readout_bit, after[:6], docs):
         assert got == want
     full = ProgrammableModel(spec)
-    load_configuration(full, update.stream)
+    load_configuration(full, update.stream())
     assert [(c.matrix[c.bank], c.first, c.descendant) for c in model.clusters] == [
         (c.matrix[c.bank], c.first, c.descendant) for c in full.clusters
     ]
@@ -451,19 +452,36 @@ def test_a_delta_is_refused_unless_its_base_is_the_active_configuration():
     config_a, config_b = configure(SET_A, SPEC), configure(SET_B, SPEC)
     on_b = reconfigure(SET_B[:2], config_b.stream(), SPEC)  # a delta whose base is B
     model = ProgrammableModel(SPEC)
-    load_configuration(model, on_b.delta)  # nothing loaded yet
+    load_configuration(model, on_b.delta())  # nothing loaded yet
     assert model.status == {"generation": 0, "loaded": 0, "rejected": 1, "pending": 0}
     load_configuration(model, config_a.stream())
-    load_configuration(model, on_b.delta)  # A is loaded, not B
+    load_configuration(model, on_b.delta())  # A is loaded, not B
     assert model.status == {"generation": 1, "loaded": 1, "rejected": 1, "pending": 0}
     for got, want in answers(model, config_a.readout_bit, SET_A, DOCS):
         assert got == want
     with pytest.raises(ValueError) as info:
-        reconfigure(SET_A, on_b.delta, SPEC, what="old.bin")
+        reconfigure(SET_A, on_b.delta(), SPEC, what="old.bin")
     assert str(info.value) == (
         "old.bin must be a full configuration stream (`xpfilt "
         "configure` writes one beside every delta), not a delta"
     )
+
+
+def test_configure_and_reconfigure_are_one_allocator_with_one_result_type():
+    """configure() and reconfigure() return a Configuration; a reconfiguration is configure()
+    from the previous stream, whose columns are what its full stream holds; without a base
+    the delta is the full stream."""
+    spec = HardwareSpec(clusters=3, columns=8, max_tag_len=3, max_depth=6, max_name=8, tags=6)
+    before = configure(queries_of("/a/b", "//b", "/a//c", "/*/b/c", "//x/c", "/x/y"), spec)
+    assert before.delta() == before.stream() and before.changed == (0, 1, 2)
+    after = queries_of("/x/y", "/a/b", "/y/z", "/*/b/c")
+    update = reconfigure(after, before.stream(), spec)
+    same = configure(after, spec, previous=before.stream())
+    assert type(update) is type(same) is type(before)
+    assert update == same and update.delta() == same.delta() and update.stream() == same.stream()
+    # every cluster's columns are its payload: rebuilt without a base, the same stream
+    rebuilt = dataclasses.replace(update, base=None, changed=(), dictionary_changed=True)
+    assert rebuilt.stream() == update.stream() and rebuilt.delta() == update.stream()
 
 
 def test_reconfigure_reports_what_has_no_room_and_keeps_the_rest():
@@ -484,10 +502,10 @@ def test_reconfigure_gives_a_new_tag_the_entry_of_one_no_query_names_any_more():
     before = configure(queries_of("/a", "//b"), spec)
     update = reconfigure(queries_of("/a", "/c//a"), before.stream(), spec)
     assert not update.rejected and update.dictionary_changed
-    assert dictionary_entries(spec, read_stream(spec, update.stream).dictionary) == ["a", "c"]
+    assert dictionary_entries(spec, read_stream(spec, update.stream()).dictionary) == ["a", "c"]
     model = ProgrammableModel(spec)
     load_configuration(model, before.stream())
-    load_configuration(model, update.delta)
+    load_configuration(model, update.delta())
     docs = [b"<a/>", b"<c><x><a/></x></c>", b"<b/>", b"<c><b/></c>"]
     for got, want in answers(model, update.readout_bit, queries_of("/a", "/c//a"), docs):
         assert got == want
@@ -500,9 +518,9 @@ def test_reconfigure_never_gives_away_an_entry_the_new_query_itself_names():
     before = configure(queries_of("/a/b"), spec)
     update = reconfigure(queries_of("/a/c"), before.stream(), spec)
     assert not update.rejected and update.readout_bit == {1: 1}
-    assert dictionary_entries(spec, read_stream(spec, update.stream).dictionary) == ["a", "c"]
+    assert dictionary_entries(spec, read_stream(spec, update.stream()).dictionary) == ["a", "c"]
     model = ProgrammableModel(spec)
-    load_configuration(model, update.stream)
+    load_configuration(model, update.stream())
     docs = [b"<a><c/></a>", b"<a><b/></a>"]
     for got, want in answers(model, update.readout_bit, queries_of("/a/c"), docs):
         assert got == want
@@ -514,7 +532,7 @@ def test_reconfigure_never_gives_away_a_slot_the_new_query_itself_tests():
     update = reconfigure(queries_of("/a[@x=1]/b[@y=2]"), before.stream(), spec)
     assert not update.rejected and update.readout_bit == {1: 1}
     model = ProgrammableModel(spec)
-    load_configuration(model, update.stream)
+    load_configuration(model, update.stream())
     docs = [b'<a x="1"><b y="2"/></a>', b'<a x="2"><b y="2"/></a>', b'<a x="1"><b y="1"/></a>']
     for got, want in answers(model, update.readout_bit, queries_of("/a[@x=1]/b[@y=2]"), docs):
         assert got == want
@@ -688,16 +706,16 @@ def test_rtl_equals_model_through_deltas_mid_document_truncated_and_stale():
     set_b = queries_of("/a/b", "/a//c", "/y/z", "/*/b/c", "//x/c")
     update = reconfigure(set_b, config_a.stream(), spec)
     assert 0 < len(update.changed) < spec.clusters
-    stale = reconfigure(set_a, configure(set_b, spec).stream(), spec).delta
+    stale = reconfigure(set_a, configure(set_b, spec).stream(), spec).delta()
     long_doc = b"<a>" + b"<x><c/></x><b><c/></b><y><z/></y>" * 40 + b"</a>"
-    assert len(update.delta) * 8 < len(long_doc)  # (format 10's dictionary: 1,056 bits)
+    assert len(update.delta()) * 8 < len(long_doc)  # (format 10's dictionary: 1,056 bits)
     items = [
         ("config", config_a.stream()),
         DOCS[0],
-        ("config+doc", update.delta[:-5], long_doc),  # cut short: refused
+        ("config+doc", update.delta()[:-5], long_doc),  # cut short: refused
         ("config", stale),
         b"<y><z/></y>",  # another base: refused
-        ("config+doc", update.delta, long_doc),  # commits after it
+        ("config+doc", update.delta(), long_doc),  # commits after it
         b"<y><z/></y>",
         DOCS[0],
     ]

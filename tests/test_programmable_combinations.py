@@ -158,7 +158,7 @@ def test_reconfigure_keeps_a_combination_where_it_is():
     assert update.combined[4] == Negation(Bit(9))
     assert update.changed == (1,) and not update.dictionary_changed
     # a combination whose run was split (its first path kept alone) is placed anew
-    again = reconfigure(queries_of("/a/b[@x > 2]", "/a/c and /a/b[@x > 2]"), update.stream, spec)
+    again = reconfigure(queries_of("/a/b[@x > 2]", "/a/c and /a/b[@x > 2]"), update.stream(), spec)
     assert not again.rejected and again.changed == (0, 1)  # /c/a left cluster 1
     assert again.readout_bit[1] == 3 and again.combined[2] == AllOf((Bit(5), Bit(7)))
 

@@ -173,13 +173,13 @@ def test_reconfigure_keeps_slots_in_use_and_reuses_free_ones():
         ),
         (5, f"query 5 (/x/a[b]/c): {TWIGS_REFUSED}"),
     )
-    contents = read_stream(spec, update.stream)
+    contents = read_stream(spec, update.stream())
     assert dictionary_links(spec, contents.dictionary) == [
         SlotLink(AttrCondition("id", "=", 1.0)),
         SlotLink(AttrCondition("n", "=", "x"), False, True),
         SlotLink(AttrCondition("id", "exists")),
     ]
-    assert update.dictionary_changed and read_stream(spec, update.delta).dictionary is not None
+    assert update.dictionary_changed and read_stream(spec, update.delta()).dictionary is not None
 
 
 def test_no_slots_no_predicates():
@@ -441,12 +441,12 @@ def check_through_a_delta(
     config_a = configure(set_a, spec)
     update = reconfigure(set_b, config_a.stream(), spec)
     assert not config_a.rejected and not update.rejected and update.dictionary_changed
-    assert len(update.delta) * 8 < len(long_doc)  # (stream format 10: 4x the dictionary)
+    assert len(update.delta()) * 8 < len(long_doc)  # (stream format 10: 4x the dictionary)
     items = [
         ("config", config_a.stream()),
         *docs[:split],
-        ("config+doc", update.delta[:-3], long_doc),  # cut short: refused
-        ("config+doc", update.delta, long_doc),  # commits after the document
+        ("config+doc", update.delta()[:-3], long_doc),  # cut short: refused
+        ("config+doc", update.delta(), long_doc),  # commits after the document
         *docs[split:],
     ]
     result = compare_programmable(spec, items, seed=seed, p_valid=p_valid, p_ready=p_ready)

@@ -39,16 +39,16 @@ def _nitf(count: int) -> list[str]:
 def _digests(spec: HardwareSpec, loaded: list[str], after: list[str]) -> str:
     base = configure(load_queries(loaded).queries, spec)
     update = reconfigure(load_queries(after).queries, base.stream(), spec)
-    again = reconfigure(load_queries(loaded).queries, update.stream, spec)
+    again = reconfigure(load_queries(loaded).queries, update.stream(), spec)
     return " ".join(
         hashlib.sha256(repr(part).encode() if not isinstance(part, bytes) else part).hexdigest()[
             :12
         ]
         for part in (
-            update.stream,
-            update.delta,
-            again.stream,
-            again.delta,
+            update.stream(),
+            update.delta(),
+            again.stream(),
+            again.delta(),
             sorted(update.answers.items()),
             update.rejected,
         )

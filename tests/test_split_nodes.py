@@ -355,7 +355,7 @@ def test_reconfigure_keeps_split_node_twigs_in_place_and_never_reads_them_as_pat
         3: 15,
         4: old.readout_bit[4],
     }
-    assert not reconfigure(new, update.stream, spec).changed
+    assert not reconfigure(new, update.stream(), spec).changed
     path = queries_of("/a/b/d/c")
     alone = reconfigure(path, old.stream(), spec)
     assert alone.readout_bit != {1: old.readout_bit[3] + 2}  # not on the twig's columns
@@ -363,8 +363,8 @@ def test_reconfigure_keeps_split_node_twigs_in_place_and_never_reads_them_as_pat
     from xpfilt.model.programmable import ProgrammableModel, load_configuration
 
     for queries, stream, answers in (
-        (new, update.stream, update.answers),
-        (path, alone.stream, alone.answers),
+        (new, update.stream(), update.answers),
+        (path, alone.stream(), alone.answers),
     ):
         model = ProgrammableModel(spec)
         load_configuration(model, stream)

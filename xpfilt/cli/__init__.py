@@ -472,20 +472,17 @@ def configure_command(queries_path, hw_dir, output, previous):
     """
     import time as _time
 
-    from xpfilt.compiler.programmable import configure, delta_path, readout_map_path, reconfigure
+    from xpfilt.compiler.programmable import configure, delta_path, readout_map_path
 
     spec = load_hardware(hw_dir)
     queries, failed = read_queries(queries_path)
     start = _time.perf_counter()
-    if previous is None:
-        configuration = configure(queries, spec)
-        stream = configuration.stream()
-    else:
-        try:
-            configuration = reconfigure(queries, previous.read_bytes(), spec, what=str(previous))
-        except ValueError as exc:
-            raise click.ClickException(str(exc))
-        stream = configuration.stream
+    base = None if previous is None else previous.read_bytes()
+    try:
+        configuration = configure(queries, spec, previous=base, what=str(previous))
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
+    stream = configuration.stream()
     elapsed = _time.perf_counter() - start
     Path(output).write_bytes(stream)
     configuration.write_readout_map(output)
@@ -508,11 +505,12 @@ def configure_command(queries_path, hw_dir, output, previous):
     )
     if previous is not None:
         delta = delta_path(output)
-        delta.write_bytes(configuration.delta)
+        delta_stream = configuration.delta()
+        delta.write_bytes(delta_stream)
         configuration.write_readout_map(delta)
         click.echo(
             f"delta from {previous}: {len(configuration.changed)} of {spec.clusters} "
-            f"clusters change; {len(configuration.delta) * 8} bits written to {delta}",
+            f"clusters change; {len(delta_stream) * 8} bits written to {delta}",
             err=True,
         )
     sys.exit(1 if failed else 0)

@@ -61,6 +61,7 @@ cluster, no presence bits or ids; 3: a dictionary per cluster) are refused by th
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import zlib
@@ -107,7 +108,6 @@ __all__ = [
     "ColumnConfig",
     "Configuration",
     "ConfigurationError",
-    "Update",
     "StreamContents",
     "configure",
     "reconfigure",
@@ -454,19 +454,52 @@ class ConfigurationError(ValueError):
         super().__init__(message)
 
 
-class _Placed:
-    """What a placement tells its user: ``readout_bit[number]`` (the readout position of path
-    profile ``number``'s readout column), ``combined[number]`` (a boolean combination of paths:
-    its and/or/not over its paths' readout bits, a :class:`xpfilt.hwspec.conditions.Condition`
-    with :class:`~xpfilt.hwspec.conditions.Bit` leaves; the paths are placed
-    as internal queries without a number of their own, see :func:`profile_answer`),
-    ``rejected`` ((query number, why) pairs), ``missing_columns``."""
+@dataclass(frozen=True)
+class Configuration:
+    """Where every query went (:func:`configure`, :func:`reconfigure`): ``columns[k][j]``
+    configures column ``j`` of cluster ``k``, ``tags`` is the dictionary (entry ``d`` = tag
+    index ``d + 1``; ``b""``: a free entry), ``links`` the comparator slots (slot ``s``:
+    ``links[s]``, None: free); ``readout_bit[number]`` is the readout position of path profile
+    ``number``'s readout column, ``combined[number]`` a boolean combination of paths' and/or/not
+    over its paths' readout bits (a :class:`xpfilt.hwspec.conditions.Condition` with
+    :class:`~xpfilt.hwspec.conditions.Bit` leaves; the paths are placed as internal queries
+    without a number of their own, see :func:`profile_answer`); ``rejected``: (query number,
+    why) of the queries not configured, ``missing_columns`` the columns short for those
+    without room.
+
+    A configuration made from a loaded one (``base``, the full stream's contents) keeps the
+    base's payload for every cluster not in ``changed`` and its dictionary unless
+    ``dictionary_changed``: :meth:`delta` carries only what changed (for a configuration
+    without a base, every part: the full stream)."""
 
     spec: HardwareSpec
+    columns: tuple[tuple[ColumnConfig, ...], ...]
     readout_bit: dict
-    rejected: tuple
-    missing_columns: int
-    combined: dict
+    rejected: tuple[tuple[int, str], ...] = ()  # (query number, why it is not configured)
+    missing_columns: int = 0  # columns short for the queries without room
+    tags: tuple[bytes, ...] = ()  # () = the columns' tags in order
+    links: tuple[Optional[SlotLink], ...] = ()  # the comparator slots (slot s: [s])
+    combined: dict = field(default_factory=dict)  # combinations of paths: number -> expression
+    base: Optional[StreamContents] = field(default=None, compare=False, repr=False)
+    changed: tuple[int, ...] = ()  # the clusters that differ from the base (() = every one)
+    dictionary_changed: bool = True
+
+    def __post_init__(self):
+        if not self.tags:
+            object.__setattr__(
+                self,
+                "tags",
+                tuple(dict.fromkeys(c.tag for cluster in self.columns for c in cluster if c.tag)),
+            )
+        if len(self.tags) > self.spec.tags:
+            raise ValueError(
+                f"the dictionary's tags must be at most {self.spec.tags}, not {len(self.tags)}"
+            )
+        unknown = {c.tag for cluster in self.columns for c in cluster if c.tag} - set(self.tags)
+        if unknown:
+            raise ValueError(f"columns must name tags of the dictionary, not {sorted(unknown)!r}")
+        if self.base is None and not self.changed:
+            object.__setattr__(self, "changed", tuple(range(len(self.columns))))
 
     @property
     def answers(self) -> dict:
@@ -500,47 +533,24 @@ class _Placed:
             )
         )
 
-
-@dataclass(frozen=True)
-class Configuration(_Placed):
-    """Where every query went: ``columns[k][j]`` configures column ``j`` of cluster ``k``,
-    ``tags`` is the dictionary (entry ``d`` = tag index ``d + 1``; ``b""``: a free entry);
-    ``readout_bit`` and ``combined`` say where each profile's answer is (:class:`_Placed`)."""
-
-    spec: HardwareSpec
-    columns: tuple[tuple[ColumnConfig, ...], ...]
-    readout_bit: dict
-    rejected: tuple[tuple[int, str], ...] = ()  # (query number, why it is not configured)
-    missing_columns: int = 0  # columns short for the queries without room
-    tags: tuple[bytes, ...] = ()  # () = the columns' tags in order
-    links: tuple[Optional[SlotLink], ...] = ()  # the comparator slots (slot s: [s])
-    combined: dict = field(default_factory=dict)  # combinations of paths: number -> expression
-
-    def __post_init__(self):
-        if not self.tags:
-            object.__setattr__(
-                self,
-                "tags",
-                tuple(dict.fromkeys(c.tag for cluster in self.columns for c in cluster if c.tag)),
-            )
-        if len(self.tags) > self.spec.tags:
-            raise ValueError(
-                f"the dictionary's tags must be at most {self.spec.tags}, not {len(self.tags)}"
-            )
-        unknown = {c.tag for cluster in self.columns for c in cluster if c.tag} - set(self.tags)
-        if unknown:
-            raise ValueError(f"columns must name tags of the dictionary, not {sorted(unknown)!r}")
-
     @cached_property
     def dictionary_payload(self) -> int:
         """The dictionary's payload (``spec.dictionary_bits``, without the presence bit)."""
+        if self.base is not None and not self.dictionary_changed:
+            return self.base.dictionary
         return _dictionary_payload(self.spec, self.tags, self.links)
 
     @cached_property
     def cluster_payloads(self) -> tuple[int, ...]:
         """Each cluster's payload (``spec.cluster_bits`` bits, without the presence bit)."""
         index = {t: d + 1 for d, t in enumerate(self.tags) if t}
-        return tuple(_cluster_payload(self.spec, index, cluster) for cluster in self.columns)
+        changed = set(self.changed)
+        return tuple(
+            _cluster_payload(self.spec, index, cluster)
+            if self.base is None or k in changed
+            else self.base.payloads[k]
+            for k, cluster in enumerate(self.columns)
+        )
 
     @property
     def id(self) -> int:
@@ -552,6 +562,20 @@ class Configuration(_Placed):
     def stream(self) -> bytes:
         """The full configuration stream (header, payload, CRC) as bytes, LSB first."""
         return _full_stream(self.spec, self.dictionary_payload, self.cluster_payloads)
+
+    def delta(self) -> bytes:
+        """The stream that turns the base's configuration into this one: only the ``changed``
+        clusters, and the dictionary when ``dictionary_changed`` (the engine refuses it on
+        any other configuration); without a base, the full stream."""
+        if self.base is None:
+            return self.stream()
+        changed = set(self.changed)
+        payload = _payload_bytes(
+            self.spec,
+            self.dictionary_payload if self.dictionary_changed else None,
+            [p if k in changed else None for k, p in enumerate(self.cluster_payloads)],
+        )
+        return _framed(self.spec, payload, self.base.new_id, self.id)
 
 
 def _dictionary_payload(
@@ -1180,7 +1204,12 @@ def _tag_order(q: Query) -> list[str]:
 
 
 def configure(
-    queries: Sequence[Query], spec: HardwareSpec, *, strict: bool = False
+    queries: Sequence[Query],
+    spec: HardwareSpec,
+    *,
+    strict: bool = False,
+    previous: Optional[bytes] = None,
+    what: str = "previous stream",
 ) -> Configuration:
     """Place the queries on the columns: in the order of their tag sequences, each on the first
     cluster with enough free columns, while the dictionary has room for its new tags. A query
@@ -1188,245 +1217,268 @@ def configure(
     ``max_tag_len``, more distinct tags than the dictionary holds, no room left) is listed in
     ``Configuration.rejected`` with the reason, and the rest are configured; with ``strict``,
     :class:`ConfigurationError` is raised instead. A boolean combination of paths takes
-    consecutive columns of one cluster, its paths' chains one after the other."""
-    rejected: list[tuple[int, str]] = []
-    candidates = []
+    consecutive columns of one cluster, its paths' chains one after the other.
+
+    With ``previous`` (a full stream of ``spec``), start from what it holds and move nothing
+    that stays: a query of ``previous`` (the same path) keeps its columns and readout bit, and
+    every dictionary entry in use its index; a removed query frees its columns, a new one goes
+    to the first cluster with a free run of columns (in the order above), its new tags to free
+    dictionary entries (or ones no remaining query names); a combination of paths stays where
+    its paths' columns are, one after the other. :meth:`Configuration.delta` then holds only
+    the parts that change. ValueError (naming ``what``) when ``previous`` is not a full stream
+    of ``spec``. Without ``previous`` a query goes after the last one of its cluster (never
+    into a column skipped to give a readout group its own answer), and the delta is the full
+    stream."""
     queries, written = _lowered(queries)
-    for q in queries:
-        why = _refusal(q, spec)
-        if why:
-            rejected.append((q.number, why))
-        else:
-            candidates.append((q, query_tags(q)))
-    free = [spec.columns] * spec.clusters
-    held: dict[bytes, None] = {}  # the dictionary, in order
-    slot_of: dict[tuple, int] = {}  # the comparator slots: chain key -> first slot
-    links: list[SlotLink] = []
-    placed: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
-    no_room = []
-    open_clusters = list(range(spec.clusters))  # those with a free column, in order
-    groups: list[set] = [set() for _ in range(spec.clusters)]  # readout groups in use
-    grouped = spec.readout_group > 1
-    for *_, q, needs in sorted(
-        (_tag_order(q), q.number, i, q, needs) for i, (q, needs) in enumerate(candidates)
-    ):
-        size = query_width(q)
-        if len(held) + len(needs.difference(held)) > spec.tags:
-            rejected.append((q.number, _no_room(q, spec, dictionary=True)))
-            continue
-        new_chains = _new_chains(q, slot_of)
-        if len(links) + sum(len(c.links) for c in new_chains.values()) > spec.slots:
-            rejected.append((q.number, _no_room(q, spec, slots=True)))
-            continue
-        for k in open_clusters:
-            start = (
-                _group_fit(spec, q, groups[k], spec.columns - free[k], spec.columns)
-                if grouped
-                else spec.columns - free[k]
-                if free[k] >= size
-                else None
-            )
-            if start is not None:
-                placed[k].append((start, q))
-                free[k] = spec.columns - start - size
-                if grouped:
-                    groups[k] |= _answer_groups(spec, q, start)
-                held.update(dict.fromkeys(sorted(needs.difference(held))))
-                for key, chain in new_chains.items():
-                    slot_of[key] = len(links)
-                    links += chain.slot_links()
-                if not free[k]:
-                    open_clusters.remove(k)
-                break
-        else:
-            no_room.append(q)
+    rejected: list[tuple[int, str]] = []
+    if previous is None:
+        layout = _Layout.empty(spec)
+        new = [q for q in queries if not _refused(q, spec, rejected)]
+    else:
+        layout = _Layout.of_stream(spec, read_stream(spec, previous, what), what)
+        new = [q for q in layout.keep(queries) if not _refused(q, spec, rejected)]
+    no_room = layout.place(sorted(new, key=lambda q: (_tag_order(q), q.number)), rejected)
     missing = 0
     if no_room:
-        needed = sum(query_width(q) for q in no_room)
-        missing = max(1, needed - sum(free))
+        missing = max(1, sum(query_width(q) for q in no_room) - sum(layout.room))
         rejected += [(q.number, _no_room(q, spec)) for q in no_room]
-    rejected = sorted(_as_written(rejected, written))
-    columns = []
-    readout_bit, combined = {}, {}
-    for k in range(spec.clusters):
-        row = [ColumnConfig()] * spec.columns
-        for start, q in placed[k]:
-            row[start : start + query_width(q)] = query_columns(q, slot_of)
-            _record(readout_bit, combined, q, k * spec.columns + start, spec.readout_group)
-        columns.append(tuple(row))
-    config = Configuration(
-        spec,
-        tuple(columns),
-        readout_bit,
-        tuple(rejected),
-        missing,
-        tuple(held),
-        tuple(links),
-        combined,
-    )
-    if strict and rejected:
+    config = layout.configuration(tuple(sorted(_as_written(rejected, written))), missing)
+    if strict and config.rejected:
         raise ConfigurationError(config.summary(), missing_columns=missing)
     return config
 
 
-@dataclass(frozen=True)
-class Update(_Placed):
-    """A configuration changed in place (:func:`reconfigure`): ``stream`` is the new full
-    stream (the ``previous`` of the next update), ``delta`` the stream that turns the previous
-    configuration into it (only the ``changed`` clusters, and the dictionary when
-    ``dictionary_changed``; the engine refuses it on any other configuration)."""
-
-    spec: HardwareSpec
-    stream: bytes
-    delta: bytes
-    changed: tuple[int, ...]
-    dictionary_changed: bool
-    readout_bit: dict
-    rejected: tuple[tuple[int, str], ...] = ()
-    missing_columns: int = 0
-    combined: dict = field(default_factory=dict)
-
-
 def reconfigure(
     queries: Sequence[Query], previous: bytes, spec: HardwareSpec, *, what: str = "previous stream"
-) -> Update:
-    """Load ``queries`` where the full stream ``previous`` is loaded, moving nothing that
-    stays: a query of ``previous`` (the same path) keeps its columns and readout bit, and every
-    dictionary entry in use its index; a removed query frees its columns, a new one goes to the
-    first cluster with a free run of columns (in :func:`configure`'s order), its new tags to
-    free dictionary entries (or ones no remaining query names); a combination of paths stays
-    where its paths' columns are, one after the other. Only the parts that change are
-    in the delta. ValueError (naming ``what``) when ``previous`` is not a full stream of
-    ``spec``."""
-    old = read_stream(spec, previous, what)
-    if not old.full:
-        raise ValueError(
-            f"{what} must be a full configuration stream (`xpfilt configure` "
-            f"writes one beside every delta), not a delta"
+) -> Configuration:
+    """Load ``queries`` where the full stream ``previous`` is loaded: :func:`configure` with
+    ``previous`` (the one allocator); :meth:`Configuration.delta` is the stream that turns
+    ``previous``'s configuration into the new one."""
+    return configure(queries, spec, previous=previous, what=what)
+
+
+def _refused(q: Query, spec: HardwareSpec, rejected: list) -> bool:
+    """Whether ``q`` cannot go on this hardware at all (noted in ``rejected``)."""
+    why = _refusal(q, spec)
+    if why:
+        rejected.append((q.number, why))
+    return bool(why)
+
+
+@dataclass
+class _Layout:
+    """What an allocation fills in: per cluster the queries placed (``placed[k]``: (first
+    column, query), in placement order), the dictionary's entries (``tags``, ``b""``: free;
+    ``index``: tag -> entry + 1), the comparator slots (``keys[s]``: the key of the chain slot
+    ``s`` is part of, ``links[s]`` its link, None: free; ``slot_of``: key -> first slot), where
+    each profile's answer is, and what changed from the stream it started from (``base``, None
+    for an empty engine). ``gaps``: a new query may go between placed ones (a start from a
+    stream: removed queries leave gaps), else only after the last one of a cluster."""
+
+    spec: HardwareSpec
+    tags: list
+    keys: list
+    links: list
+    slot_of: dict
+    base: Optional[StreamContents] = None
+    gaps: bool = False
+    placed: list = field(default_factory=list)
+    changed: set = field(default_factory=set)
+    dictionary_changed: bool = False
+    readout_bit: dict = field(default_factory=dict)
+    combined: dict = field(default_factory=dict)
+    where: dict = field(default_factory=dict)  # a base's paths: text -> [(cluster, start)]
+
+    def __post_init__(self):
+        self.placed = self.placed or [[] for _ in range(self.spec.clusters)]
+        self.index = {t: d + 1 for d, t in enumerate(self.tags) if t}
+        self.tags_in_use = _InUse(query_tags, self.placed)
+        self.slots_in_use = _InUse(_chain_keys, self.placed)
+        self._spans: dict[int, list] = {}  # per cluster looked at: the column spans taken
+        self._groups: dict[int, set] = {}  # ... and the readout groups
+        self._used = [0] * self.spec.clusters  # per cluster: the columns taken
+        self._end = [0] * self.spec.clusters  # ... and the end of the last query
+
+    @classmethod
+    def empty(cls, spec: HardwareSpec) -> "_Layout":
+        slots = [None] * spec.slots
+        return cls(
+            spec,
+            [b""] * spec.tags,
+            slots,
+            list(slots),
+            {},
+            changed=set(range(spec.clusters)),
+            dictionary_changed=True,
         )
-    n = spec.columns
-    entries = dictionary_entries(spec, old.dictionary)
-    links = dictionary_links(spec, old.dictionary)
-    chains = chains_of(links)
-    where: dict[str, list[tuple[int, int]]] = {}  # path -> [(cluster, first column)]
-    for k, payload in enumerate(old.payloads):
-        for start, text in cluster_queries(spec, entries, payload, chains):
-            where.setdefault(text, []).append((k, start))
-    for spots in where.values():
-        spots.reverse()  # pop() takes them in column order
-    kept: list[list[tuple[int, Query]]] = [[] for _ in range(spec.clusters)]
-    rejected: list[tuple[int, str]] = []
-    readout_bit, combined = {}, {}
-    new = []
-    queries, written = _lowered(queries)
-    # combinations first: a path profile equal to one of their paths takes another copy
-    for q in sorted(queries, key=lambda q: q.is_path):
-        spot = _take(where, q, spec.twig_width)
-        if spot:  # it was placed on this hardware: it fits
-            k, start = spot
-            kept[k].append((start, q))
-            _record(readout_bit, combined, q, k * n + start, spec.readout_group)
-        elif why := _refusal(q, spec):
-            rejected.append((q.number, why))
-        else:
-            new.append(q)
-    changed = {k for spots in where.values() for k, _ in spots}  # a query left these
-    tags = [e.encode() for e in entries]
-    index = {t: d + 1 for d, t in enumerate(tags) if t}
-    keys: list = [None] * spec.slots  # per slot: the key of the chain it is part of
-    for first, chain in chains.items():
-        keys[first : first + len(chain.links)] = [chain.key] * len(chain.links)
-    slot_of = {chain.key: first for first, chain in chains.items()}
-    in_use = _InUse(query_tags, kept)  # the tags the queries kept name (when needed)
-    slots_in_use = _InUse(_chain_keys, kept)
-    dictionary_changed = False
-    used: dict[int, list] = {}  # per cluster looked at: the column spans taken
-    taken: dict[int, set] = {}  # ... and the readout groups
-    no_room = []
-    for q in sorted(new, key=lambda q: (_tag_order(q), q.number)):
-        needs = sorted(t for t in query_tags(q) if t not in index)
-        spots = _free_entries(tags, len(needs), in_use, query_tags(q))
-        if spots is None:
-            rejected.append((q.number, _no_room(q, spec, dictionary=True)))
-            continue
-        new_chains = _new_chains(q, slot_of)
-        slots = _free_runs(
-            keys, [len(c.links) for c in new_chains.values()], slots_in_use, _chain_keys(q)
+
+    @classmethod
+    def of_stream(cls, spec: HardwareSpec, old: StreamContents, what: str) -> "_Layout":
+        """The layout the full stream ``old`` holds (nothing placed yet: :meth:`keep`)."""
+        if not old.full:
+            raise ValueError(
+                f"{what} must be a full configuration stream (`xpfilt configure` "
+                f"writes one beside every delta), not a delta"
+            )
+        entries = dictionary_entries(spec, old.dictionary)
+        links = dictionary_links(spec, old.dictionary)
+        chains = chains_of(links)
+        keys: list = [None] * spec.slots
+        for first, chain in chains.items():
+            keys[first : first + len(chain.links)] = [chain.key] * len(chain.links)
+        layout = cls(
+            spec,
+            [e.encode() for e in entries],
+            keys,
+            links,
+            {chain.key: first for first, chain in chains.items()},
+            base=old,
+            gaps=True,
         )
-        if slots is None:
-            rejected.append((q.number, _no_room(q, spec, slots=True)))
-            continue
-        for k in range(spec.clusters):
-            if k not in used:
-                used[k] = sorted((start, start + query_width(q)) for start, q in kept[k])
-                taken[k] = (
-                    set().union(*(_answer_groups(spec, q, start) for start, q in kept[k]))
-                    if spec.readout_group > 1
-                    else set()
-                )  # groups of one: no constraint
-            start = _free_run(spec, used[k], q, taken[k])
+        for k, payload in enumerate(old.payloads):
+            for start, text in cluster_queries(spec, entries, payload, chains):
+                layout.where.setdefault(text, []).append((k, start))
+        for spots in layout.where.values():
+            spots.reverse()  # pop() takes them in column order
+        return layout
+
+    def keep(self, queries: Sequence[Query]) -> list[Query]:
+        """Keep each of ``queries`` the base holds where it is; the others, to place."""
+        new = []
+        # combinations first: a path profile equal to one of their paths takes another copy
+        for q in sorted(queries, key=lambda q: q.is_path):
+            spot = _take(self.where, q, self.spec.twig_width)
+            if spot:  # it was placed on this hardware: it fits
+                self._record(q, *spot)
+            else:
+                new.append(q)
+        self.changed |= {k for spots in self.where.values() for k, _ in spots}  # a query left
+        return new
+
+    def place(self, queries: Sequence[Query], rejected: list) -> list[Query]:
+        """Place ``queries`` in order, each where the first room is (a reason in ``rejected``
+        for one without room in the dictionary or the slots); those without columns left."""
+        no_room = []
+        for q in queries:
+            needs = sorted(t for t in query_tags(q) if t not in self.index)
+            entries = _free_entries(self.tags, len(needs), self.tags_in_use, query_tags(q))
+            if entries is None:
+                rejected.append((q.number, _no_room(q, self.spec, dictionary=True)))
+                continue
+            new_chains = _new_chains(q, self.slot_of)
+            slots = _free_runs(
+                self.keys,
+                [len(c.links) for c in new_chains.values()],
+                self.slots_in_use,
+                _chain_keys(q),
+            )
+            if slots is None:
+                rejected.append((q.number, _no_room(q, self.spec, slots=True)))
+                continue
+            spot = self._columns_for(q)
+            if spot is None:
+                no_room.append(q)
+                continue
+            self._take_entries(needs, entries)
+            self._take_slots(new_chains, slots)
+            self._record(q, *spot)
+            self.changed.add(spot[0])
+        return no_room
+
+    def _columns_for(self, q: Query) -> Optional[tuple[int, int]]:
+        """(cluster, first column) of the first room for ``q``, None if no cluster has it."""
+        room, width = self._used if self.gaps else self._end, query_width(q)
+        for k in range(self.spec.clusters):
+            if self.spec.columns - room[k] < width:
+                continue
+            spans, groups = self._taken(k)
+            if self.gaps:
+                start = _free_run(self.spec, spans, q, groups)
+            else:
+                start = _group_fit(self.spec, q, groups, self._end[k], self.spec.columns)
             if start is not None:
-                break
-        else:
-            no_room.append(q)
-            continue
-        for t, d in zip(needs, spots):
-            index.pop(tags[d], None)
-            tags[d], index[t] = t, d + 1
-            dictionary_changed = True
+                return k, start
+        return None
+
+    def _taken(self, k: int) -> tuple[list, set]:
+        """Cluster ``k``'s column spans in use (sorted) and readout groups in use."""
+        if k not in self._spans:
+            placed = self.placed[k]
+            self._spans[k] = sorted((start, start + query_width(q)) for start, q in placed)
+            self._groups[k] = (
+                set().union(*(_answer_groups(self.spec, q, start) for start, q in placed))
+                if self.spec.readout_group > 1
+                else set()
+            )  # groups of one: no constraint
+        return self._spans[k], self._groups[k]
+
+    @property
+    def room(self) -> list[int]:
+        """Per cluster, the columns a new query may still take: the free ones (``gaps``),
+        else those after the last query."""
+        return [self.spec.columns - u for u in (self._used if self.gaps else self._end)]
+
+    def _take_entries(self, needs: list, entries: list) -> None:
+        for t, d in zip(needs, entries):
+            self.index.pop(self.tags[d], None)
+            self.tags[d], self.index[t] = t, d + 1
+            self.dictionary_changed = True
+
+    def _take_slots(self, new_chains: dict, slots: list) -> None:
+        keys, links = self.keys, self.links
         for (key, chain), first in zip(new_chains.items(), slots):
             span = range(first, first + len(chain.links))
-            for victim in {keys[t] for t in span} - {None}:  # chains no kept query uses
-                slot_of.pop(victim)
-                for t in range(spec.slots):
+            for victim in {keys[t] for t in span} - {None}:  # chains no placed query uses
+                self.slot_of.pop(victim)
+                for t in range(self.spec.slots):
                     if keys[t] == victim:
                         keys[t] = links[t] = None
             for t, link in zip(span, chain.slot_links()):
                 keys[t], links[t] = key, link
-            slot_of[key] = first
-            dictionary_changed = True
-        in_use.add(q)
-        slots_in_use.add(q)
-        used[k] = sorted(used[k] + [(start, start + query_width(q))])
-        taken[k] |= _answer_groups(spec, q, start)
-        kept[k].append((start, q))
-        _record(readout_bit, combined, q, k * n + start, spec.readout_group)
-        changed.add(k)
-    missing = 0
-    if no_room:
-        free = sum(n - sum(query_width(q) for _, q in queries) for queries in kept)
-        missing = max(1, sum(query_width(q) for q in no_room) - free)
-        rejected += [(q.number, _no_room(q, spec)) for q in no_room]
-    payloads = list(old.payloads)
-    for k in changed:
-        row = [ColumnConfig()] * n
-        for start, q in kept[k]:
-            row[start : start + query_width(q)] = query_columns(q, slot_of)
-        payloads[k] = _cluster_payload(spec, index, row)
-    dictionary = _dictionary_payload(spec, tags, links) if dictionary_changed else old.dictionary
-    full_payload = _payload_bytes(spec, dictionary, payloads)
-    new_id = configuration_id(full_payload)
-    delta = _framed(
-        spec,
-        _payload_bytes(
-            spec,
-            dictionary if dictionary_changed else None,
-            [p if k in changed else None for k, p in enumerate(payloads)],
-        ),
-        old.new_id,
-        new_id,
-    )
-    return Update(
-        spec,
-        _framed(spec, full_payload, 0, new_id),
-        delta,
-        tuple(sorted(changed)),
-        dictionary_changed,
-        readout_bit,
-        tuple(sorted(_as_written(rejected, written))),
-        missing,
-        combined,
-    )
+            self.slot_of[key] = first
+            self.dictionary_changed = True
+
+    def _record(self, q: Query, k: int, start: int) -> None:
+        """``q`` goes to cluster ``k`` from column ``start`` on."""
+        self.placed[k].append((start, q))
+        self._used[k] += query_width(q)
+        self._end[k] = max(self._end[k], start + query_width(q))
+        self.tags_in_use.add(q)
+        self.slots_in_use.add(q)
+        if k in self._spans:
+            bisect.insort(self._spans[k], (start, start + query_width(q)))
+            self._groups[k] |= _answer_groups(self.spec, q, start)
+        where = profile_answer(q, k * self.spec.columns + start, self.spec.readout_group)
+        (self.readout_bit if q.is_path else self.combined)[q.number] = where
+
+    def configuration(self, rejected: tuple, missing: int) -> Configuration:
+        columns = []
+        for queries in self.placed:
+            row = [ColumnConfig()] * self.spec.columns
+            for start, q in queries:
+                row[start : start + query_width(q)] = query_columns(q, self.slot_of)
+            columns.append(tuple(row))
+        return Configuration(
+            self.spec,
+            tuple(columns),
+            self.readout_bit,
+            rejected,
+            missing,
+            tuple(_trimmed(self.tags, b"")),
+            tuple(_trimmed(self.links, None)),
+            self.combined,
+            base=self.base,
+            changed=tuple(sorted(self.changed)),
+            dictionary_changed=self.dictionary_changed,
+        )
+
+
+def _trimmed(values: list, free) -> list:
+    """``values`` without its trailing ``free`` entries."""
+    end = len(values)
+    while end and values[end - 1] == free:
+        end -= 1
+    return values[:end]
 
 
 def _lowered(queries: Sequence[Query]) -> tuple[list[Query], dict]:
@@ -1510,6 +1562,8 @@ def _free_entries(
     """``count`` positions of ``table`` (the dictionary's tags) for new entries: free ones
     first, then ones neither a kept query nor the new query (``own``: the entries it names)
     uses; None if too few."""
+    if not count:
+        return []
     spots = [d for d, t in enumerate(table) if not t][:count]
     if len(spots) < count:
         spots += [d for d, t in enumerate(table) if t and t not in own and t not in in_use][

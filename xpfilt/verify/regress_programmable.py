@@ -135,7 +135,7 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool) -> Re
             stream = configurations[k].stream()
             answers = configurations[k].answers
             if kind == "delta":
-                stream, answers = deltas[k].delta, deltas[k].answers
+                stream, answers = deltas[k].delta(), deltas[k].answers
             elif kind == "corrupt":
                 stream = corrupt_stream(stream)
             elif kind == "truncated":
