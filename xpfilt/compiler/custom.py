@@ -689,132 +689,180 @@ def _compile_cluster(
     internal: list[Query] = []
     combine = [None if q.is_path else clause_expression(q.clause, internal) for q in queries]
     walk = [q if q.is_path else None for q in queries] + internal
+    # 1. nodes (a trie of steps) and twig entries
+    trie = _Trie(options, index)
+    for qi, query in enumerate(walk):
+        trie.add(qi, query)
+    # 2. which nodes need a column; 3. the columns; 4. the nodes' sources
+    column_of, columns = _columns(trie, options)
+    nodes = _nodes(trie, column_of, columns, tag_id)
 
-    # 1. nodes: a trie of steps (with prefix sharing) or a chain per query (without).
-    #    A node's identity includes whether it is followed by '//' (its column's self loop).
-    #    A query checked on pops (a twig, see the module docstring) ends its trie at its anchor
-    #    step; the steps below it are twig entries whose columns come from free nodes.
-    keys: dict[tuple, int] = {}
-    parent_of: list[int] = []  # -1: a first step or a free node
-    steps_of: list = []  # (axis, name, followed_by_descendant)
-    guard_of: list = []
-    children: list[list[int]] = []
-    query_node: list[int] = []
-    fixed: set[int] = set()  # anchors and free nodes: own column, no self loop
-    free: set[int] = set()  # free nodes: fire on their tag and guard (source any)
-    twigs: list = []  # per query: its entries with node references (or ())
+    # 5. the twig entries' node references become columns (-1 stays: every element)
+    def columns_in(cond: Condition) -> Condition:
+        return cond.with_leaves(
+            lambda leaf: Row(column_of[leaf.index]) if isinstance(leaf, Row) else leaf
+        )
 
-    def new_node(key, parent, step_key, guard) -> int:
-        node = keys.get(key)
+    def plan_of(i: int, q: Query) -> QueryPlan:
+        if not q.is_path:
+            return QueryPlan(q.number, str(q), -1, sum(len(p) for p in q.paths), (), combine[i])
+        return QueryPlan(
+            q.number,
+            str(q),
+            trie.query_node[i],
+            len(q),
+            tuple(
+                (column_of[node] if node >= 0 else -1, columns_in(cond), up, descendant)
+                for node, cond, up, descendant in trie.twigs[i]
+            ),
+        )
+
+    return Cluster(
+        tuple(nodes),
+        tuple(Column(tuple(members), loop) for members, loop in columns),
+        tuple(plan_of(i, q) for i, q in enumerate(queries)),
+        tuple(plan_of(len(queries) + j, p) for j, p in enumerate(internal)),
+    )
+
+
+class _Trie:
+    """Step 1 of compiling a cluster: its nodes, a trie of steps (with prefix sharing) or a
+    chain per query (without). A node's identity includes whether it is followed by '//' (its
+    column's self loop). A query checked on pops (a twig, see the module docstring) ends its
+    trie at its anchor step; the steps below it are twig entries whose columns come from free
+    nodes."""
+
+    def __init__(self, options: CompileOptions, index: dict):
+        self.options, self.index = options, index
+        self.keys: dict[tuple, int] = {}
+        self.parent_of: list[int] = []  # -1: a first step or a free node
+        self.steps_of: list = []  # (axis, name, followed_by_descendant)
+        self.guard_of: list = []
+        self.children: list[list[int]] = []
+        self.query_node: list[int] = []  # per query: the node whose firing is its match
+        self.fixed: set[int] = set()  # anchors and free nodes: own column, no self loop
+        self.free: set[int] = set()  # free nodes: fire on their tag and guard (source any)
+        self.twigs: list = []  # per query: its entries with node references (or ())
+
+    def new_node(self, key, parent: int, step_key: tuple, guard: Condition) -> int:
+        node = self.keys.get(key)
         if node is None:
-            node = keys[key] = len(parent_of)
-            parent_of.append(parent)
-            steps_of.append(step_key)
-            guard_of.append(guard)
-            children.append([])
+            node = self.keys[key] = len(self.parent_of)
+            self.parent_of.append(parent)
+            self.steps_of.append(step_key)
+            self.guard_of.append(guard)
+            self.children.append([])
             if parent >= 0:
-                children[parent].append(node)
+                self.children[parent].append(node)
         return node
 
-    def free_node(qi: int, name: str, guard: Condition) -> int:
+    def free_node(self, qi: int, name: str, guard: Condition) -> int:
         """A node whose column says: this element passes ``name`` and ``guard`` (-1: every
         element does, no column)."""
         if name == "*" and guard.always:
             return -1
-        key = ("free", name, guard) if options.prefix_sharing else ("free", qi, len(keys))
-        node = new_node(key, -1, (Axis.DESCENDANT, name, False), guard)
-        fixed.add(node)
-        free.add(node)
+        if self.options.prefix_sharing:
+            key = ("free", name, guard)
+        else:
+            key = ("free", qi, len(self.keys))
+        node = self.new_node(key, -1, (Axis.DESCENDANT, name, False), guard)
+        self.fixed.add(node)
+        self.free.add(node)
         return node
 
-    for qi, query in enumerate(walk):
+    def add(self, qi: int, query: Optional[Query]) -> None:
+        """Query ``qi`` (None: a combination's own entry, no node)."""
         if query is None:
-            query_node.append(-1)
-            twigs.append(())
-            continue
-        parent = -1
+            self.query_node.append(-1)
+            self.twigs.append(())
+            return
         first = next((j for j, step in enumerate(query.steps) if _pop_conjuncts(step)), None)
+        parent = self._trunk(qi, query, first)
+        self.query_node.append(parent)
+        if first is None:
+            self.twigs.append(())
+            return
+        self.fixed.add(parent)
+        entries: list = []
+        self._entry(qi, entries, query.steps[first:], -1, parent)
+        self.twigs.append(entries)
+
+    def _trunk(self, qi: int, query: Query, first: Optional[int]) -> int:
+        """The nodes of ``query``'s steps up to its anchor ``first`` (all: None); the last."""
+        parent = -1
         trunk = query.steps if first is None else query.steps[: first + 1]
         for j, step in enumerate(trunk):
-            guard = _push_guard(step, index)
+            guard = _push_guard(step, self.index)
             if j == first:  # the anchor: fired through the trie, read when it closes
                 key = (parent, step.axis, step.name, "anchor", guard)
                 followed = False
             else:
                 followed = j + 1 < len(query.steps) and query.steps[j + 1].axis is Axis.DESCENDANT
                 key = (parent, step.axis, step.name, followed, guard)
-            parent = new_node(
-                key if options.prefix_sharing else (qi, j),
+            parent = self.new_node(
+                key if self.options.prefix_sharing else (qi, j),
                 parent,
                 (step.axis, step.name, followed),
                 guard,
             )
-        query_node.append(parent)
-        if first is None:
-            twigs.append(())
-            continue
-        fixed.add(parent)
-        entries: list = []
+        return parent
 
-        def entry(steps, up: int, node: int) -> int:
-            """Entry of ``steps[0]`` (the rest of its path below it), under entry ``up``."""
-            e = len(entries)
-            entries.append(None)
-            step = steps[0]
+    def _entry(self, qi: int, entries: list, steps, up: int, node: int) -> int:
+        """Twig entry of ``steps[0]`` (the rest of its path below it), under entry ``up``,
+        appended to ``entries`` (its branches' after it); its index."""
+        e = len(entries)
+        entries.append(None)
+        step = steps[0]
+        parts = [self._pop_tree(qi, entries, e, c) for c in _pop_conjuncts(step)]
+        if len(steps) > 1:
+            nxt = steps[1]
+            below = self.free_node(qi, nxt.name, _push_guard(nxt, self.index))
+            parts.append(Pending(self._entry(qi, entries, steps[1:], e, below)))
+        entries[e] = (node, all_of(parts), up, step.axis is Axis.DESCENDANT)
+        return e
 
-            def pop_tree(c) -> Condition:
-                if _on_push(c):  # attributes inside a pop-time condition: a column
-                    return Row(free_node(qi, "*", _condition_tree(c, index)))
-                if isinstance(c, (And, Or)):
-                    operands = tuple(pop_tree(o) for o in c.operands)
-                    return AllOf(operands) if isinstance(c, And) else AnyOf(operands)
-                if isinstance(c, Not):
-                    return Negation(pop_tree(c.operand))
-                if isinstance(c, RelativePath):
-                    return Pending(
-                        entry(
-                            c.steps,
-                            e,
-                            free_node(qi, c.steps[0].name, _push_guard(c.steps[0], index)),
-                        ),
-                    )
-                return _condition_tree(c, index)  # a text() condition
+    def _pop_tree(self, qi: int, entries: list, e: int, c) -> Condition:
+        """Pop-time condition ``c`` of entry ``e`` as a condition (a nested path: an entry)."""
+        if _on_push(c):  # attributes inside a pop-time condition: a column
+            return Row(self.free_node(qi, "*", _condition_tree(c, self.index)))
+        if isinstance(c, (And, Or)):
+            operands = tuple(self._pop_tree(qi, entries, e, o) for o in c.operands)
+            return AllOf(operands) if isinstance(c, And) else AnyOf(operands)
+        if isinstance(c, Not):
+            return Negation(self._pop_tree(qi, entries, e, c.operand))
+        if isinstance(c, RelativePath):
+            head = c.steps[0]
+            node = self.free_node(qi, head.name, _push_guard(head, self.index))
+            return Pending(self._entry(qi, entries, c.steps, e, node))
+        return _condition_tree(c, self.index)  # a text() condition
 
-            parts = [pop_tree(c) for c in _pop_conjuncts(step)]
-            if len(steps) > 1:
-                nxt = steps[1]
-                parts.append(
-                    Pending(entry(steps[1:], e, free_node(qi, nxt.name, _push_guard(nxt, index))))
-                )
-            entries[e] = (node, all_of(parts), up, step.axis is Axis.DESCENDANT)
-            return e
 
-        entry(query.steps[first:], -1, parent)
-        twigs.append(entries)
-
-    # 2. which nodes need a column
-    count = len(parent_of)
+def _columns(trie: _Trie, options: CompileOptions) -> tuple[list[int], list]:
+    """Steps 2 and 3 of compiling a cluster: which nodes need a column, and the columns,
+    shared (3) when the tag tells members apart, else one per node; (column of each node or
+    -1, (members, self loop) per column)."""
+    count = len(trie.parent_of)
     needs_column = []
     for k in range(count):
-        axis, name, followed = steps_of[k]
-        if k in fixed:
+        axis, name, followed = trie.steps_of[k]
+        if k in trie.fixed:
             needs_column.append(True)  # read when the element closes
-        elif options.opt_last and not children[k]:
+        elif options.opt_last and not trie.children[k]:
             needs_column.append(False)  # (1): only ever a last node
-        elif options.opt_root and parent_of[k] < 0 and not followed and guard_of[k].always:
+        elif (
+            options.opt_root and trie.parent_of[k] < 0 and not followed and trie.guard_of[k].always
+        ):
             needs_column.append(False)  # (2): children read the global stack
         else:
             needs_column.append(True)
-
-    # 3. columns: shared (3) when the tag tells members apart, else one per node
     column_of = [-1] * count
     columns: list[tuple[list[int], bool]] = []
     open_groups: list[tuple[int, set]] = []  # (column index, tags in it)
     for k in range(count):
         if not needs_column[k]:
             continue
-        axis, name, followed = steps_of[k]
-        shareable = options.opt_share and name != "*" and not followed and k not in fixed
+        axis, name, followed = trie.steps_of[k]
+        shareable = options.opt_share and name != "*" and not followed and k not in trie.fixed
         placed = False
         if shareable:
             for group, used in open_groups:
@@ -829,54 +877,30 @@ def _compile_cluster(
             columns.append(([k], followed))
             if shareable:
                 open_groups.append((column_of[k], {name}))
+    return column_of, columns
 
-    # 4. sources
+
+def _nodes(trie: _Trie, column_of: list[int], columns: list, tag_id: dict) -> list[Node]:
+    """Step 4 of compiling a cluster: the nodes with their sources."""
     nodes = []
-    for k in range(count):
-        axis, name, followed = steps_of[k]
-        parent = parent_of[k]
-        if k in free:
+    for k, (axis, name, _followed) in enumerate(trie.steps_of):
+        parent = trie.parent_of[k]
+        if k in trie.free:
             source = Source(SourceKind.ANY)
         elif parent < 0:
             source = Source(SourceKind.LEVEL1 if axis is Axis.CHILD else SourceKind.ANY)
         elif column_of[parent] >= 0:
             shared = len(columns[column_of[parent]][0]) > 1
-            parent_name = steps_of[parent][1]
+            parent_name = trie.steps_of[parent][1]
             source = Source(
                 SourceKind.COLUMN,
                 column=column_of[parent],
                 tag=tag_id[parent_name] if shared else 0,
             )
         else:  # (2): the parent is a first step without a column; only '/' children here
-            p_axis, p_name, _ = steps_of[parent]
+            p_axis, p_name, _ = trie.steps_of[parent]
             source = Source(
                 SourceKind.PARENT, tag=tag_id.get(p_name, 0), level2=p_axis is Axis.CHILD
             )
-        nodes.append(Node(tag_id.get(name, 0), source, column_of[k], guard_of[k]))
-
-    # 5. the twig entries' node references become columns (-1 stays: every element)
-    def columns_in(cond: Condition) -> Condition:
-        return cond.with_leaves(
-            lambda leaf: Row(column_of[leaf.index]) if isinstance(leaf, Row) else leaf
-        )
-
-    def plan_of(i: int, q: Query) -> QueryPlan:
-        if not q.is_path:
-            return QueryPlan(q.number, str(q), -1, sum(len(p) for p in q.paths), (), combine[i])
-        return QueryPlan(
-            q.number,
-            str(q),
-            query_node[i],
-            len(q),
-            tuple(
-                (column_of[node] if node >= 0 else -1, columns_in(cond), up, descendant)
-                for node, cond, up, descendant in twigs[i]
-            ),
-        )
-
-    return Cluster(
-        tuple(nodes),
-        tuple(Column(tuple(members), loop) for members, loop in columns),
-        tuple(plan_of(i, q) for i, q in enumerate(queries)),
-        tuple(plan_of(len(queries) + j, p) for j, p in enumerate(internal)),
-    )
+        nodes.append(Node(tag_id.get(name, 0), source, column_of[k], trie.guard_of[k]))
+    return nodes
