@@ -133,6 +133,70 @@ _LT, _GT, _SLASH, _EQ, _DQ, _SQ, _BANG, _QM, _DASH, _LB, _RB = b"<>/=\"'!?-[]"
 _D = ord("D")
 
 
+def _syntax_table() -> list:
+    """Per state, None or the step of a state whose step depends on the byte alone: a
+    256-entry tuple of (next state, bad, req, nb, hold) (see :meth:`FrontEndModel._run`)."""
+    bad = (TEXT, 1, 0, 0, 0)
+
+    def goto(state, req=0, nb=0, hold=0):
+        return (state, 0, req, nb, hold)
+
+    def tag_end(c, ws):  # after a name or an attribute value: ws, "/>" or ">"
+        if _WS[c]:
+            return goto(ws, hold=1)
+        if c == _SLASH:
+            return goto(EMPTY_SLASH, req=1)
+        return goto(TEXT, req=1) if c == _GT else bad
+
+    def choose(c, state, moves, otherwise=None):
+        """``moves``: byte -> next state; ``otherwise``: the rest (None: stay)."""
+        return goto(moves.get(c, state if otherwise is None else otherwise))
+
+    rules = {
+        START_NAME: lambda c: goto(START_NAME, nb=1) if _NCHAR[c] else tag_end(c, IN_TAG),
+        AFTER_AVAL: lambda c: tag_end(c, IN_TAG),
+        END_NAME: lambda c: (
+            goto(END_NAME, nb=1)
+            if _NCHAR[c]
+            else goto(END_WS, hold=1)
+            if _WS[c]
+            else goto(TEXT, req=3)
+            if c == _GT
+            else bad
+        ),
+        END_LT: lambda c: goto(END_NAME, nb=1) if _NSTART[c] else bad,
+        EMPTY_SLASH: lambda c: goto(TEXT, req=2) if c == _GT else bad,
+        ATTR_EQ: lambda c: (
+            goto(ATTR_EQ, hold=1) if _WS[c] else goto(ATTR_VALUE, hold=1) if c == _EQ else bad
+        ),
+        END_WS: lambda c: (
+            goto(END_WS, hold=1) if _WS[c] else goto(TEXT, req=3) if c == _GT else bad
+        ),
+        COMMENT: lambda c: choose(c, COMMENT, {_DASH: COMMENT_D1}),
+        COMMENT_D1: lambda c: choose(c, COMMENT_D1, {_DASH: COMMENT_D2}, COMMENT),
+        PI: lambda c: choose(c, PI, {_QM: PI_Q}),
+        BANG_DASH: lambda c: goto(COMMENT) if c == _DASH else bad,
+        DOCTYPE: lambda c: choose(c, DOCTYPE, {_DQ: DT_DQ, _SQ: DT_SQ, _LB: SUBSET, _GT: TEXT}),
+        DT_DQ: lambda c: choose(c, DT_DQ, {_DQ: DOCTYPE}),
+        DT_SQ: lambda c: choose(c, DT_SQ, {_SQ: DOCTYPE}),
+        SUBSET: lambda c: choose(c, SUBSET, {_RB: DT_AFTER, _LT: SUB_LT}),
+        SUB_LT: lambda c: goto(SUB_BANG) if c == _BANG else goto(PI) if c == _QM else bad,
+        SUB_BANG: lambda c: goto(BANG_DASH) if c == _DASH else goto(DECL) if 65 <= c <= 90 else bad,
+        DECL: lambda c: choose(c, DECL, {_DQ: DECL_DQ, _SQ: DECL_SQ, _GT: SUBSET}),
+        DECL_DQ: lambda c: choose(c, DECL_DQ, {_DQ: DECL}),
+        DECL_SQ: lambda c: choose(c, DECL_SQ, {_SQ: DECL}),
+        DT_AFTER: lambda c: goto(DT_AFTER) if _WS[c] else goto(TEXT) if c == _GT else bad,
+    }
+    table: list = [None] * len(State)
+    for state, rule in rules.items():
+        table[state] = tuple(rule(c) for c in range(256))
+    return table
+
+
+#: :func:`_syntax_table`: the byte-only states' steps.
+_SYNTAX = _syntax_table()
+
+
 class FrontEndModel:
     """Cycle-accurate model of ``FrontEnd(tags, max_depth=..., max_name=...)``."""
 
@@ -256,28 +320,28 @@ class FrontEndModel:
         return out, undecided
 
     def _run(self):
-        WS, NSTART, NCHAR, HASH = _WS, _NSTART, _NCHAR, _HASH
-        trie = self._trie
-        max_depth, max_name = self.max_depth, self.max_name
+        """The parser: a generator sent ``(valid, byte, last)`` per cycle, yielding the byte's
+        event. The frequent states are handled here (their state in fast local variables),
+        the byte-only ones by :data:`_SYNTAX`, attributes by :meth:`_attribute_byte`, the rest
+        of the markup by :meth:`_markup_byte`; :meth:`_element_event` makes a push or pop and
+        :meth:`_document_end` the doc_end."""
+        WS, NSTART, HASH, SYNTAX = _WS, _NSTART, _HASH, _SYNTAX
+        trie, max_name = self._trie, self.max_name
         no_event = NO_EVENT
-        Event = FrontEndEvent
-
-        stack_tag = [0] * (max_depth + 1)  # the global stack; row 0 is the root sentinel
-        stack_hash = [0] * (max_depth + 1)
-
+        depth = self.max_depth + 1  # the global stack's tags and name hashes (row 0: the
+        # root sentinel), and the text condition bits of each open element, by level
+        self._stacks = ([0] * depth, [0] * depth, [0] * depth)
         state = TEXT
         level = excess = root_seen = in_subset = kw = sticky = 0
         pos, h, node = 0, HASH_INIT, trie  # tag decoder and name hash
         names = self.report_names
         name = bytearray()  # the name so far (with report_names)
-        by_attribute = self._by_attribute
-        attrs = bool(by_attribute) or self.slots  # attribute conditions to evaluate
+        attrs = bool(self._by_attribute) or self.slots  # attribute conditions to evaluate
         conds = 0  # their bits for the start tag being read
         attr_name = bytearray()  # the attribute name being read
         cur_attr = None  # the conditions on the attribute being read
         value = bytearray()  # its value so far
         text_conds = self._text  # text conditions (issue 14): per text node
-        tstack = [0] * (max_depth + 1)  # their bits per open element, by level
         tnode = bytearray()  # the text node so far (its character data)
         topen = tamb = 0  # a text node has content; a CDATA "]" in it
 
@@ -305,9 +369,9 @@ class FrontEndModel:
                     if text_conds and level and not excess:
                         topen = 1
                         tnode.append(c)
-            elif state == AVAL_DQ:
+            elif state == AVAL_DQ or state == AVAL_SQ:
                 hold = 1
-                if c == _DQ:
+                if c == (_DQ if state == AVAL_DQ else _SQ):
                     ns = AFTER_AVAL
                     if cur_attr:
                         conds, bad = self._value_end(cur_attr, value, conds)
@@ -316,47 +380,11 @@ class FrontEndModel:
                         bad = 1
                     if cur_attr:
                         value.append(c)
-            elif state == START_NAME:
-                if NCHAR[c]:
-                    nb = 1
-                elif WS[c]:
-                    hold, ns = 1, IN_TAG  # attributes: push at the tag's end
-                elif c == _SLASH:
-                    req, ns = 1, EMPTY_SLASH
-                elif c == _GT:
-                    req, ns = 1, TEXT
-                else:
-                    bad, ns = 1, TEXT
-            elif state == ATTR_NAME:
-                if NCHAR[c]:
-                    hold = 1
-                    if attrs:
-                        attr_name.append(c)
-                elif WS[c]:
-                    hold, ns = 1, ATTR_EQ
-                    if attrs:
-                        cur_attr = by_attribute.get(bytes(attr_name))
-                elif c == _EQ:
-                    hold, ns = 1, ATTR_VALUE
-                    if attrs:
-                        cur_attr = by_attribute.get(bytes(attr_name))
-                else:
-                    bad, ns = 1, TEXT
-            elif state == END_NAME:
-                if NCHAR[c]:
-                    nb = 1
-                elif WS[c]:
-                    hold, ns = 1, END_WS
-                elif c == _GT:
-                    req, ns = 3, TEXT
-                else:
-                    bad, ns = 1, TEXT
+            elif SYNTAX[state] is not None:
+                ns, bad, req, nb, hold = SYNTAX[state][c]
             elif state == LT:
                 if text_conds and c != _BANG and topen and not last:
-                    conds_t, undecided = self._text_end(text_conds, tnode, tamb)
-                    tstack[level] |= conds_t
-                    bad |= undecided
-                    tnode.clear()
+                    bad |= self._text_node_end(level, tnode, tamb)
                     topen = tamb = 0
                 if NSTART[c]:
                     nb, ns = 1, START_NAME
@@ -370,98 +398,13 @@ class FrontEndModel:
                     ns = PI
                 else:
                     bad, ns = 1, TEXT
-            elif state == END_LT:
-                if NSTART[c]:
-                    nb, ns = 1, END_NAME
-                else:
-                    bad, ns = 1, TEXT
-            elif state == AFTER_AVAL:
-                if WS[c]:
-                    hold, ns = 1, IN_TAG
-                elif c == _SLASH:
-                    req, ns = 1, EMPTY_SLASH
-                elif c == _GT:
-                    req, ns = 1, TEXT
-                else:
-                    bad, ns = 1, TEXT
-            elif state == IN_TAG:
-                if WS[c]:
-                    hold = 1
-                elif c == _GT:
-                    req, ns = 1, TEXT
-                elif c == _SLASH:
-                    req, ns = 1, EMPTY_SLASH
-                elif NSTART[c]:
-                    hold, ns = 1, ATTR_NAME
-                    if attrs:
-                        attr_name[:] = bytes((c,))
-                else:
-                    bad, ns = 1, TEXT
-            elif state == ATTR_VALUE:
-                if WS[c]:
-                    hold = 1
-                elif c == _DQ:
-                    hold, ns = 1, AVAL_DQ
-                    value.clear()
-                elif c == _SQ:
-                    hold, ns = 1, AVAL_SQ
-                    value.clear()
-                else:
-                    bad, ns = 1, TEXT
-            elif state == COMMENT:
-                if c == _DASH:
-                    ns = COMMENT_D1
-            elif state == AVAL_SQ:
-                hold = 1
-                if c == _SQ:
-                    ns = AFTER_AVAL
-                    if cur_attr:
-                        conds, bad = self._value_end(cur_attr, value, conds)
-                else:
-                    if c == _LT:
-                        bad = 1
-                    if cur_attr:
-                        value.append(c)
-            elif state == EMPTY_SLASH:
-                if c == _GT:
-                    req, ns = 2, TEXT
-                else:
-                    bad, ns = 1, TEXT
-            elif state == ATTR_EQ:
-                if WS[c]:
-                    hold = 1
-                elif c == _EQ:
-                    hold, ns = 1, ATTR_VALUE
-                else:
-                    bad, ns = 1, TEXT
-            elif state == END_WS:
-                if WS[c]:
-                    hold = 1
-                elif c == _GT:
-                    req, ns = 3, TEXT
-                else:
-                    bad, ns = 1, TEXT
-            elif state == COMMENT_D1:
-                ns = COMMENT_D2 if c == _DASH else COMMENT
-            elif state == COMMENT_D2:
-                if c == _GT:
-                    ns = SUBSET if in_subset else TEXT
-                else:
-                    bad, ns = 1, COMMENT  # "--" inside a comment
-            elif state == PI:
-                if c == _QM:
-                    ns = PI_Q
-            elif state == PI_Q:
-                if c == _GT:
-                    ns = SUBSET if in_subset else TEXT
-                elif c != _QM:
-                    ns = PI
+            elif state <= ATTR_VALUE:  # IN_TAG, ATTR_NAME, ATTR_VALUE
+                ns, bad, req, hold, cur_attr = self._attribute_byte(
+                    state, c, attrs, attr_name, value, cur_attr
+                )
             elif state == BANG:
                 if text_conds and c != _LB and topen and not last:
-                    conds_t, undecided = self._text_end(text_conds, tnode, tamb)
-                    tstack[level] |= conds_t
-                    bad |= undecided
-                    tnode.clear()
+                    bad |= self._text_node_end(level, tnode, tamb)
                     topen = tamb = 0
                 if c == _DASH:
                     ns = BANG_DASH
@@ -475,135 +418,18 @@ class FrontEndModel:
                         bad = 1  # DOCTYPE after the root
                 else:
                     bad, ns = 1, TEXT
-            elif state == BANG_DASH:
-                if c == _DASH:
-                    ns = COMMENT
-                else:
-                    bad, ns = 1, TEXT
-            elif state == CDATA:
-                if c == _RB:
-                    ns = CDATA_B1
-                elif text_conds and level and not excess:
-                    topen = 1
-                    tnode.append(c)
-            elif state == CDATA_B1:
-                if c == _RB:
-                    ns = CDATA_B2
-                else:
-                    ns = CDATA
-                    if text_conds and level and not excess:
-                        topen = tamb = 1  # the "]" was text
-            elif state == CDATA_B2:
-                if c == _GT:
-                    ns = TEXT
-                else:
-                    if c != _RB:
-                        ns = CDATA
-                    if text_conds and level and not excess:
-                        topen = tamb = 1  # a "]" was text
-            elif state == CDATA_KW or state == DOCTYPE_KW:
-                word = CDATA_KEYWORD if state == CDATA_KW else DOCTYPE_KEYWORD
-                if c != word[kw]:
-                    bad, ns, kw = 1, TEXT, 0
-                elif kw == len(word) - 1:
-                    ns, kw = (CDATA if state == CDATA_KW else DOCTYPE), 0
-                else:
-                    kw += 1
-            elif state == DOCTYPE:
-                if c == _DQ:
-                    ns = DT_DQ
-                elif c == _SQ:
-                    ns = DT_SQ
-                elif c == _LB:
-                    ns = SUBSET
-                elif c == _GT:
-                    ns = TEXT
-            elif state == DT_DQ:
-                if c == _DQ:
-                    ns = DOCTYPE
-            elif state == DT_SQ:
-                if c == _SQ:
-                    ns = DOCTYPE
-            elif state == SUBSET:
-                if c == _RB:
-                    ns = DT_AFTER
-                elif c == _LT:
-                    ns = SUB_LT
-            elif state == SUB_LT:
-                if c == _BANG:
-                    ns = SUB_BANG
-                elif c == _QM:
-                    ns = PI
-                else:
-                    bad, ns = 1, TEXT
-            elif state == SUB_BANG:
-                if c == _DASH:
-                    ns = BANG_DASH
-                elif 65 <= c <= 90:
-                    ns = DECL
-                else:
-                    bad, ns = 1, TEXT
-            elif state == DECL:
-                if c == _DQ:
-                    ns = DECL_DQ
-                elif c == _SQ:
-                    ns = DECL_SQ
-                elif c == _GT:
-                    ns = SUBSET
-            elif state == DECL_DQ:
-                if c == _DQ:
-                    ns = DECL
-            elif state == DECL_SQ:
-                if c == _SQ:
-                    ns = DECL
-            elif state == DT_AFTER:
-                if WS[c]:
-                    pass
-                elif c == _GT:
-                    ns = TEXT
-                else:
-                    bad, ns = 1, TEXT
-            else:  # pragma: no cover - every state is handled above
-                raise AssertionError(f"state must be a parser state, not {state!r}")
+            else:
+                text = text_conds and level and not excess
+                ns, bad, kw, topen, tamb = self._markup_byte(
+                    state, c, kw, in_subset, text, tnode, topen, tamb
+                )
 
             found = (_MALFORMED if bad & 1 else 0) | (_VALUE_UNDECIDED if bad & 2 else 0)
-            if req == 1:  # a start tag ended
-                if level == max_depth:
-                    found |= _DEPTH_OVERFLOW
-                    if excess != _EXCESS_MAX:
-                        excess += 1
-                else:
-                    tid = node.get(_END, 0) if node is not None else 0
-                    parent = stack_tag[level]
-                    level += 1
-                    stack_tag[level] = tid
-                    stack_hash[level] = h
-                    root_seen = 1
-                    self._tos = level
-                    if text_conds:
-                        tstack[level] = 0
-                    ev = (
-                        Event(1, 0, tid, parent, level, 0, 0, bytes(name), conds)
-                        if names
-                        else Event(1, 0, tid, parent, level, 0, 0, b"", conds)
-                    )
-            elif req:  # an element closes
-                if excess:
-                    excess -= 1
-                elif not level:
-                    found |= _MALFORMED  # end tag at depth 0
-                else:
-                    if req == 3:
-                        tid = node.get(_END, 0) if node is not None else 0
-                        if tid != stack_tag[level] or h != stack_hash[level]:
-                            found |= _MALFORMED  # end tag does not match
-                    ev = (
-                        Event(0, 1, 0, 0, level, 0, 0, b"", tstack[level])
-                        if text_conds
-                        else Event(0, 1, 0, 0, level)
-                    )
-                    level -= 1
-                    self._tos = level
+            if req:  # a start tag ended, or an element closes
+                ev, more, level, excess, root_seen = self._element_event(
+                    req, node, h, level, excess, root_seen, name, conds
+                )
+                found |= more
 
             if nb:  # advance the tag decoder and hash
                 if pos >= max_name:
@@ -630,20 +456,151 @@ class FrontEndModel:
                 state = ns
 
             if last:
-                errors = sticky | found
-                if state != TEXT or level or not root_seen:
-                    errors |= _MALFORMED
-                ev = Event(
-                    ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors, ev.name, ev.conds
-                )
-                state = TEXT
-                level = excess = root_seen = in_subset = kw = sticky = 0
-                pos, h, node = 0, HASH_INIT, trie
-                name.clear()
-                conds, cur_attr = 0, None
-                attr_name.clear()
-                tnode.clear()
-                topen = tamb = 0
-                self._tos = 0
+                ev = self._document_end(ev, sticky | found, state, level, root_seen)
+                state, level, excess, root_seen, in_subset, kw, sticky = TEXT, 0, 0, 0, 0, 0, 0
+                pos, h, node, conds, cur_attr, topen, tamb = 0, HASH_INIT, trie, 0, None, 0, 0
+                for buffer in (name, attr_name, tnode):
+                    buffer.clear()
             elif found:
                 sticky |= found
+
+    def _text_node_end(self, level: int, tnode: bytearray, tamb: int) -> int:
+        """A text node of the element at ``level`` ended: its text condition bits go to the
+        element's, ``tnode`` empties; 2 if some condition is undecided for it, else 0."""
+        conds, undecided = self._text_end(self._text, tnode, tamb)
+        self._stacks[2][level] |= conds
+        tnode.clear()
+        return undecided
+
+    def _attribute_byte(
+        self, state: int, c: int, attrs, attr_name: bytearray, value: bytearray, cur_attr
+    ) -> tuple:
+        """Byte ``c`` in a start tag's attributes (IN_TAG, ATTR_NAME, ATTR_VALUE): (next
+        state, bad, req, hold, the conditions on the attribute being read)."""
+        ns = state
+        if state == IN_TAG:
+            if _WS[c]:
+                return ns, 0, 0, 1, cur_attr
+            if c == _GT:
+                return TEXT, 0, 1, 0, cur_attr
+            if c == _SLASH:
+                return EMPTY_SLASH, 0, 1, 0, cur_attr
+            if _NSTART[c]:
+                if attrs:
+                    attr_name[:] = bytes((c,))
+                return ATTR_NAME, 0, 0, 1, cur_attr
+        elif state == ATTR_NAME:
+            if _NCHAR[c]:
+                if attrs:
+                    attr_name.append(c)
+                return ns, 0, 0, 1, cur_attr
+            if _WS[c] or c == _EQ:
+                if attrs:
+                    cur_attr = self._by_attribute.get(bytes(attr_name))
+                return (ATTR_EQ if _WS[c] else ATTR_VALUE), 0, 0, 1, cur_attr
+        elif state == ATTR_VALUE:
+            if _WS[c]:
+                return ns, 0, 0, 1, cur_attr
+            if c == _DQ or c == _SQ:
+                value.clear()
+                return (AVAL_DQ if c == _DQ else AVAL_SQ), 0, 0, 1, cur_attr
+        else:  # pragma: no cover - _run sends only these states
+            raise AssertionError(f"state must be an attribute state, not {state!r}")
+        return TEXT, 1, 0, 0, cur_attr
+
+    @staticmethod
+    def _markup_byte(
+        state: int, c: int, kw: int, in_subset: int, text, tnode: bytearray, topen, tamb
+    ) -> tuple:
+        """Byte ``c`` in the markup states :data:`_SYNTAX` leaves to code (the ends of
+        comments and PIs, CDATA sections, the CDATA and DOCTYPE keywords): (next state, bad,
+        keyword position, text node open, CDATA "]" in it). ``text``: the byte may be
+        element text (text conditions, inside the root, not past the deepest level)."""
+        ns, bad = state, 0
+        if state == COMMENT_D2:
+            if c == _GT:
+                ns = SUBSET if in_subset else TEXT
+            else:
+                bad, ns = 1, COMMENT  # "--" inside a comment
+        elif state == PI_Q:
+            if c == _GT:
+                ns = SUBSET if in_subset else TEXT
+            elif c != _QM:
+                ns = PI
+        elif state == CDATA:
+            if c == _RB:
+                ns = CDATA_B1
+            elif text:
+                topen = 1
+                tnode.append(c)
+        elif state == CDATA_B1:
+            if c == _RB:
+                ns = CDATA_B2
+            else:
+                ns = CDATA
+                if text:
+                    topen = tamb = 1  # the "]" was text
+        elif state == CDATA_B2:
+            if c == _GT:
+                ns = TEXT
+            else:
+                if c != _RB:
+                    ns = CDATA
+                if text:
+                    topen = tamb = 1  # a "]" was text
+        elif state == CDATA_KW or state == DOCTYPE_KW:
+            word = CDATA_KEYWORD if state == CDATA_KW else DOCTYPE_KEYWORD
+            if c != word[kw]:
+                bad, ns, kw = 1, TEXT, 0
+            elif kw == len(word) - 1:
+                ns, kw = (CDATA if state == CDATA_KW else DOCTYPE), 0
+            else:
+                kw += 1
+        else:  # pragma: no cover - every state is handled
+            raise AssertionError(f"state must be a parser state, not {state!r}")
+        return ns, bad, kw, topen, tamb
+
+    def _element_event(
+        self, req: int, node, h: int, level: int, excess: int, root_seen: int, name, conds: int
+    ) -> tuple:
+        """A start tag ended (``req`` 1) or an element closes (2: self-closing, 3: an end tag,
+        checked against the stack): (the event or NO_EVENT, error flags, level, excess,
+        root_seen)."""
+        tags, hashes, texts = self._stacks
+        if req == 1:
+            if level == self.max_depth:
+                return NO_EVENT, _DEPTH_OVERFLOW, level, min(excess + 1, _EXCESS_MAX), root_seen
+            tid = node.get(_END, 0) if node is not None else 0
+            parent = tags[level]
+            level += 1
+            tags[level], hashes[level] = tid, h
+            self._tos = level
+            if self._text:
+                texts[level] = 0
+            raw = bytes(name) if self.report_names else b""
+            return FrontEndEvent(1, 0, tid, parent, level, 0, 0, raw, conds), 0, level, excess, 1
+        if excess:
+            return NO_EVENT, 0, level, excess - 1, root_seen
+        if not level:
+            return NO_EVENT, _MALFORMED, level, excess, root_seen  # end tag at depth 0
+        found = 0
+        if req == 3:
+            tid = node.get(_END, 0) if node is not None else 0
+            if tid != tags[level] or h != hashes[level]:
+                found = _MALFORMED  # end tag does not match
+        if self._text:
+            ev = FrontEndEvent(0, 1, 0, 0, level, 0, 0, b"", texts[level])
+        else:
+            ev = FrontEndEvent(0, 1, 0, 0, level)
+        self._tos = level - 1
+        return ev, found, level - 1, excess, root_seen
+
+    def _document_end(self, ev, errors: int, state: int, level: int, root_seen: int):
+        """The last byte's event with doc_end and the document's ``errors`` (malformed too
+        when it ends inside markup, an element, or without a root); the stack empties."""
+        if state != TEXT or level or not root_seen:
+            errors |= _MALFORMED
+        self._tos = 0
+        return FrontEndEvent(
+            ev.push, ev.pop, ev.tag, ev.parent, ev.level, 1, errors, ev.name, ev.conds
+        )
