@@ -33,7 +33,7 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import Timer
 
-from xpfilt.compiler.programmable import HardwareSpec
+from xpfilt.compiler.programmable import HardwareSpec, answer_from_json
 from xpfilt.hwspec.contract import CONFIG_INPUT_CYCLES
 from xpfilt.hwspec.readout import ReadoutKind
 from xpfilt.lang.xpath import parse_query
@@ -254,7 +254,7 @@ async def programmable_engine_matches_model_and_reference(dut):
     for i, (k, pairs) in enumerate(config.extra["placements"]):
         numbers = {n for _, n in pairs}
         placed = [parse_query(text, n) for n, text in query_sets[k] if n in numbers]
-        sets[i] = (reference_for(placed), pairs)
+        sets[i] = (reference_for(placed), [(answer_from_json(w), n) for w, n in pairs])
     empty = reference_for([])
     active, answer_maps, expected, doc_sets, mismatches = None, [], [], [], []
     config_items = []

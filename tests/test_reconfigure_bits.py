@@ -49,7 +49,11 @@ def _digests(spec: HardwareSpec, loaded: list[str], after: list[str]) -> str:
             update.delta(),
             again.stream(),
             again.delta(),
-            sorted(update.answers.items()),
+            # the answers as the tuples they were before the condition IR (same digest)
+            [
+                (n, w if isinstance(w, int) else w.to_tuple())
+                for n, w in sorted(update.answers.items())
+            ],
             update.rejected,
         )
     )

@@ -528,7 +528,7 @@ class Configuration:
         ["not", ["c", 5]]]`` over readout bits) (:func:`read_readout_map` reads them)."""
         readout_map_path(stream_path).write_text(
             "".join(
-                f"{number}\t{json.dumps(where if isinstance(where, int) else where.to_json())}\n"
+                f"{number}\t{json.dumps(answer_json(where))}\n"
                 for number, where in sorted(self.answers.items())
             )
         )
@@ -1634,7 +1634,7 @@ def read_readout_map(stream_path) -> list[tuple]:
     for line_number, line in enumerate(text.splitlines(), start=1):
         try:
             number, where = line.split("\t")
-            pairs.append((_where(json.loads(where)), int(number)))
+            pairs.append((answer_from_json(json.loads(where)), int(number)))
         except (ValueError, TypeError, IndexError):
             raise ValueError(
                 f"{path}: line {line_number} must be 'query number<TAB>readout "
@@ -1644,8 +1644,15 @@ def read_readout_map(stream_path) -> list[tuple]:
     return pairs
 
 
-def _where(value):
-    """A readout map's where (JSON) checked: a readout bit, or and/or/not (two operands or
+def answer_json(where):
+    """Where a profile's answer is (:attr:`Configuration.answers`: a readout bit or a
+    combination's condition) as JSON data: the bit, or the condition's JSON form (readout maps,
+    the regression's test bench configuration); :func:`answer_from_json` reads it back."""
+    return where if isinstance(where, int) else where.to_json()
+
+
+def answer_from_json(value):
+    """A where of :func:`answer_json` checked: a readout bit, or and/or/not (two operands or
     more) over ``["c", bit]`` leaves, as a :class:`Condition`; ValueError otherwise."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value

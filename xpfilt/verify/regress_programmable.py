@@ -83,7 +83,7 @@ def _schedule(config: RegressionConfig, sets: int) -> list[tuple]:
 
 
 def run_programmable(config: RegressionConfig, *, log, write_replay: bool) -> RegressionSummary:
-    from xpfilt.compiler.programmable import configure, reconfigure
+    from xpfilt.compiler.programmable import answer_json, configure, reconfigure
     from xpfilt.hdl.verilog import emit_programmable_verilog
     from xpfilt.sim.config import TbConfig
     from xpfilt.sim.runner import build_design, default_build_root
@@ -147,7 +147,8 @@ def run_programmable(config: RegressionConfig, *, log, write_replay: bool) -> Re
             path.write_bytes(stream)
             good = kind in ("config", "delta", "overlapping")
             if good:
-                placements.append((k, [(where, n) for n, where in sorted(answers.items())]))
+                pairs = [(answer_json(where), n) for n, where in sorted(answers.items())]
+                placements.append((k, pairs))
             items.append(
                 {
                     "kind": "config",
