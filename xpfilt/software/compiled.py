@@ -424,6 +424,78 @@ def _start_tag(data, p, end, attributes):
 
 
 @njit(cache=True, nogil=True)
+def _end_tag(data, p, end, name_stack, depth):
+    """The end of the end tag at ``p`` (``</``) if it closes the open element ``depth``
+    (``name_stack``: its name's offset and length), else -1."""
+    a = name_stack[2 * depth]
+    n = name_stack[2 * depth + 1]
+    q = p + 2
+    if q + n >= end:
+        return -1
+    for k in range(n):
+        if data[q + k] != data[a + k]:
+            return -1
+    q += n
+    if _name_char(data[q]) or data[q] >= 0x80:
+        return -1
+    while q < end and _space(data[q]):
+        q += 1
+    if q >= end or data[q] != _GT:
+        return -1
+    return q + 1
+
+
+@njit(cache=True, nogil=True)
+def _markup_declaration(data, p, end, depth):
+    """The end of the comment or (inside the root element) CDATA section at ``p`` (``<!``),
+    else -1: a DOCTYPE or anything else is expat's to judge."""
+    if p + 3 < end and data[p + 2] == _DASH and data[p + 3] == _DASH:
+        return _comment(data, p + 4, end)
+    if (
+        depth > 0
+        and p + 8 < end
+        and data[p + 2] == 91  # [CDATA[
+        and data[p + 3] == 67
+        and data[p + 4] == 68
+        and data[p + 5] == 65
+        and data[p + 6] == 84
+        and data[p + 7] == 65
+        and data[p + 8] == 91
+    ):
+        return _until(data, p + 9, end, _RSQB, _RSQB, _GT)
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _processing_instruction(data, p, end):
+    """The end of the processing instruction at ``p`` (``<?``), else -1 (no target, a target
+    named xml in any case or with a colon, or no ``?>``)."""
+    e = _name_end(data, p + 2, end)
+    if e <= p + 2 or e >= end:
+        return -1
+    if e - p - 2 == 3 and (
+        (data[p + 2] | 32) == 120 and (data[p + 3] | 32) == 109 and (data[p + 4] | 32) == 108
+    ):
+        return -1
+    for k in range(p + 2, e):
+        if data[k] == 58:  # a colon
+            return -1
+    if data[e] == _QUEST and e + 1 < end and data[e + 1] == _GT:
+        return e + 2
+    if not _space(data[e]):
+        return -1
+    q = e + 1
+    while q + 1 < end:
+        if data[q] == _QUEST and data[q + 1] == _GT:
+            return q + 2
+        n = _char(data, q, end)
+        if n == 0:
+            return -1
+        q += n
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def scan(
     data,
     offsets,
@@ -543,87 +615,20 @@ def scan(
                     name_stack[2 * depth + 1] = name_end - p - 1
                 p = q
             elif b == _SLASH:  # an end tag: the open element's name
-                if depth == 0:
-                    ok = False
-                    continue
-                a = name_stack[2 * depth]
-                n = name_stack[2 * depth + 1]
-                q = p + 2
-                if q + n >= end:
-                    ok = False
-                    continue
-                for k in range(n):
-                    if data[q + k] != data[a + k]:
-                        ok = False
-                        break
-                if not ok:
-                    continue
-                q += n
-                if _name_char(data[q]) or data[q] >= 0x80:
-                    ok = False
-                    continue
-                while q < end and _space(data[q]):
-                    q += 1
-                if q >= end or data[q] != _GT:
+                q = -1 if depth == 0 else _end_tag(data, p, end, name_stack, depth)
+                if q < 0:
                     ok = False
                     continue
                 depth -= 1
                 if depth == 0:
                     root_done = True
-                p = q + 1
-            elif b == _BANG:
-                if p + 3 < end and data[p + 2] == _DASH and data[p + 3] == _DASH:
-                    p = _comment(data, p + 4, end)
-                    ok = p >= 0
-                elif (
-                    depth > 0
-                    and p + 8 < end
-                    and data[p + 2] == 91  # [CDATA[
-                    and data[p + 3] == 67
-                    and data[p + 4] == 68
-                    and data[p + 5] == 65
-                    and data[p + 6] == 84
-                    and data[p + 7] == 65
-                    and data[p + 8] == 91
-                ):
-                    p = _until(data, p + 9, end, _RSQB, _RSQB, _GT)
-                    ok = p >= 0
-                else:  # DOCTYPE, or anything else: expat's
-                    ok = False
+                p = q
+            elif b == _BANG:  # a comment or CDATA section; DOCTYPE and the rest are expat's
+                p = _markup_declaration(data, p, end, depth)
+                ok = p >= 0
             elif b == _QUEST:  # a processing instruction
-                e = _name_end(data, p + 2, end)
-                if e <= p + 2 or e >= end:
-                    ok = False
-                    continue
-                n = e - p - 2
-                if n == 3 and (
-                    (data[p + 2] | 32) == 120
-                    and (data[p + 3] | 32) == 109
-                    and (data[p + 4] | 32) == 108
-                ):
-                    ok = False
-                    continue
-                for k in range(p + 2, e):
-                    if data[k] == 58:  # a colon
-                        ok = False
-                if not ok:
-                    continue
-                if data[e] == _QUEST and e + 1 < end and data[e + 1] == _GT:
-                    p = e + 2
-                elif _space(data[e]):
-                    q = e + 1
-                    p = -1
-                    while q + 1 < end:
-                        if data[q] == _QUEST and data[q + 1] == _GT:
-                            p = q + 2
-                            break
-                        n = _char(data, q, end)
-                        if n == 0:
-                            break
-                        q += n
-                    ok = p >= 0
-                else:
-                    ok = False
+                p = _processing_instruction(data, p, end)
+                ok = p >= 0
             else:
                 ok = False
         if ok and root_done and depth == 0:
