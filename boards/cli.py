@@ -198,8 +198,21 @@ def build_command(
 @click.option(
     "--port",
     "url",
-    required=True,
-    help="The board: a serial device (/dev/ttyUSB1) or socket://HOST:PORT (`xpfilt sim-board`).",
+    help="A board on a UART: a serial device (/dev/ttyUSB1) or socket://HOST:PORT "
+    "(`xpfilt sim-board`).",
+)
+@click.option(
+    "--udp",
+    "udp",
+    metavar="HOST[:PORT]",
+    help="A board on Ethernet (port 4747 unless given), or `xpfilt sim-board --link ethernet`.",
+)
+@click.option(
+    "--window",
+    type=click.IntRange(1),
+    default=64,
+    show_default=True,
+    help="--udp: documents in flight ahead of their answers.",
 )
 @click.option(
     "--baud",
@@ -245,23 +258,33 @@ def build_command(
     help="Write the TSV here instead of standard output.",
 )
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
-def host_command(url, baud, build_dir, queries_path, config_path, timeout, output, documents):
+def host_command(
+    url, udp, window, baud, build_dir, queries_path, config_path, timeout, output, documents
+):
     """Filter DOCUMENTS on a board and print the TSV of `xpfilt filter`.
 
-    Each document goes to the board in a frame; its readout comes back and becomes query
-    numbers (file name, tab, matching query numbers). Documents the engine flags (malformed,
-    too deep, a name too long) are reported on standard error, the others still answered, and
-    the exit code is 1. Example with a simulated board:
+    Each document goes to the board (--port: in a UART frame, one at a time; --udp: in
+    datagrams, --window documents ahead); its readout comes back and becomes query numbers
+    (file name, tab, matching query numbers). Documents the engine flags (malformed, too deep,
+    a name too long) are reported on standard error, the others still answered, and the exit
+    code is 1. --udp shows a progress bar on a terminal and ends with documents/s and MB/s on
+    standard error. Examples with a simulated board:
 
     \b
       xpfilt build --board icebreaker -q Q.txt --no-toolchain -o b
       xpfilt sim-board --build b --port 0 &        # prints socket://127.0.0.1:PORT
       xpfilt host --port socket://127.0.0.1:PORT --build b -q Q.txt docs/
+    \b
+      xpfilt sim-board --link ethernet --model --build b --port 0 &   # prints udp://...
+      xpfilt host --udp 127.0.0.1:PORT --build b -q Q.txt docs/
     """
     from xpfilt.boards.host import DEFAULT_BAUD, BoardDesign, BoardLink, open_board_engine
     from xpfilt.boards.protocol import LinkError
     from xpfilt.engines import filter_batch
     from xpfilt.software.results import format_tsv_line
+
+    if (url is None) == (udp is None):
+        raise click.UsageError("give the board's --port (UART) or its --udp HOST[:PORT], one")
 
     failed = False
 
@@ -278,24 +301,68 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
                 queries_path, refuse=lambda qs: hardware_queries(qs, None)
             )
             failed |= skipped
-        rate = baud or (design.baud if design else DEFAULT_BAUD)
-        with BoardLink.open(url, baud=rate, timeout=timeout) as link:
-            engine = open_board_engine(
-                link,
-                design,
-                queries=queries,
-                config_path=config_path,
-                warn=lambda message: warn(f"{queries_path}: {message}"),
-            )
-            for result in filter_batch(engine, document_paths(documents)):
+        paths = document_paths(documents)
+
+        def write(results):
+            for result in results:
                 if result.ok:
                     output.write(format_tsv_line(result.name, result.matches) + "\n")
                 else:
                     warn(result.error)
+
+        if udp is not None:
+            write(_udp_results(udp, design, queries, config_path, timeout, window, paths, warn))
+        else:
+            rate = baud or (design.baud if design else DEFAULT_BAUD)
+            with BoardLink.open(url, baud=rate, timeout=timeout) as link:
+                engine = open_board_engine(
+                    link,
+                    design,
+                    queries=queries,
+                    config_path=config_path,
+                    warn=lambda message: warn(f"{queries_path}: {message}"),
+                )
+                write(filter_batch(engine, paths))
     except LinkError as exc:
         raise click.ClickException(str(exc))
     output.flush()
     sys.exit(1 if failed else 0)
+
+
+def _udp_results(address, design, queries, config_path, timeout, window, paths, warn):
+    """The results of ``paths`` from the board at ``address`` over UDP, with a progress bar
+    (on a terminal) and the rates at the end."""
+    import time
+
+    from tqdm import tqdm
+
+    from xpfilt.boards.host import open_board_engine
+    from xpfilt.boards.udp_host import UdpBoardEngine, UdpLink, parse_address
+
+    try:
+        where = parse_address(address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--udp")
+    with UdpLink(where, timeout=timeout) as link:
+        engine = open_board_engine(
+            link,
+            design,
+            queries=queries,
+            config_path=config_path,
+            warn=lambda message: warn(f"--queries: {message}"),
+            engine_class=UdpBoardEngine,
+        )
+        click.echo(f"xpfilt host: board at {link.last_status.address}", err=True)
+        start = time.monotonic()
+        with tqdm(total=len(paths), unit="doc", disable=None, file=sys.stderr) as bar:
+            yield from engine.filter_batch(paths, window=window, on_result=lambda _: bar.update())
+        took = max(time.monotonic() - start, 1e-9)
+        click.echo(
+            f"xpfilt host: {engine.documents} documents, {engine.bytes / 1e6:.3f} MB in "
+            f"{took:.2f} s: {engine.documents / took:.1f} documents/s, "
+            f"{engine.bytes / took / 1e6:.3f} MB/s ({link.stats.resent_bytes} bytes sent again)",
+            err=True,
+        )
 
 
 @click.command("sim-board")
@@ -326,13 +393,34 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
     show_default=True,
     help="Clock cycles per UART bit in the simulation.",
 )
+@click.option(
+    "--link",
+    type=click.Choice(["uart", "ethernet"]),
+    default="uart",
+    show_default=True,
+    help="uart: the UART bridged to a TCP port; ethernet: the UDP link on a UDP port.",
+)
+@click.option(
+    "--model",
+    is_flag=True,
+    help="--link ethernet: the board's protocol endpoint in Python around the engine's "
+    "cycle model (xpfilt.boards.udp_board), not the RTL.",
+)
+@click.option(
+    "--faults",
+    metavar="NAME=P,...",
+    default="",
+    help="--link ethernet: relay datagrams through a fault-injecting link: drop, duplicate, "
+    "reorder, corrupt, truncate, each with its probability (e.g. drop=0.03,reorder=0.03).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="--faults: random seed.")
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
     default=0,
     show_default=True,
-    help="TCP port (0: any free port; the chosen one is printed).",
+    help="TCP (uart) or UDP (ethernet) port (0: any free port; the chosen one is printed).",
 )
 @click.option(
     "--connections",
@@ -365,6 +453,10 @@ def sim_board_command(
     max_tag_len,
     output_dir,
     divider,
+    link,
+    model,
+    faults,
+    seed,
     bind,
     port,
     connections,
@@ -382,10 +474,22 @@ def sim_board_command(
     from xpfilt.boards.build import BuildConfig, build_board
     from xpfilt.boards.sim_server import SimBoardConfig, serve_board
 
+    if link == "ethernet" and not model:
+        raise click.UsageError(
+            "--link ethernet simulates the board's protocol endpoint with --model (the RTL "
+            "of the Ethernet board is not simulated yet)"
+        )
+    if link == "uart" and (model or faults):
+        raise click.UsageError("--model and --faults need --link ethernet")
     try:  # say now, not after building the simulation, that the address cannot be used
         import socket
 
-        socket.create_server((bind, port)).close()
+        if link == "ethernet":
+            probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            probe.bind((bind, port))
+            probe.close()
+        else:
+            socket.create_server((bind, port)).close()
     except OSError as exc:
         raise click.ClickException(f"--bind {bind} --port {port}: {exc.strerror or exc}")
     if build_dir is None:
@@ -404,6 +508,10 @@ def sim_board_command(
         build_dir = output_dir
     elif board_name or queries_path:
         raise click.UsageError("--build DIR already names the design: drop --board/--queries")
+
+    if link == "ethernet":
+        _serve_model(build_dir, bind, port, faults, seed, accept_timeout)
+        return
 
     def announce(chosen):
         click.echo(f"xpfilt sim-board: listening on socket://{bind}:{chosen}", nl=True)
@@ -430,3 +538,63 @@ def sim_board_command(
         f"xpfilt sim-board: simulation ended ({run.wall_time:.1f} s; log {run.log})", err=True
     )
     sys.exit(0 if run.passed else 1)
+
+
+def _serve_model(build_dir, bind, port, faults, seed, idle_timeout):
+    """``sim-board --link ethernet --model``: the endpoint model on a UDP port, maybe behind a
+    fault-injecting relay."""
+    import threading
+
+    from xpfilt.boards.faults import Faults, FaultyLink
+    from xpfilt.boards.udp_board import model_endpoint, serve_endpoint
+
+    try:
+        injected = Faults.parse(faults)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--faults")
+    try:
+        endpoint = model_endpoint(build_dir)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc))
+    ports = []
+    stop = threading.Event()
+    server = threading.Thread(
+        target=serve_endpoint,
+        args=(endpoint,),
+        kwargs=dict(
+            host=bind,
+            port=0 if faults else port,
+            on_port=ports.append,
+            stop=stop,
+            idle_timeout=idle_timeout,
+        ),
+        daemon=True,
+    )
+    server.start()
+    while not ports and server.is_alive():
+        server.join(0.01)
+    relay = None
+    if faults:
+        relay = FaultyLink((bind, ports[0]), injected, seed=seed, host=bind, port=port).start()
+        ports = [relay.port]
+    click.echo(f"xpfilt sim-board: listening on udp://{bind}:{ports[0]}")
+    sys.stdout.flush()
+    click.echo(
+        f"connect with: xpfilt host --udp {bind}:{ports[0]} --build {build_dir} DOC...", err=True
+    )
+    try:
+        server.join()
+    except KeyboardInterrupt:
+        stop.set()
+        server.join()
+    finally:
+        if relay is not None:
+            relay.stop()
+            click.echo(f"xpfilt sim-board: faults injected: {relay.counts}", err=True)
+    status = endpoint.status()
+    click.echo(
+        f"xpfilt sim-board: no datagram for {idle_timeout:g} s: ended ({status.documents} "
+        f"documents; dropped {status.bad} bad, {status.stale} stale, {status.duplicates} "
+        f"duplicate, {status.out_of_order} out-of-order datagrams)",
+        err=True,
+    )

@@ -96,14 +96,22 @@ class _Direction:
 
 
 class FaultyLink:
-    """A relay on ``host``:(a free port, :attr:`port`) to ``board`` (``(host, port)``), injecting
+    """A relay on ``host``:``port`` (0: a free one, :attr:`port`) to ``board`` (``(host, port)``), injecting
     ``faults`` (both directions, seeded). Runs in a thread: :meth:`start`, :meth:`stop`;
     ``counts`` says what happened to each direction's datagrams."""
 
-    def __init__(self, board: tuple[str, int], faults: Faults, *, seed: int = 0, host="127.0.0.1"):
+    def __init__(
+        self,
+        board: tuple[str, int],
+        faults: Faults,
+        *,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
         self.board = board
         self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.front.bind((host, 0))
+        self.front.bind((host, port))
         self.back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.back.connect(board)
         for s in (self.front, self.back):
