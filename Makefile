@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,sim,spark,synth]'
+	$(BIN)/python -m pip install --quiet -e '.[test,sim,spark,synth,eth]'
 	touch $(STAMP)
 
 ## demo: filter the shared NITF documents with a shared query set, check against the expected answer
