@@ -402,6 +402,7 @@ class UdpEndpoint(wiring.Component):
         doc_no = Signal(32)
         rec = Signal(ReadoutRecord)
         byte_acc = Signal(8)
+        verdict_gen = Signal(8)
         nbits_acc = Signal(4)
         sub = Signal(range(max(size, READOUT_RECORD) + 1))
         discard = Signal()  # the record in progress is an earlier session's
@@ -427,6 +428,7 @@ class UdpEndpoint(wiring.Component):
                             rec.doc.eq(documents),
                             rec.length.eq(2),
                             byte_acc.eq(Cat(rb.loaded, rb.rejected)),
+                            verdict_gen.eq(rb.generation),
                             wpos.eq(written),
                             blen.eq(0),
                             discard.eq(0),
@@ -471,7 +473,7 @@ class UdpEndpoint(wiring.Component):
                     m.next = "IDLE"
             with m.State("VERDICT"):  # two body bytes: generation, then loaded | rejected << 1
                 m.d.comb += [write_en.eq(1), write_at.eq(wpos + READOUT_RECORD + blen)]
-                m.d.comb += write_byte.eq(Mux(blen == 0, rb.generation, byte_acc))
+                m.d.comb += write_byte.eq(Mux(blen == 0, verdict_gen, byte_acc))
                 m.d.sync += blen.eq(blen + 1)
                 with m.If(blen == 1):
                     m.d.sync += sub.eq(0)

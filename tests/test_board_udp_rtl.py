@@ -40,13 +40,17 @@ DOCS = [
 HOST_PORT = 5000
 
 
+def small_plan(kind=ReadoutKind.SERIAL):
+    queries = [parse_query(q, i + 1) for i, q in enumerate(QUERIES)]
+    return compile_queries(queries, CompileOptions(max_depth=8, readout=kind.value))
+
+
 class Bench:
     """The endpoint and an engine in one clock domain; ``send`` puts a datagram on ``rx``,
     ``replies`` gathers what ``tx`` sends (decoded)."""
 
     def __init__(self, kind=ReadoutKind.SERIAL, timeout=4000):
-        queries = [parse_query(q, i + 1) for i, q in enumerate(QUERIES)]
-        self.plan = compile_queries(queries, CompileOptions(max_depth=8, readout=kind.value))
+        self.plan = small_plan(kind)
         self.engine = CustomEngine(self.plan)
         self.ep = UdpEndpoint(
             mode=0, kind=kind, width=len(QUERIES), identity=0x1234, mac=0x0258504649AA,
@@ -193,3 +197,126 @@ def test_endpoint_rtl_sends_again_after_its_timeout_and_drops_an_old_sessions_re
 
     bench.sim.add_testbench(testbench)
     bench.sim.run()
+
+
+# --- the Ethernet board core: the endpoint, two clock domains, the engine -------------------
+
+
+class CoreBench:
+    """:class:`EthernetBoardCore` around ``engine`` with the link at 125 MHz and the engine at
+    an unrelated clock; ``host`` plays the host's side (credit, acks) over the raw UDP port."""
+
+    def __init__(self, engine, *, mode, width, readout=ReadoutKind.SERIAL):
+        from xpfilt.boards.eth_top import EthernetBoardCore
+
+        self.core = EthernetBoardCore(
+            engine, mode=mode, width=width, identity=0x55, readout=readout, heartbeat=100,
+            mac=0x0258504649AA, ip=0x0A000002, port=4747, input_buffer=256, readout_buffer=256,
+            timeout=3000,
+        )  # fmt: skip
+        self.sim = Simulator(self.core)
+        self.sim.add_clock(8e-9, domain="link")
+        self.sim.add_clock(7.3e-9, domain="sync")
+        self.replies = []
+        self.sim.add_process(self._collect)
+
+    async def _collect(self, ctx):
+        tx, buf = self.core.tx, bytearray()
+        ctx.set(tx.ready, 1)
+        async for _, _, valid, byte, last in ctx.tick("link").sample(
+            tx.valid, tx.payload.data, tx.payload.last
+        ):
+            if valid:
+                buf.append(byte)
+                if last:
+                    self.replies.append(decode_datagram(bytes(buf)))
+                    buf = bytearray()
+
+    async def send(self, ctx, raw):
+        rx = self.core.rx
+        for i, byte in enumerate(raw):
+            ctx.set(rx.valid, 1)
+            ctx.set(rx.payload.data, byte)
+            ctx.set(rx.payload.last, i == len(raw) - 1)
+            ctx.set(rx.payload.port, HOST_PORT)
+            await ctx.tick("link").until(rx.ready)
+        ctx.set(rx.valid, 0)
+
+    async def host(self, ctx, stream, records_wanted, *, session=3, chunk=64):
+        """Open ``session``, send ``stream`` within the credit, acknowledge the readout
+        stream; returns the records once ``records_wanted`` came."""
+        await self.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, session)))
+        seq = rx_next = limit = 0
+        reader, records = RecordReader(), []
+        for _ in range(3000):
+            await ctx.tick("link").repeat(30)
+            for d in self.replies:
+                assert d is not None and d.session == session
+                limit = max(limit, d.limit)
+                if d.kind == ord("R") and d.payload and d.seq == rx_next:
+                    records += reader.feed(d.payload)
+                    rx_next += len(d.payload)
+            self.replies.clear()
+            if len(records) >= records_wanted:
+                return records
+            size = min(chunk, len(stream) - seq, limit - seq)
+            payload = stream[seq : seq + max(size, 0)]
+            await self.send(ctx, data(session, seq, payload, ack=rx_next))
+            seq += len(payload)
+        raise AssertionError(f"{len(records)} of {records_wanted} records came")
+
+
+def test_ethernet_board_core_filters_across_its_clock_domains():
+    from xpfilt.boards.protocol import Mode
+
+    plan = small_plan()
+    core = CoreBench(CustomEngine(plan), mode=Mode.CUSTOM, width=len(QUERIES))
+    stream = b"".join(input_record(InputKind.DOCUMENT, d) for d in DOCS)
+    got = []
+
+    async def testbench(ctx):
+        got.extend(await core.host(ctx, stream, len(DOCS)))
+
+    core.sim.add_testbench(testbench)
+    core.sim.run()
+    want = run_documents(EngineModel(plan), DOCS)
+    assert [decode_record(r, 5) for r in got] == [w._replace(doc=i) for i, w in enumerate(want)]
+
+
+def test_ethernet_board_core_configures_a_programmable_engine_and_says_its_verdict():
+    from xpfilt.boards.protocol import ConfigVerdict, Mode, ReadoutRecordKind, _unpack
+    from xpfilt.compiler.programmable import HardwareSpec, configure
+    from xpfilt.hdl.programmable import ProgrammableEngine
+    from xpfilt.model.programmable import ProgrammableModelEngine
+
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=4, max_depth=8, tags=7)
+    queries = [parse_query(q, i + 1) for i, q in enumerate(QUERIES)]
+    stream = configure(queries, spec).stream()
+    core = CoreBench(ProgrammableEngine(spec), mode=Mode.PROGRAMMABLE, width=spec.readout_width)
+    bad = bytearray(stream)
+    bad[-1] ^= 1  # a wrong CRC: rejected, the loaded set stays
+    records_in = (
+        input_record(InputKind.CONFIG, stream)
+        + b"".join(input_record(InputKind.DOCUMENT, d) for d in DOCS[:4])
+        + input_record(InputKind.CONFIG, bytes(bad))
+        + input_record(InputKind.DOCUMENT, DOCS[5])
+    )
+    got = []
+
+    async def testbench(ctx):
+        got.extend(await core.host(ctx, records_in, 7, chunk=200))
+
+    core.sim.add_testbench(testbench)
+    core.sim.run()
+    verdicts = [_unpack(ConfigVerdict, r.body) for r in got if r.kind == ord("C")]
+    assert [(v["generation"], v["loaded"], v["rejected"]) for v in verdicts] == [
+        (1, 1, 0),
+        (1, 1, 1),
+    ]
+    model = ProgrammableModelEngine(queries, spec)
+    readouts = [decode_record(r, spec.readout_width) for r in got if r.kind != ord("C")]
+    docs = DOCS[:4] + DOCS[5:]
+    assert [r.doc for r in readouts] == list(range(5))
+    # the first document after the stream is answered by the new set: none is flagged here
+    assert [r.bits for r in readouts] == [run_documents(model.model, [d])[0].bits for d in docs]
+    assert ReadoutRecordKind.CONFIG.value == ord("C")
