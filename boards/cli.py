@@ -110,9 +110,37 @@ def _board_design(family, queries_path, mode, max_name, columns, clusters, max_t
     "board_name",
     required=True,
     metavar="NAME",
-    help="icebreaker (iCE40UP5K), ulx3s-85f (ECP5-85F) or arty-a7-35 (Xilinx: Vivado files only).",
+    help="icebreaker (iCE40UP5K), ulx3s-85f (ECP5-85F), ecpix5-85f (ECP5-85F, Ethernet), "
+    "colorlight-5a75b (ECP5-25F, Ethernet) or arty-a7-35 (Xilinx: Vivado files only).",
 )
 @_board_design_options
+@click.option(
+    "--link",
+    type=click.Choice(["uart", "ethernet"]),
+    default=None,
+    help="The host link: a UART, or Gigabit Ethernet (UDP, LiteEth) [default: the board's "
+    "first: uart where it has a UART, else ethernet].",
+)
+@click.option(
+    "--mac",
+    default="02:58:50:46:49:4c",
+    show_default=True,
+    help="--link ethernet: the board's MAC address.",
+)
+@click.option(
+    "--ip",
+    "ip_address",
+    default="192.168.1.50",
+    show_default=True,
+    help="--link ethernet: the board's IPv4 address.",
+)
+@click.option(
+    "--udp-port",
+    type=click.IntRange(1, 65535),
+    default=4747,
+    show_default=True,
+    help="--link ethernet: the board's UDP port (the host sends from it too).",
+)
 @click.option(
     "--baud",
     type=click.IntRange(1),
@@ -149,6 +177,10 @@ def build_command(
     columns,
     clusters,
     max_tag_len,
+    link,
+    mac,
+    ip_address,
+    udp_port,
     baud,
     no_toolchain,
     timeout,
@@ -157,7 +189,7 @@ def build_command(
     output_dir,
     **kwargs,
 ):
-    """Build a bitstream: the engine behind a UART host link on a board.
+    """Build a bitstream: the engine behind a UART or Ethernet host link on a board.
 
     Writes into OUTPUT_DIR: board.json and plan.json / hardware.json (for `xpfilt host
     --build`), xpfilt_engine.v and xpfilt_board.v, gateware/ (the platform's build files and
@@ -167,13 +199,26 @@ def build_command(
     queries would. Tools: YoWASP builds, or $YOSYS, $NEXTPNR_ICE40, $ICEPACK, $NEXTPNR_ECP5,
     $ECPPACK.
     """
-    from xpfilt.boards.build import BuildConfig, build_board
+    from xpfilt.boards.build import BuildConfig, board_link, build_board
+    from xpfilt.boards.liteeth import parse_ip, parse_mac
     from xpfilt.boards.platforms import get_board
 
     try:
         board = get_board(board_name)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--board")
+    try:
+        link = board_link(board, link)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--link")
+    try:
+        mac_value = parse_mac(mac)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--mac")
+    try:
+        ip_value = parse_ip(ip_address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--ip")
     design, skipped = _board_design(
         board.family, queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs
     )
@@ -185,6 +230,10 @@ def build_command(
         timeout=timeout,
         seed=seed,
         clock_hz=clock_mhz * 1e6 if clock_mhz else None,
+        link=link,
+        mac=mac_value,
+        ip=ip_value,
+        udp_port=udp_port,
     )
     try:
         result = build_board(design, config, log=lambda message: click.echo(message, err=True))
@@ -206,6 +255,13 @@ def build_command(
     "udp",
     metavar="HOST[:PORT]",
     help="A board on Ethernet (port 4747 unless given), or `xpfilt sim-board --link ethernet`.",
+)
+@click.option(
+    "--source-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="--udp: the local UDP port to send from (0: any) [default: the board's port (a "
+    "LiteEth board answers only that), any for a loopback address].",
 )
 @click.option(
     "--window",
@@ -259,7 +315,17 @@ def build_command(
 )
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
 def host_command(
-    url, udp, window, baud, build_dir, queries_path, config_path, timeout, output, documents
+    url,
+    udp,
+    source_port,
+    window,
+    baud,
+    build_dir,
+    queries_path,
+    config_path,
+    timeout,
+    output,
+    documents,
 ):
     """Filter DOCUMENTS on a board and print the TSV of `xpfilt filter`.
 
@@ -311,7 +377,10 @@ def host_command(
                     warn(result.error)
 
         if udp is not None:
-            write(_udp_results(udp, design, queries, config_path, timeout, window, paths, warn))
+            results = _udp_results(
+                udp, source_port, design, queries, config_path, timeout, window, paths, warn
+            )
+            write(results)
         else:
             rate = baud or (design.baud if design else DEFAULT_BAUD)
             with BoardLink.open(url, baud=rate, timeout=timeout) as link:
@@ -329,7 +398,7 @@ def host_command(
     sys.exit(1 if failed else 0)
 
 
-def _udp_results(address, design, queries, config_path, timeout, window, paths, warn):
+def _udp_results(address, source, design, queries, config_path, timeout, window, paths, warn):
     """The results of ``paths`` from the board at ``address`` over UDP, with a progress bar
     (on a terminal) and the rates at the end."""
     import time
@@ -337,13 +406,20 @@ def _udp_results(address, design, queries, config_path, timeout, window, paths, 
     from tqdm import tqdm
 
     from xpfilt.boards.host import open_board_engine
-    from xpfilt.boards.udp_host import UdpBoardEngine, UdpLink, parse_address
+    from xpfilt.boards.udp_host import (
+        UdpBoardEngine,
+        UdpLink,
+        default_source_port,
+        parse_address,
+    )
 
     try:
         where = parse_address(address)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--udp")
-    with UdpLink(where, timeout=timeout) as link:
+    if source is None:
+        source = default_source_port(*where)
+    with UdpLink(where, timeout=timeout, source_port=source) as link:
         engine = open_board_engine(
             link,
             design,

@@ -228,9 +228,9 @@ class EthernetBoardTop(wiring.Component):
         eth = platform.request("eth_rgmii", 0, dir="-")
 
         def pin(*names):
-            for name in names:
+            for name in names:  # the raw pins: LiteEth has its own I/O primitives
                 if hasattr(eth, name):
-                    return getattr(eth, name)
+                    return getattr(eth, name).io
             raise ValueError(f"eth_rgmii must have one of {names}, not lack them")
 
         rx, tx = core.rx, core.tx

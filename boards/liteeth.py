@@ -147,7 +147,7 @@ def generate_liteeth(config: EthernetConfig, cache: Path, *, timeout: float = 30
     taken from there)."""
     text = liteeth_config(config)
     key = hashlib.sha256(f"{liteeth_version()}\n{text}".encode()).hexdigest()[:16]
-    directory = Path(cache) / key
+    directory = Path(cache).resolve() / key
     verilog = directory / "gateware" / f"{LITEETH_MODULE}.v"
     if not verilog.exists():
         directory.mkdir(parents=True, exist_ok=True)

@@ -372,6 +372,17 @@ def model_endpoint(directory, config: EndpointConfig = EndpointConfig()) -> Boar
     from xpfilt.boards.host import BoardDesign
 
     design = BoardDesign.load(directory)
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from xpfilt.boards.liteeth import parse_ip, parse_mac
+
+    info = json.loads((Path(directory) / "board.json").read_text())
+    if "mac" in info:  # built for Ethernet: report its addresses, as the board would
+        config = dataclasses.replace(
+            config, mac=parse_mac(info["mac"]), ip=parse_ip(info["ip"]), port=info["port"]
+        )
     if design.plan is not None:
         from xpfilt.model.custom import EngineModel
 

@@ -47,7 +47,7 @@ from xpfilt.model.custom import EngineError, answer_positions, readout_positions
 from xpfilt.software.events import Document, DocumentError, utf8_document
 from xpfilt.software.results import DocumentResult
 
-__all__ = ["UdpLink", "UdpBoardEngine", "parse_address", "LinkStats"]
+__all__ = ["UdpLink", "UdpBoardEngine", "parse_address", "default_source_port", "LinkStats"]
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -58,6 +58,19 @@ def parse_address(text: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"board address must be HOST[:PORT], not {text!r}")
     return host, int(port)
+
+
+def default_source_port(host: str, port: int) -> int:
+    """The port to send from to a board at ``host:port``: the board's own (LiteEth takes only
+    datagrams from it), except on a loopback address (a simulated board or the model, which
+    takes any and may hold that port itself): any."""
+    import ipaddress
+
+    try:
+        loopback = ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        loopback = False
+    return 0 if loopback else port
 
 
 class LinkStats:
@@ -75,7 +88,8 @@ class UdpLink:
     """A session with the board at ``address`` (``(host, port)``). ``timeout``: seconds of
     silence before the board counts as not answering; ``rto``: seconds without an
     acknowledgement before unacknowledged bytes are sent again; ``session``: the session id
-    (default: random)."""
+    (default: random); ``source_port``: the local UDP port (0: any; a board's LiteEth core
+    takes only datagrams from its own port, :mod:`xpfilt.boards.liteeth`)."""
 
     def __init__(
         self,
@@ -85,6 +99,7 @@ class UdpLink:
         rto: float = 0.05,
         session: Optional[int] = None,
         name: Optional[str] = None,
+        source_port: int = 0,
     ):
         self.address = address
         self.timeout = timeout
@@ -94,6 +109,9 @@ class UdpLink:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
         try:
+            if source_port:  # a LiteEth board answers datagrams sent from its own port
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                self.sock.bind(("", source_port))
             self.sock.connect(address)
         except OSError as exc:
             raise LinkError(f"cannot reach {self.name}: {exc.strerror or exc}") from None

@@ -4,6 +4,8 @@ model of the board's protocol endpoint (the engine's cycle model behind a real U
 through a fault-injecting relay -- drops, duplicates, reordering, corrupted and truncated
 datagrams, a host restart mid-batch -- with every answer checked against the reference."""
 
+import json
+import re
 import threading
 import time
 import zlib
@@ -318,3 +320,55 @@ def test_host_udp_command_prints_the_filter_tsv_and_rates(custom_build):
     assert "board at 02:58:50:46:49:4c 192.168.1.50:4747" in result.stderr
     result = run_cli("host", "--udp", "x", "--port", "/dev/null", "--build", build, docs[0])
     assert result.exit_code == 2 and "give the board's --port (UART) or its --udp" in result.output
+
+
+# --- Ethernet board builds (files only; LiteEth's generator runs) -----------------------------
+
+
+@pytest.mark.parametrize("board", ["ecpix5-85f", "colorlight-5a75b"])
+def test_ethernet_boards_get_liteeth_the_endpoint_and_constraints(board, tmp_path):
+    pytest.importorskip("liteeth")
+    queries = queries_file(tmp_path, 8)
+    out = tmp_path / "build"
+    result = run_cli(
+        "build", "--board", board, "-q", queries, "--link", "ethernet", "--mac",
+        "02:00:00:00:00:07", "--ip", "10.0.0.7", "--udp-port", 5000, "--no-toolchain", "-o", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    info = json.loads((out / "board.json").read_text())
+    assert (info["link"], info["mac"], info["ip"], info["port"]) == (
+        "ethernet", "02:00:00:00:00:07", "10.0.0.7", 5000,
+    )  # fmt: skip
+    assert info["clock_hz"] == 125e6
+    liteeth = (out / "gateware" / "xpfilt_liteeth.v").read_text()
+    assert "module xpfilt_liteeth (" in liteeth and "IDDRX1F" in liteeth
+    top = (out / "xpfilt_board.v").read_text()
+    assert re.search(r"\bxpfilt_liteeth\s+\w+\s*\(", top)
+    assert re.search(r"\bxpfilt_engine\s+\w+\s*\(", top)
+    lpf = (out / "gateware" / "xpfilt_board.lpf").read_text()
+    for pin in ("eth_rgmii_0__rx_clk__io", "eth_rgmii_0__tx_data__io", "EHXPLLL"):
+        assert pin in lpf or pin in top, pin
+    assert 'FREQUENCY PORT "eth_rgmii_0__rx_clk__io" 125 MHz;' in lpf
+    assert (
+        "Gigabit Ethernet, UDP (LiteEth), 02:00:00:00:00:07 10.0.0.7:5000"
+        in (out / "report.md").read_text()
+    )
+    # the model of this board reports the addresses it was built with
+    status = model_endpoint(out).status()
+    assert status.address == "02:00:00:00:00:07 10.0.0.7:5000"
+
+
+def test_ethernet_build_options_are_checked(tmp_path):
+    queries = queries_file(tmp_path, 4)
+    result = run_cli("build", "--board", "colorlight-5a75b", "-q", queries, "--link", "uart",
+                     "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
+    assert result.exit_code == 2
+    assert "link must be one of ethernet on colorlight-5a75b, not 'uart'" in result.output
+    result = run_cli("build", "--board", "ecpix5-85f", "-q", queries, "--mac", "01:00:00:00:00:01",
+                     "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
+    assert result.exit_code == 2
+    assert "MAC address must be unicast (first byte even), not '01:00:00:00:00:01'" in result.output
+    result = run_cli("build", "--board", "ecpix5-85f", "-q", queries, "--ip", "10.0.0.300",
+                     "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
+    assert result.exit_code == 2
+    assert "IP address must be four numbers 0-255 a.b.c.d, not '10.0.0.300'" in result.output
