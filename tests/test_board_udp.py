@@ -372,3 +372,25 @@ def test_ethernet_build_options_are_checked(tmp_path):
                      "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
     assert result.exit_code == 2
     assert "IP address must be four numbers 0-255 a.b.c.d, not '10.0.0.300'" in result.output
+
+
+@pytest.mark.regress
+def test_shared_nitf_documents_through_a_lossy_ethernet_link_to_the_model_board(tmp_path):
+    """The shared NITF documents and query set through the model board behind a relay that
+    drops and reorders 3 % of the datagrams each way: the shared expected answers."""
+    from xpfilt.software.results import read_expected
+
+    queries = DATA / "queries" / "nitf-d8-p15-n2000.txt"
+    build = tmp_path / "build"
+    result = run_cli("build", "--board", "colorlight-5a75b", "-q", queries, "--readout", "sparse",
+                     "--no-toolchain", "-o", build)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    expected = read_expected(DATA / "expected" / "nitf-docs--nitf-d8-p15-n2000.tsv")
+    faults = Faults(drop=0.03, reorder=0.03)
+    with model_board(build, EndpointConfig(timeout=0.05), faults, seed=35) as (_, address, relay):
+        with UdpLink(address, timeout=60, rto=0.05) as link:
+            engine = open_board_engine(link, BoardDesign.load(build), engine_class=UdpBoardEngine)
+            got = list(engine.filter_batch(DOCS, window=32))
+    assert {r.name: r.matches for r in got} == expected
+    assert [r.name for r in got] == [d.name for d in DOCS]
+    assert all(c["drop"] and c["reorder"] for c in relay.counts.values())
