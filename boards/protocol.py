@@ -1,6 +1,8 @@
-"""The host link's protocol: a framed byte protocol between a host and an engine on a board,
-over a UART -- the one definition both the gateware (:mod:`xpfilt.boards.hostlink`) and the host
-(:mod:`xpfilt.boards.host`) use.
+"""The host links' protocols -- the one definition the gateware and the host use: over a UART,
+a framed byte protocol (this docstring; gateware :mod:`xpfilt.boards.hostlink`, host
+:mod:`xpfilt.boards.host`); over Ethernet, datagrams of two reliable byte streams (the comments
+of the UDP section below; gateware :mod:`xpfilt.boards.udp_link`, host
+:mod:`xpfilt.boards.udp_host`, model :mod:`xpfilt.boards.udp_board`).
 
 Framing (both directions). A frame is ``SOF kind body... EOF``. Inside ``kind`` and ``body``
 the three special bytes ``SOF`` (0xC0), ``EOF`` (0xC1) and ``ESC`` (0xDB) are sent as ``ESC``
@@ -84,6 +86,7 @@ __all__ = [
     "decode_readout",
     "decode_matches",
     "status_fields",
+    "mode_name",
     "UDP_VERSION",
     "UDP_PORT",
     "MAX_PAYLOAD",
@@ -199,6 +202,29 @@ def _fields(layout) -> dict:
     }
 
 
+def _pack(layout, **fields) -> bytes:
+    value = 0
+    for name, (offset, width) in _fields(layout).items():
+        value |= (fields.get(name, 0) & ((1 << width) - 1)) << offset
+    return value.to_bytes(data.Layout.cast(layout).size // 8, "little")
+
+
+def _unpack(layout, raw: bytes) -> dict:
+    value = int.from_bytes(raw, "little")
+    return {
+        name: value >> offset & ((1 << width) - 1)
+        for name, (offset, width) in _fields(layout).items()
+    }
+
+
+def mode_name(mode: int) -> str:
+    """A status's engine mode as a word (``custom``, ``programmable``)."""
+    try:
+        return Mode(mode).name.lower()
+    except ValueError:
+        return f"unknown mode {mode}"
+
+
 def status_fields() -> dict:
     """(offset, width) of each field of :class:`StatusLayout`."""
     return _fields(StatusLayout)
@@ -298,27 +324,15 @@ class BoardStatus:
     def decode(cls, body: bytes) -> "BoardStatus":
         if len(body) != STATUS_BYTES:
             raise LinkError(f"a status frame must have {STATUS_BYTES} bytes, not {len(body)}")
-        value = int.from_bytes(body, "little")
-        return cls(
-            **{
-                name: value >> offset & ((1 << width) - 1)
-                for name, (offset, width) in status_fields().items()
-            }
-        )
+        return cls(**_unpack(StatusLayout, body))
 
     def encode(self) -> bytes:
         """The status frame body (for tests and fakes)."""
-        value = 0
-        for name, (offset, width) in status_fields().items():
-            value |= (getattr(self, name) & ((1 << width) - 1)) << offset
-        return value.to_bytes(STATUS_BYTES, "little")
+        return _pack(StatusLayout, **dataclasses.asdict(self))
 
     @property
     def mode_name(self) -> str:
-        try:
-            return Mode(self.mode).name.lower()
-        except ValueError:
-            return f"unknown mode {self.mode}"
+        return mode_name(self.mode)
 
     def link_errors(self) -> list[str]:
         return [name for name in ("overrun", "framing", "protocol") if getattr(self, name)]
@@ -533,21 +547,6 @@ def seq_diff(a: int, b: int) -> int:
     return d - (1 << 32) if d >> 31 else d
 
 
-def _pack(layout, **fields) -> bytes:
-    value = 0
-    for name, (offset, width) in _fields(layout).items():
-        value |= (fields.get(name, 0) & ((1 << width) - 1)) << offset
-    return value.to_bytes(data.Layout.cast(layout).size // 8, "little")
-
-
-def _unpack(layout, raw: bytes) -> dict:
-    value = int.from_bytes(raw, "little")
-    return {
-        name: value >> offset & ((1 << width) - 1)
-        for name, (offset, width) in _fields(layout).items()
-    }
-
-
 class Datagram(NamedTuple):
     kind: int
     session: int
@@ -702,10 +701,7 @@ class UdpStatus:
 
     @property
     def mode_name(self) -> str:
-        try:
-            return Mode(self.mode).name.lower()
-        except ValueError:
-            return f"unknown mode {self.mode}"
+        return mode_name(self.mode)
 
     @property
     def readout_kind(self) -> ReadoutKind:
