@@ -264,6 +264,14 @@ def build_command(
     "LiteEth board answers only that), any for a loopback address].",
 )
 @click.option(
+    "--rto",
+    type=click.FloatRange(0.001),
+    default=0.05,
+    show_default=True,
+    help="--udp: seconds without an acknowledgement before sending again (a simulated "
+    "board in Verilator is slow: 2).",
+)
+@click.option(
     "--window",
     type=click.IntRange(1),
     default=64,
@@ -318,6 +326,7 @@ def host_command(
     url,
     udp,
     source_port,
+    rto,
     window,
     baud,
     build_dir,
@@ -378,7 +387,7 @@ def host_command(
 
         if udp is not None:
             results = _udp_results(
-                udp, source_port, design, queries, config_path, timeout, window, paths, warn
+                udp, source_port, rto, design, queries, config_path, timeout, window, paths, warn
             )
             write(results)
         else:
@@ -398,7 +407,7 @@ def host_command(
     sys.exit(1 if failed else 0)
 
 
-def _udp_results(address, source, design, queries, config_path, timeout, window, paths, warn):
+def _udp_results(address, source, rto, design, queries, config_path, timeout, window, paths, warn):
     """The results of ``paths`` from the board at ``address`` over UDP, with a progress bar
     (on a terminal) and the rates at the end."""
     import time
@@ -419,7 +428,7 @@ def _udp_results(address, source, design, queries, config_path, timeout, window,
         raise click.BadParameter(str(exc), param_hint="--udp")
     if source is None:
         source = default_source_port(*where)
-    with UdpLink(where, timeout=timeout, source_port=source) as link:
+    with UdpLink(where, timeout=timeout, rto=rto, source_port=source) as link:
         engine = open_board_engine(
             link,
             design,
@@ -480,7 +489,7 @@ def _udp_results(address, source, design, queries, config_path, timeout, window,
     "--model",
     is_flag=True,
     help="--link ethernet: the board's protocol endpoint in Python around the engine's "
-    "cycle model (xpfilt.boards.udp_board), not the RTL.",
+    "cycle model (xpfilt.boards.udp_board) instead of the RTL with LiteEth in Verilator.",
 )
 @click.option(
     "--faults",
@@ -540,21 +549,22 @@ def sim_board_command(
     sim_build_dir,
     **kwargs,
 ):
-    """Run a board in simulation (cocotb + Verilator) behind a TCP port.
+    """Run a board in simulation (cocotb + Verilator) behind a TCP or UDP port.
 
     The board core (UART, host link, engine) of --build DIR, or of a design generated like
     `xpfilt build --board NAME ... --no-toolchain -o DIR`, is simulated; its UART pins are
     bridged to a TCP socket, so `xpfilt host --port socket://HOST:PORT --build DIR` talks to it
     as to a board. Prints "listening on socket://HOST:PORT" when ready.
+
+    --link ethernet: the Ethernet board core (UDP endpoint, engine) with LiteEth's MAC, ARP, IP
+    and UDP cores (its GMII PHY: see docs/boards-ethernet.md), its PHY pins driven by
+    cocotbext-eth and bridged to a UDP socket ("listening on udp://HOST:PORT"), for `xpfilt host
+    --udp HOST:PORT --rto 2`; --model serves the endpoint's Python model instead; --faults puts
+    a fault-injecting relay in front.
     """
     from xpfilt.boards.build import BuildConfig, build_board
     from xpfilt.boards.sim_server import SimBoardConfig, serve_board
 
-    if link == "ethernet" and not model:
-        raise click.UsageError(
-            "--link ethernet simulates the board's protocol endpoint with --model (the RTL "
-            "of the Ethernet board is not simulated yet)"
-        )
     if link == "uart" and (model or faults):
         raise click.UsageError("--model and --faults need --link ethernet")
     try:  # say now, not after building the simulation, that the address cannot be used
@@ -585,8 +595,11 @@ def sim_board_command(
     elif board_name or queries_path:
         raise click.UsageError("--build DIR already names the design: drop --board/--queries")
 
-    if link == "ethernet":
+    if link == "ethernet" and model:
         _serve_model(build_dir, bind, port, faults, seed, accept_timeout)
+        return
+    if link == "ethernet":
+        _serve_ethernet_rtl(build_dir, bind, port, faults, seed, accept_timeout, sim_build_dir)
         return
 
     def announce(chosen):
@@ -674,3 +687,46 @@ def _serve_model(build_dir, bind, port, faults, seed, idle_timeout):
         f"duplicate, {status.out_of_order} out-of-order datagrams)",
         err=True,
     )
+
+
+def _serve_ethernet_rtl(build_dir, bind, port, faults, seed, idle_timeout, sim_build_dir):
+    """``sim-board --link ethernet``: the board core with LiteEth in Verilator, its GMII pins
+    bridged to a UDP port (maybe behind a fault-injecting relay)."""
+    from xpfilt.boards.faults import Faults, FaultyLink
+    from xpfilt.boards.sim_server import EthernetSimConfig, serve_ethernet_board
+
+    try:
+        injected = Faults.parse(faults)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--faults")
+    relays = []
+
+    def announce(chosen):
+        if faults:
+            relays.append(
+                FaultyLink((bind, chosen), injected, seed=seed, host=bind, port=port).start()
+            )
+            chosen = relays[0].port
+        click.echo(f"xpfilt sim-board: listening on udp://{bind}:{chosen}")
+        sys.stdout.flush()
+        click.echo(
+            f"connect with: xpfilt host --udp {bind}:{chosen} --rto 2 --build {build_dir} DOC...",
+            err=True,
+        )
+
+    config = EthernetSimConfig(
+        build_dir, host=bind, port=0 if faults else port, idle_timeout=idle_timeout,
+        build_root=sim_build_dir,
+    )  # fmt: skip
+    try:
+        run = serve_ethernet_board(config, on_port=announce, log=lambda m: click.echo(m, err=True))
+    except (ToolError, RuntimeError) as exc:
+        raise click.ClickException(str(exc))
+    finally:
+        for relay in relays:
+            relay.stop()
+            click.echo(f"xpfilt sim-board: faults injected: {relay.counts}", err=True)
+    click.echo(
+        f"xpfilt sim-board: simulation ended ({run.wall_time:.1f} s; log {run.log})", err=True
+    )
+    sys.exit(0 if run.passed else 1)

@@ -20,6 +20,7 @@ from typing import Sequence
 from amaranth.hdl import (
     ClockDomain,
     ClockSignal,
+    Const,
     DomainRenamer,
     Instance,
     Module,
@@ -266,8 +267,8 @@ class EthernetBoardTop(wiring.Component):
                 f"i_{p}_sink_last": tx.payload.last,
                 f"i_{p}_sink_last_be": tx.payload.last,
                 f"i_{p}_sink_ip_address": tx.payload.ip,
-                f"i_{p}_sink_dst_port": core.endpoint["port"],
-                f"i_{p}_sink_src_port": core.endpoint["port"],
+                f"i_{p}_sink_dst_port": Const(core.endpoint["port"], 16),
+                f"i_{p}_sink_src_port": Const(core.endpoint["port"], 16),
                 f"i_{p}_sink_length": tx.payload.length,
             },
         )
