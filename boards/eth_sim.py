@@ -41,13 +41,14 @@ module ODDRX1F(input D0, input D1, input SCLK, input RST, output Q);
   assign Q = SCLK ? d0 : d1_late;
 endmodule
 
-// IDDRX1F: Q0 the bit sampled at a rising edge of SCLK, Q1 the one sampled at the falling
-// edge before it, both presented at the rising edge.
+// IDDRX1F: D sampled at a rising edge of SCLK (Q0) and at the falling edge after it (Q1),
+// the pair presented together at the next rising edge.
 module IDDRX1F(input D, input SCLK, input RST, output reg Q0, output reg Q1);
-  reg fall = 0;
+  reg rise = 0, fall = 0;
   initial begin Q0 = 0; Q1 = 0; end
+  always @(posedge SCLK) rise <= D;
   always @(negedge SCLK) fall <= D;
-  always @(posedge SCLK) begin Q0 <= D; Q1 <= fall; end
+  always @(posedge SCLK) begin Q0 <= rise; Q1 <= fall; end
 endmodule
 
 // DELAYG: a programmable input or output delay; zero in simulation (it only moves the sampling

@@ -326,6 +326,7 @@ class UdpEndpoint(wiring.Component):
         started = Signal()
         in_engine = Signal(16)  # documents the engine took and whose readout is not written
         doc_done = Signal()  # a document's last byte went to the engine
+        doc_counted = Signal()  # ... and it is one of this session's
         read_done = Signal()  # a readout record was completed (written or dropped)
         stale_docs = Signal(16)
         cut_byte = Signal(8)
@@ -376,7 +377,7 @@ class UdpEndpoint(wiring.Component):
                 with m.If(taken):
                     m.d.sync += [left.eq(left - 1), started.eq(1)]
                     with m.If(left == 1):
-                        m.d.comb += doc_done.eq(is_doc)
+                        m.d.comb += [doc_done.eq(is_doc), doc_counted.eq(is_doc)]
                         m.next = "RECORD"
                 cut_on_switch(True)
             with m.State("CUT"):  # a session switch cut a record short: end it
@@ -389,7 +390,7 @@ class UdpEndpoint(wiring.Component):
                 with m.If(self.input.ready):
                     m.d.comb += doc_done.eq(is_doc)
                     m.next = "RECORD"
-        with m.If(doc_done):
+        with m.If(doc_counted):  # not a document a session switch cut short
             m.d.sync += documents.eq(documents + 1)
 
         # --- readout records -> the readout buffer -------------------------------------------

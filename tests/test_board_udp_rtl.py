@@ -194,6 +194,11 @@ def test_endpoint_rtl_sends_again_after_its_timeout_and_drops_an_old_sessions_re
         assert [(rec.doc, decode_record(rec, 5).bits) for rec in records] == [
             (0, bench.model_readouts([DOCS[3]])[0].bits)
         ]
+        r.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 2)))
+        await ctx.tick().repeat(150)
+        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
+        assert status.documents == 1  # the cut document is not the new session's
 
     bench.sim.add_testbench(testbench)
     bench.sim.run()
