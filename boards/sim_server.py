@@ -26,6 +26,7 @@ __all__ = [
     "EthernetSimConfig",
     "serve_ethernet_board",
     "ETH_TB_MODULE",
+    "ethernet_line_rate",
 ]
 
 BOARD_TB_MODULE = "xpfilt.boards.sim_tb"
@@ -112,6 +113,40 @@ class EthernetSimConfig:
     idle_timeout: float = 600.0
     build_root: Optional[Path] = None
     run_dir: Optional[Path] = None
+
+
+def ethernet_line_rate(
+    design: Path, documents, output: Path, *, build_root: Optional[Path] = None, log=print
+) -> dict:
+    """The simulated Ethernet board's throughput with the line kept busy
+    (:func:`xpfilt.boards.eth_sim_tb.line_rate`): the JSON it writes to ``output``."""
+    from xpfilt.boards.eth_sim import SIM_TOP, ethernet_sim_verilog
+    from xpfilt.sim.runner import default_build_root
+
+    root = Path(build_root or default_build_root())
+    verilog, addresses = ethernet_sim_verilog(design, root / "liteeth")
+    built = build_design(
+        json.dumps({"ethernet_board": str(design), **addresses}),
+        verilog,
+        "verilator",
+        root,
+        log=log,
+        toplevel=SIM_TOP,
+    )
+    run_dir = Path(tempfile.mkdtemp(prefix="xpfilt-eth-rate-"))
+    tb_config = run_dir / "eth_tb.json"
+    tb_config.write_text(
+        json.dumps(
+            {
+                "rate": {"documents": [str(p) for p in documents], "output": str(output)},
+                **addresses,
+            }
+        )
+    )
+    run = run_testbench(built, tb_config, run_dir, test_module=ETH_TB_MODULE)
+    if not run.passed:
+        raise RuntimeError(f"the line-rate simulation failed: {run.log}")
+    return json.loads(Path(output).read_text())
 
 
 def serve_ethernet_board(
