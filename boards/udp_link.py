@@ -167,8 +167,8 @@ class UdpEndpoint(wiring.Component):
         m.d.comb += fill.eq(commit - rd)
         free = Signal(nbits + 1)
         m.d.comb += free.eq(N - fill)
-        limit = Signal(32)
-        m.d.comb += limit.eq(rx_next + free)
+        limit = Signal(32)  # what the host may send up to: registered, so a cycle late -- never
+        m.d.sync += limit.eq(rx_next + free)  # more than the room (it only grows in a session)
         bad, stale, dups, ooo = (Signal(16, name=n) for n in ("bad", "stale", "dups", "ooo"))
         documents = Signal(32)  # documents of this session into the engine
         status_due, ack_due, nak_due, nak_sent = Signal(), Signal(), Signal(), Signal()
@@ -190,6 +190,7 @@ class UdpEndpoint(wiring.Component):
         h = DatagramHeader(hdr)
         # the host's acknowledgement of the readout stream (a good DATA datagram of the session)
         rx_acting = Signal()  # the receive FSM is in ACT
+        rx_checking = Signal()  # ... in CHECK
         acting_data = Signal()
         m.d.comb += acting_data.eq(
             rx_acting & (h.kind == DatagramKind.DATA.value) & opened & (h.session == session)
@@ -257,6 +258,7 @@ class UdpEndpoint(wiring.Component):
                         m.d.sync += total.eq(index + 1)
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
+                m.d.comb += rx_checking.eq(1)
                 m.d.sync += index.eq(0)
                 good = (
                     rx_crc.match_detected
@@ -668,13 +670,25 @@ class UdpEndpoint(wiring.Component):
                         m.next = "IDLE"
 
         # --- a good DATA datagram's acknowledgement and NAK; the timer; a session switch -------
-        ack_ok = acting_data & (ack_ahead != 0) & (ack_ahead <= written - tx_acked)
+        # compared a cycle ahead, in CHECK (tx_acked changes only in ACT; written only grows;
+        # a tx_next the transmitter moved meanwhile at worst sends bytes again): no path from
+        # the offsets through the compares to tx_next in one cycle
+        ack_new = Signal()  # the acknowledgement moves tx_acked forward, within what was written
+        ack_beyond = Signal()  # ... past tx_next (after a go-back)
+        ack_same = Signal()  # it is tx_acked
+        with m.If(rx_checking):
+            m.d.sync += [
+                ack_new.eq((ack_ahead != 0) & (ack_ahead <= written - tx_acked)),
+                ack_beyond.eq(ack_ahead > tx_next - tx_acked),
+                ack_same.eq(ack_ahead == 0),
+            ]
+        ack_ok = acting_data & ack_new
         new_acked = Mux(ack_ok, h.ack, tx_acked)
         with m.If(ack_ok):
             m.d.sync += [tx_acked.eq(h.ack), progress.eq(0)]
-            with m.If(ack_ahead > tx_next - tx_acked):
+            with m.If(ack_beyond):
                 m.d.sync += tx_next.eq(h.ack)
-        with m.If(acting_data & h.flags.nak & (h.ack == new_acked)):
+        with m.If(acting_data & h.flags.nak & (ack_new | ack_same)):
             m.d.sync += tx_next.eq(new_acked)  # go back: the host lost a datagram after ``ack``
         with m.If(tx_acked == tx_next):
             m.d.sync += progress.eq(0)
@@ -703,6 +717,7 @@ class UdpEndpoint(wiring.Component):
                 ack_due.eq(0),
                 progress.eq(0),
                 stale_docs.eq(in_engine + doc_done - read_done + cutting),
+                limit.eq(N),
                 discard.eq(~readout_idle),
             ]
         return m
