@@ -13,7 +13,7 @@ setup: $(STAMP) $(AOT)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,sim,spark,synth]'
+	$(BIN)/python -m pip install --quiet -e '.[test,sim,spark,synth,eth]'
 	touch $(STAMP)
 
 # The fast engine's compiled loop built ahead of time (Numba's pycc and the C compiler): no

@@ -39,10 +39,12 @@ from amaranth.lib import wiring
 
 from xpfilt.boards.clocks import PLL_FAMILIES, Ecp5Pll, ecp5_pll
 from xpfilt.boards.host import DEFAULT_BAUD, plan_identity
+from xpfilt.boards.liteeth import DEFAULT_IP, DEFAULT_MAC, format_ip, format_mac
 from xpfilt.boards.platforms import Board, get_board
-from xpfilt.boards.protocol import Mode
+from xpfilt.boards.protocol import UDP_PORT, Mode
 from xpfilt.boards.top import BoardCore, BoardTop, EngineInstance
 from xpfilt.boards.uart import MIN_DIVIDER
+from xpfilt.boards.udp_link import max_record
 from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
 from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.eda.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
@@ -258,6 +260,24 @@ class BuildConfig:
     nextpnr_args: tuple = ()
     clock_hz: Optional[float] = None
     place_only: bool = False
+    link: Optional[str] = None
+    mac: int = DEFAULT_MAC
+    ip: int = DEFAULT_IP
+    udp_port: int = UDP_PORT
+
+
+#: The link's clock on an Ethernet board (LiteEth's system clock; the RGMII line's rate).
+LINK_HZ = 125e6
+
+
+def board_link(board: Board, link: Optional[str]) -> str:
+    """``link`` (None: the board's default), checked against what ``board`` has."""
+    link = link or board.links[0]
+    if link not in board.links:
+        raise ValueError(
+            f"link must be one of {', '.join(board.links)} on {board.name}, not {link!r}"
+        )
+    return link
 
 
 def engine_clock(board: Board, clock_hz: Optional[float]) -> Optional[Ecp5Pll]:
@@ -445,10 +465,18 @@ class BuildResult:
             ),
             f"* {self.design}",
             f"* readout: {info['width']} bits per document; design identity {info['identity']}",
-            f"* host link: UART {info['baud']:,} baud 8N1 (divider {info['divider']}); "
-            "protocol in boards/protocol.py",
+            (
+                f"* host link: Gigabit Ethernet, UDP (LiteEth), {info['mac']} "
+                f"{info['ip']}:{info['port']}; protocol in boards/protocol.py"
+                if info.get("link") == "ethernet"
+                else f"* host link: UART {info['baud']:,} baud 8N1 (divider {info['divider']}); "
+                "protocol in boards/protocol.py"
+            ),
             "* LEDs: "
-            + ", ".join(f"{name} {number} = {function}" for function, name, number in board.leds),
+            + ", ".join(
+                f"{name} {number}{''.join(' ' + f for f in field)} = {function}"
+                for function, name, number, *field in board.leds
+            ),
         ]
         if self.fit:
             fit = self.fit
@@ -498,12 +526,26 @@ def build_board(
     board = get_board(config.board)
     out = Path(config.output)
     try:
-        pll = engine_clock(board, config.clock_hz)
-        clock = pll.output_hz if pll else board.clock_hz
-        divider = uart_divider(clock, config.baud)
+        link = board_link(board, config.link)
+        if link == "ethernet":
+            if config.clock_hz not in (None, LINK_HZ):
+                raise ValueError(
+                    f"engine clock must be the link's {LINK_HZ / 1e6:g} MHz with --link "
+                    f"ethernet (one PLL output clocks both), not {config.clock_hz / 1e6:g} MHz"
+                )
+            pll = ecp5_pll(board.clock_hz, LINK_HZ)
+            divider = 0
+        else:
+            pll = engine_clock(board, config.clock_hz)
+            clock = pll.output_hz if pll else board.clock_hz
+            divider = uart_divider(clock, config.baud)
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     info = write_design_files(design, board, out, baud=config.baud, divider=divider, pll=pll)
+    info["link"] = link
+    if link == "ethernet":
+        info.update(mac=format_mac(config.mac), ip=format_ip(config.ip), port=config.udp_port)
+    (out / "board.json").write_text(json.dumps(info, indent=1) + "\n")
     result = BuildResult(
         board.name, out, info, design.summary, files=["board.json", *design.files, f"{TOP_NAME}.v"]
     )
@@ -533,14 +575,18 @@ def _build(
     clock = pll.output_hz if pll else board.clock_hz
     platform = board.create_platform()
     platform.add_file(f"{TOP_NAME}.v", design.verilog)
-    core = board_core(
-        design,
-        divider=divider,
-        heartbeat=max(1, int(clock // 2)),
-        busy_stretch=max(1, int(clock // 20)),
-    )
-    top = BoardTop(core, board.leds, pll)
     overrides = {}
+    if result.info.get("link") == "ethernet":
+        top, preferences = _ethernet_top(design, board, config, pll, out, platform, log)
+        overrides["add_preferences"] = preferences
+    else:
+        core = board_core(
+            design,
+            divider=divider,
+            heartbeat=max(1, int(clock // 2)),
+            busy_stretch=max(1, int(clock // 20)),
+        )
+        top = BoardTop(core, board.leds, pll)
     if board.runs_toolchain:
         nextpnr = [f"--report {BOARD_TOP}.report.json", "--timing-allow-fail"]
         if config.seed is not None:
@@ -548,7 +594,7 @@ def _build(
         nextpnr += config.nextpnr_args
         if config.place_only:
             nextpnr += ["--no-route", "--write", "placed.json"]
-        overrides = {
+        overrides |= {
             "debug_verilog": True,
             "nextpnr_opts": " ".join(nextpnr),
             "script_after_synth": f"tee -q -o {BOARD_TOP}.stat.json stat -json",
@@ -626,6 +672,40 @@ def _build(
             f"WARNING: Fmax {result.fmax_mhz:.1f} MHz is below the engine "
             f"clock {clock / 1e6:g} MHz: the bitstream may not work"
         )
+
+
+def _ethernet_top(design, board, config, pll, out, platform, log):
+    """The Ethernet board top of ``design`` (:class:`xpfilt.boards.eth_top.EthernetBoardTop`),
+    LiteEth's core generated and added to ``platform``; returns it and the LPF preferences
+    (the RGMII receive clock's frequency)."""
+    from xpfilt.boards.eth_top import EthernetBoardCore, EthernetBoardTop
+    from xpfilt.boards.liteeth import LITEETH_MODULE, EthernetConfig, generate_liteeth
+
+    ethernet = EthernetConfig(
+        board.liteeth_device, mac=config.mac, ip=config.ip, port=config.udp_port, clock_hz=LINK_HZ
+    )
+    log(f"{board.name}: LiteEth core for {ethernet.address} ...")
+    try:
+        liteeth = generate_liteeth(ethernet, out / "liteeth")
+    except ToolError as exc:
+        raise ToolError(f"{board.name}: {exc}") from None
+    platform.add_file(f"{LITEETH_MODULE}.v", liteeth)
+    core = EthernetBoardCore(
+        EngineInstance(design.signature, TOP_NAME),
+        mode=design.mode,
+        width=design.width,
+        identity=design.identity,
+        readout=design.readout,
+        heartbeat=max(1, int(LINK_HZ // 2)),
+        mac=config.mac,
+        ip=config.ip,
+        port=config.udp_port,
+        input_buffer=16384,
+        readout_buffer=max(16384, 1 << (max_record(design.readout, design.width) - 1).bit_length()),
+        timeout=int(LINK_HZ * 0.05),
+    )
+    preferences = f'FREQUENCY PORT "eth_rgmii_0__rx_clk__io" {LINK_HZ / 1e6:g} MHz;\n'
+    return EthernetBoardTop(core, board.leds, pll), preferences
 
 
 def _estimate_xilinx(

@@ -110,9 +110,37 @@ def _board_design(family, queries_path, mode, max_name, columns, clusters, max_t
     "board_name",
     required=True,
     metavar="NAME",
-    help="icebreaker (iCE40UP5K), ulx3s-85f (ECP5-85F) or arty-a7-35 (Xilinx: Vivado files only).",
+    help="icebreaker (iCE40UP5K), ulx3s-85f (ECP5-85F), ecpix5-85f (ECP5-85F, Ethernet), "
+    "colorlight-5a75b (ECP5-25F, Ethernet) or arty-a7-35 (Xilinx: Vivado files only).",
 )
 @_board_design_options
+@click.option(
+    "--link",
+    type=click.Choice(["uart", "ethernet"]),
+    default=None,
+    help="The host link: a UART, or Gigabit Ethernet (UDP, LiteEth) [default: the board's "
+    "first: uart where it has a UART, else ethernet].",
+)
+@click.option(
+    "--mac",
+    default="02:58:50:46:49:4c",
+    show_default=True,
+    help="--link ethernet: the board's MAC address.",
+)
+@click.option(
+    "--ip",
+    "ip_address",
+    default="192.168.1.50",
+    show_default=True,
+    help="--link ethernet: the board's IPv4 address.",
+)
+@click.option(
+    "--udp-port",
+    type=click.IntRange(1, 65535),
+    default=4747,
+    show_default=True,
+    help="--link ethernet: the board's UDP port (the host sends from it too).",
+)
 @click.option(
     "--baud",
     type=click.IntRange(1),
@@ -149,6 +177,10 @@ def build_command(
     columns,
     clusters,
     max_tag_len,
+    link,
+    mac,
+    ip_address,
+    udp_port,
     baud,
     no_toolchain,
     timeout,
@@ -157,7 +189,7 @@ def build_command(
     output_dir,
     **kwargs,
 ):
-    """Build a bitstream: the engine behind a UART host link on a board.
+    """Build a bitstream: the engine behind a UART or Ethernet host link on a board.
 
     Writes into OUTPUT_DIR: board.json and plan.json / hardware.json (for `xpfilt host
     --build`), xpfilt_engine.v and xpfilt_board.v, gateware/ (the platform's build files and
@@ -167,13 +199,26 @@ def build_command(
     queries would. Tools: YoWASP builds, or $YOSYS, $NEXTPNR_ICE40, $ICEPACK, $NEXTPNR_ECP5,
     $ECPPACK.
     """
-    from xpfilt.boards.build import BuildConfig, build_board
+    from xpfilt.boards.build import BuildConfig, board_link, build_board
+    from xpfilt.boards.liteeth import parse_ip, parse_mac
     from xpfilt.boards.platforms import get_board
 
     try:
         board = get_board(board_name)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--board")
+    try:
+        link = board_link(board, link)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--link")
+    try:
+        mac_value = parse_mac(mac)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--mac")
+    try:
+        ip_value = parse_ip(ip_address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--ip")
     design, skipped = _board_design(
         board.family, queries_path, mode, max_name, columns, clusters, max_tag_len, kwargs
     )
@@ -185,6 +230,10 @@ def build_command(
         timeout=timeout,
         seed=seed,
         clock_hz=clock_mhz * 1e6 if clock_mhz else None,
+        link=link,
+        mac=mac_value,
+        ip=ip_value,
+        udp_port=udp_port,
     )
     try:
         result = build_board(design, config, log=lambda message: click.echo(message, err=True))
@@ -198,8 +247,36 @@ def build_command(
 @click.option(
     "--port",
     "url",
-    required=True,
-    help="The board: a serial device (/dev/ttyUSB1) or socket://HOST:PORT (`xpfilt sim-board`).",
+    help="A board on a UART: a serial device (/dev/ttyUSB1) or socket://HOST:PORT "
+    "(`xpfilt sim-board`).",
+)
+@click.option(
+    "--udp",
+    "udp",
+    metavar="HOST[:PORT]",
+    help="A board on Ethernet (port 4747 unless given), or `xpfilt sim-board --link ethernet`.",
+)
+@click.option(
+    "--source-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="--udp: the local UDP port to send from (0: any) [default: the board's port (a "
+    "LiteEth board answers only that), any for a loopback address].",
+)
+@click.option(
+    "--rto",
+    type=click.FloatRange(0.001),
+    default=0.05,
+    show_default=True,
+    help="--udp: seconds without an acknowledgement before sending again (a simulated "
+    "board in Verilator is slow: 2).",
+)
+@click.option(
+    "--window",
+    type=click.IntRange(1),
+    default=64,
+    show_default=True,
+    help="--udp: documents in flight ahead of their answers.",
 )
 @click.option(
     "--baud",
@@ -245,23 +322,44 @@ def build_command(
     help="Write the TSV here instead of standard output.",
 )
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
-def host_command(url, baud, build_dir, queries_path, config_path, timeout, output, documents):
+def host_command(
+    url,
+    udp,
+    source_port,
+    rto,
+    window,
+    baud,
+    build_dir,
+    queries_path,
+    config_path,
+    timeout,
+    output,
+    documents,
+):
     """Filter DOCUMENTS on a board and print the TSV of `xpfilt filter`.
 
-    Each document goes to the board in a frame; its readout comes back and becomes query
-    numbers (file name, tab, matching query numbers). Documents the engine flags (malformed,
-    too deep, a name too long) are reported on standard error, the others still answered, and
-    the exit code is 1. Example with a simulated board:
+    Each document goes to the board (--port: in a UART frame, one at a time; --udp: in
+    datagrams, --window documents ahead); its readout comes back and becomes query numbers
+    (file name, tab, matching query numbers). Documents the engine flags (malformed, too deep,
+    a name too long) are reported on standard error, the others still answered, and the exit
+    code is 1. --udp shows a progress bar on a terminal and ends with documents/s and MB/s on
+    standard error. Examples with a simulated board:
 
     \b
       xpfilt build --board icebreaker -q Q.txt --no-toolchain -o b
       xpfilt sim-board --build b --port 0 &        # prints socket://127.0.0.1:PORT
       xpfilt host --port socket://127.0.0.1:PORT --build b -q Q.txt docs/
+    \b
+      xpfilt sim-board --link ethernet --model --build b --port 0 &   # prints udp://...
+      xpfilt host --udp 127.0.0.1:PORT --build b -q Q.txt docs/
     """
     from xpfilt.boards.host import DEFAULT_BAUD, BoardDesign, BoardLink, open_board_engine
     from xpfilt.boards.protocol import LinkError
     from xpfilt.engines import filter_batch
     from xpfilt.software.results import format_tsv_line
+
+    if (url is None) == (udp is None):
+        raise click.UsageError("give the board's --port (UART) or its --udp HOST[:PORT], one")
 
     failed = False
 
@@ -278,24 +376,78 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
                 queries_path, refuse=lambda qs: hardware_queries(qs, None)
             )
             failed |= skipped
-        rate = baud or (design.baud if design else DEFAULT_BAUD)
-        with BoardLink.open(url, baud=rate, timeout=timeout) as link:
-            engine = open_board_engine(
-                link,
-                design,
-                queries=queries,
-                config_path=config_path,
-                warn=lambda message: warn(f"{queries_path}: {message}"),
-            )
-            for result in filter_batch(engine, document_paths(documents)):
+        paths = document_paths(documents)
+
+        def write(results):
+            for result in results:
                 if result.ok:
                     output.write(format_tsv_line(result.name, result.matches) + "\n")
                 else:
                     warn(result.error)
+
+        if udp is not None:
+            results = _udp_results(
+                udp, source_port, rto, design, queries, config_path, timeout, window, paths, warn
+            )
+            write(results)
+        else:
+            rate = baud or (design.baud if design else DEFAULT_BAUD)
+            with BoardLink.open(url, baud=rate, timeout=timeout) as link:
+                engine = open_board_engine(
+                    link,
+                    design,
+                    queries=queries,
+                    config_path=config_path,
+                    warn=lambda message: warn(f"{queries_path}: {message}"),
+                )
+                write(filter_batch(engine, paths))
     except LinkError as exc:
         raise click.ClickException(str(exc))
     output.flush()
     sys.exit(1 if failed else 0)
+
+
+def _udp_results(address, source, rto, design, queries, config_path, timeout, window, paths, warn):
+    """The results of ``paths`` from the board at ``address`` over UDP, with a progress bar
+    (on a terminal) and the rates at the end."""
+    import time
+
+    from tqdm import tqdm
+
+    from xpfilt.boards.host import open_board_engine
+    from xpfilt.boards.udp_host import (
+        UdpBoardEngine,
+        UdpLink,
+        default_source_port,
+        parse_address,
+    )
+
+    try:
+        where = parse_address(address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--udp")
+    if source is None:
+        source = default_source_port(*where)
+    with UdpLink(where, timeout=timeout, rto=rto, source_port=source) as link:
+        engine = open_board_engine(
+            link,
+            design,
+            queries=queries,
+            config_path=config_path,
+            warn=lambda message: warn(f"--queries: {message}"),
+            engine_class=UdpBoardEngine,
+        )
+        click.echo(f"xpfilt host: board at {link.last_status.address}", err=True)
+        start = time.monotonic()
+        with tqdm(total=len(paths), unit="doc", disable=None, file=sys.stderr) as bar:
+            yield from engine.filter_batch(paths, window=window, on_result=lambda _: bar.update())
+        took = max(time.monotonic() - start, 1e-9)
+        click.echo(
+            f"xpfilt host: {engine.documents} documents, {engine.bytes / 1e6:.3f} MB in "
+            f"{took:.2f} s: {engine.documents / took:.1f} documents/s, "
+            f"{engine.bytes / took / 1e6:.3f} MB/s ({link.stats.resent_bytes} bytes sent again)",
+            err=True,
+        )
 
 
 @click.command("sim-board")
@@ -326,13 +478,34 @@ def host_command(url, baud, build_dir, queries_path, config_path, timeout, outpu
     show_default=True,
     help="Clock cycles per UART bit in the simulation.",
 )
+@click.option(
+    "--link",
+    type=click.Choice(["uart", "ethernet"]),
+    default="uart",
+    show_default=True,
+    help="uart: the UART bridged to a TCP port; ethernet: the UDP link on a UDP port.",
+)
+@click.option(
+    "--model",
+    is_flag=True,
+    help="--link ethernet: the board's protocol endpoint in Python around the engine's "
+    "cycle model (xpfilt.boards.udp_board) instead of the RTL with LiteEth in Verilator.",
+)
+@click.option(
+    "--faults",
+    metavar="NAME=P,...",
+    default="",
+    help="--link ethernet: relay datagrams through a fault-injecting link: drop, duplicate, "
+    "reorder, corrupt, truncate, each with its probability (e.g. drop=0.03,reorder=0.03).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="--faults: random seed.")
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
     default=0,
     show_default=True,
-    help="TCP port (0: any free port; the chosen one is printed).",
+    help="TCP (uart) or UDP (ethernet) port (0: any free port; the chosen one is printed).",
 )
 @click.option(
     "--connections",
@@ -365,6 +538,10 @@ def sim_board_command(
     max_tag_len,
     output_dir,
     divider,
+    link,
+    model,
+    faults,
+    seed,
     bind,
     port,
     connections,
@@ -372,20 +549,33 @@ def sim_board_command(
     sim_build_dir,
     **kwargs,
 ):
-    """Run a board in simulation (cocotb + Verilator) behind a TCP port.
+    """Run a board in simulation (cocotb + Verilator) behind a TCP or UDP port.
 
     The board core (UART, host link, engine) of --build DIR, or of a design generated like
     `xpfilt build --board NAME ... --no-toolchain -o DIR`, is simulated; its UART pins are
     bridged to a TCP socket, so `xpfilt host --port socket://HOST:PORT --build DIR` talks to it
     as to a board. Prints "listening on socket://HOST:PORT" when ready.
+
+    --link ethernet: the Ethernet board core (UDP endpoint, engine) with LiteEth's MAC, ARP, IP
+    and UDP cores (its GMII PHY: see docs/boards-ethernet.md), its PHY pins driven by
+    cocotbext-eth and bridged to a UDP socket ("listening on udp://HOST:PORT"), for `xpfilt host
+    --udp HOST:PORT --rto 2`; --model serves the endpoint's Python model instead; --faults puts
+    a fault-injecting relay in front.
     """
     from xpfilt.boards.build import BuildConfig, build_board
     from xpfilt.boards.sim_server import SimBoardConfig, serve_board
 
+    if link == "uart" and (model or faults):
+        raise click.UsageError("--model and --faults need --link ethernet")
     try:  # say now, not after building the simulation, that the address cannot be used
         import socket
 
-        socket.create_server((bind, port)).close()
+        if link == "ethernet":
+            probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            probe.bind((bind, port))
+            probe.close()
+        else:
+            socket.create_server((bind, port)).close()
     except OSError as exc:
         raise click.ClickException(f"--bind {bind} --port {port}: {exc.strerror or exc}")
     if build_dir is None:
@@ -404,6 +594,13 @@ def sim_board_command(
         build_dir = output_dir
     elif board_name or queries_path:
         raise click.UsageError("--build DIR already names the design: drop --board/--queries")
+
+    if link == "ethernet" and model:
+        _serve_model(build_dir, bind, port, faults, seed, accept_timeout)
+        return
+    if link == "ethernet":
+        _serve_ethernet_rtl(build_dir, bind, port, faults, seed, accept_timeout, sim_build_dir)
+        return
 
     def announce(chosen):
         click.echo(f"xpfilt sim-board: listening on socket://{bind}:{chosen}", nl=True)
@@ -426,6 +623,109 @@ def sim_board_command(
         run = serve_board(config, on_port=announce, log=lambda m: click.echo(m, err=True))
     except (ToolError, RuntimeError) as exc:
         raise click.ClickException(str(exc))
+    click.echo(
+        f"xpfilt sim-board: simulation ended ({run.wall_time:.1f} s; log {run.log})", err=True
+    )
+    sys.exit(0 if run.passed else 1)
+
+
+def _serve_model(build_dir, bind, port, faults, seed, idle_timeout):
+    """``sim-board --link ethernet --model``: the endpoint model on a UDP port, maybe behind a
+    fault-injecting relay."""
+    import threading
+
+    from xpfilt.boards.faults import Faults, FaultyLink
+    from xpfilt.boards.udp_board import model_endpoint, serve_endpoint
+
+    try:
+        injected = Faults.parse(faults)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--faults")
+    try:
+        endpoint = model_endpoint(build_dir)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc))
+    ports = []
+    stop = threading.Event()
+    server = threading.Thread(
+        target=serve_endpoint,
+        args=(endpoint,),
+        kwargs=dict(
+            host=bind,
+            port=0 if faults else port,
+            on_port=ports.append,
+            stop=stop,
+            idle_timeout=idle_timeout,
+        ),
+        daemon=True,
+    )
+    server.start()
+    while not ports and server.is_alive():
+        server.join(0.01)
+    relay = None
+    if faults:
+        relay = FaultyLink((bind, ports[0]), injected, seed=seed, host=bind, port=port).start()
+        ports = [relay.port]
+    click.echo(f"xpfilt sim-board: listening on udp://{bind}:{ports[0]}")
+    sys.stdout.flush()
+    click.echo(
+        f"connect with: xpfilt host --udp {bind}:{ports[0]} --build {build_dir} DOC...", err=True
+    )
+    try:
+        server.join()
+    except KeyboardInterrupt:
+        stop.set()
+        server.join()
+    finally:
+        if relay is not None:
+            relay.stop()
+            click.echo(f"xpfilt sim-board: faults injected: {relay.counts}", err=True)
+    status = endpoint.status()
+    click.echo(
+        f"xpfilt sim-board: no datagram for {idle_timeout:g} s: ended ({status.documents} "
+        f"documents; dropped {status.bad} bad, {status.stale} stale, {status.duplicates} "
+        f"duplicate, {status.out_of_order} out-of-order datagrams)",
+        err=True,
+    )
+
+
+def _serve_ethernet_rtl(build_dir, bind, port, faults, seed, idle_timeout, sim_build_dir):
+    """``sim-board --link ethernet``: the board core with LiteEth in Verilator, its GMII pins
+    bridged to a UDP port (maybe behind a fault-injecting relay)."""
+    from xpfilt.boards.faults import Faults, FaultyLink
+    from xpfilt.boards.sim_server import EthernetSimConfig, serve_ethernet_board
+
+    try:
+        injected = Faults.parse(faults)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--faults")
+    relays = []
+
+    def announce(chosen):
+        if faults:
+            relays.append(
+                FaultyLink((bind, chosen), injected, seed=seed, host=bind, port=port).start()
+            )
+            chosen = relays[0].port
+        click.echo(f"xpfilt sim-board: listening on udp://{bind}:{chosen}")
+        sys.stdout.flush()
+        click.echo(
+            f"connect with: xpfilt host --udp {bind}:{chosen} --rto 2 --build {build_dir} DOC...",
+            err=True,
+        )
+
+    config = EthernetSimConfig(
+        build_dir, host=bind, port=0 if faults else port, idle_timeout=idle_timeout,
+        build_root=sim_build_dir,
+    )  # fmt: skip
+    try:
+        run = serve_ethernet_board(config, on_port=announce, log=lambda m: click.echo(m, err=True))
+    except (ToolError, RuntimeError) as exc:
+        raise click.ClickException(str(exc))
+    finally:
+        for relay in relays:
+            relay.stop()
+            click.echo(f"xpfilt sim-board: faults injected: {relay.counts}", err=True)
     click.echo(
         f"xpfilt sim-board: simulation ended ({run.wall_time:.1f} s; log {run.log})", err=True
     )

@@ -323,13 +323,17 @@ def open_board_engine(
     queries: Optional[Sequence[Query]] = None,
     config_path: Optional[Path] = None,
     warn=lambda message: None,
+    engine_class=None,
 ) -> BoardEngine:
     """Greet the board (status), check it runs ``design`` and return the engine to filter with.
 
     Custom: readout bits map to queries by ``design.plan``; ``queries`` (from a query file)
     must be the plan's. Programmable: the board is configured first -- with ``queries`` placed
     on ``design.spec`` (the ones that do not fit go to ``warn``) or with the stream at
-    ``config_path`` and its ``.map.tsv``."""
+    ``config_path`` and its ``.map.tsv``. ``link``: a :class:`BoardLink` or a
+    :class:`xpfilt.boards.udp_host.UdpLink`; ``engine_class``: the engine made around it
+    (default :class:`BoardEngine`)."""
+    engine_class = engine_class or BoardEngine
     status = link.status()
     if design is not None:
         design.check(status, link.name)
@@ -352,7 +356,7 @@ def open_board_engine(
                     f"{'; '.join(problems[:5])}{more}"
                 )
         plan = design.plan
-        return BoardEngine(
+        return engine_class(
             link, plan_queries(plan), enumerate(plan.query_numbers), status.width, status.documents
         )
     if status.mode != Mode.PROGRAMMABLE.value:
@@ -386,4 +390,4 @@ def open_board_engine(
             "now) or --config CONFIG.bin (from `xpfilt configure`)"
         )
     status = link.configure(stream)
-    return BoardEngine(link, queries, pairs, status.width, status.documents)
+    return engine_class(link, queries, pairs, status.width, status.documents)

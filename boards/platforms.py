@@ -10,14 +10,34 @@ default clock, and so are its constraints.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
 from amaranth_boards.arty_a7 import ArtyA7_35Platform
+from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
+from amaranth_boards.ecpix5 import ECPIX585Platform
 from amaranth_boards.icebreaker import ICEBreakerPlatform
 from amaranth_boards.ulx3s import ULX3S_85F_Platform
 
-__all__ = ["Board", "BOARDS", "get_board"]
+from xpfilt.eda.synth import DEVICES, Device
+
+__all__ = ["Board", "BOARDS", "get_board", "LINKS"]
+
+#: The host links a board can have: a UART (:mod:`xpfilt.boards.top`) or Gigabit Ethernet with
+#: the UDP protocol (:mod:`xpfilt.boards.eth_top`).
+LINKS = ("uart", "ethernet")
+
+#: The Colorlight 5A-75B's LFE5U-25F (the device table's ECP5 is the 85F): 24,288 LUT4s and
+#: flip-flops, 56 DP16KD.
+_LFE5U_25F = dataclasses.replace(
+    DEVICES["ecp5"],
+    part="LFE5U-25F-CABGA256",
+    nextpnr_args=("--25k", "--package", "CABGA256"),
+    luts=24_288,
+    ffs=24_288,
+    bram=56,
+)
 
 
 @dataclass(frozen=True)
@@ -25,7 +45,10 @@ class Board:
     """A board. ``family``: ``ice40``, ``ecp5`` or ``xilinx``, the key of its FPGA in
     :data:`xpfilt.eda.synth.DEVICES` (capacity: ``luts``, ``ffs``, ``bram``, ``lutram``);
     ``device``: the exact part. ``bitstream``: the file the open toolchain writes (None: tools
-    are not run here). ``leds``: (LED function, resource name, number)."""
+    are not run here). ``leds``: (LED function, resource name, number[, subsignal of an RGB
+    LED]). ``links``: the host links it can have (:data:`LINKS`), the default first;
+    ``liteeth_device``: the part as LiteEth's generator names it (Ethernet boards).
+    ``device_facts``: its capacity when it is not the device table's for ``family``."""
 
     name: str
     title: str
@@ -33,17 +56,18 @@ class Board:
     family: str
     device: str
     bitstream: Optional[str]
-    leds: tuple[tuple[str, str, int], ...]
+    leds: tuple[tuple, ...]
     notes: str = ""
+    links: tuple[str, ...] = ("uart",)
+    liteeth_device: Optional[str] = None
+    device_facts: Optional[Device] = None
 
     def create_platform(self):
         return self.platform()
 
     @property
     def capacity(self):
-        from xpfilt.eda.synth import DEVICES
-
-        return DEVICES[self.family]
+        return self.device_facts or DEVICES[self.family]
 
     @property
     def luts(self) -> int:
@@ -99,6 +123,38 @@ BOARDS: dict[str, Board] = {
             ),
             notes="25 MHz clock; FTDI FT231X is the UART (1 Mbaud = 25 MHz / 25 is the "
             "fastest exact rate)",
+        ),
+        Board(
+            "ecpix5-85f",
+            "LambdaConcept ECPIX-5 (LFE5UM5G-85F)",
+            ECPIX585Platform,
+            "ecp5",
+            "LFE5UM5G-85F-8BG554C",
+            bitstream="bit",
+            leds=(
+                ("heartbeat", "rgb_led", 0, "g"),
+                ("busy", "rgb_led", 1, "b"),
+                ("error", "rgb_led", 2, "r"),
+                ("loaded", "rgb_led", 3, "g"),
+            ),
+            notes="100 MHz clock; RTL8211E Gigabit Ethernet PHY (RGMII); FTDI FT2232H channel "
+            "B is the UART",
+            links=("uart", "ethernet"),
+            liteeth_device="LFE5UM5G-85F-8BG554C",
+        ),
+        Board(
+            "colorlight-5a75b",
+            "Colorlight 5A-75B v7.0 (LFE5U-25F)",
+            Colorlight_5A75B_R70Platform,
+            "ecp5",
+            "LFE5U-25F-6BG256C",
+            bitstream="bit",
+            leds=(("heartbeat", "led", 0),),
+            notes="25 MHz clock; two B50612D Gigabit Ethernet PHYs (RGMII; the first is used); "
+            "no UART (its pins are the LED and the button)",
+            links=("ethernet",),
+            liteeth_device="LFE5U-25F-6BG256C",
+            device_facts=_LFE5U_25F,
         ),
         Board(
             "arty-a7-35",

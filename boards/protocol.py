@@ -1,6 +1,8 @@
-"""The host link's protocol: a framed byte protocol between a host and an engine on a board,
-over a UART -- the one definition both the gateware (:mod:`xpfilt.boards.hostlink`) and the host
-(:mod:`xpfilt.boards.host`) use.
+"""The host links' protocols -- the one definition the gateware and the host use: over a UART,
+a framed byte protocol (this docstring; gateware :mod:`xpfilt.boards.hostlink`, host
+:mod:`xpfilt.boards.host`); over Ethernet, datagrams of two reliable byte streams (the comments
+of the UDP section below; gateware :mod:`xpfilt.boards.udp_link`, host
+:mod:`xpfilt.boards.udp_host`, model :mod:`xpfilt.boards.udp_board`).
 
 Framing (both directions). A frame is ``SOF kind body... EOF``. Inside ``kind`` and ``body``
 the three special bytes ``SOF`` (0xC0), ``EOF`` (0xC1) and ``ESC`` (0xDB) are sent as ``ESC``
@@ -50,13 +52,15 @@ keep the bytes sent during a readout below the receive FIFO (64 bytes), or they 
 ``overrun`` is reported.
 """
 
+import dataclasses
+import zlib
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from amaranth.lib import data, enum
 
 from xpfilt.hdl.frontend import ErrorFlags, Errors
-from xpfilt.hwspec.readout import DOC_WIDTH, DocumentReadout
+from xpfilt.hwspec.readout import DOC_WIDTH, DocumentReadout, ReadoutKind
 
 __all__ = [
     "SOF",
@@ -82,6 +86,35 @@ __all__ = [
     "decode_readout",
     "decode_matches",
     "status_fields",
+    "mode_name",
+    "UDP_VERSION",
+    "UDP_PORT",
+    "MAX_PAYLOAD",
+    "DatagramKind",
+    "DatagramHeader",
+    "DATAGRAM_HEADER",
+    "DATAGRAM_CRC",
+    "InputKind",
+    "InputRecord",
+    "INPUT_RECORD",
+    "ReadoutRecordKind",
+    "ReadoutRecord",
+    "READOUT_RECORD",
+    "ConfigVerdict",
+    "UdpStatusLayout",
+    "UDP_STATUS_BYTES",
+    "seq_after",
+    "seq_diff",
+    "Datagram",
+    "encode_datagram",
+    "decode_datagram",
+    "input_record",
+    "readout_record",
+    "Record",
+    "RecordReader",
+    "readout_body",
+    "decode_record",
+    "UdpStatus",
 ]
 
 SOF = 0xC0
@@ -167,6 +200,29 @@ def _fields(layout) -> dict:
         for name, f in data.Layout.cast(layout)
         if not name.startswith("_")
     }
+
+
+def _pack(layout, **fields) -> bytes:
+    value = 0
+    for name, (offset, width) in _fields(layout).items():
+        value |= (fields.get(name, 0) & ((1 << width) - 1)) << offset
+    return value.to_bytes(data.Layout.cast(layout).size // 8, "little")
+
+
+def _unpack(layout, raw: bytes) -> dict:
+    value = int.from_bytes(raw, "little")
+    return {
+        name: value >> offset & ((1 << width) - 1)
+        for name, (offset, width) in _fields(layout).items()
+    }
+
+
+def mode_name(mode: int) -> str:
+    """A status's engine mode as a word (``custom``, ``programmable``)."""
+    try:
+        return Mode(mode).name.lower()
+    except ValueError:
+        return f"unknown mode {mode}"
 
 
 def status_fields() -> dict:
@@ -268,27 +324,15 @@ class BoardStatus:
     def decode(cls, body: bytes) -> "BoardStatus":
         if len(body) != STATUS_BYTES:
             raise LinkError(f"a status frame must have {STATUS_BYTES} bytes, not {len(body)}")
-        value = int.from_bytes(body, "little")
-        return cls(
-            **{
-                name: value >> offset & ((1 << width) - 1)
-                for name, (offset, width) in status_fields().items()
-            }
-        )
+        return cls(**_unpack(StatusLayout, body))
 
     def encode(self) -> bytes:
         """The status frame body (for tests and fakes)."""
-        value = 0
-        for name, (offset, width) in status_fields().items():
-            value |= (getattr(self, name) & ((1 << width) - 1)) << offset
-        return value.to_bytes(STATUS_BYTES, "little")
+        return _pack(StatusLayout, **dataclasses.asdict(self))
 
     @property
     def mode_name(self) -> str:
-        try:
-            return Mode(self.mode).name.lower()
-        except ValueError:
-            return f"unknown mode {self.mode}"
+        return mode_name(self.mode)
 
     def link_errors(self) -> list[str]:
         return [name for name in ("overrun", "framing", "protocol") if getattr(self, name)]
@@ -346,3 +390,326 @@ def decode_matches(body: bytes, width: int) -> DocumentReadout:
             )
         bits |= 1 << position
     return DocumentReadout(doc, errors, bits)
+
+
+# --- the UDP link (Ethernet boards) --------------------------------------------------------------
+#
+# Over UDP the link is two reliable byte streams, one each way, carried in datagrams with
+# sequence numbers, go-back-N, as TCP does it but small enough for gateware:
+#
+# * Every datagram is a :class:`DatagramHeader` (:data:`DATAGRAM_HEADER` bytes), ``length``
+#   payload bytes and a CRC-32 (zlib's, the Ethernet FCS polynomial) of header and payload,
+#   little endian. A datagram whose version, length or CRC is wrong (corrupted, truncated) is
+#   dropped whole, and so is one of another ``session`` (stale: a host that restarted).
+# * ``seq`` is the byte offset in its stream of the payload's first byte (32 bits, wrapping);
+#   a receiver takes a datagram only when ``seq`` is the next byte it expects: an older one
+#   (a duplicate) is dropped and acknowledged again, a newer one (a datagram before it was lost
+#   or overtaken) is dropped and answered with ``NAK`` set, once per gap, so the sender goes
+#   back to the receiver's ``ack`` at once instead of after its timeout.
+# * ``ack`` in every datagram: the next byte offset expected of the other side's stream
+#   (cumulative). ``limit`` (board -> host): the host may send input stream bytes below this
+#   offset -- the board's input buffer has room for them, so it is never overrun; the board
+#   sends a datagram (payload-less if it has nothing else) when the room grows.
+# * A sender keeps what it sent until it is acknowledged and sends it again from the
+#   receiver's ``ack`` when ``NAK`` comes or nothing was acknowledged for its timeout.
+#
+# Host -> board (:class:`DatagramKind`): ``HELLO`` opens session ``session`` (a new one resets
+# both streams to offset 0; the old session's documents still in the engine are finished and
+# their readouts dropped; a HELLO of the current session changes nothing) and is answered by
+# ``STATUS``; ``STATUS`` asks for one; ``DATA`` carries input stream bytes (none: an ack).
+# Board -> host: ``STATUS`` (payload :class:`UdpStatusLayout`), ``READOUT`` (readout stream bytes;
+# none: an ack or a credit).
+#
+# The input stream is a sequence of :class:`InputRecord` headers each followed by ``length``
+# bytes: a document (``length`` >= 1; the engine gets ``last`` on its final byte) or a
+# configuration stream of the programmable engine (committed between two documents, as over the
+# UART). The readout stream is a sequence of :class:`ReadoutRecord` headers each followed by
+# ``length`` bytes, one per document in order (``doc``: the session's document number, from 0):
+# ``R`` the packed readout bits (as an ``R`` frame's), ``M`` the ids (as an ``M`` frame's), or,
+# once per configuration stream, ``C``: its verdict (:class:`ConfigVerdict`; ``doc``: the
+# documents before it). The board keeps readout bytes until the host acknowledges them.
+
+UDP_VERSION = 1
+#: The board's UDP port unless built with another.
+UDP_PORT = 4747
+#: Payload bytes a datagram carries at most: 1,500-byte IP packets (20 bytes of IP header, 8 of
+#: UDP), less the header and the CRC.
+MAX_PAYLOAD = 1440
+SEQ_MASK = 0xFFFFFFFF
+
+
+class DatagramKind(enum.Enum, shape=8):
+    HELLO = ord("H")
+    STATUS = ord("S")
+    DATA = ord("D")
+    READOUT = ord("R")
+
+
+class DatagramFlags(data.Struct):
+    nak: 1  # a datagram after ``ack`` came first: send again from ``ack``
+    _pad: 7
+
+
+class DatagramHeader(data.Struct):
+    version: 8
+    kind: 8
+    flags: DatagramFlags
+    _pad0: 8
+    session: 32
+    seq: 32
+    ack: 32
+    limit: 32
+    length: 16
+    _pad1: 16
+
+
+DATAGRAM_HEADER = data.Layout.cast(DatagramHeader).size // 8
+DATAGRAM_CRC = 4
+
+
+class InputKind(enum.Enum, shape=8):
+    DOCUMENT = ord("D")
+    CONFIG = ord("C")
+
+
+class InputRecord(data.Struct):
+    kind: 8
+    length: 32
+
+
+INPUT_RECORD = data.Layout.cast(InputRecord).size // 8
+
+
+class ReadoutRecordKind(enum.Enum, shape=8):
+    READOUT = ord("R")
+    MATCHES = ord("M")
+    CONFIG = ord("C")
+
+
+class ReadoutRecord(data.Struct):
+    kind: 8
+    errors: 8
+    _pad: 16
+    doc: 32
+    length: 32
+
+
+READOUT_RECORD = data.Layout.cast(ReadoutRecord).size // 8
+
+
+class ConfigVerdict(data.Struct):
+    generation: 8
+    loaded: 1
+    rejected: 1
+    _pad: 6
+
+
+class UdpStatusLayout(data.Struct):
+    """The payload of a board's ``STATUS`` datagram, byte ``i`` = bits ``8i .. 8i+7``."""
+
+    version: 8
+    mode: 8
+    readout: 8  # 0 serial, 1 sparse
+    _pad0: 8
+    width: 32
+    identity: 32
+    generation: 8
+    loaded: 1
+    rejected: 1
+    pending: 1
+    _pad1: 5
+    _pad2: 16
+    documents: 32  # documents of this session taken by the engine
+    input_buffer: 32  # bytes of the input buffer (the most credit ever granted)
+    readout_buffer: 32  # bytes of readout the board keeps unacknowledged at most
+    mac: 48
+    _pad3: 16
+    ip: 32
+    port: 16
+    max_payload: 16
+    bad: 16  # datagrams dropped: version, length or CRC wrong (wrapping counters, since power-up)
+    stale: 16  # datagrams of another session
+    duplicates: 16  # data datagrams before the expected offset
+    out_of_order: 16  # data datagrams after it
+
+
+UDP_STATUS_BYTES = data.Layout.cast(UdpStatusLayout).size // 8
+
+
+def seq_after(a: int, b: int) -> bool:
+    """Whether offset ``a`` is after ``b`` (32-bit wrapping, as TCP compares)."""
+    return 0 < (a - b) & SEQ_MASK < 1 << 31
+
+
+def seq_diff(a: int, b: int) -> int:
+    """``a - b`` of two wrapping offsets less than 2**31 apart (negative when ``a`` is before)."""
+    d = (a - b) & SEQ_MASK
+    return d - (1 << 32) if d >> 31 else d
+
+
+class Datagram(NamedTuple):
+    kind: int
+    session: int
+    seq: int = 0
+    ack: int = 0
+    limit: int = 0
+    payload: bytes = b""
+    nak: bool = False
+
+
+def encode_datagram(d: Datagram) -> bytes:
+    if len(d.payload) > 0xFFFF:
+        raise ValueError(f"a datagram's payload must be at most 65535 bytes, not {len(d.payload)}")
+    header = _pack(
+        DatagramHeader,
+        version=UDP_VERSION,
+        kind=d.kind,
+        flags=int(d.nak),
+        session=d.session,
+        seq=d.seq,
+        ack=d.ack,
+        limit=d.limit,
+        length=len(d.payload),
+    )
+    body = header + bytes(d.payload)
+    return body + zlib.crc32(body).to_bytes(DATAGRAM_CRC, "little")
+
+
+def decode_datagram(raw: bytes) -> Optional[Datagram]:
+    """The datagram in ``raw``, or None when its version, length or CRC is wrong."""
+    if len(raw) < DATAGRAM_HEADER + DATAGRAM_CRC:
+        return None
+    body, crc = raw[:-DATAGRAM_CRC], raw[-DATAGRAM_CRC:]
+    if zlib.crc32(body).to_bytes(DATAGRAM_CRC, "little") != crc:
+        return None
+    h = _unpack(DatagramHeader, body[:DATAGRAM_HEADER])
+    payload = body[DATAGRAM_HEADER:]
+    if h["version"] != UDP_VERSION or h["length"] != len(payload):
+        return None
+    return Datagram(
+        h["kind"],
+        h["session"],
+        h["seq"],
+        h["ack"],
+        h["limit"],
+        bytes(payload),
+        bool(h["flags"] & 1),
+    )
+
+
+def input_record(kind: InputKind, body: bytes) -> bytes:
+    """An input stream record: header and body (a document needs at least one byte)."""
+    if kind is InputKind.DOCUMENT and not body:
+        raise ValueError("document must have at least one byte, not none")
+    return _pack(InputRecord, kind=kind.value, length=len(body)) + bytes(body)
+
+
+def readout_record(kind: ReadoutRecordKind, doc: int, errors: int, body: bytes) -> bytes:
+    return _pack(ReadoutRecord, kind=kind.value, errors=errors, doc=doc, length=len(body)) + body
+
+
+class Record(NamedTuple):
+    kind: int
+    doc: int
+    errors: int
+    body: bytes
+
+
+class RecordReader:
+    """Readout stream bytes (in order) -> :class:`Record`\\ s."""
+
+    def __init__(self):
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[Record]:
+        buffer = self._buffer
+        buffer += chunk
+        records = []
+        while len(buffer) >= READOUT_RECORD:
+            h = _unpack(ReadoutRecord, buffer[:READOUT_RECORD])
+            end = READOUT_RECORD + h["length"]
+            if len(buffer) < end:
+                break
+            records.append(
+                Record(h["kind"], h["doc"], h["errors"], bytes(buffer[READOUT_RECORD:end]))
+            )
+            del buffer[:end]
+        return records
+
+
+def readout_body(kind: ReadoutKind, readout: DocumentReadout, width: int) -> bytes:
+    """The body of a document's readout record (``R`` packed bits, ``M`` ids)."""
+    if kind is ReadoutKind.SERIAL:
+        return readout.bits.to_bytes((width + 7) // 8, "little")
+    size = id_bytes(width)
+    bits, out, i = readout.bits, bytearray(), 0
+    while bits:
+        if bits & 1:
+            out += i.to_bytes(size, "little")
+        bits >>= 1
+        i += 1
+    return bytes(out)
+
+
+def decode_record(record: Record, width: int) -> DocumentReadout:
+    """A document's readout record as a :class:`DocumentReadout` (``doc``: the record's)."""
+    header = _pack(ReadoutHeader, doc=record.doc, errors=record.errors)
+    if record.kind == ReadoutRecordKind.READOUT.value:
+        readout = decode_readout(header + record.body, width)
+    elif record.kind == ReadoutRecordKind.MATCHES.value:
+        readout = decode_matches(header + record.body, width)
+    else:
+        raise LinkError(f"a document's readout record must be 'R' or 'M', not {record.kind:#04x}")
+    return readout._replace(doc=record.doc)
+
+
+@dataclass(frozen=True)
+class UdpStatus:
+    """A decoded ``STATUS`` datagram payload (see :class:`UdpStatusLayout`)."""
+
+    version: int
+    mode: int
+    readout: int
+    width: int
+    identity: int
+    generation: int
+    loaded: int
+    rejected: int
+    pending: int
+    documents: int
+    input_buffer: int
+    readout_buffer: int
+    mac: int
+    ip: int
+    port: int
+    max_payload: int
+    bad: int
+    stale: int
+    duplicates: int
+    out_of_order: int
+
+    @classmethod
+    def decode(cls, payload: bytes) -> "UdpStatus":
+        if len(payload) != UDP_STATUS_BYTES:
+            raise LinkError(
+                f"a status datagram must have {UDP_STATUS_BYTES} payload bytes, not {len(payload)}"
+            )
+        return cls(**_unpack(UdpStatusLayout, payload))
+
+    def encode(self) -> bytes:
+        return _pack(UdpStatusLayout, **dataclasses.asdict(self))
+
+    @property
+    def mode_name(self) -> str:
+        return mode_name(self.mode)
+
+    @property
+    def readout_kind(self) -> ReadoutKind:
+        return ReadoutKind.SPARSE if self.readout else ReadoutKind.SERIAL
+
+    @property
+    def address(self) -> str:
+        """``MAC ip:port`` as a person reads them."""
+        mac = ":".join(f"{b:02x}" for b in self.mac.to_bytes(6, "big"))
+        ip = ".".join(str(b) for b in self.ip.to_bytes(4, "big"))
+        return f"{mac} {ip}:{self.port}"

@@ -19,7 +19,15 @@ from typing import Callable, Optional
 
 from xpfilt.sim.runner import TestbenchRun, build_design, run_testbench
 
-__all__ = ["SimBoardConfig", "serve_board", "BOARD_TB_MODULE"]
+__all__ = [
+    "SimBoardConfig",
+    "serve_board",
+    "BOARD_TB_MODULE",
+    "EthernetSimConfig",
+    "serve_ethernet_board",
+    "ETH_TB_MODULE",
+    "ethernet_line_rate",
+]
 
 BOARD_TB_MODULE = "xpfilt.boards.sim_tb"
 
@@ -87,5 +95,109 @@ def serve_board(
     watcher.start()
     try:
         return run_testbench(built, tb_config, run_dir, test_module=BOARD_TB_MODULE)
+    finally:
+        finished.set()
+
+
+ETH_TB_MODULE = "xpfilt.boards.eth_sim_tb"
+
+
+@dataclass(frozen=True)
+class EthernetSimConfig:
+    """``design``: a build directory; ``port`` 0: any free UDP port; ``idle_timeout``: seconds
+    without a datagram before the simulation ends."""
+
+    design: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    idle_timeout: float = 600.0
+    build_root: Optional[Path] = None
+    run_dir: Optional[Path] = None
+
+
+def ethernet_line_rate(
+    design: Path, documents, output: Path, *, build_root: Optional[Path] = None, log=print
+) -> dict:
+    """The simulated Ethernet board's throughput with the line kept busy
+    (:func:`xpfilt.boards.eth_sim_tb.line_rate`): the JSON it writes to ``output``."""
+    from xpfilt.boards.eth_sim import SIM_TOP, ethernet_sim_verilog
+    from xpfilt.sim.runner import default_build_root
+
+    root = Path(build_root or default_build_root())
+    verilog, addresses = ethernet_sim_verilog(design, root / "liteeth")
+    built = build_design(
+        json.dumps({"ethernet_board": str(design), **addresses}),
+        verilog,
+        "verilator",
+        root,
+        log=log,
+        toplevel=SIM_TOP,
+    )
+    run_dir = Path(tempfile.mkdtemp(prefix="xpfilt-eth-rate-"))
+    tb_config = run_dir / "eth_tb.json"
+    tb_config.write_text(
+        json.dumps(
+            {
+                "rate": {"documents": [str(p) for p in documents], "output": str(output)},
+                **addresses,
+            }
+        )
+    )
+    run = run_testbench(built, tb_config, run_dir, test_module=ETH_TB_MODULE)
+    if not run.passed:
+        raise RuntimeError(f"the line-rate simulation failed: {run.log}")
+    return json.loads(Path(output).read_text())
+
+
+def serve_ethernet_board(
+    config: EthernetSimConfig,
+    *,
+    on_port: Callable[[int], None] = lambda _: None,
+    log: Callable[[str], None] = lambda _: None,
+) -> TestbenchRun:
+    """The Ethernet board of ``config.design`` (board core, engine, LiteEth) in Verilator, its
+    GMII pins bridged to a UDP socket by :mod:`xpfilt.boards.eth_sim_tb`."""
+    from xpfilt.boards.eth_sim import SIM_TOP, ethernet_sim_verilog
+    from xpfilt.sim.runner import default_build_root
+
+    root = Path(config.build_root or default_build_root())
+    verilog, addresses = ethernet_sim_verilog(config.design, root / "liteeth")
+    built = build_design(
+        json.dumps({"ethernet_board": str(config.design), **addresses}),
+        verilog,
+        "verilator",
+        root,
+        log=log,
+        toplevel=SIM_TOP,
+    )
+    log(f"simulation {'reused' if built.cached else 'built'}: {built.directory}")
+    run_dir = Path(config.run_dir or tempfile.mkdtemp(prefix="xpfilt-sim-eth-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    port_file = run_dir / "port"
+    port_file.unlink(missing_ok=True)
+    tb_config = run_dir / "eth_tb.json"
+    tb_config.write_text(
+        json.dumps(
+            {
+                "host": config.host,
+                "port": config.port,
+                "port_file": str(port_file),
+                "idle_timeout": config.idle_timeout,
+                **addresses,
+            }
+        )
+    )
+    finished = threading.Event()
+
+    def watch():
+        while not finished.is_set():
+            if port_file.exists():
+                on_port(int(port_file.read_text()))
+                return
+            time.sleep(0.02)
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        return run_testbench(built, tb_config, run_dir, test_module=ETH_TB_MODULE)
     finally:
         finished.set()

@@ -220,14 +220,14 @@ class BoardCore(wiring.Component):
 
 class BoardTop(wiring.Component):
     """A :class:`BoardCore` on a platform: ``uart`` 0 and ``leds`` = (function, resource name,
-    resource number) for each LED used (function: a field of :class:`LedLayout`). ``pll``:
+    resource number[, subsignal]) for each LED used (function: a field of :class:`LedLayout`). ``pll``:
     None clocks everything from the platform's default clock; an
     :class:`xpfilt.boards.clocks.Ecp5Pll` clocks it (engine and host link) from that PLL."""
 
     def __init__(
         self, core: BoardCore, leds: Sequence[tuple[str, str, int]], pll: Optional[Ecp5Pll] = None
     ):
-        for function, _, _ in leds:
+        for function, *_ in leds:
             if function not in LED_FUNCTIONS:
                 raise ValueError(
                     f"LED function must be one of {', '.join(LED_FUNCTIONS)}, not {function!r}"
@@ -252,9 +252,12 @@ class BoardTop(wiring.Component):
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)
         m.submodules.uart_tx = tx = io.Buffer("o", uart.tx)
         m.d.comb += [core.rx.eq(rx.i), tx.o.eq(core.tx)]
-        for function, name, number in self.led_map:
-            m.submodules[f"{name}_{number}"] = led = io.Buffer(
-                "o", platform.request(name, number, dir="-")
+        for function, name, number, *field in self.led_map:
+            resource = platform.request(name, number, dir="-")
+            if field:  # one colour of an RGB LED
+                resource = getattr(resource, field[0])
+            m.submodules[f"{name}_{number}{''.join('_' + f for f in field)}"] = led = io.Buffer(
+                "o", resource
             )
             m.d.comb += led.o.eq(getattr(core.leds, function))
         return m

@@ -1,0 +1,283 @@
+"""An engine on an Ethernet board: the engine behind the UDP link.
+
+:class:`EthernetBoardCore` is everything but the pins and LiteEth, so a simulator can drive its
+UDP port: in the ``link`` domain (LiteEth's system clock) the protocol endpoint
+(:class:`xpfilt.boards.udp_link.UdpEndpoint`) between LiteEth's raw UDP port (``rx``, ``tx``)
+and two ``AsyncFIFO``\\ s; in the ``sync`` domain (the engine's clock) the engine, taking the
+input stream's document bytes (and, programmable, its configuration bytes through a
+:class:`xpfilt.boards.hostlink.ConfigSerializer`), its readout beats and each configuration
+stream's verdict going back. The engine's configuration status reaches the link domain through
+synchronisers (the status datagram reports it).
+
+:class:`EthernetBoardTop` puts a core on a platform (amaranth-boards): LiteEth's core
+(:mod:`xpfilt.boards.liteeth`, generated Verilog) as an ``Instance`` on the ``eth_rgmii`` pins,
+the link domain at 125 MHz from a PLL on the board's oscillator, the engine's domain from the
+same PLL output (a domain of its own, across the FIFOs) and LEDs.
+"""
+
+from typing import Sequence
+
+from amaranth.hdl import (
+    ClockDomain,
+    ClockSignal,
+    Const,
+    DomainRenamer,
+    Instance,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+)
+from amaranth.lib import data, io, wiring
+from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
+from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
+from xpfilt.boards.hostlink import ConfigSerializer
+from xpfilt.boards.liteeth import LITEETH_MODULE, PORT_NAME
+from xpfilt.boards.protocol import Mode
+from xpfilt.boards.top import LED_FUNCTIONS, LedLayout
+from xpfilt.boards.udp_link import InputBeat, RxBeat, TxBeat, UdpEndpoint, link_readout_layout
+from xpfilt.hwspec.readout import ReadoutKind
+
+__all__ = ["EthernetBoardCore", "EthernetBoardTop", "VERDICT_DELAY"]
+
+#: Engine cycles after a configuration stream's last bit before its verdict is read (the
+#: loader takes the bit from its input register and checks the stream).
+VERDICT_DELAY = 4
+
+
+class EthernetBoardCore(wiring.Component):
+    """The engine behind the UDP link. Ports (``link`` domain): ``rx``, ``tx`` (LiteEth's raw
+    UDP port); ``leds`` (``sync``). ``engine``: a component with ``bytes_in`` and ``readout``
+    (and, programmable, ``config`` and ``config_status``). The endpoint's options (addresses,
+    buffers, timeout) are keyword arguments of :class:`UdpEndpoint`."""
+
+    rx: In(wiring.Signature({"valid": Out(1), "ready": In(1), "payload": Out(RxBeat)}))
+    tx: Out(wiring.Signature({"valid": Out(1), "ready": In(1), "payload": Out(TxBeat)}))
+    leds: Out(LedLayout)
+
+    def __init__(
+        self,
+        engine,
+        *,
+        mode: Mode,
+        width: int,
+        identity: int,
+        readout: ReadoutKind,
+        heartbeat: int,
+        fifo_depth: int = 16,
+        **endpoint,
+    ):
+        self.engine = engine
+        self.mode, self.width, self.identity, self.readout = mode, width, identity, readout
+        self.heartbeat = heartbeat
+        self.fifo_depth = fifo_depth
+        self.endpoint = endpoint
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        programmable = self.mode is Mode.PROGRAMMABLE
+        m.submodules.engine = engine = self.engine
+        ep = UdpEndpoint(
+            mode=self.mode.value,
+            kind=self.readout,
+            width=self.width,
+            identity=self.identity,
+            **self.endpoint,
+        )
+        m.submodules.endpoint = DomainRenamer("link")(ep)
+        wiring.connect(m, wiring.flipped(self.rx), ep.rx)
+        wiring.connect(m, wiring.flipped(self.tx), ep.tx)
+
+        # the input stream: link -> engine
+        in_layout = data.Layout.cast(InputBeat)
+        m.submodules.input_fifo = fin = AsyncFIFO(
+            width=in_layout.size, depth=self.fifo_depth, w_domain="link", r_domain="sync"
+        )
+        m.d.comb += [
+            fin.w_data.eq(ep.input.payload),
+            fin.w_en.eq(ep.input.valid),
+            ep.input.ready.eq(fin.w_rdy),
+        ]
+        beat = InputBeat(fin.r_data)
+        doc = engine.bytes_in
+        m.d.comb += [doc.payload.data.eq(beat.data), doc.payload.last.eq(beat.last)]
+        if programmable:
+            m.submodules.config_bits = serializer = ConfigSerializer()
+            wiring.connect(m, serializer.bits, engine.config)
+            m.d.comb += [
+                serializer.bytes_in.payload.data.eq(beat.data),
+                serializer.bytes_in.payload.last.eq(beat.last),
+                serializer.bytes_in.valid.eq(fin.r_rdy & beat.config),
+            ]
+            cfg_ready = serializer.bytes_in.ready
+            # a document waits until a configuration stream's last bits reached the engine
+            # (which then holds it until the stream is committed or rejected)
+            idle = serializer.bytes_in.ready
+        else:
+            cfg_ready = idle = 1  # a custom engine has no configuration: its bytes are dropped
+        m.d.comb += [
+            doc.valid.eq(fin.r_rdy & ~beat.config & idle),
+            fin.r_en.eq(Mux(beat.config, cfg_ready, doc.valid & doc.ready)),
+        ]
+
+        # readout beats and configuration verdicts: engine -> link
+        out_layout = link_readout_layout(self.readout, self.width)
+        m.submodules.readout_fifo = fout = AsyncFIFO(
+            width=out_layout.size, depth=self.fifo_depth, w_domain="sync", r_domain="link"
+        )
+        word = Signal(out_layout)
+        m.d.comb += [fout.w_data.eq(word), word.beat.eq(engine.readout.payload)]
+        m.d.comb += [
+            ep.readout.valid.eq(fout.r_rdy),
+            ep.readout.payload.eq(fout.r_data),
+            fout.r_en.eq(ep.readout.ready),
+        ]
+        status = Signal(ep.config_status.shape())
+        verdict_due = Signal()
+        if programmable:
+            cs = engine.config_status
+            m.d.comb += [
+                status.generation.eq(cs.generation),
+                status.loaded.eq(cs.loaded),
+                status.rejected.eq(cs.rejected),
+                status.pending.eq(cs.pending),
+            ]
+            before = Signal(8)
+            wait = Signal(range(VERDICT_DELAY + 1))
+            cfg = engine.config
+            with m.FSM(name="verdict"):
+                with m.State("IDLE"):
+                    with m.If(cfg.valid & cfg.ready & cfg.payload.last):
+                        m.d.sync += [before.eq(cs.generation), wait.eq(VERDICT_DELAY)]
+                        m.next = "WAIT"
+                with m.State("WAIT"):
+                    with m.If(wait != 0):
+                        m.d.sync += wait.eq(wait - 1)
+                    with m.Elif(~cs.pending):
+                        m.next = "SEND"
+                with m.State("SEND"):
+                    m.d.comb += [
+                        verdict_due.eq(1),
+                        word.verdict.eq(1),
+                        word.generation.eq(cs.generation),
+                        word.loaded.eq(cs.loaded),
+                        word.rejected.eq(cs.generation == before),
+                    ]
+                    with m.If(fout.w_rdy):
+                        m.next = "IDLE"
+        m.d.comb += [
+            fout.w_en.eq(Mux(verdict_due, 1, engine.readout.valid)),
+            engine.readout.ready.eq(fout.w_rdy & ~verdict_due),
+        ]
+        synced = Signal(len(status.as_value()))
+        m.submodules.status_sync = FFSynchronizer(status.as_value(), synced, o_domain="link")
+        m.d.comb += ep.config_status.as_value().eq(synced)
+
+        # LEDs (the engine's domain)
+        beat_count = Signal(range(self.heartbeat))
+        with m.If(beat_count == self.heartbeat - 1):
+            m.d.sync += [beat_count.eq(0), self.leds.heartbeat.eq(~self.leds.heartbeat)]
+        with m.Else():
+            m.d.sync += beat_count.eq(beat_count + 1)
+        m.d.sync += self.leds.busy.eq((doc.valid & doc.ready) | engine.readout.valid)
+        flagged = Signal()
+        readout = engine.readout
+        opens = (
+            readout.payload.first if self.readout is ReadoutKind.SERIAL else readout.payload.header
+        )
+        with m.If(readout.valid & readout.ready & opens):
+            m.d.sync += flagged.eq(readout.payload.errors.as_value() != 0)
+        m.d.comb += [
+            self.leds.error.eq(flagged),
+            self.leds.loaded.eq(engine.config_status.loaded if programmable else 1),
+        ]
+        return m
+
+
+class EthernetBoardTop(wiring.Component):
+    """An :class:`EthernetBoardCore` on a platform with LiteEth's core (module
+    :data:`xpfilt.boards.liteeth.LITEETH_MODULE`, its Verilog added by the build) on the
+    ``eth_rgmii`` pins. ``pll``: the link's 125 MHz from the board's oscillator; the engine's
+    ``sync`` domain runs on the same clock, held in reset until the PLL locks. ``leds``: as
+    :class:`xpfilt.boards.top.BoardTop`'s (function, resource, number)."""
+
+    def __init__(self, core: EthernetBoardCore, leds: Sequence[tuple], pll: Ecp5Pll):
+        for function, *_ in leds:
+            if function not in LED_FUNCTIONS:
+                raise ValueError(
+                    f"LED function must be one of {', '.join(LED_FUNCTIONS)}, not {function!r}"
+                )
+        self.core, self.led_map, self.pll = core, tuple(leds), pll
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = sync = ClockDomain("sync")
+        m.domains.link = link = ClockDomain("link")
+        m.domains.lock = lock = ClockDomain("lock", local=True)
+        m.submodules.pll = pll = Ecp5PllClock(self.pll)
+        m.d.comb += [sync.clk.eq(pll.clk), link.clk.eq(pll.clk), lock.clk.eq(pll.clk)]
+        m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="lock")
+        m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1, o_CLKO=sync.rst)
+        m.d.comb += link.rst.eq(sync.rst)
+        m.submodules.core = core = self.core
+
+        eth = platform.request("eth_rgmii", 0, dir="-")
+
+        def pin(*names):
+            for name in names:  # the raw pins: LiteEth has its own I/O primitives
+                if hasattr(eth, name):
+                    return getattr(eth, name).io
+            raise ValueError(f"eth_rgmii must have one of {names}, not lack them")
+
+        rx, tx = core.rx, core.tx
+        p = PORT_NAME
+        m.submodules.liteeth = Instance(
+            LITEETH_MODULE,
+            i_sys_clock=ClockSignal("link"),
+            i_sys_reset=ResetSignal("link"),
+            i_rgmii_clocks_rx=pin("rx_clk"),
+            o_rgmii_clocks_tx=pin("tx_clk"),
+            i_rgmii_rx_ctl=pin("rx_ctl", "rx_ctrl"),
+            i_rgmii_rx_data=pin("rx_data"),
+            o_rgmii_tx_ctl=pin("tx_ctl", "tx_ctrl"),
+            o_rgmii_tx_data=pin("tx_data"),
+            o_rgmii_rst_n=pin("rst"),
+            o_rgmii_mdc=pin("mdc"),
+            i_rgmii_mdio=0,
+            i_rgmii_int_n=1,
+            **{
+                f"o_{p}_source_valid": rx.valid,
+                f"i_{p}_source_ready": rx.ready,
+                f"o_{p}_source_data": rx.payload.data,
+                f"o_{p}_source_last": rx.payload.last,
+                f"o_{p}_source_error": rx.payload.error,
+                f"o_{p}_source_ip_address": rx.payload.ip,
+                f"o_{p}_source_src_port": rx.payload.port,
+                f"o_{p}_source_dst_port": Signal(16),
+                f"o_{p}_source_length": Signal(16),
+                f"o_{p}_source_last_be": Signal(),
+                f"i_{p}_sink_valid": tx.valid,
+                f"o_{p}_sink_ready": tx.ready,
+                f"i_{p}_sink_data": tx.payload.data,
+                f"i_{p}_sink_last": tx.payload.last,
+                f"i_{p}_sink_last_be": tx.payload.last,
+                f"i_{p}_sink_ip_address": tx.payload.ip,
+                f"i_{p}_sink_dst_port": Const(core.endpoint["port"], 16),
+                f"i_{p}_sink_src_port": Const(core.endpoint["port"], 16),
+                f"i_{p}_sink_length": tx.payload.length,
+            },
+        )
+        for function, name, number, *field in self.led_map:
+            resource = platform.request(name, number, dir="-")
+            if field:
+                resource = getattr(resource, field[0])
+            m.submodules[f"{name}_{number}{'_' + field[0] if field else ''}"] = led = io.Buffer(
+                "o", resource
+            )
+            m.d.comb += led.o.eq(getattr(core.leds, function))
+        return m

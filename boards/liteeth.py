@@ -1,0 +1,176 @@
+"""The Ethernet core of the Ethernet boards: LiteEth's standalone UDP/IP core (MAC, ARP, IP,
+UDP, the ECP5 RGMII PHY), written as Verilog by LiteEth's own generator (``liteeth_gen``, the
+``liteeth.gen`` module of the ``eth`` extra) from the YAML configuration :func:`liteeth_config`
+makes, and instantiated by the Amaranth board top.
+
+The core is a module :data:`LITEETH_MODULE` with the RGMII pins (``rgmii_*``), its system clock
+and reset (``sys_clock``, ``sys_reset``: the link domain; LiteEth crosses to the PHY's receive
+and transmit clocks itself) and one *raw* UDP port, ``xpfilt_*``: ``source_*`` the datagrams
+received for the board's port (payload bytes, ``last``, the sender's IP address and port, the
+length, ``error``), ``sink_*`` the datagrams to send (destination address and port, length
+first, then the payload). LiteEth's raw port takes the datagrams whose destination port is the
+port it sends to (``sink_dst_port``), so the board sends from and to its own UDP port, and a
+host talks to it from that port (``xpfilt host --udp`` does, :mod:`xpfilt.boards.udp_host`).
+
+Generation takes a few seconds; the Verilog is cached under the build directory by a hash of the
+configuration and LiteEth's version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from xpfilt.boards.protocol import UDP_PORT
+from xpfilt.eda.synth import ToolError
+
+__all__ = [
+    "LITEETH_MODULE",
+    "EthernetConfig",
+    "liteeth_config",
+    "generate_liteeth",
+    "liteeth_version",
+    "format_ip",
+    "format_mac",
+    "parse_ip",
+    "parse_mac",
+    "DEFAULT_MAC",
+    "DEFAULT_IP",
+]
+
+LITEETH_MODULE = "xpfilt_liteeth"
+#: The raw UDP port's name in the generated core (its ports are ``xpfilt_sink_*`` and so on).
+PORT_NAME = "xpfilt"
+#: A locally administered unicast address (bit 1 of the first byte set, bit 0 clear).
+DEFAULT_MAC = 0x02_58_50_46_49_4C  # 02:58:50:46:49:4c
+DEFAULT_IP = 0xC0_A8_01_32  # 192.168.1.50
+
+
+def format_mac(mac: int) -> str:
+    return ":".join(f"{b:02x}" for b in mac.to_bytes(6, "big"))
+
+
+def format_ip(ip: int) -> str:
+    return ".".join(str(b) for b in ip.to_bytes(4, "big"))
+
+
+def parse_mac(text: str) -> int:
+    parts = text.split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise ValueError(f"MAC address must be six hex bytes a:b:c:d:e:f, not {text!r}")
+    try:
+        value = int("".join(parts), 16)
+    except ValueError:
+        raise ValueError(f"MAC address must be six hex bytes a:b:c:d:e:f, not {text!r}") from None
+    if value >> 40 & 1:
+        raise ValueError(f"MAC address must be unicast (first byte even), not {text!r}")
+    return value
+
+
+def parse_ip(text: str) -> int:
+    parts = text.split(".")
+    if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
+        raise ValueError(f"IP address must be four numbers 0-255 a.b.c.d, not {text!r}")
+    return int.from_bytes(bytes(int(p) for p in parts), "big")
+
+
+@dataclass(frozen=True)
+class EthernetConfig:
+    """What the board is on the network (``mac``, ``ip``, UDP ``port``) and how LiteEth is
+    built for it: ``device`` (the ECP5 part), ``phy`` (a LiteEth PHY class name), ``clock_hz``
+    (its system clock: the link domain), the RGMII delays LiteEth adds in the FPGA (seconds;
+    0 when the PHY chip adds them)."""
+
+    device: str
+    mac: int = DEFAULT_MAC
+    ip: int = DEFAULT_IP
+    port: int = UDP_PORT
+    phy: str = "LiteEthECP5PHYRGMII"
+    clock_hz: float = 125e6
+    tx_delay: float = 2e-9
+    rx_delay: float = 2e-9
+
+    def __post_init__(self):
+        if not 0 < self.port < 65536:
+            raise ValueError(f"UDP port must be between 1 and 65535, not {self.port!r}")
+        if self.mac >> 40 & 1 or not 0 < self.mac < 1 << 48:
+            raise ValueError(f"MAC address must be a unicast 48-bit address, not {self.mac:#x}")
+
+    @property
+    def address(self) -> str:
+        return f"{format_mac(self.mac)} {format_ip(self.ip)}:{self.port}"
+
+
+def liteeth_config(config: EthernetConfig) -> str:
+    """The YAML configuration ``liteeth_gen`` reads: a UDP core (``core: udp``) with the board's
+    MAC and IP addresses fixed and one raw 8-bit UDP port."""
+    return "\n".join(
+        [
+            f"phy: {config.phy}",
+            "vendor: lattice",
+            "toolchain: trellis",
+            f"device: {config.device}",
+            f"clk_freq: {config.clock_hz:g}",
+            f"phy_tx_delay: {config.tx_delay:g}",
+            f"phy_rx_delay: {config.rx_delay:g}",
+            "core: udp",
+            f"mac_address: {config.mac:#014x}",
+            f"ip_address: {format_ip(config.ip)}",
+            "data_width: 8",
+            "udp_ports:",
+            f"  {PORT_NAME}:",
+            "    mode: raw",
+            "    data_width: 8",
+            "",
+        ]
+    )
+
+
+def liteeth_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("liteeth")
+    except PackageNotFoundError:
+        raise ToolError(
+            "the Ethernet link needs LiteEth (the eth extra): pip install -e '.[eth]' "
+            "(make setup installs it)"
+        ) from None
+
+
+def generate_liteeth(config: EthernetConfig, cache: Path, *, timeout: float = 300) -> str:
+    """The Verilog of the LiteEth core for ``config`` (generated into ``cache``/<hash>/, or
+    taken from there)."""
+    text = liteeth_config(config)
+    key = hashlib.sha256(f"{liteeth_version()}\n{text}".encode()).hexdigest()[:16]
+    directory = Path(cache).resolve() / key
+    verilog = directory / "gateware" / f"{LITEETH_MODULE}.v"
+    if not verilog.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "liteeth.yml").write_text(text)
+        command = [
+            sys.executable,
+            "-m",
+            "liteeth.gen",
+            str(directory / "liteeth.yml"),
+            "--name",
+            LITEETH_MODULE,
+            "--output-dir",
+            str(directory),
+        ]
+        try:
+            run = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout, cwd=directory
+            )
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"liteeth_gen took more than {timeout:g} s") from None
+        (directory / "liteeth_gen.log").write_text(run.stdout + run.stderr)
+        if run.returncode or not verilog.exists():
+            shutil.rmtree(directory / "gateware", ignore_errors=True)
+            tail = "\n".join((run.stdout + run.stderr).splitlines()[-15:])
+            raise ToolError(f"liteeth_gen failed (exit {run.returncode}):\n{tail}")
+    return verilog.read_text()

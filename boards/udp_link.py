@@ -1,0 +1,723 @@
+"""The UDP link's gateware: the board's protocol endpoint (:mod:`xpfilt.boards.protocol`, the
+UDP part), the same behaviour as the model :class:`xpfilt.boards.udp_board.BoardEndpoint`.
+
+:class:`UdpEndpoint` runs in the link's clock domain between LiteEth's raw UDP port
+(:mod:`xpfilt.boards.liteeth`; ``rx``: datagrams received, ``tx``: datagrams to send) and the
+engine's side (``input``: input stream bytes, ``readout``: the engine's readout beats and
+configuration verdicts, each through an ``AsyncFIFO`` in the board top):
+
+* receive: a datagram's header is collected, then (one cycle to decide) its payload goes into the
+  input buffer beyond the committed bytes when it is the expected offset of the current session
+  and fits the room (the credit); the CRC, the length and the version are checked at its end,
+  and only a good datagram commits its bytes and acts (HELLO: a session switch and a status;
+  STATUS; DATA: the host's ack and NAK, the ack or NAK it is owed);
+* the input buffer's records (kind, length, body) become the ``input`` stream: bytes with
+  ``last`` on each record's final byte and ``config`` for a configuration stream; a session
+  switch cuts a record short with a last byte (a space, or a zero configuration byte);
+* readout records are written into the readout buffer (body first, header after, then
+  committed), kept until the host acknowledges them; readouts of an earlier session's documents
+  are dropped;
+* transmit: a status, a NAK, readout bytes not yet sent (at most :data:`MAX_PAYLOAD`), an ack
+  or credit that is due, each datagram with its CRC; after ``timeout`` cycles without an ack
+  progressing, the readout bytes go again from the host's ``ack``.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import crc, data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from xpfilt.boards.protocol import (
+    DATAGRAM_CRC,
+    DATAGRAM_HEADER,
+    INPUT_RECORD,
+    MAX_PAYLOAD,
+    READOUT_RECORD,
+    UDP_VERSION,
+    DatagramHeader,
+    DatagramKind,
+    InputKind,
+    ReadoutRecord,
+    ReadoutRecordKind,
+    UdpStatusLayout,
+    id_bytes,
+)
+from xpfilt.hdl.readout import readout_layout
+from xpfilt.hwspec.readout import ReadoutKind
+
+__all__ = [
+    "RxBeat",
+    "TxBeat",
+    "InputBeat",
+    "link_readout_layout",
+    "UdpEndpoint",
+    "max_record",
+]
+
+
+class RxBeat(data.Struct):
+    """A byte of a received datagram's payload, with the sender (LiteEth's raw source)."""
+
+    data: 8
+    last: 1
+    error: 1
+    ip: 32
+    port: 16
+
+
+class TxBeat(data.Struct):
+    """A byte of a datagram to send (LiteEth's raw sink): ``length`` is its UDP payload's."""
+
+    data: 8
+    last: 1
+    ip: 32
+    port: 16
+    length: 16
+
+
+class InputBeat(data.Struct):
+    data: 8
+    last: 1
+    config: 1
+
+
+def link_readout_layout(kind: ReadoutKind, width: int) -> data.StructLayout:
+    """What crosses from the engine's domain to the link's: a readout beat, or (``verdict``) a
+    configuration stream's verdict."""
+    return data.StructLayout(
+        {
+            "verdict": 1,
+            "generation": 8,
+            "loaded": 1,
+            "rejected": 1,
+            "beat": readout_layout(kind, width),
+        }
+    )
+
+
+def max_record(kind: ReadoutKind, width: int) -> int:
+    if kind is ReadoutKind.SERIAL:
+        return READOUT_RECORD + (width + 7) // 8
+    return READOUT_RECORD + id_bytes(width) * width
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+class UdpEndpoint(wiring.Component):
+    """The board's protocol endpoint (see the module). ``mode``, ``kind``, ``width``,
+    ``identity``, ``mac``, ``ip``, ``port``: what the status reports; ``input_buffer`` and
+    ``readout_buffer``: bytes (powers of two); ``timeout``: cycles before a retransmission.
+    ``config_status``: the engine's configuration status (synchronised to this domain)."""
+
+    def __init__(
+        self,
+        *,
+        mode: int,
+        kind: ReadoutKind,
+        width: int,
+        identity: int,
+        mac: int,
+        ip: int,
+        port: int,
+        input_buffer: int = 16384,
+        readout_buffer: int = 16384,
+        timeout: int = 125_000 * 50,
+    ):
+        if not _pow2(input_buffer) or not _pow2(readout_buffer):
+            raise ValueError(
+                f"buffer sizes must be powers of two, not {input_buffer} and {readout_buffer}"
+            )
+        if readout_buffer < max_record(kind, width):
+            raise ValueError(
+                f"readout buffer must hold a whole readout record "
+                f"({max_record(kind, width)} bytes), not {readout_buffer} bytes"
+            )
+        self.mode, self.kind, self.width, self.identity = mode, kind, width, identity
+        self.mac, self.ip, self.port = mac, ip, port
+        self.input_buffer, self.readout_buffer, self.timeout = input_buffer, readout_buffer, timeout
+        super().__init__(
+            {
+                "rx": In(stream.Signature(RxBeat)),
+                "tx": Out(stream.Signature(TxBeat)),
+                "input": Out(stream.Signature(InputBeat)),
+                "readout": In(stream.Signature(link_readout_layout(kind, width))),
+                "config_status": In(
+                    data.StructLayout({"generation": 8, "loaded": 1, "rejected": 1, "pending": 1})
+                ),  # fmt: skip
+            }
+        )
+
+    def elaborate(self, platform):  # noqa: C901 -- one protocol engine, read top to bottom
+        m = Module()
+        N, R = self.input_buffer, self.readout_buffer
+        nbits, rbits = N.bit_length() - 1, R.bit_length() - 1
+
+        # --- session and stream state ---------------------------------------------------------
+        session = Signal(32)
+        opened = Signal()
+        host_ip = Signal(32)
+        host_port = Signal(16)
+        switch = Signal()  # a HELLO of a new session acts this cycle
+        rx_next = Signal(32)  # the next input stream offset expected
+        commit = Signal(nbits + 1)  # input buffer: committed end, parser's read pointer
+        rd = Signal(nbits + 1)
+        fill = Signal(nbits + 1)
+        m.d.comb += fill.eq(commit - rd)
+        free = Signal(nbits + 1)
+        m.d.comb += free.eq(N - fill)
+        limit = Signal(32)  # what the host may send up to: registered, so a cycle late -- never
+        m.d.sync += limit.eq(rx_next + free)  # more than the room (it only grows in a session)
+        bad, stale, dups, ooo = (Signal(16, name=n) for n in ("bad", "stale", "dups", "ooo"))
+        documents = Signal(32)  # documents of this session into the engine
+        status_due, ack_due, nak_due, nak_sent = Signal(), Signal(), Signal(), Signal()
+        advertised = Signal(32)
+
+        tx_acked = Signal(32)
+        tx_next = Signal(32)
+        written = Signal(32)  # readout stream: committed records end
+        progress = Signal(range(self.timeout + 1))
+
+        m.submodules.inbuf = inbuf = Memory(shape=8, depth=N, init=[])
+        in_w = inbuf.write_port()
+        in_r = inbuf.read_port()
+        m.submodules.outbuf = outbuf = Memory(shape=8, depth=R, init=[])
+        out_w = outbuf.write_port()
+        out_r = outbuf.read_port()
+
+        hdr = Signal(DATAGRAM_HEADER * 8)  # the header of the datagram received
+        h = DatagramHeader(hdr)
+        # the host's acknowledgement of the readout stream (a good DATA datagram of the session)
+        rx_acting = Signal()  # the receive FSM is in ACT
+        rx_checking = Signal()  # ... in CHECK
+        acting_data = Signal()
+        m.d.comb += acting_data.eq(
+            rx_acting & (h.kind == DatagramKind.DATA.value) & opened & (h.session == session)
+        )
+        ack_ahead = Signal(32)
+        m.d.comb += ack_ahead.eq(h.ack - tx_acked)
+        tx_idle = Signal()
+        records_fsm_body = Signal()
+        readout_idle = Signal()
+
+        # --- receive ------------------------------------------------------------------------
+        m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
+        beat = self.rx.payload
+        index = Signal(16)  # bytes of this datagram so far
+        take = Signal()  # this datagram's payload goes into the input buffer
+        skip = Signal(16)  # ... from this payload byte on (the bytes before were had)
+        off = Signal(32)
+        m.d.comb += off.eq(rx_next - h.seq)
+        rx_error = Signal()
+        src_ip, src_port = Signal(32), Signal(16)
+        total = Signal(16)
+        m.d.comb += [rx_crc.data.eq(beat.data), rx_crc.start.eq(index == 0)]
+
+        with m.FSM(name="udp_rx"):
+            with m.State("HEADER"):
+                m.d.comb += self.rx.ready.eq(1)
+                with m.If(self.rx.valid):
+                    m.d.comb += rx_crc.valid.eq(1)
+                    with m.If(index == 0):
+                        m.d.sync += [src_ip.eq(beat.ip), src_port.eq(beat.port), rx_error.eq(0)]
+                    with m.If(index < DATAGRAM_HEADER):
+                        m.d.sync += hdr.word_select(index[:5], 8).eq(beat.data)
+                    m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
+                    with m.If(beat.last):
+                        m.d.sync += total.eq(index + 1)
+                        m.next = "CHECK"
+                    with m.Elif(index == DATAGRAM_HEADER - 1):
+                        m.next = "DECIDE"
+            with m.State("DECIDE"):
+                fits = (h.length - off) <= free
+                m.d.sync += [
+                    take.eq(
+                        (h.kind == DatagramKind.DATA.value)
+                        & opened
+                        & (h.session == session)
+                        & (off < h.length)
+                        & fits
+                    ),
+                    skip.eq(off[:16]),
+                ]
+                m.next = "PAYLOAD"
+            with m.State("PAYLOAD"):
+                m.d.comb += self.rx.ready.eq(1)
+                with m.If(self.rx.valid):
+                    m.d.comb += rx_crc.valid.eq(1)
+                    at = index - DATAGRAM_HEADER
+                    with m.If(take & (at >= skip) & (at < h.length)):
+                        m.d.comb += [
+                            in_w.en.eq(1),
+                            in_w.addr.eq((commit + at - skip)[:nbits]),
+                            in_w.data.eq(beat.data),
+                        ]
+                    m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
+                    with m.If(beat.last):
+                        m.d.sync += total.eq(index + 1)
+                        m.next = "CHECK"
+            with m.State("CHECK"):  # the CRC register has taken the last byte
+                m.d.comb += rx_checking.eq(1)
+                m.d.sync += index.eq(0)
+                good = (
+                    rx_crc.match_detected
+                    & ~rx_error
+                    & (total == DATAGRAM_HEADER + DATAGRAM_CRC + h.length)
+                    & (h.version == UDP_VERSION)
+                )
+                with m.If(~good):
+                    m.d.sync += bad.eq(bad + 1)
+                    m.next = "HEADER"
+                with m.Else():
+                    m.next = "ACT"
+            with m.State("ACT"):
+                m.d.comb += rx_acting.eq(1)
+                m.next = "HEADER"
+                current = opened & (h.session == session)
+                with m.Switch(h.kind):
+                    with m.Case(DatagramKind.HELLO.value):
+                        m.d.sync += [host_ip.eq(src_ip), host_port.eq(src_port), status_due.eq(1)]
+                        with m.If(~current):
+                            m.d.comb += switch.eq(1)
+                            m.d.sync += [session.eq(h.session), opened.eq(1)]
+                    with m.Case(DatagramKind.STATUS.value):
+                        with m.If(current):
+                            m.d.sync += status_due.eq(1)
+                        with m.Else():
+                            m.d.sync += stale.eq(stale + 1)
+                    with m.Case(DatagramKind.DATA.value):
+                        with m.If(~current):
+                            m.d.sync += stale.eq(stale + 1)
+                        with m.Else():
+                            m.d.sync += ack_due.eq(1)
+                            with m.If(take):
+                                accepted = h.length - skip
+                                m.d.sync += [
+                                    commit.eq(commit + accepted),
+                                    rx_next.eq(rx_next + accepted),
+                                    nak_sent.eq(0),
+                                ]
+                            with m.Elif(h.length != 0):
+                                with m.If(off[31]):  # the datagram is after ``rx_next``
+                                    m.d.sync += ooo.eq(ooo + 1)
+                                    with m.If(~nak_sent):
+                                        m.d.sync += [nak_due.eq(1), nak_sent.eq(1)]
+                                with m.Elif(off >= h.length):
+                                    m.d.sync += dups.eq(dups + 1)
+                    with m.Default():
+                        m.d.sync += bad.eq(bad + 1)
+
+        # --- the input buffer's records -> ``input`` -----------------------------------------
+        pv = Signal()  # in_r.data holds the byte at rd - 1
+        taken = Signal()  # the parser takes that byte this cycle
+        fetch = Signal()
+        m.d.comb += [
+            fetch.eq((rd != commit) & (~pv | taken)),
+            in_r.en.eq(fetch),
+            in_r.addr.eq(rd[:nbits]),
+        ]
+        with m.If(fetch):
+            m.d.sync += [rd.eq(rd + 1), pv.eq(1)]
+        with m.Elif(taken):
+            m.d.sync += pv.eq(0)
+        rec_kind = Signal(8)
+        left = Signal(32)
+        rec_hdr = Signal(INPUT_RECORD * 8)
+        rec_i = Signal(range(INPUT_RECORD + 1))
+        started = Signal()
+        in_engine = Signal(16)  # documents the engine took and whose readout is not written
+        doc_done = Signal()  # a document's last byte went to the engine
+        doc_counted = Signal()  # ... and it is one of this session's
+        read_done = Signal()  # a readout record was completed (written or dropped)
+        stale_docs = Signal(16)
+        cut_byte = Signal(8)
+        is_doc = rec_kind == InputKind.DOCUMENT.value
+        is_cfg = rec_kind == InputKind.CONFIG.value
+        cfg_ok = Const(int(self.mode == 1), 1)
+
+        def cut_on_switch(in_body):
+            with m.If(switch):  # the buffer's bytes are the old session's
+                if in_body:
+                    m.d.comb += records_fsm_body.eq(1)
+                    with m.If(left.any() & started & (is_doc | (is_cfg & cfg_ok))):
+                        m.d.sync += cut_byte.eq(Mux(is_doc, ord(" "), 0))
+                        m.next = "CUT"
+                    with m.Else():
+                        m.next = "RECORD"
+                else:
+                    m.next = "RECORD"
+
+        with m.FSM(name="records"):
+            with m.State("RECORD"):
+                cut_on_switch(False)
+                m.d.comb += taken.eq(pv)
+                with m.If(pv):
+                    m.d.sync += [
+                        rec_hdr.word_select(rec_i[:3], 8).eq(in_r.data),
+                        rec_i.eq(rec_i + 1),
+                    ]
+                    with m.If(rec_i == INPUT_RECORD - 1):
+                        length = Cat(rec_hdr[8:32], in_r.data)
+                        m.d.sync += [
+                            rec_i.eq(0),
+                            rec_kind.eq(rec_hdr[:8]),
+                            left.eq(length),
+                            started.eq(0),
+                        ]
+                        with m.If(length != 0):
+                            m.next = "BODY"
+            with m.State("BODY"):
+                forward = is_doc | (is_cfg & cfg_ok)
+                m.d.comb += [
+                    self.input.valid.eq(pv & forward),
+                    self.input.payload.data.eq(in_r.data),
+                    self.input.payload.last.eq(left == 1),
+                    self.input.payload.config.eq(is_cfg),
+                    taken.eq(pv & (self.input.ready | ~forward)),
+                ]
+                with m.If(taken):
+                    m.d.sync += [left.eq(left - 1), started.eq(1)]
+                    with m.If(left == 1):
+                        m.d.comb += [doc_done.eq(is_doc), doc_counted.eq(is_doc)]
+                        m.next = "RECORD"
+                cut_on_switch(True)
+            with m.State("CUT"):  # a session switch cut a record short: end it
+                m.d.comb += [
+                    self.input.valid.eq(1),
+                    self.input.payload.data.eq(cut_byte),
+                    self.input.payload.last.eq(1),
+                    self.input.payload.config.eq(is_cfg),
+                ]
+                with m.If(self.input.ready):
+                    m.d.comb += doc_done.eq(is_doc)
+                    m.next = "RECORD"
+        with m.If(doc_counted):  # not a document a session switch cut short
+            m.d.sync += documents.eq(documents + 1)
+
+        # --- readout records -> the readout buffer -------------------------------------------
+        rb = self.readout.payload
+        eb = rb.beat
+        sparse = self.kind is ReadoutKind.SPARSE
+        size = id_bytes(self.width)
+        wpos = Signal(32)  # the record being written starts here
+        blen = Signal(32)  # its body bytes so far
+        doc_no = Signal(32)
+        rec = Signal(ReadoutRecord)
+        byte_acc = Signal(8)
+        verdict_gen = Signal(8)
+        nbits_acc = Signal(4)
+        sub = Signal(range(max(size, READOUT_RECORD) + 1))
+        discard = Signal()  # the record in progress is an earlier session's
+        room = (R - (written - tx_acked)) >= max_record(self.kind, self.width)
+        first = eb.header if sparse else eb.first
+        write_at = Signal(32)
+        write_byte = Signal(8)
+        write_en = Signal()
+        m.d.comb += [
+            out_w.en.eq(write_en),
+            out_w.addr.eq(write_at[:rbits]),
+            out_w.data.eq(write_byte),
+        ]
+        with m.FSM(name="readout_records"):
+            with m.State("IDLE"):
+                m.d.comb += readout_idle.eq(1)
+                with m.If(self.readout.valid & rb.verdict):
+                    with m.If(room):
+                        m.d.comb += self.readout.ready.eq(1)
+                        m.d.sync += [
+                            rec.kind.eq(ReadoutRecordKind.CONFIG.value),
+                            rec.errors.eq(0),
+                            rec.doc.eq(documents),
+                            rec.length.eq(2),
+                            byte_acc.eq(Cat(rb.loaded, rb.rejected)),
+                            verdict_gen.eq(rb.generation),
+                            wpos.eq(written),
+                            blen.eq(0),
+                            discard.eq(0),
+                        ]
+                        m.next = "VERDICT"
+                with m.Elif(self.readout.valid & first):
+                    with m.If(stale_docs != 0):
+                        m.next = "DROP"
+                    with m.Elif(room):
+                        m.d.sync += [
+                            rec.kind.eq(
+                                (
+                                    ReadoutRecordKind.MATCHES
+                                    if sparse
+                                    else ReadoutRecordKind.READOUT
+                                ).value
+                            ),
+                            rec.errors.eq(eb.errors.as_value()),
+                            rec.doc.eq(doc_no),
+                            wpos.eq(written),
+                            blen.eq(0),
+                            byte_acc.eq(0),
+                            nbits_acc.eq(0),
+                            sub.eq(0),
+                            discard.eq(0),
+                        ]
+                        if sparse:  # the header beat carries no id
+                            m.d.comb += self.readout.ready.eq(1)
+                            with m.If(eb.last):
+                                m.next = "HEADER"
+                            with m.Else():
+                                m.next = "BODY"
+                        else:
+                            m.next = "BODY"
+                with m.Elif(self.readout.valid):
+                    m.d.comb += self.readout.ready.eq(1)  # not a document's start: framing lost
+            with m.State("DROP"):
+                m.d.comb += [self.readout.ready.eq(1), readout_idle.eq(1)]
+                with m.If(self.readout.valid & eb.last):
+                    m.d.comb += read_done.eq(1)
+                    m.d.sync += stale_docs.eq(stale_docs - 1)
+                    m.next = "IDLE"
+            with m.State("VERDICT"):  # two body bytes: generation, then loaded | rejected << 1
+                m.d.comb += [write_en.eq(1), write_at.eq(wpos + READOUT_RECORD + blen)]
+                m.d.comb += write_byte.eq(Mux(blen == 0, verdict_gen, byte_acc))
+                m.d.sync += blen.eq(blen + 1)
+                with m.If(blen == 1):
+                    m.d.sync += sub.eq(0)
+                    m.next = "HEADER"
+            with m.State("BODY"):
+                body_at = wpos + READOUT_RECORD + blen
+                if sparse:
+                    m.d.comb += [
+                        write_at.eq(body_at),
+                        write_byte.eq(Cat(eb.id, Const(0, 8 * size)).word_select(sub, 8)),
+                    ]
+                    with m.If(self.readout.valid):
+                        m.d.comb += write_en.eq(1)
+                        m.d.sync += [blen.eq(blen + 1), sub.eq(sub + 1)]
+                        with m.If(sub == size - 1):
+                            m.d.comb += self.readout.ready.eq(1)
+                            m.d.sync += sub.eq(0)
+                            with m.If(eb.last):
+                                m.next = "HEADER"
+                else:
+                    m.d.comb += self.readout.ready.eq(1)
+                    acc = Signal(8)
+                    m.d.comb += acc.eq(byte_acc | (eb.bit << nbits_acc[:3]))
+                    with m.If(self.readout.valid):
+                        with m.If((nbits_acc == 7) | eb.last):
+                            m.d.comb += [write_en.eq(1), write_at.eq(body_at), write_byte.eq(acc)]
+                            m.d.sync += [blen.eq(blen + 1), byte_acc.eq(0), nbits_acc.eq(0)]
+                            with m.If(eb.last):
+                                m.d.sync += sub.eq(0)
+                                m.next = "HEADER"
+                        with m.Else():
+                            m.d.sync += [byte_acc.eq(acc), nbits_acc.eq(nbits_acc + 1)]
+            with m.State("HEADER"):  # the header, now that the length is known
+                value = Signal(READOUT_RECORD * 8)
+                m.d.comb += [value.eq(rec.as_value()), value[64:96].eq(blen)]
+                m.d.comb += [
+                    write_en.eq(~discard),
+                    write_at.eq(wpos + sub),
+                    write_byte.eq(value.word_select(sub[:4], 8)),
+                ]
+                m.d.sync += sub.eq(sub + 1)
+                with m.If(sub == READOUT_RECORD - 1):
+                    m.d.sync += sub.eq(0)
+                    with m.If(discard):
+                        with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
+                            m.d.comb += read_done.eq(1)
+                            m.d.sync += stale_docs.eq(stale_docs - 1)
+                    with m.Else():
+                        m.d.sync += written.eq(wpos + READOUT_RECORD + blen)
+                        with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
+                            m.d.comb += read_done.eq(1)
+                            m.d.sync += doc_no.eq(doc_no + 1)
+                    m.next = "IDLE"
+
+        with m.If(doc_done & ~read_done):
+            m.d.sync += in_engine.eq(in_engine + 1)
+        with m.Elif(read_done & ~doc_done):
+            m.d.sync += in_engine.eq(in_engine - 1)
+
+        # --- transmit -----------------------------------------------------------------------
+        m.submodules.tx_crc = tx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
+        tx_hdr = Signal(DATAGRAM_HEADER * 8)
+        th = DatagramHeader(tx_hdr)
+        tx_i = Signal(16)  # byte of the datagram being sent
+        tx_len = Signal(16)  # its payload bytes
+        tx_status = Signal(data.Layout.cast(UdpStatusLayout).size)
+        tx_kind_status = Signal()
+        crc_bytes = Signal(32)
+        out_pv = Signal()  # out_r.data holds the payload byte at ``out_at - 1``
+        out_at = Signal(32)
+        unsent = Signal(32)
+        m.d.comb += unsent.eq(written - tx_next)
+        grown = Signal(32)
+        m.d.comb += grown.eq(limit - advertised)
+        status = Signal(UdpStatusLayout)
+        cs = self.config_status
+        m.d.comb += [
+            status.version.eq(UDP_VERSION),
+            status.mode.eq(self.mode),
+            status.readout.eq(int(sparse)),
+            status.width.eq(self.width),
+            status.identity.eq(self.identity),
+            status.generation.eq(cs.generation),
+            status.loaded.eq(cs.loaded if self.mode == 1 else 1),
+            status.rejected.eq(cs.rejected),
+            status.pending.eq(cs.pending),
+            status.documents.eq(documents),
+            status.input_buffer.eq(N),
+            status.readout_buffer.eq(R),
+            status.mac.eq(self.mac),
+            status.ip.eq(self.ip),
+            status.port.eq(self.port),
+            status.max_payload.eq(MAX_PAYLOAD),
+            status.bad.eq(bad),
+            status.stale.eq(stale),
+            status.duplicates.eq(dups),
+            status.out_of_order.eq(ooo),
+        ]
+        tb = self.tx.payload
+        m.d.comb += [
+            tb.ip.eq(host_ip),
+            tb.port.eq(host_port),
+            tb.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
+            tx_crc.data.eq(tb.data),
+            tx_crc.start.eq(tx_i == 0),
+            out_r.addr.eq(out_at[:rbits]),
+        ]
+
+        def start(kind, length, seq, nak=0):
+            m.d.sync += [
+                th.version.eq(UDP_VERSION),
+                th.kind.eq(kind.value),
+                th.flags.nak.eq(nak),
+                th.session.eq(session),
+                th.seq.eq(seq),
+                th.ack.eq(rx_next),
+                th.limit.eq(limit),
+                th.length.eq(length),
+                tx_len.eq(length),
+                tx_i.eq(0),
+                advertised.eq(limit),
+                ack_due.eq(0),
+                out_at.eq(seq),
+                out_pv.eq(0),
+            ]
+
+        with m.FSM(name="udp_tx"):
+            with m.State("IDLE"):
+                m.d.comb += tx_idle.eq(1)
+                with m.If(~opened | rx_acting):
+                    pass
+                with m.Elif(status_due):
+                    start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
+                    m.d.sync += [status_due.eq(0), tx_status.eq(status.as_value()),
+                                 tx_kind_status.eq(1)]  # fmt: skip
+                    m.next = "SEND"
+                with m.Elif(nak_due):
+                    start(DatagramKind.READOUT, 0, tx_next, nak=1)
+                    m.d.sync += [nak_due.eq(0), tx_kind_status.eq(0)]
+                    m.next = "SEND"
+                with m.Elif(unsent != 0):
+                    length = Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])
+                    start(DatagramKind.READOUT, length, tx_next)
+                    m.d.sync += [tx_next.eq(tx_next + length), tx_kind_status.eq(0)]
+                    m.next = "SEND"
+                with m.Elif(ack_due | (grown >= min(MAX_PAYLOAD, N // 2))):
+                    start(DatagramKind.READOUT, 0, tx_next)
+                    m.d.sync += tx_kind_status.eq(0)
+                    m.next = "SEND"
+            with m.State("SEND"):
+                at = tx_i - DATAGRAM_HEADER
+                payload_byte = Mux(tx_kind_status, tx_status.word_select(at[:6], 8), out_r.data)
+                in_payload = tx_i >= DATAGRAM_HEADER
+                ready_byte = ~in_payload | tx_kind_status | out_pv
+                # the readout buffer's next byte is fetched ahead (one cycle of latency)
+                fetched = Signal(32)
+                m.d.comb += fetched.eq(out_at - th.seq)
+                fetch_out = (
+                    ~tx_kind_status
+                    & (~out_pv | (self.tx.valid & self.tx.ready & in_payload))
+                    & (fetched < tx_len)
+                )
+                m.d.comb += out_r.en.eq(fetch_out)
+                with m.If(fetch_out):
+                    m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1)]
+                with m.Elif(self.tx.valid & self.tx.ready & in_payload):
+                    m.d.sync += out_pv.eq(0)
+                m.d.comb += [
+                    self.tx.valid.eq(ready_byte),
+                    tb.data.eq(Mux(in_payload, payload_byte, tx_hdr.word_select(tx_i[:5], 8))),
+                    tb.last.eq(0),
+                ]
+                with m.If(self.tx.valid & self.tx.ready):
+                    m.d.comb += tx_crc.valid.eq(1)
+                    m.d.sync += tx_i.eq(tx_i + 1)
+                    with m.If(tx_i == DATAGRAM_HEADER + tx_len - 1):
+                        m.d.sync += tx_i.eq(0)
+                        m.next = "CRC_LATCH"
+            with m.State("CRC_LATCH"):
+                m.d.sync += crc_bytes.eq(tx_crc.crc)
+                m.next = "CRC"
+            with m.State("CRC"):
+                m.d.comb += [
+                    self.tx.valid.eq(1),
+                    tb.data.eq(crc_bytes.word_select(tx_i[:2], 8)),
+                    tb.last.eq(tx_i == DATAGRAM_CRC - 1),
+                ]
+                with m.If(self.tx.ready):
+                    m.d.sync += tx_i.eq(tx_i + 1)
+                    with m.If(tx_i == DATAGRAM_CRC - 1):
+                        m.next = "IDLE"
+
+        # --- a good DATA datagram's acknowledgement and NAK; the timer; a session switch -------
+        # compared a cycle ahead, in CHECK (tx_acked changes only in ACT; written only grows;
+        # a tx_next the transmitter moved meanwhile at worst sends bytes again): no path from
+        # the offsets through the compares to tx_next in one cycle
+        ack_new = Signal()  # the acknowledgement moves tx_acked forward, within what was written
+        ack_beyond = Signal()  # ... past tx_next (after a go-back)
+        ack_same = Signal()  # it is tx_acked
+        with m.If(rx_checking):
+            m.d.sync += [
+                ack_new.eq((ack_ahead != 0) & (ack_ahead <= written - tx_acked)),
+                ack_beyond.eq(ack_ahead > tx_next - tx_acked),
+                ack_same.eq(ack_ahead == 0),
+            ]
+        ack_ok = acting_data & ack_new
+        new_acked = Mux(ack_ok, h.ack, tx_acked)
+        with m.If(ack_ok):
+            m.d.sync += [tx_acked.eq(h.ack), progress.eq(0)]
+            with m.If(ack_beyond):
+                m.d.sync += tx_next.eq(h.ack)
+        with m.If(acting_data & h.flags.nak & (ack_new | ack_same)):
+            m.d.sync += tx_next.eq(new_acked)  # go back: the host lost a datagram after ``ack``
+        with m.If(tx_acked == tx_next):
+            m.d.sync += progress.eq(0)
+        with m.Elif(~ack_ok):
+            with m.If(progress == self.timeout):
+                with m.If(tx_idle & ~rx_acting):
+                    m.d.sync += [tx_next.eq(tx_acked), progress.eq(0)]
+            with m.Else():
+                m.d.sync += progress.eq(progress + 1)
+
+        with m.If(switch):
+            cutting = left.any() & started & is_doc & records_fsm_body
+            m.d.sync += [
+                rd.eq(0),
+                commit.eq(0),
+                pv.eq(0),
+                rec_i.eq(0),
+                rx_next.eq(0),
+                tx_acked.eq(0),
+                tx_next.eq(0),
+                written.eq(0),
+                doc_no.eq(0),
+                documents.eq(0),
+                nak_sent.eq(0),
+                nak_due.eq(0),
+                ack_due.eq(0),
+                progress.eq(0),
+                stale_docs.eq(in_engine + doc_done - read_done + cutting),
+                limit.eq(N),
+                discard.eq(~readout_idle),
+            ]
+        return m

@@ -1,0 +1,396 @@
+# amaranth: UnusedElaboratable=no
+"""The board's UDP link (issue 35): the datagram codec, and the host against the behavioural
+model of the board's protocol endpoint (the engine's cycle model behind a real UDP socket)
+through a fault-injecting relay -- drops, duplicates, reordering, corrupted and truncated
+datagrams, a host restart mid-batch -- with every answer checked against the reference."""
+
+import json
+import re
+import threading
+import time
+import zlib
+from contextlib import contextmanager
+
+import pytest
+from click.testing import CliRunner
+
+from xpfilt.boards.faults import Faults, FaultyLink
+from xpfilt.boards.host import BoardDesign, open_board_engine
+from xpfilt.boards.protocol import (
+    DATAGRAM_CRC,
+    DATAGRAM_HEADER,
+    MAX_PAYLOAD,
+    Datagram,
+    DatagramKind,
+    InputKind,
+    LinkError,
+    ReadoutRecordKind,
+    RecordReader,
+    UdpStatus,
+    decode_datagram,
+    encode_datagram,
+    input_record,
+    readout_record,
+    seq_after,
+    seq_diff,
+)
+from xpfilt.boards.udp_board import EndpointConfig, model_endpoint, serve_endpoint
+from xpfilt.boards.udp_host import UdpBoardEngine, UdpLink, parse_address
+from xpfilt.cli import main
+from xpfilt.engines import filter_batch
+from xpfilt.paths import shared_data
+from xpfilt.software.reference import ReferenceFilter
+
+DATA = shared_data()
+QUERY_FILE = DATA / "queries" / "nitf-d4-p15-n2000.txt"
+DOCS = sorted((DATA / "nitf" / "docs").glob("*.xml"))
+ALL_FAULTS = Faults(drop=0.04, duplicate=0.04, reorder=0.04, corrupt=0.04, truncate=0.04)
+
+
+def run_cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+# --- the codec ------------------------------------------------------------------------------
+
+
+def test_datagrams_with_a_wrong_crc_length_or_version_are_dropped():
+    d = Datagram(DatagramKind.DATA.value, 0xDEADBEEF, 0xFFFFFFF0, 7, 9, b"<a/>" * 5, nak=True)
+    raw = encode_datagram(d)
+    assert len(raw) == DATAGRAM_HEADER + 20 + DATAGRAM_CRC
+    assert decode_datagram(raw) == d
+    for at in range(len(raw)):  # every single corrupted byte is caught
+        bad = bytearray(raw)
+        bad[at] ^= 0x40
+        assert decode_datagram(bytes(bad)) is None
+    for cut in range(len(raw)):  # and every truncation
+        assert decode_datagram(raw[:cut]) is None
+    # a right CRC over a wrong length field (a sender's bug) or version is still refused
+    body = bytearray(raw[:-DATAGRAM_CRC])
+    body[20] += 1  # length
+    assert decode_datagram(bytes(body) + zlib.crc32(body).to_bytes(4, "little")) is None
+    body = bytearray(raw[:-DATAGRAM_CRC])
+    body[0] = 9  # version
+    assert decode_datagram(bytes(body) + zlib.crc32(body).to_bytes(4, "little")) is None
+
+
+def test_records_reassemble_from_any_split_and_offsets_wrap():
+    stream = b"".join(
+        readout_record(ReadoutRecordKind.MATCHES, n, n & 1, bytes(range(n))) for n in range(9)
+    )
+    for step in (1, 5, 13, len(stream)):
+        reader = RecordReader()
+        records = []
+        for at in range(0, len(stream), step):
+            records += reader.feed(stream[at : at + step])
+        assert [(r.doc, r.errors, r.body) for r in records] == [
+            (n, n & 1, bytes(range(n))) for n in range(9)
+        ]
+    assert seq_after(5, 0xFFFFFFFB) and not seq_after(0xFFFFFFFB, 5)
+    assert seq_diff(5, 0xFFFFFFFB) == 10 and seq_diff(0xFFFFFFFB, 5) == -10
+    with pytest.raises(ValueError, match="document must have at least one byte, not none"):
+        input_record(InputKind.DOCUMENT, b"")
+    assert parse_address("10.0.0.2") == ("10.0.0.2", 4747)
+    assert parse_address("board:5000") == ("board", 5000)
+    with pytest.raises(ValueError, match=r"board address must be HOST\[:PORT\], not 'b:x'"):
+        parse_address("b:x")
+
+
+def test_faults_parse_and_are_checked():
+    assert Faults.parse("drop=0.1, reorder=0.2") == Faults(drop=0.1, reorder=0.2)
+    with pytest.raises(ValueError, match="a fault must be NAME=PROBABILITY"):
+        Faults.parse("lose=0.1")
+    with pytest.raises(ValueError, match="drop probability must be between 0 and 1, not 2.0"):
+        Faults(drop=2.0)
+
+
+# --- the model board behind a socket ----------------------------------------------------------
+
+
+@contextmanager
+def model_board(build, config=EndpointConfig(), faults=None, seed=0):
+    """The endpoint model of ``build`` serving on a free port (behind a fault relay when
+    ``faults``): yields (endpoint, (host, port) to talk to, relay or None)."""
+    endpoint = model_endpoint(build, config)
+    ports, stop = [], threading.Event()
+    server = threading.Thread(
+        target=serve_endpoint,
+        args=(endpoint,),
+        kwargs=dict(on_port=ports.append, stop=stop),
+        daemon=True,
+    )
+    server.start()
+    while not ports:
+        time.sleep(0.005)
+    relay = FaultyLink(("127.0.0.1", ports[0]), faults, seed=seed).start() if faults else None
+    try:
+        yield endpoint, ("127.0.0.1", relay.port if relay else ports[0]), relay
+    finally:
+        if relay:
+            relay.stop()
+        stop.set()
+        server.join()
+
+
+def queries_file(tmp_path, count, start=0):
+    path = tmp_path / f"q{start}-{count}.txt"
+    path.write_text("".join(f"{line}\n" for line in QUERY_FILE.read_text().splitlines()[:count]))
+    return path
+
+
+@pytest.fixture(scope="module", params=["serial", "sparse"])
+def custom_build(request, tmp_path_factory):
+    work = tmp_path_factory.mktemp(f"udp-{request.param}")
+    queries = queries_file(work, 24)
+    build = work / "build"
+    result = run_cli(
+        "build", "--board", "ulx3s-85f", "-q", queries, "--readout", request.param,
+        "--max-depth", 16, "--no-toolchain", "-o", build,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return build, queries
+
+
+def reference_results(queries, docs):
+    from xpfilt.lang.xpath import load_queries
+
+    return list(filter_batch(ReferenceFilter(load_queries(queries).queries), docs))
+
+
+def test_model_board_answers_like_the_reference_through_every_fault(custom_build, tmp_path):
+    build, queries = custom_build
+    docs = DOCS[:24]
+    broken = tmp_path / "broken.xml"
+    broken.write_bytes(b"<nitf><head></nitf>")
+    docs = docs[:3] + [broken] + docs[3:]
+    config = EndpointConfig(input_buffer=4096, readout_buffer=2048, timeout=0.02)
+    with model_board(build, config, ALL_FAULTS, seed=3) as (endpoint, address, relay):
+        with UdpLink(address, timeout=20, rto=0.02) as link:
+            engine = open_board_engine(link, BoardDesign.load(build), engine_class=UdpBoardEngine)
+            got = list(engine.filter_batch(docs, window=8))
+        status = endpoint.status()
+    want = reference_results(queries, docs)
+    assert [r.name for r in got] == [d.name for d in docs]  # each once, in order
+    assert [r.matches for r in got if r.name != "broken.xml"] == [
+        r.matches for r in want if r.name != "broken.xml"
+    ]
+    assert got[3].error == "broken.xml: the engine flagged the document: malformed"
+    # every fault happened, both ways, and the board saw its effects
+    for direction in relay.counts.values():
+        assert all(direction[name] > 0 for name in ("drop", "duplicate", "reorder", "corrupt"))
+    assert status.bad > 0 and status.duplicates > 0 and status.out_of_order > 0
+    assert endpoint.overruns == 0 and status.documents == len(docs)
+    assert link.stats.bad > 0 and link.stats.resent_bytes > 0
+
+
+def test_board_never_takes_more_than_its_credit(custom_build):
+    build, _ = custom_build
+    config = EndpointConfig(input_buffer=2000)
+    endpoint = model_endpoint(build, config)
+    (hello,) = endpoint.receive(encode_datagram(Datagram(DatagramKind.HELLO.value, 1)), 0.0)
+    reply = decode_datagram(hello)
+    status = UdpStatus.decode(reply.payload)
+    assert (reply.ack, reply.limit, status.input_buffer) == (0, 2000, 2000)
+    largest = max(DOCS, key=lambda d: d.stat().st_size)
+    stream = input_record(InputKind.DOCUMENT, largest.read_bytes())
+    assert len(stream) > 2 * MAX_PAYLOAD
+
+    def data(seq, size):
+        raw = Datagram(DatagramKind.DATA.value, 1, seq, 0, 0, stream[seq : seq + size])
+        return endpoint.receive(encode_datagram(raw), 0.0)
+
+    data(0, MAX_PAYLOAD)
+    data(MAX_PAYLOAD, MAX_PAYLOAD)  # beyond the limit: dropped, not acknowledged
+    assert (endpoint.rx_next, endpoint.overruns) == (MAX_PAYLOAD, 1)
+    data(MAX_PAYLOAD, 2000 - MAX_PAYLOAD)  # up to the limit: taken
+    assert (endpoint.rx_next, endpoint.limit()) == (2000, 2000)
+    replies = endpoint.run(5000, 0.0)  # the engine drains the buffer: the credit grows
+    assert endpoint.limit() > 2000
+    assert any(decode_datagram(r).limit == endpoint.limit() for r in replies)
+    # of another session: stale, changes nothing
+    raw = Datagram(DatagramKind.DATA.value, 2, 2000, 0, 0, stream[2000:2100])
+    assert endpoint.receive(encode_datagram(raw), 0.0) == [] and endpoint.stale == 1
+
+
+def test_host_restart_mid_batch_gets_every_answer_once(custom_build):
+    build, queries = custom_build
+    docs = DOCS[:16]
+    design = BoardDesign.load(build)
+    config = EndpointConfig(input_buffer=4096, readout_buffer=2048, timeout=0.02)
+    with model_board(build, config, Faults(drop=0.03, reorder=0.03), seed=5) as (
+        endpoint,
+        address,
+        _,
+    ):
+        # the first host sends a window, takes two answers and dies with the rest in flight
+        first = UdpLink(address, timeout=20, rto=0.02)
+        engine = open_board_engine(first, design, engine_class=UdpBoardEngine)
+        results = engine.filter_batch(docs, window=8)
+        assert [next(results).name for _ in range(2)] == [d.name for d in docs[:2]]
+        old_session = first.session
+        first.close()
+        # a new host (a new session): the old one's documents still in the board are dropped
+        second = UdpLink(address, timeout=20, rto=0.02)
+        engine = open_board_engine(second, design, engine_class=UdpBoardEngine)
+        assert endpoint.session == second.session != old_session
+        got = list(engine.filter_batch(docs, window=8))
+        stale_before = endpoint.stale
+        second._send(DatagramKind.DATA)  # still accepted: the current session
+        replay = encode_datagram(Datagram(DatagramKind.DATA.value, old_session, 0, 0, 0, b"<"))
+        with UdpLink(address, rto=0.02) as third:
+            third.sock.send(replay)
+            time.sleep(0.1)
+        second.close()
+        assert endpoint.stale == stale_before + 1
+    assert got == reference_results(queries, docs)
+
+
+def test_a_restart_cuts_a_document_short_and_its_readout_is_dropped(custom_build):
+    build, queries = custom_build
+    endpoint = model_endpoint(build)
+    endpoint.receive(encode_datagram(Datagram(DatagramKind.HELLO.value, 1)), 0.0)
+    doc = DOCS[0].read_bytes()
+    half = input_record(InputKind.DOCUMENT, doc)[:700]
+    endpoint.receive(encode_datagram(Datagram(DatagramKind.DATA.value, 1, 0, 0, 0, half)), 0.0)
+    endpoint.run(400, 0.0)  # part of it into the engine
+    assert endpoint.started and endpoint.left
+    endpoint.receive(encode_datagram(Datagram(DatagramKind.HELLO.value, 2)), 0.0)
+    whole = input_record(InputKind.DOCUMENT, doc)
+    for at in range(0, len(whole), MAX_PAYLOAD):
+        chunk = whole[at : at + MAX_PAYLOAD]
+        endpoint.receive(encode_datagram(Datagram(DatagramKind.DATA.value, 2, at, 0, 0, chunk)), 0)
+        endpoint.run(100_000, 0.0)
+    reader = RecordReader()
+    (record,) = reader.feed(bytes(endpoint.out))
+    assert (record.doc, record.errors, endpoint.documents) == (0, 0, 1)
+    assert not endpoint.busy()
+
+
+@pytest.fixture(scope="module")
+def programmable_build(tmp_path_factory):
+    work = tmp_path_factory.mktemp("udp-programmable")
+    build = work / "build"
+    result = run_cli(
+        "build", "--board", "ulx3s-85f", "--mode", "programmable", "--clusters", 2,
+        "--columns", 24, "--max-tag-len", 16, "--max-depth", 16, "--no-toolchain", "-o", build,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return build, work
+
+
+def test_programmable_board_is_configured_over_a_faulty_link(programmable_build):
+    build, work = programmable_build
+    queries = queries_file(work, 12)
+    docs = DOCS[:6]
+    config = EndpointConfig(timeout=0.02)
+    with model_board(build, config, ALL_FAULTS, seed=11) as (endpoint, address, _):
+        with UdpLink(address, timeout=30, rto=0.02) as link:
+            from xpfilt.lang.xpath import load_queries
+
+            engine = open_board_engine(
+                link,
+                BoardDesign.load(build),
+                queries=load_queries(queries).queries,
+                engine_class=UdpBoardEngine,
+            )
+            got = list(engine.filter_batch(docs, window=4))
+            assert endpoint.status().loaded and endpoint.status().generation == 1
+            # a corrupt stream is refused with the board's verdict; the set stays
+            with pytest.raises(LinkError, match="the board rejected the configuration stream"):
+                link.configure(b"\x00" * 64)
+            assert list(engine.filter_batch(docs[:2])) == got[:2]
+    model = run_cli("filter", "-e", "model", "--mode", "programmable", "--hw", build, "-q",
+                    queries, *docs)  # fmt: skip
+    assert "".join(f"{r.name}\t{' '.join(map(str, r.matches))}\n" for r in got) == model.stdout
+
+
+def test_host_udp_command_prints_the_filter_tsv_and_rates(custom_build):
+    build, queries = custom_build
+    docs = DOCS[:10]
+    with model_board(build, EndpointConfig(timeout=0.02), Faults(drop=0.05), seed=2) as (
+        _,
+        (host, port),
+        _,
+    ):
+        result = run_cli("host", "--udp", f"{host}:{port}", "--build", build, "-q", queries,
+                         "--window", 4, *docs)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stdout == run_cli("filter", "-q", queries, *docs).stdout
+    assert "xpfilt host: 10 documents, " in result.stderr and " MB/s " in result.stderr
+    assert "board at 02:58:50:46:49:4c 192.168.1.50:4747" in result.stderr
+    result = run_cli("host", "--udp", "x", "--port", "/dev/null", "--build", build, docs[0])
+    assert result.exit_code == 2 and "give the board's --port (UART) or its --udp" in result.output
+
+
+# --- Ethernet board builds (files only; LiteEth's generator runs) -----------------------------
+
+
+@pytest.mark.parametrize("board", ["ecpix5-85f", "colorlight-5a75b"])
+def test_ethernet_boards_get_liteeth_the_endpoint_and_constraints(board, tmp_path):
+    pytest.importorskip("liteeth")
+    queries = queries_file(tmp_path, 8)
+    out = tmp_path / "build"
+    result = run_cli(
+        "build", "--board", board, "-q", queries, "--link", "ethernet", "--mac",
+        "02:00:00:00:00:07", "--ip", "10.0.0.7", "--udp-port", 5000, "--no-toolchain", "-o", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    info = json.loads((out / "board.json").read_text())
+    assert (info["link"], info["mac"], info["ip"], info["port"]) == (
+        "ethernet", "02:00:00:00:00:07", "10.0.0.7", 5000,
+    )  # fmt: skip
+    assert info["clock_hz"] == 125e6
+    liteeth = (out / "gateware" / "xpfilt_liteeth.v").read_text()
+    assert "module xpfilt_liteeth (" in liteeth and "IDDRX1F" in liteeth
+    top = (out / "xpfilt_board.v").read_text()
+    assert re.search(r"\bxpfilt_liteeth\s+\w+\s*\(", top)
+    assert re.search(r"\bxpfilt_engine\s+\w+\s*\(", top)
+    lpf = (out / "gateware" / "xpfilt_board.lpf").read_text()
+    for pin in ("eth_rgmii_0__rx_clk__io", "eth_rgmii_0__tx_data__io", "EHXPLLL"):
+        assert pin in lpf or pin in top, pin
+    assert 'FREQUENCY PORT "eth_rgmii_0__rx_clk__io" 125 MHz;' in lpf
+    assert (
+        "Gigabit Ethernet, UDP (LiteEth), 02:00:00:00:00:07 10.0.0.7:5000"
+        in (out / "report.md").read_text()
+    )
+    # the model of this board reports the addresses it was built with
+    status = model_endpoint(out).status()
+    assert status.address == "02:00:00:00:00:07 10.0.0.7:5000"
+
+
+def test_ethernet_build_options_are_checked(tmp_path):
+    queries = queries_file(tmp_path, 4)
+    result = run_cli("build", "--board", "colorlight-5a75b", "-q", queries, "--link", "uart",
+                     "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
+    assert result.exit_code == 2
+    assert "link must be one of ethernet on colorlight-5a75b, not 'uart'" in result.output
+    result = run_cli("build", "--board", "ecpix5-85f", "-q", queries, "--mac", "01:00:00:00:00:01",
+                     "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
+    assert result.exit_code == 2
+    assert "MAC address must be unicast (first byte even), not '01:00:00:00:00:01'" in result.output
+    result = run_cli("build", "--board", "ecpix5-85f", "-q", queries, "--ip", "10.0.0.300",
+                     "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
+    assert result.exit_code == 2
+    assert "IP address must be four numbers 0-255 a.b.c.d, not '10.0.0.300'" in result.output
+
+
+@pytest.mark.regress
+def test_shared_nitf_documents_through_a_lossy_ethernet_link_to_the_model_board(tmp_path):
+    """The shared NITF documents and query set through the model board behind a relay that
+    drops and reorders 3 % of the datagrams each way: the shared expected answers."""
+    from xpfilt.software.results import read_expected
+
+    queries = DATA / "queries" / "nitf-d8-p15-n2000.txt"
+    build = tmp_path / "build"
+    result = run_cli("build", "--board", "colorlight-5a75b", "-q", queries, "--readout", "sparse",
+                     "--no-toolchain", "-o", build)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    expected = read_expected(DATA / "expected" / "nitf-docs--nitf-d8-p15-n2000.tsv")
+    faults = Faults(drop=0.03, reorder=0.03)
+    with model_board(build, EndpointConfig(timeout=0.05), faults, seed=35) as (_, address, relay):
+        with UdpLink(address, timeout=60, rto=0.05) as link:
+            engine = open_board_engine(link, BoardDesign.load(build), engine_class=UdpBoardEngine)
+            got = list(engine.filter_batch(DOCS, window=32))
+    assert {r.name: r.matches for r in got} == expected
+    assert [r.name for r in got] == [d.name for d in DOCS]
+    assert all(c["drop"] and c["reorder"] for c in relay.counts.values())

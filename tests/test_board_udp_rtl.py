@@ -1,0 +1,327 @@
+# amaranth: UnusedElaboratable=no
+"""The UDP link's gateware (:class:`xpfilt.boards.udp_link.UdpEndpoint`) in the Amaranth
+simulator, around a custom engine, against the protocol as the host and the model speak it:
+a session opens, documents go in datagrams within the credit, corrupted, duplicated and
+overtaking datagrams are dropped (a NAK for the gap), the readout records equal the engine
+model's, unacknowledged readouts go again after the timeout, and a new session drops the old
+one's documents."""
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+
+from xpfilt.boards.protocol import (
+    Datagram,
+    DatagramKind,
+    InputKind,
+    RecordReader,
+    UdpStatus,
+    decode_datagram,
+    decode_record,
+    encode_datagram,
+    input_record,
+)
+from xpfilt.boards.udp_link import UdpEndpoint
+from xpfilt.compiler.custom import CompileOptions, compile_queries
+from xpfilt.hdl.custom import CustomEngine
+from xpfilt.hwspec.readout import ReadoutKind
+from xpfilt.lang.xpath import parse_query
+from xpfilt.model.custom import EngineModel, run_documents
+
+QUERIES = ["/a/b", "//c", "/a/*/d", "//b//d", "/x"]
+DOCS = [
+    b"<a><b/></a>",
+    b"<a><c><d/></c></a>",
+    b"<x><b><d>text</d></b></x>",
+    b"<a><b><c/></b></a>",
+    b"<a></b>",  # malformed: flagged
+    b"<c/>",
+]
+HOST_PORT = 5000
+
+
+def small_plan(kind=ReadoutKind.SERIAL):
+    queries = [parse_query(q, i + 1) for i, q in enumerate(QUERIES)]
+    return compile_queries(queries, CompileOptions(max_depth=8, readout=kind.value))
+
+
+class Bench:
+    """The endpoint and an engine in one clock domain; ``send`` puts a datagram on ``rx``,
+    ``replies`` gathers what ``tx`` sends (decoded)."""
+
+    def __init__(self, kind=ReadoutKind.SERIAL, timeout=4000):
+        self.plan = small_plan(kind)
+        self.engine = CustomEngine(self.plan)
+        self.ep = UdpEndpoint(
+            mode=0, kind=kind, width=len(QUERIES), identity=0x1234, mac=0x0258504649AA,
+            ip=0x0A000002, port=4747, input_buffer=128, readout_buffer=128, timeout=timeout,
+        )  # fmt: skip
+        m = Module()
+        m.submodules.ep, m.submodules.engine = ep, engine = self.ep, self.engine
+        m.d.comb += [
+            engine.bytes_in.valid.eq(ep.input.valid),
+            engine.bytes_in.payload.data.eq(ep.input.payload.data),
+            engine.bytes_in.payload.last.eq(ep.input.payload.last),
+            ep.input.ready.eq(engine.bytes_in.ready),
+            ep.readout.valid.eq(engine.readout.valid),
+            ep.readout.payload.beat.eq(engine.readout.payload),
+            engine.readout.ready.eq(ep.readout.ready),
+        ]
+        self.sim = Simulator(m)
+        self.sim.add_clock(1e-8)
+        self.replies = []
+        self.sim.add_process(self._collect)
+
+    async def _collect(self, ctx):
+        ep, buf = self.ep, bytearray()
+        ctx.set(ep.tx.ready, 1)
+        async for _, _, valid, byte, last, port, length in ctx.tick().sample(
+            ep.tx.valid, ep.tx.payload.data, ep.tx.payload.last, ep.tx.payload.port,
+            ep.tx.payload.length,
+        ):  # fmt: skip
+            if valid:
+                buf.append(byte)
+                if last:
+                    assert (port, length) == (HOST_PORT, len(buf))
+                    self.replies.append(decode_datagram(bytes(buf)))
+                    buf = bytearray()
+
+    async def send(self, ctx, raw: bytes):
+        ep = self.ep
+        for i, byte in enumerate(raw):
+            ctx.set(ep.rx.valid, 1)
+            ctx.set(ep.rx.payload.data, byte)
+            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
+            ctx.set(ep.rx.payload.port, HOST_PORT)
+            await ctx.tick().until(ep.rx.ready)
+        ctx.set(ep.rx.valid, 0)
+        await ctx.tick().repeat(4)
+
+    def model_readouts(self, docs):
+        return run_documents(EngineModel(self.plan), docs)
+
+
+def data(session, seq, payload=b"", ack=0, nak=False):
+    return encode_datagram(Datagram(DatagramKind.DATA.value, session, seq, ack, 0, payload, nak))
+
+
+@pytest.mark.parametrize("kind", [ReadoutKind.SERIAL, ReadoutKind.SPARSE])
+def test_endpoint_rtl_takes_documents_through_faults_and_answers_like_the_model(kind):
+    bench = Bench(kind)
+    stream = b"".join(input_record(InputKind.DOCUMENT, d) for d in DOCS)
+    chunk = 40
+    got = {}
+
+    async def testbench(ctx):
+        r = bench.replies
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 7)))
+        await ctx.tick().repeat(120)
+        status = UdpStatus.decode(r[0].payload)
+        assert (r[0].kind, r[0].session, r[0].ack, r[0].limit) == (ord("S"), 7, 0, 128)
+        assert (status.width, status.identity, status.port, status.input_buffer) == (
+            5,
+            0x1234,
+            4747,
+            128,
+        )
+        # a corrupted datagram, then one after a gap (NAK), a duplicate, a stale session's
+        bad = bytearray(data(7, 0, stream[:chunk]))
+        bad[30] ^= 1
+        await bench.send(ctx, bytes(bad))
+        await bench.send(ctx, data(7, chunk, stream[chunk : 2 * chunk]))
+        await ctx.tick().repeat(60)
+        assert any(d.nak and d.ack == 0 for d in r)
+        await bench.send(ctx, data(8, 0, stream[:chunk]))
+        # the stream within the credit, the readout bytes acknowledged as they come
+        seq, rx_next, reader, limit = 0, 0, RecordReader(), 128
+        dup_sent = False
+        for _ in range(400):
+            for d in list(r):
+                limit = max(limit, d.limit)
+                if d.kind == ord("R") and d.payload and d.seq == rx_next:
+                    for record in reader.feed(d.payload):
+                        got[record.doc] = decode_record(record, 5)
+                    rx_next += len(d.payload)
+            r.clear()
+            size = min(chunk, len(stream) - seq, limit - seq)
+            if size > 0:
+                await bench.send(ctx, data(7, seq, stream[seq : seq + size], ack=rx_next))
+                if not dup_sent:  # the same again: a duplicate
+                    await bench.send(ctx, data(7, seq, stream[seq : seq + size], ack=rx_next))
+                    dup_sent = True
+                seq += size
+            else:
+                await bench.send(ctx, data(7, seq, ack=rx_next))
+                await ctx.tick().repeat(80)
+            if len(got) == len(DOCS):
+                break
+        await ctx.tick().repeat(20)
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 7)))
+        await ctx.tick().repeat(120)
+        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
+        assert (status.bad, status.duplicates, status.out_of_order, status.stale) == (1, 1, 1, 1)
+        assert status.documents == len(DOCS)
+
+    bench.sim.add_testbench(testbench)
+    bench.sim.run()
+    want = bench.model_readouts(DOCS)
+    assert [got[i] for i in range(len(DOCS))] == [w._replace(doc=i) for i, w in enumerate(want)]
+
+
+def test_endpoint_rtl_sends_again_after_its_timeout_and_drops_an_old_sessions_readouts():
+    bench = Bench(timeout=300)
+    first = input_record(InputKind.DOCUMENT, DOCS[1])
+    second = input_record(InputKind.DOCUMENT, DOCS[3])
+
+    async def testbench(ctx):
+        r = bench.replies
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
+        await bench.send(ctx, data(1, 0, first))
+        await ctx.tick().repeat(900)  # its readout, never acknowledged: sent again
+        readouts = [d for d in r if d.kind == ord("R") and d.payload]
+        assert len(readouts) >= 2 and {(d.seq, d.payload) for d in readouts} == {
+            (0, readouts[0].payload)
+        }
+        # half of a document, then a new session: the cut document's readout is dropped
+        await bench.send(ctx, data(1, len(first), second[:9], ack=len(readouts[0].payload)))
+        await ctx.tick().repeat(50)
+        r.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 2)))
+        await bench.send(ctx, data(2, 0, second))
+        await ctx.tick().repeat(400)
+        sent = {d.seq: d.payload for d in r if d.kind == ord("R") and d.session == 2}
+        records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))  # once each
+        assert [(rec.doc, decode_record(rec, 5).bits) for rec in records] == [
+            (0, bench.model_readouts([DOCS[3]])[0].bits)
+        ]
+        r.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 2)))
+        await ctx.tick().repeat(150)
+        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
+        assert status.documents == 1  # the cut document is not the new session's
+
+    bench.sim.add_testbench(testbench)
+    bench.sim.run()
+
+
+# --- the Ethernet board core: the endpoint, two clock domains, the engine -------------------
+
+
+class CoreBench:
+    """:class:`EthernetBoardCore` around ``engine`` with the link at 125 MHz and the engine at
+    an unrelated clock; ``host`` plays the host's side (credit, acks) over the raw UDP port."""
+
+    def __init__(self, engine, *, mode, width, readout=ReadoutKind.SERIAL):
+        from xpfilt.boards.eth_top import EthernetBoardCore
+
+        self.core = EthernetBoardCore(
+            engine, mode=mode, width=width, identity=0x55, readout=readout, heartbeat=100,
+            mac=0x0258504649AA, ip=0x0A000002, port=4747, input_buffer=256, readout_buffer=256,
+            timeout=3000,
+        )  # fmt: skip
+        self.sim = Simulator(self.core)
+        self.sim.add_clock(8e-9, domain="link")
+        self.sim.add_clock(7.3e-9, domain="sync")
+        self.replies = []
+        self.sim.add_process(self._collect)
+
+    async def _collect(self, ctx):
+        tx, buf = self.core.tx, bytearray()
+        ctx.set(tx.ready, 1)
+        async for _, _, valid, byte, last in ctx.tick("link").sample(
+            tx.valid, tx.payload.data, tx.payload.last
+        ):
+            if valid:
+                buf.append(byte)
+                if last:
+                    self.replies.append(decode_datagram(bytes(buf)))
+                    buf = bytearray()
+
+    async def send(self, ctx, raw):
+        rx = self.core.rx
+        for i, byte in enumerate(raw):
+            ctx.set(rx.valid, 1)
+            ctx.set(rx.payload.data, byte)
+            ctx.set(rx.payload.last, i == len(raw) - 1)
+            ctx.set(rx.payload.port, HOST_PORT)
+            await ctx.tick("link").until(rx.ready)
+        ctx.set(rx.valid, 0)
+
+    async def host(self, ctx, stream, records_wanted, *, session=3, chunk=64):
+        """Open ``session``, send ``stream`` within the credit, acknowledge the readout
+        stream; returns the records once ``records_wanted`` came."""
+        await self.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, session)))
+        seq = rx_next = limit = 0
+        reader, records = RecordReader(), []
+        for _ in range(3000):
+            await ctx.tick("link").repeat(30)
+            for d in self.replies:
+                assert d is not None and d.session == session
+                limit = max(limit, d.limit)
+                if d.kind == ord("R") and d.payload and d.seq == rx_next:
+                    records += reader.feed(d.payload)
+                    rx_next += len(d.payload)
+            self.replies.clear()
+            if len(records) >= records_wanted:
+                return records
+            size = min(chunk, len(stream) - seq, limit - seq)
+            payload = stream[seq : seq + max(size, 0)]
+            await self.send(ctx, data(session, seq, payload, ack=rx_next))
+            seq += len(payload)
+        raise AssertionError(f"{len(records)} of {records_wanted} records came")
+
+
+def test_ethernet_board_core_filters_across_its_clock_domains():
+    from xpfilt.boards.protocol import Mode
+
+    plan = small_plan()
+    core = CoreBench(CustomEngine(plan), mode=Mode.CUSTOM, width=len(QUERIES))
+    stream = b"".join(input_record(InputKind.DOCUMENT, d) for d in DOCS)
+    got = []
+
+    async def testbench(ctx):
+        got.extend(await core.host(ctx, stream, len(DOCS)))
+
+    core.sim.add_testbench(testbench)
+    core.sim.run()
+    want = run_documents(EngineModel(plan), DOCS)
+    assert [decode_record(r, 5) for r in got] == [w._replace(doc=i) for i, w in enumerate(want)]
+
+
+def test_ethernet_board_core_configures_a_programmable_engine_and_says_its_verdict():
+    from xpfilt.boards.protocol import ConfigVerdict, Mode, ReadoutRecordKind, _unpack
+    from xpfilt.compiler.programmable import HardwareSpec, configure
+    from xpfilt.hdl.programmable import ProgrammableEngine
+    from xpfilt.model.programmable import ProgrammableModelEngine
+
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=4, max_depth=8, tags=7)
+    queries = [parse_query(q, i + 1) for i, q in enumerate(QUERIES)]
+    stream = configure(queries, spec).stream()
+    core = CoreBench(ProgrammableEngine(spec), mode=Mode.PROGRAMMABLE, width=spec.readout_width)
+    bad = bytearray(stream)
+    bad[-1] ^= 1  # a wrong CRC: rejected, the loaded set stays
+    records_in = (
+        input_record(InputKind.CONFIG, stream)
+        + b"".join(input_record(InputKind.DOCUMENT, d) for d in DOCS[:4])
+        + input_record(InputKind.CONFIG, bytes(bad))
+        + input_record(InputKind.DOCUMENT, DOCS[5])
+    )
+    got = []
+
+    async def testbench(ctx):
+        got.extend(await core.host(ctx, records_in, 7, chunk=200))
+
+    core.sim.add_testbench(testbench)
+    core.sim.run()
+    verdicts = [_unpack(ConfigVerdict, r.body) for r in got if r.kind == ord("C")]
+    assert [(v["generation"], v["loaded"], v["rejected"]) for v in verdicts] == [
+        (1, 1, 0),
+        (1, 1, 1),
+    ]
+    model = ProgrammableModelEngine(queries, spec)
+    readouts = [decode_record(r, spec.readout_width) for r in got if r.kind != ord("C")]
+    docs = DOCS[:4] + DOCS[5:]
+    assert [r.doc for r in readouts] == list(range(5))
+    # the first document after the stream is answered by the new set: none is flagged here
+    assert [r.bits for r in readouts] == [run_documents(model.model, [d])[0].bits for d in docs]
+    assert ReadoutRecordKind.CONFIG.value == ord("C")
