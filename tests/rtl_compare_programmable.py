@@ -9,7 +9,9 @@ from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.hdl.programmable import ProgrammableEngine
 from xpfilt.model.programmable import ProgrammableModel
 
-from .rtl_compare import shown_beat, simulate
+from .rtl_compare import BenchCache, shown_beat
+
+BENCHES = BenchCache()
 
 
 def stream_bits(stream: bytes) -> list[int]:
@@ -32,11 +34,10 @@ def compare_programmable(
     its commit must wait for the document boundary.
     Returns the first mismatch (or None), the readout beats, the status after each item."""
     rng = random.Random(seed)
-    dut = ProgrammableEngine(spec)
     model = ProgrammableModel(spec)
     result = {"mismatch": None, "beats": [], "cycles": 0, "status": []}
 
-    async def testbench(ctx):
+    async def testbench(dut, ctx):
         for item in list(items) + [None]:
             lead = 0
             if item is None:
@@ -91,5 +92,5 @@ def compare_programmable(
                 await ctx.tick()
             result["status"].append(model.status)
 
-    simulate(dut, testbench)
+    BENCHES.run(spec, lambda: ProgrammableEngine(spec), testbench)
     return result
