@@ -1,4 +1,5 @@
-"""Shared fixtures: the shared data folder and the expected-result cases."""
+"""Shared fixtures (the shared data folder, the expected-result cases) and the hypothesis
+profiles."""
 
 from __future__ import annotations
 
@@ -6,10 +7,39 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from xpfilt.paths import repo_root, shared_data
 
 DATA = shared_data()
+
+#: Hypothesis profiles, chosen by ``XPFILT_HYPOTHESIS`` (default ``dev``): the examples a
+#: property test draws unless it says otherwise (see ``examples``). ``dev``: ``make test`` and ``make
+#: test-rtl`` at a desk; ``ci``: the counts the suite drew before the profiles (``.ci/run``);
+#: ``nightly``: ten times that. No deadline and no too-slow check: the machines are shared, and
+#: one example may elaborate a design.
+PROFILE_EXAMPLES = {"dev": 30, "ci": 300, "nightly": 3000}
+for _name, _count in PROFILE_EXAMPLES.items():
+    settings.register_profile(
+        _name,
+        max_examples=_count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+PROFILE = os.environ.get("XPFILT_HYPOTHESIS") or "dev"
+if PROFILE not in PROFILE_EXAMPLES:
+    raise pytest.UsageError(
+        f"XPFILT_HYPOTHESIS must be one of {', '.join(PROFILE_EXAMPLES)}, not {PROFILE!r}"
+    )
+settings.load_profile(PROFILE)
+
+
+def examples(ci: int, **kwargs) -> settings:
+    """Settings that draw ``ci`` examples under the ``ci`` profile and as many in proportion
+    under the others (at least one): a test whose examples are cheap takes more, one that
+    elaborates a design per example far fewer. ``kwargs``: other settings."""
+    scale = settings.default.max_examples / PROFILE_EXAMPLES["ci"]
+    return settings(max_examples=max(1, round(ci * scale)), **kwargs)
 
 
 def expected_cases() -> list[tuple[str, Path, Path]]:

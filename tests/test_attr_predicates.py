@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import (
@@ -25,7 +25,7 @@ from xpfilt.model.custom import EngineError, ModelEngine
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 
-from .conftest import DATA
+from .conftest import DATA, examples
 from .rtl_compare import compare_engine_with_model
 from .strategies import predicate_paths
 from .test_frontend import assert_rtl_matches_model, byte_stream
@@ -97,7 +97,7 @@ def _literal(text: str):
     st.sampled_from(OPS),
     st.sampled_from(LITERALS),
 )
-@settings(max_examples=400, deadline=None)
+@examples(ci=400)
 def test_condition_semantics_agree_with_xpath(raw, op, literal):
     cond = AttrCondition("id", op, _literal(literal))
     got = condition_value_holds(cond, raw.encode())
@@ -180,7 +180,7 @@ def count_agreeing(engine, queries, docs) -> int:
     st.lists(element(), min_size=1, max_size=4),
     st.sampled_from([None, 2]),
 )
-@settings(max_examples=300, deadline=None)
+@examples(ci=300)
 def test_model_equals_reference_on_generated_attribute_predicates(texts, docs, cluster_size):
     options = CompileOptions(cluster_size=cluster_size)
     check_model_against_reference(texts, [d.encode() for d in docs], options)

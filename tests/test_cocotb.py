@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.cli import main
@@ -37,7 +37,7 @@ from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 from xpfilt.verify.regress import RegressionConfig, run_regression
 
-from .conftest import expected_cases
+from .conftest import examples, expected_cases
 from .strategies import documents as random_documents
 
 DATA = shared_data()
@@ -362,7 +362,7 @@ RANDOM_QUERIES = [
 
 
 @pytest.mark.regress
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=12)
 @given(
     docs=st.lists(
         st.tuples(random_documents(), st.integers(0, 4), st.integers(0, 10_000)),

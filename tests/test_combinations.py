@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import (
@@ -27,6 +27,7 @@ from xpfilt.software.events import Document
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.verify.regress import RegressionConfig, run_regression
 
+from .conftest import examples
 from .rtl_compare import compare_engine_with_model
 from .strategies import documents, path_combinations, predicate_paths
 from .test_text_conditions import (
@@ -121,7 +122,7 @@ def test_a_combination_compiles_to_internal_paths():
     st.sampled_from([None, 2]),
     st.booleans(),
 )
-@settings(max_examples=300, deadline=None)
+@examples(ci=300)
 def test_model_equals_reference_on_generated_combinations(texts, docs, cluster_size, share):
     options = CompileOptions(
         cluster_size=cluster_size, prefix_sharing=share, opt_share=share, max_depth=4
@@ -134,7 +135,7 @@ def test_model_equals_reference_on_generated_combinations(texts, docs, cluster_s
     st.lists(documents(), min_size=1, max_size=3),
     st.sampled_from([None, 1, 2]),
 )
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=200)
 def test_model_equals_reference_on_combinations_of_twigs(texts, docs, cluster_size):
     """Combinations whose paths are twigs (nested paths, text() and attributes under or/not):
     the paths' pop-time checks set the internal flags the combination reads."""
@@ -187,7 +188,7 @@ def test_engine_rtl_equals_model_and_reference(readout):
     st.sampled_from(["serial", "sparse"]),
     st.integers(0, 1000),
 )
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=12)
 def test_engine_rtl_equals_model_on_generated_combinations(texts, docs, readout, seed):
     check_rtl(
         texts,
@@ -198,7 +199,7 @@ def test_engine_rtl_equals_model_on_generated_combinations(texts, docs, readout,
 
 
 @pytest.mark.regress
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=8)
 @given(
     docs=st.lists(
         text_element().filter(lambda d: "e1" not in d and "&" not in d), min_size=1, max_size=6

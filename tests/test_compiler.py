@@ -3,7 +3,7 @@
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import CompileOptions, Plan, UnsupportedQueryError, compile_queries
@@ -13,7 +13,7 @@ from xpfilt.software.events import load_documents, parse_events
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 
-from .conftest import expected_cases
+from .conftest import examples, expected_cases
 from .plan_eval import plan_matches
 from .strategies import documents, queries
 
@@ -35,7 +35,7 @@ def test_plan_reproduces_shared_expected(name, queries_path, folder, tsv, option
         assert plan_matches(plan, parse_events(path.read_bytes())) == expected[path.name], path
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=200)
 @given(
     document=documents(),
     texts=st.lists(queries(), min_size=1, max_size=16),

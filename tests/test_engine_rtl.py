@@ -2,7 +2,7 @@
 reference: every cycle's ready and readout beat, every document's answer."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries
@@ -12,6 +12,7 @@ from xpfilt.model.custom import collect_readout
 from xpfilt.paths import shared_data
 from xpfilt.software.reference import ReferenceFilter
 
+from .conftest import examples
 from .rtl_compare import compare_engine_with_model
 from .strategies import documents, queries
 
@@ -79,11 +80,7 @@ def check_tricky_and_bad(plan, docs, readouts) -> None:
             assert readout.errors != Errors(0), doc
 
 
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@examples(ci=15)
 @given(
     docs=st.lists(documents(), min_size=1, max_size=3),
     texts=st.lists(queries(), min_size=1, max_size=8),

@@ -5,7 +5,7 @@ documents in turn: a wrong memo entry shows up as a wrong answer for a later doc
 """
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.engines import ENGINES, filter_batch, make_engine
@@ -15,7 +15,7 @@ from xpfilt.software.fast import FastFilter
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 
-from .conftest import expected_cases
+from .conftest import examples, expected_cases
 from .strategies import documents, queries
 
 
@@ -49,7 +49,7 @@ def _agree(texts, docs, **options):
     ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 @given(
     docs=st.lists(documents(), min_size=1, max_size=3),
     texts=st.lists(queries(), min_size=1, max_size=12),
@@ -58,7 +58,7 @@ def test_fast_agrees_with_reference_on_paths(docs, texts):
     _agree(texts, docs)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 @given(
     docs=st.lists(documents(), min_size=1, max_size=3),
     texts=st.lists(queries(predicates=True), min_size=1, max_size=12),
@@ -67,7 +67,7 @@ def test_fast_agrees_with_reference_on_predicates(docs, texts):
     _agree(texts, docs)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=100)
 @given(
     docs=st.lists(documents(), min_size=2, max_size=4),
     texts=st.lists(queries(predicates=True), min_size=1, max_size=8),

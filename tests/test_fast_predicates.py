@@ -4,7 +4,7 @@ set over several documents, so remembered outcomes are reused; a memo of one val
 also forgotten), and the fast engine on twigs over documents in turn."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.lang.xpath import parse_query
@@ -14,6 +14,7 @@ from xpfilt.software.fast_predicates import CHILD, CHILDREN, TEXT, PredicateTest
 from xpfilt.software.predicates import condition_holds, element_nodes
 from xpfilt.software.reference import ReferenceFilter
 
+from .conftest import examples
 from .test_profile_language import conditions, documents
 from .test_twigs import twigs
 
@@ -22,7 +23,7 @@ def _nodes(document: bytes):
     return list(element_nodes(list(parse_events(document))).values())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 @given(
     texts=st.lists(conditions(position=False), min_size=1, max_size=4),
     docs=st.lists(documents(), min_size=1, max_size=3),
@@ -53,7 +54,7 @@ def _has(node, need) -> bool:
     return need in node.attrs
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 @given(texts=st.lists(conditions(), min_size=1, max_size=3), doc=documents())
 def test_an_element_without_what_predicates_need_fails_them(texts, doc):
     """The engine skips a test on an element that lacks what :func:`needed` names."""
@@ -124,7 +125,7 @@ def test_a_nested_path_without_the_tree_is_refused():
         test({}, (), None)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=150)
 @given(
     texts=st.lists(twigs(), min_size=1, max_size=8),
     docs=st.lists(documents(), min_size=2, max_size=4),
@@ -136,7 +137,7 @@ def test_fast_equals_reference_on_twigs_over_documents_in_turn(texts, docs):
         assert fast.filter(doc) == ref.filter(doc)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=100)
 @given(
     docs=st.lists(documents(), min_size=2, max_size=4),
     texts=st.lists(conditions(), min_size=1, max_size=10),

@@ -12,7 +12,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Const, Fragment, Signal
 from amaranth.lib import data
 from amaranth.sim import Simulator
-from hypothesis import given, settings
+from hypothesis import given
 
 from xpfilt.hdl.frontend import (
     LATENCY,
@@ -29,7 +29,7 @@ from xpfilt.hwspec.contract import AttrCondition, State
 from xpfilt.model.frontend import NO_EVENT, FrontEndEvent, FrontEndModel, decode_event
 from xpfilt.software.events import EventKind, MalformedDocumentError, parse_events
 
-from .conftest import DATA
+from .conftest import DATA, examples
 from .strategies import documents
 
 NITF = sorted((DATA / "nitf" / "docs").glob("*.xml"))
@@ -276,7 +276,7 @@ def test_model_partial_dictionary_decodes_unknown_names_to_zero():
     assert any(e[0] == "push" and e[3] == 0 and e[1] > 1 for e in seq)
 
 
-@settings(max_examples=150, deadline=None)
+@examples(ci=150)
 @given(documents())
 def test_model_random_documents_match_expat(doc):
     tags = ["a", "b", "c", "d.e"]

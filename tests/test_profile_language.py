@@ -5,7 +5,7 @@ filter agrees with lxml (libxml2's XPath 1.0) on generated profiles and document
 exercise XPath's number and string rules; the fast engine agrees with the reference."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.lang.xpath import (
@@ -26,6 +26,7 @@ from xpfilt.software.fast import FastFilter
 from xpfilt.software.lxml_filter import LxmlFilter
 from xpfilt.software.reference import ReferenceFilter
 
+from .conftest import examples
 from .strategies import TAGS, elements, serialize
 
 #: Values in documents: whitespace, signs, decimals, exponents (NaN in XPath 1.0), non-numeric,
@@ -153,7 +154,7 @@ def engines_agree(texts, document):
     assert FastFilter(parsed).filter(document) == expected
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=400)
 @given(document=documents(), texts=st.lists(profiles(), min_size=1, max_size=8))
 def test_reference_and_fast_agree_with_lxml_on_generated_profiles(document, texts):
     engines_agree(texts, document)

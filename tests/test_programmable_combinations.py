@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, assume, example, given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import TWIGS_REFUSED
@@ -36,6 +36,7 @@ from xpfilt.software.events import Document
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.verify.regress import RegressionConfig, run_regression
 
+from .conftest import examples
 from .rtl_compare_programmable import compare_programmable
 from .strategies import path_combinations
 from .test_attr_predicates import element
@@ -193,7 +194,7 @@ GENERATED_CLUSTERS = 4
     ],
     docs=["<a></a>"],
 )
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=200)
 def test_model_equals_reference_on_generated_attribute_combinations(texts, docs):
     spec = HardwareSpec(
         clusters=GENERATED_CLUSTERS, columns=12, max_tag_len=4, max_depth=8, tags=4, slots=96
@@ -205,7 +206,7 @@ def test_model_equals_reference_on_generated_attribute_combinations(texts, docs)
     st.lists(path_combinations(text_chain_path()), min_size=1, max_size=4),
     st.lists(text_element(), min_size=1, max_size=4),
 )
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=200)
 def test_model_equals_reference_on_generated_text_combinations(texts, docs):
     spec = HardwareSpec(
         clusters=GENERATED_CLUSTERS, columns=16, max_tag_len=4, max_depth=4, tags=4, slots=160
@@ -253,11 +254,7 @@ def test_rtl_equals_model_on_combinations():
     st.lists(text_element(), min_size=1, max_size=3),
     st.integers(0, 1000),
 )
-@settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+@examples(ci=6, suppress_health_check=[HealthCheck.filter_too_much])
 def test_rtl_equals_model_on_generated_combinations(texts, docs, seed):
     """(~40 s an example in the Amaranth simulator: the 32 slots' comparators.)"""
     spec = HardwareSpec(
@@ -394,7 +391,7 @@ def test_twigs_on_the_root_step_and_the_last_step_become_combinations():
 
 
 @given(twigs().map(lambda t: "/" + t.lstrip("/")), st.lists(documents(), min_size=1, max_size=3))
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 def test_a_rewritten_twig_answers_as_the_twig(text, docs):
     """The rewrite keeps every answer (the reference filter on both; twigs from the root)."""
     twig = parse_query(text, 1)
@@ -427,7 +424,7 @@ def test_rtl_equals_model_on_twigs():
 
 
 @pytest.mark.regress
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=8)
 @given(
     texts=st.lists(path_combinations(text_chain_path()), min_size=1, max_size=5),
     docs=st.lists(

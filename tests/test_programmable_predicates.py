@@ -9,7 +9,7 @@ parameter at 1)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import TWIGS_REFUSED
@@ -35,7 +35,7 @@ from xpfilt.model.programmable import (
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 
-from .conftest import DATA
+from .conftest import DATA, examples
 from .rtl_compare_programmable import compare_programmable
 from .strategies import predicate_paths
 from .test_attr_predicates import (
@@ -240,14 +240,14 @@ def check_model(texts, docs, spec):
 
 
 @given(st.lists(path(), min_size=1, max_size=6), st.lists(element(), min_size=1, max_size=4))
-@settings(max_examples=300, deadline=None)
+@examples(ci=300)
 def test_model_equals_reference_on_generated_attribute_predicates(texts, docs):
     spec = HardwareSpec(clusters=3, columns=8, max_tag_len=4, max_depth=8, tags=4, slots=18)
     check_model(texts, [d.encode() for d in docs], spec)
 
 
 @given(st.lists(chain_path(), min_size=1, max_size=5), st.lists(element(), min_size=1, max_size=4))
-@settings(max_examples=300, deadline=None)
+@examples(ci=300)
 def test_model_equals_reference_on_generated_predicate_chains(texts, docs):
     spec = HardwareSpec(clusters=3, columns=8, max_tag_len=4, max_depth=8, tags=4, slots=45)
     check_model(texts, [d.encode() for d in docs], spec)
@@ -351,7 +351,7 @@ def text_chain_path(draw):
     st.lists(text_chain_path(), min_size=1, max_size=6),
     st.lists(text_element(), min_size=1, max_size=4),
 )
-@settings(max_examples=400, deadline=None)
+@examples(ci=400)
 def test_model_equals_reference_on_generated_text_predicates(texts, docs):
     spec = HardwareSpec(clusters=3, columns=10, max_tag_len=4, max_depth=4, tags=4, slots=120)
     check_model(texts, [d.encode() for d in docs], spec)

@@ -1,7 +1,7 @@
 """The reference filter against lxml (XPath 1.0) and against every shared expected file."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.engines import filter_batch
@@ -11,7 +11,7 @@ from xpfilt.software.lxml_filter import LxmlFilter
 from xpfilt.software.reference import ReferenceFilter, reference_filter
 from xpfilt.software.results import read_expected
 
-from .conftest import expected_cases
+from .conftest import examples, expected_cases
 from .strategies import documents, queries
 
 
@@ -25,14 +25,14 @@ def test_reference_reproduces_shared_expected(name, queries_path, folder, tsv):
     assert {r.name: r.matches for r in results} == read_expected(tsv)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 @given(document=documents(), texts=st.lists(queries(), min_size=1, max_size=12))
 def test_reference_agrees_with_lxml_on_paths(document, texts):
     parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]
     assert ReferenceFilter(parsed).filter(document) == LxmlFilter(parsed).filter(document)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 @given(document=documents(), texts=st.lists(queries(predicates=True), min_size=1, max_size=12))
 def test_reference_agrees_with_lxml_on_predicates(document, texts):
     parsed = [parse_query(t, i + 1) for i, t in enumerate(texts)]

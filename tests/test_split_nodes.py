@@ -8,7 +8,7 @@ the model every cycle, decoded readouts = the reference."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import TWIGS_REFUSED
@@ -21,6 +21,7 @@ from xpfilt.software.events import Document
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.verify.regress import RegressionConfig, run_regression
 
+from .conftest import examples
 from .strategies import documents
 from .test_attr_predicates import count_agreeing
 from .test_programmable_combinations import check_rtl
@@ -142,7 +143,7 @@ def test_or_distributed_moves_the_ors_a_step_cannot_take_out_to_the_profile():
 
 
 @given(st.lists(twigs(), min_size=1, max_size=5), st.lists(documents(), min_size=1, max_size=3))
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 def test_or_distributed_answers_as_written(texts, docs):
     """The reference answers a profile and its spread form alike (hypothesis twigs: nested
     paths and conditions under and/or/not to any depth)."""
@@ -179,7 +180,7 @@ def test_model_answers_every_twig_case_as_the_reference():
     st.lists(documents(), min_size=1, max_size=3),
     st.sampled_from([1, 3, 8]),
 )
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 def test_model_equals_reference_on_generated_twigs(texts, docs, width):
     """Hypothesis twigs (nested paths to any depth, attribute and text() conditions): those
     the hardware takes answer as the reference."""
@@ -380,12 +381,7 @@ def test_reconfigure_keeps_split_node_twigs_in_place_and_never_reads_them_as_pat
 
 
 @pytest.mark.regress
-@settings(
-    max_examples=3,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@examples(ci=3, derandomize=True)
 @given(
     texts=st.lists(twigs(), min_size=30, max_size=40),
     docs=st.lists(documents(), min_size=8, max_size=12),

@@ -12,13 +12,14 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from lxml import etree
 
 from xpfilt.hwspec.contract import TEXT, AttrCondition, Errors, condition_value_holds
 from xpfilt.model.frontend import FrontEndModel
 
+from .conftest import examples
 from .strategies import predicate_paths
 from .test_attr_predicates import OPS, _literal
 from .test_frontend import assert_rtl_matches_model, byte_stream
@@ -172,7 +173,7 @@ def model_pops(doc: bytes, conditions) -> tuple[list[int], Errors]:
     st.sampled_from(OPS),
     st.sampled_from(LITERALS),
 )
-@settings(max_examples=300, deadline=None)
+@examples(ci=300)
 def test_text_node_semantics_match_xpath(value, op, literal):
     """One text node: :func:`condition_value_holds` on its bytes = XPath's text() comparison."""
     if literal.startswith("'") and op not in ("=", "!="):
@@ -327,7 +328,7 @@ def check_text_model_against_reference(texts, docs, options=CompileOptions()):
     st.sampled_from([None, 2]),
     st.booleans(),
 )
-@settings(max_examples=300, deadline=None)
+@examples(ci=300)
 def test_model_equals_reference_on_generated_text_predicates(texts, docs, cluster_size, share):
     options = CompileOptions(
         cluster_size=cluster_size, prefix_sharing=share, opt_share=share, max_depth=4

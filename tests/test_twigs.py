@@ -10,7 +10,7 @@ Verilog in Verilator on a twig set generated from the NITF DTD over the shared d
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import CompileOptions, TwigChecks, compile_queries
@@ -22,6 +22,7 @@ from xpfilt.software.events import Document, document_depth, parse_events
 from xpfilt.verify.regress import RegressionConfig, run_regression
 from xpfilt.workloads import PredicateGenConfig, QueryGenConfig, generate_queries
 
+from .conftest import examples
 from .rtl_compare import compare_engine_with_model
 from .strategies import TAGS, documents
 from .test_engine_rtl import bits_of
@@ -96,7 +97,7 @@ def test_twig_cases_model_equals_reference():
     st.sampled_from([None, 1, 2]),
     st.booleans(),
 )
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 def test_model_equals_reference_on_generated_twigs(texts, docs, cluster_size, share):
     options = CompileOptions(
         cluster_size=cluster_size, prefix_sharing=share, opt_share=share, max_depth=8
@@ -229,12 +230,7 @@ def test_regress_nitf_twigs_on_verilator(build_dir, tmp_path):
 
 
 @pytest.mark.regress
-@settings(
-    max_examples=3,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@examples(ci=3, derandomize=True)
 @given(
     texts=st.lists(twigs(), min_size=30, max_size=40),
     docs=st.lists(documents(), min_size=8, max_size=12),

@@ -4,7 +4,7 @@ end at every W, only faster, and flow control at its extremes."""
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries
@@ -18,7 +18,7 @@ from xpfilt.software.events import load_documents
 from xpfilt.software.results import read_expected
 
 from . import strategies
-from .conftest import expected_cases
+from .conftest import examples, expected_cases
 from .test_model import run_with_gaps
 
 WIDTHS = (2, 4, 8)
@@ -81,7 +81,7 @@ BAD = [
 ]
 
 
-@settings(max_examples=60, deadline=None)
+@examples(ci=60)
 @given(
     docs=st.lists(st.one_of(strategies.documents(), st.sampled_from(BAD)), min_size=1, max_size=4),
     width=st.sampled_from(WIDTHS),

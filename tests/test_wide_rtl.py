@@ -2,7 +2,7 @@
 cycle (ready and readout beat) and against the reference per document, at W = 2, 4, 8."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.compiler.custom import CompileOptions, compile_queries
@@ -11,6 +11,7 @@ from xpfilt.lang.xpath import load_queries, parse_query
 from xpfilt.model.custom import collect_readout
 from xpfilt.paths import shared_data
 
+from .conftest import examples
 from .rtl_compare import compare_engine_with_model
 from .strategies import documents, queries
 from .test_engine_rtl import BAD, QUERIES, TRICKY, bits_of, check_tricky_and_bad
@@ -78,11 +79,7 @@ def test_dense_events_fill_the_queue_and_stall_the_input(width):
     assert streaming >= events - queue_depth_for(width)  # ... as one event per cycle needs
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@examples(ci=12)
 @given(
     docs=st.lists(documents(), min_size=1, max_size=3),
     texts=st.lists(queries(), min_size=1, max_size=8),

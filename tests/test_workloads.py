@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from lxml import etree
 
@@ -34,6 +34,7 @@ from xpfilt.workloads import (
     to_compact,
 )
 
+from .conftest import examples
 from .strategies import TAGS, documents, queries
 
 DATA = shared_data()
@@ -374,7 +375,7 @@ def test_large_documents_are_valid(dtd):
     assert tree.getroot().tag == schema(dtd).root
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=60)
 @given(
     dtd=st.sampled_from(["nitf", "dblp"]),
     max_depth=st.integers(2, 16),
@@ -452,7 +453,7 @@ def test_compact_documents_filter_like_the_originals():
     assert agreed > 100  # the check saw plenty of matching queries, not only empty answers
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=150)
 @given(document=documents(), texts=st.lists(queries(), min_size=1, max_size=8))
 def test_compact_round_trip_on_random_documents(document, texts):
     ids = tag_ids(TAGS)

@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.lang.xpath import (
@@ -23,6 +23,7 @@ from xpfilt.lang.xpath import (
 )
 from xpfilt.paths import shared_data
 
+from .conftest import examples
 from .strategies import queries, query_texts
 
 DATA = shared_data()
@@ -208,7 +209,7 @@ def _full_parser(text, number):
     return _Parser(text.strip(), number).query()
 
 
-@settings(max_examples=2000, deadline=None)
+@examples(ci=2000)
 @given(query_texts(), st.integers(0, 10**6))
 def test_plain_path_shortcut_equals_the_parser(text, number):
     assert _outcome(parse_query, text, number) == _outcome(_full_parser, text, number)
