@@ -6,7 +6,13 @@ STAMP  := $(VENV)/.installed
 AOT    := $(VENV)/.scanner-aot
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup demo test lint regress bench bench-synth fuzz clean
+# Test tiers (pytest markers in pyproject.toml; each test is in exactly one tier, test-all runs
+# them all). Hypothesis draws the examples of the profile XPFILT_HYPOTHESIS names: dev (default),
+# ci (.ci/run) or nightly (tests/conftest.py).
+PYTEST := $(BIN)/python -m pytest -q
+XDIST  := -n auto --dist loadfile
+
+.PHONY: setup demo test test-rtl test-slow test-all lint regress bench bench-synth fuzz clean
 
 setup: $(STAMP) $(AOT)
 
@@ -26,9 +32,25 @@ $(AOT): $(STAMP) xpfilt/software/compiled.py xpfilt/software/scanner.py
 demo: $(STAMP) $(AOT)
 	$(BIN)/python -m xpfilt.demo
 
-## test: the fast default suite (a few minutes)
+## test: the quick tier (<= 5 min on 2 cores): unit, compiler, model and software-engine tests,
+## the RTL = the model in the Amaranth simulator on fixed small designs (W = 1, 2, 4; custom and
+## programmable engines, board core) with random stimulus, one Verilator run per engine kind
 test: $(STAMP) $(AOT)
-	$(BIN)/python -m pytest -q -m "not regress"
+	$(PYTEST) $(XDIST) -m "not regress and not rtl and not slow"
+
+## test-rtl: simulator and synthesis-tool tests: Verilator and Icarus runs (checkers made to
+## fail, sparse readouts, W = 4), simulated boards, Yosys and nextpnr, designs elaborated per
+## hypothesis example, W = 8 engines, the largest parameter edges (~20 min on 2 cores)
+test-rtl: $(STAMP) $(AOT)
+	$(PYTEST) $(XDIST) -m "rtl and not regress"
+
+## test-slow: tests that start a Spark JVM (filter, sweeps, sharded regressions; one worker, so
+## one JVM) or run a model or compiler over every shared query set
+test-slow: $(STAMP) $(AOT)
+	$(PYTEST) -m "slow and not rtl and not regress"
+
+## test-all: every tier: test, test-rtl, test-slow, regress and fuzz (hours)
+test-all: test test-rtl test-slow regress fuzz
 
 ## lint: ruff's lint and format checks (pinned in the test extra; `ruff format .` fixes the format)
 lint: $(STAMP)

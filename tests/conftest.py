@@ -52,6 +52,20 @@ def expected_cases() -> list[tuple[str, Path, Path]]:
     return cases
 
 
+#: The shared structural sets that make test runs through the slower engines' models and
+#: compilers; the other six (2,000-query NITF sets, ~5 s each) run in make test-slow.
+QUICK_SETS = ("nitf-docs--yfilter-suite-simple-paths", "xmark--xmark-sampled-d8-p15-n1000")
+
+
+def shared_cases(cases) -> list:
+    """``cases`` (from ``expected_cases``) as parameters named by their id, those not in
+    ``QUICK_SETS`` marked ``slow``."""
+    return [
+        pytest.param(*c, id=c[0], marks=() if c[0] in QUICK_SETS else pytest.mark.slow)
+        for c in cases
+    ]
+
+
 @pytest.fixture(scope="session")
 def data() -> Path:
     return DATA

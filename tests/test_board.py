@@ -584,6 +584,7 @@ def test_ecp5_pll_dividers_are_in_range_and_exact():
         ecp5_pll(25e6, 17e6)
 
 
+@pytest.mark.rtl
 def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
     """ULX3S at 100 MHz: a PLL from the 25 MHz oscillator clocks the engine and the host link
     (the UART divider follows), and the constraints say 100 MHz for place and route; the reset
@@ -851,6 +852,7 @@ def expected_subset(names, limit):
     )
 
 
+@pytest.mark.rtl
 def test_host_against_simulated_board_reproduces_expected(custom_board, tmp_path):
     url, build, queries = custom_board
     docs = [DATA / "nitf/docs" / name for name in E2E_DOCS]
@@ -882,6 +884,7 @@ def test_host_against_simulated_board_reproduces_expected(custom_board, tmp_path
     assert result.exit_code == 0 and result.stdout == expected_subset(E2E_DOCS[3:4], E2E_QUERIES)
 
 
+@pytest.mark.rtl
 def test_host_refuses_a_board_built_from_other_queries(custom_board, tmp_path):
     url, build, queries = custom_board
     other = tmp_path / "other.txt"
@@ -933,6 +936,7 @@ def programmable_board(tmp_path_factory, sim_boards):
     return sim_boards.start(build), build, work
 
 
+@pytest.mark.rtl
 def test_programmable_board_takes_configuration_streams_and_filters(programmable_board):
     url, build, work = programmable_board
     lines = (DATA / "queries/nitf-d4-p15-n2000.txt").read_text().splitlines()
@@ -1024,6 +1028,7 @@ def test_bitstream_builds(board, family_tools, count, tmp_path):
     assert report["pnr"]["utilization"]
 
 
+@pytest.mark.rtl
 def test_an_ecp5_board_build_has_the_tag_matrix_in_dp16kds_with_output_registers(tmp_path):
     """`build --board ulx3s-85f --mode programmable` elaborates the engine for the ECP5: the tag
     matrix as DP16KD primitives with REGMODE OUTREG (no fabric register after them), and the

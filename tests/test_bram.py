@@ -76,6 +76,7 @@ def _dp16kds(verilog_text: str, script: str, tmp_path) -> tuple[dict, list[dict]
     return module["ports"], [c for c in module["cells"].values() if c["type"] == "DP16KD"]
 
 
+@pytest.mark.rtl
 def test_the_ecp5_form_holds_and_reads_what_yosys_maps(tmp_path):
     rng = random.Random(7)
     rows = [rng.getrandbits(40) for _ in range(700)]
@@ -172,6 +173,7 @@ def test_registered_ram_refuses_bad_parameters(args, message):
     assert str(e.value) == message
 
 
+@pytest.mark.rtl
 def test_the_ecp5_ram_is_dp16kds_36_wide_with_their_output_registers(tmp_path):
     ram = RegisteredRAM(width=40, depth=512)
     ports, cells = _dp16kds(
@@ -202,6 +204,7 @@ def test_the_ecp5_ram_is_dp16kds_36_wide_with_their_output_registers(tmp_path):
         assert do[:bits] == rdata[lo : lo + bits]
 
 
+@pytest.mark.rtl
 def test_the_ecp5_ram_with_contents_is_dp16kds_18_wide_with_their_output_registers(tmp_path):
     rng = random.Random(13)
     init = [rng.getrandbits(20) for _ in range(1000)]

@@ -153,6 +153,7 @@ def test_verilator_multi_cluster_design_with_backpressure(build_dir, tmp_path):
     check_clean_run(summary, docs)
 
 
+@pytest.mark.rtl
 def test_icarus_agrees(build_dir, tmp_path):
     docs = documents()
     summary = run_regression(config(build_dir, tmp_path, simulator="icarus", seed=6))
@@ -180,6 +181,7 @@ def test_wrong_model_expectation_is_a_cycle_mismatch_with_a_replay(build_dir, tm
     assert "--cluster-size 4 --fault model" in command
 
 
+@pytest.mark.rtl
 def test_wrong_reference_answer_is_a_document_mismatch(build_dir, tmp_path):
     summary = run_regression(
         config(build_dir, tmp_path, fault="reference", p_ready=1.0, verify_replay=False)
@@ -194,6 +196,7 @@ def test_wrong_reference_answer_is_a_document_mismatch(build_dir, tmp_path):
     assert len(list((summary.replay / "docs").iterdir())) == 1
 
 
+@pytest.mark.rtl
 def test_cli_regress_summary_and_exit_status(build_dir, tmp_path):
     (tmp_path / "q.txt").write_text("".join(t + "\n" for t in QUERY_TEXTS))
     docs = tmp_path / "docs"
@@ -483,6 +486,7 @@ def test_programmable_verilator_loads_rejects_and_reconfigures(build_dir, tmp_pa
     assert summary.answers["doctype.xml"] == [1]  # //c under B
 
 
+@pytest.mark.rtl
 def test_programmable_unconfigured_documents_match_nothing(build_dir, tmp_path):
     docs = [Document("r.xml", GOOD["recursive.xml"]), Document("x.xml", b"<a><b/></a>")]
     summary = run_regression(
@@ -497,6 +501,7 @@ def test_programmable_unconfigured_documents_match_nothing(build_dir, tmp_path):
     assert summary.matches == 0
 
 
+@pytest.mark.rtl
 @pytest.mark.parametrize(
     "fault, kind", [("model", "cycle"), ("status", "cycle"), ("reference", "document")]
 )
@@ -512,6 +517,7 @@ def test_programmable_checker_can_fail(build_dir, tmp_path, fault, kind):
         assert first["model"]["status"]["generation"] == 2
 
 
+@pytest.mark.rtl
 def test_cli_regress_programmable(build_dir, tmp_path):
     (tmp_path / "a.txt").write_text("".join(t + "\n" for t in PROG_A))
     (tmp_path / "b.txt").write_text("".join(t + "\n" for t in PROG_B[:4]))
@@ -598,12 +604,14 @@ def decodeable_generation(value):
     return decode_status(value)["generation"]
 
 
+@pytest.mark.rtl
 def test_programmable_icarus_agrees(build_dir, tmp_path):
     check_clean_programmable_run(
         run_regression(prog_config(build_dir, tmp_path, simulator="icarus", seed=8))
     )
 
 
+@pytest.mark.rtl
 def test_programmable_streams_completing_with_documents_in_flight(build_dir, tmp_path):
     """Issue 11, defect 2, under Verilator: configuration streams sent while short documents
     stream back to back (good and malformed, 1-5 bytes) complete with documents in flight; every
@@ -635,6 +643,7 @@ def test_programmable_streams_completing_with_documents_in_flight(build_dir, tmp
         assert len(labels) == 2, (run, labels)
 
 
+@pytest.mark.rtl
 def test_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_path):
     """Issue 11, defect 1, under Verilator: 1-4-byte documents back to back (good and
     malformed) with the input always valid and the readout always ready: one readout each."""
@@ -649,6 +658,7 @@ def test_back_to_back_short_documents_valid_and_ready_always_1(build_dir, tmp_pa
 # --- the W-byte engine (issue 18) ----------------------------------------------------------------
 
 
+@pytest.mark.rtl
 @pytest.mark.parametrize(
     "width",
     [4, pytest.param(2, marks=pytest.mark.regress), pytest.param(8, marks=pytest.mark.regress)],
@@ -661,6 +671,7 @@ def test_verilator_wide_engine_with_backpressure(build_dir, tmp_path, width):
     check_clean_run(summary, docs, width)
 
 
+@pytest.mark.rtl
 @pytest.mark.parametrize("width", [4, pytest.param(8, marks=pytest.mark.regress)])
 def test_wide_engine_back_to_back_short_documents_valid_and_ready_always_1(
     build_dir, tmp_path, width
@@ -702,6 +713,7 @@ def test_regress_shared_query_set_on_verilator_at_bytes_per_cycle(
 # --- the sparse readout -------------------------------------------------------------------------
 
 
+@pytest.mark.rtl
 def test_verilator_sparse_readout(build_dir, tmp_path):
     """The custom engine with the sparse readout: every cycle equals the model and every
     document the reference (good, bad and real documents, random valid and ready)."""
@@ -712,6 +724,7 @@ def test_verilator_sparse_readout(build_dir, tmp_path):
     check_clean_run(summary, docs)
 
 
+@pytest.mark.rtl
 @pytest.mark.parametrize("fault, kind", [("model", "cycle"), ("reference", "document")])
 def test_sparse_checker_can_fail(build_dir, tmp_path, fault, kind):
     summary = run_regression(
@@ -720,6 +733,7 @@ def test_sparse_checker_can_fail(build_dir, tmp_path, fault, kind):
     assert not summary.ok and summary.mismatch_details[0]["kind"] == kind
 
 
+@pytest.mark.rtl
 def test_programmable_sparse_readout(build_dir, tmp_path):
     summary = run_regression(
         prog_config(build_dir, tmp_path, hardware=replace(PROG_SPEC, readout="sparse"))

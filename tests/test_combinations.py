@@ -182,6 +182,7 @@ def test_engine_rtl_equals_model_and_reference(readout):
     )
 
 
+@pytest.mark.rtl
 @given(
     st.lists(generated_profiles(), min_size=1, max_size=5),
     st.lists(text_element(), min_size=1, max_size=3),

@@ -13,7 +13,7 @@ from xpfilt.software.events import load_documents, parse_events
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 
-from .conftest import examples, expected_cases
+from .conftest import examples, expected_cases, shared_cases
 from .plan_eval import plan_matches
 from .strategies import documents, queries
 
@@ -24,9 +24,7 @@ ALL_OPTIONS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "name, queries_path, folder, tsv", STRUCTURAL, ids=[c[0] for c in STRUCTURAL]
-)
+@pytest.mark.parametrize("name, queries_path, folder, tsv", shared_cases(STRUCTURAL))
 @pytest.mark.parametrize("options", [ALL_OPTIONS[0], ALL_OPTIONS[-1]], ids=["all-opts", "no-opts"])
 def test_plan_reproduces_shared_expected(name, queries_path, folder, tsv, options):
     plan = compile_queries(load_queries(queries_path).queries, options)

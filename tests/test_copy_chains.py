@@ -3,6 +3,8 @@
 import json
 import subprocess
 
+import pytest
+
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.eda.synth import tool
 from xpfilt.hdl.verilog import TOP_NAME, emit_verilog
@@ -41,6 +43,7 @@ def _copy_enable_flip_flops(tmp_path, n_clusters: int) -> int:
     )
 
 
+@pytest.mark.rtl
 def test_every_cluster_keeps_its_own_copy_enable_chain(tmp_path):
     """Yosys merged the clusters' identical chains (``on_1`` <= 1, ``on_k`` <= ``on_(k-1)``)
     into one flip-flop per form: at 12,000 queries 3 flip-flops drove ~2,500 clock enables
@@ -51,6 +54,7 @@ def test_every_cluster_keeps_its_own_copy_enable_chain(tmp_path):
     assert _copy_enable_flip_flops(tmp_path, n_clusters) >= 2 * clusters_with_chain
 
 
+@pytest.mark.rtl
 def test_a_wide_copy_takes_an_enable_chain_per_slice(tmp_path):
     """A form k > 0 copy wider than COPY_ENABLE_FANOUT bits: after ``synth_ecp5`` no
     ``copy_on_k`` net enables more than COPY_ENABLE_FANOUT flip-flops (one chain for a

@@ -80,6 +80,7 @@ def check_tricky_and_bad(plan, docs, readouts) -> None:
             assert readout.errors != Errors(0), doc
 
 
+@pytest.mark.rtl
 @examples(ci=15)
 @given(
     docs=st.lists(documents(), min_size=1, max_size=3),
@@ -96,6 +97,33 @@ def test_rtl_equals_model_and_reference_on_random_cases(docs, texts, cluster_siz
     assert result["mismatch"] is None, result["mismatch"]
     readouts = collect_readout(result["beats"], len(parsed))
     assert [r.bits for r in readouts] == [bits_of(plan, parsed, d) for d in docs]
+
+
+@pytest.fixture(scope="module")
+def fixed_plan():
+    """One design for the random documents of make test: elaborated once per process
+    (rtl_compare's bench cache), not once per example as the test above does."""
+    return compile_queries(QUERIES, CompileOptions(cluster_size=4, max_depth=6))
+
+
+@examples(ci=100)
+@given(
+    docs=st.lists(documents(), min_size=1, max_size=3),
+    seed=st.integers(0, 1000),
+    flow=st.sampled_from([(1.0, 1.0), (0.9, 0.9), (0.6, 0.5)]),
+)
+def test_rtl_equals_model_and_reference_on_random_documents_of_one_design(
+    fixed_plan, docs, seed, flow
+):
+    result = compare_engine_with_model(
+        fixed_plan, docs, seed=seed, p_valid=flow[0], p_ready=flow[1], extra_cycles=40
+    )
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], len(QUERIES))
+    assert len(readouts) == len(docs)
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout.bits == bits_of(fixed_plan, QUERIES, doc), doc
 
 
 def test_rtl_on_real_nitf_documents():

@@ -7,7 +7,7 @@ import pytest
 from xpfilt.scale.fanout import fan_out
 
 
-@pytest.mark.parametrize("master", ["serial", "local[2]"])
+@pytest.mark.parametrize("master", ["serial", pytest.param("local[2]", marks=pytest.mark.slow)])
 def test_every_item_comes_back_once_with_its_value_or_reason(master):
     def work(x):  # defined here: pickled by value, so Spark workers need not import tests/
         if x == 3:
@@ -22,6 +22,7 @@ def test_every_item_comes_back_once_with_its_value_or_reason(master):
     assert "ValueError: item 3 is bad" in by_index[3].reason
 
 
+@pytest.mark.slow
 def test_a_slow_item_times_out_on_spark_and_the_others_finish():
     def work(x):
         if x == "slow":

@@ -17,7 +17,12 @@ from xpfilt.verify.fuzz.run import _check_readouts, fuzz_config, fuzz_hostile, f
 SLICE = {"wellformed": 0.01, "hostile": 0.01, "config": 0.15, "rtl": 0.01, "scanner": 0.01}
 
 
-@pytest.mark.parametrize("category", list(SLICE))
+#: The configuration slice (~14 s: streams through the programmable engine's model and RTL) runs
+#: in make test-rtl.
+@pytest.mark.parametrize(
+    "category",
+    [pytest.param(c, marks=pytest.mark.rtl) if c == "config" else c for c in SLICE],
+)
 def test_seeded_slice_finds_nothing(category, tmp_path):
     summary = run_fuzz(
         FuzzConfig(

@@ -27,7 +27,7 @@ from xpfilt.software.events import load_documents
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 
-from .conftest import expected_cases
+from .conftest import expected_cases, shared_cases
 from .rtl_compare_programmable import compare_programmable
 
 STRUCTURAL = [c for c in expected_cases() if "pred" not in c[0]]
@@ -296,9 +296,7 @@ def test_readout_groups_hold_one_readout_column_each(group):
 # --- the model ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name, queries_path, folder, tsv", STRUCTURAL, ids=[c[0] for c in STRUCTURAL]
-)
+@pytest.mark.parametrize("name, queries_path, folder, tsv", shared_cases(STRUCTURAL))
 def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
     queries = load_queries(queries_path).queries
     spec = HardwareSpec(clusters=24, columns=512, max_tag_len=24, tags=128)
@@ -764,7 +762,12 @@ def edge_case_items(spec: HardwareSpec):
         HardwareSpec(clusters=2, columns=4, max_tag_len=2, max_depth=2, max_name=2, tags=3),
         HardwareSpec(clusters=3, columns=6, max_tag_len=3, max_depth=3, max_name=5, tags=5),
         HardwareSpec(clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8, tags=8),
-        HardwareSpec(clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32, tags=16),
+        pytest.param(  # the largest: ~8 s per readout, in make test-rtl
+            HardwareSpec(
+                clusters=1, columns=16, max_tag_len=32, max_depth=16, max_name=32, tags=16
+            ),
+            marks=pytest.mark.rtl,
+        ),
         HardwareSpec(
             clusters=2, columns=8, max_tag_len=4, max_depth=8, max_name=8, tags=8, readout_group=2
         ),

@@ -266,6 +266,7 @@ def test_rtl_equals_model_on_generated_combinations(texts, docs, seed):
 # --- Verilator ------------------------------------------------------------------------------
 
 
+@pytest.mark.rtl
 def test_regress_programmable_combinations_on_verilator(build_dir, tmp_path):
     """The profiles above in Verilator, a delta to another set of combinations (twigs among
     them) between the documents: every cycle = the model, every document's decoded answers = the reference of

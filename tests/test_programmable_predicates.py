@@ -279,6 +279,7 @@ def shared_predicate_set():
     return [(path, tsv)] if tsv.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("queries_path, tsv", shared_predicate_set())
 def test_shared_predicate_set_on_the_model(queries_path, tsv):
     """The whole shared predicate set, its 48 text() profiles included, in two halves (each
@@ -458,7 +459,10 @@ def check_through_a_delta(
     )
 
 
-@pytest.mark.parametrize("seed, p_valid, p_ready", [(1, 0.85, 0.8), (2, 1.0, 1.0)])
+#: One flow in make test, the other in make test-rtl (~13 s each).
+@pytest.mark.parametrize(
+    "seed, p_valid, p_ready", [(1, 0.85, 0.8), pytest.param(2, 1.0, 1.0, marks=pytest.mark.rtl)]
+)
 def test_rtl_equals_model_through_loads_deltas_and_mid_document_commits(seed, p_valid, p_ready):
     docs = frontend_documents(seed, 6)[:-2]
     long_doc = b"<a id='1'>" + b"<b n='2'/><c n='x'/><b id='100'/>" * 110 + b"</a>"
@@ -530,7 +534,9 @@ def random_path(rng) -> str:
     return text
 
 
-@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.parametrize(
+    "seed", [11, pytest.param(12, marks=pytest.mark.rtl), pytest.param(13, marks=pytest.mark.rtl)]
+)
 def test_rtl_equals_model_on_random_predicate_workloads(seed):
     """Random attribute-predicate paths and documents (every value of VALUES, whitespace and
     quotes varied), random valid/ready: RTL = model every cycle, readouts = reference."""
@@ -718,6 +724,7 @@ TEXT_B = queries_of(
 )
 
 
+@pytest.mark.rtl
 @pytest.mark.parametrize("seed, p_valid, p_ready", [(4, 0.8, 0.7), (5, 1.0, 1.0)])
 def test_rtl_equals_model_with_text_through_deltas_and_mid_document_commits(seed, p_valid, p_ready):
     import random
@@ -788,7 +795,7 @@ def test_rtl_equals_model_with_text_and_every_parameter_at_one():
     ]
 
 
-@pytest.mark.parametrize("seed", [21, 22])
+@pytest.mark.parametrize("seed", [21, pytest.param(22, marks=pytest.mark.rtl)])
 def test_rtl_equals_model_on_random_text_workloads(seed):
     """Random text() chain paths and documents with comments, CDATA and PIs splitting the
     text (and undecidable text nodes): RTL = model every cycle, readouts = reference."""
@@ -831,6 +838,7 @@ def test_rtl_equals_model_at_the_deepest_level_of_a_folded_stack():
     )
 
 
+@pytest.mark.rtl
 def test_slot_logic_elaborates_in_time_linear_in_the_slots():
     """The front end's elaborated netlist (RTLIL text) grows about linearly with the
     comparator slots: from 16 to 32 slots by at most 3 times its growth from 8 to 16 (2 when

@@ -74,6 +74,7 @@ def test_model_only_shards_at_four_bytes_per_cycle(query_sets):
     assert summary.ok and len(summary.results) == 4, summary.format()
 
 
+@pytest.mark.slow
 def test_cli_regress_spark_runs_rtl_shards_and_reports_a_fault(query_sets, tmp_path):
     build = os.environ.get("XPFILT_SIM_BUILD") or str(repo_root() / "build" / "sim")
     args = [

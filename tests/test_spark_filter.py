@@ -30,6 +30,7 @@ def _documents(data, tmp_path):
     return folder
 
 
+@pytest.mark.slow
 def test_spark_answers_equal_the_serial_engine_and_a_rerun_resumes(data, tmp_path):
     docs = _documents(data, tmp_path)
     queries = data / "queries" / QUERIES
@@ -57,6 +58,7 @@ def test_spark_answers_equal_the_serial_engine_and_a_rerun_resumes(data, tmp_pat
         spark_filter(data / "queries" / "nitf-d4-p05-n2000.txt", [docs], out, master="local[1]")
 
 
+@pytest.mark.slow
 def test_documents_expand_like_the_serial_command_and_from_globs(data, tmp_path):
     docs = _documents(data, tmp_path)
     names = [p.rsplit("/", 1)[1] for p in expand_documents([docs])]
@@ -114,6 +116,7 @@ def test_cli_spark_options_need_each_other(data, tmp_path):
         assert result.exit_code == 2 and message in " ".join(result.output.split()), argv
 
 
+@pytest.mark.slow
 def test_cli_filters_a_table_in_query_shards_on_spark(data, tmp_path):
     table = tmp_path / "docs.jsonl"
     table.write_text('{"xml": "<nitf><head/></nitf>"}\n{"xml": "<nitf>"}\n')
@@ -155,6 +158,7 @@ def _serial_answers(queries, paths):
 LATIN = '<?xml version="1.0" encoding="ISO-8859-1"?>\n<nitf><head><title>café</title></head></nitf>'
 
 
+@pytest.mark.slow
 def test_tables_of_xml_strings_answer_as_the_files(data, tmp_path):
     """Parquet (strings, and bytes) and JSON lines: the serial engine's answers on the same
     documents as files; a null cell or a bad line is an error row; a null name gives FILE[row]."""
@@ -244,6 +248,7 @@ def test_query_shards_plan_and_estimate():
         auto_query_shards(1, "lots")
 
 
+@pytest.mark.slow
 def test_query_shards_answer_as_one_engine_on_spark(data, tmp_path):
     docs = _documents(data, tmp_path)
     queries = tmp_path / "queries.txt"  # a query file no other Spark test uses

@@ -239,7 +239,9 @@ def test_model_answers_combinations_of_split_node_twigs_as_the_reference():
     assert count_agreeing(engine, queries, SPLIT_DOCS) == len(SPLIT_DOCS)
 
 
-@pytest.mark.parametrize("slots, width, seed", [(4, 4, 1), (0, 2, 2), (4, 16, 3)])
+@pytest.mark.parametrize(
+    "slots, width, seed", [(4, 4, 1), (0, 2, 2), pytest.param(4, 16, 3, marks=pytest.mark.rtl)]
+)
 def test_rtl_equals_model_on_split_node_twigs(slots, width, seed):
     spec = HardwareSpec(
         clusters=2,

@@ -98,6 +98,7 @@ def test_a_failing_point_is_a_row_with_its_reason():
     assert row["reason"] == "ValueError: engine must be 'custom' or 'programmable', not 'analog'"
 
 
+@pytest.mark.rtl
 def test_synthesis_counts_cells_or_says_why_not():
     from xpfilt.eda.synth import ToolError, tool
 
@@ -296,6 +297,7 @@ def test_serial_sweep_resumes_and_retries_failures(tmp_path):
     assert retried.computed == 1 and retried.statuses == {"failed": 1}
 
 
+@pytest.mark.slow
 def test_sweep_on_spark_matches_the_serial_rows(tmp_path):
     from xpfilt.scale.store import SweepStore
     from xpfilt.scale.sweep import load_spec, run_sweep

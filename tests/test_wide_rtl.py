@@ -19,6 +19,12 @@ from .test_engine_rtl import BAD, QUERIES, TRICKY, bits_of, check_tricky_and_bad
 WIDTHS = (2, 4, 8)
 
 
+def widths(*quick):
+    """WIDTHS as parameters, those not in ``quick`` marked for make test-rtl (elaborating the
+    engine takes ~3 s at W = 2, ~9 s at W = 4, ~26 s at W = 8)."""
+    return [w if w in quick else pytest.param(w, marks=pytest.mark.rtl) for w in WIDTHS]
+
+
 def check(plan, queries, docs, **kwargs):
     """RTL = model every cycle; every document answered as the reference says, or flagged."""
     result = compare_engine_with_model(plan, docs, **kwargs)
@@ -28,7 +34,7 @@ def check(plan, queries, docs, **kwargs):
     return readouts
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", widths(2, 4))
 @pytest.mark.parametrize("p_valid, p_ready, seed", [(1.0, 1.0, 0), (0.7, 0.6, 1)])
 def test_tricky_and_bad_documents(width, p_valid, p_ready, seed):
     plan = compile_queries(QUERIES, CompileOptions(cluster_size=4, max_depth=6))
@@ -39,7 +45,7 @@ def test_tricky_and_bad_documents(width, p_valid, p_ready, seed):
     check_tricky_and_bad(plan, docs, readouts)
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", widths(2))
 @pytest.mark.parametrize("p_valid, p_ready, seed", [(1.0, 1.0, 0), (0.6, 0.7, 2)])
 def test_back_to_back_one_to_three_byte_documents(width, p_valid, p_ready, seed):
     queries = [parse_query("//a", 1), parse_query("//b", 2)]
@@ -62,7 +68,7 @@ def test_back_to_back_one_to_three_byte_documents(width, p_valid, p_ready, seed)
             assert readout.errors & Errors.MALFORMED, doc
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", widths(2, 4))
 def test_dense_events_fill_the_queue_and_stall_the_input(width):
     """Two events every four bytes: the queue fills and ``room`` holds the input back."""
     queries = [parse_query("/r/a", 1), parse_query("//b", 2)]
@@ -79,6 +85,7 @@ def test_dense_events_fill_the_queue_and_stall_the_input(width):
     assert streaming >= events - queue_depth_for(width)  # ... as one event per cycle needs
 
 
+@pytest.mark.rtl
 @examples(ci=12)
 @given(
     docs=st.lists(documents(), min_size=1, max_size=3),
@@ -103,6 +110,36 @@ def test_random_cases(docs, texts, cluster_size, seed, width):
     assert [r.bits for r in readouts] == [bits_of(plan, parsed, d) for d in docs]
 
 
+@pytest.fixture(scope="module")
+def fixed_plan():
+    """One design for the random documents of make test: elaborated once per width and
+    process (rtl_compare's bench cache), not once per example as test_random_cases does."""
+    return compile_queries(QUERIES, CompileOptions(cluster_size=4, max_depth=6))
+
+
+@examples(ci=50)
+@given(
+    docs=st.lists(documents(), min_size=1, max_size=3),
+    seed=st.integers(0, 1000),
+    width=st.sampled_from([2, 4]),
+)
+def test_random_documents_on_one_design(fixed_plan, docs, seed, width):
+    readouts = check(
+        fixed_plan,
+        QUERIES,
+        docs,
+        seed=seed,
+        p_valid=0.9,
+        p_ready=0.8,
+        extra_cycles=len(QUERIES) * 3 + 80,
+        bytes_per_cycle=width,
+    )
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout.bits == bits_of(fixed_plan, QUERIES, doc), doc
+
+
+@pytest.mark.rtl
 @pytest.mark.parametrize("width", (4,))
 @pytest.mark.parametrize("max_depth, max_name", [(1, 1), (2, 2), (3, 5), (16, 32)])
 def test_parameter_edges(width, max_depth, max_name):
@@ -145,6 +182,7 @@ def test_parameter_edges(width, max_depth, max_name):
     assert readouts[7].errors & Errors.NAME_TOO_LONG
 
 
+@pytest.mark.rtl
 def test_real_nitf_documents_at_four_bytes_per_cycle():
     data = shared_data()
     queries = load_queries(data / "queries/nitf-d8-p15-n2000.txt").queries[:24]
@@ -156,6 +194,7 @@ def test_real_nitf_documents_at_four_bytes_per_cycle():
     assert [r.bits for r in readouts] == [bits_of(plan, queries, d) for d in docs]
 
 
+@pytest.mark.rtl
 def test_twigs_and_combinations_at_four_bytes_per_cycle():
     texts = ["/a[b]/c", "//a[c/d]//b", "/a/b and not(//d)", "//c or //a[b/c]"]
     queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
@@ -176,6 +215,7 @@ def test_twigs_and_combinations_at_four_bytes_per_cycle():
             assert readout.errors == Errors(0) and readout.bits == bits_of(plan, queries, doc)
 
 
+@pytest.mark.rtl
 def test_one_byte_per_cycle_is_the_one_byte_engine():
     """W = 1 builds exactly the engine of before issue 18 (the same Verilog as without the
     parameter, no event queue, the one-byte ``bytes_in`` layout); W = 2 adds the queue."""
@@ -206,7 +246,7 @@ def test_a_beat_holds_at_most_one_tag_event_per_three_bytes():
     assert pushes == [3, 6, 9]
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", widths(2))
 def test_names_ending_in_every_lane(width):
     """Tags that are prefixes of each other, names held across beats by attributes and
     spaces, end tags that differ from their start tag only in length: every name ends in
@@ -248,12 +288,13 @@ ATTR_DOCS = [
 ]
 
 
-#: Two of the six runs stay in make test (~1-2 min each); all six in make regress.
+#: One of the six runs stays in make test (~30 s), one in make test-rtl (~90 s); all six in make
+#: regress.
 PREDICATE_RUNS = [
     pytest.param(
         width,
         *flow,
-        marks=() if (width, flow[0]) in ((4, 1.0), (2, 0.6)) else pytest.mark.regress,
+        marks={(2, 0.6): (), (4, 1.0): pytest.mark.rtl}.get((width, flow[0]), pytest.mark.regress),
         id=f"W{width}-{flow[0]}",
     )
     for width in WIDTHS
