@@ -98,16 +98,16 @@ def tool_version(name: str) -> str:
 
 
 def source_digest() -> str:
-    """Short hash of the RTL and compiler sources the Verilog comes from (they change often;
-    the digest in a result's notes tells which version was measured). Imports the RTL first,
-    so the digest matches what this process converts."""
-    import xpfilt
-    import xpfilt.hdl.custom  # noqa: F401
+    """Short hash of the RTL, compiler and RTL-contract sources the Verilog comes from (hdl/,
+    xpfilt/compiler/, xpfilt/hwspec/; they change often: the digest in a result's notes tells
+    which version was measured). Imports the RTL first, so the digest matches what this
+    process converts."""
+    import xpfilt.compiler
+    import xpfilt.hdl.custom
+    import xpfilt.hwspec
 
-    return files_digest(
-        sorted(Path(xpfilt.hdl.custom.__file__).parent.glob("*.py"))
-        + [Path(xpfilt.__file__).parent / name for name in ("compiler.py", "verilog.py")]
-    )
+    folders = [Path(m.__file__).parent for m in (xpfilt.hdl.custom, xpfilt.compiler, xpfilt.hwspec)]
+    return files_digest(sorted(p for folder in folders for p in folder.glob("*.py")))
 
 
 def board_source_digest() -> str:
