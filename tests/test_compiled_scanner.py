@@ -9,7 +9,7 @@ import re
 from xml.parsers import expat
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.lang.xpath import parse_query
@@ -18,6 +18,7 @@ from xpfilt.software.fast import FastFilter
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.verify.fuzz.generate import SCANNER_TOKENS, scanner_document
 
+from .conftest import examples
 from .strategies import documents
 
 pytest.importorskip("numba")
@@ -145,7 +146,7 @@ def test_one_batch_mixes_both_paths_in_order():
     assert engine.stats["compiled_documents"] == len(ACCEPTED)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(ci=300)
 @given(
     doc=documents(),
     inserts=st.lists(
