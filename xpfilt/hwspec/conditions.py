@@ -19,7 +19,7 @@ lists the earlier tuple form serialised to: ``["c", 3]``, ``["r", 2]``, ``["n", 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Iterator, TypeVar
+from typing import Callable, ClassVar, Iterator, TypeVar, overload
 
 __all__ = [
     "Condition",
@@ -42,15 +42,21 @@ class Condition:
     """A boolean condition over bits (see the module docstring). Frozen dataclasses: equal
     conditions compare and hash equal, so they key dictionaries (shared twig entries)."""
 
+    @overload
+    def fold(self, leaf: Callable[["Leaf"], bool]) -> bool: ...
+
+    @overload
     def fold(
         self,
         leaf: Callable[["Leaf"], T],
         *,
-        all_: Callable[[list], T] = all,
-        any_: Callable[[list], T] = any,
-        not_: Callable[[T], T] = lambda x: not x,
-        true: Callable[[], T] = lambda: True,
-    ) -> T:
+        all_: Callable[[list[T]], T] = ...,
+        any_: Callable[[list[T]], T] = ...,
+        not_: Callable[[T], T] = ...,
+        true: Callable[[], T] = ...,
+    ) -> T: ...
+
+    def fold(self, leaf, *, all_=all, any_=any, not_=lambda x: not x, true=lambda: True):
         """The condition evaluated with ``leaf`` for the leaves and ``all_``/``any_``/``not_``
         for and/or/not (``true()``: :data:`ALWAYS`); Python's booleans by default."""
         raise NotImplementedError

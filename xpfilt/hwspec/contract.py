@@ -11,7 +11,7 @@ import enum as py_enum
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence, Union, cast
 
 from amaranth.lib import data, enum
 
@@ -158,14 +158,14 @@ def name_hash(name: bytes) -> int:
 class ErrorFlags(data.Struct):
     """Per-document error flags (bit 0 = ``malformed``)."""
 
-    malformed: 1
-    depth_overflow: 1
-    name_too_long: 1
-    value_undecided: 1
+    malformed: 1  # type: ignore[valid-type]  # an Amaranth shape
+    depth_overflow: 1  # type: ignore[valid-type]  # an Amaranth shape
+    name_too_long: 1  # type: ignore[valid-type]  # an Amaranth shape
+    value_undecided: 1  # type: ignore[valid-type]  # an Amaranth shape
 
 
 #: The same flags as a Python :class:`enum.IntFlag` for software, derived from :class:`ErrorFlags`.
-Errors = py_enum.IntFlag(
+Errors = py_enum.IntFlag(  # type: ignore[misc]  # members derived at run time
     "Errors", {name.upper(): 1 << field.offset for name, field in data.Layout.cast(ErrorFlags)}
 )
 Errors.__doc__ = "Error flags of a document, as reported in ``events.errors`` on ``doc_end``."
@@ -181,7 +181,7 @@ def tag_width_for(n_tags: int) -> int:
     return max(1, n_tags.bit_length())
 
 
-class State(enum.Enum, shape=6):
+class State(enum.Enum, shape=6):  # type: ignore[call-arg]  # Amaranth's enum
     """Byte parser states (what the next byte is read as)."""
 
     TEXT = 0  # character data in content, or the prolog/epilog (whitespace only)
@@ -352,7 +352,7 @@ class AttrCondition:
             from xpfilt.lang.xpath import xpath_number  # late: xpath imports nothing of ours
 
             return xpath_number(literal)
-        return float(literal)
+        return float(cast(float, literal))  # only a comparison asks for its number
 
 
 def number_digits(number: float) -> Optional[tuple[bool, str, str]]:
@@ -457,7 +457,8 @@ def condition_value_holds(condition: AttrCondition, raw: bytes) -> Optional[bool
         return None
     if kind == "string":
         value = raw if condition.is_text else raw.replace(b"\t", b" ").replace(b"\n", b" ")
-        return (value == condition.literal.encode("utf-8")) == (condition.op == "=")
+        literal = cast(str, condition.literal)  # a string condition's literal is one
+        return (value == literal.encode("utf-8")) == (condition.op == "=")
     if kind == "nan":
         return condition.op == "!="
     v = value_number(raw)

@@ -130,7 +130,7 @@ class SparseBeat(NamedTuple):
     doc: int
     errors: int
     id: int
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, as the layout names it
 
 
 class DocumentReadout(NamedTuple):

@@ -39,7 +39,7 @@ decides every slot on every attribute value, as it decides the custom engine's c
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence, cast
 
 from xpfilt.hwspec.contract import (
     NUMBER_DIGITS,
@@ -155,7 +155,7 @@ def slot_refusal(cond: AttrCondition, max_tag_len: int) -> str:
             f"attribute name {cond.attribute!r} is longer than the hardware's max tag "
             f"length {max_tag_len}"
         )
-    if cond.kind == "string" and len(cond.literal.encode("utf-8")) > max_tag_len:
+    if cond.kind == "string" and len(cast(str, cond.literal).encode("utf-8")) > max_tag_len:
         return f"string {cond.literal!r} is longer than the hardware's max tag length {max_tag_len}"
     if cond.kind == "number" and number_digits(cond.number) is None:
         return f"number {cond.literal!r} has more than {NUMBER_DIGITS} digits"
@@ -206,7 +206,7 @@ def _chain_of(node, negated: bool) -> tuple[bool, tuple]:
         return _chain_of(node.operand, not negated)
     if isinstance(node, (And, Or)):
         any_ = isinstance(node, Or) != negated
-        links = []
+        links: list[tuple[AttrCondition, bool]] = []
         for operand in node.operands:
             inner_any, inner = _chain_of(operand, negated)
             if len(inner) > 1 and inner_any != any_:
@@ -233,18 +233,17 @@ def chains_of(links: Sequence[Optional[SlotLink]]) -> dict[int, Chain]:
     out = {}
     s = 0
     while s < len(links):
-        if links[s] is None:
+        first = links[s]
+        if first is None:
             s += 1
             continue
-        run = [links[s]]
-        while (
-            run[-1].continues
-            and len(run) < MAX_CHAIN
-            and s + len(run) < len(links)
-            and links[s + len(run)] is not None
-        ):
-            run.append(links[s + len(run)])
-        out[s] = Chain(links[s].any, tuple((l.condition, l.negated) for l in run))
+        run = [first]
+        while run[-1].continues and len(run) < MAX_CHAIN and s + len(run) < len(links):
+            following = links[s + len(run)]
+            if following is None:
+                break
+            run.append(following)
+        out[s] = Chain(first.any, tuple((l.condition, l.negated) for l in run))
         s += len(run)
     return out
 
@@ -294,10 +293,12 @@ def encode_slots(
         for p, b in enumerate(b"" if cond.is_text else cond.attribute.encode("utf-8")):
             rows[p][s] = b
         if kind == "string":
-            for p, b in enumerate(cond.literal.encode("utf-8")):
+            for p, b in enumerate(cast(str, cond.literal).encode("utf-8")):
                 rows[L + p][s] = b
         elif kind == "number":
-            neg, whole, frac = number_digits(cond.number)
+            digits = number_digits(cond.number)
+            assert digits is not None, "a caller refuses it first (slot_refusal)"
+            neg, whole, frac = digits
             for p, d in enumerate(whole):
                 rows[2 * L + p][s] = int(d)
             for p, d in enumerate(frac):

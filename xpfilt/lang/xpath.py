@@ -51,7 +51,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Union
 
 __all__ = [
     "Axis",
@@ -89,6 +89,10 @@ def _as_written(name: str, _kind: str) -> str:
 class _Written:
     """A node of the AST: ``str()`` is its text in the language (:meth:`render` with every name
     as written)."""
+
+    if TYPE_CHECKING:  # each node class defines it
+
+        def render(self, qname: QName) -> str: ...
 
     def __str__(self) -> str:
         return self.render(_as_written)
@@ -211,7 +215,7 @@ class Or(_Written):
 class Not(_Written):
     """The operand does not hold."""
 
-    operand: object
+    operand: Any  # a condition or a path (in a profile's clauses: a path's index)
 
     def render(self, qname: QName) -> str:
         return f"not({self.operand.render(qname)})"
@@ -673,7 +677,9 @@ def load_queries(
         lines = read_query_file(source)
     else:
         lines = [line.rstrip("\n") for line in source]
-    queries, errors, steps = [], [], {}
+    queries: list[Query] = []
+    errors: list[XPathSyntaxError] = []
+    steps: dict[str, Step] = {}
     for number, line in zip(
         range(1, len(lines) + 1) if numbers is None else numbers, lines, strict=True
     ):
