@@ -52,10 +52,12 @@ test-slow: $(STAMP) $(AOT)
 ## test-all: every tier: test, test-rtl, test-slow, regress and fuzz (hours)
 test-all: test test-rtl test-slow regress fuzz
 
-## lint: ruff's lint and format checks (pinned in the test extra; `ruff format .` fixes the format)
+## lint: ruff's lint and format checks, mypy on [tool.mypy] files (pinned in the test extra;
+## `ruff format .` fixes the format)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 ## regress: the long regressions (summaries of the cocotb runs are printed: -rP)
 regress: $(STAMP) $(AOT)
