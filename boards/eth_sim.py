@@ -20,11 +20,11 @@ What is swapped for simulation, and why:
   output would be.
 """
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Signal
+from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from xpfilt.boards.liteeth import LITEETH_MODULE, PORT_NAME
+from xpfilt.boards.liteeth import LITEETH_MODULE, udp_port_connections
 
 __all__ = ["ECP5_SIM_MODELS", "EthernetSimTop", "SIM_TOP", "ethernet_sim_verilog"]
 
@@ -103,7 +103,7 @@ class EthernetSimTop(wiring.Component):
         m = Module()
         m.submodules.core = core = self.core
         m.d.comb += self.leds.eq(core.leds.as_value())
-        rx, tx, p = core.rx, core.tx, PORT_NAME
+        rx, tx = core.rx, core.tx
         port = core.endpoint["port"]
         m.submodules.liteeth = Instance(
             LITEETH_MODULE,
@@ -124,27 +124,7 @@ class EthernetSimTop(wiring.Component):
             i_gmii_mdio=0,
             o_gmii_mdc=Signal(),
             o_gmii_rst_n=Signal(),
-            **{
-                f"o_{p}_source_valid": rx.valid,
-                f"i_{p}_source_ready": rx.ready,
-                f"o_{p}_source_data": rx.payload.data,
-                f"o_{p}_source_last": rx.payload.last,
-                f"o_{p}_source_error": rx.payload.error,
-                f"o_{p}_source_ip_address": rx.payload.ip,
-                f"o_{p}_source_src_port": rx.payload.port,
-                f"o_{p}_source_dst_port": Signal(16),
-                f"o_{p}_source_length": Signal(16),
-                f"o_{p}_source_last_be": Signal(),
-                f"i_{p}_sink_valid": tx.valid,
-                f"o_{p}_sink_ready": tx.ready,
-                f"i_{p}_sink_data": tx.payload.data,
-                f"i_{p}_sink_last": tx.payload.last,
-                f"i_{p}_sink_last_be": tx.payload.last,
-                f"i_{p}_sink_ip_address": tx.payload.ip,
-                f"i_{p}_sink_dst_port": Const(port, 16),
-                f"i_{p}_sink_src_port": Const(port, 16),
-                f"i_{p}_sink_length": tx.payload.length,
-            },
+            **udp_port_connections(rx, tx, port),
         )
         return m
 

@@ -20,7 +20,6 @@ from typing import Sequence
 from amaranth.hdl import (
     ClockDomain,
     ClockSignal,
-    Const,
     DomainRenamer,
     Instance,
     Module,
@@ -35,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
 from xpfilt.boards.hostlink import ConfigSerializer
-from xpfilt.boards.liteeth import LITEETH_MODULE, PORT_NAME
+from xpfilt.boards.liteeth import LITEETH_MODULE, udp_port_connections
 from xpfilt.boards.protocol import Mode
 from xpfilt.boards.top import LED_FUNCTIONS, LedLayout
 from xpfilt.boards.udp_link import InputBeat, RxBeat, TxBeat, UdpEndpoint, link_readout_layout
@@ -235,7 +234,6 @@ class EthernetBoardTop(wiring.Component):
             raise ValueError(f"eth_rgmii must have one of {names}, not lack them")
 
         rx, tx = core.rx, core.tx
-        p = PORT_NAME
         m.submodules.liteeth = Instance(
             LITEETH_MODULE,
             i_sys_clock=ClockSignal("link"),
@@ -250,27 +248,7 @@ class EthernetBoardTop(wiring.Component):
             o_rgmii_mdc=pin("mdc"),
             i_rgmii_mdio=0,
             i_rgmii_int_n=1,
-            **{
-                f"o_{p}_source_valid": rx.valid,
-                f"i_{p}_source_ready": rx.ready,
-                f"o_{p}_source_data": rx.payload.data,
-                f"o_{p}_source_last": rx.payload.last,
-                f"o_{p}_source_error": rx.payload.error,
-                f"o_{p}_source_ip_address": rx.payload.ip,
-                f"o_{p}_source_src_port": rx.payload.port,
-                f"o_{p}_source_dst_port": Signal(16),
-                f"o_{p}_source_length": Signal(16),
-                f"o_{p}_source_last_be": Signal(),
-                f"i_{p}_sink_valid": tx.valid,
-                f"o_{p}_sink_ready": tx.ready,
-                f"i_{p}_sink_data": tx.payload.data,
-                f"i_{p}_sink_last": tx.payload.last,
-                f"i_{p}_sink_last_be": tx.payload.last,
-                f"i_{p}_sink_ip_address": tx.payload.ip,
-                f"i_{p}_sink_dst_port": Const(core.endpoint["port"], 16),
-                f"i_{p}_sink_src_port": Const(core.endpoint["port"], 16),
-                f"i_{p}_sink_length": tx.payload.length,
-            },
+            **udp_port_connections(rx, tx, core.endpoint["port"]),
         )
         for function, name, number, *field in self.led_map:
             resource = platform.request(name, number, dir="-")

@@ -40,6 +40,7 @@ __all__ = [
     "parse_mac",
     "DEFAULT_MAC",
     "DEFAULT_IP",
+    "udp_port_connections",
 ]
 
 LITEETH_MODULE = "xpfilt_liteeth"
@@ -174,3 +175,34 @@ def generate_liteeth(config: EthernetConfig, cache: Path, *, timeout: float = 30
             tail = "\n".join((run.stdout + run.stderr).splitlines()[-15:])
             raise ToolError(f"liteeth_gen failed (exit {run.returncode}):\n{tail}")
     return verilog.read_text()
+
+
+def udp_port_connections(rx, tx, port: int) -> dict:
+    """The ports of the generated core's UDP user port (:data:`PORT_NAME`) as ``Instance``
+    keyword arguments: datagrams received into stream ``rx`` (data, last, error, source address
+    and port), datagrams from stream ``tx`` sent from and to UDP ``port``. The one definition
+    for the board top and its simulation."""
+    from amaranth.hdl import Const, Signal
+
+    p = PORT_NAME
+    return {
+        f"o_{p}_source_valid": rx.valid,
+        f"i_{p}_source_ready": rx.ready,
+        f"o_{p}_source_data": rx.payload.data,
+        f"o_{p}_source_last": rx.payload.last,
+        f"o_{p}_source_error": rx.payload.error,
+        f"o_{p}_source_ip_address": rx.payload.ip,
+        f"o_{p}_source_src_port": rx.payload.port,
+        f"o_{p}_source_dst_port": Signal(16),
+        f"o_{p}_source_length": Signal(16),
+        f"o_{p}_source_last_be": Signal(),
+        f"i_{p}_sink_valid": tx.valid,
+        f"o_{p}_sink_ready": tx.ready,
+        f"i_{p}_sink_data": tx.payload.data,
+        f"i_{p}_sink_last": tx.payload.last,
+        f"i_{p}_sink_last_be": tx.payload.last,
+        f"i_{p}_sink_ip_address": tx.payload.ip,
+        f"i_{p}_sink_dst_port": Const(port, 16),
+        f"i_{p}_sink_src_port": Const(port, 16),
+        f"i_{p}_sink_length": tx.payload.length,
+    }
