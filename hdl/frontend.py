@@ -148,6 +148,7 @@ from xpfilt.hwspec.contract import (
     NAME_CHAR,
     NAME_START,
     NUMBER_DIGITS,
+    REFERENCE_STATES,
     WHITESPACE,
     AttrCondition,
     ErrorFlags,
@@ -157,6 +158,7 @@ from xpfilt.hwspec.contract import (
     hash_byte,
     name_hash,
     number_digits,
+    reference_steps,
     tag_width_for,
 )
 
@@ -449,6 +451,25 @@ def parser_table(tests: ByteTests, *, level, root_seen, in_subset, kw):
     return table
 
 
+def reference_step(prev: dict, eq: Callable, start) -> tuple[dict, object]:
+    """One byte of the reference check (:func:`xpfilt.hwspec.contract.reference_steps`):
+    ``prev`` {prefix: bit}, the bytes read since an ``&`` are that prefix; ``eq(b)``, the byte
+    is ``b``; ``start``, the byte is an ``&`` that begins a reference. Returns ({prefix: its
+    bit after the byte}, the byte makes a reference undecided: ``entity``). Each bit is its
+    prefix's bit AND a byte compare, so the names are compared a byte at a time as they
+    stream: no compare of a whole name lies on any path."""
+    steps = reference_steps()
+    into: dict = {prefix: [] for prefix in steps}
+    into[b""].append(start)
+    undecided = []
+    for prefix, moves in steps.items():
+        undecided.append(prev[prefix] & ~Cat(*(eq(b) for b in moves)).any())
+        for b, after in moves.items():
+            if after is not None:
+                into[after].append(prev[prefix] & eq(b))
+    return {prefix: Cat(*terms).any() for prefix, terms in into.items()}, Cat(*undecided).any()
+
+
 def first_branch_states(table, request: str) -> list[tuple[object, list]]:
     """The states that raise ``request`` in ``table`` (:func:`parser_table`), grouped by their
     byte test: [(test, [states])], when each raises it in its first branch and unconditionally
@@ -726,6 +747,7 @@ class FrontEnd(wiring.Component):
             found.depth_overflow.eq(depth.overflow),
             found.name_too_long.eq(depth.too_long),
             found.value_undecided.eq(undecided | tundecided),
+            found.entity.eq(self._references(m, d2, p)),
         ]
         tap = self._name_tap(m, d2, p, req, name_go)
         self._stage_p_registers(m, d2, p, decoder, depth, req, nstate, group_regs, name_go)
@@ -762,6 +784,22 @@ class FrontEnd(wiring.Component):
         return SimpleNamespace(
             valid=valid1, c=c1, last=last1, high=high, low=low, raw_high=raw_high, raw_low=raw_low
         )
+
+    @staticmethod
+    def _references(m, d2, p):
+        """Stage P's reference check (:func:`reference_step`): one register per prefix of a
+        predefined entity's name (``ref``, 15 of them), set by an ``&`` in content or in an
+        attribute value (:data:`xpfilt.hwspec.contract.REFERENCE_STATES`), cleared by a
+        document's last byte. Returns: this byte makes a reference undecided (``entity``;
+        registers and byte classes to the flag: a few LUTs)."""
+        steps = reference_steps()
+        refs = Signal(len(steps), name="ref")
+        prev = {prefix: refs[k] for k, prefix in enumerate(steps)}
+        start = Cat(*(p.state[s.value] for s in REFERENCE_STATES)).any() & d2.ch("&")
+        nxt, undecided = reference_step(prev, d2.eq, start)
+        with m.If(d2.valid):
+            m.d.sync += refs.eq(Mux(d2.last, 0, Cat(*nxt.values())))
+        return undecided
 
     def _parser_registers(self, m) -> SimpleNamespace:
         """Stage P's registers: the parser's one-hot ``state``, ``level`` (the depth after the
