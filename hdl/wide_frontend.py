@@ -636,8 +636,12 @@ class WideFrontEnd(wiring.Component):
         )
         requests = REQ + tuple(BAD_CASES.values()) + ("text_after",)
         o_req = [{name: Signal(name=f"o_lane{i}_{name}") for name in requests} for i in range(W)]
-        # the lane is an "&" that begins a reference (for _references, not delayed with o_req)
+        # the lane is an "&" that begins a reference (for _references, not delayed with
+        # o_req); the lane begins an attribute-list declaration (``<!A`` in the internal
+        # subset), with attribute conditions: their values are undecided
         o_ref_start = [Signal(name=f"o_lane{i}_ref_start") for i in range(W)]
+        attlist = bool(AttributeConditions(self.conditions).conditions)
+        o_attlist = [Signal(name=f"o_lane{i}_attlist") for i in range(W)] if attlist else None
 
         def of_states(start, which):
             return Cat(*(start[n] for n, c in enumerate(states) if which(c))).any()
@@ -675,6 +679,8 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += o_ref_start[i].eq(
                 Cat(*(one_hot[st.value] for st in REFERENCE_STATES)).any() & o_tests[i].ch("&")
             )
+            if o_attlist:
+                m.d.sync += o_attlist[i].eq(one_hot[State.SUB_BANG.value] & o_tests[i].ch("A"))
         return SimpleNamespace(
             valid=o_valid,
             last=o_last,
@@ -682,6 +688,7 @@ class WideFrontEnd(wiring.Component):
             req=o_req,
             tests=o_tests,
             ref_start=o_ref_start,
+            attlist=o_attlist,
         )
 
     def _references(self, m, o) -> list:
@@ -1131,7 +1138,11 @@ class WideFrontEnd(wiring.Component):
             carried = match0.init
         sticky = Signal(ErrorFlags)  # errors of the document's earlier beats
         m_entity = [delayed(m, e, 5, f"m_lane{i}_entity") for i, e in enumerate(entity)]
-        events = self._lane_events(m, m_req, m_lanes, l4, m_entity)
+        m_attlist = [
+            delayed(m, a, 6, f"m_lane{i}_attlist") if o.attlist else Const(0, 1)
+            for i, a in enumerate(o.attlist or [None] * W)
+        ]
+        events = self._lane_events(m, m_req, m_lanes, l4, m_entity, m_attlist)
         doc_errors = Signal(ErrorFlags)
         m.d.comb += doc_errors.eq(
             sticky.as_value() | events.found | Cat(*(e & u for e, u in events.ends)).any()
@@ -1162,7 +1173,7 @@ class WideFrontEnd(wiring.Component):
     def _entry_layout(self) -> QueueEntry:
         return QueueEntry(tag_width=self.tag_width, max_depth=self.max_depth, n_conds=self.n_conds)
 
-    def _lane_events(self, m, m_req, m_lanes, l4, m_entity) -> SimpleNamespace:
+    def _lane_events(self, m, m_req, m_lanes, l4, m_entity, m_attlist) -> SimpleNamespace:
         """Stage M, per lane: its event as a queue entry without its tag (``records[i]``), that
         it has one (``has[i]``), the errors of the beat (``found``) and per lane (the document
         ends in it, the document is left unfinished) (``ends``)."""
@@ -1189,7 +1200,7 @@ class WideFrontEnd(wiring.Component):
                 found.entity.eq(m_entity[i]),
             ]
             if self.n_conds:
-                m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1])
+                m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1] | m_attlist[i])
             here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")  # the document's final byte
             m.d.comb += end.eq(here & l4.last & (~m_lanes[i + 1] if i + 1 < W else 1))

@@ -603,6 +603,30 @@ def test_rtl_flags_references_it_cannot_decide():
         ]
 
 
+#: (document, its errors with an attribute condition): an attribute-list declaration in the
+#: internal subset (defaults add attributes, types normalise values) makes the values undecided
+ATTLIST_DOCS = [
+    (b'<!DOCTYPE r [<!ATTLIST a b CDATA "x">]><r><a/></r>', Errors.VALUE_UNDECIDED),
+    (b"<!DOCTYPE r [<!ELEMENT r ANY><!ATTLIST a b NMTOKEN #IMPLIED>]><r/>", Errors.VALUE_UNDECIDED),
+    (b'<!DOCTYPE r [<!ELEMENT r ANY><!-- <!ATTLIST --><?p <!A?>]><r><a b="x"/></r>', OK),
+    (b"<!DOCTYPE r [<!ENTITY e \"<!ATTLIST a b CDATA 'x'>\">]><r/>", OK),  # in a literal
+]
+
+
+@pytest.mark.parametrize("with_conditions", [True, False])
+def test_rtl_an_attribute_list_declaration_makes_values_undecided(with_conditions):
+    """Issue 35 #7: with attribute conditions, ``<!ATTLIST`` in the internal subset sets
+    ``value_undecided`` (the reference applies its defaults: ``//a[@b]`` matches ``<a/>``),
+    in the RTL as in the model; without attribute conditions it changes nothing."""
+    conditions = [AttrCondition("b", "exists")] if with_conditions else []
+    docs = [doc for doc, _ in ATTLIST_DOCS for doc in (doc, GOOD)]
+    events = assert_rtl_matches_model(
+        SMALL_TAGS, byte_stream(docs, gap_seed=2), **SMALL, conditions=conditions
+    )
+    want = [errors if with_conditions else OK for _, errors in ATTLIST_DOCS]
+    assert [r[1] for r in split_documents(events)] == [e for e in want for e in (e, OK)]
+
+
 def test_rtl_excess_levels_saturate_as_the_model(monkeypatch):
     """Levels beyond ``max_depth`` are counted (``excess``) up to the counter's maximum: with
     the counter narrowed to 2 bits in both the RTL and the model, documents open and close

@@ -384,3 +384,26 @@ def test_references_in_every_lane(width, p_valid, p_ready, seed):
     for doc, readout in zip(docs, readouts):
         if not readout.errors:
             assert readout.bits == bits_of(plan, queries, doc), doc
+
+
+@pytest.mark.parametrize("width", widths(2))
+def test_an_attribute_list_declaration_makes_values_undecided(width):
+    """With attribute predicates, ``<!ATTLIST`` in the internal subset (its defaults add
+    attributes: the reference's ``//a[@b]`` matches ``<a/>``) flags ``value_undecided`` at W
+    bytes per cycle as one byte at a time, in every lane; elsewhere (a comment, a literal)
+    it does not."""
+    queries = [parse_query("//a[@b]", 1), parse_query("//a", 2)]
+    plan = compile_queries(queries)
+    docs, want = [], []
+    for shift in range(width):
+        pad = b" " * shift
+        docs += [
+            b"<!DOCTYPE a [" + pad + b'<!ATTLIST a b CDATA "x">]><a/>',
+            b"<!DOCTYPE a [" + pad + b"<!-- <!ATTLIST --><!ENTITY e '<!ATTLIST'>]><a b='1'/>",
+        ]
+        want += [Errors.VALUE_UNDECIDED, Errors(0)]
+    readouts = check(plan, queries, docs, extra_cycles=40, bytes_per_cycle=width)
+    assert [r.errors for r in readouts] == want
+    assert [r.bits for r in readouts if not r.errors] == [
+        bits_of(plan, queries, d) for d in docs[1::2]
+    ]

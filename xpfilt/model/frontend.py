@@ -133,6 +133,7 @@ assert DT_AFTER == State.DT_AFTER.value and len(State) == 36
 
 _LT, _GT, _SLASH, _EQ, _DQ, _SQ, _BANG, _QM, _DASH, _LB, _RB = b"<>/=\"'!?-[]"
 _AMP = ord("&")
+_A = ord("A")
 _D = ord("D")
 
 
@@ -360,6 +361,9 @@ class FrontEndModel:
         names = self.report_names
         name = bytearray()  # the name so far (with report_names)
         attrs = bool(self._by_attribute) or self.slots  # attribute conditions to evaluate
+        # with attribute conditions (or slots), "<!A" in the internal subset (<!ATTLIST: its
+        # defaults add attributes, its types normalise values) makes them undecided
+        attlist = bool(self.slots or any(not c.is_text for c in self.conditions))
         conds = 0  # their bits for the start tag being read
         attr_name = bytearray()  # the attribute name being read
         cur_attr = None  # the conditions on the attribute being read
@@ -416,6 +420,8 @@ class FrontEndModel:
                         value.append(c)
             elif SYNTAX[state] is not None:
                 ns, bad, req, nb, hold = SYNTAX[state][c]
+                if state == SUB_BANG and c == _A and attlist:
+                    bad = 2
             elif state == LT:
                 if text_conds and c != _BANG and topen and not last:
                     bad |= self._text_node_end(level, tnode, tamb)
