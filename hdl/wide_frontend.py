@@ -718,7 +718,7 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += flag.eq(o.lanes[i] & undecided)
             out.append(flag)
             prev = {
-                prefix: wire(m, bit, f"n{i + 1}_ref_{prefix.decode() or 'amp'}")
+                prefix: wire(m, bit, f"n{i + 1}_ref_{prefix.decode() or 'start'}")
                 for prefix, bit in nxt.items()
             }
         with m.If(o.valid):
