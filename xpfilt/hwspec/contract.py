@@ -159,7 +159,10 @@ def name_hash(name: bytes) -> int:
 
 
 class ErrorFlags(data.Struct):
-    """Per-document error flags (bit 0 = ``malformed``)."""
+    """Per-document error flags (bit 0 = ``malformed``): what the front end cannot answer
+    (:mod:`xpfilt.hdl.frontend` says when each is raised). ``entity``: a reference to an
+    entity other than the five predefined ones (:func:`reference_steps`), whose text may hold
+    markup; the host answers a flagged document in software (``xpfilt host``)."""
 
     malformed: 1  # type: ignore[valid-type]  # an Amaranth shape
     depth_overflow: 1  # type: ignore[valid-type]  # an Amaranth shape
