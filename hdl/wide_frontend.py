@@ -33,7 +33,7 @@ the methods of :class:`WideFrontEnd` named beside it):
   before the beat is added in L); the runs of lanes of the beat's names, for stage M; and
   (``_references``) each lane's reference check, the one-byte front end's stepped through
   the lanes from bits carried from beat to beat (a reference across lanes and beats is
-  decided exactly as one byte at a time: ``entity``), its flag joining the lane's in M;
+  decided exactly as one byte at a time: ``entity``), its flag joining lane 0's in M;
 * N2 (``_stage_n2``): the clamp's bounds on the depth before the beat (below them the result
   is LO, above them VMAX - HD, else v + A) and on the name position before it, registered, so
   that the depth and position loops are compares and an add side by side (v is 17 bits wide);
@@ -691,20 +691,20 @@ class WideFrontEnd(wiring.Component):
             attlist=o_attlist,
         )
 
-    def _references(self, m, o) -> list:
+    def _references(self, m, o):
         """Stage N: the one-byte front end's reference check
         (:func:`xpfilt.hdl.frontend.reference_step`, one bit per prefix of a predefined
         entity's name) stepped through the lanes from the bits carried from the beat before
         (``ref``, cleared by a document's last beat), so that a reference across lanes and
         beats is decided exactly as one byte at a time. Every bit is its prefix's bit in the
         lane before AND a byte compare, so a chain through the lanes is at most a reference
-        long (an "&" and four name bytes), whatever W. Per lane, registered: the lane makes a
-        reference undecided (``entity``)."""
+        long (an "&" and four name bytes), whatever W. Registered: a lane of the beat makes a
+        reference undecided (``entity``; one bit: a beat holds bytes of one document)."""
         W = self.width
         steps = reference_steps()
         carried = Signal(len(steps), name="ref")
         prev = {prefix: carried[k] for k, prefix in enumerate(steps)}
-        out = []
+        undecided_lanes = []
         for i in range(W):
             eqs: dict = {}
 
@@ -714,16 +714,16 @@ class WideFrontEnd(wiring.Component):
                 return eqs[b]
 
             nxt, undecided = reference_step(prev, eq, o.ref_start[i])
-            flag = Signal(name=f"n_lane{i}_entity")
-            m.d.sync += flag.eq(o.lanes[i] & undecided)
-            out.append(flag)
+            undecided_lanes.append(o.lanes[i] & undecided)
             prev = {
                 prefix: wire(m, bit, f"n{i + 1}_ref_{prefix.decode() or 'start'}")
                 for prefix, bit in nxt.items()
             }
         with m.If(o.valid):
             m.d.sync += carried.eq(Mux(o.last, 0, Cat(*prev.values())))
-        return out
+        flag = Signal(name="n_entity")
+        m.d.sync += flag.eq(Cat(*undecided_lanes).any())
+        return flag
 
     def _stage_n(self, m, d1, o, k_levels) -> SimpleNamespace:
         """Stage N: the lanes' prefixes of the depth, name position and hash steps (``prefix[i]``:
@@ -1137,7 +1137,8 @@ class WideFrontEnd(wiring.Component):
         else:
             carried = match0.init
         sticky = Signal(ErrorFlags)  # errors of the document's earlier beats
-        m_entity = [delayed(m, e, 5, f"m_lane{i}_entity") for i, e in enumerate(entity)]
+        # the beat's entity flag with lane 0's errors (present in every beat)
+        m_entity = [delayed(m, entity, 5, "m_entity")] + [Const(0, 1)] * (W - 1)
         m_attlist = [
             delayed(m, a, 6, f"m_lane{i}_attlist") if o.attlist else Const(0, 1)
             for i, a in enumerate(o.attlist or [None] * W)
