@@ -13,13 +13,21 @@ for that net did not survive Yosys' flattening: nextpnr ignored it).
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from amaranth.hdl import Instance, Module
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import Out
 
-__all__ = ["ECP5_VCO_HZ", "ECP5_PFD_HZ", "PLL_FAMILIES", "Ecp5Pll", "ecp5_pll", "Ecp5PllClock"]
+__all__ = [
+    "ECP5_VCO_HZ",
+    "ECP5_PFD_HZ",
+    "PLL_FAMILIES",
+    "Ecp5Pll",
+    "ecp5_pll",
+    "with_secondary",
+    "Ecp5PllClock",
+]
 
 #: The VCO's range and the phase detector's (input / CLKI_DIV) range, Hz.
 ECP5_VCO_HZ = (400e6, 800e6)
@@ -36,12 +44,14 @@ PLL_FAMILIES = ("ecp5",)
 
 @dataclass(frozen=True)
 class Ecp5Pll:
-    """An EHXPLLL with its feedback from CLKOP: ``input_hz`` in, CLKOP out."""
+    """An EHXPLLL with its feedback from CLKOP: ``input_hz`` in, CLKOP out; and, when
+    ``clkos_div`` is not 0, a second output CLKOS (the VCO / ``clkos_div``)."""
 
     input_hz: float
     clki_div: int
     clkfb_div: int
     clkop_div: int
+    clkos_div: int = 0
 
     @property
     def output_hz(self) -> float:
@@ -55,6 +65,11 @@ class Ecp5Pll:
     def clkop_cphase(self) -> int:
         """The coarse phase of CLKOP in VCO cycles: half its divider (0 degrees, as ecppll)."""
         return (self.clkop_div - 1) // 2
+
+    @property
+    def secondary_hz(self) -> float:
+        """CLKOS's frequency (0: not used)."""
+        return self.vco_hz / self.clkos_div if self.clkos_div else 0.0
 
 
 def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
@@ -92,11 +107,25 @@ def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
     return best
 
 
+def with_secondary(pll: Ecp5Pll, output_hz: float) -> Ecp5Pll:
+    """``pll`` with CLKOS at ``output_hz`` from the same VCO; ValueError when no divider
+    gives it within :data:`TOLERANCE`."""
+    div = max(1, min(ECP5_DIV_MAX[2], round(pll.vco_hz / output_hz)))
+    if abs(pll.vco_hz / div - output_hz) > TOLERANCE * output_hz:
+        raise ValueError(
+            f"second clock must be within {TOLERANCE:.0%} of the {pll.vco_hz / 1e6:g} MHz VCO "
+            f"/ an integer up to {ECP5_DIV_MAX[2]}, not {output_hz / 1e6:g} MHz"
+        )
+    return replace(pll, clkos_div=div)
+
+
 class Ecp5PllClock(wiring.Component):
     """The platform's default clock into an ECP5 EHXPLLL: ``clk`` at ``pll.output_hz``
-    (CLKOP, fed back), ``locked`` once it is stable."""
+    (CLKOP, fed back), ``clk2`` at ``pll.secondary_hz`` (CLKOS, if used), ``locked`` once
+    they are stable."""
 
     clk: Out(1)
+    clk2: Out(1)
     locked: Out(1)
 
     def __init__(self, pll: Ecp5Pll):
@@ -109,6 +138,16 @@ class Ecp5PllClock(wiring.Component):
         clk_in = platform.request(platform.default_clk, dir="-")
         m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_in)
         mhz = lambda hz: f"{hz / 1e6:g}"  # noqa: E731
+        secondary = {}
+        if pll.clkos_div:
+            secondary = dict(
+                a_FREQUENCY_PIN_CLKOS=mhz(pll.secondary_hz),
+                p_CLKOS_ENABLE="ENABLED",
+                p_CLKOS_DIV=pll.clkos_div,
+                p_CLKOS_CPHASE=(pll.clkos_div - 1) // 2,
+                p_CLKOS_FPHASE=0,
+                o_CLKOS=self.clk2,
+            )
         m.submodules.pll = Instance(
             "EHXPLLL",
             a_FREQUENCY_PIN_CLKI=mhz(pll.input_hz),
@@ -142,5 +181,6 @@ class Ecp5PllClock(wiring.Component):
             i_ENCLKOP=0,
             o_CLKOP=self.clk,
             o_LOCK=self.locked,
+            **secondary,
         )
         return m

@@ -52,6 +52,7 @@ __all__ = [
     "link_readout_layout",
     "UdpEndpoint",
     "max_record",
+    "readout_buffer_size",
 ]
 
 
@@ -101,6 +102,13 @@ def max_record(kind: ReadoutKind, width: int) -> int:
     return READOUT_RECORD + id_bytes(width) * width
 
 
+def readout_buffer_size(kind: ReadoutKind, width: int, least: int = 16384) -> int:
+    """The readout buffer a board gets: a power of two of at least ``least`` bytes that holds
+    two whole readout records (the endpoint's room check is a cycle old, see
+    :class:`UdpEndpoint`)."""
+    return max(least, 1 << (2 * max_record(kind, width) - 1).bit_length())
+
+
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -108,7 +116,10 @@ def _pow2(n: int) -> bool:
 class UdpEndpoint(wiring.Component):
     """The board's protocol endpoint (see the module). ``mode``, ``kind``, ``width``,
     ``identity``, ``mac``, ``ip``, ``port``: what the status reports; ``input_buffer`` and
-    ``readout_buffer``: bytes (powers of two); ``timeout``: cycles before a retransmission.
+    ``readout_buffer``: bytes (powers of two; the readout buffer holds two whole records: a
+    record starts when a registered check, a cycle old, saw room for two, so that the record
+    completed meanwhile still leaves room for it); ``timeout``: cycles before a
+    retransmission.
     ``config_status``: the engine's configuration status (synchronised to this domain)."""
 
     def __init__(
@@ -129,10 +140,10 @@ class UdpEndpoint(wiring.Component):
             raise ValueError(
                 f"buffer sizes must be powers of two, not {input_buffer} and {readout_buffer}"
             )
-        if readout_buffer < max_record(kind, width):
+        if readout_buffer < 2 * max_record(kind, width):
             raise ValueError(
-                f"readout buffer must hold a whole readout record "
-                f"({max_record(kind, width)} bytes), not {readout_buffer} bytes"
+                f"readout buffer must hold two whole readout records "
+                f"({2 * max_record(kind, width)} bytes), not {readout_buffer} bytes"
             )
         self.mode, self.kind, self.width, self.identity = mode, kind, width, identity
         self.mac, self.ip, self.port = mac, ip, port
@@ -409,7 +420,12 @@ class UdpEndpoint(wiring.Component):
         nbits_acc = Signal(4)
         sub = Signal(range(max(size, READOUT_RECORD) + 1))
         discard = Signal()  # the record in progress is an earlier session's
-        room = (R - (written - tx_acked)) >= max_record(self.kind, self.width)
+        # room for a record: registered, with the margin of a second record (``written`` may
+        # have grown by one record since); the difference fits rbits + 1 bits
+        room = Signal()
+        used = Signal(rbits + 1)
+        m.d.comb += used.eq(written[: rbits + 1] - tx_acked[: rbits + 1])
+        m.d.sync += room.eq(used <= R - 2 * max_record(self.kind, self.width))
         first = eb.header if sparse else eb.first
         write_at = Signal(32)
         write_byte = Signal(8)
