@@ -36,7 +36,7 @@ from xpfilt.boards.build import (
     programmable_design,
     uart_divider,
 )
-from xpfilt.boards.clocks import ECP5_PFD_HZ, ECP5_VCO_HZ, Ecp5Pll, ecp5_pll
+from xpfilt.boards.clocks import ECP5_PFD_HZ, ECP5_VCO_HZ, Ecp5Pll, ecp5_pll, with_secondary
 from xpfilt.boards.host import plan_identity
 from xpfilt.boards.protocol import (
     EOF,
@@ -582,6 +582,20 @@ def test_ecp5_pll_dividers_are_in_range_and_exact():
         r"MHz\)$",
     ):
         ecp5_pll(25e6, 17e6)
+
+
+def test_ecp5_pll_second_output_divides_the_same_vco():
+    for input_hz in (25e6, 100e6):  # the Colorlight's and the ECPIX-5's oscillators
+        pll = with_secondary(ecp5_pll(input_hz, 125e6), 62.5e6)
+        assert (pll.output_hz, pll.secondary_hz) == (125e6, 62.5e6)
+        assert pll.clkos_div == 2 * pll.clkop_div
+    assert ecp5_pll(25e6, 125e6).secondary_hz == 0
+    with pytest.raises(
+        ValueError,
+        match=r"^second clock must be within 1% of the 625 MHz VCO / an integer up to 128, "
+        r"not 300 MHz$",
+    ):
+        with_secondary(ecp5_pll(25e6, 125e6), 300e6)
 
 
 @pytest.mark.rtl

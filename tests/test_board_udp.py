@@ -340,8 +340,11 @@ def test_ethernet_boards_get_liteeth_the_endpoint_and_constraints(board, tmp_pat
         "ethernet", "02:00:00:00:00:07", "10.0.0.7", 5000,
     )  # fmt: skip
     assert info["clock_hz"] == 125e6
+    pll = info["pll"]  # LiteEth's system clock: the second output, half the link's
+    assert pll["clkos_div"] == 2 * pll["clkop_div"]
     liteeth = (out / "gateware" / "xpfilt_liteeth.v").read_text()
     assert "module xpfilt_liteeth (" in liteeth and "IDDRX1F" in liteeth
+    assert re.search(r"input\s+wire\s+\[31:0\]\s+xpfilt_sink_data", liteeth)  # 32 bits wide
     top = (out / "xpfilt_board.v").read_text()
     assert re.search(r"\bxpfilt_liteeth\s+\w+\s*\(", top)
     assert re.search(r"\bxpfilt_engine\s+\w+\s*\(", top)
