@@ -174,12 +174,15 @@ class UdpEndpoint(wiring.Component):
         rx_next = Signal(32)  # the next input stream offset expected
         commit = Signal(nbits + 1)  # input buffer: committed end, parser's read pointer
         rd = Signal(nbits + 1)
-        fill = Signal(nbits + 1)
-        m.d.comb += fill.eq(commit - rd)
+        # the room, registered with the offset of the same cycle: the credit ``limit`` (what the
+        # host may send up to) follows two cycles late, never more than the room (it only grows
+        # in a session: ``commit`` and ``rx_next`` grow together); the room a datagram is
+        # checked against is a cycle old, never more than now (it only shrinks in ACT)
         free = Signal(nbits + 1)
-        m.d.comb += free.eq(N - fill)
-        limit = Signal(32)  # what the host may send up to: registered, so a cycle late -- never
-        m.d.sync += limit.eq(rx_next + free)  # more than the room (it only grows in a session)
+        free_at = Signal(32)  # ``rx_next`` when ``free`` was taken
+        m.d.sync += [free.eq(N - (commit - rd)), free_at.eq(rx_next)]
+        limit = Signal(32)
+        m.d.sync += limit.eq(free_at + free)
         bad, stale, dups, ooo = (Signal(16, name=n) for n in ("bad", "stale", "dups", "ooo"))
         documents = Signal(32)  # documents of this session into the engine
         status_due, ack_due, nak_due, nak_sent = Signal(), Signal(), Signal(), Signal()
@@ -217,9 +220,14 @@ class UdpEndpoint(wiring.Component):
         beat = self.rx.payload
         index = Signal(16)  # bytes of this datagram so far
         take = Signal()  # this datagram's payload goes into the input buffer
-        skip = Signal(16)  # ... from this payload byte on (the bytes before were had)
+        skip = Signal(16)  # ... after this many payload bytes (the bytes before were had)
+        to_take = Signal(16)  # ... this many bytes
+        w_at = Signal(nbits)  # ... the next of them here
+        # the datagram's offset past ``rx_next`` and its bytes beyond it, registered while the
+        # header comes (its seq and length are in by its last byte; rx_next changes in ACT only)
         off = Signal(32)
-        m.d.comb += off.eq(rx_next - h.seq)
+        need = Signal(32)
+        m.d.sync += [off.eq(rx_next - h.seq), need.eq(h.length - off)]
         rx_error = Signal()
         src_ip, src_port = Signal(32), Signal(16)
         total = Signal(16)
@@ -241,29 +249,29 @@ class UdpEndpoint(wiring.Component):
                     with m.Elif(index == DATAGRAM_HEADER - 1):
                         m.next = "DECIDE"
             with m.State("DECIDE"):
-                fits = (h.length - off) <= free
+                takes = (
+                    (h.kind == DatagramKind.DATA.value)
+                    & opened
+                    & (h.session == session)
+                    & (off < h.length)
+                    & (need <= free)
+                )
                 m.d.sync += [
-                    take.eq(
-                        (h.kind == DatagramKind.DATA.value)
-                        & opened
-                        & (h.session == session)
-                        & (off < h.length)
-                        & fits
-                    ),
+                    take.eq(takes),
                     skip.eq(off[:16]),
+                    to_take.eq(Mux(takes, need[:16], 0)),
+                    w_at.eq(commit[:nbits]),
                 ]
                 m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
                 m.d.comb += self.rx.ready.eq(1)
                 with m.If(self.rx.valid):
                     m.d.comb += rx_crc.valid.eq(1)
-                    at = index - DATAGRAM_HEADER
-                    with m.If(take & (at >= skip) & (at < h.length)):
-                        m.d.comb += [
-                            in_w.en.eq(1),
-                            in_w.addr.eq((commit + at - skip)[:nbits]),
-                            in_w.data.eq(beat.data),
-                        ]
+                    with m.If(skip != 0):
+                        m.d.sync += skip.eq(skip - 1)
+                    with m.Elif(to_take != 0):
+                        m.d.comb += [in_w.en.eq(1), in_w.addr.eq(w_at), in_w.data.eq(beat.data)]
+                        m.d.sync += [w_at.eq(w_at + 1), to_take.eq(to_take - 1)]
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
                         m.d.sync += total.eq(index + 1)
@@ -303,7 +311,7 @@ class UdpEndpoint(wiring.Component):
                         with m.Else():
                             m.d.sync += ack_due.eq(1)
                             with m.If(take):
-                                accepted = h.length - skip
+                                accepted = need[:16]  # h.length - the bytes had
                                 m.d.sync += [
                                     commit.eq(commit + accepted),
                                     rx_next.eq(rx_next + accepted),
@@ -734,6 +742,8 @@ class UdpEndpoint(wiring.Component):
                 progress.eq(0),
                 stale_docs.eq(in_engine + doc_done - read_done + cutting),
                 limit.eq(N),
+                free.eq(N),
+                free_at.eq(0),
                 discard.eq(~readout_idle),
             ]
         return m
