@@ -205,10 +205,12 @@ class UdpEndpoint(wiring.Component):
         # the host's acknowledgement of the readout stream (a good DATA datagram of the session)
         rx_acting = Signal()  # the receive FSM is in ACT
         rx_checking = Signal()  # ... in CHECK
+        # the datagram is of the open session: registered while it comes (its session is in
+        # by its eighth byte; ``session`` and ``opened`` change in ACT only)
+        current = Signal()
+        m.d.sync += current.eq(opened & (h.session == session))
         acting_data = Signal()
-        m.d.comb += acting_data.eq(
-            rx_acting & (h.kind == DatagramKind.DATA.value) & opened & (h.session == session)
-        )
+        m.d.comb += acting_data.eq(rx_acting & (h.kind == DatagramKind.DATA.value) & current)
         ack_ahead = Signal(32)
         m.d.comb += ack_ahead.eq(h.ack - tx_acked)
         tx_idle = Signal()
@@ -251,8 +253,7 @@ class UdpEndpoint(wiring.Component):
             with m.State("DECIDE"):
                 takes = (
                     (h.kind == DatagramKind.DATA.value)
-                    & opened
-                    & (h.session == session)
+                    & current
                     & (off < h.length)
                     & (need <= free)
                 )
@@ -293,7 +294,6 @@ class UdpEndpoint(wiring.Component):
             with m.State("ACT"):
                 m.d.comb += rx_acting.eq(1)
                 m.next = "HEADER"
-                current = opened & (h.session == session)
                 with m.Switch(h.kind):
                     with m.Case(DatagramKind.HELLO.value):
                         m.d.sync += [host_ip.eq(src_ip), host_port.eq(src_port), status_due.eq(1)]
@@ -599,14 +599,32 @@ class UdpEndpoint(wiring.Component):
             status.duplicates.eq(dups),
             status.out_of_order.eq(ooo),
         ]
+        # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
+        # each a cycle later from a register: the readout buffer's block RAM output (slow:
+        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle
         tb = self.tx.payload
+        pre = Signal(TxBeat)
+        pre_valid, pre_ready = Signal(), Signal()
+        pre_taken = Signal()
         m.d.comb += [
-            tb.ip.eq(host_ip),
-            tb.port.eq(host_port),
-            tb.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
-            tx_crc.data.eq(tb.data),
-            tx_crc.start.eq(tx_i == 0),
+            pre.ip.eq(host_ip),
+            pre.port.eq(host_port),
+            pre.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
+            pre_ready.eq(~self.tx.valid | self.tx.ready),
+            pre_taken.eq(pre_valid & pre_ready),
             out_r.addr.eq(out_at[:rbits]),
+        ]
+        with m.If(pre_taken):
+            m.d.sync += [self.tx.valid.eq(1), tb.eq(pre)]
+        with m.Elif(self.tx.ready):
+            m.d.sync += self.tx.valid.eq(0)
+        crc_valid, crc_start = Signal(), Signal()
+        crc_byte = Signal(8)
+        m.d.sync += [crc_byte.eq(pre.data), crc_start.eq(tx_i == 0)]
+        m.d.comb += [
+            tx_crc.data.eq(crc_byte),
+            tx_crc.valid.eq(crc_valid),
+            tx_crc.start.eq(crc_start & crc_valid),
         ]
 
         def start(kind, length, seq, nak=0):
@@ -659,36 +677,37 @@ class UdpEndpoint(wiring.Component):
                 fetched = Signal(32)
                 m.d.comb += fetched.eq(out_at - th.seq)
                 fetch_out = (
-                    ~tx_kind_status
-                    & (~out_pv | (self.tx.valid & self.tx.ready & in_payload))
-                    & (fetched < tx_len)
+                    ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (fetched < tx_len)
                 )
                 m.d.comb += out_r.en.eq(fetch_out)
                 with m.If(fetch_out):
                     m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1)]
-                with m.Elif(self.tx.valid & self.tx.ready & in_payload):
+                with m.Elif(pre_taken & in_payload):
                     m.d.sync += out_pv.eq(0)
                 m.d.comb += [
-                    self.tx.valid.eq(ready_byte),
-                    tb.data.eq(Mux(in_payload, payload_byte, tx_hdr.word_select(tx_i[:5], 8))),
-                    tb.last.eq(0),
+                    pre_valid.eq(ready_byte),
+                    pre.data.eq(Mux(in_payload, payload_byte, tx_hdr.word_select(tx_i[:5], 8))),
+                    pre.last.eq(0),
                 ]
-                with m.If(self.tx.valid & self.tx.ready):
-                    m.d.comb += tx_crc.valid.eq(1)
+                m.d.sync += crc_valid.eq(pre_taken)
+                with m.If(pre_taken):
                     m.d.sync += tx_i.eq(tx_i + 1)
                     with m.If(tx_i == DATAGRAM_HEADER + tx_len - 1):
                         m.d.sync += tx_i.eq(0)
-                        m.next = "CRC_LATCH"
+                        m.next = "CRC_WAIT"
+            with m.State("CRC_WAIT"):  # the CRC takes the last byte
+                m.d.sync += crc_valid.eq(0)
+                m.next = "CRC_LATCH"
             with m.State("CRC_LATCH"):
                 m.d.sync += crc_bytes.eq(tx_crc.crc)
                 m.next = "CRC"
             with m.State("CRC"):
                 m.d.comb += [
-                    self.tx.valid.eq(1),
-                    tb.data.eq(crc_bytes.word_select(tx_i[:2], 8)),
-                    tb.last.eq(tx_i == DATAGRAM_CRC - 1),
+                    pre_valid.eq(1),
+                    pre.data.eq(crc_bytes.word_select(tx_i[:2], 8)),
+                    pre.last.eq(tx_i == DATAGRAM_CRC - 1),
                 ]
-                with m.If(self.tx.ready):
+                with m.If(pre_ready):
                     m.d.sync += tx_i.eq(tx_i + 1)
                     with m.If(tx_i == DATAGRAM_CRC - 1):
                         m.next = "IDLE"
