@@ -37,9 +37,9 @@ from typing import Callable, Optional, Sequence
 
 from amaranth.lib import wiring
 
-from xpfilt.boards.clocks import PLL_FAMILIES, Ecp5Pll, ecp5_pll, with_secondary
+from xpfilt.boards.clocks import PLL_FAMILIES, Ecp5Pll, ecp5_pll
 from xpfilt.boards.host import DEFAULT_BAUD, plan_identity
-from xpfilt.boards.liteeth import DEFAULT_IP, DEFAULT_MAC, LITEETH_HZ, format_ip, format_mac
+from xpfilt.boards.liteeth import DEFAULT_IP, DEFAULT_MAC, format_ip, format_mac
 from xpfilt.boards.platforms import Board, get_board
 from xpfilt.boards.protocol import UDP_PORT, Mode
 from xpfilt.boards.top import BoardCore, BoardTop, EngineInstance
@@ -267,7 +267,7 @@ class BuildConfig:
 
 
 #: The link's clock on an Ethernet board (the protocol endpoint's, a byte per cycle: the RGMII
-#: line's rate); LiteEth's system clock is :data:`xpfilt.boards.liteeth.LITEETH_HZ`.
+#: line's rate); LiteEth's system clock is the board's ``liteeth_hz``.
 LINK_HZ = 125e6
 
 
@@ -536,7 +536,7 @@ def build_board(
                     f"engine clock must be the link's {LINK_HZ / 1e6:g} MHz with --link "
                     f"ethernet (one PLL output clocks both), not {config.clock_hz / 1e6:g} MHz"
                 )
-            pll = with_secondary(ecp5_pll(board.clock_hz, LINK_HZ), LITEETH_HZ)
+            pll = ecp5_pll(board.clock_hz, LINK_HZ, board.liteeth_hz)
             divider = 0
         else:
             pll = engine_clock(board, config.clock_hz)
@@ -685,7 +685,11 @@ def _ethernet_top(design, board, config, pll, out, platform, log):
     from xpfilt.boards.liteeth import LITEETH_MODULE, EthernetConfig, generate_liteeth
 
     ethernet = EthernetConfig(
-        board.liteeth_device, mac=config.mac, ip=config.ip, port=config.udp_port
+        board.liteeth_device,
+        mac=config.mac,
+        ip=config.ip,
+        port=config.udp_port,
+        clock_hz=board.liteeth_hz,
     )
     log(f"{board.name}: LiteEth core for {ethernet.address} ...")
     try:

@@ -13,7 +13,7 @@ for that net did not survive Yosys' flattening: nextpnr ignored it).
 """
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from amaranth.hdl import Instance, Module
 from amaranth.lib import io, wiring
@@ -25,7 +25,6 @@ __all__ = [
     "PLL_FAMILIES",
     "Ecp5Pll",
     "ecp5_pll",
-    "with_secondary",
     "Ecp5PllClock",
 ]
 
@@ -72,9 +71,10 @@ class Ecp5Pll:
         return self.vco_hz / self.clkos_div if self.clkos_div else 0.0
 
 
-def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
+def ecp5_pll(input_hz: float, output_hz: float, secondary_hz: float = 0) -> Ecp5Pll:
     """The dividers whose output is nearest ``output_hz`` (ties: the VCO nearest the middle of
-    its range); ValueError when nothing comes within :data:`TOLERANCE`."""
+    its range) and, with ``secondary_hz``, whose VCO also divides to that within
+    :data:`TOLERANCE` (CLKOS); ValueError when nothing comes within :data:`TOLERANCE`."""
     low, high = ECP5_OUT_HZ
     if not low <= output_hz <= high:
         raise ValueError(
@@ -92,31 +92,27 @@ def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
             out = pfd * clkfb_div
             first = max(1, math.ceil(ECP5_VCO_HZ[0] / out))
             for clkop_div in range(first, min(max_op, int(ECP5_VCO_HZ[1] // out)) + 1):
-                if ECP5_OUT_HZ[0] <= out <= ECP5_OUT_HZ[1]:
-                    key = (abs(out - output_hz), abs(out * clkop_div - middle))
-                    if best_key is None or key < best_key:
-                        best = Ecp5Pll(input_hz, clki_div, clkfb_div, clkop_div)
-                        best_key = key
+                if not ECP5_OUT_HZ[0] <= out <= ECP5_OUT_HZ[1]:
+                    continue
+                vco = out * clkop_div
+                clkos_div = 0
+                if secondary_hz:
+                    clkos_div = max(1, min(max_op, round(vco / secondary_hz)))
+                    if abs(vco / clkos_div - secondary_hz) > TOLERANCE * secondary_hz:
+                        continue
+                key = (abs(out - output_hz), abs(vco - middle))
+                if best_key is None or key < best_key:
+                    best = Ecp5Pll(input_hz, clki_div, clkfb_div, clkop_div, clkos_div)
+                    best_key = key
     if best is None or abs(best.output_hz - output_hz) > TOLERANCE * output_hz:
         nearest = f" (nearest {best.output_hz / 1e6:g} MHz)" if best else ""
+        also = f" and {secondary_hz / 1e6:g} MHz" if secondary_hz else ""
         raise ValueError(
             f"engine clock must be within {TOLERANCE:.0%} of what an ECP5 PLL "
-            f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz"
+            f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz{also}"
             f"{nearest}"
         )
     return best
-
-
-def with_secondary(pll: Ecp5Pll, output_hz: float) -> Ecp5Pll:
-    """``pll`` with CLKOS at ``output_hz`` from the same VCO; ValueError when no divider
-    gives it within :data:`TOLERANCE`."""
-    div = max(1, min(ECP5_DIV_MAX[2], round(pll.vco_hz / output_hz)))
-    if abs(pll.vco_hz / div - output_hz) > TOLERANCE * output_hz:
-        raise ValueError(
-            f"second clock must be within {TOLERANCE:.0%} of the {pll.vco_hz / 1e6:g} MHz VCO "
-            f"/ an integer up to {ECP5_DIV_MAX[2]}, not {output_hz / 1e6:g} MHz"
-        )
-    return replace(pll, clkos_div=div)
 
 
 class Ecp5PllClock(wiring.Component):

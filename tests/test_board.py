@@ -36,7 +36,7 @@ from xpfilt.boards.build import (
     programmable_design,
     uart_divider,
 )
-from xpfilt.boards.clocks import ECP5_PFD_HZ, ECP5_VCO_HZ, Ecp5Pll, ecp5_pll, with_secondary
+from xpfilt.boards.clocks import ECP5_PFD_HZ, ECP5_VCO_HZ, Ecp5Pll, ecp5_pll
 from xpfilt.boards.host import plan_identity
 from xpfilt.boards.protocol import (
     EOF,
@@ -585,17 +585,18 @@ def test_ecp5_pll_dividers_are_in_range_and_exact():
 
 
 def test_ecp5_pll_second_output_divides_the_same_vco():
-    for input_hz in (25e6, 100e6):  # the Colorlight's and the ECPIX-5's oscillators
-        pll = with_secondary(ecp5_pll(input_hz, 125e6), 62.5e6)
-        assert (pll.output_hz, pll.secondary_hz) == (125e6, 62.5e6)
-        assert pll.clkos_div == 2 * pll.clkop_div
+    for input_hz, secondary_hz in ((25e6, 50e6), (100e6, 62.5e6), (25e6, 62.5e6)):
+        pll = ecp5_pll(input_hz, 125e6, secondary_hz)
+        assert (pll.output_hz, pll.secondary_hz) == (125e6, secondary_hz)
+        assert ECP5_VCO_HZ[0] <= pll.vco_hz <= ECP5_VCO_HZ[1]
+    assert ecp5_pll(25e6, 125e6, 50e6).vco_hz == 500e6  # 625 MHz (nearer 600) does not divide
     assert ecp5_pll(25e6, 125e6).secondary_hz == 0
     with pytest.raises(
         ValueError,
-        match=r"^second clock must be within 1% of the 625 MHz VCO / an integer up to 128, "
-        r"not 300 MHz$",
+        match=r"^engine clock must be within 1% of what an ECP5 PLL makes from 25 MHz, not "
+        r"125 MHz and 0.3 MHz$",
     ):
-        with_secondary(ecp5_pll(25e6, 125e6), 300e6)
+        ecp5_pll(25e6, 125e6, 0.3e6)
 
 
 @pytest.mark.rtl
