@@ -571,10 +571,22 @@ class UdpEndpoint(wiring.Component):
         crc_bytes = Signal(32)
         out_pv = Signal()  # out_r.data holds the payload byte at ``out_at - 1``
         out_at = Signal(32)
+        # what to send, registered (two stages): the readout bytes written and not sent, the
+        # next datagram's length, whether the credit grew. They lag ``tx_next``: a datagram
+        # starts only two cycles after ACT (which may move it forward); the transmitter's own
+        # moves are followed by a whole datagram, the timer's go back (at worst less is sent)
         unsent = Signal(32)
-        m.d.comb += unsent.eq(written - tx_next)
-        grown = Signal(32)
-        m.d.comb += grown.eq(limit - advertised)
+        has_unsent = Signal()
+        send_len = Signal(16)
+        grew = Signal()
+        acted = Signal(2)
+        m.d.sync += [
+            unsent.eq(written - tx_next),
+            has_unsent.eq(unsent != 0),
+            send_len.eq(Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])),
+            grew.eq((limit - advertised) >= min(MAX_PAYLOAD, N // 2)),
+            acted.eq(Cat(rx_acting, acted[0])),
+        ]
         status = Signal(UdpStatusLayout)
         cs = self.config_status
         m.d.comb += [
@@ -648,7 +660,7 @@ class UdpEndpoint(wiring.Component):
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += tx_idle.eq(1)
-                with m.If(~opened | rx_acting):
+                with m.If(~opened | rx_acting | acted.any()):
                     pass
                 with m.Elif(status_due):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
@@ -659,12 +671,12 @@ class UdpEndpoint(wiring.Component):
                     start(DatagramKind.READOUT, 0, tx_next, nak=1)
                     m.d.sync += [nak_due.eq(0), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(unsent != 0):
-                    length = Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])
+                with m.Elif(has_unsent):
+                    length = send_len
                     start(DatagramKind.READOUT, length, tx_next)
                     m.d.sync += [tx_next.eq(tx_next + length), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(ack_due | (grown >= min(MAX_PAYLOAD, N // 2))):
+                with m.Elif(ack_due | grew):
                     start(DatagramKind.READOUT, 0, tx_next)
                     m.d.sync += tx_kind_status.eq(0)
                     m.next = "SEND"
