@@ -209,6 +209,7 @@ class UdpEndpoint(wiring.Component):
         # by its eighth byte; ``session`` and ``opened`` change in ACT only)
         current = Signal()
         m.d.sync += current.eq(opened & (h.session == session))
+        hello_new = Signal()  # ... and it opens a new session (decided in CHECK)
         acting_data = Signal()
         m.d.comb += acting_data.eq(rx_acting & (h.kind == DatagramKind.DATA.value) & current)
         ack_ahead = Signal(32)
@@ -279,7 +280,10 @@ class UdpEndpoint(wiring.Component):
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
                 m.d.comb += rx_checking.eq(1)
-                m.d.sync += index.eq(0)
+                m.d.sync += [
+                    index.eq(0),
+                    hello_new.eq((h.kind == DatagramKind.HELLO.value) & ~current),
+                ]
                 good = (
                     rx_crc.match_detected
                     & ~rx_error
@@ -297,7 +301,7 @@ class UdpEndpoint(wiring.Component):
                 with m.Switch(h.kind):
                     with m.Case(DatagramKind.HELLO.value):
                         m.d.sync += [host_ip.eq(src_ip), host_port.eq(src_port), status_due.eq(1)]
-                        with m.If(~current):
+                        with m.If(hello_new):
                             m.d.comb += switch.eq(1)
                             m.d.sync += [session.eq(h.session), opened.eq(1)]
                     with m.Case(DatagramKind.STATUS.value):
@@ -356,9 +360,10 @@ class UdpEndpoint(wiring.Component):
         cfg_ok = Const(int(self.mode == 1), 1)
 
         def cut_on_switch(in_body):
+            if in_body:  # (not through ``switch``: it selects what ``stale_docs`` takes)
+                m.d.comb += records_fsm_body.eq(1)
             with m.If(switch):  # the buffer's bytes are the old session's
                 if in_body:
-                    m.d.comb += records_fsm_body.eq(1)
                     with m.If(left.any() & started & (is_doc | (is_cfg & cfg_ok))):
                         m.d.sync += cut_byte.eq(Mux(is_doc, ord(" "), 0))
                         m.next = "CUT"
