@@ -231,7 +231,7 @@ def main() -> None:
         row = build(args.work, board, depth, queries, args.timeout)
         log(f"{board} {queries}: {row['status']}; {row.get('fmax_clocks')}")
         fresh.append(row)
-        save_capacity(fresh)
+        fresh = save_capacity(fresh)
     if not args.no_link_resources:
         board, depth, queries = POINTS[0]
         key = f"{source_digest()}-b{board_source_digest()}"
@@ -258,8 +258,9 @@ def main() -> None:
             )
 
 
-def save_capacity(fresh: list) -> None:
-    """The Ethernet rows into bench/results/capacity.json beside bench/capacity.py's rows."""
+def save_capacity(fresh: list) -> list:
+    """The Ethernet rows into bench/results/capacity.json beside bench/capacity.py's rows;
+    returns them as saved (with their provenance, so saving them again changes nothing)."""
     path = RESULTS / "capacity.json"
     doc = json.loads(path.read_text())
 
@@ -275,6 +276,8 @@ def save_capacity(fresh: list) -> None:
         doc["table"]["title"],
         f"{notes} {ETHERNET_NOTE}",
     )
+    saved = {key(r): r for r in json.loads(path.read_text())["rows"]}
+    return [saved[key(r)] for r in fresh]
 
 
 if __name__ == "__main__":
