@@ -16,14 +16,15 @@ What is swapped for simulation, and why:
   their definitions in Lattice's ECP5 library; ``IDDRX1F`` and ``DELAYG`` are modelled too, for
   the RGMII core.
 * ``BUFG``, the clock buffer the GMII PHY instantiates, is a wire.
-* No PLL: the simulation's clocks are ports (``link_clk``, ``clk`` for the engine), as the PLL
-  output would be.
+* No PLL: the simulation's clocks are ports (``link_clk``, ``clk`` for the engine, ``eth_clk``
+  for LiteEth's system clock), as the PLL outputs would be.
 """
 
 from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from xpfilt.boards.eth_bridge import UdpPortBridge
 from xpfilt.boards.liteeth import LITEETH_MODULE, udp_port_connections
 
 __all__ = ["ECP5_SIM_MODELS", "EthernetSimTop", "SIM_TOP", "ethernet_sim_verilog"]
@@ -81,8 +82,9 @@ endmodule
 
 class EthernetSimTop(wiring.Component):
     """``core`` (an :class:`xpfilt.boards.eth_top.EthernetBoardCore`) with LiteEth's GMII core
-    (module :data:`xpfilt.boards.liteeth.LITEETH_MODULE`) on GMII ports. LiteEth's system clock is
-    the ``link`` domain's; the engine runs in ``sync``. Ports: ``gmii_rx_clk`` (both of LiteEth's
+    (module :data:`xpfilt.boards.liteeth.LITEETH_MODULE`) on GMII ports, a
+    :class:`xpfilt.boards.eth_bridge.UdpPortBridge` between. LiteEth's system clock is the
+    ``eth`` domain's, the endpoint's the ``link`` domain's; the engine runs in ``sync``. Ports: ``gmii_rx_clk`` (both of LiteEth's
     PHY clocks in GMII), ``gmii_rxd``, ``gmii_rx_dv``, ``gmii_rx_er``, ``gmii_txd``,
     ``gmii_tx_en``, ``gmii_tx_er``, ``leds``."""
 
@@ -103,12 +105,14 @@ class EthernetSimTop(wiring.Component):
         m = Module()
         m.submodules.core = core = self.core
         m.d.comb += self.leds.eq(core.leds.as_value())
-        rx, tx = core.rx, core.tx
+        m.submodules.bridge = bridge = UdpPortBridge()
+        wiring.connect(m, bridge.rx, core.rx)
+        wiring.connect(m, core.tx, bridge.tx)
         port = core.endpoint["port"]
         m.submodules.liteeth = Instance(
             LITEETH_MODULE,
-            i_sys_clock=ClockSignal("link"),
-            i_sys_reset=ResetSignal("link"),
+            i_sys_clock=ClockSignal("eth"),
+            i_sys_reset=ResetSignal("eth"),
             i_gmii_clocks_rx=self.gmii_rx_clk,
             i_gmii_clocks_tx=self.gmii_rx_clk,
             o_gmii_clocks_gtx=Signal(),
@@ -124,7 +128,7 @@ class EthernetSimTop(wiring.Component):
             i_gmii_mdio=0,
             o_gmii_mdc=Signal(),
             o_gmii_rst_n=Signal(),
-            **udp_port_connections(rx, tx, port),
+            **udp_port_connections(bridge.wide_rx, bridge.wide_tx, port),
         )
         return m
 
@@ -154,6 +158,7 @@ def ethernet_sim_verilog(directory, cache, *, timeout: int = 20_000) -> tuple[st
     )
     from xpfilt.boards.protocol import UDP_PORT
     from xpfilt.boards.top import EngineInstance
+    from xpfilt.boards.udp_link import readout_buffer_size
     from xpfilt.hdl.verilog import TOP_NAME
 
     design = load_design(directory)
@@ -175,7 +180,7 @@ def ethernet_sim_verilog(directory, cache, *, timeout: int = 20_000) -> tuple[st
         ip=ip,
         port=port,
         input_buffer=16384,
-        readout_buffer=16384,
+        readout_buffer=readout_buffer_size(design.readout, design.width),
         timeout=timeout,
     )
     text = verilog.convert(EthernetSimTop(core), name=SIM_TOP)

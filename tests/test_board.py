@@ -649,6 +649,21 @@ def test_ecp5_pll_dividers_are_in_range_and_exact():
         ecp5_pll(25e6, 17e6)
 
 
+def test_ecp5_pll_second_output_divides_the_same_vco():
+    for input_hz, secondary_hz in ((25e6, 50e6), (100e6, 62.5e6), (25e6, 62.5e6)):
+        pll = ecp5_pll(input_hz, 125e6, secondary_hz)
+        assert (pll.output_hz, pll.secondary_hz) == (125e6, secondary_hz)
+        assert ECP5_VCO_HZ[0] <= pll.vco_hz <= ECP5_VCO_HZ[1]
+    assert ecp5_pll(25e6, 125e6, 50e6).vco_hz == 500e6  # 625 MHz (nearer 600) does not divide
+    assert ecp5_pll(25e6, 125e6).secondary_hz == 0
+    with pytest.raises(
+        ValueError,
+        match=r"^engine clock must be within 1% of what an ECP5 PLL makes from 25 MHz, not "
+        r"125 MHz and 0.3 MHz$",
+    ):
+        ecp5_pll(25e6, 125e6, 0.3e6)
+
+
 @pytest.mark.rtl
 def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
     """ULX3S at 100 MHz: a PLL from the 25 MHz oscillator clocks the engine and the host link
