@@ -1,7 +1,9 @@
 """The simulated Ethernet board: the board core with LiteEth (MAC, ARP, IP, UDP) and its ECP5
 RGMII PHY in Verilator, the RGMII pins driven by cocotbext-eth, bridged to a UDP socket
 (``xpfilt sim-board --link ethernet``), behind the fault-injecting relay; and the behavioural
-models of the ECP5 primitives the simulation swaps in, against their definitions (Icarus)."""
+models of the ECP5 primitives the simulation swaps in, against their definitions (Icarus).
+``make regress`` runs every shared query set through it (one Verilator build per set, cached
+in build/sim)."""
 
 import os
 import re
@@ -23,6 +25,9 @@ from xpfilt.engines import filter_batch
 from xpfilt.lang.xpath import load_queries
 from xpfilt.paths import repo_root, shared_data
 from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+
+from .conftest import expected_cases
 
 DATA = shared_data()
 SIM_BUILD = Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")
@@ -110,6 +115,37 @@ def test_simulated_ethernet_board_answers_through_faults_and_a_host_restart(ethe
 def test_the_simulated_phy_is_rgmii_or_gmii():
     with pytest.raises(ValueError, match=r"^PHY must be one of rgmii, gmii, not 'mii'$"):
         EthernetSimTop(None, "mii")
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize(
+    "queries, folder, tsv", [pytest.param(*c[1:], id=c[0]) for c in expected_cases()]
+)
+def test_shared_sets_through_a_lossy_link_to_the_simulated_ethernet_board(
+    queries, folder, tsv, tmp_path
+):
+    """Every shared query set (the structural ones and the predicate set) on the simulated
+    RTL board (LiteEth, RGMII), its documents through a relay that drops and reorders 3 % of
+    the datagrams each way: every document answered once, in order, as the shared expected
+    answers say."""
+    pytest.importorskip("liteeth")
+    pytest.importorskip("cocotbext.eth")
+    docs = sorted(folder.glob("*.xml"))
+    build = build_board(tmp_path, queries, board="ecpix5-85f")
+    faults = Faults(drop=0.03, reorder=0.03)
+    with simulated_board(tmp_path, build) as address:
+        with FaultyLink(address, faults, seed=35) as relay:
+            with UdpLink(("127.0.0.1", relay.port), timeout=300, rto=2.0) as link:
+                engine = open_board_engine(
+                    link, BoardDesign.load(build), engine_class=UdpBoardEngine
+                )
+                got = list(engine.filter_batch(docs, window=16))
+                status = link.status()
+    print(f"{tsv.stem}: {len(docs)} documents, faults {relay.counts}, board {status}")
+    assert [r.name for r in got] == [d.name for d in docs]  # none lost, none twice, in order
+    assert {r.name: r.matches for r in got} == read_expected(tsv)
+    assert status.documents == len(docs)
+    assert all(c["drop"] and c["reorder"] for c in relay.counts.values()), relay.counts
 
 
 # --- the ECP5 primitives' simulation models -------------------------------------------------
