@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit
+from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from xpfilt.software.scanner import (
@@ -645,56 +646,116 @@ def scan(
     return DONE
 
 
+@intrinsic
+def _popcount(typingctx, src):
+    """The number of bits set in an integer (LLVM's ctpop)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return src(src), codegen
+
+
 @njit(cache=True, nogil=True)
 def answers(
-    status, visited_start, visited_end, visited, accept_start, accept_count, accepts, words
+    status,
+    visited_start,
+    visited_end,
+    visited,
+    accept_start,
+    accept_count,
+    accept_words,
+    accept_masks,
+    order,
+    inner,
+    outer,
+    room,
 ):
     """Per accepted document, the sorted union of the query positions its visited DFA states
-    accept: ``out[bounds[i]:bounds[i + 1]]`` (``out`` may be longer). The union is a bit set (``words``: one bit per
-    query, all zero, left so) read back in order over the words it touched: no sort, and 100,000
-    queries are 12.5 KB of bits."""
+    accept: ``out[bounds[i]:bounds[i + 1]]`` (``out`` may be longer).
+
+    A state's queries are words of a bit set over internal numbers
+    (``accept_words[a:a + c]``, ``accept_masks[a:a + c]``; ``a, c = accept_start[s],
+    accept_count[s]``), numbered so that the queries states accept together are close
+    (:meth:`xpfilt.software.fast._Nfa.accept_order`): the union is one OR per word
+    (``inner``). Each internal number found is mapped once to its position (``order``) into
+    a second bit set (``outer``), read back in order: no sort. Both bit sets (one bit per
+    query) are all zero, and left so. ``room``: the size ``out`` starts with (it grows if
+    need be; growing is a copy)."""
     ndocs = len(status)
     bounds = np.zeros(ndocs + 1, np.int64)
-    out = np.empty(max(1024, 4 * ndocs), np.int32)
+    out = np.empty(max(1024, room), np.int32)
     n = 0
+    # unsigned indices where it counts: Numba checks a signed index for wraparound
     one = np.uint64(1)
+    six = np.uint64(6)
+    bit = np.uint64(63)
     for i in range(ndocs):
         bounds[i] = n
         if status[i] != ACCEPTED:
             continue
-        low = len(words)
+        low = len(inner)
         high = -1
-        entries = 0
         for k in range(visited_start[i], visited_end[i]):
             s = visited[k]
             c = accept_count[s]
             if c == 0:
                 continue
             a = accept_start[s]
-            entries += c
-            # each state's positions are sorted: its first and last bound the words it sets
-            w = accepts[a] >> 6
-            if w < low:
-                low = w
-            w = accepts[a + c - 1] >> 6
-            if w > high:
-                high = w
+            low = min(low, accept_words[a])  # each state's words are sorted
+            high = max(high, accept_words[a + c - 1])
             for j in range(a, a + c):
-                position = accepts[j]
-                words[position >> 6] |= one << np.uint64(position & 63)
-        if n + entries > len(out):
-            grown = np.empty(2 * (n + entries), np.int32)
+                inner[np.uint64(accept_words[j])] |= accept_masks[j]
+        count = 0
+        first = np.uint64(len(outer))
+        last = np.uint64(0)
+        for w in range(low, high + 1):
+            x = inner[w]
+            if x:
+                inner[w] = 0
+                count += np.int64(_popcount(x))
+                base = np.uint64(w) << six
+                while x:
+                    position = np.uint64(order[base + trailing_zeros(x)])
+                    x &= x - one
+                    word = position >> six
+                    outer[word] |= one << (position & bit)
+                    first = min(first, word)
+                    last = max(last, word)
+        if count == 0:
+            continue
+        if n + count + 8 > len(out):
+            grown = np.empty(2 * (n + count + 8), np.int32)
             grown[:n] = out[:n]
             out = grown
-        for w in range(low, high + 1):
-            x = words[w]
-            if x:
-                words[w] = 0
-                base = w << 6
-                while x:
-                    out[n] = base + trailing_zeros(x)
-                    n += 1
-                    x &= x - one
+        for w in range(first, last + one):
+            # eight positions written at a time, whatever the word holds (the ones past its
+            # bits are overwritten by the next word's): no branch per bit
+            x = outer[w]
+            outer[w] = 0
+            base = np.int32(w << six)
+            m = np.uint64(n)
+            n += np.int64(_popcount(x))
+            while True:
+                out[m] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                out[m + np.uint64(1)] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                out[m + np.uint64(2)] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                out[m + np.uint64(3)] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                out[m + np.uint64(4)] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                out[m + np.uint64(5)] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                out[m + np.uint64(6)] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                out[m + np.uint64(7)] = base + np.int32(trailing_zeros(x))
+                x &= x - one
+                if x == 0:
+                    break
+                m += np.uint64(8)
     bounds[ndocs] = n
     return bounds, out
 
@@ -740,7 +801,7 @@ _SCAN = (
 _FORMAT = "Tuple((i8[::1], u1[::1]))(i4[::1], i8[::1], i8[::1])"
 _ANSWERS = (
     "Tuple((i8[::1], i4[::1]))(i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[::1], i4[::1], "
-    "u8[::1])"
+    "u8[::1], i4[::1], u8[::1], u8[::1], i8)"
 )
 
 
