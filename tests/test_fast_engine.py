@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from xpfilt.engines import ENGINES, filter_batch, make_engine
 from xpfilt.lang.xpath import load_queries, parse_query
-from xpfilt.software.events import Document, load_documents, parse_events
+from xpfilt.software.events import Document, DocumentError, load_documents, parse_events
 from xpfilt.software.fast import FastFilter
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
@@ -275,3 +275,17 @@ def test_compiled_answers_span_many_words_in_any_query_order():
         found = engine.filter_many(datas)
         assert [f.tolist() for f in found] == [sorted(reference.filter(d)) for d in datas]
     assert max(len(f) for f in found) > 300
+
+
+def test_batch_text_is_every_number_in_decimal():
+    numbers = [-12, -1, 0, 7, 9, 10, 99, 100, 101, 9999, 10**5, 10**11 + 7, 2**62]
+    texts = ["/a", "//b", "/a/b", "//*", "/a/*"] * 3
+    queries = [parse_query(t, i) for i, t in enumerate(texts[: len(numbers)])]
+    datas = [b"<a><b/></a>", b"<b/>", b"<a>", b"<c/>"]
+    for engine in (FastFilter(queries), FastFilter(queries, compiled=False)):
+        found = engine.filter_many(datas)
+        lines = engine.filter_many_text(datas, numbers)
+        assert isinstance(found[2], DocumentError) and str(lines[2]) == str(found[2])
+        for f, line in zip(found[:2] + found[3:], lines[:2] + lines[3:]):
+            assert line == " ".join(str(numbers[p]) for p in f.tolist())
+        assert lines[0].startswith("-12 -1 0 7 9 10 99 100 101 9999 100000")

@@ -388,6 +388,7 @@ class FastFilter:
             )
             self._stamp = 0
             self._answer_rate = 4.0  # positions per document answers() makes room for
+            self._numbers_table = None  # filter_many_text's numbers, and as an array
         self._reset()
 
     # -- the lazy DFA ---------------------------------------------------------------------
@@ -671,34 +672,54 @@ class FastFilter:
                 out.append(positions)
             else:
                 out.append(self._guarded_python(document))
+        self._batch_done(compiled)
+        return out
+
+    def _batch_done(self, compiled: int) -> None:
         self.stats["compiled_documents"] += compiled
         self.stats["memo_bytes"] = self._memo_bytes
         if self._memo_bytes > self.cache_bytes:
             self._reset()
             self.stats["resets"] += 1
-        return out
 
     def filter_many_text(
         self, documents: Sequence[Union[Document, bytes]], numbers: Sequence[int]
     ) -> list[Union[str, DocumentError]]:
         """:meth:`filter_many`'s answers as text: the numbers ``numbers[position]`` of the
         matching queries, separated by spaces (in increasing order when ``numbers`` increase),
-        formatted by the compiled loop; ``xpfilt filter`` writes them as they are."""
-        found = self.filter_many(documents)
-        answers = [f for f in found if not isinstance(f, DocumentError)]
-        if self._loop is None or not answers:
+        formatted by the compiled loop straight from the batch's answers; ``xpfilt filter``
+        writes them as they are."""
+        if self._loop is None or self._profiles.combined:
             return [
                 f if isinstance(f, DocumentError) else " ".join(str(numbers[p]) for p in f.tolist())
-                for f in found
+                for f in self.filter_many(documents)
             ]
-        bounds = np.zeros(len(answers) + 1, np.int64)
-        bounds[1:] = np.cumsum([len(a) for a in answers])
-        flat = np.concatenate(answers).astype(np.int32, copy=False)
-        table = np.asarray(numbers, np.int64)
-        lines, text = self._loop.format_numbers(flat, bounds, table)
-        text = text[: lines[-1]].tobytes().decode("ascii")
-        texts = iter([text[a:b] for a, b in zip(lines[:-1].tolist(), lines[1:].tolist())])
-        return [f if isinstance(f, DocumentError) else next(texts) for f in found]
+        documents = [
+            Document("<bytes>", bytes(d)) if isinstance(d, (bytes, bytearray)) else d
+            for d in documents
+        ]
+        with gc_paused():
+            status, bounds, found = self._scan([d.data for d in documents])
+        table = self._numbers_table
+        if table is None or table[0] is not numbers:  # xpfilt filter passes the same list
+            table = self._numbers_table = (numbers, np.asarray(numbers, np.int64))
+        lines, text = self._loop.format_numbers(found, bounds, table[1])
+        text = str(memoryview(text)[: lines[-1]], "ascii")
+        lines = lines.tolist()
+        accepted = self._loop.ACCEPTED
+        out: list = []
+        compiled = 0
+        for i, document in enumerate(documents):
+            if status[i] == accepted:
+                compiled += 1
+                out.append(text[lines[i] : lines[i + 1]])
+            else:
+                found = self._guarded_python(document)
+                if not isinstance(found, DocumentError):
+                    found = " ".join(str(numbers[p]) for p in found.tolist())
+                out.append(found)
+        self._batch_done(compiled)
+        return out
 
     def compiled_verdicts(self, datas: Sequence[bytes]) -> list[bool]:
         """Whether the compiled loop accepts each document (False: it defers it to expat, or it
