@@ -94,7 +94,7 @@ def compiled_loop() -> Optional[SimpleNamespace]:
     :mod:`xpfilt.software.scanner`, and ``kind``: how it was had. None when ``XPFILT_COMPILED=0``,
     or when Numba is not installed and no current ahead-of-time build exists.
 
-    The ahead-of-time build, the extension module ``_scanner_aot`` beside this file made by
+    The ahead-of-time build, the extension modules ``_scanner_aot*`` beside this file made by
     ``python -m xpfilt.software.compiled`` (``make setup`` runs it), loads in a millisecond
     without Numba or LLVM (``kind`` ``aot``). Without it, or when it was built from another
     version of ``compiled.py``, Numba compiles the loop just in time and caches it on disk
@@ -110,11 +110,16 @@ def compiled_loop() -> Optional[SimpleNamespace]:
     if mode != "jit":
         try:
             from xpfilt.software import _scanner_aot as aot  # type: ignore[attr-defined]
+            from xpfilt.software import _scanner_aot_scan as aot_scan  # type: ignore[attr-defined]
         except ImportError:
-            aot = None
-        if aot is not None and aot.source_hash() == scanner.source_hash():
+            aot = aot_scan = None
+        stamp = scanner.source_hash()
+        if aot is not None and aot.source_hash() == stamp == aot_scan.source_hash():
             found = SimpleNamespace(
-                scan=aot.scan, answers=aot.answers, format_numbers=aot.format_numbers, kind="aot"
+                scan=aot_scan.scan,
+                answers=aot.answers,
+                format_numbers=aot.format_numbers,
+                kind="aot",
             )
     if found is None:
         try:
