@@ -829,6 +829,10 @@ def format_numbers(found, bounds, numbers):
     return lines, text
 
 
+#: The CPU the ahead-of-time answers() and format_numbers() are built for on x86-64: with
+#: POPCNT (:func:`xpfilt.software.scanner.cpu_runs_aot` checks it before loading them).
+AOT_CPU = "x86-64-v2"
+
 #: The exported signatures of the ahead-of-time build.
 _SCAN = (
     "i8(u1[::1], i8[::1], i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[:, ::1], i8[::1], "
@@ -849,6 +853,7 @@ def build_aot(folder: Path = Path(__file__).parent) -> list[Path]:
     allocates nothing, and the atomic increments and decrements around every array its helpers
     take were half its time), and ``_scanner_aot`` for the two that allocate their answers.
     pycc chooses NRT per module, hence two."""
+    import platform
     import warnings
 
     with warnings.catch_warnings():
@@ -860,12 +865,17 @@ def build_aot(folder: Path = Path(__file__).parent) -> list[Path]:
     def stamped():
         return stamp
 
+    # answers() counts bits: the POPCNT instruction of every x86-64 CPU since 2009
+    # (x86-64-v2) instead of pycc's generic target's bit twiddling, 24.5 -> 20.7 us per
+    # document at 100,000 queries; xpfilt.software.fast checks the CPU has it before loading
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
     built = []
-    for name, nrt, exports in (
-        ("_scanner_aot_scan", False, (("scan", _SCAN, scan),)),
+    for name, nrt, cpu, exports in (
+        ("_scanner_aot_scan", False, "", (("scan", _SCAN, scan),)),
         (
             "_scanner_aot",
             True,
+            AOT_CPU if x86 else "",
             (("answers", _ANSWERS, answers), ("format_numbers", _FORMAT, format_numbers)),
         ),
     ):
@@ -873,6 +883,7 @@ def build_aot(folder: Path = Path(__file__).parent) -> list[Path]:
         cc.output_dir = str(folder)
         cc.verbose = False
         cc.use_nrt = nrt
+        cc.target_cpu = cpu
         for export, signature, function in exports:
             cc.export(export, signature)(function.py_func)
         cc.export("source_hash", "i8()")(stamped)

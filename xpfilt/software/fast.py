@@ -107,7 +107,7 @@ def compiled_loop() -> Optional[SimpleNamespace]:
     if mode == "0":
         return None
     found = None
-    if mode != "jit":
+    if mode != "jit" and scanner.cpu_runs_aot():
         try:
             from xpfilt.software import _scanner_aot as aot  # type: ignore[attr-defined]
             from xpfilt.software import _scanner_aot_scan as aot_scan  # type: ignore[attr-defined]
