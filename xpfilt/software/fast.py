@@ -335,6 +335,12 @@ class _Nfa:
         return self.positions[index]
 
 
+def _documents(documents: Sequence[Union[Document, bytes]]) -> list[Document]:
+    return [
+        Document("<bytes>", bytes(d)) if isinstance(d, (bytes, bytearray)) else d for d in documents
+    ]
+
+
 class FastFilter:
     """Filters documents against a fixed list of queries; results are 0-based query positions
     (the same as :class:`xpfilt.software.reference.ReferenceFilter`, which it must always agree with)."""
@@ -677,36 +683,36 @@ class FastFilter:
         the :class:`DocumentError` it raises, in one call: the compiled loop scans the whole
         batch, and only the documents it defers (see :mod:`xpfilt.software.compiled`) or all
         of them when it is not used (``stats['engine']``) go through expat one by one."""
-        documents = [
-            Document("<bytes>", bytes(d)) if isinstance(d, (bytes, bytearray)) else d
-            for d in documents
-        ]
+        documents = _documents(documents)
         if self._loop is None:
             return [self._guarded_python(d) for d in documents]
         with gc_paused():
             status, bounds, found = self._scan([d.data for d in documents])
-        accepted = self._loop.ACCEPTED
         combined = self._profiles.combined
-        out: list = []
-        compiled = 0
-        for i, document in enumerate(documents):
-            if status[i] == accepted:
-                compiled += 1
-                positions = found[bounds[i] : bounds[i + 1]]
-                if combined:  # the paths' answers into the profiles'
-                    positions = np.array(self._profiles.answer(positions.tolist()), np.int32)
-                out.append(positions)
-            else:
-                out.append(self._guarded_python(document))
-        self._batch_done(compiled)
-        return out
 
-    def _batch_done(self, compiled: int) -> None:
-        self.stats["compiled_documents"] += compiled
+        def compiled(i: int) -> np.ndarray:
+            positions = found[bounds[i] : bounds[i + 1]]
+            if combined:  # the paths' answers into the profiles'
+                positions = np.array(self._profiles.answer(positions.tolist()), np.int32)
+            return positions
+
+        return self._assemble(documents, status, compiled, self._guarded_python)
+
+    def _assemble(self, documents: list[Document], status, compiled, deferred) -> list:
+        """Each document's answer: ``compiled(i)`` for one the loop accepted, else
+        ``deferred(document)`` (the Python path); then the batch's statistics, and the memo
+        dropped if it outgrew its budget."""
+        accepted = self._loop.ACCEPTED
+        out = [
+            compiled(i) if status[i] == accepted else deferred(document)
+            for i, document in enumerate(documents)
+        ]
+        self.stats["compiled_documents"] += int(np.count_nonzero(status == accepted))
         self.stats["memo_bytes"] = self._memo_bytes
         if self._memo_bytes > self.cache_bytes:
             self._reset()
             self.stats["resets"] += 1
+        return out
 
     def filter_many_text(
         self, documents: Sequence[Union[Document, bytes]], numbers: Sequence[int]
@@ -715,15 +721,15 @@ class FastFilter:
         matching queries, separated by spaces (in increasing order when ``numbers`` increase),
         formatted by the compiled loop straight from the batch's answers; ``xpfilt filter``
         writes them as they are."""
+
+        def joined(found) -> Union[str, DocumentError]:
+            if isinstance(found, DocumentError):
+                return found
+            return " ".join(str(numbers[p]) for p in found.tolist())
+
         if self._loop is None or self._profiles.combined:
-            return [
-                f if isinstance(f, DocumentError) else " ".join(str(numbers[p]) for p in f.tolist())
-                for f in self.filter_many(documents)
-            ]
-        documents = [
-            Document("<bytes>", bytes(d)) if isinstance(d, (bytes, bytearray)) else d
-            for d in documents
-        ]
+            return [joined(found) for found in self.filter_many(documents)]
+        documents = _documents(documents)
         with gc_paused():
             status, bounds, found = self._scan([d.data for d in documents])
         table = self._numbers_table
@@ -732,20 +738,12 @@ class FastFilter:
         lines, text = self._loop.format_numbers(found, bounds, table[1])
         text = str(memoryview(text)[: lines[-1]], "ascii")
         lines = lines.tolist()
-        accepted = self._loop.ACCEPTED
-        out: list = []
-        compiled = 0
-        for i, document in enumerate(documents):
-            if status[i] == accepted:
-                compiled += 1
-                out.append(text[lines[i] : lines[i + 1]])
-            else:
-                found = self._guarded_python(document)
-                if not isinstance(found, DocumentError):
-                    found = " ".join(str(numbers[p]) for p in found.tolist())
-                out.append(found)
-        self._batch_done(compiled)
-        return out
+        return self._assemble(
+            documents,
+            status,
+            lambda i: text[lines[i] : lines[i + 1]],
+            lambda document: joined(self._guarded_python(document)),
+        )
 
     def compiled_verdicts(self, datas: Sequence[bytes]) -> list[bool]:
         """Whether the compiled loop accepts each document (False: it defers it to expat, or it
