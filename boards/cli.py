@@ -315,6 +315,14 @@ def build_command(
     help="Seconds of silence before the board counts as not answering.",
 )
 @click.option(
+    "--fallback/--no-fallback",
+    default=True,
+    show_default=True,
+    help="Answer every document the board flags (malformed, too deep, a name too long, a "
+    "value or an entity reference it cannot decide) in software, with the fast engine of "
+    "`xpfilt filter`; --no-fallback reports them only.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.File("w"),
@@ -333,6 +341,7 @@ def host_command(
     queries_path,
     config_path,
     timeout,
+    fallback,
     output,
     documents,
 ):
@@ -340,10 +349,14 @@ def host_command(
 
     Each document goes to the board (--port: in a UART frame, one at a time; --udp: in
     datagrams, --window documents ahead); its readout comes back and becomes query numbers
-    (file name, tab, matching query numbers). Documents the engine flags (malformed, too deep,
-    a name too long) are reported on standard error, the others still answered, and the exit
-    code is 1. --udp shows a progress bar on a terminal and ends with documents/s and MB/s on
-    standard error. Examples with a simulated board:
+    (file name, tab, matching query numbers). A document the engine flags (malformed, too
+    deep, a name too long, a value or an entity reference it cannot decide) is answered in
+    software instead, with the fast engine of `xpfilt filter`, so the TSV is `xpfilt
+    filter`'s (a malformed document is reported on standard error, and the exit code is 1,
+    as there); at the end standard error says how many documents were answered in software
+    and why. With --no-fallback they are reported on standard error, the others still
+    answered, and the exit code is 1. --udp shows a progress bar on a terminal and ends with
+    documents/s and MB/s on standard error. Examples with a simulated board:
 
     \b
       xpfilt build --board icebreaker -q Q.txt --no-toolchain -o b
@@ -387,7 +400,17 @@ def host_command(
 
         if udp is not None:
             results = _udp_results(
-                udp, source_port, rto, design, queries, config_path, timeout, window, paths, warn
+                udp,
+                source_port,
+                rto,
+                design,
+                queries,
+                config_path,
+                timeout,
+                window,
+                paths,
+                warn,
+                fallback,
             )
             write(results)
         else:
@@ -399,15 +422,25 @@ def host_command(
                     queries=queries,
                     config_path=config_path,
                     warn=lambda message: warn(f"{queries_path}: {message}"),
+                    fallback=fallback,
                 )
                 write(filter_batch(engine, paths))
+                _fallback_summary(engine)
     except LinkError as exc:
         raise click.ClickException(str(exc))
     output.flush()
     sys.exit(1 if failed else 0)
 
 
-def _udp_results(address, source, rto, design, queries, config_path, timeout, window, paths, warn):
+def _fallback_summary(engine) -> None:
+    """Say on standard error how many documents ``engine`` answered in software, and why."""
+    if engine.fallback is not None:
+        click.echo(f"xpfilt host: {engine.fallback.summary()}", err=True)
+
+
+def _udp_results(
+    address, source, rto, design, queries, config_path, timeout, window, paths, warn, fallback
+):
     """The results of ``paths`` from the board at ``address`` over UDP, with a progress bar
     (on a terminal) and the rates at the end."""
     import time
@@ -436,6 +469,7 @@ def _udp_results(address, source, rto, design, queries, config_path, timeout, wi
             config_path=config_path,
             warn=lambda message: warn(f"--queries: {message}"),
             engine_class=UdpBoardEngine,
+            fallback=fallback,
         )
         click.echo(f"xpfilt host: board at {link.last_status.address}", err=True)
         start = time.monotonic()
@@ -448,6 +482,7 @@ def _udp_results(address, source, rto, design, queries, config_path, timeout, wi
             f"{engine.bytes / took / 1e6:.3f} MB/s ({link.stats.resent_bytes} bytes sent again)",
             err=True,
         )
+        _fallback_summary(engine)
 
 
 @click.command("sim-board")

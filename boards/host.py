@@ -9,7 +9,10 @@
 * :class:`BoardEngine`: a filter engine (:class:`xpfilt.engines.Engine`) answering from the
   board, so :func:`xpfilt.engines.filter_batch` and the TSV of ``xpfilt filter`` work unchanged;
   readout bits become query numbers by :func:`xpfilt.model.custom.readout_positions`, as for
-  the models.
+  the models;
+* :class:`SoftwareFallback`: the documents the board flags (it cannot answer them: malformed,
+  too deep, a name too long, a value or an entity reference it cannot decide), answered by the
+  fast engine instead, as ``xpfilt filter`` answers them, and counted per flag.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -37,15 +40,18 @@ from xpfilt.boards.protocol import (
 )
 from xpfilt.compiler.custom import EngineMode, Plan
 from xpfilt.compiler.programmable import Configuration, HardwareSpec, read_readout_map
+from xpfilt.hwspec.contract import Errors
 from xpfilt.hwspec.readout import DocumentReadout
 from xpfilt.lang.xpath import Query, parse_query
-from xpfilt.model.custom import answer_positions, readout_positions
+from xpfilt.model.custom import EngineError, answer_positions, readout_positions
 from xpfilt.software.events import Document, utf8_document
 
 __all__ = [
     "BoardLink",
     "BoardDesign",
     "BoardEngine",
+    "SoftwareFallback",
+    "board_answer",
     "plan_identity",
     "DEFAULT_BAUD",
     "open_board_engine",
@@ -247,12 +253,62 @@ class BoardDesign:
             )
 
 
+class SoftwareFallback:
+    """The documents a board flags, answered in software: the fast engine (what ``xpfilt
+    filter`` runs) over the board's ``queries``, its answers kept to the query ``positions``
+    the board answers (a programmable board may hold fewer than were asked for), so that the
+    board and its host together answer every document as ``xpfilt filter`` does (a malformed
+    document gets the software's error). Counts the documents and each flag that sent one."""
+
+    def __init__(self, queries: Sequence[Query], positions):
+        from xpfilt.engines import make_engine
+
+        self.engine = make_engine("fast", queries)
+        self.positions = frozenset(positions)
+        self.documents = 0
+        self.flags: Counter = Counter()
+
+    def answer(self, document: Document, error: EngineError) -> frozenset[int]:
+        """The positions of the queries matching ``document``, which the board flagged with
+        ``error``; a :class:`xpfilt.software.events.DocumentError` if the software cannot
+        answer it either."""
+        self.documents += 1
+        self.flags.update(flag for flag in Errors if flag in error.errors)
+        return frozenset(self.engine.filter(document)) & self.positions
+
+    def summary(self) -> str:
+        """How many documents were answered in software, and why (documents per flag)."""
+        why = ", ".join(
+            f"{flag.name.lower().replace('_', ' ')} {self.flags[flag]}"
+            for flag in Errors
+            if self.flags[flag]
+        )
+        s = "" if self.documents == 1 else "s"
+        return f"{self.documents} document{s} answered in software" + (
+            f" (flagged by the board: {why})" if why else ""
+        )
+
+
+def board_answer(
+    document: Document, readout: DocumentReadout, bits, fallback: Optional[SoftwareFallback]
+) -> frozenset[int]:
+    """The query positions whose answer holds in a document's ``readout``; a flagged document
+    goes to ``fallback``, or (None) raises :class:`xpfilt.model.custom.EngineError`."""
+    try:
+        return answer_positions(document.name, readout, bits)
+    except EngineError as exc:
+        if fallback is None:
+            raise
+        return fallback.answer(document, exc)
+
+
 class BoardEngine:
     """A filter engine backed by a board: ``filter(document)`` sends it, waits for its readout
     and returns the 0-based positions of the matching ``queries``. ``numbers_by_bit``:
     (readout bit, query number) pairs -- the plan's readout order or the configuration's
-    readout map. A flagged document raises :class:`xpfilt.model.custom.EngineError`; a link
-    failure raises :class:`LinkError` (which ends the batch)."""
+    readout map. A flagged document raises :class:`xpfilt.model.custom.EngineError`, or with
+    ``fallback`` is answered in software (:class:`SoftwareFallback`, ``self.fallback``); a
+    link failure raises :class:`LinkError` (which ends the batch)."""
 
     def __init__(
         self,
@@ -261,12 +317,17 @@ class BoardEngine:
         numbers_by_bit,
         width: int,
         next_doc: int = 0,
+        *,
+        fallback: bool = False,
     ):
         self.link = link
         self.queries = tuple(queries)
         self.width = width
         self._bits = readout_positions(numbers_by_bit, self.queries)
         self.next_doc = next_doc & 0xFFFF
+        self.fallback = (
+            SoftwareFallback(self.queries, (p for _, p in self._bits)) if fallback else None
+        )
 
     def filter(self, document: Union[Document, bytes]) -> frozenset[int]:
         if isinstance(document, (bytes, bytearray)):
@@ -281,7 +342,7 @@ class BoardEngine:
                 "the board and the host are out of step"
             )
         self.next_doc = (self.next_doc + 1) & 0xFFFF
-        return answer_positions(document.name, readout, self._bits)
+        return board_answer(document, readout, self._bits, self.fallback)
 
 
 def plan_queries(plan: Plan) -> list[Query]:
@@ -324,6 +385,7 @@ def open_board_engine(
     config_path: Optional[Path] = None,
     warn=lambda message: None,
     engine_class=None,
+    fallback: bool = False,
 ) -> BoardEngine:
     """Greet the board (status), check it runs ``design`` and return the engine to filter with.
 
@@ -332,7 +394,8 @@ def open_board_engine(
     on ``design.spec`` (the ones that do not fit go to ``warn``) or with the stream at
     ``config_path`` and its ``.map.tsv``. ``link``: a :class:`BoardLink` or a
     :class:`xpfilt.boards.udp_host.UdpLink`; ``engine_class``: the engine made around it
-    (default :class:`BoardEngine`)."""
+    (default :class:`BoardEngine`); ``fallback``: it answers the documents the board flags
+    in software (:class:`SoftwareFallback`)."""
     engine_class = engine_class or BoardEngine
     status = link.status()
     if design is not None:
@@ -357,7 +420,12 @@ def open_board_engine(
                 )
         plan = design.plan
         return engine_class(
-            link, plan_queries(plan), enumerate(plan.query_numbers), status.width, status.documents
+            link,
+            plan_queries(plan),
+            enumerate(plan.query_numbers),
+            status.width,
+            status.documents,
+            fallback=fallback,
         )
     if status.mode != Mode.PROGRAMMABLE.value:
         raise LinkError(
@@ -390,4 +458,4 @@ def open_board_engine(
             "now) or --config CONFIG.bin (from `xpfilt configure`)"
         )
     status = link.configure(stream)
-    return engine_class(link, queries, pairs, status.width, status.documents)
+    return engine_class(link, queries, pairs, status.width, status.documents, fallback=fallback)

@@ -25,7 +25,8 @@ Board -> host (:class:`Response`):
 * ``R`` (serial readout) + one readout per document, in document order: a
   :class:`ReadoutHeader` (``doc``, 2 bytes little endian: the engine's wrapping document
   number, from 0; ``errors``, 1 byte, :class:`xpfilt.hdl.frontend.ErrorFlags`: bit 0 malformed, 1
-  depth overflow, 2 name too long), then the readout bits packed 8 per byte: readout bit ``i``
+  depth overflow, 2 name too long, 3 value undecided, 4 entity), then the readout bits packed 8
+  per byte: readout bit ``i``
   is bit ``i % 8`` of body byte ``3 + i // 8`` (``ceil(width / 8)`` bytes; unused high bits
   are 0).
 * ``M`` (sparse readout) + one readout per document: the same :class:`ReadoutHeader`, then the

@@ -21,6 +21,7 @@ import time
 from collections import deque
 from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
+from xpfilt.boards.host import SoftwareFallback, board_answer
 from xpfilt.boards.protocol import (
     MAX_PAYLOAD,
     UDP_PORT,
@@ -43,7 +44,7 @@ from xpfilt.boards.protocol import (
     seq_diff,
 )
 from xpfilt.lang.xpath import Query
-from xpfilt.model.custom import EngineError, answer_positions, readout_positions
+from xpfilt.model.custom import readout_positions
 from xpfilt.software.events import Document, DocumentError, utf8_document
 from xpfilt.software.results import DocumentResult
 
@@ -321,13 +322,26 @@ class UdpLink:
 class UdpBoardEngine:
     """A board behind a :class:`UdpLink` as a filter engine. :meth:`filter_batch` streams up
     to ``window`` documents ahead of their answers; :meth:`filter` sends one and waits (for
-    :func:`xpfilt.engines.filter_batch`)."""
+    :func:`xpfilt.engines.filter_batch`). With ``fallback`` the documents the board flags are
+    answered in software (:class:`xpfilt.boards.host.SoftwareFallback`, ``self.fallback``)."""
 
-    def __init__(self, link: UdpLink, queries: Sequence[Query], numbers_by_bit, width: int, _=0):
+    def __init__(
+        self,
+        link: UdpLink,
+        queries: Sequence[Query],
+        numbers_by_bit,
+        width: int,
+        _=0,
+        *,
+        fallback: bool = False,
+    ):
         self.link = link
         self.queries = tuple(queries)
         self.width = width
         self._bits = readout_positions(numbers_by_bit, self.queries)
+        self.fallback = (
+            SoftwareFallback(self.queries, (p for _, p in self._bits)) if fallback else None
+        )
         self.next_doc = 0  # the session's number of the next document sent
         self.next_answer = 0
         self.documents = self.bytes = 0
@@ -356,7 +370,7 @@ class UdpBoardEngine:
             document = Document("<bytes>", bytes(document))
         document = utf8_document(document)
         self._send(document)
-        return answer_positions(document.name, self._answer(), self._bits)
+        return board_answer(document, self._answer(), self._bits, self.fallback)
 
     def filter_batch(
         self,
@@ -370,7 +384,7 @@ class UdpBoardEngine:
         numbers = [q.number for q in self.queries]
         status = self.link.last_status
         budget = 4 * (status.input_buffer if status else 65536)
-        queue: deque = deque()  # DocumentResult, or (name, document number)
+        queue: deque = deque()  # DocumentResult, or (name, document number, document)
         answers: dict[int, object] = {}
         items = iter(documents)
         exhausted = False
@@ -395,17 +409,19 @@ class UdpBoardEngine:
                         DocumentResult(name, None, f"{name}: cannot read: {exc.strerror or exc}")
                     )
                     continue
-                queue.append((name, self.next_doc))
+                queue.append((name, self.next_doc, document))
                 self._send(document)
             while queue:
                 head = queue[0]
                 if isinstance(head, tuple):
                     if head[1] not in answers:
                         break
-                    name, number = head
+                    name, number, document = head
                     try:
-                        positions = answer_positions(name, answers.pop(number), self._bits)
-                    except EngineError as exc:
+                        positions = board_answer(
+                            document, answers.pop(number), self._bits, self.fallback
+                        )
+                    except DocumentError as exc:  # flagged (no fallback), or malformed
                         result = DocumentResult(name, None, str(exc))
                     else:
                         result = DocumentResult(name, tuple(sorted(numbers[p] for p in positions)))

@@ -78,7 +78,8 @@ The front end never answers wrongly: a value of an attribute that has comparison
 ``&`` (an entity or character reference changes the value) or a carriage return (line-end
 normalisation), and a value of an attribute with number comparisons that has an exponent or
 more than :data:`xpfilt.hwspec.contract.NUMBER_DIGITS` digits, sets ``value_undecided`` (the conditions
-it decides read 0). So does a text node, when there are text conditions that compare values, with
+it decides read 0). So does, with attribute conditions, an attribute-list declaration in the
+internal subset (``<!ATTLIST``: its defaults add attributes, its types normalise values). So does a text node, when there are text conditions that compare values, with
 ``&`` or a carriage return, or with a ``]`` inside a CDATA section that does not close it (the
 comparators take one byte per cycle and learn only at the next byte that the ``]`` was text), and,
 for number comparisons, one with an exponent or too many digits. Any text node counts (the front
@@ -97,12 +98,20 @@ Errors (sticky within a document, reported with ``doc_end``):
   untouched); deeper levels are counted so that their closes are swallowed too.
 * ``name_too_long``: an element name longer than ``max_name`` bytes (it decodes to 0).
 * ``value_undecided``: an attribute value the condition comparators cannot decide (above).
+* ``entity``: a reference the front end cannot decide (issue 35 #7): an ``&`` in content or in
+  an attribute value that does not begin ``&lt;``, ``&gt;``, ``&amp;``, ``&apos;``, ``&quot;`` or
+  a character reference ``&#``: a reference to an entity the DTD declares (its text may hold
+  markup: ``<!ENTITY m '<b/>'>`` ... ``&m;`` adds an element), or a bare ``&``
+  (:func:`xpfilt.hwspec.contract.reference_steps`; ``_references``: one register per prefix of
+  the five names, each a byte compare a cycle, no compare of a whole name). The host answers
+  such a document in software (``xpfilt host``).
 
 After any error the parser goes on consuming bytes (usually from the text state) and starts the
 next document fresh.
 
-Not checked (accepted as if well-formed): duplicate attributes, entity and character references
-(``&`` in content is just text), ``]]>`` in text, control characters and invalid UTF-8, the
+Not checked (accepted as if well-formed): duplicate attributes, what follows ``&#`` (character
+references), the entity declarations of the internal subset (only references to them count),
+``]]>`` in text, control characters and invalid UTF-8, the
 position and the target of processing instructions (``<?xml`` anywhere), the grammar of markup
 declarations inside the internal subset (only their quoted literals and ``>`` are tracked), a
 repeated DOCTYPE and the DOCTYPE's name (none, ``<!DOCTYPE>``, or malformed, ``<!DOCTYPEa>``,
@@ -148,6 +157,7 @@ from xpfilt.hwspec.contract import (
     NAME_CHAR,
     NAME_START,
     NUMBER_DIGITS,
+    REFERENCE_STATES,
     WHITESPACE,
     AttrCondition,
     ErrorFlags,
@@ -157,6 +167,7 @@ from xpfilt.hwspec.contract import (
     hash_byte,
     name_hash,
     number_digits,
+    reference_steps,
     tag_width_for,
 )
 
@@ -449,6 +460,25 @@ def parser_table(tests: ByteTests, *, level, root_seen, in_subset, kw):
     return table
 
 
+def reference_step(prev: dict, eq: Callable, start) -> tuple[dict, object]:
+    """One byte of the reference check (:func:`xpfilt.hwspec.contract.reference_steps`):
+    ``prev`` {prefix: bit}, the bytes read since an ``&`` are that prefix; ``eq(b)``, the byte
+    is ``b``; ``start``, the byte is an ``&`` that begins a reference. Returns ({prefix: its
+    bit after the byte}, the byte makes a reference undecided: ``entity``). Each bit is its
+    prefix's bit AND a byte compare, so the names are compared a byte at a time as they
+    stream: no compare of a whole name lies on any path."""
+    steps = reference_steps()
+    into: dict = {prefix: [] for prefix in steps}
+    into[b""].append(start)
+    undecided = []
+    for prefix, moves in steps.items():
+        undecided.append(prev[prefix] & ~Cat(*(eq(b) for b in moves)).any())
+        for b, after in moves.items():
+            if after is not None:
+                into[after].append(prev[prefix] & eq(b))
+    return {prefix: Cat(*terms).any() for prefix, terms in into.items()}, Cat(*undecided).any()
+
+
 def first_branch_states(table, request: str) -> list[tuple[object, list]]:
     """The states that raise ``request`` in ``table`` (:func:`parser_table`), grouped by their
     byte test: [(test, [states])], when each raises it in its first branch and unconditionally
@@ -725,7 +755,8 @@ class FrontEnd(wiring.Component):
             found.malformed.eq(req["bad"] | depth.underflow),
             found.depth_overflow.eq(depth.overflow),
             found.name_too_long.eq(depth.too_long),
-            found.value_undecided.eq(undecided | tundecided),
+            found.value_undecided.eq(undecided | tundecided | self._attribute_list(m, d2, p)),
+            found.entity.eq(self._references(m, d2, p)),
         ]
         tap = self._name_tap(m, d2, p, req, name_go)
         self._stage_p_registers(m, d2, p, decoder, depth, req, nstate, group_regs, name_go)
@@ -762,6 +793,31 @@ class FrontEnd(wiring.Component):
         return SimpleNamespace(
             valid=valid1, c=c1, last=last1, high=high, low=low, raw_high=raw_high, raw_low=raw_low
         )
+
+    def _attribute_list(self, m, d2, p):
+        """With attribute conditions (or comparator slots): the byte begins an attribute-list
+        declaration in the internal subset (``<!A``: ``<!ATTLIST``), whose defaults add
+        attributes and whose types normalise values, so the comparators cannot decide the
+        document's values (``value_undecided``)."""
+        if not (self.slots or AttributeConditions(self.conditions).conditions):
+            return Const(0, 1)
+        return p.state[State.SUB_BANG.value] & d2.ch("A")
+
+    @staticmethod
+    def _references(m, d2, p):
+        """Stage P's reference check (:func:`reference_step`): one register per prefix of a
+        predefined entity's name (``ref``, 15 of them), set by an ``&`` in content or in an
+        attribute value (:data:`xpfilt.hwspec.contract.REFERENCE_STATES`), cleared by a
+        document's last byte. Returns: this byte makes a reference undecided (``entity``;
+        registers and byte classes to the flag: a few LUTs)."""
+        steps = reference_steps()
+        refs = Signal(len(steps), name="ref")
+        prev = {prefix: refs[k] for k, prefix in enumerate(steps)}
+        start = Cat(*(p.state[s.value] for s in REFERENCE_STATES)).any() & d2.ch("&")
+        nxt, undecided = reference_step(prev, d2.eq, start)
+        with m.If(d2.valid):
+            m.d.sync += refs.eq(Mux(d2.last, 0, Cat(*nxt.values())))
+        return undecided
 
     def _parser_registers(self, m) -> SimpleNamespace:
         """Stage P's registers: the parser's one-hot ``state``, ``level`` (the depth after the

@@ -30,7 +30,10 @@ the methods of :class:`WideFrontEnd` named beside it):
 * N (``_stage_n``, ``_tag_runs``): the lanes' prefixes, registered: their depth steps as one
   clamped add (v -> min(max(v + A, LO), VMAX - HD), v = level + excess), the name bytes since
   the last name reset, the hash of the lanes from 0 (the hash is linear: the part of the hash
-  before the beat is added in L); and the runs of lanes of the beat's names, for stage M;
+  before the beat is added in L); the runs of lanes of the beat's names, for stage M; and
+  (``_references``) each lane's reference check, the one-byte front end's stepped through
+  the lanes from bits carried from beat to beat (a reference across lanes and beats is
+  decided exactly as one byte at a time: ``entity``), its flag joining lane 0's in M;
 * N2 (``_stage_n2``): the clamp's bounds on the depth before the beat (below them the result
   is LO, above them VMAX - HD, else v + A) and on the name position before it, registered, so
   that the depth and position loops are compares and an add side by side (v is 17 bits wide);
@@ -114,6 +117,7 @@ from xpfilt.hdl.frontend import (
     nibble_member,
     parse_byte,
     parser_table,
+    reference_step,
 )
 from xpfilt.hwspec.contract import (
     CDATA_KEYWORD,
@@ -123,6 +127,7 @@ from xpfilt.hwspec.contract import (
     HASH_WIDTH,
     NAME_CHAR,
     NAME_START,
+    REFERENCE_STATES,
     WHITESPACE,
     AttrCondition,
     ErrorFlags,
@@ -131,6 +136,7 @@ from xpfilt.hwspec.contract import (
     check_parameters,
     down_sweep_stages,
     queue_depth_for,
+    reference_steps,
     tag_width_for,
     wide_parser_stages,
 )
@@ -488,6 +494,7 @@ class WideFrontEnd(wiring.Component):
         s = self._stages_s(m, up)
         o = self._stage_o(m, classes, s, up.levels)
         n = self._stage_n(m, d1, o, up.levels)
+        entity = self._references(m, o)
         runs = self._tag_runs(m, o)
         n2 = self._stage_n2(m, n)
         ll = self._stage_l(m, n2)
@@ -502,7 +509,7 @@ class WideFrontEnd(wiring.Component):
             m, taps.lanes, taps.req, l2.valid, l2.last, taps.present, depth
         )
         l4 = self._stage_l4(m, l3, lane_conds, lane_text)
-        mm = self._stage_m(m, o, runs, l4)
+        mm = self._stage_m(m, o, runs, l4, entity)
         p2 = self._stage_m2(m, mm)
         head = self._queue(m, p2)
         self._room(m, head.occupied, p2.valid)
@@ -629,6 +636,12 @@ class WideFrontEnd(wiring.Component):
         )
         requests = REQ + tuple(BAD_CASES.values()) + ("text_after",)
         o_req = [{name: Signal(name=f"o_lane{i}_{name}") for name in requests} for i in range(W)]
+        # the lane is an "&" that begins a reference (for _references, not delayed with
+        # o_req); the lane begins an attribute-list declaration (``<!A`` in the internal
+        # subset), with attribute conditions: their values are undecided
+        o_ref_start = [Signal(name=f"o_lane{i}_ref_start") for i in range(W)]
+        attlist = bool(AttributeConditions(self.conditions).conditions)
+        o_attlist = [Signal(name=f"o_lane{i}_attlist") for i in range(W)] if attlist else None
 
         def of_states(start, which):
             return Cat(*(start[n] for n, c in enumerate(states) if which(c))).any()
@@ -663,7 +676,54 @@ class WideFrontEnd(wiring.Component):
             m.d.sync += o_req[i]["text_after"].eq(
                 of_states(starts[i + 1], lambda c: c[0] is State.TEXT)
             )
-        return SimpleNamespace(valid=o_valid, last=o_last, lanes=o_lanes, req=o_req)
+            m.d.sync += o_ref_start[i].eq(
+                Cat(*(one_hot[st.value] for st in REFERENCE_STATES)).any() & o_tests[i].ch("&")
+            )
+            if o_attlist:
+                m.d.sync += o_attlist[i].eq(one_hot[State.SUB_BANG.value] & o_tests[i].ch("A"))
+        return SimpleNamespace(
+            valid=o_valid,
+            last=o_last,
+            lanes=o_lanes,
+            req=o_req,
+            tests=o_tests,
+            ref_start=o_ref_start,
+            attlist=o_attlist,
+        )
+
+    def _references(self, m, o):
+        """Stage N: the one-byte front end's reference check
+        (:func:`xpfilt.hdl.frontend.reference_step`, one bit per prefix of a predefined
+        entity's name) stepped through the lanes from the bits carried from the beat before
+        (``ref``, cleared by a document's last beat), so that a reference across lanes and
+        beats is decided exactly as one byte at a time. Every bit is its prefix's bit in the
+        lane before AND a byte compare, so a chain through the lanes is at most a reference
+        long (an "&" and four name bytes), whatever W. Registered: a lane of the beat makes a
+        reference undecided (``entity``; one bit: a beat holds bytes of one document)."""
+        W = self.width
+        steps = reference_steps()
+        carried = Signal(len(steps), name="ref")
+        prev = {prefix: carried[k] for k, prefix in enumerate(steps)}
+        undecided_lanes = []
+        for i in range(W):
+            eqs: dict = {}
+
+            def eq(b, i=i, eqs=eqs):
+                if b not in eqs:  # the lane's byte class of stage O, one cycle on
+                    eqs[b] = delayed(m, o.tests[i].eq(b), 1, f"n_lane{i}_eq_{b:02x}")
+                return eqs[b]
+
+            nxt, undecided = reference_step(prev, eq, o.ref_start[i])
+            undecided_lanes.append(o.lanes[i] & undecided)
+            prev = {
+                prefix: wire(m, bit, f"n{i + 1}_ref_{prefix.decode() or 'start'}")
+                for prefix, bit in nxt.items()
+            }
+        with m.If(o.valid):
+            m.d.sync += carried.eq(Mux(o.last, 0, Cat(*prev.values())))
+        flag = Signal(name="n_entity")
+        m.d.sync += flag.eq(Cat(*undecided_lanes).any())
+        return flag
 
     def _stage_n(self, m, d1, o, k_levels) -> SimpleNamespace:
         """Stage N: the lanes' prefixes of the depth, name position and hash steps (``prefix[i]``:
@@ -1040,7 +1100,7 @@ class WideFrontEnd(wiring.Component):
         )
         return SimpleNamespace(valid=l4_valid, last=l4_last, lane=lane, conds=m_conds, text=m_text)
 
-    def _stage_m(self, m, o, runs, l4) -> SimpleNamespace:
+    def _stage_m(self, m, o, runs, l4, entity) -> SimpleNamespace:
         """Stage M: the shared tag decoders (``dec[k]``: the tags decoder k's name may be;
         loop: ``match0``, the name carried into the beat) and each lane's event without its
         tag (:meth:`_lane_events`), registered (``m2_*``, with each lane's decoder)."""
@@ -1077,7 +1137,13 @@ class WideFrontEnd(wiring.Component):
         else:
             carried = match0.init
         sticky = Signal(ErrorFlags)  # errors of the document's earlier beats
-        events = self._lane_events(m, m_req, m_lanes, l4)
+        # the beat's entity flag with lane 0's errors (present in every beat)
+        m_entity = [delayed(m, entity, 5, "m_entity")] + [Const(0, 1)] * (W - 1)
+        m_attlist = [
+            delayed(m, a, 6, f"m_lane{i}_attlist") if o.attlist else Const(0, 1)
+            for i, a in enumerate(o.attlist or [None] * W)
+        ]
+        events = self._lane_events(m, m_req, m_lanes, l4, m_entity, m_attlist)
         doc_errors = Signal(ErrorFlags)
         m.d.comb += doc_errors.eq(
             sticky.as_value() | events.found | Cat(*(e & u for e, u in events.ends)).any()
@@ -1108,7 +1174,7 @@ class WideFrontEnd(wiring.Component):
     def _entry_layout(self) -> QueueEntry:
         return QueueEntry(tag_width=self.tag_width, max_depth=self.max_depth, n_conds=self.n_conds)
 
-    def _lane_events(self, m, m_req, m_lanes, l4) -> SimpleNamespace:
+    def _lane_events(self, m, m_req, m_lanes, l4, m_entity, m_attlist) -> SimpleNamespace:
         """Stage M, per lane: its event as a queue entry without its tag (``records[i]``), that
         it has one (``has[i]``), the errors of the beat (``found``) and per lane (the document
         ends in it, the document is left unfinished) (``ends``)."""
@@ -1132,9 +1198,10 @@ class WideFrontEnd(wiring.Component):
                 found.malformed.eq(bad | underflow),
                 found.depth_overflow.eq(overflow),
                 found.name_too_long.eq(r["name_byte"] & li["long"]),
+                found.entity.eq(m_entity[i]),
             ]
             if self.n_conds:
-                m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1])
+                m.d.comb += found.value_undecided.eq(m_conds[i][1] | m_text[i][1] | m_attlist[i])
             here = m_lanes[i]
             end = Signal(name=f"lane{i}_end")  # the document's final byte
             m.d.comb += end.eq(here & l4.last & (~m_lanes[i + 1] if i + 1 < W else 1))

@@ -17,8 +17,10 @@ Both return plain dicts (JSON-ready) describing each mismatch.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
+from xml.parsers import expat
 
 from amaranth.lib import data
 
@@ -277,11 +279,33 @@ def describe_cycle(
 class Expectation:
     """What the engine must say about one document: ``numbers`` (the query numbers that match,
     by the reference filter) when it must answer, or None with ``must_flag`` the error flags
-    that must rise (a malformed document, one deeper than the stacks, a name too long)."""
+    that must rise (a malformed document, one deeper than the stacks, a name too long, a
+    reference to an entity other than the predefined ones)."""
 
     numbers: Optional[tuple[int, ...]]
     must_flag: int = 0
     reason: str = ""
+
+
+#: Markup after the DOCTYPE in which an "&" is no reference (left-most match first).
+_NOT_REFERENCES = re.compile(rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>", re.S)
+#: An "&" that does not begin a predefined entity's or a character reference.
+_UNDECIDED = re.compile(rb"&(?!(?:lt|gt|amp|apos|quot);|#)")
+
+
+def undecided_reference(document: bytes) -> bool:
+    """A well-formed ``document`` refers to an entity other than the five predefined ones in
+    its content or an attribute value, so the hardware must flag ``entity`` (its text may
+    hold markup). Found without the front end's parser: expat says where the DOCTYPE ends,
+    comments, CDATA sections and processing instructions after it are left out, and any "&"
+    left that does not begin ``&lt;``, ``&gt;``, ``&amp;``, ``&apos;``, ``&quot;`` or ``&#``
+    counts."""
+    parser = expat.ParserCreate()
+    ends: list[int] = []
+    parser.EndDoctypeDeclHandler = lambda: ends.append(parser.CurrentByteIndex)
+    parser.Parse(document, True)
+    body = document[ends[0] :] if ends else document
+    return bool(_UNDECIDED.search(_NOT_REFERENCES.sub(b"", body)))
 
 
 def expectation(
@@ -315,6 +339,9 @@ def expectation(
     if longest > max_name:
         flags |= int(Errors.NAME_TOO_LONG)
         reasons.append(f"a name of {longest} bytes > {max_name}")
+    if undecided_reference(document):
+        flags |= int(Errors.ENTITY)
+        reasons.append("a reference to an entity other than the predefined ones")
     if flags:
         return Expectation(None, flags, ", ".join(reasons))
     positions = reference.filter_events(events)

@@ -398,3 +398,131 @@ def test_shared_nitf_documents_through_a_lossy_ethernet_link_to_the_model_board(
     assert {r.name: r.matches for r in got} == expected
     assert [r.name for r in got] == [d.name for d in DOCS]
     assert all(c["drop"] and c["reorder"] for c in relay.counts.values())
+
+
+# --- documents the board flags, answered in software (issue 35 #7) ----------------------------
+
+#: Documents the custom board of ``custom_build`` flags (its stacks are 16 deep).
+FLAGGED = {
+    "entity.xml": b'<!DOCTYPE nitf [<!ENTITY m "<head><meta/></head>">]><nitf>&m;<body/></nitf>',
+    "deep.xml": b"<nitf>" + b"<x>" * 20 + b"</x>" * 20 + b"<head><meta/></head></nitf>",
+    "broken.xml": b"<nitf><head></nitf>",
+}
+#: How ``xpfilt host --no-fallback`` reports each of them.
+FLAG_NAMES = {"entity.xml": "entity", "deep.xml": "depth overflow", "broken.xml": "malformed"}
+
+
+def flagged_batch(tmp_path):
+    """Good NITF documents with each of :data:`FLAGGED` among them."""
+    bad = []
+    for name, data in FLAGGED.items():
+        (tmp_path / name).write_bytes(data)
+        bad.append(tmp_path / name)
+    return [DOCS[0], bad[0], DOCS[1], bad[1], bad[2], DOCS[2]]
+
+
+def check_fallback(result, wanted, fallback: bool) -> None:
+    """``xpfilt host``'s ``result`` on :func:`flagged_batch` against ``xpfilt filter``'s
+    (``wanted``): with the fallback the same TSV and error, and the count per flag; without
+    it the others' lines, and the three reported flagged."""
+    assert result.exit_code == 1
+    if fallback:
+        assert result.stdout == wanted.stdout
+        assert wanted.stderr in result.stderr
+        assert (
+            "xpfilt host: 3 documents answered in software (flagged by the board: malformed 1, "
+            "depth overflow 1, entity 1)\n" in result.stderr
+        )
+        return
+    kept = [line for line in wanted.stdout.splitlines(True) if line.split("\t")[0] not in FLAGGED]
+    assert result.stdout == "".join(kept)
+    for name, flag in FLAG_NAMES.items():
+        assert f"xpfilt: {name}: the engine flagged the document: {flag}\n" in result.stderr
+    assert "answered in software" not in result.stderr
+
+
+def test_host_answers_what_the_board_flags_in_software(custom_build, tmp_path):
+    """The board flags an entity with markup, a document deeper than its stacks and a
+    malformed one; ``xpfilt host`` answers them with the fast engine: its TSV (and its error
+    for the malformed one) is ``xpfilt filter``'s, and it says how many and why. With
+    ``--no-fallback`` they are reported flagged."""
+    build, queries = custom_build
+    docs = flagged_batch(tmp_path)
+    wanted = run_cli("filter", "-q", queries, *docs)
+    assert wanted.exit_code == 1 and "broken.xml" in wanted.stderr
+    assert "entity.xml\t" in wanted.stdout and "deep.xml\t" in wanted.stdout
+    with model_board(build) as (_, (host, port), _):
+        result = run_cli("host", "--udp", f"{host}:{port}", "--build", build, "-q", queries,
+                         "--window", 3, *docs)  # fmt: skip
+    check_fallback(result, wanted, True)
+    with model_board(build) as (_, (host, port), _):
+        result = run_cli("host", "--udp", f"{host}:{port}", "--build", build, "-q", queries,
+                         "--no-fallback", *docs)  # fmt: skip
+    check_fallback(result, wanted, False)
+
+
+@contextmanager
+def model_serial_board(build):
+    """The custom engine's model of ``build`` behind the UART protocol on a TCP socket (as
+    ``xpfilt sim-board`` serves the simulated board, without the simulator): yields its
+    ``socket://`` URL."""
+    import socket
+
+    from xpfilt.boards.protocol import (
+        PROTOCOL_VERSION,
+        BoardStatus,
+        Command,
+        FrameReader,
+        Mode,
+        ReadoutHeader,
+        Response,
+        _pack,
+        encode_frame,
+        readout_body,
+    )
+    from xpfilt.hwspec.readout import ReadoutKind
+    from xpfilt.model.custom import EngineModel, run_documents
+
+    design = BoardDesign.load(build)
+    model = EngineModel(design.plan)
+    kind = ReadoutKind(design.plan.options.readout)
+    status = BoardStatus(PROTOCOL_VERSION, Mode.CUSTOM.value, design.width, design.identity,
+                         0, 0, 0, 0, 0, 0, 0, 0)  # fmt: skip
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        conn, _ = server.accept()
+        reader = FrameReader()
+        with conn:
+            while chunk := conn.recv(4096):
+                for frame in reader.feed(chunk):
+                    if frame.kind == Command.STATUS.value:
+                        conn.sendall(encode_frame(Response.STATUS.value, status.encode()))
+                    elif frame.kind == Command.DOCUMENT.value:
+                        (readout,) = run_documents(model, [frame.body])
+                        header = _pack(ReadoutHeader, doc=readout.doc, errors=int(readout.errors))
+                        body = readout_body(kind, readout, design.width)
+                        response = (
+                            Response.MATCHES if kind is ReadoutKind.SPARSE else Response.READOUT
+                        )
+                        conn.sendall(encode_frame(response.value, header + body))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"socket://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+
+
+def test_host_on_a_uart_answers_what_the_board_flags_in_software(custom_build, tmp_path):
+    """As over UDP: the serial link's host answers the flagged documents in software."""
+    build, queries = custom_build
+    docs = flagged_batch(tmp_path)
+    wanted = run_cli("filter", "-q", queries, *docs)
+    with model_serial_board(build) as url:
+        result = run_cli("host", "--port", url, "--build", build, "-q", queries, *docs)
+    check_fallback(result, wanted, True)
+    with model_serial_board(build) as url:
+        result = run_cli("host", "--port", url, "--build", build, "--no-fallback", *docs)
+    check_fallback(result, wanted, False)

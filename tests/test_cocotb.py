@@ -60,7 +60,7 @@ OPTIONS = CompileOptions(cluster_size=4, max_depth=8)  # 12 queries: 3 clusters
 
 GOOD = {
     "doctype.xml": b'<?xml version="1.0"?>\n<!DOCTYPE a [<!ENTITY e "x>y">]>\n'
-    b"<a k=\"v>/\" j='q'><b/><!-- <c> --><![CDATA[<b>]]]><c>&e;<d/></c><?pi ?></a>",
+    b"<a k=\"v>/\" j='q'><b/><!-- <c> --><![CDATA[<b>]]]><c>&amp;<d/></c><?pi ?></a>",
     "recursive.xml": b"<a><a><b><a><b/></a></b></a></a>",
     "spaces-in-tags.xml": b"<a>\n<b\n>t</b\n></a>",
     "tiny.xml": b"<a/>",
@@ -292,6 +292,22 @@ def test_expectations_of_bad_documents():
         assert exp.numbers is None and exp.must_flag == flag, name
     exp = expectation(ref, numbers, GOOD["recursive.xml"], max_depth=8, max_name=32)
     assert exp.numbers == (7,) and exp.must_flag == 0
+
+
+def test_expectations_of_documents_with_entity_references():
+    """Issue 35 #7: a reference to an entity other than the five predefined ones must be
+    flagged (``entity``); one in a comment, a CDATA section, a PI or the DOCTYPE need not."""
+    ref, numbers = reference_for([parse_query("//b", 7)])
+    dtd = b'<!DOCTYPE a [<!ENTITY m "<b/>"><!ENTITY n "&m;"><!ENTITY t "x">]>'
+    for body, flag in [
+        (b"<a>&m;</a>", Errors.ENTITY),
+        (b"<a x='&t;'>&n;</a>", Errors.ENTITY),
+        (b"<a>&amp;&lt;&#60;&#x3c;<b y='&quot;&apos;&gt;'/></a>", 0),
+        (b"<a><!-- &m; --><![CDATA[&m;]]><?p &m;?><b/></a>", 0),
+    ]:
+        exp = expectation(ref, numbers, dtd + body, max_depth=8, max_name=32)
+        assert exp.must_flag == flag, body
+        assert (exp.numbers is None) == bool(flag), body
 
 
 # --- long regressions (make regress) ----------------------------------------------------------

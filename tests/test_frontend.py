@@ -150,12 +150,13 @@ TRICKY_TAGS = ["r", "a", "b", "x", "ns:x-y.z_1", "\u00e9t\u00e9", "nitf"]
 
 TRICKY = [
     # XML declaration, DOCTYPE with an internal subset: entities with quoted ">" and "]",
-    # a parameter entity, a comment and a PI inside the subset; attribute values with ">" and "/".
+    # a parameter entity, a comment and a PI inside the subset; attribute values with ">" and "/"
+    # (no reference to a declared entity: that sets ``entity``, see ENTITY_DOCS).
     b'<?xml version="1.0" encoding="UTF-8"?>\n'
     b"<!DOCTYPE r [\n  <!ENTITY e \"a>b']c\">\n  <!ENTITY f 'x\"y>'>\n"
     b'  <!ENTITY % p "<!ELEMENT q ANY>">\n  <!-- a comment ] > in the subset -->\n'
     b'  <?pi in the subset > ?>\n  <!ELEMENT r ANY>\n  <!ATTLIST r x CDATA "d>/">\n]>\n'
-    b'<r x=\'1>2\' y="a/b" z = "q" \n w\n=\n"/>">text &amp; &e; &#60;&#x3C; > more'
+    b'<r x=\'1>2\' y="a/b" z = "q" \n w\n=\n"/>">text &amp; &#60;&#x3C; > more'
     b'<a/><a /><a  k="/>" j=\'"\'/><b><b><b>deep</b></b></b></r >\n'
     b"<!-- trailing - comment -->\n<?pi tail??>\r\n",
     # CDATA sections, including "]]]>" and "]]]]>", ">" and "<" and "]]" inside.
@@ -244,6 +245,33 @@ MALFORMED_DOCS = [
     (b"<r><a><b><x><abcdefghi>", Errors.NAME_TOO_LONG | Errors.DEPTH_OVERFLOW | MALFORMED),
 ]
 
+ENTITY = Errors.ENTITY
+# (document, its errors with SMALL_TAGS and SMALL): references the front end cannot decide
+# (issue 35 #7: an entity's text may hold markup; every reference but the five predefined
+# entities' and character references sets ``entity``), and those it can
+ENTITY_DOCS = [
+    (b'<!DOCTYPE r [<!ENTITY m "<b/>">]><r>&m;</r>', ENTITY),  # markup in an entity
+    (b"<!DOCTYPE r [<!ENTITY m '<a>x</a>'>]><r><b>&m;</b></r>", ENTITY),
+    (b'<!DOCTYPE r [<!ENTITY e "x">]><r a="&e;"/>', ENTITY),  # in an attribute value
+    (b"<r b='x&e;'><a/></r>", ENTITY),
+    (b"<r>&amp;&lt;&gt;&apos;&quot;&#60;&#x3c;</r>", OK),  # predefined and character refs
+    (b"<r a='&amp;&quot;&#38;' b=\"&apos;&lt;&gt;\">&gt;</r>", OK),
+    (b"<r><![CDATA[&m;]]><!-- &m; --><?pi &m;?></r>", OK),  # not references
+    (b"<!DOCTYPE r [<!ENTITY m '&n;'><!ENTITY n 'x'>]><r/>", OK),  # in the subset only
+    (b"<r>&ampx;</r>", ENTITY),  # names that begin as a predefined one
+    (b"<r>&am;</r>", ENTITY),
+    (b"<r>&quo;</r>", ENTITY),
+    (b"<r>&apo</r>", ENTITY),
+    (b"<r>&quot</r>", ENTITY),  # no ";": not well-formed, undecided all the same
+    (b"<r>& </r>", ENTITY),
+    (b"<r>&;</r>", ENTITY),
+    (b"<r>&&amp;</r>", ENTITY),
+    (b"<r>&lt;&x;</r>", ENTITY),
+    (b"<r>&l", MALFORMED),  # the document ends inside the reference
+    (b"<r/>&m;", MALFORMED | ENTITY),  # text after the root
+    (b"<r>&", MALFORMED),  # an "&" on the last byte starts nothing
+]
+
 
 # --- the model against expat ------------------------------------------------------------------
 
@@ -303,6 +331,22 @@ def test_model_error_flags(doc, errors):
                 assert e[1] == depth
                 depth -= 1
         assert depth == 0
+
+
+@pytest.mark.parametrize("doc,errors", ENTITY_DOCS, ids=range(len(ENTITY_DOCS)))
+def test_model_flags_references_it_cannot_decide(doc, errors):
+    assert model_events(doc, SMALL_TAGS, **SMALL)[1] == errors
+    if errors == OK:
+        parse_events(doc)  # well-formed
+
+
+def test_model_entity_is_per_document():
+    """A reference left open by a document's end does not reach into the next one, nor does
+    a flag: the next document starts with "<"."""
+    model = FrontEndModel(SMALL_TAGS, **SMALL)
+    docs = [doc for doc, _ in ENTITY_DOCS for doc in (doc, GOOD)]
+    got = split_documents(run_model(model, byte_stream(docs)))
+    assert [errors for _, errors in got] == [e for _, e in ENTITY_DOCS for e in (e, OK)]
 
 
 def corruptions(doc: bytes, rng: random.Random):
@@ -477,19 +521,21 @@ def test_interface():
         ("parent", 4, 2),
         ("level", 6, 5),
         ("doc_end", 11, 1),
-        ("errors", 12, 4),
+        ("errors", 12, 5),
     ]
     assert [(name, f.offset) for name, f in data.Layout.cast(ErrorFlags)] == [
         ("malformed", 0),
         ("depth_overflow", 1),
         ("name_too_long", 2),
         ("value_undecided", 3),
+        ("entity", 4),
     ]
     assert [e.name for e in Errors] == [
         "MALFORMED",
         "DEPTH_OVERFLOW",
         "NAME_TOO_LONG",
         "VALUE_UNDECIDED",
+        "ENTITY",
     ]
     members = dict(fe.signature.members)
     assert set(members) == {"bytes_in", "events", "tos", "name_tap"}
@@ -542,6 +588,43 @@ def test_rtl_malformed_documents_and_recovery():
     results = split_documents(events)
     assert [r[1] for r in results[::2]] == [errors for _, errors in cases]
     assert results[1::2] == [(GOOD_EVENTS, OK)] * len(cases)
+
+
+def test_rtl_flags_references_it_cannot_decide():
+    """The RTL raises ``entity`` exactly as the model does, cycle by cycle, with idle cycles
+    inside the references, and each document after a flagged one starts clean."""
+    docs = [doc for doc, _ in ENTITY_DOCS for doc in (doc, GOOD)]
+    for gaps in (None, 4):
+        events = assert_rtl_matches_model(
+            SMALL_TAGS, byte_stream(docs, gap_seed=gaps, gap_rate=0.3), **SMALL
+        )
+        assert [r[1] for r in split_documents(events)] == [
+            e for _, e in ENTITY_DOCS for e in (e, OK)
+        ]
+
+
+#: (document, its errors with an attribute condition): an attribute-list declaration in the
+#: internal subset (defaults add attributes, types normalise values) makes the values undecided
+ATTLIST_DOCS = [
+    (b'<!DOCTYPE r [<!ATTLIST a b CDATA "x">]><r><a/></r>', Errors.VALUE_UNDECIDED),
+    (b"<!DOCTYPE r [<!ELEMENT r ANY><!ATTLIST a b NMTOKEN #IMPLIED>]><r/>", Errors.VALUE_UNDECIDED),
+    (b'<!DOCTYPE r [<!ELEMENT r ANY><!-- <!ATTLIST --><?p <!A?>]><r><a b="x"/></r>', OK),
+    (b"<!DOCTYPE r [<!ENTITY e \"<!ATTLIST a b CDATA 'x'>\">]><r/>", OK),  # in a literal
+]
+
+
+@pytest.mark.parametrize("with_conditions", [True, False])
+def test_rtl_an_attribute_list_declaration_makes_values_undecided(with_conditions):
+    """Issue 35 #7: with attribute conditions, ``<!ATTLIST`` in the internal subset sets
+    ``value_undecided`` (the reference applies its defaults: ``//a[@b]`` matches ``<a/>``),
+    in the RTL as in the model; without attribute conditions it changes nothing."""
+    conditions = [AttrCondition("b", "exists")] if with_conditions else []
+    docs = [doc for doc, _ in ATTLIST_DOCS for doc in (doc, GOOD)]
+    events = assert_rtl_matches_model(
+        SMALL_TAGS, byte_stream(docs, gap_seed=2), **SMALL, conditions=conditions
+    )
+    want = [errors if with_conditions else OK for _, errors in ATTLIST_DOCS]
+    assert [r[1] for r in split_documents(events)] == [e for e in want for e in (e, OK)]
 
 
 def test_rtl_excess_levels_saturate_as_the_model(monkeypatch):
@@ -612,6 +695,11 @@ FUZZ_TOKENS = [
     "<b x='q' y=''/>",
     ' x="&amp;"',
     ' x="-1.5 "',
+    "&e;",
+    "&lt;",
+    "&#38;",
+    "&quo",
+    "t;",
 ] + ["<r>", "</r>", "<a>", "</a>", "<b>", "</b>", "<abcdefgh>", "</abcdefgh>", "<x/>"] * 3
 
 

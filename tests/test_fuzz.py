@@ -173,3 +173,32 @@ def test_rtl_and_config_cases_replay_from_their_folders(tmp_path, capsys):
         (folder / name).write_bytes(data)
     assert replay(folder) == 0
     assert capsys.readouterr().out.strip().endswith("OK")
+
+
+def test_an_entity_with_markup_is_flagged_and_a_wrong_answer_is_a_failure():
+    """Issue 35 #7: the hardware engines flag a reference to an entity they cannot expand
+    (a documented difference: ``xpfilt host`` answers it in software); answering such a
+    document differently from the reference, without the flag, is a failure."""
+    from xpfilt.hwspec.contract import Errors
+    from xpfilt.lang.xpath import parse_query
+    from xpfilt.model.custom import ModelEngine
+    from xpfilt.model.programmable import ProgrammableModelEngine
+    from xpfilt.software.events import Document
+    from xpfilt.verify.fuzz.outcomes import Outcome, classify, run_engine
+    from xpfilt.verify.fuzz.run import EngineSet
+
+    queries = [parse_query("//b", 1), parse_query("/a/c", 2)]
+    data = b'<!DOCTYPE a [<!ENTITY m "<b/><c/>">]><a>&m;</a>'
+    ref = run_engine(ReferenceFilter(queries), Document("case.xml", data))
+    assert ref.kind == "answer" and ref.answer == {1, 2}  # query numbers
+    programmable = EngineSet(["//b", "/a/c"], ["programmable"], random.Random(1)).slots[0]
+    for name, engine in (("model", ModelEngine(queries)), ("programmable", programmable.engine)):
+        assert isinstance(engine, (ModelEngine, ProgrammableModelEngine))
+        out = run_engine(engine, Document("case.xml", data))
+        assert out.kind == "flag" and out.flags == Errors.ENTITY, name
+        assert classify(name, data, ref, out) == (
+            True,
+            "hardware: an entity reference it cannot decide is flagged (entity)",
+        )
+        documented, klass = classify(name, data, ref, Outcome("answer", answer=frozenset()))
+        assert not documented, klass

@@ -20,6 +20,7 @@ from xpfilt.compiler.programmable import (
     reconfigure,
 )
 from xpfilt.engines import filter_batch
+from xpfilt.hwspec.contract import Errors
 from xpfilt.lang.xpath import load_queries, parse_query
 from xpfilt.model.custom import collect_readout, run_documents
 from xpfilt.model.programmable import ProgrammableModel, ProgrammableModelEngine, load_configuration
@@ -583,6 +584,24 @@ def test_rtl_equals_model_through_loads_rejections_and_documents():
                 sets[id(config)], doc
             ), doc
     assert [s["generation"] for s in result["status"]][-1] == 2
+
+
+def test_rtl_flags_an_entity_with_markup_as_the_model_does():
+    """Issue 35 #7: the programmable engine's front end flags a reference to an entity it
+    cannot decide (``entity``), in the RTL as in the model, and answers the documents around
+    it."""
+    config = configure(SET_A, SPEC)
+    entity = b'<!DOCTYPE a [<!ENTITY m "<b><c/></b>">]><a>&m;</a>'
+    decided = b"<a>&amp;&#60;<b><c/></b></a>"
+    items = [("config", config.stream()), DOCS[0], entity, decided, DOCS[1]]
+    result = compare_programmable(SPEC, items, seed=2, p_valid=0.8, p_ready=0.7)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], SPEC.clusters * SPEC.columns)
+    docs = [i for i in items if isinstance(i, bytes)]
+    assert [r.errors for r in readouts] == [0, Errors.ENTITY, 0, 0]
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout_matches(config, readout.bits) == reference_numbers(SET_A, doc), doc
 
 
 def model_state(model):

@@ -508,6 +508,25 @@ def test_rtl_equals_model_with_every_parameter_at_one():
     )
 
 
+def test_rtl_flags_an_attribute_list_declaration_with_comparator_slots():
+    """Issue 35 #7: with comparator slots, ``<!ATTLIST`` in the internal subset (its default
+    gives ``<a/>`` the attribute the reference then compares) sets ``value_undecided``, in
+    the RTL as in the model; the documents around it are answered."""
+    config = configure(queries_of("/a[@n=1]", "//b"), SPEC)
+    docs = [
+        b"<!DOCTYPE a [<!ATTLIST a n CDATA '1'>]><a><b/></a>",
+        b"<a n='1'><b/></a>",
+        b"<!DOCTYPE a [<!-- <!ATTLIST --><!ENTITY e '<!A'>]><a n='1'/>",
+        b"<a n='2'><b/></a>",
+    ]
+    result = compare_programmable(SPEC, [("config", config.stream()), *docs], seed=5)
+    assert result["mismatch"] is None, result["mismatch"]
+    readouts = collect_readout(result["beats"], SPEC.readout_width)
+    assert [r.errors for r in readouts] == [Errors.VALUE_UNDECIDED, 0, 0, 0]
+    placement = (config.readout_bit, queries_of("/a[@n=1]", "//b"))
+    check_readouts(result, SPEC, docs, [placement] * len(docs), least=3)
+
+
 def random_path(rng) -> str:
     def comparison():
         attr = rng.choice(ATTRS)

@@ -336,3 +336,74 @@ def test_value_predicates(width, p_valid, p_ready, seed):
     for doc, readout in zip(docs, readouts):
         if not readout.errors:
             assert readout.bits == bits_of(plan, queries, doc), doc
+
+
+#: References in content and attribute values (issue 35 #7): (bytes, decided)
+REFERENCES = [
+    (b"&amp;", True),
+    (b"&quot;", True),
+    (b"&apos;", True),
+    (b"&#60;", True),
+    (b"&m;", False),
+    (b"&quo;", False),
+    (b"&ampx;", False),
+    (b"&lt&gt;", False),
+]
+
+
+@pytest.mark.parametrize("width", widths(2, 4))
+@pytest.mark.parametrize("p_valid, p_ready, seed", [(1.0, 1.0, 0), (0.7, 0.6, 3)])
+def test_references_in_every_lane(width, p_valid, p_ready, seed):
+    """``entity`` at W bytes per cycle exactly as one byte at a time (RTL = model every
+    cycle): every reference shifted by 0..W-1 bytes so that it begins, and is decided, in
+    every lane and across beats; a document that ends inside a reference leaves nothing to
+    the next one."""
+    queries = [parse_query("//b", 1), parse_query("/a/c", 2)]
+    plan = compile_queries(queries)
+    dtd = b'<!DOCTYPE a [<!ENTITY m "<c/>">]>'
+    docs, want = [], []
+    for shift in range(width):
+        for ref, decided in REFERENCES:
+            docs.append(dtd + b"<a>" + b"x" * shift + ref + b"<b/></a>")
+            want.append(Errors(0) if decided else Errors.ENTITY)
+            docs.append(b"<a v='" + b"y" * shift + ref + b"'/>")
+            want.append(Errors(0) if decided else Errors.ENTITY)
+        docs += [b"<a>" + b"x" * shift + b"&am", b"<a/>"]
+        want += [Errors.MALFORMED, Errors(0)]
+    readouts = check(
+        plan,
+        queries,
+        docs,
+        seed=seed,
+        p_valid=p_valid,
+        p_ready=p_ready,
+        extra_cycles=40,
+        bytes_per_cycle=width,
+    )
+    assert [r.errors for r in readouts] == want
+    for doc, readout in zip(docs, readouts):
+        if not readout.errors:
+            assert readout.bits == bits_of(plan, queries, doc), doc
+
+
+@pytest.mark.parametrize("width", widths(2))
+def test_an_attribute_list_declaration_makes_values_undecided(width):
+    """With attribute predicates, ``<!ATTLIST`` in the internal subset (its defaults add
+    attributes: the reference's ``//a[@b]`` matches ``<a/>``) flags ``value_undecided`` at W
+    bytes per cycle as one byte at a time, in every lane; elsewhere (a comment, a literal)
+    it does not."""
+    queries = [parse_query("//a[@b]", 1), parse_query("//a", 2)]
+    plan = compile_queries(queries)
+    docs, want = [], []
+    for shift in range(width):
+        pad = b" " * shift
+        docs += [
+            b"<!DOCTYPE a [" + pad + b'<!ATTLIST a b CDATA "x">]><a/>',
+            b"<!DOCTYPE a [" + pad + b"<!-- <!ATTLIST --><!ENTITY e '<!ATTLIST'>]><a b='1'/>",
+        ]
+        want += [Errors.VALUE_UNDECIDED, Errors(0)]
+    readouts = check(plan, queries, docs, extra_cycles=40, bytes_per_cycle=width)
+    assert [r.errors for r in readouts] == want
+    assert [r.bits for r in readouts if not r.errors] == [
+        bits_of(plan, queries, d) for d in docs[1::2]
+    ]

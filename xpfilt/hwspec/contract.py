@@ -30,6 +30,9 @@ __all__ = [
     "name_hash",
     "ErrorFlags",
     "Errors",
+    "PREDEFINED_ENTITIES",
+    "REFERENCE_STATES",
+    "reference_steps",
     "index_width",
     "tag_width_for",
     "State",
@@ -156,12 +159,16 @@ def name_hash(name: bytes) -> int:
 
 
 class ErrorFlags(data.Struct):
-    """Per-document error flags (bit 0 = ``malformed``)."""
+    """Per-document error flags (bit 0 = ``malformed``): what the front end cannot answer
+    (:mod:`xpfilt.hdl.frontend` says when each is raised). ``entity``: a reference to an
+    entity other than the five predefined ones (:func:`reference_steps`), whose text may hold
+    markup; the host answers a flagged document in software (``xpfilt host``)."""
 
     malformed: 1  # type: ignore[valid-type]  # an Amaranth shape
     depth_overflow: 1  # type: ignore[valid-type]  # an Amaranth shape
     name_too_long: 1  # type: ignore[valid-type]  # an Amaranth shape
     value_undecided: 1  # type: ignore[valid-type]  # an Amaranth shape
+    entity: 1  # type: ignore[valid-type]  # an Amaranth shape
 
 
 #: The same flags as a Python :class:`enum.IntFlag` for software, derived from :class:`ErrorFlags`.
@@ -169,6 +176,26 @@ Errors = py_enum.IntFlag(  # type: ignore[misc]  # members derived at run time
     "Errors", {name.upper(): 1 << field.offset for name, field in data.Layout.cast(ErrorFlags)}
 )
 Errors.__doc__ = "Error flags of a document, as reported in ``events.errors`` on ``doc_end``."
+
+
+#: The entity references the front end decides (XML's predefined entities): any other
+#: reference (an entity the DTD declares: its text may hold markup) sets ``entity``.
+PREDEFINED_ENTITIES = (b"lt", b"gt", b"amp", b"apos", b"quot")
+
+
+def reference_steps() -> dict[bytes, dict[int, Optional[bytes]]]:
+    """What the front end accepts after an ``&`` in content or in an attribute value: for each
+    prefix read so far (``b""`` right after the ``&``), the bytes that may follow it, each
+    with the prefix it makes, or None when the reference is complete (``#`` right after the
+    ``&``: a character reference, not checked further; ``;`` after a name of
+    :data:`PREDEFINED_ENTITIES`). Any other byte after one of these prefixes sets ``entity``
+    (a reference to another entity, or a bare ``&``: the front end cannot decide it)."""
+    steps: dict[bytes, dict[int, Optional[bytes]]] = {b"": {ord("#"): None}}
+    for name in PREDEFINED_ENTITIES:
+        for k in range(len(name)):
+            steps.setdefault(name[:k], {})[name[k]] = name[: k + 1]
+        steps.setdefault(name, {})[ord(";")] = None
+    return steps
 
 
 def index_width(n: int) -> int:
@@ -220,6 +247,11 @@ class State(enum.Enum, shape=6):  # type: ignore[call-arg]  # Amaranth's enum
     DECL_DQ = 33  # in a "..." literal of a markup declaration
     DECL_SQ = 34  # in a '...' literal of a markup declaration
     DT_AFTER = 35  # after the internal subset's "]": whitespace, ">"
+
+
+#: The states in which an ``&`` begins an entity or character reference (content, and an
+#: attribute value): the front end checks it against :func:`reference_steps`.
+REFERENCE_STATES = (State.TEXT, State.AVAL_DQ, State.AVAL_SQ)
 
 
 def check_parameters(tags: Sequence[str], max_depth: int, max_name: int) -> list[bytes]:

@@ -32,6 +32,7 @@ from xpfilt.hwspec.contract import (
     check_parameters,
     condition_value_holds,
     hash_byte,
+    reference_steps,
     tag_width_for,
 )
 
@@ -86,6 +87,7 @@ _MALFORMED = int(Errors.MALFORMED)
 _DEPTH_OVERFLOW = int(Errors.DEPTH_OVERFLOW)
 _NAME_TOO_LONG = int(Errors.NAME_TOO_LONG)
 _VALUE_UNDECIDED = int(Errors.VALUE_UNDECIDED)
+_ENTITY = int(Errors.ENTITY)
 _EXCESS_MAX = (1 << EXCESS_WIDTH) - 1
 
 # States as plain ints.
@@ -130,6 +132,8 @@ _EXCESS_MAX = (1 << EXCESS_WIDTH) - 1
 assert DT_AFTER == State.DT_AFTER.value and len(State) == 36
 
 _LT, _GT, _SLASH, _EQ, _DQ, _SQ, _BANG, _QM, _DASH, _LB, _RB = b"<>/=\"'!?-[]"
+_AMP = ord("&")
+_A = ord("A")
 _D = ord("D")
 
 
@@ -195,6 +199,26 @@ def _syntax_table() -> list:
 
 #: :func:`_syntax_table`: the byte-only states' steps.
 _SYNTAX = _syntax_table()
+
+
+def _reference_table() -> tuple:
+    """:func:`xpfilt.hwspec.contract.reference_steps` by prefix index (0: right after ``&``):
+    per prefix, a 256-entry tuple of the next prefix's index, -1 (the reference is complete)
+    or -2 (the front end cannot decide it: ``entity``)."""
+    steps = reference_steps()
+    index = {prefix: k for k, prefix in enumerate(steps)}
+    assert index[b""] == 0
+    return tuple(
+        tuple(
+            -2 if c not in moves else -1 if moves[c] is None else index[moves[c]]
+            for c in range(256)
+        )
+        for moves in steps.values()
+    )
+
+
+#: :func:`_reference_table`.
+_REFERENCE = _reference_table()
 
 
 class FrontEndModel:
@@ -337,6 +361,9 @@ class FrontEndModel:
         names = self.report_names
         name = bytearray()  # the name so far (with report_names)
         attrs = bool(self._by_attribute) or self.slots  # attribute conditions to evaluate
+        # with attribute conditions (or slots), "<!A" in the internal subset (<!ATTLIST: its
+        # defaults add attributes, its types normalise values) makes them undecided
+        attlist = bool(self.slots or any(not c.is_text for c in self.conditions))
         conds = 0  # their bits for the start tag being read
         attr_name = bytearray()  # the attribute name being read
         cur_attr = None  # the conditions on the attribute being read
@@ -344,6 +371,8 @@ class FrontEndModel:
         text_conds = self._text  # text conditions (issue 14): per text node
         tnode = bytearray()  # the text node so far (its character data)
         topen = tamb = 0  # a text node has content; a CDATA "]" in it
+        ref = -1  # the entity or character reference being read (_REFERENCE), -1: none
+        REFERENCE = _REFERENCE
 
         ev = no_event
         while True:
@@ -354,6 +383,11 @@ class FrontEndModel:
             ev = no_event
             ns = state
             bad = 0
+            entity = 0
+            if ref >= 0:  # the bytes after an "&" (before the parser: an "&" may start one)
+                ref = REFERENCE[ref][c]
+                if ref == -2:
+                    entity, ref = _ENTITY, -1
             req = 0  # 1: push, 2: pop (self-closing), 3: pop checked against the stack
             nb = 0  # c is a name byte
             hold = 0  # keep the name registers
@@ -364,6 +398,8 @@ class FrontEndModel:
                     ns = LT
                     conds = 0
                 else:
+                    if c == _AMP:
+                        ref = 0
                     if not level and not WS[c]:
                         bad = 1  # text outside the root
                     if text_conds and level and not excess:
@@ -378,10 +414,14 @@ class FrontEndModel:
                 else:
                     if c == _LT:
                         bad = 1
+                    elif c == _AMP:
+                        ref = 0
                     if cur_attr:
                         value.append(c)
             elif SYNTAX[state] is not None:
                 ns, bad, req, nb, hold = SYNTAX[state][c]
+                if state == SUB_BANG and c == _A and attlist:
+                    bad = 2
             elif state == LT:
                 if text_conds and c != _BANG and topen and not last:
                     bad |= self._text_node_end(level, tnode, tamb)
@@ -424,7 +464,7 @@ class FrontEndModel:
                     state, c, kw, in_subset, text, tnode, topen, tamb
                 )
 
-            found = (_MALFORMED if bad & 1 else 0) | (_VALUE_UNDECIDED if bad & 2 else 0)
+            found = (_MALFORMED if bad & 1 else 0) | (_VALUE_UNDECIDED if bad & 2 else 0) | entity
             if req:  # a start tag ended, or an element closes
                 ev, more, level, excess, root_seen = self._element_event(
                     req, node, h, level, excess, root_seen, name, conds
@@ -459,6 +499,7 @@ class FrontEndModel:
                 ev = self._document_end(ev, sticky | found, state, level, root_seen)
                 state, level, excess, root_seen, in_subset, kw, sticky = TEXT, 0, 0, 0, 0, 0, 0
                 pos, h, node, conds, cur_attr, topen, tamb = 0, HASH_INIT, trie, 0, None, 0, 0
+                ref = -1
                 for buffer in (name, attr_name, tnode):
                     buffer.clear()
             elif found:
