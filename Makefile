@@ -68,9 +68,10 @@ regress: $(STAMP) $(AOT)
 fuzz: $(STAMP) $(AOT)
 	$(BIN)/python -m xpfilt.verify.fuzz $(FUZZ_ARGS)
 
-## bench: software, model, compile-time and simulation benchmarks; numbers land in bench/results/
+## bench: software, model, compile-time and simulation benchmarks (hostlink: the simulated
+## boards' links, ~30 min cold: the 12,000-query Verilator build); numbers land in bench/results/
 bench: $(STAMP) $(AOT)
-	cd bench && for script in reference_throughput profile_language wide_front_end_bound software_vs_yfilter model_throughput compile_time cocotb_speed sweep_speedup spark_filter_speedup; do ../$(BIN)/python $$script.py || exit 1; done
+	cd bench && for script in reference_throughput profile_language wide_front_end_bound software_vs_yfilter model_throughput compile_time cocotb_speed hostlink sweep_speedup spark_filter_speedup; do ../$(BIN)/python $$script.py || exit 1; done
 
 ## bench-synth: synthesis and place-and-route benchmarks (Yosys, nextpnr; tens of minutes cold)
 bench-synth: $(STAMP)

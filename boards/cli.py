@@ -527,6 +527,14 @@ def _udp_results(
     "cycle model (xpfilt.boards.udp_board) instead of the RTL with LiteEth in Verilator.",
 )
 @click.option(
+    "--phy",
+    type=click.Choice(["rgmii", "gmii"]),
+    default="rgmii",
+    show_default=True,
+    help="--link ethernet (RTL): LiteEth's PHY in the simulation: rgmii, the board's ECP5 RGMII "
+    "PHY (its DDR primitives modelled), or gmii, LiteEth's GMII PHY (8 bits a cycle).",
+)
+@click.option(
     "--faults",
     metavar="NAME=P,...",
     default="",
@@ -575,6 +583,7 @@ def sim_board_command(
     divider,
     link,
     model,
+    phy,
     faults,
     seed,
     bind,
@@ -592,9 +601,9 @@ def sim_board_command(
     as to a board. Prints "listening on socket://HOST:PORT" when ready.
 
     --link ethernet: the Ethernet board core (UDP endpoint, engine) with LiteEth's MAC, ARP, IP
-    and UDP cores (its GMII PHY: see docs/boards-ethernet.md), its PHY pins driven by
-    cocotbext-eth and bridged to a UDP socket ("listening on udp://HOST:PORT"), for `xpfilt host
-    --udp HOST:PORT --rto 2`; --model serves the endpoint's Python model instead; --faults puts
+    and UDP cores and the board's RGMII PHY (--phy; see docs/boards-ethernet.md), its PHY pins
+    driven by cocotbext-eth and bridged to a UDP socket ("listening on udp://HOST:PORT"), for
+    `xpfilt host --udp HOST:PORT --rto 2`; --model serves the endpoint's Python model instead; --faults puts
     a fault-injecting relay in front.
     """
     from xpfilt.boards.build import BuildConfig, build_board
@@ -634,7 +643,7 @@ def sim_board_command(
         _serve_model(build_dir, bind, port, faults, seed, accept_timeout)
         return
     if link == "ethernet":
-        _serve_ethernet_rtl(build_dir, bind, port, faults, seed, accept_timeout, sim_build_dir)
+        _serve_ethernet_rtl(build_dir, bind, port, faults, seed, accept_timeout, sim_build_dir, phy)
         return
 
     def announce(chosen):
@@ -724,8 +733,8 @@ def _serve_model(build_dir, bind, port, faults, seed, idle_timeout):
     )
 
 
-def _serve_ethernet_rtl(build_dir, bind, port, faults, seed, idle_timeout, sim_build_dir):
-    """``sim-board --link ethernet``: the board core with LiteEth in Verilator, its GMII pins
+def _serve_ethernet_rtl(build_dir, bind, port, faults, seed, idle_timeout, sim_build_dir, phy):
+    """``sim-board --link ethernet``: the board core with LiteEth in Verilator, its PHY pins
     bridged to a UDP port (maybe behind a fault-injecting relay)."""
     from xpfilt.boards.faults import Faults, FaultyLink
     from xpfilt.boards.sim_server import EthernetSimConfig, serve_ethernet_board
@@ -751,7 +760,7 @@ def _serve_ethernet_rtl(build_dir, bind, port, faults, seed, idle_timeout, sim_b
 
     config = EthernetSimConfig(
         build_dir, host=bind, port=0 if faults else port, idle_timeout=idle_timeout,
-        build_root=sim_build_dir,
+        build_root=sim_build_dir, phy=phy,
     )  # fmt: skip
     try:
         run = serve_ethernet_board(config, on_port=announce, log=lambda m: click.echo(m, err=True))

@@ -1,9 +1,11 @@
-"""cocotb bridge from a UDP socket to the GMII pins of a simulated Ethernet board
+"""cocotb bridge from a UDP socket to the PHY pins of a simulated Ethernet board
 (:class:`xpfilt.boards.eth_sim.EthernetSimTop`: the board core with LiteEth's MAC, ARP, IP and
-UDP cores).
+UDP cores and its RGMII or GMII PHY).
 
-cocotbext-eth's ``GmiiSource`` drives the board's receive pins and ``GmiiSink`` takes its
-transmit pins, 125 MHz. Each datagram a host sends to the socket goes to the board in an
+cocotbext-eth's ``RgmiiSource`` drives the board's RGMII receive pins (4 bits on each edge of
+the 125 MHz receive clock) and ``RgmiiSink`` takes its transmit pins on the transmit clock the
+board drives; with the GMII PHY, ``GmiiSource`` and ``GmiiSink`` (8 bits per cycle). Each
+datagram a host sends to the socket goes to the board in an
 Ethernet frame (IPv4, UDP, from the host's addresses below to the board's, both UDP ports the
 board's: LiteEth's raw port takes only those); each UDP frame the board sends goes back to the
 address the host last sent from. ARP requests for the host's address are answered with the host
@@ -12,7 +14,7 @@ simulation exactly as to a board.
 
 Configuration (JSON named by ``$XPFILT_TB_CONFIG``): ``host``, ``port`` (0: any free port),
 ``port_file``, ``idle_timeout`` (seconds without a datagram before ending), ``mac``, ``ip``,
-``udp_port`` (the board's).
+``udp_port`` (the board's), ``phy`` (``rgmii``, the default, or ``gmii``: the simulation's).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from xpfilt.sim.config import CONFIG_ENV
 HOST_MAC = bytes.fromhex("020000000001")
 #: The simulated host's IP address: the board's with the last byte 1 (or 2 if that is the board).
 PERIOD_NS = 8
+#: LiteEth's system clock (62.5 MHz, its 32-bit datapath), as on the boards.
+ETH_PERIOD_NS = 16
 
 
 def _checksum(header: bytes) -> int:
@@ -57,9 +61,26 @@ def arp_reply(board_mac, board_ip, host_ip) -> bytes:
     return board_mac + HOST_MAC + b"\x08\x06" + body
 
 
+def phy_models(dut, phy: str):
+    """The PHY's receive clock started and cocotbext-eth's (source, sink) on the pins of
+    ``phy``: RGMII's sink on the transmit clock the board drives (LiteEth's ``ODDRX1F``), GMII's
+    on the receive clock (LiteEth's GMII PHY transmits on it)."""
+    from cocotbext.eth import GmiiSink, GmiiSource, RgmiiSink, RgmiiSource
+
+    if phy == "rgmii":
+        Clock(dut.rgmii_rx_clk, PERIOD_NS, unit="ns").start()
+        source = RgmiiSource(dut.rgmii_rxd, dut.rgmii_rx_ctl, dut.rgmii_rx_clk)
+        sink = RgmiiSink(dut.rgmii_txd, dut.rgmii_tx_ctl, dut.rgmii_tx_clk)
+    else:
+        Clock(dut.gmii_rx_clk, PERIOD_NS, unit="ns").start()
+        source = GmiiSource(dut.gmii_rxd, dut.gmii_rx_er, dut.gmii_rx_dv, dut.gmii_rx_clk)
+        sink = GmiiSink(dut.gmii_txd, dut.gmii_tx_er, dut.gmii_tx_en, dut.gmii_rx_clk)
+    return source, sink
+
+
 @cocotb.test()
 async def ethernet_bridge(dut):
-    from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
+    from cocotbext.eth import GmiiFrame
 
     config = json.loads(Path(os.environ[CONFIG_ENV]).read_text())
     board_mac = int(config["mac"].replace(":", ""), 16).to_bytes(6, "big")
@@ -67,16 +88,17 @@ async def ethernet_bridge(dut):
     host_ip = board_ip[:3] + bytes([1 if board_ip[3] != 1 else 2])
     udp_port = config["udp_port"]
 
-    Clock(dut.gmii_rx_clk, PERIOD_NS, unit="ns").start()
     Clock(dut.link_clk, PERIOD_NS, unit="ns").start()
     Clock(dut.clk, PERIOD_NS, unit="ns").start()
+    Clock(dut.eth_clk, ETH_PERIOD_NS, unit="ns").start()
     dut.link_rst.value = 1
     dut.rst.value = 1
-    source = GmiiSource(dut.gmii_rxd, dut.gmii_rx_er, dut.gmii_rx_dv, dut.gmii_rx_clk)
-    sink = GmiiSink(dut.gmii_txd, dut.gmii_tx_er, dut.gmii_tx_en, dut.gmii_rx_clk)
+    dut.eth_rst.value = 1
+    source, sink = phy_models(dut, config.get("phy", "rgmii"))
     await ClockCycles(dut.link_clk, 8)
     dut.link_rst.value = 0
     dut.rst.value = 0
+    dut.eth_rst.value = 0
     await ClockCycles(dut.link_clk, 64)
 
     if "rate" in config:
@@ -149,7 +171,8 @@ async def line_rate(dut, config, source, sink, addresses):
     of ``config["rate"]["documents"]`` (paths) in full datagrams within the board's credit,
     several frames always queued on the PHY (cocotbext-eth keeps the 12-byte inter-frame gap),
     and acknowledges the readouts. Writes ``config["rate"]["output"]`` (JSON): document bytes,
-    simulated nanoseconds from the first document byte sent to the last readout, frames."""
+    simulated nanoseconds from the first document byte sent to the last readout, frames, and
+    the readout records (kind, document number, error flags, body in hex) to check."""
     from cocotb.utils import get_sim_time
     from cocotbext.eth import GmiiFrame
 
@@ -169,7 +192,7 @@ async def line_rate(dut, config, source, sink, addresses):
     stream = b"".join(input_record(InputKind.DOCUMENT, d) for d in documents)
     session, ident = 0x35, 0
     limit = seq = rx_next = 0
-    reader, records = RecordReader(), 0
+    reader, readouts = RecordReader(), []
     frames = {"to_board": 0, "to_host": 0}
 
     def frame(datagram):
@@ -179,7 +202,7 @@ async def line_rate(dut, config, source, sink, addresses):
         return GmiiFrame.from_payload(udp_frame(board_mac, board_ip, host_ip, udp_port, raw, ident))
 
     def take():
-        nonlocal limit, rx_next, records
+        nonlocal limit, rx_next
         while not sink.empty():
             data = sink.recv_nowait().get_payload()
             if data[12:14] == b"\x08\x06":
@@ -193,7 +216,9 @@ async def line_rate(dut, config, source, sink, addresses):
                 continue
             limit = max(limit, d.limit)
             if d.kind == DatagramKind.READOUT.value and d.payload and d.seq == rx_next:
-                records += len(reader.feed(d.payload))
+                readouts.extend(
+                    [r.kind, r.doc, r.errors, r.body.hex()] for r in reader.feed(d.payload)
+                )
                 rx_next += len(d.payload)
 
     waited = 0
@@ -205,7 +230,7 @@ async def line_rate(dut, config, source, sink, addresses):
         take()
     start = get_sim_time("ns")
     step = Timer(200, unit="ns")
-    while records < len(documents):
+    while len(readouts) < len(documents):
         take()
         while seq < len(stream) and source.count() < 3:
             size = min(MAX_PAYLOAD, len(stream) - seq, limit - seq)
@@ -222,6 +247,12 @@ async def line_rate(dut, config, source, sink, addresses):
     took = get_sim_time("ns") - start
     Path(config["rate"]["output"]).write_text(
         json.dumps(
-            {"documents": len(documents), "bytes": sum(map(len, documents)), "ns": took, **frames}
+            {
+                "documents": len(documents),
+                "bytes": sum(map(len, documents)),
+                "ns": took,
+                **frames,
+                "readouts": readouts,
+            }
         )
     )

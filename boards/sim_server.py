@@ -105,7 +105,8 @@ ETH_TB_MODULE = "xpfilt.boards.eth_sim_tb"
 @dataclass(frozen=True)
 class EthernetSimConfig:
     """``design``: a build directory; ``port`` 0: any free UDP port; ``idle_timeout``: seconds
-    without a datagram before the simulation ends."""
+    without a datagram before the simulation ends; ``phy``: ``rgmii`` (the board's) or
+    ``gmii`` (:data:`xpfilt.boards.eth_sim.SIM_PHYS`)."""
 
     design: Path
     host: str = "127.0.0.1"
@@ -113,26 +114,45 @@ class EthernetSimConfig:
     idle_timeout: float = 600.0
     build_root: Optional[Path] = None
     run_dir: Optional[Path] = None
+    phy: str = "rgmii"
 
 
-def ethernet_line_rate(
-    design: Path, documents, output: Path, *, build_root: Optional[Path] = None, log=print
-) -> dict:
-    """The simulated Ethernet board's throughput with the line kept busy
-    (:func:`xpfilt.boards.eth_sim_tb.line_rate`): the JSON it writes to ``output``."""
+def build_ethernet_board(
+    design: Path, *, phy: str = "rgmii", build_root: Optional[Path] = None, log=print
+):
+    """The Verilator build of the simulated Ethernet board of build directory ``design``
+    with PHY ``phy`` (cached by its Verilog, so every build directory of the same design and
+    addresses reuses it) and the board's addresses."""
     from xpfilt.boards.eth_sim import SIM_TOP, ethernet_sim_verilog
     from xpfilt.sim.runner import default_build_root
 
     root = Path(build_root or default_build_root())
-    verilog, addresses = ethernet_sim_verilog(design, root / "liteeth")
+    verilog, addresses = ethernet_sim_verilog(design, root / "liteeth", phy=phy)
+    board = json.loads((Path(design) / "board.json").read_text())
     built = build_design(
-        json.dumps({"ethernet_board": str(design), **addresses}),
+        json.dumps({"ethernet_board": board, "phy": phy, **addresses}),
         verilog,
         "verilator",
         root,
         log=log,
         toplevel=SIM_TOP,
     )
+    return built, {**addresses, "phy": phy}
+
+
+def ethernet_line_rate(
+    design: Path,
+    documents,
+    output: Path,
+    *,
+    phy: str = "rgmii",
+    build_root: Optional[Path] = None,
+    log=print,
+) -> dict:
+    """The simulated Ethernet board's throughput with the line kept busy
+    (:func:`xpfilt.boards.eth_sim_tb.line_rate`): the JSON it writes to ``output``, with the
+    simulation's build and run times (``build_s``, 0 when reused; ``run_s``)."""
+    built, addresses = build_ethernet_board(design, phy=phy, build_root=build_root, log=log)
     run_dir = Path(tempfile.mkdtemp(prefix="xpfilt-eth-rate-"))
     tb_config = run_dir / "eth_tb.json"
     tb_config.write_text(
@@ -146,7 +166,12 @@ def ethernet_line_rate(
     run = run_testbench(built, tb_config, run_dir, test_module=ETH_TB_MODULE)
     if not run.passed:
         raise RuntimeError(f"the line-rate simulation failed: {run.log}")
-    return json.loads(Path(output).read_text())
+    result = json.loads(Path(output).read_text())
+    return {
+        **result,
+        "build_s": 0.0 if built.cached else round(built.build_time, 1),
+        "run_s": round(run.wall_time, 1),
+    }
 
 
 def serve_ethernet_board(
@@ -156,19 +181,9 @@ def serve_ethernet_board(
     log: Callable[[str], None] = lambda _: None,
 ) -> TestbenchRun:
     """The Ethernet board of ``config.design`` (board core, engine, LiteEth) in Verilator, its
-    GMII pins bridged to a UDP socket by :mod:`xpfilt.boards.eth_sim_tb`."""
-    from xpfilt.boards.eth_sim import SIM_TOP, ethernet_sim_verilog
-    from xpfilt.sim.runner import default_build_root
-
-    root = Path(config.build_root or default_build_root())
-    verilog, addresses = ethernet_sim_verilog(config.design, root / "liteeth")
-    built = build_design(
-        json.dumps({"ethernet_board": str(config.design), **addresses}),
-        verilog,
-        "verilator",
-        root,
-        log=log,
-        toplevel=SIM_TOP,
+    PHY pins bridged to a UDP socket by :mod:`xpfilt.boards.eth_sim_tb`."""
+    built, addresses = build_ethernet_board(
+        config.design, phy=config.phy, build_root=config.build_root, log=log
     )
     log(f"simulation {'reused' if built.cached else 'built'}: {built.directory}")
     run_dir = Path(config.run_dir or tempfile.mkdtemp(prefix="xpfilt-sim-eth-"))

@@ -14,7 +14,8 @@ milliseconds in ``select`` between short stretches of simulated time.
 
 Configuration (JSON named by ``$XPFILT_TB_CONFIG``): ``divider``, ``host``, ``port`` (0: any
 free port), ``port_file``, ``connections`` (0: serve until the process is stopped),
-``accept_timeout`` (seconds to wait for a connection before ending).
+``accept_timeout`` (seconds to wait for a connection before ending). The simulated times each
+connection opened and closed (ns) are written to ``sessions.json`` beside ``port_file``.
 """
 
 from __future__ import annotations
@@ -160,6 +161,7 @@ async def board_bridge(dut):
     partial.rename(port_file)
     server.settimeout(config["accept_timeout"])
     served = 0
+    sessions = []
     try:
         while not config["connections"] or served < config["connections"]:
             try:
@@ -170,10 +172,13 @@ async def board_bridge(dut):
             served += 1
             dut._log.info("connection %d from %s", served, peer)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            opened = get_sim_time("ns")
             try:
                 await serve(conn, driver, monitor, dut)
             finally:
                 conn.close()
+            sessions.append({"open_ns": opened, "close_ns": get_sim_time("ns")})
+            port_file.with_name("sessions.json").write_text(json.dumps(sessions))
             dut._log.info("connection %d closed at %.0f us simulated", served, get_sim_time("us"))
     finally:
         server.close()

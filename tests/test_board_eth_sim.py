@@ -1,7 +1,9 @@
-"""The simulated Ethernet board: the board core with LiteEth (MAC, ARP, IP, UDP) in Verilator,
-its PHY pins driven by cocotbext-eth, bridged to a UDP socket (``xpfilt sim-board --link
-ethernet``), behind the fault-injecting relay; and the behavioural models of the ECP5
-primitives the simulation swaps in, against their definitions (Icarus)."""
+"""The simulated Ethernet board: the board core with LiteEth (MAC, ARP, IP, UDP) and its ECP5
+RGMII PHY in Verilator, the RGMII pins driven by cocotbext-eth, bridged to a UDP socket
+(``xpfilt sim-board --link ethernet``), behind the fault-injecting relay; and the behavioural
+models of the ECP5 primitives the simulation swaps in, against their definitions (Icarus).
+``make regress`` runs every shared query set through it (one Verilator build per set, cached
+in build/sim)."""
 
 import os
 import re
@@ -10,11 +12,12 @@ import shutil
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from xpfilt.boards.eth_sim import ECP5_SIM_MODELS
+from xpfilt.boards.eth_sim import ECP5_SIM_MODELS, EthernetSimTop
 from xpfilt.boards.faults import Faults, FaultyLink
 from xpfilt.boards.host import BoardDesign, open_board_engine
 from xpfilt.boards.udp_host import UdpBoardEngine, UdpLink
@@ -22,40 +25,44 @@ from xpfilt.engines import filter_batch
 from xpfilt.lang.xpath import load_queries
 from xpfilt.paths import repo_root, shared_data
 from xpfilt.software.reference import ReferenceFilter
+from xpfilt.software.results import read_expected
+
+from .conftest import expected_cases
 
 DATA = shared_data()
 SIM_BUILD = Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "sim")
 DOCS = sorted((DATA / "nitf" / "docs").glob("*.xml"))
 
 
-@pytest.fixture(scope="module")
-def ethernet_board(tmp_path_factory):
-    """A colorlight-5a75b build of 24 NITF queries, simulated (`xpfilt sim-board --link
-    ethernet`, a subprocess); yields (address, build directory, query file)."""
-    pytest.importorskip("liteeth")
-    pytest.importorskip("cocotbext.eth")
-    work = tmp_path_factory.mktemp("eth-sim")
-    queries = work / "q.txt"
-    lines = (DATA / "queries" / "nitf-d4-p15-n2000.txt").read_text().splitlines()[:24]
-    queries.write_text("".join(f"{line}\n" for line in lines))
+def build_board(work, queries, board="colorlight-5a75b"):
+    """``xpfilt build --board BOARD -q QUERIES --readout sparse --no-toolchain`` into
+    ``work``/build."""
     build = work / "build"
     subprocess.run(
-        [sys.executable, "-m", "xpfilt.cli", "build", "--board", "colorlight-5a75b", "-q",
-         str(queries), "--readout", "sparse", "--no-toolchain", "-o", str(build)],
+        [sys.executable, "-m", "xpfilt.cli", "build", "--board", board, "-q", str(queries),
+         "--readout", "sparse", "--no-toolchain", "-o", str(build)],
         check=True, capture_output=True,
     )  # fmt: skip
+    return build
+
+
+@contextmanager
+def simulated_board(work, build, *options):
+    """`xpfilt sim-board --link ethernet --build BUILD` (a subprocess, its build cached in
+    SIM_BUILD) until the block ends; yields its address."""
     err = open(work / "sim.err", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "xpfilt.cli", "sim-board", "--link", "ethernet", "--build",
-         str(build), "--port", "0", "--accept-timeout", "60", "--sim-build-dir", str(SIM_BUILD)],
+         str(build), "--port", "0", "--accept-timeout", "60", "--sim-build-dir", str(SIM_BUILD),
+         *options],
         cwd=repo_root(), stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
     )  # fmt: skip
     try:
-        ready, _, _ = select.select([proc.stdout], [], [], 600)
+        ready, _, _ = select.select([proc.stdout], [], [], 3600)
         line = proc.stdout.readline() if ready else ""
         match = re.search(r"udp://([\d.]+):(\d+)", line)
         assert match, f"sim-board did not start: {line!r}\n{(work / 'sim.err').read_text()}"
-        yield (match.group(1), int(match.group(2))), build, queries
+        yield match.group(1), int(match.group(2))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -63,6 +70,22 @@ def ethernet_board(tmp_path_factory):
                 proc.wait(20)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+        err.close()
+
+
+@pytest.fixture(scope="module")
+def ethernet_board(tmp_path_factory):
+    """A colorlight-5a75b build of 24 NITF queries, simulated (`xpfilt sim-board --link
+    ethernet`: the RGMII PHY); yields (address, build directory, query file)."""
+    pytest.importorskip("liteeth")
+    pytest.importorskip("cocotbext.eth")
+    work = tmp_path_factory.mktemp("eth-sim")
+    queries = work / "q.txt"
+    lines = (DATA / "queries" / "nitf-d4-p15-n2000.txt").read_text().splitlines()[:24]
+    queries.write_text("".join(f"{line}\n" for line in lines))
+    build = build_board(work, queries)
+    with simulated_board(work, build) as address:
+        yield address, build, queries
 
 
 def test_simulated_ethernet_board_answers_through_faults_and_a_host_restart(ethernet_board):
@@ -87,6 +110,42 @@ def test_simulated_ethernet_board_answers_through_faults_and_a_host_restart(ethe
     assert got == want
     assert status.documents == len(docs) and status.address.endswith("192.168.1.50:4747")
     assert sum(relay.counts["to_board"][k] for k in ("drop", "corrupt", "truncate")) > 0
+
+
+def test_the_simulated_phy_is_rgmii_or_gmii():
+    with pytest.raises(ValueError, match=r"^PHY must be one of rgmii, gmii, not 'mii'$"):
+        EthernetSimTop(None, "mii")
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize(
+    "queries, folder, tsv", [pytest.param(*c[1:], id=c[0]) for c in expected_cases()]
+)
+def test_shared_sets_through_a_lossy_link_to_the_simulated_ethernet_board(
+    queries, folder, tsv, tmp_path
+):
+    """Every shared query set (the structural ones and the predicate set) on the simulated
+    RTL board (LiteEth, RGMII), its documents through a relay that drops and reorders 3 % of
+    the datagrams each way: every document answered once, in order, as the shared expected
+    answers say."""
+    pytest.importorskip("liteeth")
+    pytest.importorskip("cocotbext.eth")
+    docs = sorted(folder.glob("*.xml"))
+    build = build_board(tmp_path, queries, board="ecpix5-85f")
+    faults = Faults(drop=0.03, reorder=0.03)
+    with simulated_board(tmp_path, build) as address:
+        with FaultyLink(address, faults, seed=35) as relay:
+            with UdpLink(("127.0.0.1", relay.port), timeout=300, rto=2.0) as link:
+                engine = open_board_engine(
+                    link, BoardDesign.load(build), engine_class=UdpBoardEngine
+                )
+                got = list(engine.filter_batch(docs, window=16))
+                status = link.status()
+    print(f"{tsv.stem}: {len(docs)} documents, faults {relay.counts}, board {status}")
+    assert [r.name for r in got] == [d.name for d in docs]  # none lost, none twice, in order
+    assert {r.name: r.matches for r in got} == read_expected(tsv)
+    assert status.documents == len(docs)
+    assert all(c["drop"] and c["reorder"] for c in relay.counts.values()), relay.counts
 
 
 # --- the ECP5 primitives' simulation models -------------------------------------------------

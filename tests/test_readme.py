@@ -215,6 +215,24 @@ def test_readme_headline_table_is_generated():
     assert len(headline.HEADLINES) == 10
 
 
+def test_readme_link_table_says_what_hostlink_measured():
+    """The README's two links (board section) carry bench/results/hostlink.json's numbers:
+    Ethernet (RGMII) at 1,024 and 12,000 queries, the UART on all its documents."""
+    rows = json.loads((ROOT / "bench/results/hostlink.json").read_text())["rows"]
+
+    def ethernet(queries):
+        (row,) = [r for r in rows if r["queries"] == queries and r["phy"].startswith("RGMII")]
+        return f"{row['mb_per_s']:g}"
+
+    uart = max((r for r in rows if r["link"].startswith("UART")), key=lambda r: r["documents"])
+    readme = (ROOT / "README.md").read_text()
+    assert (
+        f"| Gigabit Ethernet, UDP (LiteEth, RGMII) | {ethernet(1024)} "
+        f"(12,000 queries: {ethernet(12000)}) |" in readme
+    )
+    assert f"| UART, 115,200 baud | {uart['mb_per_s']:g} |" in readme
+
+
 def test_headline_reads_the_current_row(tmp_path, monkeypatch):
     """A configuration's last row is the one the headline shows."""
     headline = _bench_module("headline")
