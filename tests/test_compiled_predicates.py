@@ -97,6 +97,10 @@ CASES = [
     ("/a[b][@x=1]/c", b"<a x='1'><c/><b/></a>", True),
     ("/a[.//*]", b"<a>t</a>", False),
     ("/a[b]//b[c]", b"<a><b><c/></b></a>", True),
+    # profiles combining paths
+    ("/a[@x=1] and not(//b[c])", b"<a x='1'><b/></a>", True),
+    ("/a[@x=1] and not(//b[c])", b"<a x='1'><b><c/></b></a>", False),
+    ("//b[text()=2] or /a[.//c]", b"<a><b>2</b></a>", True),
 ]
 
 
@@ -169,13 +173,25 @@ def condition(draw, depth: int = 0) -> str:
 
 
 @st.composite
-def profiles(draw) -> str:
+def path(draw) -> str:
     text = ""
     for _ in range(draw(st.integers(1, 4))):
         text += draw(st.sampled_from(["/", "//"])) + draw(st.sampled_from(TAGS + ["*"]))
         for _ in range(draw(st.sampled_from([0, 1, 1, 2]))):
             text += f"[{draw(condition())}]"
     return text
+
+
+@st.composite
+def profiles(draw) -> str:
+    """A path, sometimes combined with another (``and``, ``or not``)."""
+    first = draw(path())
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        return f"{first} and {draw(path())}"
+    if kind == 1:
+        return f"{first} or not({draw(path())})"
+    return first
 
 
 @st.composite
