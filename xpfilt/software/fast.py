@@ -25,13 +25,18 @@ steps are tested on the element and the outcome picks the memoized next set. The
 value; each distinct test runs once per element, and only on an element that has what it needs
 (the attribute, a text child, a child of the name its nested path starts with): single
 comparisons are read from a per-transition table, value -> the tests it satisfies. ``text()`` needs the element's text children, ``position()`` its
-earlier siblings and a nested path (twig) its subtree, so a query set with any of them runs over
-:func:`xpfilt.software.events.parse_events` and the predicates' first pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
+earlier siblings and a nested path (twig) its subtree, so on this Python path a query set with
+any of them runs over :func:`xpfilt.software.events.parse_events` and the predicates' first
+pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
 paths' answers (:class:`xpfilt.lang.profiles.ProfilePaths`).
 
-Query sets without predicates run through the compiled loop (:mod:`xpfilt.software.compiled`,
-see :func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
-steps the same DFA kept as arrays, and comes back here only on a miss. It decides only the common
+Query sets run through the compiled loop (:mod:`xpfilt.software.compiled`, see
+:func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
+steps the same DFA kept as arrays, and comes back here only on a miss. With predicates it makes
+two passes per document and decides a guarded transition by the element's key (the raw values
+its predicates read, its nested-path bits: :mod:`xpfilt.software.fast_guards`), so it comes
+back here only for a key it has not met; ``position()`` and nested paths with predicates of
+their own keep the Python path. It decides only the common
 case of XML; every other document it defers to the Python path below (``stats`` counts
 ``compiled_documents`` and ``expat_documents``). On that path documents are made UTF-8 by
 :func:`xpfilt.software.events.utf8_document` (the one encoding policy) and parsed by expat
