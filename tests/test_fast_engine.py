@@ -160,8 +160,11 @@ def test_stats_say_which_path_each_document_took():
     ]
     assert engine.stats["compiled_documents"] == 2 and engine.stats["expat_documents"] == 3
     predicates = FastFilter([parse_query("/a[@x=1]", 1)])
-    assert predicates.stats["engine"] == "python"  # predicates keep the Python path
-    assert predicates.filter(b'<a x="1"/>') == {0} and predicates.stats["expat_documents"] == 1
+    assert predicates.stats["engine"] == "compiled"  # value predicates: the compiled loop too
+    assert predicates.filter(b'<a x="1"/>') == {0} and predicates.stats["compiled_documents"] == 1
+    positional = FastFilter([parse_query("/a[position()=1]", 1)])
+    assert positional.stats["engine"] == "python"  # sibling counts keep the Python path
+    assert positional.filter(b"<a/>") == {0} and positional.stats["expat_documents"] == 1
 
 
 def test_malformed_and_encoded_documents_answer_like_the_reference():

@@ -38,6 +38,9 @@ from xpfilt.software.scanner import (
     ACCEPTED,
     CTX_DEPTH,
     CTX_DOC,
+    CTX_ELEMENTS,
+    CTX_HASH,
+    CTX_KEY,
     CTX_MISS_STATE,
     CTX_MISS_TAG,
     CTX_POS,
@@ -46,16 +49,42 @@ from xpfilt.software.scanner import (
     CTX_VISITED,
     DEFERRED,
     DONE,
+    E_HASH,
+    E_LENGTH,
+    E_NEXT,
+    E_OFFSET,
+    EL_LAST,
+    EL_PARENT,
+    EL_POS,
+    EL_STATE,
+    EL_TAG,
+    EL_TEXT,
+    G_ATTR0,
+    G_ATTR1,
+    G_PATH0,
+    G_PATH1,
+    G_TEXT,
+    GUARD,
     MAX_ATTRIBUTES,
     MAX_DEPTH,
     MISS,
     source_hash,
 )
 
-__all__ = ["scan", "answers", "format_numbers", "build_aot", "DONE", "MISS", "DEFERRED"]
+__all__ = [
+    "scan",
+    "scan_tree",
+    "answers",
+    "format_numbers",
+    "build_aot",
+    "DONE",
+    "MISS",
+    "DEFERRED",
+]
 
 _DOC, _POS, _DEPTH, _ROOT_DONE = CTX_DOC, CTX_POS, CTX_DEPTH, CTX_ROOT_DONE
 _VISITED, _STAMP, _MISS_STATE, _MISS_TAG = CTX_VISITED, CTX_STAMP, CTX_MISS_STATE, CTX_MISS_TAG
+_ELEMENTS, _KEY, _KEY_HASH = CTX_ELEMENTS, CTX_KEY, CTX_HASH
 
 _LT, _GT, _AMP, _SLASH, _BANG, _QUEST, _EQ = 60, 62, 38, 47, 33, 63, 61
 _DASH, _RSQB, _HASH, _SEMI, _QUOT, _APOS = 45, 93, 35, 59, 34, 39
@@ -345,10 +374,12 @@ def _xml_declaration(data, p, end):
 @njit(cache=True, inline="always", _nrt=False)
 def _start_tag(data, p, end, attributes):
     """Checks the start tag at ``p`` (``<`` and a name start); returns (position after it,
-    name end, empty-element tag), position -1 if the scanner does not accept it."""
+    name end, empty-element tag, attribute count), position -1 if the scanner does not accept
+    it. ``attributes``: offset and length of each attribute's name (``2 * k``) and raw value
+    (``2 * MAX_ATTRIBUTES + 2 * k``)."""
     name_end = _name_end(data, p + 1, end)
     if name_end < 0:
-        return -1, 0, False
+        return -1, 0, False, 0
     q = name_end
     count = 0
     while True:
@@ -357,23 +388,23 @@ def _start_tag(data, p, end, attributes):
             q += 1
             spaced = True
         if q >= end:
-            return -1, 0, False
+            return -1, 0, False, 0
         b = data[q]
         if b == _GT:
-            return q + 1, name_end, False
+            return q + 1, name_end, False, count
         if b == _SLASH:
             if q + 1 < end and data[q + 1] == _GT:
-                return q + 2, name_end, True
-            return -1, 0, False
+                return q + 2, name_end, True, count
+            return -1, 0, False, 0
         if not spaced:
-            return -1, 0, False
+            return -1, 0, False, 0
         a = q
         e = _name_end(data, q, end)
         if e <= q:
-            return -1, 0, False
+            return -1, 0, False, 0
         n = e - a
         if count >= MAX_ATTRIBUTES:
-            return -1, 0, False
+            return -1, 0, False, 0
         for k in range(count):  # a repeated attribute is an error
             o = attributes[2 * k]
             if attributes[2 * k + 1] == n:
@@ -383,7 +414,7 @@ def _start_tag(data, p, end, attributes):
                         same = False
                         break
                 if same:
-                    return -1, 0, False
+                    return -1, 0, False, 0
         attributes[2 * count] = a
         attributes[2 * count + 1] = n
         count += 1
@@ -391,36 +422,39 @@ def _start_tag(data, p, end, attributes):
         while q < end and _space(data[q]):
             q += 1
         if q >= end or data[q] != _EQ:
-            return -1, 0, False
+            return -1, 0, False, 0
         q += 1
         while q < end and _space(data[q]):
             q += 1
         if q >= end:
-            return -1, 0, False
+            return -1, 0, False, 0
         quote = data[q]
         if quote != _QUOT and quote != _APOS:
-            return -1, 0, False
+            return -1, 0, False, 0
         q += 1
+        v = q
         while True:
             if q >= end:
-                return -1, 0, False
+                return -1, 0, False, 0
             b = data[q]
             if b == quote:
+                attributes[2 * MAX_ATTRIBUTES + 2 * count - 2] = v
+                attributes[2 * MAX_ATTRIBUTES + 2 * count - 1] = q - v
                 q += 1
                 break
             if b == _LT:
-                return -1, 0, False
+                return -1, 0, False, 0
             if b == _AMP:
                 q = _reference(data, q, end)
                 if q < 0:
-                    return -1, 0, False
+                    return -1, 0, False, 0
                 continue
             if 0x20 <= b < 0x7F:
                 q += 1
                 continue
             n = _char(data, q, end)
             if n == 0:
-                return -1, 0, False
+                return -1, 0, False, 0
             q += n
 
 
@@ -586,7 +620,7 @@ def scan(
                 if root_done or depth + 1 >= MAX_DEPTH:
                     ok = False
                     continue
-                q, name_end, empty = _start_tag(data, p, end, attributes)
+                q, name_end, empty, _count = _start_tag(data, p, end, attributes)
                 if q < 0:
                     ok = False
                     continue
@@ -654,6 +688,398 @@ def _popcount(typingctx, src):
         return builder.ctpop(args[0])
 
     return src(src), codegen
+
+
+# -- query sets with predicates: two passes per document --------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _close_element(e, tag, depth, el, bits, acc, masks):
+    """Element ``e`` (``tag``, open at ``depth``) ends: its nested-path bits from what its
+    children and descendants reported (``acc`` rows ``2 * depth``, ``2 * depth + 1``), and what
+    it reports to its parent's rows. Slot ``i`` is one step of a nested path, ``i + 1`` the
+    step after it: bit ``i`` of an element says the path's steps from ``i`` on select some
+    node from it (a child, or with a descendant axis a descendant, named like step ``i`` from
+    which the steps after ``i`` select some node; ``masks``: per tag id the slots whose name it
+    matches, then the child-axis slots, the descendant-axis slots and the last steps)."""
+    words = bits.shape[1]
+    width = masks.shape[0] - 3
+    c = 2 * depth
+    for w in range(words):
+        bits[e, w] = (acc[c, w] & masks[width, w]) | (acc[c + 1, w] & masks[width + 1, w])
+    one = np.uint64(1)
+    for w in range(words):
+        after = bits[e, w] >> one
+        if w + 1 < words:
+            after |= bits[e, w + 1] << np.uint64(63)
+        selected = masks[tag, w] & (after | masks[width + 2, w])
+        acc[c - 2, w] |= selected
+        acc[c - 1, w] |= selected | acc[c + 1, w]
+
+
+@njit(cache=True)
+def _tree_pass(
+    data,
+    p,
+    end,
+    table,
+    names,
+    name_offsets,
+    name_tags,
+    stack,
+    name_stack,
+    attributes,
+    el,
+    tx,
+    bits,
+    acc,
+    masks,
+):
+    """The first pass over one document (``data[p:end]``) for :func:`scan_tree`: checks it as
+    :func:`scan` does and records its elements in document order (``el`` rows), their text
+    children (``tx`` rows: offsets of the raw bytes between two tags, comments or processing
+    instructions, CDATA sections included) and their nested-path bits (:func:`_close_element`).
+    Returns the number of elements, or -1: the document is deferred."""
+    words = bits.shape[1]
+    if (
+        p + 5 < end
+        and data[p] == _LT
+        and data[p + 1] == _QUEST
+        and data[p + 2] == 120
+        and data[p + 3] == 109
+        and data[p + 4] == 108
+        and _space(data[p + 5])
+    ):
+        p = _xml_declaration(data, p, end)
+        if p < 0:
+            return -1
+    n = 0
+    nt = 0
+    depth = 0
+    root_done = False
+    text_from = -1
+    zero = np.uint64(0)
+    while p < end:
+        b = data[p]
+        if b != _LT:
+            if depth == 0:  # outside the root element: whitespace only
+                if not _space(b):
+                    return -1
+                p += 1
+                continue
+            if text_from < 0:
+                text_from = p
+            if b == _AMP:
+                p = _reference(data, p, end)
+                if p < 0:
+                    return -1
+                continue
+            if b == _RSQB and p + 2 < end and data[p + 1] == _RSQB and data[p + 2] == _GT:
+                return -1
+            if 0x20 <= b < 0x7F or b == 10:
+                p += 1
+                continue
+            k = _char(data, p, end)
+            if k == 0:
+                return -1
+            p += k
+            continue
+        if p + 1 >= end:
+            return -1
+        b = data[p + 1]
+        cdata = b == _BANG and p + 2 < end and data[p + 2] == 91
+        if text_from >= 0 and not cdata:  # a text child ends
+            owner = stack[depth]
+            tx[nt, 0] = text_from
+            tx[nt, 1] = p
+            tx[nt, 2] = -1
+            if el[owner, EL_TEXT] < 0:
+                el[owner, EL_TEXT] = nt
+            else:
+                tx[el[owner, EL_LAST], 2] = nt
+            el[owner, EL_LAST] = nt
+            nt += 1
+            text_from = -1
+        if _name_start(b):  # a start tag
+            if root_done or depth + 1 >= MAX_DEPTH:
+                return -1
+            q, name_end, empty, _count = _start_tag(data, p, end, attributes)
+            if q < 0:
+                return -1
+            tag = _tag(data, p + 1, name_end - p - 1, table, names, name_offsets, name_tags)
+            el[n, EL_TAG] = tag
+            el[n, EL_PARENT] = stack[depth] if depth > 0 else -1
+            el[n, EL_POS] = p
+            el[n, EL_TEXT] = -1
+            el[n, EL_LAST] = -1
+            c = 2 * (depth + 1)
+            for w in range(words):
+                acc[c, w] = zero
+                acc[c + 1, w] = zero
+            if empty:
+                if words:
+                    _close_element(n, tag, depth + 1, el, bits, acc, masks)
+                if depth == 0:
+                    root_done = True
+            else:
+                depth += 1
+                stack[depth] = n
+                name_stack[2 * depth] = p + 1
+                name_stack[2 * depth + 1] = name_end - p - 1
+            n += 1
+            p = q
+        elif b == _SLASH:  # an end tag: the open element's name
+            q = -1 if depth == 0 else _end_tag(data, p, end, name_stack, depth)
+            if q < 0:
+                return -1
+            if words:
+                e = stack[depth]
+                _close_element(e, el[e, EL_TAG], depth, el, bits, acc, masks)
+            depth -= 1
+            if depth == 0:
+                root_done = True
+            p = q
+        elif b == _BANG:  # a comment or CDATA section (part of the text); DOCTYPE is expat's
+            if cdata and text_from < 0:
+                text_from = p
+            p = _markup_declaration(data, p, end, depth)
+            if p < 0:
+                return -1
+        elif b == _QUEST:  # a processing instruction
+            p = _processing_instruction(data, p, end)
+            if p < 0:
+                return -1
+        else:
+            return -1
+    if root_done and depth == 0:
+        return n
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _copy(key, k, data, a, b):
+    for x in range(a, b):
+        key[k] = data[x]
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def _guard_key(data, end, e, g, el, tx, bits, attributes, guards, gattr, gattr_names, gpath, key):
+    """The memo key of element ``e`` on guard ``g`` into ``key``; returns its length: the guard
+    (4 bytes), then per attribute name of the guard 1, its raw value, 0 or, if absent, 2; if
+    the guard reads text children, 3, the raw text, 0 for each and a closing 4; a byte 16 or
+    17 per nested path (0 occurs in no document the scanner accepts)."""
+    key[0] = g & 255
+    key[1] = (g >> 8) & 255
+    key[2] = (g >> 16) & 255
+    key[3] = (g >> 24) & 255
+    k = 4
+    a0 = guards[g, G_ATTR0]
+    a1 = guards[g, G_ATTR1]
+    if a1 > a0:
+        _q, _name_end, _empty, count = _start_tag(data, el[e, EL_POS], end, attributes)
+        for j in range(a0, a1):
+            o = gattr[j, 0]
+            n = gattr[j, 1]
+            found = -1
+            for a in range(count):
+                if attributes[2 * a + 1] == n:
+                    s = attributes[2 * a]
+                    same = True
+                    for x in range(n):
+                        if data[s + x] != gattr_names[o + x]:
+                            same = False
+                            break
+                    if same:
+                        found = a
+                        break
+            if found < 0:
+                key[k] = 2
+                k += 1
+            else:
+                key[k] = 1
+                v = attributes[2 * MAX_ATTRIBUTES + 2 * found]
+                k = _copy(key, k + 1, data, v, v + attributes[2 * MAX_ATTRIBUTES + 2 * found + 1])
+                key[k] = 0
+                k += 1
+    if guards[g, G_TEXT]:
+        s = el[e, EL_TEXT]
+        while s >= 0:
+            key[k] = 3
+            k = _copy(key, k + 1, data, tx[s, 0], tx[s, 1])
+            key[k] = 0
+            k += 1
+            s = tx[s, 2]
+        key[k] = 4
+        k += 1
+    one = np.uint64(1)
+    for j in range(guards[g, G_PATH0], guards[g, G_PATH1]):
+        slot = gpath[j]
+        key[k] = 16 + np.uint8((bits[e, slot >> 6] >> np.uint64(slot & 63)) & one)
+        k += 1
+    return k
+
+
+@njit(cache=True, inline="always")
+def _key_hash(key, k):
+    """FNV-1a (64 bits) of ``key[:k]``, halved to fit an int64."""
+    h = np.uint64(14695981039346656037)
+    prime = np.uint64(1099511628211)
+    for x in range(k):
+        h = (h ^ np.uint64(key[x])) * prime
+    return np.int64(h >> np.uint64(1))
+
+
+@njit(cache=True, inline="always")
+def _key_lookup(key, k, h, gslots, ents, keys):
+    """The next DFA state memoized for ``key[:k]`` (hash ``h``), -1 if none is."""
+    mask = len(gslots) - 1
+    s = h & mask
+    while True:
+        j = gslots[s]
+        if j < 0:
+            return -1
+        if ents[j, E_HASH] == h and ents[j, E_LENGTH] == k:
+            o = ents[j, E_OFFSET]
+            same = True
+            for x in range(k):
+                if keys[o + x] != key[x]:
+                    same = False
+                    break
+            if same:
+                return ents[j, E_NEXT]
+        s = (s + 1) & mask
+
+
+@njit(cache=True, nogil=True)
+def scan_tree(
+    data,
+    offsets,
+    status,
+    visited_start,
+    visited_end,
+    visited,
+    ctx,
+    trans,
+    seen,
+    table,
+    names,
+    name_offsets,
+    name_tags,
+    start_state,
+    stack,
+    name_stack,
+    attributes,
+    el,
+    tx,
+    bits,
+    acc,
+    masks,
+    guards,
+    gattr,
+    gattr_names,
+    gpath,
+    gslots,
+    ents,
+    keys,
+    key,
+):
+    """:func:`scan` for query sets with predicates: a first pass records a document's elements
+    (:func:`_tree_pass`), a second steps the DFA over them. A guarded transition
+    (``trans[state, tag] <= -2``: guard ``-2 - value``) is decided by the element's key
+    (:func:`_guard_key`: the raw values of the attributes its predicates read, its text
+    children if they read ``text()``, its nested-path bits) looked up in a hash table
+    (``gslots``, ``ents``, ``keys``); a key not there ends the call with :data:`GUARD` (the
+    caller decides it in Python and adds it). Returns :data:`DONE`, :data:`MISS` or
+    :data:`GUARD`; the call after resumes at the element it stopped at."""
+    ndocs = len(offsets) - 1
+    i = ctx[_DOC]
+    nv = ctx[_VISITED]
+    while i < ndocs:
+        start = offsets[i]
+        end = offsets[i + 1]
+        if ctx[_POS] < 0:  # a new document
+            ctx[_STAMP] += 1
+            visited_start[i] = nv
+            count = -1
+            if start < end:
+                count = _tree_pass(
+                    data,
+                    start,
+                    end,
+                    table,
+                    names,
+                    name_offsets,
+                    name_tags,
+                    stack,
+                    name_stack,
+                    attributes,
+                    el,
+                    tx,
+                    bits,
+                    acc,
+                    masks,
+                )
+            if count < 0:
+                status[i] = DEFERRED
+                visited_end[i] = nv
+                i += 1
+                continue
+            first = 0
+        else:  # resuming after a miss: the first pass's rows are still there
+            count = ctx[_ELEMENTS]
+            first = ctx[_POS]
+        stamp = ctx[_STAMP]
+        for e in range(first, count):
+            parent = el[e, EL_PARENT]
+            top = start_state if parent < 0 else el[parent, EL_STATE]
+            tag = el[e, EL_TAG]
+            nxt = trans[top, tag]
+            if nxt < 0:
+                h = 0
+                k = 0
+                if nxt < -1:  # guarded: the element's key decides
+                    g = -2 - nxt
+                    k = _guard_key(
+                        data,
+                        end,
+                        e,
+                        g,
+                        el,
+                        tx,
+                        bits,
+                        attributes,
+                        guards,
+                        gattr,
+                        gattr_names,
+                        gpath,
+                        key,
+                    )
+                    h = _key_hash(key, k)
+                    nxt = _key_lookup(key, k, h, gslots, ents, keys)
+                if nxt < 0:  # back to Python, then again from this element
+                    ctx[_DOC] = i
+                    ctx[_POS] = e
+                    ctx[_ELEMENTS] = count
+                    ctx[_VISITED] = nv
+                    ctx[_MISS_STATE] = top
+                    ctx[_MISS_TAG] = tag
+                    ctx[_KEY] = k
+                    ctx[_KEY_HASH] = h
+                    return GUARD if k > 0 else MISS
+            el[e, EL_STATE] = nxt
+            if seen[nxt] != stamp:
+                seen[nxt] = stamp
+                visited[nv] = nxt
+                nv += 1
+        status[i] = ACCEPTED
+        visited_end[i] = nv
+        ctx[_POS] = -1
+        i += 1
+    ctx[_DOC] = i
+    ctx[_VISITED] = nv
+    return DONE
 
 
 @njit(cache=True, nogil=True)
@@ -838,6 +1264,12 @@ _SCAN = (
     "i8(u1[::1], i8[::1], i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[:, ::1], i8[::1], "
     "i4[::1], u1[::1], i8[::1], i4[::1], i8, i4[::1], i8[::1], i8[::1])"
 )
+_SCAN_TREE = (
+    "i8(u1[::1], i8[::1], i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[:, ::1], i8[::1], "
+    "i4[::1], u1[::1], i8[::1], i4[::1], i8, i4[::1], i8[::1], i8[::1], i8[:, ::1], i8[:, ::1], "
+    "u8[:, ::1], u8[:, ::1], u8[:, ::1], i8[:, ::1], i8[:, ::1], u1[::1], i8[::1], i8[::1], "
+    "i8[:, ::1], u1[::1], u1[::1])"
+)
 _FORMAT = "Tuple((i8[::1], u1[::1]))(i4[::1], i8[::1], i8[::1])"
 _ANSWERS = (
     "Tuple((i8[::1], i4[::1]))(i1[::1], i8[::1], i8[::1], i4[::1], i8[::1], i4[::1], i4[::1], "
@@ -846,12 +1278,12 @@ _ANSWERS = (
 
 
 def build_aot(folder: Path = Path(__file__).parent) -> list[Path]:
-    """Compiles :func:`scan`, :func:`answers` and :func:`format_numbers` ahead of time (Numba's
+    """Compiles :func:`scan`, :func:`scan_tree`, :func:`answers` and :func:`format_numbers` ahead of time (Numba's
     ``pycc``, a C compiler links them) into two extension modules in ``folder``, each stamped
     with :func:`xpfilt.software.scanner.source_hash`: ``_scanner_aot_scan`` without Numba's
     reference counting (NRT), as :func:`scan` is compiled just in time too (``_nrt=False``: it
     allocates nothing, and the atomic increments and decrements around every array its helpers
-    take were half its time), and ``_scanner_aot`` for the two that allocate their answers.
+    take were half its time), and ``_scanner_aot`` for :func:`scan_tree` and the two that allocate their answers.
     pycc chooses NRT per module, hence two."""
     import platform
     import warnings
@@ -876,7 +1308,11 @@ def build_aot(folder: Path = Path(__file__).parent) -> list[Path]:
             "_scanner_aot",
             True,
             AOT_CPU if x86 else "",
-            (("answers", _ANSWERS, answers), ("format_numbers", _FORMAT, format_numbers)),
+            (
+                ("scan_tree", _SCAN_TREE, scan_tree),
+                ("answers", _ANSWERS, answers),
+                ("format_numbers", _FORMAT, format_numbers),
+            ),
         ),
     ):
         cc = CC(name)

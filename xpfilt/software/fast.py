@@ -25,13 +25,18 @@ steps are tested on the element and the outcome picks the memoized next set. The
 value; each distinct test runs once per element, and only on an element that has what it needs
 (the attribute, a text child, a child of the name its nested path starts with): single
 comparisons are read from a per-transition table, value -> the tests it satisfies. ``text()`` needs the element's text children, ``position()`` its
-earlier siblings and a nested path (twig) its subtree, so a query set with any of them runs over
-:func:`xpfilt.software.events.parse_events` and the predicates' first pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
+earlier siblings and a nested path (twig) its subtree, so on this Python path a query set with
+any of them runs over :func:`xpfilt.software.events.parse_events` and the predicates' first
+pass, as the reference does. Profiles that combine paths with ``and``/``or``/``not`` are answered from their
 paths' answers (:class:`xpfilt.lang.profiles.ProfilePaths`).
 
-Query sets without predicates run through the compiled loop (:mod:`xpfilt.software.compiled`,
-see :func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
-steps the same DFA kept as arrays, and comes back here only on a miss. It decides only the common
+Query sets run through the compiled loop (:mod:`xpfilt.software.compiled`, see
+:func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
+steps the same DFA kept as arrays, and comes back here only on a miss. With predicates it makes
+two passes per document and decides a guarded transition by the element's key (the raw values
+its predicates read, its nested-path bits: :mod:`xpfilt.software.fast_guards`), so it comes
+back here only for a key it has not met; ``position()`` and nested paths with predicates of
+their own keep the Python path. It decides only the common
 case of XML; every other document it defers to the Python path below (``stats`` counts
 ``compiled_documents`` and ``expat_documents``). On that path documents are made UTF-8 by
 :func:`xpfilt.software.events.utf8_document` (the one encoding policy) and parsed by expat
@@ -65,6 +70,7 @@ from xpfilt.software.events import (
     parse_events,
     utf8_document,
 )
+from xpfilt.software.fast_guards import GuardTables, compilable, nested_paths
 from xpfilt.software.fast_predicates import (
     CHILD,
     CHILDREN,
@@ -117,6 +123,7 @@ def compiled_loop() -> Optional[SimpleNamespace]:
         if aot is not None and aot.source_hash() == stamp == aot_scan.source_hash():
             found = SimpleNamespace(
                 scan=aot_scan.scan,
+                scan_tree=aot.scan_tree,
                 answers=aot.answers,
                 format_numbers=aot.format_numbers,
                 kind="aot",
@@ -128,11 +135,21 @@ def compiled_loop() -> Optional[SimpleNamespace]:
             return None
         found = SimpleNamespace(
             scan=compiled.scan,
+            scan_tree=compiled.scan_tree,
             answers=compiled.answers,
             format_numbers=compiled.format_numbers,
             kind="jit",
         )
-    for name in ("ACCEPTED", "MISS", "MAX_DEPTH", "MAX_ATTRIBUTES", "CTX_SIZE", "name_table"):
+    for name in (
+        "ACCEPTED",
+        "MISS",
+        "GUARD",
+        "MAX_DEPTH",
+        "MAX_ATTRIBUTES",
+        "CTX_SIZE",
+        "TREE_CTX_SIZE",
+        "name_table",
+    ):
         setattr(found, name, getattr(scanner, name))
     return found
 
@@ -217,13 +234,16 @@ class _Nfa:
             final_of.append(state)
 
         count = len(eps)
-        names = sorted((set(edge_names) | {name for _, name in guarded}) - {"*"})
+        guarded_steps = [step for targets in guarded.values() for step, _ in targets]
+        # the names of nested paths too: the compiled loop's first pass matches them by tag id
+        nested = {step.name for path in nested_paths(guarded_steps) for step in path.steps}
+        names = sorted((set(edge_names) | {name for _, name in guarded} | nested) - {"*"})
         self.tag_ids = tag_ids = {name: i for i, name in enumerate(names, start=1)}
         tag_ids_or_wild = {**tag_ids, "*": 0}
         self.guarded = {
             (s, tag_ids_or_wild[name]): targets for (s, name), targets in guarded.items()
         }
-        guarded_steps = [step for targets in guarded.values() for step, _ in targets]
+        self.guarded_steps = guarded_steps
         self.needs_text = needs_text(guarded_steps)
         self.needs_tree = needs_tree(guarded_steps)
         #: the steps whose predicates call position(): every element's siblings are counted
@@ -378,8 +398,14 @@ class FastFilter:
         }
         nfa = self._nfa
         self._loop = None
-        if compiled is not False and not nfa.guarded:
+        #: query sets with predicates: the compiled loop's guards (None: no predicates)
+        self._guards: Optional[GuardTables] = None
+        if compiled is not False and (not nfa.guarded or compilable(nfa.guarded_steps)):
             self._loop = compiled_loop()
+        if self._loop is not None and nfa.guarded:
+            self._guards = GuardTables(nfa.guarded_steps, nfa.tag_ids, nfa.width)
+            self._tag_names = {tag: name for name, tag in nfa.tag_ids.items()}
+            self.stats["guard_misses"] = 0
         self.stats["engine"] = "compiled" if self._loop is not None else "python"
         self.stats["loop"] = self._loop.kind if self._loop is not None else None
         if self._loop is not None:
@@ -395,11 +421,13 @@ class FastFilter:
             self._scratch = (
                 np.zeros(depth, np.int32),  # DFA state per open element
                 np.zeros(2 * depth, np.int64),  # name offset and length per open element
-                np.zeros(2 * self._loop.MAX_ATTRIBUTES, np.int64),
+                np.zeros(4 * self._loop.MAX_ATTRIBUTES, np.int64),
             )
             self._stamp = 0
             self._answer_rate = 4.0  # positions per document answers() makes room for
             self._numbers_table = None  # filter_many_text's numbers, and as an array
+            self._tree_scratch: Optional[tuple] = None  # scan_tree's rows, sized per batch
+            self._key = np.zeros(0, np.uint8)
         self._reset()
 
     # -- the lazy DFA ---------------------------------------------------------------------
@@ -410,6 +438,8 @@ class FastFilter:
         self._accepts: list = []  # DFA state -> positions it accepts, or None
         self._guarded: dict = {}  # (DFA state, name) -> (base set, candidates)
         self._memo_bytes = 0
+        if self._guards is not None:
+            self._guards.reset()
         if self._loop is not None:  # the same DFA as arrays: transitions, accepted queries
             self._table = np.full((64, self._nfa.width), -1, np.int32)
             self._seen = np.zeros(64, np.int64)
@@ -771,6 +801,28 @@ class FastFilter:
         visited_start = np.zeros(count, np.int64)
         visited_end = np.zeros(count, np.int64)
         visited = np.empty(len(data) // 3 + 1, np.int32)
+        scan = self._scan_paths if self._guards is None else self._scan_tree
+        scan(datas, data, offsets, status, visited_start, visited_end, visited)
+        bounds, found = loop.answers(
+            status,
+            visited_start,
+            visited_end,
+            visited,
+            self._accept_start,
+            self._accept_count,
+            self._accept_words,
+            self._accept_masks,
+            self._order,
+            *self._bits,
+            int(self._answer_rate * count) + 1024,
+        )
+        # the next batch's room: a quarter more per document than this one needed
+        self._answer_rate = 1.25 * int(bounds[-1]) / max(count, 1)
+        return status, bounds, found[: bounds[-1]]
+
+    def _scan_paths(self, datas, data, offsets, status, visited_start, visited_end, visited):
+        """:meth:`_scan`'s loop for query sets without predicates (``scan``)."""
+        loop = self._loop
         ctx = np.zeros(loop.CTX_SIZE, np.int64)
         ctx[1] = -1  # no document begun
         ctx[5] = self._stamp
@@ -800,30 +852,108 @@ class FastFilter:
         ):
             self._array_miss(int(ctx[6]), int(ctx[7]))
         self._stamp = int(ctx[5])
-        bounds, found = loop.answers(
-            status,
-            visited_start,
-            visited_end,
-            visited,
-            self._accept_start,
-            self._accept_count,
-            self._accept_words,
-            self._accept_masks,
-            self._order,
-            *self._bits,
-            int(self._answer_rate * count) + 1024,
-        )
-        # the next batch's room: a quarter more per document than this one needed
-        self._answer_rate = 1.25 * int(bounds[-1]) / max(count, 1)
-        return status, bounds, found[: bounds[-1]]
+
+    def _scan_tree(self, datas, data, offsets, status, visited_start, visited_end, visited):
+        """:meth:`_scan`'s loop for query sets with predicates (``scan_tree``): also comes
+        back on a guard's key it has not seen (:meth:`_guard_miss`)."""
+        loop, guards = self._loop, self._guards
+        ctx = np.zeros(loop.TREE_CTX_SIZE, np.int64)
+        ctx[1] = -1  # no document begun
+        ctx[5] = self._stamp
+        table, names, name_offsets, name_tags = self._names
+        stack, name_stack, attributes = self._scratch
+        longest = max(map(len, datas), default=0)
+        elements = longest // 4 + 2  # the shortest element is <a/>
+        if self._tree_scratch is None or len(self._tree_scratch[0]) < elements:
+            self._tree_scratch = (
+                np.zeros((elements, 6), np.int64),  # element rows (scanner.EL_*)
+                np.zeros((elements, 3), np.int64),  # text children: start, end, next
+                np.zeros((elements, guards.words), np.uint64),  # nested-path bits
+                np.zeros((2 * (loop.MAX_DEPTH + 1), guards.words), np.uint64),
+            )
+        el, tx, bits, acc = self._tree_scratch
+        while True:
+            arrays = guards.arrays()
+            key = self._key
+            if len(key) < 2 * longest + guards.key_overhead:
+                key = self._key = np.zeros(2 * (2 * longest + guards.key_overhead), np.uint8)
+            found = loop.scan_tree(
+                data,
+                offsets,
+                status,
+                visited_start,
+                visited_end,
+                visited,
+                ctx,
+                self._table,
+                self._seen,
+                table,
+                names,
+                name_offsets,
+                name_tags,
+                self._start,
+                stack,
+                name_stack,
+                attributes,
+                el,
+                tx,
+                bits,
+                acc,
+                guards.masks,
+                *arrays,
+                guards.gslots,
+                guards.ents,
+                guards.keys,
+                key,
+            )
+            if found == loop.MISS:
+                self._array_miss(int(ctx[6]), int(ctx[7]))
+            elif found == loop.GUARD:
+                self._guard_miss(int(ctx[6]), int(ctx[7]), bytes(key[: ctx[9]]), int(ctx[10]))
+            else:
+                break
+        self._stamp = int(ctx[5])
 
     def _array_miss(self, top: int, tag: int) -> None:
-        """Fills ``table[top, tag]``: the compiled loop met it (tag 0: a name no query has)."""
+        """Fills ``table[top, tag]``: the compiled loop met it (tag 0: a name no query has);
+        a transition through guarded steps becomes a guard (:mod:`.fast_guards`)."""
         self.stats["misses"] += 1
         nfa = self._nfa
-        kept, targets = nfa.step(self._states(top), tag)
+        states = self._states(top)
+        kept, targets = nfa.step(states, tag)
+        if nfa.guarded:
+            candidates = nfa.guarded_candidates(states, tag)
+            if candidates:
+                name = self._tag_names.get(tag, "")  # "": a name no query has
+                g = self._guards.add(top, tag, name, kept, targets, candidates)
+                self._memo_bytes += kept.nbytes + targets.nbytes
+                self._table[top, tag] = -2 - g
+                return
         nxt = self._intern(nfa.close(kept, targets), targets)  # may grow the table
         self._table[top, tag] = nxt
+
+    def _guard_miss(self, top: int, tag: int, key: bytes, h: int) -> None:
+        """Decides the guarded transition ``table[top, tag]`` for an element whose key (see
+        :mod:`.fast_guards`) the loop has not met, and adds the key. Without nested paths the
+        Python path's :meth:`_miss` decides it (its per-value tables, same tests); with them,
+        the reference's step test with the loop's nested-path bits."""
+        self.stats["guard_misses"] += 1
+        guards = self._guards
+        guard = guards.guards[-2 - int(self._table[top, tag])]
+        attrs, texts, bits = guards.decode(guard, key)
+        if not guard.paths:
+            nxt = self._miss(top, guard.name, attrs, texts, None)
+        else:
+            passed = guard.decide(attrs, texts, bits)
+            nxt = guard.outcomes.get(passed)
+            if nxt is None:
+                chosen = [t for (_, t), ok in zip(guard.candidates, passed) if ok]
+                entered = np.concatenate([guard.targets, np.array(chosen, _INDEX)])
+                nxt = self._intern(self._nfa.close(guard.kept, entered), entered)
+                guard.outcomes[passed] = nxt
+                self._memo_bytes += _ENTRY_BYTES + len(passed) * 8
+        guards.insert(key, h, nxt)
+        self._memo_bytes += len(key) + 40
 
     def _filter_expat(self, document: Document) -> list[int]:
         """Structural paths only: expat's callbacks step the DFA, no event objects."""

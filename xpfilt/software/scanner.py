@@ -16,6 +16,7 @@ __all__ = [
     "DEFERRED",
     "DONE",
     "MISS",
+    "GUARD",
     "MAX_DEPTH",
     "MAX_ATTRIBUTES",
     "CTX_SIZE",
@@ -26,8 +27,9 @@ __all__ = [
 
 #: A document's verdict in the loop's ``status``: 0 not scanned yet.
 ACCEPTED, DEFERRED = 1, 2
-#: What the loop's ``scan`` returns.
-DONE, MISS = 0, 1
+#: What the loop's ``scan`` returns (``scan_tree`` also ``GUARD``: a guarded transition's key
+#: is not in the table yet).
+DONE, MISS, GUARD = 0, 1, 2
 #: Element nesting the scanner follows (deeper documents are deferred).
 MAX_DEPTH = 1024
 #: Attributes per element the duplicate check follows (more are deferred).
@@ -37,8 +39,20 @@ CTX_DOC, CTX_POS, CTX_DEPTH, CTX_ROOT_DONE, CTX_VISITED, CTX_STAMP, CTX_MISS_STA
     range(8)
 )
 CTX_SIZE = 8
+#: ``scan_tree``'s further ctx slots: the elements of the document it stopped in, and on
+#: ``GUARD`` the length and the hash of the key it did not find.
+CTX_ELEMENTS, CTX_KEY, CTX_HASH = range(8, 11)
+TREE_CTX_SIZE = 11
+#: Columns of ``scan_tree``'s element rows: tag id, parent element (-1: the root), offset of
+#: its ``<``, DFA state, first and last of its text children (``tx`` rows, linked; -1: none).
+EL_TAG, EL_PARENT, EL_POS, EL_STATE, EL_TEXT, EL_LAST = range(6)
+#: Columns of its guard rows: its attribute names ``gattr[a0:a1]``, whether it reads the text
+#: children, its nested paths ``gpath[p0:p1]``; of its memo entries: key offset and length in
+#: ``keys``, next DFA state, key hash.
+G_ATTR0, G_ATTR1, G_TEXT, G_PATH0, G_PATH1 = range(5)
+E_OFFSET, E_LENGTH, E_NEXT, E_HASH = range(4)
 
-_SOURCE = Path(__file__).with_name("compiled.py")
+_SOURCES = (Path(__file__).with_name("compiled.py"), Path(__file__))
 
 
 def cpu_runs_aot() -> bool:
@@ -83,6 +97,7 @@ def name_table(tag_ids: dict) -> tuple:
 
 
 def source_hash() -> int:
-    """A 62-bit hash of ``compiled.py``: the ahead-of-time module answers it when it was built
-    from this very source."""
-    return int.from_bytes(hashlib.sha256(_SOURCE.read_bytes()).digest()[:8], "little") >> 2
+    """A 62-bit hash of ``compiled.py`` and of this module (its constants): the ahead-of-time
+    module answers it when it was built from this very source."""
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in _SOURCES)).digest()
+    return int.from_bytes(digest[:8], "little") >> 2
