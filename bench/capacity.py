@@ -116,6 +116,49 @@ PROG = dict(max_tag_len=16, max_depth=16)
 PROG_TAGS = {"icebreaker": 31, "ulx3s-85f": 127}
 
 
+#: The table's columns (bench/ethernet_capacity.py adds its Ethernet rows to the same table:
+#: the link, each clock's Fmax, Yosys' LUTs and flip-flops, the block RAMs).
+COLUMNS = [
+    ("board", "board"),
+    ("link", "link"),
+    ("kind", "engine"),
+    ("depth", "query depth"),
+    ("readout", "readout"),
+    ("queries", "queries"),
+    ("columns", "columns"),
+    ("queries_d4", "d4 queries held"),
+    ("queries_d8", "d8 queries held"),
+    ("status", "status"),
+    ("predicted", "predicted"),
+    ("cells", "logic cells"),
+    ("cell_share", "of device"),
+    ("fmax_mhz", "Fmax MHz"),
+    ("fmax_clocks", "Fmax per clock MHz (constraint, verdict)"),
+    ("meets_timing", "meets every clock"),
+    ("luts", "LUTs (Yosys)"),
+    ("ffs", "FFs (Yosys)"),
+    ("dp16kd", "DP16KD"),
+    ("clock_mhz", "clock MHz (constraint)"),
+    ("clock_source", "clock from"),
+    ("router", "router"),
+    ("bytes_per_cycle", "bytes/cycle"),
+    ("mb_s_board_clock", "engine MB/s @board clock"),
+    ("mb_s_fmax", "engine MB/s @Fmax"),
+    ("uart_115200_mb_s", "UART MB/s @115200"),
+    ("fastest_baud", "fastest baud"),
+    ("uart_fastest_mb_s", "UART MB/s @fastest"),
+    ("limit", "limited by"),
+    ("luts_per_unit", "LUTs per query/column"),
+    ("packing_ratio", "cells/LUT"),
+    ("probes", "probes"),
+    ("all_tries", "all P&R runs (size: result, s)"),
+    ("pnr_seconds", "nextpnr s"),
+    ("placement_estimate_mhz", "post-placement MHz"),
+    ("rtl_digest", "RTL digest"),
+    ("error", "error"),
+]
+
+
 def log(message: str) -> None:
     print(f"[capacity {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
@@ -693,39 +736,6 @@ def main() -> None:
                 r.get("readout", "serial") != "serial",
             )
         )
-    columns = [
-        ("board", "board"),
-        ("kind", "engine"),
-        ("depth", "query depth"),
-        ("readout", "readout"),
-        ("queries", "queries"),
-        ("columns", "columns"),
-        ("queries_d4", "d4 queries held"),
-        ("queries_d8", "d8 queries held"),
-        ("status", "status"),
-        ("predicted", "predicted"),
-        ("cells", "logic cells"),
-        ("cell_share", "of device"),
-        ("fmax_mhz", "Fmax MHz"),
-        ("clock_mhz", "clock MHz (constraint)"),
-        ("clock_source", "clock from"),
-        ("router", "router"),
-        ("bytes_per_cycle", "bytes/cycle"),
-        ("mb_s_board_clock", "engine MB/s @board clock"),
-        ("mb_s_fmax", "engine MB/s @Fmax"),
-        ("uart_115200_mb_s", "UART MB/s @115200"),
-        ("fastest_baud", "fastest baud"),
-        ("uart_fastest_mb_s", "UART MB/s @fastest"),
-        ("limit", "limited by"),
-        ("luts_per_unit", "LUTs per query/column"),
-        ("packing_ratio", "cells/LUT"),
-        ("probes", "probes"),
-        ("all_tries", "all P&R runs (size: result, s)"),
-        ("pnr_seconds", "nextpnr s"),
-        ("placement_estimate_mhz", "post-placement MHz"),
-        ("rtl_digest", "RTL digest"),
-        ("error", "error"),
-    ]
     notes = (
         f"Board builds (engine + UART host link + LEDs) with yowasp Yosys/nextpnr "
         "(ECP5: router2 unless the router column says router1: router2 is faster on large "
@@ -746,7 +756,15 @@ def main() -> None:
         f"{total:.0f} s{' (from the cache)' if args.cached_only else ''}; all builds in "
         f"the cache took {tool_time / 60:.0f} min."
     )
-    save("capacity", rows, columns, "Board capacity: largest designs that place and route", notes)
+    saved = (
+        json.loads((RESULTS / "capacity.json").read_text())
+        if (RESULTS / "capacity.json").exists()
+        else {"rows": [], "table": {"notes": ""}}
+    )
+    rows += [r for r in saved["rows"] if r.get("link") == "ethernet" and r not in rows]
+    ethernet = saved["table"]["notes"].partition(" Ethernet rows")  # bench/ethernet_capacity.py's
+    notes += ethernet[1] + ethernet[2]
+    save("capacity", rows, COLUMNS, "Board capacity: largest designs that place and route", notes)
     log(f"done in {total:.0f} s")
 
 

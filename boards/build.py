@@ -44,7 +44,7 @@ from xpfilt.boards.platforms import Board, get_board
 from xpfilt.boards.protocol import UDP_PORT, Mode
 from xpfilt.boards.top import BoardCore, BoardTop, EngineInstance
 from xpfilt.boards.uart import MIN_DIVIDER
-from xpfilt.boards.udp_link import max_record
+from xpfilt.boards.udp_link import readout_buffer_size
 from xpfilt.compiler.custom import CompileOptions, Plan, compile_queries
 from xpfilt.compiler.programmable import HardwareSpec
 from xpfilt.eda.synth import ToolError, count_cells, run_tool, summarize_nextpnr_report, tool
@@ -266,7 +266,8 @@ class BuildConfig:
     udp_port: int = UDP_PORT
 
 
-#: The link's clock on an Ethernet board (LiteEth's system clock; the RGMII line's rate).
+#: The link's clock on an Ethernet board (the protocol endpoint's, a byte per cycle: the RGMII
+#: line's rate); LiteEth's system clock is the board's ``liteeth_hz``.
 LINK_HZ = 125e6
 
 
@@ -325,6 +326,8 @@ def write_design_files(
             "clkfb_div": pll.clkfb_div,
             "clkop_div": pll.clkop_div,
         }
+        if pll.clkos_div:
+            info["pll"]["clkos_div"] = pll.clkos_div
     (output / "board.json").write_text(json.dumps(info, indent=1) + "\n")
     return info
 
@@ -533,7 +536,7 @@ def build_board(
                     f"engine clock must be the link's {LINK_HZ / 1e6:g} MHz with --link "
                     f"ethernet (one PLL output clocks both), not {config.clock_hz / 1e6:g} MHz"
                 )
-            pll = ecp5_pll(board.clock_hz, LINK_HZ)
+            pll = ecp5_pll(board.clock_hz, LINK_HZ, board.liteeth_hz)
             divider = 0
         else:
             pll = engine_clock(board, config.clock_hz)
@@ -682,7 +685,11 @@ def _ethernet_top(design, board, config, pll, out, platform, log):
     from xpfilt.boards.liteeth import LITEETH_MODULE, EthernetConfig, generate_liteeth
 
     ethernet = EthernetConfig(
-        board.liteeth_device, mac=config.mac, ip=config.ip, port=config.udp_port, clock_hz=LINK_HZ
+        board.liteeth_device,
+        mac=config.mac,
+        ip=config.ip,
+        port=config.udp_port,
+        clock_hz=board.liteeth_hz,
     )
     log(f"{board.name}: LiteEth core for {ethernet.address} ...")
     try:
@@ -701,7 +708,7 @@ def _ethernet_top(design, board, config, pll, out, platform, log):
         ip=config.ip,
         port=config.udp_port,
         input_buffer=16384,
-        readout_buffer=max(16384, 1 << (max_record(design.readout, design.width) - 1).bit_length()),
+        readout_buffer=readout_buffer_size(design.readout, design.width),
         timeout=int(LINK_HZ * 0.05),
     )
     preferences = f'FREQUENCY PORT "eth_rgmii_0__rx_clk__io" {LINK_HZ / 1e6:g} MHz;\n'

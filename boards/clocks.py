@@ -19,7 +19,14 @@ from amaranth.hdl import Instance, Module
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import Out
 
-__all__ = ["ECP5_VCO_HZ", "ECP5_PFD_HZ", "PLL_FAMILIES", "Ecp5Pll", "ecp5_pll", "Ecp5PllClock"]
+__all__ = [
+    "ECP5_VCO_HZ",
+    "ECP5_PFD_HZ",
+    "PLL_FAMILIES",
+    "Ecp5Pll",
+    "ecp5_pll",
+    "Ecp5PllClock",
+]
 
 #: The VCO's range and the phase detector's (input / CLKI_DIV) range, Hz.
 ECP5_VCO_HZ = (400e6, 800e6)
@@ -36,12 +43,14 @@ PLL_FAMILIES = ("ecp5",)
 
 @dataclass(frozen=True)
 class Ecp5Pll:
-    """An EHXPLLL with its feedback from CLKOP: ``input_hz`` in, CLKOP out."""
+    """An EHXPLLL with its feedback from CLKOP: ``input_hz`` in, CLKOP out; and, when
+    ``clkos_div`` is not 0, a second output CLKOS (the VCO / ``clkos_div``)."""
 
     input_hz: float
     clki_div: int
     clkfb_div: int
     clkop_div: int
+    clkos_div: int = 0
 
     @property
     def output_hz(self) -> float:
@@ -56,10 +65,16 @@ class Ecp5Pll:
         """The coarse phase of CLKOP in VCO cycles: half its divider (0 degrees, as ecppll)."""
         return (self.clkop_div - 1) // 2
 
+    @property
+    def secondary_hz(self) -> float:
+        """CLKOS's frequency (0: not used)."""
+        return self.vco_hz / self.clkos_div if self.clkos_div else 0.0
 
-def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
+
+def ecp5_pll(input_hz: float, output_hz: float, secondary_hz: float = 0) -> Ecp5Pll:
     """The dividers whose output is nearest ``output_hz`` (ties: the VCO nearest the middle of
-    its range); ValueError when nothing comes within :data:`TOLERANCE`."""
+    its range) and, with ``secondary_hz``, whose VCO also divides to that within
+    :data:`TOLERANCE` (CLKOS); ValueError when nothing comes within :data:`TOLERANCE`."""
     low, high = ECP5_OUT_HZ
     if not low <= output_hz <= high:
         raise ValueError(
@@ -77,16 +92,24 @@ def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
             out = pfd * clkfb_div
             first = max(1, math.ceil(ECP5_VCO_HZ[0] / out))
             for clkop_div in range(first, min(max_op, int(ECP5_VCO_HZ[1] // out)) + 1):
-                if ECP5_OUT_HZ[0] <= out <= ECP5_OUT_HZ[1]:
-                    key = (abs(out - output_hz), abs(out * clkop_div - middle))
-                    if best_key is None or key < best_key:
-                        best = Ecp5Pll(input_hz, clki_div, clkfb_div, clkop_div)
-                        best_key = key
+                if not ECP5_OUT_HZ[0] <= out <= ECP5_OUT_HZ[1]:
+                    continue
+                vco = out * clkop_div
+                clkos_div = 0
+                if secondary_hz:
+                    clkos_div = max(1, min(max_op, round(vco / secondary_hz)))
+                    if abs(vco / clkos_div - secondary_hz) > TOLERANCE * secondary_hz:
+                        continue
+                key = (abs(out - output_hz), abs(vco - middle))
+                if best_key is None or key < best_key:
+                    best = Ecp5Pll(input_hz, clki_div, clkfb_div, clkop_div, clkos_div)
+                    best_key = key
     if best is None or abs(best.output_hz - output_hz) > TOLERANCE * output_hz:
         nearest = f" (nearest {best.output_hz / 1e6:g} MHz)" if best else ""
+        also = f" and {secondary_hz / 1e6:g} MHz" if secondary_hz else ""
         raise ValueError(
             f"engine clock must be within {TOLERANCE:.0%} of what an ECP5 PLL "
-            f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz"
+            f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz{also}"
             f"{nearest}"
         )
     return best
@@ -94,9 +117,11 @@ def ecp5_pll(input_hz: float, output_hz: float) -> Ecp5Pll:
 
 class Ecp5PllClock(wiring.Component):
     """The platform's default clock into an ECP5 EHXPLLL: ``clk`` at ``pll.output_hz``
-    (CLKOP, fed back), ``locked`` once it is stable."""
+    (CLKOP, fed back), ``clk2`` at ``pll.secondary_hz`` (CLKOS, if used), ``locked`` once
+    they are stable."""
 
     clk: Out(1)
+    clk2: Out(1)
     locked: Out(1)
 
     def __init__(self, pll: Ecp5Pll):
@@ -109,6 +134,16 @@ class Ecp5PllClock(wiring.Component):
         clk_in = platform.request(platform.default_clk, dir="-")
         m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_in)
         mhz = lambda hz: f"{hz / 1e6:g}"  # noqa: E731
+        secondary = {}
+        if pll.clkos_div:
+            secondary = dict(
+                a_FREQUENCY_PIN_CLKOS=mhz(pll.secondary_hz),
+                p_CLKOS_ENABLE="ENABLED",
+                p_CLKOS_DIV=pll.clkos_div,
+                p_CLKOS_CPHASE=(pll.clkos_div - 1) // 2,
+                p_CLKOS_FPHASE=0,
+                o_CLKOS=self.clk2,
+            )
         m.submodules.pll = Instance(
             "EHXPLLL",
             a_FREQUENCY_PIN_CLKI=mhz(pll.input_hz),
@@ -142,5 +177,6 @@ class Ecp5PllClock(wiring.Component):
             i_ENCLKOP=0,
             o_CLKOP=self.clk,
             o_LOCK=self.locked,
+            **secondary,
         )
         return m

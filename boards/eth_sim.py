@@ -21,14 +21,15 @@ What is swapped for simulation, and why:
   their definitions in Lattice's ECP5 library. ``DELAYG`` delays by zero: its 2 ns moves the
   sampling point within the bit time of a real line, which a zero-delay simulation does not have.
 * ``BUFG``, the clock buffer the GMII PHY instantiates, is a wire.
-* No PLL: the simulation's clocks are ports (``link_clk``, ``clk`` for the engine), as the PLL
-  output would be.
+* No PLL: the simulation's clocks are ports (``link_clk``, ``clk`` for the engine, ``eth_clk``
+  for LiteEth's system clock), as the PLL outputs would be.
 """
 
 from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from xpfilt.boards.eth_bridge import UdpPortBridge
 from xpfilt.boards.liteeth import LITEETH_MODULE, udp_port_connections
 
 __all__ = [
@@ -94,8 +95,9 @@ endmodule
 
 class EthernetSimTop(wiring.Component):
     """``core`` (an :class:`xpfilt.boards.eth_top.EthernetBoardCore`) with LiteEth's core
-    (module :data:`xpfilt.boards.liteeth.LITEETH_MODULE`) of PHY ``phy`` (:data:`SIM_PHYS`).
-    LiteEth's system clock is the ``link`` domain's; the engine runs in ``sync``. Ports:
+    (module :data:`xpfilt.boards.liteeth.LITEETH_MODULE`) of PHY ``phy`` (:data:`SIM_PHYS`), a
+    :class:`xpfilt.boards.eth_bridge.UdpPortBridge` between. LiteEth's system clock is the
+    ``eth`` domain's, the endpoint's the ``link`` domain's; the engine runs in ``sync``. Ports:
     ``leds`` and the PHY's pins -- RGMII: ``rgmii_rx_clk``, ``rgmii_rxd`` (4 bits),
     ``rgmii_rx_ctl``, ``rgmii_tx_clk`` (out), ``rgmii_txd``, ``rgmii_tx_ctl``; GMII:
     ``gmii_rx_clk`` (both of LiteEth's PHY clocks), ``gmii_rxd`` (8 bits), ``gmii_rx_dv``,
@@ -162,12 +164,15 @@ class EthernetSimTop(wiring.Component):
         m = Module()
         m.submodules.core = core = self.core
         m.d.comb += self.leds.eq(core.leds.as_value())
+        m.submodules.bridge = bridge = UdpPortBridge()
+        wiring.connect(m, bridge.rx, core.rx)
+        wiring.connect(m, core.tx, bridge.tx)
         m.submodules.liteeth = Instance(
             LITEETH_MODULE,
-            i_sys_clock=ClockSignal("link"),
-            i_sys_reset=ResetSignal("link"),
+            i_sys_clock=ClockSignal("eth"),
+            i_sys_reset=ResetSignal("eth"),
             **self._phy_connections(),
-            **udp_port_connections(core.rx, core.tx, core.endpoint["port"]),
+            **udp_port_connections(bridge.wide_rx, bridge.wide_tx, core.endpoint["port"]),
         )
         return m
 
@@ -201,7 +206,7 @@ def ethernet_sim_verilog(
     )
     from xpfilt.boards.protocol import UDP_PORT
     from xpfilt.boards.top import EngineInstance
-    from xpfilt.boards.udp_link import max_record
+    from xpfilt.boards.udp_link import readout_buffer_size
     from xpfilt.hdl.verilog import TOP_NAME
 
     if phy not in SIM_PHYS:
@@ -226,8 +231,8 @@ def ethernet_sim_verilog(
         mac=mac,
         ip=ip,
         port=port,
-        input_buffer=16384,  # as the board's (xpfilt.boards.build)
-        readout_buffer=max(16384, 1 << (max_record(design.readout, design.width) - 1).bit_length()),
+        input_buffer=16384,
+        readout_buffer=readout_buffer_size(design.readout, design.width),
         timeout=timeout,
     )
     text = verilog.convert(EthernetSimTop(core, phy), name=SIM_TOP)

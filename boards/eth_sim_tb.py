@@ -35,6 +35,8 @@ from xpfilt.sim.config import CONFIG_ENV
 HOST_MAC = bytes.fromhex("020000000001")
 #: The simulated host's IP address: the board's with the last byte 1 (or 2 if that is the board).
 PERIOD_NS = 8
+#: LiteEth's system clock (62.5 MHz, its 32-bit datapath), as on the boards.
+ETH_PERIOD_NS = 16
 
 
 def _checksum(header: bytes) -> int:
@@ -88,12 +90,15 @@ async def ethernet_bridge(dut):
 
     Clock(dut.link_clk, PERIOD_NS, unit="ns").start()
     Clock(dut.clk, PERIOD_NS, unit="ns").start()
+    Clock(dut.eth_clk, ETH_PERIOD_NS, unit="ns").start()
     dut.link_rst.value = 1
     dut.rst.value = 1
+    dut.eth_rst.value = 1
     source, sink = phy_models(dut, config.get("phy", "rgmii"))
     await ClockCycles(dut.link_clk, 8)
     dut.link_rst.value = 0
     dut.rst.value = 0
+    dut.eth_rst.value = 0
     await ClockCycles(dut.link_clk, 64)
 
     if "rate" in config:

@@ -10,9 +10,11 @@ stream's verdict going back. The engine's configuration status reaches the link 
 synchronisers (the status datagram reports it).
 
 :class:`EthernetBoardTop` puts a core on a platform (amaranth-boards): LiteEth's core
-(:mod:`xpfilt.boards.liteeth`, generated Verilog) as an ``Instance`` on the ``eth_rgmii`` pins,
-the link domain at 125 MHz from a PLL on the board's oscillator, the engine's domain from the
-same PLL output (a domain of its own, across the FIFOs) and LEDs.
+(:mod:`xpfilt.boards.liteeth`, generated Verilog) as an ``Instance`` on the ``eth_rgmii`` pins
+in the ``eth`` domain (62.5 MHz, its 32-bit datapath) with a
+:class:`xpfilt.boards.eth_bridge.UdpPortBridge` to the core's byte streams, the link domain at
+125 MHz from a PLL on the board's oscillator, the engine's domain from the same PLL output (a
+domain of its own, across the FIFOs) and LEDs.
 """
 
 from typing import Sequence
@@ -33,6 +35,7 @@ from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
+from xpfilt.boards.eth_bridge import UdpPortBridge
 from xpfilt.boards.hostlink import ConfigSerializer
 from xpfilt.boards.liteeth import LITEETH_MODULE, udp_port_connections
 from xpfilt.boards.protocol import Mode
@@ -200,8 +203,9 @@ class EthernetBoardCore(wiring.Component):
 class EthernetBoardTop(wiring.Component):
     """An :class:`EthernetBoardCore` on a platform with LiteEth's core (module
     :data:`xpfilt.boards.liteeth.LITEETH_MODULE`, its Verilog added by the build) on the
-    ``eth_rgmii`` pins. ``pll``: the link's 125 MHz from the board's oscillator; the engine's
-    ``sync`` domain runs on the same clock, held in reset until the PLL locks. ``leds``: as
+    ``eth_rgmii`` pins. ``pll``: the link's 125 MHz (CLKOP) and LiteEth's system clock (CLKOS,
+    the ``eth`` domain) from the board's oscillator; the engine's ``sync`` domain runs on the
+    link's clock; all held in reset until the PLL locks. ``leds``: as
     :class:`xpfilt.boards.top.BoardTop`'s (function, resource, number)."""
 
     def __init__(self, core: EthernetBoardCore, leds: Sequence[tuple], pll: Ecp5Pll):
@@ -210,6 +214,8 @@ class EthernetBoardTop(wiring.Component):
                 raise ValueError(
                     f"LED function must be one of {', '.join(LED_FUNCTIONS)}, not {function!r}"
                 )
+        if not pll.clkos_div:
+            raise ValueError("PLL must have a second output (CLKOS) for LiteEth, not lack it")
         self.core, self.led_map, self.pll = core, tuple(leds), pll
         super().__init__({})
 
@@ -218,12 +224,18 @@ class EthernetBoardTop(wiring.Component):
         m.domains.sync = sync = ClockDomain("sync")
         m.domains.link = link = ClockDomain("link")
         m.domains.lock = lock = ClockDomain("lock", local=True)
+        m.domains.eth = eth_domain = ClockDomain("eth")
         m.submodules.pll = pll = Ecp5PllClock(self.pll)
         m.d.comb += [sync.clk.eq(pll.clk), link.clk.eq(pll.clk), lock.clk.eq(pll.clk)]
+        m.d.comb += eth_domain.clk.eq(pll.clk2)
         m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="lock")
         m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1, o_CLKO=sync.rst)
+        m.submodules.eth_reset_sync = ResetSynchronizer(~pll.locked, domain="eth")
         m.d.comb += link.rst.eq(sync.rst)
         m.submodules.core = core = self.core
+        m.submodules.bridge = bridge = UdpPortBridge()
+        wiring.connect(m, bridge.rx, core.rx)
+        wiring.connect(m, core.tx, bridge.tx)
 
         eth = platform.request("eth_rgmii", 0, dir="-")
 
@@ -233,11 +245,10 @@ class EthernetBoardTop(wiring.Component):
                     return getattr(eth, name).io
             raise ValueError(f"eth_rgmii must have one of {names}, not lack them")
 
-        rx, tx = core.rx, core.tx
         m.submodules.liteeth = Instance(
             LITEETH_MODULE,
-            i_sys_clock=ClockSignal("link"),
-            i_sys_reset=ResetSignal("link"),
+            i_sys_clock=ClockSignal("eth"),
+            i_sys_reset=ResetSignal("eth"),
             i_rgmii_clocks_rx=pin("rx_clk"),
             o_rgmii_clocks_tx=pin("tx_clk"),
             i_rgmii_rx_ctl=pin("rx_ctl", "rx_ctrl"),
@@ -248,7 +259,7 @@ class EthernetBoardTop(wiring.Component):
             o_rgmii_mdc=pin("mdc"),
             i_rgmii_mdio=0,
             i_rgmii_int_n=1,
-            **udp_port_connections(rx, tx, core.endpoint["port"]),
+            **udp_port_connections(bridge.wide_rx, bridge.wide_tx, core.endpoint["port"]),
         )
         for function, name, number, *field in self.led_map:
             resource = platform.request(name, number, dir="-")

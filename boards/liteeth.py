@@ -4,11 +4,13 @@ UDP, the ECP5 RGMII PHY), written as Verilog by LiteEth's own generator (``litee
 makes, and instantiated by the Amaranth board top.
 
 The core is a module :data:`LITEETH_MODULE` with the RGMII pins (``rgmii_*``), its system clock
-and reset (``sys_clock``, ``sys_reset``: the link domain; LiteEth crosses to the PHY's receive
-and transmit clocks itself) and one *raw* UDP port, ``xpfilt_*``: ``source_*`` the datagrams
-received for the board's port (payload bytes, ``last``, the sender's IP address and port, the
-length, ``error``), ``sink_*`` the datagrams to send (destination address and port, length
-first, then the payload). LiteEth's raw port takes the datagrams whose destination port is the
+and reset (``sys_clock``, ``sys_reset``: the ``eth`` domain, :data:`LITEETH_HZ`; LiteEth
+crosses to the PHY's receive and transmit clocks itself) and one *raw* UDP port, ``xpfilt_*``,
+as wide as LiteEth's datapath (:data:`DATA_WIDTH` bits, byte lane 0 first, ``last_be`` marking
+the last valid byte of a datagram's last word): ``source_*`` the datagrams received for the
+board's port (payload, ``last``, the sender's IP address and port, the length, ``error``),
+``sink_*`` the datagrams to send (destination address and port, length, payload).
+:class:`xpfilt.boards.eth_bridge.UdpPortBridge` turns that port into the endpoint's bytes. LiteEth's raw port takes the datagrams whose destination port is the
 port it sends to (``sink_dst_port``), so the board sends from and to its own UDP port, and a
 host talks to it from that port (``xpfilt host --udp`` does, :mod:`xpfilt.boards.udp_host`).
 
@@ -40,12 +42,19 @@ __all__ = [
     "parse_mac",
     "DEFAULT_MAC",
     "DEFAULT_IP",
+    "DATA_WIDTH",
+    "LITEETH_HZ",
     "udp_port_connections",
 ]
 
 LITEETH_MODULE = "xpfilt_liteeth"
 #: The raw UDP port's name in the generated core (its ports are ``xpfilt_sink_*`` and so on).
 PORT_NAME = "xpfilt"
+#: LiteEth's datapath width (bits) and its system clock on the boards: 32 bits at 62.5 MHz
+#: carry 2 Gb/s, twice the line; its 8-bit datapath needs 125 MHz, which the ECP5 did not
+#: reach (84.2 MHz on the -8, 56.9 MHz on the -6).
+DATA_WIDTH = 32
+LITEETH_HZ = 62.5e6
 #: A locally administered unicast address (bit 1 of the first byte set, bit 0 clear).
 DEFAULT_MAC = 0x02_58_50_46_49_4C  # 02:58:50:46:49:4c
 DEFAULT_IP = 0xC0_A8_01_32  # 192.168.1.50
@@ -83,7 +92,8 @@ def parse_ip(text: str) -> int:
 class EthernetConfig:
     """What the board is on the network (``mac``, ``ip``, UDP ``port``) and how LiteEth is
     built for it: ``device`` (the ECP5 part), ``phy`` (a LiteEth PHY class name), ``clock_hz``
-    (its system clock: the link domain), the RGMII delays LiteEth adds in the FPGA (seconds;
+    (its system clock: the ``eth`` domain), ``data_width`` (its datapath's and the raw UDP
+    port's, bits), the RGMII delays LiteEth adds in the FPGA (seconds;
     0 when the PHY chip adds them)."""
 
     device: str
@@ -91,7 +101,8 @@ class EthernetConfig:
     ip: int = DEFAULT_IP
     port: int = UDP_PORT
     phy: str = "LiteEthECP5PHYRGMII"
-    clock_hz: float = 125e6
+    clock_hz: float = LITEETH_HZ
+    data_width: int = DATA_WIDTH
     tx_delay: float = 2e-9
     rx_delay: float = 2e-9
 
@@ -108,7 +119,7 @@ class EthernetConfig:
 
 def liteeth_config(config: EthernetConfig) -> str:
     """The YAML configuration ``liteeth_gen`` reads: a UDP core (``core: udp``) with the board's
-    MAC and IP addresses fixed and one raw 8-bit UDP port."""
+    MAC and IP addresses fixed and one raw UDP port as wide as the datapath."""
     return "\n".join(
         [
             f"phy: {config.phy}",
@@ -121,11 +132,11 @@ def liteeth_config(config: EthernetConfig) -> str:
             "core: udp",
             f"mac_address: {config.mac:#014x}",
             f"ip_address: {format_ip(config.ip)}",
-            "data_width: 8",
+            f"data_width: {config.data_width}",
             "udp_ports:",
             f"  {PORT_NAME}:",
             "    mode: raw",
-            "    data_width: 8",
+            f"    data_width: {config.data_width}",
             "",
         ]
     )
@@ -179,9 +190,10 @@ def generate_liteeth(config: EthernetConfig, cache: Path, *, timeout: float = 30
 
 def udp_port_connections(rx, tx, port: int) -> dict:
     """The ports of the generated core's UDP user port (:data:`PORT_NAME`) as ``Instance``
-    keyword arguments: datagrams received into stream ``rx`` (data, last, error, source address
-    and port), datagrams from stream ``tx`` sent from and to UDP ``port``. The one definition
-    for the board top and its simulation."""
+    keyword arguments: datagrams received into stream ``rx`` (words of
+    :class:`xpfilt.boards.eth_bridge.RxWord`: data, last, last_be, error, source address and
+    port), datagrams from stream ``tx`` (:class:`~xpfilt.boards.eth_bridge.TxWord`) sent from
+    and to UDP ``port``. The one definition for the board top and its simulation."""
     from amaranth.hdl import Const, Signal
 
     p = PORT_NAME
@@ -195,12 +207,12 @@ def udp_port_connections(rx, tx, port: int) -> dict:
         f"o_{p}_source_src_port": rx.payload.port,
         f"o_{p}_source_dst_port": Signal(16),
         f"o_{p}_source_length": Signal(16),
-        f"o_{p}_source_last_be": Signal(),
+        f"o_{p}_source_last_be": rx.payload.last_be,
         f"i_{p}_sink_valid": tx.valid,
         f"o_{p}_sink_ready": tx.ready,
         f"i_{p}_sink_data": tx.payload.data,
         f"i_{p}_sink_last": tx.payload.last,
-        f"i_{p}_sink_last_be": tx.payload.last,
+        f"i_{p}_sink_last_be": tx.payload.last_be,
         f"i_{p}_sink_ip_address": tx.payload.ip,
         f"i_{p}_sink_dst_port": Const(port, 16),
         f"i_{p}_sink_src_port": Const(port, 16),

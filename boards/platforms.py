@@ -47,8 +47,9 @@ class Board:
     ``device``: the exact part. ``bitstream``: the file the open toolchain writes (None: tools
     are not run here). ``leds``: (LED function, resource name, number[, subsignal of an RGB
     LED]). ``links``: the host links it can have (:data:`LINKS`), the default first;
-    ``liteeth_device``: the part as LiteEth's generator names it (Ethernet boards).
-    ``device_facts``: its capacity when it is not the device table's for ``family``."""
+    ``liteeth_device``: the part as LiteEth's generator names it and ``liteeth_hz`` LiteEth's
+    system clock (Ethernet boards: its 32-bit datapath carries the line from 31.25 MHz on;
+    the fastest the part's speed grade meets with margin). ``device_facts``: its capacity when it is not the device table's for ``family``."""
 
     name: str
     title: str
@@ -60,6 +61,7 @@ class Board:
     notes: str = ""
     links: tuple[str, ...] = ("uart",)
     liteeth_device: Optional[str] = None
+    liteeth_hz: float = 62.5e6
     device_facts: Optional[Device] = None
 
     def create_platform(self):
@@ -154,6 +156,7 @@ BOARDS: dict[str, Board] = {
             "no UART (its pins are the LED and the button)",
             links=("ethernet",),
             liteeth_device="LFE5U-25F-6BG256C",
+            liteeth_hz=50e6,  # the -6 part: 62.5 MHz would leave no margin
             device_facts=_LFE5U_25F,
         ),
         Board(

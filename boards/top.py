@@ -141,7 +141,6 @@ class BoardCore(wiring.Component):
             decoder.bytes_in.payload.eq(fifo.r_data),
             fifo.r_en.eq(decoder.bytes_in.ready),
         ]
-        wiring.connect(m, decoder.document, engine.bytes_in)
         wiring.connect(m, engine.readout, encoder.readout)
         wiring.connect(m, encoder.bytes_out, tx.data)
         if programmable:
@@ -149,9 +148,18 @@ class BoardCore(wiring.Component):
             wiring.connect(m, decoder.config, serializer.bytes_in)
             wiring.connect(m, serializer.bits, engine.config)
             config_status = engine.config_status
+            # a document waits until a configuration stream's last bits reached the engine
+            # (which then holds it until the stream is committed or rejected)
+            idle = serializer.bytes_in.ready
         else:
             m.d.comb += decoder.config.ready.eq(1)  # never valid: C frames are refused
             config_status = None
+            idle = 1
+        m.d.comb += [
+            engine.bytes_in.payload.eq(decoder.document.payload),
+            engine.bytes_in.valid.eq(decoder.document.valid & idle),
+            decoder.document.ready.eq(engine.bytes_in.ready & idle),
+        ]
 
         # --- sticky link errors, reported (and cleared) by the next status frame ---
         errors = Signal(LinkErrors)

@@ -52,6 +52,7 @@ __all__ = [
     "link_readout_layout",
     "UdpEndpoint",
     "max_record",
+    "readout_buffer_size",
 ]
 
 
@@ -101,6 +102,13 @@ def max_record(kind: ReadoutKind, width: int) -> int:
     return READOUT_RECORD + id_bytes(width) * width
 
 
+def readout_buffer_size(kind: ReadoutKind, width: int, least: int = 16384) -> int:
+    """The readout buffer a board gets: a power of two of at least ``least`` bytes that holds
+    two whole readout records (the endpoint's room check is a cycle old, see
+    :class:`UdpEndpoint`)."""
+    return max(least, 1 << (2 * max_record(kind, width) - 1).bit_length())
+
+
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -108,7 +116,10 @@ def _pow2(n: int) -> bool:
 class UdpEndpoint(wiring.Component):
     """The board's protocol endpoint (see the module). ``mode``, ``kind``, ``width``,
     ``identity``, ``mac``, ``ip``, ``port``: what the status reports; ``input_buffer`` and
-    ``readout_buffer``: bytes (powers of two); ``timeout``: cycles before a retransmission.
+    ``readout_buffer``: bytes (powers of two; the readout buffer holds two whole records: a
+    record starts when a registered check, a cycle old, saw room for two, so that the record
+    completed meanwhile still leaves room for it); ``timeout``: cycles before a
+    retransmission.
     ``config_status``: the engine's configuration status (synchronised to this domain)."""
 
     def __init__(
@@ -129,10 +140,10 @@ class UdpEndpoint(wiring.Component):
             raise ValueError(
                 f"buffer sizes must be powers of two, not {input_buffer} and {readout_buffer}"
             )
-        if readout_buffer < max_record(kind, width):
+        if readout_buffer < 2 * max_record(kind, width):
             raise ValueError(
-                f"readout buffer must hold a whole readout record "
-                f"({max_record(kind, width)} bytes), not {readout_buffer} bytes"
+                f"readout buffer must hold two whole readout records "
+                f"({2 * max_record(kind, width)} bytes), not {readout_buffer} bytes"
             )
         self.mode, self.kind, self.width, self.identity = mode, kind, width, identity
         self.mac, self.ip, self.port = mac, ip, port
@@ -163,12 +174,15 @@ class UdpEndpoint(wiring.Component):
         rx_next = Signal(32)  # the next input stream offset expected
         commit = Signal(nbits + 1)  # input buffer: committed end, parser's read pointer
         rd = Signal(nbits + 1)
-        fill = Signal(nbits + 1)
-        m.d.comb += fill.eq(commit - rd)
+        # the room, registered with the offset of the same cycle: the credit ``limit`` (what the
+        # host may send up to) follows two cycles late, never more than the room (it only grows
+        # in a session: ``commit`` and ``rx_next`` grow together); the room a datagram is
+        # checked against is a cycle old, never more than now (it only shrinks in ACT)
         free = Signal(nbits + 1)
-        m.d.comb += free.eq(N - fill)
-        limit = Signal(32)  # what the host may send up to: registered, so a cycle late -- never
-        m.d.sync += limit.eq(rx_next + free)  # more than the room (it only grows in a session)
+        free_at = Signal(32)  # ``rx_next`` when ``free`` was taken
+        m.d.sync += [free.eq(N - (commit - rd)), free_at.eq(rx_next)]
+        limit = Signal(32)
+        m.d.sync += limit.eq(free_at + free)
         bad, stale, dups, ooo = (Signal(16, name=n) for n in ("bad", "stale", "dups", "ooo"))
         documents = Signal(32)  # documents of this session into the engine
         status_due, ack_due, nak_due, nak_sent = Signal(), Signal(), Signal(), Signal()
@@ -191,10 +205,13 @@ class UdpEndpoint(wiring.Component):
         # the host's acknowledgement of the readout stream (a good DATA datagram of the session)
         rx_acting = Signal()  # the receive FSM is in ACT
         rx_checking = Signal()  # ... in CHECK
+        # the datagram is of the open session: registered while it comes (its session is in
+        # by its eighth byte; ``session`` and ``opened`` change in ACT only)
+        current = Signal()
+        m.d.sync += current.eq(opened & (h.session == session))
+        hello_new = Signal()  # ... and it opens a new session (decided in CHECK)
         acting_data = Signal()
-        m.d.comb += acting_data.eq(
-            rx_acting & (h.kind == DatagramKind.DATA.value) & opened & (h.session == session)
-        )
+        m.d.comb += acting_data.eq(rx_acting & (h.kind == DatagramKind.DATA.value) & current)
         ack_ahead = Signal(32)
         m.d.comb += ack_ahead.eq(h.ack - tx_acked)
         tx_idle = Signal()
@@ -206,9 +223,14 @@ class UdpEndpoint(wiring.Component):
         beat = self.rx.payload
         index = Signal(16)  # bytes of this datagram so far
         take = Signal()  # this datagram's payload goes into the input buffer
-        skip = Signal(16)  # ... from this payload byte on (the bytes before were had)
+        skip = Signal(16)  # ... after this many payload bytes (the bytes before were had)
+        to_take = Signal(16)  # ... this many bytes
+        w_at = Signal(nbits)  # ... the next of them here
+        # the datagram's offset past ``rx_next`` and its bytes beyond it, registered while the
+        # header comes (its seq and length are in by its last byte; rx_next changes in ACT only)
         off = Signal(32)
-        m.d.comb += off.eq(rx_next - h.seq)
+        need = Signal(32)
+        m.d.sync += [off.eq(rx_next - h.seq), need.eq(h.length - off)]
         rx_error = Signal()
         src_ip, src_port = Signal(32), Signal(16)
         total = Signal(16)
@@ -230,36 +252,38 @@ class UdpEndpoint(wiring.Component):
                     with m.Elif(index == DATAGRAM_HEADER - 1):
                         m.next = "DECIDE"
             with m.State("DECIDE"):
-                fits = (h.length - off) <= free
+                takes = (
+                    (h.kind == DatagramKind.DATA.value)
+                    & current
+                    & (off < h.length)
+                    & (need <= free)
+                )
                 m.d.sync += [
-                    take.eq(
-                        (h.kind == DatagramKind.DATA.value)
-                        & opened
-                        & (h.session == session)
-                        & (off < h.length)
-                        & fits
-                    ),
+                    take.eq(takes),
                     skip.eq(off[:16]),
+                    to_take.eq(Mux(takes, need[:16], 0)),
+                    w_at.eq(commit[:nbits]),
                 ]
                 m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
                 m.d.comb += self.rx.ready.eq(1)
                 with m.If(self.rx.valid):
                     m.d.comb += rx_crc.valid.eq(1)
-                    at = index - DATAGRAM_HEADER
-                    with m.If(take & (at >= skip) & (at < h.length)):
-                        m.d.comb += [
-                            in_w.en.eq(1),
-                            in_w.addr.eq((commit + at - skip)[:nbits]),
-                            in_w.data.eq(beat.data),
-                        ]
+                    with m.If(skip != 0):
+                        m.d.sync += skip.eq(skip - 1)
+                    with m.Elif(to_take != 0):
+                        m.d.comb += [in_w.en.eq(1), in_w.addr.eq(w_at), in_w.data.eq(beat.data)]
+                        m.d.sync += [w_at.eq(w_at + 1), to_take.eq(to_take - 1)]
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
                         m.d.sync += total.eq(index + 1)
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
                 m.d.comb += rx_checking.eq(1)
-                m.d.sync += index.eq(0)
+                m.d.sync += [
+                    index.eq(0),
+                    hello_new.eq((h.kind == DatagramKind.HELLO.value) & ~current),
+                ]
                 good = (
                     rx_crc.match_detected
                     & ~rx_error
@@ -274,11 +298,10 @@ class UdpEndpoint(wiring.Component):
             with m.State("ACT"):
                 m.d.comb += rx_acting.eq(1)
                 m.next = "HEADER"
-                current = opened & (h.session == session)
                 with m.Switch(h.kind):
                     with m.Case(DatagramKind.HELLO.value):
                         m.d.sync += [host_ip.eq(src_ip), host_port.eq(src_port), status_due.eq(1)]
-                        with m.If(~current):
+                        with m.If(hello_new):
                             m.d.comb += switch.eq(1)
                             m.d.sync += [session.eq(h.session), opened.eq(1)]
                     with m.Case(DatagramKind.STATUS.value):
@@ -292,7 +315,7 @@ class UdpEndpoint(wiring.Component):
                         with m.Else():
                             m.d.sync += ack_due.eq(1)
                             with m.If(take):
-                                accepted = h.length - skip
+                                accepted = need[:16]  # h.length - the bytes had
                                 m.d.sync += [
                                     commit.eq(commit + accepted),
                                     rx_next.eq(rx_next + accepted),
@@ -337,9 +360,10 @@ class UdpEndpoint(wiring.Component):
         cfg_ok = Const(int(self.mode == 1), 1)
 
         def cut_on_switch(in_body):
+            if in_body:  # (not through ``switch``: it selects what ``stale_docs`` takes)
+                m.d.comb += records_fsm_body.eq(1)
             with m.If(switch):  # the buffer's bytes are the old session's
                 if in_body:
-                    m.d.comb += records_fsm_body.eq(1)
                     with m.If(left.any() & started & (is_doc | (is_cfg & cfg_ok))):
                         m.d.sync += cut_byte.eq(Mux(is_doc, ord(" "), 0))
                         m.next = "CUT"
@@ -409,7 +433,12 @@ class UdpEndpoint(wiring.Component):
         nbits_acc = Signal(4)
         sub = Signal(range(max(size, READOUT_RECORD) + 1))
         discard = Signal()  # the record in progress is an earlier session's
-        room = (R - (written - tx_acked)) >= max_record(self.kind, self.width)
+        # room for a record: registered, with the margin of a second record (``written`` may
+        # have grown by one record since); the difference fits rbits + 1 bits
+        room = Signal()
+        used = Signal(rbits + 1)
+        m.d.comb += used.eq(written[: rbits + 1] - tx_acked[: rbits + 1])
+        m.d.sync += room.eq(used <= R - 2 * max_record(self.kind, self.width))
         first = eb.header if sparse else eb.first
         write_at = Signal(32)
         write_byte = Signal(8)
@@ -547,10 +576,22 @@ class UdpEndpoint(wiring.Component):
         crc_bytes = Signal(32)
         out_pv = Signal()  # out_r.data holds the payload byte at ``out_at - 1``
         out_at = Signal(32)
+        # what to send, registered (two stages): the readout bytes written and not sent, the
+        # next datagram's length, whether the credit grew. They lag ``tx_next``: a datagram
+        # starts only two cycles after ACT (which may move it forward); the transmitter's own
+        # moves are followed by a whole datagram, the timer's go back (at worst less is sent)
         unsent = Signal(32)
-        m.d.comb += unsent.eq(written - tx_next)
-        grown = Signal(32)
-        m.d.comb += grown.eq(limit - advertised)
+        has_unsent = Signal()
+        send_len = Signal(16)
+        grew = Signal()
+        acted = Signal(2)
+        m.d.sync += [
+            unsent.eq(written - tx_next),
+            has_unsent.eq(unsent != 0),
+            send_len.eq(Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])),
+            grew.eq((limit - advertised) >= min(MAX_PAYLOAD, N // 2)),
+            acted.eq(Cat(rx_acting, acted[0])),
+        ]
         status = Signal(UdpStatusLayout)
         cs = self.config_status
         m.d.comb += [
@@ -575,14 +616,32 @@ class UdpEndpoint(wiring.Component):
             status.duplicates.eq(dups),
             status.out_of_order.eq(ooo),
         ]
+        # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
+        # each a cycle later from a register: the readout buffer's block RAM output (slow:
+        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle
         tb = self.tx.payload
+        pre = Signal(TxBeat)
+        pre_valid, pre_ready = Signal(), Signal()
+        pre_taken = Signal()
         m.d.comb += [
-            tb.ip.eq(host_ip),
-            tb.port.eq(host_port),
-            tb.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
-            tx_crc.data.eq(tb.data),
-            tx_crc.start.eq(tx_i == 0),
+            pre.ip.eq(host_ip),
+            pre.port.eq(host_port),
+            pre.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
+            pre_ready.eq(~self.tx.valid | self.tx.ready),
+            pre_taken.eq(pre_valid & pre_ready),
             out_r.addr.eq(out_at[:rbits]),
+        ]
+        with m.If(pre_taken):
+            m.d.sync += [self.tx.valid.eq(1), tb.eq(pre)]
+        with m.Elif(self.tx.ready):
+            m.d.sync += self.tx.valid.eq(0)
+        crc_valid, crc_start = Signal(), Signal()
+        crc_byte = Signal(8)
+        m.d.sync += [crc_byte.eq(pre.data), crc_start.eq(tx_i == 0)]
+        m.d.comb += [
+            tx_crc.data.eq(crc_byte),
+            tx_crc.valid.eq(crc_valid),
+            tx_crc.start.eq(crc_start & crc_valid),
         ]
 
         def start(kind, length, seq, nak=0):
@@ -606,7 +665,7 @@ class UdpEndpoint(wiring.Component):
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += tx_idle.eq(1)
-                with m.If(~opened | rx_acting):
+                with m.If(~opened | rx_acting | acted.any()):
                     pass
                 with m.Elif(status_due):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
@@ -617,12 +676,12 @@ class UdpEndpoint(wiring.Component):
                     start(DatagramKind.READOUT, 0, tx_next, nak=1)
                     m.d.sync += [nak_due.eq(0), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(unsent != 0):
-                    length = Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])
+                with m.Elif(has_unsent):
+                    length = send_len
                     start(DatagramKind.READOUT, length, tx_next)
                     m.d.sync += [tx_next.eq(tx_next + length), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(ack_due | (grown >= min(MAX_PAYLOAD, N // 2))):
+                with m.Elif(ack_due | grew):
                     start(DatagramKind.READOUT, 0, tx_next)
                     m.d.sync += tx_kind_status.eq(0)
                     m.next = "SEND"
@@ -635,36 +694,37 @@ class UdpEndpoint(wiring.Component):
                 fetched = Signal(32)
                 m.d.comb += fetched.eq(out_at - th.seq)
                 fetch_out = (
-                    ~tx_kind_status
-                    & (~out_pv | (self.tx.valid & self.tx.ready & in_payload))
-                    & (fetched < tx_len)
+                    ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (fetched < tx_len)
                 )
                 m.d.comb += out_r.en.eq(fetch_out)
                 with m.If(fetch_out):
                     m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1)]
-                with m.Elif(self.tx.valid & self.tx.ready & in_payload):
+                with m.Elif(pre_taken & in_payload):
                     m.d.sync += out_pv.eq(0)
                 m.d.comb += [
-                    self.tx.valid.eq(ready_byte),
-                    tb.data.eq(Mux(in_payload, payload_byte, tx_hdr.word_select(tx_i[:5], 8))),
-                    tb.last.eq(0),
+                    pre_valid.eq(ready_byte),
+                    pre.data.eq(Mux(in_payload, payload_byte, tx_hdr.word_select(tx_i[:5], 8))),
+                    pre.last.eq(0),
                 ]
-                with m.If(self.tx.valid & self.tx.ready):
-                    m.d.comb += tx_crc.valid.eq(1)
+                m.d.sync += crc_valid.eq(pre_taken)
+                with m.If(pre_taken):
                     m.d.sync += tx_i.eq(tx_i + 1)
                     with m.If(tx_i == DATAGRAM_HEADER + tx_len - 1):
                         m.d.sync += tx_i.eq(0)
-                        m.next = "CRC_LATCH"
+                        m.next = "CRC_WAIT"
+            with m.State("CRC_WAIT"):  # the CRC takes the last byte
+                m.d.sync += crc_valid.eq(0)
+                m.next = "CRC_LATCH"
             with m.State("CRC_LATCH"):
                 m.d.sync += crc_bytes.eq(tx_crc.crc)
                 m.next = "CRC"
             with m.State("CRC"):
                 m.d.comb += [
-                    self.tx.valid.eq(1),
-                    tb.data.eq(crc_bytes.word_select(tx_i[:2], 8)),
-                    tb.last.eq(tx_i == DATAGRAM_CRC - 1),
+                    pre_valid.eq(1),
+                    pre.data.eq(crc_bytes.word_select(tx_i[:2], 8)),
+                    pre.last.eq(tx_i == DATAGRAM_CRC - 1),
                 ]
-                with m.If(self.tx.ready):
+                with m.If(pre_ready):
                     m.d.sync += tx_i.eq(tx_i + 1)
                     with m.If(tx_i == DATAGRAM_CRC - 1):
                         m.next = "IDLE"
@@ -718,6 +778,8 @@ class UdpEndpoint(wiring.Component):
                 progress.eq(0),
                 stale_docs.eq(in_engine + doc_done - read_done + cutting),
                 limit.eq(N),
+                free.eq(N),
+                free_at.eq(0),
                 discard.eq(~readout_idle),
             ]
         return m

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
@@ -493,6 +493,71 @@ def test_board_core_sends_frames_back_to_back_and_stretches_busy():
     assert not any(busy for _, busy in trace[quiet + stretch + 2 :])
 
 
+class _HeldConfigEngine(wiring.Component):
+    """A stand-in programmable engine that refuses configuration bits while ``hold`` is set
+    and logs the cycle of every configuration bit and document byte it takes."""
+
+    def __init__(self, signature):
+        self.hold = Signal()
+        super().__init__(signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += [self.config.ready.eq(~self.hold), self.bytes_in.ready.eq(1)]
+        return m
+
+
+def test_uart_board_core_sends_a_document_only_after_the_configuration_before_it():
+    """The first document after a configuration stream must reach the engine after the
+    stream's last bit (the engine commits a stream only between documents): with the
+    configuration bits held up, the document's bytes wait in the FIFO behind them."""
+    from xpfilt.hdl.programmable import ProgrammableEngine
+
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=4, max_depth=8, tags=7)
+    engine = _HeldConfigEngine(ProgrammableEngine(spec).signature)
+    divider = 4
+    core = BoardCore(
+        engine, mode=Mode.PROGRAMMABLE, width=8, identity=0, divider=divider, heartbeat=50
+    )
+    line = encode_frame(Command.CONFIG.value, b"\x5a\xa5\x0f") + encode_frame(
+        Command.DOCUMENT.value, b"<a/>"
+    )
+    taken = []
+
+    async def drive(ctx):
+        ctx.set(engine.hold, 1)
+        await send_line(ctx, core.rx, line, divider)
+        await ctx.tick().repeat(40)
+        ctx.set(engine.hold, 0)
+        await ctx.tick().repeat(200)
+
+    async def watch(ctx):
+        cycle = 0
+        async for _clk, _rst, *seen in ctx.tick().sample(
+            engine.config.valid,
+            engine.config.ready,
+            engine.config.payload.last,
+            engine.bytes_in.valid,
+            engine.bytes_in.ready,
+        ):
+            cfg_valid, cfg_ready, cfg_last, doc_valid, doc_ready = seen
+            if cfg_valid and cfg_ready:
+                taken.append((cycle, "last bit" if cfg_last else "bit"))
+            if doc_valid and doc_ready:
+                taken.append((cycle, "document byte"))
+            cycle += 1
+
+    sim = Simulator(core)
+    sim.add_clock(1e-6)
+    sim.add_testbench(drive)
+    sim.add_testbench(watch, background=True)
+    sim.run()
+    kinds = [kind for _, kind in taken]
+    assert kinds.count("bit") + kinds.count("last bit") == 24
+    assert kinds.count("document byte") == 4
+    assert kinds.index("document byte") > kinds.index("last bit"), taken
+
+
 def test_board_core_checks_its_engine():
     plan = compile_queries([parse_query("/a", 1)])
     with pytest.raises(
@@ -582,6 +647,21 @@ def test_ecp5_pll_dividers_are_in_range_and_exact():
         r"MHz\)$",
     ):
         ecp5_pll(25e6, 17e6)
+
+
+def test_ecp5_pll_second_output_divides_the_same_vco():
+    for input_hz, secondary_hz in ((25e6, 50e6), (100e6, 62.5e6), (25e6, 62.5e6)):
+        pll = ecp5_pll(input_hz, 125e6, secondary_hz)
+        assert (pll.output_hz, pll.secondary_hz) == (125e6, secondary_hz)
+        assert ECP5_VCO_HZ[0] <= pll.vco_hz <= ECP5_VCO_HZ[1]
+    assert ecp5_pll(25e6, 125e6, 50e6).vco_hz == 500e6  # 625 MHz (nearer 600) does not divide
+    assert ecp5_pll(25e6, 125e6).secondary_hz == 0
+    with pytest.raises(
+        ValueError,
+        match=r"^engine clock must be within 1% of what an ECP5 PLL makes from 25 MHz, not "
+        r"125 MHz and 0.3 MHz$",
+    ):
+        ecp5_pll(25e6, 125e6, 0.3e6)
 
 
 @pytest.mark.rtl

@@ -340,8 +340,12 @@ def test_ethernet_boards_get_liteeth_the_endpoint_and_constraints(board, tmp_pat
         "ethernet", "02:00:00:00:00:07", "10.0.0.7", 5000,
     )  # fmt: skip
     assert info["clock_hz"] == 125e6
+    pll = info["pll"]  # LiteEth's system clock: the PLL's second output
+    vco = pll["input_hz"] * pll["clkfb_div"] / pll["clki_div"] * pll["clkop_div"]
+    assert vco / pll["clkos_div"] == {"ecpix5-85f": 62.5e6, "colorlight-5a75b": 50e6}[board]
     liteeth = (out / "gateware" / "xpfilt_liteeth.v").read_text()
     assert "module xpfilt_liteeth (" in liteeth and "IDDRX1F" in liteeth
+    assert re.search(r"input\s+wire\s+\[31:0\]\s+xpfilt_sink_data", liteeth)  # 32 bits wide
     top = (out / "xpfilt_board.v").read_text()
     assert re.search(r"\bxpfilt_liteeth\s+\w+\s*\(", top)
     assert re.search(r"\bxpfilt_engine\s+\w+\s*\(", top)

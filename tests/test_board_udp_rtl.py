@@ -83,7 +83,10 @@ class Bench:
                 buf.append(byte)
                 if last:
                     assert (port, length) == (HOST_PORT, len(buf))
-                    self.replies.append(decode_datagram(bytes(buf)))
+                    d = decode_datagram(bytes(buf))
+                    # the credit never reaches past the input buffer's room
+                    assert d is None or (d.limit - d.ack) % (1 << 32) <= ep.input_buffer, d
+                    self.replies.append(d)
                     buf = bytearray()
 
     async def send(self, ctx, raw: bytes):

@@ -206,3 +206,24 @@ def test_spark_executors_build_the_compiled_engine(data):
     spark_filter._ENGINES.clear()
     assert len(rows) == 20 and all(row["error"] is None for row in rows)
     assert engine.stats["engine"] == "compiled" and engine.stats["compiled_documents"] == 20
+
+
+def test_the_ahead_of_time_build_is_skipped_on_a_cpu_without_popcnt(monkeypatch, tmp_path):
+    from xpfilt.software import scanner
+    from xpfilt.software.fast import compiled_loop
+
+    old = tmp_path / "cpuinfo"
+    old.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3\n")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd\n")
+    real_open = open
+    for info, runs in ((old, False), (arm, True), (tmp_path / "none", True)):
+        monkeypatch.setattr(
+            scanner,
+            "open",
+            lambda path, *a, info=info: real_open(info, *a),
+            raising=False,
+        )
+        assert scanner.cpu_runs_aot() is runs
+    monkeypatch.setattr(scanner, "cpu_runs_aot", lambda: False)
+    assert compiled_loop().kind == "jit"

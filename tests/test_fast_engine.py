@@ -4,13 +4,16 @@ The engine keeps its memo across documents, so the property tests run one engine
 documents in turn: a wrong memo entry shows up as a wrong answer for a later document.
 """
 
+import random
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from xpfilt.engines import ENGINES, filter_batch, make_engine
 from xpfilt.lang.xpath import load_queries, parse_query
-from xpfilt.software.events import Document, load_documents, parse_events
+from xpfilt.software.events import Document, DocumentError, load_documents, parse_events
 from xpfilt.software.fast import FastFilter
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
@@ -222,3 +225,70 @@ def test_lines_are_the_batch_results_formatted(data, tmp_path):
         ]
         assert lines == expected
     assert lines[3][2].startswith("bad.xml:1:") and "cannot read" in lines[-1][2]
+
+
+def _every_path(names=("a", "b", "*"), depth=3) -> list[str]:
+    paths = [""]
+    out = []
+    for _ in range(depth):
+        paths = [p + axis + name for p in paths for axis in ("/", "//") for name in names]
+        out.extend(paths)
+    return out
+
+
+def test_accept_order_reads_the_paths_backwards():
+    from xpfilt.software.fast import _Nfa
+
+    texts = _every_path()
+    random.Random(5).shuffle(texts)
+    nfa = _Nfa([parse_query(t, i + 1) for i, t in enumerate(texts)])
+    tag = {"a": 1, "b": 2, "*": 3}  # names, then '*', then '//' (the descendant state)
+
+    def backwards(text):
+        steps = re.findall(r"(//|/)([^/]+)", text)
+        return [
+            code for axis, name in reversed(steps) for code in [tag[name]] + [4] * (axis == "//")
+        ]
+
+    assert nfa.accept_order().tolist() == sorted(
+        range(len(texts)), key=lambda i: (backwards(texts[i]), i)
+    )
+
+
+def test_compiled_answers_span_many_words_in_any_query_order():
+    # 1,092 queries in shuffled order: the answers cross 64-query words, internal numbers
+    # (accept_order) differ from positions, and some words hold more than eight answers
+    texts = _every_path(("a", "b", "c", "*"), 3)
+    random.Random(7).shuffle(texts)
+    queries = [parse_query(t, i + 1) for i, t in enumerate(texts)]
+    rng = random.Random(11)
+
+    def tree(depth):
+        name = rng.choice("abcd")
+        kids = "".join(tree(depth + 1) for _ in range(rng.randint(0, 3) if depth < 5 else 0))
+        return f"<{name}>{kids}</{name}>"
+
+    datas = [tree(0).encode() for _ in range(60)] + [b"<d/>", b"<a><b><c/></b></a>"]
+    # deferred to expat: the Python path expands the same DFA states' words (_accepted)
+    datas += [b"<!DOCTYPE a>" + d for d in datas[:20:2]]
+    engine, reference = FastFilter(queries), ReferenceFilter(queries)
+    assert engine.stats["engine"] == "compiled"
+    for _ in range(2):  # cold, then from the memo
+        found = engine.filter_many(datas)
+        assert [f.tolist() for f in found] == [sorted(reference.filter(d)) for d in datas]
+    assert max(len(f) for f in found) > 300
+    assert engine.stats["expat_documents"] == 20 and engine.stats["resets"] == 0
+
+
+def test_batch_text_is_every_number_in_decimal():
+    numbers = [-12, -1, 0, 7, 9, 10, 99, 100, 101, 9999, 10**5, 10**11 + 7, 2**62]
+    texts = ["/a", "//b", "/a/b", "//*", "/a/*"] * 3
+    queries = [parse_query(t, i) for i, t in enumerate(texts[: len(numbers)])]
+    datas = [b"<a><b/></a>", b"<b/>", b"<a>", b"<c/>"]
+    for engine in (FastFilter(queries), FastFilter(queries, compiled=False)):
+        found = engine.filter_many(datas)
+        lines = engine.filter_many_text(datas, numbers)
+        assert isinstance(found[2], DocumentError) and str(lines[2]) == str(found[2])
+        for f, line in zip(found[:2] + found[3:], lines[:2] + lines[3:]):
+            assert line == " ".join(str(numbers[p]) for p in f.tolist())
+        assert lines[0].startswith("-12 -1 0 7 9 10 99 100 101 9999 100000")

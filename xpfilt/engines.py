@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Iterator, Optional, Protocol, Sequence, U
 
 import numpy as np
 
-from xpfilt.compiler.custom import MAX_NAME, hardware_queries
+from xpfilt.compiler.options import MAX_NAME
 from xpfilt.lang.xpath import Query
 from xpfilt.software.events import Document, DocumentError
 from xpfilt.software.fast import FastFilter
@@ -70,6 +70,8 @@ def split_supported(
     ``max_name``: the longest name a hardware engine decodes (None: not checked here)."""
     if name not in HARDWARE_ENGINES:
         return list(queries), []
+    from xpfilt.compiler.custom import hardware_queries  # Amaranth: only for hardware engines
+
     ok, refused = hardware_queries(queries, max_name)
     return ok, refused
 

@@ -26,7 +26,7 @@ from xpfilt.cli.options import (
     read_queries,
     spec_from_options,
 )
-from xpfilt.compiler.custom import EngineMode
+from xpfilt.compiler.options import EngineMode
 
 
 class CommandFailed(click.ClickException):
@@ -224,7 +224,7 @@ def filter_command(
     gets its answer, and the exit code is 1. With --spark the same answers are written to the
     --out folder as Parquet, one row per document, malformed ones with their error.
     """
-    from xpfilt.compiler.custom import MAX_NAME
+    from xpfilt.compiler.options import MAX_NAME
     from xpfilt.engines import filter_lines, make_engine, split_supported
 
     options = options_from(kwargs)

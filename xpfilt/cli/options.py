@@ -7,7 +7,7 @@ import re
 
 import click
 
-from xpfilt.compiler.custom import EngineMode
+from xpfilt.compiler.options import EngineMode
 
 _SIZE = re.compile(r"(?i)\s*([0-9]+(?:\.[0-9]+)?)\s*([kmg]?)i?b?\s*\Z")
 
@@ -108,7 +108,7 @@ def bytes_per_cycle_option(fn):
 
 
 def options_from(kwargs):
-    from xpfilt.compiler.custom import CompileOptions
+    from xpfilt.compiler.options import CompileOptions
 
     return CompileOptions(
         cluster_size=kwargs.pop("cluster_size"),

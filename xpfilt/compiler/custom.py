@@ -93,6 +93,7 @@ import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Optional, Sequence
 
+from xpfilt.compiler.options import DEEPEST, MAX_NAME, CompileOptions, EngineMode
 from xpfilt.hwspec.conditions import (
     ALWAYS,
     AllOf,
@@ -105,7 +106,6 @@ from xpfilt.hwspec.conditions import (
     all_of,
 )
 from xpfilt.hwspec.contract import POSITION_REFUSED, TEXT, AttrCondition, number_digits
-from xpfilt.hwspec.readout import check_readout
 from xpfilt.lang.xpath import (
     And,
     AttributeTarget,
@@ -150,53 +150,8 @@ __all__ = [
 PLAN_VERSION = 6
 
 
-class EngineMode(str, enum.Enum):
-    """The two kinds of hardware engine: one generated for a query set (``custom``, a plan) or
-    generic columns loaded with any set (``programmable``, a :class:`HardwareSpec`). A ``str``
-    enum: the value is what files and the command line say."""
-
-    CUSTOM = "custom"
-    PROGRAMMABLE = "programmable"
-
-
-#: Longest element name (bytes) the front end accepts unless told otherwise (``--max-name``).
-MAX_NAME = 32
-#: Deepest document level any engine's stacks may hold: every stack memory has this many rows.
-DEEPEST = 4096
-
-
 class UnsupportedQueryError(ValueError):
     """A query the hardware engines cannot evaluate (:func:`hardware_refusal`)."""
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    """Knobs of the custom engine. ``cluster_size`` None: 256 queries if every query has at most
-    4 steps, else 128 (the paper's choice)."""
-
-    cluster_size: Optional[int] = None
-    max_depth: int = 16
-    opt_last: bool = True  # (1) no column for the last node
-    opt_root: bool = True  # (2) no column for the root node, read the global stack
-    opt_share: bool = True  # (3) nodes with different tags share a column
-    prefix_sharing: bool = True  # common prefixes share nodes within a cluster
-    prefix_clustering: bool = True  # clusters gather queries in text order (see cluster_order)
-    share_limit: int = 8  # most nodes in one shared column (bounds the OR per column)
-    readout: str = "serial"  # a xpfilt.hwspec.readout.ReadoutKind value: "serial" or "sparse"
-
-    def __post_init__(self):
-        if self.cluster_size is not None and self.cluster_size < 1:
-            raise ValueError(f"cluster size must be at least 1, not {self.cluster_size!r}")
-        if self.max_depth < 1:
-            raise ValueError(f"maximum depth must be at least 1, not {self.max_depth!r}")
-        if self.max_depth > DEEPEST:
-            raise ValueError(
-                f"maximum depth must be at most {DEEPEST} (the rows of every stack "
-                f"memory), not {self.max_depth!r}"
-            )
-        if self.share_limit < 1:
-            raise ValueError(f"share limit must be at least 1, not {self.share_limit!r}")
-        check_readout(self.readout)
 
 
 class SourceKind(str, enum.Enum):

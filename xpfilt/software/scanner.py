@@ -21,6 +21,7 @@ __all__ = [
     "CTX_SIZE",
     "name_table",
     "source_hash",
+    "cpu_runs_aot",
 ]
 
 #: A document's verdict in the loop's ``status``: 0 not scanned yet.
@@ -38,6 +39,18 @@ CTX_DOC, CTX_POS, CTX_DEPTH, CTX_ROOT_DONE, CTX_VISITED, CTX_STAMP, CTX_MISS_STA
 CTX_SIZE = 8
 
 _SOURCE = Path(__file__).with_name("compiled.py")
+
+
+def cpu_runs_aot() -> bool:
+    """Whether this CPU runs the ahead-of-time build (its ``answers`` is built for x86-64-v2,
+    :data:`xpfilt.software.compiled.AOT_CPU`): not an x86-64 one without POPCNT (before 2009),
+    as far as Linux's ``/proc/cpuinfo`` tells; elsewhere assumed."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            text = info.read(1 << 16)
+    except OSError:
+        return True
+    return " popcnt" in text or "flags" not in text
 
 
 def fnv1a(name: bytes) -> int:

@@ -1,0 +1,160 @@
+"""LiteEth's 32-bit raw UDP port to the endpoint's byte streams, across clock domains.
+
+LiteEth's core runs its MAC, IP and UDP datapath 32 bits wide in its system clock (the ``eth``
+domain, 62.5 MHz on the boards: twice the 31.25 M words/s a 1 Gb/s line needs); its 8-bit
+datapath did not reach 125 MHz on the ECP5 (84.2 MHz on the -8, 56.9 MHz on the -6: the IPv4
+checksum, the UDP receive FSM and the depacketizer in one cycle). The protocol endpoint
+(:class:`xpfilt.boards.udp_link.UdpEndpoint`) takes and gives a byte per cycle in the ``link``
+domain (125 MHz). :class:`UdpPortBridge` sits between, an ``AsyncFIFO`` each way:
+
+* receive: each 32-bit word of a datagram (``last_be``, one-hot, marks the last valid byte of
+  its last word; byte lane 0 is the first byte) goes through the FIFO with the number of its
+  valid bytes, and is given out a byte per cycle in the ``link`` domain, with ``last`` on the
+  datagram's final byte; ``error``, the sender's address and port travel with every word;
+* transmit: the bytes of a datagram are packed four to a word (lane 0 first) and the word goes
+  through the FIFO with ``last_be`` on the datagram's last word.
+
+A byte per 125 MHz cycle is the line's own rate, so neither direction holds the line back
+(LiteEth's headers reach its transmit FIFO ahead of the payload, at 4 bytes per 62.5 MHz
+cycle: the PHY does not run dry when the payload follows at the line's rate).
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import AsyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from xpfilt.boards.udp_link import RxBeat, TxBeat
+
+__all__ = ["RxWord", "TxWord", "UdpPortBridge", "LANES"]
+
+#: Bytes per word of LiteEth's datapath.
+LANES = 4
+
+
+class RxWord(data.Struct):
+    """A word of a received datagram (LiteEth's raw source)."""
+
+    data: 8 * LANES
+    last: 1
+    last_be: LANES
+    error: 1
+    ip: 32
+    port: 16
+
+
+class TxWord(data.Struct):
+    """A word of a datagram to send (LiteEth's raw sink); ``length``: its UDP payload's."""
+
+    data: 8 * LANES
+    last: 1
+    last_be: LANES
+    ip: 32
+    length: 16
+
+
+class _RxEntry(data.Struct):
+    data: 8 * LANES
+    final: 2  # the index of the word's last valid byte
+    last: 1
+    error: 1
+    ip: 32
+    port: 16
+
+
+class UdpPortBridge(wiring.Component):
+    """``wide_rx`` / ``wide_tx``: LiteEth's raw port (``eth`` domain); ``rx`` / ``tx``: the
+    endpoint's byte streams (``link`` domain). ``depth``: words each FIFO holds."""
+
+    wide_rx: In(stream.Signature(RxWord))
+    wide_tx: Out(stream.Signature(TxWord))
+    rx: Out(stream.Signature(RxBeat))
+    tx: In(stream.Signature(TxBeat))
+
+    def __init__(self, depth: int = 16):
+        self.depth = depth
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # --- receive: eth words -> link bytes -----------------------------------------------
+        entry = data.Layout.cast(_RxEntry)
+        m.submodules.rx_fifo = rx_fifo = AsyncFIFO(
+            width=entry.size, depth=self.depth, w_domain="eth", r_domain="link"
+        )
+        w = self.wide_rx.payload
+        put = Signal(_RxEntry)
+        m.d.comb += [
+            put.data.eq(w.data),
+            # the highest lane marked (none marked: the whole word)
+            put.final.eq(Mux(w.last & w.last_be.any(), _highest(w.last_be), LANES - 1)),
+            put.last.eq(w.last),
+            put.error.eq(w.error),
+            put.ip.eq(w.ip),
+            put.port.eq(w.port),
+            rx_fifo.w_data.eq(put),
+            rx_fifo.w_en.eq(self.wide_rx.valid),
+            self.wide_rx.ready.eq(rx_fifo.w_rdy),
+        ]
+        word = Signal(_RxEntry)
+        lane = Signal(range(LANES))
+        have = Signal()
+        end = lane == word.final
+        out = self.rx.payload
+        m.d.comb += [
+            self.rx.valid.eq(have),
+            out.data.eq(word.data.word_select(lane, 8)),
+            out.last.eq(word.last & end),
+            out.error.eq(word.error),
+            out.ip.eq(word.ip),
+            out.port.eq(word.port),
+        ]
+        load = ~have | (self.rx.ready & end)
+        m.d.comb += rx_fifo.r_en.eq(load)
+        with m.If(load):
+            m.d.link += [have.eq(rx_fifo.r_rdy), word.eq(rx_fifo.r_data), lane.eq(0)]
+        with m.Elif(self.rx.ready):
+            m.d.link += lane.eq(lane + 1)
+
+        # --- transmit: link bytes -> eth words ----------------------------------------------
+        tx_layout = data.Layout.cast(TxWord)
+        m.submodules.tx_fifo = tx_fifo = AsyncFIFO(
+            width=tx_layout.size, depth=self.depth, w_domain="link", r_domain="eth"
+        )
+        b = self.tx.payload
+        acc = Signal(8 * LANES)
+        at = Signal(range(LANES))
+        merged = Signal(8 * LANES)
+        m.d.comb += merged.eq(acc | (b.data << (at * 8)))
+        full = (at == LANES - 1) | b.last
+        word_out = Signal(TxWord)
+        m.d.comb += [
+            word_out.data.eq(merged),
+            word_out.last.eq(b.last),
+            word_out.last_be.eq(Mux(b.last, 1 << at, 0)),
+            word_out.ip.eq(b.ip),
+            word_out.length.eq(b.length),
+            tx_fifo.w_data.eq(word_out),
+            tx_fifo.w_en.eq(self.tx.valid & full),
+            self.tx.ready.eq(~full | tx_fifo.w_rdy),
+        ]
+        with m.If(self.tx.valid & self.tx.ready):
+            with m.If(full):
+                m.d.link += [acc.eq(0), at.eq(0)]
+            with m.Else():
+                m.d.link += [acc.eq(merged), at.eq(at + 1)]
+        m.d.comb += [
+            self.wide_tx.valid.eq(tx_fifo.r_rdy),
+            self.wide_tx.payload.eq(tx_fifo.r_data),
+            tx_fifo.r_en.eq(self.wide_tx.ready),
+        ]
+        return m
+
+
+def _highest(bits):
+    """The index of the highest bit set in ``bits`` (a value of :data:`LANES` bits)."""
+    index = Const(0, 2)
+    for lane in range(1, LANES):
+        index = Mux(bits[lane], lane, index)
+    return index
