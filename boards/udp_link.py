@@ -354,6 +354,11 @@ class UdpEndpoint(wiring.Component):
         doc_counted = Signal()  # ... and it is one of this session's
         read_done = Signal()  # a readout record was completed (written or dropped)
         stale_docs = Signal(16)
+        # configuration streams the same way: their verdicts are readout records too
+        cfg_in_engine = Signal(8)  # streams the engine took whose verdict is not read
+        cfg_done = Signal()  # a stream's last byte went to the engine
+        verdict_done = Signal()  # a verdict was read (written or dropped)
+        stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
         cut_byte = Signal(8)
         is_doc = rec_kind == InputKind.DOCUMENT.value
         is_cfg = rec_kind == InputKind.CONFIG.value
@@ -403,7 +408,11 @@ class UdpEndpoint(wiring.Component):
                 with m.If(taken):
                     m.d.sync += [left.eq(left - 1), started.eq(1)]
                     with m.If(left == 1):
-                        m.d.comb += [doc_done.eq(is_doc), doc_counted.eq(is_doc)]
+                        m.d.comb += [
+                            doc_done.eq(is_doc),
+                            doc_counted.eq(is_doc),
+                            cfg_done.eq(is_cfg & cfg_ok),
+                        ]
                         m.next = "RECORD"
                 cut_on_switch(True)
             with m.State("CUT"):  # a session switch cut a record short: end it
@@ -414,7 +423,7 @@ class UdpEndpoint(wiring.Component):
                     self.input.payload.config.eq(is_cfg),
                 ]
                 with m.If(self.input.ready):
-                    m.d.comb += doc_done.eq(is_doc)
+                    m.d.comb += [doc_done.eq(is_doc), cfg_done.eq(is_cfg)]
                     m.next = "RECORD"
         with m.If(doc_counted):  # not a document a session switch cut short
             m.d.sync += documents.eq(documents + 1)
@@ -452,8 +461,11 @@ class UdpEndpoint(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += readout_idle.eq(1)
                 with m.If(self.readout.valid & rb.verdict):
-                    with m.If(room):
-                        m.d.comb += self.readout.ready.eq(1)
+                    with m.If(stale_cfgs != 0):  # an earlier session's stream: dropped
+                        m.d.comb += [self.readout.ready.eq(1), verdict_done.eq(1)]
+                        m.d.sync += stale_cfgs.eq(stale_cfgs - 1)
+                    with m.Elif(room):
+                        m.d.comb += [self.readout.ready.eq(1), verdict_done.eq(1)]
                         m.d.sync += [
                             rec.kind.eq(ReadoutRecordKind.CONFIG.value),
                             rec.errors.eq(0),
@@ -560,6 +572,10 @@ class UdpEndpoint(wiring.Component):
                             m.d.sync += doc_no.eq(doc_no + 1)
                     m.next = "IDLE"
 
+        with m.If(cfg_done & ~verdict_done):
+            m.d.sync += cfg_in_engine.eq(cfg_in_engine + 1)
+        with m.Elif(verdict_done & ~cfg_done):
+            m.d.sync += cfg_in_engine.eq(cfg_in_engine - 1)
         with m.If(doc_done & ~read_done):
             m.d.sync += in_engine.eq(in_engine + 1)
         with m.Elif(read_done & ~doc_done):
@@ -761,6 +777,7 @@ class UdpEndpoint(wiring.Component):
 
         with m.If(switch):
             cutting = left.any() & started & is_doc & records_fsm_body
+            cutting_cfg = left.any() & started & is_cfg & cfg_ok & records_fsm_body
             m.d.sync += [
                 rd.eq(0),
                 commit.eq(0),
@@ -777,6 +794,7 @@ class UdpEndpoint(wiring.Component):
                 ack_due.eq(0),
                 progress.eq(0),
                 stale_docs.eq(in_engine + doc_done - read_done + cutting),
+                stale_cfgs.eq(cfg_in_engine + cfg_done - verdict_done + cutting_cfg),
                 limit.eq(N),
                 free.eq(N),
                 free_at.eq(0),

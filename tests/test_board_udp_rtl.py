@@ -328,3 +328,34 @@ def test_ethernet_board_core_configures_a_programmable_engine_and_says_its_verdi
     # the first document after the stream is answered by the new set: none is flagged here
     assert [r.bits for r in readouts] == [run_documents(model.model, [d])[0].bits for d in docs]
     assert ReadoutRecordKind.CONFIG.value == ord("C")
+
+
+def test_a_new_session_never_gets_the_verdict_of_a_stream_an_old_one_cut_short():
+    """A host restart in the middle of a configuration stream: the board ends the stream (a
+    zero byte: rejected) and its verdict belongs to the old session; the new session's
+    readout stream carries only its own documents' records."""
+    from xpfilt.boards.protocol import Mode
+    from xpfilt.compiler.programmable import HardwareSpec, configure
+    from xpfilt.hdl.programmable import ProgrammableEngine
+
+    spec = HardwareSpec(clusters=1, columns=8, max_tag_len=4, max_depth=8, tags=7)
+    queries = [parse_query(q, i + 1) for i, q in enumerate(QUERIES)]
+    stream = input_record(InputKind.CONFIG, configure(queries, spec).stream())
+    core = CoreBench(ProgrammableEngine(spec), mode=Mode.PROGRAMMABLE, width=spec.readout_width)
+    docs = DOCS[:3]
+    got = []
+
+    async def testbench(ctx):
+        await core.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 3)))
+        await ctx.tick("link").repeat(100)
+        await core.send(ctx, data(3, 0, stream[: len(stream) // 2]))
+        await ctx.tick("link").repeat(400)
+        core.replies.clear()
+        records = b"".join(input_record(InputKind.DOCUMENT, d) for d in docs)
+        got.extend(await core.host(ctx, records, len(docs), session=4))
+        await ctx.tick("link").repeat(2000)  # a late verdict would come by now
+
+    core.sim.add_testbench(testbench)
+    core.sim.run()
+    assert [chr(r.kind) for r in got] == ["R"] * len(docs)
+    assert [r.doc for r in got] == list(range(len(docs)))
