@@ -7,7 +7,7 @@ and the hash of ``compiled.py`` that stamps its ahead-of-time build (see
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import pkgutil
 
 import numpy as np
 
@@ -52,7 +52,9 @@ EL_TAG, EL_PARENT, EL_POS, EL_STATE, EL_TEXT, EL_LAST = range(6)
 G_ATTR0, G_ATTR1, G_TEXT, G_PATH0, G_PATH1 = range(5)
 E_OFFSET, E_LENGTH, E_NEXT, E_HASH = range(4)
 
-_SOURCES = (Path(__file__).with_name("compiled.py"), Path(__file__))
+#: The files the ahead-of-time build is stamped with (read through the package's loader: a Spark
+#: executor imports this package from a zip file).
+_SOURCES = ("compiled.py", "scanner.py")
 
 
 def cpu_runs_aot() -> bool:
@@ -99,5 +101,6 @@ def name_table(tag_ids: dict) -> tuple:
 def source_hash() -> int:
     """A 62-bit hash of ``compiled.py`` and of this module (its constants): the ahead-of-time
     module answers it when it was built from this very source."""
-    digest = hashlib.sha256(b"".join(path.read_bytes() for path in _SOURCES)).digest()
+    text = b"".join(pkgutil.get_data(__package__, name) or b"" for name in _SOURCES)
+    digest = hashlib.sha256(text).digest()
     return int.from_bytes(digest[:8], "little") >> 2
