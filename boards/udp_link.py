@@ -460,7 +460,11 @@ class UdpEndpoint(wiring.Component):
         with m.FSM(name="readout_records"):
             with m.State("IDLE"):
                 m.d.comb += readout_idle.eq(1)
-                with m.If(self.readout.valid & rb.verdict):
+                # no record starts as a session switches: the switch counts it among the old
+                # session's (``stale_docs``, ``stale_cfgs``), so it is dropped a cycle later
+                with m.If(switch):
+                    pass
+                with m.Elif(self.readout.valid & rb.verdict):
                     with m.If(stale_cfgs != 0):  # an earlier session's stream: dropped
                         m.d.comb += [self.readout.ready.eq(1), verdict_done.eq(1)]
                         m.d.sync += stale_cfgs.eq(stale_cfgs - 1)

@@ -359,3 +359,92 @@ def test_a_new_session_never_gets_the_verdict_of_a_stream_an_old_one_cut_short()
     core.sim.run()
     assert [chr(r.kind) for r in got] == ["R"] * len(docs)
     assert [r.doc for r in got] == list(range(len(docs)))
+
+
+# --- a session switch in the cycle a readout record starts ----------------------------------
+
+
+def _switch_race(offset: int, *, verdict: bool) -> list:
+    """The endpoint alone (mode programmable when ``verdict``): session 7 sends a document
+    (or a configuration stream) the engine takes; session 8's HELLO goes in, and ``offset``
+    cycles after its last byte the old record's readout (five 1 bits, or a verdict) starts;
+    then session 8's own document and its readout (bits 0 1 0 0 0). Returns session 8's
+    readout records as (kind, doc, body hex)."""
+    width = 5
+    ep = UdpEndpoint(
+        mode=int(verdict), kind=ReadoutKind.SERIAL, width=width, identity=1, mac=1, ip=2,
+        port=4747, input_buffer=128, readout_buffer=128, timeout=100_000,
+    )  # fmt: skip
+    sim = Simulator(ep)
+    sim.add_clock(1e-8)
+    replies = []
+
+    async def collect(ctx):
+        buf = bytearray()
+        ctx.set(ep.tx.ready, 1)
+        async for _, _, valid, byte, last in ctx.tick().sample(
+            ep.tx.valid, ep.tx.payload.data, ep.tx.payload.last
+        ):
+            if valid:
+                buf.append(byte)
+                if last:
+                    replies.append(decode_datagram(bytes(buf)))
+                    buf = bytearray()
+
+    async def send(ctx, raw, pad):
+        for i, byte in enumerate(raw):
+            ctx.set(ep.rx.valid, 1)
+            ctx.set(ep.rx.payload.data, byte)
+            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
+            ctx.set(ep.rx.payload.port, HOST_PORT)
+            await ctx.tick().until(ep.rx.ready)
+        ctx.set(ep.rx.valid, 0)
+        if pad:
+            await ctx.tick().repeat(pad)
+
+    async def readout(ctx, bits):
+        for i, bit in enumerate(bits):
+            ctx.set(ep.readout.valid, 1)
+            ctx.set(ep.readout.payload.beat.bit, bit)
+            ctx.set(ep.readout.payload.beat.first, i == 0)
+            ctx.set(ep.readout.payload.beat.last, i == len(bits) - 1)
+            await ctx.tick().until(ep.readout.ready)
+        ctx.set(ep.readout.valid, 0)
+
+    async def old_verdict(ctx):
+        ctx.set(ep.readout.valid, 1)
+        ctx.set(ep.readout.payload.verdict, 1)
+        ctx.set(ep.readout.payload.loaded, 1)
+        await ctx.tick().until(ep.readout.ready)
+        ctx.set(ep.readout.valid, 0)
+        ctx.set(ep.readout.payload.verdict, 0)
+
+    async def testbench(ctx):
+        ctx.set(ep.input.ready, 1)  # the engine takes every byte
+        doc = input_record(InputKind.DOCUMENT, b"<a/>")
+        old = input_record(InputKind.CONFIG, b"\x01\x02\x03") if verdict else doc
+        await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 7)), 50)
+        await send(ctx, data(7, 0, old), 100)
+        await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 8)), offset)
+        await (old_verdict(ctx) if verdict else readout(ctx, [1] * width))
+        await ctx.tick().repeat(200)
+        await send(ctx, data(8, 0, doc), 100)
+        await readout(ctx, [0, 1, 0, 0, 0])
+        await ctx.tick().repeat(300)
+        await send(ctx, data(8, len(doc)), 300)  # asks for the readout stream
+
+    sim.add_process(collect)
+    sim.add_testbench(testbench)
+    sim.run()
+    stream = {d.seq: d.payload for d in replies if d and d.session == 8 and d.kind == ord("R")}
+    records = RecordReader().feed(b"".join(stream[k] for k in sorted(stream)))
+    return [(chr(r.kind), r.doc, r.body.hex()) for r in records]
+
+
+@pytest.mark.parametrize("verdict", [False, True], ids=["readout", "verdict"])
+def test_a_record_starting_as_a_new_session_opens_stays_with_the_old_session(verdict):
+    """A HELLO's switch and the start of an old document's readout (or an old configuration
+    stream's verdict) in the same cycle: the record is the old session's and is dropped, for
+    every offset around that cycle; the new session gets its own document's record only."""
+    for offset in range(4):
+        assert _switch_race(offset, verdict=verdict) == [("R", 0, "02")], offset
