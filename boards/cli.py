@@ -319,8 +319,9 @@ def build_command(
     default=True,
     show_default=True,
     help="Answer every document the board flags (malformed, too deep, a name too long, a "
-    "value or an entity reference it cannot decide) in software, with the fast engine of "
-    "`xpfilt filter`; --no-fallback reports them only.",
+    "value or an entity reference it cannot decide), and every one the software's "
+    "well-formedness check does not accept, in software, with the fast engine of `xpfilt "
+    "filter`; --no-fallback reports the flagged ones only.",
 )
 @click.option(
     "-o",
@@ -350,9 +351,10 @@ def host_command(
     Each document goes to the board (--port: in a UART frame, one at a time; --udp: in
     datagrams, --window documents ahead); its readout comes back and becomes query numbers
     (file name, tab, matching query numbers). A document the engine flags (malformed, too
-    deep, a name too long, a value or an entity reference it cannot decide) is answered in
-    software instead, with the fast engine of `xpfilt filter`, so the TSV is `xpfilt
-    filter`'s (a malformed document is reported on standard error, and the exit code is 1,
+    deep, a name too long, a value or an entity reference it cannot decide), or that the
+    software's compiled scanner does not accept as well-formed (the board checks less than
+    expat), is answered in software instead, with the fast engine of `xpfilt filter`, so the
+    TSV is `xpfilt filter`'s (a malformed document is reported on standard error, and the exit code is 1,
     as there); at the end standard error says how many documents were answered in software
     and why. With --no-fallback they are reported on standard error, the others still
     answered, and the exit code is 1. --udp shows a progress bar on a terminal and ends with

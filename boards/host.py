@@ -44,7 +44,7 @@ from xpfilt.hwspec.contract import Errors
 from xpfilt.hwspec.readout import DocumentReadout
 from xpfilt.lang.xpath import Query, parse_query
 from xpfilt.model.custom import EngineError, answer_positions, readout_positions
-from xpfilt.software.events import Document, utf8_document
+from xpfilt.software.events import Document, DocumentError, utf8_document
 
 __all__ = [
     "BoardLink",
@@ -254,11 +254,15 @@ class BoardDesign:
 
 
 class SoftwareFallback:
-    """The documents a board flags, answered in software: the fast engine (what ``xpfilt
-    filter`` runs) over the board's ``queries``, its answers kept to the query ``positions``
-    the board answers (a programmable board may hold fewer than were asked for), so that the
-    board and its host together answer every document as ``xpfilt filter`` does (a malformed
-    document gets the software's error). Counts the documents and each flag that sent one."""
+    """The documents a board cannot answer, answered in software: the fast engine (what
+    ``xpfilt filter`` runs) over the board's ``queries``, its answers kept to the query
+    ``positions`` the board answers (a programmable board may hold fewer than were asked for),
+    so that the board and its host together answer every document as ``xpfilt filter`` does
+    (a malformed document gets the software's error). Those are the documents the board flags,
+    and those the board answers that the software's compiled scanner does not accept (the
+    front end checks well-formedness less strictly than expat: a repeated attribute, ``]]>``
+    in text or ``&#0;`` pass it). Counts the documents, each flag that sent one, and those the
+    host's check sent."""
 
     def __init__(self, queries: Sequence[Query], positions):
         from xpfilt.engines import make_engine
@@ -267,39 +271,63 @@ class SoftwareFallback:
         self.positions = frozenset(positions)
         self.documents = 0
         self.flags: Counter = Counter()
+        self.unchecked = 0  # answered by the board, not accepted by the host's check
+        self.malformed = 0  # of the documents answered here, those the software refused too
 
-    def answer(self, document: Document, error: EngineError) -> frozenset[int]:
+    def answer(self, document: Document, error: Optional[EngineError]) -> frozenset[int]:
         """The positions of the queries matching ``document``, which the board flagged with
-        ``error``; a :class:`xpfilt.software.events.DocumentError` if the software cannot
-        answer it either."""
+        ``error`` (None: the host's check sent it); a
+        :class:`xpfilt.software.events.DocumentError` if the software cannot answer it
+        either."""
         self.documents += 1
-        self.flags.update(flag for flag in Errors if flag in error.errors)
-        return frozenset(self.engine.filter(document)) & self.positions
+        if error is None:
+            self.unchecked += 1
+        else:
+            self.flags.update(flag for flag in Errors if flag in error.errors)
+        try:
+            return frozenset(self.engine.filter(document)) & self.positions
+        except DocumentError:
+            self.malformed += 1
+            raise
+
+    def accepts(self, document: Document) -> bool:
+        """Whether the software's compiled scanner accepts ``document`` as well-formed (it
+        decides like expat; False also when it leaves the document to expat, or is not
+        available), so that the board's answer stands."""
+        return self.engine.compiled_verdicts([document.data])[0]
 
     def summary(self) -> str:
-        """How many documents were answered in software, and why (documents per flag)."""
-        why = ", ".join(
+        """How many documents were answered in software, and why."""
+        why = [
             f"{flag.name.lower().replace('_', ' ')} {self.flags[flag]}"
             for flag in Errors
             if self.flags[flag]
-        )
+        ]
+        reasons = [f"flagged by the board: {', '.join(why)}"] if why else []
+        if self.unchecked:
+            reasons.append(f"not accepted by the host's well-formedness check {self.unchecked}")
         s = "" if self.documents == 1 else "s"
-        return f"{self.documents} document{s} answered in software" + (
-            f" (flagged by the board: {why})" if why else ""
+        refused = f", {self.malformed} of them malformed" if self.malformed else ""
+        return f"{self.documents} document{s} answered in software{refused}" + (
+            f" ({'; '.join(reasons)})" if reasons else ""
         )
 
 
 def board_answer(
     document: Document, readout: DocumentReadout, bits, fallback: Optional[SoftwareFallback]
 ) -> frozenset[int]:
-    """The query positions whose answer holds in a document's ``readout``; a flagged document
-    goes to ``fallback``, or (None) raises :class:`xpfilt.model.custom.EngineError`."""
+    """The query positions whose answer holds in a document's ``readout``. With ``fallback``,
+    a flagged document, or one its check does not accept, is answered there; without, a
+    flagged document raises :class:`xpfilt.model.custom.EngineError`."""
     try:
-        return answer_positions(document.name, readout, bits)
+        positions = answer_positions(document.name, readout, bits)
     except EngineError as exc:
         if fallback is None:
             raise
         return fallback.answer(document, exc)
+    if fallback is not None and not fallback.accepts(document):
+        return fallback.answer(document, None)
+    return positions
 
 
 class BoardEngine:
