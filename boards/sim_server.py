@@ -10,6 +10,7 @@ listens. ``xpfilt sim-board`` is the command line.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import threading
 import time
@@ -82,21 +83,7 @@ def serve_board(
             }
         )
     )
-    finished = threading.Event()
-
-    def watch():
-        while not finished.is_set():
-            if port_file.exists():
-                on_port(int(port_file.read_text()))
-                return
-            time.sleep(0.02)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        return run_testbench(built, tb_config, run_dir, test_module=BOARD_TB_MODULE)
-    finally:
-        finished.set()
+    return _serve(built, tb_config, port_file, on_port, BOARD_TB_MODULE)
 
 
 ETH_TB_MODULE = "xpfilt.boards.eth_sim_tb"
@@ -166,6 +153,7 @@ def ethernet_line_rate(
     run = run_testbench(built, tb_config, run_dir, test_module=ETH_TB_MODULE)
     if not run.passed:
         raise RuntimeError(f"the line-rate simulation failed: {run.log}")
+    shutil.rmtree(run_dir, ignore_errors=True)  # kept above for its log
     result = json.loads(Path(output).read_text())
     return {
         **result,
@@ -202,6 +190,12 @@ def serve_ethernet_board(
             }
         )
     )
+    return _serve(built, tb_config, port_file, on_port, ETH_TB_MODULE)
+
+
+def _serve(built, tb_config: Path, port_file: Path, on_port, module: str) -> TestbenchRun:
+    """Runs testbench ``module`` on ``built`` in ``tb_config``'s folder, calling ``on_port``
+    with the port the testbench writes to ``port_file`` once it listens."""
     finished = threading.Event()
 
     def watch():
@@ -213,6 +207,6 @@ def serve_ethernet_board(
 
     threading.Thread(target=watch, daemon=True).start()
     try:
-        return run_testbench(built, tb_config, run_dir, test_module=ETH_TB_MODULE)
+        return run_testbench(built, tb_config, tb_config.parent, test_module=module)
     finally:
         finished.set()
