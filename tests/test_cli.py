@@ -304,6 +304,28 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(data):
     assert (process.returncode, err.decode()) == (0, "")
 
 
+def test_fast_filtering_imports_neither_lxml_nor_the_other_engines(data, tmp_path):
+    """`xpfilt filter` pays its imports on every run: lxml (~6 ms) and the reference are for
+    their own engines (-e lxml, -e reference) only."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from xpfilt.cli import main\n"
+        "try:\n"
+        f"    main([ 'filter', '-q', {str(data / 'queries/nitf-d8-p25-n2000.txt')!r},\n"
+        f"           '-o', {str(tmp_path / 'out.tsv')!r}, {str(data / 'nitf/docs')!r}])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lxml'\n"
+        "             or m in ('xpfilt.software.reference', 'xpfilt.software.lxml_filter')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert (tmp_path / "out.tsv").read_text().startswith("outFile1.xml\t")
+
+
 def test_software_filtering_does_not_import_the_hardware_toolchain(data, tmp_path):
     """`xpfilt filter` with a software engine pays Python start-up on every run: Amaranth (~0.1
     s to import) is for the hardware commands only."""
