@@ -1,5 +1,6 @@
 """The xpfilt command line: TSV output byte for byte, bad documents and bad queries in a batch."""
 
+import os
 import shutil
 
 import pytest
@@ -324,6 +325,33 @@ def test_fast_filtering_imports_neither_lxml_nor_the_other_engines(data, tmp_pat
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert (tmp_path / "out.tsv").read_text().startswith("outFile1.xml\t")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_filtering_starts_no_blas_thread_pool(data, tmp_path):
+    """NumPy's OpenBLAS starts a thread per core, spinning, when it loads: ~45 ms of CPU of
+    every `xpfilt filter` run, for no linear algebra. The user's own setting stays."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, sys\n"
+        "from xpfilt.cli import main\n"
+        "try:\n"
+        f"    main([ 'filter', '-q', {str(data / 'queries/nitf-d8-p25-n2000.txt')!r},\n"
+        f"           '-o', {str(tmp_path / 'out.tsv')!r}, {str(data / 'nitf/docs/outFile1.xml')!r}])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    run = [sys.executable, "-c", script]
+    out = subprocess.run(run, capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["1", "1"]
+    out = subprocess.run(
+        run, capture_output=True, text=True, check=True, env={**env, "OPENBLAS_NUM_THREADS": "2"}
+    )
+    assert out.stdout.split()[1] == "2"
 
 
 def test_software_filtering_does_not_import_the_hardware_toolchain(data, tmp_path):
