@@ -416,10 +416,13 @@ class _DfaArrays:
         self._set_room = nfa_states  # the largest set
         self._word_room = words  # the most words a state accepts
 
-    def room(self, rehash) -> None:
-        """Room for one more state, set and words (``rehash``: the compiled one)."""
+    def room(self, rehash) -> bool:
+        """Room for one more state, set and words (``rehash``: the compiled one); whether
+        some array was replaced to make it."""
         size = len(self.seen)
+        grew = False
         if self.states + 2 > size:
+            grew = True
             grown = 2 * size
             table = np.full((grown, self.table.shape[1]), -1, np.int32)
             table[:size] = self.table
@@ -434,12 +437,15 @@ class _DfaArrays:
         _, pool_used, words_used = self.meta.tolist()
         if pool_used + self._set_room > len(self.pool):
             self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
+            grew = True
         if words_used + self._word_room > len(self.accept_words):
             self.accept_words = np.concatenate([self.accept_words, self.accept_words])
             self.accept_masks = np.concatenate([self.accept_masks, self.accept_masks])
+            grew = True
+        return grew
 
     def set_of(self, number: int) -> np.ndarray:
-        """The NFA states of DFA state ``number`` (int32, sorted)."""
+        """The NFA states of DFA state ``number`` (int32, in no particular order)."""
         start, end = self.rows[number : number + 2, 0].tolist()
         return self.pool[start:end]
 
@@ -523,6 +529,7 @@ class FastFilter:
             #: byte per NFA state and per 8 queries (all zero between calls)
             self._miss_scratch = np.zeros(nfa.states + words + 16, np.int32)
             self._miss_marks = np.zeros(8 * (max(nfa.states // 8, words) + 1), np.uint8)
+            self._miss_args: tuple = (None, ())  # (the tables they are for, the arguments)
         self._reset()
 
     # -- the lazy DFA ---------------------------------------------------------------------
@@ -569,23 +576,29 @@ class FastFilter:
 
     def _miss_arguments(self) -> tuple:
         """What :func:`xpfilt.software.compiled_dfa.miss` and ``intern`` take after their
-        first two arguments, once the tables have room for one more state."""
+        first two arguments, once the tables have room for one more state (the same tuple
+        until an array is replaced)."""
         dfa = self._dfa
-        dfa.room(self._loop.rehash)
-        return (
-            *self._automaton,
-            dfa.rows,
-            dfa.pool,
-            dfa.slots,
-            dfa.table,
-            dfa.accept_start,
-            dfa.accept_count,
-            dfa.accept_words,
-            dfa.accept_masks,
-            dfa.meta,
-            self._miss_scratch,
-            self._miss_marks,
+        if not dfa.room(self._loop.rehash) and self._miss_args[0] is dfa:
+            return self._miss_args[1]
+        self._miss_args = (
+            dfa,
+            (
+                *self._automaton,
+                dfa.rows,
+                dfa.pool,
+                dfa.slots,
+                dfa.table,
+                dfa.accept_start,
+                dfa.accept_count,
+                dfa.accept_words,
+                dfa.accept_masks,
+                dfa.meta,
+                self._miss_scratch,
+                self._miss_marks,
+            ),
         )
+        return self._miss_args[1]
 
     def _new_states(self, number: int) -> None:
         """After the compiled side returned DFA state ``number``: if it is a new one, the
