@@ -32,7 +32,9 @@ paths' answers (:class:`xpfilt.lang.profiles.ProfilePaths`).
 
 Query sets run through the compiled loop (:mod:`xpfilt.software.compiled`, see
 :func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
-steps the same DFA kept as arrays, and comes back here only on a miss. With predicates it makes
+steps the same DFA kept as arrays (:class:`_DfaArrays`: there the sets are interned by the
+compiled side, not as bytes), and comes back here only on a miss, which
+:mod:`xpfilt.software.compiled_dfa` computes in one call. With predicates it makes
 two passes per document and decides a guarded transition by the element's key (the raw values
 its predicates read, its nested-path bits: :mod:`xpfilt.software.fast_guards`), so it comes
 back here only for a key it has not met; ``position()`` and nested paths with predicates of
