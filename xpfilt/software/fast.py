@@ -514,8 +514,6 @@ class FastFilter:
             # the queries a DFA state accepts, as 64-bit words of a bit set in accept_order
             # (internal numbers), mapped back to positions once per answer (see answers())
             self._order = nfa.accept_order()
-            self._rank = np.empty(len(self._order), np.int64)  # position -> internal number
-            self._rank[self._order] = np.arange(len(self._order))
             words = len(self._order) // 64 + 1
             self._bits = (np.zeros(words, np.uint64), np.zeros(words, np.uint64))
             depth = self._loop.MAX_DEPTH + 1
