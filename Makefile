@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 
 # The fast engine's compiled loop built ahead of time (Numba's pycc and the C compiler): no
 # Numba import or compile per run. Without it the loop is compiled on first use and cached.
-$(AOT): $(STAMP) xpfilt/software/compiled.py xpfilt/software/scanner.py
+$(AOT): $(STAMP) xpfilt/software/compiled.py xpfilt/software/compiled_dfa.py xpfilt/software/scanner.py
 	$(BIN)/python -m xpfilt.software.compiled >/dev/null || echo "xpfilt: no ahead-of-time scanner; Numba compiles it on first use"
 	touch $(AOT)
 

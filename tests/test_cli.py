@@ -1,5 +1,6 @@
 """The xpfilt command line: TSV output byte for byte, bad documents and bad queries in a batch."""
 
+import os
 import shutil
 
 import pytest
@@ -302,6 +303,55 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(data):
     process.stdout.close()  # the reader is gone before the first line
     _out, err = process.communicate(timeout=120)
     assert (process.returncode, err.decode()) == (0, "")
+
+
+def test_fast_filtering_imports_neither_lxml_nor_the_other_engines(data, tmp_path):
+    """`xpfilt filter` pays its imports on every run: lxml (~6 ms) and the reference are for
+    their own engines (-e lxml, -e reference) only."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from xpfilt.cli import main\n"
+        "try:\n"
+        f"    main([ 'filter', '-q', {str(data / 'queries/nitf-d8-p25-n2000.txt')!r},\n"
+        f"           '-o', {str(tmp_path / 'out.tsv')!r}, {str(data / 'nitf/docs')!r}])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lxml'\n"
+        "             or m in ('xpfilt.software.reference', 'xpfilt.software.lxml_filter')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert (tmp_path / "out.tsv").read_text().startswith("outFile1.xml\t")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_filtering_starts_no_blas_thread_pool(data, tmp_path):
+    """NumPy's OpenBLAS starts a thread per core, spinning, when it loads: ~45 ms of CPU of
+    every `xpfilt filter` run, for no linear algebra. The user's own setting stays."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, sys\n"
+        "from xpfilt.cli import main\n"
+        "try:\n"
+        f"    main([ 'filter', '-q', {str(data / 'queries/nitf-d8-p25-n2000.txt')!r},\n"
+        f"           '-o', {str(tmp_path / 'out.tsv')!r}, {str(data / 'nitf/docs/outFile1.xml')!r}])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    run = [sys.executable, "-c", script]
+    out = subprocess.run(run, capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["1", "1"]
+    out = subprocess.run(
+        run, capture_output=True, text=True, check=True, env={**env, "OPENBLAS_NUM_THREADS": "2"}
+    )
+    assert out.stdout.split()[1] == "2"
 
 
 def test_software_filtering_does_not_import_the_hardware_toolchain(data, tmp_path):

@@ -66,3 +66,18 @@ def test_load_documents_sorts_folders_by_code_point(tmp_path):
     for name in ["f10.xml", "f2.xml", "f1.xml", "skip.txt"]:
         (tmp_path / name).write_text("<a/>")
     assert [p.name for p in load_documents([tmp_path])] == ["f1.xml", "f10.xml", "f2.xml"]
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 16) - 1, 1 << 16, 3 * (1 << 16) + 5])
+def test_a_document_is_read_whole_whatever_its_size(tmp_path, size):
+    # Document.from_path reads with os.read, 64 KiB at a time
+    data = bytes(i % 251 for i in range(size))
+    path = tmp_path / "d.xml"
+    path.write_bytes(data)
+    assert Document.from_path(path) == Document("d.xml", data)
+    assert Document.from_path(str(path)) == Document("d.xml", data)
+
+
+def test_a_folder_is_no_document(tmp_path):
+    with pytest.raises(IsADirectoryError):
+        Document.from_path(tmp_path)

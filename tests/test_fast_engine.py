@@ -124,6 +124,27 @@ def test_repeated_paths_are_memoized(data):
     assert engine.filter(doc) == first and engine.stats["misses"] == misses
 
 
+def test_compiled_misses_intern_the_sets_the_python_path_does(data):
+    # the compiled misses (xpfilt.software.compiled_dfa) hash each set in no particular order:
+    # a set met again must be the same DFA state, and two sets never one; past the tables'
+    # first sizes (64 states), so that they grow and the hash table is rebuilt
+    queries = load_queries(data / "queries" / "nitf-d8-p15-n2000.txt").queries
+    docs = [Document.from_path(p) for p in load_documents([data / "nitf" / "docs"])][:40]
+    compiled, python = FastFilter(queries), FastFilter(queries, compiled=False)
+    assert compiled.stats["engine"] == "compiled"
+    misses = []
+    for _ in range(2):
+        assert [a.tolist() for a in compiled.filter_many(docs)] == [
+            python.filter_ordered(doc) for doc in docs
+        ]
+        misses.append(compiled.stats["misses"])
+    assert misses[0] == misses[1]  # the second pass finds every transition
+    states = python.stats["dfa_states"]
+    assert compiled.stats["dfa_states"] == states > 64
+    for number in range(states):  # the same sets, numbered alike, each in some order
+        assert sorted(compiled._states(number)) == python._states(number).tolist()
+
+
 def test_the_memo_is_dropped_when_distinct_names_outgrow_its_budget():
     # the Python path memoizes per name; the compiled loop per query name (others are one tag)
     queries = [parse_query("/r/*", 1), parse_query("//n7", 2)]

@@ -17,8 +17,6 @@ from xpfilt.compiler.options import MAX_NAME
 from xpfilt.lang.xpath import Query
 from xpfilt.software.events import Document, DocumentError
 from xpfilt.software.fast import FastFilter
-from xpfilt.software.lxml_filter import LxmlFilter
-from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import DocumentResult, format_tsv_line
 
 __all__ = [
@@ -45,10 +43,22 @@ def _model_engine(queries: Sequence[Query], options=None) -> Engine:
     return ModelEngine(queries, options) if options else ModelEngine(queries)
 
 
+def _reference_engine(queries: Sequence[Query], options=None) -> Engine:
+    from xpfilt.software.reference import ReferenceFilter  # imported when asked, as lxml
+
+    return ReferenceFilter(queries)
+
+
+def _lxml_engine(queries: Sequence[Query], options=None) -> Engine:
+    from xpfilt.software.lxml_filter import LxmlFilter  # lxml: ~6 ms of every start-up
+
+    return LxmlFilter(queries)
+
+
 ENGINES: dict[str, Callable[..., Engine]] = {
     "fast": lambda queries, options=None: FastFilter(queries),
-    "reference": lambda queries, options=None: ReferenceFilter(queries),
-    "lxml": lambda queries, options=None: LxmlFilter(queries),
+    "reference": _reference_engine,
+    "lxml": _lxml_engine,
     "model": _model_engine,
 }
 

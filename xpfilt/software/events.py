@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 16
+_READ = 1 << 16  # Document.from_path reads this much at a time (under the mmap threshold)
 
 
 class EventKind(enum.IntEnum):
@@ -62,8 +63,20 @@ class Document:
 
     @classmethod
     def from_path(cls, path: Union[str, os.PathLike]) -> "Document":
-        with open(path, "rb") as file:  # not pathlib: ~15 us a file, 4,000 files a batch run
-            return cls(os.path.basename(path), file.read())
+        # not pathlib, not even open(): a file object costs more than reading a NITF document
+        # (3,867 files read and kept: open() 24 ms, os.read 15-17 ms), and a batch run reads
+        # thousands
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(fd, _READ)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        return cls(os.path.basename(path), chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
 
 class DocumentError(ValueError):

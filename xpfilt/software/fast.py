@@ -32,7 +32,9 @@ paths' answers (:class:`xpfilt.lang.profiles.ProfilePaths`).
 
 Query sets run through the compiled loop (:mod:`xpfilt.software.compiled`, see
 :func:`compiled_loop`): it scans whole batches of documents (:meth:`FastFilter.filter_many`),
-steps the same DFA kept as arrays, and comes back here only on a miss. With predicates it makes
+steps the same DFA kept as arrays (:class:`_DfaArrays`: there the sets are interned by the
+compiled side, not as bytes), and comes back here only on a miss, which
+:mod:`xpfilt.software.compiled_dfa` computes in one call. With predicates it makes
 two passes per document and decides a guarded transition by the element's key (the raw values
 its predicates read, its nested-path bits: :mod:`xpfilt.software.fast_guards`), so it comes
 back here only for a key it has not met; ``position()`` and nested paths with predicates of
@@ -100,7 +102,8 @@ def compiled_loop() -> Optional[SimpleNamespace]:
     :mod:`xpfilt.software.scanner`, and ``kind``: how it was had. None when ``XPFILT_COMPILED=0``,
     or when Numba is not installed and no current ahead-of-time build exists.
 
-    The ahead-of-time build, the extension modules ``_scanner_aot*`` beside this file made by
+    The ahead-of-time build, the extension modules ``_scanner_aot*`` and ``_dfa_aot`` (the
+    misses, :mod:`xpfilt.software.compiled_dfa`) beside this file made by
     ``python -m xpfilt.software.compiled`` (``make setup`` runs it), loads in a millisecond
     without Numba or LLVM (``kind`` ``aot``). Without it, or when it was built from another
     version of ``compiled.py``, Numba compiles the loop just in time and caches it on disk
@@ -115,22 +118,26 @@ def compiled_loop() -> Optional[SimpleNamespace]:
     found = None
     if mode != "jit" and scanner.cpu_runs_aot():
         try:
+            from xpfilt.software import _dfa_aot as aot_dfa  # type: ignore[attr-defined]
             from xpfilt.software import _scanner_aot as aot  # type: ignore[attr-defined]
             from xpfilt.software import _scanner_aot_scan as aot_scan  # type: ignore[attr-defined]
         except ImportError:
-            aot = aot_scan = None
+            aot = aot_scan = aot_dfa = None
         stamp = scanner.source_hash()
-        if aot is not None and aot.source_hash() == stamp == aot_scan.source_hash():
+        if aot is not None and all(m.source_hash() == stamp for m in (aot, aot_scan, aot_dfa)):
             found = SimpleNamespace(
                 scan=aot_scan.scan,
                 scan_tree=aot.scan_tree,
                 answers=aot.answers,
                 format_numbers=aot.format_numbers,
+                miss=aot_dfa.miss,
+                intern=aot_dfa.intern,
+                rehash=aot_dfa.rehash,
                 kind="aot",
             )
     if found is None:
         try:
-            from xpfilt.software import compiled
+            from xpfilt.software import compiled, compiled_dfa
         except ImportError:  # Numba missing: the Python path answers alone
             return None
         found = SimpleNamespace(
@@ -138,6 +145,9 @@ def compiled_loop() -> Optional[SimpleNamespace]:
             scan_tree=compiled.scan_tree,
             answers=compiled.answers,
             format_numbers=compiled.format_numbers,
+            miss=compiled_dfa.miss,
+            intern=compiled_dfa.intern,
+            rehash=compiled_dfa.rehash,
             kind="jit",
         )
     for name in (
@@ -261,6 +271,7 @@ class _Nfa:
         sources, tags, targets = sources[order], tags[order], targets[order]
         bounds = np.searchsorted(tags, np.arange(width + 1))
         self.by_tag = [(sources[a:b], targets[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        self._named = (sources[bounds[1] :], tags[bounds[1] :], targets[bounds[1] :])
         self.member = np.zeros(count, bool)  # scratch: the states of one step
         # '*' transitions are looked up on every miss: one dense array (-1: none)
         self.wild = np.full(count, -1, _INDEX)
@@ -294,17 +305,42 @@ class _Nfa:
         parent links (NumPy sorts, no Python per state)."""
         rank = self._label
         up = self._parent  # the ancestor 2**k steps up (-1: beyond the document state)
+        count = len(rank)
         while (up >= 0).any():
             above = np.where(up >= 0, rank[up], -1)
-            order = np.lexsort((above, rank))
-            fresh = np.ones(len(order), bool)
-            fresh[1:] = (rank[order][1:] != rank[order][:-1]) | (
-                above[order][1:] != above[order][:-1]
-            )
+            # the pair (rank, rank 2**k above) as one number: one sort, not lexsort's two
+            # stable ones (10,000 queries: 7.2 -> 2.4 ms); ties get one rank in any order
+            key = rank * (count + 1) + (above + 1)
+            order = np.argsort(key)
+            key = key[order]
+            fresh = np.empty(count, bool)
+            fresh[0] = True
+            np.not_equal(key[1:], key[:-1], out=fresh[1:])
             rank = np.empty_like(rank)
             rank[order] = np.cumsum(fresh) - 1
             up = np.where(up >= 0, up[up], -1)
-        return np.lexsort((np.arange(len(self._final_of)), rank[self._final_of])).astype(_STATE)
+        return np.argsort(rank[self._final_of], kind="stable").astype(_STATE)
+
+    def arrays(self, order: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The automaton as :func:`xpfilt.software.compiled_dfa.miss` reads it: ``(nfa,
+        edges, tag_start, accept_rank)``, the accepted queries as internal numbers of
+        ``order`` (see :meth:`accept_order`). Guarded transitions are not in them (the Python
+        side decides those)."""
+        from xpfilt.software import scanner as layout
+
+        count = self.states
+        nfa = np.zeros((count + 1, layout.N_COLUMNS), np.int32)
+        nfa[:count, layout.N_WILD] = self.wild
+        nfa[:count, layout.N_EPS] = self.eps
+        nfa[:count, layout.N_LOOP] = self.loop
+        nfa[:count, layout.N_ACCEPT] = self.accept_start
+        nfa[count, layout.N_ACCEPT] = len(self._final_of)
+        sources, tags, targets = self._named  # sorted by tag, then source
+        edges = np.stack([sources, targets], 1).astype(np.int32)
+        tag_start = np.searchsorted(tags, np.arange(self.width + 1)).astype(np.int32)
+        # internal numbers grouped by the state accepting them, increasing within a group
+        accept_rank = np.argsort(self._final_of[order], kind="stable").astype(np.int32)
+        return nfa, edges, tag_start, accept_rank
 
     def step(self, states: np.ndarray, tag: int) -> tuple[np.ndarray, np.ndarray]:
         """The descendant states ``states`` keep, and the targets of their unguarded transitions
@@ -361,6 +397,71 @@ def _documents(documents: Sequence[Union[Document, bytes]]) -> list[Document]:
     ]
 
 
+class _DfaArrays:
+    """The lazy DFA of the compiled loop as arrays (see :mod:`xpfilt.software.compiled_dfa`
+    for their layout): the transition table and per-state stamp the loop reads, the queries
+    each state accepts as :func:`xpfilt.software.compiled.answers` reads them, and the interned
+    sets. The compiled code allocates nothing: :meth:`room` grows the arrays (by doubling)
+    before each call that may add a state."""
+
+    def __init__(self, width: int, nfa_states: int, words: int):
+        from xpfilt.software.scanner import META_SIZE
+
+        size = 64
+        self.table = np.full((size, width), -1, np.int32)
+        self.seen = np.zeros(size, np.int64)
+        self.accept_start = np.zeros(size, np.int64)
+        self.accept_count = np.zeros(size, np.int32)
+        self.rows = np.zeros((size, 2), np.int64)  # set start, hash; row n + 1: the end
+        self.slots = np.full(2 * size, -1, np.int32)
+        self.pool = np.zeros(2 * nfa_states + 1024, np.int32)
+        self.accept_words = np.zeros(2 * words + 1024, np.int32)
+        self.accept_masks = np.zeros(2 * words + 1024, np.uint64)
+        self.meta = np.zeros(META_SIZE, np.int64)
+        self.states = 0  # as meta[META_STATES]
+        self._set_room = nfa_states  # the largest set
+        self._word_room = words  # the most words a state accepts
+
+    def room(self, rehash) -> bool:
+        """Room for one more state, set and words (``rehash``: the compiled one); whether
+        some array was replaced to make it."""
+        size = len(self.seen)
+        grew = False
+        if self.states + 2 > size:
+            grew = True
+            grown = 2 * size
+            table = np.full((grown, self.table.shape[1]), -1, np.int32)
+            table[:size] = self.table
+            self.table = table
+            for name in ("seen", "accept_start", "accept_count", "rows"):
+                old = getattr(self, name)
+                new = np.zeros((grown, *old.shape[1:]), old.dtype)
+                new[:size] = old
+                setattr(self, name, new)
+            self.slots = np.full(2 * grown, -1, np.int32)
+            rehash(self.rows, self.states, self.slots)
+        _, pool_used, words_used = self.meta.tolist()
+        if pool_used + self._set_room > len(self.pool):
+            self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
+            grew = True
+        if words_used + self._word_room > len(self.accept_words):
+            self.accept_words = np.concatenate([self.accept_words, self.accept_words])
+            self.accept_masks = np.concatenate([self.accept_masks, self.accept_masks])
+            grew = True
+        return grew
+
+    def set_of(self, number: int) -> np.ndarray:
+        """The NFA states of DFA state ``number`` (int32, in no particular order)."""
+        start, end = self.rows[number : number + 2, 0].tolist()
+        return self.pool[start:end]
+
+    def memo_bytes(self) -> int:
+        """What the memo counts of these tables: per state its set (4 bytes a number), its
+        table row and its words (12 bytes each), as the Python path's memo counts its own."""
+        _, pool_used, words_used = self.meta.tolist()
+        return 4 * pool_used + 12 * words_used + self.states * (4 * self.table.shape[1] + 20)
+
+
 class FastFilter:
     """Filters documents against a fixed list of queries; results are 0-based query positions
     (the same as :class:`xpfilt.software.reference.ReferenceFilter`, which it must always agree with)."""
@@ -413,8 +514,6 @@ class FastFilter:
             # the queries a DFA state accepts, as 64-bit words of a bit set in accept_order
             # (internal numbers), mapped back to positions once per answer (see answers())
             self._order = nfa.accept_order()
-            self._rank = np.empty(len(self._order), np.int64)  # position -> internal number
-            self._rank[self._order] = np.arange(len(self._order))
             words = len(self._order) // 64 + 1
             self._bits = (np.zeros(words, np.uint64), np.zeros(words, np.uint64))
             depth = self._loop.MAX_DEPTH + 1
@@ -428,6 +527,13 @@ class FastFilter:
             self._numbers_table = None  # filter_many_text's numbers, and as an array
             self._tree_scratch: Optional[tuple] = None  # scan_tree's rows, sized per batch
             self._key = np.zeros(0, np.uint8)
+            self._automaton = nfa.arrays(self._order)
+            words = len(self._order) // 64 + 1
+            #: compiled_dfa's scratch: a number per NFA state and per query word, and a
+            #: byte per NFA state and per 8 queries (all zero between calls)
+            self._miss_scratch = np.zeros(nfa.states + words + 16, np.int32)
+            self._miss_marks = np.zeros(8 * (max(nfa.states // 8, words) + 1), np.uint8)
+            self._miss_args: tuple = (None, ())  # (the tables they are for, the arguments)
         self._reset()
 
     # -- the lazy DFA ---------------------------------------------------------------------
@@ -441,20 +547,24 @@ class FastFilter:
         if self._guards is not None:
             self._guards.reset()
         if self._loop is not None:  # the same DFA as arrays: transitions, accepted queries
-            self._table = np.full((64, self._nfa.width), -1, np.int32)
-            self._seen = np.zeros(64, np.int64)
-            self._accept_start = np.zeros(64, np.int64)
-            self._accept_count = np.zeros(64, np.int32)
-            self._accept_words = np.zeros(1024, np.int32)
-            self._accept_masks = np.zeros(1024, np.uint64)
-            self._accept_used = 0
+            nfa = self._nfa
+            self._dfa = _DfaArrays(nfa.width, nfa.states, len(self._order) // 64 + 1)
         empty = np.zeros(0, _INDEX)
         document = np.zeros(1, _INDEX)
         self._start = self._intern(self._nfa.close(empty, document), document)
 
     def _intern(self, states: np.ndarray, entered: np.ndarray) -> int:
         """The DFA state of the NFA states ``states``, which ``entered`` (a part) were entered
-        by the transition into it (accepting states are only ever entered, never kept)."""
+        by the transition into it (accepting states are only ever entered, never kept; with the
+        compiled loop the compiled side interns the set, see :meth:`_new_states`)."""
+        if self._loop is not None:
+            number = self._loop.intern(
+                np.ascontiguousarray(states, np.int32),
+                np.ascontiguousarray(entered, np.int32),
+                *self._miss_arguments(),
+            )
+            self._new_states(number)
+            return number
         key = states.astype(_STATE).tobytes()
         found = self._ids.get(key)
         if found is not None:
@@ -463,52 +573,56 @@ class FastFilter:
         self._sets.append(key)
         self._trans.append({})
         accepts = self._nfa.accepted(entered)
-        self._memo_bytes += len(key)
+        self._accepts.append(accepts)
+        self._memo_bytes += len(key) + (0 if accepts is None else accepts.nbytes)
         self.stats["dfa_states"] += 1
-        if self._loop is not None:  # kept once, as the array tables' words (see _accepted)
-            self._accepts.append(None)
-            self._add_array_state(number, accepts)
-        else:
-            self._accepts.append(accepts)
-            self._memo_bytes += 0 if accepts is None else accepts.nbytes
         return number
 
-    def _add_array_state(self, number: int, accepts) -> None:
-        """Row ``number`` of the array tables (grown by doubling)."""
-        if number >= len(self._seen):
-            size = 2 * len(self._seen)
-            table = np.full((size, self._nfa.width), -1, np.int32)
-            table[:number] = self._table[:number]
-            self._table = table
-            for name in ("_seen", "_accept_start", "_accept_count"):
-                old = getattr(self, name)
-                new = np.zeros(size, old.dtype)
-                new[:number] = old[:number]
-                setattr(self, name, new)
-        self._memo_bytes += self._nfa.width * 4 + 20
-        if accepts is not None:
-            internal = np.sort(self._rank[accepts])
-            word = internal >> 6
-            first = np.flatnonzero(np.concatenate([[True], word[1:] != word[:-1]]))
-            masks = np.bitwise_or.reduceat(
-                np.left_shift(np.uint64(1), (internal & 63).astype(np.uint64)), first
-            )
-            used, count = self._accept_used, len(first)
-            if used + count > len(self._accept_words):
-                for name in ("_accept_words", "_accept_masks"):
-                    old = getattr(self, name)
-                    grown = np.zeros(2 * (used + count), old.dtype)
-                    grown[:used] = old[:used]
-                    setattr(self, name, grown)
-            self._accept_words[used : used + count] = word[first]
-            self._accept_masks[used : used + count] = masks
-            self._accept_start[number] = used
-            self._accept_count[number] = count
-            self._accept_used = used + count
-            self._memo_bytes += 12 * count
+    def _miss_arguments(self) -> tuple:
+        """What :func:`xpfilt.software.compiled_dfa.miss` and ``intern`` take after their
+        first two arguments, once the tables have room for one more state (the same tuple
+        until an array is replaced)."""
+        dfa = self._dfa
+        if not dfa.room(self._loop.rehash) and self._miss_args[0] is dfa:
+            return self._miss_args[1]
+        self._miss_args = (
+            dfa,
+            (
+                *self._automaton,
+                dfa.rows,
+                dfa.pool,
+                dfa.slots,
+                dfa.table,
+                dfa.accept_start,
+                dfa.accept_count,
+                dfa.accept_words,
+                dfa.accept_masks,
+                dfa.meta,
+                self._miss_scratch,
+                self._miss_marks,
+            ),
+        )
+        return self._miss_args[1]
+
+    def _new_states(self, number: int) -> None:
+        """After the compiled side returned DFA state ``number``: if it is a new one, the
+        Python path's transitions get its (empty) dict."""
+        dfa = self._dfa
+        if number == dfa.states:
+            dfa.states += 1
+            self._trans.append({})
+            self.stats["dfa_states"] += 1
 
     def _states(self, number: int) -> np.ndarray:
+        if self._loop is not None:
+            return self._dfa.set_of(number)
         return np.frombuffer(self._sets[number], _STATE)
+
+    def _memo(self) -> int:
+        """The memo's size in bytes (see ``cache_bytes``)."""
+        if self._loop is not None:
+            return self._memo_bytes + self._dfa.memo_bytes()
+        return self._memo_bytes
 
     def _miss(self, top: int, name: str, attrs: dict, texts, node) -> int:
         """The next DFA state from ``top`` on element ``name``; memoized unless guarded steps
@@ -655,21 +769,22 @@ class FastFilter:
         14 MB as words."""
         if self._loop is None:
             return self._accepts[number]
-        start, count = self._accept_start[number], self._accept_count[number]
+        dfa = self._dfa
+        start, count = int(dfa.accept_start[number]), int(dfa.accept_count[number])
         if count == 0:
             return None
-        masks = self._accept_masks[start : start + count]
+        masks = dfa.accept_masks[start : start + count]
         bits = np.unpackbits(masks.astype("<u8").view(np.uint8), bitorder="little").reshape(
             count, 64
         )
         rows, columns = np.nonzero(bits)
-        words = self._accept_words[start : start + count].astype(np.int64)
+        words = dfa.accept_words[start : start + count].astype(np.int64)
         return self._order[words[rows] * 64 + columns]
 
     def _answer(self, visited: set) -> list[int]:
         found = [a for a in map(self._accepted, visited) if a is not None]
-        self.stats["memo_bytes"] = self._memo_bytes
-        if self._memo_bytes > self.cache_bytes:
+        self.stats["memo_bytes"] = memo = self._memo()
+        if memo > self.cache_bytes:
             self._reset()
             self.stats["resets"] += 1
         if not found:
@@ -738,8 +853,8 @@ class FastFilter:
             for i, document in enumerate(documents)
         ]
         self.stats["compiled_documents"] += int(np.count_nonzero(status == accepted))
-        self.stats["memo_bytes"] = self._memo_bytes
-        if self._memo_bytes > self.cache_bytes:
+        self.stats["memo_bytes"] = memo = self._memo()
+        if memo > self.cache_bytes:
             self._reset()
             self.stats["resets"] += 1
         return out
@@ -801,17 +916,17 @@ class FastFilter:
         visited_start = np.zeros(count, np.int64)
         visited_end = np.zeros(count, np.int64)
         visited = np.empty(len(data) // 3 + 1, np.int32)
-        scan = self._scan_paths if self._guards is None else self._scan_tree
-        scan(datas, data, offsets, status, visited_start, visited_end, visited)
+        self._scan_batch(datas, data, offsets, status, visited_start, visited_end, visited)
+        dfa = self._dfa
         bounds, found = loop.answers(
             status,
             visited_start,
             visited_end,
             visited,
-            self._accept_start,
-            self._accept_count,
-            self._accept_words,
-            self._accept_masks,
+            dfa.accept_start,
+            dfa.accept_count,
+            dfa.accept_words,
+            dfa.accept_masks,
             self._order,
             *self._bits,
             int(self._answer_rate * count) + 1024,
@@ -820,49 +935,40 @@ class FastFilter:
         self._answer_rate = 1.25 * int(bounds[-1]) / max(count, 1)
         return status, bounds, found[: bounds[-1]]
 
-    def _scan_paths(self, datas, data, offsets, status, visited_start, visited_end, visited):
-        """:meth:`_scan`'s loop for query sets without predicates (``scan``)."""
-        loop = self._loop
-        ctx = np.zeros(loop.CTX_SIZE, np.int64)
+    def _scan_batch(self, datas, data, offsets, status, visited_start, visited_end, visited):
+        """:meth:`_scan`'s loop: ``scan`` for query sets without predicates, ``scan_tree``
+        with them; each call runs until the end of the batch or a transition the tables do not
+        have: a miss (:meth:`_array_miss`), or with predicates a guard's key not met yet
+        (:meth:`_guard_miss`), and the next call resumes there."""
+        loop, guards = self._loop, self._guards
+        ctx = np.zeros(loop.CTX_SIZE if guards is None else loop.TREE_CTX_SIZE, np.int64)
         ctx[1] = -1  # no document begun
         ctx[5] = self._stamp
-        table, names, name_offsets, name_tags = self._names
-        stack, name_stack, attributes = self._scratch
-        while (
-            loop.scan(
-                data,
-                offsets,
-                status,
-                visited_start,
-                visited_end,
-                visited,
-                ctx,
-                self._table,
-                self._seen,
-                table,
-                names,
-                name_offsets,
-                name_tags,
-                self._start,
-                stack,
-                name_stack,
-                attributes,
-            )
-            == loop.MISS
-        ):
-            self._array_miss(int(ctx[6]), int(ctx[7]))
+        head = (data, offsets, status, visited_start, visited_end, visited, ctx)
+        tail = (*self._names, self._start, *self._scratch)
+        longest = max(map(len, datas), default=0)
+        while True:
+            dfa = self._dfa  # the miss before may have grown the tables
+            if guards is None:
+                found = loop.scan(*head, dfa.table, dfa.seen, *tail)
+            else:
+                found = loop.scan_tree(
+                    *head, dfa.table, dfa.seen, *tail, *self._tree_arguments(longest)
+                )
+            if found == loop.MISS:
+                self._array_miss(int(ctx[6]), int(ctx[7]))
+            elif found == loop.GUARD:
+                key = self._key
+                self._guard_miss(int(ctx[6]), int(ctx[7]), bytes(key[: ctx[9]]), int(ctx[10]))
+            else:
+                break
         self._stamp = int(ctx[5])
 
-    def _scan_tree(self, datas, data, offsets, status, visited_start, visited_end, visited):
-        """:meth:`_scan`'s loop for query sets with predicates (``scan_tree``): also comes
-        back on a guard's key it has not seen (:meth:`_guard_miss`)."""
+    def _tree_arguments(self, longest: int) -> tuple:
+        """``scan_tree``'s arguments after the ones ``scan`` takes too, for a batch whose
+        longest document has ``longest`` bytes: its scratch rows, and the guard tables as they
+        are now (a guard miss grows them)."""
         loop, guards = self._loop, self._guards
-        ctx = np.zeros(loop.TREE_CTX_SIZE, np.int64)
-        ctx[1] = -1  # no document begun
-        ctx[5] = self._stamp
-        table, names, name_offsets, name_tags = self._names
-        stack, name_stack, attributes = self._scratch
-        longest = max(map(len, datas), default=0)
         elements = longest // 4 + 2  # the shortest element is <a/>
         if self._tree_scratch is None or len(self._tree_scratch[0]) < elements:
             self._tree_scratch = (
@@ -871,66 +977,36 @@ class FastFilter:
                 np.zeros((elements, guards.words), np.uint64),  # nested-path bits
                 np.zeros((2 * (loop.MAX_DEPTH + 1), guards.words), np.uint64),
             )
-        el, tx, bits, acc = self._tree_scratch
-        while True:
-            arrays = guards.arrays()
-            key = self._key
-            if len(key) < 2 * longest + guards.key_overhead:
-                key = self._key = np.zeros(2 * (2 * longest + guards.key_overhead), np.uint8)
-            found = loop.scan_tree(
-                data,
-                offsets,
-                status,
-                visited_start,
-                visited_end,
-                visited,
-                ctx,
-                self._table,
-                self._seen,
-                table,
-                names,
-                name_offsets,
-                name_tags,
-                self._start,
-                stack,
-                name_stack,
-                attributes,
-                el,
-                tx,
-                bits,
-                acc,
-                guards.masks,
-                *arrays,
-                guards.gslots,
-                guards.ents,
-                guards.keys,
-                key,
-            )
-            if found == loop.MISS:
-                self._array_miss(int(ctx[6]), int(ctx[7]))
-            elif found == loop.GUARD:
-                self._guard_miss(int(ctx[6]), int(ctx[7]), bytes(key[: ctx[9]]), int(ctx[10]))
-            else:
-                break
-        self._stamp = int(ctx[5])
+        if len(self._key) < 2 * longest + guards.key_overhead:
+            self._key = np.zeros(2 * (2 * longest + guards.key_overhead), np.uint8)
+        return (
+            *self._tree_scratch,
+            guards.masks,
+            *guards.arrays(),
+            guards.gslots,
+            guards.ents,
+            guards.keys,
+            self._key,
+        )
 
     def _array_miss(self, top: int, tag: int) -> None:
-        """Fills ``table[top, tag]``: the compiled loop met it (tag 0: a name no query has);
-        a transition through guarded steps becomes a guard (:mod:`.fast_guards`)."""
+        """Fills ``table[top, tag]``: the compiled loop met it (tag 0: a name no query has).
+        The compiled side computes it (:func:`xpfilt.software.compiled_dfa.miss`), unless it
+        passes through guarded steps: then it becomes a guard (:mod:`.fast_guards`)."""
         self.stats["misses"] += 1
         nfa = self._nfa
-        states = self._states(top)
-        kept, targets = nfa.step(states, tag)
         if nfa.guarded:
+            states = self._states(top)
             candidates = nfa.guarded_candidates(states, tag)
             if candidates:
+                kept, targets = nfa.step(states, tag)
                 name = self._tag_names.get(tag, "")  # "": a name no query has
                 g = self._guards.add(top, tag, name, kept, targets, candidates)
                 self._memo_bytes += kept.nbytes + targets.nbytes
-                self._table[top, tag] = -2 - g
+                self._dfa.table[top, tag] = -2 - g
                 return
-        nxt = self._intern(nfa.close(kept, targets), targets)  # may grow the table
-        self._table[top, tag] = nxt
+        nxt = self._loop.miss(top, tag, *self._miss_arguments())
+        self._new_states(nxt)
 
     def _guard_miss(self, top: int, tag: int, key: bytes, h: int) -> None:
         """Decides the guarded transition ``table[top, tag]`` for an element whose key (see
@@ -939,7 +1015,7 @@ class FastFilter:
         the reference's step test with the loop's nested-path bits."""
         self.stats["guard_misses"] += 1
         guards = self._guards
-        guard = guards.guards[-2 - int(self._table[top, tag])]
+        guard = guards.guards[-2 - int(self._dfa.table[top, tag])]
         attrs, texts, bits = guards.decode(guard, key)
         if not guard.paths:
             nxt = self._miss(top, guard.name, attrs, texts, None)

@@ -6,8 +6,8 @@ and the hash of ``compiled.py`` that stamps its ahead-of-time build (see
 
 from __future__ import annotations
 
-import hashlib
 import pkgutil
+import zlib
 
 import numpy as np
 
@@ -52,9 +52,18 @@ EL_TAG, EL_PARENT, EL_POS, EL_STATE, EL_TEXT, EL_LAST = range(6)
 G_ATTR0, G_ATTR1, G_TEXT, G_PATH0, G_PATH1 = range(5)
 E_OFFSET, E_LENGTH, E_NEXT, E_HASH = range(4)
 
+#: The lazy DFA's misses (:mod:`xpfilt.software.compiled_dfa`): columns of its NFA rows (the
+#: target on ``*``, the descendant state, where the accepted queries start, whether it is a
+#: descendant state), of its DFA rows (where the set starts, its hash), its ``meta`` counts.
+N_WILD, N_EPS, N_ACCEPT, N_LOOP = range(4)
+N_COLUMNS = 4
+D_START, D_HASH = range(2)
+META_STATES, META_POOL, META_ACCEPT = range(3)
+META_SIZE = 3
+
 #: The files the ahead-of-time build is stamped with (read through the package's loader: a Spark
 #: executor imports this package from a zip file).
-_SOURCES = ("compiled.py", "scanner.py")
+_SOURCES = ("compiled.py", "compiled_dfa.py", "scanner.py")
 
 
 def cpu_runs_aot() -> bool:
@@ -99,8 +108,10 @@ def name_table(tag_ids: dict) -> tuple:
 
 
 def source_hash() -> int:
-    """A 62-bit hash of ``compiled.py`` and of this module (its constants): the ahead-of-time
-    module answers it when it was built from this very source."""
+    """A 62-bit hash of ``compiled.py``, ``compiled_dfa.py`` and of this module (its
+    constants): the ahead-of-time modules answer it when they were built from this very
+    source."""
     text = b"".join(pkgutil.get_data(__package__, name) or b"" for name in _SOURCES)
-    digest = hashlib.sha256(text).digest()
-    return int.from_bytes(digest[:8], "little") >> 2
+    # two 32-bit checksums, not a cryptographic digest: they tell a build from a stale one,
+    # and hashlib (OpenSSL) took 3 ms of every run's start-up to load
+    return (zlib.crc32(text) << 30) ^ zlib.adler32(text)
