@@ -54,6 +54,7 @@ ACCEPTED = [
     b"<a\n\tk\n=\n'1'\n/>",
     b"<a>]]</a>",
     b"<a><!-- - --></a>",
+    b'<a kxk="1" kyk="2" k="3" kk="4"/>',  # names alike in length, first and last bytes
 ]
 #: Each is malformed (expat rejects it) or outside the common case (deferred regardless).
 DEFERRED = [
@@ -67,6 +68,7 @@ DEFERRED = [
     b"<a/>x",
     b"<a>]]></a>",
     b'<a k="1" k="2"/>',
+    b'<a kxk="1" k="2" kyk="3" kxk="4"/>',
     b'<a k="1"n="2"/>',
     b"<a k=1/>",
     b'<a k="<"/>',

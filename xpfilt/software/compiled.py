@@ -91,32 +91,38 @@ _DASH, _RSQB, _HASH, _SEMI, _QUOT, _APOS = 45, 93, 35, 59, 34, 39
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _u(p):
+    """An index as unsigned: Numba guards every signed index against wrapping around (a
+    compare and an add per byte read), and positions here are never negative."""
+    return np.uint64(p)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _space(b):
     return b == 32 or b == 10 or b == 9 or b == 13
 
 
+#: Per byte: 1 if it may be in an ASCII name, 3 if it may also start one (one load instead of
+#: seven compares per name byte).
+_NAME_BYTES = np.zeros(256, np.uint8)
+_NAME_BYTES[np.frombuffer(b"0123456789-.", np.uint8)] = 1
+_NAME_BYTES[np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:", np.uint8)] = 3
+
+
 @njit(cache=True, inline="always", _nrt=False)
 def _name_start(b):
-    return (97 <= b <= 122) or (65 <= b <= 90) or b == 95 or b == 58
+    return _NAME_BYTES[b] >= 2
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _name_char(b):
-    return (
-        (97 <= b <= 122)
-        or (65 <= b <= 90)
-        or (48 <= b <= 57)
-        or b == 95
-        or b == 58
-        or b == 45
-        or b == 46
-    )
+    return _NAME_BYTES[b] != 0
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _char(data, p, end):
     """Length of the XML character at ``p`` (0: not one the scanner accepts)."""
-    b = data[p]
+    b = data[_u(p)]
     if b < 0x80:
         if b >= 0x20:
             return 0 if b == 0x7F else 1
@@ -126,15 +132,15 @@ def _char(data, p, end):
     if b < 0xE0:
         if p + 1 >= end:
             return 0
-        c = data[p + 1]
+        c = data[_u(p + 1)]
         if c & 0xC0 != 0x80 or (b == 0xC2 and c < 0xA0):  # no C1 controls
             return 0
         return 2
     if b < 0xF0:
         if p + 2 >= end:
             return 0
-        c1 = data[p + 1]
-        c2 = data[p + 2]
+        c1 = data[_u(p + 1)]
+        c2 = data[_u(p + 2)]
         if c1 & 0xC0 != 0x80 or c2 & 0xC0 != 0x80:
             return 0
         if b == 0xE0 and c1 < 0xA0:  # overlong
@@ -147,8 +153,8 @@ def _char(data, p, end):
     if b < 0xF5:
         if p + 3 >= end:
             return 0
-        c1 = data[p + 1]
-        if c1 & 0xC0 != 0x80 or data[p + 2] & 0xC0 != 0x80 or data[p + 3] & 0xC0 != 0x80:
+        c1 = data[_u(p + 1)]
+        if c1 & 0xC0 != 0x80 or data[_u(p + 2)] & 0xC0 != 0x80 or data[_u(p + 3)] & 0xC0 != 0x80:
             return 0
         if (b == 0xF0 and c1 < 0x90) or (b == 0xF4 and c1 >= 0x90):
             return 0
@@ -163,14 +169,14 @@ def _reference(data, p, end):
     q = p + 1
     if q >= end:
         return -1
-    if data[q] == _HASH:
+    if data[_u(q)] == _HASH:
         q += 1
         value = 0
         digits = 0
-        if q < end and data[q] == 120:  # 'x' (expat takes no 'X')
+        if q < end and data[_u(q)] == 120:  # 'x' (expat takes no 'X')
             q += 1
             while q < end:
-                b = data[q]
+                b = data[_u(q)]
                 if 48 <= b <= 57:
                     d = b - 48
                 elif 97 <= b <= 102:
@@ -185,13 +191,13 @@ def _reference(data, p, end):
                 digits += 1
                 q += 1
         else:
-            while q < end and 48 <= data[q] <= 57:
-                value = value * 10 + (data[q] - 48)
+            while q < end and 48 <= data[_u(q)] <= 57:
+                value = value * 10 + (data[_u(q)] - 48)
                 if value >= 0x110000:
                     return -1
                 digits += 1
                 q += 1
-        if digits == 0 or q >= end or data[q] != _SEMI:
+        if digits == 0 or q >= end or data[_u(q)] != _SEMI:
             return -1
         if value == 9 or value == 10 or value == 13:
             return q + 1
@@ -200,15 +206,26 @@ def _reference(data, p, end):
         return -1
     # lt gt amp apos quot
     n = end - q
-    b = data[q]
-    if n >= 3 and (b == 108 or b == 103) and data[q + 1] == 116 and data[q + 2] == _SEMI:
+    b = data[_u(q)]
+    if n >= 3 and (b == 108 or b == 103) and data[_u(q + 1)] == 116 and data[_u(q + 2)] == _SEMI:
         return q + 3
-    if n >= 4 and b == 97 and data[q + 1] == 109 and data[q + 2] == 112 and data[q + 3] == _SEMI:
+    if (
+        n >= 4
+        and b == 97
+        and data[_u(q + 1)] == 109
+        and data[_u(q + 2)] == 112
+        and data[_u(q + 3)] == _SEMI
+    ):
         return q + 4
-    if n >= 5 and data[q + 4] == _SEMI:
-        if b == 97 and data[q + 1] == 112 and data[q + 2] == 111 and data[q + 3] == 115:
+    if n >= 5 and data[_u(q + 4)] == _SEMI:
+        if b == 97 and data[_u(q + 1)] == 112 and data[_u(q + 2)] == 111 and data[_u(q + 3)] == 115:
             return q + 5
-        if b == 113 and data[q + 1] == 117 and data[q + 2] == 111 and data[q + 3] == 116:
+        if (
+            b == 113
+            and data[_u(q + 1)] == 117
+            and data[_u(q + 2)] == 111
+            and data[_u(q + 3)] == 116
+        ):
             return q + 5
     return -1
 
@@ -218,8 +235,8 @@ def _comment(data, p, end):
     """The position after the comment whose text starts at ``p``; -1 unless its first ``--``
     is followed by ``>`` and its characters are ones the scanner accepts."""
     while p + 1 < end:
-        if data[p] == _DASH and data[p + 1] == _DASH:
-            if p + 2 < end and data[p + 2] == _GT:
+        if data[_u(p)] == _DASH and data[_u(p + 1)] == _DASH:
+            if p + 2 < end and data[_u(p + 2)] == _GT:
                 return p + 3
             return -1
         n = _char(data, p, end)
@@ -234,8 +251,8 @@ def _until(data, p, end, a, b, c):
     """Scan characters from ``p`` to the three bytes ``a b c``; the position after them, or -1
     on a character the scanner does not accept or the end of the document."""
     while p + 2 < end:
-        x = data[p]
-        if x == a and data[p + 1] == b and data[p + 2] == c:
+        x = data[_u(p)]
+        if x == a and data[_u(p + 1)] == b and data[_u(p + 2)] == c:
             return p + 3
         n = _char(data, p, end)
         if n == 0:
@@ -248,7 +265,7 @@ def _until(data, p, end, a, b, c):
 def _hash(data, p, n):
     h = np.uint32(2166136261)
     for i in range(n):
-        h = (h ^ np.uint32(data[p + i])) * np.uint32(16777619)
+        h = (h ^ np.uint32(data[_u(p + i)])) * np.uint32(16777619)
     return h
 
 
@@ -258,30 +275,30 @@ def _tag(data, p, n, table, names, name_offsets, name_tags):
     mask = len(table) - 1
     h = _hash(data, p, n) & mask
     while True:
-        k = table[h]
+        k = table[_u(h)]
         if k < 0:
             return 0
-        a = name_offsets[k]
-        if name_offsets[k + 1] - a == n:
+        a = name_offsets[_u(k)]
+        if name_offsets[_u(k + 1)] - a == n:
             same = True
             for i in range(n):
-                if names[a + i] != data[p + i]:
+                if names[_u(a + i)] != data[_u(p + i)]:
                     same = False
                     break
             if same:
-                return name_tags[k]
+                return name_tags[_u(k)]
         h = (h + 1) & mask
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _name_end(data, p, end):
     """The end of the ASCII name at ``p`` (``p``: no name); -1 if a non-ASCII byte follows."""
-    if p >= end or not _name_start(data[p]):
+    if p >= end or not _name_start(data[_u(p)]):
         return p
     q = p + 1
-    while q < end and _name_char(data[q]):
+    while q < end and _name_char(data[_u(q)]):
         q += 1
-    if q < end and data[q] >= 0x80:
+    if q < end and data[_u(q)] >= 0x80:
         return -1
     return q
 
@@ -291,15 +308,15 @@ def _xml_declaration(data, p, end):
     """The position after the XML declaration at ``p`` (``<?xml`` and a space); -1 unless it is
     version 1.0 with, optionally, encoding UTF-8 and standalone yes or no."""
     q = p + 5
-    if q >= end or not _space(data[q]):
+    if q >= end or not _space(data[_u(q)]):
         return -1
     field = 0  # 0 version, 1 encoding, 2 standalone: in this order
     while True:
         spaced = False
-        while q < end and _space(data[q]):
+        while q < end and _space(data[_u(q)]):
             q += 1
             spaced = True
-        if q + 1 < end and data[q] == _QUEST and data[q + 1] == _GT:
+        if q + 1 < end and data[_u(q)] == _QUEST and data[_u(q + 1)] == _GT:
             return q + 2 if field > 0 else -1
         if not spaced:
             return -1
@@ -307,11 +324,11 @@ def _xml_declaration(data, p, end):
         if e <= q:
             return -1
         n = e - q
-        if n == 7 and field == 0 and data[q] == 118:  # version
+        if n == 7 and field == 0 and data[_u(q)] == 118:  # version
             which = 0
-        elif n == 8 and field == 1 and data[q] == 101:  # encoding
+        elif n == 8 and field == 1 and data[_u(q)] == 101:  # encoding
             which = 1
-        elif n == 10 and (field == 1 or field == 2) and data[q] == 115:  # standalone
+        elif n == 10 and (field == 1 or field == 2) and data[_u(q)] == 115:  # standalone
             which = 2
         else:
             return -1
@@ -320,51 +337,51 @@ def _xml_declaration(data, p, end):
         if which == 1:
             word2 = (101, 110, 99, 111, 100, 105, 110, 103)
             for i in range(8):
-                if data[q + i] != word2[i]:
+                if data[_u(q + i)] != word2[i]:
                     return -1
         elif which == 2:
             word3 = (115, 116, 97, 110, 100, 97, 108, 111, 110, 101)
             for i in range(10):
-                if data[q + i] != word3[i]:
+                if data[_u(q + i)] != word3[i]:
                     return -1
         else:
             for i in range(7):
-                if data[q + i] != word[i]:
+                if data[_u(q + i)] != word[i]:
                     return -1
         q = e
-        while q < end and _space(data[q]):
+        while q < end and _space(data[_u(q)]):
             q += 1
-        if q >= end or data[q] != _EQ:
+        if q >= end or data[_u(q)] != _EQ:
             return -1
         q += 1
-        while q < end and _space(data[q]):
+        while q < end and _space(data[_u(q)]):
             q += 1
-        if q >= end or (data[q] != _QUOT and data[q] != _APOS):
+        if q >= end or (data[_u(q)] != _QUOT and data[_u(q)] != _APOS):
             return -1
-        quote = data[q]
+        quote = data[_u(q)]
         v = q + 1
         w = v
-        while w < end and data[w] != quote:
+        while w < end and data[_u(w)] != quote:
             w += 1
         if w >= end:
             return -1
         n = w - v
         ok = False
         if which == 0:
-            ok = n == 3 and data[v] == 49 and data[v + 1] == 46 and data[v + 2] == 48
+            ok = n == 3 and data[_u(v)] == 49 and data[_u(v + 1)] == 46 and data[_u(v + 2)] == 48
         elif which == 1:
             ok = (
                 n == 5
-                and (data[v] | 32) == 117
-                and (data[v + 1] | 32) == 116
-                and (data[v + 2] | 32) == 102
-                and data[v + 3] == _DASH
-                and data[v + 4] == 56
+                and (data[_u(v)] | 32) == 117
+                and (data[_u(v + 1)] | 32) == 116
+                and (data[_u(v + 2)] | 32) == 102
+                and data[_u(v + 3)] == _DASH
+                and data[_u(v + 4)] == 56
             )
         else:
-            ok = (n == 3 and data[v] == 121 and data[v + 1] == 101 and data[v + 2] == 115) or (
-                n == 2 and data[v] == 110 and data[v + 1] == 111
-            )
+            ok = (
+                n == 3 and data[_u(v)] == 121 and data[_u(v + 1)] == 101 and data[_u(v + 2)] == 115
+            ) or (n == 2 and data[_u(v)] == 110 and data[_u(v + 1)] == 111)
         if not ok:
             return -1
         q = w + 1
@@ -384,16 +401,16 @@ def _start_tag(data, p, end, attributes):
     count = 0
     while True:
         spaced = False
-        while q < end and _space(data[q]):
+        while q < end and _space(data[_u(q)]):
             q += 1
             spaced = True
         if q >= end:
             return -1, 0, False, 0
-        b = data[q]
+        b = data[_u(q)]
         if b == _GT:
             return q + 1, name_end, False, count
         if b == _SLASH:
-            if q + 1 < end and data[q + 1] == _GT:
+            if q + 1 < end and data[_u(q + 1)] == _GT:
                 return q + 2, name_end, True, count
             return -1, 0, False, 0
         if not spaced:
@@ -405,30 +422,33 @@ def _start_tag(data, p, end, attributes):
         n = e - a
         if count >= MAX_ATTRIBUTES:
             return -1, 0, False, 0
+        # the name's length with its first and last bytes: names that differ there are
+        # told apart without comparing them
+        sig = n | (np.int64(data[_u(a)]) << 32) | (np.int64(data[_u(e - 1)]) << 40)
         for k in range(count):  # a repeated attribute is an error
-            o = attributes[2 * k]
-            if attributes[2 * k + 1] == n:
+            if attributes[_u(2 * k + 1)] == sig:
+                o = attributes[_u(2 * k)]
                 same = True
                 for i in range(n):
-                    if data[o + i] != data[a + i]:
+                    if data[_u(o + i)] != data[_u(a + i)]:
                         same = False
                         break
                 if same:
                     return -1, 0, False, 0
-        attributes[2 * count] = a
-        attributes[2 * count + 1] = n
+        attributes[_u(2 * count)] = a
+        attributes[_u(2 * count + 1)] = sig
         count += 1
         q = e
-        while q < end and _space(data[q]):
+        while q < end and _space(data[_u(q)]):
             q += 1
-        if q >= end or data[q] != _EQ:
+        if q >= end or data[_u(q)] != _EQ:
             return -1, 0, False, 0
         q += 1
-        while q < end and _space(data[q]):
+        while q < end and _space(data[_u(q)]):
             q += 1
         if q >= end:
             return -1, 0, False, 0
-        quote = data[q]
+        quote = data[_u(q)]
         if quote != _QUOT and quote != _APOS:
             return -1, 0, False, 0
         q += 1
@@ -436,10 +456,10 @@ def _start_tag(data, p, end, attributes):
         while True:
             if q >= end:
                 return -1, 0, False, 0
-            b = data[q]
+            b = data[_u(q)]
             if b == quote:
-                attributes[2 * MAX_ATTRIBUTES + 2 * count - 2] = v
-                attributes[2 * MAX_ATTRIBUTES + 2 * count - 1] = q - v
+                attributes[_u(2 * MAX_ATTRIBUTES + 2 * count - 2)] = v
+                attributes[_u(2 * MAX_ATTRIBUTES + 2 * count - 1)] = q - v
                 q += 1
                 break
             if b == _LT:
@@ -462,20 +482,20 @@ def _start_tag(data, p, end, attributes):
 def _end_tag(data, p, end, name_stack, depth):
     """The end of the end tag at ``p`` (``</``) if it closes the open element ``depth``
     (``name_stack``: its name's offset and length), else -1."""
-    a = name_stack[2 * depth]
-    n = name_stack[2 * depth + 1]
+    a = name_stack[_u(2 * depth)]
+    n = name_stack[_u(2 * depth + 1)]
     q = p + 2
     if q + n >= end:
         return -1
     for k in range(n):
-        if data[q + k] != data[a + k]:
+        if data[_u(q + k)] != data[_u(a + k)]:
             return -1
     q += n
-    if _name_char(data[q]) or data[q] >= 0x80:
+    if _name_char(data[_u(q)]) or data[_u(q)] >= 0x80:
         return -1
-    while q < end and _space(data[q]):
+    while q < end and _space(data[_u(q)]):
         q += 1
-    if q >= end or data[q] != _GT:
+    if q >= end or data[_u(q)] != _GT:
         return -1
     return q + 1
 
@@ -484,18 +504,18 @@ def _end_tag(data, p, end, name_stack, depth):
 def _markup_declaration(data, p, end, depth):
     """The end of the comment or (inside the root element) CDATA section at ``p`` (``<!``),
     else -1: a DOCTYPE or anything else is expat's to judge."""
-    if p + 3 < end and data[p + 2] == _DASH and data[p + 3] == _DASH:
+    if p + 3 < end and data[_u(p + 2)] == _DASH and data[_u(p + 3)] == _DASH:
         return _comment(data, p + 4, end)
     if (
         depth > 0
         and p + 8 < end
-        and data[p + 2] == 91  # [CDATA[
-        and data[p + 3] == 67
-        and data[p + 4] == 68
-        and data[p + 5] == 65
-        and data[p + 6] == 84
-        and data[p + 7] == 65
-        and data[p + 8] == 91
+        and data[_u(p + 2)] == 91  # [CDATA[
+        and data[_u(p + 3)] == 67
+        and data[_u(p + 4)] == 68
+        and data[_u(p + 5)] == 65
+        and data[_u(p + 6)] == 84
+        and data[_u(p + 7)] == 65
+        and data[_u(p + 8)] == 91
     ):
         return _until(data, p + 9, end, _RSQB, _RSQB, _GT)
     return -1
@@ -509,19 +529,21 @@ def _processing_instruction(data, p, end):
     if e <= p + 2 or e >= end:
         return -1
     if e - p - 2 == 3 and (
-        (data[p + 2] | 32) == 120 and (data[p + 3] | 32) == 109 and (data[p + 4] | 32) == 108
+        (data[_u(p + 2)] | 32) == 120
+        and (data[_u(p + 3)] | 32) == 109
+        and (data[_u(p + 4)] | 32) == 108
     ):
         return -1
     for k in range(p + 2, e):
-        if data[k] == 58:  # a colon
+        if data[_u(k)] == 58:  # a colon
             return -1
-    if data[e] == _QUEST and e + 1 < end and data[e + 1] == _GT:
+    if data[_u(e)] == _QUEST and e + 1 < end and data[_u(e + 1)] == _GT:
         return e + 2
-    if not _space(data[e]):
+    if not _space(data[_u(e)]):
         return -1
     q = e + 1
     while q + 1 < end:
-        if data[q] == _QUEST and data[q + 1] == _GT:
+        if data[_u(q)] == _QUEST and data[_u(q + 1)] == _GT:
             return q + 2
         n = _char(data, q, end)
         if n == 0:
@@ -560,27 +582,27 @@ def scan(
     i = ctx[_DOC]
     nv = ctx[_VISITED]
     while i < ndocs:
-        end = offsets[i + 1]
+        end = offsets[_u(i + 1)]
         if ctx[_POS] < 0:  # a new document
-            p = offsets[i]
+            p = offsets[_u(i)]
             ctx[_STAMP] += 1
-            visited_start[i] = nv
+            visited_start[_u(i)] = nv
             depth = 0
             root_done = False
-            stack[0] = start_state
+            stack[_u(0)] = start_state
             if p >= end:
-                status[i] = DEFERRED
-                visited_end[i] = nv
+                status[_u(i)] = DEFERRED
+                visited_end[_u(i)] = nv
                 i += 1
                 continue
             if (
                 p + 5 < end
-                and data[p] == _LT
-                and data[p + 1] == _QUEST
-                and data[p + 2] == 120
-                and data[p + 3] == 109
-                and data[p + 4] == 108
-                and _space(data[p + 5])
+                and data[_u(p)] == _LT
+                and data[_u(p + 1)] == _QUEST
+                and data[_u(p + 2)] == 120
+                and data[_u(p + 3)] == 109
+                and data[_u(p + 4)] == 108
+                and _space(data[_u(p + 5)])
             ):
                 p = _xml_declaration(data, p, end)
         else:  # resuming after a miss
@@ -590,7 +612,7 @@ def scan(
         stamp = ctx[_STAMP]
         ok = p >= 0
         while ok and p < end:
-            b = data[p]
+            b = data[_u(p)]
             if b != _LT:
                 if depth == 0:  # outside the root element: whitespace only
                     if not _space(b):
@@ -601,7 +623,12 @@ def scan(
                     p = _reference(data, p, end)
                     ok = p >= 0
                     continue
-                if b == _RSQB and p + 2 < end and data[p + 1] == _RSQB and data[p + 2] == _GT:
+                if (
+                    b == _RSQB
+                    and p + 2 < end
+                    and data[_u(p + 1)] == _RSQB
+                    and data[_u(p + 2)] == _GT
+                ):
                     ok = False
                     continue
                 if 0x20 <= b < 0x7F or b == 10:
@@ -615,7 +642,7 @@ def scan(
             if p + 1 >= end:
                 ok = False
                 continue
-            b = data[p + 1]
+            b = data[_u(p + 1)]
             if _name_start(b):  # a start tag
                 if root_done or depth + 1 >= MAX_DEPTH:
                     ok = False
@@ -625,8 +652,8 @@ def scan(
                     ok = False
                     continue
                 tag = _tag(data, p + 1, name_end - p - 1, table, names, name_offsets, name_tags)
-                top = stack[depth]
-                nxt = trans[top, tag]
+                top = stack[_u(depth)]
+                nxt = trans[_u(top), _u(tag)]
                 if nxt < 0:  # a miss: back to Python, then again from this tag
                     ctx[_DOC] = i
                     ctx[_POS] = p
@@ -636,18 +663,18 @@ def scan(
                     ctx[_MISS_STATE] = top
                     ctx[_MISS_TAG] = tag
                     return MISS
-                if seen[nxt] != stamp:
-                    seen[nxt] = stamp
-                    visited[nv] = nxt
+                if seen[_u(nxt)] != stamp:
+                    seen[_u(nxt)] = stamp
+                    visited[_u(nv)] = nxt
                     nv += 1
                 if empty:
                     if depth == 0:
                         root_done = True
                 else:
                     depth += 1
-                    stack[depth] = nxt
-                    name_stack[2 * depth] = p + 1
-                    name_stack[2 * depth + 1] = name_end - p - 1
+                    stack[_u(depth)] = nxt
+                    name_stack[_u(2 * depth)] = p + 1
+                    name_stack[_u(2 * depth + 1)] = name_end - p - 1
                 p = q
             elif b == _SLASH:  # an end tag: the open element's name
                 q = -1 if depth == 0 else _end_tag(data, p, end, name_stack, depth)
@@ -667,12 +694,12 @@ def scan(
             else:
                 ok = False
         if ok and root_done and depth == 0:
-            status[i] = ACCEPTED
-            visited_end[i] = nv
+            status[_u(i)] = ACCEPTED
+            visited_end[_u(i)] = nv
         else:
-            status[i] = DEFERRED
-            nv = visited_start[i]
-            visited_end[i] = nv
+            status[_u(i)] = DEFERRED
+            nv = visited_start[_u(i)]
+            visited_end[_u(i)] = nv
         ctx[_POS] = -1
         i += 1
     ctx[_DOC] = i
@@ -743,12 +770,12 @@ def _tree_pass(
     words = bits.shape[1]
     if (
         p + 5 < end
-        and data[p] == _LT
-        and data[p + 1] == _QUEST
-        and data[p + 2] == 120
-        and data[p + 3] == 109
-        and data[p + 4] == 108
-        and _space(data[p + 5])
+        and data[_u(p)] == _LT
+        and data[_u(p + 1)] == _QUEST
+        and data[_u(p + 2)] == 120
+        and data[_u(p + 3)] == 109
+        and data[_u(p + 4)] == 108
+        and _space(data[_u(p + 5)])
     ):
         p = _xml_declaration(data, p, end)
         if p < 0:
@@ -760,7 +787,7 @@ def _tree_pass(
     text_from = -1
     zero = np.uint64(0)
     while p < end:
-        b = data[p]
+        b = data[_u(p)]
         if b != _LT:
             if depth == 0:  # outside the root element: whitespace only
                 if not _space(b):
@@ -774,7 +801,7 @@ def _tree_pass(
                 if p < 0:
                     return -1
                 continue
-            if b == _RSQB and p + 2 < end and data[p + 1] == _RSQB and data[p + 2] == _GT:
+            if b == _RSQB and p + 2 < end and data[_u(p + 1)] == _RSQB and data[_u(p + 2)] == _GT:
                 return -1
             if 0x20 <= b < 0x7F or b == 10:
                 p += 1
@@ -786,10 +813,10 @@ def _tree_pass(
             continue
         if p + 1 >= end:
             return -1
-        b = data[p + 1]
-        cdata = b == _BANG and p + 2 < end and data[p + 2] == 91
+        b = data[_u(p + 1)]
+        cdata = b == _BANG and p + 2 < end and data[_u(p + 2)] == 91
         if text_from >= 0 and not cdata:  # a text child ends
-            owner = stack[depth]
+            owner = stack[_u(depth)]
             tx[nt, 0] = text_from
             tx[nt, 1] = p
             tx[nt, 2] = -1
@@ -808,7 +835,7 @@ def _tree_pass(
                 return -1
             tag = _tag(data, p + 1, name_end - p - 1, table, names, name_offsets, name_tags)
             el[n, EL_TAG] = tag
-            el[n, EL_PARENT] = stack[depth] if depth > 0 else -1
+            el[n, EL_PARENT] = stack[_u(depth)] if depth > 0 else -1
             el[n, EL_POS] = p
             el[n, EL_TEXT] = -1
             el[n, EL_LAST] = -1
@@ -823,9 +850,9 @@ def _tree_pass(
                     root_done = True
             else:
                 depth += 1
-                stack[depth] = n
-                name_stack[2 * depth] = p + 1
-                name_stack[2 * depth + 1] = name_end - p - 1
+                stack[_u(depth)] = n
+                name_stack[_u(2 * depth)] = p + 1
+                name_stack[_u(2 * depth + 1)] = name_end - p - 1
             n += 1
             p = q
         elif b == _SLASH:  # an end tag: the open element's name
@@ -833,7 +860,7 @@ def _tree_pass(
             if q < 0:
                 return -1
             if words:
-                e = stack[depth]
+                e = stack[_u(depth)]
                 _close_element(e, el[e, EL_TAG], depth, el, bits, acc, masks)
             depth -= 1
             if depth == 0:
@@ -859,7 +886,7 @@ def _tree_pass(
 @njit(cache=True, inline="always")
 def _copy(key, k, data, a, b):
     for x in range(a, b):
-        key[k] = data[x]
+        key[k] = data[_u(x)]
         k += 1
     return k
 
@@ -884,11 +911,11 @@ def _guard_key(data, end, e, g, el, tx, bits, attributes, guards, gattr, gattr_n
             n = gattr[j, 1]
             found = -1
             for a in range(count):
-                if attributes[2 * a + 1] == n:
-                    s = attributes[2 * a]
+                if attributes[_u(2 * a + 1)] & 0xFFFFFFFF == n:
+                    s = attributes[_u(2 * a)]
                     same = True
                     for x in range(n):
-                        if data[s + x] != gattr_names[o + x]:
+                        if data[_u(s + x)] != gattr_names[o + x]:
                             same = False
                             break
                     if same:
@@ -899,8 +926,10 @@ def _guard_key(data, end, e, g, el, tx, bits, attributes, guards, gattr, gattr_n
                 k += 1
             else:
                 key[k] = 1
-                v = attributes[2 * MAX_ATTRIBUTES + 2 * found]
-                k = _copy(key, k + 1, data, v, v + attributes[2 * MAX_ATTRIBUTES + 2 * found + 1])
+                v = attributes[_u(2 * MAX_ATTRIBUTES + 2 * found)]
+                k = _copy(
+                    key, k + 1, data, v, v + attributes[_u(2 * MAX_ATTRIBUTES + 2 * found + 1)]
+                )
                 key[k] = 0
                 k += 1
     if guards[g, G_TEXT]:
@@ -997,11 +1026,11 @@ def scan_tree(
     i = ctx[_DOC]
     nv = ctx[_VISITED]
     while i < ndocs:
-        start = offsets[i]
-        end = offsets[i + 1]
+        start = offsets[_u(i)]
+        end = offsets[_u(i + 1)]
         if ctx[_POS] < 0:  # a new document
             ctx[_STAMP] += 1
-            visited_start[i] = nv
+            visited_start[_u(i)] = nv
             count = -1
             if start < end:
                 count = _tree_pass(
@@ -1022,8 +1051,8 @@ def scan_tree(
                     masks,
                 )
             if count < 0:
-                status[i] = DEFERRED
-                visited_end[i] = nv
+                status[_u(i)] = DEFERRED
+                visited_end[_u(i)] = nv
                 i += 1
                 continue
             first = 0
@@ -1035,7 +1064,7 @@ def scan_tree(
             parent = el[e, EL_PARENT]
             top = start_state if parent < 0 else el[parent, EL_STATE]
             tag = el[e, EL_TAG]
-            nxt = trans[top, tag]
+            nxt = trans[_u(top), _u(tag)]
             if nxt < 0:
                 h = 0
                 k = 0
@@ -1069,17 +1098,85 @@ def scan_tree(
                     ctx[_KEY_HASH] = h
                     return GUARD if k > 0 else MISS
             el[e, EL_STATE] = nxt
-            if seen[nxt] != stamp:
-                seen[nxt] = stamp
-                visited[nv] = nxt
+            if seen[_u(nxt)] != stamp:
+                seen[_u(nxt)] = stamp
+                visited[_u(nv)] = nxt
                 nv += 1
-        status[i] = ACCEPTED
-        visited_end[i] = nv
+        status[_u(i)] = ACCEPTED
+        visited_end[_u(i)] = nv
         ctx[_POS] = -1
         i += 1
     ctx[_DOC] = i
     ctx[_VISITED] = nv
     return DONE
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _union(
+    i,
+    visited_start,
+    visited_end,
+    visited,
+    accept_start,
+    accept_count,
+    accept_words,
+    accept_masks,
+    inner,
+):
+    """ORs into ``inner`` the words of the states document ``i`` visited; returns the lowest and
+    the highest word written (-1: none) and the number of words ORed."""
+    low = len(inner)
+    high = -1
+    entries = 0
+    for k in range(visited_start[_u(i)], visited_end[_u(i)]):
+        s = visited[_u(k)]
+        c = accept_count[_u(s)]
+        if c == 0:
+            continue
+        a = accept_start[_u(s)]
+        entries += c
+        low = min(low, accept_words[_u(a)])  # each state's words are sorted
+        high = max(high, accept_words[_u(a + c - 1)])
+        for j in range(_u(a), _u(a + c)):
+            inner[_u(accept_words[j])] |= accept_masks[j]
+    return low, high, entries
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _positions(out, n, bits, first, last):
+    """Writes the positions of the bits set in ``bits[first:last + 1]`` (cleared) to ``out``
+    from ``n`` on, in order; returns the new end. Eight positions are written at a time,
+    whatever the word holds (the ones past its bits are overwritten by the next word's): no
+    branch per bit. ``out`` has room for 8 more than the bits."""
+    one = np.uint64(1)
+    six = np.uint64(6)
+    for w in range(first, last + one):
+        x = bits[w]
+        bits[w] = 0
+        base = np.int32(w << six)
+        m = np.uint64(n)
+        n += np.int64(_popcount(x))
+        while True:
+            out[m] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            out[m + np.uint64(1)] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            out[m + np.uint64(2)] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            out[m + np.uint64(3)] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            out[m + np.uint64(4)] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            out[m + np.uint64(5)] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            out[m + np.uint64(6)] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            out[m + np.uint64(7)] = base + np.int32(trailing_zeros(x))
+            x &= x - one
+            if x == 0:
+                break
+            m += np.uint64(8)
+    return n
 
 
 @njit(cache=True, nogil=True)
@@ -1118,76 +1215,49 @@ def answers(
     bit = np.uint64(63)
     for i in range(ndocs):
         bounds[i] = n
-        if status[i] != ACCEPTED:
+        if status[_u(i)] != ACCEPTED:
             continue
-        low = len(inner)
-        high = -1
-        entries = 0
-        for k in range(visited_start[i], visited_end[i]):
-            s = visited[k]
-            c = accept_count[s]
-            if c == 0:
-                continue
-            a = accept_start[s]
-            entries += c
-            low = min(low, accept_words[a])  # each state's words are sorted
-            high = max(high, accept_words[a + c - 1])
-            for j in range(a, a + c):
-                inner[np.uint64(accept_words[j])] |= accept_masks[j]
+        low, high, entries = _union(
+            i,
+            visited_start,
+            visited_end,
+            visited,
+            accept_start,
+            accept_count,
+            accept_words,
+            accept_masks,
+            inner,
+        )
+        if high < 0:
+            continue
         count = 0
         # a large answer spans the second bit set: read it all rather than follow where
         # each position falls (100,000 NITF queries: ~1,450 words ORed, 1,563 in the set)
         spread = 4 * entries >= len(outer)
         first = np.uint64(0) if spread else np.uint64(len(outer))
         last = np.uint64(len(outer) - 1) if spread else np.uint64(0)
-        for w in range(low, high + 1):
+        for w in range(_u(low), _u(high) + one):
             x = inner[w]
-            if x:
-                inner[w] = 0
-                count += np.int64(_popcount(x))
-                base = np.uint64(w) << six
-                while x:
-                    position = np.uint64(order[base + trailing_zeros(x)])
-                    x &= x - one
-                    word = position >> six
-                    outer[word] |= one << (position & bit)
-                    if not spread:
-                        first = min(first, word)
-                        last = max(last, word)
+            if x == 0:
+                continue
+            inner[w] = 0
+            count += np.int64(_popcount(x))
+            base = w << six
+            while x:
+                position = np.uint64(order[base + np.uint64(trailing_zeros(x))])
+                x &= x - one
+                word = position >> six
+                outer[word] |= one << (position & bit)
+                if not spread:
+                    first = min(first, word)
+                    last = max(last, word)
         if count == 0:
             continue
         if n + count + 8 > len(out):
             grown = np.empty(2 * (n + count + 8), np.int32)
             grown[:n] = out[:n]
             out = grown
-        for w in range(first, last + one):
-            # eight positions written at a time, whatever the word holds (the ones past its
-            # bits are overwritten by the next word's): no branch per bit
-            x = outer[w]
-            outer[w] = 0
-            base = np.int32(w << six)
-            m = np.uint64(n)
-            n += np.int64(_popcount(x))
-            while True:
-                out[m] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                out[m + np.uint64(1)] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                out[m + np.uint64(2)] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                out[m + np.uint64(3)] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                out[m + np.uint64(4)] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                out[m + np.uint64(5)] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                out[m + np.uint64(6)] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                out[m + np.uint64(7)] = base + np.int32(trailing_zeros(x))
-                x &= x - one
-                if x == 0:
-                    break
-                m += np.uint64(8)
+        n = _positions(out, n, outer, first, last)
     bounds[ndocs] = n
     return bounds, out
 
