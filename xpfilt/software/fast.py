@@ -149,6 +149,7 @@ def compiled_loop() -> Optional[SimpleNamespace]:
         "CTX_SIZE",
         "TREE_CTX_SIZE",
         "name_table",
+        "number_strings",
     ):
         setattr(found, name, getattr(scanner, name))
     return found
@@ -425,7 +426,7 @@ class FastFilter:
             )
             self._stamp = 0
             self._answer_rate = 4.0  # positions per document answers() makes room for
-            self._numbers_table = None  # filter_many_text's numbers, and as an array
+            self._numbers_table = None  # filter_many_text's numbers, and as text (number_strings)
             self._tree_scratch: Optional[tuple] = None  # scan_tree's rows, sized per batch
             self._key = np.zeros(0, np.uint8)
         self._reset()
@@ -764,14 +765,14 @@ class FastFilter:
             status, bounds, found = self._scan([d.data for d in documents])
         table = self._numbers_table
         if table is None or table[0] is not numbers:  # xpfilt filter passes the same list
-            table = self._numbers_table = (numbers, np.asarray(numbers, np.int64))
-        lines, text = self._loop.format_numbers(found, bounds, table[1])
-        text = str(memoryview(text)[: lines[-1]], "ascii")
+            table = self._numbers_table = (numbers, *self._loop.number_strings(numbers))
+        lines, text = self._loop.format_numbers(found, bounds, table[1], table[2])
+        text = memoryview(text)  # each line decoded from it: one copy, not two
         lines = lines.tolist()
         return self._assemble(
             documents,
             status,
-            lambda i: text[lines[i] : lines[i + 1]],
+            lambda i: str(text[lines[i] : lines[i + 1]], "ascii"),
             lambda document: joined(self._guarded_python(document)),
         )
 

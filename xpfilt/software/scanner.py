@@ -21,6 +21,7 @@ __all__ = [
     "MAX_ATTRIBUTES",
     "CTX_SIZE",
     "name_table",
+    "number_strings",
     "source_hash",
     "cpu_runs_aot",
 ]
@@ -96,6 +97,20 @@ def name_table(tag_ids: dict) -> tuple:
             h = (h + 1) & (size - 1)
         table[h] = k
     return table, names, offsets, tags
+
+
+def number_strings(numbers) -> tuple:
+    """The loop's ``format_numbers`` table of the query numbers: each number in decimal and a
+    space, NUL-padded to a multiple of 8 bytes (uint64 words, one row per position), and the
+    length of each with its space."""
+    values = np.asarray(numbers, np.int64)
+    digits = max(len(str(int(values.min()))), len(str(int(values.max())))) if len(values) else 1
+    width = (digits + 8) // 8 * 8  # and the space
+    texts = values.astype(f"S{width}")  # decimal, NUL-padded
+    lengths = np.char.str_len(texts).astype(np.int64)
+    slots = np.frombuffer(texts.tobytes(), np.uint8).reshape(len(values), width).copy()
+    slots[np.arange(len(values)), lengths] = ord(" ")
+    return slots.view("<u8").astype(np.uint64), lengths + 1
 
 
 def source_hash() -> int:
