@@ -55,6 +55,10 @@ ACCEPTED = [
     b"<a>]]</a>",
     b"<a><!-- - --></a>",
     b'<a kxk="1" kyk="2" k="3" kk="4"/>',  # names alike in length, first and last bytes
+    # names and values read eight bytes at a time, and their ends
+    b'<abcdefghijkl x="1&amp;2" yyyyyyyyyy="\xc3\xa9t\xc3\xa9"><abcdefgh/></abcdefghijkl>',
+    b'<a k="12345678901234567890" q="a\'b" r=\'"\'/>',
+    b"<abcdefghijklmnop></abcdefghijklmnop>",
 ]
 #: Each is malformed (expat rejects it) or outside the common case (deferred regardless).
 DEFERRED = [
@@ -69,6 +73,14 @@ DEFERRED = [
     b"<a>]]></a>",
     b'<a k="1" k="2"/>',
     b'<a kxk="1" k="2" kyk="3" kxk="4"/>',
+    b"<abcdefghijkl></abcdefghijkX>",
+    b"<abcdefgh></abcdefgX>",
+    b"<abcdefghijklmnop></abcdefghijklmnoq>",
+    b'<a k="12\x01"/>',
+    b'<a k="1\x7f"/>',
+    b'<a k="1<2"/>',
+    b'<a k="1&e;"/>',
+    b'<aaaaaaaaaaaa k="1"',
     b'<a k="1"n="2"/>',
     b"<a k=1/>",
     b'<a k="<"/>',

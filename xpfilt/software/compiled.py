@@ -261,6 +261,39 @@ def _until(data, p, end, a, b, c):
     return -1
 
 
+_ONES = np.uint64(0x0101010101010101)
+_HIGHS = np.uint64(0x8080808080808080)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _load8(data, p):
+    """The eight bytes at ``p`` as a little-endian word (``p + 8 <= len(data)``)."""
+    w = np.uint64(0)
+    for t in range(8):
+        w |= np.uint64(data[_u(p + t)]) << np.uint64(8 * t)
+    return w
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _same(x, a, y, b, n, y_end):
+    """Whether ``x[a:a + n]`` and ``y[b:b + n]`` hold the same bytes, compared eight at a time
+    where both arrays have eight to read (``y`` up to ``y_end``)."""
+    k = 0
+    while k + 8 <= n:
+        if _load8(x, a + k) != _load8(y, b + k):
+            return False
+        k += 8
+    if k == n:
+        return True
+    if a + k + 8 <= len(x) and b + k + 8 <= y_end:  # the rest, as the low bytes of one word
+        keep = ~np.uint64(0) >> np.uint64(64 - 8 * (n - k))
+        return ((_load8(x, a + k) ^ _load8(y, b + k)) & keep) == 0
+    for i in range(k, n):
+        if x[_u(a + i)] != y[_u(b + i)]:
+            return False
+    return True
+
+
 @njit(cache=True, inline="always", _nrt=False)
 def _hash(data, p, n):
     h = np.uint32(2166136261)
@@ -279,14 +312,8 @@ def _tag(data, p, n, table, names, name_offsets, name_tags):
         if k < 0:
             return 0
         a = name_offsets[_u(k)]
-        if name_offsets[_u(k + 1)] - a == n:
-            same = True
-            for i in range(n):
-                if names[_u(a + i)] != data[_u(p + i)]:
-                    same = False
-                    break
-            if same:
-                return name_tags[_u(k)]
+        if name_offsets[_u(k + 1)] - a == n and _same(names, a, data, p, n, len(data)):
+            return name_tags[_u(k)]
         h = (h + 1) & mask
 
 
@@ -296,6 +323,16 @@ def _name_end(data, p, end):
     if p >= end or not _name_start(data[_u(p)]):
         return p
     q = p + 1
+    while q + 8 <= end:  # eight bytes at a time: no branch per byte
+        m = np.uint64(0)
+        for t in range(8):
+            m |= np.uint64(_NAME_BYTES[data[_u(q + t)]] == 0) << np.uint64(t)
+        if m != 0:
+            q += np.int64(trailing_zeros(m))
+            if data[_u(q)] >= 0x80:
+                return -1
+            return q
+        q += 8
     while q < end and _name_char(data[_u(q)]):
         q += 1
     if q < end and data[_u(q)] >= 0x80:
@@ -389,6 +426,27 @@ def _xml_declaration(data, p, end):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _zero_bytes(w):
+    """High bit of each byte of ``w`` that is 0; the lowest is exact (a borrow only marks bytes
+    above a zero byte)."""
+    return (w - _ONES) & ~w & _HIGHS
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _special_bytes(w, quote):
+    """The bytes of ``w`` that end a plain attribute value: ``quote``, ``<``, ``&``, controls,
+    DEL and non-ASCII bytes (high bit of each; the lowest is exact)."""
+    return (
+        _zero_bytes(w ^ (_ONES * np.uint64(quote)))
+        | _zero_bytes(w ^ (_ONES * np.uint64(_LT)))
+        | _zero_bytes(w ^ (_ONES * np.uint64(_AMP)))
+        | _zero_bytes(w ^ (_ONES * np.uint64(0x7F)))
+        | ((w - _ONES * np.uint64(0x20)) & ~w & _HIGHS)
+        | (w & _HIGHS)
+    )
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _start_tag(data, p, end, attributes):
     """Checks the start tag at ``p`` (``<`` and a name start); returns (position after it,
     name end, empty-element tag, attribute count), position -1 if the scanner does not accept
@@ -453,6 +511,13 @@ def _start_tag(data, p, end, attributes):
             return -1, 0, False, 0
         q += 1
         v = q
+        if q + 8 <= end:  # a short value without references: its eight bytes at once
+            w = _load8(data, q)
+            special = _special_bytes(w, quote)
+            if special != 0:
+                first = np.int64(trailing_zeros(special)) >> 3
+                if data[_u(q + first)] == quote:
+                    q += first
         while True:
             if q >= end:
                 return -1, 0, False, 0
@@ -487,9 +552,8 @@ def _end_tag(data, p, end, name_stack, depth):
     q = p + 2
     if q + n >= end:
         return -1
-    for k in range(n):
-        if data[_u(q + k)] != data[_u(a + k)]:
-            return -1
+    if not _same(data, a, data, q, n, end):
+        return -1
     q += n
     if _name_char(data[_u(q)]) or data[_u(q)] >= 0x80:
         return -1
