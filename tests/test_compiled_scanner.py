@@ -59,6 +59,7 @@ ACCEPTED = [
     b'<abcdefghijkl x="1&amp;2" yyyyyyyyyy="\xc3\xa9t\xc3\xa9"><abcdefgh/></abcdefghijkl>',
     b'<a k="12345678901234567890" q="a\'b" r=\'"\'/>',
     b"<abcdefghijklmnop></abcdefghijklmnop>",
+    b"<!-- a long comment\n\tover - lines-->\n<a><!--\xc3\xa9-12345678--></a>",
 ]
 #: Each is malformed (expat rejects it) or outside the common case (deferred regardless).
 DEFERRED = [
@@ -81,6 +82,9 @@ DEFERRED = [
     b'<a k="1<2"/>',
     b'<a k="1&e;"/>',
     b'<aaaaaaaaaaaa k="1"',
+    b"<a><!-- 12345678 -- x --></a>",
+    b"<a><!-- 12345678\x01 --></a>",
+    b"<a/><!-- 12345678",
     b'<a k="1"n="2"/>',
     b"<a k=1/>",
     b'<a k="<"/>',

@@ -230,37 +230,6 @@ def _reference(data, p, end):
     return -1
 
 
-@njit(cache=True, _nrt=False)
-def _comment(data, p, end):
-    """The position after the comment whose text starts at ``p``; -1 unless its first ``--``
-    is followed by ``>`` and its characters are ones the scanner accepts."""
-    while p + 1 < end:
-        if data[_u(p)] == _DASH and data[_u(p + 1)] == _DASH:
-            if p + 2 < end and data[_u(p + 2)] == _GT:
-                return p + 3
-            return -1
-        n = _char(data, p, end)
-        if n == 0:
-            return -1
-        p += n
-    return -1
-
-
-@njit(cache=True, _nrt=False)
-def _until(data, p, end, a, b, c):
-    """Scan characters from ``p`` to the three bytes ``a b c``; the position after them, or -1
-    on a character the scanner does not accept or the end of the document."""
-    while p + 2 < end:
-        x = data[_u(p)]
-        if x == a and data[_u(p + 1)] == b and data[_u(p + 2)] == c:
-            return p + 3
-        n = _char(data, p, end)
-        if n == 0:
-            return -1
-        p += n
-    return -1
-
-
 _ONES = np.uint64(0x0101010101010101)
 _HIGHS = np.uint64(0x8080808080808080)
 
@@ -292,6 +261,73 @@ def _same(x, a, y, b, n, y_end):
         if x[_u(a + i)] != y[_u(b + i)]:
             return False
     return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _zero_bytes(w):
+    """High bit of each byte of ``w`` that is 0; the lowest is exact (a borrow only marks bytes
+    above a zero byte)."""
+    return (w - _ONES) & ~w & _HIGHS
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _special_bytes(w, quote):
+    """The bytes of ``w`` that end a plain attribute value: ``quote``, ``<``, ``&``, controls,
+    DEL and non-ASCII bytes (high bit of each; the lowest is exact)."""
+    return (
+        _zero_bytes(w ^ (_ONES * np.uint64(quote)))
+        | _zero_bytes(w ^ (_ONES * np.uint64(_LT)))
+        | _zero_bytes(w ^ (_ONES * np.uint64(_AMP)))
+        | _zero_bytes(w ^ (_ONES * np.uint64(0x7F)))
+        | ((w - _ONES * np.uint64(0x20)) & ~w & _HIGHS)
+        | (w & _HIGHS)
+    )
+
+
+@njit(cache=True, _nrt=False)
+def _comment(data, p, end):
+    """The position after the comment whose text starts at ``p``; -1 unless its first ``--``
+    is followed by ``>`` and its characters are ones the scanner accepts."""
+    dashes = _ONES * np.uint64(_DASH)
+    while p + 1 < end:
+        if p + 8 <= end:  # eight bytes at a time up to a dash, a control or non-ASCII byte
+            w = _load8(data, p)
+            special = (
+                _zero_bytes(w ^ dashes)
+                | _zero_bytes(w ^ (_ONES * np.uint64(0x7F)))
+                | ((w - _ONES * np.uint64(0x20)) & ~w & _HIGHS)
+                | (w & _HIGHS)
+            )
+            if special == 0:
+                p += 8
+                continue
+            p += np.int64(_low_bit(special)) >> 3
+            if p + 1 >= end:
+                break
+        if data[_u(p)] == _DASH and data[_u(p + 1)] == _DASH:
+            if p + 2 < end and data[_u(p + 2)] == _GT:
+                return p + 3
+            return -1
+        n = _char(data, p, end)
+        if n == 0:
+            return -1
+        p += n
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def _until(data, p, end, a, b, c):
+    """Scan characters from ``p`` to the three bytes ``a b c``; the position after them, or -1
+    on a character the scanner does not accept or the end of the document."""
+    while p + 2 < end:
+        x = data[_u(p)]
+        if x == a and data[_u(p + 1)] == b and data[_u(p + 2)] == c:
+            return p + 3
+        n = _char(data, p, end)
+        if n == 0:
+            return -1
+        p += n
+    return -1
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -423,27 +459,6 @@ def _xml_declaration(data, p, end):
             return -1
         q = w + 1
         field = which + 1
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _zero_bytes(w):
-    """High bit of each byte of ``w`` that is 0; the lowest is exact (a borrow only marks bytes
-    above a zero byte)."""
-    return (w - _ONES) & ~w & _HIGHS
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _special_bytes(w, quote):
-    """The bytes of ``w`` that end a plain attribute value: ``quote``, ``<``, ``&``, controls,
-    DEL and non-ASCII bytes (high bit of each; the lowest is exact)."""
-    return (
-        _zero_bytes(w ^ (_ONES * np.uint64(quote)))
-        | _zero_bytes(w ^ (_ONES * np.uint64(_LT)))
-        | _zero_bytes(w ^ (_ONES * np.uint64(_AMP)))
-        | _zero_bytes(w ^ (_ONES * np.uint64(0x7F)))
-        | ((w - _ONES * np.uint64(0x20)) & ~w & _HIGHS)
-        | (w & _HIGHS)
-    )
 
 
 @njit(cache=True, inline="always", _nrt=False)
