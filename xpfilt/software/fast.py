@@ -720,6 +720,7 @@ class FastFilter:
         with gc_paused():
             status, bounds, found = self._scan([d.data for d in documents])
         combined = self._profiles.combined
+        bounds = bounds.tolist()  # Python ints slice faster than NumPy scalars
 
         def compiled(i: int) -> np.ndarray:
             positions = found[bounds[i] : bounds[i + 1]]
@@ -733,12 +734,12 @@ class FastFilter:
         """Each document's answer: ``compiled(i)`` for one the loop accepted, else
         ``deferred(document)`` (the Python path); then the batch's statistics, and the memo
         dropped if it outgrew its budget."""
-        accepted = self._loop.ACCEPTED
+        accepted = (status == self._loop.ACCEPTED).tolist()
         out = [
-            compiled(i) if status[i] == accepted else deferred(document)
+            compiled(i) if accepted[i] else deferred(document)
             for i, document in enumerate(documents)
         ]
-        self.stats["compiled_documents"] += int(np.count_nonzero(status == accepted))
+        self.stats["compiled_documents"] += sum(accepted)
         self.stats["memo_bytes"] = self._memo_bytes
         if self._memo_bytes > self.cache_bytes:
             self._reset()
