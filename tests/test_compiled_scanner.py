@@ -230,39 +230,30 @@ def test_the_ahead_of_time_build_is_skipped_on_a_cpu_without_popcnt(monkeypatch,
     from xpfilt.software import scanner
     from xpfilt.software.fast import compiled_loop
 
-    old = tmp_path / "cpuinfo"
-    old.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3\n")
-    arm = tmp_path / "arm"
-    arm.write_text("processor\t: 0\nFeatures\t: fp asimd\n")
     real_open = open
-    for info, runs in ((old, False), (arm, True), (tmp_path / "none", True)):
-        monkeypatch.setattr(
-            scanner,
-            "open",
-            lambda path, *a, info=info: real_open(info, *a),
-            raising=False,
-        )
+
+    def cpu(name, text=None):  # /proc/cpuinfo as scanner reads it (no text: unreadable)
+        info = tmp_path / name
+        if text is not None:
+            info.write_text(text)
+        monkeypatch.setattr(scanner, "open", lambda path, *a: real_open(info, *a), raising=False)
+
+    old = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3\n"
+    arm = "processor\t: 0\nFeatures\t: fp asimd\n"
+    for name, text, runs in (("old", old, False), ("arm", arm, True), ("none", None, True)):
+        cpu(name, text)
         assert scanner.cpu_runs_aot() is runs
     # a build for x86-64-v3 (the building CPU had it) on a CPU with POPCNT but no AVX2 or BMI
-    v2 = tmp_path / "v2"
-    v2.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt\n")
-    v3 = tmp_path / "v3"
-    v3.write_text("flags\t: popcnt avx avx2 bmi1 bmi2 fma f16c movbe abm xsave\n")
-    for level, info, runs in (
-        ("x86-64-v3", v2, False),
-        ("x86-64-v3", v3, True),
-        ("x86-64-v2", v2, True),
+    v2 = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt\n"
+    v3 = "flags\t: popcnt avx avx2 bmi1 bmi2 fma f16c movbe abm xsave\n"
+    for level, name, text, runs in (
+        ("x86-64-v3", "v2", v2, False),
+        ("x86-64-v3", "v3", v3, True),
+        ("x86-64-v2", "v2", v2, True),
     ):
         monkeypatch.setattr(scanner, "aot_level", lambda level=level: level)
-        monkeypatch.setattr(
-            scanner,
-            "open",
-            lambda path, *a, info=info: real_open(info, *a),
-            raising=False,
-        )
+        cpu(name, text)
         assert scanner.cpu_runs_aot() is runs
-    assert scanner.cpu_level() == "x86-64-v2"  # what a build there targets (the last faked)
-    monkeypatch.setattr(scanner, "open", lambda path, *a: real_open(v3, *a), raising=False)
-    assert scanner.cpu_level() == "x86-64-v3"
+        assert scanner.cpu_level() == name.replace("v", "x86-64-v")  # what a build there targets
     monkeypatch.setattr(scanner, "cpu_runs_aot", lambda: False)
     assert compiled_loop().kind == "jit"

@@ -1251,22 +1251,9 @@ def _positions(out, n, bits, first, last):
         m = np.uint64(n)
         n += np.int64(_popcount(x))
         while True:
-            out[m] = base + np.int32(_low_bit(x))
-            x &= x - one
-            out[m + np.uint64(1)] = base + np.int32(_low_bit(x))
-            x &= x - one
-            out[m + np.uint64(2)] = base + np.int32(_low_bit(x))
-            x &= x - one
-            out[m + np.uint64(3)] = base + np.int32(_low_bit(x))
-            x &= x - one
-            out[m + np.uint64(4)] = base + np.int32(_low_bit(x))
-            x &= x - one
-            out[m + np.uint64(5)] = base + np.int32(_low_bit(x))
-            x &= x - one
-            out[m + np.uint64(6)] = base + np.int32(_low_bit(x))
-            x &= x - one
-            out[m + np.uint64(7)] = base + np.int32(_low_bit(x))
-            x &= x - one
+            for t in range(8):  # unrolled by the compiler
+                out[m + np.uint64(t)] = base + np.int32(_low_bit(x))
+                x &= x - one
             if x == 0:
                 break
             m += np.uint64(8)
