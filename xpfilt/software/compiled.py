@@ -633,6 +633,51 @@ def _processing_instruction(data, p, end):
     return -1
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _prolog(data, p, end):
+    """Where the document at ``p`` goes on after its XML declaration if it has one (-1: one
+    the scanner does not accept)."""
+    if (
+        p + 5 < end
+        and data[_u(p)] == _LT
+        and data[_u(p + 1)] == _QUEST
+        and data[_u(p + 2)] == 120
+        and data[_u(p + 3)] == 109
+        and data[_u(p + 4)] == 108
+        and _space(data[_u(p + 5)])
+    ):
+        return _xml_declaration(data, p, end)
+    return p
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _content(data, p, end, b, depth):
+    """The position after the byte ``b`` at ``p`` outside markup: whitespace outside the root
+    element (``depth`` 0), a character or a reference of character data inside it; -1 if the
+    scanner does not accept it there."""
+    if depth == 0:
+        return p + 1 if _space(b) else -1
+    if b == _AMP:
+        return _reference(data, p, end)
+    if b == _RSQB and p + 2 < end and data[_u(p + 1)] == _RSQB and data[_u(p + 2)] == _GT:
+        return -1
+    if 0x20 <= b < 0x7F or b == 10:
+        return p + 1
+    n = _char(data, p, end)
+    return p + n if n > 0 else -1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _other_markup(data, p, end, b, depth):
+    """The end of the comment or CDATA section (``b``: ``!``) or processing instruction
+    (``?``) at ``p``; -1 for anything else (a DOCTYPE and the rest are expat's)."""
+    if b == _BANG:
+        return _markup_declaration(data, p, end, depth)
+    if b == _QUEST:
+        return _processing_instruction(data, p, end)
+    return -1
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def scan(
     data,
@@ -676,16 +721,7 @@ def scan(
                 visited_end[_u(i)] = nv
                 i += 1
                 continue
-            if (
-                p + 5 < end
-                and data[_u(p)] == _LT
-                and data[_u(p + 1)] == _QUEST
-                and data[_u(p + 2)] == 120
-                and data[_u(p + 3)] == 109
-                and data[_u(p + 4)] == 108
-                and _space(data[_u(p + 5)])
-            ):
-                p = _xml_declaration(data, p, end)
+            p = _prolog(data, p, end)
         else:  # resuming after a miss
             p = ctx[_POS]
             depth = ctx[_DEPTH]
@@ -695,30 +731,8 @@ def scan(
         while ok and p < end:
             b = data[_u(p)]
             if b != _LT:
-                if depth == 0:  # outside the root element: whitespace only
-                    if not _space(b):
-                        ok = False
-                    p += 1
-                    continue
-                if b == _AMP:
-                    p = _reference(data, p, end)
-                    ok = p >= 0
-                    continue
-                if (
-                    b == _RSQB
-                    and p + 2 < end
-                    and data[_u(p + 1)] == _RSQB
-                    and data[_u(p + 2)] == _GT
-                ):
-                    ok = False
-                    continue
-                if 0x20 <= b < 0x7F or b == 10:
-                    p += 1
-                    continue
-                n = _char(data, p, end)
-                if n == 0:
-                    ok = False
-                p += n
+                p = _content(data, p, end, b, depth)
+                ok = p >= 0
                 continue
             if p + 1 >= end:
                 ok = False
@@ -766,14 +780,9 @@ def scan(
                 if depth == 0:
                     root_done = True
                 p = q
-            elif b == _BANG:  # a comment or CDATA section; DOCTYPE and the rest are expat's
-                p = _markup_declaration(data, p, end, depth)
-                ok = p >= 0
-            elif b == _QUEST:  # a processing instruction
-                p = _processing_instruction(data, p, end)
-                ok = p >= 0
             else:
-                ok = False
+                p = _other_markup(data, p, end, b, depth)
+                ok = p >= 0
         if ok and root_done and depth == 0:
             status[_u(i)] = ACCEPTED
             visited_end[_u(i)] = nv
@@ -861,18 +870,9 @@ def _tree_pass(
     instructions, CDATA sections included) and their nested-path bits (:func:`_close_element`).
     Returns the number of elements, or -1: the document is deferred."""
     words = bits.shape[1]
-    if (
-        p + 5 < end
-        and data[_u(p)] == _LT
-        and data[_u(p + 1)] == _QUEST
-        and data[_u(p + 2)] == 120
-        and data[_u(p + 3)] == 109
-        and data[_u(p + 4)] == 108
-        and _space(data[_u(p + 5)])
-    ):
-        p = _xml_declaration(data, p, end)
-        if p < 0:
-            return -1
+    p = _prolog(data, p, end)
+    if p < 0:
+        return -1
     n = 0
     nt = 0
     depth = 0
@@ -882,27 +882,11 @@ def _tree_pass(
     while p < end:
         b = data[_u(p)]
         if b != _LT:
-            if depth == 0:  # outside the root element: whitespace only
-                if not _space(b):
-                    return -1
-                p += 1
-                continue
-            if text_from < 0:
+            if depth > 0 and text_from < 0:
                 text_from = p
-            if b == _AMP:
-                p = _reference(data, p, end)
-                if p < 0:
-                    return -1
-                continue
-            if b == _RSQB and p + 2 < end and data[_u(p + 1)] == _RSQB and data[_u(p + 2)] == _GT:
+            p = _content(data, p, end, b, depth)
+            if p < 0:
                 return -1
-            if 0x20 <= b < 0x7F or b == 10:
-                p += 1
-                continue
-            k = _char(data, p, end)
-            if k == 0:
-                return -1
-            p += k
             continue
         if p + 1 >= end:
             return -1
@@ -959,18 +943,12 @@ def _tree_pass(
             if depth == 0:
                 root_done = True
             p = q
-        elif b == _BANG:  # a comment or CDATA section (part of the text); DOCTYPE is expat's
+        else:  # a CDATA section is part of the text
             if cdata and text_from < 0:
                 text_from = p
-            p = _markup_declaration(data, p, end, depth)
+            p = _other_markup(data, p, end, b, depth)
             if p < 0:
                 return -1
-        elif b == _QUEST:  # a processing instruction
-            p = _processing_instruction(data, p, end)
-            if p < 0:
-                return -1
-        else:
-            return -1
     if root_done and depth == 0:
         return n
     return -1
