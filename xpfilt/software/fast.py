@@ -427,6 +427,7 @@ class FastFilter:
             self._stamp = 0
             self._answer_rate = 4.0  # positions per document answers() makes room for
             self._numbers_table = None  # filter_many_text's numbers, and as text (number_strings)
+            self._text = np.zeros(0, np.uint8)  # ... and its buffer (see format_numbers)
             self._tree_scratch: Optional[tuple] = None  # scan_tree's rows, sized per batch
             self._key = np.zeros(0, np.uint8)
         self._reset()
@@ -767,8 +768,9 @@ class FastFilter:
         table = self._numbers_table
         if table is None or table[0] is not numbers:  # xpfilt filter passes the same list
             table = self._numbers_table = (numbers, *self._loop.number_strings(numbers))
-        lines, text = self._loop.format_numbers(found, bounds, table[1], table[2])
-        text = memoryview(text)  # each line decoded from it: one copy, not two
+        lines, text = self._loop.format_numbers(found, bounds, table[1], table[2], self._text)
+        self._text = text  # reused by the next batch: each line is decoded (copied) from it
+        text = memoryview(text)
         lines = lines.tolist()
         return self._assemble(
             documents,
