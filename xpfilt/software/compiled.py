@@ -467,8 +467,9 @@ def _xml_declaration(data, p, end):
 def _start_tag(data, p, end, attributes):
     """Checks the start tag at ``p`` (``<`` and a name start); returns (position after it,
     name end, empty-element tag, attribute count), position -1 if the scanner does not accept
-    it. ``attributes``: offset and length of each attribute's name (``2 * k``) and raw value
-    (``2 * MAX_ATTRIBUTES + 2 * k``)."""
+    it. ``attributes``: offset and length of each attribute's name (``2 * k``; the length in
+    the low 32 bits, its first and last bytes above) and of its raw value (``2 *
+    MAX_ATTRIBUTES + 2 * k``)."""
     name_end = _name_end(data, p + 1, end)
     if name_end < 0:
         return -1, 0, False, 0
@@ -982,7 +983,7 @@ def _guard_key(data, end, e, g, el, tx, bits, attributes, guards, gattr, gattr_n
             n = gattr[j, 1]
             found = -1
             for a in range(count):
-                if attributes[_u(2 * a + 1)] & 0xFFFFFFFF == n:
+                if attributes[_u(2 * a + 1)] & 0xFFFFFFFF == n:  # the name's length
                     s = attributes[_u(2 * a)]
                     same = True
                     for x in range(n):
