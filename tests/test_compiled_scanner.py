@@ -54,6 +54,12 @@ ACCEPTED = [
     b"<a\n\tk\n=\n'1'\n/>",
     b"<a>]]</a>",
     b"<a><!-- - --></a>",
+    b'<a kxk="1" kyk="2" k="3" kk="4"/>',  # names alike in length, first and last bytes
+    # names and values read eight bytes at a time, and their ends
+    b'<abcdefghijkl x="1&amp;2" yyyyyyyyyy="\xc3\xa9t\xc3\xa9"><abcdefgh/></abcdefghijkl>',
+    b'<a k="12345678901234567890" q="a\'b" r=\'"\'/>',
+    b"<abcdefghijklmnop></abcdefghijklmnop>",
+    b"<!-- a long comment\n\tover - lines-->\n<a><!--\xc3\xa9-12345678--></a>",
 ]
 #: Each is malformed (expat rejects it) or outside the common case (deferred regardless).
 DEFERRED = [
@@ -67,6 +73,18 @@ DEFERRED = [
     b"<a/>x",
     b"<a>]]></a>",
     b'<a k="1" k="2"/>',
+    b'<a kxk="1" k="2" kyk="3" kxk="4"/>',
+    b"<abcdefghijkl></abcdefghijkX>",
+    b"<abcdefgh></abcdefgX>",
+    b"<abcdefghijklmnop></abcdefghijklmnoq>",
+    b'<a k="12\x01"/>',
+    b'<a k="1\x7f"/>',
+    b'<a k="1<2"/>',
+    b'<a k="1&e;"/>',
+    b'<aaaaaaaaaaaa k="1"',
+    b"<a><!-- 12345678 -- x --></a>",
+    b"<a><!-- 12345678\x01 --></a>",
+    b"<a/><!-- 12345678",
     b'<a k="1"n="2"/>',
     b"<a k=1/>",
     b'<a k="<"/>',
@@ -232,18 +250,30 @@ def test_the_ahead_of_time_build_is_skipped_on_a_cpu_without_popcnt(monkeypatch,
     from xpfilt.software import scanner
     from xpfilt.software.fast import compiled_loop
 
-    old = tmp_path / "cpuinfo"
-    old.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3\n")
-    arm = tmp_path / "arm"
-    arm.write_text("processor\t: 0\nFeatures\t: fp asimd\n")
     real_open = open
-    for info, runs in ((old, False), (arm, True), (tmp_path / "none", True)):
-        monkeypatch.setattr(
-            scanner,
-            "open",
-            lambda path, *a, info=info: real_open(info, *a),
-            raising=False,
-        )
+
+    def cpu(name, text=None):  # /proc/cpuinfo as scanner reads it (no text: unreadable)
+        info = tmp_path / name
+        if text is not None:
+            info.write_text(text)
+        monkeypatch.setattr(scanner, "open", lambda path, *a: real_open(info, *a), raising=False)
+
+    old = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3\n"
+    arm = "processor\t: 0\nFeatures\t: fp asimd\n"
+    for name, text, runs in (("old", old, False), ("arm", arm, True), ("none", None, True)):
+        cpu(name, text)
         assert scanner.cpu_runs_aot() is runs
+    # a build for x86-64-v3 (the building CPU had it) on a CPU with POPCNT but no AVX2 or BMI
+    v2 = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt\n"
+    v3 = "flags\t: popcnt avx avx2 bmi1 bmi2 fma f16c movbe abm xsave\n"
+    for level, name, text, runs in (
+        ("x86-64-v3", "v2", v2, False),
+        ("x86-64-v3", "v3", v3, True),
+        ("x86-64-v2", "v2", v2, True),
+    ):
+        monkeypatch.setattr(scanner, "aot_level", lambda level=level: level)
+        cpu(name, text)
+        assert scanner.cpu_runs_aot() is runs
+        assert scanner.cpu_level() == name.replace("v", "x86-64-v")  # what a build there targets
     monkeypatch.setattr(scanner, "cpu_runs_aot", lambda: False)
     assert compiled_loop().kind == "jit"

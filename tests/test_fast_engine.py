@@ -316,3 +316,7 @@ def test_batch_text_is_every_number_in_decimal():
         for f, line in zip(found[:2] + found[3:], lines[:2] + lines[3:]):
             assert line == " ".join(str(numbers[p]) for p in f.tolist())
         assert lines[0].startswith("-12 -1 0 7 9 10 99 100 101 9999 100000")
+        # the text buffer is kept between batches: a shorter batch, then a longer one
+        assert engine.filter_many_text(datas[3:], numbers) == lines[3:]
+        longer = engine.filter_many_text(datas * 40, numbers)
+        assert list(map(str, longer)) == list(map(str, lines)) * 40

@@ -159,6 +159,7 @@ def compiled_loop() -> Optional[SimpleNamespace]:
         "CTX_SIZE",
         "TREE_CTX_SIZE",
         "name_table",
+        "number_strings",
     ):
         setattr(found, name, getattr(scanner, name))
     return found
@@ -524,7 +525,8 @@ class FastFilter:
             )
             self._stamp = 0
             self._answer_rate = 4.0  # positions per document answers() makes room for
-            self._numbers_table = None  # filter_many_text's numbers, and as an array
+            self._numbers_table = None  # filter_many_text's numbers, and as text (number_strings)
+            self._text = np.zeros(0, np.uint8)  # ... and its buffer (see format_numbers)
             self._tree_scratch: Optional[tuple] = None  # scan_tree's rows, sized per batch
             self._key = np.zeros(0, np.uint8)
             self._automaton = nfa.arrays(self._order)
@@ -834,6 +836,7 @@ class FastFilter:
         with gc_paused():
             status, bounds, found = self._scan([d.data for d in documents])
         combined = self._profiles.combined
+        bounds = bounds.tolist()  # Python ints slice faster than NumPy scalars
 
         def compiled(i: int) -> np.ndarray:
             positions = found[bounds[i] : bounds[i + 1]]
@@ -847,12 +850,12 @@ class FastFilter:
         """Each document's answer: ``compiled(i)`` for one the loop accepted, else
         ``deferred(document)`` (the Python path); then the batch's statistics, and the memo
         dropped if it outgrew its budget."""
-        accepted = self._loop.ACCEPTED
+        accepted = (status == self._loop.ACCEPTED).tolist()
         out = [
-            compiled(i) if status[i] == accepted else deferred(document)
+            compiled(i) if accepted[i] else deferred(document)
             for i, document in enumerate(documents)
         ]
-        self.stats["compiled_documents"] += int(np.count_nonzero(status == accepted))
+        self.stats["compiled_documents"] += sum(accepted)
         self.stats["memo_bytes"] = memo = self._memo()
         if memo > self.cache_bytes:
             self._reset()
@@ -879,14 +882,15 @@ class FastFilter:
             status, bounds, found = self._scan([d.data for d in documents])
         table = self._numbers_table
         if table is None or table[0] is not numbers:  # xpfilt filter passes the same list
-            table = self._numbers_table = (numbers, np.asarray(numbers, np.int64))
-        lines, text = self._loop.format_numbers(found, bounds, table[1])
-        text = str(memoryview(text)[: lines[-1]], "ascii")
+            table = self._numbers_table = (numbers, *self._loop.number_strings(numbers))
+        lines, text = self._loop.format_numbers(found, bounds, table[1], table[2], self._text)
+        self._text = text  # reused by the next batch: each line is decoded (copied) from it
+        text = memoryview(text)
         lines = lines.tolist()
         return self._assemble(
             documents,
             status,
-            lambda i: text[lines[i] : lines[i + 1]],
+            lambda i: str(text[lines[i] : lines[i + 1]], "ascii"),
             lambda document: joined(self._guarded_python(document)),
         )
 
