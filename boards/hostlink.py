@@ -1,7 +1,8 @@
 """The host link's gateware (the protocol is described in :mod:`xpfilt.boards.protocol`):
 :class:`CommandDecoder` unframes host -> board bytes, :class:`ConfigSerializer` turns
 configuration bytes into bits, :class:`Escaper` escapes frame bodies and
-:class:`ResponseEncoder` frames readouts and status frames.
+:class:`ResponseEncoder` frames readouts and status frames; :class:`BeatPacker` packs
+document bytes into the W-byte beats of the W-byte engine (both links use it).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -24,9 +25,11 @@ from xpfilt.boards.protocol import (
 from xpfilt.hdl.frontend import ByteLayout
 from xpfilt.hdl.programmable import ConfigBit
 from xpfilt.hdl.readout import readout_layout
+from xpfilt.hdl.wide_frontend import WideByteLayout
+from xpfilt.hwspec.contract import check_bytes_per_cycle
 from xpfilt.hwspec.readout import ReadoutKind
 
-__all__ = ["CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]
+__all__ = ["BeatPacker", "CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]
 
 
 class CommandDecoder(wiring.Component):
@@ -177,6 +180,53 @@ class ConfigSerializer(wiring.Component):
             ]
         with m.Elif(self.bits.valid & self.bits.ready):
             m.d.sync += [shift.eq(shift >> 1), left.eq(left - 1)]
+        return m
+
+
+class BeatPacker(wiring.Component):
+    """Document bytes (``last`` on a document's final byte) -> beats of W bytes
+    (:class:`xpfilt.hdl.wide_frontend.WideByteLayout`: lane 0 first, ``count`` the bytes held,
+    ``last``), for the W-byte engine's ``bytes_in``. A beat goes out when W bytes are in or a
+    document ends, so a document's last beat may be partial (its unused lanes 0) and the next
+    document starts in a fresh beat.
+
+    Takes a byte every cycle while ``beats_out`` is ready (an output register; ``bytes_in.ready``
+    is that register free or leaving), so W bytes a beat come out at 1/W beats per cycle: in
+    front of an ``AsyncFIFO`` of beats, the reading domain may run W times slower."""
+
+    def __init__(self, width: int):
+        self.width = check_bytes_per_cycle(width)
+        super().__init__(
+            {
+                "bytes_in": In(stream.Signature(ByteLayout)),
+                "beats_out": Out(stream.Signature(WideByteLayout(width))),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.width
+        lanes = Signal(8 * W)  # the bytes of the beat being filled (lanes >= ``filled`` are 0)
+        filled = Signal(range(W))
+        inp, out = self.bytes_in, self.beats_out
+        merged = Cat(
+            *(Mux(filled == i, inp.payload.data, lanes.word_select(i, 8)) for i in range(W))
+        )
+        m.d.comb += inp.ready.eq(~out.valid | out.ready)
+        with m.If(out.valid & out.ready):
+            m.d.sync += out.valid.eq(0)
+        with m.If(inp.valid & inp.ready):
+            with m.If(inp.payload.last | (filled == W - 1)):
+                m.d.sync += [
+                    out.valid.eq(1),
+                    out.payload.data.eq(merged),
+                    out.payload.count.eq(filled + 1),
+                    out.payload.last.eq(inp.payload.last),
+                    lanes.eq(0),
+                    filled.eq(0),
+                ]
+            with m.Else():
+                m.d.sync += [lanes.eq(merged), filled.eq(filled + 1)]
         return m
 
 
