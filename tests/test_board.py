@@ -371,17 +371,19 @@ def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 4000) ->
     return FrameReader().feed(bytes(received))
 
 
-@pytest.mark.parametrize("readout", ["serial", "sparse"])
-def test_board_core_answers_documents_status_and_link_errors(readout):
+@pytest.mark.parametrize("readout, width", [("serial", 1), ("sparse", 1), ("sparse", 2)])
+def test_board_core_answers_documents_status_and_link_errors(readout, width):
     """The board core in the Amaranth simulator, either readout: ``R`` frames carry the
-    packed bits, ``M`` frames the positions of the set ones."""
+    packed bits, ``M`` frames the positions of the set ones; the W-byte engine (``width``)
+    takes the decoder's bytes packed into beats."""
     from xpfilt.hwspec.readout import ReadoutKind
 
     queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
     plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8, readout=readout))
     divider = 4
     core = BoardCore(
-        CustomEngine(plan),
+        CustomEngine(plan, bytes_per_cycle=width),
+        bytes_per_cycle=width,
         mode=Mode.CUSTOM,
         width=12,
         identity=plan_identity(plan),
