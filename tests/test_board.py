@@ -666,6 +666,21 @@ def test_ecp5_pll_second_output_divides_the_same_vco():
         ecp5_pll(25e6, 125e6, 0.3e6)
 
 
+def test_ecp5_pll_third_output_clocks_the_w_byte_engine():
+    # the link's 125 MHz, LiteEth's clock and the engine's 125 / W from one VCO
+    for input_hz, eth_hz, engine_hz in ((25e6, 50e6, 62.5e6), (100e6, 62.5e6, 62.5e6),
+                                        (25e6, 50e6, 31.25e6)):  # fmt: skip
+        pll = ecp5_pll(input_hz, 125e6, eth_hz, engine_hz)
+        assert (pll.output_hz, pll.secondary_hz, pll.tertiary_hz) == (125e6, eth_hz, engine_hz)
+    assert ecp5_pll(25e6, 125e6, 50e6).tertiary_hz == 0
+    with pytest.raises(
+        ValueError,
+        match=r"^engine clock must be within 1% of what an ECP5 PLL makes from 25 MHz, not "
+        r"125 MHz and 50 MHz and 0.3 MHz$",
+    ):
+        ecp5_pll(25e6, 125e6, 50e6, 0.3e6)
+
+
 @pytest.mark.rtl
 def test_engine_clock_from_a_pll_is_constrained_at_its_frequency(tmp_path):
     """ULX3S at 100 MHz: a PLL from the 25 MHz oscillator clocks the engine and the host link
