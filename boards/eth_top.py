@@ -209,9 +209,7 @@ class EthernetBoardCore(wiring.Component):
                 serializer.bytes_in.valid.eq(fin.r_rdy & beat.config),
             ]
             cfg_ready = serializer.bytes_in.ready
-            # a document waits until a configuration stream's last bits reached the engine
-            # (which then holds it until the stream is committed or rejected)
-            idle = serializer.bytes_in.ready
+            idle = serializer.idle
         else:
             cfg_ready = idle = 1  # a custom engine has no configuration: its bytes are dropped
         m.d.comb += [

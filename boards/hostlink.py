@@ -161,6 +161,13 @@ class ConfigSerializer(wiring.Component):
     bytes_in: In(stream.Signature(ByteLayout))
     bits: Out(stream.Signature(ConfigBit))
 
+    @property
+    def idle(self):
+        """1 when every configuration bit taken has gone to the engine: a document may go
+        (a board core gates documents on it; the engine then holds a document that follows a
+        stream until the stream is committed or rejected)."""
+        return self.bytes_in.ready
+
     def elaborate(self, platform):
         m = Module()
         shift = Signal(8)

@@ -156,9 +156,7 @@ class BoardCore(wiring.Component):
             wiring.connect(m, decoder.config, serializer.bytes_in)
             wiring.connect(m, serializer.bits, engine.config)
             config_status = engine.config_status
-            # a document waits until a configuration stream's last bits reached the engine
-            # (which then holds it until the stream is committed or rejected)
-            idle = serializer.bytes_in.ready
+            idle = serializer.idle
         else:
             m.d.comb += decoder.config.ready.eq(1)  # never valid: C frames are refused
             config_status = None
