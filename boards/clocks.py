@@ -153,24 +153,19 @@ class Ecp5PllClock(wiring.Component):
         m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_in)
         mhz = lambda hz: f"{hz / 1e6:g}"  # noqa: E731
         secondary = {}
-        if pll.clkos_div:
-            secondary = dict(
-                a_FREQUENCY_PIN_CLKOS=mhz(pll.secondary_hz),
-                p_CLKOS_ENABLE="ENABLED",
-                p_CLKOS_DIV=pll.clkos_div,
-                p_CLKOS_CPHASE=(pll.clkos_div - 1) // 2,
-                p_CLKOS_FPHASE=0,
-                o_CLKOS=self.clk2,
-            )
-        if pll.clkos2_div:
-            secondary |= dict(
-                a_FREQUENCY_PIN_CLKOS2=mhz(pll.tertiary_hz),
-                p_CLKOS2_ENABLE="ENABLED",
-                p_CLKOS2_DIV=pll.clkos2_div,
-                p_CLKOS2_CPHASE=(pll.clkos2_div - 1) // 2,
-                p_CLKOS2_FPHASE=0,
-                o_CLKOS2=self.clk3,
-            )
+        for port, div, hz, out in (
+            ("CLKOS", pll.clkos_div, pll.secondary_hz, self.clk2),
+            ("CLKOS2", pll.clkos2_div, pll.tertiary_hz, self.clk3),
+        ):
+            if div:
+                secondary |= {
+                    f"a_FREQUENCY_PIN_{port}": mhz(hz),
+                    f"p_{port}_ENABLE": "ENABLED",
+                    f"p_{port}_DIV": div,
+                    f"p_{port}_CPHASE": (div - 1) // 2,
+                    f"p_{port}_FPHASE": 0,
+                    f"o_{port}": out,
+                }
         m.submodules.pll = Instance(
             "EHXPLLL",
             a_FREQUENCY_PIN_CLKI=mhz(pll.input_hz),
