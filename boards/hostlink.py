@@ -197,9 +197,11 @@ class BeatPacker(wiring.Component):
     document ends, so a document's last beat may be partial (its unused lanes 0) and the next
     document starts in a fresh beat.
 
-    Takes a byte every cycle while ``beats_out`` is ready (an output register; ``bytes_in.ready``
-    is that register free or leaving), so W bytes a beat come out at 1/W beats per cycle: in
-    front of an ``AsyncFIFO`` of beats, the reading domain may run W times slower."""
+    Takes a byte every cycle while ``beats_out`` is ready, so W bytes a beat come out at 1/W
+    beats per cycle: in front of an ``AsyncFIFO`` of beats, the reading domain may run W times
+    slower. ``bytes_in.ready`` is a flip-flop (no beat waits in the second of two output
+    registers), so ``beats_out.ready`` (an ``AsyncFIFO``'s ``w_rdy``, from its pointer compare)
+    is not in the sender's paths."""
 
     def __init__(self, width: int):
         self.width = check_bytes_per_cycle(width)
@@ -216,24 +218,33 @@ class BeatPacker(wiring.Component):
         lanes = Signal(8 * W)  # the bytes of the beat being filled (lanes >= ``filled`` are 0)
         filled = Signal(range(W))
         inp, out = self.bytes_in, self.beats_out
-        merged = Cat(
-            *(Mux(filled == i, inp.payload.data, lanes.word_select(i, 8)) for i in range(W))
-        )
-        m.d.comb += inp.ready.eq(~out.valid | out.ready)
-        with m.If(out.valid & out.ready):
-            m.d.sync += out.valid.eq(0)
+        beat = Signal(WideByteLayout(W))  # the beat the byte being taken completes
+        waiting = Signal(WideByteLayout(W))  # a beat behind a stalled output
+        full = Signal()  # ... is there
+        m.d.comb += [
+            inp.ready.eq(~full),
+            beat.data.eq(
+                Cat(
+                    *(Mux(filled == i, inp.payload.data, lanes.word_select(i, 8)) for i in range(W))
+                )
+            ),
+            beat.count.eq(filled + 1),
+            beat.last.eq(inp.payload.last),
+        ]
+        done = Signal()  # a byte taken completes ``beat``
+        m.d.comb += done.eq(inp.valid & inp.ready & (inp.payload.last | (filled == W - 1)))
         with m.If(inp.valid & inp.ready):
-            with m.If(inp.payload.last | (filled == W - 1)):
-                m.d.sync += [
-                    out.valid.eq(1),
-                    out.payload.data.eq(merged),
-                    out.payload.count.eq(filled + 1),
-                    out.payload.last.eq(inp.payload.last),
-                    lanes.eq(0),
-                    filled.eq(0),
-                ]
+            with m.If(done):
+                m.d.sync += [lanes.eq(0), filled.eq(0)]
             with m.Else():
-                m.d.sync += [lanes.eq(merged), filled.eq(filled + 1)]
+                m.d.sync += [lanes.eq(beat.data), filled.eq(filled + 1)]
+        with m.If(~out.valid | out.ready):  # the output register is free next cycle
+            with m.If(full):  # (no byte is taken while full)
+                m.d.sync += [out.payload.eq(waiting), out.valid.eq(1), full.eq(0)]
+            with m.Else():
+                m.d.sync += [out.payload.eq(beat), out.valid.eq(done)]
+        with m.Elif(done):
+            m.d.sync += [waiting.eq(beat), full.eq(1)]
         return m
 
 
