@@ -6,7 +6,10 @@ Builds are real board builds (:func:`xpfilt.boards.build.build_board` with ``--l
 ethernet``: Yosys, nextpnr-ecp5 with its default router1 and seed, ecppack). Clocks: the
 endpoint and the engine at 125 MHz (the PLL's CLKOP, the ``link`` and ``sync`` domains),
 LiteEth's 32-bit datapath at 62.5 MHz (CLKOS, the ``eth`` domain), and the RGMII receive
-clock from the PHY (125 MHz). A row passes when every clock meets its constraint.
+clock from the PHY (125 MHz). A point with the W-byte engine (``BOARD:QUERIES:wW``, column
+``beat_bytes``) clocks the engine at 125 / W MHz from a PLL output of its own (CLKOS2): its
+beats are packed in the link domain, so it still takes the link's 125 MB/s. A row passes
+when every clock meets its constraint.
 
 The link's own resources: the board of the first point synthesized again with ``synth_ecp5
 -noflatten`` and counted per module (LiteEth's core, the endpoint with its buffers, the
@@ -14,14 +17,14 @@ bridge to LiteEth's 32-bit port, the clock-domain FIFOs, the rest of the board c
 engine's share can be told apart.
 
 Only one place and route runs at a time on the machine (``flock`` on :data:`LOCK`, shared with
-the other helpers' runs); builds are cached in ``--work`` by board, queries and the digests
+the other helpers' runs; ``--lock PATH`` takes another lock, to run beside them); builds are cached in ``--work`` by board, queries and the digests
 of the RTL and board sources, so an interrupted run resumes; a failed or timed-out build is a
 row with its error. Results: bench/results/capacity.{json,md} (rows with ``link`` =
 "ethernet"; the UART rows of bench/capacity.py are kept) and
 bench/results/ethernet_link.{json,md}.
 
 Usage: python bench/ethernet_capacity.py [--work DIR] [--point ecpix5-85f:1024 ...]
-       [--timeout S] [--no-link-resources]
+       [--point colorlight-5a75b:1024:w2 ...] [--timeout S] [--no-link-resources] [--lock PATH]
 """
 
 from __future__ import annotations
@@ -55,17 +58,37 @@ def log(message: str) -> None:
 
 
 def clock_role(name: str, constraint: float) -> str:
-    """Which clock a nextpnr clock net is: ``rgmii`` (the PHY's receive clock), ``eth``
-    (LiteEth's system clock) or ``link`` (the endpoint's and the engine's)."""
+    """Which clock a nextpnr clock net is: ``rgmii`` (the PHY's receive clock), ``link`` (the
+    endpoint's, and the engine's unless it has its own), ``eth`` (LiteEth's system clock) or
+    ``engine`` (the W-byte engine's own clock)."""
     if "rgmii" in name:
         return "rgmii"
-    return "eth" if constraint < ENGINE_MHZ - 1 else "link"
+    if "link_clk" in name:
+        return "link"
+    if "liteeth" in name:
+        return "eth"
+    return "engine" if "$glbnet$" in name else ("eth" if constraint < ENGINE_MHZ - 1 else "link")
 
 
-def build(work: Path, board: str, depth: int, queries: int, timeout: float) -> dict:
-    """One Ethernet board build (cached); its row."""
+def parse_point(text: str) -> tuple[str, int, int]:
+    """``BOARD:QUERIES`` or ``BOARD:QUERIES:wW`` -> (board, queries, W)."""
+    board, queries, *rest = text.split(":")
+    width = int(rest[0].lstrip("w")) if rest else 1
+    return board, int(queries), width
+
+
+def build(
+    work: Path,
+    board: str,
+    depth: int,
+    queries: int,
+    timeout: float,
+    width: int = 1,
+    lock_path: Path = LOCK,
+) -> dict:
+    """One Ethernet board build (cached) with the ``width``-byte engine; its row."""
     key = f"{source_digest()}-b{board_source_digest()}"
-    name = f"{board}-eth-d{depth}-{queries}-sparse"
+    name = f"{board}-eth-d{depth}-{queries}-sparse" + (f"-w{width}" if width > 1 else "")
     out = work / f"{name}-{key}"
     cached = out / "row.json"
     if cached.exists():
@@ -78,6 +101,8 @@ def build(work: Path, board: str, depth: int, queries: int, timeout: float) -> d
         "depth": depth,
         "readout": "sparse",
         "queries": queries,
+        "beat_bytes": width,
+        "engine_clock_mhz": ENGINE_MHZ / width,
         "clock_mhz": ENGINE_MHZ,
         "clock_source": "PLL",
         "router": ROUTER,
@@ -90,9 +115,10 @@ def build(work: Path, board: str, depth: int, queries: int, timeout: float) -> d
         design = custom_design(
             [parse_query(t, i + 1) for i, t in enumerate(texts)],
             CompileOptions(readout="sparse"),
+            bytes_per_cycle=width,
         )
-        log(f"{name}: waiting for {LOCK} ...")
-        with open(LOCK, "w") as lock:
+        log(f"{name}: waiting for {lock_path} ...")
+        with open(lock_path, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             log(f"{name}: building in {out}")
             build_board(
@@ -139,6 +165,8 @@ def from_report(report: dict) -> dict:
         verdict = "pass" if achieved >= constraint else "FAIL"
         clocks.append(f"{role} {achieved:.1f} ({constraint:g}, {verdict})")
     row["fmax_mhz"] = row.get("fmax_link_mhz")
+    if "fmax_engine_mhz" not in row:  # the engine on the link's clock
+        row["fmax_engine_mhz"] = row.get("fmax_link_mhz")
     row["fmax_clocks"] = "; ".join(clocks)
     return row
 
@@ -155,7 +183,9 @@ LINK_PARTS = [
 ]
 
 
-def link_resources(build_dir: Path, work: Path, timeout: float) -> list[dict]:
+def link_resources(
+    build_dir: Path, work: Path, timeout: float, lock_path: Path = LOCK
+) -> list[dict]:
     """The board of ``build_dir`` synthesized without flattening: LUTs, flip-flops and block
     RAMs per part of the link (:data:`LINK_PARTS`), the engine and the whole board."""
     gateware = build_dir / "gateware"
@@ -171,7 +201,7 @@ def link_resources(build_dir: Path, work: Path, timeout: float) -> list[dict]:
             "tee -q -o stat.json stat -json\n"
         )
         (synth / "noflatten.ys").write_text(script)
-        with open(LOCK, "w") as lock:
+        with open(lock_path, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             log(f"link resources: yosys -noflatten in {synth}")
             subprocess.run(
@@ -218,18 +248,28 @@ ETHERNET_NOTE = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/ethernet_capacity"))
-    parser.add_argument("--point", action="append", default=[], help="BOARD:QUERIES")
+    parser.add_argument(
+        "--point",
+        action="append",
+        default=[],
+        help="BOARD:QUERIES (one of the points) or BOARD:QUERIES:wW (any board and size, the "
+        "W-byte engine, W = 2, 4, 8)",
+    )
+    parser.add_argument(
+        "--lock", type=Path, default=LOCK, help=f"The place-and-route lock [{LOCK}]."
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="Seconds per tool run.")
     parser.add_argument("--no-link-resources", action="store_true")
     args = parser.parse_args()
-    points = [
-        p for p in POINTS if not args.point or f"{p[0]}:{p[2]}" in args.point
-    ]  # fmt: skip
+    points = [(board, depth, queries, 1) for board, depth, queries in POINTS]
+    if args.point:
+        depths = {board: depth for board, depth, _ in POINTS}
+        points = [(b, depths.get(b, 8), q, w) for b, q, w in map(parse_point, args.point)]
     args.work.mkdir(parents=True, exist_ok=True)
     fresh = []
-    for board, depth, queries in points:
-        row = build(args.work, board, depth, queries, args.timeout)
-        log(f"{board} {queries}: {row['status']}; {row.get('fmax_clocks')}")
+    for board, depth, queries, width in points:
+        row = build(args.work, board, depth, queries, args.timeout, width, args.lock)
+        log(f"{board} {queries} W={width}: {row['status']}; {row.get('fmax_clocks')}")
         fresh.append(row)
         fresh = save_capacity(fresh)
     if not args.no_link_resources:
@@ -237,7 +277,7 @@ def main() -> None:
         key = f"{source_digest()}-b{board_source_digest()}"
         build_dir = args.work / f"{board}-eth-d{depth}-{queries}-sparse-{key}"
         if (build_dir / "report.json").exists():
-            rows = link_resources(build_dir, args.work, args.timeout)
+            rows = link_resources(build_dir, args.work, args.timeout, args.lock)
             save(
                 "ethernet_link",
                 rows,
@@ -265,7 +305,14 @@ def save_capacity(fresh: list) -> list:
     doc = json.loads(path.read_text())
 
     def key(r):
-        return (r["board"], r.get("link", "uart"), r["kind"], r.get("depth"), r.get("queries"))
+        return (
+            r["board"],
+            r.get("link", "uart"),
+            r["kind"],
+            r.get("depth"),
+            r.get("queries"),
+            r.get("beat_bytes") or 1,
+        )
 
     rows = replace_rows(doc["rows"], fresh, key)
     notes = doc["table"]["notes"].split(" Ethernet rows")[0]

@@ -100,21 +100,28 @@ class EngineDesign:
     unit_name: str
     summary: str
     readout: ReadoutKind = ReadoutKind.SERIAL
+    bytes_per_cycle: int = 1
 
     @property
     def mode_name(self) -> str:
         return self.mode.name.lower()
 
     @classmethod
-    def for_plan(cls, plan: Plan, verilog: str, *, max_name: int = 32) -> "EngineDesign":
-        """The custom engine of ``plan`` whose Verilog is ``verilog``."""
+    def for_plan(
+        cls, plan: Plan, verilog: str, *, max_name: int = 32, bytes_per_cycle: int = 1
+    ) -> "EngineDesign":
+        """The custom engine of ``plan`` taking ``bytes_per_cycle`` bytes a beat, whose Verilog
+        is ``verilog``."""
         from xpfilt.hdl.custom import CustomEngine
 
         stats = plan.stats
+        wide = f", {bytes_per_cycle} bytes per cycle" if bytes_per_cycle > 1 else ""
         return cls(
             mode=Mode.CUSTOM,
             verilog=verilog,
-            signature=CustomEngine(plan, max_name=max_name).signature,
+            signature=CustomEngine(
+                plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle
+            ).signature,
             width=len(plan.query_numbers),
             identity=plan_identity(plan),
             files={"plan.json": plan.to_json()},
@@ -124,8 +131,9 @@ class EngineDesign:
             summary=f"custom engine: {stats.get('queries')} queries ({stats.get('query_nodes')} "
             f"query nodes, {stats.get('columns')} stack columns, "
             f"{stats.get('clusters')} clusters, {stats.get('tags')} tags), depth "
-            f"{plan.options.max_depth}, {plan.options.readout} readout",
+            f"{plan.options.max_depth}, {plan.options.readout} readout{wide}",
             readout=ReadoutKind(plan.options.readout),
+            bytes_per_cycle=bytes_per_cycle,
         )
 
     @classmethod
@@ -156,10 +164,12 @@ def custom_design(
     options: CompileOptions,
     *,
     max_name: int = 32,
+    bytes_per_cycle: int = 1,
     log: Callable[[str], None] = lambda _: None,
 ) -> EngineDesign:
     """The custom engine of ``queries`` (raises :class:`xpfilt.compiler.custom.UnsupportedQueryError`
-    for predicates); ``options.prefix_clustering`` (default on) clusters them in text order."""
+    for predicates); ``options.prefix_clustering`` (default on) clusters them in text order;
+    ``bytes_per_cycle``: W, the W-byte engine for W > 1."""
     if not queries:
         raise ToolError("a custom engine needs at least one query, not none")
     plan = compile_queries(queries, options)
@@ -168,7 +178,12 @@ def custom_design(
         f"plan: {stats['queries']} queries, {stats['query_nodes']} query nodes, "
         f"{stats['columns']} columns, {stats['clusters']} clusters; writing Verilog ..."
     )
-    return EngineDesign.for_plan(plan, emit_verilog(plan, max_name=max_name), max_name=max_name)
+    return EngineDesign.for_plan(
+        plan,
+        emit_verilog(plan, max_name=max_name, bytes_per_cycle=bytes_per_cycle),
+        max_name=max_name,
+        bytes_per_cycle=bytes_per_cycle,
+    )
 
 
 def programmable_design(
@@ -221,6 +236,7 @@ def board_core(
         heartbeat=heartbeat,
         busy_stretch=busy_stretch,
         readout=design.readout,
+        bytes_per_cycle=design.bytes_per_cycle,
     )
 
 
@@ -244,9 +260,11 @@ class BuildConfig:
     only; ``synthesize_only``: stop after synthesis and the fit check (for size estimates).
     ``timeout``: seconds per tool run. ``nextpnr_args``: more nextpnr options (e.g.
     ``("--router", "router2")``: routes large designs several times faster, at some Fmax).
-    ``clock_hz``: the engine's (and host link's) clock; None: the board's oscillator; another
+    ``clock_hz``: the engine's (and a UART host link's) clock; None: the board's oscillator
+    (Ethernet: the link's :data:`LINK_HZ` / the engine's bytes per cycle); another
     frequency: a PLL from it (ECP5), and place and route is constrained at that frequency
-    (with the oscillator's, nextpnr stops improving a path once it meets 25 MHz).
+    (with the oscillator's, nextpnr stops improving a path once it meets 25 MHz). On an
+    Ethernet board an engine clock other than :data:`LINK_HZ` is a PLL output of its own.
     ``place_only``: nextpnr places without routing and writes ``gateware/placed.json`` (for
     ``bench/placed_paths.py``; its post-placement estimate is in its log); nothing is packed."""
 
@@ -318,6 +336,7 @@ def write_design_files(
         "baud": baud,
         "divider": divider,
         "clock_hz": pll.output_hz if pll else board.clock_hz,
+        "bytes_per_cycle": design.bytes_per_cycle,
     }
     if pll:
         info["pll"] = {
@@ -328,6 +347,9 @@ def write_design_files(
         }
         if pll.clkos_div:
             info["pll"]["clkos_div"] = pll.clkos_div
+        if pll.clkos2_div:
+            info["pll"]["clkos2_div"] = pll.clkos2_div
+            info["engine_hz"] = pll.tertiary_hz
     (output / "board.json").write_text(json.dumps(info, indent=1) + "\n")
     return info
 
@@ -465,6 +487,11 @@ class BuildResult:
                 "route constrained at it)"
                 if info.get("pll")
                 else "(the platform's default clock)"
+            )
+            + (
+                f"; the engine at {info['engine_hz'] / 1e6:g} MHz (the PLL's CLKOS2)"
+                if info.get("engine_hz")
+                else ""
             ),
             f"* {self.design}",
             f"* readout: {info['width']} bits per document; design identity {info['identity']}",
@@ -531,12 +558,10 @@ def build_board(
     try:
         link = board_link(board, config.link)
         if link == "ethernet":
-            if config.clock_hz not in (None, LINK_HZ):
-                raise ValueError(
-                    f"engine clock must be the link's {LINK_HZ / 1e6:g} MHz with --link "
-                    f"ethernet (one PLL output clocks both), not {config.clock_hz / 1e6:g} MHz"
-                )
-            pll = ecp5_pll(board.clock_hz, LINK_HZ, board.liteeth_hz)
+            engine_hz = config.clock_hz or LINK_HZ / design.bytes_per_cycle
+            pll = ecp5_pll(
+                board.clock_hz, LINK_HZ, board.liteeth_hz, 0 if engine_hz == LINK_HZ else engine_hz
+            )
             divider = 0
         else:
             pll = engine_clock(board, config.clock_hz)
@@ -703,7 +728,8 @@ def _ethernet_top(design, board, config, pll, out, platform, log):
         width=design.width,
         identity=design.identity,
         readout=design.readout,
-        heartbeat=max(1, int(LINK_HZ // 2)),
+        heartbeat=max(1, int((pll.tertiary_hz or LINK_HZ) // 2)),
+        bytes_per_cycle=design.bytes_per_cycle,
         mac=config.mac,
         ip=config.ip,
         port=config.udp_port,
@@ -766,8 +792,9 @@ def load_design(directory: Path) -> EngineDesign:
         raise ToolError(
             f"{directory} must hold the {TOP_NAME}.v that `xpfilt build` wrote, not lack it: {exc}"
         ) from None
+    info = json.loads((Path(directory) / "board.json").read_text())
     design = (
-        EngineDesign.for_plan(board.plan, verilog)
+        EngineDesign.for_plan(board.plan, verilog, bytes_per_cycle=info.get("bytes_per_cycle", 1))
         if board.plan is not None
         else EngineDesign.for_spec(board.spec, verilog)
     )

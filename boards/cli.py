@@ -10,12 +10,14 @@ from pathlib import Path
 import click
 
 from xpfilt.cli.options import (
+    bytes_per_cycle_option,
     compile_options,
     document_paths,
     mode_option,
     options_from,
     read_hardware_queries,
     read_queries,
+    refuse_wide_programmable,
     spec_from_options,
 )
 from xpfilt.compiler.custom import EngineMode, hardware_queries
@@ -40,6 +42,7 @@ def _board_design_options(fn):
             "generic columns, loaded later with `xpfilt host --queries/--config`.",
         ),
         compile_options,
+        bytes_per_cycle_option,
         click.option(
             "--max-name",
             type=click.IntRange(1),
@@ -86,7 +89,9 @@ def _board_design(family, queries_path, mode, max_name, columns, clusters, max_t
     from xpfilt.compiler.custom import UnsupportedQueryError
 
     log = lambda message: click.echo(message, err=True)  # noqa: E731
+    bytes_per_cycle = kwargs.pop("bytes_per_cycle")
     if mode is EngineMode.PROGRAMMABLE:
+        refuse_wide_programmable(bytes_per_cycle)
         if queries_path:
             raise click.UsageError(
                 "--mode programmable takes no --queries: load them on the "
@@ -99,7 +104,10 @@ def _board_design(family, queries_path, mode, max_name, columns, clusters, max_t
     options = options_from(kwargs)
     queries, skipped = read_hardware_queries(queries_path, max_name)
     try:
-        return custom_design(queries, options, max_name=max_name, log=log), skipped
+        design = custom_design(
+            queries, options, max_name=max_name, bytes_per_cycle=bytes_per_cycle, log=log
+        )
+        return design, skipped
     except (UnsupportedQueryError, ToolError) as exc:
         raise click.ClickException(str(exc))
 
@@ -165,8 +173,9 @@ def _board_design(family, queries_path, mode, max_name, columns, clusters, max_t
     "--clock-mhz",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="Clock the engine and host link at this frequency from a PLL (ECP5) and "
-    "constrain place and route at it [default: the board's oscillator].",
+    help="Clock the engine (and a UART host link) at this frequency from a PLL (ECP5) and "
+    "constrain place and route at it [default: the board's oscillator; --link ethernet: "
+    "125 MHz / --bytes-per-cycle, the link's 125 MB/s].",
 )
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 def build_command(

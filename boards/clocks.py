@@ -44,13 +44,15 @@ PLL_FAMILIES = ("ecp5",)
 @dataclass(frozen=True)
 class Ecp5Pll:
     """An EHXPLLL with its feedback from CLKOP: ``input_hz`` in, CLKOP out; and, when
-    ``clkos_div`` is not 0, a second output CLKOS (the VCO / ``clkos_div``)."""
+    ``clkos_div`` is not 0, a second output CLKOS (the VCO / ``clkos_div``), when
+    ``clkos2_div`` is not 0, a third CLKOS2 (the VCO / ``clkos2_div``)."""
 
     input_hz: float
     clki_div: int
     clkfb_div: int
     clkop_div: int
     clkos_div: int = 0
+    clkos2_div: int = 0
 
     @property
     def output_hz(self) -> float:
@@ -70,11 +72,19 @@ class Ecp5Pll:
         """CLKOS's frequency (0: not used)."""
         return self.vco_hz / self.clkos_div if self.clkos_div else 0.0
 
+    @property
+    def tertiary_hz(self) -> float:
+        """CLKOS2's frequency (0: not used)."""
+        return self.vco_hz / self.clkos2_div if self.clkos2_div else 0.0
 
-def ecp5_pll(input_hz: float, output_hz: float, secondary_hz: float = 0) -> Ecp5Pll:
+
+def ecp5_pll(
+    input_hz: float, output_hz: float, secondary_hz: float = 0, tertiary_hz: float = 0
+) -> Ecp5Pll:
     """The dividers whose output is nearest ``output_hz`` (ties: the VCO nearest the middle of
-    its range) and, with ``secondary_hz``, whose VCO also divides to that within
-    :data:`TOLERANCE` (CLKOS); ValueError when nothing comes within :data:`TOLERANCE`."""
+    its range) and, with ``secondary_hz`` (CLKOS) and ``tertiary_hz`` (CLKOS2), whose VCO also
+    divides to those within :data:`TOLERANCE`; ValueError when nothing comes within
+    :data:`TOLERANCE`."""
     low, high = ECP5_OUT_HZ
     if not low <= output_hz <= high:
         raise ValueError(
@@ -95,18 +105,16 @@ def ecp5_pll(input_hz: float, output_hz: float, secondary_hz: float = 0) -> Ecp5
                 if not ECP5_OUT_HZ[0] <= out <= ECP5_OUT_HZ[1]:
                     continue
                 vco = out * clkop_div
-                clkos_div = 0
-                if secondary_hz:
-                    clkos_div = max(1, min(max_op, round(vco / secondary_hz)))
-                    if abs(vco / clkos_div - secondary_hz) > TOLERANCE * secondary_hz:
-                        continue
+                divs = [_divider(vco, hz) for hz in (secondary_hz, tertiary_hz)]
+                if None in divs:
+                    continue
                 key = (abs(out - output_hz), abs(vco - middle))
                 if best_key is None or key < best_key:
-                    best = Ecp5Pll(input_hz, clki_div, clkfb_div, clkop_div, clkos_div)
+                    best = Ecp5Pll(input_hz, clki_div, clkfb_div, clkop_div, *divs)
                     best_key = key
     if best is None or abs(best.output_hz - output_hz) > TOLERANCE * output_hz:
         nearest = f" (nearest {best.output_hz / 1e6:g} MHz)" if best else ""
-        also = f" and {secondary_hz / 1e6:g} MHz" if secondary_hz else ""
+        also = "".join(f" and {hz / 1e6:g} MHz" for hz in (secondary_hz, tertiary_hz) if hz)
         raise ValueError(
             f"engine clock must be within {TOLERANCE:.0%} of what an ECP5 PLL "
             f"makes from {input_hz / 1e6:g} MHz, not {output_hz / 1e6:g} MHz{also}"
@@ -115,13 +123,23 @@ def ecp5_pll(input_hz: float, output_hz: float, secondary_hz: float = 0) -> Ecp5
     return best
 
 
+def _divider(vco: float, hz: float):
+    """The output divider taking ``vco`` to ``hz`` within :data:`TOLERANCE` (0: no output
+    wanted; None: none does)."""
+    if not hz:
+        return 0
+    div = max(1, min(ECP5_DIV_MAX[2], round(vco / hz)))
+    return div if abs(vco / div - hz) <= TOLERANCE * hz else None
+
+
 class Ecp5PllClock(wiring.Component):
     """The platform's default clock into an ECP5 EHXPLLL: ``clk`` at ``pll.output_hz``
-    (CLKOP, fed back), ``clk2`` at ``pll.secondary_hz`` (CLKOS, if used), ``locked`` once
-    they are stable."""
+    (CLKOP, fed back), ``clk2`` at ``pll.secondary_hz`` (CLKOS, if used), ``clk3`` at
+    ``pll.tertiary_hz`` (CLKOS2, if used), ``locked`` once they are stable."""
 
     clk: Out(1)
     clk2: Out(1)
+    clk3: Out(1)
     locked: Out(1)
 
     def __init__(self, pll: Ecp5Pll):
@@ -135,15 +153,19 @@ class Ecp5PllClock(wiring.Component):
         m.submodules.clk_buf = clk_buf = io.Buffer("i", clk_in)
         mhz = lambda hz: f"{hz / 1e6:g}"  # noqa: E731
         secondary = {}
-        if pll.clkos_div:
-            secondary = dict(
-                a_FREQUENCY_PIN_CLKOS=mhz(pll.secondary_hz),
-                p_CLKOS_ENABLE="ENABLED",
-                p_CLKOS_DIV=pll.clkos_div,
-                p_CLKOS_CPHASE=(pll.clkos_div - 1) // 2,
-                p_CLKOS_FPHASE=0,
-                o_CLKOS=self.clk2,
-            )
+        for port, div, hz, out in (
+            ("CLKOS", pll.clkos_div, pll.secondary_hz, self.clk2),
+            ("CLKOS2", pll.clkos2_div, pll.tertiary_hz, self.clk3),
+        ):
+            if div:
+                secondary |= {
+                    f"a_FREQUENCY_PIN_{port}": mhz(hz),
+                    f"p_{port}_ENABLE": "ENABLED",
+                    f"p_{port}_DIV": div,
+                    f"p_{port}_CPHASE": (div - 1) // 2,
+                    f"p_{port}_FPHASE": 0,
+                    f"o_{port}": out,
+                }
         m.submodules.pll = Instance(
             "EHXPLLL",
             a_FREQUENCY_PIN_CLKI=mhz(pll.input_hz),

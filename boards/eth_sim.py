@@ -183,7 +183,9 @@ def ethernet_sim_verilog(
     """The Verilog (module :data:`SIM_TOP`) of the Ethernet board of an ``xpfilt build``
     directory for simulation -- the board core, the engine's generic Verilog, LiteEth's core
     with PHY ``phy`` (:data:`SIM_PHYS`) for the board's addresses (generated into ``cache``) and
-    :data:`ECP5_SIM_MODELS` -- and the board's addresses (``mac``, ``ip``, ``udp_port``).
+    :data:`ECP5_SIM_MODELS` -- and the board's addresses (``mac``, ``ip``, ``udp_port``) and
+    its engine's clock period (``engine_period_ns``, whole ns: the link's unless the build gave
+    the engine a clock of its own).
     ``timeout``: the endpoint's retransmission timeout in link cycles (short: simulated time is
     slow)."""
     import json
@@ -234,7 +236,10 @@ def ethernet_sim_verilog(
         input_buffer=16384,
         readout_buffer=readout_buffer_size(design.readout, design.width),
         timeout=timeout,
+        bytes_per_cycle=design.bytes_per_cycle,
     )
     text = verilog.convert(EthernetSimTop(core, phy), name=SIM_TOP)
     addresses = {"mac": format_mac(mac), "ip": format_ip(ip), "udp_port": port}
+    if info.get("engine_hz"):
+        addresses["engine_period_ns"] = round(1e9 / info["engine_hz"])
     return text + design.verilog + liteeth + ECP5_SIM_MODELS, addresses

@@ -89,7 +89,7 @@ async def ethernet_bridge(dut):
     udp_port = config["udp_port"]
 
     Clock(dut.link_clk, PERIOD_NS, unit="ns").start()
-    Clock(dut.clk, PERIOD_NS, unit="ns").start()
+    Clock(dut.clk, config.get("engine_period_ns", PERIOD_NS), unit="ns").start()
     Clock(dut.eth_clk, ETH_PERIOD_NS, unit="ns").start()
     dut.link_rst.value = 1
     dut.rst.value = 1

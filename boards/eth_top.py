@@ -6,15 +6,18 @@ UDP port: in the ``link`` domain (LiteEth's system clock) the protocol endpoint
 and two ``AsyncFIFO``\\ s; in the ``sync`` domain (the engine's clock) the engine, taking the
 input stream's document bytes (and, programmable, its configuration bytes through a
 :class:`xpfilt.boards.hostlink.ConfigSerializer`), its readout beats and each configuration
-stream's verdict going back. The engine's configuration status reaches the link domain through
+stream's verdict going back. A W-byte engine (``bytes_per_cycle`` W > 1, custom only) takes
+beats of W bytes, packed in the link domain (:class:`xpfilt.boards.hostlink.BeatPacker`)
+before the input FIFO, which holds beats: at W bytes a beat the engine's clock may be the
+link's / W and still take every byte the link brings. The engine's configuration status reaches the link domain through
 synchronisers (the status datagram reports it).
 
 :class:`EthernetBoardTop` puts a core on a platform (amaranth-boards): LiteEth's core
 (:mod:`xpfilt.boards.liteeth`, generated Verilog) as an ``Instance`` on the ``eth_rgmii`` pins
 in the ``eth`` domain (62.5 MHz, its 32-bit datapath) with a
 :class:`xpfilt.boards.eth_bridge.UdpPortBridge` to the core's byte streams, the link domain at
-125 MHz from a PLL on the board's oscillator, the engine's domain from the same PLL output (a
-domain of its own, across the FIFOs) and LEDs.
+125 MHz from a PLL on the board's oscillator, the engine's domain from the same PLL output or
+from a third output of its own (a domain of its own, across the FIFOs either way) and LEDs.
 """
 
 from typing import Sequence
@@ -36,11 +39,12 @@ from amaranth.lib.wiring import In, Out
 
 from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
 from xpfilt.boards.eth_bridge import UdpPortBridge
-from xpfilt.boards.hostlink import ConfigSerializer
+from xpfilt.boards.hostlink import BeatPacker, ConfigSerializer
 from xpfilt.boards.liteeth import LITEETH_MODULE, udp_port_connections
 from xpfilt.boards.protocol import Mode
 from xpfilt.boards.top import LED_FUNCTIONS, LedLayout
 from xpfilt.boards.udp_link import InputBeat, RxBeat, TxBeat, UdpEndpoint, link_readout_layout
+from xpfilt.hdl.wide_frontend import WideByteLayout
 from xpfilt.hwspec.readout import ReadoutKind
 
 __all__ = ["EthernetBoardCore", "EthernetBoardTop", "VERDICT_DELAY"]
@@ -53,8 +57,9 @@ VERDICT_DELAY = 4
 class EthernetBoardCore(wiring.Component):
     """The engine behind the UDP link. Ports (``link`` domain): ``rx``, ``tx`` (LiteEth's raw
     UDP port); ``leds`` (``sync``). ``engine``: a component with ``bytes_in`` and ``readout``
-    (and, programmable, ``config`` and ``config_status``). The endpoint's options (addresses,
-    buffers, timeout) are keyword arguments of :class:`UdpEndpoint`."""
+    (and, programmable, ``config`` and ``config_status``); ``bytes_per_cycle``: its beats'
+    bytes (W > 1: a custom engine's ``WideByteLayout`` beats). The endpoint's options
+    (addresses, buffers, timeout) are keyword arguments of :class:`UdpEndpoint`."""
 
     rx: In(wiring.Signature({"valid": Out(1), "ready": In(1), "payload": Out(RxBeat)}))
     tx: Out(wiring.Signature({"valid": Out(1), "ready": In(1), "payload": Out(TxBeat)}))
@@ -70,8 +75,14 @@ class EthernetBoardCore(wiring.Component):
         readout: ReadoutKind,
         heartbeat: int,
         fifo_depth: int = 16,
+        bytes_per_cycle: int = 1,
         **endpoint,
     ):
+        if bytes_per_cycle != 1 and mode is Mode.PROGRAMMABLE:
+            raise ValueError(
+                f"bytes per cycle must be 1 with a programmable engine, not {bytes_per_cycle!r}"
+            )
+        self.bytes_per_cycle = bytes_per_cycle
         self.engine = engine
         self.mode, self.width, self.identity, self.readout = mode, width, identity, readout
         self.heartbeat = heartbeat
@@ -95,36 +106,11 @@ class EthernetBoardCore(wiring.Component):
         wiring.connect(m, wiring.flipped(self.tx), ep.tx)
 
         # the input stream: link -> engine
-        in_layout = data.Layout.cast(InputBeat)
-        m.submodules.input_fifo = fin = AsyncFIFO(
-            width=in_layout.size, depth=self.fifo_depth, w_domain="link", r_domain="sync"
-        )
-        m.d.comb += [
-            fin.w_data.eq(ep.input.payload),
-            fin.w_en.eq(ep.input.valid),
-            ep.input.ready.eq(fin.w_rdy),
-        ]
-        beat = InputBeat(fin.r_data)
-        doc = engine.bytes_in
-        m.d.comb += [doc.payload.data.eq(beat.data), doc.payload.last.eq(beat.last)]
-        if programmable:
-            m.submodules.config_bits = serializer = ConfigSerializer()
-            wiring.connect(m, serializer.bits, engine.config)
-            m.d.comb += [
-                serializer.bytes_in.payload.data.eq(beat.data),
-                serializer.bytes_in.payload.last.eq(beat.last),
-                serializer.bytes_in.valid.eq(fin.r_rdy & beat.config),
-            ]
-            cfg_ready = serializer.bytes_in.ready
-            # a document waits until a configuration stream's last bits reached the engine
-            # (which then holds it until the stream is committed or rejected)
-            idle = serializer.bytes_in.ready
+        if self.bytes_per_cycle > 1:
+            self._wide_input(m, ep.input, engine.bytes_in)
         else:
-            cfg_ready = idle = 1  # a custom engine has no configuration: its bytes are dropped
-        m.d.comb += [
-            doc.valid.eq(fin.r_rdy & ~beat.config & idle),
-            fin.r_en.eq(Mux(beat.config, cfg_ready, doc.valid & doc.ready)),
-        ]
+            self._byte_input(m, ep.input, engine, programmable)
+        doc = engine.bytes_in
 
         # readout beats and configuration verdicts: engine -> link
         out_layout = link_readout_layout(self.readout, self.width)
@@ -199,13 +185,70 @@ class EthernetBoardCore(wiring.Component):
         ]
         return m
 
+    def _byte_input(self, m, source, engine, programmable):
+        """The endpoint's bytes through an ``AsyncFIFO`` of bytes to the one-byte engine (and,
+        programmable, the configuration bytes to a serializer)."""
+        in_layout = data.Layout.cast(InputBeat)
+        m.submodules.input_fifo = fin = AsyncFIFO(
+            width=in_layout.size, depth=self.fifo_depth, w_domain="link", r_domain="sync"
+        )
+        m.d.comb += [
+            fin.w_data.eq(source.payload),
+            fin.w_en.eq(source.valid),
+            source.ready.eq(fin.w_rdy),
+        ]
+        beat = InputBeat(fin.r_data)
+        doc = engine.bytes_in
+        m.d.comb += [doc.payload.data.eq(beat.data), doc.payload.last.eq(beat.last)]
+        if programmable:
+            m.submodules.config_bits = serializer = ConfigSerializer()
+            wiring.connect(m, serializer.bits, engine.config)
+            m.d.comb += [
+                serializer.bytes_in.payload.data.eq(beat.data),
+                serializer.bytes_in.payload.last.eq(beat.last),
+                serializer.bytes_in.valid.eq(fin.r_rdy & beat.config),
+            ]
+            cfg_ready = serializer.bytes_in.ready
+            idle = serializer.idle
+        else:
+            cfg_ready = idle = 1  # a custom engine has no configuration: its bytes are dropped
+        m.d.comb += [
+            doc.valid.eq(fin.r_rdy & ~beat.config & idle),
+            fin.r_en.eq(Mux(beat.config, cfg_ready, doc.valid & doc.ready)),
+        ]
+
+    def _wide_input(self, m, source, sink):
+        """The endpoint's document bytes packed into W-byte beats in the link domain, through
+        an ``AsyncFIFO`` of beats to the engine (configuration bytes are dropped: a custom
+        engine has none)."""
+        m.submodules.packer = packer = DomainRenamer("link")(BeatPacker(self.bytes_per_cycle))
+        m.d.comb += [
+            packer.bytes_in.valid.eq(source.valid & ~source.payload.config),
+            packer.bytes_in.payload.data.eq(source.payload.data),
+            packer.bytes_in.payload.last.eq(source.payload.last),
+            source.ready.eq(packer.bytes_in.ready),
+        ]
+        layout = WideByteLayout(self.bytes_per_cycle)
+        m.submodules.input_fifo = fin = AsyncFIFO(
+            width=layout.size, depth=self.fifo_depth, w_domain="link", r_domain="sync"
+        )
+        m.d.comb += [
+            fin.w_data.eq(packer.beats_out.payload),
+            fin.w_en.eq(packer.beats_out.valid),
+            packer.beats_out.ready.eq(fin.w_rdy),
+            sink.payload.eq(fin.r_data),
+            sink.valid.eq(fin.r_rdy),
+            fin.r_en.eq(sink.ready),
+        ]
+
 
 class EthernetBoardTop(wiring.Component):
     """An :class:`EthernetBoardCore` on a platform with LiteEth's core (module
     :data:`xpfilt.boards.liteeth.LITEETH_MODULE`, its Verilog added by the build) on the
     ``eth_rgmii`` pins. ``pll``: the link's 125 MHz (CLKOP) and LiteEth's system clock (CLKOS,
     the ``eth`` domain) from the board's oscillator; the engine's ``sync`` domain runs on the
-    link's clock; all held in reset until the PLL locks. ``leds``: as
+    link's clock, or on CLKOS2 when the PLL has it (``clkos2_div``: an engine clock of its
+    own); all held in reset until the PLL locks. ``leds``: as
     :class:`xpfilt.boards.top.BoardTop`'s (function, resource, number)."""
 
     def __init__(self, core: EthernetBoardCore, leds: Sequence[tuple], pll: Ecp5Pll):
@@ -226,12 +269,22 @@ class EthernetBoardTop(wiring.Component):
         m.domains.lock = lock = ClockDomain("lock", local=True)
         m.domains.eth = eth_domain = ClockDomain("eth")
         m.submodules.pll = pll = Ecp5PllClock(self.pll)
-        m.d.comb += [sync.clk.eq(pll.clk), link.clk.eq(pll.clk), lock.clk.eq(pll.clk)]
+        m.d.comb += [link.clk.eq(pll.clk), lock.clk.eq(pll.clk)]
         m.d.comb += eth_domain.clk.eq(pll.clk2)
         m.submodules.reset_sync = ResetSynchronizer(~pll.locked, domain="lock")
-        m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1, o_CLKO=sync.rst)
         m.submodules.eth_reset_sync = ResetSynchronizer(~pll.locked, domain="eth")
-        m.d.comb += link.rst.eq(sync.rst)
+        if self.pll.clkos2_div:  # the engine on a clock of its own, its reset synchronised to it
+            m.domains.engine_lock = engine_lock = ClockDomain("engine_lock", local=True)
+            m.d.comb += [sync.clk.eq(pll.clk3), engine_lock.clk.eq(pll.clk3)]
+            m.submodules.engine_reset_sync = ResetSynchronizer(~pll.locked, domain="engine_lock")
+            m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1, o_CLKO=link.rst)
+            m.submodules.engine_reset_buffer = Instance(
+                "DCCA", i_CLKI=engine_lock.rst, i_CE=1, o_CLKO=sync.rst
+            )
+        else:
+            m.d.comb += sync.clk.eq(pll.clk)
+            m.submodules.reset_buffer = Instance("DCCA", i_CLKI=lock.rst, i_CE=1, o_CLKO=sync.rst)
+            m.d.comb += link.rst.eq(sync.rst)
         m.submodules.core = core = self.core
         m.submodules.bridge = bridge = UdpPortBridge()
         wiring.connect(m, bridge.rx, core.rx)

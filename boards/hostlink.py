@@ -1,7 +1,8 @@
 """The host link's gateware (the protocol is described in :mod:`xpfilt.boards.protocol`):
 :class:`CommandDecoder` unframes host -> board bytes, :class:`ConfigSerializer` turns
 configuration bytes into bits, :class:`Escaper` escapes frame bodies and
-:class:`ResponseEncoder` frames readouts and status frames.
+:class:`ResponseEncoder` frames readouts and status frames; :class:`BeatPacker` packs
+document bytes into the W-byte beats of the W-byte engine (both links use it).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -24,9 +25,11 @@ from xpfilt.boards.protocol import (
 from xpfilt.hdl.frontend import ByteLayout
 from xpfilt.hdl.programmable import ConfigBit
 from xpfilt.hdl.readout import readout_layout
+from xpfilt.hdl.wide_frontend import WideByteLayout
+from xpfilt.hwspec.contract import check_bytes_per_cycle
 from xpfilt.hwspec.readout import ReadoutKind
 
-__all__ = ["CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]
+__all__ = ["BeatPacker", "CommandDecoder", "ConfigSerializer", "Escaper", "ResponseEncoder"]
 
 
 class CommandDecoder(wiring.Component):
@@ -158,6 +161,13 @@ class ConfigSerializer(wiring.Component):
     bytes_in: In(stream.Signature(ByteLayout))
     bits: Out(stream.Signature(ConfigBit))
 
+    @property
+    def idle(self):
+        """1 when every configuration bit taken has gone to the engine: a document may go
+        (a board core gates documents on it; the engine then holds a document that follows a
+        stream until the stream is committed or rejected)."""
+        return self.bytes_in.ready
+
     def elaborate(self, platform):
         m = Module()
         shift = Signal(8)
@@ -177,6 +187,64 @@ class ConfigSerializer(wiring.Component):
             ]
         with m.Elif(self.bits.valid & self.bits.ready):
             m.d.sync += [shift.eq(shift >> 1), left.eq(left - 1)]
+        return m
+
+
+class BeatPacker(wiring.Component):
+    """Document bytes (``last`` on a document's final byte) -> beats of W bytes
+    (:class:`xpfilt.hdl.wide_frontend.WideByteLayout`: lane 0 first, ``count`` the bytes held,
+    ``last``), for the W-byte engine's ``bytes_in``. A beat goes out when W bytes are in or a
+    document ends, so a document's last beat may be partial (its unused lanes 0) and the next
+    document starts in a fresh beat.
+
+    Takes a byte every cycle while ``beats_out`` is ready, so W bytes a beat come out at 1/W
+    beats per cycle: in front of an ``AsyncFIFO`` of beats, the reading domain may run W times
+    slower. ``bytes_in.ready`` is a flip-flop (no beat waits in the second of two output
+    registers), so ``beats_out.ready`` (an ``AsyncFIFO``'s ``w_rdy``, from its pointer compare)
+    is not in the sender's paths."""
+
+    def __init__(self, width: int):
+        self.width = check_bytes_per_cycle(width)
+        super().__init__(
+            {
+                "bytes_in": In(stream.Signature(ByteLayout)),
+                "beats_out": Out(stream.Signature(WideByteLayout(width))),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.width
+        lanes = Signal(8 * W)  # the bytes of the beat being filled (lanes >= ``filled`` are 0)
+        filled = Signal(range(W))
+        inp, out = self.bytes_in, self.beats_out
+        beat = Signal(WideByteLayout(W))  # the beat the byte being taken completes
+        waiting = Signal(WideByteLayout(W))  # a beat behind a stalled output
+        full = Signal()  # ... is there
+        m.d.comb += [
+            inp.ready.eq(~full),
+            beat.data.eq(
+                Cat(
+                    *(Mux(filled == i, inp.payload.data, lanes.word_select(i, 8)) for i in range(W))
+                )
+            ),
+            beat.count.eq(filled + 1),
+            beat.last.eq(inp.payload.last),
+        ]
+        done = Signal()  # a byte taken completes ``beat``
+        m.d.comb += done.eq(inp.valid & inp.ready & (inp.payload.last | (filled == W - 1)))
+        with m.If(inp.valid & inp.ready):
+            with m.If(done):
+                m.d.sync += [lanes.eq(0), filled.eq(0)]
+            with m.Else():
+                m.d.sync += [lanes.eq(beat.data), filled.eq(filled + 1)]
+        with m.If(~out.valid | out.ready):  # the output register is free next cycle
+            with m.If(full):  # (no byte is taken while full)
+                m.d.sync += [out.payload.eq(waiting), out.valid.eq(1), full.eq(0)]
+            with m.Else():
+                m.d.sync += [out.payload.eq(beat), out.valid.eq(done)]
+        with m.Elif(done):
+            m.d.sync += [waiting.eq(beat), full.eq(1)]
         return m
 
 

@@ -2,7 +2,7 @@
 
 :class:`BoardCore` is everything but the pins, so a simulator can drive ``rx`` and sample
 ``tx``: UART receiver -> FIFO -> :class:`xpfilt.boards.hostlink.CommandDecoder` -> the engine's
-``bytes_in`` (and, programmable, ``config`` through a :class:`xpfilt.boards.hostlink.ConfigSerializer`);
+``bytes_in`` (a W-byte engine's through a :class:`xpfilt.boards.hostlink.BeatPacker`) (and, programmable, ``config`` through a :class:`xpfilt.boards.hostlink.ConfigSerializer`);
 the engine's ``readout`` and the status -> :class:`xpfilt.boards.hostlink.ResponseEncoder` -> UART
 transmitter. The protocol is described in :mod:`xpfilt.boards.protocol`.
 
@@ -26,7 +26,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
-from xpfilt.boards.hostlink import CommandDecoder, ConfigSerializer, ResponseEncoder
+from xpfilt.boards.hostlink import BeatPacker, CommandDecoder, ConfigSerializer, ResponseEncoder
 from xpfilt.boards.protocol import PROTOCOL_VERSION, LinkErrors, Mode
 from xpfilt.boards.uart import UARTRx, UARTTx
 from xpfilt.hwspec.readout import ReadoutKind
@@ -73,6 +73,8 @@ class BoardCore(wiring.Component):
     ``width``/``identity``: reported in status frames; ``readout``: the engine's readout kind.
     ``divider``: clock cycles per UART bit.
     ``heartbeat``: clock cycles per LED toggle. ``busy_stretch``: cycles the busy LED stays on.
+    ``bytes_per_cycle``: the bytes of the engine's ``bytes_in`` beats (W > 1: a custom engine's
+    ``WideByteLayout`` beats, packed from the decoder's bytes).
     """
 
     rx: In(1, init=1)
@@ -91,6 +93,7 @@ class BoardCore(wiring.Component):
         busy_stretch: int = 1 << 16,
         fifo_depth: int = 64,
         readout: ReadoutKind = ReadoutKind.SERIAL,
+        bytes_per_cycle: int = 1,
     ):
         if not isinstance(mode, Mode):
             raise TypeError(f"mode must be a xpfilt.boards.protocol.Mode, not {mode!r}")
@@ -111,6 +114,11 @@ class BoardCore(wiring.Component):
                 f"engine must have ports {', '.join(needed)} for mode "
                 f"{mode.name.lower()}, not lack {', '.join(missing)}"
             )
+        if bytes_per_cycle != 1 and mode is Mode.PROGRAMMABLE:
+            raise ValueError(
+                f"bytes per cycle must be 1 with a programmable engine, not {bytes_per_cycle!r}"
+            )
+        self.bytes_per_cycle = bytes_per_cycle
         self.engine = engine
         self.mode = mode
         self.width = width
@@ -148,17 +156,20 @@ class BoardCore(wiring.Component):
             wiring.connect(m, decoder.config, serializer.bytes_in)
             wiring.connect(m, serializer.bits, engine.config)
             config_status = engine.config_status
-            # a document waits until a configuration stream's last bits reached the engine
-            # (which then holds it until the stream is committed or rejected)
-            idle = serializer.bytes_in.ready
+            idle = serializer.idle
         else:
             m.d.comb += decoder.config.ready.eq(1)  # never valid: C frames are refused
             config_status = None
             idle = 1
+        doc = engine.bytes_in
+        if self.bytes_per_cycle > 1:
+            m.submodules.packer = packer = BeatPacker(self.bytes_per_cycle)
+            wiring.connect(m, packer.beats_out, engine.bytes_in)
+            doc = packer.bytes_in
         m.d.comb += [
-            engine.bytes_in.payload.eq(decoder.document.payload),
-            engine.bytes_in.valid.eq(decoder.document.valid & idle),
-            decoder.document.ready.eq(engine.bytes_in.ready & idle),
+            doc.payload.eq(decoder.document.payload),
+            doc.valid.eq(decoder.document.valid & idle),
+            decoder.document.ready.eq(doc.ready & idle),
         ]
 
         # --- sticky link errors, reported (and cleared) by the next status frame ---

@@ -65,3 +65,28 @@ def test_rows_of_sizes_asked_for_replace_only_the_saved_rows_of_those_sizes():
     # a search for the largest size replaces its point's row whatever the size
     merged = capacity.merge_rows(saved, [_row(2048, 100.0)], by_size=False)
     assert sorted((r["columns"], r["fmax_mhz"]) for r in merged) == [(128, 120.0), (2048, 100.0)]
+
+
+def test_ethernet_points_take_a_w_and_the_engine_clock_is_told_apart():
+    import ethernet_capacity as ec
+
+    assert ec.parse_point("colorlight-5a75b:1024") == ("colorlight-5a75b", 1024, 1)
+    assert ec.parse_point("colorlight-5a75b:1024:w2") == ("colorlight-5a75b", 1024, 2)
+    # nextpnr's clock nets: the engine's own clock (W > 1) is neither the link's nor LiteEth's
+    report = {
+        "fit": {"luts": 1, "ffs": 2, "bram": 3},
+        "pnr": {
+            "utilization": {"TRELLIS_COMB": "10/100"},
+            "clocks": {"$glbnet$bridge.link_clk": 90.0, "$glbnet$liteeth.por_clk": 51.0,
+                       "$glbnet$eth_rgmii_0__rx_clk__io$TRELLIS_IO_IN": 130.0,
+                       "$glbnet$core.clk": 70.0},
+            "constraints": {"$glbnet$bridge.link_clk": 125, "$glbnet$liteeth.por_clk": 50,
+                            "$glbnet$eth_rgmii_0__rx_clk__io$TRELLIS_IO_IN": 125,
+                            "$glbnet$core.clk": 62.5},
+        },
+    }  # fmt: skip
+    row = ec.from_report(report)
+    assert (row["fmax_link_mhz"], row["fmax_eth_mhz"], row["fmax_rgmii_mhz"]) == (90, 51, 130)
+    assert (row["fmax_engine_mhz"], row["fmax_mhz"]) == (70, 90)
+    del report["pnr"]["clocks"]["$glbnet$core.clk"]  # W = 1: the engine on the link's clock
+    assert ec.from_report(report)["fmax_engine_mhz"] == 90

@@ -371,17 +371,19 @@ def run_core(core: BoardCore, line: bytes, *, divider: int, tail: int = 4000) ->
     return FrameReader().feed(bytes(received))
 
 
-@pytest.mark.parametrize("readout", ["serial", "sparse"])
-def test_board_core_answers_documents_status_and_link_errors(readout):
+@pytest.mark.parametrize("readout, width", [("serial", 1), ("sparse", 1), ("sparse", 2)])
+def test_board_core_answers_documents_status_and_link_errors(readout, width):
     """The board core in the Amaranth simulator, either readout: ``R`` frames carry the
-    packed bits, ``M`` frames the positions of the set ones."""
+    packed bits, ``M`` frames the positions of the set ones; the W-byte engine (``width``)
+    takes the decoder's bytes packed into beats."""
     from xpfilt.hwspec.readout import ReadoutKind
 
     queries = [parse_query(t, i + 1) for i, t in enumerate(BOARD_QUERIES)]
     plan = compile_queries(queries, CompileOptions(cluster_size=5, max_depth=8, readout=readout))
     divider = 4
     core = BoardCore(
-        CustomEngine(plan),
+        CustomEngine(plan, bytes_per_cycle=width),
+        bytes_per_cycle=width,
         mode=Mode.CUSTOM,
         width=12,
         identity=plan_identity(plan),
@@ -662,6 +664,21 @@ def test_ecp5_pll_second_output_divides_the_same_vco():
         r"125 MHz and 0.3 MHz$",
     ):
         ecp5_pll(25e6, 125e6, 0.3e6)
+
+
+def test_ecp5_pll_third_output_clocks_the_w_byte_engine():
+    # the link's 125 MHz, LiteEth's clock and the engine's 125 / W from one VCO
+    for input_hz, eth_hz, engine_hz in ((25e6, 50e6, 62.5e6), (100e6, 62.5e6, 62.5e6),
+                                        (25e6, 50e6, 31.25e6)):  # fmt: skip
+        pll = ecp5_pll(input_hz, 125e6, eth_hz, engine_hz)
+        assert (pll.output_hz, pll.secondary_hz, pll.tertiary_hz) == (125e6, eth_hz, engine_hz)
+    assert ecp5_pll(25e6, 125e6, 50e6).tertiary_hz == 0
+    with pytest.raises(
+        ValueError,
+        match=r"^engine clock must be within 1% of what an ECP5 PLL makes from 25 MHz, not "
+        r"125 MHz and 50 MHz and 0.3 MHz$",
+    ):
+        ecp5_pll(25e6, 125e6, 50e6, 0.3e6)
 
 
 @pytest.mark.rtl

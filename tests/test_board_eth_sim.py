@@ -34,13 +34,13 @@ SIM_BUILD = Path(os.environ.get("XPFILT_SIM_BUILD") or repo_root() / "build" / "
 DOCS = sorted((DATA / "nitf" / "docs").glob("*.xml"))
 
 
-def build_board(work, queries, board="colorlight-5a75b"):
-    """``xpfilt build --board BOARD -q QUERIES --readout sparse --no-toolchain`` into
+def build_board(work, queries, board="colorlight-5a75b", *options):
+    """``xpfilt build --board BOARD -q QUERIES --readout sparse --no-toolchain OPTIONS`` into
     ``work``/build."""
     build = work / "build"
     subprocess.run(
         [sys.executable, "-m", "xpfilt.cli", "build", "--board", board, "-q", str(queries),
-         "--readout", "sparse", "--no-toolchain", "-o", str(build)],
+         "--readout", "sparse", "--no-toolchain", "-o", str(build), *options],
         check=True, capture_output=True,
     )  # fmt: skip
     return build
@@ -110,6 +110,29 @@ def test_simulated_ethernet_board_answers_through_faults_and_a_host_restart(ethe
     assert got == want
     assert status.documents == len(docs) and status.address.endswith("192.168.1.50:4747")
     assert sum(relay.counts["to_board"][k] for k in ("drop", "corrupt", "truncate")) > 0
+
+
+@pytest.mark.rtl
+def test_simulated_ethernet_board_with_the_w_byte_engine_answers_like_filter(tmp_path):
+    """`xpfilt build --bytes-per-cycle 2` simulated as built (`xpfilt sim-board --link
+    ethernet`: LiteEth, the RGMII PHY, the beats packed in the link domain, the engine on its
+    own 62.5 MHz clock): 20 NITF documents through a lossy link, answered as the reference
+    answers them."""
+    pytest.importorskip("liteeth")
+    pytest.importorskip("cocotbext.eth")
+    queries = tmp_path / "q.txt"
+    lines = (DATA / "queries" / "nitf-d4-p15-n2000.txt").read_text().splitlines()[:24]
+    queries.write_text("".join(f"{line}\n" for line in lines))
+    build = build_board(tmp_path, queries, "colorlight-5a75b", "--bytes-per-cycle", "2")
+    docs = DOCS[:20]
+    with simulated_board(tmp_path, build) as address:
+        with FaultyLink(address, Faults(drop=0.03, reorder=0.03), seed=2) as relay:
+            with UdpLink(("127.0.0.1", relay.port), timeout=120, rto=2.0) as link:
+                design = BoardDesign.load(build)
+                engine = open_board_engine(link, design, engine_class=UdpBoardEngine)
+                got = list(engine.filter_batch(docs, window=8))
+    want = list(filter_batch(ReferenceFilter(load_queries(queries).queries), docs))
+    assert got == want
 
 
 def test_the_simulated_phy_is_rgmii_or_gmii():

@@ -325,14 +325,17 @@ def test_host_udp_command_prints_the_filter_tsv_and_rates(custom_build):
 # --- Ethernet board builds (files only; LiteEth's generator runs) -----------------------------
 
 
-@pytest.mark.parametrize("board", ["ecpix5-85f", "colorlight-5a75b"])
-def test_ethernet_boards_get_liteeth_the_endpoint_and_constraints(board, tmp_path):
+@pytest.mark.parametrize(
+    "board, width", [("ecpix5-85f", 1), ("colorlight-5a75b", 1), ("colorlight-5a75b", 2)]
+)
+def test_ethernet_boards_get_liteeth_the_endpoint_and_constraints(board, width, tmp_path):
     pytest.importorskip("liteeth")
     queries = queries_file(tmp_path, 8)
     out = tmp_path / "build"
     result = run_cli(
         "build", "--board", board, "-q", queries, "--link", "ethernet", "--mac",
         "02:00:00:00:00:07", "--ip", "10.0.0.7", "--udp-port", 5000, "--no-toolchain", "-o", out,
+        "--bytes-per-cycle", width,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     info = json.loads((out / "board.json").read_text())
@@ -343,6 +346,12 @@ def test_ethernet_boards_get_liteeth_the_endpoint_and_constraints(board, tmp_pat
     pll = info["pll"]  # LiteEth's system clock: the PLL's second output
     vco = pll["input_hz"] * pll["clkfb_div"] / pll["clki_div"] * pll["clkop_div"]
     assert vco / pll["clkos_div"] == {"ecpix5-85f": 62.5e6, "colorlight-5a75b": 50e6}[board]
+    assert info["bytes_per_cycle"] == width
+    if width > 1:  # the W-byte engine on a clock of its own: the link's / W (CLKOS2)
+        assert vco / pll["clkos2_div"] == info["engine_hz"] == 125e6 / width
+        assert "the engine at 62.5 MHz (the PLL's CLKOS2)" in (out / "report.md").read_text()
+    else:
+        assert "clkos2_div" not in pll and "engine_hz" not in info
     liteeth = (out / "gateware" / "xpfilt_liteeth.v").read_text()
     assert "module xpfilt_liteeth (" in liteeth and "IDDRX1F" in liteeth
     assert re.search(r"input\s+wire\s+\[31:0\]\s+xpfilt_sink_data", liteeth)  # 32 bits wide
@@ -376,6 +385,13 @@ def test_ethernet_build_options_are_checked(tmp_path):
                      "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
     assert result.exit_code == 2
     assert "IP address must be four numbers 0-255 a.b.c.d, not '10.0.0.300'" in result.output
+    result = run_cli("build", "--board", "ecpix5-85f", "--mode", "programmable",
+                     "--bytes-per-cycle", 2, "--no-toolchain", "-o", tmp_path / "b")  # fmt: skip
+    assert result.exit_code == 2
+    assert (
+        "--bytes-per-cycle must be 1 with --mode programmable (its W-byte front end is not "
+        "built yet), not 2" in result.output
+    )
 
 
 @pytest.mark.regress

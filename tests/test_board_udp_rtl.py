@@ -214,17 +214,17 @@ class CoreBench:
     """:class:`EthernetBoardCore` around ``engine`` with the link at 125 MHz and the engine at
     an unrelated clock; ``host`` plays the host's side (credit, acks) over the raw UDP port."""
 
-    def __init__(self, engine, *, mode, width, readout=ReadoutKind.SERIAL):
+    def __init__(self, engine, *, mode, width, readout=ReadoutKind.SERIAL, engine_period=7.3e-9):
         from xpfilt.boards.eth_top import EthernetBoardCore
 
         self.core = EthernetBoardCore(
             engine, mode=mode, width=width, identity=0x55, readout=readout, heartbeat=100,
             mac=0x0258504649AA, ip=0x0A000002, port=4747, input_buffer=256, readout_buffer=256,
-            timeout=3000,
+            timeout=3000, bytes_per_cycle=getattr(engine, "bytes_per_cycle", 1),
         )  # fmt: skip
         self.sim = Simulator(self.core)
         self.sim.add_clock(8e-9, domain="link")
-        self.sim.add_clock(7.3e-9, domain="sync")
+        self.sim.add_clock(engine_period, domain="sync")
         self.replies = []
         self.sim.add_process(self._collect)
 
@@ -289,6 +289,47 @@ def test_ethernet_board_core_filters_across_its_clock_domains():
     core.sim.run()
     want = run_documents(EngineModel(plan), DOCS)
     assert [decode_record(r, 5) for r in got] == [w._replace(doc=i) for i, w in enumerate(want)]
+
+
+@pytest.mark.parametrize("width", [2, pytest.param(4, marks=pytest.mark.rtl)])  # 9 s, 13 s
+def test_ethernet_board_core_with_the_w_byte_engine_answers_like_the_reference(width):
+    """The W-byte engine on the board core, its clock the link's / W (+3 %: unrelated):
+    NITF documents between one- to three-byte ones, back to back, answered as the reference
+    answers them (the short ones are malformed: flagged)."""
+    from xpfilt.boards.protocol import Mode
+    from xpfilt.lang.xpath import load_queries
+    from xpfilt.paths import shared_data
+    from xpfilt.software.reference import ReferenceFilter
+
+    data_dir = shared_data()
+    lines = (data_dir / "queries" / "nitf-d4-p15-n2000.txt").read_text().splitlines()[:16]
+    queries = load_queries(lines).queries
+    plan = compile_queries(queries, CompileOptions(max_depth=16, readout="sparse"))
+    nitf = [(data_dir / "nitf" / "docs" / f"outFile{n}.xml").read_bytes() for n in (98, 6)]
+    docs = [b"<", nitf[0], b"<a", b"x", nitf[1], b"<a/", b"<b/>"]
+    engine = CustomEngine(plan, bytes_per_cycle=width)
+    core = CoreBench(
+        engine, mode=Mode.CUSTOM, width=len(queries), readout=ReadoutKind.SPARSE,
+        engine_period=8e-9 * width * 1.03,
+    )  # fmt: skip
+    stream = b"".join(input_record(InputKind.DOCUMENT, d) for d in docs)
+    got = []
+
+    async def testbench(ctx):
+        got.extend(await core.host(ctx, stream, len(docs), chunk=200))
+
+    core.sim.add_testbench(testbench)
+    core.sim.run()
+    readouts = [decode_record(r, len(queries)) for r in got]
+    assert [r.doc for r in readouts] == list(range(len(docs)))
+    reference, order = ReferenceFilter(queries), plan.query_numbers
+    for readout, doc in zip(readouts, docs):
+        if doc in nitf or doc == b"<b/>":
+            assert readout.errors == 0, doc
+            matches = sorted(order[i] for i in range(len(queries)) if readout.bits >> i & 1)
+            assert matches == sorted(i + 1 for i in reference.filter(doc)), doc
+        else:
+            assert readout.errors != 0, doc
 
 
 def test_ethernet_board_core_configures_a_programmable_engine_and_says_its_verdict():

@@ -25,6 +25,7 @@ from xpfilt.cli.options import (
     probability,
     read_hardware_queries,
     read_queries,
+    refuse_wide_programmable,
     spec_from_options,
 )
 from xpfilt.compiler.options import EngineMode
@@ -406,11 +407,7 @@ def compile_command(
                 "--mode programmable takes no QUERIES: load them with "
                 "`xpfilt configure QUERIES --hw DIR`"
             )
-        if bytes_per_cycle != 1:
-            raise click.UsageError(
-                f"--bytes-per-cycle must be 1 with --mode programmable (its "
-                f"W-byte front end is not built yet), not {bytes_per_cycle}"
-            )
+        refuse_wide_programmable(bytes_per_cycle)
         spec = spec_from_options(clusters, columns, max_tag_len, max_name, kwargs)
         click.echo(build_programmable(spec, output_dir, log=lambda m: click.echo(m, err=True)))
         return
@@ -906,11 +903,7 @@ def regress_command(
     from xpfilt.verify.regress import RegressionConfig, run_regression
 
     if mode is EngineMode.PROGRAMMABLE:
-        if bytes_per_cycle != 1:
-            raise click.UsageError(
-                f"--bytes-per-cycle must be 1 with --mode programmable (its "
-                f"W-byte front end is not built yet), not {bytes_per_cycle}"
-            )
+        refuse_wide_programmable(bytes_per_cycle)
         config = RegressionConfig(
             queries=queries_path,
             documents=list(documents),

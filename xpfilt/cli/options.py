@@ -108,6 +108,15 @@ def bytes_per_cycle_option(fn):
     )(fn)
 
 
+def refuse_wide_programmable(bytes_per_cycle: int) -> None:
+    """The one answer to ``--bytes-per-cycle W`` (W > 1) with ``--mode programmable``."""
+    if bytes_per_cycle != 1:
+        raise click.UsageError(
+            f"--bytes-per-cycle must be 1 with --mode programmable (its "
+            f"W-byte front end is not built yet), not {bytes_per_cycle}"
+        )
+
+
 def options_from(kwargs):
     from xpfilt.compiler.options import CompileOptions
 
