@@ -214,12 +214,16 @@ class CoreBench:
     """:class:`EthernetBoardCore` around ``engine`` with the link at 125 MHz and the engine at
     an unrelated clock; ``host`` plays the host's side (credit, acks) over the raw UDP port."""
 
-    def __init__(self, engine, *, mode, width, readout=ReadoutKind.SERIAL, engine_period=7.3e-9):
+    def __init__(
+        self, engine, *, mode, width, readout=ReadoutKind.SERIAL, engine_period=7.3e-9,
+        readout_buffer=256,
+    ):  # fmt: skip
         from xpfilt.boards.eth_top import EthernetBoardCore
 
         self.core = EthernetBoardCore(
             engine, mode=mode, width=width, identity=0x55, readout=readout, heartbeat=100,
-            mac=0x0258504649AA, ip=0x0A000002, port=4747, input_buffer=256, readout_buffer=256,
+            mac=0x0258504649AA, ip=0x0A000002, port=4747, input_buffer=256,
+            readout_buffer=readout_buffer,
             timeout=3000, bytes_per_cycle=getattr(engine, "bytes_per_cycle", 1),
         )  # fmt: skip
         self.sim = Simulator(self.core)
@@ -250,13 +254,17 @@ class CoreBench:
             await ctx.tick("link").until(rx.ready)
         ctx.set(rx.valid, 0)
 
-    async def host(self, ctx, stream, records_wanted, *, session=3, chunk=64):
+    async def host(
+        self, ctx, stream, records_wanted, *, session=3, chunk=64, hold=None, rounds=3000
+    ):
         """Open ``session``, send ``stream`` within the credit, acknowledge the readout
-        stream; returns the records once ``records_wanted`` came."""
+        stream (``hold``: only from ``hold`` rounds after the whole stream went in); returns
+        the records once ``records_wanted`` came."""
         await self.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, session)))
         seq = rx_next = limit = 0
         reader, records = RecordReader(), []
-        for _ in range(3000):
+        sent_at = None
+        for round_ in range(rounds):
             await ctx.tick("link").repeat(30)
             for d in self.replies:
                 assert d is not None and d.session == session
@@ -269,9 +277,15 @@ class CoreBench:
                 return records
             size = min(chunk, len(stream) - seq, limit - seq)
             payload = stream[seq : seq + max(size, 0)]
-            await self.send(ctx, data(session, seq, payload, ack=rx_next))
+            if sent_at is None and seq == len(stream):
+                sent_at = round_
+            acking = hold is None or (sent_at is not None and round_ >= sent_at + hold)
+            await self.send(ctx, data(session, seq, payload, ack=rx_next if acking else 0))
             seq += len(payload)
-        raise AssertionError(f"{len(records)} of {records_wanted} records came")
+        raise AssertionError(
+            f"{len(records)} of {records_wanted} records came: "
+            f"{[(chr(r.kind), r.doc, r.body.hex()) for r in records]}"
+        )
 
 
 def test_ethernet_board_core_filters_across_its_clock_domains():
@@ -369,6 +383,49 @@ def test_ethernet_board_core_configures_a_programmable_engine_and_says_its_verdi
     # the first document after the stream is answered by the new set: none is flagged here
     assert [r.bits for r in readouts] == [run_documents(model.model, [d])[0].bits for d in docs]
     assert ReadoutRecordKind.CONFIG.value == ord("C")
+
+
+def test_a_verdict_waits_for_the_end_of_a_readout_record_the_link_holds_back():
+    """A configuration stream right after a document whose serial readout (32 beats) is longer
+    than the readout FIFO (16), the endpoint's readout buffer full (the host does not
+    acknowledge yet): the engine stalls mid-record, the stream loads meanwhile, and its
+    verdict goes in after that record's last beat, never between two of its beats."""
+    from xpfilt.boards.protocol import ConfigVerdict, Mode, _unpack
+    from xpfilt.compiler.programmable import HardwareSpec, configure
+    from xpfilt.hdl.programmable import ProgrammableEngine
+    from xpfilt.model.programmable import ProgrammableModelEngine
+
+    spec = HardwareSpec(clusters=1, columns=32, max_tag_len=4, max_depth=8, tags=7)
+    queries = [parse_query(q, i + 1) for i, q in enumerate(QUERIES)]
+    stream = configure(queries, spec).stream()
+    core = CoreBench(
+        ProgrammableEngine(spec), mode=Mode.PROGRAMMABLE, width=spec.readout_width,
+        readout_buffer=32,  # two whole records: room for the next only while it is empty
+    )  # fmt: skip
+    docs = [DOCS[1], DOCS[3]]
+    records_in = (
+        input_record(InputKind.CONFIG, stream)
+        + input_record(InputKind.DOCUMENT, docs[0])
+        + input_record(InputKind.CONFIG, stream)
+        + input_record(InputKind.DOCUMENT, docs[1])
+    )
+    got = []
+
+    async def testbench(ctx):
+        got.extend(await core.host(ctx, records_in, 4, chunk=200, hold=40, rounds=400))
+
+    core.sim.add_testbench(testbench)
+    core.sim.run()
+    assert [chr(r.kind) for r in got] == ["C", "R", "C", "R"]
+    verdicts = [_unpack(ConfigVerdict, r.body) for r in got if r.kind == ord("C")]
+    assert [(v["generation"], v["loaded"], v["rejected"]) for v in verdicts] == [
+        (1, 1, 0),
+        (2, 1, 0),
+    ]
+    model = ProgrammableModelEngine(queries, spec)
+    readouts = [decode_record(r, spec.readout_width) for r in got if r.kind != ord("C")]
+    assert [(r.doc, r.errors) for r in readouts] == [(0, 0), (1, 0)]
+    assert [r.bits for r in readouts] == [run_documents(model.model, [d])[0].bits for d in docs]
 
 
 def test_a_new_session_never_gets_the_verdict_of_a_stream_an_old_one_cut_short():
