@@ -137,6 +137,11 @@ class EthernetBoardCore(wiring.Component):
             before = Signal(8)
             wait = Signal(range(VERDICT_DELAY + 1))
             cfg = engine.config
+            # a readout record partly in the FIFO: a verdict between two of its beats would be
+            # taken as one of them (the endpoint stops reading while its buffer is full)
+            record_open = Signal()
+            with m.If(engine.readout.valid & engine.readout.ready):
+                m.d.sync += record_open.eq(~engine.readout.payload.last)
             with m.FSM(name="verdict"):
                 with m.State("IDLE"):
                     with m.If(cfg.valid & cfg.ready & cfg.payload.last):
@@ -147,16 +152,17 @@ class EthernetBoardCore(wiring.Component):
                         m.d.sync += wait.eq(wait - 1)
                     with m.Elif(~cs.pending):
                         m.next = "SEND"
-                with m.State("SEND"):
-                    m.d.comb += [
-                        verdict_due.eq(1),
-                        word.verdict.eq(1),
-                        word.generation.eq(cs.generation),
-                        word.loaded.eq(cs.loaded),
-                        word.rejected.eq(cs.generation == before),
-                    ]
-                    with m.If(fout.w_rdy):
-                        m.next = "IDLE"
+                with m.State("SEND"):  # between records only
+                    with m.If(~record_open):
+                        m.d.comb += [
+                            verdict_due.eq(1),
+                            word.verdict.eq(1),
+                            word.generation.eq(cs.generation),
+                            word.loaded.eq(cs.loaded),
+                            word.rejected.eq(cs.generation == before),
+                        ]
+                        with m.If(fout.w_rdy):
+                            m.next = "IDLE"
         m.d.comb += [
             fout.w_en.eq(Mux(verdict_due, 1, engine.readout.valid)),
             engine.readout.ready.eq(fout.w_rdy & ~verdict_due),
