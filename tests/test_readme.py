@@ -221,7 +221,11 @@ def test_readme_link_table_says_what_hostlink_measured():
     rows = json.loads((ROOT / "bench/results/hostlink.json").read_text())["rows"]
 
     def ethernet(queries):
-        (row,) = [r for r in rows if r["queries"] == queries and r["phy"].startswith("RGMII")]
+        (row,) = [
+            r
+            for r in rows
+            if r["queries"] == queries and r["phy"].startswith("RGMII") and r["beat_bytes"] == 1
+        ]
         return f"{row['mb_per_s']:g}"
 
     uart = max((r for r in rows if r["link"].startswith("UART")), key=lambda r: r["documents"])
