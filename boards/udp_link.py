@@ -216,7 +216,6 @@ class UdpEndpoint(wiring.Component):
         m.d.comb += ack_ahead.eq(h.ack - tx_acked)
         tx_idle = Signal()
         records_fsm_body = Signal()
-        readout_idle = Signal()
 
         # --- receive ------------------------------------------------------------------------
         m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
@@ -459,7 +458,6 @@ class UdpEndpoint(wiring.Component):
         ]
         with m.FSM(name="readout_records"):
             with m.State("IDLE"):
-                m.d.comb += readout_idle.eq(1)
                 with m.If(self.readout.valid & rb.verdict):
                     with m.If(stale_cfgs != 0):  # an earlier session's stream: dropped
                         m.d.comb += [self.readout.ready.eq(1), verdict_done.eq(1)]
@@ -510,7 +508,7 @@ class UdpEndpoint(wiring.Component):
                 with m.Elif(self.readout.valid):
                     m.d.comb += self.readout.ready.eq(1)  # not a document's start: framing lost
             with m.State("DROP"):
-                m.d.comb += [self.readout.ready.eq(1), readout_idle.eq(1)]
+                m.d.comb += self.readout.ready.eq(1)
                 with m.If(self.readout.valid & eb.last):
                     m.d.comb += read_done.eq(1)
                     m.d.sync += stale_docs.eq(stale_docs - 1)
@@ -798,6 +796,8 @@ class UdpEndpoint(wiring.Component):
                 limit.eq(N),
                 free.eq(N),
                 free_at.eq(0),
-                discard.eq(~readout_idle),
+                # the record in progress, or the one IDLE starts this very cycle, is the old
+                # session's (the next record IDLE starts clears it)
+                discard.eq(1),
             ]
         return m

@@ -207,6 +207,35 @@ def test_endpoint_rtl_sends_again_after_its_timeout_and_drops_an_old_sessions_re
     bench.sim.run()
 
 
+def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_old_one():
+    """A new session while a document of the old one is in the engine, the switch swept over
+    the cycles its readout comes in (one of them is the cycle its record starts): the new
+    session's readout stream holds its own document's record only, numbered 0, and that
+    document is answered."""
+    first = input_record(InputKind.DOCUMENT, DOCS[1])
+    second = input_record(InputKind.DOCUMENT, DOCS[3])
+    for delay in range(10):
+        bench = Bench(ReadoutKind.SPARSE)
+        got = {}
+
+        async def testbench(ctx, bench=bench, delay=delay, got=got):
+            r = bench.replies
+            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
+            await bench.send(ctx, data(1, 0, first))
+            await ctx.tick().repeat(delay + 1)
+            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 2)))
+            await bench.send(ctx, data(2, 0, second))
+            await ctx.tick().repeat(300)
+            sent = {d.seq: d.payload for d in r if d.kind == ord("R") and d.session == 2}
+            records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))
+            got["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
+
+        bench.sim.add_testbench(testbench)
+        bench.sim.run()
+        want = [(0, bench.model_readouts([DOCS[3]])[0].bits)]
+        assert got["records"] == want, f"switch {delay + 1} cycles after the document's datagram"
+
+
 # --- the Ethernet board core: the endpoint, two clock domains, the engine -------------------
 
 
