@@ -109,6 +109,21 @@ def readout_buffer_size(kind: ReadoutKind, width: int, least: int = 16384) -> in
     return max(least, 1 << (2 * max_record(kind, width) - 1).bit_length())
 
 
+def _late_sum(m: Module, base: Signal, up: list, down) -> Signal:
+    """``base + sum(up) - down`` (modulo ``base``'s width) for 1-bit terms that settle late
+    in the cycle: the sums are taken from ``base`` alone and the terms only select one of them,
+    so no carry chain waits for the terms."""
+    sums = {d: base + d for d in range(-1, len(up) + 1)}
+    out = Signal(len(base))
+    terms = Cat(*up, down)
+    with m.Switch(terms):
+        for value in range(1 << len(terms)):
+            ups = bin(value & ((1 << len(up)) - 1)).count("1")
+            with m.Case(value):
+                m.d.comb += out.eq(sums[ups - (value >> len(up))])
+    return out
+
+
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -343,8 +358,10 @@ class UdpEndpoint(wiring.Component):
             m.d.sync += [rd.eq(rd + 1), pv.eq(1)]
         with m.Elif(taken):
             m.d.sync += pv.eq(0)
-        rec_kind = Signal(8)
+        is_doc = Signal()  # the record's kind, registered with its length
+        is_cfg = Signal()
         left = Signal(32)
+        left_last = Signal()  # ``left == 1``, registered: the body byte at hand is the last
         rec_hdr = Signal(INPUT_RECORD * 8)
         rec_i = Signal(range(INPUT_RECORD + 1))
         started = Signal()
@@ -359,8 +376,6 @@ class UdpEndpoint(wiring.Component):
         verdict_done = Signal()  # a verdict was read (written or dropped)
         stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
         cut_byte = Signal(8)
-        is_doc = rec_kind == InputKind.DOCUMENT.value
-        is_cfg = rec_kind == InputKind.CONFIG.value
         cfg_ok = Const(int(self.mode == 1), 1)
 
         def cut_on_switch(in_body):
@@ -368,7 +383,7 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += records_fsm_body.eq(1)
             with m.If(switch):  # the buffer's bytes are the old session's
                 if in_body:
-                    with m.If(left.any() & started & (is_doc | (is_cfg & cfg_ok))):
+                    with m.If(started & (is_doc | (is_cfg & cfg_ok))):  # (``left`` is >= 1)
                         m.d.sync += cut_byte.eq(Mux(is_doc, ord(" "), 0))
                         m.next = "CUT"
                     with m.Else():
@@ -389,8 +404,10 @@ class UdpEndpoint(wiring.Component):
                         length = Cat(rec_hdr[8:32], in_r.data)
                         m.d.sync += [
                             rec_i.eq(0),
-                            rec_kind.eq(rec_hdr[:8]),
+                            is_doc.eq(rec_hdr[:8] == InputKind.DOCUMENT.value),
+                            is_cfg.eq(rec_hdr[:8] == InputKind.CONFIG.value),
                             left.eq(length),
+                            left_last.eq(length == 1),
                             started.eq(0),
                         ]
                         with m.If(length != 0):
@@ -400,13 +417,13 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += [
                     self.input.valid.eq(pv & forward),
                     self.input.payload.data.eq(in_r.data),
-                    self.input.payload.last.eq(left == 1),
+                    self.input.payload.last.eq(left_last),
                     self.input.payload.config.eq(is_cfg),
                     taken.eq(pv & (self.input.ready | ~forward)),
                 ]
                 with m.If(taken):
-                    m.d.sync += [left.eq(left - 1), started.eq(1)]
-                    with m.If(left == 1):
+                    m.d.sync += [left.eq(left - 1), left_last.eq(left == 2), started.eq(1)]
+                    with m.If(left_last):
                         m.d.comb += [
                             doc_done.eq(is_doc),
                             doc_counted.eq(is_doc),
@@ -632,12 +649,16 @@ class UdpEndpoint(wiring.Component):
         ]
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
         # each a cycle later from a register: the readout buffer's block RAM output (slow:
-        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle
+        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle, through one
+        # 2-way choice (``from_ram``: it, or ``other_byte``, which the states below set)
         tb = self.tx.payload
         pre = Signal(TxBeat)
         pre_valid, pre_ready = Signal(), Signal()
         pre_taken = Signal()
+        from_ram = Signal()
+        other_byte = Signal(8)
         m.d.comb += [
+            pre.data.eq(Mux(from_ram, out_r.data, other_byte)),
             pre.ip.eq(host_ip),
             pre.port.eq(host_port),
             pre.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
@@ -701,7 +722,7 @@ class UdpEndpoint(wiring.Component):
                     m.next = "SEND"
             with m.State("SEND"):
                 at = tx_i - DATAGRAM_HEADER
-                payload_byte = Mux(tx_kind_status, tx_status.word_select(at[:6], 8), out_r.data)
+                status_byte = tx_status.word_select(at[:6], 8)
                 in_payload = tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
                 # the readout buffer's next byte is fetched ahead (one cycle of latency)
@@ -717,7 +738,8 @@ class UdpEndpoint(wiring.Component):
                     m.d.sync += out_pv.eq(0)
                 m.d.comb += [
                     pre_valid.eq(ready_byte),
-                    pre.data.eq(Mux(in_payload, payload_byte, tx_hdr.word_select(tx_i[:5], 8))),
+                    from_ram.eq(in_payload & ~tx_kind_status),
+                    other_byte.eq(Mux(in_payload, status_byte, tx_hdr.word_select(tx_i[:5], 8))),
                     pre.last.eq(0),
                 ]
                 m.d.sync += crc_valid.eq(pre_taken)
@@ -735,7 +757,7 @@ class UdpEndpoint(wiring.Component):
             with m.State("CRC"):
                 m.d.comb += [
                     pre_valid.eq(1),
-                    pre.data.eq(crc_bytes.word_select(tx_i[:2], 8)),
+                    other_byte.eq(crc_bytes.word_select(tx_i[:2], 8)),
                     pre.last.eq(tx_i == DATAGRAM_CRC - 1),
                 ]
                 with m.If(pre_ready):
@@ -773,9 +795,14 @@ class UdpEndpoint(wiring.Component):
             with m.Else():
                 m.d.sync += progress.eq(progress + 1)
 
+        # what a switch leaves in the engine for the old session: the counts, with what this
+        # cycle adds (a last byte, the record a switch cuts: in BODY ``left`` is >= 1) and
+        # takes away; the late 1-bit terms only select among sums of the counts
+        cutting = started & is_doc & records_fsm_body
+        cutting_cfg = started & is_cfg & cfg_ok & records_fsm_body
+        old_docs = _late_sum(m, in_engine, [doc_done, cutting], read_done)
+        old_cfgs = _late_sum(m, cfg_in_engine, [cfg_done, cutting_cfg], verdict_done)
         with m.If(switch):
-            cutting = left.any() & started & is_doc & records_fsm_body
-            cutting_cfg = left.any() & started & is_cfg & cfg_ok & records_fsm_body
             m.d.sync += [
                 rd.eq(0),
                 commit.eq(0),
@@ -791,8 +818,8 @@ class UdpEndpoint(wiring.Component):
                 nak_due.eq(0),
                 ack_due.eq(0),
                 progress.eq(0),
-                stale_docs.eq(in_engine + doc_done - read_done + cutting),
-                stale_cfgs.eq(cfg_in_engine + cfg_done - verdict_done + cutting_cfg),
+                stale_docs.eq(old_docs),
+                stale_cfgs.eq(old_cfgs),
                 limit.eq(N),
                 free.eq(N),
                 free_at.eq(0),
