@@ -602,6 +602,11 @@ class UdpEndpoint(wiring.Component):
         th = DatagramHeader(tx_hdr)
         tx_i = Signal(16)  # byte of the datagram being sent
         tx_len = Signal(16)  # its payload bytes
+        # registered with ``tx_i``, so that no compare of it is in the fetch's paths: its last
+        # byte, whether ``tx_i`` is in the payload, the payload bytes still to fetch
+        tx_end = Signal(16)
+        tx_in_payload = Signal()
+        to_fetch = Signal(16)
         tx_status = Signal(data.Layout.cast(UdpStatusLayout).size)
         tx_kind_status = Signal()
         crc_bytes = Signal(32)
@@ -691,6 +696,9 @@ class UdpEndpoint(wiring.Component):
                 th.length.eq(length),
                 tx_len.eq(length),
                 tx_i.eq(0),
+                tx_end.eq(DATAGRAM_HEADER + length - 1),
+                tx_in_payload.eq(0),
+                to_fetch.eq(length),
                 advertised.eq(limit),
                 ack_due.eq(0),
                 out_at.eq(seq),
@@ -723,17 +731,13 @@ class UdpEndpoint(wiring.Component):
             with m.State("SEND"):
                 at = tx_i - DATAGRAM_HEADER
                 status_byte = tx_status.word_select(at[:6], 8)
-                in_payload = tx_i >= DATAGRAM_HEADER
+                in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
                 # the readout buffer's next byte is fetched ahead (one cycle of latency)
-                fetched = Signal(32)
-                m.d.comb += fetched.eq(out_at - th.seq)
-                fetch_out = (
-                    ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (fetched < tx_len)
-                )
+                fetch_out = ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (to_fetch != 0)
                 m.d.comb += out_r.en.eq(fetch_out)
                 with m.If(fetch_out):
-                    m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1)]
+                    m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1), to_fetch.eq(to_fetch - 1)]
                 with m.Elif(pre_taken & in_payload):
                     m.d.sync += out_pv.eq(0)
                 m.d.comb += [
@@ -744,9 +748,9 @@ class UdpEndpoint(wiring.Component):
                 ]
                 m.d.sync += crc_valid.eq(pre_taken)
                 with m.If(pre_taken):
-                    m.d.sync += tx_i.eq(tx_i + 1)
-                    with m.If(tx_i == DATAGRAM_HEADER + tx_len - 1):
-                        m.d.sync += tx_i.eq(0)
+                    m.d.sync += [tx_i.eq(tx_i + 1), tx_in_payload.eq(tx_i >= DATAGRAM_HEADER - 1)]
+                    with m.If(tx_i == tx_end):
+                        m.d.sync += [tx_i.eq(0), tx_in_payload.eq(0)]
                         m.next = "CRC_WAIT"
             with m.State("CRC_WAIT"):  # the CRC takes the last byte
                 m.d.sync += crc_valid.eq(0)
