@@ -109,21 +109,6 @@ def readout_buffer_size(kind: ReadoutKind, width: int, least: int = 16384) -> in
     return max(least, 1 << (2 * max_record(kind, width) - 1).bit_length())
 
 
-def _late_sum(m: Module, base: Signal, up: list, down) -> Signal:
-    """``base + sum(up) - down`` (modulo ``base``'s width) for 1-bit terms that settle late
-    in the cycle: the sums are taken from ``base`` alone and the terms only select one of them,
-    so no carry chain waits for the terms."""
-    sums = {d: base + d for d in range(-1, len(up) + 1)}
-    out = Signal(len(base))
-    terms = Cat(*up, down)
-    with m.Switch(terms):
-        for value in range(1 << len(terms)):
-            ups = bin(value & ((1 << len(up)) - 1)).count("1")
-            with m.Case(value):
-                m.d.comb += out.eq(sums[ups - (value >> len(up))])
-    return out
-
-
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -231,6 +216,9 @@ class UdpEndpoint(wiring.Component):
         m.d.comb += ack_ahead.eq(h.ack - tx_acked)
         tx_idle = Signal()
         records_fsm_body = Signal()
+        # a switch acted last cycle: the stale counts are taken now, from registers, and the
+        # readout records FSM (which reads and counts them down) waits this one cycle
+        switched = Signal()
 
         # --- receive ------------------------------------------------------------------------
         m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
@@ -379,7 +367,7 @@ class UdpEndpoint(wiring.Component):
         cfg_ok = Const(int(self.mode == 1), 1)
 
         def cut_on_switch(in_body):
-            if in_body:  # (not through ``switch``: it selects what ``stale_docs`` takes)
+            if in_body:  # (not through ``switch``: it decides what ``cut_doc`` takes)
                 m.d.comb += records_fsm_body.eq(1)
             with m.If(switch):  # the buffer's bytes are the old session's
                 if in_body:
@@ -475,7 +463,9 @@ class UdpEndpoint(wiring.Component):
         ]
         with m.FSM(name="readout_records"):
             with m.State("IDLE"):
-                with m.If(self.readout.valid & rb.verdict):
+                with m.If(switched):
+                    pass
+                with m.Elif(self.readout.valid & rb.verdict):
                     with m.If(stale_cfgs != 0):  # an earlier session's stream: dropped
                         m.d.comb += [self.readout.ready.eq(1), verdict_done.eq(1)]
                         m.d.sync += stale_cfgs.eq(stale_cfgs - 1)
@@ -525,8 +515,8 @@ class UdpEndpoint(wiring.Component):
                 with m.Elif(self.readout.valid):
                     m.d.comb += self.readout.ready.eq(1)  # not a document's start: framing lost
             with m.State("DROP"):
-                m.d.comb += self.readout.ready.eq(1)
-                with m.If(self.readout.valid & eb.last):
+                m.d.comb += self.readout.ready.eq(~switched)
+                with m.If(self.readout.valid & eb.last & ~switched):
                     m.d.comb += read_done.eq(1)
                     m.d.sync += stale_docs.eq(stale_docs - 1)
                     m.next = "IDLE"
@@ -573,8 +563,9 @@ class UdpEndpoint(wiring.Component):
                     write_at.eq(wpos + sub),
                     write_byte.eq(value.word_select(sub[:4], 8)),
                 ]
-                m.d.sync += sub.eq(sub + 1)
-                with m.If(sub == READOUT_RECORD - 1):
+                with m.If(~switched):
+                    m.d.sync += sub.eq(sub + 1)
+                with m.If((sub == READOUT_RECORD - 1) & ~switched):
                     m.d.sync += sub.eq(0)
                     with m.If(discard):
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
@@ -799,13 +790,21 @@ class UdpEndpoint(wiring.Component):
             with m.Else():
                 m.d.sync += progress.eq(progress + 1)
 
-        # what a switch leaves in the engine for the old session: the counts, with what this
-        # cycle adds (a last byte, the record a switch cuts: in BODY ``left`` is >= 1) and
-        # takes away; the late 1-bit terms only select among sums of the counts
-        cutting = started & is_doc & records_fsm_body
-        cutting_cfg = started & is_cfg & cfg_ok & records_fsm_body
-        old_docs = _late_sum(m, in_engine, [doc_done, cutting], read_done)
-        old_cfgs = _late_sum(m, cfg_in_engine, [cfg_done, cutting_cfg], verdict_done)
+        # what a switch leaves in the engine for the old session, taken a cycle later (the
+        # readout records FSM waits then): the counts (they have taken the switch's cycle's last
+        # byte and completed record by then) and the record the switch cuts (in BODY ``left``
+        # is >= 1; its end goes to the engine later)
+        cut_doc, cut_cfg = Signal(), Signal()
+        m.d.sync += [
+            switched.eq(switch),
+            cut_doc.eq(started & is_doc & records_fsm_body),
+            cut_cfg.eq(started & is_cfg & cfg_ok & records_fsm_body),
+        ]
+        with m.If(switched):
+            m.d.sync += [
+                stale_docs.eq(in_engine + cut_doc),
+                stale_cfgs.eq(cfg_in_engine + cut_cfg),
+            ]
         with m.If(switch):
             m.d.sync += [
                 rd.eq(0),
@@ -822,8 +821,6 @@ class UdpEndpoint(wiring.Component):
                 nak_due.eq(0),
                 ack_due.eq(0),
                 progress.eq(0),
-                stale_docs.eq(old_docs),
-                stale_cfgs.eq(old_cfgs),
                 limit.eq(N),
                 free.eq(N),
                 free_at.eq(0),
