@@ -32,7 +32,7 @@ from amaranth.hdl import (
     ResetSignal,
     Signal,
 )
-from amaranth.lib import data, io, wiring
+from amaranth.lib import data, io, stream, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -47,11 +47,36 @@ from xpfilt.boards.udp_link import InputBeat, RxBeat, TxBeat, UdpEndpoint, link_
 from xpfilt.hdl.wide_frontend import WideByteLayout
 from xpfilt.hwspec.readout import ReadoutKind
 
-__all__ = ["EthernetBoardCore", "EthernetBoardTop", "VERDICT_DELAY"]
+__all__ = ["EthernetBoardCore", "EthernetBoardTop", "StreamRegister", "VERDICT_DELAY"]
 
 #: Engine cycles after a configuration stream's last bit before its verdict is read (the
 #: loader takes the bit from its input register and checks the stream).
 VERDICT_DELAY = 4
+
+
+class StreamRegister(wiring.Component):
+    """A stream through registers both ways (a skid buffer): ``o``'s ``valid`` and ``payload``
+    and ``i``'s ``ready`` are flip-flops, so that neither side's logic reaches the other's in
+    a cycle (the endpoint's handshakes and the clock-domain FIFOs' pointers); a beat a cycle,
+    a cycle later."""
+
+    def __init__(self, shape):
+        self.shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid = Signal(self.shape)  # a beat taken while ``o`` was held
+        skid_valid = Signal()
+        m.d.comb += self.i.ready.eq(~skid_valid)
+        with m.If(~self.o.valid | self.o.ready):
+            with m.If(skid_valid):
+                m.d.sync += [self.o.payload.eq(skid), self.o.valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(self.i.valid)]
+        with m.Elif(self.i.valid & ~skid_valid):
+            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+        return m
 
 
 class EthernetBoardCore(wiring.Component):
@@ -105,11 +130,14 @@ class EthernetBoardCore(wiring.Component):
         wiring.connect(m, wiring.flipped(self.rx), ep.rx)
         wiring.connect(m, wiring.flipped(self.tx), ep.tx)
 
-        # the input stream: link -> engine
+        # the input stream: link -> engine, through a register (the endpoint's handshakes and
+        # the FIFO's pointers meet only at flip-flops)
+        m.submodules.input_register = in_reg = DomainRenamer("link")(StreamRegister(InputBeat))
+        wiring.connect(m, ep.input, in_reg.i)
         if self.bytes_per_cycle > 1:
-            self._wide_input(m, ep.input, engine.bytes_in)
+            self._wide_input(m, in_reg.o, engine.bytes_in)
         else:
-            self._byte_input(m, ep.input, engine, programmable)
+            self._byte_input(m, in_reg.o, engine, programmable)
         doc = engine.bytes_in
 
         # readout beats and configuration verdicts: engine -> link
@@ -119,10 +147,14 @@ class EthernetBoardCore(wiring.Component):
         )
         word = Signal(out_layout)
         m.d.comb += [fout.w_data.eq(word), word.beat.eq(engine.readout.payload)]
+        m.submodules.readout_register = out_reg = DomainRenamer("link")(StreamRegister(out_layout))
         m.d.comb += [
-            ep.readout.valid.eq(fout.r_rdy),
-            ep.readout.payload.eq(fout.r_data),
-            fout.r_en.eq(ep.readout.ready),
+            out_reg.i.valid.eq(fout.r_rdy),
+            out_reg.i.payload.eq(fout.r_data),
+            fout.r_en.eq(out_reg.i.ready),
+            ep.readout.valid.eq(out_reg.o.valid),
+            ep.readout.payload.eq(out_reg.o.payload),
+            out_reg.o.ready.eq(ep.readout.ready),
         ]
         status = Signal(ep.config_status.shape())
         verdict_due = Signal()

@@ -216,7 +216,9 @@ class UdpEndpoint(wiring.Component):
         m.d.comb += ack_ahead.eq(h.ack - tx_acked)
         tx_idle = Signal()
         records_fsm_body = Signal()
-        readout_idle = Signal()
+        # a switch acted last cycle: the stale counts are taken now, from registers, and the
+        # readout records FSM (which reads and counts them down) waits this one cycle
+        switched = Signal()
 
         # --- receive ------------------------------------------------------------------------
         m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
@@ -344,8 +346,10 @@ class UdpEndpoint(wiring.Component):
             m.d.sync += [rd.eq(rd + 1), pv.eq(1)]
         with m.Elif(taken):
             m.d.sync += pv.eq(0)
-        rec_kind = Signal(8)
+        is_doc = Signal()  # the record's kind, registered with its length
+        is_cfg = Signal()
         left = Signal(32)
+        left_last = Signal()  # ``left == 1``, registered: the body byte at hand is the last
         rec_hdr = Signal(INPUT_RECORD * 8)
         rec_i = Signal(range(INPUT_RECORD + 1))
         started = Signal()
@@ -360,16 +364,14 @@ class UdpEndpoint(wiring.Component):
         verdict_done = Signal()  # a verdict was read (written or dropped)
         stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
         cut_byte = Signal(8)
-        is_doc = rec_kind == InputKind.DOCUMENT.value
-        is_cfg = rec_kind == InputKind.CONFIG.value
         cfg_ok = Const(int(self.mode == 1), 1)
 
         def cut_on_switch(in_body):
-            if in_body:  # (not through ``switch``: it selects what ``stale_docs`` takes)
+            if in_body:  # (not through ``switch``: it decides what ``cut_doc`` takes)
                 m.d.comb += records_fsm_body.eq(1)
             with m.If(switch):  # the buffer's bytes are the old session's
                 if in_body:
-                    with m.If(left.any() & started & (is_doc | (is_cfg & cfg_ok))):
+                    with m.If(started & (is_doc | (is_cfg & cfg_ok))):  # (``left`` is >= 1)
                         m.d.sync += cut_byte.eq(Mux(is_doc, ord(" "), 0))
                         m.next = "CUT"
                     with m.Else():
@@ -390,8 +392,10 @@ class UdpEndpoint(wiring.Component):
                         length = Cat(rec_hdr[8:32], in_r.data)
                         m.d.sync += [
                             rec_i.eq(0),
-                            rec_kind.eq(rec_hdr[:8]),
+                            is_doc.eq(rec_hdr[:8] == InputKind.DOCUMENT.value),
+                            is_cfg.eq(rec_hdr[:8] == InputKind.CONFIG.value),
                             left.eq(length),
+                            left_last.eq(length == 1),
                             started.eq(0),
                         ]
                         with m.If(length != 0):
@@ -401,13 +405,13 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += [
                     self.input.valid.eq(pv & forward),
                     self.input.payload.data.eq(in_r.data),
-                    self.input.payload.last.eq(left == 1),
+                    self.input.payload.last.eq(left_last),
                     self.input.payload.config.eq(is_cfg),
                     taken.eq(pv & (self.input.ready | ~forward)),
                 ]
                 with m.If(taken):
-                    m.d.sync += [left.eq(left - 1), started.eq(1)]
-                    with m.If(left == 1):
+                    m.d.sync += [left.eq(left - 1), left_last.eq(left == 2), started.eq(1)]
+                    with m.If(left_last):
                         m.d.comb += [
                             doc_done.eq(is_doc),
                             doc_counted.eq(is_doc),
@@ -459,10 +463,7 @@ class UdpEndpoint(wiring.Component):
         ]
         with m.FSM(name="readout_records"):
             with m.State("IDLE"):
-                m.d.comb += readout_idle.eq(1)
-                # no record starts as a session switches: the switch counts it among the old
-                # session's (``stale_docs``, ``stale_cfgs``), so it is dropped a cycle later
-                with m.If(switch):
+                with m.If(switched):
                     pass
                 with m.Elif(self.readout.valid & rb.verdict):
                     with m.If(stale_cfgs != 0):  # an earlier session's stream: dropped
@@ -514,8 +515,8 @@ class UdpEndpoint(wiring.Component):
                 with m.Elif(self.readout.valid):
                     m.d.comb += self.readout.ready.eq(1)  # not a document's start: framing lost
             with m.State("DROP"):
-                m.d.comb += [self.readout.ready.eq(1), readout_idle.eq(1)]
-                with m.If(self.readout.valid & eb.last):
+                m.d.comb += self.readout.ready.eq(~switched)
+                with m.If(self.readout.valid & eb.last & ~switched):
                     m.d.comb += read_done.eq(1)
                     m.d.sync += stale_docs.eq(stale_docs - 1)
                     m.next = "IDLE"
@@ -562,8 +563,9 @@ class UdpEndpoint(wiring.Component):
                     write_at.eq(wpos + sub),
                     write_byte.eq(value.word_select(sub[:4], 8)),
                 ]
-                m.d.sync += sub.eq(sub + 1)
-                with m.If(sub == READOUT_RECORD - 1):
+                with m.If(~switched):
+                    m.d.sync += sub.eq(sub + 1)
+                with m.If((sub == READOUT_RECORD - 1) & ~switched):
                     m.d.sync += sub.eq(0)
                     with m.If(discard):
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
@@ -591,6 +593,11 @@ class UdpEndpoint(wiring.Component):
         th = DatagramHeader(tx_hdr)
         tx_i = Signal(16)  # byte of the datagram being sent
         tx_len = Signal(16)  # its payload bytes
+        # registered with ``tx_i``, so that no compare of it is in the fetch's paths: its last
+        # byte, whether ``tx_i`` is in the payload, the payload bytes still to fetch
+        tx_end = Signal(16)
+        tx_in_payload = Signal()
+        to_fetch = Signal(16)
         tx_status = Signal(data.Layout.cast(UdpStatusLayout).size)
         tx_kind_status = Signal()
         crc_bytes = Signal(32)
@@ -638,12 +645,16 @@ class UdpEndpoint(wiring.Component):
         ]
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
         # each a cycle later from a register: the readout buffer's block RAM output (slow:
-        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle
+        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle, through one
+        # 2-way choice (``from_ram``: it, or ``other_byte``, which the states below set)
         tb = self.tx.payload
         pre = Signal(TxBeat)
         pre_valid, pre_ready = Signal(), Signal()
         pre_taken = Signal()
+        from_ram = Signal()
+        other_byte = Signal(8)
         m.d.comb += [
+            pre.data.eq(Mux(from_ram, out_r.data, other_byte)),
             pre.ip.eq(host_ip),
             pre.port.eq(host_port),
             pre.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
@@ -676,6 +687,9 @@ class UdpEndpoint(wiring.Component):
                 th.length.eq(length),
                 tx_len.eq(length),
                 tx_i.eq(0),
+                tx_end.eq(DATAGRAM_HEADER + length - 1),
+                tx_in_payload.eq(0),
+                to_fetch.eq(length),
                 advertised.eq(limit),
                 ack_due.eq(0),
                 out_at.eq(seq),
@@ -707,30 +721,27 @@ class UdpEndpoint(wiring.Component):
                     m.next = "SEND"
             with m.State("SEND"):
                 at = tx_i - DATAGRAM_HEADER
-                payload_byte = Mux(tx_kind_status, tx_status.word_select(at[:6], 8), out_r.data)
-                in_payload = tx_i >= DATAGRAM_HEADER
+                status_byte = tx_status.word_select(at[:6], 8)
+                in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
                 # the readout buffer's next byte is fetched ahead (one cycle of latency)
-                fetched = Signal(32)
-                m.d.comb += fetched.eq(out_at - th.seq)
-                fetch_out = (
-                    ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (fetched < tx_len)
-                )
+                fetch_out = ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (to_fetch != 0)
                 m.d.comb += out_r.en.eq(fetch_out)
                 with m.If(fetch_out):
-                    m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1)]
+                    m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1), to_fetch.eq(to_fetch - 1)]
                 with m.Elif(pre_taken & in_payload):
                     m.d.sync += out_pv.eq(0)
                 m.d.comb += [
                     pre_valid.eq(ready_byte),
-                    pre.data.eq(Mux(in_payload, payload_byte, tx_hdr.word_select(tx_i[:5], 8))),
+                    from_ram.eq(in_payload & ~tx_kind_status),
+                    other_byte.eq(Mux(in_payload, status_byte, tx_hdr.word_select(tx_i[:5], 8))),
                     pre.last.eq(0),
                 ]
                 m.d.sync += crc_valid.eq(pre_taken)
                 with m.If(pre_taken):
-                    m.d.sync += tx_i.eq(tx_i + 1)
-                    with m.If(tx_i == DATAGRAM_HEADER + tx_len - 1):
-                        m.d.sync += tx_i.eq(0)
+                    m.d.sync += [tx_i.eq(tx_i + 1), tx_in_payload.eq(tx_i >= DATAGRAM_HEADER - 1)]
+                    with m.If(tx_i == tx_end):
+                        m.d.sync += [tx_i.eq(0), tx_in_payload.eq(0)]
                         m.next = "CRC_WAIT"
             with m.State("CRC_WAIT"):  # the CRC takes the last byte
                 m.d.sync += crc_valid.eq(0)
@@ -741,7 +752,7 @@ class UdpEndpoint(wiring.Component):
             with m.State("CRC"):
                 m.d.comb += [
                     pre_valid.eq(1),
-                    pre.data.eq(crc_bytes.word_select(tx_i[:2], 8)),
+                    other_byte.eq(crc_bytes.word_select(tx_i[:2], 8)),
                     pre.last.eq(tx_i == DATAGRAM_CRC - 1),
                 ]
                 with m.If(pre_ready):
@@ -779,9 +790,22 @@ class UdpEndpoint(wiring.Component):
             with m.Else():
                 m.d.sync += progress.eq(progress + 1)
 
+        # what a switch leaves in the engine for the old session, taken a cycle later (the
+        # readout records FSM waits then): the counts (they have taken the switch's cycle's last
+        # byte and completed record by then) and the record the switch cuts (in BODY ``left``
+        # is >= 1; its end goes to the engine later)
+        cut_doc, cut_cfg = Signal(), Signal()
+        m.d.sync += [
+            switched.eq(switch),
+            cut_doc.eq(started & is_doc & records_fsm_body),
+            cut_cfg.eq(started & is_cfg & cfg_ok & records_fsm_body),
+        ]
+        with m.If(switched):
+            m.d.sync += [
+                stale_docs.eq(in_engine + cut_doc),
+                stale_cfgs.eq(cfg_in_engine + cut_cfg),
+            ]
         with m.If(switch):
-            cutting = left.any() & started & is_doc & records_fsm_body
-            cutting_cfg = left.any() & started & is_cfg & cfg_ok & records_fsm_body
             m.d.sync += [
                 rd.eq(0),
                 commit.eq(0),
@@ -797,11 +821,11 @@ class UdpEndpoint(wiring.Component):
                 nak_due.eq(0),
                 ack_due.eq(0),
                 progress.eq(0),
-                stale_docs.eq(in_engine + doc_done - read_done + cutting),
-                stale_cfgs.eq(cfg_in_engine + cfg_done - verdict_done + cutting_cfg),
                 limit.eq(N),
                 free.eq(N),
                 free_at.eq(0),
-                discard.eq(~readout_idle),
+                # the record in progress, or the one IDLE starts this very cycle, is the old
+                # session's (the next record IDLE starts clears it)
+                discard.eq(1),
             ]
         return m

@@ -207,6 +207,35 @@ def test_endpoint_rtl_sends_again_after_its_timeout_and_drops_an_old_sessions_re
     bench.sim.run()
 
 
+def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_old_one():
+    """A new session while a document of the old one is in the engine, the switch swept over
+    the cycles its readout comes in (one of them is the cycle its record starts): the new
+    session's readout stream holds its own document's record only, numbered 0, and that
+    document is answered."""
+    first = input_record(InputKind.DOCUMENT, DOCS[1])
+    second = input_record(InputKind.DOCUMENT, DOCS[3])
+    for delay in range(10):
+        bench = Bench(ReadoutKind.SPARSE)
+        got = {}
+
+        async def testbench(ctx, bench=bench, delay=delay, got=got):
+            r = bench.replies
+            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
+            await bench.send(ctx, data(1, 0, first))
+            await ctx.tick().repeat(delay + 1)
+            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 2)))
+            await bench.send(ctx, data(2, 0, second))
+            await ctx.tick().repeat(300)
+            sent = {d.seq: d.payload for d in r if d.kind == ord("R") and d.session == 2}
+            records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))
+            got["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
+
+        bench.sim.add_testbench(testbench)
+        bench.sim.run()
+        want = [(0, bench.model_readouts([DOCS[3]])[0].bits)]
+        assert got["records"] == want, f"switch {delay + 1} cycles after the document's datagram"
+
+
 # --- the Ethernet board core: the endpoint, two clock domains, the engine -------------------
 
 
@@ -546,3 +575,47 @@ def test_a_record_starting_as_a_new_session_opens_stays_with_the_old_session(ver
     every offset around that cycle; the new session gets its own document's record only."""
     for offset in range(4):
         assert _switch_race(offset, verdict=verdict) == [("R", 0, "02")], offset
+
+
+def test_a_stream_register_passes_every_beat_once_in_order_at_full_rate():
+    """:class:`StreamRegister` (the board core's registers between the endpoint and the FIFOs):
+    random valid and ready on either side, every beat once and in order; with both always
+    on, a beat a cycle."""
+    import random
+
+    from xpfilt.boards.eth_top import StreamRegister
+
+    for pattern in ("random", "always"):
+        reg = StreamRegister(8)
+        sim = Simulator(reg)
+        sim.add_clock(1e-8)
+        rng = random.Random(7)
+        sent, got, cycles = list(range(200)), [], []
+
+        async def source(ctx, rng=rng, sent=sent, pattern=pattern):
+            for value in sent:
+                ctx.set(reg.i.payload, value)
+                ctx.set(reg.i.valid, 1)
+                await ctx.tick().until(reg.i.ready)
+                if pattern == "random" and rng.random() < 0.3:
+                    ctx.set(reg.i.valid, 0)
+                    await ctx.tick().repeat(rng.randint(1, 3))
+            ctx.set(reg.i.valid, 0)
+
+        async def sink(ctx, rng=rng, got=got, cycles=cycles, pattern=pattern):
+            cycle = 0
+            while len(got) < len(sent) and cycle < 2000:
+                ready = pattern == "always" or rng.random() < 0.6
+                ctx.set(reg.o.ready, ready)
+                _, _, valid, value = await ctx.tick().sample(reg.o.valid, reg.o.payload)
+                cycle += 1
+                if valid and ready:
+                    got.append(value)
+                    cycles.append(cycle)
+
+        sim.add_testbench(source)
+        sim.add_testbench(sink)
+        sim.run()
+        assert got == sent
+        if pattern == "always":
+            assert cycles[-1] - cycles[0] == len(sent) - 1
