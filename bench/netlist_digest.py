@@ -3,7 +3,9 @@ netlist unchanged (issue 36 part 4): the front end (with attribute and text cond
 comparator slots), the W-byte front end (W = 2, 4, 8, with and without conditions), the custom
 engine (paths, predicates, twigs, sparse readout, ECP5 block RAM) and the programmable engine
 (with and without slots, twig columns, grouped and sparse readout), and the readouts alone
-(serial with segments; sparse at 2,048 and 5,000 flags, where the fetches spread).
+(serial with segments; sparse at 2,048 and 5,000 flags, where the fetches spread), and the
+Gigabit Ethernet board's UDP endpoint alone (custom and programmable mode, serial and sparse
+readout).
 
 Each design is converted with Amaranth (``amaranth.back.verilog``; the custom engine through
 :func:`xpfilt.hdl.verilog.emit_verilog`, its cluster cache in a fresh temporary directory), its
@@ -118,6 +120,18 @@ def _readout(kind, width, segments=None):
     return _convert(lambda: (SparseReadout if kind == "sparse" else Readout)(width, segments))
 
 
+def _udp_endpoint(mode, kind, width, readout_buffer=128):
+    from xpfilt.boards.udp_link import UdpEndpoint
+    from xpfilt.hwspec.readout import ReadoutKind
+
+    fixed = {"identity": 1, "mac": 1, "ip": 2, "port": 4747, "input_buffer": 128, "timeout": 1000}
+    return _convert(
+        lambda: UdpEndpoint(
+            mode=mode, kind=ReadoutKind(kind), width=width, readout_buffer=readout_buffer, **fixed
+        )
+    )
+
+
 def designs() -> dict:
     from xpfilt.hdl.bram import ECP5
 
@@ -139,6 +153,10 @@ def designs() -> dict:
     table["readout-serial"] = _readout("serial", 200, (64, 100, 36))
     table["readout-sparse-2048"] = _readout("sparse", 2048)
     table["readout-sparse-5000"] = _readout("sparse", 5000, (2500, 2500))
+    table["udp-serial"] = _udp_endpoint(0, "serial", 64)
+    table["udp-sparse"] = _udp_endpoint(0, "sparse", 5)
+    table["udp-programmable-serial"] = _udp_endpoint(1, "serial", 5)
+    table["udp-programmable-sparse"] = _udp_endpoint(1, "sparse", 64, readout_buffer=256)
     for width in (2, 4, 8):
         table[f"wide{width}-frontend"] = _wide_frontend(width)
         table[f"wide{width}-frontend-conds"] = _wide_frontend(width, conditions=_conditions())

@@ -20,6 +20,11 @@ configuration verdicts, each through an ``AsyncFIFO`` in the board top):
 * transmit: a status, a NAK, readout bytes not yet sent (at most :data:`MAX_PAYLOAD`), an ack
   or credit that is due, each datagram with its CRC; after ``timeout`` cycles without an ack
   progressing, the readout bytes go again from the host's ``ack``.
+
+Each concern is one method of :class:`UdpEndpoint` (``_receive``, ``_input_records``,
+``_readout_records``, ``_transmit``, ``_acknowledgement_and_timer``, ``_session_switch``, and
+two small ones), its docstring saying what it drives and reads; the signals they share are made
+once, in :class:`_Shared`.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -113,6 +118,94 @@ def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+class _Shared:
+    """The signals that :class:`UdpEndpoint`'s concerns share, made once here (each concern's own
+    signals are made in its method), and the two buffers. Registers, unless marked a strobe (a
+    combinational 1 for one cycle). Which concern drives which is in the methods' docstrings."""
+
+    def __init__(self, m: Module, ep: "UdpEndpoint"):
+        N, R = ep.input_buffer, ep.readout_buffer
+        self.nbits, self.rbits = N.bit_length() - 1, R.bit_length() - 1
+
+        # --- the session ----------------------------------------------------------------------
+        self.session = Signal(32)
+        self.opened = Signal()
+        self.host_ip = Signal(32)
+        self.host_port = Signal(16)
+        self.switch = Signal()  # strobe: a HELLO of a new session acts this cycle
+        # ``switch``, a cycle late: the stale counts are taken now, from registers, and the
+        # readout records FSM (which reads and counts them down) waits this one cycle
+        self.switched = Signal()
+
+        # --- the input stream -----------------------------------------------------------------
+        self.rx_next = Signal(32)  # the next input stream offset expected
+        self.commit = Signal(self.nbits + 1)  # input buffer: committed end, parser's read pointer
+        self.rd = Signal(self.nbits + 1)
+        # the room, registered with the offset of the same cycle: the credit ``limit`` (what the
+        # host may send up to) follows two cycles late, never more than the room (it only grows
+        # in a session: ``commit`` and ``rx_next`` grow together); the room a datagram is
+        # checked against is a cycle old, never more than now (it only shrinks in ACT)
+        self.free = Signal(self.nbits + 1)
+        self.free_at = Signal(32)  # ``rx_next`` when ``free`` was taken
+        self.limit = Signal(32)
+        self.bad, self.stale, self.dups, self.ooo = (
+            Signal(16, name=n) for n in ("bad", "stale", "dups", "ooo")
+        )
+        self.documents = Signal(32)  # documents of this session into the engine
+        # what the transmitter owes (these four are ``$signal`` in the Verilog, as they were
+        # before the split into concerns: the tracer names no signal of a tuple assignment)
+        self.status_due, self.ack_due, self.nak_due, self.nak_sent = (
+            Signal(), Signal(), Signal(), Signal()
+        )  # fmt: skip
+
+        # --- the readout stream ---------------------------------------------------------------
+        self.tx_acked = Signal(32)
+        self.tx_next = Signal(32)
+        self.written = Signal(32)  # readout stream: committed records end
+        self.progress = Signal(range(ep.timeout + 1))
+
+        m.submodules.inbuf = inbuf = Memory(shape=8, depth=N, init=[])
+        self.in_w = inbuf.write_port()
+        self.in_r = inbuf.read_port()
+        m.submodules.outbuf = outbuf = Memory(shape=8, depth=R, init=[])
+        self.out_w = outbuf.write_port()
+        self.out_r = outbuf.read_port()
+
+        # --- the datagram received ------------------------------------------------------------
+        self.hdr = Signal(DATAGRAM_HEADER * 8)  # its header
+        self.h = DatagramHeader(self.hdr)
+        self.rx_checking = Signal()  # strobe: the receive FSM is in CHECK
+        self.rx_acting = Signal()  # strobe: ... in ACT
+        # strobe: it is a good DATA datagram of the session, acting (its ``ack`` the host's
+        # acknowledgement of the readout stream), and that ``ack`` less ``tx_acked``
+        self.acting_data = Signal()
+        self.ack_ahead = Signal(32)
+        self.tx_idle = Signal()  # strobe: the transmit FSM is in IDLE
+
+        # --- the input records and the engine -------------------------------------------------
+        self.pv = Signal()  # in_r.data holds the byte at rd - 1
+        self.rec_i = Signal(range(INPUT_RECORD + 1))  # the record header's bytes so far
+        self.is_doc = Signal()  # the record's kind, registered with its length
+        self.is_cfg = Signal()
+        self.started = Signal()  # a byte of the record's body was taken
+        self.records_fsm_body = Signal()  # strobe: the records FSM is in BODY
+        # configuration streams go to the engine (programmable mode)
+        self.cfg_ok = Const(int(ep.mode == 1), 1)
+        self.in_engine = Signal(16)  # documents the engine took and whose readout is not written
+        self.doc_done = Signal()  # strobe: a document's last byte went to the engine
+        self.read_done = Signal()  # strobe: a readout record was completed (written or dropped)
+        self.stale_docs = Signal(16)  # readouts still to come of an earlier session's documents
+        # configuration streams the same way: their verdicts are readout records too
+        self.cfg_in_engine = Signal(8)  # streams the engine took whose verdict is not read
+        self.cfg_done = Signal()  # strobe: a stream's last byte went to the engine
+        self.verdict_done = Signal()  # strobe: a verdict was read (written or dropped)
+        self.stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
+
+        # --- the readout records --------------------------------------------------------------
+        self.doc_no = Signal(32)  # the next readout record's document number
+        self.discard = Signal()  # the record in progress is an earlier session's
+
+
 class UdpEndpoint(wiring.Component):
     """The board's protocol endpoint (see the module). ``mode``, ``kind``, ``width``,
     ``identity``, ``mac``, ``ip``, ``port``: what the status reports; ``input_buffer`` and
@@ -160,79 +253,56 @@ class UdpEndpoint(wiring.Component):
             }
         )
 
-    def elaborate(self, platform):  # noqa: C901 -- one protocol engine, read top to bottom
+    def elaborate(self, platform):
+        """The concerns, one method each, over the signals they share (:class:`_Shared`). The
+        order of the calls is the order of the statements, and so their priority: where two
+        concerns assign a register in the same cycle, the later one's assignment wins (the
+        acknowledgement's moves of ``tx_next`` over the transmitter's, a session switch's
+        resets over everything)."""
         m = Module()
-        N, R = self.input_buffer, self.readout_buffer
-        nbits, rbits = N.bit_length() - 1, R.bit_length() - 1
+        s = _Shared(m, self)
+        self._receive(m, s)
+        self._input_records(m, s)
+        self._readout_records(m, s)
+        self._engine_counts(m, s)
+        self._transmit(m, s)
+        self._acknowledgement_and_timer(m, s)
+        self._session_switch(m, s)
+        return m
 
-        # --- session and stream state ---------------------------------------------------------
-        session = Signal(32)
-        opened = Signal()
-        host_ip = Signal(32)
-        host_port = Signal(16)
-        switch = Signal()  # a HELLO of a new session acts this cycle
-        rx_next = Signal(32)  # the next input stream offset expected
-        commit = Signal(nbits + 1)  # input buffer: committed end, parser's read pointer
-        rd = Signal(nbits + 1)
-        # the room, registered with the offset of the same cycle: the credit ``limit`` (what the
-        # host may send up to) follows two cycles late, never more than the room (it only grows
-        # in a session: ``commit`` and ``rx_next`` grow together); the room a datagram is
-        # checked against is a cycle old, never more than now (it only shrinks in ACT)
-        free = Signal(nbits + 1)
-        free_at = Signal(32)  # ``rx_next`` when ``free`` was taken
-        m.d.sync += [free.eq(N - (commit - rd)), free_at.eq(rx_next)]
-        limit = Signal(32)
-        m.d.sync += limit.eq(free_at + free)
-        bad, stale, dups, ooo = (Signal(16, name=n) for n in ("bad", "stale", "dups", "ooo"))
-        documents = Signal(32)  # documents of this session into the engine
-        status_due, ack_due, nak_due, nak_sent = Signal(), Signal(), Signal(), Signal()
-        advertised = Signal(32)
+    def _receive(self, m, s):
+        """``rx`` -> the input buffer, and what a good datagram does.
 
-        tx_acked = Signal(32)
-        tx_next = Signal(32)
-        written = Signal(32)  # readout stream: committed records end
-        progress = Signal(range(self.timeout + 1))
-
-        m.submodules.inbuf = inbuf = Memory(shape=8, depth=N, init=[])
-        in_w = inbuf.write_port()
-        in_r = inbuf.read_port()
-        m.submodules.outbuf = outbuf = Memory(shape=8, depth=R, init=[])
-        out_w = outbuf.write_port()
-        out_r = outbuf.read_port()
-
-        hdr = Signal(DATAGRAM_HEADER * 8)  # the header of the datagram received
-        h = DatagramHeader(hdr)
-        # the host's acknowledgement of the readout stream (a good DATA datagram of the session)
-        rx_acting = Signal()  # the receive FSM is in ACT
-        rx_checking = Signal()  # ... in CHECK
+        Drives ``rx.ready``, the input buffer's write port, the credit (``free``, ``free_at``,
+        ``limit``), the received header ``h`` and the strobes ``rx_checking``, ``rx_acting``,
+        ``acting_data`` (with ``ack_ahead``); in ACT: the session (``session``, ``opened``,
+        ``host_ip``, ``host_port``, the ``switch`` strobe), ``status_due``, ``ack_due``,
+        ``nak_due``, ``nak_sent``, ``commit``, ``rx_next`` and the counters ``bad``, ``stale``,
+        ``dups``, ``ooo``. Reads ``commit`` and ``rd`` (the room) and ``tx_acked``."""
+        N = self.input_buffer
+        m.d.sync += [s.free.eq(N - (s.commit - s.rd)), s.free_at.eq(s.rx_next)]
+        m.d.sync += s.limit.eq(s.free_at + s.free)
+        h = s.h
         # the datagram is of the open session: registered while it comes (its session is in
         # by its eighth byte; ``session`` and ``opened`` change in ACT only)
         current = Signal()
-        m.d.sync += current.eq(opened & (h.session == session))
+        m.d.sync += current.eq(s.opened & (h.session == s.session))
         hello_new = Signal()  # ... and it opens a new session (decided in CHECK)
-        acting_data = Signal()
-        m.d.comb += acting_data.eq(rx_acting & (h.kind == DatagramKind.DATA.value) & current)
-        ack_ahead = Signal(32)
-        m.d.comb += ack_ahead.eq(h.ack - tx_acked)
-        tx_idle = Signal()
-        records_fsm_body = Signal()
-        # a switch acted last cycle: the stale counts are taken now, from registers, and the
-        # readout records FSM (which reads and counts them down) waits this one cycle
-        switched = Signal()
+        m.d.comb += s.acting_data.eq(s.rx_acting & (h.kind == DatagramKind.DATA.value) & current)
+        m.d.comb += s.ack_ahead.eq(h.ack - s.tx_acked)
 
-        # --- receive ------------------------------------------------------------------------
         m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
         beat = self.rx.payload
         index = Signal(16)  # bytes of this datagram so far
         take = Signal()  # this datagram's payload goes into the input buffer
         skip = Signal(16)  # ... after this many payload bytes (the bytes before were had)
         to_take = Signal(16)  # ... this many bytes
-        w_at = Signal(nbits)  # ... the next of them here
+        w_at = Signal(s.nbits)  # ... the next of them here
         # the datagram's offset past ``rx_next`` and its bytes beyond it, registered while the
         # header comes (its seq and length are in by its last byte; rx_next changes in ACT only)
         off = Signal(32)
         need = Signal(32)
-        m.d.sync += [off.eq(rx_next - h.seq), need.eq(h.length - off)]
+        m.d.sync += [off.eq(s.rx_next - h.seq), need.eq(h.length - off)]
         rx_error = Signal()
         src_ip, src_port = Signal(32), Signal(16)
         total = Signal(16)
@@ -246,7 +316,7 @@ class UdpEndpoint(wiring.Component):
                     with m.If(index == 0):
                         m.d.sync += [src_ip.eq(beat.ip), src_port.eq(beat.port), rx_error.eq(0)]
                     with m.If(index < DATAGRAM_HEADER):
-                        m.d.sync += hdr.word_select(index[:5], 8).eq(beat.data)
+                        m.d.sync += s.hdr.word_select(index[:5], 8).eq(beat.data)
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
                         m.d.sync += total.eq(index + 1)
@@ -258,13 +328,13 @@ class UdpEndpoint(wiring.Component):
                     (h.kind == DatagramKind.DATA.value)
                     & current
                     & (off < h.length)
-                    & (need <= free)
+                    & (need <= s.free)
                 )
                 m.d.sync += [
                     take.eq(takes),
                     skip.eq(off[:16]),
                     to_take.eq(Mux(takes, need[:16], 0)),
-                    w_at.eq(commit[:nbits]),
+                    w_at.eq(s.commit[: s.nbits]),
                 ]
                 m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
@@ -274,6 +344,7 @@ class UdpEndpoint(wiring.Component):
                     with m.If(skip != 0):
                         m.d.sync += skip.eq(skip - 1)
                     with m.Elif(to_take != 0):
+                        in_w = s.in_w
                         m.d.comb += [in_w.en.eq(1), in_w.addr.eq(w_at), in_w.data.eq(beat.data)]
                         m.d.sync += [w_at.eq(w_at + 1), to_take.eq(to_take - 1)]
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
@@ -281,7 +352,7 @@ class UdpEndpoint(wiring.Component):
                         m.d.sync += total.eq(index + 1)
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
-                m.d.comb += rx_checking.eq(1)
+                m.d.comb += s.rx_checking.eq(1)
                 m.d.sync += [
                     index.eq(0),
                     hello_new.eq((h.kind == DatagramKind.HELLO.value) & ~current),
@@ -293,86 +364,81 @@ class UdpEndpoint(wiring.Component):
                     & (h.version == UDP_VERSION)
                 )
                 with m.If(~good):
-                    m.d.sync += bad.eq(bad + 1)
+                    m.d.sync += s.bad.eq(s.bad + 1)
                     m.next = "HEADER"
                 with m.Else():
                     m.next = "ACT"
             with m.State("ACT"):
-                m.d.comb += rx_acting.eq(1)
+                m.d.comb += s.rx_acting.eq(1)
                 m.next = "HEADER"
                 with m.Switch(h.kind):
                     with m.Case(DatagramKind.HELLO.value):
-                        m.d.sync += [host_ip.eq(src_ip), host_port.eq(src_port), status_due.eq(1)]
+                        m.d.sync += [
+                            s.host_ip.eq(src_ip), s.host_port.eq(src_port), s.status_due.eq(1)
+                        ]  # fmt: skip
                         with m.If(hello_new):
-                            m.d.comb += switch.eq(1)
-                            m.d.sync += [session.eq(h.session), opened.eq(1)]
+                            m.d.comb += s.switch.eq(1)
+                            m.d.sync += [s.session.eq(h.session), s.opened.eq(1)]
                     with m.Case(DatagramKind.STATUS.value):
                         with m.If(current):
-                            m.d.sync += status_due.eq(1)
+                            m.d.sync += s.status_due.eq(1)
                         with m.Else():
-                            m.d.sync += stale.eq(stale + 1)
+                            m.d.sync += s.stale.eq(s.stale + 1)
                     with m.Case(DatagramKind.DATA.value):
                         with m.If(~current):
-                            m.d.sync += stale.eq(stale + 1)
+                            m.d.sync += s.stale.eq(s.stale + 1)
                         with m.Else():
-                            m.d.sync += ack_due.eq(1)
+                            m.d.sync += s.ack_due.eq(1)
                             with m.If(take):
                                 accepted = need[:16]  # h.length - the bytes had
                                 m.d.sync += [
-                                    commit.eq(commit + accepted),
-                                    rx_next.eq(rx_next + accepted),
-                                    nak_sent.eq(0),
+                                    s.commit.eq(s.commit + accepted),
+                                    s.rx_next.eq(s.rx_next + accepted),
+                                    s.nak_sent.eq(0),
                                 ]
                             with m.Elif(h.length != 0):
                                 with m.If(off[31]):  # the datagram is after ``rx_next``
-                                    m.d.sync += ooo.eq(ooo + 1)
-                                    with m.If(~nak_sent):
-                                        m.d.sync += [nak_due.eq(1), nak_sent.eq(1)]
+                                    m.d.sync += s.ooo.eq(s.ooo + 1)
+                                    with m.If(~s.nak_sent):
+                                        m.d.sync += [s.nak_due.eq(1), s.nak_sent.eq(1)]
                                 with m.Elif(off >= h.length):
-                                    m.d.sync += dups.eq(dups + 1)
+                                    m.d.sync += s.dups.eq(s.dups + 1)
                     with m.Default():
-                        m.d.sync += bad.eq(bad + 1)
+                        m.d.sync += s.bad.eq(s.bad + 1)
 
-        # --- the input buffer's records -> ``input`` -----------------------------------------
-        pv = Signal()  # in_r.data holds the byte at rd - 1
+    def _input_records(self, m, s):
+        """The input buffer's records -> ``input``: bytes with ``last`` on each record's final
+        byte and ``config`` for a configuration stream; a session switch cuts a record short
+        with a last byte (a space, or a zero configuration byte).
+
+        Drives ``input``, the input buffer's read port, ``rd``, ``pv``, ``rec_i``, ``is_doc``,
+        ``is_cfg``, ``started``, ``documents`` and the strobes ``doc_done``, ``cfg_done``,
+        ``records_fsm_body``. Reads ``commit`` and ``switch``."""
+        in_r = s.in_r
         taken = Signal()  # the parser takes that byte this cycle
         fetch = Signal()
         m.d.comb += [
-            fetch.eq((rd != commit) & (~pv | taken)),
+            fetch.eq((s.rd != s.commit) & (~s.pv | taken)),
             in_r.en.eq(fetch),
-            in_r.addr.eq(rd[:nbits]),
+            in_r.addr.eq(s.rd[: s.nbits]),
         ]
         with m.If(fetch):
-            m.d.sync += [rd.eq(rd + 1), pv.eq(1)]
+            m.d.sync += [s.rd.eq(s.rd + 1), s.pv.eq(1)]
         with m.Elif(taken):
-            m.d.sync += pv.eq(0)
-        is_doc = Signal()  # the record's kind, registered with its length
-        is_cfg = Signal()
+            m.d.sync += s.pv.eq(0)
         left = Signal(32)
         left_last = Signal()  # ``left == 1``, registered: the body byte at hand is the last
         rec_hdr = Signal(INPUT_RECORD * 8)
-        rec_i = Signal(range(INPUT_RECORD + 1))
-        started = Signal()
-        in_engine = Signal(16)  # documents the engine took and whose readout is not written
-        doc_done = Signal()  # a document's last byte went to the engine
-        doc_counted = Signal()  # ... and it is one of this session's
-        read_done = Signal()  # a readout record was completed (written or dropped)
-        stale_docs = Signal(16)
-        # configuration streams the same way: their verdicts are readout records too
-        cfg_in_engine = Signal(8)  # streams the engine took whose verdict is not read
-        cfg_done = Signal()  # a stream's last byte went to the engine
-        verdict_done = Signal()  # a verdict was read (written or dropped)
-        stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
+        doc_counted = Signal()  # a document's last byte went to the engine, one of this session's
         cut_byte = Signal(8)
-        cfg_ok = Const(int(self.mode == 1), 1)
 
         def cut_on_switch(in_body):
             if in_body:  # (not through ``switch``: it decides what ``cut_doc`` takes)
-                m.d.comb += records_fsm_body.eq(1)
-            with m.If(switch):  # the buffer's bytes are the old session's
+                m.d.comb += s.records_fsm_body.eq(1)
+            with m.If(s.switch):  # the buffer's bytes are the old session's
                 if in_body:
-                    with m.If(started & (is_doc | (is_cfg & cfg_ok))):  # (``left`` is >= 1)
-                        m.d.sync += cut_byte.eq(Mux(is_doc, ord(" "), 0))
+                    with m.If(s.started & (s.is_doc | (s.is_cfg & s.cfg_ok))):  # (``left`` >= 1)
+                        m.d.sync += cut_byte.eq(Mux(s.is_doc, ord(" "), 0))
                         m.next = "CUT"
                     with m.Else():
                         m.next = "RECORD"
@@ -382,40 +448,40 @@ class UdpEndpoint(wiring.Component):
         with m.FSM(name="records"):
             with m.State("RECORD"):
                 cut_on_switch(False)
-                m.d.comb += taken.eq(pv)
-                with m.If(pv):
+                m.d.comb += taken.eq(s.pv)
+                with m.If(s.pv):
                     m.d.sync += [
-                        rec_hdr.word_select(rec_i[:3], 8).eq(in_r.data),
-                        rec_i.eq(rec_i + 1),
+                        rec_hdr.word_select(s.rec_i[:3], 8).eq(in_r.data),
+                        s.rec_i.eq(s.rec_i + 1),
                     ]
-                    with m.If(rec_i == INPUT_RECORD - 1):
+                    with m.If(s.rec_i == INPUT_RECORD - 1):
                         length = Cat(rec_hdr[8:32], in_r.data)
                         m.d.sync += [
-                            rec_i.eq(0),
-                            is_doc.eq(rec_hdr[:8] == InputKind.DOCUMENT.value),
-                            is_cfg.eq(rec_hdr[:8] == InputKind.CONFIG.value),
+                            s.rec_i.eq(0),
+                            s.is_doc.eq(rec_hdr[:8] == InputKind.DOCUMENT.value),
+                            s.is_cfg.eq(rec_hdr[:8] == InputKind.CONFIG.value),
                             left.eq(length),
                             left_last.eq(length == 1),
-                            started.eq(0),
+                            s.started.eq(0),
                         ]
                         with m.If(length != 0):
                             m.next = "BODY"
             with m.State("BODY"):
-                forward = is_doc | (is_cfg & cfg_ok)
+                forward = s.is_doc | (s.is_cfg & s.cfg_ok)
                 m.d.comb += [
-                    self.input.valid.eq(pv & forward),
+                    self.input.valid.eq(s.pv & forward),
                     self.input.payload.data.eq(in_r.data),
                     self.input.payload.last.eq(left_last),
-                    self.input.payload.config.eq(is_cfg),
-                    taken.eq(pv & (self.input.ready | ~forward)),
+                    self.input.payload.config.eq(s.is_cfg),
+                    taken.eq(s.pv & (self.input.ready | ~forward)),
                 ]
                 with m.If(taken):
-                    m.d.sync += [left.eq(left - 1), left_last.eq(left == 2), started.eq(1)]
+                    m.d.sync += [left.eq(left - 1), left_last.eq(left == 2), s.started.eq(1)]
                     with m.If(left_last):
                         m.d.comb += [
-                            doc_done.eq(is_doc),
-                            doc_counted.eq(is_doc),
-                            cfg_done.eq(is_cfg & cfg_ok),
+                            s.doc_done.eq(s.is_doc),
+                            doc_counted.eq(s.is_doc),
+                            s.cfg_done.eq(s.is_cfg & s.cfg_ok),
                         ]
                         m.next = "RECORD"
                 cut_on_switch(True)
@@ -424,67 +490,74 @@ class UdpEndpoint(wiring.Component):
                     self.input.valid.eq(1),
                     self.input.payload.data.eq(cut_byte),
                     self.input.payload.last.eq(1),
-                    self.input.payload.config.eq(is_cfg),
+                    self.input.payload.config.eq(s.is_cfg),
                 ]
                 with m.If(self.input.ready):
-                    m.d.comb += [doc_done.eq(is_doc), cfg_done.eq(is_cfg)]
+                    m.d.comb += [s.doc_done.eq(s.is_doc), s.cfg_done.eq(s.is_cfg)]
                     m.next = "RECORD"
         with m.If(doc_counted):  # not a document a session switch cut short
-            m.d.sync += documents.eq(documents + 1)
+            m.d.sync += s.documents.eq(s.documents + 1)
 
-        # --- readout records -> the readout buffer -------------------------------------------
+    def _readout_records(self, m, s):
+        """``readout`` -> the readout buffer: each record's body first, its header after, then
+        committed (``written``); the records of an earlier session's documents and streams are
+        dropped.
+
+        Drives ``readout.ready``, the readout buffer's write port, ``written``, ``doc_no``,
+        ``discard``, ``stale_docs`` and ``stale_cfgs`` (counting down) and the strobes
+        ``read_done``, ``verdict_done``. Reads ``tx_acked`` (the room), ``documents`` and
+        ``switched`` (the cycle after a switch, when the stale counts are taken, it waits)."""
+        R = self.readout_buffer
         rb = self.readout.payload
         eb = rb.beat
         sparse = self.kind is ReadoutKind.SPARSE
         size = id_bytes(self.width)
         wpos = Signal(32)  # the record being written starts here
         blen = Signal(32)  # its body bytes so far
-        doc_no = Signal(32)
         rec = Signal(ReadoutRecord)
         byte_acc = Signal(8)
         verdict_gen = Signal(8)
         nbits_acc = Signal(4)
         sub = Signal(range(max(size, READOUT_RECORD) + 1))
-        discard = Signal()  # the record in progress is an earlier session's
         # room for a record: registered, with the margin of a second record (``written`` may
         # have grown by one record since); the difference fits rbits + 1 bits
         room = Signal()
-        used = Signal(rbits + 1)
-        m.d.comb += used.eq(written[: rbits + 1] - tx_acked[: rbits + 1])
+        used = Signal(s.rbits + 1)
+        m.d.comb += used.eq(s.written[: s.rbits + 1] - s.tx_acked[: s.rbits + 1])
         m.d.sync += room.eq(used <= R - 2 * max_record(self.kind, self.width))
         first = eb.header if sparse else eb.first
         write_at = Signal(32)
         write_byte = Signal(8)
         write_en = Signal()
         m.d.comb += [
-            out_w.en.eq(write_en),
-            out_w.addr.eq(write_at[:rbits]),
-            out_w.data.eq(write_byte),
+            s.out_w.en.eq(write_en),
+            s.out_w.addr.eq(write_at[: s.rbits]),
+            s.out_w.data.eq(write_byte),
         ]
         with m.FSM(name="readout_records"):
             with m.State("IDLE"):
-                with m.If(switched):
+                with m.If(s.switched):
                     pass
                 with m.Elif(self.readout.valid & rb.verdict):
-                    with m.If(stale_cfgs != 0):  # an earlier session's stream: dropped
-                        m.d.comb += [self.readout.ready.eq(1), verdict_done.eq(1)]
-                        m.d.sync += stale_cfgs.eq(stale_cfgs - 1)
+                    with m.If(s.stale_cfgs != 0):  # an earlier session's stream: dropped
+                        m.d.comb += [self.readout.ready.eq(1), s.verdict_done.eq(1)]
+                        m.d.sync += s.stale_cfgs.eq(s.stale_cfgs - 1)
                     with m.Elif(room):
-                        m.d.comb += [self.readout.ready.eq(1), verdict_done.eq(1)]
+                        m.d.comb += [self.readout.ready.eq(1), s.verdict_done.eq(1)]
                         m.d.sync += [
                             rec.kind.eq(ReadoutRecordKind.CONFIG.value),
                             rec.errors.eq(0),
-                            rec.doc.eq(documents),
+                            rec.doc.eq(s.documents),
                             rec.length.eq(2),
                             byte_acc.eq(Cat(rb.loaded, rb.rejected)),
                             verdict_gen.eq(rb.generation),
-                            wpos.eq(written),
+                            wpos.eq(s.written),
                             blen.eq(0),
-                            discard.eq(0),
+                            s.discard.eq(0),
                         ]
                         m.next = "VERDICT"
                 with m.Elif(self.readout.valid & first):
-                    with m.If(stale_docs != 0):
+                    with m.If(s.stale_docs != 0):
                         m.next = "DROP"
                     with m.Elif(room):
                         m.d.sync += [
@@ -496,13 +569,13 @@ class UdpEndpoint(wiring.Component):
                                 ).value
                             ),
                             rec.errors.eq(eb.errors.as_value()),
-                            rec.doc.eq(doc_no),
-                            wpos.eq(written),
+                            rec.doc.eq(s.doc_no),
+                            wpos.eq(s.written),
                             blen.eq(0),
                             byte_acc.eq(0),
                             nbits_acc.eq(0),
                             sub.eq(0),
-                            discard.eq(0),
+                            s.discard.eq(0),
                         ]
                         if sparse:  # the header beat carries no id
                             m.d.comb += self.readout.ready.eq(1)
@@ -515,10 +588,10 @@ class UdpEndpoint(wiring.Component):
                 with m.Elif(self.readout.valid):
                     m.d.comb += self.readout.ready.eq(1)  # not a document's start: framing lost
             with m.State("DROP"):
-                m.d.comb += self.readout.ready.eq(~switched)
-                with m.If(self.readout.valid & eb.last & ~switched):
-                    m.d.comb += read_done.eq(1)
-                    m.d.sync += stale_docs.eq(stale_docs - 1)
+                m.d.comb += self.readout.ready.eq(~s.switched)
+                with m.If(self.readout.valid & eb.last & ~s.switched):
+                    m.d.comb += s.read_done.eq(1)
+                    m.d.sync += s.stale_docs.eq(s.stale_docs - 1)
                     m.next = "IDLE"
             with m.State("VERDICT"):  # two body bytes: generation, then loaded | rejected << 1
                 m.d.comb += [write_en.eq(1), write_at.eq(wpos + READOUT_RECORD + blen)]
@@ -559,36 +632,80 @@ class UdpEndpoint(wiring.Component):
                 value = Signal(READOUT_RECORD * 8)
                 m.d.comb += [value.eq(rec.as_value()), value[64:96].eq(blen)]
                 m.d.comb += [
-                    write_en.eq(~discard),
+                    write_en.eq(~s.discard),
                     write_at.eq(wpos + sub),
                     write_byte.eq(value.word_select(sub[:4], 8)),
                 ]
-                with m.If(~switched):
+                with m.If(~s.switched):
                     m.d.sync += sub.eq(sub + 1)
-                with m.If((sub == READOUT_RECORD - 1) & ~switched):
+                with m.If((sub == READOUT_RECORD - 1) & ~s.switched):
                     m.d.sync += sub.eq(0)
-                    with m.If(discard):
+                    with m.If(s.discard):
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
-                            m.d.comb += read_done.eq(1)
-                            m.d.sync += stale_docs.eq(stale_docs - 1)
+                            m.d.comb += s.read_done.eq(1)
+                            m.d.sync += s.stale_docs.eq(s.stale_docs - 1)
                     with m.Else():
-                        m.d.sync += written.eq(wpos + READOUT_RECORD + blen)
+                        m.d.sync += s.written.eq(wpos + READOUT_RECORD + blen)
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
-                            m.d.comb += read_done.eq(1)
-                            m.d.sync += doc_no.eq(doc_no + 1)
+                            m.d.comb += s.read_done.eq(1)
+                            m.d.sync += s.doc_no.eq(s.doc_no + 1)
                     m.next = "IDLE"
 
-        with m.If(cfg_done & ~verdict_done):
-            m.d.sync += cfg_in_engine.eq(cfg_in_engine + 1)
-        with m.Elif(verdict_done & ~cfg_done):
-            m.d.sync += cfg_in_engine.eq(cfg_in_engine - 1)
-        with m.If(doc_done & ~read_done):
-            m.d.sync += in_engine.eq(in_engine + 1)
-        with m.Elif(read_done & ~doc_done):
-            m.d.sync += in_engine.eq(in_engine - 1)
+    def _engine_counts(self, m, s):
+        """The documents and configuration streams in the engine whose readout record or
+        verdict is still to come: drives ``in_engine`` and ``cfg_in_engine`` from the strobes
+        ``doc_done``, ``read_done``, ``cfg_done``, ``verdict_done``."""
+        with m.If(s.cfg_done & ~s.verdict_done):
+            m.d.sync += s.cfg_in_engine.eq(s.cfg_in_engine + 1)
+        with m.Elif(s.verdict_done & ~s.cfg_done):
+            m.d.sync += s.cfg_in_engine.eq(s.cfg_in_engine - 1)
+        with m.If(s.doc_done & ~s.read_done):
+            m.d.sync += s.in_engine.eq(s.in_engine + 1)
+        with m.Elif(s.read_done & ~s.doc_done):
+            m.d.sync += s.in_engine.eq(s.in_engine - 1)
 
-        # --- transmit -----------------------------------------------------------------------
+    def _status(self, m, s):
+        """The STATUS datagram's payload, combinational: what the endpoint reports (its
+        parameters, ``config_status``, ``documents`` and the counters ``bad``, ``stale``,
+        ``dups``, ``ooo``)."""
+        status = Signal(UdpStatusLayout)
+        cs = self.config_status
+        m.d.comb += [
+            status.version.eq(UDP_VERSION),
+            status.mode.eq(self.mode),
+            status.readout.eq(int(self.kind is ReadoutKind.SPARSE)),
+            status.width.eq(self.width),
+            status.identity.eq(self.identity),
+            status.generation.eq(cs.generation),
+            status.loaded.eq(cs.loaded if self.mode == 1 else 1),
+            status.rejected.eq(cs.rejected),
+            status.pending.eq(cs.pending),
+            status.documents.eq(s.documents),
+            status.input_buffer.eq(self.input_buffer),
+            status.readout_buffer.eq(self.readout_buffer),
+            status.mac.eq(self.mac),
+            status.ip.eq(self.ip),
+            status.port.eq(self.port),
+            status.max_payload.eq(MAX_PAYLOAD),
+            status.bad.eq(s.bad),
+            status.stale.eq(s.stale),
+            status.duplicates.eq(s.dups),
+            status.out_of_order.eq(s.ooo),
+        ]
+        return status
+
+    def _transmit(self, m, s):
+        """``tx``: a status, a NAK, readout bytes not yet sent (at most :data:`MAX_PAYLOAD`), an
+        ack or credit that is due, each datagram with its CRC, to ``host_ip``:``host_port``; a
+        datagram starts only while the session is open and not in the two cycles after ACT.
+
+        Drives ``tx``, the readout buffer's read port, ``tx_next`` (forward, by what it sends),
+        ``status_due``, ``nak_due``, ``ack_due`` (cleared as it sends them) and the ``tx_idle``
+        strobe. Reads ``written``, ``limit``, ``session``, ``opened``, ``rx_next``,
+        ``rx_acting`` and what the status reports."""
         m.submodules.tx_crc = tx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
+        out_r = s.out_r
+        advertised = Signal(32)  # the credit the last datagram sent carried
         tx_hdr = Signal(DATAGRAM_HEADER * 8)
         th = DatagramHeader(tx_hdr)
         tx_i = Signal(16)  # byte of the datagram being sent
@@ -613,36 +730,13 @@ class UdpEndpoint(wiring.Component):
         grew = Signal()
         acted = Signal(2)
         m.d.sync += [
-            unsent.eq(written - tx_next),
+            unsent.eq(s.written - s.tx_next),
             has_unsent.eq(unsent != 0),
             send_len.eq(Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])),
-            grew.eq((limit - advertised) >= min(MAX_PAYLOAD, N // 2)),
-            acted.eq(Cat(rx_acting, acted[0])),
+            grew.eq((s.limit - advertised) >= min(MAX_PAYLOAD, self.input_buffer // 2)),
+            acted.eq(Cat(s.rx_acting, acted[0])),
         ]
-        status = Signal(UdpStatusLayout)
-        cs = self.config_status
-        m.d.comb += [
-            status.version.eq(UDP_VERSION),
-            status.mode.eq(self.mode),
-            status.readout.eq(int(sparse)),
-            status.width.eq(self.width),
-            status.identity.eq(self.identity),
-            status.generation.eq(cs.generation),
-            status.loaded.eq(cs.loaded if self.mode == 1 else 1),
-            status.rejected.eq(cs.rejected),
-            status.pending.eq(cs.pending),
-            status.documents.eq(documents),
-            status.input_buffer.eq(N),
-            status.readout_buffer.eq(R),
-            status.mac.eq(self.mac),
-            status.ip.eq(self.ip),
-            status.port.eq(self.port),
-            status.max_payload.eq(MAX_PAYLOAD),
-            status.bad.eq(bad),
-            status.stale.eq(stale),
-            status.duplicates.eq(dups),
-            status.out_of_order.eq(ooo),
-        ]
+        status = self._status(m, s)
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
         # each a cycle later from a register: the readout buffer's block RAM output (slow:
         # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle, through one
@@ -655,12 +749,12 @@ class UdpEndpoint(wiring.Component):
         other_byte = Signal(8)
         m.d.comb += [
             pre.data.eq(Mux(from_ram, out_r.data, other_byte)),
-            pre.ip.eq(host_ip),
-            pre.port.eq(host_port),
+            pre.ip.eq(s.host_ip),
+            pre.port.eq(s.host_port),
             pre.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
             pre_ready.eq(~self.tx.valid | self.tx.ready),
             pre_taken.eq(pre_valid & pre_ready),
-            out_r.addr.eq(out_at[:rbits]),
+            out_r.addr.eq(out_at[: s.rbits]),
         ]
         with m.If(pre_taken):
             m.d.sync += [self.tx.valid.eq(1), tb.eq(pre)]
@@ -680,43 +774,43 @@ class UdpEndpoint(wiring.Component):
                 th.version.eq(UDP_VERSION),
                 th.kind.eq(kind.value),
                 th.flags.nak.eq(nak),
-                th.session.eq(session),
+                th.session.eq(s.session),
                 th.seq.eq(seq),
-                th.ack.eq(rx_next),
-                th.limit.eq(limit),
+                th.ack.eq(s.rx_next),
+                th.limit.eq(s.limit),
                 th.length.eq(length),
                 tx_len.eq(length),
                 tx_i.eq(0),
                 tx_end.eq(DATAGRAM_HEADER + length - 1),
                 tx_in_payload.eq(0),
                 to_fetch.eq(length),
-                advertised.eq(limit),
-                ack_due.eq(0),
+                advertised.eq(s.limit),
+                s.ack_due.eq(0),
                 out_at.eq(seq),
                 out_pv.eq(0),
             ]
 
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
-                m.d.comb += tx_idle.eq(1)
-                with m.If(~opened | rx_acting | acted.any()):
+                m.d.comb += s.tx_idle.eq(1)
+                with m.If(~s.opened | s.rx_acting | acted.any()):
                     pass
-                with m.Elif(status_due):
+                with m.Elif(s.status_due):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
-                    m.d.sync += [status_due.eq(0), tx_status.eq(status.as_value()),
+                    m.d.sync += [s.status_due.eq(0), tx_status.eq(status.as_value()),
                                  tx_kind_status.eq(1)]  # fmt: skip
                     m.next = "SEND"
-                with m.Elif(nak_due):
-                    start(DatagramKind.READOUT, 0, tx_next, nak=1)
-                    m.d.sync += [nak_due.eq(0), tx_kind_status.eq(0)]
+                with m.Elif(s.nak_due):
+                    start(DatagramKind.READOUT, 0, s.tx_next, nak=1)
+                    m.d.sync += [s.nak_due.eq(0), tx_kind_status.eq(0)]
                     m.next = "SEND"
                 with m.Elif(has_unsent):
                     length = send_len
-                    start(DatagramKind.READOUT, length, tx_next)
-                    m.d.sync += [tx_next.eq(tx_next + length), tx_kind_status.eq(0)]
+                    start(DatagramKind.READOUT, length, s.tx_next)
+                    m.d.sync += [s.tx_next.eq(s.tx_next + length), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(ack_due | grew):
-                    start(DatagramKind.READOUT, 0, tx_next)
+                with m.Elif(s.ack_due | grew):
+                    start(DatagramKind.READOUT, 0, s.tx_next)
                     m.d.sync += tx_kind_status.eq(0)
                     m.next = "SEND"
             with m.State("SEND"):
@@ -760,72 +854,93 @@ class UdpEndpoint(wiring.Component):
                     with m.If(tx_i == DATAGRAM_CRC - 1):
                         m.next = "IDLE"
 
-        # --- a good DATA datagram's acknowledgement and NAK; the timer; a session switch -------
+    def _acknowledgement_and_timer(self, m, s):
+        """The host's acknowledgement and NAK of the readout stream (in a good DATA datagram of
+        the session), and the retransmission timer: after ``timeout`` cycles without an ack
+        progressing, the readout bytes go again from the host's ``ack``.
+
+        Drives ``tx_acked``, ``tx_next`` (forward past a go-back, or back) and ``progress``.
+        Reads the strobes ``rx_checking``, ``acting_data`` (with ``ack_ahead`` and ``h``),
+        ``rx_acting``, ``tx_idle``, and ``written``."""
         # compared a cycle ahead, in CHECK (tx_acked changes only in ACT; written only grows;
         # a tx_next the transmitter moved meanwhile at worst sends bytes again): no path from
         # the offsets through the compares to tx_next in one cycle
         ack_new = Signal()  # the acknowledgement moves tx_acked forward, within what was written
         ack_beyond = Signal()  # ... past tx_next (after a go-back)
         ack_same = Signal()  # it is tx_acked
-        with m.If(rx_checking):
+        h = s.h
+        with m.If(s.rx_checking):
             m.d.sync += [
-                ack_new.eq((ack_ahead != 0) & (ack_ahead <= written - tx_acked)),
-                ack_beyond.eq(ack_ahead > tx_next - tx_acked),
-                ack_same.eq(ack_ahead == 0),
+                ack_new.eq((s.ack_ahead != 0) & (s.ack_ahead <= s.written - s.tx_acked)),
+                ack_beyond.eq(s.ack_ahead > s.tx_next - s.tx_acked),
+                ack_same.eq(s.ack_ahead == 0),
             ]
-        ack_ok = acting_data & ack_new
-        new_acked = Mux(ack_ok, h.ack, tx_acked)
+        ack_ok = s.acting_data & ack_new
+        new_acked = Mux(ack_ok, h.ack, s.tx_acked)
         with m.If(ack_ok):
-            m.d.sync += [tx_acked.eq(h.ack), progress.eq(0)]
+            m.d.sync += [s.tx_acked.eq(h.ack), s.progress.eq(0)]
             with m.If(ack_beyond):
-                m.d.sync += tx_next.eq(h.ack)
-        with m.If(acting_data & h.flags.nak & (ack_new | ack_same)):
-            m.d.sync += tx_next.eq(new_acked)  # go back: the host lost a datagram after ``ack``
-        with m.If(tx_acked == tx_next):
-            m.d.sync += progress.eq(0)
+                m.d.sync += s.tx_next.eq(h.ack)
+        with m.If(s.acting_data & h.flags.nak & (ack_new | ack_same)):
+            m.d.sync += s.tx_next.eq(new_acked)  # go back: the host lost a datagram after ``ack``
+        with m.If(s.tx_acked == s.tx_next):
+            m.d.sync += s.progress.eq(0)
         with m.Elif(~ack_ok):
-            with m.If(progress == self.timeout):
-                with m.If(tx_idle & ~rx_acting):
-                    m.d.sync += [tx_next.eq(tx_acked), progress.eq(0)]
+            with m.If(s.progress == self.timeout):
+                with m.If(s.tx_idle & ~s.rx_acting):
+                    m.d.sync += [s.tx_next.eq(s.tx_acked), s.progress.eq(0)]
             with m.Else():
-                m.d.sync += progress.eq(progress + 1)
+                m.d.sync += s.progress.eq(s.progress + 1)
 
+    def _session_switch(self, m, s):
+        """A session switch (the ``switch`` strobe): the new session starts empty, over
+        whatever else assigns the same registers this cycle (this method comes last). What the
+        engine still holds of the old session becomes ``stale_docs`` and ``stale_cfgs`` a cycle
+        later (``switched``: the readout records wait then), whose readouts and verdicts the
+        readout records drop.
+
+        Drives ``switched``, the resets of ``rd``, ``commit``, ``pv``, ``rec_i``, ``rx_next``,
+        ``tx_acked``, ``tx_next``, ``written``, ``doc_no``, ``documents``, ``nak_sent``,
+        ``nak_due``, ``ack_due``, ``progress``, ``limit``, ``free``, ``free_at``, and
+        ``discard``, and a cycle later ``stale_docs`` and ``stale_cfgs``. Reads the engine
+        counts and the record the switch cuts (``started``, ``is_doc``, ``is_cfg``,
+        ``records_fsm_body``)."""
+        N = self.input_buffer
         # what a switch leaves in the engine for the old session, taken a cycle later (the
         # readout records FSM waits then): the counts (they have taken the switch's cycle's last
         # byte and completed record by then) and the record the switch cuts (in BODY ``left``
         # is >= 1; its end goes to the engine later)
         cut_doc, cut_cfg = Signal(), Signal()
         m.d.sync += [
-            switched.eq(switch),
-            cut_doc.eq(started & is_doc & records_fsm_body),
-            cut_cfg.eq(started & is_cfg & cfg_ok & records_fsm_body),
+            s.switched.eq(s.switch),
+            cut_doc.eq(s.started & s.is_doc & s.records_fsm_body),
+            cut_cfg.eq(s.started & s.is_cfg & s.cfg_ok & s.records_fsm_body),
         ]
-        with m.If(switched):
+        with m.If(s.switched):
             m.d.sync += [
-                stale_docs.eq(in_engine + cut_doc),
-                stale_cfgs.eq(cfg_in_engine + cut_cfg),
+                s.stale_docs.eq(s.in_engine + cut_doc),
+                s.stale_cfgs.eq(s.cfg_in_engine + cut_cfg),
             ]
-        with m.If(switch):
+        with m.If(s.switch):
             m.d.sync += [
-                rd.eq(0),
-                commit.eq(0),
-                pv.eq(0),
-                rec_i.eq(0),
-                rx_next.eq(0),
-                tx_acked.eq(0),
-                tx_next.eq(0),
-                written.eq(0),
-                doc_no.eq(0),
-                documents.eq(0),
-                nak_sent.eq(0),
-                nak_due.eq(0),
-                ack_due.eq(0),
-                progress.eq(0),
-                limit.eq(N),
-                free.eq(N),
-                free_at.eq(0),
+                s.rd.eq(0),
+                s.commit.eq(0),
+                s.pv.eq(0),
+                s.rec_i.eq(0),
+                s.rx_next.eq(0),
+                s.tx_acked.eq(0),
+                s.tx_next.eq(0),
+                s.written.eq(0),
+                s.doc_no.eq(0),
+                s.documents.eq(0),
+                s.nak_sent.eq(0),
+                s.nak_due.eq(0),
+                s.ack_due.eq(0),
+                s.progress.eq(0),
+                s.limit.eq(N),
+                s.free.eq(N),
+                s.free_at.eq(0),
                 # the record in progress, or the one IDLE starts this very cycle, is the old
                 # session's (the next record IDLE starts clears it)
-                discard.eq(1),
+                s.discard.eq(1),
             ]
-        return m
