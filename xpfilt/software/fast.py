@@ -896,10 +896,11 @@ class FastFilter:
 
     def compiled_verdicts(self, datas: Sequence[bytes]) -> list[bool]:
         """Whether the compiled loop accepts each document (False: it defers it to expat, or it
-        is not used). For the fuzz harness, which compares the verdicts with expat's."""
+        is not used), from its scan alone (no answers): for the fuzz harness, which compares
+        the verdicts with expat's, and ``xpfilt host``'s well-formedness check."""
         if self._loop is None:
             return [False] * len(datas)
-        status = self._scan(list(datas))[0]
+        status = self._scan_documents(list(datas))[0]
         return (status == self._loop.ACCEPTED).tolist()
 
     def _guarded_python(self, document: Document) -> Union[np.ndarray, DocumentError]:
@@ -913,14 +914,7 @@ class FastFilter:
         accepted documents' answers (``found[bounds[i]:bounds[i + 1]]``)."""
         loop = self._loop
         count = len(datas)
-        data = np.frombuffer(b"".join(datas), np.uint8)
-        offsets = np.zeros(count + 1, np.int64)
-        offsets[1:] = np.cumsum([len(d) for d in datas])
-        status = np.zeros(count, np.int8)
-        visited_start = np.zeros(count, np.int64)
-        visited_end = np.zeros(count, np.int64)
-        visited = np.empty(len(data) // 3 + 1, np.int32)
-        self._scan_batch(datas, data, offsets, status, visited_start, visited_end, visited)
+        status, visited_start, visited_end, visited = self._scan_documents(datas)
         dfa = self._dfa
         bounds, found = loop.answers(
             status,
@@ -938,6 +932,20 @@ class FastFilter:
         # the next batch's room: a quarter more per document than this one needed
         self._answer_rate = 1.25 * int(bounds[-1]) / max(count, 1)
         return status, bounds, found[: bounds[-1]]
+
+    def _scan_documents(self, datas: list[bytes]) -> tuple:
+        """The compiled loop's scan of one batch, without its answers: each document's status
+        and the DFA states it visited (``visited[visited_start[i]:visited_end[i]]``)."""
+        count = len(datas)
+        data = np.frombuffer(b"".join(datas), np.uint8)
+        offsets = np.zeros(count + 1, np.int64)
+        offsets[1:] = np.cumsum([len(d) for d in datas])
+        status = np.zeros(count, np.int8)
+        visited_start = np.zeros(count, np.int64)
+        visited_end = np.zeros(count, np.int64)
+        visited = np.empty(len(data) // 3 + 1, np.int32)
+        self._scan_batch(datas, data, offsets, status, visited_start, visited_end, visited)
+        return status, visited_start, visited_end, visited
 
     def _scan_batch(self, datas, data, offsets, status, visited_start, visited_end, visited):
         """:meth:`_scan`'s loop: ``scan`` for query sets without predicates, ``scan_tree``
