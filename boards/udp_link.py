@@ -132,7 +132,7 @@ class _Shared:
         self.opened = Signal()
         self.host_ip = Signal(32)
         self.host_port = Signal(16)
-        self.switch = Signal()  # strobe: a HELLO of a new session acts this cycle
+        self.switch = Signal()  # strobe (a register): a HELLO of a new session acts this cycle
         # ``switch``, a cycle late: the stale counts are taken now, from registers, and the
         # readout records FSM (which reads and counts them down) waits this one cycle
         self.switched = Signal()
@@ -177,13 +177,20 @@ class _Shared:
         self.rx_checking = Signal()  # strobe: the receive FSM is in CHECK
         self.rx_acting = Signal()  # strobe: ... in ACT
         # strobe: it is a good DATA datagram of the session, acting (its ``ack`` the host's
-        # acknowledgement of the readout stream), and that ``ack`` less ``tx_acked``
+        # acknowledgement of the readout stream), and (a register, right in CHECK and ACT) that
+        # ``ack`` less ``tx_acked``
         self.acting_data = Signal()
         self.ack_ahead = Signal(32)
         self.tx_idle = Signal()  # strobe: the transmit FSM is in IDLE
 
         # --- the input records and the engine -------------------------------------------------
-        self.pv = Signal()  # in_r.data holds the byte at rd - 1
+        # the input buffer's bytes are read through two stages, so that its block RAM's read
+        # data (slow: 5.8 ns clock to out on the -6 ECP5) reaches a flip-flop only: ``fetched``,
+        # ``in_r.data`` holds a byte read (the block RAM's output, which holds while not read);
+        # ``pv``, ``in_byte`` holds the byte at hand (the next one the records FSM takes)
+        self.fetched = Signal()
+        self.pv = Signal()
+        self.in_byte = Signal(8)
         self.rec_i = Signal(range(INPUT_RECORD + 1))  # the record header's bytes so far
         self.is_doc = Signal()  # the record's kind, registered with its length
         self.is_cfg = Signal()
@@ -287,9 +294,13 @@ class UdpEndpoint(wiring.Component):
         # by its eighth byte; ``session`` and ``opened`` change in ACT only)
         current = Signal()
         m.d.sync += current.eq(s.opened & (h.session == s.session))
-        hello_new = Signal()  # ... and it opens a new session (decided in CHECK)
+        # the ``switch`` strobe is a register: a good HELLO of a new session, decided in CHECK,
+        # so that its many loads (the resets of a session switch) follow a flip-flop
+        m.d.sync += s.switch.eq(0)
         m.d.comb += s.acting_data.eq(s.rx_acting & (h.kind == DatagramKind.DATA.value) & current)
-        m.d.comb += s.ack_ahead.eq(h.ack - s.tx_acked)
+        # registered: read in CHECK only, a cycle after the header's last byte at the earliest
+        # (``h.ack`` is in by then, ``tx_acked`` changes in ACT only)
+        m.d.sync += s.ack_ahead.eq(h.ack - s.tx_acked)
 
         m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
         beat = self.rx.payload
@@ -353,10 +364,7 @@ class UdpEndpoint(wiring.Component):
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
                 m.d.comb += s.rx_checking.eq(1)
-                m.d.sync += [
-                    index.eq(0),
-                    hello_new.eq((h.kind == DatagramKind.HELLO.value) & ~current),
-                ]
+                m.d.sync += index.eq(0)
                 good = (
                     rx_crc.match_detected
                     & ~rx_error
@@ -367,6 +375,7 @@ class UdpEndpoint(wiring.Component):
                     m.d.sync += s.bad.eq(s.bad + 1)
                     m.next = "HEADER"
                 with m.Else():
+                    m.d.sync += s.switch.eq((h.kind == DatagramKind.HELLO.value) & ~current)
                     m.next = "ACT"
             with m.State("ACT"):
                 m.d.comb += s.rx_acting.eq(1)
@@ -376,8 +385,7 @@ class UdpEndpoint(wiring.Component):
                         m.d.sync += [
                             s.host_ip.eq(src_ip), s.host_port.eq(src_port), s.status_due.eq(1)
                         ]  # fmt: skip
-                        with m.If(hello_new):
-                            m.d.comb += s.switch.eq(1)
+                        with m.If(s.switch):
                             m.d.sync += [s.session.eq(h.session), s.opened.eq(1)]
                     with m.Case(DatagramKind.STATUS.value):
                         with m.If(current):
@@ -411,19 +419,26 @@ class UdpEndpoint(wiring.Component):
         byte and ``config`` for a configuration stream; a session switch cuts a record short
         with a last byte (a space, or a zero configuration byte).
 
-        Drives ``input``, the input buffer's read port, ``rd``, ``pv``, ``rec_i``, ``is_doc``,
+        Drives ``input``, the input buffer's read port, ``rd``, ``fetched``, ``pv``,
+        ``in_byte``, ``rec_i``, ``is_doc``,
         ``is_cfg``, ``started``, ``documents`` and the strobes ``doc_done``, ``cfg_done``,
         ``records_fsm_body``. Reads ``commit`` and ``switch``."""
         in_r = s.in_r
-        taken = Signal()  # the parser takes that byte this cycle
+        taken = Signal()  # the parser takes ``in_byte`` this cycle
+        load = Signal()  # ``in_byte`` takes the byte read
         fetch = Signal()
         m.d.comb += [
-            fetch.eq((s.rd != s.commit) & (~s.pv | taken)),
+            load.eq(s.fetched & (~s.pv | taken)),
+            fetch.eq((s.rd != s.commit) & (~s.fetched | load)),
             in_r.en.eq(fetch),
             in_r.addr.eq(s.rd[: s.nbits]),
         ]
         with m.If(fetch):
-            m.d.sync += [s.rd.eq(s.rd + 1), s.pv.eq(1)]
+            m.d.sync += [s.rd.eq(s.rd + 1), s.fetched.eq(1)]
+        with m.Elif(load):
+            m.d.sync += s.fetched.eq(0)
+        with m.If(load):
+            m.d.sync += [s.in_byte.eq(in_r.data), s.pv.eq(1)]
         with m.Elif(taken):
             m.d.sync += s.pv.eq(0)
         left = Signal(32)
@@ -451,11 +466,11 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += taken.eq(s.pv)
                 with m.If(s.pv):
                     m.d.sync += [
-                        rec_hdr.word_select(s.rec_i[:3], 8).eq(in_r.data),
+                        rec_hdr.word_select(s.rec_i[:3], 8).eq(s.in_byte),
                         s.rec_i.eq(s.rec_i + 1),
                     ]
                     with m.If(s.rec_i == INPUT_RECORD - 1):
-                        length = Cat(rec_hdr[8:32], in_r.data)
+                        length = Cat(rec_hdr[8:32], s.in_byte)
                         m.d.sync += [
                             s.rec_i.eq(0),
                             s.is_doc.eq(rec_hdr[:8] == InputKind.DOCUMENT.value),
@@ -470,7 +485,7 @@ class UdpEndpoint(wiring.Component):
                 forward = s.is_doc | (s.is_cfg & s.cfg_ok)
                 m.d.comb += [
                     self.input.valid.eq(s.pv & forward),
-                    self.input.payload.data.eq(in_r.data),
+                    self.input.payload.data.eq(s.in_byte),
                     self.input.payload.last.eq(left_last),
                     self.input.payload.config.eq(s.is_cfg),
                     taken.eq(s.pv & (self.input.ready | ~forward)),
@@ -711,14 +726,21 @@ class UdpEndpoint(wiring.Component):
         tx_i = Signal(16)  # byte of the datagram being sent
         tx_len = Signal(16)  # its payload bytes
         # registered with ``tx_i``, so that no compare of it is in the fetch's paths: its last
-        # byte, whether ``tx_i`` is in the payload, the payload bytes still to fetch
+        # byte, whether ``tx_i`` is in the payload, the payload bytes still to fetch and
+        # whether there are any (``to_fetch != 0``; 0 for a status, which is not fetched)
         tx_end = Signal(16)
         tx_in_payload = Signal()
         to_fetch = Signal(16)
+        fetching = Signal()
         tx_status = Signal(data.Layout.cast(UdpStatusLayout).size)
         tx_kind_status = Signal()
         crc_bytes = Signal(32)
-        out_pv = Signal()  # out_r.data holds the payload byte at ``out_at - 1``
+        # the readout buffer's bytes are read through two stages, as the input buffer's (see
+        # :class:`_Shared`): ``out_fetched``, ``out_r.data`` holds a byte read; ``out_pv``,
+        # ``out_byte`` holds the payload byte at hand
+        out_fetched = Signal()
+        out_pv = Signal()
+        out_byte = Signal(8)
         out_at = Signal(32)
         # what to send, registered (two stages): the readout bytes written and not sent, the
         # next datagram's length, whether the credit grew. They lag ``tx_next``: a datagram
@@ -738,9 +760,8 @@ class UdpEndpoint(wiring.Component):
         ]
         status = self._status(m, s)
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
-        # each a cycle later from a register: the readout buffer's block RAM output (slow:
-        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle, through one
-        # 2-way choice (``from_ram``: it, or ``other_byte``, which the states below set)
+        # each a cycle later from a register; ``pre`` is ``out_byte`` or ``other_byte``, which
+        # the states below set (``from_ram``)
         tb = self.tx.payload
         pre = Signal(TxBeat)
         pre_valid, pre_ready = Signal(), Signal()
@@ -748,7 +769,7 @@ class UdpEndpoint(wiring.Component):
         from_ram = Signal()
         other_byte = Signal(8)
         m.d.comb += [
-            pre.data.eq(Mux(from_ram, out_r.data, other_byte)),
+            pre.data.eq(Mux(from_ram, out_byte, other_byte)),
             pre.ip.eq(s.host_ip),
             pre.port.eq(s.host_port),
             pre.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
@@ -784,11 +805,35 @@ class UdpEndpoint(wiring.Component):
                 tx_end.eq(DATAGRAM_HEADER + length - 1),
                 tx_in_payload.eq(0),
                 to_fetch.eq(length),
+                fetching.eq(0 if kind is DatagramKind.STATUS else length != 0),
                 advertised.eq(s.limit),
                 s.ack_due.eq(0),
                 out_at.eq(seq),
+                out_fetched.eq(0),
                 out_pv.eq(0),
             ]
+
+        # the readout buffer's next bytes are fetched ahead (two cycles of latency), in
+        # a readout datagram only (``fetching``, ``out_fetched`` and ``out_pv`` are 0
+        # otherwise), ``out_byte`` taken when ``pre`` is (``out_pv``: it is ready), so
+        # that the block RAM's enable is two LUTs from flip-flops and ``tx.ready``
+        out_taken = tx_in_payload & out_pv & pre_ready
+        out_load = out_fetched & (~out_pv | out_taken)
+        fetch_out = fetching & (~out_fetched | ~out_pv | out_taken)
+        m.d.comb += out_r.en.eq(fetch_out)
+        with m.If(fetch_out):
+            m.d.sync += [
+                out_at.eq(out_at + 1),
+                out_fetched.eq(1),
+                to_fetch.eq(to_fetch - 1),
+                fetching.eq(to_fetch != 1),
+            ]
+        with m.Elif(out_load):
+            m.d.sync += out_fetched.eq(0)
+        with m.If(out_load):
+            m.d.sync += [out_byte.eq(out_r.data), out_pv.eq(1)]
+        with m.Elif(out_taken):
+            m.d.sync += out_pv.eq(0)
 
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
@@ -818,13 +863,6 @@ class UdpEndpoint(wiring.Component):
                 status_byte = tx_status.word_select(at[:6], 8)
                 in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
-                # the readout buffer's next byte is fetched ahead (one cycle of latency)
-                fetch_out = ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (to_fetch != 0)
-                m.d.comb += out_r.en.eq(fetch_out)
-                with m.If(fetch_out):
-                    m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1), to_fetch.eq(to_fetch - 1)]
-                with m.Elif(pre_taken & in_payload):
-                    m.d.sync += out_pv.eq(0)
                 m.d.comb += [
                     pre_valid.eq(ready_byte),
                     from_ram.eq(in_payload & ~tx_kind_status),
@@ -899,7 +937,8 @@ class UdpEndpoint(wiring.Component):
         later (``switched``: the readout records wait then), whose readouts and verdicts the
         readout records drop.
 
-        Drives ``switched``, the resets of ``rd``, ``commit``, ``pv``, ``rec_i``, ``rx_next``,
+        Drives ``switched``, the resets of ``rd``, ``commit``, ``fetched``, ``pv``, ``rec_i``,
+        ``rx_next``,
         ``tx_acked``, ``tx_next``, ``written``, ``doc_no``, ``documents``, ``nak_sent``,
         ``nak_due``, ``ack_due``, ``progress``, ``limit``, ``free``, ``free_at``, and
         ``discard``, and a cycle later ``stale_docs`` and ``stale_cfgs``. Reads the engine
@@ -925,6 +964,7 @@ class UdpEndpoint(wiring.Component):
             m.d.sync += [
                 s.rd.eq(0),
                 s.commit.eq(0),
+                s.fetched.eq(0),
                 s.pv.eq(0),
                 s.rec_i.eq(0),
                 s.rx_next.eq(0),
