@@ -175,7 +175,7 @@ class _Shared:
         self.hdr = Signal(DATAGRAM_HEADER * 8)  # its header
         self.h = DatagramHeader(self.hdr)
         self.rx_checking = Signal()  # strobe: the receive FSM is in CHECK
-        self.rx_acting = Signal()  # strobe: ... in ACT
+        self.rx_acting = Signal()  # strobe (a register): ... in ACT
         # strobe: it is a good DATA datagram of the session, acting (its ``ack`` the host's
         # acknowledgement of the readout stream), and (a register, right in CHECK and ACT) that
         # ``ack`` less ``tx_acked``
@@ -296,7 +296,7 @@ class UdpEndpoint(wiring.Component):
         m.d.sync += current.eq(s.opened & (h.session == s.session))
         # the ``switch`` strobe is a register: a good HELLO of a new session, decided in CHECK,
         # so that its many loads (the resets of a session switch) follow a flip-flop
-        m.d.sync += s.switch.eq(0)
+        m.d.sync += [s.switch.eq(0), s.rx_acting.eq(0)]
         m.d.comb += s.acting_data.eq(s.rx_acting & (h.kind == DatagramKind.DATA.value) & current)
         # registered: read in CHECK only, a cycle after the header's last byte at the earliest
         # (``h.ack`` is in by then, ``tx_acked`` changes in ACT only)
@@ -308,6 +308,9 @@ class UdpEndpoint(wiring.Component):
         take = Signal()  # this datagram's payload goes into the input buffer
         skip = Signal(16)  # ... after this many payload bytes (the bytes before were had)
         to_take = Signal(16)  # ... this many bytes
+        # ``skip != 0`` and ``to_take != 0``, registered with them (the write enable of the
+        # input buffer's block RAM is then two LUTs from flip-flops)
+        skipping, taking = Signal(), Signal()
         w_at = Signal(s.nbits)  # ... the next of them here
         # the datagram's offset past ``rx_next`` and its bytes beyond it, registered while the
         # header comes (its seq and length are in by its last byte; rx_next changes in ACT only)
@@ -344,7 +347,9 @@ class UdpEndpoint(wiring.Component):
                 m.d.sync += [
                     take.eq(takes),
                     skip.eq(off[:16]),
+                    skipping.eq(off[:16] != 0),
                     to_take.eq(Mux(takes, need[:16], 0)),
+                    taking.eq(takes),  # (``off < h.length``: ``need`` >= 1)
                     w_at.eq(s.commit[: s.nbits]),
                 ]
                 m.next = "PAYLOAD"
@@ -352,12 +357,16 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += self.rx.ready.eq(1)
                 with m.If(self.rx.valid):
                     m.d.comb += rx_crc.valid.eq(1)
-                    with m.If(skip != 0):
-                        m.d.sync += skip.eq(skip - 1)
-                    with m.Elif(to_take != 0):
+                    with m.If(skipping):
+                        m.d.sync += [skip.eq(skip - 1), skipping.eq(skip != 1)]
+                    with m.Elif(taking):
                         in_w = s.in_w
                         m.d.comb += [in_w.en.eq(1), in_w.addr.eq(w_at), in_w.data.eq(beat.data)]
-                        m.d.sync += [w_at.eq(w_at + 1), to_take.eq(to_take - 1)]
+                        m.d.sync += [
+                            w_at.eq(w_at + 1),
+                            to_take.eq(to_take - 1),
+                            taking.eq(to_take != 1),
+                        ]
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
                         m.d.sync += total.eq(index + 1)
@@ -375,10 +384,12 @@ class UdpEndpoint(wiring.Component):
                     m.d.sync += s.bad.eq(s.bad + 1)
                     m.next = "HEADER"
                 with m.Else():
-                    m.d.sync += s.switch.eq((h.kind == DatagramKind.HELLO.value) & ~current)
+                    m.d.sync += [
+                        s.rx_acting.eq(1),
+                        s.switch.eq((h.kind == DatagramKind.HELLO.value) & ~current),
+                    ]
                     m.next = "ACT"
             with m.State("ACT"):
-                m.d.comb += s.rx_acting.eq(1)
                 m.next = "HEADER"
                 with m.Switch(h.kind):
                     with m.Case(DatagramKind.HELLO.value):
@@ -420,16 +431,23 @@ class UdpEndpoint(wiring.Component):
         with a last byte (a space, or a zero configuration byte).
 
         Drives ``input``, the input buffer's read port, ``rd``, ``fetched``, ``pv``,
-        ``in_byte``, ``rec_i``, ``is_doc``,
-        ``is_cfg``, ``started``, ``documents`` and the strobes ``doc_done``, ``cfg_done``,
-        ``records_fsm_body``. Reads ``commit`` and ``switch``."""
+        ``in_byte``, ``rec_i``, ``is_doc``, ``is_cfg``, ``started``, ``documents`` and the
+        strobes ``doc_done``, ``cfg_done``, ``records_fsm_body``. Reads ``commit`` and
+        ``switch``."""
         in_r = s.in_r
         taken = Signal()  # the parser takes ``in_byte`` this cycle
         load = Signal()  # ``in_byte`` takes the byte read
         fetch = Signal()
+        # ``rd != commit``, registered: exact while ``commit`` stays, a cycle late when ACT
+        # moves it (it only grows, by at most the room) and 0 after a switch, so that the
+        # block RAM's read enable is two LUTs from flip-flops
+        unread = Signal()
+        m.d.sync += unread.eq(
+            Mux(fetch, s.commit != (s.rd + 1)[: s.nbits + 1], s.commit != s.rd) & ~s.switch
+        )
         m.d.comb += [
             load.eq(s.fetched & (~s.pv | taken)),
-            fetch.eq((s.rd != s.commit) & (~s.fetched | load)),
+            fetch.eq(unread & (~s.fetched | ~s.pv | taken)),
             in_r.en.eq(fetch),
             in_r.addr.eq(s.rd[: s.nbits]),
         ]
@@ -749,13 +767,15 @@ class UdpEndpoint(wiring.Component):
         unsent = Signal(32)
         has_unsent = Signal()
         send_len = Signal(16)
+        gain = Signal(32)  # the credit less what the last datagram sent carried
         grew = Signal()
         acted = Signal(2)
         m.d.sync += [
             unsent.eq(s.written - s.tx_next),
             has_unsent.eq(unsent != 0),
             send_len.eq(Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])),
-            grew.eq((s.limit - advertised) >= min(MAX_PAYLOAD, self.input_buffer // 2)),
+            gain.eq(s.limit - advertised),
+            grew.eq(gain >= min(MAX_PAYLOAD, self.input_buffer // 2)),
             acted.eq(Cat(s.rx_acting, acted[0])),
         ]
         status = self._status(m, s)
@@ -859,17 +879,21 @@ class UdpEndpoint(wiring.Component):
                     m.d.sync += tx_kind_status.eq(0)
                     m.next = "SEND"
             with m.State("SEND"):
-                at = tx_i - DATAGRAM_HEADER
-                status_byte = tx_status.word_select(at[:6], 8)
                 in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
+                # the header's and the status's bytes go out of their registers' low ends,
+                # which shift a byte as each is taken (no choice by ``tx_i``)
                 m.d.comb += [
                     pre_valid.eq(ready_byte),
                     from_ram.eq(in_payload & ~tx_kind_status),
-                    other_byte.eq(Mux(in_payload, status_byte, tx_hdr.word_select(tx_i[:5], 8))),
+                    other_byte.eq(Mux(in_payload, tx_status[:8], tx_hdr[:8])),
                     pre.last.eq(0),
                 ]
                 m.d.sync += crc_valid.eq(pre_taken)
+                with m.If(pre_taken & ~in_payload):
+                    m.d.sync += tx_hdr.eq(tx_hdr >> 8)
+                with m.If(pre_taken & in_payload):
+                    m.d.sync += tx_status.eq(tx_status >> 8)
                 with m.If(pre_taken):
                     m.d.sync += [tx_i.eq(tx_i + 1), tx_in_payload.eq(tx_i >= DATAGRAM_HEADER - 1)]
                     with m.If(tx_i == tx_end):
