@@ -176,11 +176,15 @@ class _Shared:
         self.h = DatagramHeader(self.hdr)
         self.rx_checking = Signal()  # strobe: the receive FSM is in CHECK
         self.rx_acting = Signal()  # strobe (a register): ... in ACT
-        # strobe: it is a good DATA datagram of the session, acting (its ``ack`` the host's
-        # acknowledgement of the readout stream), and (a register, right in CHECK and ACT) that
-        # ``ack`` less ``tx_acked``
+        # strobe (a register): it is a good DATA datagram of the session, acting (its ``ack``
+        # the host's acknowledgement of the readout stream); registers, right in CHECK and ACT:
+        # that ``ack`` less ``tx_acked``, and ``written`` and ``tx_next`` less ``tx_acked`` (a
+        # cycle old: ``written`` only grows; a ``tx_next`` the transmitter moved meanwhile at
+        # worst sends bytes again)
         self.acting_data = Signal()
         self.ack_ahead = Signal(32)
+        self.written_ahead = Signal(32)
+        self.sent_ahead = Signal(32)
         self.tx_idle = Signal()  # strobe: the transmit FSM is in IDLE
 
         # --- the input records and the engine -------------------------------------------------
@@ -282,10 +286,12 @@ class UdpEndpoint(wiring.Component):
 
         Drives ``rx.ready``, the input buffer's write port, the credit (``free``, ``free_at``,
         ``limit``), the received header ``h`` and the strobes ``rx_checking``, ``rx_acting``,
-        ``acting_data`` (with ``ack_ahead``); in ACT: the session (``session``, ``opened``,
+        ``acting_data`` (with ``ack_ahead``, ``written_ahead``, ``sent_ahead``); in ACT: the
+        session (``session``, ``opened``,
         ``host_ip``, ``host_port``, the ``switch`` strobe), ``status_due``, ``ack_due``,
         ``nak_due``, ``nak_sent``, ``commit``, ``rx_next`` and the counters ``bad``, ``stale``,
-        ``dups``, ``ooo``. Reads ``commit`` and ``rd`` (the room) and ``tx_acked``."""
+        ``dups``, ``ooo``. Reads ``commit`` and ``rd`` (the room), ``tx_acked``, ``written``
+        and ``tx_next``."""
         N = self.input_buffer
         m.d.sync += [s.free.eq(N - (s.commit - s.rd)), s.free_at.eq(s.rx_next)]
         m.d.sync += s.limit.eq(s.free_at + s.free)
@@ -296,11 +302,14 @@ class UdpEndpoint(wiring.Component):
         m.d.sync += current.eq(s.opened & (h.session == s.session))
         # the ``switch`` strobe is a register: a good HELLO of a new session, decided in CHECK,
         # so that its many loads (the resets of a session switch) follow a flip-flop
-        m.d.sync += [s.switch.eq(0), s.rx_acting.eq(0)]
-        m.d.comb += s.acting_data.eq(s.rx_acting & (h.kind == DatagramKind.DATA.value) & current)
+        m.d.sync += [s.switch.eq(0), s.rx_acting.eq(0), s.acting_data.eq(0)]
         # registered: read in CHECK only, a cycle after the header's last byte at the earliest
         # (``h.ack`` is in by then, ``tx_acked`` changes in ACT only)
-        m.d.sync += s.ack_ahead.eq(h.ack - s.tx_acked)
+        m.d.sync += [
+            s.ack_ahead.eq(h.ack - s.tx_acked),
+            s.written_ahead.eq(s.written - s.tx_acked),
+            s.sent_ahead.eq(s.tx_next - s.tx_acked),
+        ]
 
         m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
         beat = self.rx.payload
@@ -386,6 +395,7 @@ class UdpEndpoint(wiring.Component):
                 with m.Else():
                     m.d.sync += [
                         s.rx_acting.eq(1),
+                        s.acting_data.eq((h.kind == DatagramKind.DATA.value) & current),
                         s.switch.eq((h.kind == DatagramKind.HELLO.value) & ~current),
                     ]
                     m.next = "ACT"
@@ -730,7 +740,7 @@ class UdpEndpoint(wiring.Component):
     def _transmit(self, m, s):
         """``tx``: a status, a NAK, readout bytes not yet sent (at most :data:`MAX_PAYLOAD`), an
         ack or credit that is due, each datagram with its CRC, to ``host_ip``:``host_port``; a
-        datagram starts only while the session is open and not in the two cycles after ACT.
+        datagram starts only while the session is open and not in the three cycles after ACT.
 
         Drives ``tx``, the readout buffer's read port, ``tx_next`` (forward, by what it sends),
         ``status_due``, ``nak_due``, ``ack_due`` (cleared as it sends them) and the ``tx_idle``
@@ -762,21 +772,33 @@ class UdpEndpoint(wiring.Component):
         out_at = Signal(32)
         # what to send, registered (two stages): the readout bytes written and not sent, the
         # next datagram's length, whether the credit grew. They lag ``tx_next``: a datagram
-        # starts only two cycles after ACT (which may move it forward); the transmitter's own
+        # starts only three cycles after ACT (which may move it forward); the transmitter's own
         # moves are followed by a whole datagram, the timer's go back (at worst less is sent)
         unsent = Signal(32)
         has_unsent = Signal()
         send_len = Signal(16)
         gain = Signal(32)  # the credit less what the last datagram sent carried
         grew = Signal()
-        acted = Signal(2)
+        acted = Signal(3)
+        # which datagram IDLE starts, chosen a cycle ahead from what is due (in this order: a
+        # status, a NAK, readout bytes, an ack or credit), so that IDLE's start is a LUT or
+        # two from flip-flops; the due flags it reads are cleared by a start (a datagram
+        # follows, 28 cycles or more) or in ACT (``acted`` holds the start three cycles after
+        # it, the last of them for ``has_unsent``'s and ``pick``'s lag behind ``tx_next``)
+        pick_status, pick_nak, pick_unsent, pick_ack = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [
+            pick_status.eq(s.status_due),
+            pick_nak.eq(~s.status_due & s.nak_due),
+            pick_unsent.eq(~s.status_due & ~s.nak_due & has_unsent),
+            pick_ack.eq(~s.status_due & ~s.nak_due & ~has_unsent & (s.ack_due | grew)),
+        ]
         m.d.sync += [
             unsent.eq(s.written - s.tx_next),
             has_unsent.eq(unsent != 0),
             send_len.eq(Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])),
             gain.eq(s.limit - advertised),
             grew.eq(gain >= min(MAX_PAYLOAD, self.input_buffer // 2)),
-            acted.eq(Cat(s.rx_acting, acted[0])),
+            acted.eq(Cat(s.rx_acting, acted[:2])),
         ]
         status = self._status(m, s)
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
@@ -860,21 +882,21 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += s.tx_idle.eq(1)
                 with m.If(~s.opened | s.rx_acting | acted.any()):
                     pass
-                with m.Elif(s.status_due):
+                with m.Elif(pick_status):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
                     m.d.sync += [s.status_due.eq(0), tx_status.eq(status.as_value()),
                                  tx_kind_status.eq(1)]  # fmt: skip
                     m.next = "SEND"
-                with m.Elif(s.nak_due):
+                with m.Elif(pick_nak):
                     start(DatagramKind.READOUT, 0, s.tx_next, nak=1)
                     m.d.sync += [s.nak_due.eq(0), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(has_unsent):
+                with m.Elif(pick_unsent):
                     length = send_len
                     start(DatagramKind.READOUT, length, s.tx_next)
                     m.d.sync += [s.tx_next.eq(s.tx_next + length), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(s.ack_due | grew):
+                with m.Elif(pick_ack):
                     start(DatagramKind.READOUT, 0, s.tx_next)
                     m.d.sync += tx_kind_status.eq(0)
                     m.next = "SEND"
@@ -933,8 +955,8 @@ class UdpEndpoint(wiring.Component):
         h = s.h
         with m.If(s.rx_checking):
             m.d.sync += [
-                ack_new.eq((s.ack_ahead != 0) & (s.ack_ahead <= s.written - s.tx_acked)),
-                ack_beyond.eq(s.ack_ahead > s.tx_next - s.tx_acked),
+                ack_new.eq((s.ack_ahead != 0) & (s.ack_ahead <= s.written_ahead)),
+                ack_beyond.eq(s.ack_ahead > s.sent_ahead),
                 ack_same.eq(s.ack_ahead == 0),
             ]
         ack_ok = s.acting_data & ack_new
