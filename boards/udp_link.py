@@ -206,11 +206,13 @@ class _Shared:
         self.doc_done = Signal()  # strobe: a document's last byte went to the engine
         self.read_done = Signal()  # strobe: a readout record was completed (written or dropped)
         self.stale_docs = Signal(16)  # readouts still to come of an earlier session's documents
+        self.some_stale_docs = Signal()  # ``stale_docs != 0``, registered with it
         # configuration streams the same way: their verdicts are readout records too
         self.cfg_in_engine = Signal(8)  # streams the engine took whose verdict is not read
         self.cfg_done = Signal()  # strobe: a stream's last byte went to the engine
         self.verdict_done = Signal()  # strobe: a verdict was read (written or dropped)
         self.stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
+        self.some_stale_cfgs = Signal()  # ``stale_cfgs != 0``, registered with it
 
         # --- the readout records --------------------------------------------------------------
         self.doc_no = Signal(32)  # the next readout record's document number
@@ -328,7 +330,18 @@ class UdpEndpoint(wiring.Component):
         m.d.sync += [off.eq(s.rx_next - h.seq), need.eq(h.length - off)]
         rx_error = Signal()
         src_ip, src_port = Signal(32), Signal(16)
-        total = Signal(16)
+        # the datagram's length is right (its last byte is where its header's ``length``
+        # says, decided as that byte comes: ``index`` is at least ``last_at`` - 1 before the
+        # header is in) and its version; then in CHECK, for ACT: its kind (one-hot), and
+        # whether it has a payload, is after ``rx_next`` (``late``) or was had (``had``)
+        last_at = Signal(17)  # (no wrap: a length past 65,535 - 27 never matches)
+        length_ok, version_ok = Signal(), Signal()
+        is_hello, is_status, is_data = Signal(), Signal(), Signal()
+        has_payload, late, had = Signal(), Signal(), Signal()
+        m.d.sync += [
+            last_at.eq(DATAGRAM_HEADER + DATAGRAM_CRC - 1 + h.length),
+            version_ok.eq(h.version == UDP_VERSION),
+        ]
         m.d.comb += [rx_crc.data.eq(beat.data), rx_crc.start.eq(index == 0)]
 
         with m.FSM(name="udp_rx"):
@@ -342,7 +355,7 @@ class UdpEndpoint(wiring.Component):
                         m.d.sync += s.hdr.word_select(index[:5], 8).eq(beat.data)
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
-                        m.d.sync += total.eq(index + 1)
+                        m.d.sync += length_ok.eq(index == last_at)
                         m.next = "CHECK"
                     with m.Elif(index == DATAGRAM_HEADER - 1):
                         m.next = "DECIDE"
@@ -378,17 +391,20 @@ class UdpEndpoint(wiring.Component):
                         ]
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
-                        m.d.sync += total.eq(index + 1)
+                        m.d.sync += length_ok.eq(index == last_at)
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
                 m.d.comb += s.rx_checking.eq(1)
                 m.d.sync += index.eq(0)
-                good = (
-                    rx_crc.match_detected
-                    & ~rx_error
-                    & (total == DATAGRAM_HEADER + DATAGRAM_CRC + h.length)
-                    & (h.version == UDP_VERSION)
-                )
+                good = rx_crc.match_detected & ~rx_error & length_ok & version_ok
+                m.d.sync += [
+                    is_hello.eq(h.kind == DatagramKind.HELLO.value),
+                    is_status.eq(h.kind == DatagramKind.STATUS.value),
+                    is_data.eq(h.kind == DatagramKind.DATA.value),
+                    has_payload.eq(h.length != 0),
+                    late.eq(off[31]),
+                    had.eq(off >= h.length),
+                ]
                 with m.If(~good):
                     m.d.sync += s.bad.eq(s.bad + 1)
                     m.next = "HEADER"
@@ -401,39 +417,38 @@ class UdpEndpoint(wiring.Component):
                     m.next = "ACT"
             with m.State("ACT"):
                 m.next = "HEADER"
-                with m.Switch(h.kind):
-                    with m.Case(DatagramKind.HELLO.value):
-                        m.d.sync += [
-                            s.host_ip.eq(src_ip), s.host_port.eq(src_port), s.status_due.eq(1)
-                        ]  # fmt: skip
-                        with m.If(s.switch):
-                            m.d.sync += [s.session.eq(h.session), s.opened.eq(1)]
-                    with m.Case(DatagramKind.STATUS.value):
-                        with m.If(current):
-                            m.d.sync += s.status_due.eq(1)
-                        with m.Else():
-                            m.d.sync += s.stale.eq(s.stale + 1)
-                    with m.Case(DatagramKind.DATA.value):
-                        with m.If(~current):
-                            m.d.sync += s.stale.eq(s.stale + 1)
-                        with m.Else():
-                            m.d.sync += s.ack_due.eq(1)
-                            with m.If(take):
-                                accepted = need[:16]  # h.length - the bytes had
-                                m.d.sync += [
-                                    s.commit.eq(s.commit + accepted),
-                                    s.rx_next.eq(s.rx_next + accepted),
-                                    s.nak_sent.eq(0),
-                                ]
-                            with m.Elif(h.length != 0):
-                                with m.If(off[31]):  # the datagram is after ``rx_next``
-                                    m.d.sync += s.ooo.eq(s.ooo + 1)
-                                    with m.If(~s.nak_sent):
-                                        m.d.sync += [s.nak_due.eq(1), s.nak_sent.eq(1)]
-                                with m.Elif(off >= h.length):
-                                    m.d.sync += s.dups.eq(s.dups + 1)
-                    with m.Default():
-                        m.d.sync += s.bad.eq(s.bad + 1)
+                with m.If(is_hello):
+                    m.d.sync += [
+                        s.host_ip.eq(src_ip), s.host_port.eq(src_port), s.status_due.eq(1)
+                    ]  # fmt: skip
+                    with m.If(s.switch):
+                        m.d.sync += [s.session.eq(h.session), s.opened.eq(1)]
+                with m.Elif(is_status):
+                    with m.If(current):
+                        m.d.sync += s.status_due.eq(1)
+                    with m.Else():
+                        m.d.sync += s.stale.eq(s.stale + 1)
+                with m.Elif(is_data):
+                    with m.If(~current):
+                        m.d.sync += s.stale.eq(s.stale + 1)
+                    with m.Else():
+                        m.d.sync += s.ack_due.eq(1)
+                        with m.If(take):
+                            accepted = need[:16]  # h.length - the bytes had
+                            m.d.sync += [
+                                s.commit.eq(s.commit + accepted),
+                                s.rx_next.eq(s.rx_next + accepted),
+                                s.nak_sent.eq(0),
+                            ]
+                        with m.Elif(has_payload):
+                            with m.If(late):  # the datagram is after ``rx_next``
+                                m.d.sync += s.ooo.eq(s.ooo + 1)
+                                with m.If(~s.nak_sent):
+                                    m.d.sync += [s.nak_due.eq(1), s.nak_sent.eq(1)]
+                            with m.Elif(had):
+                                m.d.sync += s.dups.eq(s.dups + 1)
+                with m.Else():
+                    m.d.sync += s.bad.eq(s.bad + 1)
 
     def _input_records(self, m, s):
         """The input buffer's records -> ``input``: bytes with ``last`` on each record's final
@@ -547,7 +562,8 @@ class UdpEndpoint(wiring.Component):
         dropped.
 
         Drives ``readout.ready``, the readout buffer's write port, ``written``, ``doc_no``,
-        ``discard``, ``stale_docs`` and ``stale_cfgs`` (counting down) and the strobes
+        ``discard``, ``stale_docs`` and ``stale_cfgs`` (counting down, with ``some_stale_docs``
+        and ``some_stale_cfgs``) and the strobes
         ``read_done``, ``verdict_done``. Reads ``tx_acked`` (the room), ``documents`` and
         ``switched`` (the cycle after a switch, when the stale counts are taken, it waits)."""
         R = self.readout_buffer
@@ -582,9 +598,12 @@ class UdpEndpoint(wiring.Component):
                 with m.If(s.switched):
                     pass
                 with m.Elif(self.readout.valid & rb.verdict):
-                    with m.If(s.stale_cfgs != 0):  # an earlier session's stream: dropped
+                    with m.If(s.some_stale_cfgs):  # an earlier session's stream: dropped
                         m.d.comb += [self.readout.ready.eq(1), s.verdict_done.eq(1)]
-                        m.d.sync += s.stale_cfgs.eq(s.stale_cfgs - 1)
+                        m.d.sync += [
+                            s.stale_cfgs.eq(s.stale_cfgs - 1),
+                            s.some_stale_cfgs.eq(s.stale_cfgs != 1),
+                        ]
                     with m.Elif(room):
                         m.d.comb += [self.readout.ready.eq(1), s.verdict_done.eq(1)]
                         m.d.sync += [
@@ -600,7 +619,7 @@ class UdpEndpoint(wiring.Component):
                         ]
                         m.next = "VERDICT"
                 with m.Elif(self.readout.valid & first):
-                    with m.If(s.stale_docs != 0):
+                    with m.If(s.some_stale_docs):
                         m.next = "DROP"
                     with m.Elif(room):
                         m.d.sync += [
@@ -634,7 +653,10 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += self.readout.ready.eq(~s.switched)
                 with m.If(self.readout.valid & eb.last & ~s.switched):
                     m.d.comb += s.read_done.eq(1)
-                    m.d.sync += s.stale_docs.eq(s.stale_docs - 1)
+                    m.d.sync += [
+                        s.stale_docs.eq(s.stale_docs - 1),
+                        s.some_stale_docs.eq(s.stale_docs != 1),
+                    ]
                     m.next = "IDLE"
             with m.State("VERDICT"):  # two body bytes: generation, then loaded | rejected << 1
                 m.d.comb += [write_en.eq(1), write_at.eq(wpos + READOUT_RECORD + blen)]
@@ -686,7 +708,10 @@ class UdpEndpoint(wiring.Component):
                     with m.If(s.discard):
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
                             m.d.comb += s.read_done.eq(1)
-                            m.d.sync += s.stale_docs.eq(s.stale_docs - 1)
+                            m.d.sync += [
+                                s.stale_docs.eq(s.stale_docs - 1),
+                                s.some_stale_docs.eq(s.stale_docs != 1),
+                            ]
                     with m.Else():
                         m.d.sync += s.written.eq(wpos + READOUT_RECORD + blen)
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
@@ -987,7 +1012,8 @@ class UdpEndpoint(wiring.Component):
         ``rx_next``,
         ``tx_acked``, ``tx_next``, ``written``, ``doc_no``, ``documents``, ``nak_sent``,
         ``nak_due``, ``ack_due``, ``progress``, ``limit``, ``free``, ``free_at``, and
-        ``discard``, and a cycle later ``stale_docs`` and ``stale_cfgs``. Reads the engine
+        ``discard``, and a cycle later ``stale_docs`` and ``stale_cfgs`` (and whether they are
+        0). Reads the engine
         counts and the record the switch cuts (``started``, ``is_doc``, ``is_cfg``,
         ``records_fsm_body``)."""
         N = self.input_buffer
@@ -1004,7 +1030,9 @@ class UdpEndpoint(wiring.Component):
         with m.If(s.switched):
             m.d.sync += [
                 s.stale_docs.eq(s.in_engine + cut_doc),
+                s.some_stale_docs.eq((s.in_engine != 0) | cut_doc),
                 s.stale_cfgs.eq(s.cfg_in_engine + cut_cfg),
+                s.some_stale_cfgs.eq((s.cfg_in_engine != 0) | cut_cfg),
             ]
         with m.If(s.switch):
             m.d.sync += [

@@ -687,3 +687,58 @@ def test_a_session_switch_while_input_bytes_are_read_cuts_the_record_and_loses_n
         assert body.startswith(old[:-1]) and (old == body or old[-1:] == b" "), offset
         assert new == b"<b/>", offset
     assert seen == {False, True}  # cut short, and whole, at some offsets
+
+
+def _resealed(raw: bytes, *, length=None, version=None, cut=0) -> bytes:
+    """``raw`` (an encoded datagram) with its header's ``length`` or ``version`` changed or its
+    last ``cut`` payload bytes gone, and a CRC that fits what is left."""
+    import zlib
+
+    body = bytearray(raw[:-4])
+    if length is not None:
+        body[20:22] = length.to_bytes(2, "little")
+    if version is not None:
+        body[0] = version
+    body = bytes(body[: len(body) - cut])
+    return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def test_datagrams_whose_length_or_version_is_wrong_count_as_bad_and_give_nothing():
+    """A datagram with a right CRC but a header ``length`` one more or one less than its
+    payload (or far more: 65,535, also in a datagram of 27 bytes), cut short, or of another
+    version: counted bad, no document
+    of theirs reaches the engine; the right one after them does."""
+    bench = Bench()
+    doc = input_record(InputKind.DOCUMENT, DOCS[0])
+    good = data(5, 0, doc)
+    wrong = [
+        _resealed(good, length=len(doc) + 1),
+        _resealed(good, length=len(doc) - 1),
+        _resealed(good, length=0xFFFF),
+        _resealed(good, cut=3),
+        _resealed(good, version=good[0] + 1),
+        # 27 bytes: its last is where a 16-bit 27 + 65,535 would wrap to
+        _resealed(good[:23] + bytes(4), length=0xFFFF),
+    ]
+
+    async def testbench(ctx):
+        r = bench.replies
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 5)))
+        for raw in wrong:
+            await bench.send(ctx, raw)
+        await ctx.tick().repeat(100)
+        r.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 5)))
+        await ctx.tick().repeat(150)
+        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
+        assert (status.bad, status.documents) == (len(wrong), 0)
+        await bench.send(ctx, good)
+        await ctx.tick().repeat(200)
+        r.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 5)))
+        await ctx.tick().repeat(150)
+        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
+        assert (status.bad, status.documents) == (len(wrong), 1)
+
+    bench.sim.add_testbench(testbench)
+    bench.sim.run()
