@@ -742,3 +742,65 @@ def test_datagrams_whose_length_or_version_is_wrong_count_as_bad_and_give_nothin
 
     bench.sim.add_testbench(testbench)
     bench.sim.run()
+
+
+def test_records_of_lengths_around_the_length_bytes_edges_go_whole_to_the_engine():
+    """Document records of 1, 2, 255, 256 and 257 bytes (a length whose low byte is 0 or 1
+    while its higher bytes are not 0), back to back in a stream sent in datagrams within the
+    credit: each goes whole, its last byte marked."""
+    lengths = [1, 2, 255, 256, 257, 1]
+    stream = b"".join(input_record(InputKind.DOCUMENT, b"a" * n) for n in lengths)
+    ep = UdpEndpoint(
+        mode=0, kind=ReadoutKind.SERIAL, width=5, identity=1, mac=1, ip=2, port=4747,
+        input_buffer=128, readout_buffer=128, timeout=100_000,
+    )  # fmt: skip
+    sim = Simulator(ep)
+    sim.add_clock(1e-8)
+    records, current, replies = [], bytearray(), []
+
+    async def engine(ctx):
+        ctx.set(ep.input.ready, 1)
+        ctx.set(ep.tx.ready, 1)
+        buf = bytearray()
+        async for _, _, valid, byte, last, tv, tb, tl in ctx.tick().sample(
+            ep.input.valid, ep.input.payload.data, ep.input.payload.last,
+            ep.tx.valid, ep.tx.payload.data, ep.tx.payload.last,
+        ):  # fmt: skip
+            if valid:
+                current.append(byte)
+                if last:
+                    records.append(bytes(current))
+                    current.clear()
+            if tv:
+                buf.append(tb)
+                if tl:
+                    replies.append(decode_datagram(bytes(buf)))
+                    buf.clear()
+
+    async def send(ctx, raw):
+        for i, byte in enumerate(raw):
+            ctx.set(ep.rx.valid, 1)
+            ctx.set(ep.rx.payload.data, byte)
+            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
+            ctx.set(ep.rx.payload.port, HOST_PORT)
+            await ctx.tick().until(ep.rx.ready)
+        ctx.set(ep.rx.valid, 0)
+        await ctx.tick().repeat(60)
+
+    async def testbench(ctx):
+        await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 3)))
+        seq = 0
+        while seq < len(stream):
+            limit = max((d.limit for d in replies if d), default=128)
+            size = min(50, len(stream) - seq, limit - seq)
+            if size > 0:
+                await send(ctx, data(3, seq, stream[seq : seq + size]))
+                seq += size
+            else:
+                await send(ctx, data(3, seq))
+        await ctx.tick().repeat(300)
+
+    sim.add_process(engine)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert records == [b"a" * n for n in lengths]
