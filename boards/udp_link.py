@@ -823,6 +823,7 @@ class UdpEndpoint(wiring.Component):
         gain = Signal(32)  # the credit less what the last datagram sent carried
         grew = Signal()
         acted = Signal(3)
+        quiet = Signal()
         # which datagram IDLE starts, chosen a cycle ahead from what is due (in this order: a
         # status, a NAK, readout bytes, an ack or credit), so that IDLE's start is a LUT or
         # two from flip-flops; the due flags it reads are cleared by a start (a datagram
@@ -842,6 +843,10 @@ class UdpEndpoint(wiring.Component):
             gain.eq(s.limit - advertised),
             grew.eq(gain >= min(MAX_PAYLOAD, self.input_buffer // 2)),
             acted.eq(Cat(s.rx_acting, acted[:2])),
+            # IDLE may start a datagram: the session is open, and no ACT now or in the three
+            # cycles before, registered (from CHECK a cycle before: ACT may follow it), so that
+            # the start's enables (hundreds of flip-flops) follow flip-flops and one LUT
+            quiet.eq(s.opened & ~s.rx_checking & ~s.rx_acting & ~acted[:2].any()),
         ]
         status = self._status(m, s)
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
@@ -923,7 +928,7 @@ class UdpEndpoint(wiring.Component):
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += s.tx_idle.eq(1)
-                with m.If(~s.opened | s.rx_acting | acted.any()):
+                with m.If(~quiet):
                     pass
                 with m.Elif(pick_status):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
