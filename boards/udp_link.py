@@ -260,7 +260,7 @@ class UdpEndpoint(wiring.Component):
         acknowledgement's moves of ``tx_next`` over the transmitter's, a session switch's
         resets over everything)."""
         m = Module()
-        s = _Shared(m, self)
+        s = self.shared = _Shared(m, self)  # kept: tests check invariants over its registers
         self._receive(m, s)
         self._input_records(m, s)
         self._readout_records(m, s)
@@ -861,7 +861,8 @@ class UdpEndpoint(wiring.Component):
 
         Drives ``tx_acked``, ``tx_next`` (forward past a go-back, or back) and ``progress``.
         Reads the strobes ``rx_checking``, ``acting_data`` (with ``ack_ahead`` and ``h``),
-        ``rx_acting``, ``tx_idle``, and ``written``."""
+        ``rx_acting``, ``tx_idle``, and ``written``; the timer goes back only outside CHECK and
+        ACT, so ``tx_acked <= tx_next <= written`` holds in every cycle."""
         # compared a cycle ahead, in CHECK (tx_acked changes only in ACT; written only grows;
         # a tx_next the transmitter moved meanwhile at worst sends bytes again): no path from
         # the offsets through the compares to tx_next in one cycle
@@ -887,7 +888,9 @@ class UdpEndpoint(wiring.Component):
             m.d.sync += s.progress.eq(0)
         with m.Elif(~ack_ok):
             with m.If(s.progress == self.timeout):
-                with m.If(s.tx_idle & ~s.rx_acting):
+                # not in CHECK either: ACT moves tx_next by compares CHECK takes of the tx_next
+                # before this go-back (an ack it takes would leave tx_next behind tx_acked)
+                with m.If(s.tx_idle & ~s.rx_checking & ~s.rx_acting):
                     m.d.sync += [s.tx_next.eq(s.tx_acked), s.progress.eq(0)]
             with m.Else():
                 m.d.sync += s.progress.eq(s.progress + 1)
