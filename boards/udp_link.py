@@ -107,11 +107,14 @@ def max_record(kind: ReadoutKind, width: int) -> int:
     return READOUT_RECORD + id_bytes(width) * width
 
 
-def readout_buffer_size(kind: ReadoutKind, width: int, least: int = 16384) -> int:
+def readout_buffer_size(
+    kind: ReadoutKind, width: int, least: int = 16384, in_flight: int = 8192
+) -> int:
     """The readout buffer a board gets: a power of two of at least ``least`` bytes that holds
     two whole readout records (the endpoint's room check is a cycle old, see
-    :class:`UdpEndpoint`)."""
-    return max(least, 1 << (2 * max_record(kind, width) - 1).bit_length())
+    :class:`UdpEndpoint`) and ``in_flight`` bytes of readout sent and not yet acknowledged
+    beside them (with less, a record waits for the host's ack of the one before)."""
+    return max(least, 1 << (2 * max_record(kind, width) + in_flight - 1).bit_length())
 
 
 def _pow2(n: int) -> bool:

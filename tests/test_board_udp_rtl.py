@@ -21,7 +21,7 @@ from xpfilt.boards.protocol import (
     encode_datagram,
     input_record,
 )
-from xpfilt.boards.udp_link import UdpEndpoint
+from xpfilt.boards.udp_link import UdpEndpoint, max_record, readout_buffer_size
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.hdl.custom import CustomEngine
 from xpfilt.hwspec.readout import ReadoutKind
@@ -673,3 +673,14 @@ def test_a_timeout_in_the_cycle_an_ack_is_checked_never_leaves_tx_next_behind_th
     centre = probe["go_back"] - probe["doc_sent"] - len(data(1, len(first), ack=1))
     runs = [run(delay) for delay in range(centre - 8, centre + 9)]
     assert any(r["checked_at_timeout"] for r in runs), "no ack was checked as the timer expired"
+
+
+@pytest.mark.parametrize("width", [5, 1024, 4000, 8000, 12000, 30000])
+@pytest.mark.parametrize("kind", [ReadoutKind.SERIAL, ReadoutKind.SPARSE])
+def test_a_boards_readout_buffer_leaves_room_for_readout_in_flight_beside_two_records(kind, width):
+    """A record starts only while the bytes not yet acknowledged leave room for two whole
+    records; the buffer a board gets leaves at least 8 KB for readout in flight beyond them
+    (at 8,000 queries it used to leave 744 bytes: a record waited for the one before's ack)."""
+    size = readout_buffer_size(kind, width)
+    assert size & (size - 1) == 0 and size >= 16384
+    assert size - 2 * max_record(kind, width) >= 8192
