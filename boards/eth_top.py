@@ -127,8 +127,15 @@ class EthernetBoardCore(wiring.Component):
             **self.endpoint,
         )
         m.submodules.endpoint = DomainRenamer("link")(ep)
-        wiring.connect(m, wiring.flipped(self.rx), ep.rx)
-        wiring.connect(m, wiring.flipped(self.tx), ep.tx)
+        # the datagrams both ways through a register, as the input stream below: the bridge's
+        # FIFO pointers and the endpoint's handshakes (its readout buffer's read enable on the
+        # transmit side) meet only at flip-flops
+        m.submodules.rx_register = rx_reg = DomainRenamer("link")(StreamRegister(RxBeat))
+        m.submodules.tx_register = tx_reg = DomainRenamer("link")(StreamRegister(TxBeat))
+        wiring.connect(m, wiring.flipped(self.rx), rx_reg.i)
+        wiring.connect(m, rx_reg.o, ep.rx)
+        wiring.connect(m, ep.tx, tx_reg.i)
+        wiring.connect(m, wiring.flipped(self.tx), tx_reg.o)
 
         # the input stream: link -> engine, through a register (the endpoint's handshakes and
         # the FIFO's pointers meet only at flip-flops)

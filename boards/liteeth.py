@@ -94,7 +94,10 @@ class EthernetConfig:
     built for it: ``device`` (the ECP5 part), ``phy`` (a LiteEth PHY class name), ``clock_hz``
     (its system clock: the ``eth`` domain), ``data_width`` (its datapath's and the raw UDP
     port's, bits), the RGMII delays LiteEth adds in the FPGA (seconds;
-    0 when the PHY chip adds them)."""
+    0 when the PHY chip adds them), ``tx_cdc_depth``: the words of LiteEth's transmit FIFO from
+    its system clock to the PHY's (its default is 32: two 16-word LUT RAMs and a choice between
+    them after the read, the slowest path of the RGMII clock on the -6 ECP5; 16 words, 64
+    bytes, still hold what its system clock, twice the line's rate, puts ahead of the PHY)."""
 
     device: str
     mac: int = DEFAULT_MAC
@@ -105,6 +108,7 @@ class EthernetConfig:
     data_width: int = DATA_WIDTH
     tx_delay: float = 2e-9
     rx_delay: float = 2e-9
+    tx_cdc_depth: int = 16
 
     def __post_init__(self):
         if not 0 < self.port < 65536:
@@ -129,6 +133,7 @@ def liteeth_config(config: EthernetConfig) -> str:
             f"clk_freq: {config.clock_hz:g}",
             f"phy_tx_delay: {config.tx_delay:g}",
             f"phy_rx_delay: {config.rx_delay:g}",
+            f"tx_cdc_depth: {config.tx_cdc_depth}",
             "core: udp",
             f"mac_address: {config.mac:#014x}",
             f"ip_address: {format_ip(config.ip)}",

@@ -135,7 +135,7 @@ class _Shared:
         self.opened = Signal()
         self.host_ip = Signal(32)
         self.host_port = Signal(16)
-        self.switch = Signal()  # strobe: a HELLO of a new session acts this cycle
+        self.switch = Signal()  # strobe (a register): a HELLO of a new session acts this cycle
         # ``switch``, a cycle late: the stale counts are taken now, from registers, and the
         # readout records FSM (which reads and counts them down) waits this one cycle
         self.switched = Signal()
@@ -178,15 +178,26 @@ class _Shared:
         self.hdr = Signal(DATAGRAM_HEADER * 8)  # its header
         self.h = DatagramHeader(self.hdr)
         self.rx_checking = Signal()  # strobe: the receive FSM is in CHECK
-        self.rx_acting = Signal()  # strobe: ... in ACT
-        # strobe: it is a good DATA datagram of the session, acting (its ``ack`` the host's
-        # acknowledgement of the readout stream), and that ``ack`` less ``tx_acked``
+        self.rx_acting = Signal()  # strobe (a register): ... in ACT
+        # strobe (a register): it is a good DATA datagram of the session, acting (its ``ack``
+        # the host's acknowledgement of the readout stream); registers, right in CHECK and ACT:
+        # that ``ack`` less ``tx_acked``, and ``written`` and ``tx_next`` less ``tx_acked`` (a
+        # cycle old: ``written`` only grows; a ``tx_next`` the transmitter moved meanwhile at
+        # worst sends bytes again)
         self.acting_data = Signal()
         self.ack_ahead = Signal(32)
+        self.written_ahead = Signal(32)
+        self.sent_ahead = Signal(32)
         self.tx_idle = Signal()  # strobe: the transmit FSM is in IDLE
 
         # --- the input records and the engine -------------------------------------------------
-        self.pv = Signal()  # in_r.data holds the byte at rd - 1
+        # the input buffer's bytes are read through two stages, so that its block RAM's read
+        # data (slow: 5.8 ns clock to out on the -6 ECP5) reaches a flip-flop only: ``fetched``,
+        # ``in_r.data`` holds a byte read (the block RAM's output, which holds while not read);
+        # ``pv``, ``in_byte`` holds the byte at hand (the next one the records FSM takes)
+        self.fetched = Signal()
+        self.pv = Signal()
+        self.in_byte = Signal(8)
         self.rec_i = Signal(range(INPUT_RECORD + 1))  # the record header's bytes so far
         self.is_doc = Signal()  # the record's kind, registered with its length
         self.is_cfg = Signal()
@@ -278,10 +289,12 @@ class UdpEndpoint(wiring.Component):
 
         Drives ``rx.ready``, the input buffer's write port, the credit (``free``, ``free_at``,
         ``limit``), the received header ``h`` and the strobes ``rx_checking``, ``rx_acting``,
-        ``acting_data`` (with ``ack_ahead``); in ACT: the session (``session``, ``opened``,
+        ``acting_data`` (with ``ack_ahead``, ``written_ahead``, ``sent_ahead``); in ACT: the
+        session (``session``, ``opened``,
         ``host_ip``, ``host_port``, the ``switch`` strobe), ``status_due``, ``ack_due``,
         ``nak_due``, ``nak_sent``, ``commit``, ``rx_next`` and the counters ``bad``, ``stale``,
-        ``dups``, ``ooo``. Reads ``commit`` and ``rd`` (the room) and ``tx_acked``."""
+        ``dups``, ``ooo``. Reads ``commit`` and ``rd`` (the room), ``tx_acked``, ``written``
+        and ``tx_next``."""
         N = self.input_buffer
         m.d.sync += [s.free.eq(N - (s.commit - s.rd)), s.free_at.eq(s.rx_next)]
         m.d.sync += s.limit.eq(s.free_at + s.free)
@@ -290,9 +303,16 @@ class UdpEndpoint(wiring.Component):
         # by its eighth byte; ``session`` and ``opened`` change in ACT only)
         current = Signal()
         m.d.sync += current.eq(s.opened & (h.session == s.session))
-        hello_new = Signal()  # ... and it opens a new session (decided in CHECK)
-        m.d.comb += s.acting_data.eq(s.rx_acting & (h.kind == DatagramKind.DATA.value) & current)
-        m.d.comb += s.ack_ahead.eq(h.ack - s.tx_acked)
+        # the ``switch`` strobe is a register: a good HELLO of a new session, decided in CHECK,
+        # so that its many loads (the resets of a session switch) follow a flip-flop
+        m.d.sync += [s.switch.eq(0), s.rx_acting.eq(0), s.acting_data.eq(0)]
+        # registered: read in CHECK only, a cycle after the header's last byte at the earliest
+        # (``h.ack`` is in by then, ``tx_acked`` changes in ACT only)
+        m.d.sync += [
+            s.ack_ahead.eq(h.ack - s.tx_acked),
+            s.written_ahead.eq(s.written - s.tx_acked),
+            s.sent_ahead.eq(s.tx_next - s.tx_acked),
+        ]
 
         m.submodules.rx_crc = rx_crc = crc.Processor(crc.catalog.CRC32_ETHERNET(8))
         beat = self.rx.payload
@@ -300,6 +320,9 @@ class UdpEndpoint(wiring.Component):
         take = Signal()  # this datagram's payload goes into the input buffer
         skip = Signal(16)  # ... after this many payload bytes (the bytes before were had)
         to_take = Signal(16)  # ... this many bytes
+        # ``skip != 0`` and ``to_take != 0``, registered with them (the write enable of the
+        # input buffer's block RAM is then two LUTs from flip-flops)
+        skipping, taking = Signal(), Signal()
         w_at = Signal(s.nbits)  # ... the next of them here
         # the datagram's offset past ``rx_next`` and its bytes beyond it, registered while the
         # header comes (its seq and length are in by its last byte; rx_next changes in ACT only)
@@ -336,7 +359,9 @@ class UdpEndpoint(wiring.Component):
                 m.d.sync += [
                     take.eq(takes),
                     skip.eq(off[:16]),
+                    skipping.eq(off[:16] != 0),
                     to_take.eq(Mux(takes, need[:16], 0)),
+                    taking.eq(takes),  # (``off < h.length``: ``need`` >= 1)
                     w_at.eq(s.commit[: s.nbits]),
                 ]
                 m.next = "PAYLOAD"
@@ -344,22 +369,23 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += self.rx.ready.eq(1)
                 with m.If(self.rx.valid):
                     m.d.comb += rx_crc.valid.eq(1)
-                    with m.If(skip != 0):
-                        m.d.sync += skip.eq(skip - 1)
-                    with m.Elif(to_take != 0):
+                    with m.If(skipping):
+                        m.d.sync += [skip.eq(skip - 1), skipping.eq(skip != 1)]
+                    with m.Elif(taking):
                         in_w = s.in_w
                         m.d.comb += [in_w.en.eq(1), in_w.addr.eq(w_at), in_w.data.eq(beat.data)]
-                        m.d.sync += [w_at.eq(w_at + 1), to_take.eq(to_take - 1)]
+                        m.d.sync += [
+                            w_at.eq(w_at + 1),
+                            to_take.eq(to_take - 1),
+                            taking.eq(to_take != 1),
+                        ]
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
                         m.d.sync += total.eq(index + 1)
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
                 m.d.comb += s.rx_checking.eq(1)
-                m.d.sync += [
-                    index.eq(0),
-                    hello_new.eq((h.kind == DatagramKind.HELLO.value) & ~current),
-                ]
+                m.d.sync += index.eq(0)
                 good = (
                     rx_crc.match_detected
                     & ~rx_error
@@ -370,17 +396,20 @@ class UdpEndpoint(wiring.Component):
                     m.d.sync += s.bad.eq(s.bad + 1)
                     m.next = "HEADER"
                 with m.Else():
+                    m.d.sync += [
+                        s.rx_acting.eq(1),
+                        s.acting_data.eq((h.kind == DatagramKind.DATA.value) & current),
+                        s.switch.eq((h.kind == DatagramKind.HELLO.value) & ~current),
+                    ]
                     m.next = "ACT"
             with m.State("ACT"):
-                m.d.comb += s.rx_acting.eq(1)
                 m.next = "HEADER"
                 with m.Switch(h.kind):
                     with m.Case(DatagramKind.HELLO.value):
                         m.d.sync += [
                             s.host_ip.eq(src_ip), s.host_port.eq(src_port), s.status_due.eq(1)
                         ]  # fmt: skip
-                        with m.If(hello_new):
-                            m.d.comb += s.switch.eq(1)
+                        with m.If(s.switch):
                             m.d.sync += [s.session.eq(h.session), s.opened.eq(1)]
                     with m.Case(DatagramKind.STATUS.value):
                         with m.If(current):
@@ -414,19 +443,33 @@ class UdpEndpoint(wiring.Component):
         byte and ``config`` for a configuration stream; a session switch cuts a record short
         with a last byte (a space, or a zero configuration byte).
 
-        Drives ``input``, the input buffer's read port, ``rd``, ``pv``, ``rec_i``, ``is_doc``,
-        ``is_cfg``, ``started``, ``documents`` and the strobes ``doc_done``, ``cfg_done``,
-        ``records_fsm_body``. Reads ``commit`` and ``switch``."""
+        Drives ``input``, the input buffer's read port, ``rd``, ``fetched``, ``pv``,
+        ``in_byte``, ``rec_i``, ``is_doc``, ``is_cfg``, ``started``, ``documents`` and the
+        strobes ``doc_done``, ``cfg_done``, ``records_fsm_body``. Reads ``commit`` and
+        ``switch``."""
         in_r = s.in_r
-        taken = Signal()  # the parser takes that byte this cycle
+        taken = Signal()  # the parser takes ``in_byte`` this cycle
+        load = Signal()  # ``in_byte`` takes the byte read
         fetch = Signal()
+        # ``rd != commit``, registered: exact while ``commit`` stays, a cycle late when ACT
+        # moves it (it only grows, by at most the room) and 0 after a switch, so that the
+        # block RAM's read enable is two LUTs from flip-flops
+        unread = Signal()
+        m.d.sync += unread.eq(
+            Mux(fetch, s.commit != (s.rd + 1)[: s.nbits + 1], s.commit != s.rd) & ~s.switch
+        )
         m.d.comb += [
-            fetch.eq((s.rd != s.commit) & (~s.pv | taken)),
+            load.eq(s.fetched & (~s.pv | taken)),
+            fetch.eq(unread & (~s.fetched | ~s.pv | taken)),
             in_r.en.eq(fetch),
             in_r.addr.eq(s.rd[: s.nbits]),
         ]
         with m.If(fetch):
-            m.d.sync += [s.rd.eq(s.rd + 1), s.pv.eq(1)]
+            m.d.sync += [s.rd.eq(s.rd + 1), s.fetched.eq(1)]
+        with m.Elif(load):
+            m.d.sync += s.fetched.eq(0)
+        with m.If(load):
+            m.d.sync += [s.in_byte.eq(in_r.data), s.pv.eq(1)]
         with m.Elif(taken):
             m.d.sync += s.pv.eq(0)
         left = Signal(32)
@@ -454,11 +497,11 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += taken.eq(s.pv)
                 with m.If(s.pv):
                     m.d.sync += [
-                        rec_hdr.word_select(s.rec_i[:3], 8).eq(in_r.data),
+                        rec_hdr.word_select(s.rec_i[:3], 8).eq(s.in_byte),
                         s.rec_i.eq(s.rec_i + 1),
                     ]
                     with m.If(s.rec_i == INPUT_RECORD - 1):
-                        length = Cat(rec_hdr[8:32], in_r.data)
+                        length = Cat(rec_hdr[8:32], s.in_byte)
                         m.d.sync += [
                             s.rec_i.eq(0),
                             s.is_doc.eq(rec_hdr[:8] == InputKind.DOCUMENT.value),
@@ -473,7 +516,7 @@ class UdpEndpoint(wiring.Component):
                 forward = s.is_doc | (s.is_cfg & s.cfg_ok)
                 m.d.comb += [
                     self.input.valid.eq(s.pv & forward),
-                    self.input.payload.data.eq(in_r.data),
+                    self.input.payload.data.eq(s.in_byte),
                     self.input.payload.last.eq(left_last),
                     self.input.payload.config.eq(s.is_cfg),
                     taken.eq(s.pv & (self.input.ready | ~forward)),
@@ -700,7 +743,7 @@ class UdpEndpoint(wiring.Component):
     def _transmit(self, m, s):
         """``tx``: a status, a NAK, readout bytes not yet sent (at most :data:`MAX_PAYLOAD`), an
         ack or credit that is due, each datagram with its CRC, to ``host_ip``:``host_port``; a
-        datagram starts only while the session is open and not in the two cycles after ACT.
+        datagram starts only while the session is open and not in the three cycles after ACT.
 
         Drives ``tx``, the readout buffer's read port, ``tx_next`` (forward, by what it sends),
         ``status_due``, ``nak_due``, ``ack_due`` (cleared as it sends them) and the ``tx_idle``
@@ -714,36 +757,56 @@ class UdpEndpoint(wiring.Component):
         tx_i = Signal(16)  # byte of the datagram being sent
         tx_len = Signal(16)  # its payload bytes
         # registered with ``tx_i``, so that no compare of it is in the fetch's paths: its last
-        # byte, whether ``tx_i`` is in the payload, the payload bytes still to fetch
+        # byte, whether ``tx_i`` is in the payload, the payload bytes still to fetch and
+        # whether there are any (``to_fetch != 0``; 0 for a status, which is not fetched)
         tx_end = Signal(16)
         tx_in_payload = Signal()
         to_fetch = Signal(16)
+        fetching = Signal()
         tx_status = Signal(data.Layout.cast(UdpStatusLayout).size)
         tx_kind_status = Signal()
         crc_bytes = Signal(32)
-        out_pv = Signal()  # out_r.data holds the payload byte at ``out_at - 1``
+        # the readout buffer's bytes are read through two stages, as the input buffer's (see
+        # :class:`_Shared`): ``out_fetched``, ``out_r.data`` holds a byte read; ``out_pv``,
+        # ``out_byte`` holds the payload byte at hand
+        out_fetched = Signal()
+        out_pv = Signal()
+        out_byte = Signal(8)
         out_at = Signal(32)
         # what to send, registered (two stages): the readout bytes written and not sent, the
         # next datagram's length, whether the credit grew. They lag ``tx_next``: a datagram
-        # starts only two cycles after ACT (which may move it forward); the transmitter's own
+        # starts only three cycles after ACT (which may move it forward); the transmitter's own
         # moves are followed by a whole datagram, the timer's go back (at worst less is sent)
         unsent = Signal(32)
         has_unsent = Signal()
         send_len = Signal(16)
+        gain = Signal(32)  # the credit less what the last datagram sent carried
         grew = Signal()
-        acted = Signal(2)
+        acted = Signal(3)
+        # which datagram IDLE starts, chosen a cycle ahead from what is due (in this order: a
+        # status, a NAK, readout bytes, an ack or credit), so that IDLE's start is a LUT or
+        # two from flip-flops; the due flags it reads are cleared by a start (a datagram
+        # follows, 28 cycles or more) or in ACT (``acted`` holds the start three cycles after
+        # it, the last of them for ``has_unsent``'s and ``pick``'s lag behind ``tx_next``)
+        pick_status, pick_nak, pick_unsent, pick_ack = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [
+            pick_status.eq(s.status_due),
+            pick_nak.eq(~s.status_due & s.nak_due),
+            pick_unsent.eq(~s.status_due & ~s.nak_due & has_unsent),
+            pick_ack.eq(~s.status_due & ~s.nak_due & ~has_unsent & (s.ack_due | grew)),
+        ]
         m.d.sync += [
             unsent.eq(s.written - s.tx_next),
             has_unsent.eq(unsent != 0),
             send_len.eq(Mux(unsent > MAX_PAYLOAD, MAX_PAYLOAD, unsent[:16])),
-            grew.eq((s.limit - advertised) >= min(MAX_PAYLOAD, self.input_buffer // 2)),
-            acted.eq(Cat(s.rx_acting, acted[0])),
+            gain.eq(s.limit - advertised),
+            grew.eq(gain >= min(MAX_PAYLOAD, self.input_buffer // 2)),
+            acted.eq(Cat(s.rx_acting, acted[:2])),
         ]
         status = self._status(m, s)
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
-        # each a cycle later from a register: the readout buffer's block RAM output (slow:
-        # 4.3 ns clock to out on the ECP5) reaches only flip-flops within a cycle, through one
-        # 2-way choice (``from_ram``: it, or ``other_byte``, which the states below set)
+        # each a cycle later from a register; ``pre`` is ``out_byte`` or ``other_byte``, which
+        # the states below set (``from_ram``)
         tb = self.tx.payload
         pre = Signal(TxBeat)
         pre_valid, pre_ready = Signal(), Signal()
@@ -751,7 +814,7 @@ class UdpEndpoint(wiring.Component):
         from_ram = Signal()
         other_byte = Signal(8)
         m.d.comb += [
-            pre.data.eq(Mux(from_ram, out_r.data, other_byte)),
+            pre.data.eq(Mux(from_ram, out_byte, other_byte)),
             pre.ip.eq(s.host_ip),
             pre.port.eq(s.host_port),
             pre.length.eq(DATAGRAM_HEADER + DATAGRAM_CRC + tx_len),
@@ -787,54 +850,75 @@ class UdpEndpoint(wiring.Component):
                 tx_end.eq(DATAGRAM_HEADER + length - 1),
                 tx_in_payload.eq(0),
                 to_fetch.eq(length),
+                fetching.eq(0 if kind is DatagramKind.STATUS else length != 0),
                 advertised.eq(s.limit),
                 s.ack_due.eq(0),
                 out_at.eq(seq),
+                out_fetched.eq(0),
                 out_pv.eq(0),
             ]
+
+        # the readout buffer's next bytes are fetched ahead (two cycles of latency), in
+        # a readout datagram only (``fetching``, ``out_fetched`` and ``out_pv`` are 0
+        # otherwise), ``out_byte`` taken when ``pre`` is (``out_pv``: it is ready), so
+        # that the block RAM's enable is two LUTs from flip-flops and ``tx.ready``
+        out_taken = tx_in_payload & out_pv & pre_ready
+        out_load = out_fetched & (~out_pv | out_taken)
+        fetch_out = fetching & (~out_fetched | ~out_pv | out_taken)
+        m.d.comb += out_r.en.eq(fetch_out)
+        with m.If(fetch_out):
+            m.d.sync += [
+                out_at.eq(out_at + 1),
+                out_fetched.eq(1),
+                to_fetch.eq(to_fetch - 1),
+                fetching.eq(to_fetch != 1),
+            ]
+        with m.Elif(out_load):
+            m.d.sync += out_fetched.eq(0)
+        with m.If(out_load):
+            m.d.sync += [out_byte.eq(out_r.data), out_pv.eq(1)]
+        with m.Elif(out_taken):
+            m.d.sync += out_pv.eq(0)
 
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += s.tx_idle.eq(1)
                 with m.If(~s.opened | s.rx_acting | acted.any()):
                     pass
-                with m.Elif(s.status_due):
+                with m.Elif(pick_status):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
                     m.d.sync += [s.status_due.eq(0), tx_status.eq(status.as_value()),
                                  tx_kind_status.eq(1)]  # fmt: skip
                     m.next = "SEND"
-                with m.Elif(s.nak_due):
+                with m.Elif(pick_nak):
                     start(DatagramKind.READOUT, 0, s.tx_next, nak=1)
                     m.d.sync += [s.nak_due.eq(0), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(has_unsent):
+                with m.Elif(pick_unsent):
                     length = send_len
                     start(DatagramKind.READOUT, length, s.tx_next)
                     m.d.sync += [s.tx_next.eq(s.tx_next + length), tx_kind_status.eq(0)]
                     m.next = "SEND"
-                with m.Elif(s.ack_due | grew):
+                with m.Elif(pick_ack):
                     start(DatagramKind.READOUT, 0, s.tx_next)
                     m.d.sync += tx_kind_status.eq(0)
                     m.next = "SEND"
             with m.State("SEND"):
-                at = tx_i - DATAGRAM_HEADER
-                status_byte = tx_status.word_select(at[:6], 8)
                 in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
-                # the readout buffer's next byte is fetched ahead (one cycle of latency)
-                fetch_out = ~tx_kind_status & (~out_pv | (pre_taken & in_payload)) & (to_fetch != 0)
-                m.d.comb += out_r.en.eq(fetch_out)
-                with m.If(fetch_out):
-                    m.d.sync += [out_at.eq(out_at + 1), out_pv.eq(1), to_fetch.eq(to_fetch - 1)]
-                with m.Elif(pre_taken & in_payload):
-                    m.d.sync += out_pv.eq(0)
+                # the header's and the status's bytes go out of their registers' low ends,
+                # which shift a byte as each is taken (no choice by ``tx_i``)
                 m.d.comb += [
                     pre_valid.eq(ready_byte),
                     from_ram.eq(in_payload & ~tx_kind_status),
-                    other_byte.eq(Mux(in_payload, status_byte, tx_hdr.word_select(tx_i[:5], 8))),
+                    other_byte.eq(Mux(in_payload, tx_status[:8], tx_hdr[:8])),
                     pre.last.eq(0),
                 ]
                 m.d.sync += crc_valid.eq(pre_taken)
+                with m.If(pre_taken & ~in_payload):
+                    m.d.sync += tx_hdr.eq(tx_hdr >> 8)
+                with m.If(pre_taken & in_payload):
+                    m.d.sync += tx_status.eq(tx_status >> 8)
                 with m.If(pre_taken):
                     m.d.sync += [tx_i.eq(tx_i + 1), tx_in_payload.eq(tx_i >= DATAGRAM_HEADER - 1)]
                     with m.If(tx_i == tx_end):
@@ -872,11 +956,14 @@ class UdpEndpoint(wiring.Component):
         ack_new = Signal()  # the acknowledgement moves tx_acked forward, within what was written
         ack_beyond = Signal()  # ... past tx_next (after a go-back)
         ack_same = Signal()  # it is tx_acked
+        # the timer went back in the cycle before: ``sent_ahead`` (a cycle old) does not show it
+        went_back = Signal()
         h = s.h
+        m.d.sync += went_back.eq(0)
         with m.If(s.rx_checking):
             m.d.sync += [
-                ack_new.eq((s.ack_ahead != 0) & (s.ack_ahead <= s.written - s.tx_acked)),
-                ack_beyond.eq(s.ack_ahead > s.tx_next - s.tx_acked),
+                ack_new.eq((s.ack_ahead != 0) & (s.ack_ahead <= s.written_ahead)),
+                ack_beyond.eq((s.ack_ahead > s.sent_ahead) | went_back),
                 ack_same.eq(s.ack_ahead == 0),
             ]
         ack_ok = s.acting_data & ack_new
@@ -892,9 +979,10 @@ class UdpEndpoint(wiring.Component):
         with m.Elif(~ack_ok):
             with m.If(s.progress == self.timeout):
                 # not in CHECK either: ACT moves tx_next by compares CHECK takes of the tx_next
-                # before this go-back (an ack it takes would leave tx_next behind tx_acked)
+                # before this go-back (an ack it takes would leave tx_next behind tx_acked); a
+                # go-back the cycle before CHECK makes any new ack one beyond tx_next
                 with m.If(s.tx_idle & ~s.rx_checking & ~s.rx_acting):
-                    m.d.sync += [s.tx_next.eq(s.tx_acked), s.progress.eq(0)]
+                    m.d.sync += [s.tx_next.eq(s.tx_acked), s.progress.eq(0), went_back.eq(1)]
             with m.Else():
                 m.d.sync += s.progress.eq(s.progress + 1)
 
@@ -905,7 +993,8 @@ class UdpEndpoint(wiring.Component):
         later (``switched``: the readout records wait then), whose readouts and verdicts the
         readout records drop.
 
-        Drives ``switched``, the resets of ``rd``, ``commit``, ``pv``, ``rec_i``, ``rx_next``,
+        Drives ``switched``, the resets of ``rd``, ``commit``, ``fetched``, ``pv``, ``rec_i``,
+        ``rx_next``,
         ``tx_acked``, ``tx_next``, ``written``, ``doc_no``, ``documents``, ``nak_sent``,
         ``nak_due``, ``ack_due``, ``progress``, ``limit``, ``free``, ``free_at``, and
         ``discard``, and a cycle later ``stale_docs`` and ``stale_cfgs``. Reads the engine
@@ -931,6 +1020,7 @@ class UdpEndpoint(wiring.Component):
             m.d.sync += [
                 s.rd.eq(0),
                 s.commit.eq(0),
+                s.fetched.eq(0),
                 s.pv.eq(0),
                 s.rec_i.eq(0),
                 s.rx_next.eq(0),

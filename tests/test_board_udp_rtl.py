@@ -684,3 +684,71 @@ def test_a_boards_readout_buffer_leaves_room_for_readout_in_flight_beside_two_re
     size = readout_buffer_size(kind, width)
     assert size & (size - 1) == 0 and size >= 16384
     assert size - 2 * max_record(kind, width) >= 8192
+
+
+def _input_across_a_switch(offset: int, stall: int) -> list:
+    """The endpoint alone: session 7 sends a long document, session 8's HELLO comes ``offset``
+    cycles after it and then session 8's own document; the engine takes the input bytes with
+    ``stall`` (0: every cycle; n: one cycle in n + 1 not). Returns the (data, last) the
+    engine took, as records (lists of bytes, each ended by a last byte)."""
+    ep = UdpEndpoint(
+        mode=0, kind=ReadoutKind.SERIAL, width=5, identity=1, mac=1, ip=2, port=4747,
+        input_buffer=128, readout_buffer=128, timeout=100_000,
+    )  # fmt: skip
+    sim = Simulator(ep)
+    sim.add_clock(1e-8)
+    records, current = [], bytearray()
+
+    async def engine(ctx):
+        cycle = 0
+        async for _, _, valid, ready, byte, last in ctx.tick().sample(
+            ep.input.valid, ep.input.ready, ep.input.payload.data, ep.input.payload.last
+        ):
+            cycle += 1
+            if valid and ready:
+                current.append(byte)
+                if last:
+                    records.append(bytes(current))
+                    current.clear()
+            ctx.set(ep.input.ready, stall == 0 or cycle % (stall + 1) != 0)
+
+    async def send(ctx, raw, pad):
+        for i, byte in enumerate(raw):
+            ctx.set(ep.rx.valid, 1)
+            ctx.set(ep.rx.payload.data, byte)
+            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
+            ctx.set(ep.rx.payload.port, HOST_PORT)
+            await ctx.tick().until(ep.rx.ready)
+        ctx.set(ep.rx.valid, 0)
+        if pad:
+            await ctx.tick().repeat(pad)
+
+    async def testbench(ctx):
+        ctx.set(ep.tx.ready, 1)
+        old = input_record(InputKind.DOCUMENT, b"<a>" + b"x" * 90 + b"</a>")
+        new = input_record(InputKind.DOCUMENT, b"<b/>")
+        await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 7)), 50)
+        await send(ctx, data(7, 0, old), offset)
+        await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 8)), 0)
+        await send(ctx, data(8, 0, new), 400)
+
+    sim.add_process(engine)
+    sim.add_testbench(testbench)
+    sim.run()
+    return records
+
+
+@pytest.mark.parametrize("stall", [0, 1, 2])
+def test_a_session_switch_while_input_bytes_are_read_cuts_the_record_and_loses_none(stall):
+    """The input buffer's bytes are read through two stages (block RAM, register): a switch
+    in any cycle of an old document's bytes going to the engine, with the engine taking every
+    byte or stalling, ends that document with a space (or lets it end, when it was all
+    taken) and gives the new session's document whole, its bytes never mixed with the old."""
+    body = b"<a>" + b"x" * 90 + b"</a>"
+    seen = set()
+    for offset in range(0, 120 * (stall + 1), 3 * (stall + 1)):
+        old, new = _input_across_a_switch(offset, stall)
+        seen.add(old == body)
+        assert body.startswith(old[:-1]) and (old == body or old[-1:] == b" "), offset
+        assert new == b"<b/>", offset
+    assert seen == {False, True}  # cut short, and whole, at some offsets
