@@ -166,23 +166,74 @@ async def ethernet_bridge(dut):
     assert counts["bad_fcs"] == 0, counts
 
 
+class LineRateHost:
+    """The line-rate bench's host, without the simulation: ``stream`` (input records) goes in
+    full datagrams of session ``session`` within the board's credit, and the readout stream
+    comes back in order (``records``). :meth:`take` takes a UDP payload from the board;
+    :meth:`datagrams` says what to send now, ``queued`` frames being on the PHY's queue."""
+
+    QUEUED = 3  # frames kept queued on the PHY: the line never idles between them
+
+    def __init__(self, stream: bytes, session: int):
+        from xpfilt.boards.protocol import RecordReader
+
+        self.stream, self.session = stream, session
+        self.limit = self.seq = self.rx_next = 0
+        self.acked = 0  # the readout acknowledged in the last datagram sent
+        self.reader, self.records = RecordReader(), []
+
+    def take(self, payload: bytes) -> None:
+        from xpfilt.boards.protocol import DatagramKind, decode_datagram
+
+        d = decode_datagram(payload)
+        if d is None or d.session != self.session:
+            return
+        self.limit = max(self.limit, d.limit)
+        if d.kind == DatagramKind.READOUT.value and d.payload and d.seq == self.rx_next:
+            self.records += self.reader.feed(d.payload)
+            self.rx_next += len(d.payload)
+
+    def datagrams(self, queued: int) -> list:
+        from xpfilt.boards.protocol import MAX_PAYLOAD, Datagram, DatagramKind
+
+        def data(payload=b""):
+            return Datagram(DatagramKind.DATA.value, self.session, self.seq, self.rx_next, 0,
+                            payload)  # fmt: skip
+
+        out = []
+        while self.seq < len(self.stream) and queued + len(out) < self.QUEUED:
+            size = min(MAX_PAYLOAD, len(self.stream) - self.seq, self.limit - self.seq)
+            if size <= 0:
+                break
+            out.append(data(self.stream[self.seq : self.seq + size]))
+            self.seq += size
+        # readout that came is acknowledged in the next datagram, data or (the line not full
+        # of data, no credit) alone: the board may be waiting for it, its credit held up by
+        # the engine behind its readout; at the end, an ack whenever the line is free
+        if not out and queued < self.QUEUED:
+            done = self.seq >= len(self.stream) and not queued
+            if self.acked != self.rx_next or done:
+                out.append(data())
+        if out:
+            self.acked = self.rx_next
+        return out
+
+
 async def line_rate(dut, config, source, sink, addresses):
-    """Throughput with the line kept busy: a host inside the simulation sends the documents
-    of ``config["rate"]["documents"]`` (paths) in full datagrams within the board's credit,
-    several frames always queued on the PHY (cocotbext-eth keeps the 12-byte inter-frame gap),
-    and acknowledges the readouts. Writes ``config["rate"]["output"]`` (JSON): document bytes,
-    simulated nanoseconds from the first document byte sent to the last readout, frames, and
-    the readout records (kind, document number, error flags, body in hex) to check."""
+    """Throughput with the line kept busy: a host inside the simulation (:class:`LineRateHost`)
+    sends the documents of ``config["rate"]["documents"]`` (paths) in full datagrams within the
+    board's credit, several frames always queued on the PHY (cocotbext-eth keeps the 12-byte
+    inter-frame gap), and acknowledges the readouts. Writes ``config["rate"]["output"]``
+    (JSON): document bytes, simulated nanoseconds from the first document byte sent to the last
+    readout, frames, and the readout records (kind, document number, error flags, body in hex)
+    to check."""
     from cocotb.utils import get_sim_time
     from cocotbext.eth import GmiiFrame
 
     from xpfilt.boards.protocol import (
-        MAX_PAYLOAD,
         Datagram,
         DatagramKind,
         InputKind,
-        RecordReader,
-        decode_datagram,
         encode_datagram,
         input_record,
     )
@@ -190,19 +241,17 @@ async def line_rate(dut, config, source, sink, addresses):
     board_mac, board_ip, host_ip, udp_port = addresses
     documents = [Path(p).read_bytes() for p in config["rate"]["documents"]]
     stream = b"".join(input_record(InputKind.DOCUMENT, d) for d in documents)
-    session, ident = 0x35, 0
-    limit = seq = rx_next = 0
-    reader, readouts = RecordReader(), []
+    host, ident = LineRateHost(stream, session=0x35), 0
     frames = {"to_board": 0, "to_host": 0}
 
-    def frame(datagram):
+    def send(datagram):
         nonlocal ident
         ident += 1
         raw = encode_datagram(datagram)
-        return GmiiFrame.from_payload(udp_frame(board_mac, board_ip, host_ip, udp_port, raw, ident))
+        frame = udp_frame(board_mac, board_ip, host_ip, udp_port, raw, ident)
+        source.send_nowait(GmiiFrame.from_payload(frame))
 
     def take():
-        nonlocal limit, rx_next
         while not sink.empty():
             data = sink.recv_nowait().get_payload()
             if data[12:14] == b"\x08\x06":
@@ -210,39 +259,23 @@ async def line_rate(dut, config, source, sink, addresses):
                 continue
             header = (data[14] & 0xF) * 4
             length = struct.unpack("!H", data[14 + header + 4 : 14 + header + 6])[0]
-            d = decode_datagram(data[14 + header + 8 : 14 + header + length])
             frames["to_host"] += 1
-            if d is None or d.session != session:
-                continue
-            limit = max(limit, d.limit)
-            if d.kind == DatagramKind.READOUT.value and d.payload and d.seq == rx_next:
-                readouts.extend(
-                    [r.kind, r.doc, r.errors, r.body.hex()] for r in reader.feed(d.payload)
-                )
-                rx_next += len(d.payload)
+            host.take(data[14 + header + 8 : 14 + header + length])
 
     waited = 0
-    while limit == 0:  # LiteEth may still be leaving reset: ask again every 20 us
+    while host.limit == 0:  # LiteEth may still be leaving reset: ask again every 20 us
         if waited % 20 == 0:
-            source.send_nowait(frame(Datagram(DatagramKind.HELLO.value, session)))
+            send(Datagram(DatagramKind.HELLO.value, host.session))
         await Timer(1, unit="us")
         waited += 1
         take()
     start = get_sim_time("ns")
     step = Timer(200, unit="ns")
-    while len(readouts) < len(documents):
+    while len(host.records) < len(documents):
         take()
-        while seq < len(stream) and source.count() < 3:
-            size = min(MAX_PAYLOAD, len(stream) - seq, limit - seq)
-            if size <= 0:
-                break
-            payload = stream[seq : seq + size]
-            source.send_nowait(frame(Datagram(DatagramKind.DATA.value, session, seq, rx_next, 0,
-                                              payload)))  # fmt: skip
-            frames["to_board"] += 1
-            seq += size
-        if seq >= len(stream) and source.empty():  # acknowledge what came
-            source.send_nowait(frame(Datagram(DatagramKind.DATA.value, session, seq, rx_next)))
+        for datagram in host.datagrams(source.count()):
+            send(datagram)
+            frames["to_board"] += bool(datagram.payload)
         await step
     took = get_sim_time("ns") - start
     Path(config["rate"]["output"]).write_text(
@@ -252,7 +285,7 @@ async def line_rate(dut, config, source, sink, addresses):
                 "bytes": sum(map(len, documents)),
                 "ns": took,
                 **frames,
-                "readouts": readouts,
+                "readouts": [[r.kind, r.doc, r.errors, r.body.hex()] for r in host.records],
             }
         )
     )

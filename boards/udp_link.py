@@ -107,11 +107,14 @@ def max_record(kind: ReadoutKind, width: int) -> int:
     return READOUT_RECORD + id_bytes(width) * width
 
 
-def readout_buffer_size(kind: ReadoutKind, width: int, least: int = 16384) -> int:
+def readout_buffer_size(
+    kind: ReadoutKind, width: int, least: int = 16384, in_flight: int = 8192
+) -> int:
     """The readout buffer a board gets: a power of two of at least ``least`` bytes that holds
     two whole readout records (the endpoint's room check is a cycle old, see
-    :class:`UdpEndpoint`)."""
-    return max(least, 1 << (2 * max_record(kind, width) - 1).bit_length())
+    :class:`UdpEndpoint`) and ``in_flight`` bytes of readout sent and not yet acknowledged
+    beside them (with less, a record waits for the host's ack of the one before)."""
+    return max(least, 1 << (2 * max_record(kind, width) + in_flight - 1).bit_length())
 
 
 def _pow2(n: int) -> bool:
@@ -280,7 +283,7 @@ class UdpEndpoint(wiring.Component):
         acknowledgement's moves of ``tx_next`` over the transmitter's, a session switch's
         resets over everything)."""
         m = Module()
-        s = _Shared(m, self)
+        s = self.shared = _Shared(m, self)  # kept: tests check invariants over its registers
         self._receive(m, s)
         self._input_records(m, s)
         self._readout_records(m, s)
@@ -925,6 +928,12 @@ class UdpEndpoint(wiring.Component):
         with m.Elif(out_taken):
             m.d.sync += out_pv.eq(0)
 
+        hdr_taken, status_taken = Signal(), Signal()  # a byte of each went: shift (SEND)
+        with m.If(hdr_taken):
+            m.d.sync += [tx_hdr.eq(tx_hdr >> 8), hdr_taken.eq(0)]
+        with m.If(status_taken):
+            m.d.sync += [tx_status.eq(tx_status >> 8), status_taken.eq(0)]
+
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += s.tx_idle.eq(1)
@@ -952,18 +961,26 @@ class UdpEndpoint(wiring.Component):
                 in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
                 # the header's and the status's bytes go out of their registers' low ends,
-                # which shift a byte as each is taken (no choice by ``tx_i``)
+                # which shift a byte a cycle after each is taken (``hdr_taken``,
+                # ``status_taken``: the enables of their ~600 flip-flops come straight from a
+                # flip-flop, not through ``tx.ready``); until then the byte is the second
                 m.d.comb += [
                     pre_valid.eq(ready_byte),
                     from_ram.eq(in_payload & ~tx_kind_status),
-                    other_byte.eq(Mux(in_payload, tx_status[:8], tx_hdr[:8])),
+                    other_byte.eq(
+                        Mux(
+                            in_payload,
+                            Mux(status_taken, tx_status[8:16], tx_status[:8]),
+                            Mux(hdr_taken, tx_hdr[8:16], tx_hdr[:8]),
+                        )
+                    ),
                     pre.last.eq(0),
                 ]
-                m.d.sync += crc_valid.eq(pre_taken)
-                with m.If(pre_taken & ~in_payload):
-                    m.d.sync += tx_hdr.eq(tx_hdr >> 8)
-                with m.If(pre_taken & in_payload):
-                    m.d.sync += tx_status.eq(tx_status >> 8)
+                m.d.sync += [
+                    crc_valid.eq(pre_taken),
+                    hdr_taken.eq(pre_taken & ~in_payload),
+                    status_taken.eq(pre_taken & in_payload),
+                ]
                 with m.If(pre_taken):
                     m.d.sync += [tx_i.eq(tx_i + 1), tx_in_payload.eq(tx_i >= DATAGRAM_HEADER - 1)]
                     with m.If(tx_i == tx_end):
@@ -993,18 +1010,22 @@ class UdpEndpoint(wiring.Component):
 
         Drives ``tx_acked``, ``tx_next`` (forward past a go-back, or back) and ``progress``.
         Reads the strobes ``rx_checking``, ``acting_data`` (with ``ack_ahead`` and ``h``),
-        ``rx_acting``, ``tx_idle``, and ``written``."""
+        ``rx_acting``, ``tx_idle``, and ``written``; the timer goes back only outside CHECK and
+        ACT, so ``tx_acked <= tx_next <= written`` holds in every cycle."""
         # compared a cycle ahead, in CHECK (tx_acked changes only in ACT; written only grows;
         # a tx_next the transmitter moved meanwhile at worst sends bytes again): no path from
         # the offsets through the compares to tx_next in one cycle
         ack_new = Signal()  # the acknowledgement moves tx_acked forward, within what was written
         ack_beyond = Signal()  # ... past tx_next (after a go-back)
         ack_same = Signal()  # it is tx_acked
+        # the timer went back in the cycle before: ``sent_ahead`` (a cycle old) does not show it
+        went_back = Signal()
         h = s.h
+        m.d.sync += went_back.eq(0)
         with m.If(s.rx_checking):
             m.d.sync += [
                 ack_new.eq((s.ack_ahead != 0) & (s.ack_ahead <= s.written_ahead)),
-                ack_beyond.eq(s.ack_ahead > s.sent_ahead),
+                ack_beyond.eq((s.ack_ahead > s.sent_ahead) | went_back),
                 ack_same.eq(s.ack_ahead == 0),
             ]
         ack_ok = s.acting_data & ack_new
@@ -1019,8 +1040,11 @@ class UdpEndpoint(wiring.Component):
             m.d.sync += s.progress.eq(0)
         with m.Elif(~ack_ok):
             with m.If(s.progress == self.timeout):
-                with m.If(s.tx_idle & ~s.rx_acting):
-                    m.d.sync += [s.tx_next.eq(s.tx_acked), s.progress.eq(0)]
+                # not in CHECK either: ACT moves tx_next by compares CHECK takes of the tx_next
+                # before this go-back (an ack it takes would leave tx_next behind tx_acked); a
+                # go-back the cycle before CHECK makes any new ack one beyond tx_next
+                with m.If(s.tx_idle & ~s.rx_checking & ~s.rx_acting):
+                    m.d.sync += [s.tx_next.eq(s.tx_acked), s.progress.eq(0), went_back.eq(1)]
             with m.Else():
                 m.d.sync += s.progress.eq(s.progress + 1)
 

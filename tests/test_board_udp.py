@@ -556,3 +556,28 @@ def test_host_on_a_uart_answers_what_the_board_flags_in_software(custom_build, t
     with model_serial_board(build) as url:
         result = run_cli("host", "--port", url, "--build", build, "--no-fallback", *docs)
     check_fallback(result, wanted, False)
+
+
+def test_the_line_rate_benchs_host_acknowledges_readout_while_it_has_no_credit():
+    """The host of ``bench/hostlink.py``'s line-rate simulation acknowledges readout as it
+    comes, whether or not it has credit to send data: it used to acknowledge only within data
+    datagrams or once the whole stream was sent, and a board whose readout waited for that ack
+    (its engine, and so its credit, held up behind the readout) waited for ever."""
+    from xpfilt.boards.eth_sim_tb import LineRateHost
+    from xpfilt.boards.protocol import ReadoutRecordKind, readout_record
+
+    host = LineRateHost(b"x" * 5000, session=7)
+
+    def board(seq=0, limit=2000, payload=b""):
+        kind = DatagramKind.READOUT.value
+        host.take(encode_datagram(Datagram(kind, 7, seq, 0, limit, payload)))
+
+    board()
+    assert [len(d.payload) for d in host.datagrams(queued=0)] == [MAX_PAYLOAD, 2000 - MAX_PAYLOAD]
+    assert host.datagrams(queued=0) == []  # no credit, nothing to acknowledge
+    record = readout_record(ReadoutRecordKind.MATCHES, 0, 0, b"\x01\x02")
+    board(payload=record)
+    assert len(host.records) == 1
+    (ack,) = host.datagrams(queued=1)  # what is queued went with the ack before
+    assert (ack.payload, ack.ack, ack.seq) == (b"", len(record), 2000)
+    assert host.datagrams(queued=0) == []  # acknowledged once

@@ -21,7 +21,7 @@ from xpfilt.boards.protocol import (
     encode_datagram,
     input_record,
 )
-from xpfilt.boards.udp_link import UdpEndpoint
+from xpfilt.boards.udp_link import UdpEndpoint, max_record, readout_buffer_size
 from xpfilt.compiler.custom import CompileOptions, compile_queries
 from xpfilt.hdl.custom import CustomEngine
 from xpfilt.hwspec.readout import ReadoutKind
@@ -619,6 +619,71 @@ def test_a_stream_register_passes_every_beat_once_in_order_at_full_rate():
         assert got == sent
         if pattern == "always":
             assert cycles[-1] - cycles[0] == len(sent) - 1
+
+
+def test_a_timeout_in_the_cycle_an_ack_is_checked_never_leaves_tx_next_behind_the_ack():
+    """The retransmission timer's go-back and the host's ack of the readout sent: the ack's
+    CHECK swept over the cycles around the timeout. In every cycle the readout bytes still to
+    send start within what the host has not acknowledged (``tx_acked <= tx_next <= written``):
+    a go-back in CHECK, acting on compares of the ``tx_next`` before it, used to leave
+    ``tx_next`` behind the ack just taken, and the acknowledged bytes went again."""
+    first = input_record(InputKind.DOCUMENT, DOCS[1])
+
+    def run(ack_delay):
+        bench = Bench(timeout=150)  # the readout is sent well before it runs out
+        ep, s = bench.ep, bench.ep.shared
+        seen = {"cycle": 0, "doc_sent": 0, "go_back": None, "checked_at_timeout": False}
+
+        async def monitor(ctx):
+            sent = 0
+            async for _, _, acked, nxt, written, checking, progress, idle in ctx.tick().sample(
+                s.tx_acked, s.tx_next, s.written, s.rx_checking, s.progress, s.tx_idle
+            ):
+                seen["cycle"] += 1
+                assert (nxt - acked) % (1 << 32) <= (written - acked) % (1 << 32), (
+                    f"tx_next {nxt} outside [tx_acked {acked}, written {written}] "
+                    f"in cycle {seen['cycle']}, the ack {ack_delay} cycles after the document"
+                )
+                seen["checked_at_timeout"] |= bool(checking and idle and progress == ep.timeout)
+                if seen["go_back"] is None and nxt < sent:
+                    seen["go_back"] = seen["cycle"]
+                sent = max(sent, nxt)
+
+        async def testbench(ctx):
+            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
+            await bench.send(ctx, data(1, 0, first))
+            seen["doc_sent"] = seen["cycle"]
+            if ack_delay is None:
+                await ctx.tick().repeat(400)
+                return
+            await ctx.tick().repeat(ack_delay)
+            (readout,) = {d.payload for d in bench.replies if d.kind == ord("R") and d.payload}
+            await bench.send(ctx, data(1, len(first), ack=len(readout)))
+            await ctx.tick().repeat(30)  # a wrong tx_next shows in ACT
+
+        bench.sim.add_process(monitor)
+        bench.sim.add_testbench(testbench)
+        bench.sim.run()
+        return seen
+
+    # without an ack, the timer goes back ``go_back - doc_sent`` cycles after the document:
+    # the ack's last byte swept over 5 cycles either side of that
+    probe = run(None)
+    assert probe["go_back"] is not None, "the readout was never sent again"
+    centre = probe["go_back"] - probe["doc_sent"] - len(data(1, len(first), ack=1))
+    runs = [run(delay) for delay in range(centre - 5, centre + 6)]
+    assert any(r["checked_at_timeout"] for r in runs), "no ack was checked as the timer expired"
+
+
+@pytest.mark.parametrize("width", [5, 1024, 4000, 8000, 12000, 30000])
+@pytest.mark.parametrize("kind", [ReadoutKind.SERIAL, ReadoutKind.SPARSE])
+def test_a_boards_readout_buffer_leaves_room_for_readout_in_flight_beside_two_records(kind, width):
+    """A record starts only while the bytes not yet acknowledged leave room for two whole
+    records; the buffer a board gets leaves at least 8 KB for readout in flight beyond them
+    (at 8,000 queries it used to leave 744 bytes: a record waited for the one before's ack)."""
+    size = readout_buffer_size(kind, width)
+    assert size & (size - 1) == 0 and size >= 16384
+    assert size - 2 * max_record(kind, width) >= 8192
 
 
 def _input_across_a_switch(offset: int, stall: int) -> list:
