@@ -614,6 +614,16 @@ class UdpEndpoint(wiring.Component):
             s.out_w.addr.eq(write_at[: s.rbits]),
             s.out_w.data.eq(write_byte),
         ]
+        # the header's byte at ``sub`` in HEADER, registered a cycle ahead (no 16-way choice
+        # before the block RAM's write data): byte 0 as HEADER comes (``sub`` is 0 then; ``rec``
+        # was set a cycle or more before), the next one (or the same, while ``switched`` holds
+        # it) in HEADER, where ``blen`` is final
+        value = Signal(READOUT_RECORD * 8)
+        m.d.comb += [value.eq(rec.as_value()), value[64:96].eq(blen)]
+        in_header = Signal()
+        head_byte = Signal(8)
+        head_next = Mux(in_header, Mux(s.switched, sub[:4], sub[:4] + 1), 0)
+        m.d.sync += head_byte.eq(value.word_select(head_next[:4], 8))
         with m.FSM(name="readout_records"):
             with m.State("IDLE"):
                 with m.If(s.switched):
@@ -663,7 +673,7 @@ class UdpEndpoint(wiring.Component):
                         if sparse:  # the header beat carries no id
                             m.d.comb += self.readout.ready.eq(1)
                             with m.If(eb.last):
-                                m.next = "HEADER"
+                                m.next = "NO_IDS"
                             with m.Else():
                                 m.next = "BODY"
                         else:
@@ -714,13 +724,14 @@ class UdpEndpoint(wiring.Component):
                                 m.next = "HEADER"
                         with m.Else():
                             m.d.sync += [byte_acc.eq(acc), nbits_acc.eq(nbits_acc + 1)]
+            with m.State("NO_IDS"):  # (a cycle for ``head_byte`` to take the new ``rec``)
+                m.next = "HEADER"
             with m.State("HEADER"):  # the header, now that the length is known
-                value = Signal(READOUT_RECORD * 8)
-                m.d.comb += [value.eq(rec.as_value()), value[64:96].eq(blen)]
                 m.d.comb += [
+                    in_header.eq(1),
                     write_en.eq(~s.discard),
                     write_at.eq(wpos + sub),
-                    write_byte.eq(value.word_select(sub[:4], 8)),
+                    write_byte.eq(head_byte),
                 ]
                 with m.If(~s.switched):
                     m.d.sync += sub.eq(sub + 1)
