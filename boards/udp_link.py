@@ -945,29 +945,38 @@ class UdpEndpoint(wiring.Component):
         with m.If(status_taken):
             m.d.sync += [tx_status.eq(tx_status >> 8), status_taken.eq(0)]
 
+        # IDLE decides (``go_*``: what ``pick_*`` said), START loads the datagram a cycle later,
+        # so that the loads' enables (hundreds of flip-flops) are START's decode alone; IDLE
+        # does not decide in CHECK either (ACT, which moves what START reads, may follow it)
+        go_status, go_nak, go_unsent = Signal(), Signal(), Signal()
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += s.tx_idle.eq(1)
-                with m.If(~quiet):
-                    pass
-                with m.Elif(pick_status):
+                with m.If(
+                    quiet & ~s.rx_checking & (pick_status | pick_nak | pick_unsent | pick_ack)
+                ):
+                    m.d.sync += [
+                        go_status.eq(pick_status),
+                        go_nak.eq(pick_nak),
+                        go_unsent.eq(pick_unsent),
+                    ]
+                    m.next = "START"
+            with m.State("START"):
+                m.next = "SEND"
+                with m.If(go_status):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
                     m.d.sync += [s.status_due.eq(0), tx_status.eq(status.as_value()),
                                  tx_kind_status.eq(1)]  # fmt: skip
-                    m.next = "SEND"
-                with m.Elif(pick_nak):
+                with m.Elif(go_nak):
                     start(DatagramKind.READOUT, 0, s.tx_next, nak=1)
                     m.d.sync += [s.nak_due.eq(0), tx_kind_status.eq(0)]
-                    m.next = "SEND"
-                with m.Elif(pick_unsent):
+                with m.Elif(go_unsent):
                     length = send_len
                     start(DatagramKind.READOUT, length, s.tx_next)
                     m.d.sync += [s.tx_next.eq(s.tx_next + length), tx_kind_status.eq(0)]
-                    m.next = "SEND"
-                with m.Elif(pick_ack):
+                with m.Else():  # an ack or credit
                     start(DatagramKind.READOUT, 0, s.tx_next)
                     m.d.sync += tx_kind_status.eq(0)
-                    m.next = "SEND"
             with m.State("SEND"):
                 in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
