@@ -90,15 +90,7 @@ class Bench:
                     buf = bytearray()
 
     async def send(self, ctx, raw: bytes):
-        ep = self.ep
-        for i, byte in enumerate(raw):
-            ctx.set(ep.rx.valid, 1)
-            ctx.set(ep.rx.payload.data, byte)
-            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
-            ctx.set(ep.rx.payload.port, HOST_PORT)
-            await ctx.tick().until(ep.rx.ready)
-        ctx.set(ep.rx.valid, 0)
-        await ctx.tick().repeat(4)
+        await _send(ctx, self.ep, raw, 4)
 
     def model_readouts(self, docs):
         return run_documents(EngineModel(self.plan), docs)
@@ -491,6 +483,19 @@ def test_a_new_session_never_gets_the_verdict_of_a_stream_an_old_one_cut_short()
 # --- a session switch in the cycle a readout record starts ----------------------------------
 
 
+async def _send(ctx, ep, raw: bytes, pad: int):
+    """``raw`` on ``ep``'s rx, a byte a cycle as it takes them, then ``pad`` idle cycles."""
+    for i, byte in enumerate(raw):
+        ctx.set(ep.rx.valid, 1)
+        ctx.set(ep.rx.payload.data, byte)
+        ctx.set(ep.rx.payload.last, i == len(raw) - 1)
+        ctx.set(ep.rx.payload.port, HOST_PORT)
+        await ctx.tick().until(ep.rx.ready)
+    ctx.set(ep.rx.valid, 0)
+    if pad:
+        await ctx.tick().repeat(pad)
+
+
 def _switch_race(offset: int, *, verdict: bool) -> list:
     """The endpoint alone (mode programmable when ``verdict``): session 7 sends a document
     (or a configuration stream) the engine takes; session 8's HELLO goes in, and ``offset``
@@ -519,15 +524,7 @@ def _switch_race(offset: int, *, verdict: bool) -> list:
                     buf = bytearray()
 
     async def send(ctx, raw, pad):
-        for i, byte in enumerate(raw):
-            ctx.set(ep.rx.valid, 1)
-            ctx.set(ep.rx.payload.data, byte)
-            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
-            ctx.set(ep.rx.payload.port, HOST_PORT)
-            await ctx.tick().until(ep.rx.ready)
-        ctx.set(ep.rx.valid, 0)
-        if pad:
-            await ctx.tick().repeat(pad)
+        await _send(ctx, ep, raw, pad)
 
     async def readout(ctx, bits):
         for i, bit in enumerate(bits):
@@ -713,15 +710,7 @@ def _input_across_a_switch(offset: int, stall: int) -> list:
             ctx.set(ep.input.ready, stall == 0 or cycle % (stall + 1) != 0)
 
     async def send(ctx, raw, pad):
-        for i, byte in enumerate(raw):
-            ctx.set(ep.rx.valid, 1)
-            ctx.set(ep.rx.payload.data, byte)
-            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
-            ctx.set(ep.rx.payload.port, HOST_PORT)
-            await ctx.tick().until(ep.rx.ready)
-        ctx.set(ep.rx.valid, 0)
-        if pad:
-            await ctx.tick().repeat(pad)
+        await _send(ctx, ep, raw, pad)
 
     async def testbench(ctx):
         ctx.set(ep.tx.ready, 1)
@@ -843,14 +832,7 @@ def test_records_of_lengths_around_the_length_bytes_edges_go_whole_to_the_engine
                     buf.clear()
 
     async def send(ctx, raw):
-        for i, byte in enumerate(raw):
-            ctx.set(ep.rx.valid, 1)
-            ctx.set(ep.rx.payload.data, byte)
-            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
-            ctx.set(ep.rx.payload.port, HOST_PORT)
-            await ctx.tick().until(ep.rx.ready)
-        ctx.set(ep.rx.valid, 0)
-        await ctx.tick().repeat(60)
+        await _send(ctx, ep, raw, 60)
 
     async def testbench(ctx):
         await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 3)))
