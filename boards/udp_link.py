@@ -880,6 +880,12 @@ class UdpEndpoint(wiring.Component):
         with m.Elif(out_taken):
             m.d.sync += out_pv.eq(0)
 
+        hdr_taken, status_taken = Signal(), Signal()  # a byte of each went: shift (SEND)
+        with m.If(hdr_taken):
+            m.d.sync += [tx_hdr.eq(tx_hdr >> 8), hdr_taken.eq(0)]
+        with m.If(status_taken):
+            m.d.sync += [tx_status.eq(tx_status >> 8), status_taken.eq(0)]
+
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += s.tx_idle.eq(1)
@@ -907,18 +913,26 @@ class UdpEndpoint(wiring.Component):
                 in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
                 # the header's and the status's bytes go out of their registers' low ends,
-                # which shift a byte as each is taken (no choice by ``tx_i``)
+                # which shift a byte a cycle after each is taken (``hdr_taken``,
+                # ``status_taken``: the enables of their ~600 flip-flops come straight from a
+                # flip-flop, not through ``tx.ready``); until then the byte is the second
                 m.d.comb += [
                     pre_valid.eq(ready_byte),
                     from_ram.eq(in_payload & ~tx_kind_status),
-                    other_byte.eq(Mux(in_payload, tx_status[:8], tx_hdr[:8])),
+                    other_byte.eq(
+                        Mux(
+                            in_payload,
+                            Mux(status_taken, tx_status[8:16], tx_status[:8]),
+                            Mux(hdr_taken, tx_hdr[8:16], tx_hdr[:8]),
+                        )
+                    ),
                     pre.last.eq(0),
                 ]
-                m.d.sync += crc_valid.eq(pre_taken)
-                with m.If(pre_taken & ~in_payload):
-                    m.d.sync += tx_hdr.eq(tx_hdr >> 8)
-                with m.If(pre_taken & in_payload):
-                    m.d.sync += tx_status.eq(tx_status >> 8)
+                m.d.sync += [
+                    crc_valid.eq(pre_taken),
+                    hdr_taken.eq(pre_taken & ~in_payload),
+                    status_taken.eq(pre_taken & in_payload),
+                ]
                 with m.If(pre_taken):
                     m.d.sync += [tx_i.eq(tx_i + 1), tx_in_payload.eq(tx_i >= DATAGRAM_HEADER - 1)]
                     with m.If(tx_i == tx_end):
