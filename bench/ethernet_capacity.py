@@ -65,7 +65,7 @@ def clock_role(name: str, constraint: float) -> str:
         return "rgmii"
     if "link_clk" in name:
         return "link"
-    if "liteeth" in name:
+    if "liteeth" in name or "eth_clk" in name:  # (named after the bridge's port when it is)
         return "eth"
     return "engine" if "$glbnet$" in name else ("eth" if constraint < ENGINE_MHZ - 1 else "link")
 

@@ -546,6 +546,15 @@ class BuildResult:
         (self.output / "report.md").write_text(self.to_markdown())
 
 
+#: Yosys commands after reading the design: the memories marked ``no_rw_check`` (a read never
+#: meets a write to the same address in a cycle: the UDP endpoint's buffers, each one read and
+#: one write port) collected and their read ports' collision made a don't-care. Yosys does
+#: this itself for the attribute in Verilog, not in RTLIL (the board top's form); without it,
+#: it keeps a read's old data through such a write with an address compare and a choice after
+#: the block RAM's read data.
+NO_RW_CHECK = "proc\nmemory_collect a:no_rw_check\nsetparam -set RD_COLLISION_X_MASK 1'1 t:$mem_v2 a:no_rw_check %i"
+
+
 def build_board(
     design: EngineDesign, config: BuildConfig, log: Callable[[str], None] = lambda _: None
 ) -> BuildResult:
@@ -625,6 +634,7 @@ def _build(
         overrides |= {
             "debug_verilog": True,
             "nextpnr_opts": " ".join(nextpnr),
+            "script_after_read": NO_RW_CHECK,
             "script_after_synth": f"tee -q -o {BOARD_TOP}.stat.json stat -json",
         }
     start = time.perf_counter()

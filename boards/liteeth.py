@@ -97,7 +97,12 @@ class EthernetConfig:
     0 when the PHY chip adds them), ``tx_cdc_depth``: the words of LiteEth's transmit FIFO from
     its system clock to the PHY's (its default is 32: two 16-word LUT RAMs and a choice between
     them after the read, the slowest path of the RGMII clock on the -6 ECP5; 16 words, 64
-    bytes, still hold what its system clock, twice the line's rate, puts ahead of the PHY)."""
+    bytes, still hold what its system clock, twice the line's rate, puts ahead of the PHY),
+    ``rx_cdc_depth``: the same for its receive FIFO, whose read and choice end LiteEth's own
+    slowest path on the -6 (its receive stack's ready, 20.5 ns at 50 MHz); 16 words hold what
+    the line brings while the endpoint, which takes a byte a cycle and needs 3 cycles a
+    datagram against the 66 byte times a frame's headers, preamble, FCS and gap take, is
+    behind)."""
 
     device: str
     mac: int = DEFAULT_MAC
@@ -109,6 +114,7 @@ class EthernetConfig:
     tx_delay: float = 2e-9
     rx_delay: float = 2e-9
     tx_cdc_depth: int = 16
+    rx_cdc_depth: int = 16
 
     def __post_init__(self):
         if not 0 < self.port < 65536:
@@ -134,6 +140,7 @@ def liteeth_config(config: EthernetConfig) -> str:
             f"phy_tx_delay: {config.tx_delay:g}",
             f"phy_rx_delay: {config.rx_delay:g}",
             f"tx_cdc_depth: {config.tx_cdc_depth}",
+            f"rx_cdc_depth: {config.rx_cdc_depth}",
             "core: udp",
             f"mac_address: {config.mac:#014x}",
             f"ip_address: {format_ip(config.ip)}",

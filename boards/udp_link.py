@@ -167,10 +167,17 @@ class _Shared:
         self.written = Signal(32)  # readout stream: committed records end
         self.progress = Signal(range(ep.timeout + 1))
 
-        m.submodules.inbuf = inbuf = Memory(shape=8, depth=N, init=[])
+        # neither buffer is read where it is written in the same cycle (the input buffer is
+        # read below ``commit`` and written from it on, within the room; the readout buffer is
+        # read below ``written`` and written from it on, within what the host acknowledged),
+        # so Yosys need not keep a read's old data through a write to the same address: without
+        # ``no_rw_check`` it puts a comparison of the addresses and a choice after the block
+        # RAM's read data (the slow 5.8 ns output of the -6 ECP5's DP16KD), before any register
+        rw = {"no_rw_check": 1}
+        m.submodules.inbuf = inbuf = Memory(shape=8, depth=N, init=[], attrs=rw)
         self.in_w = inbuf.write_port()
         self.in_r = inbuf.read_port()
-        m.submodules.outbuf = outbuf = Memory(shape=8, depth=R, init=[])
+        m.submodules.outbuf = outbuf = Memory(shape=8, depth=R, init=[], attrs=rw)
         self.out_w = outbuf.write_port()
         self.out_r = outbuf.read_port()
 
@@ -209,11 +216,13 @@ class _Shared:
         self.doc_done = Signal()  # strobe: a document's last byte went to the engine
         self.read_done = Signal()  # strobe: a readout record was completed (written or dropped)
         self.stale_docs = Signal(16)  # readouts still to come of an earlier session's documents
+        self.some_stale_docs = Signal()  # ``stale_docs != 0``, registered with it
         # configuration streams the same way: their verdicts are readout records too
         self.cfg_in_engine = Signal(8)  # streams the engine took whose verdict is not read
         self.cfg_done = Signal()  # strobe: a stream's last byte went to the engine
         self.verdict_done = Signal()  # strobe: a verdict was read (written or dropped)
         self.stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
+        self.some_stale_cfgs = Signal()  # ``stale_cfgs != 0``, registered with it
 
         # --- the readout records --------------------------------------------------------------
         self.doc_no = Signal(32)  # the next readout record's document number
@@ -331,7 +340,18 @@ class UdpEndpoint(wiring.Component):
         m.d.sync += [off.eq(s.rx_next - h.seq), need.eq(h.length - off)]
         rx_error = Signal()
         src_ip, src_port = Signal(32), Signal(16)
-        total = Signal(16)
+        # the datagram's length is right (its last byte is where its header's ``length``
+        # says, decided as that byte comes: ``index`` is at least ``last_at`` - 1 before the
+        # header is in) and its version; then in CHECK, for ACT: its kind (one-hot), and
+        # whether it has a payload, is after ``rx_next`` (``late``) or was had (``had``)
+        last_at = Signal(17)  # (no wrap: a length past 65,535 - 27 never matches)
+        length_ok, version_ok = Signal(), Signal()
+        is_hello, is_status, is_data = Signal(), Signal(), Signal()
+        has_payload, late, had = Signal(), Signal(), Signal()
+        m.d.sync += [
+            last_at.eq(DATAGRAM_HEADER + DATAGRAM_CRC - 1 + h.length),
+            version_ok.eq(h.version == UDP_VERSION),
+        ]
         m.d.comb += [rx_crc.data.eq(beat.data), rx_crc.start.eq(index == 0)]
 
         with m.FSM(name="udp_rx"):
@@ -345,7 +365,7 @@ class UdpEndpoint(wiring.Component):
                         m.d.sync += s.hdr.word_select(index[:5], 8).eq(beat.data)
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
-                        m.d.sync += total.eq(index + 1)
+                        m.d.sync += length_ok.eq(index == last_at)
                         m.next = "CHECK"
                     with m.Elif(index == DATAGRAM_HEADER - 1):
                         m.next = "DECIDE"
@@ -381,17 +401,20 @@ class UdpEndpoint(wiring.Component):
                         ]
                     m.d.sync += [index.eq(index + 1), rx_error.eq(rx_error | beat.error)]
                     with m.If(beat.last):
-                        m.d.sync += total.eq(index + 1)
+                        m.d.sync += length_ok.eq(index == last_at)
                         m.next = "CHECK"
             with m.State("CHECK"):  # the CRC register has taken the last byte
                 m.d.comb += s.rx_checking.eq(1)
                 m.d.sync += index.eq(0)
-                good = (
-                    rx_crc.match_detected
-                    & ~rx_error
-                    & (total == DATAGRAM_HEADER + DATAGRAM_CRC + h.length)
-                    & (h.version == UDP_VERSION)
-                )
+                good = rx_crc.match_detected & ~rx_error & length_ok & version_ok
+                m.d.sync += [
+                    is_hello.eq(h.kind == DatagramKind.HELLO.value),
+                    is_status.eq(h.kind == DatagramKind.STATUS.value),
+                    is_data.eq(h.kind == DatagramKind.DATA.value),
+                    has_payload.eq(h.length != 0),
+                    late.eq(off[31]),
+                    had.eq(off >= h.length),
+                ]
                 with m.If(~good):
                     m.d.sync += s.bad.eq(s.bad + 1)
                     m.next = "HEADER"
@@ -404,39 +427,38 @@ class UdpEndpoint(wiring.Component):
                     m.next = "ACT"
             with m.State("ACT"):
                 m.next = "HEADER"
-                with m.Switch(h.kind):
-                    with m.Case(DatagramKind.HELLO.value):
-                        m.d.sync += [
-                            s.host_ip.eq(src_ip), s.host_port.eq(src_port), s.status_due.eq(1)
-                        ]  # fmt: skip
-                        with m.If(s.switch):
-                            m.d.sync += [s.session.eq(h.session), s.opened.eq(1)]
-                    with m.Case(DatagramKind.STATUS.value):
-                        with m.If(current):
-                            m.d.sync += s.status_due.eq(1)
-                        with m.Else():
-                            m.d.sync += s.stale.eq(s.stale + 1)
-                    with m.Case(DatagramKind.DATA.value):
-                        with m.If(~current):
-                            m.d.sync += s.stale.eq(s.stale + 1)
-                        with m.Else():
-                            m.d.sync += s.ack_due.eq(1)
-                            with m.If(take):
-                                accepted = need[:16]  # h.length - the bytes had
-                                m.d.sync += [
-                                    s.commit.eq(s.commit + accepted),
-                                    s.rx_next.eq(s.rx_next + accepted),
-                                    s.nak_sent.eq(0),
-                                ]
-                            with m.Elif(h.length != 0):
-                                with m.If(off[31]):  # the datagram is after ``rx_next``
-                                    m.d.sync += s.ooo.eq(s.ooo + 1)
-                                    with m.If(~s.nak_sent):
-                                        m.d.sync += [s.nak_due.eq(1), s.nak_sent.eq(1)]
-                                with m.Elif(off >= h.length):
-                                    m.d.sync += s.dups.eq(s.dups + 1)
-                    with m.Default():
-                        m.d.sync += s.bad.eq(s.bad + 1)
+                with m.If(is_hello):
+                    m.d.sync += [
+                        s.host_ip.eq(src_ip), s.host_port.eq(src_port), s.status_due.eq(1)
+                    ]  # fmt: skip
+                    with m.If(s.switch):
+                        m.d.sync += [s.session.eq(h.session), s.opened.eq(1)]
+                with m.Elif(is_status):
+                    with m.If(current):
+                        m.d.sync += s.status_due.eq(1)
+                    with m.Else():
+                        m.d.sync += s.stale.eq(s.stale + 1)
+                with m.Elif(is_data):
+                    with m.If(~current):
+                        m.d.sync += s.stale.eq(s.stale + 1)
+                    with m.Else():
+                        m.d.sync += s.ack_due.eq(1)
+                        with m.If(take):
+                            accepted = need[:16]  # h.length - the bytes had
+                            m.d.sync += [
+                                s.commit.eq(s.commit + accepted),
+                                s.rx_next.eq(s.rx_next + accepted),
+                                s.nak_sent.eq(0),
+                            ]
+                        with m.Elif(has_payload):
+                            with m.If(late):  # the datagram is after ``rx_next``
+                                m.d.sync += s.ooo.eq(s.ooo + 1)
+                                with m.If(~s.nak_sent):
+                                    m.d.sync += [s.nak_due.eq(1), s.nak_sent.eq(1)]
+                            with m.Elif(had):
+                                m.d.sync += s.dups.eq(s.dups + 1)
+                with m.Else():
+                    m.d.sync += s.bad.eq(s.bad + 1)
 
     def _input_records(self, m, s):
         """The input buffer's records -> ``input``: bytes with ``last`` on each record's final
@@ -475,6 +497,7 @@ class UdpEndpoint(wiring.Component):
         left = Signal(32)
         left_last = Signal()  # ``left == 1``, registered: the body byte at hand is the last
         rec_hdr = Signal(INPUT_RECORD * 8)
+        low_0, low_1, mid_0 = Signal(), Signal(), Signal()
         doc_counted = Signal()  # a document's last byte went to the engine, one of this session's
         cut_byte = Signal(8)
 
@@ -500,17 +523,27 @@ class UdpEndpoint(wiring.Component):
                         rec_hdr.word_select(s.rec_i[:3], 8).eq(s.in_byte),
                         s.rec_i.eq(s.rec_i + 1),
                     ]
+                    # the length's low byte is 0 or 1, its middle bytes are 0: registered as
+                    # they come, so that the last byte decides with an 8-bit compare
+                    with m.Switch(s.rec_i):
+                        with m.Case(1):
+                            m.d.sync += [low_0.eq(s.in_byte == 0), low_1.eq(s.in_byte == 1)]
+                        with m.Case(2):
+                            m.d.sync += mid_0.eq(s.in_byte == 0)
+                        with m.Case(3):
+                            m.d.sync += mid_0.eq(mid_0 & (s.in_byte == 0))
                     with m.If(s.rec_i == INPUT_RECORD - 1):
                         length = Cat(rec_hdr[8:32], s.in_byte)
+                        high_0 = mid_0 & (s.in_byte == 0)
                         m.d.sync += [
                             s.rec_i.eq(0),
                             s.is_doc.eq(rec_hdr[:8] == InputKind.DOCUMENT.value),
                             s.is_cfg.eq(rec_hdr[:8] == InputKind.CONFIG.value),
                             left.eq(length),
-                            left_last.eq(length == 1),
+                            left_last.eq(low_1 & high_0),  # length == 1
                             s.started.eq(0),
                         ]
-                        with m.If(length != 0):
+                        with m.If(~(low_0 & high_0)):  # length != 0
                             m.next = "BODY"
             with m.State("BODY"):
                 forward = s.is_doc | (s.is_cfg & s.cfg_ok)
@@ -550,7 +583,8 @@ class UdpEndpoint(wiring.Component):
         dropped.
 
         Drives ``readout.ready``, the readout buffer's write port, ``written``, ``doc_no``,
-        ``discard``, ``stale_docs`` and ``stale_cfgs`` (counting down) and the strobes
+        ``discard``, ``stale_docs`` and ``stale_cfgs`` (counting down, with ``some_stale_docs``
+        and ``some_stale_cfgs``) and the strobes
         ``read_done``, ``verdict_done``. Reads ``tx_acked`` (the room), ``documents`` and
         ``switched`` (the cycle after a switch, when the stale counts are taken, it waits)."""
         R = self.readout_buffer
@@ -580,14 +614,27 @@ class UdpEndpoint(wiring.Component):
             s.out_w.addr.eq(write_at[: s.rbits]),
             s.out_w.data.eq(write_byte),
         ]
+        # the header's byte at ``sub`` in HEADER, registered a cycle ahead (no 16-way choice
+        # before the block RAM's write data): byte 0 as HEADER comes (``sub`` is 0 then; ``rec``
+        # was set a cycle or more before), the next one (or the same, while ``switched`` holds
+        # it) in HEADER, where ``blen`` is final
+        value = Signal(READOUT_RECORD * 8)
+        m.d.comb += [value.eq(rec.as_value()), value[64:96].eq(blen)]
+        in_header = Signal()
+        head_byte = Signal(8)
+        head_next = Mux(in_header, Mux(s.switched, sub[:4], sub[:4] + 1), 0)
+        m.d.sync += head_byte.eq(value.word_select(head_next[:4], 8))
         with m.FSM(name="readout_records"):
             with m.State("IDLE"):
                 with m.If(s.switched):
                     pass
                 with m.Elif(self.readout.valid & rb.verdict):
-                    with m.If(s.stale_cfgs != 0):  # an earlier session's stream: dropped
+                    with m.If(s.some_stale_cfgs):  # an earlier session's stream: dropped
                         m.d.comb += [self.readout.ready.eq(1), s.verdict_done.eq(1)]
-                        m.d.sync += s.stale_cfgs.eq(s.stale_cfgs - 1)
+                        m.d.sync += [
+                            s.stale_cfgs.eq(s.stale_cfgs - 1),
+                            s.some_stale_cfgs.eq(s.stale_cfgs != 1),
+                        ]
                     with m.Elif(room):
                         m.d.comb += [self.readout.ready.eq(1), s.verdict_done.eq(1)]
                         m.d.sync += [
@@ -603,7 +650,7 @@ class UdpEndpoint(wiring.Component):
                         ]
                         m.next = "VERDICT"
                 with m.Elif(self.readout.valid & first):
-                    with m.If(s.stale_docs != 0):
+                    with m.If(s.some_stale_docs):
                         m.next = "DROP"
                     with m.Elif(room):
                         m.d.sync += [
@@ -626,7 +673,7 @@ class UdpEndpoint(wiring.Component):
                         if sparse:  # the header beat carries no id
                             m.d.comb += self.readout.ready.eq(1)
                             with m.If(eb.last):
-                                m.next = "HEADER"
+                                m.next = "NO_IDS"
                             with m.Else():
                                 m.next = "BODY"
                         else:
@@ -637,7 +684,10 @@ class UdpEndpoint(wiring.Component):
                 m.d.comb += self.readout.ready.eq(~s.switched)
                 with m.If(self.readout.valid & eb.last & ~s.switched):
                     m.d.comb += s.read_done.eq(1)
-                    m.d.sync += s.stale_docs.eq(s.stale_docs - 1)
+                    m.d.sync += [
+                        s.stale_docs.eq(s.stale_docs - 1),
+                        s.some_stale_docs.eq(s.stale_docs != 1),
+                    ]
                     m.next = "IDLE"
             with m.State("VERDICT"):  # two body bytes: generation, then loaded | rejected << 1
                 m.d.comb += [write_en.eq(1), write_at.eq(wpos + READOUT_RECORD + blen)]
@@ -674,13 +724,14 @@ class UdpEndpoint(wiring.Component):
                                 m.next = "HEADER"
                         with m.Else():
                             m.d.sync += [byte_acc.eq(acc), nbits_acc.eq(nbits_acc + 1)]
+            with m.State("NO_IDS"):  # (a cycle for ``head_byte`` to take the new ``rec``)
+                m.next = "HEADER"
             with m.State("HEADER"):  # the header, now that the length is known
-                value = Signal(READOUT_RECORD * 8)
-                m.d.comb += [value.eq(rec.as_value()), value[64:96].eq(blen)]
                 m.d.comb += [
+                    in_header.eq(1),
                     write_en.eq(~s.discard),
                     write_at.eq(wpos + sub),
-                    write_byte.eq(value.word_select(sub[:4], 8)),
+                    write_byte.eq(head_byte),
                 ]
                 with m.If(~s.switched):
                     m.d.sync += sub.eq(sub + 1)
@@ -689,7 +740,10 @@ class UdpEndpoint(wiring.Component):
                     with m.If(s.discard):
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
                             m.d.comb += s.read_done.eq(1)
-                            m.d.sync += s.stale_docs.eq(s.stale_docs - 1)
+                            m.d.sync += [
+                                s.stale_docs.eq(s.stale_docs - 1),
+                                s.some_stale_docs.eq(s.stale_docs != 1),
+                            ]
                     with m.Else():
                         m.d.sync += s.written.eq(wpos + READOUT_RECORD + blen)
                         with m.If(rec.kind != ReadoutRecordKind.CONFIG.value):
@@ -783,6 +837,7 @@ class UdpEndpoint(wiring.Component):
         gain = Signal(32)  # the credit less what the last datagram sent carried
         grew = Signal()
         acted = Signal(3)
+        quiet = Signal()
         # which datagram IDLE starts, chosen a cycle ahead from what is due (in this order: a
         # status, a NAK, readout bytes, an ack or credit), so that IDLE's start is a LUT or
         # two from flip-flops; the due flags it reads are cleared by a start (a datagram
@@ -802,6 +857,10 @@ class UdpEndpoint(wiring.Component):
             gain.eq(s.limit - advertised),
             grew.eq(gain >= min(MAX_PAYLOAD, self.input_buffer // 2)),
             acted.eq(Cat(s.rx_acting, acted[:2])),
+            # IDLE may start a datagram: the session is open, and no ACT now or in the three
+            # cycles before, registered (from CHECK a cycle before: ACT may follow it), so that
+            # the start's enables (hundreds of flip-flops) follow flip-flops and one LUT
+            quiet.eq(s.opened & ~s.rx_checking & ~s.rx_acting & ~acted[:2].any()),
         ]
         status = self._status(m, s)
         # the datagram's bytes go out through a register (``pre`` -> ``tx``), and the CRC takes
@@ -886,29 +945,38 @@ class UdpEndpoint(wiring.Component):
         with m.If(status_taken):
             m.d.sync += [tx_status.eq(tx_status >> 8), status_taken.eq(0)]
 
+        # IDLE decides (``go_*``: what ``pick_*`` said), START loads the datagram a cycle later,
+        # so that the loads' enables (hundreds of flip-flops) are START's decode alone; IDLE
+        # does not decide in CHECK either (ACT, which moves what START reads, may follow it)
+        go_status, go_nak, go_unsent = Signal(), Signal(), Signal()
         with m.FSM(name="udp_tx"):
             with m.State("IDLE"):
                 m.d.comb += s.tx_idle.eq(1)
-                with m.If(~s.opened | s.rx_acting | acted.any()):
-                    pass
-                with m.Elif(pick_status):
+                with m.If(
+                    quiet & ~s.rx_checking & (pick_status | pick_nak | pick_unsent | pick_ack)
+                ):
+                    m.d.sync += [
+                        go_status.eq(pick_status),
+                        go_nak.eq(pick_nak),
+                        go_unsent.eq(pick_unsent),
+                    ]
+                    m.next = "START"
+            with m.State("START"):
+                m.next = "SEND"
+                with m.If(go_status):
                     start(DatagramKind.STATUS, data.Layout.cast(UdpStatusLayout).size // 8, 0)
                     m.d.sync += [s.status_due.eq(0), tx_status.eq(status.as_value()),
                                  tx_kind_status.eq(1)]  # fmt: skip
-                    m.next = "SEND"
-                with m.Elif(pick_nak):
+                with m.Elif(go_nak):
                     start(DatagramKind.READOUT, 0, s.tx_next, nak=1)
                     m.d.sync += [s.nak_due.eq(0), tx_kind_status.eq(0)]
-                    m.next = "SEND"
-                with m.Elif(pick_unsent):
+                with m.Elif(go_unsent):
                     length = send_len
                     start(DatagramKind.READOUT, length, s.tx_next)
                     m.d.sync += [s.tx_next.eq(s.tx_next + length), tx_kind_status.eq(0)]
-                    m.next = "SEND"
-                with m.Elif(pick_ack):
+                with m.Else():  # an ack or credit
                     start(DatagramKind.READOUT, 0, s.tx_next)
                     m.d.sync += tx_kind_status.eq(0)
-                    m.next = "SEND"
             with m.State("SEND"):
                 in_payload = tx_in_payload  # tx_i >= DATAGRAM_HEADER
                 ready_byte = ~in_payload | tx_kind_status | out_pv
@@ -1011,7 +1079,8 @@ class UdpEndpoint(wiring.Component):
         ``rx_next``,
         ``tx_acked``, ``tx_next``, ``written``, ``doc_no``, ``documents``, ``nak_sent``,
         ``nak_due``, ``ack_due``, ``progress``, ``limit``, ``free``, ``free_at``, and
-        ``discard``, and a cycle later ``stale_docs`` and ``stale_cfgs``. Reads the engine
+        ``discard``, and a cycle later ``stale_docs`` and ``stale_cfgs`` (and whether they are
+        0). Reads the engine
         counts and the record the switch cuts (``started``, ``is_doc``, ``is_cfg``,
         ``records_fsm_body``)."""
         N = self.input_buffer
@@ -1028,7 +1097,9 @@ class UdpEndpoint(wiring.Component):
         with m.If(s.switched):
             m.d.sync += [
                 s.stale_docs.eq(s.in_engine + cut_doc),
+                s.some_stale_docs.eq((s.in_engine != 0) | cut_doc),
                 s.stale_cfgs.eq(s.cfg_in_engine + cut_cfg),
+                s.some_stale_cfgs.eq((s.cfg_in_engine != 0) | cut_cfg),
             ]
         with m.If(s.switch):
             m.d.sync += [

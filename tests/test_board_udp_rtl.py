@@ -90,15 +90,7 @@ class Bench:
                     buf = bytearray()
 
     async def send(self, ctx, raw: bytes):
-        ep = self.ep
-        for i, byte in enumerate(raw):
-            ctx.set(ep.rx.valid, 1)
-            ctx.set(ep.rx.payload.data, byte)
-            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
-            ctx.set(ep.rx.payload.port, HOST_PORT)
-            await ctx.tick().until(ep.rx.ready)
-        ctx.set(ep.rx.valid, 0)
-        await ctx.tick().repeat(4)
+        await _send(ctx, self.ep, raw, 4)
 
     def model_readouts(self, docs):
         return run_documents(EngineModel(self.plan), docs)
@@ -491,6 +483,19 @@ def test_a_new_session_never_gets_the_verdict_of_a_stream_an_old_one_cut_short()
 # --- a session switch in the cycle a readout record starts ----------------------------------
 
 
+async def _send(ctx, ep, raw: bytes, pad: int):
+    """``raw`` on ``ep``'s rx, a byte a cycle as it takes them, then ``pad`` idle cycles."""
+    for i, byte in enumerate(raw):
+        ctx.set(ep.rx.valid, 1)
+        ctx.set(ep.rx.payload.data, byte)
+        ctx.set(ep.rx.payload.last, i == len(raw) - 1)
+        ctx.set(ep.rx.payload.port, HOST_PORT)
+        await ctx.tick().until(ep.rx.ready)
+    ctx.set(ep.rx.valid, 0)
+    if pad:
+        await ctx.tick().repeat(pad)
+
+
 def _switch_race(offset: int, *, verdict: bool) -> list:
     """The endpoint alone (mode programmable when ``verdict``): session 7 sends a document
     (or a configuration stream) the engine takes; session 8's HELLO goes in, and ``offset``
@@ -519,15 +524,7 @@ def _switch_race(offset: int, *, verdict: bool) -> list:
                     buf = bytearray()
 
     async def send(ctx, raw, pad):
-        for i, byte in enumerate(raw):
-            ctx.set(ep.rx.valid, 1)
-            ctx.set(ep.rx.payload.data, byte)
-            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
-            ctx.set(ep.rx.payload.port, HOST_PORT)
-            await ctx.tick().until(ep.rx.ready)
-        ctx.set(ep.rx.valid, 0)
-        if pad:
-            await ctx.tick().repeat(pad)
+        await _send(ctx, ep, raw, pad)
 
     async def readout(ctx, bits):
         for i, bit in enumerate(bits):
@@ -713,15 +710,7 @@ def _input_across_a_switch(offset: int, stall: int) -> list:
             ctx.set(ep.input.ready, stall == 0 or cycle % (stall + 1) != 0)
 
     async def send(ctx, raw, pad):
-        for i, byte in enumerate(raw):
-            ctx.set(ep.rx.valid, 1)
-            ctx.set(ep.rx.payload.data, byte)
-            ctx.set(ep.rx.payload.last, i == len(raw) - 1)
-            ctx.set(ep.rx.payload.port, HOST_PORT)
-            await ctx.tick().until(ep.rx.ready)
-        ctx.set(ep.rx.valid, 0)
-        if pad:
-            await ctx.tick().repeat(pad)
+        await _send(ctx, ep, raw, pad)
 
     async def testbench(ctx):
         ctx.set(ep.tx.ready, 1)
@@ -752,3 +741,113 @@ def test_a_session_switch_while_input_bytes_are_read_cuts_the_record_and_loses_n
         assert body.startswith(old[:-1]) and (old == body or old[-1:] == b" "), offset
         assert new == b"<b/>", offset
     assert seen == {False, True}  # cut short, and whole, at some offsets
+
+
+def _resealed(raw: bytes, *, length=None, version=None, cut=0) -> bytes:
+    """``raw`` (an encoded datagram) with its header's ``length`` or ``version`` changed or its
+    last ``cut`` payload bytes gone, and a CRC that fits what is left."""
+    import zlib
+
+    body = bytearray(raw[:-4])
+    if length is not None:
+        body[20:22] = length.to_bytes(2, "little")
+    if version is not None:
+        body[0] = version
+    body = bytes(body[: len(body) - cut])
+    return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def test_datagrams_whose_length_or_version_is_wrong_count_as_bad_and_give_nothing():
+    """A datagram with a right CRC but a header ``length`` one more or one less than its
+    payload (or far more: 65,535, also in a datagram of 27 bytes), cut short, or of another
+    version: counted bad, no document
+    of theirs reaches the engine; the right one after them does."""
+    bench = Bench()
+    doc = input_record(InputKind.DOCUMENT, DOCS[0])
+    good = data(5, 0, doc)
+    wrong = [
+        _resealed(good, length=len(doc) + 1),
+        _resealed(good, length=len(doc) - 1),
+        _resealed(good, length=0xFFFF),
+        _resealed(good, cut=3),
+        _resealed(good, version=good[0] + 1),
+        # 27 bytes: its last is where a 16-bit 27 + 65,535 would wrap to
+        _resealed(good[:23] + bytes(4), length=0xFFFF),
+    ]
+
+    async def testbench(ctx):
+        r = bench.replies
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 5)))
+        for raw in wrong:
+            await bench.send(ctx, raw)
+        await ctx.tick().repeat(100)
+        r.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 5)))
+        await ctx.tick().repeat(150)
+        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
+        assert (status.bad, status.documents) == (len(wrong), 0)
+        await bench.send(ctx, good)
+        await ctx.tick().repeat(200)
+        r.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 5)))
+        await ctx.tick().repeat(150)
+        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
+        assert (status.bad, status.documents) == (len(wrong), 1)
+
+    bench.sim.add_testbench(testbench)
+    bench.sim.run()
+
+
+def test_records_of_lengths_around_the_length_bytes_edges_go_whole_to_the_engine():
+    """Document records of 1, 2, 255, 256 and 257 bytes (a length whose low byte is 0 or 1
+    while its higher bytes are not 0), back to back in a stream sent in datagrams within the
+    credit: each goes whole, its last byte marked."""
+    lengths = [1, 2, 255, 256, 257, 1]
+    stream = b"".join(input_record(InputKind.DOCUMENT, b"a" * n) for n in lengths)
+    ep = UdpEndpoint(
+        mode=0, kind=ReadoutKind.SERIAL, width=5, identity=1, mac=1, ip=2, port=4747,
+        input_buffer=128, readout_buffer=128, timeout=100_000,
+    )  # fmt: skip
+    sim = Simulator(ep)
+    sim.add_clock(1e-8)
+    records, current, replies = [], bytearray(), []
+
+    async def engine(ctx):
+        ctx.set(ep.input.ready, 1)
+        ctx.set(ep.tx.ready, 1)
+        buf = bytearray()
+        async for _, _, valid, byte, last, tv, tb, tl in ctx.tick().sample(
+            ep.input.valid, ep.input.payload.data, ep.input.payload.last,
+            ep.tx.valid, ep.tx.payload.data, ep.tx.payload.last,
+        ):  # fmt: skip
+            if valid:
+                current.append(byte)
+                if last:
+                    records.append(bytes(current))
+                    current.clear()
+            if tv:
+                buf.append(tb)
+                if tl:
+                    replies.append(decode_datagram(bytes(buf)))
+                    buf.clear()
+
+    async def send(ctx, raw):
+        await _send(ctx, ep, raw, 60)
+
+    async def testbench(ctx):
+        await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 3)))
+        seq = 0
+        while seq < len(stream):
+            limit = max((d.limit for d in replies if d), default=128)
+            size = min(50, len(stream) - seq, limit - seq)
+            if size > 0:
+                await send(ctx, data(3, seq, stream[seq : seq + size]))
+                seq += size
+            else:
+                await send(ctx, data(3, seq))
+        await ctx.tick().repeat(300)
+
+    sim.add_process(engine)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert records == [b"a" * n for n in lengths]
