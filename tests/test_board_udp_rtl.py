@@ -775,24 +775,22 @@ def test_datagrams_whose_length_or_version_is_wrong_count_as_bad_and_give_nothin
         _resealed(good[:23] + bytes(4), length=0xFFFF),
     ]
 
+    async def status(ctx):
+        bench.replies.clear()
+        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 5)))
+        await ctx.tick().repeat(150)
+        (status,) = [UdpStatus.decode(d.payload) for d in bench.replies if d.kind == ord("S")]
+        return status.bad, status.documents
+
     async def testbench(ctx):
-        r = bench.replies
         await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 5)))
         for raw in wrong:
             await bench.send(ctx, raw)
         await ctx.tick().repeat(100)
-        r.clear()
-        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 5)))
-        await ctx.tick().repeat(150)
-        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
-        assert (status.bad, status.documents) == (len(wrong), 0)
+        assert await status(ctx) == (len(wrong), 0)
         await bench.send(ctx, good)
         await ctx.tick().repeat(200)
-        r.clear()
-        await bench.send(ctx, encode_datagram(Datagram(DatagramKind.STATUS.value, 5)))
-        await ctx.tick().repeat(150)
-        (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
-        assert (status.bad, status.documents) == (len(wrong), 1)
+        assert await status(ctx) == (len(wrong), 1)
 
     bench.sim.add_testbench(testbench)
     bench.sim.run()
