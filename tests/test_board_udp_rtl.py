@@ -683,17 +683,24 @@ def test_a_boards_readout_buffer_leaves_room_for_readout_in_flight_beside_two_re
     assert size - 2 * max_record(kind, width) >= 8192
 
 
-def _input_across_a_switch(offset: int, stall: int) -> list:
-    """The endpoint alone: session 7 sends a long document, session 8's HELLO comes ``offset``
-    cycles after it and then session 8's own document; the engine takes the input bytes with
-    ``stall`` (0: every cycle; n: one cycle in n + 1 not). Returns the (data, last) the
-    engine took, as records (lists of bytes, each ended by a last byte)."""
+def _lone_endpoint():
+    """An endpoint without an engine (serial readout of 5 bits, 128-byte buffers, no timeout
+    in reach) and its simulator, clocked at 100 MHz."""
     ep = UdpEndpoint(
         mode=0, kind=ReadoutKind.SERIAL, width=5, identity=1, mac=1, ip=2, port=4747,
         input_buffer=128, readout_buffer=128, timeout=100_000,
     )  # fmt: skip
     sim = Simulator(ep)
     sim.add_clock(1e-8)
+    return ep, sim
+
+
+def _input_across_a_switch(offset: int, stall: int) -> list:
+    """The endpoint alone: session 7 sends a long document, session 8's HELLO comes ``offset``
+    cycles after it and then session 8's own document; the engine takes the input bytes with
+    ``stall`` (0: every cycle; n: one cycle in n + 1 not). Returns the (data, last) the
+    engine took, as records (lists of bytes, each ended by a last byte)."""
+    ep, sim = _lone_endpoint()
     records, current = [], bytearray()
 
     async def engine(ctx):
@@ -802,12 +809,7 @@ def test_records_of_lengths_around_the_length_bytes_edges_go_whole_to_the_engine
     credit: each goes whole, its last byte marked."""
     lengths = [1, 2, 255, 256, 257, 1]
     stream = b"".join(input_record(InputKind.DOCUMENT, b"a" * n) for n in lengths)
-    ep = UdpEndpoint(
-        mode=0, kind=ReadoutKind.SERIAL, width=5, identity=1, mac=1, ip=2, port=4747,
-        input_buffer=128, readout_buffer=128, timeout=100_000,
-    )  # fmt: skip
-    sim = Simulator(ep)
-    sim.add_clock(1e-8)
+    ep, sim = _lone_endpoint()
     records, current, replies = [], bytearray(), []
 
     async def engine(ctx):
