@@ -97,9 +97,13 @@ class UdpPortBridge(wiring.Component):
             rx_fifo.w_en.eq(self.wide_rx.valid),
             self.wide_rx.ready.eq(rx_fifo.w_rdy),
         ]
-        word = Signal(_RxEntry)
+        # two words: ``word``, the one going out a byte a cycle, and ``ahead``, the next,
+        # taken from the FIFO whenever that slot is empty: the FIFO's read enable is then a
+        # flip-flop (not the endpoint's ready, through the pointer's adder and the LUT RAM's
+        # address to its read register); a word of 1-3 bytes may leave a cycle idle
+        word, ahead = Signal(_RxEntry), Signal(_RxEntry)
+        have, have_ahead = Signal(), Signal()
         lane = Signal(range(LANES))
-        have = Signal()
         end = lane == word.final
         out = self.rx.payload
         m.d.comb += [
@@ -110,12 +114,16 @@ class UdpPortBridge(wiring.Component):
             out.ip.eq(word.ip),
             out.port.eq(word.port),
         ]
-        load = ~have | (self.rx.ready & end)
-        m.d.comb += rx_fifo.r_en.eq(load)
-        with m.If(load):
-            m.d.link += [have.eq(rx_fifo.r_rdy), word.eq(rx_fifo.r_data), lane.eq(0)]
+        advance = ~have | (self.rx.ready & end)
+        with m.If(advance):
+            m.d.link += [have.eq(have_ahead), word.eq(ahead), lane.eq(0)]
         with m.Elif(self.rx.ready):
             m.d.link += lane.eq(lane + 1)
+        m.d.comb += rx_fifo.r_en.eq(~have_ahead)
+        with m.If(~have_ahead):
+            m.d.link += [have_ahead.eq(rx_fifo.r_rdy), ahead.eq(rx_fifo.r_data)]
+        with m.Elif(advance):
+            m.d.link += have_ahead.eq(0)
 
         # --- transmit: link bytes -> eth words ----------------------------------------------
         tx_layout = data.Layout.cast(TxWord)

@@ -338,6 +338,14 @@ class UdpEndpoint(wiring.Component):
         off = Signal(32)
         need = Signal(32)
         m.d.sync += [off.eq(s.rx_next - h.seq), need.eq(h.length - off)]
+        # the payload goes into the input buffer: registered from ``need`` a cycle old, so in
+        # by DECIDE (the header's ``length``, its last field, is in two cycles before DECIDE at
+        # the earliest, ``off`` and ``need`` a cycle later); the room it is checked against is
+        # then two cycles old, still never more than now (it only shrinks in ACT)
+        takes = Signal()
+        m.d.sync += takes.eq(
+            (h.kind == DatagramKind.DATA.value) & current & (off < h.length) & (need <= s.free)
+        )
         rx_error = Signal()
         src_ip, src_port = Signal(32), Signal(16)
         # the datagram's length is right (its last byte is where its header's ``length``
@@ -370,12 +378,6 @@ class UdpEndpoint(wiring.Component):
                     with m.Elif(index == DATAGRAM_HEADER - 1):
                         m.next = "DECIDE"
             with m.State("DECIDE"):
-                takes = (
-                    (h.kind == DatagramKind.DATA.value)
-                    & current
-                    & (off < h.length)
-                    & (need <= s.free)
-                )
                 m.d.sync += [
                     take.eq(takes),
                     skip.eq(off[:16]),
@@ -1056,7 +1058,12 @@ class UdpEndpoint(wiring.Component):
                 m.d.sync += s.tx_next.eq(h.ack)
         with m.If(s.acting_data & h.flags.nak & (ack_new | ack_same)):
             m.d.sync += s.tx_next.eq(new_acked)  # go back: the host lost a datagram after ``ack``
-        with m.If(s.tx_acked == s.tx_next):
+        # all the readout sent is acknowledged: a cycle old (registered, off the path from the
+        # offsets' compare to ``progress``); at worst the timer starts a cycle late, or a go-back
+        # moves ``tx_next`` to where it is
+        all_acked = Signal()
+        m.d.sync += all_acked.eq(s.tx_acked == s.tx_next)
+        with m.If(all_acked):
             m.d.sync += s.progress.eq(0)
         with m.Elif(~ack_ok):
             with m.If(s.progress == self.timeout):
