@@ -5,6 +5,7 @@ clock (62.5 MHz) and the link's (125 MHz): every datagram length modulo 4, byte 
 
 import random
 
+import pytest
 from amaranth.sim import Simulator
 
 from xpfilt.boards.eth_bridge import LANES, UdpPortBridge
@@ -25,10 +26,14 @@ def bench():
     return bridge, sim
 
 
-def test_bridge_receives_words_as_bytes():
+@pytest.mark.parametrize("ready_p", [0.7, 1.0])
+def test_bridge_receives_words_as_bytes(ready_p):
+    """With the endpoint always ready, a byte goes out every link cycle but at most one a
+    datagram (a last word of 1-2 bytes; LiteEth's side brings 4 bytes per 2 link cycles)."""
     bridge, sim = bench()
     sent = datagrams()
     got, current = [], bytearray()
+    idle = []  # link cycles without a byte, between the first byte and the last
 
     async def eth(ctx):
         w = bridge.wide_rx
@@ -50,11 +55,13 @@ def test_bridge_receives_words_as_bytes():
         r = bridge.rx
         ready = random.Random(1)
         while len(got) < len(sent):
-            ctx.set(r.ready, ready.random() < 0.7)
+            ctx.set(r.ready, ready.random() < ready_p)
             _, _, valid, taken, byte, last, error, ip, port = await ctx.tick("link").sample(
                 r.valid, r.ready, r.payload.data, r.payload.last, r.payload.error,
                 r.payload.ip, r.payload.port,
             )  # fmt: skip
+            if got or current:
+                idle.append(not valid)
             if valid and taken:
                 n = len(got)
                 assert (error, ip, port) == (n == 3, 0x0A000000 + n, 5000 + n)
@@ -67,6 +74,8 @@ def test_bridge_receives_words_as_bytes():
     sim.add_testbench(link)
     sim.run_until(100e-6)
     assert got == sent
+    if ready_p == 1.0:
+        assert sum(idle) <= len(sent), idle
 
 
 def test_bridge_packs_bytes_into_words():
