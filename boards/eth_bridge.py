@@ -54,12 +54,16 @@ class TxWord(data.Struct):
 
 
 class _RxEntry(data.Struct):
+    """An entry of the receive FIFO: a word of a datagram, or (``sender``) a word of its
+    sender's address, the two of which go ahead of its first word (``final`` 0: the IP
+    address, 1: the port), so that the FIFO is not 48 bits wider for what changes once a
+    datagram."""
+
     data: 8 * LANES
     final: 2  # the index of the word's last valid byte
     last: 1
     error: 1
-    ip: 32
-    port: 16
+    sender: 1
 
 
 class UdpPortBridge(wiring.Component):
@@ -85,24 +89,34 @@ class UdpPortBridge(wiring.Component):
         )
         w = self.wide_rx.payload
         put = Signal(_RxEntry)
+        # where the next entry is in a datagram: before its first word, its sender's IP address
+        # then port go in (LiteEth's word waits, not ready, two eth cycles of ~375 a frame)
+        phase = Signal(range(3))  # 0: the IP address, 1: the port, 2: its words
+        words = phase == 2
         m.d.comb += [
-            put.data.eq(w.data),
+            put.data.eq(Mux(words, w.data, Mux(phase == 0, w.ip, w.port))),
             # the highest lane marked (none marked: the whole word)
-            put.final.eq(Mux(w.last & w.last_be.any(), _highest(w.last_be), LANES - 1)),
-            put.last.eq(w.last),
+            put.final.eq(
+                Mux(words, Mux(w.last & w.last_be.any(), _highest(w.last_be), LANES - 1), phase)
+            ),
+            put.last.eq(words & w.last),
             put.error.eq(w.error),
-            put.ip.eq(w.ip),
-            put.port.eq(w.port),
+            put.sender.eq(~words),
             rx_fifo.w_data.eq(put),
             rx_fifo.w_en.eq(self.wide_rx.valid),
-            self.wide_rx.ready.eq(rx_fifo.w_rdy),
+            self.wide_rx.ready.eq(rx_fifo.w_rdy & words),
         ]
+        with m.If(self.wide_rx.valid & rx_fifo.w_rdy):
+            m.d.eth += phase.eq(Mux(words & ~w.last, 2, Mux(words, 0, phase + 1)))
+
         # two words: ``word``, the one going out a byte a cycle, and ``ahead``, the next,
         # taken from the FIFO whenever that slot is empty: the FIFO's read enable is then a
         # flip-flop (not the endpoint's ready, through the pointer's adder and the LUT RAM's
-        # address to its read register); a word of 1-3 bytes may leave a cycle idle
+        # address to its read register); a word of 1-3 bytes may leave a cycle idle, and a
+        # datagram's sender (two entries, taken into ``ahead_ip`` and ``ahead_port``) two
         word, ahead = Signal(_RxEntry), Signal(_RxEntry)
         have, have_ahead = Signal(), Signal()
+        ip, port, ahead_ip, ahead_port = Signal(32), Signal(16), Signal(32), Signal(16)
         lane = Signal(range(LANES))
         end = lane == word.final
         out = self.rx.payload
@@ -111,17 +125,25 @@ class UdpPortBridge(wiring.Component):
             out.data.eq(word.data.word_select(lane, 8)),
             out.last.eq(word.last & end),
             out.error.eq(word.error),
-            out.ip.eq(word.ip),
-            out.port.eq(word.port),
+            out.ip.eq(ip),
+            out.port.eq(port),
         ]
         advance = ~have | (self.rx.ready & end)
         with m.If(advance):
-            m.d.link += [have.eq(have_ahead), word.eq(ahead), lane.eq(0)]
+            m.d.link += [
+                have.eq(have_ahead), word.eq(ahead), ip.eq(ahead_ip), port.eq(ahead_port),
+                lane.eq(0),
+            ]  # fmt: skip
         with m.Elif(self.rx.ready):
             m.d.link += lane.eq(lane + 1)
         m.d.comb += rx_fifo.r_en.eq(~have_ahead)
+        got = data.View(entry, rx_fifo.r_data)
         with m.If(~have_ahead):
-            m.d.link += [have_ahead.eq(rx_fifo.r_rdy), ahead.eq(rx_fifo.r_data)]
+            m.d.link += [have_ahead.eq(rx_fifo.r_rdy & ~got.sender), ahead.eq(got)]
+            with m.If(rx_fifo.r_rdy & got.sender & (got.final == 0)):
+                m.d.link += ahead_ip.eq(got.data)
+            with m.If(rx_fifo.r_rdy & got.sender & (got.final == 1)):
+                m.d.link += ahead_port.eq(got.data[:16])
         with m.Elif(advance):
             m.d.link += have_ahead.eq(0)
 
