@@ -158,20 +158,31 @@ class UdpPortBridge(wiring.Component):
         merged = Signal(8 * LANES)
         m.d.comb += merged.eq(acc | (b.data << (at * 8)))
         full = (at == LANES - 1) | b.last
-        word_out = Signal(TxWord)
+        # a word made goes into ``held``, and from there into the FIFO: the FIFO's write enable
+        # is a flip-flop, and its fullness does not reach the endpoint's ready (a word can be
+        # made while the one before waits; the next waits for it: a datagram's last word, made
+        # a cycle after the one before, may cost a cycle)
+        held = Signal(TxWord)
+        held_valid = Signal()
         m.d.comb += [
-            word_out.data.eq(merged),
-            word_out.last.eq(b.last),
-            word_out.last_be.eq(Mux(b.last, 1 << at, 0)),
-            word_out.ip.eq(b.ip),
-            word_out.length.eq(b.length),
-            tx_fifo.w_data.eq(word_out),
-            tx_fifo.w_en.eq(self.tx.valid & full),
-            self.tx.ready.eq(~full | tx_fifo.w_rdy),
+            tx_fifo.w_data.eq(held),
+            tx_fifo.w_en.eq(held_valid),
+            self.tx.ready.eq(~full | ~held_valid),
         ]
+        with m.If(tx_fifo.w_rdy):
+            m.d.link += held_valid.eq(0)
         with m.If(self.tx.valid & self.tx.ready):
             with m.If(full):
-                m.d.link += [acc.eq(0), at.eq(0)]
+                m.d.link += [
+                    acc.eq(0),
+                    at.eq(0),
+                    held.data.eq(merged),
+                    held.last.eq(b.last),
+                    held.last_be.eq(Mux(b.last, 1 << at, 0)),
+                    held.ip.eq(b.ip),
+                    held.length.eq(b.length),
+                    held_valid.eq(1),
+                ]
             with m.Else():
                 m.d.link += [acc.eq(merged), at.eq(at + 1)]
         m.d.comb += [
