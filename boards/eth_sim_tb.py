@@ -169,36 +169,35 @@ async def ethernet_bridge(dut):
 class LineRateHost:
     """The line-rate bench's host, without the simulation: ``stream`` (input records) goes in
     full datagrams of session ``session`` within the board's credit, and the readout stream
-    comes back in order (``records``). :meth:`take` takes a UDP payload from the board;
-    :meth:`datagrams` says what to send now, ``queued`` frames being on the PHY's queue."""
+    comes back in order (``records``, taken by a :class:`xpfilt.boards.protocol.ReadoutReceiver`
+    as ``xpfilt host`` takes it; the simulated line loses nothing, so no NAK is sent).
+    :meth:`take` takes a UDP payload from the board; :meth:`datagrams` says what to send now,
+    ``queued`` frames being on the PHY's queue."""
 
     QUEUED = 3  # frames kept queued on the PHY: the line never idles between them
 
     def __init__(self, stream: bytes, session: int):
-        from xpfilt.boards.protocol import RecordReader
+        from xpfilt.boards.protocol import ReadoutReceiver
 
         self.stream, self.session = stream, session
-        self.limit = self.seq = self.rx_next = 0
-        self.acked = 0  # the readout acknowledged in the last datagram sent
-        self.reader, self.records = RecordReader(), []
+        self.limit = self.seq = 0
+        self.readout, self.records = ReadoutReceiver(), []
 
     def take(self, payload: bytes) -> None:
-        from xpfilt.boards.protocol import DatagramKind, decode_datagram
+        from xpfilt.boards.protocol import decode_datagram
 
         d = decode_datagram(payload)
         if d is None or d.session != self.session:
             return
         self.limit = max(self.limit, d.limit)
-        if d.kind == DatagramKind.READOUT.value and d.payload and d.seq == self.rx_next:
-            self.records += self.reader.feed(d.payload)
-            self.rx_next += len(d.payload)
+        self.records += self.readout.take(d).records
 
     def datagrams(self, queued: int) -> list:
         from xpfilt.boards.protocol import MAX_PAYLOAD, Datagram, DatagramKind
 
         def data(payload=b""):
-            return Datagram(DatagramKind.DATA.value, self.session, self.seq, self.rx_next, 0,
-                            payload)  # fmt: skip
+            return Datagram(DatagramKind.DATA.value, self.session, self.seq,
+                            self.readout.rx_next, 0, payload)  # fmt: skip
 
         out = []
         while self.seq < len(self.stream) and queued + len(out) < self.QUEUED:
@@ -212,10 +211,10 @@ class LineRateHost:
         # the engine behind its readout; at the end, an ack whenever the line is free
         if not out and queued < self.QUEUED:
             done = self.seq >= len(self.stream) and not queued
-            if self.acked != self.rx_next or done:
+            if self.readout.ack_due or done:
                 out.append(data())
         if out:
-            self.acked = self.rx_next
+            self.readout.ack_due = False
         return out
 
 

@@ -113,6 +113,8 @@ __all__ = [
     "readout_record",
     "Record",
     "RecordReader",
+    "ReadoutTaken",
+    "ReadoutReceiver",
     "readout_body",
     "decode_record",
     "UdpStatus",
@@ -636,6 +638,48 @@ class RecordReader:
             )
             del buffer[:end]
         return records
+
+
+class ReadoutTaken(NamedTuple):
+    """What one datagram did to the readout stream (:meth:`ReadoutReceiver.take`)."""
+
+    records: list[Record]  # the records it completed, in order
+    nak: bool  # send a NAK now: the first datagram after a gap since the stream last moved
+
+
+class ReadoutReceiver:
+    """The host's end of the board's readout stream, without sockets or clocks: give
+    :meth:`take` every datagram of the session. From a ``READOUT`` datagram with a payload it
+    keeps the bytes from ``rx_next`` (the next offset expected, 32-bit wrapping) on and returns
+    the records they complete; a datagram it had counts in ``duplicates``, one after a gap in
+    ``out_of_order`` (dropped: the board sends it again), and the first of those after the
+    stream last moved asks for a NAK. Each readout datagram makes ``ack_due`` true: the caller
+    sends ``rx_next`` as its ``ack`` and sets ``ack_due`` false. Other datagrams change
+    nothing."""
+
+    def __init__(self, rx_next: int = 0):
+        self.rx_next = rx_next
+        self.ack_due = False
+        self.duplicates = self.out_of_order = 0
+        self._nak_sent = False
+        self._reader = RecordReader()
+
+    def take(self, d: Datagram) -> ReadoutTaken:
+        if d.kind != DatagramKind.READOUT.value or not d.payload:
+            return ReadoutTaken([], False)
+        self.ack_due = True
+        start = seq_diff(d.seq, self.rx_next)
+        end = start + len(d.payload)
+        if start > 0:
+            self.out_of_order += 1
+            nak, self._nak_sent = not self._nak_sent, True
+            return ReadoutTaken([], nak)
+        if end <= 0:
+            self.duplicates += 1
+            return ReadoutTaken([], False)
+        self.rx_next = (self.rx_next + end) & SEQ_MASK
+        self._nak_sent = False
+        return ReadoutTaken(self._reader.feed(d.payload[-start:]), False)
 
 
 def readout_body(kind: ReadoutKind, readout: DocumentReadout, width: int) -> bytes:

@@ -31,9 +31,9 @@ from xpfilt.boards.protocol import (
     DatagramKind,
     InputKind,
     LinkError,
+    ReadoutReceiver,
     ReadoutRecordKind,
     Record,
-    RecordReader,
     UdpStatus,
     _unpack,
     decode_datagram,
@@ -75,14 +75,27 @@ def default_source_port(host: str, port: int) -> int:
 
 
 class LinkStats:
-    """What a session cost: datagrams sent and received, sent again, dropped."""
+    """What a session cost: datagrams sent and received, sent again, dropped (the readout
+    stream's ``duplicates`` and ``out_of_order``: what its :class:`ReadoutReceiver` counted)."""
 
-    def __init__(self):
+    FIELDS = ("sent", "received", "resent_bytes", "bad", "stale", "duplicates", "out_of_order",
+              "timeouts")  # fmt: skip
+
+    def __init__(self, readout: ReadoutReceiver):
         self.sent = self.received = self.resent_bytes = 0
-        self.bad = self.stale = self.duplicates = self.out_of_order = self.timeouts = 0
+        self.bad = self.stale = self.timeouts = 0
+        self._readout = readout
+
+    @property
+    def duplicates(self) -> int:
+        return self._readout.duplicates
+
+    @property
+    def out_of_order(self) -> int:
+        return self._readout.out_of_order
 
     def __repr__(self) -> str:
-        return ", ".join(f"{k} {v}" for k, v in vars(self).items())
+        return ", ".join(f"{k} {getattr(self, k)}" for k in self.FIELDS)
 
 
 class UdpLink:
@@ -118,18 +131,14 @@ class UdpLink:
             raise LinkError(f"cannot reach {self.name}: {exc.strerror or exc}") from None
         self.sock.setblocking(False)
         self.opened = False
-        self.stats = LinkStats()
         # the input stream: bytes from ``acked`` on; ``next`` the next to send
         self.out = bytearray()
         self.acked = self.next = self.limit = 0
         self.sent_high = 0  # the furthest offset ever sent (what goes again counts as resent)
         self.progress_at = time.monotonic()
-        # the readout stream
-        self.rx_next = 0
-        self.reader = RecordReader()
-        self.records: deque[Record] = deque()
-        self.nak_sent = False
-        self.ack_due = False
+        self.readout = ReadoutReceiver()
+        self.records: deque[Record] = deque()  # the readout stream's, not yet taken
+        self.stats = LinkStats(self.readout)
         self.heard_at = self.probed_at = time.monotonic()
         self.last_status: Optional[UdpStatus] = None
 
@@ -146,7 +155,7 @@ class UdpLink:
 
     def _send(self, kind: DatagramKind, payload: bytes = b"", seq: int = 0, nak=False) -> None:
         raw = encode_datagram(
-            Datagram(kind.value, self.session, seq, self.rx_next, 0, payload, nak)
+            Datagram(kind.value, self.session, seq, self.readout.rx_next, 0, payload, nak)
         )
         try:
             self.sock.send(raw)
@@ -157,7 +166,7 @@ class UdpLink:
                 raise LinkError(f"{self.name}: cannot send: {exc.strerror or exc}") from None
         self.stats.sent += 1
         if kind is DatagramKind.DATA:
-            self.ack_due = False
+            self.readout.ack_due = False
 
     def _receive(self, wait: float) -> bool:
         """Take every datagram that arrives within ``wait`` seconds (then those waiting)."""
@@ -200,22 +209,10 @@ class UdpLink:
         if d.kind == DatagramKind.STATUS.value:
             self.last_status = UdpStatus.decode(d.payload)
             return
-        if d.kind != DatagramKind.READOUT.value or not d.payload:
-            return
-        self.ack_due = True
-        start = seq_diff(d.seq, self.rx_next)
-        end = start + len(d.payload)
-        if start > 0:
-            self.stats.out_of_order += 1
-            if not self.nak_sent:
-                self.nak_sent = True
-                self._send(DatagramKind.DATA, seq=self.next, nak=True)
-        elif end <= 0:
-            self.stats.duplicates += 1
-        else:
-            self.records.extend(self.reader.feed(d.payload[-start:]))
-            self.rx_next = (self.rx_next + end) & 0xFFFFFFFF
-            self.nak_sent = False
+        taken = self.readout.take(d)
+        self.records.extend(taken.records)
+        if taken.nak:
+            self._send(DatagramKind.DATA, seq=self.next, nak=True)
 
     def _transmit(self) -> None:
         now = time.monotonic()
@@ -234,7 +231,7 @@ class UdpLink:
             if seq_after(self.next, self.sent_high):
                 self.sent_high = self.next
             self.progress_at = now if at == 0 else self.progress_at
-        if self.ack_due:
+        if self.readout.ack_due:
             self._send(DatagramKind.DATA, seq=self.next)
 
     def pump(self, wait: float = 0.01) -> None:

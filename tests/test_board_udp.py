@@ -24,6 +24,7 @@ from xpfilt.boards.protocol import (
     DatagramKind,
     InputKind,
     LinkError,
+    ReadoutReceiver,
     ReadoutRecordKind,
     RecordReader,
     UdpStatus,
@@ -94,6 +95,37 @@ def test_records_reassemble_from_any_split_and_offsets_wrap():
     assert parse_address("board:5000") == ("board", 5000)
     with pytest.raises(ValueError, match=r"board address must be HOST\[:PORT\], not 'b:x'"):
         parse_address("b:x")
+
+
+def test_the_readout_stream_is_taken_once_in_order_and_a_gap_is_naked_once():
+    records = [readout_record(ReadoutRecordKind.MATCHES, n, 0, bytes([n]) * 10) for n in range(4)]
+    stream = b"".join(records)  # 4 records of 22 bytes
+    start = 0x1_0000_0000 - 30  # the offsets wrap inside the second record
+    receiver = ReadoutReceiver(rx_next=start)
+
+    def take(at, end, kind=DatagramKind.READOUT):
+        seq = (start + at) & 0xFFFFFFFF
+        got = receiver.take(Datagram(kind.value, 1, seq, payload=stream[at:end]))
+        return [r.doc for r in got.records], got.nak
+
+    assert take(0, 30) == ([0], False)  # the first record, and 8 bytes of the second
+    assert receiver.ack_due
+    receiver.ack_due = False  # a datagram carried the ack
+    assert take(0, 30) == ([], False)  # had: a duplicate, acknowledged again
+    assert (receiver.duplicates, receiver.ack_due) == (1, True)
+    assert take(50, 70) == ([], True)  # after a gap: dropped, NAK
+    assert take(70, 88) == ([], False)  # NAK once while the gap stays
+    assert take(20, 50) == ([1], False)  # fills the gap (10 bytes had, 20 new)
+    assert receiver.rx_next == 20  # wrapped
+    assert take(70, 88) == ([], True)  # a new gap since the stream moved: NAK again
+    assert take(50, 70) == ([2], False)
+    assert take(50, 88) == ([3], False)
+    assert (receiver.rx_next, receiver.duplicates, receiver.out_of_order) == (58, 1, 3)
+    # nothing else is readout: no records, no ack due
+    receiver.ack_due = False
+    assert take(88, 88) == ([], False)
+    assert take(0, 30, kind=DatagramKind.DATA) == take(0, 30, kind=DatagramKind.STATUS)
+    assert not receiver.ack_due and receiver.duplicates == 1
 
 
 def test_faults_parse_and_are_checked():
