@@ -228,6 +228,58 @@ def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_o
         assert got["records"] == want, f"switch {delay + 1} cycles after the document's datagram"
 
 
+def test_a_session_switch_in_any_cycle_around_an_old_documents_end_drops_its_readout():
+    """A new session as an old document's last byte goes to the engine, the switch swept over
+    the cycles either side (cut short before, whole after): the old document's readout is
+    dropped, whichever it was (the count of documents in the engine is taken at the switch),
+    the new session's readout stream holds its own document's record only, numbered 0, and
+    in the end no document is counted in the engine."""
+    old = input_record(InputKind.DOCUMENT, b"<a>" + b"x" * 60 + b"</a>")
+    new = input_record(InputKind.DOCUMENT, DOCS[3])
+
+    def run(delay):
+        bench = Bench(ReadoutKind.SPARSE)
+        ep, s = bench.ep, bench.ep.shared
+        seen = {"cycle": 0, "switch": None, "old_end": None, "records": None, "counts": None}
+
+        async def monitor(ctx):
+            async for _, _, switch, valid, ready, last in ctx.tick().sample(
+                s.switch, ep.input.valid, ep.input.ready, ep.input.payload.last
+            ):
+                seen["cycle"] += 1
+                if switch:  # (the last: the new session's)
+                    seen["switch"] = seen["cycle"]
+                if valid and ready and last and seen["old_end"] is None:
+                    seen["old_end"] = seen["cycle"]
+
+        async def testbench(ctx):
+            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
+            await bench.send(ctx, data(1, 0, old))
+            await ctx.tick().repeat(delay + 1)
+            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 2)))
+            await bench.send(ctx, data(2, 0, new))
+            await ctx.tick().repeat(300)
+            r = bench.replies
+            sent = {d.seq: d.payload for d in r if d.kind == ord("R") and d.session == 2}
+            records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))
+            seen["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
+            seen["counts"] = (ctx.get(s.in_engine), ctx.get(s.stale_docs))
+
+        bench.sim.add_process(monitor)
+        bench.sim.add_testbench(testbench)
+        bench.sim.run()
+        want = [(0, bench.model_readouts([DOCS[3]])[0].bits)]
+        assert seen["records"] == want, f"switch at {seen['switch'] - seen['old_end']}"
+        assert seen["counts"] == (0, 0), f"switch at {seen['switch'] - seen['old_end']}"
+        return seen["switch"] - seen["old_end"]
+
+    # the switch ``run(delay)`` cycles after the old document's end, for a delay past it
+    centre = 100 - run(100)
+    offsets = [run(delay) for delay in range(centre - 4, centre + 5)]
+    # cut short (its end, a space, just after the switch), in the very cycle, and after
+    assert min(offsets) < 0 and 0 in offsets and max(offsets) == 4, offsets
+
+
 # --- the Ethernet board core: the endpoint, two clock domains, the engine -------------------
 
 
