@@ -214,12 +214,16 @@ class _Shared:
         self.cfg_ok = Const(int(ep.mode == 1), 1)
         self.in_engine = Signal(16)  # documents the engine took and whose readout is not written
         self.doc_done = Signal()  # strobe: a document's last byte went to the engine
+        # ``doc_done`` a cycle late (a register): the count ``in_engine`` takes it then, so that
+        # the input's handshake does not reach the count's adder in a cycle
+        self.doc_done_late = Signal()
         self.read_done = Signal()  # strobe: a readout record was completed (written or dropped)
         self.stale_docs = Signal(16)  # readouts still to come of an earlier session's documents
         self.some_stale_docs = Signal()  # ``stale_docs != 0``, registered with it
         # configuration streams the same way: their verdicts are readout records too
         self.cfg_in_engine = Signal(8)  # streams the engine took whose verdict is not read
         self.cfg_done = Signal()  # strobe: a stream's last byte went to the engine
+        self.cfg_done_late = Signal()  # ``cfg_done`` a cycle late, as ``doc_done_late``
         self.verdict_done = Signal()  # strobe: a verdict was read (written or dropped)
         self.stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
         self.some_stale_cfgs = Signal()  # ``stale_cfgs != 0``, registered with it
@@ -756,14 +760,16 @@ class UdpEndpoint(wiring.Component):
     def _engine_counts(self, m, s):
         """The documents and configuration streams in the engine whose readout record or
         verdict is still to come: drives ``in_engine`` and ``cfg_in_engine`` from the strobes
-        ``doc_done``, ``read_done``, ``cfg_done``, ``verdict_done``."""
-        with m.If(s.cfg_done & ~s.verdict_done):
+        ``doc_done``, ``cfg_done`` (a cycle late: ``doc_done_late``, ``cfg_done_late``; a
+        readout comes many cycles after its document's end), ``read_done``, ``verdict_done``."""
+        m.d.sync += [s.doc_done_late.eq(s.doc_done), s.cfg_done_late.eq(s.cfg_done)]
+        with m.If(s.cfg_done_late & ~s.verdict_done):
             m.d.sync += s.cfg_in_engine.eq(s.cfg_in_engine + 1)
-        with m.Elif(s.verdict_done & ~s.cfg_done):
+        with m.Elif(s.verdict_done & ~s.cfg_done_late):
             m.d.sync += s.cfg_in_engine.eq(s.cfg_in_engine - 1)
-        with m.If(s.doc_done & ~s.read_done):
+        with m.If(s.doc_done_late & ~s.read_done):
             m.d.sync += s.in_engine.eq(s.in_engine + 1)
-        with m.Elif(s.read_done & ~s.doc_done):
+        with m.Elif(s.read_done & ~s.doc_done_late):
             m.d.sync += s.in_engine.eq(s.in_engine - 1)
 
     def _status(self, m, s):
@@ -1092,9 +1098,10 @@ class UdpEndpoint(wiring.Component):
         ``records_fsm_body``)."""
         N = self.input_buffer
         # what a switch leaves in the engine for the old session, taken a cycle later (the
-        # readout records FSM waits then): the counts (they have taken the switch's cycle's last
-        # byte and completed record by then) and the record the switch cuts (in BODY ``left``
-        # is >= 1; its end goes to the engine later)
+        # readout records FSM waits then): the counts (they have taken the switch's cycle's
+        # completed record by then, and its last byte but in ``doc_done_late``, ``cfg_done_late``)
+        # and the record the switch cuts (in BODY ``left`` is >= 1; its end goes to the engine
+        # later)
         cut_doc, cut_cfg = Signal(), Signal()
         m.d.sync += [
             s.switched.eq(s.switch),
@@ -1103,10 +1110,12 @@ class UdpEndpoint(wiring.Component):
         ]
         with m.If(s.switched):
             m.d.sync += [
-                s.stale_docs.eq(s.in_engine + cut_doc),
-                s.some_stale_docs.eq((s.in_engine != 0) | cut_doc),
-                s.stale_cfgs.eq(s.cfg_in_engine + cut_cfg),
-                s.some_stale_cfgs.eq((s.cfg_in_engine != 0) | cut_cfg),
+                # (a document or stream that ended in the switch's cycle is counted a cycle
+                # late: ``doc_done_late``, ``cfg_done_late`` now)
+                s.stale_docs.eq(s.in_engine + cut_doc + s.doc_done_late),
+                s.some_stale_docs.eq((s.in_engine != 0) | cut_doc | s.doc_done_late),
+                s.stale_cfgs.eq(s.cfg_in_engine + cut_cfg + s.cfg_done_late),
+                s.some_stale_cfgs.eq((s.cfg_in_engine != 0) | cut_cfg | s.cfg_done_late),
             ]
         with m.If(s.switch):
             m.d.sync += [
