@@ -24,6 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from xpfilt.boards.cdc import LutAsyncFIFO
 from xpfilt.boards.udp_link import RxBeat, TxBeat
 
 __all__ = ["RxWord", "TxWord", "UdpPortBridge", "LANES"]
@@ -84,7 +85,9 @@ class UdpPortBridge(wiring.Component):
 
         # --- receive: eth words -> link bytes -----------------------------------------------
         entry = data.Layout.cast(_RxEntry)
-        m.submodules.rx_fifo = rx_fifo = AsyncFIFO(
+        # (its read side short: the link domain's worst path on the Colorlight was
+        # ``AsyncFIFO``'s, see :mod:`xpfilt.boards.cdc`)
+        m.submodules.rx_fifo = rx_fifo = LutAsyncFIFO(
             width=entry.size, depth=self.depth, w_domain="eth", r_domain="link"
         )
         w = self.wide_rx.payload

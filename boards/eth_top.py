@@ -37,6 +37,7 @@ from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from xpfilt.boards.cdc import LutAsyncFIFO
 from xpfilt.boards.clocks import Ecp5Pll, Ecp5PllClock
 from xpfilt.boards.eth_bridge import UdpPortBridge
 from xpfilt.boards.hostlink import BeatPacker, ConfigSerializer
@@ -149,7 +150,8 @@ class EthernetBoardCore(wiring.Component):
 
         # readout beats and configuration verdicts: engine -> link
         out_layout = link_readout_layout(self.readout, self.width)
-        m.submodules.readout_fifo = fout = AsyncFIFO(
+        # (its read side short, as the bridge's receive FIFO: see :mod:`xpfilt.boards.cdc`)
+        m.submodules.readout_fifo = fout = LutAsyncFIFO(
             width=out_layout.size, depth=self.fifo_depth, w_domain="sync", r_domain="link"
         )
         word = Signal(out_layout)
