@@ -240,9 +240,9 @@ def test_a_session_switch_in_any_cycle_around_an_old_documents_end_drops_its_rea
     in the end no document is counted in the engine."""
     old = input_record(InputKind.DOCUMENT, b"<a>" + b"x" * 60 + b"</a>")
     new = input_record(InputKind.DOCUMENT, DOCS[3])
+    bench = Bench(ReadoutKind.SPARSE)
 
     def run(delay):
-        bench = Bench(ReadoutKind.SPARSE)
         ep, s = bench.ep, bench.ep.shared
         seen = {"cycle": 0, "switch": None, "old_end": None, "records": None, "counts": None}
 
@@ -269,9 +269,7 @@ def test_a_session_switch_in_any_cycle_around_an_old_documents_end_drops_its_rea
             seen["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
             seen["counts"] = (ctx.get(s.in_engine), ctx.get(s.stale_docs))
 
-        bench.sim.add_process(monitor)
-        bench.sim.add_testbench(testbench)
-        bench.sim.run()
+        bench.run(testbench, monitor)
         want = [(0, bench.model_readouts([DOCS[3]])[0].bits)]
         assert seen["records"] == want, f"switch at {seen['switch'] - seen['old_end']}"
         assert seen["counts"] == (0, 0), f"switch at {seen['switch'] - seen['old_end']}"
