@@ -24,34 +24,53 @@ def simulate(dut, testbench, period: float = 1e-8) -> None:
 
 class Bench:
     """A design elaborated into the Amaranth simulator once and run again for every stimulus
-    (``Simulator.reset()`` restores every signal, memory, clock and testbench): elaborating a
-    W = 4 engine takes ~9 s of a 12 s comparison, a W = 8 one ~26 s."""
+    (``Simulator.reset()`` restores every signal, memory, clock, process and testbench):
+    elaborating a W = 4 engine takes ~9 s of a 12 s comparison, a W = 8 one ~26 s.
+    ``processes``: how many processes (``add_process``, added before the testbench) a run may
+    bring besides its testbench."""
 
-    def __init__(self, dut, period: float = 1e-8) -> None:
+    def __init__(self, dut, period: float = 1e-8, *, processes: int = 0) -> None:
         self.dut = dut
         self.testbench = None
+        self.processes: list = [None] * processes
         self.sim = Simulator(dut)
         self.sim.add_clock(period)
+        for slot in range(processes):
+            self.sim.add_process(self._process_in(slot))
         self.sim.add_testbench(self._run_testbench)
         self.used = False
+
+    def _process_in(self, slot: int):
+        async def process(ctx) -> None:
+            if self.processes[slot] is not None:
+                await self.processes[slot](ctx)
+
+        return process
 
     async def _run_testbench(self, ctx) -> None:
         await self.testbench(ctx)
 
-    def run(self, testbench) -> None:
-        """Run ``testbench`` (async, ``ctx``) from the design's initial state until it returns."""
+    def run(self, testbench, *processes) -> None:
+        """Run ``testbench`` (async, ``ctx``), and ``processes`` (async, ``ctx``; at most as
+        many as the bench has room for) beside it, from the design's initial state until the
+        testbench returns."""
+        if len(processes) > len(self.processes):
+            raise ValueError(f"processes must be at most {len(self.processes)}, not {processes!r}")
         if self.used:
             self.sim.reset()
         self.used = True
         self.testbench = testbench
+        self.processes[:] = [*processes, *[None] * (len(self.processes) - len(processes))]
         self.sim.run()
 
 
 class BenchCache:
     """The last few benches by key: tests that drive one design with several stimuli (or a
-    hypothesis test with a fixed design) elaborate it once per process."""
+    hypothesis test with a fixed design) elaborate it once per process. Eight: a file's
+    designs stay between its tests (test_wide_rtl's fixed design at W = 2 and 4 comes back
+    after three others); a W = 4 bench holds ~120 MB."""
 
-    def __init__(self, size: int = 4) -> None:
+    def __init__(self, size: int = 8) -> None:
         self.size = size
         self.benches: OrderedDict = OrderedDict()
 

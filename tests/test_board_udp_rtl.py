@@ -28,6 +28,8 @@ from xpfilt.hwspec.readout import ReadoutKind
 from xpfilt.lang.xpath import parse_query
 from xpfilt.model.custom import EngineModel, run_documents
 
+from .rtl_compare import Bench as Rerun
+
 QUERIES = ["/a/b", "//c", "/a/*/d", "//b//d", "/x"]
 DOCS = [
     b"<a><b/></a>",
@@ -47,7 +49,9 @@ def small_plan(kind=ReadoutKind.SERIAL):
 
 class Bench:
     """The endpoint and an engine in one clock domain; ``send`` puts a datagram on ``rx``,
-    ``replies`` gathers what ``tx`` sends (decoded)."""
+    ``replies`` gathers what ``tx`` sends (decoded). Elaborated once (~1.5 s) and run again
+    for every stimulus (``run``: the simulator reset, ``replies`` emptied), as a new bench
+    would run it."""
 
     def __init__(self, kind=ReadoutKind.SERIAL, timeout=4000):
         self.plan = small_plan(kind)
@@ -67,10 +71,13 @@ class Bench:
             ep.readout.payload.beat.eq(engine.readout.payload),
             engine.readout.ready.eq(ep.readout.ready),
         ]
-        self.sim = Simulator(m)
-        self.sim.add_clock(1e-8)
+        self.rerun = Rerun(m, processes=2)
         self.replies = []
-        self.sim.add_process(self._collect)
+
+    def run(self, testbench, monitor=None):
+        """Run ``testbench`` (and the process ``monitor``) from the initial state."""
+        self.replies.clear()
+        self.rerun.run(testbench, self._collect, *[monitor] * (monitor is not None))
 
     async def _collect(self, ctx):
         ep, buf = self.ep, bytearray()
@@ -157,8 +164,7 @@ def test_endpoint_rtl_takes_documents_through_faults_and_answers_like_the_model(
         assert (status.bad, status.duplicates, status.out_of_order, status.stale) == (1, 1, 1, 1)
         assert status.documents == len(DOCS)
 
-    bench.sim.add_testbench(testbench)
-    bench.sim.run()
+    bench.run(testbench)
     want = bench.model_readouts(DOCS)
     assert [got[i] for i in range(len(DOCS))] == [w._replace(doc=i) for i, w in enumerate(want)]
 
@@ -195,8 +201,7 @@ def test_endpoint_rtl_sends_again_after_its_timeout_and_drops_an_old_sessions_re
         (status,) = [UdpStatus.decode(d.payload) for d in r if d.kind == ord("S")]
         assert status.documents == 1  # the cut document is not the new session's
 
-    bench.sim.add_testbench(testbench)
-    bench.sim.run()
+    bench.run(testbench)
 
 
 def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_old_one():
@@ -206,11 +211,11 @@ def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_o
     document is answered."""
     first = input_record(InputKind.DOCUMENT, DOCS[1])
     second = input_record(InputKind.DOCUMENT, DOCS[3])
+    bench = Bench(ReadoutKind.SPARSE)
     for delay in range(10):
-        bench = Bench(ReadoutKind.SPARSE)
         got = {}
 
-        async def testbench(ctx, bench=bench, delay=delay, got=got):
+        async def testbench(ctx, delay=delay, got=got):
             r = bench.replies
             await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
             await bench.send(ctx, data(1, 0, first))
@@ -222,8 +227,7 @@ def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_o
             records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))
             got["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
 
-        bench.sim.add_testbench(testbench)
-        bench.sim.run()
+        bench.run(testbench)
         want = [(0, bench.model_readouts([DOCS[3]])[0].bits)]
         assert got["records"] == want, f"switch {delay + 1} cycles after the document's datagram"
 
@@ -236,9 +240,9 @@ def test_a_session_switch_in_any_cycle_around_an_old_documents_end_drops_its_rea
     in the end no document is counted in the engine."""
     old = input_record(InputKind.DOCUMENT, b"<a>" + b"x" * 60 + b"</a>")
     new = input_record(InputKind.DOCUMENT, DOCS[3])
+    bench = Bench(ReadoutKind.SPARSE)
 
     def run(delay):
-        bench = Bench(ReadoutKind.SPARSE)
         ep, s = bench.ep, bench.ep.shared
         seen = {"cycle": 0, "switch": None, "old_end": None, "records": None, "counts": None}
 
@@ -265,9 +269,7 @@ def test_a_session_switch_in_any_cycle_around_an_old_documents_end_drops_its_rea
             seen["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
             seen["counts"] = (ctx.get(s.in_engine), ctx.get(s.stale_docs))
 
-        bench.sim.add_process(monitor)
-        bench.sim.add_testbench(testbench)
-        bench.sim.run()
+        bench.run(testbench, monitor)
         want = [(0, bench.model_readouts([DOCS[3]])[0].bits)]
         assert seen["records"] == want, f"switch at {seen['switch'] - seen['old_end']}"
         assert seen["counts"] == (0, 0), f"switch at {seen['switch'] - seen['old_end']}"
@@ -548,19 +550,24 @@ async def _send(ctx, ep, raw: bytes, pad: int):
         await ctx.tick().repeat(pad)
 
 
-def _switch_race(offset: int, *, verdict: bool) -> list:
-    """The endpoint alone (mode programmable when ``verdict``): session 7 sends a document
-    (or a configuration stream) the engine takes; session 8's HELLO goes in, and ``offset``
-    cycles after its last byte the old record's readout (five 1 bits, or a verdict) starts;
-    then session 8's own document and its readout (bits 0 1 0 0 0). Returns session 8's
-    readout records as (kind, doc, body hex)."""
-    width = 5
+def _race_endpoint(verdict: bool) -> Rerun:
+    """The endpoint alone (mode programmable when ``verdict``), elaborated once for
+    :func:`_switch_race`'s runs."""
     ep = UdpEndpoint(
-        mode=int(verdict), kind=ReadoutKind.SERIAL, width=width, identity=1, mac=1, ip=2,
+        mode=int(verdict), kind=ReadoutKind.SERIAL, width=5, identity=1, mac=1, ip=2,
         port=4747, input_buffer=128, readout_buffer=128, timeout=100_000,
     )  # fmt: skip
-    sim = Simulator(ep)
-    sim.add_clock(1e-8)
+    return Rerun(ep, processes=1)
+
+
+def _switch_race(bench: Rerun, offset: int, *, verdict: bool) -> list:
+    """The endpoint alone (``bench``, from ``_race_endpoint(verdict)``): session 7 sends a
+    document (or a configuration stream) the engine takes; session 8's HELLO goes in, and
+    ``offset`` cycles after its last byte the old record's readout (five 1 bits, or a verdict)
+    starts; then session 8's own document and its readout (bits 0 1 0 0 0). Returns session
+    8's readout records as (kind, doc, body hex)."""
+    width = 5
+    ep = bench.dut
     replies = []
 
     async def collect(ctx):
@@ -609,9 +616,7 @@ def _switch_race(offset: int, *, verdict: bool) -> list:
         await ctx.tick().repeat(300)
         await send(ctx, data(8, len(doc)), 300)  # asks for the readout stream
 
-    sim.add_process(collect)
-    sim.add_testbench(testbench)
-    sim.run()
+    bench.run(testbench, collect)
     stream = {d.seq: d.payload for d in replies if d and d.session == 8 and d.kind == ord("R")}
     records = RecordReader().feed(b"".join(stream[k] for k in sorted(stream)))
     return [(chr(r.kind), r.doc, r.body.hex()) for r in records]
@@ -622,8 +627,9 @@ def test_a_record_starting_as_a_new_session_opens_stays_with_the_old_session(ver
     """A HELLO's switch and the start of an old document's readout (or an old configuration
     stream's verdict) in the same cycle: the record is the old session's and is dropped, for
     every offset around that cycle; the new session gets its own document's record only."""
+    bench = _race_endpoint(verdict)
     for offset in range(4):
-        assert _switch_race(offset, verdict=verdict) == [("R", 0, "02")], offset
+        assert _switch_race(bench, offset, verdict=verdict) == [("R", 0, "02")], offset
 
 
 def test_a_stream_register_passes_every_beat_once_in_order_at_full_rate():
@@ -677,9 +683,9 @@ def test_a_timeout_in_the_cycle_an_ack_is_checked_never_leaves_tx_next_behind_th
     a go-back in CHECK, acting on compares of the ``tx_next`` before it, used to leave
     ``tx_next`` behind the ack just taken, and the acknowledged bytes went again."""
     first = input_record(InputKind.DOCUMENT, DOCS[1])
+    bench = Bench(timeout=150)  # the readout is sent well before it runs out
 
     def run(ack_delay):
-        bench = Bench(timeout=150)  # the readout is sent well before it runs out
         ep, s = bench.ep, bench.ep.shared
         seen = {"cycle": 0, "doc_sent": 0, "go_back": None, "checked_at_timeout": False}
 
@@ -710,9 +716,7 @@ def test_a_timeout_in_the_cycle_an_ack_is_checked_never_leaves_tx_next_behind_th
             await bench.send(ctx, data(1, len(first), ack=len(readout)))
             await ctx.tick().repeat(30)  # a wrong tx_next shows in ACT
 
-        bench.sim.add_process(monitor)
-        bench.sim.add_testbench(testbench)
-        bench.sim.run()
+        bench.run(testbench, monitor)
         return seen
 
     # without an ack, the timer goes back ``go_back - doc_sent`` cycles after the document:
@@ -735,24 +739,25 @@ def test_a_boards_readout_buffer_leaves_room_for_readout_in_flight_beside_two_re
     assert size - 2 * max_record(kind, width) >= 8192
 
 
-def _lone_endpoint():
+def _lone_endpoint() -> Rerun:
     """An endpoint without an engine (serial readout of 5 bits, 128-byte buffers, no timeout
-    in reach) and its simulator, clocked at 100 MHz."""
+    in reach) in the simulator, clocked at 100 MHz, room for one process beside a testbench;
+    elaborated once (~0.3 s, as long as a run of :func:`_input_across_a_switch`) for all the
+    runs of a test."""
     ep = UdpEndpoint(
         mode=0, kind=ReadoutKind.SERIAL, width=5, identity=1, mac=1, ip=2, port=4747,
         input_buffer=128, readout_buffer=128, timeout=100_000,
     )  # fmt: skip
-    sim = Simulator(ep)
-    sim.add_clock(1e-8)
-    return ep, sim
+    return Rerun(ep, processes=1)
 
 
-def _input_across_a_switch(offset: int, stall: int) -> list:
-    """The endpoint alone: session 7 sends a long document, session 8's HELLO comes ``offset``
-    cycles after it and then session 8's own document; the engine takes the input bytes with
-    ``stall`` (0: every cycle; n: one cycle in n + 1 not). Returns the (data, last) the
-    engine took, as records (lists of bytes, each ended by a last byte)."""
-    ep, sim = _lone_endpoint()
+def _input_across_a_switch(bench: Rerun, offset: int, stall: int) -> list:
+    """The endpoint alone (``bench``, from ``_lone_endpoint()``): session 7 sends a long
+    document, session 8's HELLO comes ``offset`` cycles after it and then session 8's own
+    document; the engine takes the input bytes with ``stall`` (0: every cycle; n: one cycle
+    in n + 1 not). Returns the (data, last) the engine took, as records (lists of bytes, each
+    ended by a last byte)."""
+    ep = bench.dut
     records, current = [], bytearray()
 
     async def engine(ctx):
@@ -780,9 +785,7 @@ def _input_across_a_switch(offset: int, stall: int) -> list:
         await send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 8)), 0)
         await send(ctx, data(8, 0, new), 400)
 
-    sim.add_process(engine)
-    sim.add_testbench(testbench)
-    sim.run()
+    bench.run(testbench, engine)
     return records
 
 
@@ -794,8 +797,9 @@ def test_a_session_switch_while_input_bytes_are_read_cuts_the_record_and_loses_n
     taken) and gives the new session's document whole, its bytes never mixed with the old."""
     body = b"<a>" + b"x" * 90 + b"</a>"
     seen = set()
+    bench = _lone_endpoint()
     for offset in range(0, 120 * (stall + 1), 3 * (stall + 1)):
-        old, new = _input_across_a_switch(offset, stall)
+        old, new = _input_across_a_switch(bench, offset, stall)
         seen.add(old == body)
         assert body.startswith(old[:-1]) and (old == body or old[-1:] == b" "), offset
         assert new == b"<b/>", offset
@@ -851,8 +855,7 @@ def test_datagrams_whose_length_or_version_is_wrong_count_as_bad_and_give_nothin
         await ctx.tick().repeat(200)
         assert await status(ctx) == (len(wrong), 1)
 
-    bench.sim.add_testbench(testbench)
-    bench.sim.run()
+    bench.run(testbench)
 
 
 def test_records_of_lengths_around_the_length_bytes_edges_go_whole_to_the_engine():
@@ -861,7 +864,8 @@ def test_records_of_lengths_around_the_length_bytes_edges_go_whole_to_the_engine
     credit: each goes whole, its last byte marked."""
     lengths = [1, 2, 255, 256, 257, 1]
     stream = b"".join(input_record(InputKind.DOCUMENT, b"a" * n) for n in lengths)
-    ep, sim = _lone_endpoint()
+    bench = _lone_endpoint()
+    ep = bench.dut
     records, current, replies = [], bytearray(), []
 
     async def engine(ctx):
@@ -899,7 +903,5 @@ def test_records_of_lengths_around_the_length_bytes_edges_go_whole_to_the_engine
                 await send(ctx, data(3, seq))
         await ctx.tick().repeat(300)
 
-    sim.add_process(engine)
-    sim.add_testbench(testbench)
-    sim.run()
+    bench.run(testbench, engine)
     assert records == [b"a" * n for n in lengths]

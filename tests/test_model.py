@@ -19,14 +19,15 @@ from xpfilt.software.events import load_documents
 from xpfilt.software.reference import ReferenceFilter
 from xpfilt.software.results import read_expected
 
-from .conftest import expected_cases
+from .conftest import expected_cases, shared_cases
 
 STRUCTURAL = [c for c in expected_cases() if "pred" not in c[0]]
 
 
-@pytest.mark.parametrize(
-    "name, queries_path, folder, tsv", STRUCTURAL, ids=[c[0] for c in STRUCTURAL]
-)
+#: The quick sets in make test (the same 100 NITF documents, and XMark: depth 8, '*' and '//',
+#: several clusters), the six 2,000-query NITF sets (~2-4 s each) in make test-slow, as for
+#: the compiler and the programmable model.
+@pytest.mark.parametrize("name, queries_path, folder, tsv", shared_cases(STRUCTURAL))
 def test_model_reproduces_shared_expected(name, queries_path, folder, tsv):
     engine = ModelEngine(load_queries(queries_path).queries)
     results = {r.name: r.matches for r in filter_batch(engine, load_documents([folder]))}
