@@ -20,7 +20,7 @@ counts): else the engine keeps the Python path.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -146,7 +146,14 @@ class GuardTables:
     def reset(self) -> None:
         """Forgets the guards and the keys (the engine's memo is dropped)."""
         self.guards: list[Guard] = []
-        self._arrays: Optional[tuple] = None
+        # the guard arrays the loop reads, grown in place as guards come (doubling: a query
+        # set meets thousands of guards one miss at a time, and rebuilding them all at each
+        # made the misses quadratic), and how much of each is used
+        self._guard_rows = np.zeros((64, 5), np.int64)
+        self._gattr = np.zeros((64, 2), np.int64)
+        self._names = np.zeros(256, np.uint8)
+        self._gpath = np.zeros(64, np.int64)
+        self._used = [0, 0, 0, 0]  # guards, attributes, name bytes, path slots
         self.gslots = np.full(1024, -1, np.int64)
         self.ents = np.zeros((256, 4), np.int64)
         self.keys = np.zeros(4096, np.uint8)
@@ -159,35 +166,40 @@ class GuardTables:
         """A new guard; returns its number."""
         guard = Guard(top, tag, name, kept, targets, candidates, self.path_number)
         self.guards.append(guard)
-        self._arrays = None
+        self._append_arrays(guard)
         self.key_overhead = max(self.key_overhead, 8 + 2 * len(guard.attributes) + len(guard.paths))
         return len(self.guards) - 1
 
+    def _append_arrays(self, guard: Guard) -> None:
+        g, attributes, name_bytes, paths = self._used
+        names = [attribute.encode() for attribute in guard.attributes]
+        slots = [self.first_slot[number] for number in guard.paths]
+        self._guard_rows = _room(self._guard_rows, g + 1)
+        self._gattr = _room(self._gattr, attributes + len(names))
+        self._names = _room(self._names, name_bytes + sum(map(len, names)))
+        self._gpath = _room(self._gpath, paths + len(slots))
+        row = self._guard_rows[g]
+        row[0], row[2], row[3] = attributes, guard.text, paths
+        for encoded in names:
+            self._gattr[attributes] = (name_bytes, len(encoded))
+            self._names[name_bytes : name_bytes + len(encoded)] = np.frombuffer(encoded, np.uint8)
+            attributes += 1
+            name_bytes += len(encoded)
+        self._gpath[paths : paths + len(slots)] = slots
+        paths += len(slots)
+        row[1], row[4] = attributes, paths
+        self._used = [g + 1, attributes, name_bytes, paths]
+
     def arrays(self) -> tuple:
-        """``(guards, gattr, gattr_names, gpath)`` for the loop."""
-        if self._arrays is None:
-            guards = np.zeros((max(1, len(self.guards)), 5), np.int64)
-            gattr, names, gpath = [], [], []
-            used = 0
-            for g, guard in enumerate(self.guards):
-                guards[g, 0] = len(gattr)
-                for attribute in guard.attributes:
-                    encoded = attribute.encode()
-                    gattr.append((used, len(encoded)))
-                    names.append(encoded)
-                    used += len(encoded)
-                guards[g, 1] = len(gattr)
-                guards[g, 2] = guard.text
-                guards[g, 3] = len(gpath)
-                gpath.extend(self.first_slot[number] for number in guard.paths)
-                guards[g, 4] = len(gpath)
-            self._arrays = (
-                guards,
-                np.array(gattr or [(0, 0)], np.int64).reshape(-1, 2),
-                np.frombuffer(b"".join(names) or b"\0", np.uint8).copy(),
-                np.array(gpath or [0], np.int64),
-            )
-        return self._arrays
+        """``(guards, gattr, gattr_names, gpath)`` for the loop: views of the arrays in use
+        (at least one entry each, zeros while there is none)."""
+        g, attributes, name_bytes, paths = (max(1, n) for n in self._used)
+        return (
+            self._guard_rows[:g],
+            self._gattr[:attributes],
+            self._names[:name_bytes],
+            self._gpath[:paths],
+        )
 
     def decode(self, guard: Guard, key: bytes) -> tuple[dict, list, bytes]:
         """The attributes, text children and nested-path bits a key holds (see
@@ -251,3 +263,13 @@ def _text_values(raw: bytes) -> list[str]:
     """The text node(s) of one raw run of character data (none if it has no character)."""
     events = parse_events(Document("<key>", b"<a>" + raw + b"</a>"))
     return [value for kind, _, value in events if kind is EventKind.TEXT]
+
+
+def _room(array: np.ndarray, needed: int) -> np.ndarray:
+    """``array``, or a copy twice as long (or as ``needed``) when it holds fewer than
+    ``needed`` rows."""
+    if len(array) >= needed:
+        return array
+    grown = np.zeros((max(needed, 2 * len(array)),) + array.shape[1:], array.dtype)
+    grown[: len(array)] = array
+    return grown
