@@ -204,6 +204,21 @@ def test_endpoint_rtl_sends_again_after_its_timeout_and_drops_an_old_sessions_re
     bench.run(testbench)
 
 
+async def _new_session_after(ctx, bench, old: bytes, delay: int, new: bytes) -> list:
+    """Session 1 sends the input record ``old``; ``delay`` + 1 cycles later session 2 opens
+    and sends ``new``: session 2's readout records 300 cycles on, as (document, bits)."""
+    await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
+    await bench.send(ctx, data(1, 0, old))
+    await ctx.tick().repeat(delay + 1)
+    await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 2)))
+    await bench.send(ctx, data(2, 0, new))
+    await ctx.tick().repeat(300)
+    r = bench.replies
+    sent = {d.seq: d.payload for d in r if d.kind == ord("R") and d.session == 2}
+    records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))
+    return [(rec.doc, decode_record(rec, 5).bits) for rec in records]
+
+
 def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_old_one():
     """A new session while a document of the old one is in the engine, the switch swept over
     the cycles its readout comes in (one of them is the cycle its record starts): the new
@@ -216,16 +231,7 @@ def test_a_session_switch_in_any_cycle_of_a_documents_readout_leaves_it_to_the_o
         got = {}
 
         async def testbench(ctx, delay=delay, got=got):
-            r = bench.replies
-            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
-            await bench.send(ctx, data(1, 0, first))
-            await ctx.tick().repeat(delay + 1)
-            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 2)))
-            await bench.send(ctx, data(2, 0, second))
-            await ctx.tick().repeat(300)
-            sent = {d.seq: d.payload for d in r if d.kind == ord("R") and d.session == 2}
-            records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))
-            got["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
+            got["records"] = await _new_session_after(ctx, bench, first, delay, second)
 
         bench.run(testbench)
         want = [(0, bench.model_readouts([DOCS[3]])[0].bits)]
@@ -257,16 +263,7 @@ def test_a_session_switch_in_any_cycle_around_an_old_documents_end_drops_its_rea
                     seen["old_end"] = seen["cycle"]
 
         async def testbench(ctx):
-            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 1)))
-            await bench.send(ctx, data(1, 0, old))
-            await ctx.tick().repeat(delay + 1)
-            await bench.send(ctx, encode_datagram(Datagram(DatagramKind.HELLO.value, 2)))
-            await bench.send(ctx, data(2, 0, new))
-            await ctx.tick().repeat(300)
-            r = bench.replies
-            sent = {d.seq: d.payload for d in r if d.kind == ord("R") and d.session == 2}
-            records = RecordReader().feed(b"".join(sent[k] for k in sorted(sent)))
-            seen["records"] = [(rec.doc, decode_record(rec, 5).bits) for rec in records]
+            seen["records"] = await _new_session_after(ctx, bench, old, delay, new)
             seen["counts"] = (ctx.get(s.in_engine), ctx.get(s.stale_docs))
 
         bench.run(testbench, monitor)
