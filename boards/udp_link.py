@@ -213,7 +213,10 @@ class _Shared:
         # configuration streams go to the engine (programmable mode)
         self.cfg_ok = Const(int(ep.mode == 1), 1)
         self.in_engine = Signal(16)  # documents the engine took and whose readout is not written
-        self.doc_done = Signal()  # strobe: a document's last byte went to the engine
+        # strobe: a document's last byte went to the engine (kept a wire of its own, so that
+        # Yosys does not fold it into the input stream's logic: the 8,000-query ECPIX-5 placed
+        # that shared LUT by the engine's input register, 60 columns from the counts)
+        self.doc_done = Signal(attrs={"keep": 1})
         # ``doc_done`` a cycle late (a register): the count ``in_engine`` takes it then, so that
         # the input's handshake does not reach the count's adder in a cycle
         self.doc_done_late = Signal()
@@ -222,7 +225,7 @@ class _Shared:
         self.some_stale_docs = Signal()  # ``stale_docs != 0``, registered with it
         # configuration streams the same way: their verdicts are readout records too
         self.cfg_in_engine = Signal(8)  # streams the engine took whose verdict is not read
-        self.cfg_done = Signal()  # strobe: a stream's last byte went to the engine
+        self.cfg_done = Signal(attrs={"keep": 1})  # ... a stream's (kept, as ``doc_done``)
         self.cfg_done_late = Signal()  # ``cfg_done`` a cycle late, as ``doc_done_late``
         self.verdict_done = Signal()  # strobe: a verdict was read (written or dropped)
         self.stale_cfgs = Signal(8)  # verdicts still to come of streams of an earlier session
