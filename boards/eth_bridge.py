@@ -5,14 +5,15 @@ domain, 62.5 MHz on the boards: twice the 31.25 M words/s a 1 Gb/s line needs); 
 datapath did not reach 125 MHz on the ECP5 (84.2 MHz on the -8, 56.9 MHz on the -6: the IPv4
 checksum, the UDP receive FSM and the depacketizer in one cycle). The protocol endpoint
 (:class:`xpfilt.boards.udp_link.UdpEndpoint`) takes and gives a byte per cycle in the ``link``
-domain (125 MHz). :class:`UdpPortBridge` sits between, an ``AsyncFIFO`` each way:
+domain (125 MHz). :class:`UdpPortBridge` sits between, a clock-crossing queue each way:
 
 * receive: each 32-bit word of a datagram (``last_be``, one-hot, marks the last valid byte of
   its last word; byte lane 0 is the first byte) goes through the FIFO with the number of its
   valid bytes, and is given out a byte per cycle in the ``link`` domain, with ``last`` on the
-  datagram's final byte; ``error``, the sender's address and port travel with every word;
+  datagram's final byte; ``error`` travels with every word, the sender's address and port as
+  two entries ahead of the datagram's first (a :class:`xpfilt.boards.cdc.LutAsyncFIFO`);
 * transmit: the bytes of a datagram are packed four to a word (lane 0 first) and the word goes
-  through the FIFO with ``last_be`` on the datagram's last word.
+  from a register through an ``AsyncFIFO`` with ``last_be`` on the datagram's last word.
 
 A byte per 125 MHz cycle is the line's own rate, so neither direction holds the line back
 (LiteEth's headers reach its transmit FIFO ahead of the payload, at 4 bytes per 62.5 MHz
